@@ -1,0 +1,64 @@
+/**
+ * The standard-library functions skillrun uses, with explicit types.
+ *
+ * `deno.json` maps `@std/...` to `npm:deno-std@1.4.0/...`, which ships std's
+ * JavaScript without declarations. Typing the few functions we use here, once,
+ * keeps `any` from spreading; switching back to `jsr:@std/...` stays a change of
+ * `deno.json` alone.
+ *
+ * @module
+ */
+import * as yaml from "@std/yaml";
+import * as path from "@std/path";
+import * as posixPath from "@std/path/posix";
+
+/** Options of {@linkcode parseYaml}. */
+export interface ParseYamlOptions {
+  /** `"failsafe"` keeps every scalar a string. */
+  schema?: "failsafe" | "json" | "core" | "default" | "extended";
+}
+
+/** Parses one YAML document. Throws a `SyntaxError` on unreadable YAML. */
+export const parseYaml: (text: string, options?: ParseYamlOptions) => unknown =
+  yaml.parse;
+
+/** Path functions of the host platform. */
+export interface PathFunctions {
+  /** Joins path segments and normalises the result. */
+  join(...paths: string[]): string;
+  /** Resolves segments into an absolute path. */
+  resolve(...paths: string[]): string;
+  /** The relative path from `from` to `to`. */
+  relative(from: string, to: string): string;
+  /** The folder part of a path. */
+  dirname(path: string): string;
+  /** The last part of a path, less `suffix` when given. */
+  basename(path: string, suffix?: string): string;
+  /** The extension of a path, with its dot. */
+  extname(path: string): string;
+  /** Normalises `.` and `..` segments and repeated separators. */
+  normalize(path: string): string;
+  /** Whether a path is absolute. */
+  isAbsolute(path: string): boolean;
+  /** Converts a `file:` URL into a path. */
+  fromFileUrl(url: string | URL): string;
+  /** Converts a path into a `file:` URL. */
+  toFileUrl(path: string): URL;
+  /** Converts a glob into a regular expression. */
+  globToRegExp(
+    glob: string,
+    options?: {
+      extended?: boolean;
+      globstar?: boolean;
+      caseInsensitive?: boolean;
+    },
+  ): RegExp;
+  /** The separator of path segments. */
+  readonly SEPARATOR: string;
+}
+
+/** Path functions of the host platform (`@std/path`). */
+export const hostPath: PathFunctions = path as unknown as PathFunctions;
+
+/** POSIX path functions (`@std/path/posix`), for remote sandboxes. */
+export const posix: PathFunctions = posixPath as unknown as PathFunctions;

@@ -1,0 +1,33 @@
+/**
+ * `deno task bench`: every benchmark, each beside its baseline, in one run.
+ * `deno task bench <id-substring>` runs only the matching cases.
+ *
+ * @module
+ */
+import {
+  type BenchCase,
+  type CaseResult,
+  formatResults,
+  runCase,
+} from "./_harness.ts";
+
+/** The bench files; each exports `cases`. */
+const FILES = [] as const;
+
+const filter = Deno.args[0];
+const results: CaseResult[] = [];
+for (const file of FILES) {
+  const { cases } = await import(file) as { cases: BenchCase[] };
+  for (const benchCase of cases) {
+    if (filter && !benchCase.id.includes(filter)) continue;
+    console.error(`bench: ${benchCase.title} ...`);
+    const result = await runCase(benchCase);
+    console.error(
+      `bench:   ratio ${result.ratio.toFixed(2)} ${
+        result.pass ? "(target met)" : result.notes.join("; ")
+      }`,
+    );
+    results.push(result);
+  }
+}
+console.log(formatResults(results));

@@ -1,0 +1,220 @@
+/**
+ * The contracts every runtime implements: {@linkcode SkillRuntime} and its
+ * {@linkcode SkillRuntimeFileSystem}, with their request and result types.
+ *
+ * @module
+ */
+import type { Skill } from "../skill/types.ts";
+import type { SkillRuntimeConfig } from "./config.ts";
+
+/** The default timeout of {@linkcode SkillRuntime.execute}: 120 000 ms. */
+export const DEFAULT_EXECUTE_TIMEOUT_MS = 120_000;
+
+/** The default cap of output kept in memory per stream: 1 MiB. */
+export const DEFAULT_MAX_OUTPUT_BYTES = 1024 * 1024;
+
+/** One skill to prepare, with its configuration. */
+export interface SkillToPrepare {
+  /** The loaded skill. */
+  readonly skill: Skill;
+  /** Its runtime configuration, when the application gave one. */
+  readonly config?: SkillRuntimeConfig;
+}
+
+/** Progress reported during a long preparation. */
+export interface PrepareProgress {
+  /** The skill being prepared. */
+  readonly skillName: string;
+  /** What is happening. */
+  readonly stage: "copy" | "upload" | "bootstrap" | "done";
+  /** A short human-readable detail (never environment values). */
+  readonly detail?: string;
+}
+
+/** What {@linkcode SkillRuntime.prepare} takes. */
+export interface PrepareRequest {
+  /** The skills to prepare, in order. */
+  readonly skills: readonly SkillToPrepare[];
+  /** Stops the preparation. */
+  readonly signal?: AbortSignal;
+  /** Called as preparation advances (for a CLI's progress on stderr). */
+  readonly onProgress?: (progress: PrepareProgress) => void;
+}
+
+/** A skill as prepared inside a runtime. */
+export interface PreparedSkill {
+  /** The skill's name. */
+  readonly name: string;
+  /** Where the skill's folder is, as seen inside the runtime. */
+  readonly basePath: string;
+  /** The skill as loaded. */
+  readonly skill: Skill;
+}
+
+/** What {@linkcode SkillRuntime.execute} takes. */
+export interface ExecuteRequest {
+  /** The shell command, run with `bash -c` (Windows: `cmd.exe /c`). */
+  readonly command: string;
+  /** Where it runs; default {@linkcode SkillRuntime.defaultWorkingDirectory}. */
+  readonly workingDirectory?: string;
+  /** How long it may run, in ms (> 0); default 120 000. */
+  readonly timeoutMs?: number;
+  /** Variables for this execution alone; they override every other source. */
+  readonly env?: Readonly<Record<string, string>>;
+  /** Stops the command (and everything it started). */
+  readonly signal?: AbortSignal;
+  /** The most bytes of each stream kept in memory; the rest is counted. */
+  readonly maxOutputBytes?: number;
+}
+
+/** What {@linkcode SkillRuntime.execute} returns. */
+export interface ExecuteResult {
+  /** Standard output as text (its middle cut when over the cap). */
+  readonly stdout: string;
+  /** Standard error as text (its middle cut when over the cap). */
+  readonly stderr: string;
+  /** The exit code; `-1` when timed out or aborted or killed by a signal. */
+  readonly exitCode: number;
+  /** Whether the timeout stopped the command. */
+  readonly timedOut: boolean;
+  /** Whether the caller's signal stopped the command. */
+  readonly aborted: boolean;
+  /** Total bytes the command wrote to stdout. */
+  readonly stdoutBytes: number;
+  /** Total bytes the command wrote to stderr. */
+  readonly stderrBytes: number;
+  /** Whether `stdout` lacks part of the output (its middle was dropped). */
+  readonly stdoutTruncated: boolean;
+  /** Whether `stderr` lacks part of the output (its middle was dropped). */
+  readonly stderrTruncated: boolean;
+  /** Wall time in ms. */
+  readonly durationMs: number;
+}
+
+/** What a path is. */
+export type FileType = "file" | "directory" | "symlink" | "other";
+
+/** Facts about one path in a runtime's file system. */
+export interface FileInfo {
+  /** The path as the runtime sees it (absolute). */
+  readonly path: string;
+  /** The last segment of the path. */
+  readonly name: string;
+  /** What it is (symlinks are not followed). */
+  readonly type: FileType;
+  /** Size in bytes. */
+  readonly size: number;
+  /** Last modification, when known. */
+  readonly modifiedAt: Date | null;
+  /** Whether the owner may execute it, when known. */
+  readonly executable?: boolean;
+}
+
+/** Options of {@linkcode SkillRuntimeFileSystem.readText}. */
+export interface ReadTextOptions {
+  /** The most bytes to read; more is an error naming the limit. Mandatory. */
+  readonly maxBytes: number;
+  /** Stops the read. */
+  readonly signal?: AbortSignal;
+}
+
+/** Options of {@linkcode SkillRuntimeFileSystem.list}. */
+export interface ListOptions {
+  /** How deep to descend; 1 lists the folder's own entries. Default 1. */
+  readonly depth?: number;
+  /** The most entries to return. Default 1000. */
+  readonly limit?: number;
+  /** Only files, no folders. */
+  readonly filesOnly?: boolean;
+  /** Stops the listing. */
+  readonly signal?: AbortSignal;
+}
+
+/** What {@linkcode SkillRuntimeFileSystem.list} returns. */
+export interface ListResult {
+  /** Entries, in a stable order. */
+  readonly entries: readonly FileInfo[];
+  /** Whether the limit cut the listing. */
+  readonly truncated: boolean;
+}
+
+/** What {@linkcode SkillRuntimeFileSystem.download} returns. */
+export interface DownloadResult {
+  /** The local file written. */
+  readonly localPath: string;
+  /** How many bytes it has. */
+  readonly bytes: number;
+}
+
+/** Options of the file system's simple calls. */
+export interface SignalOptions {
+  /** Stops the operation. */
+  readonly signal?: AbortSignal;
+}
+
+/**
+ * The file system a runtime exposes, in the runtime's own path format. In a
+ * conversation workspace every path is fenced inside the workspace.
+ */
+export interface SkillRuntimeFileSystem {
+  /**
+   * Resolves a path as the runtime sees it: relative paths against the default
+   * working directory; in a workspace, a path outside is refused.
+   */
+  resolve(path: string): Promise<string>;
+  /** Reads a UTF-8 text file, refusing (while streaming) one over `maxBytes`. */
+  readText(path: string, options: ReadTextOptions): Promise<string>;
+  /** Reads a file's bytes, refusing one over `maxBytes` when given. */
+  readBytes(
+    path: string,
+    options?: SignalOptions & { maxBytes?: number },
+  ): Promise<Uint8Array>;
+  /** Writes a UTF-8 text file, creating its parents, overwriting it. */
+  writeText(
+    path: string,
+    content: string,
+    options?: SignalOptions,
+  ): Promise<void>;
+  /** Facts about a path, or `null` when it does not exist. */
+  stat(path: string, options?: SignalOptions): Promise<FileInfo | null>;
+  /** Lists a folder. */
+  list(path: string, options?: ListOptions): Promise<ListResult>;
+  /** Opens a file as a byte stream. */
+  readStream(
+    path: string,
+    options?: SignalOptions,
+  ): Promise<ReadableStream<Uint8Array>>;
+  /**
+   * Downloads a file to a local path: streams into a temporary file beside the
+   * target and renames it into place only when complete.
+   */
+  download(
+    path: string,
+    localPath: string,
+    options?: SignalOptions,
+  ): Promise<DownloadResult>;
+}
+
+/**
+ * A place where skills are prepared and commands run: the local machine or a
+ * remote sandbox.
+ */
+export interface SkillRuntime extends AsyncDisposable {
+  /** The runtime's name, e.g. `local`, `opensandbox`, `aio-sandbox`. */
+  readonly name: string;
+  /** Where commands run when a request names no working directory. */
+  readonly defaultWorkingDirectory: string;
+  /** The runtime's file system. */
+  readonly fs: SkillRuntimeFileSystem;
+  /**
+   * Prepares skills (copy or upload, then bootstrap) and returns them in the
+   * same number and order. Idempotent per skill; concurrent calls prepare once.
+   */
+  prepare(request: PrepareRequest): Promise<PreparedSkill[]>;
+  /** Runs one command. Never throws for a failing command: see the result. */
+  execute(request: ExecuteRequest): Promise<ExecuteResult>;
+  /** The merged runtime environment (base excluded) that every command gets. */
+  environment(): Readonly<Record<string, string>>;
+  /** Releases what the runtime owns. Idempotent. */
+  close(): Promise<void>;
+}
