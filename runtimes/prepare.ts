@@ -1,0 +1,296 @@
+/**
+ * The preparation engine every runtime reuses: environment merge in the
+ * documented order, copy or upload through the runtime, bootstrap commands in
+ * order in the prepared folder, nothing cached on failure, once per skill even
+ * under concurrent calls.
+ *
+ * @module
+ */
+import type { Skill } from "../skill/types.ts";
+import type { SkillRuntimeConfig } from "./config.ts";
+import { SkillPreparationError } from "./errors.ts";
+import type {
+  ExecuteRequest,
+  ExecuteResult,
+  PreparedSkill,
+  PrepareProgress,
+  PrepareRequest,
+} from "./types.ts";
+import { redactSecrets } from "../_internal/redact.ts";
+
+/** What {@linkcode PreparationHooks.materialize} returns. */
+export interface MaterializeResult {
+  /** Where the skill's folder is inside the runtime. */
+  readonly basePath: string;
+  /**
+   * Whether the bootstrap commands must run now: `true` after a copy or upload,
+   * or on a first local preparation; `false` when the runtime knows the skill is
+   * already bootstrapped there (e.g. a remote store says so).
+   */
+  readonly bootstrap: boolean;
+}
+
+/** Options passed to {@linkcode PreparationHooks.materialize}. */
+export interface MaterializeOptions {
+  /** Stops the copy or upload. */
+  readonly signal?: AbortSignal;
+  /** Reports progress. */
+  readonly onProgress?: (progress: PrepareProgress) => void;
+}
+
+/** What a runtime lends the engine. */
+export interface PreparationHooks {
+  /** Makes the skill's files available in the runtime (copy, upload, or nothing). */
+  materialize(
+    skill: Skill,
+    options: MaterializeOptions,
+  ): Promise<MaterializeResult>;
+  /**
+   * Runs one bootstrap command. The runtime's `execute` is the right choice: it
+   * already merges the environment the engine holds.
+   */
+  run(request: ExecuteRequest): Promise<ExecuteResult>;
+}
+
+/** How much of a failing bootstrap command's output an error message keeps. */
+const OUTPUT_TAIL_CHARS = 2000;
+
+/**
+ * Prepares skills for a runtime. A runtime owns one engine, hands it a way to
+ * materialise a skill and to run a command, and delegates `prepare` and
+ * `environment` to it.
+ *
+ * Preparation of one skill: merge its configuration's environment (a skill
+ * prepared later overrides an earlier one), materialise it, run its bootstrap
+ * commands in order in its base path (each with its own timeout; the first that
+ * fails or times out stops the rest), and only then record it as prepared. On
+ * failure nothing is recorded and its environment is withdrawn, so a later call
+ * retries from the start. Concurrent preparations of one skill share one run.
+ *
+ * @example Preparing with a runtime's hooks
+ * ```ts
+ * import { PreparationEngine } from "./prepare.ts";
+ * import { SkillRuntimeConfig } from "./config.ts";
+ * import type { Skill } from "../skill/types.ts";
+ *
+ * const ran: string[] = [];
+ * const engine = new PreparationEngine({
+ *   materialize: (skill) => Promise.resolve({ basePath: skill.basePath, bootstrap: true }),
+ *   run: (request) => {
+ *     ran.push(request.command);
+ *     return Promise.resolve({
+ *       stdout: "", stderr: "", exitCode: 0, timedOut: false, aborted: false,
+ *       stdoutBytes: 0, stderrBytes: 0, stdoutTruncated: false, stderrTruncated: false,
+ *       durationMs: 1,
+ *     });
+ *   },
+ * });
+ * const skill: Skill = {
+ *   name: "demo", description: "A demo", basePath: "/skills/demo",
+ *   location: "/skills/demo/SKILL.md", instructions: "", frontMatter: {}, warnings: [],
+ * };
+ * const config = new SkillRuntimeConfig({ env: { MODE: "fast" }, bootstrap: ["make"] });
+ * const [prepared] = await engine.prepare({ skills: [{ skill, config }] });
+ * await engine.prepare({ skills: [{ skill, config }] }); // idempotent
+ * console.assert(prepared?.basePath === "/skills/demo");
+ * console.assert(ran.length === 1 && engine.environment().MODE === "fast");
+ * ```
+ */
+export class PreparationEngine {
+  readonly #hooks: PreparationHooks;
+  /** Environment per skill key, in merge order (later entries win). */
+  readonly #envs = new Map<string, Readonly<Record<string, string>>>();
+  readonly #prepared = new Map<string, PreparedSkill>();
+  readonly #inFlight = new Map<string, Promise<PreparedSkill>>();
+  #merged: Readonly<Record<string, string>> | undefined;
+
+  /**
+   * Makes an engine.
+   *
+   * @param hooks How the runtime materialises a skill and runs a command.
+   */
+  constructor(hooks: PreparationHooks) {
+    this.#hooks = hooks;
+  }
+
+  /**
+   * The runtime-wide environment: the configurations of every skill prepared
+   * (or being prepared) so far, later ones winning. Excludes the base
+   * environment and a request's own.
+   *
+   * @returns A frozen map; keep it out of logs.
+   */
+  environment(): Readonly<Record<string, string>> {
+    if (!this.#merged) {
+      const merged: Record<string, string> = {};
+      for (const env of this.#envs.values()) Object.assign(merged, env);
+      this.#merged = Object.freeze(merged);
+    }
+    return this.#merged;
+  }
+
+  /**
+   * Whether a skill has been prepared by this engine.
+   *
+   * @param skill The skill.
+   * @returns `true` once its preparation succeeded.
+   */
+  isPrepared(skill: Skill): boolean {
+    return this.#prepared.has(keyOf(skill));
+  }
+
+  /**
+   * Prepares skills in the order of the request and returns them in the same
+   * number and order.
+   *
+   * @param request The skills, their configurations, a signal and a progress callback.
+   * @returns The prepared skills.
+   * @throws {SkillPreparationError} A skill could not be materialised or a
+   * bootstrap command failed or timed out; skills before it stay prepared.
+   */
+  async prepare(request: PrepareRequest): Promise<PreparedSkill[]> {
+    const results: PreparedSkill[] = [];
+    for (const { skill, config } of request.skills) {
+      request.signal?.throwIfAborted();
+      results.push(await this.#prepareOne(skill, config, request));
+    }
+    return results;
+  }
+
+  /** Forgets every prepared skill and the merged environment (for `close()`). */
+  clear(): void {
+    this.#envs.clear();
+    this.#prepared.clear();
+    this.#inFlight.clear();
+    this.#merged = undefined;
+  }
+
+  #prepareOne(
+    skill: Skill,
+    config: SkillRuntimeConfig | undefined,
+    request: PrepareRequest,
+  ): Promise<PreparedSkill> {
+    const key = keyOf(skill);
+    const done = this.#prepared.get(key);
+    if (done) return Promise.resolve(done);
+    const running = this.#inFlight.get(key);
+    if (running) return running;
+    const promise = this.#run(key, skill, config, request).finally(() => {
+      this.#inFlight.delete(key);
+    });
+    this.#inFlight.set(key, promise);
+    return promise;
+  }
+
+  async #run(
+    key: string,
+    skill: Skill,
+    config: SkillRuntimeConfig | undefined,
+    request: PrepareRequest,
+  ): Promise<PreparedSkill> {
+    const { signal, onProgress } = request;
+    this.#setEnv(key, config?.env ?? {});
+    try {
+      let materialized: MaterializeResult;
+      try {
+        materialized = await this.#hooks.materialize(skill, {
+          ...(signal ? { signal } : {}),
+          ...(onProgress ? { onProgress } : {}),
+        });
+      } catch (error) {
+        if (error instanceof SkillPreparationError) throw error;
+        throw new SkillPreparationError(
+          `Cannot prepare skill "${skill.name}": ${
+            this.#clean(messageOf(error))
+          }`,
+          { skillName: skill.name, cause: error },
+        );
+      }
+      const commands = config?.bootstrap ?? [];
+      if (materialized.bootstrap) {
+        for (const [index, bootstrap] of commands.entries()) {
+          signal?.throwIfAborted();
+          onProgress?.({
+            skillName: skill.name,
+            stage: "bootstrap",
+            detail: `command ${index + 1} of ${commands.length}`,
+          });
+          const result = await this.#hooks.run({
+            command: bootstrap.command,
+            workingDirectory: materialized.basePath,
+            timeoutMs: bootstrap.timeoutMs,
+            ...(signal ? { signal } : {}),
+          });
+          if (result.exitCode !== 0 || result.timedOut || result.aborted) {
+            throw this.#bootstrapError(
+              skill,
+              index,
+              commands.length,
+              bootstrap.timeoutMs,
+              result,
+            );
+          }
+        }
+      }
+      const prepared: PreparedSkill = Object.freeze({
+        name: skill.name,
+        basePath: materialized.basePath,
+        skill,
+      });
+      this.#prepared.set(key, prepared);
+      onProgress?.({ skillName: skill.name, stage: "done" });
+      return prepared;
+    } catch (error) {
+      this.#envs.delete(key);
+      this.#merged = undefined;
+      throw error;
+    }
+  }
+
+  #setEnv(key: string, env: Readonly<Record<string, string>>): void {
+    // Re-inserting moves the skill to the end: the one prepared last wins.
+    this.#envs.delete(key);
+    this.#envs.set(key, env);
+    this.#merged = undefined;
+  }
+
+  #clean(text: string): string {
+    return redactSecrets(text, Object.values(this.environment()));
+  }
+
+  #bootstrapError(
+    skill: Skill,
+    index: number,
+    count: number,
+    timeoutMs: number,
+    result: ExecuteResult,
+  ): SkillPreparationError {
+    const which = `bootstrap command ${index + 1} of ${count}`;
+    const reason = result.timedOut
+      ? `timed out after ${timeoutMs} ms`
+      : result.aborted
+      ? "was aborted"
+      : `exited with code ${result.exitCode}`;
+    const output = (result.stderr.trim() || result.stdout.trim()).slice(
+      -OUTPUT_TAIL_CHARS,
+    );
+    const details = output ? `\n${this.#clean(output)}` : "";
+    return new SkillPreparationError(
+      `Cannot prepare skill "${skill.name}": ${which} ${reason}${details}`,
+      {
+        skillName: skill.name,
+        exitCode: result.exitCode,
+        timedOut: result.timedOut,
+        commandIndex: index,
+      },
+    );
+  }
+}
+
+function keyOf(skill: Skill): string {
+  return `${skill.name}\u0000${skill.basePath}`;
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
