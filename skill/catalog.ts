@@ -1,0 +1,131 @@
+/**
+ * The catalog of skills shown to a model.
+ *
+ * @module
+ */
+import type { Skill } from "./types.ts";
+
+/** The default size budget of {@linkcode formatCatalog}, in characters. */
+export const DEFAULT_CATALOG_BUDGET = 16_000;
+
+/** Options of {@linkcode formatCatalog}. */
+export interface FormatCatalogOptions {
+  /**
+   * The size the catalog should stay within, in characters. Descriptions are
+   * shortened (ending with `…`) to fit; names and locations are always kept,
+   * so with very many skills the catalog can still exceed it. Default
+   * {@linkcode DEFAULT_CATALOG_BUDGET}.
+   */
+  maxChars?: number;
+  /**
+   * Where each skill is, as the model should see it. Default: the skill's
+   * `location` (its `SKILL.md` path). A runtime may show its own path instead.
+   */
+  locationOf?: (skill: Skill) => string;
+}
+
+const ELLIPSIS = "…";
+
+/**
+ * Formats the catalog of skills for a model: one `<skill>` element per skill
+ * with its name, description and location, sorted by name then location, XML
+ * special characters escaped, inside `<available_skills>`. When the full text
+ * exceeds the budget, the longest descriptions are shortened first (all cut to
+ * one common length, each ending with `…`), so short ones stay whole.
+ *
+ * Needs no permission.
+ *
+ * @param skills The skills to list.
+ * @param options The size budget and how to show locations.
+ * @returns The catalog, or `""` when there are no skills.
+ * @throws {RangeError} `maxChars` is not a positive integer.
+ *
+ * @example Formatting a catalog
+ * ```ts
+ * import { formatCatalog } from "./catalog.ts";
+ * import type { Skill } from "./types.ts";
+ * const skill: Skill = {
+ *   name: "csv-report", description: "Summarises <CSV> files & tables",
+ *   basePath: "/skills/csv-report", location: "/skills/csv-report/SKILL.md",
+ *   instructions: "", frontMatter: {}, warnings: [],
+ * };
+ * const catalog = formatCatalog([skill]);
+ * console.assert(catalog.includes(
+ *   "<description>Summarises &lt;CSV&gt; files &amp; tables</description>",
+ * ));
+ * console.assert(formatCatalog([]) === "");
+ * ```
+ */
+export function formatCatalog(
+  skills: readonly Skill[],
+  options: FormatCatalogOptions = {},
+): string {
+  const budget = options.maxChars ?? DEFAULT_CATALOG_BUDGET;
+  if (!Number.isInteger(budget) || budget < 1) {
+    throw new RangeError(
+      `Cannot format the catalog: maxChars must be a positive integer, got ${budget}`,
+    );
+  }
+  if (skills.length === 0) return "";
+  const locationOf = options.locationOf ?? ((skill: Skill) => skill.location);
+  const entries = skills.map((skill) => ({
+    name: skill.name,
+    location: locationOf(skill),
+    description: Array.from(skill.description.trim()),
+  })).sort((a, b) =>
+    compareStrings(a.name, b.name) || compareStrings(a.location, b.location)
+  );
+  const render = (cap: number): string => {
+    const parts = ["<available_skills>\n"];
+    for (const entry of entries) {
+      parts.push(
+        "<skill>\n<name>",
+        escapeXml(entry.name),
+        "</name>\n<description>",
+        escapeXml(shorten(entry.description, cap)),
+        "</description>\n<location>",
+        escapeXml(entry.location),
+        "</location>\n</skill>\n",
+      );
+    }
+    parts.push("</available_skills>");
+    return parts.join("");
+  };
+  const longest = Math.max(...entries.map((e) => e.description.length));
+  const full = render(longest);
+  if (full.length <= budget) return full;
+  // The largest common cap on description length that fits the budget.
+  let low = 0;
+  let high = longest - 1;
+  while (low < high) {
+    const mid = Math.ceil((low + high) / 2);
+    if (render(mid).length <= budget) low = mid;
+    else high = mid - 1;
+  }
+  return render(low);
+}
+
+/** Escapes `&`, `<` and `>`: enough for XML element text, and quotes stay readable. */
+function escapeXml(text: string): string {
+  return text.replace(/[&<>]/g, (char) => XML_ENTITIES[char]!);
+}
+
+const XML_ENTITIES: Record<string, string> = {
+  "&": "&amp;",
+  "<": "&lt;",
+  ">": "&gt;",
+};
+
+/** Cuts characters to `cap` (counting the ellipsis), at a word end when near. */
+function shorten(chars: readonly string[], cap: number): string {
+  if (chars.length <= cap) return chars.join("");
+  if (cap <= 1) return cap === 1 ? ELLIPSIS : "";
+  let cut = cap - 1;
+  const space = chars.lastIndexOf(" ", cut);
+  if (space > cut * 0.8) cut = space;
+  return chars.slice(0, cut).join("").trimEnd() + ELLIPSIS;
+}
+
+function compareStrings(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
