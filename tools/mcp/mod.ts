@@ -1,0 +1,279 @@
+/**
+ * Serves skillrun's tools over the Model Context Protocol (MCP).
+ *
+ * This entry point (`@skillrun/skillrun/mcp`) is the only part of skillrun that
+ * imports the MCP SDK. It uses the SDK's low-level server so the tools' own JSON
+ * Schemas reach the client unchanged. A tool's failure becomes a tool result with
+ * `isError: true`, never a protocol error, so the model sees the message.
+ *
+ * Permissions: serving needs none of its own; the tools need what their runtime
+ * needs (for the local runtime: read, write and run).
+ *
+ * @example Serving tools to an in-memory client
+ * ```ts
+ * import { connectMcpServer } from "./mod.ts";
+ * import { Client } from "npm:@modelcontextprotocol/sdk@1.32.2/client";
+ * // @ts-types="npm:@modelcontextprotocol/sdk@1.32.2/inMemory"
+ * import { InMemoryTransport } from "npm:@modelcontextprotocol/sdk@1.32.2/inMemory.js";
+ *
+ * const echo = {
+ *   name: "echo",
+ *   description: "Repeats the text",
+ *   inputSchema: {
+ *     type: "object",
+ *     properties: { text: { type: "string" } },
+ *     required: ["text"],
+ *     additionalProperties: false,
+ *   },
+ *   execute: (input: unknown) =>
+ *     Promise.resolve({ text: String((input as { text: string }).text), isError: false }),
+ * } as const;
+ * const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+ * await using _connection = await connectMcpServer([echo], serverSide);
+ * const client = new Client({ name: "example", version: "1.0.0" });
+ * await client.connect(clientSide);
+ * const result = await client.callTool({ name: "echo", arguments: { text: "hi" } });
+ * console.assert(JSON.stringify(result.content) === '[{"type":"text","text":"hi"}]');
+ * await client.close();
+ * ```
+ *
+ * @module
+ */
+import process from "node:process";
+// The SDK's "./*" export maps `x.js` to types at `x.js.d.ts`, which do not
+// exist: `@ts-types` points the type checker at the right declarations.
+import { Server } from "npm:@modelcontextprotocol/sdk@1.32.2/server";
+// @ts-types="npm:@modelcontextprotocol/sdk@1.32.2/server/stdio"
+import { StdioServerTransport } from "npm:@modelcontextprotocol/sdk@1.32.2/server/stdio.js";
+import type { Transport } from "npm:@modelcontextprotocol/sdk@1.32.2/shared/transport";
+// @ts-types="npm:@modelcontextprotocol/sdk@1.32.2/types"
+import {
+  CallToolRequestSchema,
+  type CallToolResult,
+  ListToolsRequestSchema,
+  type ListToolsResult,
+} from "npm:@modelcontextprotocol/sdk@1.32.2/types.js";
+import denoJson from "../../deno.json" with { type: "json" };
+import type { Tool } from "../types.ts";
+
+export type { Server, Transport };
+
+/** The server name announced to MCP clients: the package's name. */
+export const MCP_SERVER_NAME: string = denoJson.name;
+
+/** The server version announced to MCP clients: the package's version. */
+export const MCP_SERVER_VERSION: string = denoJson.version;
+
+/** Options of {@linkcode createMcpServer}. */
+export interface McpServerOptions {
+  /** The name announced to clients; default {@linkcode MCP_SERVER_NAME}. */
+  readonly name?: string;
+  /** The version announced to clients; default {@linkcode MCP_SERVER_VERSION}. */
+  readonly version?: string;
+  /** Instructions for the client's model, sent at initialisation. */
+  readonly instructions?: string;
+}
+
+/**
+ * Builds an MCP server (not yet connected) that lists `tools` with their JSON
+ * Schemas and calls them. Unknown tools and failures are tool results with
+ * `isError: true`; a call cancelled by the client aborts the tool's signal.
+ *
+ * @param tools The tools to serve; their names must be unique.
+ * @param options Name, version and instructions.
+ * @returns The SDK's low-level `Server`; connect it to a transport.
+ * @throws {TypeError} Two tools have the same name.
+ *
+ * Permissions: none of its own.
+ *
+ * @example Building a server
+ * ```ts
+ * import { createMcpServer } from "./mod.ts";
+ * const server = createMcpServer([]);
+ * console.assert(typeof server.connect === "function");
+ * ```
+ */
+export function createMcpServer(
+  tools: readonly Tool[],
+  options: McpServerOptions = {},
+): Server {
+  const byName = new Map<string, Tool>();
+  for (const tool of tools) {
+    if (byName.has(tool.name)) {
+      throw new TypeError(
+        `Cannot serve tool "${tool.name}": another tool has the same name`,
+      );
+    }
+    byName.set(tool.name, tool);
+  }
+  const server = new Server(
+    {
+      name: options.name ?? MCP_SERVER_NAME,
+      version: options.version ?? MCP_SERVER_VERSION,
+    },
+    {
+      capabilities: { tools: {} },
+      ...(options.instructions === undefined
+        ? {}
+        : { instructions: options.instructions }),
+    },
+  );
+  server.setRequestHandler(
+    ListToolsRequestSchema,
+    (): ListToolsResult => ({
+      tools: tools.map((tool) => ({
+        name: tool.name,
+        description: tool.description,
+        // Passed through unchanged (the SDK's type is mutable, ours readonly).
+        inputSchema: tool.inputSchema as unknown as McpInputSchema,
+      })),
+    }),
+  );
+  server.setRequestHandler(
+    CallToolRequestSchema,
+    async (request, extra): Promise<CallToolResult> => {
+      const { name, arguments: input } = request.params;
+      const tool = byName.get(name);
+      if (tool === undefined) {
+        const known = [...byName.keys()].map((n) => `"${n}"`).join(", ");
+        return errorResult(
+          `Unknown tool "${name}": available tools are ${known || "none"}`,
+        );
+      }
+      try {
+        const result = await tool.execute(input ?? {}, {
+          signal: extra.signal,
+        });
+        return {
+          content: [{ type: "text", text: result.text }],
+          isError: result.isError,
+        };
+      } catch (error) {
+        // The Tool contract says execute never throws; keep the promise anyway.
+        return errorResult(
+          `Tool "${name}" failed: ${
+            error instanceof Error ? error.message : String(error)
+          }`,
+        );
+      }
+    },
+  );
+  return server;
+}
+
+/** A server connected to a transport. */
+export interface McpConnection extends AsyncDisposable {
+  /** The SDK's server. */
+  readonly server: Server;
+  /** Settles when the connection closes (by either side). */
+  readonly closed: Promise<void>;
+  /** Closes the connection. Idempotent. */
+  close(): Promise<void>;
+}
+
+/**
+ * Connects a server for `tools` to any MCP transport (stdio, in-memory,
+ * HTTP...).
+ *
+ * @param tools The tools to serve.
+ * @param transport An MCP transport, not yet started.
+ * @param options Name, version and instructions.
+ * @returns The connection; `closed` settles when it ends.
+ * @throws {TypeError} Two tools have the same name.
+ *
+ * Permissions: none of its own; the transport may need some.
+ *
+ * @example Connecting and closing
+ * ```ts
+ * import { connectMcpServer } from "./mod.ts";
+ * // @ts-types="npm:@modelcontextprotocol/sdk@1.32.2/inMemory"
+ * import { InMemoryTransport } from "npm:@modelcontextprotocol/sdk@1.32.2/inMemory.js";
+ * const [, serverSide] = InMemoryTransport.createLinkedPair();
+ * const connection = await connectMcpServer([], serverSide);
+ * await connection.close();
+ * await connection.closed;
+ * ```
+ */
+export async function connectMcpServer(
+  tools: readonly Tool[],
+  transport: Transport,
+  options: McpServerOptions = {},
+): Promise<McpConnection> {
+  const server = createMcpServer(tools, options);
+  const { promise: closed, resolve } = Promise.withResolvers<void>();
+  server.onclose = () => resolve();
+  await server.connect(transport);
+  let closing: Promise<void> | undefined;
+  const close = (): Promise<void> => {
+    closing ??= server.close().then(() => closed);
+    return closing;
+  };
+  return {
+    server,
+    closed,
+    close,
+    [Symbol.asyncDispose]: close,
+  };
+}
+
+/** Options of {@linkcode serveMcp}. */
+export interface ServeMcpOptions extends McpServerOptions {
+  /** The transport; default stdio (this process's stdin and stdout). */
+  readonly transport?: Transport;
+  /** Closes the server. */
+  readonly signal?: AbortSignal;
+}
+
+/**
+ * Serves `tools` until the connection closes: over stdio by default (it then
+ * also ends when stdin ends), or over the given transport. Nothing but MCP
+ * messages is written to stdout.
+ *
+ * @param tools The tools to serve.
+ * @param options Transport, abort signal, name, version and instructions.
+ * @returns Settles when the connection has closed.
+ * @throws {TypeError} Two tools have the same name.
+ *
+ * Permissions: none of its own; the tools need what their runtime needs.
+ *
+ * @example Serving until aborted
+ * ```ts
+ * import { serveMcp } from "./mod.ts";
+ * // @ts-types="npm:@modelcontextprotocol/sdk@1.32.2/inMemory"
+ * import { InMemoryTransport } from "npm:@modelcontextprotocol/sdk@1.32.2/inMemory.js";
+ * const [, serverSide] = InMemoryTransport.createLinkedPair();
+ * const controller = new AbortController();
+ * const serving = serveMcp([], { transport: serverSide, signal: controller.signal });
+ * controller.abort();
+ * await serving;
+ * ```
+ */
+export async function serveMcp(
+  tools: readonly Tool[],
+  options: ServeMcpOptions = {},
+): Promise<void> {
+  const { transport, signal, ...serverOptions } = options;
+  const stdio = transport === undefined;
+  const connection = await connectMcpServer(
+    tools,
+    transport ?? new StdioServerTransport(),
+    serverOptions,
+  );
+  const onAbort = () => void connection.close();
+  const onEnd = () => void connection.close();
+  if (signal?.aborted) onAbort();
+  signal?.addEventListener("abort", onAbort, { once: true });
+  if (stdio) process.stdin.once("end", onEnd);
+  try {
+    await connection.closed;
+  } finally {
+    signal?.removeEventListener("abort", onAbort);
+    if (stdio) process.stdin.off("end", onEnd);
+  }
+}
+
+type McpInputSchema = ListToolsResult["tools"][number]["inputSchema"];
+
+function errorResult(text: string): CallToolResult {
+  return { content: [{ type: "text", text }], isError: true };
+}
