@@ -214,6 +214,15 @@ export class OutputCollector {
   }
 }
 
+/** Options of {@linkcode collectStream}. */
+export interface CollectStreamOptions {
+  /**
+   * Stops reading: the stream is cancelled and what was read so far stays in
+   * the collector (for a pipe still held open by an escaped process).
+   */
+  readonly signal?: AbortSignal;
+}
+
 /**
  * Reads a byte stream to its end into a collector.
  *
@@ -228,14 +237,22 @@ export class OutputCollector {
  *
  * @param stream The stream; it is read to its end (or until it errors).
  * @param collector Where its bytes go.
+ * @param options A signal that stops reading early.
  * @returns The collector's total byte count once the stream ended.
  * @throws The stream's error, if it fails.
  */
 export async function collectStream(
   stream: ReadableStream<Uint8Array>,
   collector: OutputCollector,
+  options: CollectStreamOptions = {},
 ): Promise<number> {
+  const { signal } = options;
   const reader = stream.getReader();
+  const cancel = () => {
+    reader.cancel().catch(() => {});
+  };
+  if (signal?.aborted) cancel();
+  signal?.addEventListener("abort", cancel, { once: true });
   try {
     while (true) {
       const { done, value } = await reader.read();
@@ -243,6 +260,7 @@ export async function collectStream(
       collector.push(value);
     }
   } finally {
+    signal?.removeEventListener("abort", cancel);
     reader.releaseLock();
   }
   return collector.totalBytes;

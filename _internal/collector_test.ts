@@ -136,3 +136,21 @@ Deno.test("collectStream() reads a stream to its end", async () => {
   assertEquals(total, 9);
   assertEquals(collector.text(), "ab\n[... 5 bytes omitted ...]\nhi");
 });
+
+Deno.test("collectStream() stops at its signal and keeps what it read", async () => {
+  const controller = new AbortController();
+  let pulls = 0;
+  const stream = new ReadableStream<Uint8Array>({
+    pull(c) {
+      pulls++;
+      if (pulls === 1) c.enqueue(encoder.encode("first"));
+      // Afterwards never enqueue: the stream hangs like a pipe held open.
+    },
+  });
+  const collector = new OutputCollector({ maxBytes: 100 });
+  const done = collectStream(stream, collector, { signal: controller.signal });
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  controller.abort();
+  assertEquals(await done, 5);
+  assertEquals(collector.text(), "first");
+});
