@@ -1,0 +1,127 @@
+/**
+ * A small command-line parser shared by the subcommands: `--name value`,
+ * `--name=value`, boolean flags, positionals, and everything after `--` kept
+ * apart.
+ *
+ * @module
+ */
+
+/** The kind of value a flag takes. */
+export type FlagKind = "string" | "boolean";
+
+/** What {@linkcode parseArgs} returns. */
+export interface ParsedArgs {
+  /** The flags given, by name (without dashes). */
+  readonly flags: Readonly<Record<string, string | boolean>>;
+  /** The arguments that are not flags, before `--`. */
+  readonly positionals: readonly string[];
+  /** Everything after the first `--`, untouched; `undefined` without `--`. */
+  readonly rest: readonly string[] | undefined;
+}
+
+/** A command-line mistake; the CLI prints its message and exits with 2. */
+export class UsageError extends Error {
+  override readonly name = "UsageError";
+}
+
+/**
+ * Parses arguments against a table of known flags. `-h` is read as `--help`.
+ *
+ * @param args The arguments after the subcommand's name.
+ * @param known The flags the subcommand accepts and their kinds.
+ * @returns Flags, positionals and what follows `--`.
+ * @throws {UsageError} An unknown flag, a missing value, a value given to a
+ * boolean flag, or a flag given twice.
+ *
+ * @example Parsing a subcommand's arguments
+ * ```ts
+ * import { parseArgs } from "./_args.ts";
+ * const parsed = parseArgs(["skills", "--timeout=5", "x", "--", "ls", "-l"], {
+ *   timeout: "string",
+ * });
+ * console.assert(parsed.flags.timeout === "5");
+ * console.assert(parsed.positionals.join() === "skills,x");
+ * console.assert(parsed.rest?.join(" ") === "ls -l");
+ * ```
+ */
+export function parseArgs(
+  args: readonly string[],
+  known: Readonly<Record<string, FlagKind>>,
+): ParsedArgs {
+  const flags: Record<string, string | boolean> = {};
+  const positionals: string[] = [];
+  let rest: string[] | undefined;
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    if (arg === "--") {
+      rest = args.slice(i + 1);
+      break;
+    }
+    if (arg === "-h") {
+      flags.help = true;
+      continue;
+    }
+    if (!arg.startsWith("--") || arg === "-") {
+      if (arg.startsWith("-") && arg !== "-") {
+        throw new UsageError(`Unknown option "${arg}"`);
+      }
+      positionals.push(arg);
+      continue;
+    }
+    const eq = arg.indexOf("=");
+    const name = arg.slice(2, eq === -1 ? undefined : eq);
+    const kind = name === "help" ? "boolean" : known[name];
+    if (kind === undefined) throw new UsageError(`Unknown option "--${name}"`);
+    if (Object.hasOwn(flags, name)) {
+      throw new UsageError(`Option "--${name}" is given more than once`);
+    }
+    if (kind === "boolean") {
+      if (eq !== -1) {
+        throw new UsageError(`Option "--${name}" takes no value`);
+      }
+      flags[name] = true;
+      continue;
+    }
+    let value: string | undefined;
+    if (eq !== -1) {
+      value = arg.slice(eq + 1);
+    } else {
+      value = args[i + 1];
+      if (value === undefined || value === "--") {
+        throw new UsageError(`Option "--${name}" needs a value`);
+      }
+      i++;
+    }
+    flags[name] = value;
+  }
+  return { flags, positionals, rest };
+}
+
+/**
+ * Turns the words after `--` into one shell command: a single word is used as
+ * it is (so `-- 'ls | wc -l'` keeps its pipe); several words are each quoted,
+ * so `-- python3 x.py "a b"` passes `a b` as one argument.
+ *
+ * @param words The words after `--`.
+ * @returns The command line for `bash -c`.
+ * @throws {UsageError} No words, or only blank ones.
+ *
+ * @example Joining words
+ * ```ts
+ * import { commandLine } from "./_args.ts";
+ * console.assert(commandLine(["ls | wc -l"]) === "ls | wc -l");
+ * console.assert(commandLine(["echo", "a b", "it's"]) === "echo 'a b' 'it'\\''s'");
+ * ```
+ */
+export function commandLine(words: readonly string[]): string {
+  if (words.length === 0 || words.every((word) => word.trim() === "")) {
+    throw new UsageError('No command given after "--"');
+  }
+  if (words.length === 1) return words[0]!;
+  return words.map(shellQuote).join(" ");
+}
+
+function shellQuote(word: string): string {
+  if (/^[A-Za-z0-9_@%+=:,./-]+$/.test(word)) return word;
+  return `'${word.replaceAll("'", `'\\''`)}'`;
+}
