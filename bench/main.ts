@@ -12,7 +12,9 @@ import {
 } from "./_harness.ts";
 
 /** The bench files; each exports `cases`. */
-const FILES = [] as const;
+const FILES = [
+  "./skill_bench.ts",
+] as const;
 
 const filter = Deno.args[0];
 const results: CaseResult[] = [];

@@ -71,6 +71,8 @@ export interface FieldProblem {
 
 /** The length of a string in characters (code points), as the specification counts. */
 export function charLength(text: string): number {
+  // Without surrogate pairs, UTF-16 length is the answer.
+  if (!/[\uD800-\uDFFF]/.test(text)) return text.length;
   let n = 0;
   for (const _ of text) n++;
   return n;
@@ -81,6 +83,7 @@ function problem(field: string, reason: string): FieldProblem {
 }
 
 const NAME_CHARS = /^[\p{L}\p{N}-]+$/u;
+const ASCII_NAME = /^[a-z0-9-]+$/;
 
 /**
  * Checks every Agent Skills rule on a parsed front matter. `folderName` is the
@@ -237,10 +240,11 @@ function checkName(
       ),
     );
   }
-  if (name !== name.toLowerCase()) {
+  const ascii = ASCII_NAME.test(name);
+  if (!ascii && name !== name.toLowerCase()) {
     problems.push(problem("name", `must be lowercase, got ${quoted}`));
   }
-  if (!NAME_CHARS.test(name)) {
+  if (!ascii && !NAME_CHARS.test(name)) {
     problems.push(
       problem(
         "name",
@@ -257,7 +261,7 @@ function checkName(
     problems.push(problem("name", `must not contain "--", got ${quoted}`));
   }
   if (folderName !== undefined) {
-    const folder = folderName.normalize("NFKC");
+    const folder = folderName === name ? name : folderName.normalize("NFKC");
     if (folder !== name) {
       problems.push(
         problem(

@@ -84,7 +84,7 @@ interface Found {
 }
 
 const SKILL_FILE = "SKILL.md";
-const CONCURRENCY = 32;
+const CONCURRENCY = 64;
 
 /**
  * Finds and loads skills leniently. A root is a skill folder itself (a folder
@@ -431,7 +431,7 @@ async function scanFolder(
   settings: Settings,
   read: boolean,
 ): Promise<Scan> {
-  const location = hostPath.join(folder.path, SKILL_FILE);
+  const location = childPath(folder.path, SKILL_FILE);
   const skillFile = read
     ? await readSkillFile(location)
     : await statSkillFile(location);
@@ -455,7 +455,7 @@ async function scanFolder(
   // A lower-case `skill.md` is accepted too.
   const lower = entries.find((e) => e.name === "skill.md" && !e.isDirectory);
   if (lower) {
-    const path = hostPath.join(folder.path, lower.name);
+    const path = childPath(folder.path, lower.name);
     const file = read ? await readSkillFile(path) : await statSkillFile(path);
     if (file.kind === "found") {
       return {
@@ -472,13 +472,20 @@ async function scanFolder(
   const links: { path: string; depth: number }[] = [];
   for (const entry of entries) {
     if (settings.ignore.has(entry.name)) continue;
-    const path = hostPath.join(folder.path, entry.name);
+    const path = childPath(folder.path, entry.name);
     if (entry.isSymlink) links.push({ path, depth: folder.depth + 1 });
     else if (entry.isDirectory) {
       children.push({ path, depth: folder.depth + 1 });
     }
   }
   return { children, links };
+}
+
+/** `dir` + separator + `name`, without `join`'s normalising (`dir` is already real). */
+function childPath(dir: string, name: string): string {
+  return dir.endsWith(hostPath.SEPARATOR)
+    ? dir + name
+    : dir + hostPath.SEPARATOR + name;
 }
 
 type SkillFile =

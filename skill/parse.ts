@@ -5,6 +5,7 @@
  */
 import { parseYaml } from "../_internal/std.ts";
 import { describeValue, splitAllowedTools } from "./_fields.ts";
+import { parseSimpleYaml } from "./_simple_yaml.ts";
 
 /** Options of {@linkcode parseSkillMd}. */
 export interface ParseSkillMdOptions {
@@ -100,7 +101,8 @@ export function parseSkillMd(
   const warnings: string[] = [];
   let parsed: unknown;
   try {
-    parsed = parseYaml(yamlText, { schema: "failsafe" });
+    parsed = parseSimpleYaml(yamlText) ??
+      parseYaml(yamlText, { schema: "failsafe" });
   } catch (error) {
     const repaired = options.retryUnquotedColons === false
       ? undefined
