@@ -1,0 +1,130 @@
+/**
+ * The rules of a conversation workspace's location: the conversation id, the
+ * conversations root, and the workspace path they make.
+ *
+ * @module
+ */
+import { hostPath } from "../_internal/std.ts";
+
+const CONVERSATION_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+
+/**
+ * Checks a conversation id: 1 to 128 characters of ASCII letters, digits, `.`,
+ * `_` and `-`, starting with a letter or a digit (so never `.` or `..`).
+ *
+ * Needs no permission.
+ *
+ * @param id The conversation id.
+ * @returns The id, unchanged.
+ * @throws {TypeError} The id is not a string or breaks the rule; the message
+ * quotes the id and says why.
+ *
+ * @example Valid and invalid ids
+ * ```ts
+ * import { validateConversationId } from "./conversation.ts";
+ * console.assert(validateConversationId("thread.2026-07") === "thread.2026-07");
+ * let refused = false;
+ * try { validateConversationId("../etc"); } catch (e) { refused = e instanceof TypeError; }
+ * console.assert(refused);
+ * ```
+ */
+export function validateConversationId(id: string): string {
+  if (typeof id !== "string") {
+    throw new TypeError(
+      `Cannot use conversation id ${String(id)}: it must be a string`,
+    );
+  }
+  if (id.length === 0) {
+    throw new TypeError(`Cannot use conversation id "": it is empty`);
+  }
+  if (id.length > 128) {
+    throw new TypeError(
+      `Cannot use conversation id "${
+        id.slice(0, 32)
+      }...": it has ${id.length} characters, more than 128`,
+    );
+  }
+  if (!CONVERSATION_ID.test(id)) {
+    const reason = /^[._-]/.test(id)
+      ? "it must start with an ASCII letter or digit"
+      : "only ASCII letters, digits, '.', '_' and '-' are allowed";
+    throw new TypeError(
+      `Cannot use conversation id ${JSON.stringify(id)}: ${reason}`,
+    );
+  }
+  return id;
+}
+
+/**
+ * Checks a conversations root: an absolute path that is not the file system's
+ * root. Returns it normalised (no `.`/`..` segments, no repeated or trailing
+ * separators). The folder need not exist yet.
+ *
+ * Needs no permission.
+ *
+ * @param root The folder that holds one workspace per conversation.
+ * @returns The normalised root.
+ * @throws {TypeError} The root is empty, relative, or the file system's root
+ * (also after normalisation, e.g. `/srv/..`).
+ *
+ * @example Normalising a root
+ * ```ts
+ * import { validateConversationsRoot } from "./conversation.ts";
+ * if (Deno.build.os !== "windows") {
+ *   console.assert(validateConversationsRoot("/srv//conv/./x/../") === "/srv/conv");
+ * }
+ * ```
+ */
+export function validateConversationsRoot(root: string): string {
+  if (typeof root !== "string" || root.trim() === "") {
+    throw new TypeError(
+      `Cannot use conversations root ${
+        JSON.stringify(root)
+      }: it must be a non-empty path`,
+    );
+  }
+  if (!hostPath.isAbsolute(root)) {
+    throw new TypeError(
+      `Cannot use conversations root "${root}": it must be an absolute path`,
+    );
+  }
+  let normalised = hostPath.normalize(root);
+  while (
+    normalised.length > 1 &&
+    /[\\/]$/.test(normalised) &&
+    hostPath.dirname(normalised) !== normalised
+  ) {
+    normalised = normalised.slice(0, -1);
+  }
+  if (hostPath.dirname(normalised) === normalised) {
+    throw new TypeError(
+      `Cannot use conversations root "${root}": it is the file system's root`,
+    );
+  }
+  return normalised;
+}
+
+/**
+ * The workspace folder of a conversation: `<root>/<id>`, both validated.
+ *
+ * Needs no permission (it touches no file).
+ *
+ * @param root The conversations root (absolute, not `/`).
+ * @param id The conversation id.
+ * @returns The absolute, normalised workspace path.
+ * @throws {TypeError} The root or the id is invalid.
+ *
+ * @example The workspace of a conversation
+ * ```ts
+ * import { workspacePath } from "./conversation.ts";
+ * if (Deno.build.os !== "windows") {
+ *   console.assert(workspacePath("/srv/conv/", "abc") === "/srv/conv/abc");
+ * }
+ * ```
+ */
+export function workspacePath(root: string, id: string): string {
+  return hostPath.join(
+    validateConversationsRoot(root),
+    validateConversationId(id),
+  );
+}
