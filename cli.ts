@@ -1,0 +1,355 @@
+/**
+ * The `skillrun` command line.
+ *
+ * ```sh
+ * deno run -A cli.ts list [--json] <dir>...        # skills found, with warnings
+ * deno run -A cli.ts validate [--json] <path>...   # strict check; exit 1 if invalid
+ * deno run -A cli.ts <command> --help
+ * ```
+ *
+ * Exit codes: 0 success, 1 a skill is invalid or a path cannot be used, 2 bad
+ * usage (unknown command or option, missing argument).
+ *
+ * Needs `--allow-read` of the given paths (and of the current folder for
+ * relative paths).
+ *
+ * @module
+ */
+import { hostPath } from "./_internal/std.ts";
+import { findSkillFolders, loadSkills } from "./skill/load.ts";
+import { validateSkill, type ValidationProblem } from "./skill/validate.ts";
+import type { Skill } from "./skill/types.ts";
+
+/** One subcommand: its help and what it does. */
+export interface CliCommand {
+  /** One line for the list of commands. */
+  readonly summary: string;
+  /** The full help, printed by `<command> --help`. */
+  readonly help: string;
+  /**
+   * Runs the command with the arguments after its name (`--help` is handled
+   * before). Returns the exit code; throws {@linkcode UsageError} for bad usage.
+   */
+  run(args: string[]): Promise<number>;
+}
+
+/** Bad usage of the command line: printed with the command's help, exit code 2. */
+export class UsageError extends Error {
+  /** The error's name. */
+  override readonly name = "UsageError";
+}
+
+/** Options and positional arguments, as {@linkcode parseFlags} splits them. */
+export interface ParsedFlags {
+  /** Boolean options given, e.g. `json`. */
+  readonly booleans: ReadonlySet<string>;
+  /** Options with a value, e.g. `{ "max-depth": ["3"] }` (repeatable). */
+  readonly strings: Readonly<Record<string, string[]>>;
+  /** Everything else, in order. */
+  readonly positional: string[];
+}
+
+/** The options a command accepts, for {@linkcode parseFlags}. */
+export interface FlagSpec {
+  /** Names of boolean options (`--json`). */
+  readonly boolean?: readonly string[];
+  /** Names of options taking a value (`--env K=V` or `--env=K=V`). */
+  readonly string?: readonly string[];
+}
+
+/**
+ * Splits command arguments into options and positional arguments. `--`
+ * ends the options.
+ *
+ * @param args The arguments after the command's name.
+ * @param spec The options the command accepts.
+ * @returns The options given and the positional arguments.
+ * @throws {UsageError} An unknown option, or an option without its value.
+ *
+ * @example Parsing the arguments of a command
+ * ```ts
+ * import { parseFlags } from "./cli.ts";
+ * const flags = parseFlags(["--json", "a", "--depth=2", "b"], {
+ *   boolean: ["json"],
+ *   string: ["depth"],
+ * });
+ * console.assert(flags.booleans.has("json"));
+ * console.assert(flags.strings.depth?.[0] === "2");
+ * console.assert(flags.positional.join() === "a,b");
+ * ```
+ */
+export function parseFlags(
+  args: readonly string[],
+  spec: FlagSpec,
+): ParsedFlags {
+  const booleans = new Set<string>();
+  const strings: Record<string, string[]> = {};
+  const positional: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    if (arg === "--") {
+      positional.push(...args.slice(i + 1));
+      break;
+    }
+    if (!arg.startsWith("-") || arg === "-") {
+      positional.push(arg);
+      continue;
+    }
+    const body = arg.replace(/^--?/, "");
+    const eq = body.indexOf("=");
+    const name = eq === -1 ? body : body.slice(0, eq);
+    if (spec.boolean?.includes(name) && eq === -1) {
+      booleans.add(name);
+    } else if (spec.string?.includes(name)) {
+      const value = eq === -1 ? args[++i] : body.slice(eq + 1);
+      if (value === undefined) {
+        throw new UsageError(`Option "--${name}" needs a value`);
+      }
+      (strings[name] ??= []).push(value);
+    } else {
+      throw new UsageError(`Unknown option "${arg}"`);
+    }
+  }
+  return { booleans, strings, positional };
+}
+
+function firstLine(text: string, max: number): string {
+  const line = text.split("\n", 1)[0]!.trim();
+  const chars = Array.from(line);
+  return chars.length > max ? chars.slice(0, max - 1).join("") + "…" : line;
+}
+
+function describeError(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+function skillJson(skill: Skill): Record<string, unknown> {
+  return {
+    name: skill.name,
+    description: skill.description,
+    location: skill.location,
+    basePath: skill.basePath,
+    ...(skill.license === undefined ? {} : { license: skill.license }),
+    ...(skill.compatibility === undefined
+      ? {}
+      : { compatibility: skill.compatibility }),
+    ...(skill.metadata === undefined ? {} : { metadata: skill.metadata }),
+    ...(skill.allowedTools === undefined
+      ? {}
+      : { allowedTools: skill.allowedTools }),
+    warnings: skill.warnings,
+  };
+}
+
+const listCommand: CliCommand = {
+  summary: "List the skills found in folders, with their warnings",
+  help: `Usage: skillrun list [--json] <dir>...
+
+List the skills found in each folder (a skill folder or a folder of skills,
+searched to 5 levels), leniently: skills that break the Agent Skills rules are
+listed with warnings; files that cannot be used are reported on stderr.
+
+Options:
+  --json    Print a JSON array of {name, description, location, basePath,
+            license?, compatibility?, metadata?, allowedTools?, warnings}
+  --help    Show this help`,
+  async run(args) {
+    const flags = parseFlags(args, { boolean: ["json"] });
+    if (flags.positional.length === 0) {
+      throw new UsageError("Missing argument: at least one folder");
+    }
+    let result;
+    try {
+      result = await loadSkills(flags.positional);
+    } catch (error) {
+      console.error(`skillrun list: ${describeError(error)}`);
+      return 1;
+    }
+    for (const warning of result.warnings) console.error(`warning: ${warning}`);
+    if (flags.booleans.has("json")) {
+      console.log(JSON.stringify(result.skills.map(skillJson), null, 2));
+      return 0;
+    }
+    for (const skill of result.skills) {
+      console.log(`${skill.name}  ${skill.location}`);
+      console.log(`    ${firstLine(skill.description, 100)}`);
+      for (const warning of skill.warnings) {
+        console.log(`    warning: ${warning}`);
+      }
+    }
+    const count = result.skills.length;
+    console.log(`${count} skill${count === 1 ? "" : "s"}`);
+    return 0;
+  },
+};
+
+interface Checked {
+  path: string;
+  name?: string;
+  problems: ValidationProblem[];
+}
+
+async function checkPath(path: string): Promise<Checked[]> {
+  let isFolder: boolean;
+  try {
+    isFolder = (await Deno.stat(path)).isDirectory;
+  } catch (error) {
+    const message = error instanceof Deno.errors.NotFound
+      ? `path: no such file or folder "${path}"`
+      : `path: cannot read "${path}": ${describeError(error)}`;
+    return [{ path, problems: [{ field: "path", message }] }];
+  }
+  const targets = [path];
+  if (isFolder && !(await isFile(hostPath.join(path, "SKILL.md")))) {
+    // A folder of skills: check each one found in it.
+    const { folders } = await findSkillFolders(path);
+    if (folders.length > 0) targets.splice(0, 1, ...[...folders].sort());
+  }
+  const checked: Checked[] = [];
+  for (const target of targets) {
+    const problems = await validateSkill(target);
+    const entry: Checked = { path: target, problems };
+    const name = await nameOf(target);
+    if (name !== undefined) entry.name = name;
+    checked.push(entry);
+  }
+  return checked;
+}
+
+async function isFile(path: string): Promise<boolean> {
+  try {
+    return (await Deno.stat(path)).isFile;
+  } catch {
+    return false;
+  }
+}
+
+async function nameOf(path: string): Promise<string | undefined> {
+  try {
+    const { skills } = await loadSkills(path, { maxDepth: 0 });
+    return skills[0]?.name;
+  } catch {
+    return undefined;
+  }
+}
+
+const validateCommand: CliCommand = {
+  summary: "Check skills strictly against the Agent Skills rules",
+  help: `Usage: skillrun validate [--json] <path>...
+
+Check each skill strictly against the Agent Skills rules (name, description,
+compatibility, license, metadata, allowed-tools, unknown fields, YAML). A path
+is a skill folder, its SKILL.md, or a folder of skills (each one is checked).
+Exits with 1 when any skill is invalid.
+
+Options:
+  --json    Print a JSON array of {path, name?, valid, problems: [{field, message}]}
+  --help    Show this help`,
+  async run(args) {
+    const flags = parseFlags(args, { boolean: ["json"] });
+    if (flags.positional.length === 0) {
+      throw new UsageError("Missing argument: at least one skill folder");
+    }
+    const checked: Checked[] = [];
+    for (const path of flags.positional) checked.push(...await checkPath(path));
+    const invalid = checked.filter((c) => c.problems.length > 0).length;
+    if (flags.booleans.has("json")) {
+      console.log(JSON.stringify(
+        checked.map((c) => ({
+          path: c.path,
+          ...(c.name === undefined ? {} : { name: c.name }),
+          valid: c.problems.length === 0,
+          problems: c.problems,
+        })),
+        null,
+        2,
+      ));
+    } else {
+      for (const c of checked) {
+        const label = c.name === undefined ? c.path : `${c.name} (${c.path})`;
+        console.log(`${c.problems.length ? "invalid" : "ok     "} ${label}`);
+        for (const p of c.problems) console.log(`  - ${p.message}`);
+      }
+      console.log(`${checked.length - invalid} valid, ${invalid} invalid`);
+    }
+    return invalid > 0 ? 1 : 0;
+  },
+};
+
+/** The subcommands. Adding one is adding an entry. */
+const COMMANDS: Readonly<Record<string, CliCommand>> = {
+  list: listCommand,
+  validate: validateCommand,
+};
+
+function mainHelp(): string {
+  const width = Math.max(...Object.keys(COMMANDS).map((n) => n.length));
+  const lines = Object.entries(COMMANDS).map(([name, command]) =>
+    `  ${name.padEnd(width)}  ${command.summary}`
+  );
+  return `Usage: skillrun <command> [options] [arguments]
+
+Use Agent Skills (folders with a SKILL.md) from the command line.
+
+Commands:
+${lines.join("\n")}
+
+Run "skillrun <command> --help" for a command's options.`;
+}
+
+/**
+ * Runs the command line: dispatches to a subcommand (`list`, `validate`...),
+ * printing to stdout and stderr.
+ *
+ * Needs `--allow-read` of the paths given.
+ *
+ * @param args The command-line arguments, e.g. `Deno.args`.
+ * @returns The exit code: 0 success, 1 failure (invalid skill, unusable path),
+ * 2 bad usage.
+ *
+ * @example Listing skills as JSON
+ * ```ts
+ * import { main } from "./cli.ts";
+ * const root = await Deno.makeTempDir();
+ * await Deno.mkdir(`${root}/hello`);
+ * await Deno.writeTextFile(
+ *   `${root}/hello/SKILL.md`,
+ *   "---\nname: hello\ndescription: Says hello.\n---\n",
+ * );
+ * console.assert(await main(["validate", `${root}/hello`]) === 0);
+ * console.assert(await main(["nope"]) === 2);
+ * await Deno.remove(root, { recursive: true });
+ * ```
+ */
+export async function main(args: string[]): Promise<number> {
+  const [name, ...rest] = args;
+  if (name === undefined) {
+    console.error(mainHelp());
+    return 2;
+  }
+  if (name === "--help" || name === "-h" || name === "help") {
+    const topic = rest[0] === undefined ? undefined : COMMANDS[rest[0]];
+    console.log(topic ? topic.help : mainHelp());
+    return 0;
+  }
+  const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
+  if (!command) {
+    console.error(`skillrun: unknown command "${name}"\n\n${mainHelp()}`);
+    return 2;
+  }
+  if (rest.includes("--help") || rest.includes("-h")) {
+    console.log(command.help);
+    return 0;
+  }
+  try {
+    return await command.run(rest);
+  } catch (error) {
+    if (error instanceof UsageError) {
+      console.error(`skillrun ${name}: ${error.message}\n\n${command.help}`);
+      return 2;
+    }
+    throw error;
+  }
+}
+
+if (import.meta.main) Deno.exit(await main(Deno.args));
