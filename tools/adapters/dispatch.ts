@@ -1,0 +1,112 @@
+/**
+ * Runs a tool call that a model made, whatever the provider's shape.
+ *
+ * @module
+ */
+import type { Tool, ToolCallOptions, ToolResult } from "../types.ts";
+
+/**
+ * A tool call as a model sends it. Accepted shapes:
+ * `{ name, arguments }` (arguments as a JSON string or an object),
+ * an Anthropic `tool_use` block `{ name, input }`, or an OpenAI Chat tool call
+ * `{ function: { name, arguments } }`.
+ */
+export type ToolCallRequest =
+  | {
+    readonly name: string;
+    readonly arguments?: string | Readonly<Record<string, unknown>> | null;
+  }
+  | { readonly name: string; readonly input?: unknown }
+  | {
+    readonly function: {
+      readonly name: string;
+      readonly arguments?: string | null;
+    };
+  };
+
+/**
+ * Finds the tool a model called, parses its arguments and runs it. Never
+ * throws: an unknown tool, arguments that are not valid JSON, or a failing
+ * tool all come back as error results.
+ *
+ * @example Running an OpenAI-style call
+ * ```ts
+ * import { dispatchToolCall } from "./dispatch.ts";
+ * const echo = {
+ *   name: "echo", description: "Echoes",
+ *   inputSchema: { type: "object", properties: {}, required: [], additionalProperties: false },
+ *   execute: (input: unknown) =>
+ *     Promise.resolve({ text: JSON.stringify(input), isError: false }),
+ * } as const;
+ * const ok = await dispatchToolCall([echo], { name: "echo", arguments: "{}" });
+ * console.assert(ok.text === "{}");
+ * const bad = await dispatchToolCall([echo], { name: "nope", arguments: "{}" });
+ * console.assert(bad.isError && bad.text.startsWith('Unknown tool "nope"'));
+ * ```
+ *
+ * @param tools The tools offered to the model.
+ * @param call The call.
+ * @param options A signal.
+ * @returns The tool's result.
+ */
+export async function dispatchToolCall(
+  tools: readonly Tool[],
+  call: ToolCallRequest,
+  options: ToolCallOptions = {},
+): Promise<ToolResult> {
+  try {
+    const { name, raw } = unpack(call);
+    if (typeof name !== "string" || name === "") {
+      return {
+        text: "Invalid tool call: the tool name is missing",
+        isError: true,
+      };
+    }
+    const tool = tools.find((t) => t.name === name);
+    if (!tool) {
+      return {
+        text: `Unknown tool ${JSON.stringify(name)}: available tools are ${
+          tools.map((t) => t.name).join(", ") || "none"
+        }`,
+        isError: true,
+      };
+    }
+    let input: unknown = raw;
+    if (typeof raw === "string") {
+      if (raw.trim() === "") input = {};
+      else {
+        try {
+          input = JSON.parse(raw);
+        } catch (error) {
+          return {
+            text: `Invalid arguments for tool "${name}": not valid JSON (${
+              error instanceof Error ? error.message : String(error)
+            })`,
+            isError: true,
+          };
+        }
+      }
+    }
+    return await tool.execute(input, options);
+  } catch (error) {
+    return {
+      text: `The tool call failed: ${
+        error instanceof Error ? error.message : String(error)
+      }`,
+      isError: true,
+    };
+  }
+}
+
+function unpack(call: ToolCallRequest): { name: unknown; raw: unknown } {
+  if (call === null || typeof call !== "object") {
+    return { name: undefined, raw: undefined };
+  }
+  if (
+    "function" in call && call.function && typeof call.function === "object"
+  ) {
+    return { name: call.function.name, raw: call.function.arguments };
+  }
+  const c = call as { name?: unknown; arguments?: unknown; input?: unknown };
+  return { name: c.name, raw: "arguments" in c ? c.arguments : c.input };
+}
