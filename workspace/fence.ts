@@ -1,0 +1,329 @@
+/**
+ * {@linkcode PathFence}: keeps paths inside a conversation workspace, both
+ * lexically and by their real location (symlinks resolved).
+ *
+ * @module
+ */
+import { hostPath } from "../_internal/std.ts";
+import { toPermissionError } from "../_internal/permissions.ts";
+import { WorkspaceEscapeError } from "../runtimes/errors.ts";
+
+/** The most symlinks followed by hand before giving up (as Linux's ELOOP). */
+const MAX_LINK_HOPS = 40;
+
+/**
+ * The path fence of a workspace. Every file-system implementation in
+ * workspace mode sends each path through {@linkcode PathFence.resolve}:
+ *
+ * - relative paths resolve against the workspace;
+ * - `..` escapes and absolute paths outside are refused;
+ * - a path whose real location (every symlink resolved; for a path that does
+ *   not exist yet, through its nearest existing parent, dangling links
+ *   followed) lies outside the workspace is refused. A symlink whose target is
+ *   inside the workspace is fine.
+ *
+ * Refusals throw {@linkcode WorkspaceEscapeError}, naming the path and the
+ * workspace. The check cannot stop a process that changes the folder between
+ * the check and the use (no locking; see the runtime's documentation).
+ *
+ * Needs `--allow-read` for the workspace.
+ *
+ * @example Fencing paths in a workspace
+ * ```ts
+ * import { PathFence } from "./fence.ts";
+ * import { WorkspaceEscapeError } from "../runtimes/errors.ts";
+ * const workspace = await Deno.makeTempDir();
+ * try {
+ *   const fence = await PathFence.create(workspace);
+ *   const inside = await fence.resolve("out/report.txt");
+ *   console.assert(inside.startsWith(fence.root));
+ *   let refused = false;
+ *   try { await fence.resolve("../elsewhere"); } catch (e) {
+ *     refused = e instanceof WorkspaceEscapeError;
+ *   }
+ *   console.assert(refused);
+ * } finally {
+ *   await Deno.remove(workspace, { recursive: true });
+ * }
+ * ```
+ */
+export class PathFence {
+  /** The workspace's real path (symlinks resolved). */
+  readonly root: string;
+  /** The workspace as given (absolute, normalised), also accepted as prefix. */
+  readonly #given: string;
+
+  private constructor(root: string, given: string) {
+    this.root = root;
+    this.#given = given;
+  }
+
+  /**
+   * Makes the fence of an existing workspace folder.
+   *
+   * Needs `--allow-read` for the workspace.
+   *
+   * @param workspace The workspace folder (absolute).
+   * @returns The fence, whose {@linkcode PathFence.root} is the real path.
+   * @throws {TypeError} The path is not absolute.
+   * @throws {Deno.errors.NotFound} The folder does not exist.
+   * @throws {Deno.errors.NotADirectory} The path is not a folder.
+   * @throws {RuntimePermissionError} Reading the path is not allowed.
+   *
+   * @example Making a fence
+   * ```ts
+   * import { PathFence } from "./fence.ts";
+   * const workspace = await Deno.makeTempDir();
+   * try {
+   *   const fence = await PathFence.create(workspace);
+   *   console.assert(fence.root === await Deno.realPath(workspace));
+   * } finally {
+   *   await Deno.remove(workspace, { recursive: true });
+   * }
+   * ```
+   */
+  static async create(workspace: string): Promise<PathFence> {
+    if (typeof workspace !== "string" || !hostPath.isAbsolute(workspace)) {
+      throw new TypeError(
+        `Cannot use workspace ${
+          JSON.stringify(workspace)
+        }: it must be an absolute path`,
+      );
+    }
+    const given = trimSeparator(hostPath.normalize(workspace));
+    let root: string;
+    try {
+      root = await Deno.realPath(given);
+      const info = await Deno.stat(root);
+      if (!info.isDirectory) {
+        throw new Deno.errors.NotADirectory(
+          `Cannot use workspace "${workspace}": it is not a folder`,
+        );
+      }
+    } catch (error) {
+      if (error instanceof Deno.errors.NotFound) {
+        throw new Deno.errors.NotFound(
+          `Cannot use workspace "${workspace}": no such folder`,
+        );
+      }
+      throw toPermissionError(error, { operation: "read", path: workspace });
+    }
+    return new PathFence(root, given);
+  }
+
+  /**
+   * Resolves a path inside the workspace.
+   *
+   * Needs `--allow-read` for the workspace.
+   *
+   * @param path A path relative to the workspace, or absolute inside it.
+   * @returns The absolute path under {@linkcode PathFence.root}, normalised but
+   * with its own symlinks kept (so `lstat` still sees a symlink as one).
+   * @throws {TypeError} The path is empty or holds a NUL character.
+   * @throws {WorkspaceEscapeError} The path, or its real location, is outside.
+   * @throws {Deno.errors.FilesystemLoop} Its symlinks make a loop.
+   * @throws {RuntimePermissionError} Deno or the system refused a look-up.
+   *
+   * @example Relative and absolute paths
+   * ```ts
+   * import { PathFence } from "./fence.ts";
+   * const workspace = await Deno.makeTempDir();
+   * try {
+   *   const fence = await PathFence.create(workspace);
+   *   const a = await fence.resolve("a/./b/../c.txt");
+   *   const b = await fence.resolve(`${fence.root}/a/c.txt`);
+   *   console.assert(a === b);
+   * } finally {
+   *   await Deno.remove(workspace, { recursive: true });
+   * }
+   * ```
+   */
+  async resolve(path: string): Promise<string> {
+    const lexical = this.#lexical(path);
+    let real: string | null;
+    try {
+      real = await realLocation(lexical, this.root);
+    } catch (error) {
+      if (error instanceof Deno.errors.FilesystemLoop) {
+        throw new Deno.errors.FilesystemLoop(
+          `Cannot use "${path}": too many levels of symbolic links`,
+        );
+      }
+      throw toPermissionError(error, { operation: "resolve", path });
+    }
+    if (real === null || !isInside(real, this.root)) {
+      throw new WorkspaceEscapeError(
+        `Cannot use "${path}": path leads outside the workspace "${this.root}" through a symbolic link`,
+        { path, workspace: this.root },
+      );
+    }
+    return lexical;
+  }
+
+  /**
+   * Resolves a working directory: inside the workspace, existing, a folder.
+   *
+   * Needs `--allow-read` for the workspace.
+   *
+   * @param path A folder relative to the workspace, or absolute inside it.
+   * @returns The absolute folder path under {@linkcode PathFence.root}.
+   * @throws {WorkspaceEscapeError} The folder is outside the workspace.
+   * @throws {Deno.errors.NotFound} The folder does not exist.
+   * @throws {Deno.errors.NotADirectory} The path is not a folder.
+   * @throws {RuntimePermissionError} Deno or the system refused a look-up.
+   *
+   * @example Checking a working directory
+   * ```ts
+   * import { PathFence } from "./fence.ts";
+   * const workspace = await Deno.makeTempDir();
+   * try {
+   *   await Deno.mkdir(`${workspace}/skills`);
+   *   const fence = await PathFence.create(workspace);
+   *   console.assert((await fence.resolveDirectory("skills")).endsWith("skills"));
+   * } finally {
+   *   await Deno.remove(workspace, { recursive: true });
+   * }
+   * ```
+   */
+  async resolveDirectory(path: string): Promise<string> {
+    const resolved = await this.resolve(path);
+    let info: Deno.FileInfo;
+    try {
+      info = await Deno.stat(resolved);
+    } catch (error) {
+      if (
+        error instanceof Deno.errors.NotFound ||
+        error instanceof Deno.errors.NotADirectory
+      ) {
+        throw new Deno.errors.NotFound(
+          `Cannot use "${path}" as working directory: no such folder in the workspace "${this.root}"`,
+        );
+      }
+      throw toPermissionError(error, { operation: "read", path });
+    }
+    if (!info.isDirectory) {
+      throw new Deno.errors.NotADirectory(
+        `Cannot use "${path}" as working directory: it is not a folder`,
+      );
+    }
+    return resolved;
+  }
+
+  /** The absolute lexical path, or a refusal when it lies outside. */
+  #lexical(path: string): string {
+    if (typeof path !== "string" || path === "") {
+      throw new TypeError(
+        `Cannot use ${JSON.stringify(path)}: the path is empty`,
+      );
+    }
+    if (path.includes("\0")) {
+      throw new TypeError(
+        `Cannot use ${JSON.stringify(path)}: the path holds a NUL character`,
+      );
+    }
+    if (hostPath.isAbsolute(path)) {
+      const absolute = trimSeparator(hostPath.normalize(path));
+      if (isInside(absolute, this.root)) return absolute;
+      if (isInside(absolute, this.#given)) {
+        const rest = hostPath.relative(this.#given, absolute);
+        return rest === "" ? this.root : hostPath.join(this.root, rest);
+      }
+    } else {
+      const absolute = trimSeparator(hostPath.join(this.root, path));
+      if (isInside(absolute, this.root)) return absolute;
+    }
+    throw new WorkspaceEscapeError(
+      `Cannot use "${path}": path is outside the workspace "${this.root}"`,
+      { path, workspace: this.root },
+    );
+  }
+}
+
+/**
+ * The real location of an absolute path: every existing symlink resolved, the
+ * missing rest appended. `null` when a symlink leads somewhere Deno may not
+ * look (which is outside the fence's reach, so outside).
+ */
+async function realLocation(
+  path: string,
+  root: string,
+): Promise<string | null> {
+  const rest: string[] = [];
+  let current = path;
+  let hops = 0;
+  for (;;) {
+    try {
+      const real = await Deno.realPath(current);
+      return rest.length === 0 ? real : hostPath.join(real, ...rest.reverse());
+    } catch (error) {
+      if (error instanceof Deno.errors.NotCapable && !isInside(current, root)) {
+        return null;
+      }
+      if (
+        !(error instanceof Deno.errors.NotFound ||
+          error instanceof Deno.errors.NotADirectory)
+      ) {
+        throw error;
+      }
+    }
+    // `current` is missing, or is a dangling symlink: then follow it by hand,
+    // because writing through it would create its target.
+    let link: string | null = null;
+    try {
+      if ((await Deno.lstat(current)).isSymlink) {
+        link = await Deno.readLink(current);
+      }
+    } catch (error) {
+      if (error instanceof Deno.errors.NotCapable && !isInside(current, root)) {
+        return null;
+      }
+      if (
+        !(error instanceof Deno.errors.NotFound ||
+          error instanceof Deno.errors.NotADirectory)
+      ) {
+        throw error;
+      }
+    }
+    if (link !== null) {
+      if (++hops > MAX_LINK_HOPS) {
+        throw new Deno.errors.FilesystemLoop("Too many symbolic links");
+      }
+      const parent = hostPath.dirname(current);
+      let realParent = parent;
+      try {
+        realParent = await Deno.realPath(parent);
+      } catch {
+        // The parent vanished meanwhile: resolve against it lexically.
+      }
+      current = hostPath.resolve(realParent, link);
+      continue;
+    }
+    const parent = hostPath.dirname(current);
+    if (parent === current) {
+      return rest.length === 0
+        ? current
+        : hostPath.join(current, ...rest.reverse());
+    }
+    rest.push(hostPath.basename(current));
+    current = parent;
+  }
+}
+
+function isInside(path: string, base: string): boolean {
+  if (path === base) return true;
+  const prefix = base.endsWith(hostPath.SEPARATOR)
+    ? base
+    : base + hostPath.SEPARATOR;
+  return path.startsWith(prefix);
+}
+
+function trimSeparator(path: string): string {
+  let trimmed = path;
+  while (
+    trimmed.length > 1 && /[\\/]$/.test(trimmed) &&
+    hostPath.dirname(trimmed) !== trimmed
+  ) {
+    trimmed = trimmed.slice(0, -1);
+  }
+  return trimmed;
+}
