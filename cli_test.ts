@@ -1,0 +1,196 @@
+import {
+  assert,
+  assertEquals,
+  assertMatch,
+  assertStringIncludes,
+} from "./_internal/assert.ts";
+import { hostPath } from "./_internal/std.ts";
+
+const REPO = hostPath.fromFileUrl(new URL(".", import.meta.url));
+const CLI = hostPath.join(REPO, "cli.ts");
+const CORPUS = hostPath.fromFileUrl(
+  new URL("../shared/corpora/anthropics-skills/", import.meta.url),
+);
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `deno run -A cli.ts ...args` as a real process from the repo root. */
+async function cli(...args: string[]): Promise<Run> {
+  const output = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", CLI, ...args],
+    cwd: REPO,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+    env: { NO_COLOR: "1" },
+  }).output();
+  const decoder = new TextDecoder();
+  return {
+    code: output.code,
+    stdout: decoder.decode(output.stdout),
+    stderr: decoder.decode(output.stderr),
+  };
+}
+
+async function withTempDir(fn: (dir: string) => Promise<void>): Promise<void> {
+  const dir = await Deno.realPath(await Deno.makeTempDir());
+  try {
+    await fn(dir);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+Deno.test("cli list prints the example skills from the repo root", async () => {
+  const run = await cli("list", "examples/skills");
+  assertEquals(run.code, 0, run.stderr);
+  assertMatch(
+    run.stdout,
+    /^csv-report {2}\/.*\/examples\/skills\/csv-report\/SKILL\.md$/m,
+  );
+  assertStringIncludes(run.stdout, "json-to-table  ");
+  assertMatch(run.stdout, /^\d+ skills\n$/m);
+});
+
+Deno.test("cli list prints per-skill warnings and skipped files", async () => {
+  await withTempDir(async (root) => {
+    await Deno.mkdir(`${root}/Bad_Name`);
+    await Deno.writeTextFile(
+      `${root}/Bad_Name/SKILL.md`,
+      "---\nname: Bad_Name\ndescription: Breaks rules.\nversion: 2\n---\n",
+    );
+    await Deno.mkdir(`${root}/broken`);
+    await Deno.writeTextFile(`${root}/broken/SKILL.md`, "no front matter\n");
+    const run = await cli("list", root);
+    assertEquals(run.code, 0, run.stderr);
+    assertStringIncludes(run.stdout, `Bad_Name  ${root}/Bad_Name/SKILL.md`);
+    assertStringIncludes(
+      run.stdout,
+      '    warning: name: must be lowercase, got "Bad_Name"',
+    );
+    assertStringIncludes(run.stdout, "    warning: version: unknown field");
+    assertStringIncludes(run.stdout, "1 skill\n");
+    assertStringIncludes(
+      run.stderr,
+      `warning: Skipped "${root}/broken/SKILL.md": it has no "---" front matter`,
+    );
+  });
+});
+
+Deno.test("cli list --json prints an array of skills with their warnings", async () => {
+  const run = await cli("list", "--json", CORPUS);
+  assertEquals(run.code, 0, run.stderr);
+  const skills = JSON.parse(run.stdout) as {
+    name: string;
+    description: string;
+    location: string;
+    warnings: string[];
+  }[];
+  assertEquals(skills.length, 13);
+  const template = skills.find((s) => s.name === "template-skill")!;
+  assertEquals(template.location, `${CORPUS}template/SKILL.md`);
+  assertEquals(template.warnings, [
+    'name: must equal the folder name "template", got "template-skill"',
+  ]);
+  assert(skills.every((s) => typeof s.description === "string"));
+});
+
+Deno.test("cli list fails with a clear message for a missing folder", async () => {
+  const run = await cli("list", "no/such/folder");
+  assertEquals(run.code, 1);
+  assertStringIncludes(
+    run.stderr,
+    'skillrun list: Cannot load skills from "no/such/folder": no such file or folder',
+  );
+});
+
+Deno.test("cli validate exits 0 for valid skills", async () => {
+  const run = await cli("validate", "examples/skills");
+  assertEquals(run.code, 0, run.stdout + run.stderr);
+  assertMatch(run.stdout, /^ok {6}csv-report \(/m);
+  assertMatch(run.stdout, /^\d+ valid, 0 invalid$/m);
+});
+
+Deno.test("cli validate exits 1 and prints each problem for invalid skills", async () => {
+  const run = await cli("validate", CORPUS);
+  assertEquals(run.code, 1);
+  assertStringIncludes(
+    run.stdout,
+    `invalid template-skill (${CORPUS}template)\n  - name: must equal the folder name "template", got "template-skill"\n`,
+  );
+  assertMatch(
+    run.stdout,
+    /invalid claude-api \(.*\)\n {2}- description: must be at most 1024 characters, got \d+\n/,
+  );
+  assertStringIncludes(run.stdout, "11 valid, 2 invalid\n");
+});
+
+Deno.test("cli validate --json reports problems by field", async () => {
+  await withTempDir(async (root) => {
+    await Deno.mkdir(`${root}/tool`);
+    await Deno.writeTextFile(
+      `${root}/tool/SKILL.md`,
+      `---\nname: tool\ndescription: ${"x".repeat(1342)}\n---\n`,
+    );
+    const run = await cli("validate", "--json", `${root}/tool`, `${root}/gone`);
+    assertEquals(run.code, 1);
+    assertEquals(JSON.parse(run.stdout), [
+      {
+        path: `${root}/tool`,
+        name: "tool",
+        valid: false,
+        problems: [{
+          field: "description",
+          message: "description: must be at most 1024 characters, got 1342",
+        }],
+      },
+      {
+        path: `${root}/gone`,
+        valid: false,
+        problems: [{
+          field: "path",
+          message: `path: no such file or folder "${root}/gone"`,
+        }],
+      },
+    ]);
+  });
+});
+
+Deno.test("cli --help lists the commands and each command has --help", async () => {
+  const top = await cli("--help");
+  assertEquals(top.code, 0);
+  assertMatch(top.stdout, /^ {2}list +List the skills/m);
+  assertMatch(top.stdout, /^ {2}validate +Check skills strictly/m);
+  for (const command of ["list", "validate"]) {
+    const run = await cli(command, "--help");
+    assertEquals(run.code, 0, command);
+    assertStringIncludes(run.stdout, `Usage: skillrun ${command} [--json]`);
+    assertEquals((await cli("help", command)).stdout, run.stdout);
+  }
+});
+
+Deno.test("cli refuses an unknown command, an unknown option and missing arguments with exit 2", async () => {
+  const unknown = await cli("frobnicate");
+  assertEquals(unknown.code, 2);
+  assertStringIncludes(
+    unknown.stderr,
+    'skillrun: unknown command "frobnicate"',
+  );
+  assertStringIncludes(unknown.stderr, "Commands:");
+  const option = await cli("list", "--verbose", "examples/skills");
+  assertEquals(option.code, 2);
+  assertStringIncludes(
+    option.stderr,
+    'skillrun list: Unknown option "--verbose"',
+  );
+  const missing = await cli("validate");
+  assertEquals(missing.code, 2);
+  assertStringIncludes(missing.stderr, "Missing argument");
+  const none = await cli();
+  assertEquals(none.code, 2);
+  assertStringIncludes(none.stderr, "Usage: skillrun <command>");
+});
