@@ -19,6 +19,7 @@ import { hostPath } from "./_internal/std.ts";
 import { findSkillFolders, loadSkills } from "./skill/load.ts";
 import { validateSkill, type ValidationProblem } from "./skill/validate.ts";
 import type { Skill } from "./skill/types.ts";
+import { parseArgs, UsageError } from "./cli/_args.ts";
 
 /** One subcommand: its help and what it does. */
 export interface CliCommand {
@@ -28,89 +29,10 @@ export interface CliCommand {
   readonly help: string;
   /**
    * Runs the command with the arguments after its name (`--help` is handled
-   * before). Returns the exit code; throws {@linkcode UsageError} for bad usage.
+   * before). Returns the exit code; throws the `UsageError` of `cli/_args.ts`
+   * for bad usage (printed with the help, exit code 2).
    */
   run(args: string[]): Promise<number>;
-}
-
-/** Bad usage of the command line: printed with the command's help, exit code 2. */
-export class UsageError extends Error {
-  /** The error's name. */
-  override readonly name = "UsageError";
-}
-
-/** Options and positional arguments, as {@linkcode parseFlags} splits them. */
-export interface ParsedFlags {
-  /** Boolean options given, e.g. `json`. */
-  readonly booleans: ReadonlySet<string>;
-  /** Options with a value, e.g. `{ "max-depth": ["3"] }` (repeatable). */
-  readonly strings: Readonly<Record<string, string[]>>;
-  /** Everything else, in order. */
-  readonly positional: string[];
-}
-
-/** The options a command accepts, for {@linkcode parseFlags}. */
-export interface FlagSpec {
-  /** Names of boolean options (`--json`). */
-  readonly boolean?: readonly string[];
-  /** Names of options taking a value (`--env K=V` or `--env=K=V`). */
-  readonly string?: readonly string[];
-}
-
-/**
- * Splits command arguments into options and positional arguments. `--`
- * ends the options.
- *
- * @param args The arguments after the command's name.
- * @param spec The options the command accepts.
- * @returns The options given and the positional arguments.
- * @throws {UsageError} An unknown option, or an option without its value.
- *
- * @example Parsing the arguments of a command
- * ```ts
- * import { parseFlags } from "./cli.ts";
- * const flags = parseFlags(["--json", "a", "--depth=2", "b"], {
- *   boolean: ["json"],
- *   string: ["depth"],
- * });
- * console.assert(flags.booleans.has("json"));
- * console.assert(flags.strings.depth?.[0] === "2");
- * console.assert(flags.positional.join() === "a,b");
- * ```
- */
-export function parseFlags(
-  args: readonly string[],
-  spec: FlagSpec,
-): ParsedFlags {
-  const booleans = new Set<string>();
-  const strings: Record<string, string[]> = {};
-  const positional: string[] = [];
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i]!;
-    if (arg === "--") {
-      positional.push(...args.slice(i + 1));
-      break;
-    }
-    if (!arg.startsWith("-") || arg === "-") {
-      positional.push(arg);
-      continue;
-    }
-    const body = arg.replace(/^--?/, "");
-    const eq = body.indexOf("=");
-    const name = eq === -1 ? body : body.slice(0, eq);
-    if (spec.boolean?.includes(name) && eq === -1) {
-      booleans.add(name);
-    } else if (spec.string?.includes(name)) {
-      const value = eq === -1 ? args[++i] : body.slice(eq + 1);
-      if (value === undefined) {
-        throw new UsageError(`Option "--${name}" needs a value`);
-      }
-      (strings[name] ??= []).push(value);
-    } else {
-      throw new UsageError(`Unknown option "${arg}"`);
-    }
-  }
-  return { booleans, strings, positional };
 }
 
 function firstLine(text: string, max: number): string {
@@ -154,19 +76,20 @@ Options:
             license?, compatibility?, metadata?, allowedTools?, warnings}
   --help    Show this help`,
   async run(args) {
-    const flags = parseFlags(args, { boolean: ["json"] });
-    if (flags.positional.length === 0) {
+    const { flags, positionals, rest } = parseArgs(args, { json: "boolean" });
+    const dirs = [...positionals, ...(rest ?? [])];
+    if (dirs.length === 0) {
       throw new UsageError("Missing argument: at least one folder");
     }
     let result;
     try {
-      result = await loadSkills(flags.positional);
+      result = await loadSkills(dirs);
     } catch (error) {
       console.error(`skillrun list: ${describeError(error)}`);
       return 1;
     }
     for (const warning of result.warnings) console.error(`warning: ${warning}`);
-    if (flags.booleans.has("json")) {
+    if (flags.json) {
       console.log(JSON.stringify(result.skills.map(skillJson), null, 2));
       return 0;
     }
@@ -246,14 +169,15 @@ Options:
   --json    Print a JSON array of {path, name?, valid, problems: [{field, message}]}
   --help    Show this help`,
   async run(args) {
-    const flags = parseFlags(args, { boolean: ["json"] });
-    if (flags.positional.length === 0) {
+    const { flags, positionals, rest } = parseArgs(args, { json: "boolean" });
+    const paths = [...positionals, ...(rest ?? [])];
+    if (paths.length === 0) {
       throw new UsageError("Missing argument: at least one skill folder");
     }
     const checked: Checked[] = [];
-    for (const path of flags.positional) checked.push(...await checkPath(path));
+    for (const path of paths) checked.push(...await checkPath(path));
     const invalid = checked.filter((c) => c.problems.length > 0).length;
-    if (flags.booleans.has("json")) {
+    if (flags.json) {
       console.log(JSON.stringify(
         checked.map((c) => ({
           path: c.path,
@@ -337,7 +261,10 @@ export async function main(args: string[]): Promise<number> {
     console.error(`skillrun: unknown command "${name}"\n\n${mainHelp()}`);
     return 2;
   }
-  if (rest.includes("--help") || rest.includes("-h")) {
+  const options = rest.includes("--")
+    ? rest.slice(0, rest.indexOf("--"))
+    : rest;
+  if (options.includes("--help") || options.includes("-h")) {
     console.log(command.help);
     return 0;
   }
