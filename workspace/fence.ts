@@ -7,9 +7,7 @@
 import { hostPath } from "../_internal/std.ts";
 import { toPermissionError } from "../_internal/permissions.ts";
 import { WorkspaceEscapeError } from "../runtimes/errors.ts";
-
-/** The most symlinks followed by hand before giving up (as Linux's ELOOP). */
-const MAX_LINK_HOPS = 40;
+import { isInside, realLocation, trimSeparator } from "./_paths.ts";
 
 /**
  * The path fence of a workspace. Every file-system implementation in
@@ -237,93 +235,4 @@ export class PathFence {
       { path, workspace: this.root },
     );
   }
-}
-
-/**
- * The real location of an absolute path: every existing symlink resolved, the
- * missing rest appended. `null` when a symlink leads somewhere Deno may not
- * look (which is outside the fence's reach, so outside).
- */
-async function realLocation(
-  path: string,
-  root: string,
-): Promise<string | null> {
-  const rest: string[] = [];
-  let current = path;
-  let hops = 0;
-  for (;;) {
-    try {
-      const real = await Deno.realPath(current);
-      return rest.length === 0 ? real : hostPath.join(real, ...rest.reverse());
-    } catch (error) {
-      if (error instanceof Deno.errors.NotCapable && !isInside(current, root)) {
-        return null;
-      }
-      if (
-        !(error instanceof Deno.errors.NotFound ||
-          error instanceof Deno.errors.NotADirectory)
-      ) {
-        throw error;
-      }
-    }
-    // `current` is missing, or is a dangling symlink: then follow it by hand,
-    // because writing through it would create its target.
-    let link: string | null = null;
-    try {
-      if ((await Deno.lstat(current)).isSymlink) {
-        link = await Deno.readLink(current);
-      }
-    } catch (error) {
-      if (error instanceof Deno.errors.NotCapable && !isInside(current, root)) {
-        return null;
-      }
-      if (
-        !(error instanceof Deno.errors.NotFound ||
-          error instanceof Deno.errors.NotADirectory)
-      ) {
-        throw error;
-      }
-    }
-    if (link !== null) {
-      if (++hops > MAX_LINK_HOPS) {
-        throw new Deno.errors.FilesystemLoop("Too many symbolic links");
-      }
-      const parent = hostPath.dirname(current);
-      let realParent = parent;
-      try {
-        realParent = await Deno.realPath(parent);
-      } catch {
-        // The parent vanished meanwhile: resolve against it lexically.
-      }
-      current = hostPath.resolve(realParent, link);
-      continue;
-    }
-    const parent = hostPath.dirname(current);
-    if (parent === current) {
-      return rest.length === 0
-        ? current
-        : hostPath.join(current, ...rest.reverse());
-    }
-    rest.push(hostPath.basename(current));
-    current = parent;
-  }
-}
-
-function isInside(path: string, base: string): boolean {
-  if (path === base) return true;
-  const prefix = base.endsWith(hostPath.SEPARATOR)
-    ? base
-    : base + hostPath.SEPARATOR;
-  return path.startsWith(prefix);
-}
-
-function trimSeparator(path: string): string {
-  let trimmed = path;
-  while (
-    trimmed.length > 1 && /[\\/]$/.test(trimmed) &&
-    hostPath.dirname(trimmed) !== trimmed
-  ) {
-    trimmed = trimmed.slice(0, -1);
-  }
-  return trimmed;
 }
