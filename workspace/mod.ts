@@ -1,0 +1,37 @@
+/**
+ * Conversation workspaces: the rules of conversation ids and roots, the path
+ * fence that keeps file access inside a workspace (lexically and by real
+ * path), and the copy and upload policy of skill folders.
+ *
+ * Importing this module needs no permission; each function says what it needs.
+ *
+ * @example A workspace, its fence and a skill copied into it
+ * ```ts
+ * import {
+ *   copySkillFolder,
+ *   PathFence,
+ *   stableSkillFolderName,
+ *   workspacePath,
+ * } from "./mod.ts";
+ * const root = await Deno.makeTempDir();
+ * try {
+ *   const workspace = workspacePath(root, "thread.2026-07");
+ *   await Deno.mkdir(`${workspace}/skills`, { recursive: true });
+ *   const skill = `${root}/source-skill`;
+ *   await Deno.mkdir(skill);
+ *   await Deno.writeTextFile(`${skill}/SKILL.md`, "---\nname: demo\n---\n");
+ *   const folder = stableSkillFolderName({ name: "demo", basePath: skill });
+ *   await copySkillFolder(skill, `${workspace}/skills/${folder}`);
+ *   const fence = await PathFence.create(workspace);
+ *   const path = await fence.resolve(`skills/${folder}/SKILL.md`);
+ *   console.assert((await Deno.readTextFile(path)).includes("demo"));
+ * } finally {
+ *   await Deno.remove(root, { recursive: true });
+ * }
+ * ```
+ *
+ * @module
+ */
+export * from "./conversation.ts";
+export * from "./fence.ts";
+export * from "./copy.ts";
