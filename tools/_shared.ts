@@ -1,0 +1,225 @@
+/**
+ * Helpers every tool uses: the wrapper that validates input, catches every
+ * error and redacts secrets; error texts; cutting long outputs.
+ *
+ * @module
+ */
+import { redactSecrets } from "../_internal/redact.ts";
+import {
+  RuntimePermissionError,
+  SkillPreparationError,
+  WorkspaceEscapeError,
+} from "../runtimes/errors.ts";
+import { type ToolInput, validateInput } from "./_input.ts";
+import type { ToolContext } from "./context.ts";
+import type { JsonSchema, Tool, ToolCallOptions, ToolResult } from "./types.ts";
+
+/** What a tool's body gets. */
+export interface ToolCall {
+  /** The validated parameters. */
+  readonly input: ToolInput;
+  /** The caller's signal, when given. */
+  readonly signal?: AbortSignal;
+}
+
+/** The parts of a tool that {@linkcode defineTool} wraps. */
+export interface ToolDefinition {
+  /** The tool's name. */
+  readonly name: string;
+  /** Its description. */
+  readonly description: string;
+  /** Its input schema. */
+  readonly inputSchema: JsonSchema;
+  /** The body: may throw; its errors become error results. */
+  run(call: ToolCall): Promise<ToolResult>;
+}
+
+/**
+ * Makes a tool whose `execute` never throws: it validates the input against
+ * the schema, runs the body, turns every error into an error result and removes
+ * the context's secrets from the text.
+ *
+ * @param context The shared context (for the secrets).
+ * @param definition Name, description, schema and body.
+ * @returns The tool.
+ */
+export function defineTool(
+  context: ToolContext,
+  definition: ToolDefinition,
+): Tool {
+  const clean = (result: ToolResult): ToolResult => ({
+    text: redactSecrets(result.text, safeSecrets(context)),
+    isError: result.isError,
+  });
+  return Object.freeze({
+    name: definition.name,
+    description: definition.description,
+    inputSchema: definition.inputSchema,
+    async execute(
+      input: unknown,
+      options: ToolCallOptions = {},
+    ): Promise<ToolResult> {
+      try {
+        const { signal } = options;
+        if (signal?.aborted) return errorResult(cancelledText(signal));
+        const checked = validateInput(definition.inputSchema, input);
+        if (!checked.ok) return clean(errorResult(checked.message));
+        const result = await definition.run({
+          input: checked.value,
+          ...(signal ? { signal } : {}),
+        });
+        return clean(result);
+      } catch (error) {
+        try {
+          return clean(errorResult(errorText(error, options.signal)));
+        } catch {
+          return errorResult("The tool failed with an unreadable error");
+        }
+      }
+    },
+  });
+}
+
+function safeSecrets(context: ToolContext): string[] {
+  try {
+    return context.secrets();
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * An error result.
+ *
+ * @param text The message for the model.
+ * @returns `{ text, isError: true }`.
+ */
+export function errorResult(text: string): ToolResult {
+  return { text, isError: true };
+}
+
+/**
+ * A successful result.
+ *
+ * @param text The text for the model.
+ * @returns `{ text, isError: false }`.
+ */
+export function okResult(text: string): ToolResult {
+  return { text, isError: false };
+}
+
+function cancelledText(signal: AbortSignal): string {
+  const reason = signal.reason;
+  return reason instanceof DOMException && reason.name === "TimeoutError"
+    ? "Cancelled: the call timed out"
+    : "Cancelled: the call was aborted";
+}
+
+/**
+ * The text for the model of an error thrown inside a tool.
+ *
+ * @param error What was thrown.
+ * @param signal The caller's signal (an abort becomes "Cancelled").
+ * @returns A clear, single message.
+ */
+export function errorText(error: unknown, signal?: AbortSignal): string {
+  if (signal?.aborted) return cancelledText(signal);
+  if (
+    error instanceof WorkspaceEscapeError ||
+    error instanceof RuntimePermissionError ||
+    error instanceof SkillPreparationError
+  ) {
+    return error.message;
+  }
+  if (error instanceof DOMException && error.name === "AbortError") {
+    return "Cancelled: the call was aborted";
+  }
+  if (error instanceof Deno.errors.NotCapable) {
+    return `Permission denied: ${error.message}`;
+  }
+  if (error instanceof Error) return error.message || error.name;
+  return String(error);
+}
+
+/**
+ * The error text for a path that does not exist or cannot be used.
+ *
+ * @param action What was attempted, e.g. `read`.
+ * @param path The path as the model gave it.
+ * @param reason Why, e.g. `no such file`.
+ * @returns `Cannot <action> "<path>": <reason>`.
+ */
+export function pathError(
+  action: string,
+  path: string,
+  reason: string,
+): ToolResult {
+  return errorResult(`Cannot ${action} ${JSON.stringify(path)}: ${reason}`);
+}
+
+/**
+ * Cuts a text longer than `max` characters, keeping its start and its end
+ * around a notice that says how much was left out.
+ *
+ * @param text The text.
+ * @param max The most characters kept (the notice comes on top).
+ * @returns The text, cut when too long.
+ */
+export function cutMiddle(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const head = Math.ceil(max * 0.5);
+  const tail = max - head;
+  const omitted = text.length - head - tail;
+  return `${
+    text.slice(0, head)
+  }\n\n[... ${omitted} characters omitted: the output has ${text.length} characters; the first ${head} and the last ${tail} are shown ...]\n\n${
+    text.slice(text.length - tail)
+  }`;
+}
+
+/**
+ * Formats a number of bytes for people: `512 bytes`, `1.5 KiB`, `4 MiB`.
+ *
+ * @param bytes A count of bytes.
+ * @returns The short form.
+ */
+export function formatBytes(bytes: number): string {
+  if (bytes < 1024) return `${bytes} byte${bytes === 1 ? "" : "s"}`;
+  const units = ["KiB", "MiB", "GiB", "TiB"];
+  let value = bytes / 1024;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit++;
+  }
+  const shown = Number.isInteger(value) ? String(value) : value.toFixed(1);
+  return `${shown} ${units[unit]}`;
+}
+
+/**
+ * Numbers a line like `cat -n`: the number right-aligned in six columns, a tab,
+ * the line.
+ *
+ * @param number The 1-based line number.
+ * @param line The line, without its end.
+ * @returns The numbered line.
+ */
+export function numberLine(number: number, line: string): string {
+  return `${String(number).padStart(6, " ")}\t${line}`;
+}
+
+/**
+ * Resolves a path given by the model through the runtime (relative paths
+ * against its default working directory; in a workspace, outside paths are
+ * refused with a {@linkcode WorkspaceEscapeError}).
+ *
+ * @param context The context.
+ * @param path The path as given.
+ * @returns The path as the runtime sees it.
+ */
+export function resolvePath(
+  context: ToolContext,
+  path: string,
+): Promise<string> {
+  return context.runtime.fs.resolve(path);
+}

@@ -1,0 +1,313 @@
+/**
+ * What every model-facing tool shares: the runtime, the skills, their lazy
+ * preparation, the output limits, the secrets to keep out of outputs and the
+ * optional file publisher.
+ *
+ * @module
+ */
+import type { SkillRuntimeConfig } from "../runtimes/config.ts";
+import type { PreparedSkill, SkillRuntime } from "../runtimes/types.ts";
+import type { Skill } from "../skill/types.ts";
+
+/** The limits of the tools. Every field has a default in {@linkcode DEFAULT_TOOL_LIMITS}. */
+export interface ToolLimits {
+  /** `bash`: the most characters returned (start and end kept). Default 30 000. */
+  readonly bashOutputChars: number;
+  /** `bash`: the default timeout in ms. Default 120 000. */
+  readonly bashDefaultTimeoutMs: number;
+  /** `bash`: the largest timeout a model may ask for, in ms. Default 600 000. */
+  readonly bashMaxTimeoutMs: number;
+  /** `read`: the most bytes of text returned by one call. Default 4 MiB. */
+  readonly readMaxBytes: number;
+  /** `read`: the default number of lines. Default 2000. */
+  readonly readDefaultLines: number;
+  /** `read`: lines longer than this many characters are cut. Default 2000. */
+  readonly readLineChars: number;
+  /** `edit`: the largest file it edits, in bytes. Default 8 MiB. */
+  readonly editMaxBytes: number;
+  /** `grep`: the most characters returned. Default 100 000. */
+  readonly grepOutputChars: number;
+  /** `glob`: the most paths returned. Default 1000. */
+  readonly globResults: number;
+  /** `ls`: the default most entries. Default 1000. */
+  readonly lsDefaultLimit: number;
+  /** `skill`: the most file names listed. Default 200. */
+  readonly skillFilesListed: number;
+}
+
+/** The default limits. */
+export const DEFAULT_TOOL_LIMITS: ToolLimits = Object.freeze({
+  bashOutputChars: 30_000,
+  bashDefaultTimeoutMs: 120_000,
+  bashMaxTimeoutMs: 600_000,
+  readMaxBytes: 4 * 1024 * 1024,
+  readDefaultLines: 2000,
+  readLineChars: 2000,
+  editMaxBytes: 8 * 1024 * 1024,
+  grepOutputChars: 100_000,
+  globResults: 1000,
+  lsDefaultLimit: 1000,
+  skillFilesListed: 200,
+});
+
+/** What {@linkcode FilePublisher.publish} takes. */
+export interface PublishRequest {
+  /** The file's bytes (consume or cancel it). */
+  readonly stream: ReadableStream<Uint8Array>;
+  /** The name the published file should carry, e.g. `report.pdf`. */
+  readonly fileName: string;
+  /** Its media type, e.g. `application/pdf`. */
+  readonly contentType: string;
+  /** Its size in bytes, when known. */
+  readonly size?: number;
+  /** Stops the upload. */
+  readonly signal?: AbortSignal;
+}
+
+/** Where a published file can be fetched. */
+export interface PublishedFile {
+  /** The URL to hand to the user. */
+  readonly url: string;
+  /** When the URL stops working, if it does. */
+  readonly expiresAt?: Date | string;
+}
+
+/**
+ * Makes a file produced in a runtime reachable by the user (object storage, a
+ * CDN, a local folder served over HTTP...). The application decides where
+ * files go; the `publish_file` tool streams the file to it.
+ */
+export interface FilePublisher {
+  /**
+   * Stores a file and returns where it can be fetched.
+   *
+   * @param request The stream, its name, media type, size and a signal.
+   * @returns Its URL and, optionally, when it expires.
+   */
+  publish(request: PublishRequest): Promise<PublishedFile>;
+}
+
+/** Options of {@linkcode SkillPreparer.prepare}. */
+export interface PrepareSkillOptions {
+  /** Stops waiting; the shared preparation stops only when every waiter left. */
+  readonly signal?: AbortSignal;
+}
+
+interface InFlight {
+  readonly promise: Promise<PreparedSkill>;
+  readonly controller: AbortController;
+  waiters: number;
+}
+
+/**
+ * Prepares skills lazily through a runtime: once per skill, shared by
+ * concurrent callers, nothing cached on failure (the next call retries).
+ *
+ * @example Preparing a skill on first use
+ * ```ts
+ * import { SkillPreparer } from "./context.ts";
+ * import type { PreparedSkill, SkillRuntime } from "../runtimes/types.ts";
+ * import type { Skill } from "../skill/types.ts";
+ *
+ * const skill: Skill = {
+ *   name: "demo", description: "A demo", basePath: "/skills/demo",
+ *   location: "/skills/demo/SKILL.md", instructions: "", frontMatter: {}, warnings: [],
+ * };
+ * let calls = 0;
+ * const runtime = {
+ *   prepare: (request: { skills: readonly { skill: Skill }[] }) => {
+ *     calls++;
+ *     return Promise.resolve(request.skills.map(({ skill }): PreparedSkill => ({
+ *       name: skill.name, basePath: skill.basePath, skill,
+ *     })));
+ *   },
+ * } as unknown as SkillRuntime;
+ * const preparer = new SkillPreparer(runtime, new Map());
+ * await Promise.all([preparer.prepare(skill), preparer.prepare(skill)]);
+ * console.assert(calls === 1 && preparer.isPrepared("demo"));
+ * ```
+ */
+export class SkillPreparer {
+  readonly #runtime: SkillRuntime;
+  readonly #configs: ReadonlyMap<string, SkillRuntimeConfig>;
+  readonly #prepared = new Map<string, PreparedSkill>();
+  readonly #inFlight = new Map<string, InFlight>();
+
+  /**
+   * Makes a preparer.
+   *
+   * @param runtime Where skills are prepared.
+   * @param configs The configuration of each skill, by name.
+   */
+  constructor(
+    runtime: SkillRuntime,
+    configs: ReadonlyMap<string, SkillRuntimeConfig>,
+  ) {
+    this.#runtime = runtime;
+    this.#configs = configs;
+  }
+
+  /**
+   * Whether a skill was prepared by this preparer.
+   *
+   * @param name The skill's name.
+   * @returns `true` once its preparation succeeded.
+   */
+  isPrepared(name: string): boolean {
+    return this.#prepared.has(name);
+  }
+
+  /**
+   * Prepares a skill (or returns it if already prepared). Concurrent callers
+   * share one preparation; a caller whose signal aborts stops waiting, and the
+   * preparation itself is aborted only when no caller waits any more.
+   *
+   * @param skill The skill.
+   * @param options A signal.
+   * @returns The prepared skill.
+   * @throws {SkillPreparationError} Preparation failed (not cached).
+   * @throws {DOMException} The caller's signal aborted.
+   */
+  prepare(
+    skill: Skill,
+    options: PrepareSkillOptions = {},
+  ): Promise<PreparedSkill> {
+    const done = this.#prepared.get(skill.name);
+    if (done) return Promise.resolve(done);
+    const { signal } = options;
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    let flight = this.#inFlight.get(skill.name);
+    if (!flight) flight = this.#start(skill);
+    const current = flight;
+    current.waiters++;
+    if (!signal) {
+      return current.promise.finally(() => current.waiters--);
+    }
+    return new Promise<PreparedSkill>((resolve, reject) => {
+      let settled = false;
+      const onAbort = () => {
+        if (settled) return;
+        settled = true;
+        current.waiters--;
+        if (current.waiters === 0) current.controller.abort(signal.reason);
+        reject(signal.reason);
+      };
+      signal.addEventListener("abort", onAbort, { once: true });
+      current.promise.then(
+        (prepared) => {
+          if (settled) return;
+          settled = true;
+          current.waiters--;
+          signal.removeEventListener("abort", onAbort);
+          resolve(prepared);
+        },
+        (error) => {
+          if (settled) return;
+          settled = true;
+          current.waiters--;
+          signal.removeEventListener("abort", onAbort);
+          reject(error);
+        },
+      );
+    });
+  }
+
+  #start(skill: Skill): InFlight {
+    const controller = new AbortController();
+    const config = this.#configs.get(skill.name);
+    const promise = this.#runtime.prepare({
+      skills: [config ? { skill, config } : { skill }],
+      signal: controller.signal,
+    }).then((prepared) => {
+      const first = prepared[0];
+      if (!first) {
+        throw new Error(
+          `Cannot prepare skill "${skill.name}": the runtime returned no prepared skill`,
+        );
+      }
+      this.#prepared.set(skill.name, first);
+      return first;
+    }).finally(() => {
+      this.#inFlight.delete(skill.name);
+    });
+    // A failure with no waiter left must not become an unhandled rejection.
+    promise.catch(() => {});
+    const flight: InFlight = { promise, controller, waiters: 0 };
+    this.#inFlight.set(skill.name, flight);
+    return flight;
+  }
+}
+
+/** What every tool of one tool set shares. */
+export interface ToolContext {
+  /** Where everything runs. */
+  readonly runtime: SkillRuntime;
+  /** The skills offered to the model, in catalog order. */
+  readonly skills: readonly Skill[];
+  /** Prepares skills lazily. */
+  readonly preparer: SkillPreparer;
+  /** The limits. */
+  readonly limits: ToolLimits;
+  /** Where `publish_file` sends files, when the application gave one. */
+  readonly publisher?: FilePublisher;
+  /**
+   * The values to keep out of every output: the runtime's environment and
+   * every configuration's environment.
+   */
+  secrets(): string[];
+}
+
+/** Options of {@linkcode createToolContext}. */
+export interface ToolContextOptions {
+  /** The skills offered to the model. Default none. */
+  readonly skills?: readonly Skill[];
+  /** Configurations by skill name (already validated). */
+  readonly configs?: ReadonlyMap<string, SkillRuntimeConfig>;
+  /** Limits to change. */
+  readonly limits?: Partial<ToolLimits>;
+  /** The file publisher. */
+  readonly publisher?: FilePublisher;
+}
+
+/**
+ * Makes the context the tool factories take. {@linkcode buildSkillTools} does
+ * this for you; use it to build a custom tool set.
+ *
+ * @example A context for the file tools alone
+ * ```ts
+ * import { createToolContext } from "./context.ts";
+ * import type { SkillRuntime } from "../runtimes/types.ts";
+ * const runtime = { environment: () => ({ TOKEN: "s3cret-value" }) } as unknown as SkillRuntime;
+ * const context = createToolContext(runtime, { limits: { bashOutputChars: 1000 } });
+ * console.assert(context.limits.bashOutputChars === 1000);
+ * console.assert(context.secrets().includes("s3cret-value"));
+ * ```
+ *
+ * @param runtime Where the tools run.
+ * @param options Skills, configurations, limits and publisher.
+ * @returns The shared context.
+ * @throws {RangeError} A limit is not a positive integer.
+ */
+export function createToolContext(
+  runtime: SkillRuntime,
+  options: ToolContextOptions = {},
+): ToolContext {
+  const limits = { ...DEFAULT_TOOL_LIMITS, ...options.limits };
+  for (const [key, value] of Object.entries(limits)) {
+    if (!Number.isInteger(value) || value <= 0) {
+      throw new RangeError(
+        `Cannot use limit "${key}": expected a positive integer, got ${value}`,
+      );
+    }
+  }
+  const configs = options.configs ?? new Map<string, SkillRuntimeConfig>();
+  const configured = [...configs.values()].flatMap((c) => Object.values(c.env));
+  return {
+    runtime,
+    skills: options.skills ?? [],
+    preparer: new SkillPreparer(runtime, configs),
+    limits: Object.freeze(limits),
+    ...(options.publisher ? { publisher: options.publisher } : {}),
+    secrets: () => [...configured, ...Object.values(runtime.environment())],
+  };
+}
