@@ -35,13 +35,14 @@ export class UsageError extends Error {
  *
  * @example Parsing a subcommand's arguments
  * ```ts
+ * import { assert } from "@std/assert";
  * import { parseArgs } from "./_args.ts";
  * const parsed = parseArgs(["skills", "--timeout=5", "x", "--", "ls", "-l"], {
  *   timeout: "string",
  * });
- * console.assert(parsed.flags.timeout === "5");
- * console.assert(parsed.positionals.join() === "skills,x");
- * console.assert(parsed.rest?.join(" ") === "ls -l");
+ * assert(parsed.flags.timeout === "5");
+ * assert(parsed.positionals.join() === "skills,x");
+ * assert(parsed.rest?.join(" ") === "ls -l");
  * ```
  */
 export function parseArgs(
@@ -108,9 +109,10 @@ export function parseArgs(
  *
  * @example Joining words
  * ```ts
+ * import { assert } from "@std/assert";
  * import { commandLine } from "./_args.ts";
- * console.assert(commandLine(["ls | wc -l"]) === "ls | wc -l");
- * console.assert(commandLine(["echo", "a b", "it's"]) === "echo 'a b' 'it'\\''s'");
+ * assert(commandLine(["ls | wc -l"]) === "ls | wc -l");
+ * assert(commandLine(["echo", "a b", "it's"]) === "echo 'a b' 'it'\\''s'");
  * ```
  */
 export function commandLine(words: readonly string[]): string {

@@ -11,6 +11,7 @@
  *
  * @example Serving tools to an in-memory client
  * ```ts
+ * import { assert } from "@std/assert";
  * import { connectMcpServer } from "./mod.ts";
  * import { Client } from "npm:@modelcontextprotocol/sdk@1.32.2/client";
  * // @ts-types="npm:@modelcontextprotocol/sdk@1.32.2/inMemory"
@@ -33,7 +34,7 @@
  * const client = new Client({ name: "example", version: "1.0.0" });
  * await client.connect(clientSide);
  * const result = await client.callTool({ name: "echo", arguments: { text: "hi" } });
- * console.assert(JSON.stringify(result.content) === '[{"type":"text","text":"hi"}]');
+ * assert(JSON.stringify(result.content) === '[{"type":"text","text":"hi"}]');
  * await client.close();
  * ```
  *
@@ -88,9 +89,10 @@ export interface McpServerOptions {
  *
  * @example Building a server
  * ```ts
+ * import { assert } from "@std/assert";
  * import { createMcpServer } from "./mod.ts";
  * const server = createMcpServer([]);
- * console.assert(typeof server.connect === "function");
+ * assert(typeof server.connect === "function");
  * ```
  */
 export function createMcpServer(
