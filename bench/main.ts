@@ -14,6 +14,7 @@ import {
 /** The bench files; each exports `cases`. */
 const FILES = [
   "./skill_bench.ts",
+  "./workspace_bench.ts",
 ] as const;
 
 const filter = Deno.args[0];
