@@ -26,14 +26,15 @@ export interface OutputCollectorOptions {
  *
  * @example Keeping the start and the end of a long output
  * ```ts
+ * import { assert } from "@std/assert";
  * import { OutputCollector } from "./collector.ts";
  *
  * const collector = new OutputCollector({ maxBytes: 8 });
  * const bytes = new TextEncoder().encode("abcdefghijklmnopqrstuvwxyz");
  * collector.push(bytes.subarray(0, 10));
  * collector.push(bytes.subarray(10));
- * console.assert(collector.totalBytes === 26 && collector.truncated);
- * console.assert(collector.text() === "abcd\n[... 18 bytes omitted ...]\nwxyz");
+ * assert(collector.totalBytes === 26 && collector.truncated);
+ * assert(collector.text() === "abcd\n[... 18 bytes omitted ...]\nwxyz");
  * ```
  */
 export class OutputCollector {
@@ -228,11 +229,12 @@ export interface CollectStreamOptions {
  *
  * @example Collecting a stream
  * ```ts
+ * import { assert } from "@std/assert";
  * import { collectStream, OutputCollector } from "./collector.ts";
  *
  * const collector = new OutputCollector({ maxBytes: 1024 });
  * await collectStream(new Blob(["hello ", "world"]).stream(), collector);
- * console.assert(collector.text() === "hello world");
+ * assert(collector.text() === "hello world");
  * ```
  *
  * @param stream The stream; it is read to its end (or until it errors).

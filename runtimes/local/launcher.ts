@@ -79,6 +79,7 @@ let denoKillRefused = false;
  *
  * @example Stopping a background job with its parent
  * ```ts
+ * import { assert } from "@std/assert";
  * import { signalProcessGroup } from "./launcher.ts";
  *
  * const child = new Deno.Command("bash", {
@@ -88,7 +89,7 @@ let denoKillRefused = false;
  * }).spawn();
  * await signalProcessGroup(child.pid, "SIGKILL");
  * const status = await child.status;
- * console.assert(status.signal === "SIGKILL");
+ * assert(status.signal === "SIGKILL");
  * ```
  *
  * @param pgid The group's id (the pid of a child started with `detached: true`).
@@ -157,9 +158,10 @@ export async function signalProcessGroup(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { defaultShell } from "./launcher.ts";
  * const shell = defaultShell();
- * console.assert(shell === "bash" || shell === "/bin/bash" || shell === "cmd.exe");
+ * assert(shell === "bash" || shell === "/bin/bash" || shell === "cmd.exe");
  * ```
  *
  * @returns The shell's name or path. Needs no permission (it only queries).
@@ -220,6 +222,7 @@ export interface ProcessGroupRequest {
  *
  * @example Running bash in its own process group
  * ```ts
+ * import { assert } from "@std/assert";
  * import { runProcessGroup } from "./launcher.ts";
  *
  * const result = await runProcessGroup({
@@ -230,8 +233,8 @@ export interface ProcessGroupRequest {
  *   timeoutMs: 10_000,
  *   maxOutputBytes: 1024,
  * });
- * console.assert(result.stdout === "out\n" && result.stderr === "err\n");
- * console.assert(result.exitCode === 3 && !result.timedOut);
+ * assert(result.stdout === "out\n" && result.stderr === "err\n");
+ * assert(result.exitCode === 3 && !result.timedOut);
  * ```
  *
  * @param request What to run and how to bound it.
@@ -364,6 +367,7 @@ export interface DenoCommandLauncherOptions {
  *
  * @example Running a command
  * ```ts
+ * import { assert } from "@std/assert";
  * import { DenoCommandLauncher } from "./launcher.ts";
  *
  * const launcher = new DenoCommandLauncher();
@@ -374,11 +378,12 @@ export interface DenoCommandLauncherOptions {
  *   timeoutMs: 10_000,
  *   maxOutputBytes: 1024,
  * });
- * console.assert(result.stdout === "hello\n" && result.exitCode === 0);
+ * assert(result.stdout === "hello\n" && result.exitCode === 0);
  * ```
  *
  * @example A timeout stops the whole process group
  * ```ts
+ * import { assert } from "@std/assert";
  * import { DenoCommandLauncher } from "./launcher.ts";
  *
  * const launcher = new DenoCommandLauncher({ graceMs: 200 });
@@ -389,7 +394,7 @@ export interface DenoCommandLauncherOptions {
  *   timeoutMs: 200,
  *   maxOutputBytes: 1024,
  * });
- * console.assert(result.timedOut && result.exitCode === -1);
+ * assert(result.timedOut && result.exitCode === -1);
  * ```
  */
 export class DenoCommandLauncher implements ProcessLauncher {
