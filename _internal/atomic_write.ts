@@ -1,0 +1,136 @@
+/**
+ * Writes a byte stream into a local file atomically: into a temporary file
+ * beside the target, renamed into place only when complete. Shared by every
+ * runtime's `download`.
+ *
+ * @module
+ */
+import { hostPath } from "./std.ts";
+import { toPermissionError } from "./permissions.ts";
+
+/** Options of {@linkcode writeStreamAtomically}. */
+export interface WriteStreamAtomicallyOptions {
+  /** Stops the write; nothing is left behind. */
+  readonly signal?: AbortSignal;
+}
+
+/**
+ * Streams `stream` into `localPath` through a temporary file in the same
+ * folder (`.<name>.<random>.part`), flushed to disk, then renamed over the
+ * target. On any failure (the stream errors, the signal aborts, the disk
+ * refuses) the temporary file is removed and the target is left as it was: an
+ * existing target is replaced only on success, in one rename. Missing parent
+ * folders are created. The new file gets mode `0o644`, or the mode of the file
+ * it replaces.
+ *
+ * Needs `--allow-write` (and `--allow-read`) for the target's folder.
+ *
+ * @param stream The bytes; cancelled when the write fails.
+ * @param localPath The file to write (relative to the current directory, or
+ * absolute).
+ * @param options A signal.
+ * @returns How many bytes were written.
+ * @throws {Deno.errors.IsADirectory} The target is a folder.
+ * @throws {Error} The stream failed (`cause` holds its error).
+ * @throws {RuntimePermissionError} Deno or the system refused a write.
+ * @throws {DOMException} The signal's reason, when it aborted.
+ *
+ * @example Writing a stream into a file
+ * ```ts
+ * import { writeStreamAtomically } from "./atomic_write.ts";
+ * const dir = await Deno.makeTempDir();
+ * try {
+ *   const stream = ReadableStream.from([new TextEncoder().encode("hello")]);
+ *   const bytes = await writeStreamAtomically(stream, `${dir}/out.txt`);
+ *   console.assert(bytes === 5);
+ *   console.assert(await Deno.readTextFile(`${dir}/out.txt`) === "hello");
+ * } finally {
+ *   await Deno.remove(dir, { recursive: true });
+ * }
+ * ```
+ */
+export async function writeStreamAtomically(
+  stream: ReadableStream<Uint8Array>,
+  localPath: string,
+  options: WriteStreamAtomicallyOptions = {},
+): Promise<number> {
+  const { signal } = options;
+  if (typeof localPath !== "string" || localPath === "") {
+    await stream.cancel().catch(() => {});
+    throw new TypeError(
+      `Cannot write ${JSON.stringify(localPath)}: the path is empty`,
+    );
+  }
+  const target = hostPath.resolve(localPath);
+  const reader = stream.getReader();
+  const onAbort = () => {
+    reader.cancel(signal?.reason).catch(() => {});
+  };
+  let temp: string | undefined;
+  let file: Deno.FsFile | undefined;
+  try {
+    signal?.throwIfAborted();
+    signal?.addEventListener("abort", onAbort, { once: true });
+    let mode = 0o644;
+    try {
+      const existing = await Deno.stat(target);
+      if (existing.isDirectory) {
+        throw new Deno.errors.IsADirectory(
+          `Cannot write "${localPath}": it is a folder`,
+        );
+      }
+      if (existing.mode !== null) mode = existing.mode & 0o7777;
+    } catch (error) {
+      if (!(error instanceof Deno.errors.NotFound)) throw error;
+    }
+    const dir = hostPath.dirname(target);
+    await Deno.mkdir(dir, { recursive: true });
+    temp = await Deno.makeTempFile({
+      dir,
+      prefix: `.${hostPath.basename(target)}.`,
+      suffix: ".part",
+    });
+    file = await Deno.open(temp, { write: true, truncate: true });
+    let bytes = 0;
+    for (;;) {
+      let chunk: ReadableStreamReadResult<Uint8Array>;
+      try {
+        chunk = await reader.read();
+      } catch (error) {
+        signal?.throwIfAborted();
+        throw new Error(
+          `Cannot write "${localPath}": the source stream failed: ${
+            error instanceof Error ? error.message : String(error)
+          }`,
+          { cause: error },
+        );
+      }
+      signal?.throwIfAborted();
+      if (chunk.done) break;
+      const data = chunk.value;
+      for (let offset = 0; offset < data.length;) {
+        offset += await file.write(data.subarray(offset));
+      }
+      bytes += data.length;
+    }
+    await file.syncData();
+    file.close();
+    file = undefined;
+    if (Deno.build.os !== "windows") await Deno.chmod(temp, mode);
+    signal?.throwIfAborted();
+    await Deno.rename(temp, target);
+    temp = undefined;
+    return bytes;
+  } catch (error) {
+    reader.cancel(error).catch(() => {});
+    throw toPermissionError(error, { operation: "write", path: localPath });
+  } finally {
+    signal?.removeEventListener("abort", onAbort);
+    try {
+      file?.close();
+    } catch {
+      // already closed
+    }
+    if (temp !== undefined) await Deno.remove(temp).catch(() => {});
+  }
+}
