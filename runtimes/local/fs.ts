@@ -1,0 +1,710 @@
+/**
+ * {@linkcode LocalFileSystem}: the local runtime's file system, fenced inside a
+ * workspace when given a {@linkcode PathFence}.
+ *
+ * @module
+ */
+import { hostPath } from "../../_internal/std.ts";
+import { toPermissionError } from "../../_internal/permissions.ts";
+import { writeStreamAtomically } from "../../_internal/atomic_write.ts";
+import { WorkspaceEscapeError } from "../errors.ts";
+import type { PathFence } from "../../workspace/fence.ts";
+import type {
+  DownloadResult,
+  FileInfo,
+  FileType,
+  ListOptions,
+  ListResult,
+  ReadTextOptions,
+  SignalOptions,
+  SkillRuntimeFileSystem,
+} from "../types.ts";
+
+/** The default depth of {@linkcode LocalFileSystem.list}. */
+const DEFAULT_LIST_DEPTH = 1;
+/** The default entry limit of {@linkcode LocalFileSystem.list}. */
+const DEFAULT_LIST_LIMIT = 1000;
+/** Bytes read at once by `readStream`. */
+const STREAM_CHUNK = 64 * 1024;
+/** Entries stat'ed at once by `list`. */
+const STAT_BATCH = 64;
+
+/** Options of {@linkcode LocalFileSystem}. */
+export interface LocalFileSystemOptions {
+  /** The folder relative paths resolve against (absolute). */
+  readonly root: string;
+  /** The workspace's fence: when given, every path must stay inside it. */
+  readonly fence?: PathFence;
+}
+
+/**
+ * The local file system of a runtime. Relative paths resolve against `root`;
+ * with a `fence` (workspace mode) every path must lie inside the workspace,
+ * lexically and once its symlinks are resolved. Permission denials become
+ * {@linkcode RuntimePermissionError}s naming the flag to add; missing files
+ * give `Cannot read "x": no such file`.
+ *
+ * Needs `--allow-read` for what is read and `--allow-write` for what is written.
+ *
+ * @example Writing, reading and listing
+ * ```ts
+ * import { LocalFileSystem } from "./fs.ts";
+ * const root = await Deno.makeTempDir();
+ * try {
+ *   const fs = new LocalFileSystem({ root });
+ *   await fs.writeText("notes/a.txt", "hello");
+ *   console.assert(await fs.readText("notes/a.txt", { maxBytes: 1024 }) === "hello");
+ *   const { entries } = await fs.list(".", { depth: 2 });
+ *   console.assert(entries.map((e) => e.name).join() === "notes,a.txt");
+ * } finally {
+ *   await Deno.remove(root, { recursive: true });
+ * }
+ * ```
+ */
+export class LocalFileSystem implements SkillRuntimeFileSystem {
+  readonly #root: string;
+  readonly #fence: PathFence | undefined;
+
+  /**
+   * Makes the file system.
+   *
+   * @param options The root for relative paths, and the fence in workspace mode.
+   * @throws {TypeError} The root is not absolute.
+   */
+  constructor(options: LocalFileSystemOptions) {
+    if (
+      typeof options?.root !== "string" || !hostPath.isAbsolute(options.root)
+    ) {
+      throw new TypeError(
+        `Cannot use file-system root ${
+          JSON.stringify(options?.root)
+        }: it must be an absolute path`,
+      );
+    }
+    this.#root = hostPath.normalize(options.root);
+    this.#fence = options.fence;
+  }
+
+  /** The folder relative paths resolve against. */
+  get root(): string {
+    return this.#root;
+  }
+
+  /**
+   * Resolves a path: relative paths against the root; with a fence, a path
+   * outside the workspace is refused.
+   *
+   * Needs `--allow-read` for the workspace in workspace mode, else nothing.
+   *
+   * @param path The path.
+   * @returns The absolute path.
+   * @throws {TypeError} The path is empty.
+   * @throws {WorkspaceEscapeError} With a fence: the path is outside.
+   *
+   * @example Resolving a relative path
+   * ```ts
+   * import { LocalFileSystem } from "./fs.ts";
+   * if (Deno.build.os !== "windows") {
+   *   const fs = new LocalFileSystem({ root: "/srv/data" });
+   *   console.assert(await fs.resolve("a/../b.txt") === "/srv/data/b.txt");
+   * }
+   * ```
+   */
+  async resolve(path: string): Promise<string> {
+    if (typeof path !== "string" || path === "") {
+      throw new TypeError(
+        `Cannot use ${JSON.stringify(path)}: the path is empty`,
+      );
+    }
+    const absolute = hostPath.isAbsolute(path)
+      ? hostPath.normalize(path)
+      : hostPath.join(this.#root, path);
+    if (!this.#fence) return absolute;
+    const candidate = hostPath.isAbsolute(path) ? path : absolute;
+    try {
+      return await this.#fence.resolve(candidate);
+    } catch (error) {
+      if (error instanceof WorkspaceEscapeError && candidate !== path) {
+        throw new WorkspaceEscapeError(
+          error.message.replace(`"${candidate}"`, `"${path}"`),
+          { path, workspace: error.workspace, cause: error },
+        );
+      }
+      throw error;
+    }
+  }
+
+  /**
+   * Reads a UTF-8 text file, refusing one over `maxBytes`: the size is checked
+   * first, then the limit is enforced while reading (files can grow, devices
+   * have no size), so at most `maxBytes + 1` bytes are ever read. A byte-order
+   * mark is kept, so a later write gives the same bytes back.
+   *
+   * Needs `--allow-read` for the file.
+   *
+   * @param path The file.
+   * @param options The limit (mandatory) and a signal.
+   * @returns The text (invalid UTF-8 replaced by U+FFFD).
+   * @throws {RangeError} `maxBytes` is not a non-negative integer, or the file
+   * is larger: `Cannot read "big.txt": file is larger than the 1 MiB limit`.
+   * @throws {Deno.errors.NotFound} No such file.
+   * @throws {Deno.errors.IsADirectory} The path is a folder.
+   * @throws {WorkspaceEscapeError} With a fence: the path is outside.
+   * @throws {RuntimePermissionError} Reading is not allowed.
+   *
+   * @example Reading with a limit
+   * ```ts
+   * import { LocalFileSystem } from "./fs.ts";
+   * const root = await Deno.makeTempDir();
+   * try {
+   *   const fs = new LocalFileSystem({ root });
+   *   await fs.writeText("big.txt", "x".repeat(2048));
+   *   let message = "";
+   *   try { await fs.readText("big.txt", { maxBytes: 1024 }); } catch (e) { message = String(e); }
+   *   console.assert(message.includes("larger than the 1 KiB limit"));
+   * } finally {
+   *   await Deno.remove(root, { recursive: true });
+   * }
+   * ```
+   */
+  async readText(path: string, options: ReadTextOptions): Promise<string> {
+    checkLimit(options?.maxBytes, "maxBytes");
+    const bytes = await this.#read(path, options.maxBytes, options.signal);
+    return new TextDecoder("utf-8", { ignoreBOM: true }).decode(bytes);
+  }
+
+  /**
+   * Reads a file's bytes, refusing one over `maxBytes` when given (checked
+   * while reading, as {@linkcode LocalFileSystem.readText}).
+   *
+   * Needs `--allow-read` for the file.
+   *
+   * @param path The file.
+   * @param options An optional limit and a signal.
+   * @returns The bytes.
+   * @throws {RangeError} The limit is invalid or the file is larger.
+   * @throws {Deno.errors.NotFound} No such file.
+   * @throws {Deno.errors.IsADirectory} The path is a folder.
+   * @throws {WorkspaceEscapeError} With a fence: the path is outside.
+   * @throws {RuntimePermissionError} Reading is not allowed.
+   *
+   * @example Reading bytes
+   * ```ts
+   * import { LocalFileSystem } from "./fs.ts";
+   * const root = await Deno.makeTempDir();
+   * try {
+   *   await Deno.writeFile(`${root}/b.bin`, new Uint8Array([0, 255]));
+   *   const bytes = await new LocalFileSystem({ root }).readBytes("b.bin");
+   *   console.assert(bytes.length === 2 && bytes[1] === 255);
+   * } finally {
+   *   await Deno.remove(root, { recursive: true });
+   * }
+   * ```
+   */
+  async readBytes(
+    path: string,
+    options: SignalOptions & { maxBytes?: number } = {},
+  ): Promise<Uint8Array> {
+    if (options.maxBytes !== undefined) {
+      checkLimit(options.maxBytes, "maxBytes");
+    }
+    return await this.#read(path, options.maxBytes, options.signal);
+  }
+
+  /**
+   * Writes a UTF-8 text file, creating its parent folders, replacing what was
+   * there (in place: a symlink inside the workspace is written through).
+   *
+   * Needs `--allow-write` for the file and its new parents.
+   *
+   * @param path The file.
+   * @param content The text.
+   * @param options A signal.
+   * @throws {TypeError} The content is not a string.
+   * @throws {Deno.errors.IsADirectory} The path is a folder.
+   * @throws {Deno.errors.NotADirectory} A parent is a file.
+   * @throws {WorkspaceEscapeError} With a fence: the path is outside.
+   * @throws {RuntimePermissionError} Writing is not allowed.
+   *
+   * @example Writing a file in a new folder
+   * ```ts
+   * import { LocalFileSystem } from "./fs.ts";
+   * const root = await Deno.makeTempDir();
+   * try {
+   *   await new LocalFileSystem({ root }).writeText("a/b/c.txt", "x");
+   *   console.assert(await Deno.readTextFile(`${root}/a/b/c.txt`) === "x");
+   * } finally {
+   *   await Deno.remove(root, { recursive: true });
+   * }
+   * ```
+   */
+  async writeText(
+    path: string,
+    content: string,
+    options: SignalOptions = {},
+  ): Promise<void> {
+    if (typeof content !== "string") {
+      throw new TypeError(`Cannot write "${path}": the content is not text`);
+    }
+    const absolute = await this.resolve(path);
+    options.signal?.throwIfAborted();
+    try {
+      await Deno.mkdir(hostPath.dirname(absolute), { recursive: true });
+    } catch (error) {
+      if (
+        error instanceof Deno.errors.AlreadyExists ||
+        error instanceof Deno.errors.NotADirectory
+      ) {
+        throw new Deno.errors.NotADirectory(
+          `Cannot write "${path}": a parent is not a folder`,
+        );
+      }
+      throw toPermissionError(error, { operation: "write", path });
+    }
+    try {
+      await Deno.writeTextFile(
+        absolute,
+        content,
+        options.signal ? { signal: options.signal } : {},
+      );
+    } catch (error) {
+      if (error instanceof Deno.errors.IsADirectory) {
+        throw new Deno.errors.IsADirectory(
+          `Cannot write "${path}": it is a folder`,
+        );
+      }
+      throw toPermissionError(error, { operation: "write", path });
+    }
+  }
+
+  /**
+   * Facts about a path without following a symlink there (a symlink is
+   * reported as one), or `null` when nothing is there.
+   *
+   * Needs `--allow-read` for the path.
+   *
+   * @param path The path.
+   * @param options A signal.
+   * @returns The facts, or `null`.
+   * @throws {WorkspaceEscapeError} With a fence: the path is outside.
+   * @throws {RuntimePermissionError} Reading is not allowed.
+   *
+   * @example Stat of a missing file
+   * ```ts
+   * import { LocalFileSystem } from "./fs.ts";
+   * const root = await Deno.makeTempDir();
+   * try {
+   *   console.assert(await new LocalFileSystem({ root }).stat("missing") === null);
+   * } finally {
+   *   await Deno.remove(root, { recursive: true });
+   * }
+   * ```
+   */
+  async stat(path: string, options: SignalOptions = {}): Promise<
+    FileInfo | null
+  > {
+    const absolute = await this.resolve(path);
+    options.signal?.throwIfAborted();
+    try {
+      return toFileInfo(absolute, await Deno.lstat(absolute));
+    } catch (error) {
+      if (isMissing(error)) return null;
+      throw toPermissionError(error, { operation: "stat", path });
+    }
+  }
+
+  /**
+   * Lists a folder, depth first: each folder's entries sorted by name (UTF-16
+   * code units), a folder's content right after it. Symlinks are listed, never
+   * descended. Entry paths are absolute.
+   *
+   * Needs `--allow-read` for the folder.
+   *
+   * @param path The folder (a symlink to a folder is followed here).
+   * @param options Depth (default 1: the folder's own entries), limit (default
+   * 1000), files only (leaves folders out, still descending), signal.
+   * @returns The entries and whether the limit cut them.
+   * @throws {RangeError} Depth or limit is not a positive integer.
+   * @throws {Deno.errors.NotFound} No such folder.
+   * @throws {Deno.errors.NotADirectory} The path is not a folder.
+   * @throws {WorkspaceEscapeError} With a fence: the path is outside.
+   * @throws {RuntimePermissionError} Reading is not allowed.
+   *
+   * @example Listing two levels, files only
+   * ```ts
+   * import { LocalFileSystem } from "./fs.ts";
+   * const root = await Deno.makeTempDir();
+   * try {
+   *   const fs = new LocalFileSystem({ root });
+   *   await fs.writeText("b.txt", "");
+   *   await fs.writeText("a/c.txt", "");
+   *   const { entries } = await fs.list(".", { depth: 2, filesOnly: true });
+   *   console.assert(entries.map((e) => e.name).join() === "c.txt,b.txt");
+   * } finally {
+   *   await Deno.remove(root, { recursive: true });
+   * }
+   * ```
+   */
+  async list(path: string, options: ListOptions = {}): Promise<ListResult> {
+    const depth = options.depth ?? DEFAULT_LIST_DEPTH;
+    const limit = options.limit ?? DEFAULT_LIST_LIMIT;
+    checkPositive(depth, "depth");
+    checkPositive(limit, "limit");
+    const { signal } = options;
+    const absolute = await this.resolve(path);
+    try {
+      const info = await Deno.stat(absolute);
+      if (!info.isDirectory) {
+        throw new Deno.errors.NotADirectory(
+          `Cannot list "${path}": it is not a folder`,
+        );
+      }
+    } catch (error) {
+      if (isMissing(error)) {
+        throw new Deno.errors.NotFound(`Cannot list "${path}": no such folder`);
+      }
+      throw toPermissionError(error, { operation: "list", path });
+    }
+    const entries: FileInfo[] = [];
+    let truncated = false;
+    const filesOnly = options.filesOnly === true;
+
+    /** Lists one folder; returns false once the limit is reached. */
+    async function visit(dir: string, level: number): Promise<boolean> {
+      signal?.throwIfAborted();
+      const names: string[] = [];
+      try {
+        for await (const entry of Deno.readDir(dir)) names.push(entry.name);
+      } catch (error) {
+        if (isMissing(error) && dir !== absolute) return true; // vanished
+        throw toPermissionError(error, { operation: "list", path: dir });
+      }
+      names.sort(compareNames);
+      for (let i = 0; i < names.length; i += STAT_BATCH) {
+        signal?.throwIfAborted();
+        const batch = names.slice(i, i + STAT_BATCH);
+        const infos = await Promise.all(batch.map(async (name) => {
+          const child = hostPath.join(dir, name);
+          try {
+            return toFileInfo(child, await Deno.lstat(child));
+          } catch (error) {
+            if (isMissing(error)) return null;
+            throw toPermissionError(error, { operation: "list", path: child });
+          }
+        }));
+        for (const info of infos) {
+          if (info === null) continue;
+          if (!filesOnly || info.type !== "directory") {
+            if (entries.length >= limit) {
+              truncated = true;
+              return false;
+            }
+            entries.push(info);
+          }
+          if (info.type === "directory" && level < depth) {
+            if (!await visit(info.path, level + 1)) return false;
+          }
+        }
+      }
+      return true;
+    }
+    await visit(absolute, 1);
+    return { entries, truncated };
+  }
+
+  /**
+   * Opens a file as a byte stream; cancel the stream (or abort the signal) to
+   * close the file early.
+   *
+   * Needs `--allow-read` for the file.
+   *
+   * @param path The file.
+   * @param options A signal; aborting errors the stream with its reason.
+   * @returns The stream.
+   * @throws {Deno.errors.NotFound} No such file.
+   * @throws {Deno.errors.IsADirectory} The path is a folder.
+   * @throws {WorkspaceEscapeError} With a fence: the path is outside.
+   * @throws {RuntimePermissionError} Reading is not allowed.
+   *
+   * @example Streaming a file
+   * ```ts
+   * import { LocalFileSystem } from "./fs.ts";
+   * const root = await Deno.makeTempDir();
+   * try {
+   *   await Deno.writeTextFile(`${root}/a.txt`, "streamed");
+   *   const stream = await new LocalFileSystem({ root }).readStream("a.txt");
+   *   console.assert(await new Response(stream).text() === "streamed");
+   * } finally {
+   *   await Deno.remove(root, { recursive: true });
+   * }
+   * ```
+   */
+  async readStream(
+    path: string,
+    options: SignalOptions = {},
+  ): Promise<ReadableStream<Uint8Array>> {
+    const { file } = await this.#open(path, options.signal);
+    return fileStream(file, options.signal);
+  }
+
+  /**
+   * Copies a file of the runtime to a local path: streamed into a temporary
+   * file beside the target, renamed into place only when complete. A failure or
+   * an abort leaves neither a partial target nor a temporary file, and an
+   * existing target as it was. Only the source goes through the fence: the
+   * local path is the host's destination.
+   *
+   * Needs `--allow-read` for the source and `--allow-write` for the target's
+   * folder.
+   *
+   * @param path The file in the runtime.
+   * @param localPath The local file to write.
+   * @param options A signal.
+   * @returns The local path (absolute) and the bytes written.
+   * @throws {Deno.errors.NotFound} No such source file.
+   * @throws {Deno.errors.IsADirectory} The source or the target is a folder.
+   * @throws {WorkspaceEscapeError} With a fence: the source is outside.
+   * @throws {RuntimePermissionError} Reading or writing is not allowed.
+   * @throws {DOMException} The signal's reason, when it aborted.
+   *
+   * @example Downloading a file
+   * ```ts
+   * import { LocalFileSystem } from "./fs.ts";
+   * const root = await Deno.makeTempDir();
+   * try {
+   *   const fs = new LocalFileSystem({ root });
+   *   await fs.writeText("out/report.txt", "done");
+   *   const result = await fs.download("out/report.txt", `${root}/copy.txt`);
+   *   console.assert(result.bytes === 4);
+   * } finally {
+   *   await Deno.remove(root, { recursive: true });
+   * }
+   * ```
+   */
+  async download(
+    path: string,
+    localPath: string,
+    options: SignalOptions = {},
+  ): Promise<DownloadResult> {
+    if (typeof localPath !== "string" || localPath === "") {
+      throw new TypeError(
+        `Cannot download "${path}" to ${
+          JSON.stringify(localPath)
+        }: the local path is empty`,
+      );
+    }
+    const stream = await this.readStream(path, options);
+    const bytes = await writeStreamAtomically(
+      stream,
+      localPath,
+      options.signal ? { signal: options.signal } : {},
+    );
+    return { localPath: hostPath.resolve(localPath), bytes };
+  }
+
+  /** Opens a regular file (or device) for reading, with clear errors. */
+  async #open(
+    path: string,
+    signal: AbortSignal | undefined,
+  ): Promise<{ file: Deno.FsFile; info: Deno.FileInfo }> {
+    const absolute = await this.resolve(path);
+    signal?.throwIfAborted();
+    let info: Deno.FileInfo;
+    try {
+      info = await Deno.stat(absolute);
+    } catch (error) {
+      if (isMissing(error)) {
+        throw new Deno.errors.NotFound(`Cannot read "${path}": no such file`);
+      }
+      throw toPermissionError(error, { operation: "read", path });
+    }
+    if (info.isDirectory) {
+      throw new Deno.errors.IsADirectory(
+        `Cannot read "${path}": it is a folder`,
+      );
+    }
+    if (info.isFifo || info.isSocket) {
+      // Opening a pipe would block until a writer comes.
+      throw new TypeError(
+        `Cannot read "${path}": it is a ${
+          info.isFifo ? "pipe" : "socket"
+        }, not a regular file`,
+      );
+    }
+    try {
+      return { file: await Deno.open(absolute, { read: true }), info };
+    } catch (error) {
+      if (isMissing(error)) {
+        throw new Deno.errors.NotFound(`Cannot read "${path}": no such file`);
+      }
+      throw toPermissionError(error, { operation: "read", path });
+    }
+  }
+
+  /** Reads a whole file, never more than `limit + 1` bytes. */
+  async #read(
+    path: string,
+    limit: number | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<Uint8Array> {
+    const { file, info } = await this.#open(path, signal);
+    try {
+      if (limit !== undefined && info.isFile && info.size > limit) {
+        throw tooLarge(path, limit);
+      }
+      // The file's size (plus one byte to see the end) is the first guess.
+      const cap = limit === undefined ? Infinity : limit + 1;
+      let buffer = new Uint8Array(
+        Math.min(cap, Math.max(info.size + 1, STREAM_CHUNK)),
+      );
+      let length = 0;
+      for (;;) {
+        signal?.throwIfAborted();
+        if (length === buffer.length) {
+          if (length >= cap) throw tooLarge(path, limit!);
+          const grown = new Uint8Array(Math.min(cap, buffer.length * 2));
+          grown.set(buffer);
+          buffer = grown;
+        }
+        let read: number | null;
+        try {
+          read = await file.read(buffer.subarray(length));
+        } catch (error) {
+          throw toPermissionError(error, { operation: "read", path });
+        }
+        if (read === null) break;
+        length += read;
+        if (limit !== undefined && length > limit) throw tooLarge(path, limit);
+      }
+      return length === buffer.length ? buffer : buffer.slice(0, length);
+    } finally {
+      file.close();
+    }
+  }
+}
+
+function toFileInfo(path: string, info: Deno.FileInfo): FileInfo {
+  const type: FileType = info.isSymlink
+    ? "symlink"
+    : info.isDirectory
+    ? "directory"
+    : info.isFile
+    ? "file"
+    : "other";
+  const base: FileInfo = {
+    path,
+    name: hostPath.basename(path),
+    type,
+    size: info.size,
+    modifiedAt: info.mtime,
+  };
+  if (type === "file" && info.mode !== null) {
+    return { ...base, executable: (info.mode & 0o100) !== 0 };
+  }
+  return base;
+}
+
+function fileStream(
+  file: Deno.FsFile,
+  signal: AbortSignal | undefined,
+): ReadableStream<Uint8Array> {
+  let closed = false;
+  let onAbort: (() => void) | undefined;
+  const close = () => {
+    if (closed) return;
+    closed = true;
+    if (onAbort) signal?.removeEventListener("abort", onAbort);
+    try {
+      file.close();
+    } catch {
+      // already closed
+    }
+  };
+  return new ReadableStream<Uint8Array>({
+    start(controller) {
+      if (!signal) return;
+      onAbort = () => {
+        close();
+        controller.error(signal.reason);
+      };
+      if (signal.aborted) onAbort();
+      else signal.addEventListener("abort", onAbort, { once: true });
+    },
+    async pull(controller) {
+      if (closed) return;
+      const buffer = new Uint8Array(STREAM_CHUNK);
+      let read: number | null;
+      try {
+        read = await file.read(buffer);
+      } catch (error) {
+        if (closed) return; // aborted or cancelled meanwhile
+        close();
+        controller.error(error);
+        return;
+      }
+      if (closed) return;
+      if (read === null) {
+        close();
+        controller.close();
+        return;
+      }
+      controller.enqueue(buffer.subarray(0, read));
+    },
+    cancel() {
+      close();
+    },
+  });
+}
+
+function isMissing(error: unknown): boolean {
+  return error instanceof Deno.errors.NotFound ||
+    error instanceof Deno.errors.NotADirectory;
+}
+
+function checkLimit(value: unknown, name: string): void {
+  if (
+    typeof value !== "number" || !Number.isSafeInteger(value) || value < 0
+  ) {
+    throw new RangeError(
+      `Cannot use ${name} ${String(value)}: it must be a non-negative integer`,
+    );
+  }
+}
+
+function checkPositive(value: unknown, name: string): void {
+  if (
+    typeof value !== "number" || !Number.isSafeInteger(value) || value < 1
+  ) {
+    throw new RangeError(
+      `Cannot use ${name} ${String(value)}: it must be a positive integer`,
+    );
+  }
+}
+
+function tooLarge(path: string, limit: number): RangeError {
+  return new RangeError(
+    `Cannot read "${path}": file is larger than the ${
+      formatBytes(limit)
+    } limit`,
+  );
+}
+
+/** `1 MiB`, `4 KiB`, `1.5 MiB`, `1000 bytes`. */
+function formatBytes(bytes: number): string {
+  const units = ["GiB", "MiB", "KiB"] as const;
+  for (let i = 0; i < units.length; i++) {
+    const size = 1024 ** (units.length - i);
+    if (bytes >= size) {
+      const value = bytes / size;
+      const shown = Number.isInteger(value)
+        ? String(value)
+        : String(Number(value.toFixed(1)));
+      return `${shown} ${units[i]}`;
+    }
+  }
+  return bytes === 1 ? "1 byte" : `${bytes} bytes`;
+}
+
+function compareNames(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
