@@ -81,7 +81,13 @@ export async function writeStreamAtomically(
       }
       if (existing.mode !== null) mode = existing.mode & 0o7777;
     } catch (error) {
-      if (!(error instanceof Deno.errors.NotFound)) throw error;
+      // Missing is the common case; without read access, write with defaults.
+      if (
+        !(error instanceof Deno.errors.NotFound ||
+          error instanceof Deno.errors.NotCapable)
+      ) {
+        throw error;
+      }
     }
     const dir = hostPath.dirname(target);
     await Deno.mkdir(dir, { recursive: true });

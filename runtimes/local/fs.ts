@@ -352,18 +352,19 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
     checkPositive(limit, "limit");
     const { signal } = options;
     const absolute = await this.resolve(path);
+    let info: Deno.FileInfo;
     try {
-      const info = await Deno.stat(absolute);
-      if (!info.isDirectory) {
-        throw new Deno.errors.NotADirectory(
-          `Cannot list "${path}": it is not a folder`,
-        );
-      }
+      info = await Deno.stat(absolute);
     } catch (error) {
       if (isMissing(error)) {
         throw new Deno.errors.NotFound(`Cannot list "${path}": no such folder`);
       }
       throw toPermissionError(error, { operation: "list", path });
+    }
+    if (!info.isDirectory) {
+      throw new Deno.errors.NotADirectory(
+        `Cannot list "${path}": it is not a folder`,
+      );
     }
     const entries: FileInfo[] = [];
     let truncated = false;
