@@ -1,0 +1,240 @@
+/**
+ * Search: `grep` (files with matches of a literal) and `glob` over a generated
+ * tree of 100,000 files (about 1 GiB), ours against bare `rg`.
+ *
+ * @module
+ */
+import { type BenchCase, runChild } from "./_harness.ts";
+import { hostPath } from "../_internal/std.ts";
+import { createSearch, detectRipgrep } from "../tools/search/mod.ts";
+import { createTestFileSystem } from "../tools/search/_test_fs.ts";
+
+const FILES = 100_000;
+const TOTAL_BYTES = 1024 * 1024 * 1024;
+/** The literal present in a few hundred files. */
+export const NEEDLE = "SKILLRUN_NEEDLE_7f3a";
+const NEEDLE_EVERY = 331;
+const VERSION = `v1 ${FILES} ${TOTAL_BYTES} ${NEEDLE_EVERY}`;
+
+/** The generated tree. */
+export const TREE: string = hostPath.fromFileUrl(
+  new URL("./.data/tree-100k/", import.meta.url),
+).replace(/\/$/, "");
+const MARKER = hostPath.join(TREE, ".complete");
+
+const WORDS = (
+  "the quick brown fox jumps over lazy dog lorem ipsum dolor sit amet " +
+  "consectetur adipiscing elit sed do eiusmod tempor incididunt ut labore et " +
+  "dolore magna aliqua function const return import export class interface " +
+  "value result error config skill runtime search pattern folder file line " +
+  "count match context offset limit output engine worker stream buffer"
+).split(" ");
+
+function random(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function extensionOf(i: number): string {
+  const r = i % 100;
+  if (r < 3) return "ts";
+  if (r < 5) return "md";
+  if (r < 6) return "py";
+  if (r < 7) return "json";
+  return "txt";
+}
+
+/** The relative path of file `i`: 100 folders of 10 folders of 100 files. */
+function relativePathOf(i: number): string {
+  const top = Math.floor(i / 1000);
+  const sub = Math.floor((i % 1000) / 100);
+  return `d${String(top).padStart(3, "0")}/s${sub}/f${
+    String(i).padStart(6, "0")
+  }.${extensionOf(i)}`;
+}
+
+/**
+ * Writes the tree once (a marker file says it is complete); later runs reuse
+ * it. Text of varied sizes (log-uniform), cut from a pool of generated lines.
+ */
+export async function setupTree(): Promise<void> {
+  try {
+    if ((await Deno.readTextFile(MARKER)).trim() === VERSION) return;
+  } catch {
+    // Not generated yet.
+  }
+  await Deno.remove(TREE, { recursive: true }).catch(() => {});
+  const rnd = random(42);
+  // A pool of text lines, 8 MiB, with the offsets where lines start.
+  const lines: string[] = [];
+  let poolLength = 0;
+  while (poolLength < 8 * 1024 * 1024) {
+    const n = 3 + Math.floor(rnd() * 14);
+    const words: string[] = [];
+    for (let w = 0; w < n; w++) {
+      words.push(
+        rnd() < 0.05
+          ? String(Math.floor(rnd() * 100000))
+          : WORDS[Math.floor(rnd() * WORDS.length)]!,
+      );
+    }
+    const line = `${"  ".repeat(Math.floor(rnd() * 3))}${words.join(" ")}\n`;
+    lines.push(line);
+    poolLength += line.length;
+  }
+  const pool = new TextEncoder().encode(lines.join(""));
+  const lineStarts: number[] = [];
+  for (let i = 0, offset = 0; i < lines.length; i++) {
+    lineStarts.push(offset);
+    offset += lines[i]!.length;
+  }
+  // Sizes: log-uniform between 200 B and 200 KB, scaled to the total.
+  const raw = Array.from(
+    { length: FILES },
+    () => Math.exp(Math.log(200) + rnd() * Math.log(1000)),
+  );
+  const scale = TOTAL_BYTES / raw.reduce((a, b) => a + b, 0);
+  const sizes = raw.map((s) => Math.max(16, Math.round(s * scale)));
+  const needle = new TextEncoder().encode(`found ${NEEDLE} here\n`);
+  for (let top = 0; top < FILES / 1000; top++) {
+    for (let sub = 0; sub < 10; sub++) {
+      await Deno.mkdir(
+        hostPath.join(TREE, relativePathOf(top * 1000 + sub * 100), ".."),
+        { recursive: true },
+      );
+    }
+  }
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    for (;;) {
+      const i = next++;
+      if (i >= FILES) return;
+      const size = Math.min(sizes[i]!, pool.length / 2);
+      const start = lineStarts[Math.floor(rnd() * lineStarts.length / 2)]!;
+      let bytes = pool.subarray(start, start + size);
+      if (i % NEEDLE_EVERY === 7) {
+        const at = Math.floor(bytes.length / 2);
+        const nl = bytes.indexOf(10, at);
+        const cut = nl === -1 ? bytes.length : nl + 1;
+        const copy = new Uint8Array(bytes.length + needle.length);
+        copy.set(bytes.subarray(0, cut));
+        copy.set(needle, cut);
+        copy.set(bytes.subarray(cut), cut + needle.length);
+        bytes = copy;
+      }
+      await Deno.writeFile(hostPath.join(TREE, relativePathOf(i)), bytes);
+    }
+  };
+  await Promise.all(Array.from({ length: 16 }, worker));
+  await Deno.writeTextFile(MARKER, VERSION);
+}
+
+async function bareRipgrep(args: string[]): Promise<number> {
+  const child = new Deno.Command("rg", {
+    args,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  let bytes = 0;
+  const drain = async (stream: ReadableStream<Uint8Array>): Promise<void> => {
+    for await (const chunk of stream) bytes += chunk.length;
+  };
+  await Promise.all([drain(child.stdout), drain(child.stderr), child.status]);
+  return bytes;
+}
+
+const fs = createTestFileSystem();
+const withRipgrep = createSearch({ fs, local: true, useRipgrep: true });
+const fallbackLocal = createSearch({ fs, local: true, useRipgrep: false });
+const fallbackFs = createSearch({ fs, local: false, useRipgrep: false });
+
+function ripgrepMissing(): string | undefined {
+  try {
+    const out = new Deno.Command("rg", { args: ["--version"] }).outputSync();
+    return out.success ? undefined : "rg --version failed";
+  } catch {
+    return "ripgrep (rg) is not installed";
+  }
+}
+
+async function expectFiles(
+  search: typeof withRipgrep,
+): Promise<number> {
+  const result = await search.grep({ pattern: NEEDLE, path: TREE });
+  if (result.mode !== "files_with_matches" || result.files.length < 200) {
+    throw new Error(`Unexpected grep result: ${result.mode}`);
+  }
+  return result.files.length;
+}
+
+/** The cases. */
+export const cases: BenchCase[] = [
+  {
+    id: "search-grep-rg",
+    title: "grep -l literal, 100k files / 1 GiB (rg engine)",
+    module: import.meta.url,
+    setup: setupTree,
+    skipReason: ripgrepMissing,
+    iterations: 3,
+    rounds: 2,
+    maxRatio: 1.3,
+    ours: { label: "grep (rg)", fn: () => expectFiles(withRipgrep) },
+    baseline: { label: "rg -l", fn: () => bareRipgrep(["-l", NEEDLE, TREE]) },
+  },
+  {
+    id: "search-grep-fallback",
+    title: "grep -l literal, 100k files / 1 GiB (fallback, local paths)",
+    module: import.meta.url,
+    setup: setupTree,
+    skipReason: ripgrepMissing,
+    iterations: 2,
+    rounds: 2,
+    maxRatio: 5,
+    ours: { label: "grep (fallback)", fn: () => expectFiles(fallbackLocal) },
+    baseline: { label: "rg -l", fn: () => bareRipgrep(["-l", NEEDLE, TREE]) },
+    extra: [{
+      label: "grep (fallback over fs)",
+      fn: () => expectFiles(fallbackFs),
+    }],
+  },
+  {
+    id: "search-glob-rg",
+    title: "glob **/*.ts, 100k files (rg engine)",
+    module: import.meta.url,
+    setup: setupTree,
+    skipReason: ripgrepMissing,
+    iterations: 3,
+    rounds: 2,
+    maxRatio: 1.5,
+    ours: {
+      label: "glob (rg)",
+      fn: () => withRipgrep.glob({ pattern: "**/*.ts", path: TREE }),
+    },
+    baseline: {
+      label: "rg --files -g",
+      fn: () => bareRipgrep(["--files", "-g", "*.ts", TREE]),
+    },
+    extra: [{
+      label: "glob (fallback)",
+      fn: () => fallbackLocal.glob({ pattern: "**/*.ts", path: TREE }),
+    }],
+  },
+];
+
+if (import.meta.main) {
+  if (Deno.args[0] === "--setup") {
+    const start = performance.now();
+    await setupTree();
+    console.error(`tree ready in ${(performance.now() - start).toFixed(0)} ms`);
+    await detectRipgrep();
+  } else {
+    await runChild(cases);
+  }
+}

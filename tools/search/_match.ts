@@ -1,0 +1,175 @@
+/**
+ * Matching of one file's text with ripgrep's line semantics: matches expanded to
+ * whole lines, overlapping line ranges merged, counts of matching line groups,
+ * context lines. Shared by the fallback engine and its worker.
+ *
+ * @module
+ */
+
+/** One line of `content` output. */
+export interface MatchedLine {
+  /** 1-based line number. */
+  readonly lineNumber: number;
+  /** The line's text, without its line break (and cut when very long). */
+  readonly text: string;
+  /** Whether the line is part of a match (else it is context). */
+  readonly match: boolean;
+  /** Whether `text` was cut at the line length limit. */
+  readonly cut: boolean;
+}
+
+/** What to compute for one file. */
+export interface MatchTextOptions {
+  /** Multiline mode: matches may span lines. */
+  readonly multiline: boolean;
+  /** `files`: stop at the first match; `count`: count; `content`: lines. */
+  readonly mode: "files" | "count" | "content";
+  /** Context lines before each match (content mode). */
+  readonly before: number;
+  /** Context lines after each match (content mode). */
+  readonly after: number;
+  /** The most characters kept of a line. */
+  readonly maxLineChars: number;
+  /** The most lines returned (content mode); the rest are not looked for. */
+  readonly maxLines?: number;
+}
+
+/** What {@linkcode matchText} finds in one file. */
+export interface TextMatches {
+  /** How many matching line groups (ripgrep's `--count`). */
+  readonly count: number;
+  /** The lines to show (content mode only, else empty). */
+  readonly lines: MatchedLine[];
+}
+
+/**
+ * Cuts a line for output: drops one trailing `\r` and keeps at most `max`
+ * characters (never splitting a surrogate pair).
+ *
+ * @param line The line without its `\n`.
+ * @param max The most characters to keep.
+ * @returns The text and whether it was cut.
+ */
+export function cutLine(
+  line: string,
+  max: number,
+): { text: string; cut: boolean } {
+  if (line.endsWith("\r")) line = line.slice(0, -1);
+  if (line.length <= max) return { text: line, cut: false };
+  let end = max;
+  const code = line.charCodeAt(end - 1);
+  if (code >= 0xd800 && code <= 0xdbff) end--;
+  return { text: line.slice(0, end), cut: true };
+}
+
+/**
+ * Finds the matches of a global regular expression in a file's text, with
+ * ripgrep's semantics.
+ *
+ * @param text The file's text.
+ * @param re The compiled pattern (with the `g` flag).
+ * @param options What to compute.
+ * @returns The count and (content mode) the lines, or `null` without a match.
+ */
+export function matchText(
+  text: string,
+  re: RegExp,
+  options: MatchTextOptions,
+): TextMatches | null {
+  const length = text.length;
+  const maxLines = options.mode === "content"
+    ? options.maxLines ?? Infinity
+    : Infinity;
+  const endsWithNewline = length === 0 || text.charCodeAt(length - 1) === 10;
+  // Groups as pairs of offsets: start of the first line, end of the last
+  // line (the offset of its `\n`, or the text's length).
+  const groups: number[] = [];
+  re.lastIndex = 0;
+  for (;;) {
+    const m = re.exec(text);
+    if (m === null) break;
+    const start = m.index;
+    const end = start + m[0].length;
+    if (start === length && endsWithNewline) break;
+    const last = end > start ? end - 1 : start;
+    let lineEnd = text.indexOf("\n", last);
+    if (lineEnd === -1) lineEnd = length;
+    const previousEnd = groups.length > 0 ? groups[groups.length - 1]! : -1;
+    if (groups.length > 0 && start <= previousEnd) {
+      if (lineEnd > previousEnd) groups[groups.length - 1] = lineEnd;
+    } else {
+      const lineStart = start === 0 ? 0 : text.lastIndexOf("\n", start - 1) + 1;
+      groups.push(lineStart, lineEnd);
+      if (options.mode === "files" || groups.length / 2 > maxLines) break;
+    }
+    if (!options.multiline) {
+      if (lineEnd >= length) break;
+      re.lastIndex = lineEnd + 1;
+    } else if (end > start) {
+      re.lastIndex = end;
+    } else {
+      if (start >= length) break;
+      const code = text.charCodeAt(start);
+      re.lastIndex = start + (code >= 0xd800 && code <= 0xdbff ? 2 : 1);
+    }
+  }
+  if (groups.length === 0) return null;
+  const count = groups.length / 2;
+  if (options.mode !== "content") return { count, lines: [] };
+
+  // Line starts, to number lines and find context.
+  const starts: number[] = [0];
+  for (let i = text.indexOf("\n"); i !== -1; i = text.indexOf("\n", i + 1)) {
+    if (i + 1 < length) starts.push(i + 1);
+  }
+  const lineCount = length === 0 ? 0 : starts.length;
+  const lineIndexOf = (offset: number): number => {
+    let lo = 0;
+    let hi = starts.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (starts[mid]! <= offset) lo = mid;
+      else hi = mid - 1;
+    }
+    return lo;
+  };
+  const lineText = (index: number): string => {
+    const s = starts[index]!;
+    const e = index + 1 < starts.length ? starts[index + 1]! - 1 : (
+      endsWithNewline && length > 0 ? length - 1 : length
+    );
+    return text.slice(s, e);
+  };
+  const lines: MatchedLine[] = [];
+  let emittedUpTo = -1; // index of the last line emitted
+  let pendingAfterUpTo = -1; // context after the previous group, up to this index
+  const emit = (index: number, match: boolean): void => {
+    if (lines.length >= maxLines) return;
+    const { text: t, cut } = cutLine(lineText(index), options.maxLineChars);
+    lines.push({ lineNumber: index + 1, text: t, match, cut });
+    emittedUpTo = index;
+  };
+  for (let g = 0; g < groups.length; g += 2) {
+    const first = lineIndexOf(groups[g]!);
+    const lastLine = lineIndexOf(Math.min(groups[g + 1]!, length - 1));
+    // After-context of the previous group, up to this group.
+    for (
+      let i = emittedUpTo + 1;
+      i <= Math.min(pendingAfterUpTo, first - 1);
+      i++
+    ) emit(i, false);
+    for (
+      let i = Math.max(first - options.before, emittedUpTo + 1);
+      i < first;
+      i++
+    ) {
+      emit(i, false);
+    }
+    for (let i = Math.max(first, emittedUpTo + 1); i <= lastLine; i++) {
+      emit(i, true);
+    }
+    pendingAfterUpTo = Math.min(lastLine + options.after, lineCount - 1);
+  }
+  for (let i = emittedUpTo + 1; i <= pendingAfterUpTo; i++) emit(i, false);
+  return { count, lines };
+}

@@ -1,0 +1,448 @@
+/**
+ * What both engines share around the search itself: checking and normalising
+ * requests, resolving the root, the time limit, and collecting ordered results
+ * into the result types (offset, head limit, output cap).
+ *
+ * @module
+ */
+import type { SkillRuntimeFileSystem } from "../../runtimes/types.ts";
+import { timeoutError } from "./errors.ts";
+import type { FilterSpec } from "./_filter.ts";
+import { compileGlob } from "./glob.ts";
+import type { MatchedLine } from "./_match.ts";
+import { type TranslatedRegex, translateRegex } from "./regex.ts";
+import { extensionsOfType, joinPath } from "./rules.ts";
+import {
+  DEFAULT_GLOB_LIMIT,
+  DEFAULT_GREP_MAX_LINE_CHARS,
+  DEFAULT_GREP_MAX_OUTPUT_CHARS,
+  DEFAULT_SEARCH_TIMEOUT_MS,
+  type GlobRequest,
+  type GrepLine,
+  type GrepOutputMode,
+  type GrepRequest,
+  type GrepResult,
+} from "./types.ts";
+
+/** A resolved search root. */
+export interface SearchRoot {
+  /** The absolute path, without a trailing slash. */
+  readonly path: string;
+  /** Whether it is a file (else a folder). */
+  readonly isFile: boolean;
+}
+
+/** A checked `grep` request. */
+export interface GrepPlan {
+  /** The root. */
+  readonly root: SearchRoot;
+  /** The pattern, translated. */
+  readonly regex: TranslatedRegex;
+  /** The walk's filters. */
+  readonly filters: FilterSpec;
+  /** The output mode. */
+  readonly mode: GrepOutputMode;
+  /** Context before. */
+  readonly before: number;
+  /** Context after. */
+  readonly after: number;
+  /** Case-insensitive. */
+  readonly caseInsensitive: boolean;
+  /** Multiline. */
+  readonly multiline: boolean;
+  /** Entries skipped. */
+  readonly offset: number;
+  /** Entries kept (after offset). */
+  readonly headLimit: number;
+  /** Output cap in characters. */
+  readonly maxOutputChars: number;
+  /** Line cap in characters. */
+  readonly maxLineChars: number;
+  /** The most lines any one file can contribute to the output. */
+  readonly maxLinesPerFile: number;
+  /** Time limit in ms. */
+  readonly timeoutMs: number;
+  /** The caller's signal. */
+  readonly signal: AbortSignal | undefined;
+}
+
+/** A checked `glob` request. */
+export interface GlobPlan {
+  /** The root (a folder). */
+  readonly root: SearchRoot;
+  /** The walk's filters (the pattern as a glob filter). */
+  readonly filters: FilterSpec;
+  /** The most files returned. */
+  readonly limit: number;
+  /** Time limit in ms. */
+  readonly timeoutMs: number;
+  /** The caller's signal. */
+  readonly signal: AbortSignal | undefined;
+}
+
+function count(
+  name: string,
+  value: number | undefined,
+  fallback: number,
+  min: number,
+): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== "number" || !Number.isInteger(value) || value < min) {
+    throw new RangeError(
+      `Invalid ${name} "${value}": expected an integer of at least ${min}`,
+    );
+  }
+  return value;
+}
+
+/**
+ * Resolves and checks the root of a search.
+ *
+ * @param fs The runtime's file system.
+ * @param path The requested path (default `.`).
+ * @param local Whether the paths are local (symlinks are then followed with
+ *   `Deno.stat`).
+ * @returns The root.
+ * @throws {Deno.errors.NotFound} When nothing is there.
+ */
+export async function resolveRoot(
+  fs: SkillRuntimeFileSystem,
+  path: string | undefined,
+  local: boolean,
+): Promise<SearchRoot> {
+  const given = path ?? ".";
+  if (typeof given !== "string" || given.length === 0) {
+    throw new TypeError(`Invalid path "${given}": expected a non-empty string`);
+  }
+  let resolved = await fs.resolve(given);
+  if (resolved.length > 1 && resolved.endsWith("/")) {
+    resolved = resolved.replace(/\/+$/, "") || "/";
+  }
+  const info = await fs.stat(resolved);
+  if (!info) {
+    throw new Deno.errors.NotFound(
+      `Cannot search "${given}": no such file or folder`,
+    );
+  }
+  if (info.type === "directory") return { path: resolved, isFile: false };
+  if (info.type === "file") return { path: resolved, isFile: true };
+  if (info.type === "symlink") {
+    if (local) {
+      try {
+        const target = await Deno.stat(resolved);
+        if (target.isDirectory) return { path: resolved, isFile: false };
+        if (target.isFile) return { path: resolved, isFile: true };
+      } catch {
+        // A broken link: reported below.
+      }
+    } else {
+      try {
+        await fs.list(resolved, { depth: 1, limit: 1 });
+        return { path: resolved, isFile: false };
+      } catch {
+        return { path: resolved, isFile: true };
+      }
+    }
+  }
+  throw new Deno.errors.NotFound(
+    `Cannot search "${given}": not a file or folder`,
+  );
+}
+
+/** The smallest size an entry counts for against the output cap. */
+const MIN_ENTRY_CHARS = 16;
+
+/**
+ * Checks a `grep` request and resolves its root.
+ *
+ * @param fs The runtime's file system.
+ * @param request The request.
+ * @param local Whether the file system's paths are local.
+ * @returns The plan.
+ * @throws {TypeError} For a bad pattern, glob, type or mode.
+ * @throws {RangeError} For bad numbers.
+ */
+export async function planGrep(
+  fs: SkillRuntimeFileSystem,
+  request: GrepRequest,
+  local: boolean,
+): Promise<GrepPlan> {
+  if (typeof request !== "object" || request === null) {
+    throw new TypeError("Invalid grep request: expected an object");
+  }
+  const mode = request.outputMode ?? "files_with_matches";
+  if (!["content", "files_with_matches", "count"].includes(mode)) {
+    throw new TypeError(
+      `Invalid output mode "${mode}": expected content, files_with_matches or count`,
+    );
+  }
+  const caseInsensitive = request.caseInsensitive ?? false;
+  const multiline = request.multiline ?? false;
+  const regex = translateRegex(request.pattern, { caseInsensitive, multiline });
+  if (request.glob !== undefined) compileGlob(request.glob);
+  const extensions = request.type === undefined
+    ? null
+    : extensionsOfType(request.type);
+  const context = count("context", request.context, 0, 0);
+  const before = count("before", request.before, context, 0);
+  const after = count("after", request.after, context, 0);
+  const offset = count("offset", request.offset, 0, 0);
+  const headLimit = count(
+    "head limit",
+    request.headLimit,
+    Number.MAX_SAFE_INTEGER,
+    1,
+  );
+  const maxOutputChars = count(
+    "output cap",
+    request.maxOutputChars,
+    DEFAULT_GREP_MAX_OUTPUT_CHARS,
+    1,
+  );
+  const maxLineChars = count(
+    "line cap",
+    request.maxLineChars,
+    DEFAULT_GREP_MAX_LINE_CHARS,
+    1,
+  );
+  const timeoutMs = count(
+    "timeout",
+    request.timeoutMs,
+    DEFAULT_SEARCH_TIMEOUT_MS,
+    1,
+  );
+  request.signal?.throwIfAborted();
+  const root = await resolveRoot(fs, request.path, local);
+  const shown = Math.min(
+    headLimit,
+    Math.ceil(maxOutputChars / MIN_ENTRY_CHARS) + 1,
+  );
+  return {
+    root,
+    regex,
+    filters: { glob: request.glob ?? null, extensions },
+    mode,
+    before,
+    after,
+    caseInsensitive,
+    multiline,
+    offset,
+    headLimit,
+    maxOutputChars,
+    maxLineChars,
+    maxLinesPerFile: offset + shown + 1,
+    timeoutMs,
+    signal: request.signal,
+  };
+}
+
+/**
+ * Checks a `glob` request and resolves its root (a folder).
+ *
+ * @param fs The runtime's file system.
+ * @param request The request.
+ * @param local Whether the file system's paths are local.
+ * @returns The plan.
+ * @throws {TypeError} For a bad glob or a root that is a file.
+ */
+export async function planGlob(
+  fs: SkillRuntimeFileSystem,
+  request: GlobRequest,
+  local: boolean,
+): Promise<GlobPlan> {
+  if (typeof request !== "object" || request === null) {
+    throw new TypeError("Invalid glob request: expected an object");
+  }
+  compileGlob(request.pattern);
+  const limit = count("limit", request.limit, DEFAULT_GLOB_LIMIT, 1);
+  const timeoutMs = count(
+    "timeout",
+    request.timeoutMs,
+    DEFAULT_SEARCH_TIMEOUT_MS,
+    1,
+  );
+  request.signal?.throwIfAborted();
+  const root = await resolveRoot(fs, request.path, local);
+  if (root.isFile) {
+    throw new TypeError(
+      `Cannot glob in "${request.path ?? "."}": not a folder`,
+    );
+  }
+  return {
+    root,
+    filters: { glob: request.pattern, extensions: null },
+    limit,
+    timeoutMs,
+    signal: request.signal,
+  };
+}
+
+/** A time limit joined with the caller's signal. */
+export interface Deadline {
+  /** Aborts when the time passes or the caller aborts. */
+  readonly signal: AbortSignal;
+  /** The error to throw once `signal` aborted. */
+  error(what: string): unknown;
+  /** Clears the timer. */
+  clear(): void;
+}
+
+/**
+ * Starts a time limit joined with the caller's signal.
+ *
+ * @param timeoutMs The time limit.
+ * @param signal The caller's signal.
+ * @returns The deadline.
+ */
+export function startDeadline(
+  timeoutMs: number,
+  signal: AbortSignal | undefined,
+): Deadline {
+  const controller = new AbortController();
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    controller.abort();
+  }, timeoutMs);
+  const onAbort = (): void => controller.abort(signal!.reason);
+  signal?.addEventListener("abort", onAbort, { once: true });
+  if (signal?.aborted) controller.abort(signal.reason);
+  return {
+    signal: controller.signal,
+    error(what: string): unknown {
+      if (!timedOut && signal?.aborted) return signal.reason;
+      return timeoutError(what, timeoutMs);
+    },
+    clear(): void {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
+    },
+  };
+}
+
+/** What was found in one file, relative path and all. */
+export interface FileFound {
+  /** The file, relative to the root (`""` when the root is the file). */
+  readonly path: string;
+  /** Matching line groups. */
+  readonly count: number;
+  /** Lines (content mode). */
+  readonly lines: readonly MatchedLine[];
+}
+
+/**
+ * Collects per-file findings, in path order, into a `grep` result: applies
+ * the offset, the head limit and the output cap. Files and counts are all
+ * counted; content stops at the first entry past a limit.
+ */
+export class GrepCollector {
+  readonly #plan: GrepPlan;
+  #total = 0;
+  #chars = 0;
+  #stopped = false;
+  #headLimitReached = false;
+  #outputLimitReached = false;
+  readonly #files: string[] = [];
+  readonly #counts: { path: string; count: number }[] = [];
+  readonly #lines: GrepLine[] = [];
+
+  /**
+   * Makes a collector.
+   *
+   * @param plan The checked request.
+   */
+  constructor(plan: GrepPlan) {
+    this.#plan = plan;
+  }
+
+  /** Whether content collection stopped (no more entries are wanted). */
+  get stopped(): boolean {
+    return this.#stopped;
+  }
+
+  /** Takes one entry of `size` chars; returns whether to keep it. */
+  #take(size: number): boolean {
+    this.#total++;
+    if (this.#total <= this.#plan.offset) return false;
+    if (this.#headLimitReached || this.#outputLimitReached) return false;
+    const kept = this.#total - this.#plan.offset - 1;
+    if (kept >= this.#plan.headLimit) {
+      this.#headLimitReached = true;
+      return false;
+    }
+    if (this.#chars + size > this.#plan.maxOutputChars && kept > 0) {
+      this.#outputLimitReached = true;
+      return false;
+    }
+    this.#chars += size;
+    return true;
+  }
+
+  /**
+   * Adds one file's findings (files must come in path order).
+   *
+   * @param found The findings.
+   * @returns Whether more files are wanted.
+   */
+  add(found: FileFound): boolean {
+    if (this.#stopped) return false;
+    const path = joinPath(this.#plan.root.path, found.path);
+    switch (this.#plan.mode) {
+      case "files_with_matches":
+        if (this.#take(path.length + 1)) this.#files.push(path);
+        return true;
+      case "count":
+        if (this.#take(path.length + 12)) {
+          this.#counts.push({ path, count: found.count });
+        }
+        return true;
+      case "content":
+        for (const line of found.lines) {
+          const keep = this.#take(
+            Math.max(MIN_ENTRY_CHARS, path.length + line.text.length + 12),
+          );
+          if (keep) {
+            this.#lines.push({
+              path,
+              lineNumber: line.lineNumber,
+              text: line.text,
+              match: line.match,
+              cut: line.cut,
+            });
+          } else if (this.#headLimitReached || this.#outputLimitReached) {
+            this.#stopped = true;
+            return false;
+          }
+        }
+        return true;
+    }
+  }
+
+  /**
+   * The result.
+   *
+   * @param engine Which engine answered.
+   * @returns The `grep` result.
+   */
+  result(engine: "ripgrep" | "fallback"): GrepResult {
+    const base = {
+      path: this.#plan.root.path,
+      engine,
+      totalEntries: this.#stopped ? null : this.#total,
+      offset: this.#plan.offset,
+      headLimitReached: this.#headLimitReached,
+      outputLimitReached: this.#outputLimitReached,
+    };
+    switch (this.#plan.mode) {
+      case "files_with_matches":
+        return { ...base, mode: "files_with_matches", files: this.#files };
+      case "count":
+        return { ...base, mode: "count", counts: this.#counts };
+      case "content":
+        return { ...base, mode: "content", lines: this.#lines };
+    }
+  }
+}
+
+/** Re-exported for the engines. */
+export { DEFAULT_GLOB_LIMIT };

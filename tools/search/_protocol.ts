@@ -1,0 +1,101 @@
+/**
+ * Messages between the fallback engine and its workers.
+ *
+ * @module
+ */
+import type { FilterSpec } from "./_filter.ts";
+import type { MatchedLine } from "./_match.ts";
+
+/** Configuration of a worker for a `grep`. */
+export interface GrepWorkerConfig {
+  /** The operation. */
+  readonly kind: "grep";
+  /** The search root (absolute; a file when searching one file). */
+  readonly root: string;
+  /** The JavaScript regex source. */
+  readonly source: string;
+  /** The JavaScript regex flags (without `g`). */
+  readonly flags: string;
+  /** Multiline mode. */
+  readonly multiline: boolean;
+  /** What to compute per file. */
+  readonly mode: "files" | "count" | "content";
+  /** Context lines before. */
+  readonly before: number;
+  /** Context lines after. */
+  readonly after: number;
+  /** The most characters of a line. */
+  readonly maxLineChars: number;
+  /** The most lines per file (content mode). */
+  readonly maxLinesPerFile: number;
+  /** Folders with at most this many files are searched by the dir job. */
+  readonly inlineFiles: number;
+  /** The walk's filters. */
+  readonly filters: FilterSpec;
+}
+
+/** Configuration of a worker for a `glob`. */
+export interface GlobWorkerConfig {
+  /** The operation. */
+  readonly kind: "glob";
+  /** The search root (absolute). */
+  readonly root: string;
+  /** Unused for glob. */
+  readonly inlineFiles: number;
+  /** The walk's filters. */
+  readonly filters: FilterSpec;
+}
+
+/** A worker's configuration. */
+export type WorkerConfig = GrepWorkerConfig | GlobWorkerConfig;
+
+/** List a folder (relative to the root) and maybe search its files. */
+export interface DirJob {
+  /** The job kind. */
+  readonly kind: "dir";
+  /** Correlation id. */
+  readonly id: number;
+  /** The folder, relative to the root (`""` for the root). */
+  readonly path: string;
+}
+
+/** Search files (relative to the root), read locally or given as bytes. */
+export interface FilesJob {
+  /** The job kind. */
+  readonly kind: "files";
+  /** Correlation id. */
+  readonly id: number;
+  /** The files, relative to the root. */
+  readonly files: readonly string[];
+  /** Their bytes, when the main thread read them. */
+  readonly bytes?: readonly (Uint8Array | null)[];
+}
+
+/** A job for a worker. */
+export type WorkerJob = DirJob | FilesJob;
+
+/** What was found in one file. */
+export interface FileOutcome {
+  /** The file, relative to the root. */
+  readonly path: string;
+  /** Matching line groups. */
+  readonly count: number;
+  /** Lines (content mode). */
+  readonly lines: readonly MatchedLine[];
+  /** Last modification (glob). */
+  readonly modifiedMs?: number | null;
+}
+
+/** A worker's answer to a job. */
+export interface WorkerReply {
+  /** Correlation id. */
+  readonly id: number;
+  /** Sub-folders to walk. */
+  readonly dirs: readonly string[];
+  /** Files still to search (a big folder's). */
+  readonly files: readonly string[];
+  /** What was found. */
+  readonly outcomes: readonly FileOutcome[];
+  /** An unexpected failure. */
+  readonly error?: string;
+}

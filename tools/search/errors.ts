@@ -1,0 +1,60 @@
+/**
+ * The errors of the search engine.
+ *
+ * @module
+ */
+
+/** Options of {@linkcode SearchTimeoutError}. */
+export interface SearchTimeoutErrorOptions {
+  /** The time limit that passed, in ms. */
+  readonly timeoutMs: number;
+}
+
+/**
+ * A search ran past its time limit and was stopped (its workers or its
+ * `rg` process killed). Nothing partial is returned.
+ *
+ * @example Catching a timeout
+ * ```ts
+ * import { SearchTimeoutError } from "./errors.ts";
+ * const error = new SearchTimeoutError(
+ *   'Search for "(a+)+$" timed out after 2000 ms: the pattern may be too slow; simplify it or narrow the path',
+ *   { timeoutMs: 2000 },
+ * );
+ * console.assert(error.name === "SearchTimeoutError" && error.timeoutMs === 2000);
+ * ```
+ */
+export class SearchTimeoutError extends Error {
+  /** The error's name. */
+  override readonly name = "SearchTimeoutError";
+  /** The time limit that passed, in ms. */
+  readonly timeoutMs: number;
+
+  /**
+   * Makes the error.
+   *
+   * @param message What timed out.
+   * @param options The time limit.
+   */
+  constructor(message: string, options: SearchTimeoutErrorOptions) {
+    super(message);
+    this.timeoutMs = options.timeoutMs;
+  }
+}
+
+/**
+ * The error a search throws when its time limit passes.
+ *
+ * @param what What was searched for, e.g. `Search for "(a+)+$"`.
+ * @param timeoutMs The time limit.
+ * @returns The error.
+ */
+export function timeoutError(
+  what: string,
+  timeoutMs: number,
+): SearchTimeoutError {
+  return new SearchTimeoutError(
+    `${what} timed out after ${timeoutMs} ms: the pattern may be too slow (for example nested repetition like "(a+)+"); simplify it or narrow the path`,
+    { timeoutMs },
+  );
+}

@@ -1,0 +1,246 @@
+/**
+ * Text for the model from search results: one helper per tool (`grep`, `glob`,
+ * `ls`), with notices when a limit left something out.
+ *
+ * @module
+ */
+import { DEFAULT_GREP_MAX_OUTPUT_CHARS } from "./types.ts";
+import type { GlobResult, GrepResult, LsResult } from "./types.ts";
+
+/** Options of {@linkcode formatGrepResult}. */
+export interface FormatGrepOptions {
+  /** Show line numbers in content mode. Default `true`. */
+  readonly lineNumbers?: boolean;
+  /** Show paths relative to this folder when inside it. Default: absolute. */
+  readonly relativeTo?: string;
+  /** The most characters of text. Default 100 000. */
+  readonly maxChars?: number;
+}
+
+/** Options of {@linkcode formatGlobResult}. */
+export interface FormatGlobOptions {
+  /** Show paths relative to this folder when inside it. Default: absolute. */
+  readonly relativeTo?: string;
+}
+
+/** Options of {@linkcode formatLsResult}. */
+export interface FormatLsOptions {
+  /** Show the listed folder's path first. Default `true`. */
+  readonly header?: boolean;
+}
+
+function displayPath(path: string, relativeTo: string | undefined): string {
+  if (relativeTo === undefined) return path;
+  const base = relativeTo.endsWith("/") ? relativeTo : `${relativeTo}/`;
+  if (path.startsWith(base)) return path.slice(base.length);
+  if (path === relativeTo) return path.split("/").at(-1) ?? path;
+  return path;
+}
+
+function plural(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? "" : "s"}`;
+}
+
+/** Cuts text at a line boundary to `max` characters, with a notice. */
+function capText(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const cut = text.lastIndexOf("\n", max);
+  const kept = text.slice(0, cut > 0 ? cut : max);
+  return `${kept}\n[Output cut at ${max} characters: narrow the search (path, glob, type) or page with head_limit and offset]`;
+}
+
+/**
+ * Formats a `grep` result for the model: paths (files mode), `path:count`
+ * (count mode) or ripgrep-like lines `path:12:text` for matches and
+ * `path-13-text` for context, `--` between groups (content mode), then
+ * notices for limits, all capped at 100 000 characters.
+ *
+ * @param result The result.
+ * @param options Line numbers, relative paths, the cap.
+ * @returns The text.
+ *
+ * Needs no permission.
+ *
+ * @example Formatting matching files
+ * ```ts
+ * import { formatGrepResult } from "./format.ts";
+ * const text = formatGrepResult({
+ *   mode: "files_with_matches", path: "/w", engine: "fallback",
+ *   files: ["/w/a.ts"], totalEntries: 1, offset: 0,
+ *   headLimitReached: false, outputLimitReached: false,
+ * }, { relativeTo: "/w" });
+ * console.assert(text === "Found 1 file\na.ts");
+ * ```
+ */
+export function formatGrepResult(
+  result: GrepResult,
+  options: FormatGrepOptions = {},
+): string {
+  const lineNumbers = options.lineNumbers ?? true;
+  const rel = options.relativeTo;
+  const parts: string[] = [];
+  let shown = 0;
+  switch (result.mode) {
+    case "files_with_matches": {
+      shown = result.files.length;
+      if (result.totalEntries === 0) return "No files found";
+      parts.push(
+        `Found ${plural(result.totalEntries ?? shown, "file")}`,
+        ...result.files.map((f) => displayPath(f, rel)),
+      );
+      break;
+    }
+    case "count": {
+      shown = result.counts.length;
+      if (result.totalEntries === 0) return "No matches found";
+      const total = result.counts.reduce((n, c) => n + c.count, 0);
+      parts.push(
+        ...result.counts.map((c) => `${displayPath(c.path, rel)}:${c.count}`),
+        `\nFound ${plural(total, "matching line")} in ${plural(shown, "file")}${
+          result.totalEntries !== shown ? " shown" : ""
+        }`,
+      );
+      break;
+    }
+    case "content": {
+      shown = result.lines.length;
+      if (result.totalEntries === 0) return "No matches found";
+      const anyContext = result.lines.some((l) => !l.match);
+      let previous: { path: string; lineNumber: number } | null = null;
+      for (const line of result.lines) {
+        if (
+          anyContext && previous !== null &&
+          (previous.path !== line.path ||
+            previous.lineNumber + 1 !== line.lineNumber)
+        ) parts.push("--");
+        const sep = line.match ? ":" : "-";
+        const number = lineNumbers ? `${line.lineNumber}${sep}` : "";
+        parts.push(
+          `${displayPath(line.path, rel)}${sep}${number}${line.text}${
+            line.cut ? " [… line cut]" : ""
+          }`,
+        );
+        previous = line;
+      }
+      break;
+    }
+  }
+  const notices: string[] = [];
+  if (result.headLimitReached || result.offset > 0) {
+    const total = result.totalEntries === null
+      ? "more"
+      : String(result.totalEntries);
+    notices.push(
+      shown === 0
+        ? `[No entries after offset ${result.offset} (of ${total})]`
+        : `[Showing entries ${result.offset + 1}-${
+          result.offset + shown
+        } of ${total}${
+          result.headLimitReached
+            ? `; use offset ${result.offset + shown} to see more`
+            : ""
+        }]`,
+    );
+  }
+  if (result.outputLimitReached) {
+    notices.push(
+      `[Output capped: more entries were found; narrow the search (path, glob, type) or page with head_limit and offset ${
+        result.offset + shown
+      }]`,
+    );
+  }
+  const text = [...parts, ...(notices.length ? ["", ...notices] : [])].join(
+    "\n",
+  );
+  return capText(text, options.maxChars ?? DEFAULT_GREP_MAX_OUTPUT_CHARS);
+}
+
+/**
+ * Formats a `glob` result: paths newest first, then a notice when the limit
+ * left files out.
+ *
+ * @param result The result.
+ * @param options Relative paths.
+ * @returns The text.
+ *
+ * Needs no permission.
+ *
+ * @example Formatting found files
+ * ```ts
+ * import { formatGlobResult } from "./format.ts";
+ * const text = formatGlobResult({
+ *   path: "/w", engine: "ripgrep", totalFiles: 3, truncated: true,
+ *   files: [{ path: "/w/b.ts", modifiedMs: 2 }, { path: "/w/a.ts", modifiedMs: 1 }],
+ * }, { relativeTo: "/w" });
+ * console.assert(text.startsWith("b.ts\na.ts\n"));
+ * ```
+ */
+export function formatGlobResult(
+  result: GlobResult,
+  options: FormatGlobOptions = {},
+): string {
+  if (result.files.length === 0) return "No files found";
+  const lines = result.files.map((f) =>
+    displayPath(f.path, options.relativeTo)
+  );
+  if (result.truncated) {
+    lines.push(
+      "",
+      `[Showing the ${result.files.length} most recently modified of ${result.totalFiles} files: use a more specific pattern or path]`,
+    );
+  }
+  return lines.join("\n");
+}
+
+/**
+ * Formats an `ls` result: folders first (with a trailing `/`), then files,
+ * relative paths, a notice when the limit was reached.
+ *
+ * @param result The result.
+ * @param options Whether to show the folder's path first.
+ * @returns The text.
+ *
+ * Needs no permission.
+ *
+ * @example Formatting a listing
+ * ```ts
+ * import { formatLsResult } from "./format.ts";
+ * const text = formatLsResult({
+ *   path: "/w", truncated: false,
+ *   entries: [
+ *     { path: "src", type: "directory", size: 0, skipped: false },
+ *     { path: "a.md", type: "file", size: 3, skipped: false },
+ *   ],
+ * }, { header: false });
+ * console.assert(text === "src/\na.md");
+ * ```
+ */
+export function formatLsResult(
+  result: LsResult,
+  options: FormatLsOptions = {},
+): string {
+  const lines: string[] = [];
+  if (options.header ?? true) lines.push(`${result.path}:`);
+  if (result.entries.length === 0) lines.push("(empty folder)");
+  for (const entry of result.entries) {
+    switch (entry.type) {
+      case "directory":
+        lines.push(
+          `${entry.path}/${entry.skipped ? " (not listed: heavy folder)" : ""}`,
+        );
+        break;
+      case "symlink":
+        lines.push(`${entry.path} (symlink)`);
+        break;
+      default:
+        lines.push(entry.path);
+    }
+  }
+  if (result.truncated) {
+    lines.push(
+      "",
+      `[Listing stopped at ${result.entries.length} entries: list a sub-folder, lower the depth or raise the limit]`,
+    );
+  }
+  return lines.join("\n");
+}

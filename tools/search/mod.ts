@@ -1,0 +1,61 @@
+/**
+ * The search engine behind the `grep`, `glob` and `ls` tools: ripgrep when it
+ * is installed (local runtimes), a pure TypeScript fallback otherwise (any
+ * runtime's file system), with identical answers.
+ *
+ * @example Searching a temporary folder
+ * ```ts
+ * import { createSearch, formatGrepResult } from "./mod.ts";
+ * import { createTestFileSystem } from "./_test_fs.ts";
+ * const dir = await Deno.makeTempDir();
+ * try {
+ *   await Deno.writeTextFile(`${dir}/a.py`, "def main():\n    pass\n");
+ *   const search = createSearch({ fs: createTestFileSystem(dir), local: true });
+ *   const result = await search.grep({ pattern: "def \\w+", type: "py" });
+ *   console.assert(formatGrepResult(result).includes("a.py"));
+ * } finally {
+ *   await Deno.remove(dir, { recursive: true });
+ * }
+ * ```
+ *
+ * @module
+ */
+export * from "./types.ts";
+export {
+  createSearch,
+  type CreateSearchOptions,
+  type Search,
+} from "./search.ts";
+export {
+  detectRipgrep,
+  type RipgrepInfo,
+  RipgrepSearch,
+  type RipgrepSearchOptions,
+} from "./ripgrep.ts";
+export { FallbackSearch, type FallbackSearchOptions } from "./fallback.ts";
+export {
+  type TranslatedRegex,
+  translateRegex,
+  type TranslateRegexOptions,
+} from "./regex.ts";
+export { type CompiledGlob, compileGlob } from "./glob.ts";
+export {
+  BINARY_SNIFF_BYTES,
+  comparePaths,
+  extensionsOfType,
+  FILE_TYPES,
+  HEAVY_FOLDERS,
+  isBinary,
+} from "./rules.ts";
+export {
+  SearchTimeoutError,
+  type SearchTimeoutErrorOptions,
+} from "./errors.ts";
+export {
+  type FormatGlobOptions,
+  formatGlobResult,
+  type FormatGrepOptions,
+  formatGrepResult,
+  type FormatLsOptions,
+  formatLsResult,
+} from "./format.ts";

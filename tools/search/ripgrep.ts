@@ -1,0 +1,548 @@
+/**
+ * The ripgrep search engine for local runtimes: spawns `rg` (arguments as an
+ * array, never a shell) with options that make it agree with the fallback:
+ * hidden files searched, ignore files not honoured, heavy folders excluded
+ * below the root, globs relative to the searched folder, no transcoding, and
+ * binary files (a NUL byte in the first 8 KiB) dropped afterwards.
+ *
+ * @module
+ */
+import type { SkillRuntimeFileSystem } from "../../runtimes/types.ts";
+import { finishGlob, listFolder } from "./fallback.ts";
+import { cutLine, type MatchedLine } from "./_match.ts";
+import {
+  type FileFound,
+  GrepCollector,
+  type GrepPlan,
+  planGlob,
+  planGrep,
+  startDeadline,
+} from "./_plan.ts";
+import {
+  BINARY_SNIFF_BYTES,
+  comparePaths,
+  HEAVY_FOLDERS,
+  isBinary,
+  joinPath,
+} from "./rules.ts";
+import type {
+  GlobFile,
+  GlobRequest,
+  GlobResult,
+  GrepRequest,
+  GrepResult,
+  LsRequest,
+  LsResult,
+  SearchEngine,
+} from "./types.ts";
+
+/** What {@linkcode detectRipgrep} found. */
+export interface RipgrepInfo {
+  /** The command that ran. */
+  readonly path: string;
+  /** The version, e.g. `13.0.0`. */
+  readonly version: string;
+}
+
+const detected = new Map<string, Promise<RipgrepInfo | null>>();
+
+/**
+ * Finds out whether ripgrep can run (once per command; the answer is cached).
+ *
+ * @param path The command. Default `rg`.
+ * @returns Its version, or `null` when it cannot run.
+ *
+ * Needs `--allow-run` for the command.
+ *
+ * @example Detecting ripgrep
+ * ```ts
+ * import { detectRipgrep } from "./ripgrep.ts";
+ * const rg = await detectRipgrep();
+ * console.assert(rg === null || /^\d+\./.test(rg.version));
+ * ```
+ */
+export function detectRipgrep(path = "rg"): Promise<RipgrepInfo | null> {
+  let found = detected.get(path);
+  if (!found) {
+    found = (async (): Promise<RipgrepInfo | null> => {
+      try {
+        const output = await new Deno.Command(path, {
+          args: ["--version"],
+          stdin: "null",
+          stdout: "piped",
+          stderr: "piped",
+        }).output();
+        if (!output.success) return null;
+        const text = new TextDecoder().decode(output.stdout);
+        const version = /ripgrep (\S+)/.exec(text)?.[1];
+        return version ? { path, version } : null;
+      } catch {
+        return null;
+      }
+    })();
+    detected.set(path, found);
+  }
+  return found;
+}
+
+/** Options of {@linkcode RipgrepSearch}. */
+export interface RipgrepSearchOptions {
+  /** The local runtime's file system (its paths are host paths). */
+  readonly fs: SkillRuntimeFileSystem;
+  /** The ripgrep command. Default `rg`. */
+  readonly ripgrepPath?: string;
+}
+
+/** Arguments shared by every ripgrep run. */
+const COMMON_ARGS = [
+  "--no-config",
+  "--hidden",
+  "--no-ignore",
+  "--no-messages",
+  "--color",
+  "never",
+  "--null",
+];
+
+function heavyGlobs(): string[] {
+  return [...HEAVY_FOLDERS].flatMap((name) => ["--glob", `!${name}/`]);
+}
+
+/** Splits ripgrep's `--null` output into records: a path, then (optionally) the rest of the line. */
+class RecordParser {
+  readonly #withRest: boolean;
+  readonly #maxRestBytes: number;
+  #parts: Uint8Array[] = [];
+  #size = 0;
+  #path: Uint8Array | null = null;
+
+  constructor(withRest: boolean, maxRestBytes: number) {
+    this.#withRest = withRest;
+    this.#maxRestBytes = maxRestBytes;
+  }
+
+  #take(): Uint8Array {
+    const parts = this.#parts;
+    this.#parts = [];
+    this.#size = 0;
+    if (parts.length === 1) return parts[0]!;
+    const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+    let offset = 0;
+    for (const p of parts) {
+      out.set(p, offset);
+      offset += p.length;
+    }
+    return out;
+  }
+
+  push(chunk: Uint8Array, out: [Uint8Array, Uint8Array][]): void {
+    let start = 0;
+    while (start < chunk.length) {
+      if (this.#path === null) {
+        const zero = chunk.indexOf(0, start);
+        if (zero === -1) {
+          this.#parts.push(chunk.subarray(start));
+          return;
+        }
+        this.#parts.push(chunk.subarray(start, zero));
+        const path = this.#take();
+        start = zero + 1;
+        if (this.#withRest) this.#path = path;
+        else out.push([path, new Uint8Array(0)]);
+      } else {
+        const newline = chunk.indexOf(10, start);
+        const end = newline === -1 ? chunk.length : newline;
+        if (this.#size < this.#maxRestBytes) {
+          const piece = chunk.subarray(
+            start,
+            Math.min(end, start + this.#maxRestBytes - this.#size),
+          );
+          this.#parts.push(piece);
+          this.#size += piece.length;
+        }
+        if (newline === -1) return;
+        out.push([this.#path, this.#take()]);
+        this.#path = null;
+        start = newline + 1;
+      }
+    }
+  }
+}
+
+/** Whether a local file is binary (or unreadable). */
+async function binaryFile(path: string): Promise<boolean> {
+  let file: Deno.FsFile;
+  try {
+    file = await Deno.open(path);
+  } catch {
+    return true;
+  }
+  try {
+    const buffer = new Uint8Array(BINARY_SNIFF_BYTES);
+    let length = 0;
+    while (length < buffer.length) {
+      const n = await file.read(buffer.subarray(length));
+      if (n === null) break;
+      length += n;
+    }
+    return isBinary(buffer.subarray(0, length));
+  } catch {
+    return true;
+  } finally {
+    file.close();
+  }
+}
+
+/** Runs `fn` over items with at most `limit` at a time. */
+async function mapLimit<T, R>(
+  items: readonly T[],
+  limit: number,
+  fn: (item: T) => Promise<R>,
+): Promise<R[]> {
+  const results = new Array<R>(items.length);
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) {
+      const i = next++;
+      results[i] = await fn(items[i]!);
+    }
+  };
+  await Promise.all(
+    Array.from({ length: Math.min(limit, items.length) }, worker),
+  );
+  return results;
+}
+
+/** The relative path of a ripgrep output path (`./x` under a folder). */
+function relativeOf(path: string, rootIsFile: boolean): string {
+  if (rootIsFile) return "";
+  return path.startsWith("./") ? path.slice(2) : path;
+}
+
+/**
+ * The ripgrep engine. Same answers as {@linkcode FallbackSearch}; local only.
+ *
+ * @example Searching with ripgrep
+ * ```ts ignore
+ * import { RipgrepSearch } from "./ripgrep.ts";
+ * import { createTestFileSystem } from "./_test_fs.ts";
+ * const search = new RipgrepSearch({ fs: createTestFileSystem() });
+ * const result = await search.grep({ pattern: "TODO", outputMode: "count" });
+ * ```
+ */
+export class RipgrepSearch implements SearchEngine {
+  /** Which engine this is. */
+  readonly engine = "ripgrep" as const;
+  readonly #fs: SkillRuntimeFileSystem;
+  readonly #rg: string;
+
+  /**
+   * Makes the engine (it does not check that ripgrep runs: see
+   * {@linkcode detectRipgrep}).
+   *
+   * @param options The local file system and the ripgrep command.
+   */
+  constructor(options: RipgrepSearchOptions) {
+    this.#fs = options.fs;
+    this.#rg = options.ripgrepPath ?? "rg";
+  }
+
+  /**
+   * Searches file contents (see {@linkcode GrepRequest}).
+   *
+   * @param request What to search.
+   * @returns The matches.
+   * @throws {TypeError} For a bad pattern, glob, type or mode.
+   * @throws {RangeError} For bad numbers.
+   * @throws {Deno.errors.NotFound} When the path does not exist.
+   * @throws {SearchTimeoutError} When the time limit passes.
+   *
+   * Needs `--allow-run` for `rg` and read access to the searched files.
+   */
+  async grep(request: GrepRequest): Promise<GrepResult> {
+    const plan = await planGrep(this.#fs, request, true);
+    const args = [...COMMON_ARGS, "--text", "--encoding", "none"];
+    args.push(plan.caseInsensitive ? "--ignore-case" : "--case-sensitive");
+    if (plan.multiline) args.push("--multiline", "--multiline-dotall");
+    if (!plan.root.isFile) {
+      if (plan.filters.glob !== null) args.push("--glob", plan.filters.glob);
+      args.push(...heavyGlobs());
+      if (plan.filters.extensions !== null) {
+        for (const extension of plan.filters.extensions) {
+          args.push("--type-add", `skillrun:*.${extension}`);
+        }
+        args.push("--type", "skillrun");
+      }
+    }
+    switch (plan.mode) {
+      case "files_with_matches":
+        args.push("--files-with-matches");
+        break;
+      case "count":
+        args.push("--count", "--with-filename");
+        break;
+      case "content":
+        args.push(
+          "--line-number",
+          "--with-filename",
+          "--no-heading",
+          "--no-context-separator",
+          "--sort",
+          "path",
+          "--before-context",
+          String(plan.before),
+          "--after-context",
+          String(plan.after),
+        );
+        break;
+    }
+    args.push("--regexp", plan.regex.ripgrepPattern, "--");
+    args.push(plan.root.isFile ? plan.root.path : ".");
+    const collector = new GrepCollector(plan);
+    const deadline = startDeadline(plan.timeoutMs, plan.signal);
+    const what = `Search for "${plan.regex.pattern}"`;
+    const child = new Deno.Command(this.#rg, {
+      args,
+      ...(plan.root.isFile ? {} : { cwd: plan.root.path }),
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    const kill = (): void => {
+      try {
+        child.kill("SIGKILL");
+      } catch {
+        // Already gone.
+      }
+    };
+    deadline.signal.addEventListener("abort", kill, { once: true });
+    const stderrText = (async (): Promise<string> => {
+      const parts: Uint8Array[] = [];
+      let size = 0;
+      for await (const chunk of child.stderr) {
+        if (size < 65536) parts.push(chunk);
+        size += chunk.length;
+      }
+      const all = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+      let offset = 0;
+      for (const p of parts) {
+        all.set(p, offset);
+        offset += p.length;
+      }
+      return new TextDecoder().decode(all);
+    })();
+    let killedEarly = false;
+    try {
+      const parser = new RecordParser(
+        plan.mode !== "files_with_matches",
+        plan.maxLineChars * 3 + 32,
+      );
+      const decoder = new TextDecoder();
+      const records: [Uint8Array, Uint8Array][] = [];
+      const perFile: FileFound[] = [];
+      // Content mode: the current file's lines (records come sorted by path).
+      let currentPath: string | null = null;
+      let currentLines: MatchedLine[] = [];
+      let stop = false;
+      const flushFile = async (): Promise<void> => {
+        if (currentPath === null) return;
+        const path = currentPath;
+        const lines = currentLines;
+        currentPath = null;
+        currentLines = [];
+        if (
+          await binaryFile(joinPath(plan.root.path, path))
+        ) return;
+        if (!collector.add({ path, count: lines.length, lines })) stop = true;
+      };
+      const reader = child.stdout.getReader();
+      try {
+        while (!stop) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          parser.push(value, records);
+          for (const [pathBytes, rest] of records) {
+            const path = relativeOf(
+              decoder.decode(pathBytes),
+              plan.root.isFile,
+            );
+            if (plan.mode === "files_with_matches") {
+              perFile.push({ path, count: 0, lines: [] });
+            } else if (plan.mode === "count") {
+              perFile.push({
+                path,
+                count: Number(decoder.decode(rest)),
+                lines: [],
+              });
+            } else {
+              if (path !== currentPath) {
+                await flushFile();
+                if (stop) break;
+                currentPath = path;
+              }
+              if (currentLines.length < plan.maxLinesPerFile) {
+                currentLines.push(parseLine(rest, decoder, plan));
+              }
+            }
+          }
+          records.length = 0;
+        }
+        if (!stop) await flushFile();
+      } finally {
+        if (stop) {
+          killedEarly = true;
+          kill();
+        }
+        await reader.cancel().catch(() => {});
+      }
+      const status = await child.status;
+      const stderr = await stderrText;
+      if (deadline.signal.aborted) throw deadline.error(what);
+      if (!killedEarly && status.code === 2 && !status.signal) {
+        throw ripgrepError(plan, stderr);
+      }
+      if (plan.mode !== "content") {
+        const binary = await mapLimit(
+          perFile,
+          16,
+          (f) => binaryFile(joinPath(plan.root.path, f.path)),
+        );
+        const kept = perFile.filter((_, i) => !binary[i]);
+        kept.sort((a, b) => comparePaths(a.path, b.path));
+        for (const file of kept) collector.add(file);
+      }
+      return collector.result("ripgrep");
+    } catch (error) {
+      kill();
+      await child.status.catch(() => {});
+      await stderrText.catch(() => "");
+      if (deadline.signal.aborted) throw deadline.error(what);
+      throw error;
+    } finally {
+      deadline.signal.removeEventListener("abort", kill);
+      deadline.clear();
+    }
+  }
+
+  /**
+   * Finds files by glob, newest first (see {@linkcode GlobRequest}).
+   *
+   * @param request What to find.
+   * @returns The files.
+   * @throws {TypeError} For a bad glob or a path that is a file.
+   * @throws {Deno.errors.NotFound} When the path does not exist.
+   * @throws {SearchTimeoutError} When the time limit passes.
+   *
+   * Needs `--allow-run` for `rg` and read access to the searched folder.
+   */
+  async glob(request: GlobRequest): Promise<GlobResult> {
+    const plan = await planGlob(this.#fs, request, true);
+    const deadline = startDeadline(plan.timeoutMs, plan.signal);
+    const what = `Glob "${request.pattern}"`;
+    const child = new Deno.Command(this.#rg, {
+      args: [
+        "--files",
+        ...COMMON_ARGS,
+        "--glob",
+        request.pattern,
+        ...heavyGlobs(),
+        "--",
+        ".",
+      ],
+      cwd: plan.root.path,
+      stdin: "null",
+      stdout: "piped",
+      stderr: "null",
+    }).spawn();
+    const kill = (): void => {
+      try {
+        child.kill("SIGKILL");
+      } catch {
+        // Already gone.
+      }
+    };
+    deadline.signal.addEventListener("abort", kill, { once: true });
+    try {
+      const parser = new RecordParser(false, 0);
+      const records: [Uint8Array, Uint8Array][] = [];
+      for await (const chunk of child.stdout) parser.push(chunk, records);
+      await child.status;
+      if (deadline.signal.aborted) throw deadline.error(what);
+      const decoder = new TextDecoder();
+      const paths = records.map(([p]) =>
+        joinPath(plan.root.path, relativeOf(decoder.decode(p), false))
+      );
+      const files = await mapLimit(
+        paths,
+        32,
+        async (path): Promise<GlobFile> => {
+          try {
+            const info = await Deno.lstat(path);
+            return { path, modifiedMs: info.mtime?.getTime() ?? null };
+          } catch {
+            return { path, modifiedMs: null };
+          }
+        },
+      );
+      if (deadline.signal.aborted) throw deadline.error(what);
+      return finishGlob(plan, files, "ripgrep");
+    } catch (error) {
+      kill();
+      await child.status.catch(() => {});
+      if (deadline.signal.aborted) throw deadline.error(what);
+      throw error;
+    } finally {
+      deadline.signal.removeEventListener("abort", kill);
+      deadline.clear();
+    }
+  }
+
+  /**
+   * Lists a folder, folders first (see {@linkcode LsRequest}); ripgrep is not
+   * needed for this.
+   *
+   * @param request What to list.
+   * @returns The entries.
+   * @throws {TypeError} For a path that is a file.
+   * @throws {Deno.errors.NotFound} When the path does not exist.
+   *
+   * Needs read access to the listed folder.
+   */
+  ls(request: LsRequest): Promise<LsResult> {
+    return listFolder(this.#fs, request, true);
+  }
+}
+
+function parseLine(
+  rest: Uint8Array,
+  decoder: TextDecoder,
+  plan: GrepPlan,
+): MatchedLine {
+  // `12:text` for a match, `12-text` for context.
+  let i = 0;
+  let lineNumber = 0;
+  while (i < rest.length && rest[i]! >= 0x30 && rest[i]! <= 0x39) {
+    lineNumber = lineNumber * 10 + rest[i]! - 0x30;
+    i++;
+  }
+  const match = rest[i] === 0x3a;
+  const { text, cut } = cutLine(
+    decoder.decode(rest.subarray(i + 1)),
+    plan.maxLineChars,
+  );
+  return { lineNumber, text, match, cut };
+}
+
+function ripgrepError(plan: GrepPlan, stderr: string): Error {
+  const lines = stderr.trim().split("\n").map((l) => l.trim()).filter((l) => l);
+  const reason = lines.at(-1)?.replace(/^error:\s*/, "") ?? "unknown error";
+  if (/regex|literal/i.test(stderr)) {
+    return new TypeError(`Invalid regex "${plan.regex.pattern}": ${reason}`);
+  }
+  if (/glob/i.test(stderr)) {
+    return new TypeError(`Invalid glob "${plan.filters.glob}": ${reason}`);
+  }
+  return new Error(
+    `Cannot search "${plan.root.path}": ripgrep failed: ${reason}`,
+  );
+}

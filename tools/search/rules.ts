@@ -1,0 +1,188 @@
+/**
+ * The rules both search engines share: which folders are skipped, which files
+ * are binary, the file types of `grep`'s `type` filter and the order of paths.
+ *
+ * @module
+ */
+
+/**
+ * Folders skipped below the search root (a root inside one is searched):
+ * version control data, dependencies, virtual environments, caches and build
+ * output.
+ */
+export const HEAVY_FOLDERS: ReadonlySet<string> = new Set([
+  ".git",
+  ".hg",
+  ".svn",
+  "node_modules",
+  ".venv",
+  "venv",
+  "__pycache__",
+  ".mypy_cache",
+  ".pytest_cache",
+  ".tox",
+  "dist",
+  "build",
+  "target",
+  ".next",
+]);
+
+/** A file is binary when a NUL byte is in its first 8 KiB. */
+export const BINARY_SNIFF_BYTES = 8192;
+
+/**
+ * The file types of `grep`'s `type` filter, as file name extensions.
+ */
+export const FILE_TYPES: Readonly<Record<string, readonly string[]>> = {
+  c: ["c", "h"],
+  cpp: ["cpp", "cc", "cxx", "hpp", "hh", "hxx", "h"],
+  csharp: ["cs"],
+  css: ["css", "scss", "sass", "less"],
+  csv: ["csv", "tsv"],
+  go: ["go"],
+  html: ["html", "htm", "xhtml"],
+  java: ["java"],
+  js: ["js", "jsx", "mjs", "cjs"],
+  json: ["json", "jsonc", "jsonl"],
+  kotlin: ["kt", "kts"],
+  md: ["md", "markdown", "mdown", "mkdn", "mdx"],
+  php: ["php"],
+  py: ["py", "pyi"],
+  ruby: ["rb"],
+  rust: ["rs"],
+  sh: ["sh", "bash", "zsh", "ksh"],
+  sql: ["sql"],
+  swift: ["swift"],
+  toml: ["toml"],
+  ts: ["ts", "tsx", "mts", "cts"],
+  txt: ["txt"],
+  xml: ["xml", "xsd", "xsl", "xslt", "svg"],
+  yaml: ["yaml", "yml"],
+};
+
+const TYPE_ALIASES: Readonly<Record<string, string>> = {
+  javascript: "js",
+  typescript: "ts",
+  python: "py",
+  markdown: "md",
+  yml: "yaml",
+  rs: "rust",
+  bash: "sh",
+  shell: "sh",
+  text: "txt",
+  golang: "go",
+  rb: "ruby",
+  "c++": "cpp",
+  cs: "csharp",
+};
+
+/**
+ * The extensions of a file type of `grep`'s `type` filter.
+ *
+ * @param type A type name (`ts`, `py`...) or alias (`typescript`, `python`).
+ * @returns Its extensions, without dots.
+ * @throws {TypeError} When the type is unknown, naming the known ones.
+ *
+ * Needs no permission.
+ *
+ * @example Extensions of a type
+ * ```ts
+ * import { extensionsOfType } from "./rules.ts";
+ * console.assert(extensionsOfType("typescript").includes("tsx"));
+ * ```
+ */
+export function extensionsOfType(type: string): readonly string[] {
+  const name = TYPE_ALIASES[type.toLowerCase()] ?? type.toLowerCase();
+  const extensions = Object.hasOwn(FILE_TYPES, name)
+    ? FILE_TYPES[name]
+    : undefined;
+  if (!extensions) {
+    throw new TypeError(
+      `Unknown file type "${type}": expected one of ${
+        Object.keys(FILE_TYPES).join(", ")
+      }`,
+    );
+  }
+  return extensions;
+}
+
+/**
+ * Whether a file's first bytes say it is binary (a NUL byte in the first
+ * {@linkcode BINARY_SNIFF_BYTES}).
+ *
+ * @param bytes The file's first bytes (or all of them).
+ * @returns Whether it is binary.
+ *
+ * Needs no permission.
+ *
+ * @example Sniffing
+ * ```ts
+ * import { isBinary } from "./rules.ts";
+ * console.assert(isBinary(new Uint8Array([104, 0, 105])));
+ * console.assert(!isBinary(new TextEncoder().encode("hello")));
+ * ```
+ */
+export function isBinary(bytes: Uint8Array): boolean {
+  const head = bytes.length > BINARY_SNIFF_BYTES
+    ? bytes.subarray(0, BINARY_SNIFF_BYTES)
+    : bytes;
+  return head.indexOf(0) !== -1;
+}
+
+/**
+ * Compares two `/`-separated paths the way a walk that sorts each folder's
+ * entries by name visits them (ripgrep `--sort path`): segment by segment, by
+ * Unicode code point (UTF-8 byte order). So `a/b.txt` comes before `a-b.txt`.
+ *
+ * @param a A path.
+ * @param b Another path.
+ * @returns Negative, zero or positive.
+ *
+ * Needs no permission.
+ *
+ * @example Sorting paths
+ * ```ts
+ * import { comparePaths } from "./rules.ts";
+ * const paths = ["a.txt", "a-b.txt", "a/b.txt", "B.txt"].sort(comparePaths);
+ * console.assert(paths.join(" ") === "B.txt a/b.txt a-b.txt a.txt");
+ * ```
+ */
+export function comparePaths(a: string, b: string): number {
+  const length = Math.min(a.length, b.length);
+  for (let i = 0; i < length; i++) {
+    let x = a.charCodeAt(i);
+    let y = b.charCodeAt(i);
+    if (x === y) continue;
+    // The separator sorts before everything: a shorter segment comes first.
+    if (x === 0x2f) return -1;
+    if (y === 0x2f) return 1;
+    // Surrogates (astral code points) sort after the rest of the BMP.
+    if (x >= 0xd800 && x <= 0xdfff) x += 0x10000;
+    if (y >= 0xd800 && y <= 0xdfff) y += 0x10000;
+    return x - y;
+  }
+  return a.length - b.length;
+}
+
+/**
+ * Compares two entry names by code point (UTF-8 byte order).
+ *
+ * @param a A name.
+ * @param b Another name.
+ * @returns Negative, zero or positive.
+ */
+export function compareNames(a: string, b: string): number {
+  return comparePaths(a, b);
+}
+
+/**
+ * Joins a folder and a relative `/`-separated path.
+ *
+ * @param folder An absolute folder.
+ * @param relative A relative path.
+ * @returns The joined path.
+ */
+export function joinPath(folder: string, relative: string): string {
+  if (relative === "") return folder;
+  return folder.endsWith("/") ? folder + relative : `${folder}/${relative}`;
+}

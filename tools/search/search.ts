@@ -1,0 +1,122 @@
+/**
+ * The search engine a runtime uses: ripgrep when it is installed and the file
+ * system is local, else the pure TypeScript fallback (same answers).
+ *
+ * @module
+ */
+import type { SkillRuntimeFileSystem } from "../../runtimes/types.ts";
+import { FallbackSearch } from "./fallback.ts";
+import { detectRipgrep, RipgrepSearch } from "./ripgrep.ts";
+import type {
+  GlobRequest,
+  GlobResult,
+  GrepRequest,
+  GrepResult,
+  LsRequest,
+  LsResult,
+  SearchEngine,
+} from "./types.ts";
+
+/** Options of {@linkcode createSearch}. */
+export interface CreateSearchOptions {
+  /** The runtime's file system. */
+  readonly fs: SkillRuntimeFileSystem;
+  /**
+   * Whether the file system's paths are host paths (a local runtime): then
+   * ripgrep may be used and the fallback reads files directly. Default `false`.
+   */
+  readonly local?: boolean;
+  /**
+   * `"auto"` (default): ripgrep when local and installed, else the fallback;
+   * `true`: ripgrep, failing when it is missing or the file system is not
+   * local; `false`: the fallback.
+   */
+  readonly useRipgrep?: "auto" | boolean;
+  /** The ripgrep command. Default `rg`. */
+  readonly ripgrepPath?: string;
+  /** Workers of the fallback. Default: the CPU count, 1 to 4. */
+  readonly workers?: number;
+}
+
+/** A search engine that picks ripgrep or the fallback on first use. */
+export interface Search extends SearchEngine {
+  /** Which engine answers (detects ripgrep once). */
+  engine(): Promise<"ripgrep" | "fallback">;
+}
+
+/**
+ * Makes the search engine of a runtime. Ripgrep is detected once, on first use
+ * (the answer is cached per command); its absence falls back silently unless
+ * `useRipgrep` is `true`.
+ *
+ * @param options The file system, whether it is local, the engine choice.
+ * @returns The engine.
+ * @throws {TypeError} When `useRipgrep` is `true` for a file system that is
+ *   not local.
+ *
+ * Needs read access to the searched paths (local) and `--allow-run` for `rg`.
+ *
+ * @example Searching a temporary folder
+ * ```ts
+ * import { createSearch } from "./search.ts";
+ * import { createTestFileSystem } from "./_test_fs.ts";
+ * const dir = await Deno.makeTempDir();
+ * try {
+ *   await Deno.writeTextFile(`${dir}/notes.md`, "# Title\nTODO: write\n");
+ *   const search = createSearch({ fs: createTestFileSystem(dir), local: true });
+ *   const result = await search.grep({ pattern: "TODO", outputMode: "content" });
+ *   console.assert(result.mode === "content" && result.lines[0]?.lineNumber === 2);
+ * } finally {
+ *   await Deno.remove(dir, { recursive: true });
+ * }
+ * ```
+ */
+export function createSearch(options: CreateSearchOptions): Search {
+  const local = options.local ?? false;
+  const useRipgrep = options.useRipgrep ?? "auto";
+  if (useRipgrep === true && !local) {
+    throw new TypeError(
+      "Invalid search options: ripgrep needs a local file system (local: true)",
+    );
+  }
+  const rgPath = options.ripgrepPath ?? "rg";
+  const fallback = new FallbackSearch({
+    fs: options.fs,
+    local,
+    ...(options.workers !== undefined ? { workers: options.workers } : {}),
+  });
+  let chosen: Promise<SearchEngine> | null = null;
+  const pick = (): Promise<SearchEngine> => {
+    chosen ??= (async (): Promise<SearchEngine> => {
+      if (!local || useRipgrep === false) return fallback;
+      const rg = await detectRipgrep(rgPath);
+      if (rg) return new RipgrepSearch({ fs: options.fs, ripgrepPath: rgPath });
+      if (useRipgrep === true) {
+        throw new Error(
+          `Cannot use ripgrep "${rgPath}": it is not installed or does not run; install ripgrep or use useRipgrep: "auto"`,
+        );
+      }
+      return fallback;
+    })();
+    // A failed detection is not cached.
+    chosen.catch(() => {
+      chosen = null;
+    });
+    return chosen;
+  };
+  return {
+    async engine(): Promise<"ripgrep" | "fallback"> {
+      const engine = await pick();
+      return engine instanceof RipgrepSearch ? "ripgrep" : "fallback";
+    },
+    async grep(request: GrepRequest): Promise<GrepResult> {
+      return await (await pick()).grep(request);
+    },
+    async glob(request: GlobRequest): Promise<GlobResult> {
+      return await (await pick()).glob(request);
+    },
+    async ls(request: LsRequest): Promise<LsResult> {
+      return await (await pick()).ls(request);
+    },
+  };
+}
