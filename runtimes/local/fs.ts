@@ -577,7 +577,10 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
         length += read;
         if (limit !== undefined && length > limit) throw tooLarge(path, limit);
       }
-      return length === buffer.length ? buffer : buffer.slice(0, length);
+      // Keep the buffer when little of it is unused; copy otherwise.
+      return buffer.length - length <= STREAM_CHUNK
+        ? buffer.subarray(0, length)
+        : buffer.slice(0, length);
     } finally {
       file.close();
     }
