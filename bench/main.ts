@@ -15,6 +15,7 @@ import {
 const FILES = [
   "./skill_bench.ts",
   "./workspace_bench.ts",
+  "./local_bench.ts",
 ] as const;
 
 const filter = Deno.args[0];

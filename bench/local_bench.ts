@@ -1,0 +1,251 @@
+/**
+ * Benchmarks of the local runtime, each beside a bare `Deno.Command` (or
+ * `cp -r`) baseline: a tiny command, 1 GiB of output, 100 concurrent
+ * commands, and a conversation `prepare` of a real and of a many-file skill.
+ *
+ * @module
+ */
+import { type BenchCase, runChild } from "./_harness.ts";
+import { LocalSkillRuntime } from "../runtimes/local/runtime.ts";
+import type { Skill } from "../skill/types.ts";
+
+const ONE_GIB = 1024 * 1024 * 1024;
+const DATA = new URL("./.data/local/", import.meta.url).pathname;
+const MANY_FILES = `${DATA}many-files`;
+const CANVAS = new URL(
+  "../../shared/corpora/anthropics-skills/skills/canvas-design",
+  import.meta.url,
+).pathname;
+
+let runtime: LocalSkillRuntime | undefined;
+function plainRuntime(): LocalSkillRuntime {
+  return runtime ??= new LocalSkillRuntime();
+}
+
+async function discard(stream: ReadableStream<Uint8Array>): Promise<number> {
+  let bytes = 0;
+  for await (const chunk of stream) bytes += chunk.byteLength;
+  return bytes;
+}
+
+async function bareDrain(command: string): Promise<number> {
+  const child = new Deno.Command("bash", {
+    args: ["-c", command],
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const [bytes] = await Promise.all([
+    discard(child.stdout),
+    discard(child.stderr),
+    child.status,
+  ]);
+  return bytes;
+}
+
+/** A temp root for this process's conversations, removed when it exits. */
+let conversations: string | undefined;
+let counter = 0;
+function conversationsRoot(): string {
+  if (!conversations) {
+    conversations = Deno.makeTempDirSync({ prefix: "skillrun-bench-" });
+    const root = conversations;
+    globalThis.addEventListener("unload", () => {
+      Deno.removeSync(root, { recursive: true });
+    });
+  }
+  return conversations;
+}
+
+function skillAt(basePath: string, name: string): Skill {
+  return {
+    name,
+    description: `The ${name} skill`,
+    basePath,
+    location: `${basePath}/SKILL.md`,
+    instructions: "",
+    frontMatter: {},
+    warnings: [],
+  };
+}
+
+async function prepareInFreshConversation(skill: Skill): Promise<void> {
+  await using local = await LocalSkillRuntime.create({
+    conversationsRoot: conversationsRoot(),
+    conversationId: `bench-${counter++}`,
+  });
+  const [prepared] = await local.prepare({ skills: [{ skill }] });
+  if (!prepared) throw new Error("Nothing prepared");
+}
+
+async function copyWithCp(source: string): Promise<void> {
+  const target = `${conversationsRoot()}/cp-${counter++}`;
+  const output = await new Deno.Command("cp", {
+    args: ["-r", source, target],
+    stdin: "null",
+  }).output();
+  if (!output.success) throw new Error(`cp failed: ${output.code}`);
+}
+
+async function makeManyFiles(): Promise<void> {
+  try {
+    const info = await Deno.stat(`${MANY_FILES}/SKILL.md`);
+    if (info.isFile) return;
+  } catch {
+    // make it
+  }
+  await Deno.mkdir(MANY_FILES, { recursive: true });
+  await Deno.writeTextFile(
+    `${MANY_FILES}/SKILL.md`,
+    "---\nname: many-files\ndescription: 5,000 small files\n---\n",
+  );
+  for (let dir = 0; dir < 50; dir++) {
+    const folder = `${MANY_FILES}/d${dir}`;
+    await Deno.mkdir(folder, { recursive: true });
+    for (let file = 0; file < 100; file++) {
+      await Deno.writeTextFile(
+        `${folder}/f${file}.txt`,
+        `file ${dir}/${file}\n`.repeat(8),
+      );
+    }
+  }
+}
+
+/** The cases, for `bench/main.ts`. */
+export const cases: BenchCase[] = [
+  {
+    id: "local-execute-true",
+    title: 'local execute({ command: "true" })',
+    module: import.meta.url,
+    iterations: 30,
+    maxRatio: 1.1,
+    ours: {
+      label: "execute",
+      fn: async () => {
+        const result = await plainRuntime().execute({ command: "true" });
+        if (result.exitCode !== 0) throw new Error("true failed");
+      },
+    },
+    baseline: {
+      label: "bare Deno.Command",
+      fn: () => new Deno.Command("bash", { args: ["-c", "true"] }).output(),
+    },
+    extra: [{
+      label: "bare Deno.Command detached",
+      fn: () =>
+        new Deno.Command("bash", { args: ["-c", "true"], detached: true })
+          .output(),
+    }],
+  },
+  {
+    id: "local-execute-1gib",
+    title: "local execute: 1 GiB to stdout",
+    module: import.meta.url,
+    iterations: 3,
+    maxRatio: 1.2,
+    maxRssDeltaMiB: 32,
+    ours: {
+      label: "execute",
+      fn: async () => {
+        const result = await plainRuntime().execute({
+          command: `head -c ${ONE_GIB} /dev/zero`,
+        });
+        if (result.stdoutBytes !== ONE_GIB) throw new Error("short output");
+      },
+    },
+    baseline: {
+      label: "bare drain",
+      fn: async () => {
+        const bytes = await bareDrain(`head -c ${ONE_GIB} /dev/zero`);
+        if (bytes !== ONE_GIB) throw new Error("short output");
+      },
+    },
+    extra: [{
+      label: "no pipe (> /dev/null)",
+      fn: () =>
+        new Deno.Command("bash", {
+          args: ["-c", `head -c ${ONE_GIB} /dev/zero > /dev/null`],
+        }).output(),
+    }],
+  },
+  {
+    id: "local-execute-100-concurrent",
+    title: "local execute: 100 concurrent `echo $N`",
+    module: import.meta.url,
+    iterations: 5,
+    ours: {
+      label: "execute",
+      fn: async () => {
+        const results = await Promise.all(
+          Array.from(
+            { length: 100 },
+            (_, n) =>
+              plainRuntime().execute({
+                command: 'echo "$N"',
+                env: { N: String(n) },
+              }),
+          ),
+        );
+        results.forEach((result, n) => {
+          if (result.stdout !== `${n}\n`) throw new Error(`wrong output ${n}`);
+        });
+      },
+    },
+    baseline: {
+      label: "bare Deno.Command",
+      fn: async () => {
+        const decoder = new TextDecoder();
+        const outputs = await Promise.all(
+          Array.from(
+            { length: 100 },
+            (_, n) =>
+              new Deno.Command("bash", {
+                args: ["-c", 'echo "$N"'],
+                env: { N: String(n) },
+              }).output(),
+          ),
+        );
+        outputs.forEach((output, n) => {
+          if (decoder.decode(output.stdout) !== `${n}\n`) {
+            throw new Error(`wrong output ${n}`);
+          }
+        });
+      },
+    },
+  },
+  {
+    id: "local-prepare-canvas-design",
+    title: "local conversation prepare of canvas-design",
+    module: import.meta.url,
+    iterations: 10,
+    maxRatio: 1.5,
+    skipReason: () => {
+      try {
+        Deno.statSync(`${CANVAS}/SKILL.md`);
+        return undefined;
+      } catch {
+        return `the corpus is missing at ${CANVAS}`;
+      }
+    },
+    ours: {
+      label: "prepare",
+      fn: () => prepareInFreshConversation(skillAt(CANVAS, "canvas-design")),
+    },
+    baseline: { label: "cp -r", fn: () => copyWithCp(CANVAS) },
+  },
+  {
+    id: "local-prepare-5000-files",
+    title: "local conversation prepare of a 5,000-file skill",
+    module: import.meta.url,
+    iterations: 5,
+    maxRatio: 1.5,
+    setup: makeManyFiles,
+    ours: {
+      label: "prepare",
+      fn: () => prepareInFreshConversation(skillAt(MANY_FILES, "many-files")),
+    },
+    baseline: { label: "cp -r", fn: () => copyWithCp(MANY_FILES) },
+  },
+];
+
+if (import.meta.main) await runChild(cases);

@@ -1,0 +1,32 @@
+/**
+ * The local runtime: skills prepared and commands run on this machine, in
+ * place or in a conversation workspace, through a replaceable process
+ * launcher.
+ *
+ * @example Running a command locally
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { LocalSkillRuntime } from "./mod.ts";
+ *
+ * await using runtime = new LocalSkillRuntime();
+ * const result = await runtime.execute({ command: "echo hi" });
+ * assert(result.stdout === "hi\n");
+ * ```
+ *
+ * @module
+ */
+export { LocalSkillRuntime, type LocalSkillRuntimeOptions } from "./runtime.ts";
+export {
+  DEFAULT_GRACE_MS,
+  defaultShell,
+  DenoCommandLauncher,
+  type DenoCommandLauncherOptions,
+  type GroupSignalMethod,
+  type LaunchRequest,
+  type ProcessGroupRequest,
+  type ProcessLauncher,
+  runProcessGroup,
+  signalProcessGroup,
+  type SignalProcessGroupOptions,
+} from "./launcher.ts";
+export { LocalFileSystem } from "./fs.ts";

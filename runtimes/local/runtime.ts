@@ -1,0 +1,617 @@
+/**
+ * The local runtime: skills prepared and commands run on this machine through
+ * `Deno.Command`, in place (plain mode) or inside a conversation workspace.
+ *
+ * @module
+ */
+import { hostPath } from "../../_internal/std.ts";
+import { toPermissionError } from "../../_internal/permissions.ts";
+import {
+  validateConversationId,
+  validateConversationsRoot,
+  workspacePath,
+} from "../../workspace/conversation.ts";
+import { PathFence } from "../../workspace/fence.ts";
+import {
+  type CopyPolicy,
+  copySkillFolder,
+  type CopyStats,
+  stableSkillFolderName,
+} from "../../workspace/copy.ts";
+import type { Skill } from "../../skill/types.ts";
+import {
+  type MaterializeOptions,
+  type MaterializeResult,
+  PreparationEngine,
+} from "../prepare.ts";
+import {
+  DEFAULT_EXECUTE_TIMEOUT_MS,
+  DEFAULT_MAX_OUTPUT_BYTES,
+  type DownloadResult,
+  type ExecuteRequest,
+  type ExecuteResult,
+  type FileInfo,
+  type ListOptions,
+  type ListResult,
+  type PreparedSkill,
+  type PrepareRequest,
+  type ReadTextOptions,
+  type SignalOptions,
+  type SkillRuntime,
+  type SkillRuntimeFileSystem,
+} from "../types.ts";
+import { DenoCommandLauncher, type ProcessLauncher } from "./launcher.ts";
+import { LocalFileSystem } from "./fs.ts";
+
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** Handed from `create()` to the constructor (synchronously, never shared). */
+let pendingConversation: { fence: PathFence } | undefined;
+
+/** Options of {@linkcode LocalSkillRuntime}. */
+export interface LocalSkillRuntimeOptions {
+  /**
+   * The folder holding one workspace per conversation (absolute, not `/`).
+   * With {@linkcode conversationId}, selects conversation mode.
+   */
+  readonly conversationsRoot?: string;
+  /**
+   * The conversation: `[A-Za-z0-9][A-Za-z0-9._-]{0,127}`, not `.` or `..`.
+   * With {@linkcode conversationsRoot}, selects conversation mode.
+   */
+  readonly conversationId?: string;
+  /**
+   * Plain mode only: where commands run by default and what relative file
+   * paths resolve against. Default: the process's current directory.
+   */
+  readonly cwd?: string;
+  /**
+   * Variables set for every command, above the inherited environment and
+   * below the skills' configurations and a request's own.
+   */
+  readonly env?: Readonly<Record<string, string>>;
+  /** The most bytes of each stream kept per command. Default 1 MiB. */
+  readonly maxOutputBytes?: number;
+  /** Conversation mode: what is copied from a skill's folder. */
+  readonly copyPolicy?: CopyPolicy;
+  /** How commands become processes. Default: a {@linkcode DenoCommandLauncher}. */
+  readonly launcher?: ProcessLauncher;
+}
+
+/**
+ * The local runtime (`name: "local"`), in one of two modes.
+ *
+ * **Plain** (`new LocalSkillRuntime()` or `LocalSkillRuntime.create()` without
+ * a conversation): commands run in the process's current directory (or
+ * `cwd`); skills are used in place, so bootstrap commands run and write in
+ * the skill's own folder; the file system reaches whatever the process may.
+ *
+ * **Conversation** (`await LocalSkillRuntime.create({ conversationsRoot,
+ * conversationId })`): the workspace `<conversationsRoot>/<conversationId>`
+ * is created if missing; skills are copied into its `skills/` folder under a
+ * stable name (the source is never modified), bootstrapped in the copy; the
+ * default working directory is the workspace; the file system and any
+ * explicit working directory are fenced inside it (lexically and after
+ * resolving symlinks). A new runtime object on the same conversation copies
+ * the skills again over the copy (source files overwrite theirs, files made
+ * in the copy stay) and bootstraps again. Two runtimes must not change one
+ * conversation at the same time (no locking). The fence covers the file
+ * system API only: the shell itself reaches whatever the user running Deno
+ * may, whatever Deno's permission flags say (use an isolated launcher for
+ * more).
+ *
+ * Environment of every command, lowest to highest: the process's own
+ * (inherited), the `env` option, every prepared skill's configuration (a
+ * skill prepared later wins), the request's `env`. It is passed to each
+ * process directly, never through `export` or a profile. So that skills
+ * written for Deno can run `deno`, the folder of the running `deno` binary
+ * (`Deno.execPath()`) is put first on `PATH` when it is not on it already
+ * (this needs `--allow-env=PATH` to read the inherited `PATH`; without it,
+ * `PATH` is left as inherited), and `DENO_EXEC_PATH` names the binary.
+ *
+ * Permissions: conversation mode works fully under `deno run
+ * --allow-read=<skills>,<conversationsRoot> --allow-write=<conversationsRoot>
+ * --allow-run=bash` (add `--allow-env=PATH` for the `PATH` addition above);
+ * a denial becomes a {@linkcode RuntimePermissionError} naming the
+ * permission and the path. The process group of a timed-out command is
+ * signalled with `Deno.kill` under unscoped `--allow-run`, else with bash's
+ * `kill`.
+ *
+ * `close()` forgets the merged environment and the prepared skills; it
+ * deletes nothing (skills, workspaces and outputs stay). After it, every call
+ * fails with an error saying the runtime is closed.
+ *
+ * @example Plain mode
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { LocalSkillRuntime } from "./runtime.ts";
+ *
+ * await using runtime = new LocalSkillRuntime({ env: { GREETING: "hello" } });
+ * const result = await runtime.execute({ command: 'echo "$GREETING"' });
+ * assert(result.stdout === "hello\n" && result.exitCode === 0);
+ * ```
+ *
+ * @example Conversation mode: a skill copied into a workspace
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { LocalSkillRuntime } from "./runtime.ts";
+ * import { SkillRuntimeConfig } from "../config.ts";
+ * import type { Skill } from "../../skill/types.ts";
+ *
+ * const temp = await Deno.makeTempDir();
+ * try {
+ *   const source = `${temp}/source/demo`;
+ *   await Deno.mkdir(source, { recursive: true });
+ *   await Deno.writeTextFile(`${source}/SKILL.md`, "---\nname: demo\ndescription: Demo\n---\n");
+ *   const skill: Skill = {
+ *     name: "demo", description: "Demo", basePath: source,
+ *     location: `${source}/SKILL.md`, instructions: "", frontMatter: {}, warnings: [],
+ *   };
+ *   await using runtime = await LocalSkillRuntime.create({
+ *     conversationsRoot: `${temp}/conversations`,
+ *     conversationId: "thread-1",
+ *   });
+ *   const [prepared] = await runtime.prepare({
+ *     skills: [{ skill, config: new SkillRuntimeConfig({ bootstrap: ["touch built"] }) }],
+ *   });
+ *   assert(prepared!.basePath.startsWith(runtime.defaultWorkingDirectory));
+ *   await runtime.fs.writeText("notes.txt", "kept");
+ *   const result = await runtime.execute({ command: "cat notes.txt" });
+ *   assert(result.stdout === "kept");
+ * } finally {
+ *   await Deno.remove(temp, { recursive: true });
+ * }
+ * ```
+ */
+export class LocalSkillRuntime implements SkillRuntime {
+  /** The runtime's name. */
+  readonly name = "local";
+  readonly #defaultWorkingDirectory: string;
+  readonly #workspace: string | undefined;
+  readonly #fence: PathFence | undefined;
+  readonly #fs: SkillRuntimeFileSystem;
+  readonly #env: Readonly<Record<string, string>>;
+  readonly #maxOutputBytes: number;
+  readonly #copyPolicy: CopyPolicy | undefined;
+  readonly #launcher: ProcessLauncher;
+  readonly #engine: PreparationEngine;
+  readonly #denoDir: string | undefined;
+  readonly #denoExecPath: string | undefined;
+  readonly #inheritedPath: string | undefined;
+  #closed = false;
+
+  /**
+   * Makes a plain-mode runtime. For conversation mode use
+   * {@linkcode LocalSkillRuntime.create}.
+   *
+   * @param options The runtime's options (without a conversation).
+   * @throws {TypeError} A conversation was given (use `create`), or a
+   * variable name or value is invalid, or `cwd` is not a string.
+   * @throws {RangeError} `maxOutputBytes` is not a non-negative integer.
+   */
+  constructor(options: LocalSkillRuntimeOptions = {}) {
+    const conversation = pendingConversation;
+    pendingConversation = undefined;
+    if (
+      !conversation && (options.conversationsRoot !== undefined ||
+        options.conversationId !== undefined)
+    ) {
+      throw new TypeError(
+        "Cannot make a conversation runtime with the constructor: use await LocalSkillRuntime.create(options)",
+      );
+    }
+    if (options.cwd !== undefined && typeof options.cwd !== "string") {
+      throw new TypeError(`Cannot use cwd "${options.cwd}": it must be a path`);
+    }
+    this.#workspace = conversation?.fence.root;
+    this.#fence = conversation?.fence;
+    this.#defaultWorkingDirectory = this.#workspace ??
+      hostPath.resolve(options.cwd ?? Deno.cwd());
+    const inner = conversation
+      ? new LocalFileSystem({
+        root: conversation.fence.root,
+        fence: conversation.fence,
+      })
+      : new LocalFileSystem({ root: this.#defaultWorkingDirectory });
+    this.#fs = new ClosableFileSystem(
+      inner,
+      () => this.#checkOpen("use the file system"),
+    );
+    this.#env = checkEnv(options.env ?? {}, "env option");
+    this.#maxOutputBytes = checkMaxOutputBytes(
+      options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES,
+    );
+    this.#copyPolicy = options.copyPolicy;
+    this.#launcher = options.launcher ?? new DenoCommandLauncher();
+    this.#engine = this.#makeEngine();
+    [this.#denoExecPath, this.#denoDir, this.#inheritedPath] = denoLocation();
+  }
+
+  /**
+   * Makes a runtime in either mode. In conversation mode it validates the
+   * conversation, creates its workspace (and parents) if missing and fences
+   * the file system inside it.
+   *
+   * @param options The runtime's options.
+   * @returns The runtime.
+   * @throws {TypeError} A bad conversation id or root, only one of the two
+   * given, `cwd` given with a conversation, or a bad variable.
+   * @throws {RangeError} `maxOutputBytes` is not a non-negative integer.
+   * @throws {RuntimePermissionError} Deno or the system refuses to create or
+   * read the workspace.
+   * Permissions: `--allow-read` and `--allow-write` on the conversations root.
+   */
+  static async create(
+    options: LocalSkillRuntimeOptions = {},
+  ): Promise<LocalSkillRuntime> {
+    const { conversationsRoot, conversationId } = options;
+    if (conversationsRoot === undefined && conversationId === undefined) {
+      return new LocalSkillRuntime(options);
+    }
+    if (conversationsRoot === undefined || conversationId === undefined) {
+      throw new TypeError(
+        "Cannot make a conversation runtime: give both conversationsRoot and conversationId",
+      );
+    }
+    if (options.cwd !== undefined) {
+      throw new TypeError(
+        `Cannot use cwd "${options.cwd}" with a conversation: commands run in the workspace`,
+      );
+    }
+    validateConversationsRoot(conversationsRoot);
+    validateConversationId(conversationId);
+    const workspace = workspacePath(conversationsRoot, conversationId);
+    try {
+      await Deno.mkdir(hostPath.join(workspace, "skills"), {
+        recursive: true,
+      });
+    } catch (error) {
+      throw toPermissionError(error, {
+        operation: "create the workspace",
+        path: workspace,
+      });
+    }
+    let fence: PathFence;
+    try {
+      fence = await PathFence.create(workspace);
+    } catch (error) {
+      throw toPermissionError(error, {
+        operation: "open the workspace",
+        path: workspace,
+      });
+    }
+    pendingConversation = { fence };
+    try {
+      return new LocalSkillRuntime(options);
+    } finally {
+      pendingConversation = undefined;
+    }
+  }
+
+  /** Where commands run when a request names none. */
+  get defaultWorkingDirectory(): string {
+    return this.#defaultWorkingDirectory;
+  }
+
+  /** The conversation's workspace, or `undefined` in plain mode. */
+  get workspace(): string | undefined {
+    return this.#workspace;
+  }
+
+  /** The file system: fenced inside the workspace in conversation mode. */
+  get fs(): SkillRuntimeFileSystem {
+    return this.#fs;
+  }
+
+  /** Whether {@linkcode close} was called. */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /**
+   * Prepares skills in order and returns them in the same number and order:
+   * in plain mode in place, in conversation mode copied into the workspace;
+   * then their bootstrap commands run in the prepared folder. Idempotent per
+   * skill in this runtime object; concurrent calls prepare once.
+   *
+   * @param request The skills, their configurations, a signal, a progress callback.
+   * @returns The prepared skills.
+   * @throws {SkillPreparationError} A copy failed or a bootstrap command
+   * failed or timed out; nothing was recorded for that skill.
+   * @throws {Error} The runtime is closed.
+   */
+  prepare(request: PrepareRequest): Promise<PreparedSkill[]> {
+    try {
+      this.#checkOpen("prepare skills");
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.#engine.prepare(request);
+  }
+
+  /**
+   * Runs one command with `bash -c` (Windows: `cmd.exe /c`) in its own
+   * process group. At the timeout or the signal the whole group is stopped
+   * (SIGTERM, a grace period, SIGKILL) and the result says `timedOut` or
+   * `aborted` with `exitCode: -1`.
+   *
+   * @param request The command, working directory, timeout, variables, signal, cap.
+   * @returns The result; a failing command is not an error.
+   * @throws {TypeError} A blank command or a bad variable.
+   * @throws {RangeError} A bad timeout or cap.
+   * @throws {WorkspaceEscapeError} The working directory is outside the workspace.
+   * @throws {RuntimePermissionError} Deno refuses to run the shell.
+   * @throws {Deno.errors.NotFound} The working directory does not exist.
+   * @throws {Error} The runtime is closed.
+   */
+  async execute(request: ExecuteRequest): Promise<ExecuteResult> {
+    this.#checkOpen("run a command");
+    if (typeof request.command !== "string" || !request.command.trim()) {
+      throw new TypeError("Cannot run a command: the command is blank");
+    }
+    const timeoutMs = request.timeoutMs ?? DEFAULT_EXECUTE_TIMEOUT_MS;
+    if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) {
+      throw new RangeError(
+        `Cannot run a command with timeout "${timeoutMs}": it must be a positive number of ms`,
+      );
+    }
+    const maxOutputBytes = request.maxOutputBytes === undefined
+      ? this.#maxOutputBytes
+      : checkMaxOutputBytes(request.maxOutputBytes);
+    const cwd = await this.#workingDirectory(request.workingDirectory);
+    const env = this.#environmentFor(request.env);
+    return await this.#launcher.launch({
+      command: request.command,
+      cwd,
+      env,
+      timeoutMs,
+      maxOutputBytes,
+      ...(request.signal ? { signal: request.signal } : {}),
+    });
+  }
+
+  /**
+   * The merged runtime environment every command gets on top of the
+   * inherited one: the `env` option, then every prepared skill's
+   * configuration (later wins). Keep it out of logs.
+   *
+   * @returns A frozen map.
+   * @throws {Error} The runtime is closed.
+   */
+  environment(): Readonly<Record<string, string>> {
+    this.#checkOpen("read the environment");
+    return Object.freeze({ ...this.#env, ...this.#engine.environment() });
+  }
+
+  /**
+   * Forgets the merged environment and the prepared skills. Idempotent;
+   * deletes nothing.
+   *
+   * @returns When done.
+   */
+  close(): Promise<void> {
+    if (!this.#closed) {
+      this.#closed = true;
+      this.#engine.clear();
+    }
+    return Promise.resolve();
+  }
+
+  /**
+   * Closes the runtime (for `await using`).
+   *
+   * @returns When done.
+   */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+
+  #makeEngine(): PreparationEngine {
+    return new PreparationEngine({
+      materialize: (skill, options) => this.#materialize(skill, options),
+      run: (request) => this.execute(request),
+    });
+  }
+
+  async #materialize(
+    skill: Skill,
+    options: MaterializeOptions,
+  ): Promise<MaterializeResult> {
+    this.#checkOpen("prepare skills");
+    if (this.#workspace === undefined) {
+      return { basePath: skill.basePath, bootstrap: true };
+    }
+    const target = hostPath.join(
+      this.#workspace,
+      "skills",
+      stableSkillFolderName({ name: skill.name, basePath: skill.basePath }),
+    );
+    const { onProgress } = options;
+    onProgress?.({
+      skillName: skill.name,
+      stage: "copy",
+      detail: `copying into ${target}`,
+    });
+    await copySkillFolder(skill.basePath, target, {
+      ...(this.#copyPolicy ? { policy: this.#copyPolicy } : {}),
+      ...(options.signal ? { signal: options.signal } : {}),
+      ...(onProgress
+        ? {
+          onProgress: (stats: CopyStats) =>
+            onProgress({
+              skillName: skill.name,
+              stage: "copy",
+              detail: `${stats.files} files copied`,
+            }),
+        }
+        : {}),
+    });
+    return { basePath: target, bootstrap: true };
+  }
+
+  async #workingDirectory(path: string | undefined): Promise<string> {
+    if (this.#fence) {
+      return path === undefined
+        ? this.#defaultWorkingDirectory
+        : await this.#fence.resolveDirectory(path);
+    }
+    return path === undefined
+      ? this.#defaultWorkingDirectory
+      : hostPath.resolve(this.#defaultWorkingDirectory, path);
+  }
+
+  #environmentFor(
+    requestEnv: Readonly<Record<string, string>> | undefined,
+  ): Record<string, string> {
+    const env: Record<string, string> = {
+      ...this.#env,
+      ...this.#engine.environment(),
+      ...(requestEnv ? checkEnv(requestEnv, "request env") : {}),
+    };
+    if (this.#denoExecPath !== undefined && env.DENO_EXEC_PATH === undefined) {
+      env.DENO_EXEC_PATH = this.#denoExecPath;
+    }
+    const path = env.PATH ?? this.#inheritedPath;
+    if (this.#denoDir !== undefined && path !== undefined) {
+      const separator = Deno.build.os === "windows" ? ";" : ":";
+      if (!path.split(separator).includes(this.#denoDir)) {
+        env.PATH = path ? `${this.#denoDir}${separator}${path}` : this.#denoDir;
+      }
+    }
+    return env;
+  }
+
+  #checkOpen(action: string): void {
+    if (this.#closed) {
+      throw new Error(`Cannot ${action}: the local runtime is closed`);
+    }
+  }
+}
+
+/**
+ * A file system that refuses every call once its runtime is closed.
+ */
+class ClosableFileSystem implements SkillRuntimeFileSystem {
+  readonly #inner: SkillRuntimeFileSystem;
+  readonly #check: () => void;
+
+  constructor(inner: SkillRuntimeFileSystem, check: () => void) {
+    this.#inner = inner;
+    this.#check = check;
+  }
+
+  async resolve(path: string): Promise<string> {
+    this.#check();
+    return await this.#inner.resolve(path);
+  }
+
+  async readText(path: string, options: ReadTextOptions): Promise<string> {
+    this.#check();
+    return await this.#inner.readText(path, options);
+  }
+
+  async readBytes(
+    path: string,
+    options?: SignalOptions & { maxBytes?: number },
+  ): Promise<Uint8Array> {
+    this.#check();
+    return await this.#inner.readBytes(path, options);
+  }
+
+  async writeText(
+    path: string,
+    content: string,
+    options?: SignalOptions,
+  ): Promise<void> {
+    this.#check();
+    return await this.#inner.writeText(path, content, options);
+  }
+
+  async stat(path: string, options?: SignalOptions): Promise<FileInfo | null> {
+    this.#check();
+    return await this.#inner.stat(path, options);
+  }
+
+  async list(path: string, options?: ListOptions): Promise<ListResult> {
+    this.#check();
+    return await this.#inner.list(path, options);
+  }
+
+  async readStream(
+    path: string,
+    options?: SignalOptions,
+  ): Promise<ReadableStream<Uint8Array>> {
+    this.#check();
+    return await this.#inner.readStream(path, options);
+  }
+
+  async download(
+    path: string,
+    localPath: string,
+    options?: SignalOptions,
+  ): Promise<DownloadResult> {
+    this.#check();
+    return await this.#inner.download(path, localPath, options);
+  }
+}
+
+function checkEnv(
+  env: Readonly<Record<string, string>>,
+  what: string,
+): Readonly<Record<string, string>> {
+  for (const [name, value] of Object.entries(env)) {
+    if (!ENV_NAME.test(name)) {
+      throw new TypeError(
+        `Cannot use variable "${name}" of the ${what}: a name must match [A-Za-z_][A-Za-z0-9_]*`,
+      );
+    }
+    if (typeof value !== "string") {
+      throw new TypeError(
+        `Cannot use variable "${name}" of the ${what}: its value must be a string`,
+      );
+    }
+  }
+  return env;
+}
+
+function checkMaxOutputBytes(value: number): number {
+  if (!Number.isSafeInteger(value) || value < 0) {
+    throw new RangeError(
+      `Cannot use maxOutputBytes "${value}": it must be a non-negative integer`,
+    );
+  }
+  return value;
+}
+
+/**
+ * The running `deno` binary, its folder, and the inherited `PATH` (when
+ * `--allow-env=PATH` lets us read it), each `undefined` when unknown.
+ */
+function denoLocation(): [
+  string | undefined,
+  string | undefined,
+  string | undefined,
+] {
+  let execPath: string | undefined;
+  try {
+    execPath = Deno.execPath();
+  } catch {
+    execPath = undefined;
+  }
+  let path: string | undefined;
+  try {
+    if (
+      Deno.permissions.querySync({ name: "env", variable: "PATH" }).state ===
+        "granted"
+    ) {
+      path = Deno.env.get("PATH");
+    }
+  } catch {
+    path = undefined;
+  }
+  return [
+    execPath,
+    execPath === undefined ? undefined : hostPath.dirname(execPath),
+    path,
+  ];
+}

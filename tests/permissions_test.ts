@@ -1,0 +1,105 @@
+import {
+  assert,
+  assertEquals,
+  assertLess,
+  assertStringIncludes,
+} from "../_internal/assert.ts";
+
+const SCRIPT = new URL("./testdata/narrowed_runtime.ts", import.meta.url)
+  .pathname;
+
+/** The live (not zombie) processes whose process group is `pgid` (Linux). */
+function liveMembers(pgid: number): number[] {
+  const members: number[] = [];
+  for (const entry of Deno.readDirSync("/proc")) {
+    if (!/^\d+$/.test(entry.name)) continue;
+    let stat: string;
+    try {
+      stat = Deno.readTextFileSync(`/proc/${entry.name}/stat`);
+    } catch {
+      continue;
+    }
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    if (fields[0] !== "Z" && Number(fields[2]) === pgid) {
+      members.push(Number(entry.name));
+    }
+  }
+  return members;
+}
+
+Deno.test({
+  name:
+    "the local runtime works fully under --allow-read=<skills>,<root> --allow-write=<root> --allow-run=bash",
+  ignore: Deno.build.os !== "linux",
+  async fn() {
+    const temp = await Deno.realPath(await Deno.makeTempDir());
+    try {
+      const skills = `${temp}/skills`;
+      const conversations = `${temp}/conversations`;
+      const outside = `${temp}/outside`;
+      await Deno.mkdir(`${skills}/narrow`, { recursive: true });
+      await Deno.mkdir(outside);
+      await Deno.writeTextFile(`${outside}/secret.txt`, "secret");
+      await Deno.writeTextFile(
+        `${skills}/narrow/SKILL.md`,
+        "---\nname: narrow\ndescription: Narrow\n---\nRun it.\n",
+      );
+      await Deno.writeTextFile(
+        `${skills}/narrow/setup.sh`,
+        "#!/bin/bash\necho setup ran\n",
+      );
+      await Deno.chmod(`${skills}/narrow/setup.sh`, 0o755);
+
+      const flags = [
+        `--allow-read=${skills},${conversations}`,
+        `--allow-write=${conversations}`,
+        "--allow-run=bash",
+      ];
+      const output = await new Deno.Command(Deno.execPath(), {
+        args: [
+          "run",
+          "--no-prompt",
+          ...flags,
+          SCRIPT,
+          skills,
+          conversations,
+          outside,
+        ],
+        stdin: "null",
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      const stdout = new TextDecoder().decode(output.stdout);
+      const stderr = new TextDecoder().decode(output.stderr);
+      assertEquals(output.code, 0, `stdout:\n${stdout}\nstderr:\n${stderr}`);
+      const line = stdout.split("\n").find((l) => l.startsWith("RESULT "));
+      assert(line, stdout);
+      const report = JSON.parse(line.slice("RESULT ".length)) as {
+        escapeMessage: string;
+        permissionMessage: string;
+        writePermissionMessage: string;
+        timeoutElapsedMs: number;
+        pgid: number;
+        workspace: string;
+      };
+      assertEquals(report.workspace, `${conversations}/narrow-1`);
+      assertStringIncludes(report.escapeMessage, report.workspace);
+      assertStringIncludes(report.permissionMessage, `${outside}/secret.txt`);
+      assertStringIncludes(report.permissionMessage, "--allow-read");
+      assertStringIncludes(report.writePermissionMessage, "--allow-write");
+      // The group kill worked with bash's kill (Deno.kill(-pgid) is refused).
+      assertLess(report.timeoutElapsedMs, 500 + 750 + 1000);
+      assert(report.pgid > 1);
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      assertEquals(liveMembers(report.pgid), []);
+      // The source skill was not modified; the secret was not touched.
+      assertEquals(
+        [...Deno.readDirSync(`${skills}/narrow`)].map((e) => e.name).sort(),
+        ["SKILL.md", "setup.sh"],
+      );
+      assertEquals(await Deno.readTextFile(`${outside}/secret.txt`), "secret");
+    } finally {
+      await Deno.remove(temp, { recursive: true });
+    }
+  },
+});
