@@ -102,7 +102,13 @@ export function compileGlob(glob: string): CompiledGlob {
   };
 }
 
+/** Escapes a character outside a class (`u` mode allows only these). */
 function escapeChar(c: string): string {
+  return /[\\^$.*+?()[\]{}|/]/.test(c) ? `\\${c}` : c;
+}
+
+/** Escapes a character inside a class. */
+function escapeClassChar(c: string): string {
   return /[\\^$.*+?()[\]{}|/-]/.test(c) ? `\\${c}` : c;
 }
 
@@ -179,7 +185,7 @@ function globToRegExpSource(glob: string, original: string): string {
         if (d === "-" && body !== "" && chars[j + 1] !== "]") {
           body += "-";
         } else {
-          body += escapeChar(d!);
+          body += escapeClassChar(d!);
         }
         j++;
       }

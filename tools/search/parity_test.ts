@@ -1,0 +1,188 @@
+/**
+ * The ripgrep engine and the fallback (over local paths and over the file
+ * system interface) give identical answers on the same queries over the real
+ * skills corpus. Fails loudly when ripgrep is missing.
+ *
+ * @module
+ */
+import { assert, assertEquals } from "../../_internal/assert.ts";
+import { hostPath } from "../../_internal/std.ts";
+import { FallbackSearch } from "./fallback.ts";
+import { detectRipgrep, RipgrepSearch } from "./ripgrep.ts";
+import { createTestFileSystem } from "./_test_fs.ts";
+import type {
+  GlobRequest,
+  GrepRequest,
+  LsRequest,
+  SearchEngine,
+} from "./types.ts";
+
+const CORPUS = hostPath.fromFileUrl(
+  new URL("../../../shared/corpora/anthropics-skills/", import.meta.url),
+).replace(/\/$/, "");
+
+const GREP_QUERIES: GrepRequest[] = [
+  { pattern: "skill" },
+  { pattern: "SKILL", caseInsensitive: true },
+  { pattern: "^#+ ", outputMode: "content" },
+  { pattern: "def \\w+\\(", type: "py", outputMode: "content", context: 2 },
+  { pattern: "import", outputMode: "count" },
+  {
+    pattern: "license",
+    glob: "*.md",
+    outputMode: "count",
+    caseInsensitive: true,
+  },
+  {
+    pattern: "\\bPDF\\b",
+    outputMode: "content",
+    before: 1,
+    after: 3,
+    headLimit: 50,
+  },
+  { pattern: "name:\\s*\\S+", outputMode: "content", glob: "**/SKILL.md" },
+  {
+    pattern: "---\\n(?:[^\\n]*\\n)*?description:",
+    multiline: true,
+    outputMode: "count",
+  },
+  {
+    pattern: "```python\\n.*?```",
+    multiline: true,
+    outputMode: "content",
+    headLimit: 40,
+  },
+  { pattern: "the", outputMode: "content", headLimit: 20, offset: 10 },
+  { pattern: "the", headLimit: 5, offset: 3 },
+  { pattern: "the", outputMode: "count", headLimit: 7, offset: 2 },
+  { pattern: "[A-Z]{3,}_[A-Z]+", outputMode: "content" },
+  { pattern: "https?://[^\\s)]+", outputMode: "count" },
+  { pattern: "TODO|FIXME|XXX", outputMode: "content" },
+  {
+    pattern: "function\\s+\\w+",
+    type: "js",
+    outputMode: "content",
+    context: 1,
+  },
+  { pattern: "<div", type: "html", outputMode: "count" },
+  { pattern: "^\\s*$", outputMode: "count", glob: "*.py" },
+  { pattern: "é|ü|ö|—|“", outputMode: "content", headLimit: 30 },
+  { pattern: "\\p{Lu}\\p{Ll}+ \\p{Lu}\\p{Ll}+", outputMode: "count" },
+  { pattern: "(?i)anthropic" },
+  {
+    pattern: "skill",
+    path: `${CORPUS}/skills/mcp-builder`,
+    outputMode: "content",
+    context: 3,
+    headLimit: 60,
+  },
+  {
+    pattern: "a",
+    path: `${CORPUS}/skills/skill-creator/SKILL.md`,
+    outputMode: "count",
+  },
+  { pattern: "e", outputMode: "content" },
+  {
+    pattern: "class \\w+",
+    glob: "!**/scripts/**",
+    outputMode: "files_with_matches",
+  },
+  { pattern: "Font|font", glob: "*.{txt,md}", outputMode: "count" },
+  { pattern: "\\d{4}-\\d{2}-\\d{2}", outputMode: "content" },
+  { pattern: "$\\n^#", multiline: true, outputMode: "content", headLimit: 20 },
+  {
+    pattern: "print\\(",
+    type: "py",
+    outputMode: "content",
+    after: 2,
+    headLimit: 25,
+    offset: 5,
+  },
+  { pattern: "[[:upper:]][[:digit:]]", outputMode: "count" },
+  { pattern: "x", type: "txt" },
+  { pattern: "\\.(?:py|js|sh)\\b", outputMode: "count", caseInsensitive: true },
+  { pattern: "scripts\\/\\w+\\.py", outputMode: "content", headLimit: 30 },
+  {
+    pattern: "if .*:\\s*$",
+    type: "py",
+    outputMode: "content",
+    before: 2,
+    maxOutputChars: 3000,
+  },
+];
+
+const GLOB_QUERIES: GlobRequest[] = [
+  { pattern: "**/*.py" },
+  { pattern: "*.md", limit: 500 },
+  { pattern: "skills/*/SKILL.md", limit: 500 },
+  { pattern: "**/scripts/*.py", limit: 500 },
+  { pattern: "*.[tj]s" },
+  { pattern: "*.{ttf,pdf}", limit: 10 },
+  { pattern: "**/canvas-fonts/[A-C]*" },
+  { pattern: "skills/**", limit: 500 },
+  { pattern: "?????.md" },
+];
+
+const LS_QUERIES: LsRequest[] = [
+  { path: CORPUS, depth: 2 },
+  { path: `${CORPUS}/skills`, depth: 3, limit: 50 },
+];
+
+function withoutEngine(value: object): object {
+  return { ...value, engine: undefined };
+}
+
+Deno.test("ripgrep and the fallback give identical answers on the skills corpus", async (t) => {
+  const rg = await detectRipgrep();
+  if (!rg) {
+    throw new Error(
+      "ripgrep (rg) is not installed: the parity test needs it; install ripgrep (e.g. apt-get install ripgrep) and run again",
+    );
+  }
+  const fs = createTestFileSystem(CORPUS);
+  const engines: [string, SearchEngine][] = [
+    ["fallback (local)", new FallbackSearch({ fs, local: true })],
+    ["fallback (fs)", new FallbackSearch({ fs, local: false })],
+  ];
+  const ripgrep = new RipgrepSearch({ fs });
+  let compared = 0;
+  let nonEmpty = 0;
+  for (const [index, request] of GREP_QUERIES.entries()) {
+    await t.step(`grep #${index + 1} ${JSON.stringify(request)}`, async () => {
+      const expected = await ripgrep.grep(request);
+      assertEquals(expected.engine, "ripgrep");
+      if ((expected.totalEntries ?? 1) > 0) nonEmpty++;
+      for (const [label, engine] of engines) {
+        const actual = await engine.grep(request);
+        assertEquals(withoutEngine(actual), withoutEngine(expected), label);
+      }
+      compared++;
+    });
+  }
+  for (const [index, request] of GLOB_QUERIES.entries()) {
+    await t.step(`glob #${index + 1} ${JSON.stringify(request)}`, async () => {
+      const expected = await ripgrep.glob(request);
+      if (expected.totalFiles > 0) nonEmpty++;
+      for (const [label, engine] of engines) {
+        const actual = await engine.glob(request);
+        assertEquals(withoutEngine(actual), withoutEngine(expected), label);
+      }
+      compared++;
+    });
+  }
+  for (const [index, request] of LS_QUERIES.entries()) {
+    await t.step(`ls #${index + 1} ${JSON.stringify(request)}`, async () => {
+      const expected = await ripgrep.ls(request);
+      for (const [label, engine] of engines) {
+        assertEquals(await engine.ls(request), expected, label);
+      }
+      compared++;
+    });
+  }
+  assertEquals(
+    compared,
+    GREP_QUERIES.length + GLOB_QUERIES.length + LS_QUERIES.length,
+  );
+  // The queries must actually find things, or the comparison proves little.
+  assert(nonEmpty >= 38, `only ${nonEmpty} queries found something`);
+});
