@@ -16,6 +16,7 @@ const FILES = [
   "./skill_bench.ts",
   "./workspace_bench.ts",
   "./local_bench.ts",
+  "./tools_bench.ts",
 ] as const;
 
 const filter = Deno.args[0];

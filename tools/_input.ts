@@ -22,6 +22,7 @@ export type ValidationResult =
  *
  * @example Refusing an unknown parameter
  * ```ts
+ * import { assert } from "@std/assert";
  * import { validateInput } from "./_input.ts";
  * const schema = {
  *   type: "object",
@@ -30,7 +31,7 @@ export type ValidationResult =
  *   additionalProperties: false,
  * } as const;
  * const result = validateInput(schema, { command: "ls", cwd: "/" });
- * console.assert(!result.ok && result.message.includes('Unknown parameter "cwd"'));
+ * assert(!result.ok && result.message.includes('Unknown parameter "cwd"'));
  * ```
  *
  * @param schema The tool's input schema.

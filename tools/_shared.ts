@@ -192,7 +192,7 @@ export function formatBytes(bytes: number): string {
     value /= 1024;
     unit++;
   }
-  const shown = Number.isInteger(value) ? String(value) : value.toFixed(1);
+  const shown = value.toFixed(1).replace(/\.0$/, "");
   return `${shown} ${units[unit]}`;
 }
 

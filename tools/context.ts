@@ -105,6 +105,7 @@ interface InFlight {
  *
  * @example Preparing a skill on first use
  * ```ts
+ * import { assert } from "@std/assert";
  * import { SkillPreparer } from "./context.ts";
  * import type { PreparedSkill, SkillRuntime } from "../runtimes/types.ts";
  * import type { Skill } from "../skill/types.ts";
@@ -124,7 +125,7 @@ interface InFlight {
  * } as unknown as SkillRuntime;
  * const preparer = new SkillPreparer(runtime, new Map());
  * await Promise.all([preparer.prepare(skill), preparer.prepare(skill)]);
- * console.assert(calls === 1 && preparer.isPrepared("demo"));
+ * assert(calls === 1 && preparer.isPrepared("demo"));
  * ```
  */
 export class SkillPreparer {
@@ -178,6 +179,11 @@ export class SkillPreparer {
     if (signal?.aborted) return Promise.reject(signal.reason);
     let flight = this.#inFlight.get(skill.name);
     if (!flight) flight = this.#start(skill);
+    else if (flight.controller.signal.aborted) {
+      // Every waiter left that one and it is still stopping: start again
+      // once it has settled (the runtime would otherwise hand it back).
+      flight = this.#start(skill, flight.promise);
+    }
     const current = flight;
     current.waiters++;
     if (!signal) {
@@ -212,14 +218,17 @@ export class SkillPreparer {
     });
   }
 
-  #start(skill: Skill): InFlight {
+  #start(skill: Skill, after?: Promise<unknown>): InFlight {
     const controller = new AbortController();
     const config = this.#configs.get(skill.name);
-    const promise = this.#runtime.prepare({
-      skills: [config ? { skill, config } : { skill }],
-      signal: controller.signal,
-    }).then((prepared) => {
-      const first = prepared[0];
+    const settled = after ? after.then(() => {}, () => {}) : Promise.resolve();
+    const promise = settled.then(() =>
+      this.#prepared.get(skill.name) ??
+        this.#runtime.prepare({
+          skills: [config ? { skill, config } : { skill }],
+          signal: controller.signal,
+        }).then((prepared) => prepared[0])
+    ).then((first) => {
       if (!first) {
         throw new Error(
           `Cannot prepare skill "${skill.name}": the runtime returned no prepared skill`,
@@ -228,7 +237,9 @@ export class SkillPreparer {
       this.#prepared.set(skill.name, first);
       return first;
     }).finally(() => {
-      this.#inFlight.delete(skill.name);
+      if (this.#inFlight.get(skill.name) === flight) {
+        this.#inFlight.delete(skill.name);
+      }
     });
     // A failure with no waiter left must not become an unhandled rejection.
     promise.catch(() => {});
@@ -275,12 +286,13 @@ export interface ToolContextOptions {
  *
  * @example A context for the file tools alone
  * ```ts
+ * import { assert } from "@std/assert";
  * import { createToolContext } from "./context.ts";
  * import type { SkillRuntime } from "../runtimes/types.ts";
  * const runtime = { environment: () => ({ TOKEN: "s3cret-value" }) } as unknown as SkillRuntime;
  * const context = createToolContext(runtime, { limits: { bashOutputChars: 1000 } });
- * console.assert(context.limits.bashOutputChars === 1000);
- * console.assert(context.secrets().includes("s3cret-value"));
+ * assert(context.limits.bashOutputChars === 1000);
+ * assert(context.secrets().includes("s3cret-value"));
  * ```
  *
  * @param runtime Where the tools run.

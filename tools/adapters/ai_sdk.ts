@@ -65,12 +65,13 @@ export interface AISDKTool {
  * A JSON Schema wrapped the way the AI SDK's `jsonSchema()` wraps it, so it can
  * be used as a tool's `inputSchema`.
  *
- * @example
+ * @example Wrapping a JSON Schema
  * ```ts
+ * import { assert } from "@std/assert";
  * import { toAISDKSchema } from "./ai_sdk.ts";
  * const schema = toAISDKSchema({ type: "object", properties: {} });
- * console.assert(schema[Symbol.for("vercel.ai.schema") as never] === true);
- * console.assert("validate" in schema);
+ * assert(schema[Symbol.for("vercel.ai.schema") as never] === true);
+ * assert("validate" in schema);
  * ```
  *
  * @param schema A JSON Schema.
@@ -113,8 +114,9 @@ function toModelOutput(value: unknown): AISDKModelOutput {
  * `{ description, inputSchema: jsonSchema(...), execute, toModelOutput }`;
  * the AI SDK's abort signal reaches the tool.
  *
- * @example
+ * @example A tool set for generateText
  * ```ts
+ * import { assert } from "@std/assert";
  * import { toAISDKTools } from "./ai_sdk.ts";
  * const tools = toAISDKTools([{
  *   name: "echo", description: "Echoes",
@@ -122,7 +124,7 @@ function toModelOutput(value: unknown): AISDKModelOutput {
  *   execute: () => Promise.resolve({ text: "ok", isError: false }),
  * }]);
  * const output = await tools.echo!.execute({});
- * console.assert(tools.echo!.toModelOutput(output).value === "ok");
+ * assert(tools.echo!.toModelOutput(output).value === "ok");
  * ```
  *
  * @param tools The tools.

@@ -31,15 +31,16 @@ export interface AnthropicToolResultBlock {
 /**
  * The tools as Messages API tools: `{ name, description, input_schema }`.
  *
- * @example
+ * @example Tool definitions for a Messages request
  * ```ts
+ * import { assert } from "@std/assert";
  * import { toAnthropicTools } from "./anthropic.ts";
  * const [definition] = toAnthropicTools([{
  *   name: "echo", description: "Echoes",
  *   inputSchema: { type: "object", properties: {}, required: [], additionalProperties: false },
  *   execute: () => Promise.resolve({ text: "", isError: false }),
  * }]);
- * console.assert(definition?.input_schema.type === "object");
+ * assert(definition?.input_schema.type === "object");
  * ```
  *
  * @param tools The tools.
@@ -59,11 +60,12 @@ export function toAnthropicTools(tools: readonly Tool[]): AnthropicTool[] {
 /**
  * A tool result as a `tool_result` block for the next user message.
  *
- * @example
+ * @example Answering a tool_use block
  * ```ts
+ * import { assert } from "@std/assert";
  * import { toAnthropicToolResult } from "./anthropic.ts";
  * const block = toAnthropicToolResult("toolu_1", { text: "no such file", isError: true });
- * console.assert(block.is_error && block.tool_use_id === "toolu_1");
+ * assert(block.is_error && block.tool_use_id === "toolu_1");
  * ```
  *
  * @param toolUseId The `tool_use` block's id.

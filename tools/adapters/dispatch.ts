@@ -31,6 +31,7 @@ export type ToolCallRequest =
  *
  * @example Running an OpenAI-style call
  * ```ts
+ * import { assert } from "@std/assert";
  * import { dispatchToolCall } from "./dispatch.ts";
  * const echo = {
  *   name: "echo", description: "Echoes",
@@ -39,9 +40,9 @@ export type ToolCallRequest =
  *     Promise.resolve({ text: JSON.stringify(input), isError: false }),
  * } as const;
  * const ok = await dispatchToolCall([echo], { name: "echo", arguments: "{}" });
- * console.assert(ok.text === "{}");
+ * assert(ok.text === "{}");
  * const bad = await dispatchToolCall([echo], { name: "nope", arguments: "{}" });
- * console.assert(bad.isError && bad.text.startsWith('Unknown tool "nope"'));
+ * assert(bad.isError && bad.text.startsWith('Unknown tool "nope"'));
  * ```
  *
  * @param tools The tools offered to the model.

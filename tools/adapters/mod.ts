@@ -5,6 +5,7 @@
  *
  * @example Offering the tools to a Messages request and running a call
  * ```ts
+ * import { assert } from "@std/assert";
  * import { dispatchToolCall, toAnthropicTools } from "./mod.ts";
  * const echo = {
  *   name: "echo", description: "Echoes its text",
@@ -16,9 +17,9 @@
  *     Promise.resolve({ text: (input as { text: string }).text, isError: false }),
  * } as const;
  * const definitions = toAnthropicTools([echo]);
- * console.assert(definitions[0]?.name === "echo");
+ * assert(definitions[0]?.name === "echo");
  * const result = await dispatchToolCall([echo], { name: "echo", input: { text: "hi" } });
- * console.assert(result.text === "hi");
+ * assert(result.text === "hi");
  * ```
  *
  * @module

@@ -50,8 +50,9 @@ export interface OpenAIToolOptions {
  * The JSON Schema of a tool in OpenAI's strict form: every property required,
  * optional ones made nullable, `additionalProperties: false`.
  *
- * @example
+ * @example Making a schema strict
  * ```ts
+ * import { assert } from "@std/assert";
  * import { toStrictSchema } from "./openai.ts";
  * const strict = toStrictSchema({
  *   type: "object",
@@ -59,8 +60,8 @@ export interface OpenAIToolOptions {
  *   required: ["a"],
  *   additionalProperties: false,
  * });
- * console.assert(JSON.stringify(strict.required) === '["a","b"]');
- * console.assert(JSON.stringify(strict.properties.b?.type) === '["integer","null"]');
+ * assert(JSON.stringify(strict.required) === '["a","b"]');
+ * assert(JSON.stringify(strict.properties.b?.type) === '["integer","null"]');
  * ```
  *
  * @param schema The tool's input schema.
@@ -106,15 +107,16 @@ function parametersOf(tool: Tool, strict: boolean): Record<string, unknown> {
  * The tools as Chat Completions function tools:
  * `{ type: "function", function: { name, description, parameters } }`.
  *
- * @example
+ * @example Tools for a chat completion
  * ```ts
+ * import { assert } from "@std/assert";
  * import { toOpenAIChatTools } from "./openai.ts";
  * const [definition] = toOpenAIChatTools([{
  *   name: "echo", description: "Echoes",
  *   inputSchema: { type: "object", properties: {}, required: [], additionalProperties: false },
  *   execute: () => Promise.resolve({ text: "", isError: false }),
  * }]);
- * console.assert(definition?.function.name === "echo");
+ * assert(definition?.function.name === "echo");
  * ```
  *
  * @param tools The tools.
@@ -142,15 +144,16 @@ export function toOpenAIChatTools(
  * `{ type: "function", name, description, parameters, strict }`. `strict` is
  * always given, because the Responses API treats a missing one as `true`.
  *
- * @example
+ * @example Tools for a Responses request
  * ```ts
+ * import { assert } from "@std/assert";
  * import { toOpenAIResponsesTools } from "./openai.ts";
  * const [definition] = toOpenAIResponsesTools([{
  *   name: "echo", description: "Echoes",
  *   inputSchema: { type: "object", properties: {}, required: [], additionalProperties: false },
  *   execute: () => Promise.resolve({ text: "", isError: false }),
  * }]);
- * console.assert(definition?.name === "echo" && definition.strict === false);
+ * assert(definition?.name === "echo" && definition.strict === false);
  * ```
  *
  * @param tools The tools.
@@ -185,11 +188,12 @@ export interface OpenAIChatToolMessage {
  * A tool result as a Chat Completions `tool` message. The API has no error
  * flag: an error result's text is prefixed with `Error: `.
  *
- * @example
+ * @example Answering a chat tool call
  * ```ts
+ * import { assert } from "@std/assert";
  * import { toOpenAIChatToolMessage } from "./openai.ts";
  * const message = toOpenAIChatToolMessage("call_1", { text: "no such file", isError: true });
- * console.assert(message.content === "Error: no such file");
+ * assert(message.content === "Error: no such file");
  * ```
  *
  * @param toolCallId The tool call's id.
@@ -220,11 +224,12 @@ export interface OpenAIFunctionCallOutput {
 /**
  * A tool result as a Responses API `function_call_output` input item.
  *
- * @example
+ * @example Answering a Responses function call
  * ```ts
+ * import { assert } from "@std/assert";
  * import { toOpenAIFunctionCallOutput } from "./openai.ts";
  * const item = toOpenAIFunctionCallOutput("call_1", { text: "done", isError: false });
- * console.assert(item.type === "function_call_output" && item.output === "done");
+ * assert(item.type === "function_call_output" && item.output === "done");
  * ```
  *
  * @param callId The function call's `call_id`.

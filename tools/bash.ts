@@ -1,0 +1,142 @@
+/**
+ * The `bash` tool: runs a shell command in the runtime.
+ *
+ * @module
+ */
+import type { ToolContext } from "./context.ts";
+import type { Tool } from "./types.ts";
+import { cutMiddle, defineTool, pathError } from "./_shared.ts";
+
+/** The most bytes of each stream the runtime keeps in memory for `bash`. */
+const MAX_OUTPUT_BYTES = 512 * 1024;
+
+/**
+ * Makes the `bash` tool. Its result is stdout; then `STDERR:` and stderr when
+ * not empty; then `Exit code: N` when not 0, or a timed-out notice. Output
+ * over the limit (30 000 characters by default) keeps its start and its end
+ * around a notice. A non-zero exit, a timeout or a cancellation is an error
+ * result.
+ *
+ * @example Running a command on the local runtime
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { createBashTool } from "./bash.ts";
+ * import { createToolContext } from "./context.ts";
+ * import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
+ * await using runtime = new LocalSkillRuntime();
+ * const bash = createBashTool(createToolContext(runtime));
+ * const result = await bash.execute({ command: "echo hi; echo oops >&2; exit 2" });
+ * assert(result.text === "hi\nSTDERR:\noops\nExit code: 2" && result.isError);
+ * ```
+ *
+ * @param context The shared context (runtime, limits).
+ * @returns The tool.
+ */
+export function createBashTool(context: ToolContext): Tool {
+  const { limits, runtime } = context;
+  return defineTool(context, {
+    name: "bash",
+    description:
+      `Runs a bash command in the "${runtime.name}" runtime and returns its output: stdout, then "STDERR:" and stderr when not empty, then the exit code when it is not 0. ` +
+      `Commands run in ${
+        JSON.stringify(runtime.defaultWorkingDirectory)
+      } unless working_directory says otherwise; use a skill's base directory to run its scripts. ` +
+      `The environment configured for the skills is set for every command (do not print it). ` +
+      `Default timeout ${limits.bashDefaultTimeoutMs} ms, at most ${limits.bashMaxTimeoutMs} ms. ` +
+      `Output over ${limits.bashOutputChars} characters is cut in the middle. Each call is a new shell: cd and export do not carry over.`,
+    inputSchema: {
+      type: "object",
+      properties: {
+        command: {
+          type: "string",
+          minLength: 1,
+          description: "The command to run with bash -c.",
+        },
+        timeout: {
+          type: "integer",
+          minimum: 1,
+          maximum: limits.bashMaxTimeoutMs,
+          description:
+            `Timeout in milliseconds (default ${limits.bashDefaultTimeoutMs}, at most ${limits.bashMaxTimeoutMs}).`,
+        },
+        working_directory: {
+          type: "string",
+          minLength: 1,
+          description:
+            "Folder to run in (absolute, or relative to the default working directory).",
+        },
+      },
+      required: ["command"],
+      additionalProperties: false,
+    },
+    async run({ input, signal }) {
+      const command = input.command as string;
+      if (command.trim() === "") {
+        return {
+          text: 'Invalid input: Parameter "command" must not be blank',
+          isError: true,
+        };
+      }
+      const timeoutMs = (input.timeout as number | undefined) ??
+        limits.bashDefaultTimeoutMs;
+      let workingDirectory: string | undefined;
+      if (input.working_directory !== undefined) {
+        const given = input.working_directory as string;
+        workingDirectory = await runtime.fs.resolve(given);
+        const info = await runtime.fs.stat(
+          workingDirectory,
+          signal ? { signal } : {},
+        );
+        if (!info) return pathError("run in", given, "no such folder");
+        if (info.type !== "directory") {
+          return pathError("run in", given, "it is not a folder");
+        }
+      }
+      const result = await runtime.execute({
+        command,
+        timeoutMs,
+        maxOutputBytes: MAX_OUTPUT_BYTES,
+        ...(workingDirectory !== undefined ? { workingDirectory } : {}),
+        ...(signal ? { signal } : {}),
+      });
+      let text = result.stdout;
+      if (result.stdoutTruncated) {
+        text = noteCut(text, "stdout", result.stdoutBytes);
+      }
+      if (result.stderr !== "") {
+        const stderr = result.stderrTruncated
+          ? noteCut(result.stderr, "stderr", result.stderrBytes)
+          : result.stderr;
+        text += `${
+          text === "" || text.endsWith("\n") ? "" : "\n"
+        }STDERR:\n${stderr}`;
+      }
+      const trailer: string[] = [];
+      if (result.timedOut) {
+        trailer.push(
+          `Command timed out after ${timeoutMs} ms and was stopped (with everything it started)`,
+        );
+      } else if (result.aborted) {
+        trailer.push("Cancelled: the command was stopped");
+      } else if (result.exitCode !== 0) {
+        trailer.push(`Exit code: ${result.exitCode}`);
+      }
+      if (trailer.length) {
+        text += `${text === "" || text.endsWith("\n") ? "" : "\n"}${
+          trailer.join("\n")
+        }`;
+      }
+      if (text === "") text = "(no output)";
+      return {
+        text: cutMiddle(text, limits.bashOutputChars),
+        isError: result.timedOut || result.aborted || result.exitCode !== 0,
+      };
+    },
+  });
+}
+
+function noteCut(text: string, stream: string, bytes: number): string {
+  return `${text}${
+    text.endsWith("\n") ? "" : "\n"
+  }[${stream} was ${bytes} bytes; its middle was dropped]\n`;
+}

@@ -1,0 +1,200 @@
+import {
+  assert,
+  assertEquals,
+  assertFalse,
+  assertStringIncludes,
+} from "../_internal/assert.ts";
+import { SkillRuntimeConfig } from "../runtimes/config.ts";
+import { loadSkills } from "../skill/load.ts";
+import { createBashTool } from "./bash.ts";
+import {
+  conversationContext,
+  plainContext,
+  tempDir,
+  writeSkill,
+} from "./_testing.ts";
+
+Deno.test("bash returns stdout alone when the command succeeds quietly", async () => {
+  await using dir = await tempDir();
+  const { context } = plainContext(dir.path);
+  const bash = createBashTool(context);
+  assertEquals(await bash.execute({ command: "echo hello" }), {
+    text: "hello\n",
+    isError: false,
+  });
+});
+
+Deno.test("bash adds STDERR: and the exit code when not 0", async () => {
+  await using dir = await tempDir();
+  const bash = createBashTool(plainContext(dir.path).context);
+  assertEquals(
+    await bash.execute({ command: "echo out; echo err >&2; exit 3" }),
+    { text: "out\nSTDERR:\nerr\nExit code: 3", isError: true },
+  );
+  assertEquals(
+    await bash.execute({ command: "printf out; printf err >&2" }),
+    { text: "out\nSTDERR:\nerr", isError: false },
+  );
+  assertEquals(await bash.execute({ command: "exit 1" }), {
+    text: "Exit code: 1",
+    isError: true,
+  });
+});
+
+Deno.test("bash says when there is no output", async () => {
+  await using dir = await tempDir();
+  const bash = createBashTool(plainContext(dir.path).context);
+  assertEquals(await bash.execute({ command: "true" }), {
+    text: "(no output)",
+    isError: false,
+  });
+});
+
+Deno.test("bash reports a timeout and stops the command", async () => {
+  await using dir = await tempDir();
+  const bash = createBashTool(plainContext(dir.path).context);
+  const started = Date.now();
+  const result = await bash.execute({
+    command: "echo begun; sleep 20",
+    timeout: 500,
+  });
+  assert(Date.now() - started < 15_000);
+  assertEquals(result, {
+    text:
+      "begun\nCommand timed out after 500 ms and was stopped (with everything it started)",
+    isError: true,
+  });
+});
+
+Deno.test("bash cuts long output in the middle, keeping the start and the end", async () => {
+  await using dir = await tempDir();
+  const bash = createBashTool(plainContext(dir.path).context);
+  const result = await bash.execute({
+    command:
+      "printf 'S%.0s' $(seq 1 20000); printf 'M%.0s' $(seq 1 40000); printf 'E%.0s' $(seq 1 20000)",
+  });
+  assertFalse(result.isError);
+  assert(
+    result.text.startsWith(
+      "S".repeat(15_000) + "\n\n[... 50000 characters omitted",
+    ),
+  );
+  assertStringIncludes(
+    result.text,
+    "[... 50000 characters omitted: the output has 80000 characters; the first 15000 and the last 15000 are shown ...]",
+  );
+  assert(result.text.endsWith("\n\n" + "E".repeat(15_000)));
+  assert(result.text.length < 30_200);
+});
+
+Deno.test("bash runs in the default working directory or a relative working_directory", async () => {
+  await using dir = await tempDir();
+  await Deno.mkdir(`${dir.path}/sub dir`);
+  const bash = createBashTool(plainContext(dir.path).context);
+  assertEquals((await bash.execute({ command: "pwd" })).text, `${dir.path}\n`);
+  assertEquals(
+    (await bash.execute({ command: "pwd", working_directory: "sub dir" })).text,
+    `${dir.path}/sub dir\n`,
+  );
+});
+
+Deno.test("bash refuses a working_directory that is missing or a file", async () => {
+  await using dir = await tempDir();
+  await Deno.writeTextFile(`${dir.path}/f.txt`, "x");
+  const bash = createBashTool(plainContext(dir.path).context);
+  assertEquals(
+    await bash.execute({ command: "pwd", working_directory: "nope" }),
+    {
+      text: 'Cannot run in "nope": no such folder',
+      isError: true,
+    },
+  );
+  assertEquals(
+    await bash.execute({ command: "pwd", working_directory: "f.txt" }),
+    {
+      text: 'Cannot run in "f.txt": it is not a folder',
+      isError: true,
+    },
+  );
+});
+
+Deno.test("bash validates its input", async () => {
+  await using dir = await tempDir();
+  const bash = createBashTool(plainContext(dir.path).context);
+  assertEquals(await bash.execute({ command: "ls", timeout: 600_001 }), {
+    text:
+      'Invalid input: Parameter "timeout" must be at most 600000, got 600001',
+    isError: true,
+  });
+  assertEquals(await bash.execute({ cmd: "ls" }), {
+    text:
+      'Invalid input:\n- Unknown parameter "cmd": expected one of command, timeout, working_directory\n- Missing required parameter "command"',
+    isError: true,
+  });
+  assertEquals(await bash.execute({ command: "  " }), {
+    text: 'Invalid input: Parameter "command" must not be blank',
+    isError: true,
+  });
+});
+
+Deno.test("bash keeps configured secrets out of its output", async () => {
+  await using dir = await tempDir();
+  await writeSkill(`${dir.path}/skills`, "api");
+  const { skills } = await loadSkills(`${dir.path}/skills`);
+  const config = new SkillRuntimeConfig({
+    env: { API_KEY: "sk-live-0123456789" },
+  });
+  const { context } = plainContext(dir.path, {
+    skills,
+    configs: new Map([["api", config]]),
+  });
+  await context.preparer.prepare(skills[0]!);
+  const bash = createBashTool(context);
+  const result = await bash.execute({
+    command: 'echo "key=$API_KEY"; echo "$API_KEY" >&2; exit 2',
+  });
+  assertEquals(result, {
+    text: "key=[redacted]\nSTDERR:\n[redacted]\nExit code: 2",
+    isError: true,
+  });
+  // Even before the skill is prepared, a configured value never comes back.
+  const fresh = plainContext(dir.path, {
+    skills,
+    configs: new Map([["api", config]]),
+  });
+  const echoed = await createBashTool(fresh.context).execute({
+    command: "echo sk-live-0123456789",
+  });
+  assertEquals(echoed.text, "[redacted]\n");
+});
+
+Deno.test("bash stops when the caller aborts", async () => {
+  await using dir = await tempDir();
+  const bash = createBashTool(plainContext(dir.path).context);
+  const controller = new AbortController();
+  setTimeout(() => controller.abort(), 300);
+  const result = await bash.execute({ command: "sleep 20" }, {
+    signal: controller.signal,
+  });
+  assertEquals(result.isError, true);
+  assertStringIncludes(result.text, "Cancelled");
+});
+
+Deno.test("bash in a conversation runs in the workspace and refuses an outside working_directory", async () => {
+  await using dir = await tempDir();
+  const { context, workspace } = await conversationContext(dir.path);
+  const bash = createBashTool(context);
+  assertEquals((await bash.execute({ command: "pwd" })).text, `${workspace}\n`);
+  const outside = await bash.execute({
+    command: "pwd",
+    working_directory: "/",
+  });
+  assertEquals(outside.isError, true);
+  assertStringIncludes(outside.text, "outside the workspace");
+  const escape = await bash.execute({
+    command: "pwd",
+    working_directory: "../..",
+  });
+  assertEquals(escape.isError, true);
+  assertStringIncludes(escape.text, "outside the workspace");
+});

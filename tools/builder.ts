@@ -1,0 +1,580 @@
+/**
+ * The tools builder: from skill folders, per-skill configurations and a
+ * runtime, the model-facing tool set. Building discovers and validates;
+ * it prepares nothing.
+ *
+ * @module
+ */
+import {
+  SkillRuntimeConfig,
+  type SkillRuntimeConfigOptions,
+} from "../runtimes/config.ts";
+import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
+import type { SkillRuntime } from "../runtimes/types.ts";
+import type { FormatCatalogOptions } from "../skill/catalog.ts";
+import {
+  loadSkills,
+  type LoadSkillsOptions,
+  selectSkills,
+} from "../skill/load.ts";
+import type { Skill } from "../skill/types.ts";
+import { createBashTool } from "./bash.ts";
+import {
+  createToolContext,
+  type FilePublisher,
+  type ToolContext,
+  type ToolLimits,
+} from "./context.ts";
+import { createEditTool } from "./edit.ts";
+import { createGlobTool } from "./glob.ts";
+import { createGrepTool } from "./grep.ts";
+import { createLsTool } from "./ls.ts";
+import { createPublishFileTool } from "./publish_file.ts";
+import { createReadTool } from "./read.ts";
+import { createSkillTool, type SkillDescription } from "./skill_tool.ts";
+import type { Tool } from "./types.ts";
+import { createWriteTool } from "./write.ts";
+
+/** The names of the tools, in the order they are built. */
+export const TOOL_NAMES = [
+  "skill",
+  "bash",
+  "read",
+  "write",
+  "edit",
+  "ls",
+  "glob",
+  "grep",
+  "publish_file",
+] as const;
+
+/** The name of one tool. */
+export type ToolName = typeof TOOL_NAMES[number];
+
+/** A folder of skills (or one skill folder), optionally narrowed to some names. */
+export interface SkillSource {
+  /** A skill folder, or a folder searched for skill folders. */
+  readonly root: string;
+  /** The skills to keep from this root (trimmed, case-sensitive); default all. */
+  readonly names?: readonly string[];
+}
+
+/** Where skills come from: root paths, sources with names, or loaded skills. */
+export type SkillsInput =
+  | string
+  | SkillSource
+  | readonly (string | SkillSource | Skill)[];
+
+/** A configuration as given: built, or the options to build one. */
+export type SkillRuntimeConfigInput =
+  | SkillRuntimeConfig
+  | SkillRuntimeConfigOptions;
+
+/** Configurations by skill name: a record, a map, or a list of entries. */
+export type SkillConfigsInput =
+  | Readonly<Record<string, SkillRuntimeConfigInput>>
+  | ReadonlyMap<string, SkillRuntimeConfigInput>
+  | readonly (readonly [string, SkillRuntimeConfigInput])[];
+
+/** Options of {@linkcode buildSkillTools}. */
+export interface BuildSkillToolsOptions {
+  /**
+   * Where the skills come from: a root path (a skill folder or a folder of
+   * skills), `{ root, names }`, loaded {@linkcode Skill} objects, or a list
+   * mixing them. Default none (then there is no `skill` tool).
+   */
+  readonly skills?: SkillsInput;
+  /** Keep only these skills (trimmed, case-sensitive), in this order. */
+  readonly names?: readonly string[];
+  /**
+   * The runtime configuration of each skill, by name (trimmed,
+   * case-sensitive). A name given twice (e.g. `"pdf"` and `" pdf "`): the
+   * later replaces the earlier.
+   */
+  readonly configs?: SkillConfigsInput;
+  /** Where skills are prepared and tools run. Default a plain local runtime. */
+  readonly runtime?: SkillRuntime;
+  /** Where `publish_file` sends files; without it there is no `publish_file` tool. */
+  readonly publisher?: FilePublisher;
+  /** The `skill` tool's description: a `{catalog}` template or a function. */
+  readonly skillDescription?: SkillDescription;
+  /** How the catalog is formatted (size budget, locations shown). */
+  readonly catalog?: FormatCatalogOptions;
+  /** How skill folders are searched (depth, folder cap, ignored names). */
+  readonly load?: Omit<LoadSkillsOptions, "signal">;
+  /** Limits of the tools. */
+  readonly limits?: Partial<ToolLimits>;
+  /** Which tools to build (default all that apply). */
+  readonly tools?: readonly ToolName[];
+  /** Stops loading the skills. */
+  readonly signal?: AbortSignal;
+}
+
+/** What {@linkcode buildSkillTools} returns. */
+export interface SkillTools extends AsyncDisposable {
+  /** The tools, in the order of {@linkcode TOOL_NAMES}. */
+  readonly tools: readonly Tool[];
+  /** The skills offered, in catalog order. */
+  readonly skills: readonly Skill[];
+  /** The runtime the tools use. */
+  readonly runtime: SkillRuntime;
+  /** What loading skipped or noticed (skills skipped, duplicate names...). */
+  readonly warnings: readonly string[];
+  /** What the tools share (preparation state, limits). */
+  readonly context: ToolContext;
+  /**
+   * Finds a tool by name.
+   *
+   * @param name The tool's name.
+   * @returns The tool, or `undefined`.
+   */
+  tool(name: string): Tool | undefined;
+  /**
+   * Closes the runtime when the builder created it (an application's own
+   * runtime stays open: close it yourself). Idempotent.
+   */
+  close(): Promise<void>;
+}
+
+/**
+ * Builds the model-facing tools: `skill` (when there are skills), `bash`,
+ * `read`, `write`, `edit`, `ls`, `glob`, `grep`, and `publish_file` (when a
+ * publisher is given).
+ *
+ * Building loads the skills leniently, selects the names asked for, checks
+ * every configuration against the selected skills, and prepares nothing: the
+ * first `skill` call for a skill prepares it.
+ *
+ * Needs `--allow-read` of the skill roots. The tools need what the runtime
+ * needs (for the local runtime: read/write of the paths used, `--allow-run`).
+ *
+ * @example Tools for a folder of skills, with a configuration
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { buildSkillTools } from "./builder.ts";
+ * import { SkillRuntimeConfig } from "../runtimes/config.ts";
+ * const root = await Deno.makeTempDir();
+ * await Deno.mkdir(`${root}/greet`);
+ * await Deno.writeTextFile(
+ *   `${root}/greet/SKILL.md`,
+ *   "---\nname: greet\ndescription: Greets the user.\n---\nRun `echo hello`.\n",
+ * );
+ * await using set = await buildSkillTools({
+ *   skills: root,
+ *   configs: { greet: new SkillRuntimeConfig({ env: { GREETING: "hi" } }) },
+ * });
+ * assert(set.tools[0]?.name === "skill");
+ * const result = await set.tool("skill")!.execute({ name: "greet" });
+ * assert(result.text.includes("Run `echo hello`."));
+ * await Deno.remove(root, { recursive: true });
+ * ```
+ *
+ * @param options Skills, names, configurations, runtime, publisher, description.
+ * @returns The tool set.
+ * @throws {TypeError} An option has the wrong type, a configuration name is
+ * blank, a configuration is missing or invalid, or a skill name is selected twice.
+ * @throws {RangeError} A selected name or a configuration's name matches no skill.
+ * @throws {Deno.errors.NotFound} A skill root does not exist.
+ */
+export async function buildSkillTools(
+  options: BuildSkillToolsOptions = {},
+): Promise<SkillTools> {
+  if (options === null || typeof options !== "object") {
+    throw new TypeError(`Cannot build the tools: options must be an object`);
+  }
+  checkRuntime(options.runtime);
+  checkPublisher(options.publisher);
+  const wanted = checkToolNames(options.tools);
+  const { skills, warnings } = await gatherSkills(options);
+  const configs = bindConfigs(skills, options.configs);
+
+  const owned = options.runtime === undefined;
+  const runtime = options.runtime ?? new LocalSkillRuntime();
+  const context = createToolContext(runtime, {
+    skills,
+    configs,
+    ...(options.limits ? { limits: options.limits } : {}),
+    ...(options.publisher ? { publisher: options.publisher } : {}),
+  });
+  const factories: Record<ToolName, () => Tool | undefined> = {
+    skill: () =>
+      createSkillTool(context, {
+        ...(options.skillDescription !== undefined
+          ? { description: options.skillDescription }
+          : {}),
+        ...(options.catalog ? { catalog: options.catalog } : {}),
+        toolNames: TOOL_NAMES.filter((name) =>
+          name !== "skill" && wanted.has(name) &&
+          (name !== "publish_file" || options.publisher)
+        ),
+      }),
+    bash: () => createBashTool(context),
+    read: () => createReadTool(context),
+    write: () => createWriteTool(context),
+    edit: () => createEditTool(context),
+    ls: () => createLsTool(context),
+    glob: () => createGlobTool(context),
+    grep: () => createGrepTool(context),
+    publish_file: () => createPublishFileTool(context),
+  };
+  const tools: Tool[] = [];
+  for (const name of TOOL_NAMES) {
+    if (!wanted.has(name)) continue;
+    const tool = factories[name]();
+    if (tool) tools.push(tool);
+  }
+  Object.freeze(tools);
+
+  let closed: Promise<void> | undefined;
+  const close = (): Promise<void> => {
+    closed ??= owned ? runtime.close() : Promise.resolve();
+    return closed;
+  };
+  return Object.freeze({
+    tools,
+    skills,
+    runtime,
+    warnings,
+    context,
+    tool: (name: string) => tools.find((tool) => tool.name === name),
+    close,
+    [Symbol.asyncDispose]: close,
+  });
+}
+
+function checkRuntime(runtime: unknown): void {
+  if (runtime === undefined) return;
+  const r = runtime as Partial<SkillRuntime> | null;
+  if (
+    r === null || typeof r !== "object" || typeof r.prepare !== "function" ||
+    typeof r.execute !== "function" || typeof r.environment !== "function" ||
+    typeof r.fs !== "object" || r.fs === null
+  ) {
+    throw new TypeError(
+      `Cannot build the tools: runtime must implement SkillRuntime (name, prepare, execute, fs, environment, close)`,
+    );
+  }
+}
+
+function checkPublisher(publisher: unknown): void {
+  if (publisher === undefined) return;
+  const p = publisher as Partial<FilePublisher> | null;
+  if (p === null || typeof p !== "object" || typeof p.publish !== "function") {
+    throw new TypeError(
+      `Cannot build the tools: publisher must have a publish() method`,
+    );
+  }
+}
+
+function checkToolNames(names: readonly ToolName[] | undefined): Set<string> {
+  if (names === undefined) return new Set(TOOL_NAMES);
+  if (!Array.isArray(names)) {
+    throw new TypeError(
+      `Cannot build the tools: tools must be a list of names`,
+    );
+  }
+  for (const name of names) {
+    if (!(TOOL_NAMES as readonly unknown[]).includes(name)) {
+      throw new RangeError(
+        `Cannot build tool ${JSON.stringify(name)}: no such tool (available: ${
+          TOOL_NAMES.join(", ")
+        })`,
+      );
+    }
+  }
+  return new Set(names);
+}
+
+function isSkill(value: unknown): value is Skill {
+  const v = value as Partial<Skill> | null;
+  return v !== null && typeof v === "object" && typeof v.name === "string" &&
+    typeof v.basePath === "string" && typeof v.instructions === "string";
+}
+
+async function gatherSkills(
+  options: BuildSkillToolsOptions,
+): Promise<{ skills: readonly Skill[]; warnings: readonly string[] }> {
+  const input = options.skills;
+  const items = input === undefined
+    ? []
+    : typeof input === "string" || !Array.isArray(input)
+    ? [input as string | SkillSource]
+    : input as readonly (string | SkillSource | Skill)[];
+  const warnings: string[] = [];
+  const byName = new Map<string, Skill>();
+  const add = (skill: Skill) => {
+    const first = byName.get(skill.name);
+    if (!first) byName.set(skill.name, skill);
+    else if (first !== skill) {
+      warnings.push(
+        `Skipped "${skill.location}": the skill name "${skill.name}" is already used by "${first.location}"`,
+      );
+    }
+  };
+  const loadOptions: LoadSkillsOptions = {
+    ...options.load,
+    ...(options.signal ? { signal: options.signal } : {}),
+  };
+  // Consecutive plain roots load together, so loadSkills sees them all at once.
+  let roots: string[] = [];
+  const flush = async () => {
+    if (roots.length === 0) return;
+    const loaded = await loadSkills(roots, loadOptions);
+    warnings.push(...loaded.warnings);
+    loaded.skills.forEach(add);
+    roots = [];
+  };
+  for (const item of items) {
+    if (typeof item === "string") {
+      roots.push(item);
+    } else if (isSkill(item)) {
+      await flush();
+      add(item);
+    } else if (
+      item !== null && typeof item === "object" &&
+      typeof (item as SkillSource).root === "string"
+    ) {
+      await flush();
+      const source = item as SkillSource;
+      const loaded = await loadSkills(source.root, loadOptions);
+      warnings.push(...loaded.warnings);
+      const picked = source.names === undefined
+        ? loaded.skills
+        : selectSkills(loaded.skills, source.names);
+      picked.forEach(add);
+    } else {
+      throw new TypeError(
+        `Cannot build the tools: each skills entry must be a path, { root, names } or a loaded skill`,
+      );
+    }
+  }
+  await flush();
+  let skills = [...byName.values()];
+  if (options.names !== undefined) skills = selectSkills(skills, options.names);
+  skills.sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+  return {
+    skills: Object.freeze(skills),
+    warnings: Object.freeze(warnings),
+  };
+}
+
+function bindConfigs(
+  skills: readonly Skill[],
+  input: SkillConfigsInput | undefined,
+): Map<string, SkillRuntimeConfig> {
+  const bound = new Map<string, SkillRuntimeConfig>();
+  if (input === undefined) return bound;
+  let entries: (readonly [unknown, unknown])[];
+  if (Array.isArray(input)) entries = input;
+  else if (input instanceof Map) entries = [...input.entries()];
+  else if (input !== null && typeof input === "object") {
+    entries = Object.entries(input);
+  } else {
+    throw new TypeError(
+      `Cannot bind configurations: configs must be a record, a map or a list of [name, config] entries`,
+    );
+  }
+  const names = new Set(skills.map((skill) => skill.name));
+  for (const entry of entries) {
+    if (!Array.isArray(entry) || entry.length !== 2) {
+      throw new TypeError(
+        `Cannot bind configurations: each entry must be a [name, config] pair`,
+      );
+    }
+    const [rawName, config] = entry;
+    if (typeof rawName !== "string") {
+      throw new TypeError(
+        `Cannot bind a configuration: the skill name must be a string, got ${typeof rawName}`,
+      );
+    }
+    const name = rawName.trim();
+    if (name === "") {
+      throw new TypeError(
+        `Cannot bind a configuration to skill ${
+          JSON.stringify(rawName)
+        }: the name is blank`,
+      );
+    }
+    if (!names.has(name)) {
+      const available = [...names].sort().map((n) => `"${n}"`).join(", ");
+      throw new RangeError(
+        `Cannot bind a configuration to skill "${name}": no such skill (available: ${
+          available || "none"
+        })`,
+      );
+    }
+    bound.set(name, toConfig(name, config));
+  }
+  return bound;
+}
+
+function toConfig(name: string, config: unknown): SkillRuntimeConfig {
+  if (config instanceof SkillRuntimeConfig) return config;
+  if (config === null || config === undefined) {
+    throw new TypeError(
+      `Cannot bind a configuration to skill "${name}": the configuration is missing`,
+    );
+  }
+  if (typeof config !== "object" || Array.isArray(config)) {
+    throw new TypeError(
+      `Cannot bind a configuration to skill "${name}": expected a SkillRuntimeConfig, got ${
+        Array.isArray(config) ? "an array" : typeof config
+      }`,
+    );
+  }
+  const known = new Set(["env", "bootstrap"]);
+  for (const key of Object.keys(config)) {
+    if (!known.has(key)) {
+      throw new TypeError(
+        `Cannot bind a configuration to skill "${name}": unknown field "${key}" (expected env, bootstrap)`,
+      );
+    }
+  }
+  try {
+    return new SkillRuntimeConfig(config as SkillRuntimeConfigOptions);
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    throw new TypeError(
+      `Cannot bind a configuration to skill "${name}": ${message}`,
+      { cause: error },
+    );
+  }
+}
+
+/**
+ * A fluent builder with the shape of the original Java `SkillsTool.builder()`.
+ * Each call records its arguments; {@linkcode SkillToolsBuilder.build} does the
+ * work of {@linkcode buildSkillTools}.
+ *
+ * @example The Java-style chain
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { SkillToolsBuilder } from "./builder.ts";
+ * import { SkillRuntimeConfig } from "../runtimes/config.ts";
+ * const root = await Deno.makeTempDir();
+ * await Deno.mkdir(`${root}/report`);
+ * await Deno.writeTextFile(
+ *   `${root}/report/SKILL.md`,
+ *   "---\nname: report\ndescription: Makes reports.\n---\nUse scripts/make.sh.\n",
+ * );
+ * const config = SkillRuntimeConfig.builder().env("REPORT_FORMAT", "pdf").build();
+ * await using set = await new SkillToolsBuilder()
+ *   .addSkillsDirectory(root, "report")
+ *   .skillRuntimeConfig("report", config)
+ *   .build();
+ * assert(set.tools.map((t) => t.name).join() ===
+ *   "skill,bash,read,write,edit,ls,glob,grep");
+ * await Deno.remove(root, { recursive: true });
+ * ```
+ */
+export class SkillToolsBuilder {
+  #skills: (string | SkillSource | Skill)[] = [];
+  #configs: [string, SkillRuntimeConfigInput][] = [];
+  #options: Omit<BuildSkillToolsOptions, "skills" | "configs"> = {};
+
+  /**
+   * Adds a skill folder or a folder of skills (`addSkillsDirectory` in Java).
+   *
+   * @param root The folder.
+   * @param names The skills to keep from it (default all).
+   * @returns This builder.
+   */
+  addSkillsDirectory(root: string, ...names: string[]): this {
+    this.#skills.push(names.length ? { root, names } : root);
+    return this;
+  }
+
+  /**
+   * Adds skills already loaded.
+   *
+   * @param skills The skills.
+   * @returns This builder.
+   */
+  addSkills(...skills: Skill[]): this {
+    this.#skills.push(...skills);
+    return this;
+  }
+
+  /**
+   * Binds a configuration to a skill by name; the same name again replaces it.
+   *
+   * @param name The skill's name (trimmed, case-sensitive).
+   * @param config The configuration.
+   * @returns This builder.
+   */
+  skillRuntimeConfig(name: string, config: SkillRuntimeConfigInput): this {
+    this.#configs.push([name, config]);
+    return this;
+  }
+
+  /**
+   * Sets the runtime (default a plain local runtime).
+   *
+   * @param runtime The runtime.
+   * @returns This builder.
+   */
+  runtime(runtime: SkillRuntime): this {
+    this.#options = { ...this.#options, runtime };
+    return this;
+  }
+
+  /**
+   * Sets the publisher of the `publish_file` tool.
+   *
+   * @param publisher The publisher.
+   * @returns This builder.
+   */
+  filePublisher(publisher: FilePublisher): this {
+    this.#options = { ...this.#options, publisher };
+    return this;
+  }
+
+  /**
+   * Sets the `skill` tool's description (a `{catalog}` template or a function).
+   *
+   * @param description The description.
+   * @returns This builder.
+   */
+  skillDescription(description: SkillDescription): this {
+    this.#options = { ...this.#options, skillDescription: description };
+    return this;
+  }
+
+  /**
+   * Sets any other option of {@linkcode buildSkillTools}.
+   *
+   * @param options The options.
+   * @returns This builder.
+   */
+  options(options: Omit<BuildSkillToolsOptions, "skills" | "configs">): this {
+    this.#options = { ...this.#options, ...options };
+    return this;
+  }
+
+  /**
+   * Builds the tool set (prepares nothing).
+   *
+   * @returns The tool set.
+   * @throws {TypeError} See {@linkcode buildSkillTools}.
+   * @throws {RangeError} See {@linkcode buildSkillTools}.
+   */
+  build(): Promise<SkillTools> {
+    return buildSkillTools({
+      ...this.#options,
+      skills: [...this.#skills],
+      configs: [...this.#configs],
+    });
+  }
+
+  /**
+   * Builds and returns only the tools (`buildTools()` in Java). The runtime
+   * stays open: pass your own runtime to close it when done.
+   *
+   * @returns The tools.
+   * @throws {TypeError} See {@linkcode buildSkillTools}.
+   * @throws {RangeError} See {@linkcode buildSkillTools}.
+   */
+  async buildTools(): Promise<readonly Tool[]> {
+    return (await this.build()).tools;
+  }
+}

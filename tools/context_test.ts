@@ -1,0 +1,84 @@
+import {
+  assert,
+  assertEquals,
+  assertFalse,
+  assertRejects,
+  assertThrows,
+} from "../_internal/assert.ts";
+import { SkillRuntimeConfig } from "../runtimes/config.ts";
+import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
+import { loadSkills } from "../skill/load.ts";
+import {
+  createToolContext,
+  DEFAULT_TOOL_LIMITS,
+  SkillPreparer,
+} from "./context.ts";
+import { tempDir, writeSkill } from "./_testing.ts";
+
+Deno.test("createToolContext() merges limits and refuses bad ones", () => {
+  const runtime = new LocalSkillRuntime();
+  const context = createToolContext(runtime, {
+    limits: { grepOutputChars: 10 },
+  });
+  assertEquals(context.limits, { ...DEFAULT_TOOL_LIMITS, grepOutputChars: 10 });
+  assertThrows(
+    () => createToolContext(runtime, { limits: { readMaxBytes: 0 } }),
+    RangeError,
+    'Cannot use limit "readMaxBytes": expected a positive integer, got 0',
+  );
+});
+
+Deno.test("the context's secrets hold every configuration's values", async () => {
+  const runtime = new LocalSkillRuntime();
+  const config = new SkillRuntimeConfig({ env: { TOKEN: "tok-123456" } });
+  const context = createToolContext(runtime, {
+    configs: new Map([["x", config]]),
+  });
+  assert(context.secrets().includes("tok-123456"));
+  await runtime.close();
+});
+
+Deno.test("SkillPreparer: a waiter that aborts leaves, the others still get the skill", async () => {
+  await using dir = await tempDir();
+  const folder = await writeSkill(dir.path, "slow");
+  const { skills } = await loadSkills(dir.path);
+  const runtime = new LocalSkillRuntime({ cwd: dir.path });
+  const config = new SkillRuntimeConfig({
+    bootstrap: ["sleep 0.6; echo done >> runs.log"],
+  });
+  const preparer = new SkillPreparer(runtime, new Map([["slow", config]]));
+  const controller = new AbortController();
+  const leaving = preparer.prepare(skills[0]!, { signal: controller.signal });
+  const staying = preparer.prepare(skills[0]!);
+  setTimeout(() => controller.abort(), 100);
+  await assertRejects(() => leaving);
+  const prepared = await staying;
+  assertEquals(prepared.basePath, folder);
+  assertEquals(await Deno.readTextFile(`${folder}/runs.log`), "done\n");
+  assert(preparer.isPrepared("slow"));
+  await runtime.close();
+});
+
+Deno.test("SkillPreparer: when every waiter aborts, the preparation stops and is not cached", async () => {
+  await using dir = await tempDir();
+  const folder = await writeSkill(dir.path, "slow");
+  const { skills } = await loadSkills(dir.path);
+  const runtime = new LocalSkillRuntime({ cwd: dir.path });
+  const config = new SkillRuntimeConfig({
+    bootstrap: ["sleep 2; echo done >> runs.log"],
+  });
+  const preparer = new SkillPreparer(runtime, new Map([["slow", config]]));
+  const controller = new AbortController();
+  const started = Date.now();
+  const waiting = preparer.prepare(skills[0]!, { signal: controller.signal });
+  setTimeout(() => controller.abort(), 200);
+  await assertRejects(() => waiting);
+  assertFalse(preparer.isPrepared("slow"));
+  assert(Date.now() - started < 1_500);
+  // The bootstrap was stopped: nothing is written once its sleep would be over.
+  await new Promise((resolve) =>
+    setTimeout(resolve, 2_500 - (Date.now() - started))
+  );
+  assertEquals(await Deno.stat(`${folder}/runs.log`).catch(() => null), null);
+  await runtime.close();
+});

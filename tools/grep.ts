@@ -1,0 +1,187 @@
+/**
+ * The `grep` tool: searches file contents with a regular expression,
+ * ripgrep-like.
+ *
+ * @module
+ */
+import type { ToolContext } from "./context.ts";
+import type { Tool } from "./types.ts";
+import type { GrepOutputMode } from "./search/types.ts";
+import { formatGrepResult } from "./search/format.ts";
+import { defineTool, errorResult, okResult, pathError } from "./_shared.ts";
+import { engineOf } from "./_search.ts";
+
+/**
+ * Makes the `grep` tool, a thin wrapper over the search engine (ripgrep when
+ * present, else a TypeScript engine with the same answers). Output modes:
+ * `files_with_matches` (default: matching files, one per line), `count`
+ * (`path:count`), `content` (ripgrep's format: `path:line:text` for matches,
+ * `path-line-text` for context lines, `--` between separate groups). Binary
+ * files and heavy folders below the searched folder are skipped. `head_limit`
+ * and `offset` page through the entries; the output is capped at
+ * `limits.grepOutputChars` (100 000) with a notice; a bad regular expression
+ * is a clear error.
+ *
+ * @example Files that mention TODO
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { createGrepTool } from "./grep.ts";
+ * import { createToolContext } from "./context.ts";
+ * import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
+ * const dir = await Deno.makeTempDir();
+ * await Deno.writeTextFile(`${dir}/a.ts`, "// TODO: test\n");
+ * await using runtime = new LocalSkillRuntime({ cwd: dir });
+ * const grep = createGrepTool(createToolContext(runtime));
+ * const result = await grep.execute({ pattern: "TODO", glob: "*.ts", output_mode: "content" });
+ * assert(result.text.endsWith("/a.ts:1:// TODO: test"));
+ * await Deno.remove(dir, { recursive: true });
+ * ```
+ *
+ * @param context The shared context (runtime, limits).
+ * @returns The tool.
+ */
+export function createGrepTool(context: ToolContext): Tool {
+  const { limits, runtime } = context;
+  return defineTool(context, {
+    name: "grep",
+    description:
+      `Searches file contents in the "${runtime.name}" runtime with a regular expression (ripgrep syntax, e.g. "log.*Error", "function\\s+\\w+"). ` +
+      `output_mode: "files_with_matches" (default) lists matching files, "count" gives matching lines per file, "content" shows matching lines (path:line:text) with optional context lines. ` +
+      `Filter files with glob (e.g. "*.{ts,tsx}") or type (e.g. "py"). Binary files and folders such as node_modules and .git are skipped. ` +
+      `path defaults to ${
+        JSON.stringify(runtime.defaultWorkingDirectory)
+      }. Page through long results with head_limit and offset; output over ${limits.grepOutputChars} characters is cut.`,
+    inputSchema: {
+      type: "object",
+      properties: {
+        pattern: {
+          type: "string",
+          minLength: 1,
+          description: "The regular expression to search for.",
+        },
+        path: {
+          type: "string",
+          minLength: 1,
+          description:
+            "The file or folder to search (default: the default working directory).",
+        },
+        glob: {
+          type: "string",
+          minLength: 1,
+          description:
+            'Only files matching this glob, e.g. "*.md" or "src/**/*.ts"; a leading ! excludes.',
+        },
+        type: {
+          type: "string",
+          minLength: 1,
+          description:
+            'Only files of this type, e.g. "ts", "py", "md", "json".',
+        },
+        output_mode: {
+          type: "string",
+          enum: ["files_with_matches", "content", "count"],
+          description: 'What to show (default "files_with_matches").',
+        },
+        context_before: {
+          type: "integer",
+          minimum: 0,
+          maximum: 100,
+          description:
+            'Lines to show before each match (output_mode "content").',
+        },
+        context_after: {
+          type: "integer",
+          minimum: 0,
+          maximum: 100,
+          description:
+            'Lines to show after each match (output_mode "content").',
+        },
+        context: {
+          type: "integer",
+          minimum: 0,
+          maximum: 100,
+          description:
+            'Lines to show before and after each match (output_mode "content").',
+        },
+        line_numbers: {
+          type: "boolean",
+          description:
+            'Show line numbers (output_mode "content"; default true).',
+        },
+        case_insensitive: {
+          type: "boolean",
+          description: "Ignore letter case (default false).",
+        },
+        multiline: {
+          type: "boolean",
+          description:
+            "Let a match span lines; . then matches line ends (default false).",
+        },
+        head_limit: {
+          type: "integer",
+          minimum: 1,
+          description:
+            "Show at most this many entries (lines, files or counts).",
+        },
+        offset: {
+          type: "integer",
+          minimum: 0,
+          description: "Skip this many entries first (default 0).",
+        },
+      },
+      required: ["pattern"],
+      additionalProperties: false,
+    },
+    async run({ input, signal }) {
+      const pattern = input.pattern as string;
+      const given = (input.path as string | undefined) ?? ".";
+      const mode = (input.output_mode as GrepOutputMode | undefined) ??
+        "files_with_matches";
+      const contextKeys = ["context_before", "context_after", "context"]
+        .filter((key) => input[key] !== undefined);
+      if (mode !== "content" && contextKeys.length > 0) {
+        return errorResult(
+          `Invalid input: ${
+            contextKeys.map((k) => `"${k}"`).join(", ")
+          } only apply to output_mode "content"`,
+        );
+      }
+      const path = await runtime.fs.resolve(given);
+      const options = signal ? { signal } : {};
+      const info = await runtime.fs.stat(path, options);
+      if (!info) return pathError("search", given, "no such file or folder");
+      const result = await engineOf(context).grep({
+        pattern,
+        path,
+        outputMode: mode,
+        maxOutputChars: limits.grepOutputChars,
+        ...optional("glob", input.glob as string | undefined),
+        ...optional("type", input.type as string | undefined),
+        ...optional("before", input.context_before as number | undefined),
+        ...optional("after", input.context_after as number | undefined),
+        ...optional("context", input.context as number | undefined),
+        ...optional(
+          "caseInsensitive",
+          input.case_insensitive as boolean | undefined,
+        ),
+        ...optional("multiline", input.multiline as boolean | undefined),
+        ...optional("headLimit", input.head_limit as number | undefined),
+        ...optional("offset", input.offset as number | undefined),
+        ...options,
+      });
+      return okResult(
+        formatGrepResult(result, {
+          lineNumbers: (input.line_numbers as boolean | undefined) ?? true,
+          maxChars: limits.grepOutputChars,
+        }),
+      );
+    },
+  });
+}
+
+function optional<K extends string, V>(
+  key: K,
+  value: V | undefined,
+): { [P in K]?: V } {
+  return (value === undefined ? {} : { [key]: value }) as { [P in K]?: V };
+}

@@ -1,0 +1,277 @@
+import {
+  assert,
+  assertEquals,
+  assertStringIncludes,
+} from "../_internal/assert.ts";
+import { createToolContext } from "./context.ts";
+import { createGrepTool } from "./grep.ts";
+import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
+import { makeTree } from "./_tree.ts";
+import {
+  contextWithEngine,
+  conversationContext,
+  tempDir,
+  testEachEngine,
+} from "./_testing.ts";
+
+testEachEngine(
+  "grep lists matching files by default, hidden and unicode included, binary and heavy skipped",
+  async (engine) => {
+    await using dir = await tempDir();
+    await makeTree(dir.path);
+    const grep = createGrepTool(contextWithEngine(dir.path, engine));
+    assertEquals(await grep.execute({ pattern: "TODO" }), {
+      text: [
+        "Found 6 files",
+        `${dir.path}/.hidden.txt`,
+        `${dir.path}/my file.md`,
+        `${dir.path}/src/a.ts`,
+        `${dir.path}/src/deep/b22.ts`,
+        `${dir.path}/with space/c.md`,
+        `${dir.path}/技能.txt`,
+      ].join("\n"),
+      isError: false,
+    });
+  },
+);
+
+testEachEngine(
+  "grep shows content with line numbers and context, -- between groups",
+  async (engine) => {
+    await using dir = await tempDir();
+    await makeTree(dir.path);
+    const grep = createGrepTool(contextWithEngine(dir.path, engine));
+    const file = `${dir.path}/my file.md`;
+    assertEquals(
+      (await grep.execute({
+        pattern: "TODO",
+        path: "my file.md",
+        output_mode: "content",
+        context_before: 1,
+      })).text,
+      [
+        `${file}-1-# Title`,
+        `${file}:2:TODO one`,
+        `${file}-3-middle`,
+        `${file}:4:TODO two`,
+        `${file}-5-`,
+        `${file}:6:last TODO`,
+      ].join("\n"),
+    );
+    assertEquals(
+      (await grep.execute({
+        pattern: "TODO",
+        path: "my file.md",
+        output_mode: "content",
+        context_after: 1,
+        line_numbers: false,
+      })).text,
+      [
+        `${file}:TODO one`,
+        `${file}-middle`,
+        `${file}:TODO two`,
+        `${file}-`,
+        `${file}:last TODO`,
+      ].join("\n"),
+    );
+    assertEquals(
+      (await grep.execute({
+        pattern: "^middle$",
+        path: "my file.md",
+        output_mode: "content",
+        context: 1,
+      })).text,
+      [`${file}-2-TODO one`, `${file}:3:middle`, `${file}-4-TODO two`].join(
+        "\n",
+      ),
+    );
+  },
+);
+
+testEachEngine(
+  "grep puts -- between separate groups of lines",
+  async (engine) => {
+    await using dir = await tempDir();
+    await makeTree(dir.path);
+    const grep = createGrepTool(contextWithEngine(dir.path, engine));
+    const file = `${dir.path}/my file.md`;
+    assertEquals(
+      (await grep.execute({
+        pattern: "Title|last",
+        path: file,
+        output_mode: "content",
+        context: 1,
+      })).text,
+      [
+        `${file}:1:# Title`,
+        `${file}-2-TODO one`,
+        "--",
+        `${file}-5-`,
+        `${file}:6:last TODO`,
+      ].join("\n"),
+    );
+  },
+);
+
+testEachEngine("grep counts matching lines per file", async (engine) => {
+  await using dir = await tempDir();
+  await makeTree(dir.path);
+  const grep = createGrepTool(contextWithEngine(dir.path, engine));
+  assertEquals(
+    (await grep.execute({
+      pattern: "TODO",
+      output_mode: "count",
+      glob: "*.md",
+    })).text,
+    [
+      `${dir.path}/my file.md:3`,
+      `${dir.path}/with space/c.md:1`,
+      "",
+      "Found 4 matching lines in 2 files",
+    ].join("\n"),
+  );
+});
+
+testEachEngine("grep pages with head_limit and offset", async (engine) => {
+  await using dir = await tempDir();
+  await makeTree(dir.path);
+  const grep = createGrepTool(contextWithEngine(dir.path, engine));
+  assertEquals(
+    (await grep.execute({ pattern: "TODO", head_limit: 2 })).text,
+    [
+      "Found 6 files",
+      `${dir.path}/.hidden.txt`,
+      `${dir.path}/my file.md`,
+      "",
+      "[Showing entries 1-2 of 6; use offset 2 to see more]",
+    ].join("\n"),
+  );
+  assertEquals(
+    (await grep.execute({ pattern: "TODO", head_limit: 2, offset: 5 })).text,
+    [
+      "Found 6 files",
+      `${dir.path}/技能.txt`,
+      "",
+      "[Showing entries 6-6 of 6]",
+    ].join("\n"),
+  );
+});
+
+testEachEngine(
+  "grep filters by type, ignores case, and spans lines in multiline mode",
+  async (engine) => {
+    await using dir = await tempDir();
+    await makeTree(dir.path);
+    const grep = createGrepTool(contextWithEngine(dir.path, engine));
+    assertEquals(
+      (await grep.execute({
+        pattern: "todo",
+        case_insensitive: true,
+        type: "ts",
+      })).text,
+      ["Found 2 files", `${dir.path}/src/a.ts`, `${dir.path}/src/deep/b22.ts`]
+        .join("\n"),
+    );
+    assertEquals(
+      (await grep.execute({
+        pattern: "one.middle",
+        multiline: true,
+        output_mode: "content",
+      })).text,
+      [`${dir.path}/my file.md:2:TODO one`, `${dir.path}/my file.md:3:middle`]
+        .join("\n"),
+    );
+  },
+);
+
+testEachEngine(
+  "grep searches a heavy folder given as the root, and says when nothing matches",
+  async (engine) => {
+    await using dir = await tempDir();
+    await makeTree(dir.path);
+    const grep = createGrepTool(contextWithEngine(dir.path, engine));
+    assertEquals(
+      (await grep.execute({ pattern: "TODO", path: "node_modules" })).text,
+      ["Found 1 file", `${dir.path}/node_modules/pkg/index.js`].join("\n"),
+    );
+    assertEquals(await grep.execute({ pattern: "no such words" }), {
+      text: "No files found",
+      isError: false,
+    });
+  },
+);
+
+testEachEngine(
+  "grep reports a bad regex, a missing path and misplaced context clearly",
+  async (engine) => {
+    await using dir = await tempDir();
+    await makeTree(dir.path);
+    const grep = createGrepTool(contextWithEngine(dir.path, engine));
+    assertEquals(await grep.execute({ pattern: "(unclosed" }), {
+      text: 'Invalid regex "(unclosed": unclosed group at position 0',
+      isError: true,
+    });
+    assertEquals(await grep.execute({ pattern: "x", path: "nope" }), {
+      text: 'Cannot search "nope": no such file or folder',
+      isError: true,
+    });
+    assertEquals(await grep.execute({ pattern: "x", context: 2 }), {
+      text: 'Invalid input: "context" only apply to output_mode "content"',
+      isError: true,
+    });
+    assertEquals(await grep.execute({ pattern: "x", output_mode: "lines" }), {
+      text:
+        'Invalid input: Parameter "output_mode" must be one of "files_with_matches", "content", "count", got "lines"',
+      isError: true,
+    });
+  },
+);
+
+Deno.test("grep caps its output at the limit with a notice", async () => {
+  await using dir = await tempDir();
+  const line = "match " + "z".repeat(94);
+  await Deno.writeTextFile(`${dir.path}/big.txt`, `${line}\n`.repeat(3000));
+  const runtime = new LocalSkillRuntime({ cwd: dir.path });
+  const grep = createGrepTool(
+    createToolContext(runtime, { limits: { grepOutputChars: 10_000 } }),
+  );
+  const { text, isError } = await grep.execute({
+    pattern: "match",
+    output_mode: "content",
+  });
+  assertEquals(isError, false);
+  assert(text.length <= 10_300, `${text.length}`);
+  assertStringIncludes(text, "narrow the search");
+  const full = createGrepTool(createToolContext(runtime));
+  const all = await full.execute({ pattern: "match", output_mode: "content" });
+  assert(all.text.length <= 100_300, `${all.text.length}`);
+  assertStringIncludes(all.text, "narrow the search");
+});
+
+Deno.test("grep keeps configured secrets out of matched lines", async () => {
+  await using dir = await tempDir();
+  await Deno.writeTextFile(`${dir.path}/env.txt`, "TOKEN=tok-abcdef-123\n");
+  const { SkillRuntimeConfig } = await import("../runtimes/config.ts");
+  const runtime = new LocalSkillRuntime({ cwd: dir.path });
+  const grep = createGrepTool(createToolContext(runtime, {
+    configs: new Map([[
+      "x",
+      new SkillRuntimeConfig({ env: { TOKEN: "tok-abcdef-123" } }),
+    ]]),
+  }));
+  assertEquals(
+    (await grep.execute({ pattern: "TOKEN", output_mode: "content" })).text,
+    `${dir.path}/env.txt:1:TOKEN=[redacted]`,
+  );
+});
+
+Deno.test("grep in a conversation refuses a path outside the workspace", async () => {
+  await using dir = await tempDir();
+  const { context } = await conversationContext(dir.path);
+  const result = await createGrepTool(context).execute({
+    pattern: "x",
+    path: "../..",
+  });
+  assertEquals(result.isError, true);
+  assertStringIncludes(result.text, "outside the workspace");
+});

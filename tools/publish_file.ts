@@ -1,0 +1,205 @@
+/**
+ * The `publish_file` tool: hands a file produced in the runtime to the
+ * application's {@linkcode FilePublisher} and returns its URL.
+ *
+ * @module
+ */
+import type { FilePublisher, ToolContext } from "./context.ts";
+import type { Tool } from "./types.ts";
+import { defineTool, formatBytes, okResult, pathError } from "./_shared.ts";
+
+/** Media types guessed from common extensions. */
+const CONTENT_TYPES: Readonly<Record<string, string>> = {
+  txt: "text/plain",
+  md: "text/markdown",
+  csv: "text/csv",
+  html: "text/html",
+  htm: "text/html",
+  css: "text/css",
+  js: "text/javascript",
+  json: "application/json",
+  xml: "application/xml",
+  pdf: "application/pdf",
+  png: "image/png",
+  jpg: "image/jpeg",
+  jpeg: "image/jpeg",
+  gif: "image/gif",
+  svg: "image/svg+xml",
+  webp: "image/webp",
+  zip: "application/zip",
+  gz: "application/gzip",
+  tar: "application/x-tar",
+  mp3: "audio/mpeg",
+  wav: "audio/wav",
+  mp4: "video/mp4",
+  docx:
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+  xlsx: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+  pptx:
+    "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+};
+
+// deno-lint-ignore no-control-regex
+const FILE_NAME = /^[^/\\\u0000-\u001f]{1,255}$/;
+const CONTENT_TYPE = /^[\w!#$&^.+-]+\/[\w!#$&^.+-]+(\s*;.*)?$/;
+
+/**
+ * Guesses a media type from a file name's extension.
+ *
+ * @example Guessing media types
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { guessContentType } from "./publish_file.ts";
+ * assert(guessContentType("report.PDF") === "application/pdf");
+ * assert(guessContentType("data.bin") === "application/octet-stream");
+ * ```
+ *
+ * @param fileName A file name.
+ * @returns The media type, `application/octet-stream` when unknown.
+ */
+export function guessContentType(fileName: string): string {
+  const extension = /\.([^./\\]+)$/.exec(fileName)?.[1]?.toLowerCase();
+  return (extension && CONTENT_TYPES[extension]) || "application/octet-stream";
+}
+
+/**
+ * Makes the `publish_file` tool, or `undefined` without a publisher in the
+ * context. It streams the file (never loading it whole) to the publisher and
+ * returns the URL and, when the publisher gives one, the expiry. The
+ * publisher decides where files go.
+ *
+ * @example Publishing to a folder a web server serves
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { createPublishFileTool } from "./publish_file.ts";
+ * import { createToolContext, type PublishRequest } from "./context.ts";
+ * import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
+ * const served = await Deno.makeTempDir(); // a folder a web server would serve
+ * const publisher = {
+ *   async publish({ stream, fileName }: PublishRequest) {
+ *     await Deno.writeFile(`${served}/${fileName}`, stream);
+ *     return { url: `https://files.example.com/${fileName}` };
+ *   },
+ * };
+ * const work = await Deno.makeTempDir();
+ * await Deno.writeTextFile(`${work}/report.csv`, "a,b\n1,2\n");
+ * await using runtime = new LocalSkillRuntime({ cwd: work });
+ * const tool = createPublishFileTool(createToolContext(runtime, { publisher }))!;
+ * const result = await tool.execute({ file_path: "report.csv" });
+ * assert(result.text.endsWith("URL: https://files.example.com/report.csv"));
+ * assert(await Deno.readTextFile(`${served}/report.csv`) === "a,b\n1,2\n");
+ * await Deno.remove(served, { recursive: true });
+ * await Deno.remove(work, { recursive: true });
+ * ```
+ *
+ * @param context The shared context (runtime, publisher).
+ * @returns The tool, or `undefined` without a publisher.
+ */
+export function createPublishFileTool(context: ToolContext): Tool | undefined {
+  const publisher: FilePublisher | undefined = context.publisher;
+  if (!publisher) return undefined;
+  const { runtime } = context;
+  return defineTool(context, {
+    name: "publish_file",
+    description:
+      `Publishes a file from the "${runtime.name}" runtime so the user can download it, and returns its URL. ` +
+      "Use it for results the user should receive (reports, images, archives). " +
+      "file_name is the name the download carries (default: the file's own name); content_type its media type (default: guessed from the name).",
+    inputSchema: {
+      type: "object",
+      properties: {
+        file_path: {
+          type: "string",
+          minLength: 1,
+          description:
+            "The file to publish (absolute, or relative to the default working directory).",
+        },
+        file_name: {
+          type: "string",
+          minLength: 1,
+          description: "The name of the published file, e.g. report.pdf.",
+        },
+        content_type: {
+          type: "string",
+          minLength: 1,
+          description: "The media type, e.g. application/pdf.",
+        },
+      },
+      required: ["file_path"],
+      additionalProperties: false,
+    },
+    async run({ input, signal }) {
+      const given = input.file_path as string;
+      const path = await runtime.fs.resolve(given);
+      const options = signal ? { signal } : {};
+      const info = await runtime.fs.stat(path, options);
+      if (!info) return pathError("publish", given, "no such file");
+      if (info.type === "directory") {
+        return pathError(
+          "publish",
+          given,
+          "it is a folder; archive it first (e.g. with tar or zip)",
+        );
+      }
+      if (info.type === "other") {
+        return pathError("publish", given, "it is not a regular file");
+      }
+      const fileName = (input.file_name as string | undefined) ??
+        (path.split(/[\\/]/).pop() || "file");
+      if (!FILE_NAME.test(fileName)) {
+        return pathError(
+          "publish",
+          given,
+          `file_name ${
+            JSON.stringify(fileName)
+          } must be a plain name without folders or control characters`,
+        );
+      }
+      const contentType = (input.content_type as string | undefined) ??
+        guessContentType(fileName);
+      if (!CONTENT_TYPE.test(contentType)) {
+        return pathError(
+          "publish",
+          given,
+          `content_type ${
+            JSON.stringify(contentType)
+          } is not a media type like text/plain`,
+        );
+      }
+      const stream = await runtime.fs.readStream(path, options);
+      let published;
+      try {
+        published = await publisher.publish({
+          stream,
+          fileName,
+          contentType,
+          ...(info.type === "file" ? { size: info.size } : {}),
+          ...options,
+        });
+      } catch (error) {
+        await stream.cancel().catch(() => {});
+        throw new Error(
+          `Cannot publish ${JSON.stringify(given)}: ${
+            error instanceof Error ? error.message : String(error)
+          }`,
+          { cause: error },
+        );
+      }
+      if (!published || typeof published.url !== "string") {
+        return pathError("publish", given, "the publisher returned no URL");
+      }
+      const expires = published.expiresAt === undefined
+        ? ""
+        : `\nExpires: ${
+          published.expiresAt instanceof Date
+            ? published.expiresAt.toISOString()
+            : String(published.expiresAt)
+        }`;
+      return okResult(
+        `Published ${fileName} (${contentType}, ${
+          formatBytes(info.size)
+        })\nURL: ${published.url}${expires}`,
+      );
+    },
+  });
+}

@@ -1,0 +1,366 @@
+/**
+ * The `read` tool: shows a window of a text file's lines, numbered like
+ * `cat -n`.
+ *
+ * @module
+ */
+import type { ToolContext } from "./context.ts";
+import type { Tool, ToolResult } from "./types.ts";
+import {
+  defineTool,
+  errorResult,
+  formatBytes,
+  numberLine,
+  okResult,
+  pathError,
+} from "./_shared.ts";
+
+/** How many bytes from the start of a file are checked for a NUL byte. */
+const SNIFF_BYTES = 8192;
+
+/** Extensions of files that are never shown as text. */
+const BINARY_EXTENSIONS = new Set([
+  "png",
+  "jpg",
+  "jpeg",
+  "gif",
+  "bmp",
+  "ico",
+  "webp",
+  "tif",
+  "tiff",
+  "psd",
+  "pdf",
+  "zip",
+  "gz",
+  "tgz",
+  "bz2",
+  "xz",
+  "zst",
+  "7z",
+  "rar",
+  "tar",
+  "jar",
+  "war",
+  "class",
+  "so",
+  "dll",
+  "dylib",
+  "exe",
+  "bin",
+  "o",
+  "a",
+  "obj",
+  "wasm",
+  "pyc",
+  "pyo",
+  "ttf",
+  "otf",
+  "woff",
+  "woff2",
+  "eot",
+  "mp3",
+  "mp4",
+  "wav",
+  "ogg",
+  "flac",
+  "avi",
+  "mov",
+  "mkv",
+  "webm",
+  "docx",
+  "xlsx",
+  "pptx",
+  "odt",
+  "ods",
+  "odp",
+  "sqlite",
+  "db",
+  "dat",
+  "pkl",
+  "npy",
+  "parquet",
+]);
+
+/**
+ * Makes the `read` tool.
+ *
+ * It streams the file and keeps only the lines it returns, so a window near
+ * the end of a file of any size costs little memory. The 4 MiB limit
+ * (`limits.readMaxBytes`) applies to the text returned by one call, not to the
+ * file: past it the window stops early and says which `offset` continues.
+ * Lines over 2000 characters are cut with a notice; a file with a NUL byte in
+ * its first 8 KiB, or a known binary extension, is refused as binary.
+ *
+ * @example Reading a window of lines
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { createReadTool } from "./read.ts";
+ * import { createToolContext } from "./context.ts";
+ * import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
+ * const file = await Deno.makeTempFile();
+ * await Deno.writeTextFile(file, "first\nsecond\nthird\n");
+ * await using runtime = new LocalSkillRuntime();
+ * const read = createReadTool(createToolContext(runtime));
+ * const result = await read.execute({ file_path: file, offset: 2, limit: 1 });
+ * assert(result.text.endsWith("(lines 2-2; more follow)\n     2\tsecond\n[More lines follow; continue with offset=3]"));
+ * await Deno.remove(file);
+ * ```
+ *
+ * @param context The shared context (runtime, limits).
+ * @returns The tool.
+ */
+export function createReadTool(context: ToolContext): Tool {
+  const { limits, runtime } = context;
+  return defineTool(context, {
+    name: "read",
+    description:
+      `Reads a text file from the "${runtime.name}" runtime and returns its lines numbered like cat -n, under a header naming the file and the line range. ` +
+      `Reads ${limits.readDefaultLines} lines from the start by default; use offset (1-based line) and limit for other windows of large files. ` +
+      `Lines longer than ${limits.readLineChars} characters are cut. Binary files are not shown. Relative paths are resolved against ${
+        JSON.stringify(runtime.defaultWorkingDirectory)
+      }.`,
+    inputSchema: {
+      type: "object",
+      properties: {
+        file_path: {
+          type: "string",
+          minLength: 1,
+          description:
+            "The file to read (absolute, or relative to the default working directory).",
+        },
+        offset: {
+          type: "integer",
+          minimum: 1,
+          description: "The first line to show, 1-based (default 1).",
+        },
+        limit: {
+          type: "integer",
+          minimum: 1,
+          description:
+            `How many lines to show (default ${limits.readDefaultLines}).`,
+        },
+      },
+      required: ["file_path"],
+      additionalProperties: false,
+    },
+    async run({ input, signal }) {
+      const given = input.file_path as string;
+      const offset = (input.offset as number | undefined) ?? 1;
+      const limit = (input.limit as number | undefined) ??
+        limits.readDefaultLines;
+      const path = await runtime.fs.resolve(given);
+      const options = signal ? { signal } : {};
+      const info = await runtime.fs.stat(path, options);
+      if (!info) return pathError("read", given, "no such file");
+      if (info.type === "directory") {
+        return pathError("read", given, "it is a folder; list it with ls");
+      }
+      if (info.type === "other") {
+        return pathError("read", given, "it is not a regular file");
+      }
+      if (info.type === "file" && info.size === 0) {
+        return okResult(`File: ${path} is empty (0 bytes)`);
+      }
+      const extension = /\.([^./]+)$/.exec(path)?.[1]?.toLowerCase();
+      if (extension && BINARY_EXTENSIONS.has(extension)) {
+        return binaryResult(given, info.size);
+      }
+      const stream = await runtime.fs.readStream(path, options);
+      return await readWindow(stream, {
+        given,
+        path,
+        size: info.size,
+        offset,
+        limit,
+        lineChars: limits.readLineChars,
+        maxBytes: limits.readMaxBytes,
+      });
+    },
+  });
+}
+
+interface WindowOptions {
+  readonly given: string;
+  readonly path: string;
+  readonly size: number;
+  readonly offset: number;
+  readonly limit: number;
+  readonly lineChars: number;
+  readonly maxBytes: number;
+}
+
+function binaryResult(given: string, size: number): ToolResult {
+  return pathError(
+    "read",
+    given,
+    `it is a binary file (${
+      formatBytes(size)
+    }); inspect it with bash (e.g. file, xxd) or share it with publish_file`,
+  );
+}
+
+/**
+ * Streams a file and returns the requested window of lines. Only the lines
+ * returned are kept; bytes before the window are scanned for line ends only.
+ */
+async function readWindow(
+  stream: ReadableStream<Uint8Array>,
+  options: WindowOptions,
+): Promise<ToolResult> {
+  const { offset, limit, lineChars, maxBytes } = options;
+  const last = offset + limit - 1;
+  // Enough bytes to hold `lineChars` characters of any UTF-8 text.
+  const keepBytes = lineChars * 4;
+  const decoder = new TextDecoder();
+  const reader = stream.getReader();
+  const lines: string[] = [];
+  let lineNo = 1; // the line being scanned
+  let lineBytes = 0; // bytes of the current line so far
+  let kept: Uint8Array[] = [];
+  let keptBytes = 0;
+  let lastByte = -1;
+  let sniffed = 0;
+  let outBytes = 0;
+  let cutLines = 0;
+  let more = false; // the file has lines after the window
+  let stoppedByCap = false;
+  let done = false;
+
+  const finishLine = (): boolean => {
+    // Returns false when the output cap stops the window.
+    if (lineNo >= offset && lineNo <= last) {
+      let bytes = concat(kept, keptBytes);
+      if (lineBytes <= keepBytes && lastByte === 13) {
+        bytes = bytes.subarray(0, bytes.length - 1);
+      }
+      let text = decoder.decode(bytes);
+      if (lineBytes > keepBytes || text.length > lineChars) {
+        text = `${
+          text.slice(0, lineChars)
+        } [… line cut: it has ${lineBytes} bytes; the first ${lineChars} characters are shown]`;
+        cutLines++;
+      }
+      const size = utf8Length(text) + 1;
+      if (outBytes + size > maxBytes && lines.length > 0) {
+        stoppedByCap = true;
+        return false;
+      }
+      outBytes += size;
+      lines.push(numberLine(lineNo, text));
+    }
+    lineNo++;
+    lineBytes = 0;
+    kept = [];
+    keptBytes = 0;
+    return true;
+  };
+
+  try {
+    outer: while (true) {
+      const { value: chunk, done: ended } = await reader.read();
+      if (ended) {
+        done = true;
+        break;
+      }
+      if (sniffed < SNIFF_BYTES) {
+        const head = chunk.subarray(0, SNIFF_BYTES - sniffed);
+        sniffed += head.length;
+        if (head.includes(0)) return binaryResult(options.given, options.size);
+      }
+      let pos = 0;
+      while (pos < chunk.length) {
+        if (lineNo > last) {
+          more = true;
+          break outer;
+        }
+        const newline = chunk.indexOf(10, pos);
+        const end = newline < 0 ? chunk.length : newline;
+        if (lineNo >= offset) {
+          if (keptBytes < keepBytes && end > pos) {
+            const take = chunk.subarray(
+              pos,
+              Math.min(end, pos + keepBytes + 1 - keptBytes),
+            );
+            kept.push(take.slice());
+            keptBytes += take.length;
+          }
+        }
+        if (end > pos) lastByte = chunk[end - 1]!;
+        lineBytes += end - pos;
+        if (newline < 0) break;
+        pos = newline + 1;
+        if (!finishLine()) {
+          more = true;
+          break outer;
+        }
+      }
+    }
+    if (done && lineBytes > 0) {
+      // The last line has no line end.
+      if (!finishLine()) more = true;
+    }
+  } finally {
+    if (!done) await reader.cancel().catch(() => {});
+    reader.releaseLock();
+  }
+
+  const total = lineNo - 1;
+  if (lines.length === 0) {
+    return errorResult(
+      `Cannot read ${
+        JSON.stringify(options.given)
+      } from line ${offset}: the file has only ${total} line${
+        total === 1 ? "" : "s"
+      }`,
+    );
+  }
+  const first = offset;
+  const lastShown = offset + lines.length - 1;
+  const range = more
+    ? `lines ${first}-${lastShown}; more follow`
+    : `lines ${first}-${lastShown} of ${total}`;
+  const parts = [`File: ${options.path} (${range})`, ...lines];
+  if (cutLines > 0) {
+    parts.push(
+      `[${cutLines} line${
+        cutLines === 1 ? " was" : "s were"
+      } longer than ${lineChars} characters and cut]`,
+    );
+  }
+  if (stoppedByCap) {
+    parts.push(
+      `[Output reached the ${
+        formatBytes(maxBytes)
+      } limit of one read; continue with offset=${lastShown + 1}]`,
+    );
+  } else if (more) {
+    parts.push(`[More lines follow; continue with offset=${lastShown + 1}]`);
+  }
+  return okResult(parts.join("\n"));
+}
+
+function concat(parts: readonly Uint8Array[], length: number): Uint8Array {
+  if (parts.length === 1) return parts[0]!;
+  const out = new Uint8Array(length);
+  let at = 0;
+  for (const part of parts) {
+    out.set(part, at);
+    at += part.length;
+  }
+  return out;
+}
+
+function utf8Length(text: string): number {
+  let bytes = 0;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code < 0x80) bytes += 1;
+    else if (code < 0x800) bytes += 2;
+    else if (code >= 0xd800 && code <= 0xdbff) {
+      bytes += 4;
+      i++;
+    } else bytes += 3;
+  }
+  return bytes;
+}

@@ -1,0 +1,208 @@
+/**
+ * The `skill` tool: prepares a skill on first use and returns its
+ * instructions, base directory and files.
+ *
+ * @module
+ */
+import { formatCatalog, type FormatCatalogOptions } from "../skill/catalog.ts";
+import type { Skill } from "../skill/types.ts";
+import type { ToolContext } from "./context.ts";
+import type { Tool } from "./types.ts";
+import { defineTool, errorResult, errorText, okResult } from "./_shared.ts";
+
+/** What a description function of the `skill` tool gets. */
+export interface SkillDescriptionContext {
+  /** The catalog of the skills (`<available_skills>...`). */
+  readonly catalog: string;
+  /** The skills offered. */
+  readonly skills: readonly Skill[];
+  /** The runtime's name. */
+  readonly runtimeName: string;
+  /** The names of the other tools of the set. */
+  readonly toolNames: readonly string[];
+}
+
+/**
+ * The `skill` tool's description: a template where `{catalog}` stands for the
+ * catalog (appended after a blank line when the template lacks it), or a
+ * function that writes it.
+ */
+export type SkillDescription =
+  | string
+  | ((context: SkillDescriptionContext) => string);
+
+/** Options of {@linkcode createSkillTool}. */
+export interface SkillToolOptions {
+  /** The description (template or function). Default {@linkcode DEFAULT_SKILL_DESCRIPTION}. */
+  readonly description?: SkillDescription;
+  /** How the catalog is formatted (size budget, locations). */
+  readonly catalog?: FormatCatalogOptions;
+  /** The names of the other tools, mentioned in the default description. */
+  readonly toolNames?: readonly string[];
+}
+
+/**
+ * The default description template of the `skill` tool. `{runtime}` is the
+ * runtime's name, `{tools}` the other tools' names and `{catalog}` the catalog.
+ */
+export const DEFAULT_SKILL_DESCRIPTION: string =
+  "Loads a skill: a folder of instructions, scripts and resources for one kind of task. " +
+  "When a task matches a skill's description, call this tool with the skill's name before you start; " +
+  'it prepares the skill in the "{runtime}" runtime and returns its instructions, its base directory and a list of its files. ' +
+  "Then follow the instructions, working only through the tools given with this one ({tools}): " +
+  "they act where the skill is prepared, with its configured environment. " +
+  "Paths in a skill's instructions are relative to its base directory.\n\n" +
+  "{catalog}";
+
+/**
+ * Makes the `skill` tool, or `undefined` when there are no skills (no catalog,
+ * no tool). Its `name` parameter is an enum of the skills' names. The first
+ * call for a skill prepares it through the runtime (once, even for concurrent
+ * calls); a failure is the call's error result, is not cached, and the next
+ * call retries.
+ *
+ * @example Building the tool from loaded skills
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { createSkillTool } from "./skill_tool.ts";
+ * import { createToolContext } from "./context.ts";
+ * import { loadSkills } from "../skill/mod.ts";
+ * import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
+ * const root = await Deno.makeTempDir();
+ * await Deno.mkdir(`${root}/greet`);
+ * await Deno.writeTextFile(
+ *   `${root}/greet/SKILL.md`,
+ *   "---\nname: greet\ndescription: Greets the user.\n---\nRun `echo hello`.\n",
+ * );
+ * const { skills } = await loadSkills(root);
+ * await using runtime = new LocalSkillRuntime();
+ * const tool = createSkillTool(createToolContext(runtime, { skills }))!;
+ * assert(tool.description.includes("<name>greet</name>"));
+ * const result = await tool.execute({ name: "greet" });
+ * assert(result.text.includes("Run `echo hello`."));
+ * await Deno.remove(root, { recursive: true });
+ * ```
+ *
+ * @param context The shared context (skills, preparer, runtime, limits).
+ * @param options Description and catalog options.
+ * @returns The tool, or `undefined` without skills.
+ * @throws {TypeError} The description function did not return a string.
+ * @throws {RangeError} The catalog options are invalid.
+ */
+export function createSkillTool(
+  context: ToolContext,
+  options: SkillToolOptions = {},
+): Tool | undefined {
+  const { skills, runtime, preparer, limits } = context;
+  if (skills.length === 0) return undefined;
+  const byName = new Map(skills.map((skill) => [skill.name, skill]));
+  const names = [...byName.keys()].sort();
+  const description = describe(context, options);
+  return defineTool(context, {
+    name: "skill",
+    description,
+    inputSchema: {
+      type: "object",
+      properties: {
+        name: {
+          type: "string",
+          enum: names,
+          description: "The name of the skill to load, from the catalog.",
+        },
+      },
+      required: ["name"],
+      additionalProperties: false,
+    },
+    async run({ input, signal }) {
+      const skill = byName.get(input.name as string)!;
+      let basePath: string;
+      try {
+        basePath = (await preparer.prepare(skill, signal ? { signal } : {}))
+          .basePath;
+      } catch (error) {
+        return errorResult(
+          `${
+            errorText(error, signal)
+          }\nThe skill is not ready; calling skill again retries the preparation.`,
+        );
+      }
+      const files = await listFiles(
+        context,
+        basePath,
+        limits.skillFilesListed,
+        signal,
+      );
+      const parts = [
+        `Skill "${skill.name}" is ready in the "${runtime.name}" runtime.`,
+        `Base directory: ${basePath}`,
+        "Paths in the instructions are relative to the base directory: pass it as working_directory to bash, or join it to paths for the file tools.",
+        "",
+        `<skill_instructions name="${skill.name}">`,
+        skill.instructions.trim(),
+        "</skill_instructions>",
+        "",
+        files,
+      ];
+      return okResult(parts.join("\n"));
+    },
+  });
+}
+
+function describe(context: ToolContext, options: SkillToolOptions): string {
+  const catalog = formatCatalog(context.skills, options.catalog ?? {});
+  const toolNames = options.toolNames ?? [];
+  const template = options.description ?? DEFAULT_SKILL_DESCRIPTION;
+  if (typeof template === "function") {
+    const text = template({
+      catalog,
+      skills: context.skills,
+      runtimeName: context.runtime.name,
+      toolNames,
+    });
+    if (typeof text !== "string") {
+      throw new TypeError(
+        `Cannot describe the skill tool: the description function returned ${typeof text}, not a string`,
+      );
+    }
+    return text;
+  }
+  if (typeof template !== "string") {
+    throw new TypeError(
+      `Cannot describe the skill tool: the description must be a string or a function`,
+    );
+  }
+  const filled = template
+    .replaceAll("{runtime}", context.runtime.name)
+    .replaceAll("{tools}", toolNames.join(", "));
+  return filled.includes("{catalog}")
+    ? filled.replaceAll("{catalog}", catalog)
+    : `${filled}\n\n${catalog}`;
+}
+
+async function listFiles(
+  context: ToolContext,
+  basePath: string,
+  cap: number,
+  signal: AbortSignal | undefined,
+): Promise<string> {
+  try {
+    const listing = await context.runtime.fs.list(basePath, {
+      depth: 8,
+      limit: cap,
+      filesOnly: true,
+      ...(signal ? { signal } : {}),
+    });
+    const prefix = basePath.endsWith("/") ? basePath : `${basePath}/`;
+    const paths = listing.entries.map((entry) =>
+      entry.path.startsWith(prefix)
+        ? entry.path.slice(prefix.length)
+        : entry.path
+    );
+    const header = listing.truncated
+      ? `Files (the first ${paths.length}; use ls or glob for the rest):`
+      : `Files (${paths.length}):`;
+    return [header, ...paths].join("\n");
+  } catch (error) {
+    return `Files: cannot list them (${errorText(error, signal)})`;
+  }
+}

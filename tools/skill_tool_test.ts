@@ -1,0 +1,112 @@
+import {
+  assert,
+  assertEquals,
+  assertStringIncludes,
+  assertThrows,
+} from "../_internal/assert.ts";
+import { SkillRuntimeConfig } from "../runtimes/config.ts";
+import { loadSkills } from "../skill/load.ts";
+import { createSkillTool, DEFAULT_SKILL_DESCRIPTION } from "./skill_tool.ts";
+import {
+  conversationContext,
+  plainContext,
+  tempDir,
+  writeSkill,
+} from "./_testing.ts";
+
+Deno.test("createSkillTool() gives no tool without skills", () => {
+  assertEquals(createSkillTool(plainContext("/").context), undefined);
+});
+
+Deno.test("the skill tool in a conversation lists the copy's files, bootstrap outputs included", async () => {
+  await using dir = await tempDir();
+  await writeSkill(`${dir.path}/skills`, "gen", {
+    files: { "scripts/run.sh": "echo hi\n" },
+  });
+  const { skills } = await loadSkills(`${dir.path}/skills`);
+  const { context, workspace } = await conversationContext(dir.path, {
+    skills,
+    configs: new Map([[
+      "gen",
+      new SkillRuntimeConfig({
+        bootstrap: ["mkdir -p cache && touch cache/index"],
+      }),
+    ]]),
+  });
+  const tool = createSkillTool(context)!;
+  const result = await tool.execute({ name: "gen" });
+  assertEquals(result.isError, false, result.text);
+  const base = /Base directory: (.*)\n/.exec(result.text)?.[1] ?? "";
+  assert(base.startsWith(`${workspace}/skills/`), base);
+  assert(
+    result.text.endsWith("Files (3):\nSKILL.md\ncache/index\nscripts/run.sh"),
+    result.text,
+  );
+});
+
+Deno.test("the skill tool reports a cancelled preparation and retries later", async () => {
+  await using dir = await tempDir();
+  await writeSkill(dir.path, "slow");
+  const { skills } = await loadSkills(dir.path);
+  const { context } = plainContext(dir.path, {
+    skills,
+    configs: new Map([[
+      "slow",
+      new SkillRuntimeConfig({ bootstrap: ["sleep 0.5"] }),
+    ]]),
+  });
+  const tool = createSkillTool(context)!;
+  const controller = new AbortController();
+  setTimeout(() => controller.abort(), 100);
+  const cancelled = await tool.execute({ name: "slow" }, {
+    signal: controller.signal,
+  });
+  assertEquals(cancelled, {
+    text:
+      "Cancelled: the call was aborted\nThe skill is not ready; calling skill again retries the preparation.",
+    isError: true,
+  });
+  const retried = await tool.execute({ name: "slow" });
+  assertEquals(retried.isError, false, retried.text);
+});
+
+Deno.test("the default description names the runtime and the rule to use only these tools", async () => {
+  await using dir = await tempDir();
+  await writeSkill(dir.path, "one");
+  const { skills } = await loadSkills(dir.path);
+  const tool = createSkillTool(plainContext(dir.path, { skills }).context, {
+    toolNames: ["bash", "read"],
+  })!;
+  assertStringIncludes(DEFAULT_SKILL_DESCRIPTION, "{catalog}");
+  assertStringIncludes(tool.description, 'in the "local" runtime');
+  assertStringIncludes(
+    tool.description,
+    "working only through the tools given with this one (bash, read)",
+  );
+  assertStringIncludes(tool.description, "<name>one</name>");
+});
+
+Deno.test("a description function must return a string", async () => {
+  await using dir = await tempDir();
+  await writeSkill(dir.path, "one");
+  const { skills } = await loadSkills(dir.path);
+  assertThrows(
+    () =>
+      createSkillTool(plainContext(dir.path, { skills }).context, {
+        description: (() => 3) as never,
+      }),
+    TypeError,
+    "Cannot describe the skill tool: the description function returned number, not a string",
+  );
+});
+
+Deno.test("the skill tool refuses unknown parameters", async () => {
+  await using dir = await tempDir();
+  await writeSkill(dir.path, "one");
+  const { skills } = await loadSkills(dir.path);
+  const tool = createSkillTool(plainContext(dir.path, { skills }).context)!;
+  assertEquals(await tool.execute({ name: "one", args: "x" }), {
+    text: 'Invalid input: Unknown parameter "args": expected one of name',
+    isError: true,
+  });
+});
