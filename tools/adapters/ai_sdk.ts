@@ -7,18 +7,20 @@ import type { ToolResult } from "../types.ts";
 import type { Tool } from "../types.ts";
 
 /** The AI SDK's marker of a schema object (what `jsonSchema()` sets). */
-const SCHEMA_SYMBOL: unique symbol = Symbol.for("vercel.ai.schema") as never;
+export const AI_SDK_SCHEMA_SYMBOL: unique symbol = Symbol.for(
+  "vercel.ai.schema",
+) as never;
 /** The AI SDK's marker of a validator object. */
-const VALIDATOR_SYMBOL: unique symbol = Symbol.for(
+export const AI_SDK_VALIDATOR_SYMBOL: unique symbol = Symbol.for(
   "vercel.ai.validator",
 ) as never;
 
 /** A schema object as the AI SDK's `jsonSchema()` makes it. */
 export interface AISDKSchema {
   /** Marks the object as a schema. */
-  readonly [SCHEMA_SYMBOL]: true;
+  readonly [AI_SDK_SCHEMA_SYMBOL]: true;
   /** Marks the object as a validator. */
-  readonly [VALIDATOR_SYMBOL]: true;
+  readonly [AI_SDK_VALIDATOR_SYMBOL]: true;
   /** Type holder, always `undefined`. */
   readonly _type: undefined;
   /** The JSON Schema passed to the providers. */
@@ -81,8 +83,8 @@ export function toAISDKSchema(
   schema: Readonly<Record<string, unknown>>,
 ): AISDKSchema {
   return {
-    [SCHEMA_SYMBOL]: true,
-    [VALIDATOR_SYMBOL]: true,
+    [AI_SDK_SCHEMA_SYMBOL]: true,
+    [AI_SDK_VALIDATOR_SYMBOL]: true,
     _type: undefined,
     jsonSchema: structuredClone(schema),
     validate: undefined,
