@@ -17,6 +17,7 @@ const FILES = [
   "./workspace_bench.ts",
   "./local_bench.ts",
   "./tools_bench.ts",
+  "./search_bench.ts",
 ] as const;
 
 const filter = Deno.args[0];
