@@ -4,6 +4,8 @@
  * ```sh
  * deno run -A cli.ts list [--json] <dir>...        # skills found, with warnings
  * deno run -A cli.ts validate [--json] <path>...   # strict check; exit 1 if invalid
+ * deno run -A cli.ts run <skills-dir> <skill> -- <command>  # run in the skill's folder
+ * deno run -A cli.ts mcp --skills <dir>             # serve the tools over MCP (stdio)
  * deno run -A cli.ts <command> --help
  * ```
  *
@@ -20,6 +22,8 @@ import { findSkillFolders, loadSkills } from "./skill/load.ts";
 import { validateSkill, type ValidationProblem } from "./skill/validate.ts";
 import type { Skill } from "./skill/types.ts";
 import { parseArgs, UsageError } from "./cli/_args.ts";
+import { RUN_HELP, runCommand } from "./cli/run.ts";
+import { MCP_HELP, mcpCommand } from "./cli/mcp.ts";
 
 /** One subcommand: its help and what it does. */
 export interface CliCommand {
@@ -200,10 +204,24 @@ Options:
   },
 };
 
+const runCliCommand: CliCommand = {
+  summary: "Prepare a skill and run a command in its folder",
+  help: RUN_HELP.trimEnd(),
+  run: (args) => runCommand(args),
+};
+
+const mcpCliCommand: CliCommand = {
+  summary: "Serve the skill tools to an MCP client over stdio",
+  help: MCP_HELP.trimEnd(),
+  run: (args) => mcpCommand(args),
+};
+
 /** The subcommands. Adding one is adding an entry. */
 const COMMANDS: Readonly<Record<string, CliCommand>> = {
   list: listCommand,
   validate: validateCommand,
+  run: runCliCommand,
+  mcp: mcpCliCommand,
 };
 
 function mainHelp(): string {

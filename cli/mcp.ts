@@ -1,0 +1,141 @@
+/**
+ * `skillrun mcp`: serves the skill tools over MCP on stdio.
+ *
+ * @module
+ */
+import { buildSkillTools } from "../tools/mod.ts";
+import type { SkillRuntime } from "../runtimes/types.ts";
+import { parseArgs, UsageError } from "./_args.ts";
+import { type CliStreams, createRuntime, USAGE_EXIT_CODE } from "./run.ts";
+
+/** The help of `skillrun mcp`. */
+export const MCP_HELP: string = `Usage: skillrun mcp --skills <dir> [options]
+
+Serves the skill tools (skill, bash, read, write, edit, ls, glob, grep) to an
+MCP client over stdio, with the local runtime. Stdout carries only MCP
+messages; warnings go to stderr. It ends when the client closes stdin.
+
+Options:
+  --skills <dir>       Where the skills are (required)
+  --conversation <id>  Work in the conversation workspace <root>/<id>: skills
+                       are copied into it and the file tools stay inside it
+  --root <dir>         The conversations root (default: .skillrun/conversations)
+  -h, --help           Show this help
+
+Example (an MCP client's server entry):
+  { "command": "deno", "args": ["run", "-A", "/path/to/skillrun/cli.ts",
+    "mcp", "--skills", "/path/to/skills"] }
+`;
+
+/** Options of {@linkcode mcpCommand}. */
+export interface McpCommandOptions {
+  /** Stops serving. */
+  readonly signal?: AbortSignal;
+  /** Where help and warnings go; default the process's streams. MCP always uses stdio. */
+  readonly streams?: CliStreams;
+}
+
+/**
+ * Runs `skillrun mcp` with its arguments (those after `mcp`): loads the skills,
+ * builds the tools on a local runtime and serves them over stdio until the
+ * client closes the connection.
+ *
+ * Permissions: `--allow-read` of the skills (and the workspace),
+ * `--allow-write` of what the tools may write, `--allow-run=bash` (and `rg`).
+ *
+ * @param args The arguments after `mcp`.
+ * @param options A signal and the streams for help and warnings.
+ * @returns The exit code for the process.
+ * @throws Never for bad input: that becomes a message and exit code 2.
+ *
+ * @example Showing the help
+ * ```ts
+ * import { mcpCommand } from "./mcp.ts";
+ * import { assert } from "@std/assert";
+ * const chunks: Uint8Array[] = [];
+ * const sink = { write: (b: Uint8Array) => (chunks.push(b), Promise.resolve(b.length)) };
+ * const code = await mcpCommand(["--help"], { streams: { stdout: sink, stderr: sink } });
+ * assert(code === 0 && new TextDecoder().decode(chunks[0]).startsWith("Usage:"));
+ * ```
+ */
+export async function mcpCommand(
+  args: readonly string[],
+  options: McpCommandOptions = {},
+): Promise<number> {
+  const streams = options.streams ??
+    { stdout: Deno.stdout, stderr: Deno.stderr };
+  const encoder = new TextEncoder();
+  const out = async (text: string) => {
+    await streams.stdout.write(encoder.encode(text));
+  };
+  const err = async (text: string) => {
+    await streams.stderr.write(encoder.encode(text));
+  };
+  let parsed;
+  try {
+    parsed = parseArgs(args, {
+      skills: "string",
+      conversation: "string",
+      root: "string",
+    });
+    if (parsed.flags.help === true) {
+      await out(MCP_HELP);
+      return 0;
+    }
+    if (parsed.positionals.length > 0 || parsed.rest !== undefined) {
+      throw new UsageError(
+        `Unexpected argument "${parsed.positionals[0] ?? "--"}"`,
+      );
+    }
+    if (typeof parsed.flags.skills !== "string") {
+      throw new UsageError('Option "--skills" is required');
+    }
+    if (
+      typeof parsed.flags.root === "string" &&
+      typeof parsed.flags.conversation !== "string"
+    ) {
+      throw new UsageError('Option "--root" needs "--conversation"');
+    }
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    await err(`skillrun mcp: ${error.message}\n\n${MCP_HELP}`);
+    return USAGE_EXIT_CODE;
+  }
+
+  let runtime: SkillRuntime | undefined;
+  try {
+    runtime = await createRuntime(parsed.flags);
+    const built = await buildSkillTools({
+      skills: parsed.flags.skills,
+      runtime,
+    });
+    for (const warning of built.warnings) {
+      await err(`skillrun mcp: warning: ${warning}\n`);
+    }
+    if (built.skills.length === 0) {
+      await err(
+        `skillrun mcp: no skills found under "${parsed.flags.skills}"; serving the file tools only\n`,
+      );
+    }
+    // Loaded here so that the other subcommands never load the MCP SDK.
+    const { serveMcp } = await import("../tools/mcp/mod.ts");
+    await serveMcp(
+      built.tools,
+      options.signal ? { signal: options.signal } : {},
+    );
+    return 0;
+  } catch (error) {
+    if (error instanceof UsageError) {
+      await err(`skillrun mcp: ${error.message}\n`);
+      return USAGE_EXIT_CODE;
+    }
+    await err(
+      `skillrun mcp: ${
+        error instanceof Error ? error.message : String(error)
+      }\n`,
+    );
+    return 1;
+  } finally {
+    await runtime?.close();
+  }
+}

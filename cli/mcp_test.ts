@@ -1,0 +1,181 @@
+import { Client } from "npm:@modelcontextprotocol/sdk@1.32.2/client";
+// @ts-types="npm:@modelcontextprotocol/sdk@1.32.2/client/stdio"
+import { StdioClientTransport } from "npm:@modelcontextprotocol/sdk@1.32.2/client/stdio.js";
+import denoJson from "../deno.json" with { type: "json" };
+import {
+  assert,
+  assertEquals,
+  assertMatch,
+  assertStringIncludes,
+} from "../_internal/assert.ts";
+import { hostPath } from "../_internal/std.ts";
+import { buildSkillTools } from "../tools/mod.ts";
+
+const repo = hostPath.fromFileUrl(new URL("../", import.meta.url));
+const cli = hostPath.join(repo, "cli.ts");
+const exampleSkills = hostPath.join(repo, "examples", "skills");
+
+interface TextContent {
+  type: string;
+  text: string;
+}
+
+function texts(result: Record<string, unknown>): string {
+  return (result.content as TextContent[]).map((c) => c.text).join("\n");
+}
+
+async function withServer(
+  fn: (client: Client, root: string) => Promise<void>,
+): Promise<void> {
+  const root = await Deno.realPath(await Deno.makeTempDir());
+  const transport = new StdioClientTransport({
+    command: Deno.execPath(),
+    args: [
+      "run",
+      "--quiet",
+      "--no-prompt",
+      `--allow-read=${repo},${root}`,
+      `--allow-write=${root}`,
+      "--allow-run",
+      "--allow-env",
+      cli,
+      "mcp",
+      "--skills",
+      "examples/skills",
+      "--conversation",
+      "mcp-test",
+      "--root",
+      root,
+    ],
+    cwd: repo,
+    env: { ...Deno.env.toObject(), NO_COLOR: "1" },
+    stderr: "pipe",
+  });
+  const client = new Client({ name: "cli-test", version: "1.0.0" });
+  try {
+    await client.connect(transport);
+    await fn(client, root);
+  } finally {
+    await client.close();
+    await Deno.remove(root, { recursive: true });
+  }
+}
+
+Deno.test("mcp serves the skill tools with their JSON Schemas to an MCP client over stdio", async () => {
+  await using expected = await buildSkillTools({ skills: exampleSkills });
+  await withServer(async (client) => {
+    assertEquals(client.getServerVersion(), {
+      name: denoJson.name,
+      version: denoJson.version,
+    });
+    const { tools } = await client.listTools();
+    assertEquals(
+      tools.map((t) => t.name),
+      ["skill", "bash", "read", "write", "edit", "ls", "glob", "grep"],
+    );
+    for (const tool of tools) {
+      const ours = expected.tool(tool.name);
+      assert(ours, tool.name);
+      assertEquals(
+        tool.inputSchema,
+        JSON.parse(JSON.stringify(ours.inputSchema)),
+        tool.name,
+      );
+    }
+    const skill = tools.find((t) => t.name === "skill")!;
+    assertStringIncludes(skill.description ?? "", "csv-report");
+    assertStringIncludes(skill.description ?? "", "json-to-table");
+  });
+});
+
+Deno.test("mcp calls skill and bash in the conversation workspace", async () => {
+  await withServer(async (client, root) => {
+    const loaded = await client.callTool({
+      name: "skill",
+      arguments: { name: "csv-report" },
+    });
+    assertEquals(loaded.isError, false, texts(loaded));
+    assertStringIncludes(texts(loaded), "# CSV report");
+    assertStringIncludes(texts(loaded), "scripts/report.sh");
+    const workspace = hostPath.join(root, "mcp-test");
+    assertStringIncludes(texts(loaded), hostPath.join(workspace, "skills"));
+
+    const ran = await client.callTool({
+      name: "bash",
+      arguments: { command: "pwd && ls skills/*/scripts" },
+    });
+    assertEquals(ran.isError, false, texts(ran));
+    assertStringIncludes(texts(ran), workspace);
+    assertStringIncludes(texts(ran), "report.sh");
+
+    const written = await client.callTool({
+      name: "write",
+      arguments: { file_path: "notes/a.txt", content: "hello\n" },
+    });
+    assertEquals(written.isError, false, texts(written));
+    assertEquals(
+      await Deno.readTextFile(hostPath.join(workspace, "notes", "a.txt")),
+      "hello\n",
+    );
+  });
+});
+
+Deno.test("mcp returns failures as tool errors, never protocol errors", async () => {
+  await withServer(async (client) => {
+    const unknownSkill = await client.callTool({
+      name: "skill",
+      arguments: { name: "no-such-skill" },
+    });
+    assertEquals(unknownSkill.isError, true);
+    assertStringIncludes(texts(unknownSkill), "no-such-skill");
+
+    const missing = await client.callTool({
+      name: "read",
+      arguments: { file_path: "missing.txt" },
+    });
+    assertEquals(missing.isError, true);
+    assertStringIncludes(texts(missing), "missing.txt");
+
+    const escape = await client.callTool({
+      name: "read",
+      arguments: { file_path: "/etc/passwd" },
+    });
+    assertEquals(escape.isError, true);
+
+    const badInput = await client.callTool({
+      name: "bash",
+      arguments: { command: 42 },
+    });
+    assertEquals(badInput.isError, true);
+    assertStringIncludes(texts(badInput), "command");
+
+    const unknownTool = await client.callTool({ name: "nope", arguments: {} });
+    assertEquals(unknownTool.isError, true);
+    assertMatch(texts(unknownTool), /Unknown tool "nope"/);
+  });
+});
+
+Deno.test("mcp --help prints its usage and a missing --skills is a usage error", async () => {
+  const run = async (args: string[]) => {
+    const output = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "--quiet", "-A", cli, "mcp", ...args],
+      cwd: repo,
+      stdin: "null",
+      env: { NO_COLOR: "1" },
+    }).output();
+    return {
+      code: output.code,
+      stdout: new TextDecoder().decode(output.stdout),
+      stderr: new TextDecoder().decode(output.stderr),
+    };
+  };
+  const help = await run(["--help"]);
+  assertEquals(help.code, 0, help.stderr);
+  assertMatch(help.stdout, /^Usage: skillrun mcp --skills <dir>/);
+  const missing = await run([]);
+  assertEquals(missing.code, 2);
+  assertStringIncludes(missing.stderr, 'Option "--skills" is required');
+  const extra = await run(["--skills", "examples/skills", "extra"]);
+  assertEquals(extra.code, 2);
+  assertStringIncludes(extra.stderr, 'Unexpected argument "extra"');
+});

@@ -1,0 +1,336 @@
+/**
+ * `skillrun run`: prepares one skill with the local runtime and runs a command
+ * in its folder, passing its output and exit code through.
+ *
+ * @module
+ */
+import { hostPath } from "../_internal/std.ts";
+import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
+import type {
+  PreparedSkill,
+  PrepareProgress,
+  SkillRuntime,
+} from "../runtimes/types.ts";
+import { DEFAULT_EXECUTE_TIMEOUT_MS } from "../runtimes/types.ts";
+import { loadSkills, selectSkills } from "../skill/mod.ts";
+import type { Skill } from "../skill/types.ts";
+import { commandLine, parseArgs, UsageError } from "./_args.ts";
+
+/** The exit code of a command stopped by `--timeout` (as `timeout(1)`). */
+export const TIMEOUT_EXIT_CODE = 124;
+
+/** The exit code of a command stopped by Ctrl-C. */
+export const INTERRUPTED_EXIT_CODE = 130;
+
+/** Where conversation workspaces go without `--root`, below the current folder. */
+export const DEFAULT_CONVERSATIONS_ROOT = ".skillrun/conversations";
+
+/** The exit code of a command-line mistake. */
+export const USAGE_EXIT_CODE = 2;
+
+/** The most bytes of each stream the CLI keeps from a command: 64 MiB. */
+const CLI_MAX_OUTPUT_BYTES = 64 * 1024 * 1024;
+
+/** The help of `skillrun run`. */
+export const RUN_HELP: string =
+  `Usage: skillrun run <skills-dir> <skill> [options] -- <command>
+
+Prepares <skill> (found under <skills-dir>) with the local runtime, then runs
+<command> with bash in the skill's folder. Its stdout and stderr go to this
+program's stdout and stderr, and its exit code becomes this program's.
+
+One word after "--" is a shell line as it is ('ls | wc -l'); several words are
+quoted one by one (python3 x.py "a b" passes "a b" as one argument).
+
+Options:
+  --conversation <id>  Work in the conversation workspace <root>/<id>: the skill
+                       is copied into it and the command runs in the copy
+  --root <dir>         The conversations root (default: .skillrun/conversations)
+  --timeout <ms>       Stop the command (and all it started) after <ms>;
+                       exit code ${TIMEOUT_EXIT_CODE} (default: ${DEFAULT_EXECUTE_TIMEOUT_MS})
+  -h, --help           Show this help
+
+Exit codes: the command's own; ${TIMEOUT_EXIT_CODE} on timeout; ${INTERRUPTED_EXIT_CODE} on Ctrl-C;
+1 when the skill cannot be found or prepared; ${USAGE_EXIT_CODE} on a command-line mistake.
+
+Example:
+  skillrun run examples/skills csv-report -- ls -la
+`;
+
+/** Where the CLI writes; the process's own streams by default. */
+export interface CliStreams {
+  /** Standard output. */
+  readonly stdout: { write(bytes: Uint8Array): Promise<number> };
+  /** Standard error. */
+  readonly stderr: { write(bytes: Uint8Array): Promise<number> };
+}
+
+/** Options of {@linkcode runCommand}. */
+export interface RunCommandOptions {
+  /** Stops the preparation or the command (exit code 130). */
+  readonly signal?: AbortSignal;
+  /** Where output goes; default the process's stdout and stderr. */
+  readonly streams?: CliStreams;
+}
+
+/**
+ * Runs `skillrun run` with its arguments (those after `run`).
+ *
+ * Permissions: `--allow-read` of the skills (and the workspace),
+ * `--allow-write` of the workspace in conversation mode, `--allow-run=bash`.
+ *
+ * @param args The arguments after `run`.
+ * @param options A signal and the output streams.
+ * @returns The exit code for the process.
+ * @throws Never for a failing command or bad input: those become exit codes and
+ * messages on stderr.
+ *
+ * @example Showing the help
+ * ```ts
+ * import { runCommand } from "./run.ts";
+ * import { assert } from "@std/assert";
+ * const chunks: Uint8Array[] = [];
+ * const sink = { write: (b: Uint8Array) => (chunks.push(b), Promise.resolve(b.length)) };
+ * const code = await runCommand(["--help"], { streams: { stdout: sink, stderr: sink } });
+ * assert(code === 0 && new TextDecoder().decode(chunks[0]).startsWith("Usage:"));
+ * ```
+ */
+export async function runCommand(
+  args: readonly string[],
+  options: RunCommandOptions = {},
+): Promise<number> {
+  const streams = options.streams ??
+    { stdout: Deno.stdout, stderr: Deno.stderr };
+  const out = (text: string) => writeAll(streams.stdout, text);
+  const err = (text: string) => writeAll(streams.stderr, text);
+
+  let parsed;
+  let command: string;
+  let timeoutMs: number;
+  try {
+    parsed = parseArgs(args, {
+      conversation: "string",
+      root: "string",
+      timeout: "string",
+    });
+    if (parsed.flags.help === true) {
+      await out(RUN_HELP);
+      return 0;
+    }
+    if (parsed.positionals.length !== 2) {
+      throw new UsageError(
+        `Expected <skills-dir> and <skill>, got ${parsed.positionals.length} argument${
+          parsed.positionals.length === 1 ? "" : "s"
+        }`,
+      );
+    }
+    if (parsed.rest === undefined) {
+      throw new UsageError('No command given: put it after "--"');
+    }
+    if (
+      typeof parsed.flags.root === "string" &&
+      typeof parsed.flags.conversation !== "string"
+    ) {
+      throw new UsageError('Option "--root" needs "--conversation"');
+    }
+    command = commandLine(parsed.rest);
+    timeoutMs = parseTimeout(parsed.flags.timeout);
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    await err(`skillrun run: ${error.message}\n\n${RUN_HELP}`);
+    return USAGE_EXIT_CODE;
+  }
+
+  const [skillsDir, skillName] = parsed.positionals as [string, string];
+  const { signal, stopListening } = interruptSignal(options.signal);
+  let runtime: SkillRuntime | undefined;
+  try {
+    runtime = await createRuntime(parsed.flags);
+    const skill = await findSkill(skillsDir, skillName, err);
+    if (skill === undefined) return 1;
+    const [prepared] = await prepareWithProgress(runtime, skill, err, signal);
+    const result = await runtime.execute({
+      command,
+      workingDirectory: prepared!.basePath,
+      timeoutMs,
+      maxOutputBytes: CLI_MAX_OUTPUT_BYTES,
+      signal,
+    });
+    await out(result.stdout);
+    await err(result.stderr);
+    if (result.stdoutTruncated || result.stderrTruncated) {
+      await err(
+        `skillrun run: output was over ${CLI_MAX_OUTPUT_BYTES} bytes; its middle was left out\n`,
+      );
+    }
+    if (result.timedOut) {
+      await err(`skillrun run: command timed out after ${timeoutMs} ms\n`);
+      return TIMEOUT_EXIT_CODE;
+    }
+    if (result.aborted) {
+      await err("skillrun run: command interrupted\n");
+      return INTERRUPTED_EXIT_CODE;
+    }
+    return result.exitCode < 0 ? 1 : result.exitCode;
+  } catch (error) {
+    if (signal.aborted) {
+      await err("skillrun run: interrupted\n");
+      return INTERRUPTED_EXIT_CODE;
+    }
+    if (error instanceof UsageError) {
+      await err(`skillrun run: ${error.message}\n`);
+      return USAGE_EXIT_CODE;
+    }
+    await err(
+      `skillrun run: ${
+        error instanceof Error ? error.message : String(error)
+      }\n`,
+    );
+    return 1;
+  } finally {
+    stopListening();
+    await runtime?.close();
+  }
+}
+
+/**
+ * Builds the local runtime the `run` and `mcp` subcommands use: plain, or in a
+ * conversation workspace when `--conversation` is given (under `--root`,
+ * default `.skillrun/conversations`, resolved against the current folder).
+ *
+ * Permissions: in conversation mode, `--allow-read` and `--allow-write` of
+ * the conversations root.
+ *
+ * @param flags The parsed `--conversation` and `--root` flags.
+ * @returns A new local runtime.
+ * @throws {UsageError} `--root` without `--conversation`.
+ * @throws {TypeError} An invalid conversation id (from the runtime).
+ *
+ * @example A plain runtime
+ * ```ts
+ * import { createRuntime } from "./run.ts";
+ * import { assert } from "@std/assert";
+ * await using runtime = await createRuntime({});
+ * assert(runtime.defaultWorkingDirectory === Deno.cwd());
+ * ```
+ */
+export async function createRuntime(
+  flags: Readonly<Record<string, string | boolean>>,
+): Promise<LocalSkillRuntime> {
+  const conversation = flags.conversation;
+  const root = flags.root;
+  if (typeof conversation !== "string") {
+    if (typeof root === "string") {
+      throw new UsageError('Option "--root" needs "--conversation"');
+    }
+    return new LocalSkillRuntime();
+  }
+  return await LocalSkillRuntime.create({
+    conversationsRoot: hostPath.resolve(
+      typeof root === "string" ? root : DEFAULT_CONVERSATIONS_ROOT,
+    ),
+    conversationId: conversation,
+  });
+}
+
+async function findSkill(
+  skillsDir: string,
+  name: string,
+  err: (text: string) => Promise<void>,
+): Promise<Skill | undefined> {
+  const { skills, warnings } = await loadSkills(skillsDir);
+  try {
+    return selectSkills(skills, [name])[0];
+  } catch (error) {
+    if (!(error instanceof RangeError || error instanceof TypeError)) {
+      throw error;
+    }
+    await err(`skillrun run: ${error.message}\n`);
+    for (const warning of warnings) await err(`  warning: ${warning}\n`);
+    return undefined;
+  }
+}
+
+function parseTimeout(value: string | boolean | undefined): number {
+  if (value === undefined) return DEFAULT_EXECUTE_TIMEOUT_MS;
+  const ms = Number(value);
+  if (typeof value !== "string" || !Number.isInteger(ms) || ms <= 0) {
+    throw new UsageError(
+      `Option "--timeout" needs a positive whole number of ms, got "${value}"`,
+    );
+  }
+  return ms;
+}
+
+/** How long a preparation runs before its progress is shown. */
+const QUIET_PREPARATION_MS = 1000;
+
+async function prepareWithProgress(
+  runtime: SkillRuntime,
+  skill: Skill,
+  err: (text: string) => Promise<void>,
+  signal: AbortSignal,
+): Promise<PreparedSkill[]> {
+  const started = performance.now();
+  let last: PrepareProgress | undefined;
+  let shown = false;
+  const timer = setTimeout(() => {
+    shown = true;
+    if (last) void err(progressLine(last, started));
+  }, QUIET_PREPARATION_MS);
+  try {
+    return await runtime.prepare({
+      skills: [{ skill }],
+      signal,
+      onProgress: (progress) => {
+        last = progress;
+        if (shown) void err(progressLine(progress, started));
+      },
+    });
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** A signal that aborts on Ctrl-C (and when `outer` aborts). */
+function interruptSignal(
+  outer: AbortSignal | undefined,
+): { signal: AbortSignal; stopListening: () => void } {
+  const controller = new AbortController();
+  const onInterrupt = () => controller.abort(new Error("Interrupted"));
+  try {
+    Deno.addSignalListener("SIGINT", onInterrupt);
+  } catch {
+    // Signals are not available everywhere (e.g. some Windows consoles).
+  }
+  const signal = outer
+    ? AbortSignal.any([outer, controller.signal])
+    : controller.signal;
+  return {
+    signal,
+    stopListening: () => {
+      try {
+        Deno.removeSignalListener("SIGINT", onInterrupt);
+      } catch {
+        // See above.
+      }
+    },
+  };
+}
+
+function progressLine(progress: PrepareProgress, started: number): string {
+  const seconds = ((performance.now() - started) / 1000).toFixed(1);
+  const detail = progress.detail ? `: ${progress.detail}` : "";
+  return `skillrun: preparing "${progress.skillName}" (${progress.stage}${detail}) [${seconds} s]\n`;
+}
+
+async function writeAll(
+  stream: { write(bytes: Uint8Array): Promise<number> },
+  text: string,
+): Promise<void> {
+  let bytes = new TextEncoder().encode(text);
+  while (bytes.length > 0) {
+    const written = await stream.write(bytes);
+    bytes = bytes.subarray(written);
+  }
+}

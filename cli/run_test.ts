@@ -1,0 +1,333 @@
+import {
+  assert,
+  assertEquals,
+  assertLess,
+  assertMatch,
+  assertStringIncludes,
+} from "../_internal/assert.ts";
+import { hostPath } from "../_internal/std.ts";
+import { runCommand } from "./run.ts";
+
+const repo = hostPath.fromFileUrl(new URL("../", import.meta.url));
+const cli = hostPath.join(repo, "cli.ts");
+
+interface Output {
+  code: number;
+  stdout: string;
+  stderr: string;
+  ms: number;
+}
+
+async function skillrun(args: string[], cwd = repo): Promise<Output> {
+  const started = performance.now();
+  const output = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "--quiet", "-A", cli, ...args],
+    cwd,
+    env: { NO_COLOR: "1" },
+    stdin: "null",
+  }).output();
+  return {
+    code: output.code,
+    stdout: new TextDecoder().decode(output.stdout),
+    stderr: new TextDecoder().decode(output.stderr),
+    ms: performance.now() - started,
+  };
+}
+
+async function withSkills(
+  fn: (skills: string, temp: string) => Promise<void>,
+): Promise<void> {
+  const temp = await Deno.realPath(await Deno.makeTempDir());
+  try {
+    const skills = hostPath.join(temp, "skills");
+    await Deno.mkdir(hostPath.join(skills, "probe"), { recursive: true });
+    await Deno.writeTextFile(
+      hostPath.join(skills, "probe", "SKILL.md"),
+      "---\nname: probe\ndescription: A skill for the CLI tests.\n---\nRun things.\n",
+    );
+    await Deno.writeTextFile(
+      hostPath.join(skills, "probe", "data.txt"),
+      "from the skill\n",
+    );
+    await fn(skills, temp);
+  } finally {
+    await Deno.remove(temp, { recursive: true });
+  }
+}
+
+Deno.test("run passes the command's exit code through", async () => {
+  await withSkills(async (skills) => {
+    const result = await skillrun(["run", skills, "probe", "--", "exit 7"]);
+    assertEquals(result.code, 7, result.stderr);
+    assertEquals(result.stdout, "");
+    const ok = await skillrun(["run", skills, "probe", "--", "true"]);
+    assertEquals(ok.code, 0, ok.stderr);
+  });
+});
+
+Deno.test("run keeps the command's stdout and stderr on their own streams", async () => {
+  await withSkills(async (skills) => {
+    const result = await skillrun([
+      "run",
+      skills,
+      "probe",
+      "--",
+      "echo to-out; echo to-err >&2; echo more-out",
+    ]);
+    assertEquals(result.code, 0, result.stderr);
+    assertEquals(result.stdout, "to-out\nmore-out\n");
+    assertEquals(result.stderr, "to-err\n");
+  });
+});
+
+Deno.test("run runs the command in the skill's folder", async () => {
+  await withSkills(async (skills) => {
+    const result = await skillrun([
+      "run",
+      skills,
+      "probe",
+      "--",
+      "pwd; cat data.txt",
+    ]);
+    assertEquals(result.code, 0, result.stderr);
+    assertEquals(
+      result.stdout,
+      `${hostPath.join(skills, "probe")}\nfrom the skill\n`,
+    );
+  });
+});
+
+Deno.test("run works from the repository root with the example skills", async () => {
+  const result = await skillrun([
+    "run",
+    "examples/skills",
+    "csv-report",
+    "--",
+    "ls",
+  ]);
+  assertEquals(result.code, 0, result.stderr);
+  const names = result.stdout.split("\n");
+  for (const name of ["SKILL.md", "scripts", "data"]) {
+    assert(names.includes(name), `expected ${name} in ${result.stdout}`);
+  }
+});
+
+Deno.test("run quotes several words after -- one by one", async () => {
+  await withSkills(async (skills) => {
+    const result = await skillrun([
+      "run",
+      skills,
+      "probe",
+      "--",
+      "printf",
+      "[%s]",
+      "a b",
+      "it's",
+      "$HOME",
+    ]);
+    assertEquals(result.code, 0, result.stderr);
+    assertEquals(result.stdout, "[a b][it's][$HOME]");
+  });
+});
+
+Deno.test("run --timeout stops the command, exits with 124 and says so", async () => {
+  await withSkills(async (skills) => {
+    const result = await skillrun([
+      "run",
+      skills,
+      "probe",
+      "--timeout",
+      "300",
+      "--",
+      "echo started; sleep 30",
+    ]);
+    assertEquals(result.code, 124, result.stderr);
+    assertEquals(result.stdout, "started\n");
+    assertStringIncludes(result.stderr, "command timed out after 300 ms");
+    assertLess(result.ms, 15_000);
+  });
+});
+
+Deno.test("run refuses an unknown skill with exit code 1 and names the available ones", async () => {
+  await withSkills(async (skills) => {
+    const result = await skillrun(["run", skills, "nope", "--", "true"]);
+    assertEquals(result.code, 1);
+    assertStringIncludes(result.stderr, 'Cannot select skill "nope"');
+    assertStringIncludes(result.stderr, "probe");
+    assertEquals(result.stdout, "");
+  });
+});
+
+Deno.test("run reports a missing skills folder with exit code 1", async () => {
+  await withSkills(async (_skills, temp) => {
+    const missing = hostPath.join(temp, "missing");
+    const result = await skillrun(["run", missing, "probe", "--", "true"]);
+    assertEquals(result.code, 1);
+    assertMatch(result.stderr, /^skillrun run: /);
+    assertStringIncludes(result.stderr, "missing");
+  });
+});
+
+Deno.test("run --help prints its usage on stdout", async () => {
+  for (
+    const args of [["run", "--help"], ["run", "-h"], ["help", "run"], [
+      "run",
+      "x",
+      "--help",
+    ]]
+  ) {
+    const result = await skillrun(args);
+    assertEquals(result.code, 0, result.stderr);
+    assertMatch(result.stdout, /^Usage: skillrun run <skills-dir> <skill>/);
+    assertStringIncludes(result.stdout, "--timeout <ms>");
+    assertStringIncludes(result.stdout, "--conversation <id>");
+  }
+  const main = await skillrun(["--help"]);
+  assertMatch(main.stdout, /\n {2}run +Prepare a skill/);
+  assertMatch(main.stdout, /\n {2}mcp +Serve the skill tools/);
+});
+
+Deno.test("run refuses bad usage with exit code 2 and its help", async () => {
+  await withSkills(async (skills) => {
+    const cases: [string[], string][] = [
+      [["run", skills, "probe"], 'No command given: put it after "--"'],
+      [["run", skills, "--", "ls"], "Expected <skills-dir> and <skill>"],
+      [["run", skills, "probe", "--", ""], 'No command given after "--"'],
+      [
+        ["run", skills, "probe", "--timeout", "soon", "--", "ls"],
+        'Option "--timeout" needs a positive whole number of ms, got "soon"',
+      ],
+      [
+        ["run", skills, "probe", "--timeout", "0", "--", "ls"],
+        'Option "--timeout" needs a positive whole number of ms, got "0"',
+      ],
+      [
+        ["run", skills, "probe", "--root", "/tmp/x", "--", "ls"],
+        'Option "--root" needs "--conversation"',
+      ],
+      [
+        ["run", skills, "probe", "--bogus", "--", "ls"],
+        'Unknown option "--bogus"',
+      ],
+    ];
+    for (const [args, message] of cases) {
+      const result = await skillrun(args);
+      assertEquals(result.code, 2, `${args.join(" ")}: ${result.stderr}`);
+      assertStringIncludes(result.stderr, message);
+      assertStringIncludes(result.stderr, "Usage: skillrun run");
+    }
+  });
+});
+
+Deno.test("run --conversation works on a copy of the skill in the workspace", async () => {
+  await withSkills(async (skills, temp) => {
+    const root = hostPath.join(temp, "conversations");
+    const result = await skillrun([
+      "run",
+      skills,
+      "probe",
+      "--conversation",
+      "thread.1",
+      "--root",
+      root,
+      "--",
+      "pwd; echo made > made.txt",
+    ]);
+    assertEquals(result.code, 0, result.stderr);
+    const base = result.stdout.trim();
+    assert(
+      base.startsWith(hostPath.join(root, "thread.1", "skills") + "/"),
+      base,
+    );
+    assertEquals(
+      await Deno.readTextFile(hostPath.join(base, "made.txt")),
+      "made\n",
+    );
+    assertEquals(
+      await Deno.readTextFile(hostPath.join(base, "data.txt")),
+      "from the skill\n",
+    );
+    const source = [...Deno.readDirSync(hostPath.join(skills, "probe"))]
+      .map((e) => e.name).sort();
+    assertEquals(source, ["SKILL.md", "data.txt"]);
+  });
+});
+
+Deno.test("run refuses an invalid conversation id with exit code 1", async () => {
+  await withSkills(async (skills, temp) => {
+    const result = await skillrun([
+      "run",
+      skills,
+      "probe",
+      "--conversation",
+      "../escape",
+      "--root",
+      hostPath.join(temp, "c"),
+      "--",
+      "true",
+    ]);
+    assertEquals(result.code, 1);
+    assertStringIncludes(result.stderr, "../escape");
+  });
+});
+
+Deno.test("run exits with 130 and stops the command on Ctrl-C", async () => {
+  await withSkills(async (skills, temp) => {
+    const started = hostPath.join(temp, "started");
+    const after = hostPath.join(temp, "after-sleep");
+    const child = new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "--quiet",
+        "-A",
+        cli,
+        "run",
+        skills,
+        "probe",
+        "--",
+        `touch '${started}'; sleep 3; touch '${after}'`,
+      ],
+      stdout: "piped",
+      stderr: "piped",
+      stdin: "null",
+    }).spawn();
+    const exists = (path: string) =>
+      Deno.stat(path).then(() => true, () => false);
+    const deadline = Date.now() + 20_000;
+    while (!(await exists(started))) {
+      assertLess(Date.now(), deadline, "the command never started");
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    child.kill("SIGINT");
+    const output = await child.output();
+    const stderr = new TextDecoder().decode(output.stderr);
+    assertEquals(output.code, 130, stderr);
+    assertStringIncludes(stderr, "interrupted");
+    await new Promise((resolve) => setTimeout(resolve, 4000));
+    assertEquals(
+      await exists(after),
+      false,
+      "the command went on after Ctrl-C",
+    );
+  });
+});
+
+Deno.test("runCommand() writes to the given streams", async () => {
+  await withSkills(async (skills) => {
+    const out: string[] = [];
+    const err: string[] = [];
+    const sink = (into: string[]) => ({
+      write: (bytes: Uint8Array) => {
+        into.push(new TextDecoder().decode(bytes));
+        return Promise.resolve(bytes.length);
+      },
+    });
+    const code = await runCommand(
+      [skills, "probe", "--", "echo a; echo b >&2; exit 3"],
+      { streams: { stdout: sink(out), stderr: sink(err) } },
+    );
+    assertEquals(code, 3);
+    assertEquals(out.join(""), "a\n");
+    assertEquals(err.join(""), "b\n");
+  });
+});
