@@ -107,25 +107,21 @@ interface InFlight {
  * ```ts
  * import { assert } from "@std/assert";
  * import { SkillPreparer } from "./context.ts";
- * import type { PreparedSkill, SkillRuntime } from "../runtimes/types.ts";
- * import type { Skill } from "../skill/types.ts";
+ * import { SkillRuntimeConfig } from "../runtimes/config.ts";
+ * import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
+ * import { loadSkills } from "../skill/mod.ts";
  *
- * const skill: Skill = {
- *   name: "demo", description: "A demo", basePath: "/skills/demo",
- *   location: "/skills/demo/SKILL.md", instructions: "", frontMatter: {}, warnings: [],
- * };
- * let calls = 0;
- * const runtime = {
- *   prepare: (request: { skills: readonly { skill: Skill }[] }) => {
- *     calls++;
- *     return Promise.resolve(request.skills.map(({ skill }): PreparedSkill => ({
- *       name: skill.name, basePath: skill.basePath, skill,
- *     })));
- *   },
- * } as unknown as SkillRuntime;
- * const preparer = new SkillPreparer(runtime, new Map());
- * await Promise.all([preparer.prepare(skill), preparer.prepare(skill)]);
- * assert(calls === 1 && preparer.isPrepared("demo"));
+ * const root = await Deno.makeTempDir();
+ * await Deno.mkdir(`${root}/demo`);
+ * await Deno.writeTextFile(`${root}/demo/SKILL.md`, "---\nname: demo\ndescription: A demo.\n---\n");
+ * const { skills: [skill] } = await loadSkills(root);
+ * await using runtime = new LocalSkillRuntime();
+ * const config = new SkillRuntimeConfig({ bootstrap: ["echo run >> runs.log"] });
+ * const preparer = new SkillPreparer(runtime, new Map([["demo", config]]));
+ * await Promise.all([preparer.prepare(skill!), preparer.prepare(skill!)]);
+ * assert(preparer.isPrepared("demo"));
+ * assert(await Deno.readTextFile(`${root}/demo/runs.log`) === "run\n");
+ * await Deno.remove(root, { recursive: true });
  * ```
  */
 export class SkillPreparer {
@@ -288,9 +284,13 @@ export interface ToolContextOptions {
  * ```ts
  * import { assert } from "@std/assert";
  * import { createToolContext } from "./context.ts";
- * import type { SkillRuntime } from "../runtimes/types.ts";
- * const runtime = { environment: () => ({ TOKEN: "s3cret-value" }) } as unknown as SkillRuntime;
- * const context = createToolContext(runtime, { limits: { bashOutputChars: 1000 } });
+ * import { SkillRuntimeConfig } from "../runtimes/config.ts";
+ * import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
+ * await using runtime = new LocalSkillRuntime();
+ * const context = createToolContext(runtime, {
+ *   limits: { bashOutputChars: 1000 },
+ *   configs: new Map([["api", new SkillRuntimeConfig({ env: { TOKEN: "s3cret-value" } })]]),
+ * });
  * assert(context.limits.bashOutputChars === 1000);
  * assert(context.secrets().includes("s3cret-value"));
  * ```

@@ -92,3 +92,59 @@ Deno.test("dispatchToolCall() refuses a call without a name", async () => {
     { text: "Invalid tool call: the tool name is missing", isError: true },
   );
 });
+
+Deno.test("dispatchToolCall() runs the real tools from every provider's call shape", async () => {
+  const dir = await Deno.realPath(await Deno.makeTempDir());
+  try {
+    await Deno.mkdir(`${dir}/hello`);
+    await Deno.writeTextFile(
+      `${dir}/hello/SKILL.md`,
+      "---\nname: hello\ndescription: Says hello.\n---\nRun `echo hello`.\n",
+    );
+    const { buildSkillTools } = await import("../builder.ts");
+    const { LocalSkillRuntime } = await import("../../runtimes/local/mod.ts");
+    await using set = await buildSkillTools({
+      skills: dir,
+      runtime: new LocalSkillRuntime({ cwd: dir }),
+    });
+    // OpenAI Chat Completions tool call.
+    const loaded = await dispatchToolCall(set.tools, {
+      function: { name: "skill", arguments: '{"name":"hello"}' },
+    });
+    assertEquals(loaded.isError, false);
+    assertEquals(loaded.text.includes("Run `echo hello`."), true);
+    // Anthropic tool_use block.
+    assertEquals(
+      await dispatchToolCall(set.tools, {
+        name: "bash",
+        input: { command: "echo hello" },
+      }),
+      { text: "hello\n", isError: false },
+    );
+    // Responses API function_call (arguments as a JSON string).
+    assertEquals(
+      await dispatchToolCall(set.tools, {
+        name: "read",
+        arguments: '{"file_path":"hello/SKILL.md","offset":5}',
+      }),
+      {
+        text:
+          `File: ${dir}/hello/SKILL.md (lines 5-5 of 5)\n     5\tRun \`echo hello\`.`,
+        isError: false,
+      },
+    );
+    assertEquals(
+      await dispatchToolCall(set.tools, {
+        name: "read",
+        arguments: '{"path":"x"}',
+      }),
+      {
+        text:
+          'Invalid input:\n- Unknown parameter "path": expected one of file_path, offset, limit\n- Missing required parameter "file_path"',
+        isError: true,
+      },
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
