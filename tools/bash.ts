@@ -5,6 +5,7 @@
  */
 import type { ToolContext } from "./context.ts";
 import type { Tool } from "./types.ts";
+import { redactSecrets } from "../_internal/redact.ts";
 import { cutMiddle, defineTool, pathError } from "./_shared.ts";
 
 /** The most bytes of each stream the runtime keeps in memory for `bash`. */
@@ -127,6 +128,8 @@ export function createBashTool(context: ToolContext): Tool {
         }`;
       }
       if (text === "") text = "(no output)";
+      // Redact before cutting, so a cut never leaves part of a secret behind.
+      text = redactSecrets(text, context.secrets());
       return {
         text: cutMiddle(text, limits.bashOutputChars),
         isError: result.timedOut || result.aborted || result.exitCode !== 0,

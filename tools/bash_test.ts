@@ -168,6 +168,23 @@ Deno.test("bash keeps configured secrets out of its output", async () => {
   assertEquals(echoed.text, "[redacted]\n");
 });
 
+Deno.test("bash redacts secrets before cutting long output", async () => {
+  await using dir = await tempDir();
+  const secret = "sk-live-0123456789";
+  const config = new SkillRuntimeConfig({ env: { API_KEY: secret } });
+  const { context } = plainContext(dir.path, {
+    configs: new Map([["api", config]]),
+  });
+  const bash = createBashTool(context);
+  // The secret straddles the end of the kept start (15 000 characters).
+  const result = await bash.execute({
+    command:
+      `printf 'a%.0s' $(seq 1 14995); printf '${secret}'; printf 'b%.0s' $(seq 1 40000)`,
+  });
+  assertFalse(result.text.includes("sk-li"));
+  assert(result.text.startsWith(`${"a".repeat(14995)}[reda`));
+});
+
 Deno.test("bash stops when the caller aborts", async () => {
   await using dir = await tempDir();
   const bash = createBashTool(plainContext(dir.path).context);

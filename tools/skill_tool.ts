@@ -9,6 +9,7 @@ import type { Skill } from "../skill/types.ts";
 import type { ToolContext } from "./context.ts";
 import type { Tool } from "./types.ts";
 import { defineTool, errorResult, errorText, okResult } from "./_shared.ts";
+import { engineOf } from "./_search.ts";
 
 /** What a description function of the `skill` tool gets. */
 export interface SkillDescriptionContext {
@@ -179,6 +180,14 @@ function describe(context: ToolContext, options: SkillToolOptions): string {
     : `${filled}\n\n${catalog}`;
 }
 
+/** How deep the file list of a skill goes. */
+const FILE_LIST_DEPTH = 8;
+
+/**
+ * Lists a prepared skill's files (paths relative to its base), folders left
+ * out, through the search engine so heavy folders made by a bootstrap
+ * (`node_modules`, `.venv`...) are named but not walked.
+ */
 async function listFiles(
   context: ToolContext,
   basePath: string,
@@ -186,22 +195,27 @@ async function listFiles(
   signal: AbortSignal | undefined,
 ): Promise<string> {
   try {
-    const listing = await context.runtime.fs.list(basePath, {
-      depth: 8,
-      limit: cap,
-      filesOnly: true,
+    const listing = await engineOf(context).ls({
+      path: basePath,
+      depth: FILE_LIST_DEPTH,
+      // Folders count against the engine's limit: leave room for them.
+      limit: cap * 4,
       ...(signal ? { signal } : {}),
     });
-    const prefix = basePath.endsWith("/") ? basePath : `${basePath}/`;
-    const paths = listing.entries.map((entry) =>
-      entry.path.startsWith(prefix)
-        ? entry.path.slice(prefix.length)
-        : entry.path
-    );
-    const header = listing.truncated
-      ? `Files (the first ${paths.length}; use ls or glob for the rest):`
-      : `Files (${paths.length}):`;
-    return [header, ...paths].join("\n");
+    const files = listing.entries.filter((entry) => entry.type !== "directory")
+      .map((entry) => entry.path);
+    const skipped = listing.entries.filter((entry) => entry.skipped)
+      .map((entry) => `${entry.path}/`);
+    const truncated = listing.truncated || files.length > cap;
+    const shown = files.slice(0, cap);
+    const header = truncated
+      ? `Files (the first ${shown.length}; use ls or glob for the rest):`
+      : `Files (${shown.length}):`;
+    const lines = [header, ...shown];
+    if (skipped.length) {
+      lines.push(`Not listed (heavy folders): ${skipped.join(", ")}`);
+    }
+    return lines.join("\n");
   } catch (error) {
     return `Files: cannot list them (${errorText(error, signal)})`;
   }

@@ -18,7 +18,7 @@ Deno.test("createSkillTool() gives no tool without skills", () => {
   assertEquals(createSkillTool(plainContext("/").context), undefined);
 });
 
-Deno.test("the skill tool in a conversation lists the copy's files, bootstrap outputs included", async () => {
+Deno.test("the skill tool in a conversation lists the copy's files, bootstrap outputs included, heavy folders named only", async () => {
   await using dir = await tempDir();
   await writeSkill(`${dir.path}/skills`, "gen", {
     files: { "scripts/run.sh": "echo hi\n" },
@@ -29,7 +29,9 @@ Deno.test("the skill tool in a conversation lists the copy's files, bootstrap ou
     configs: new Map([[
       "gen",
       new SkillRuntimeConfig({
-        bootstrap: ["mkdir -p cache && touch cache/index"],
+        bootstrap: [
+          "mkdir -p cache node_modules/pkg && touch cache/index node_modules/pkg/index.js",
+        ],
       }),
     ]]),
   });
@@ -39,7 +41,9 @@ Deno.test("the skill tool in a conversation lists the copy's files, bootstrap ou
   const base = /Base directory: (.*)\n/.exec(result.text)?.[1] ?? "";
   assert(base.startsWith(`${workspace}/skills/`), base);
   assert(
-    result.text.endsWith("Files (3):\nSKILL.md\ncache/index\nscripts/run.sh"),
+    result.text.endsWith(
+      "Files (3):\nSKILL.md\ncache/index\nscripts/run.sh\nNot listed (heavy folders): node_modules/",
+    ),
     result.text,
   );
 });
