@@ -119,10 +119,10 @@ export async function mcpCommand(
     }
     // Loaded here so that the other subcommands never load the MCP SDK.
     const { serveMcp } = await import("../tools/mcp/mod.ts");
-    await serveMcp(
-      built.tools,
-      options.signal ? { signal: options.signal } : {},
-    );
+    await serveMcp(built.tools, {
+      instructions: mcpInstructions(runtime.defaultWorkingDirectory),
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
     return 0;
   } catch (error) {
     if (error instanceof UsageError) {
@@ -138,4 +138,10 @@ export async function mcpCommand(
   } finally {
     await runtime?.close();
   }
+}
+
+function mcpInstructions(workingDirectory: string): string {
+  return "These tools give you Agent Skills: when a task matches a skill in the skill tool's list, " +
+    "call the skill tool with its name first, then follow its instructions with the other tools. " +
+    `Commands run, and relative paths resolve, in ${workingDirectory}.`;
 }

@@ -63,11 +63,15 @@ async function withServer(
 
 Deno.test("mcp serves the skill tools with their JSON Schemas to an MCP client over stdio", async () => {
   await using expected = await buildSkillTools({ skills: exampleSkills });
-  await withServer(async (client) => {
+  await withServer(async (client, root) => {
     assertEquals(client.getServerVersion(), {
       name: denoJson.name,
       version: denoJson.version,
     });
+    assertStringIncludes(
+      client.getInstructions() ?? "",
+      `resolve, in ${hostPath.join(root, "mcp-test")}`,
+    );
     const { tools } = await client.listTools();
     assertEquals(
       tools.map((t) => t.name),

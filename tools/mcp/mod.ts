@@ -57,7 +57,12 @@ import {
 import denoJson from "../../deno.json" with { type: "json" };
 import type { Tool } from "../types.ts";
 
-export type { Server, Transport };
+export type {
+  JsonSchema,
+  Tool,
+  ToolCallOptions,
+  ToolResult,
+} from "../types.ts";
 
 /** The server name announced to MCP clients: the package's name. */
 export const MCP_SERVER_NAME: string = denoJson.name;
@@ -65,7 +70,7 @@ export const MCP_SERVER_NAME: string = denoJson.name;
 /** The server version announced to MCP clients: the package's version. */
 export const MCP_SERVER_VERSION: string = denoJson.version;
 
-/** Options of {@linkcode createMcpServer}. */
+/** Options of {@linkcode connectMcpServer} and {@linkcode serveMcp}. */
 export interface McpServerOptions {
   /** The name announced to clients; default {@linkcode MCP_SERVER_NAME}. */
   readonly name?: string;
@@ -75,27 +80,10 @@ export interface McpServerOptions {
   readonly instructions?: string;
 }
 
-/**
- * Builds an MCP server (not yet connected) that lists `tools` with their JSON
- * Schemas and calls them. Unknown tools and failures are tool results with
- * `isError: true`; a call cancelled by the client aborts the tool's signal.
- *
- * @param tools The tools to serve; their names must be unique.
- * @param options Name, version and instructions.
- * @returns The SDK's low-level `Server`; connect it to a transport.
- * @throws {TypeError} Two tools have the same name.
- *
- * Permissions: none of its own.
- *
- * @example Building a server
- * ```ts
- * import { assert } from "@std/assert";
- * import { createMcpServer } from "./mod.ts";
- * const server = createMcpServer([]);
- * assert(typeof server.connect === "function");
- * ```
- */
-export function createMcpServer(
+// Builds the low-level server: lists the tools with their JSON Schemas, calls
+// them, turns unknown tools and failures into results with `isError: true`, and
+// aborts a tool's signal when the client cancels its call.
+function createMcpServer(
   tools: readonly Tool[],
   options: McpServerOptions = {},
 ): Server {
@@ -163,10 +151,22 @@ export function createMcpServer(
   return server;
 }
 
+/**
+ * An MCP transport: the SDK's `Transport` (stdio, in-memory, Streamable
+ * HTTP...), of which these are the members skillrun relies on. Give it
+ * unstarted: connecting starts it.
+ */
+export interface McpTransport {
+  /** Starts the transport (called when connecting). */
+  start(): Promise<void>;
+  /** Sends one JSON-RPC message. */
+  send(message: unknown, options?: unknown): Promise<void>;
+  /** Closes the transport. */
+  close(): Promise<void>;
+}
+
 /** A server connected to a transport. */
 export interface McpConnection extends AsyncDisposable {
-  /** The SDK's server. */
-  readonly server: Server;
   /** Settles when the connection closes (by either side). */
   readonly closed: Promise<void>;
   /** Closes the connection. Idempotent. */
@@ -198,20 +198,20 @@ export interface McpConnection extends AsyncDisposable {
  */
 export async function connectMcpServer(
   tools: readonly Tool[],
-  transport: Transport,
+  transport: McpTransport,
   options: McpServerOptions = {},
 ): Promise<McpConnection> {
   const server = createMcpServer(tools, options);
   const { promise: closed, resolve } = Promise.withResolvers<void>();
   server.onclose = () => resolve();
-  await server.connect(transport);
+  // Our interface is a structural subset of the SDK's.
+  await server.connect(transport as unknown as Transport);
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> => {
     closing ??= server.close().then(() => closed);
     return closing;
   };
   return {
-    server,
     closed,
     close,
     [Symbol.asyncDispose]: close,
@@ -221,7 +221,7 @@ export async function connectMcpServer(
 /** Options of {@linkcode serveMcp}. */
 export interface ServeMcpOptions extends McpServerOptions {
   /** The transport; default stdio (this process's stdin and stdout). */
-  readonly transport?: Transport;
+  readonly transport?: McpTransport;
   /** Closes the server. */
   readonly signal?: AbortSignal;
 }

@@ -9,12 +9,10 @@ import {
   assertEquals,
   assertRejects,
   assertStringIncludes,
-  assertThrows,
 } from "../../_internal/assert.ts";
 import type { Tool } from "../types.ts";
 import {
   connectMcpServer,
-  createMcpServer,
   MCP_SERVER_NAME,
   MCP_SERVER_VERSION,
   serveMcp,
@@ -196,10 +194,11 @@ Deno.test("serveMcp() ends when the client closes the connection", async () => {
   await serving;
 });
 
-Deno.test("createMcpServer() refuses two tools with the same name", () => {
+Deno.test("connectMcpServer() refuses two tools with the same name", async () => {
   const echo = tinyTools[0]!;
-  assertThrows(
-    () => createMcpServer([echo, echo]),
+  const [, serverSide] = InMemoryTransport.createLinkedPair();
+  await assertRejects(
+    () => connectMcpServer([echo, echo], serverSide),
     TypeError,
     'Cannot serve tool "echo": another tool has the same name',
   );
