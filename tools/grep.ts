@@ -143,7 +143,9 @@ export function createGrepTool(context: ToolContext): Tool {
         return errorResult(
           `Invalid input: ${
             contextKeys.map((k) => `"${k}"`).join(", ")
-          } only apply to output_mode "content"`,
+          } only appl${
+            contextKeys.length === 1 ? "ies" : "y"
+          } to output_mode "content"`,
         );
       }
       const path = await runtime.fs.resolve(given);

@@ -216,7 +216,7 @@ testEachEngine(
       isError: true,
     });
     assertEquals(await grep.execute({ pattern: "x", context: 2 }), {
-      text: 'Invalid input: "context" only apply to output_mode "content"',
+      text: 'Invalid input: "context" only applies to output_mode "content"',
       isError: true,
     });
     assertEquals(await grep.execute({ pattern: "x", output_mode: "lines" }), {
