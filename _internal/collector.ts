@@ -215,6 +215,9 @@ export class OutputCollector {
   }
 }
 
+/** The buffer a byte stream is read into (a pipe holds 64 KiB on Linux). */
+const READ_BUFFER_BYTES = 64 * 1024;
+
 /** Options of {@linkcode collectStream}. */
 export interface CollectStreamOptions {
   /**
@@ -249,17 +252,36 @@ export async function collectStream(
   options: CollectStreamOptions = {},
 ): Promise<number> {
   const { signal } = options;
-  const reader = stream.getReader();
+  // A byte stream (like a child's stdout) is read into one reused buffer:
+  // no allocation per chunk, so draining gigabytes leaves the heap alone.
+  let byob: ReadableStreamBYOBReader | undefined;
+  try {
+    byob = stream.getReader({ mode: "byob" });
+  } catch {
+    byob = undefined;
+  }
+  const reader = byob ?? stream.getReader();
   const cancel = () => {
     reader.cancel().catch(() => {});
   };
   if (signal?.aborted) cancel();
   signal?.addEventListener("abort", cancel, { once: true });
   try {
-    while (true) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      collector.push(value);
+    if (byob) {
+      let buffer = new ArrayBuffer(READ_BUFFER_BYTES);
+      while (true) {
+        const { done, value } = await byob.read(new Uint8Array(buffer));
+        if (done || !value) break;
+        collector.push(value);
+        buffer = value.buffer as ArrayBuffer;
+      }
+    } else {
+      const defaultReader = reader as ReadableStreamDefaultReader<Uint8Array>;
+      while (true) {
+        const { done, value } = await defaultReader.read();
+        if (done) break;
+        collector.push(value);
+      }
     }
   } finally {
     signal?.removeEventListener("abort", cancel);

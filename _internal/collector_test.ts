@@ -154,3 +154,32 @@ Deno.test("collectStream() stops at its signal and keeps what it read", async ()
   assertEquals(await done, 5);
   assertEquals(collector.text(), "first");
 });
+
+Deno.test("collectStream() reads a byte stream into a reused buffer and stops at its signal", async () => {
+  const controller = new AbortController();
+  let pulls = 0;
+  const stream = new ReadableStream({
+    type: "bytes",
+    pull(c) {
+      pulls++;
+      if (pulls <= 3) {
+        const request = c.byobRequest;
+        if (!request?.view) throw new Error("expected a BYOB read");
+        const view = new Uint8Array(
+          request.view.buffer,
+          request.view.byteOffset,
+          request.view.byteLength,
+        );
+        view.set(encoder.encode(`chunk${pulls};`));
+        request.respond(7);
+      }
+      // Then hang, like a pipe held open.
+    },
+  });
+  const collector = new OutputCollector({ maxBytes: 100 });
+  const done = collectStream(stream, collector, { signal: controller.signal });
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  controller.abort();
+  assertEquals(await done, 21);
+  assertEquals(collector.text(), "chunk1;chunk2;chunk3;");
+});

@@ -323,3 +323,54 @@ Deno.test("signalProcessGroup() ignores a group that is gone and refuses a bad i
   );
   assertInstanceOf(error, RangeError);
 });
+
+const hasSetsid = (() => {
+  try {
+    return new Deno.Command("bash", {
+      args: ["-c", "command -v setsid"],
+      stdout: "null",
+    }).outputSync().success;
+  } catch {
+    return false;
+  }
+})();
+if (!hasSetsid) {
+  console.error(
+    "launcher_test: setsid is missing; the escaped-process test is ignored",
+  );
+}
+
+Deno.test({
+  name:
+    "launch() returns even when a process that escaped the group holds its pipes",
+  ignore: !linux || !hasSetsid,
+  async fn() {
+    const dir = await Deno.makeTempDir();
+    let escaped = 0;
+    try {
+      const pidFile = `${dir}/escaped`;
+      const start = performance.now();
+      const result = await new DenoCommandLauncher({ graceMs: 300 }).launch(
+        request(
+          `echo before; setsid bash -c 'echo $$ > ${pidFile}; exec sleep 30' & wait`,
+          { timeoutMs: 500 },
+        ),
+      );
+      const elapsed = performance.now() - start;
+      escaped = Number(await waitForFile(pidFile));
+      assert(result.timedOut);
+      assertEquals(result.stdout, "before\n");
+      // timeout + grace (SIGTERM..SIGKILL) + grace (drain stop) + margin.
+      assertLess(elapsed, 500 + 300 + 300 + 1500);
+    } finally {
+      if (escaped > 1) {
+        try {
+          Deno.kill(escaped, "SIGKILL");
+        } catch {
+          // already gone
+        }
+      }
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
