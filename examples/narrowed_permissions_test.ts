@@ -1,0 +1,140 @@
+import {
+  assert,
+  assertEquals,
+  assertMatch,
+  assertStringIncludes,
+} from "../_internal/assert.ts";
+import { hostPath } from "../_internal/std.ts";
+
+const repo = hostPath.fromFileUrl(new URL("../", import.meta.url));
+const example = hostPath.join(repo, "examples", "narrowed_permissions.ts");
+
+/** The documented line: the first line of the example, less its `// `. */
+async function documentedLine(): Promise<string> {
+  const first = (await Deno.readTextFile(example)).split("\n", 1)[0]!;
+  assert(first.startsWith("// deno run "), first);
+  return first.slice(3);
+}
+
+Deno.test("the narrowed permissions line is the same in the example and in examples/README.md", async () => {
+  const line = await documentedLine();
+  const readme = await Deno.readTextFile(
+    hostPath.join(repo, "examples", "README.md"),
+  );
+  assertStringIncludes(readme, line);
+  assertMatch(line, /--allow-read=\S+ --allow-write=\S+ --allow-run=bash /);
+  assert(!line.includes("--allow-env"), "no environment access");
+  assert(!line.includes("-A"), "no blanket permissions");
+});
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+  workspace: string | undefined;
+}
+
+let running: Promise<Run> | undefined;
+
+/** Runs the example once with exactly its documented line (shared by the tests). */
+function runExample(): Promise<Run> {
+  running ??= (async () => {
+    const [command, ...args] = (await documentedLine()).split(" ");
+    assertEquals(command, "deno");
+    const output = await new Deno.Command(Deno.execPath(), {
+      args,
+      cwd: repo,
+      env: { NO_COLOR: "1" },
+      stdin: "null",
+    }).output();
+    const stdout = new TextDecoder().decode(output.stdout);
+    return {
+      code: output.code,
+      stdout,
+      stderr: new TextDecoder().decode(output.stderr),
+      workspace: /^workspace: (.+)$/m.exec(stdout)?.[1],
+    };
+  })();
+  return running;
+}
+
+Deno.test("the narrowed permissions example runs under exactly its documented line", async () => {
+  const { code, stdout, stderr, workspace } = await runExample();
+  try {
+    assertEquals(code, 0, `${stdout}\n${stderr}`);
+    assert(workspace, stdout);
+    assert(
+      workspace.startsWith(hostPath.join(repo, ".skillrun", "narrowed") + "/"),
+    );
+    assertStringIncludes(stdout, 'skill {"name":"csv-report"} -> ok');
+    assertMatch(
+      stdout,
+      /\nbash \{[^\n]*-> ok\ncsv-report: wrote \.\.\/\.\.\/report\.md/,
+    );
+    assertMatch(
+      stdout,
+      /\nread \{"file_path":"report\.md"\} -> ok\n[^\n]*report\.md/,
+    );
+    // The configured title is a secret: redacted for the model.
+    assertStringIncludes(stdout, "1\t# [redacted]");
+    assertStringIncludes(
+      stdout,
+      '"file_path":"notes/todo.txt","content":"check Q4\\n"} -> ok',
+    );
+    assertMatch(stdout, /\nls \{[^\n]*-> ok\n[^]*notes\/todo\.txt/);
+    assertMatch(
+      stdout,
+      /read \{"file_path":"[^"]*README\.md"\} -> error\n[^\n]*outside the workspace/,
+    );
+    assertMatch(
+      stdout,
+      /write \{"file_path":"\.\.\/escape\.txt"[^\n]*-> error\n[^\n]*outside the workspace/,
+    );
+    assertEquals(
+      await Deno.readTextFile(hostPath.join(workspace, "notes", "todo.txt")),
+      "check Q4\n",
+    );
+    assert(
+      (await Deno.readTextFile(hostPath.join(workspace, "report.md")))
+        .startsWith("# Sales under narrowed permissions\n"),
+    );
+    assertEquals(
+      await Deno.stat(hostPath.join(workspace, "..", "escape.txt")).then(
+        () => true,
+        () => false,
+      ),
+      false,
+    );
+    // Nothing on stderr but what the search bug prints (see below).
+    const unexpected = stderr.split("\n").filter((line) =>
+      line !== "" && !line.includes("tools/search/_worker.ts")
+    );
+    assertEquals(unexpected, []);
+  } finally {
+    if (workspace) await Deno.remove(workspace, { recursive: true });
+  }
+});
+
+// Known bug, reported to the lead: the TypeScript search engine starts its
+// workers from module files that the narrowed --allow-read does not cover
+// ("Search worker failed: Requires read access to .../tools/search/_worker.ts"),
+// so glob and grep fail without rg under these flags. Un-ignore once fixed.
+const GLOB_BUG = true;
+if (GLOB_BUG) {
+  console.warn(
+    "narrowed_permissions_test: glob under narrowed permissions is ignored until the search engine works without reading its worker module",
+  );
+}
+
+Deno.test({
+  name: "glob works under the narrowed permissions line (no rg allowed)",
+  ignore: GLOB_BUG,
+  fn: async () => {
+    const { stdout, stderr } = await runExample();
+    assertEquals(stderr, "");
+    assertMatch(
+      stdout,
+      /glob \{"pattern":"\*\*\/\*\.md"\} -> ok\n[^\n]*report\.md/,
+    );
+  },
+});
