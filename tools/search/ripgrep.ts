@@ -169,20 +169,19 @@ class RecordParser {
   }
 }
 
-/** Whether a local file is binary (or unreadable). */
-async function binaryFile(path: string): Promise<boolean> {
+/** Whether a local file is binary (or unreadable); synchronous: fast. */
+function binaryFileSync(path: string, buffer: Uint8Array): boolean {
   let file: Deno.FsFile;
   try {
-    file = await Deno.open(path);
+    file = Deno.openSync(path);
   } catch {
     return true;
   }
   try {
-    const buffer = new Uint8Array(BINARY_SNIFF_BYTES);
     let length = 0;
     while (length < buffer.length) {
-      const n = await file.read(buffer.subarray(length));
-      if (n === null) break;
+      const n = file.readSync(buffer.subarray(length));
+      if (n === null || n === 0) break;
       length += n;
     }
     return isBinary(buffer.subarray(0, length));
@@ -193,23 +192,23 @@ async function binaryFile(path: string): Promise<boolean> {
   }
 }
 
-/** Runs `fn` over items with at most `limit` at a time. */
-async function mapLimit<T, R>(
+/**
+ * Maps items with a synchronous function (file system calls without the cost
+ * of async ops), yielding to the event loop between chunks.
+ */
+async function mapChunked<T, R>(
   items: readonly T[],
-  limit: number,
-  fn: (item: T) => Promise<R>,
+  fn: (item: T) => R,
+  signal: AbortSignal,
 ): Promise<R[]> {
-  const results = new Array<R>(items.length);
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < items.length) {
-      const i = next++;
-      results[i] = await fn(items[i]!);
+  const results: R[] = [];
+  for (let i = 0; i < items.length; i++) {
+    if (i > 0 && i % 1000 === 0) {
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      signal.throwIfAborted();
     }
-  };
-  await Promise.all(
-    Array.from({ length: Math.min(limit, items.length) }, worker),
-  );
+    results.push(fn(items[i]!));
+  }
   return results;
 }
 
@@ -332,6 +331,7 @@ export class RipgrepSearch implements SearchEngine {
       return new TextDecoder().decode(all);
     })();
     let killedEarly = false;
+    const sniff = new Uint8Array(BINARY_SNIFF_BYTES);
     try {
       const parser = new RecordParser(
         plan.mode !== "files_with_matches",
@@ -344,15 +344,13 @@ export class RipgrepSearch implements SearchEngine {
       let currentPath: string | null = null;
       let currentLines: MatchedLine[] = [];
       let stop = false;
-      const flushFile = async (): Promise<void> => {
+      const flushFile = (): void => {
         if (currentPath === null) return;
         const path = currentPath;
         const lines = currentLines;
         currentPath = null;
         currentLines = [];
-        if (
-          await binaryFile(joinPath(plan.root.path, path))
-        ) return;
+        if (binaryFileSync(joinPath(plan.root.path, path), sniff)) return;
         if (!collector.add({ path, count: lines.length, lines })) stop = true;
       };
       const reader = child.stdout.getReader();
@@ -376,7 +374,7 @@ export class RipgrepSearch implements SearchEngine {
               });
             } else {
               if (path !== currentPath) {
-                await flushFile();
+                flushFile();
                 if (stop) break;
                 currentPath = path;
               }
@@ -387,7 +385,7 @@ export class RipgrepSearch implements SearchEngine {
           }
           records.length = 0;
         }
-        if (!stop) await flushFile();
+        if (!stop) flushFile();
       } finally {
         if (stop) {
           killedEarly = true;
@@ -402,10 +400,10 @@ export class RipgrepSearch implements SearchEngine {
         throw ripgrepError(plan, stderr);
       }
       if (plan.mode !== "content") {
-        const binary = await mapLimit(
+        const binary = await mapChunked(
           perFile,
-          16,
-          (f) => binaryFile(joinPath(plan.root.path, f.path)),
+          (f) => binaryFileSync(joinPath(plan.root.path, f.path), sniff),
+          deadline.signal,
         );
         const kept = perFile.filter((_, i) => !binary[i]);
         kept.sort((a, b) => comparePaths(a.path, b.path));
@@ -472,18 +470,14 @@ export class RipgrepSearch implements SearchEngine {
       const paths = records.map(([p]) =>
         joinPath(plan.root.path, relativeOf(decoder.decode(p), false))
       );
-      const files = await mapLimit(
-        paths,
-        32,
-        async (path): Promise<GlobFile> => {
-          try {
-            const info = await Deno.lstat(path);
-            return { path, modifiedMs: info.mtime?.getTime() ?? null };
-          } catch {
-            return { path, modifiedMs: null };
-          }
-        },
-      );
+      const files = await mapChunked(paths, (path): GlobFile => {
+        try {
+          const info = Deno.lstatSync(path);
+          return { path, modifiedMs: info.mtime?.getTime() ?? null };
+        } catch {
+          return { path, modifiedMs: null };
+        }
+      }, deadline.signal);
       if (deadline.signal.aborted) throw deadline.error(what);
       return finishGlob(plan, files, "ripgrep");
     } catch (error) {
