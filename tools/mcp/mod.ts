@@ -85,7 +85,8 @@ export interface McpServerOptions {
 // aborts a tool's signal when the client cancels its call.
 function createMcpServer(
   tools: readonly Tool[],
-  options: McpServerOptions = {},
+  options: McpServerOptions,
+  calls: InFlight,
 ): Server {
   const byName = new Map<string, Tool>();
   for (const tool of tools) {
@@ -131,9 +132,9 @@ function createMcpServer(
         );
       }
       try {
-        const result = await tool.execute(input ?? {}, {
-          signal: extra.signal,
-        });
+        const result = await calls.track(
+          tool.execute(input ?? {}, { signal: extra.signal }),
+        );
         return {
           content: [{ type: "text", text: result.text }],
           isError: result.isError,
@@ -149,6 +150,32 @@ function createMcpServer(
     },
   );
   return server;
+}
+
+/** Counts the tool calls running, to let them answer before closing. */
+class InFlight {
+  #count = 0;
+  #waiters: (() => void)[] = [];
+
+  async track<T>(promise: Promise<T>): Promise<T> {
+    this.#count++;
+    try {
+      return await promise;
+    } finally {
+      if (--this.#count === 0) {
+        for (const wake of this.#waiters.splice(0)) wake();
+      }
+    }
+  }
+
+  /** Settles once no call runs and their answers have been handed to the transport. */
+  async idle(): Promise<void> {
+    while (this.#count > 0) {
+      await new Promise<void>((resolve) => this.#waiters.push(resolve));
+    }
+    // The SDK sends an answer a few microtasks after the handler settles.
+    await new Promise((resolve) => setTimeout(resolve, 0));
+  }
 }
 
 /**
@@ -169,7 +196,12 @@ export interface McpTransport {
 export interface McpConnection extends AsyncDisposable {
   /** Settles when the connection closes (by either side). */
   readonly closed: Promise<void>;
-  /** Closes the connection. Idempotent. */
+  /**
+   * Settles when no tool call is running and every answer has been handed to
+   * the transport (e.g. to close gracefully when the input ends).
+   */
+  idle(): Promise<void>;
+  /** Closes the connection now; running calls are aborted. Idempotent. */
   close(): Promise<void>;
 }
 
@@ -201,7 +233,8 @@ export async function connectMcpServer(
   transport: McpTransport,
   options: McpServerOptions = {},
 ): Promise<McpConnection> {
-  const server = createMcpServer(tools, options);
+  const calls = new InFlight();
+  const server = createMcpServer(tools, options, calls);
   const { promise: closed, resolve } = Promise.withResolvers<void>();
   server.onclose = () => resolve();
   // Our interface is a structural subset of the SDK's.
@@ -213,6 +246,7 @@ export async function connectMcpServer(
   };
   return {
     closed,
+    idle: () => calls.idle(),
     close,
     [Symbol.asyncDispose]: close,
   };
@@ -228,7 +262,8 @@ export interface ServeMcpOptions extends McpServerOptions {
 
 /**
  * Serves `tools` until the connection closes: over stdio by default (it then
- * also ends when stdin ends), or over the given transport. Nothing but MCP
+ * also ends when stdin ends, once the calls already received have answered),
+ * or over the given transport. Nothing but MCP
  * messages is written to stdout.
  *
  * @param tools The tools to serve.
@@ -262,7 +297,8 @@ export async function serveMcp(
     serverOptions,
   );
   const onAbort = () => void connection.close();
-  const onEnd = () => void connection.close();
+  // End of input: let the calls already received answer, then close.
+  const onEnd = () => void connection.idle().then(() => connection.close());
   if (signal?.aborted) onAbort();
   signal?.addEventListener("abort", onAbort, { once: true });
   if (stdio) process.stdin.once("end", onEnd);

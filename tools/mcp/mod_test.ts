@@ -106,7 +106,9 @@ Deno.test("a stdio server in a subprocess calls tools and returns failures as to
   }
 });
 
-Deno.test("a stdio server exits cleanly when its stdin ends and writes only MCP messages to stdout", async () => {
+async function rawSession(
+  messages: unknown[],
+): Promise<{ code: number; lines: string[]; stderr: string }> {
   const child = new Deno.Command(Deno.execPath(), {
     args: ["run", "--quiet", "--no-prompt", fixture],
     stdin: "piped",
@@ -117,28 +119,68 @@ Deno.test("a stdio server exits cleanly when its stdin ends and writes only MCP 
   const writer = child.stdin.getWriter();
   await writer.write(
     new TextEncoder().encode(
-      JSON.stringify({
-        jsonrpc: "2.0",
-        id: 1,
-        method: "initialize",
-        params: {
-          protocolVersion: "2025-06-18",
-          capabilities: {},
-          clientInfo: { name: "raw", version: "1" },
-        },
-      }) + "\n",
+      messages.map((m) => JSON.stringify(m) + "\n").join(""),
     ),
   );
   await writer.close();
   const output = await child.output();
   const stdout = new TextDecoder().decode(output.stdout);
-  const stderr = new TextDecoder().decode(output.stderr);
-  assertEquals(output.code, 0, stderr);
+  return {
+    code: output.code,
+    lines: stdout.split("\n").filter((line) => line !== ""),
+    stderr: new TextDecoder().decode(output.stderr),
+  };
+}
+
+const initialize = {
+  jsonrpc: "2.0",
+  id: 1,
+  method: "initialize",
+  params: {
+    protocolVersion: "2025-06-18",
+    capabilities: {},
+    clientInfo: { name: "raw", version: "1" },
+  },
+};
+
+Deno.test("a stdio server exits cleanly when its stdin ends and writes only MCP messages to stdout", async () => {
+  const { code, lines, stderr } = await rawSession([initialize]);
+  assertEquals(code, 0, stderr);
   assertStringIncludes(stderr, "tiny server: closed");
-  const lines = stdout.split("\n").filter((line) => line !== "");
   assert(lines.length >= 1, "expected the initialize response");
   for (const line of lines) assertEquals(JSON.parse(line).jsonrpc, "2.0");
   assertEquals(JSON.parse(lines[0]!).result.serverInfo.name, denoJson.name);
+});
+
+Deno.test("a stdio server answers the calls it received before its stdin ended", async () => {
+  const { code, lines, stderr } = await rawSession([
+    initialize,
+    { jsonrpc: "2.0", method: "notifications/initialized" },
+    {
+      jsonrpc: "2.0",
+      id: 2,
+      method: "tools/call",
+      params: { name: "sleep", arguments: { ms: 300 } },
+    },
+    {
+      jsonrpc: "2.0",
+      id: 3,
+      method: "tools/call",
+      params: { name: "echo", arguments: { text: "last" } },
+    },
+  ]);
+  assertEquals(code, 0, stderr);
+  const answers = new Map(
+    lines.map((line) => JSON.parse(line)).map((m) => [m.id, m.result]),
+  );
+  assertEquals(answers.get(2), {
+    content: [{ type: "text", text: "slept 300 ms" }],
+    isError: false,
+  });
+  assertEquals(answers.get(3), {
+    content: [{ type: "text", text: "echo: last" }],
+    isError: false,
+  });
 });
 
 Deno.test("a call cancelled by the client aborts the tool's signal", async () => {

@@ -43,6 +43,24 @@ export const tinyTools: Tool[] = [
     execute: () => Promise.reject(new Error("boom")),
   },
   {
+    name: "sleep",
+    description: "Answers after some milliseconds",
+    inputSchema: {
+      type: "object",
+      properties: { ms: { type: "integer", minimum: 0 } },
+      required: ["ms"],
+      additionalProperties: false,
+    },
+    execute: (input) =>
+      new Promise((resolve) => {
+        const ms = (input as { ms: number }).ms;
+        setTimeout(
+          () => resolve({ text: `slept ${ms} ms`, isError: false }),
+          ms,
+        );
+      }),
+  },
+  {
     name: "wait",
     description: "Waits until its call is cancelled",
     inputSchema: {
