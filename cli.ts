@@ -10,10 +10,14 @@
  * ```
  *
  * Exit codes: 0 success, 1 a skill is invalid or a path cannot be used, 2 bad
- * usage (unknown command or option, missing argument).
+ * usage (unknown command or option, missing argument). `run` passes the
+ * command's own exit code through (124 on `--timeout`, 130 on Ctrl-C).
  *
  * Needs `--allow-read` of the given paths (and of the current folder for
- * relative paths).
+ * relative paths). `run` and `mcp` also need `--allow-run=bash` (`mcp`: and
+ * `rg` when installed), `--allow-write` of what the tools may write (with
+ * `--conversation`: the conversations root), and `--allow-env=PATH` so that
+ * commands find the running `deno`.
  *
  * @module
  */
