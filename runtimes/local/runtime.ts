@@ -107,7 +107,8 @@ export interface LocalSkillRuntimeOptions {
  * written for Deno can run `deno`, the folder of the running `deno` binary
  * (`Deno.execPath()`) is put first on `PATH` when it is not on it already
  * (this needs `--allow-env=PATH` to read the inherited `PATH`; without it,
- * `PATH` is left as inherited), and `DENO_EXEC_PATH` names the binary.
+ * `PATH` is left as inherited), and `DENO_EXEC_PATH` names the binary
+ * (`Deno.execPath()` itself needs no permission).
  *
  * Permissions: conversation mode works fully under `deno run
  * --allow-read=<skills>,<conversationsRoot> --allow-write=<conversationsRoot>
@@ -333,7 +334,10 @@ export class LocalSkillRuntime implements SkillRuntime {
    * Runs one command with `bash -c` (Windows: `cmd.exe /c`) in its own
    * process group. At the timeout or the signal the whole group is stopped
    * (SIGTERM, a grace period, SIGKILL) and the result says `timedOut` or
-   * `aborted` with `exitCode: -1`.
+   * `aborted` with `exitCode: -1`. A shell killed by a signal also reports
+   * `-1` (a child killed under a surviving bash reports bash's `128 + n`).
+   * Background jobs of a command that ended by itself are left running; one
+   * that keeps stdout or stderr open makes the call wait, up to the timeout.
    *
    * @param request The command, working directory, timeout, variables, signal, cap.
    * @returns The result; a failing command is not an error.
