@@ -114,7 +114,11 @@ export class SkillRuntimeConfig {
     return this.#bootstrap;
   }
 
-  /** @returns A description naming the variables, without values or commands. */
+  /**
+   * Describes the configuration without its secrets.
+   *
+   * @returns A description naming the variables, without values or commands.
+   */
   toString(): string {
     const names = this.envNames.join(", ");
     const count = this.#bootstrap.length;
@@ -123,7 +127,11 @@ export class SkillRuntimeConfig {
     } (hidden) }`;
   }
 
-  /** @returns A JSON form naming the variables, without values or commands. */
+  /**
+   * The JSON form of the configuration, without its secrets.
+   *
+   * @returns The variables' names and the number of bootstrap commands.
+   */
   toJSON(): { env: string[]; bootstrapCommands: number } {
     return {
       env: [...this.envNames],
@@ -131,12 +139,20 @@ export class SkillRuntimeConfig {
     };
   }
 
-  /** @returns The same text as `toString()`, for `Deno.inspect` and `console.log`. */
+  /**
+   * What `Deno.inspect` and `console.log` show: the same as `toString()`.
+   *
+   * @returns A description without secrets.
+   */
   [Symbol.for("Deno.customInspect")](): string {
     return this.toString();
   }
 
-  /** @returns The same text as `toString()`, for Node's `util.inspect`. */
+  /**
+   * What Node's `util.inspect` shows: the same as `toString()`.
+   *
+   * @returns A description without secrets.
+   */
   [Symbol.for("nodejs.util.inspect.custom")](): string {
     return this.toString();
   }
@@ -207,7 +223,11 @@ export class SkillRuntimeConfigBuilder {
     return this;
   }
 
-  /** @returns The immutable configuration. */
+  /**
+   * Builds the configuration.
+   *
+   * @returns The immutable configuration.
+   */
   build(): SkillRuntimeConfig {
     return new SkillRuntimeConfig({
       env: this.#env,
