@@ -39,7 +39,9 @@ import {
   type SignalOptions,
   type SkillRuntime,
   type SkillRuntimeFileSystem,
+  type SkillRuntimeSearch,
 } from "../types.ts";
+import { createSearch } from "../../tools/search/search.ts";
 import { DenoCommandLauncher, type ProcessLauncher } from "./launcher.ts";
 import { LocalFileSystem } from "./fs.ts";
 
@@ -76,6 +78,12 @@ export interface LocalSkillRuntimeOptions {
   readonly copyPolicy?: CopyPolicy;
   /** How commands become processes. Default: a {@linkcode DenoCommandLauncher}. */
   readonly launcher?: ProcessLauncher;
+  /**
+   * The `grep`/`glob`/`ls` engine: `"auto"` (default) uses ripgrep when it is
+   * installed and allowed to run (`--allow-run=rg`), else the pure TypeScript
+   * fallback; `true` requires ripgrep; `false` always uses the fallback.
+   */
+  readonly useRipgrep?: "auto" | boolean;
 }
 
 /**
@@ -171,6 +179,7 @@ export class LocalSkillRuntime implements SkillRuntime {
   readonly #workspace: string | undefined;
   readonly #fence: PathFence | undefined;
   readonly #fs: SkillRuntimeFileSystem;
+  readonly #search: SkillRuntimeSearch;
   readonly #env: Readonly<Record<string, string>>;
   readonly #maxOutputBytes: number;
   readonly #copyPolicy: CopyPolicy | undefined;
@@ -218,6 +227,13 @@ export class LocalSkillRuntime implements SkillRuntime {
       inner,
       () => this.#checkOpen("use the file system"),
     );
+    this.#search = createSearch({
+      fs: this.#fs,
+      local: true,
+      ...(options.useRipgrep !== undefined
+        ? { useRipgrep: options.useRipgrep }
+        : {}),
+    });
     this.#env = checkEnv(options.env ?? {}, "env option");
     this.#maxOutputBytes = checkMaxOutputBytes(
       options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES,
@@ -302,6 +318,16 @@ export class LocalSkillRuntime implements SkillRuntime {
   /** The file system: fenced inside the workspace in conversation mode. */
   get fs(): SkillRuntimeFileSystem {
     return this.#fs;
+  }
+
+  /**
+   * The search engine behind the `grep`, `glob` and `ls` tools: ripgrep when
+   * installed and allowed, else the pure TypeScript fallback, with the same
+   * answers. It goes through {@linkcode fs}, so it is fenced in a
+   * conversation's workspace and refused once the runtime is closed.
+   */
+  get search(): SkillRuntimeSearch {
+    return this.#search;
   }
 
   /** Whether {@linkcode close} was called. */

@@ -558,3 +558,38 @@ Deno.test("execute() refuses a missing working directory with a clear error", as
     assertStringIncludes(error.message, `${dir}/missing`);
   });
 });
+
+Deno.test("search finds files in the workspace, fenced, with either engine", async () => {
+  await withTemp(async (dir) => {
+    await Deno.mkdir(`${dir}/outside`);
+    await Deno.writeTextFile(`${dir}/outside/secret.md`, "needle outside\n");
+    for (const useRipgrep of ["auto", false] as const) {
+      await using runtime = await LocalSkillRuntime.create({
+        conversationsRoot: `${dir}/conversations`,
+        conversationId: `search-${useRipgrep}`,
+        useRipgrep,
+      });
+      await runtime.fs.writeText("notes/todo.md", "first\nneedle inside\n");
+      const grep = await runtime.search.grep({
+        pattern: "needle",
+        outputMode: "content",
+      });
+      assert(grep.mode === "content");
+      assertEquals(grep.lines.map((l) => l.lineNumber), [2]);
+      assertStringIncludes(grep.lines[0]!.path, "todo.md");
+      const glob = await runtime.search.glob({ pattern: "**/*.md" });
+      assertEquals(glob.files.length, 1);
+      await assertRejects(
+        () =>
+          runtime.search.grep({ pattern: "needle", path: `${dir}/outside` }),
+        WorkspaceEscapeError,
+      );
+      await runtime.close();
+      await assertRejects(
+        () => runtime.search.ls({ path: "." }),
+        Error,
+        "closed",
+      );
+    }
+  });
+});
