@@ -16,17 +16,17 @@
  *
  * @module
  */
-import { SkillRuntimeConfig } from "../runtimes/config.ts";
-import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
 import {
   type AnthropicTool,
   type AnthropicToolResultBlock,
   buildSkillTools,
   dispatchToolCall,
+  LocalSkillRuntime,
+  SkillRuntimeConfig,
   toAnthropicToolResult,
   toAnthropicTools,
   type Tool,
-} from "../tools/mod.ts";
+} from "../mod.ts";
 
 /** A text block. */
 export interface TextBlock {

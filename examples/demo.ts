@@ -22,9 +22,12 @@
  * @module
  */
 import { hostPath } from "../_internal/std.ts";
-import { SkillRuntimeConfig } from "../runtimes/config.ts";
-import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
-import { buildSkillTools, dispatchToolCall } from "../tools/mod.ts";
+import {
+  buildSkillTools,
+  dispatchToolCall,
+  LocalSkillRuntime,
+  SkillRuntimeConfig,
+} from "../mod.ts";
 
 /** One step of the scripted session. */
 export interface DemoStep {

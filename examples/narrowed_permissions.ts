@@ -12,9 +12,12 @@
  * @module
  */
 import { hostPath } from "../_internal/std.ts";
-import { SkillRuntimeConfig } from "../runtimes/config.ts";
-import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
-import { buildSkillTools, dispatchToolCall } from "../tools/mod.ts";
+import {
+  buildSkillTools,
+  dispatchToolCall,
+  LocalSkillRuntime,
+  SkillRuntimeConfig,
+} from "../mod.ts";
 
 // Absolute paths from this file's location: no `Deno.cwd()`, which would need
 // read access to the current folder.

@@ -16,16 +16,16 @@
  *
  * @module
  */
-import { SkillRuntimeConfig } from "../runtimes/config.ts";
-import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
 import {
   buildSkillTools,
   dispatchToolCall,
+  LocalSkillRuntime,
   type OpenAIChatTool,
+  SkillRuntimeConfig,
   type Tool,
   toOpenAIChatToolMessage,
   toOpenAIChatTools,
-} from "../tools/mod.ts";
+} from "../mod.ts";
 
 /** A tool call in an assistant message. */
 export interface ChatToolCall {
