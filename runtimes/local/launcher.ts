@@ -156,7 +156,7 @@ export async function signalProcessGroup(
  * a link to `/usr/bin`, `--allow-run=bash` allows `/usr/bin/bash` but not
  * `/bin/bash`.
  *
- * @example
+ * @example Choosing the shell
  * ```ts
  * import { assert } from "@std/assert";
  * import { defaultShell } from "./launcher.ts";
