@@ -7,7 +7,7 @@
 import { type BenchCase, runChild } from "./_harness.ts";
 import { hostPath } from "../_internal/std.ts";
 import { createSearch, detectRipgrep } from "../tools/search/mod.ts";
-import { createTestFileSystem } from "../tools/search/_test_fs.ts";
+import { LocalFileSystem } from "../runtimes/local/fs.ts";
 
 const FILES = 100_000;
 const TOTAL_BYTES = 1024 * 1024 * 1024;
@@ -150,7 +150,7 @@ async function bareRipgrep(args: string[]): Promise<number> {
   return bytes;
 }
 
-const fs = createTestFileSystem();
+const fs = new LocalFileSystem({ root: Deno.cwd() });
 const withRipgrep = createSearch({ fs, local: true, useRipgrep: true });
 const fallbackLocal = createSearch({ fs, local: true, useRipgrep: false });
 const fallbackFs = createSearch({ fs, local: false, useRipgrep: false });

@@ -5,10 +5,10 @@ import {
   assertStringIncludes,
 } from "../../_internal/assert.ts";
 import { GrepCollector, planGrep } from "./_plan.ts";
-import { createTestFileSystem } from "./_test_fs.ts";
+import { LocalFileSystem } from "../../runtimes/local/fs.ts";
 
 Deno.test("planGrep() checks numbers and the output mode", async () => {
-  const fs = createTestFileSystem();
+  const fs = new LocalFileSystem({ root: Deno.cwd() });
   const range = await assertRejects(() =>
     planGrep(fs, { pattern: "a", context: -1 }, true)
   );
@@ -24,7 +24,7 @@ Deno.test("GrepCollector applies offset, head limit and counts the rest", async 
   const dir = await Deno.makeTempDir();
   try {
     const plan = await planGrep(
-      createTestFileSystem(dir),
+      new LocalFileSystem({ root: dir }),
       { pattern: "a", offset: 1, headLimit: 2 },
       true,
     );

@@ -128,11 +128,11 @@ class WorkerPool {
  * @example Searching a folder
  * ```ts
  * import { FallbackSearch } from "./fallback.ts";
- * import { createTestFileSystem } from "./_test_fs.ts";
+ * import { LocalFileSystem } from "../../runtimes/local/fs.ts";
  * const dir = await Deno.makeTempDir();
  * try {
  *   await Deno.writeTextFile(`${dir}/a.txt`, "one\ntwo\n");
- *   const search = new FallbackSearch({ fs: createTestFileSystem(dir) });
+ *   const search = new FallbackSearch({ fs: new LocalFileSystem({ root: dir }) });
  *   const result = await search.grep({ pattern: "tw.", outputMode: "count" });
  *   console.assert(result.mode === "count" && result.counts[0]?.count === 1);
  * } finally {

@@ -1,16 +1,23 @@
 import { FallbackSearch } from "./fallback.ts";
-import { createTestFileSystem } from "./_test_fs.ts";
+import { LocalFileSystem } from "../../runtimes/local/fs.ts";
 import { engineSuite } from "./_test_suite.ts";
 
 engineSuite(
   "FallbackSearch (local paths)",
-  (root) => new FallbackSearch({ fs: createTestFileSystem(root), local: true }),
+  (root) =>
+    new FallbackSearch({
+      fs: new LocalFileSystem({ root: root }),
+      local: true,
+    }),
   { backtracks: true },
 );
 
 engineSuite(
   "FallbackSearch (file system interface)",
   (root) =>
-    new FallbackSearch({ fs: createTestFileSystem(root), local: false }),
+    new FallbackSearch({
+      fs: new LocalFileSystem({ root: root }),
+      local: false,
+    }),
   { backtracks: true },
 );

@@ -6,11 +6,11 @@
  * @example Searching a temporary folder
  * ```ts
  * import { createSearch, formatGrepResult } from "./mod.ts";
- * import { createTestFileSystem } from "./_test_fs.ts";
+ * import { LocalFileSystem } from "../../runtimes/local/fs.ts";
  * const dir = await Deno.makeTempDir();
  * try {
  *   await Deno.writeTextFile(`${dir}/a.py`, "def main():\n    pass\n");
- *   const search = createSearch({ fs: createTestFileSystem(dir), local: true });
+ *   const search = createSearch({ fs: new LocalFileSystem({ root: dir }), local: true });
  *   const result = await search.grep({ pattern: "def \\w+", type: "py" });
  *   console.assert(formatGrepResult(result).includes("a.py"));
  * } finally {

@@ -9,7 +9,7 @@ import { assert, assertEquals } from "../../_internal/assert.ts";
 import { hostPath } from "../../_internal/std.ts";
 import { FallbackSearch } from "./fallback.ts";
 import { detectRipgrep, RipgrepSearch } from "./ripgrep.ts";
-import { createTestFileSystem } from "./_test_fs.ts";
+import { LocalFileSystem } from "../../runtimes/local/fs.ts";
 import type {
   GlobRequest,
   GrepRequest,
@@ -139,7 +139,7 @@ Deno.test("ripgrep and the fallback give identical answers on the skills corpus"
       "ripgrep (rg) is not installed: the parity test needs it; install ripgrep (e.g. apt-get install ripgrep) and run again",
     );
   }
-  const fs = createTestFileSystem(CORPUS);
+  const fs = new LocalFileSystem({ root: CORPUS });
   const engines: [string, SearchEngine][] = [
     ["fallback (local)", new FallbackSearch({ fs, local: true })],
     ["fallback (fs)", new FallbackSearch({ fs, local: false })],

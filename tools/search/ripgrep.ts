@@ -224,8 +224,8 @@ function relativeOf(path: string, rootIsFile: boolean): string {
  * @example Searching with ripgrep
  * ```ts ignore
  * import { RipgrepSearch } from "./ripgrep.ts";
- * import { createTestFileSystem } from "./_test_fs.ts";
- * const search = new RipgrepSearch({ fs: createTestFileSystem() });
+ * import { LocalFileSystem } from "../../runtimes/local/fs.ts";
+ * const search = new RipgrepSearch({ fs: new LocalFileSystem({ root: Deno.cwd() }) });
  * const result = await search.grep({ pattern: "TODO", outputMode: "count" });
  * ```
  */

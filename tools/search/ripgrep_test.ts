@@ -1,6 +1,6 @@
 import { assert, assertEquals } from "../../_internal/assert.ts";
 import { detectRipgrep, RipgrepSearch } from "./ripgrep.ts";
-import { createTestFileSystem } from "./_test_fs.ts";
+import { LocalFileSystem } from "../../runtimes/local/fs.ts";
 import { engineSuite } from "./_test_suite.ts";
 
 const rg = await detectRipgrep();
@@ -12,7 +12,7 @@ if (!rg) {
 
 engineSuite(
   "RipgrepSearch",
-  (root) => new RipgrepSearch({ fs: createTestFileSystem(root) }),
+  (root) => new RipgrepSearch({ fs: new LocalFileSystem({ root: root }) }),
   { backtracks: false, ignore: !rg },
 );
 
@@ -28,7 +28,9 @@ Deno.test({
     try {
       const line = "abcdefghij".repeat(10) + "\n";
       await Deno.writeTextFile(`${dir}/big.txt`, line.repeat(600_000));
-      const search = new RipgrepSearch({ fs: createTestFileSystem(dir) });
+      const search = new RipgrepSearch({
+        fs: new LocalFileSystem({ root: dir }),
+      });
       let message = "";
       try {
         await search.grep({

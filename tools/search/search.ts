@@ -59,11 +59,11 @@ export interface Search extends SearchEngine {
  * @example Searching a temporary folder
  * ```ts
  * import { createSearch } from "./search.ts";
- * import { createTestFileSystem } from "./_test_fs.ts";
+ * import { LocalFileSystem } from "../../runtimes/local/fs.ts";
  * const dir = await Deno.makeTempDir();
  * try {
  *   await Deno.writeTextFile(`${dir}/notes.md`, "# Title\nTODO: write\n");
- *   const search = createSearch({ fs: createTestFileSystem(dir), local: true });
+ *   const search = createSearch({ fs: new LocalFileSystem({ root: dir }), local: true });
  *   const result = await search.grep({ pattern: "TODO", outputMode: "content" });
  *   console.assert(result.mode === "content" && result.lines[0]?.lineNumber === 2);
  * } finally {

@@ -6,10 +6,13 @@ import {
 } from "../../_internal/assert.ts";
 import { detectRipgrep } from "./ripgrep.ts";
 import { createSearch } from "./search.ts";
-import { createTestFileSystem } from "./_test_fs.ts";
+import { LocalFileSystem } from "../../runtimes/local/fs.ts";
 
 Deno.test("createSearch() uses ripgrep when local and installed", async () => {
-  const search = createSearch({ fs: createTestFileSystem(), local: true });
+  const search = createSearch({
+    fs: new LocalFileSystem({ root: Deno.cwd() }),
+    local: true,
+  });
   const rg = await detectRipgrep();
   if (!rg) {
     console.error(
@@ -24,7 +27,7 @@ Deno.test("createSearch() falls back silently when ripgrep is missing", async ()
   try {
     await Deno.writeTextFile(`${dir}/a.txt`, "needle\n");
     const search = createSearch({
-      fs: createTestFileSystem(dir),
+      fs: new LocalFileSystem({ root: dir }),
       local: true,
       ripgrepPath: "/nonexistent/rg-skillrun",
     });
@@ -41,7 +44,7 @@ Deno.test("createSearch() falls back silently when ripgrep is missing", async ()
 
 Deno.test("createSearch() with useRipgrep true fails clearly when ripgrep is missing", async () => {
   const search = createSearch({
-    fs: createTestFileSystem(),
+    fs: new LocalFileSystem({ root: Deno.cwd() }),
     local: true,
     useRipgrep: true,
     ripgrepPath: "/nonexistent/rg-skillrun",
@@ -54,10 +57,16 @@ Deno.test("createSearch() with useRipgrep true fails clearly when ripgrep is mis
 });
 
 Deno.test("createSearch() uses the fallback for a file system that is not local", async () => {
-  const search = createSearch({ fs: createTestFileSystem() });
+  const search = createSearch({
+    fs: new LocalFileSystem({ root: Deno.cwd() }),
+  });
   assertEquals(await search.engine(), "fallback");
   assertThrows(
-    () => createSearch({ fs: createTestFileSystem(), useRipgrep: true }),
+    () =>
+      createSearch({
+        fs: new LocalFileSystem({ root: Deno.cwd() }),
+        useRipgrep: true,
+      }),
     TypeError,
     "ripgrep needs a local file system",
   );
