@@ -3,8 +3,22 @@
  *
  * @module
  */
-import type { FilterSpec } from "./_filter.ts";
 import type { MatchedLine } from "./_match.ts";
+
+/** The walk's filters, compiled for a worker (plain data). */
+export interface WorkerFilters {
+  /** Folder names skipped below the root. */
+  readonly heavy: readonly string[];
+  /** The glob filter as a regular expression, if any. */
+  readonly glob: {
+    readonly source: string;
+    readonly flags: string;
+    readonly negated: boolean;
+    readonly dirOnly: boolean;
+  } | null;
+  /** The type filter as name suffixes (`.ts`), if any. */
+  readonly suffixes: readonly string[] | null;
+}
 
 /** Configuration of a worker for a `grep`. */
 export interface GrepWorkerConfig {
@@ -31,7 +45,7 @@ export interface GrepWorkerConfig {
   /** Folders with at most this many files are searched by the dir job. */
   readonly inlineFiles: number;
   /** The walk's filters. */
-  readonly filters: FilterSpec;
+  readonly filters: WorkerFilters;
 }
 
 /** Configuration of a worker for a `glob`. */
@@ -43,7 +57,7 @@ export interface GlobWorkerConfig {
   /** Unused for glob. */
   readonly inlineFiles: number;
   /** The walk's filters. */
-  readonly filters: FilterSpec;
+  readonly filters: WorkerFilters;
 }
 
 /** A worker's configuration. */

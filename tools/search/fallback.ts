@@ -8,7 +8,8 @@
  * @module
  */
 import type { FileInfo, SkillRuntimeFileSystem } from "../../runtimes/types.ts";
-import { makeFilters } from "./_filter.ts";
+import { type FilterSpec, makeFilters, workerFilters } from "./_filter.ts";
+import { workerUrl } from "./_worker.ts";
 import {
   type FileFound,
   type GlobPlan,
@@ -72,9 +73,7 @@ class WorkerPool {
 
   constructor(size: number, config: WorkerConfig) {
     for (let i = 0; i < size; i++) {
-      const worker = new Worker(new URL("./_worker.ts", import.meta.url), {
-        type: "module",
-      });
+      const worker = new Worker(workerUrl(), { type: "module" });
       worker.onmessage = (event: MessageEvent<WorkerReply>): void => {
         const reply = event.data;
         const pending = this.#pending.get(reply.id);
@@ -175,24 +174,29 @@ export class FallbackSearch implements SearchEngine {
    */
   async grep(request: GrepRequest): Promise<GrepResult> {
     const plan = await planGrep(this.#fs, request, this.#local);
-    const found = await this.#walk(plan, {
-      kind: "grep",
-      root: plan.root.path,
-      source: plan.regex.source,
-      flags: plan.regex.flags,
-      multiline: plan.multiline,
-      mode: plan.mode === "files_with_matches"
-        ? "files"
-        : plan.mode === "count"
-        ? "count"
-        : "content",
-      before: plan.before,
-      after: plan.after,
-      maxLineChars: plan.maxLineChars,
-      maxLinesPerFile: plan.maxLinesPerFile,
-      inlineFiles: 16,
-      filters: plan.filters,
-    }, `Search for "${plan.regex.pattern}"`);
+    const found = await this.#walk(
+      plan,
+      {
+        kind: "grep",
+        root: plan.root.path,
+        source: plan.regex.source,
+        flags: plan.regex.flags,
+        multiline: plan.multiline,
+        mode: plan.mode === "files_with_matches"
+          ? "files"
+          : plan.mode === "count"
+          ? "count"
+          : "content",
+        before: plan.before,
+        after: plan.after,
+        maxLineChars: plan.maxLineChars,
+        maxLinesPerFile: plan.maxLinesPerFile,
+        inlineFiles: 16,
+        filters: workerFilters(plan.filters),
+      },
+      plan.filters,
+      `Search for "${plan.regex.pattern}"`,
+    );
     const collector = new GrepCollector(plan);
     for (const file of found) {
       if (!collector.add(file)) break;
@@ -213,12 +217,17 @@ export class FallbackSearch implements SearchEngine {
    */
   async glob(request: GlobRequest): Promise<GlobResult> {
     const plan = await planGlob(this.#fs, request, this.#local);
-    const found = await this.#walk(plan, {
-      kind: "glob",
-      root: plan.root.path,
-      inlineFiles: 0,
-      filters: plan.filters,
-    }, `Glob "${request.pattern}"`);
+    const found = await this.#walk(
+      plan,
+      {
+        kind: "glob",
+        root: plan.root.path,
+        inlineFiles: 0,
+        filters: workerFilters(plan.filters),
+      },
+      plan.filters,
+      `Glob "${request.pattern}"`,
+    );
     const files = found.map((f): GlobFile => ({
       path: joinPath(plan.root.path, f.path),
       modifiedMs: f.modifiedMs ?? null,
@@ -248,6 +257,7 @@ export class FallbackSearch implements SearchEngine {
   async #walk(
     plan: GrepPlan | GlobPlan,
     config: WorkerConfig,
+    spec: FilterSpec,
     what: string,
   ): Promise<(FileFound & { modifiedMs?: number | null })[]> {
     const deadline = startDeadline(plan.timeoutMs, plan.signal);
@@ -255,7 +265,7 @@ export class FallbackSearch implements SearchEngine {
     const needed = "mode" in plan ? plan.maxLinesPerFile : Infinity;
     const useWorkers = config.kind === "grep" || this.#local;
     const pool = useWorkers ? new WorkerPool(this.#workers, config) : null;
-    const filters = makeFilters(config.filters);
+    const filters = makeFilters(spec);
     const found: FileOutcome[] = [];
     let retainedLines = 0;
     let cutoff: string | null = null;
