@@ -6,6 +6,7 @@
 import { buildSkillTools } from "../tools/mod.ts";
 import type { SkillRuntime } from "../runtimes/types.ts";
 import { parseArgs, UsageError } from "./_args.ts";
+import { readConfigFile } from "./_config.ts";
 import { type CliStreams, createRuntime, USAGE_EXIT_CODE } from "./run.ts";
 
 /** The help of `skillrun mcp`. */
@@ -20,6 +21,9 @@ Options:
   --conversation <id>  Work in the conversation workspace <root>/<id>: skills
                        are copied into it and the file tools stay inside it
   --root <dir>         The conversations root (default: .skillrun/conversations)
+  --config <file>      A JSON file with each skill's environment and bootstrap
+                       commands: {"<skill>": {"env": {"NAME": "value"},
+                       "bootstrap": ["command", ...]}}; never shown to the model
   -h, --help           Show this help
 
 Example (an MCP client's server entry):
@@ -77,6 +81,7 @@ export async function mcpCommand(
       skills: "string",
       conversation: "string",
       root: "string",
+      config: "string",
     });
     if (parsed.flags.help === true) {
       await out(MCP_HELP);
@@ -104,10 +109,14 @@ export async function mcpCommand(
 
   let runtime: SkillRuntime | undefined;
   try {
+    const configs = typeof parsed.flags.config === "string"
+      ? await readConfigFile(parsed.flags.config)
+      : undefined;
     runtime = await createRuntime(parsed.flags);
     const built = await buildSkillTools({
       skills: parsed.flags.skills,
       runtime,
+      ...(configs ? { configs } : {}),
     });
     for (const warning of built.warnings) {
       await err(`skillrun mcp: warning: ${warning}\n`);

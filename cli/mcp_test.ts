@@ -26,8 +26,15 @@ function texts(result: Record<string, unknown>): string {
 
 async function withServer(
   fn: (client: Client, root: string) => Promise<void>,
+  config?: unknown,
 ): Promise<void> {
   const root = await Deno.realPath(await Deno.makeTempDir());
+  const extra: string[] = [];
+  if (config !== undefined) {
+    const file = hostPath.join(root, "config.json");
+    await Deno.writeTextFile(file, JSON.stringify(config));
+    extra.push("--config", file);
+  }
   const transport = new StdioClientTransport({
     command: Deno.execPath(),
     args: [
@@ -46,6 +53,7 @@ async function withServer(
       "mcp-test",
       "--root",
       root,
+      ...extra,
     ],
     cwd: repo,
     env: { ...Deno.env.toObject(), NO_COLOR: "1" },
@@ -124,6 +132,39 @@ Deno.test("mcp calls skill and bash in the conversation workspace", async () => 
   });
 });
 
+Deno.test("mcp --config prepares a skill with its environment and bootstrap, values hidden from the model", async () => {
+  await withServer(async (client, root) => {
+    const loaded = await client.callTool({
+      name: "skill",
+      arguments: { name: "csv-report" },
+    });
+    assertEquals(loaded.isError, false, texts(loaded));
+    const ran = await client.callTool({
+      name: "bash",
+      arguments: {
+        command: "bash scripts/report.sh data/sales.csv ../../report.md",
+        working_directory: /Base directory: (.+)/.exec(texts(loaded))![1],
+      },
+    });
+    assertEquals(ran.isError, false, texts(ran));
+    const read = await client.callTool({
+      name: "read",
+      arguments: { file_path: "report.md" },
+    });
+    assertStringIncludes(texts(read), "# [redacted]");
+    assert(!texts(read).includes("Served title"));
+    const report = await Deno.readTextFile(
+      hostPath.join(root, "mcp-test", "report.md"),
+    );
+    assert(report.startsWith("# Served title\n"), report);
+  }, {
+    "csv-report": {
+      env: { REPORT_TITLE: "Served title" },
+      bootstrap: ["bash scripts/bootstrap.sh"],
+    },
+  });
+});
+
 Deno.test("mcp returns failures as tool errors, never protocol errors", async () => {
   await withServer(async (client) => {
     const unknownSkill = await client.callTool({
@@ -159,7 +200,7 @@ Deno.test("mcp returns failures as tool errors, never protocol errors", async ()
   });
 });
 
-Deno.test("mcp --help prints its usage and a missing --skills is a usage error", async () => {
+Deno.test("mcp --help prints its usage; bad options and configurations are refused", async () => {
   const run = async (args: string[]) => {
     const output = await new Deno.Command(Deno.execPath(), {
       args: ["run", "--quiet", "-A", cli, "mcp", ...args],
@@ -182,4 +223,27 @@ Deno.test("mcp --help prints its usage and a missing --skills is a usage error",
   const extra = await run(["--skills", "examples/skills", "extra"]);
   assertEquals(extra.code, 2);
   assertStringIncludes(extra.stderr, 'Unexpected argument "extra"');
+  const config = await Deno.makeTempFile({ suffix: ".json" });
+  try {
+    await Deno.writeTextFile(config, '{"no-such-skill": {}}');
+    const unknown = await run([
+      "--skills",
+      "examples/skills",
+      "--config",
+      config,
+    ]);
+    assertEquals(unknown.code, 1);
+    assertStringIncludes(unknown.stderr, '"no-such-skill"');
+    await Deno.writeTextFile(config, "{");
+    const broken = await run([
+      "--skills",
+      "examples/skills",
+      "--config",
+      config,
+    ]);
+    assertEquals(broken.code, 2);
+    assertStringIncludes(broken.stderr, "not valid JSON");
+  } finally {
+    await Deno.remove(config);
+  }
 });

@@ -6,15 +6,18 @@
  */
 import { hostPath } from "../_internal/std.ts";
 import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
+import type { SkillRuntimeConfig } from "../runtimes/config.ts";
 import type {
   PreparedSkill,
   PrepareProgress,
   SkillRuntime,
+  SkillToPrepare,
 } from "../runtimes/types.ts";
 import { DEFAULT_EXECUTE_TIMEOUT_MS } from "../runtimes/types.ts";
 import { loadSkills, selectSkills } from "../skill/mod.ts";
 import type { Skill } from "../skill/types.ts";
 import { commandLine, parseArgs, UsageError } from "./_args.ts";
+import { readConfigFile } from "./_config.ts";
 
 /** The exit code of a command stopped by `--timeout` (as `timeout(1)`). */
 export const TIMEOUT_EXIT_CODE = 124;
@@ -46,12 +49,18 @@ Options:
   --conversation <id>  Work in the conversation workspace <root>/<id>: the skill
                        is copied into it and the command runs in the copy
   --root <dir>         The conversations root (default: .skillrun/conversations)
+  --config <file>      A JSON file with each skill's environment and bootstrap
+                       commands: {"<skill>": {"env": {"NAME": "value"},
+                       "bootstrap": ["command", ...]}}; the skill's entry is
+                       used (bootstrap runs once, before the command)
   --timeout <ms>       Stop the command (and all it started) after <ms>;
                        exit code ${TIMEOUT_EXIT_CODE} (default: ${DEFAULT_EXECUTE_TIMEOUT_MS})
   -h, --help           Show this help
 
 Exit codes: the command's own; ${TIMEOUT_EXIT_CODE} on timeout; ${INTERRUPTED_EXIT_CODE} on Ctrl-C;
-1 when the skill cannot be found or prepared; ${USAGE_EXIT_CODE} on a command-line mistake.
+1 when the skill cannot be found or prepared; ${USAGE_EXIT_CODE} on a command-line mistake
+or an unusable --config file. A preparation that takes more than a second
+shows its progress on stderr.
 
 Example:
   skillrun run examples/skills csv-report -- ls -la
@@ -112,6 +121,7 @@ export async function runCommand(
       conversation: "string",
       root: "string",
       timeout: "string",
+      config: "string",
     });
     if (parsed.flags.help === true) {
       await out(RUN_HELP);
@@ -146,9 +156,18 @@ export async function runCommand(
   let runtime: SkillRuntime | undefined;
   try {
     runtime = await createRuntime(parsed.flags);
+    const configs = typeof parsed.flags.config === "string"
+      ? await readConfigFile(parsed.flags.config)
+      : new Map<string, SkillRuntimeConfig>();
     const skill = await findSkill(skillsDir, skillName, err);
     if (skill === undefined) return 1;
-    const [prepared] = await prepareWithProgress(runtime, skill, err, signal);
+    const config = configs.get(skill.name);
+    const [prepared] = await prepareWithProgress(
+      runtime,
+      { skill, ...(config ? { config } : {}) },
+      err,
+      signal,
+    );
     const result = await runtime.execute({
       command,
       workingDirectory: prepared!.basePath,
@@ -267,7 +286,7 @@ const QUIET_PREPARATION_MS = 1000;
 
 async function prepareWithProgress(
   runtime: SkillRuntime,
-  skill: Skill,
+  skill: SkillToPrepare,
   err: (text: string) => Promise<void>,
   signal: AbortSignal,
 ): Promise<PreparedSkill[]> {
@@ -280,7 +299,7 @@ async function prepareWithProgress(
   }, QUIET_PREPARATION_MS);
   try {
     return await runtime.prepare({
-      skills: [{ skill }],
+      skills: [skill],
       signal,
       onProgress: (progress) => {
         last = progress;

@@ -312,6 +312,109 @@ Deno.test("run exits with 130 and stops the command on Ctrl-C", async () => {
   });
 });
 
+Deno.test("run --config gives the skill its environment and bootstraps it once before the command", async () => {
+  await withSkills(async (skills, temp) => {
+    const config = hostPath.join(temp, "config.json");
+    await Deno.writeTextFile(
+      config,
+      JSON.stringify({
+        probe: {
+          env: { PROBE_TITLE: "from config" },
+          bootstrap: ["echo booted >> boot.log"],
+        },
+      }),
+    );
+    const result = await skillrun([
+      "run",
+      skills,
+      "probe",
+      "--config",
+      config,
+      "--",
+      'echo "$PROBE_TITLE"; cat boot.log',
+    ]);
+    assertEquals(result.code, 0, result.stderr);
+    assertEquals(result.stdout, "from config\nbooted\n");
+    assertEquals(result.stderr, "", "a quick preparation shows no progress");
+  });
+});
+
+Deno.test("run shows the progress of a long preparation on stderr", async () => {
+  await withSkills(async (skills, temp) => {
+    const config = hostPath.join(temp, "config.json");
+    await Deno.writeTextFile(
+      config,
+      JSON.stringify({
+        probe: { bootstrap: ["sleep 1.5", "true"] },
+      }),
+    );
+    const result = await skillrun([
+      "run",
+      skills,
+      "probe",
+      "--config",
+      config,
+      "--",
+      "echo done",
+    ]);
+    assertEquals(result.code, 0, result.stderr);
+    assertEquals(result.stdout, "done\n");
+    assertMatch(
+      result.stderr,
+      /^skillrun: preparing "probe" \(bootstrap[^)]*\) \[\d+\.\d s\]$/m,
+    );
+  });
+});
+
+Deno.test("run reports a failing bootstrap with exit code 1, without configured values", async () => {
+  await withSkills(async (skills, temp) => {
+    const config = hostPath.join(temp, "config.json");
+    await Deno.writeTextFile(
+      config,
+      JSON.stringify({
+        probe: {
+          env: { TOKEN: "s3cret-value" },
+          bootstrap: ['echo "token is $TOKEN" >&2; exit 9'],
+        },
+      }),
+    );
+    const result = await skillrun([
+      "run",
+      skills,
+      "probe",
+      "--config",
+      config,
+      "--",
+      "echo never",
+    ]);
+    assertEquals(result.code, 1);
+    assertEquals(result.stdout, "");
+    assertStringIncludes(result.stderr, "probe");
+    assert(!result.stderr.includes("s3cret-value"), result.stderr);
+  });
+});
+
+Deno.test("run refuses an unusable --config file with exit code 2", async () => {
+  await withSkills(async (skills, temp) => {
+    const config = hostPath.join(temp, "config.json");
+    await Deno.writeTextFile(config, '{"probe": {"env": {"A": 1}}}');
+    const result = await skillrun([
+      "run",
+      skills,
+      "probe",
+      "--config",
+      config,
+      "--",
+      "true",
+    ]);
+    assertEquals(result.code, 2);
+    assertStringIncludes(
+      result.stderr,
+      `Cannot read config "${config}": skill "probe"`,
+    );
+  });
+});
+
 Deno.test("runCommand() writes to the given streams", async () => {
   await withSkills(async (skills) => {
     const out: string[] = [];
