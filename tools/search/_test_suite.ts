@@ -422,6 +422,68 @@ export function engineSuite(
   });
 
   test(
+    "grep content over many files keeps the first lines in path order at the cap",
+    async (root, engine) => {
+      await Deno.mkdir(`${root}/many`);
+      const body = Array.from({ length: 400 }, (_, i) => `hit ${i}`).join("\n");
+      for (let i = 0; i < 40; i++) {
+        await Deno.writeTextFile(
+          `${root}/many/f${String(39 - i).padStart(2, "0")}.txt`,
+          body,
+        );
+      }
+      const result = await engine.grep({
+        pattern: "hit",
+        path: `${root}/many`,
+        outputMode: "content",
+        offset: 395,
+        maxOutputChars: 2000,
+      });
+      assert(result.mode === "content");
+      assert(result.outputLimitReached);
+      assertEquals(result.totalEntries, null);
+      assertEquals(
+        result.lines.slice(0, 6).map((l) =>
+          `${l.path.slice(-7)}:${l.lineNumber}`
+        ),
+        [
+          "f00.txt:396",
+          "f00.txt:397",
+          "f00.txt:398",
+          "f00.txt:399",
+          "f00.txt:400",
+          "f01.txt:1",
+        ],
+      );
+    },
+  );
+
+  if (options.backtracks) {
+    test(
+      "grep stops a running search when the caller aborts",
+      async (root, engine) => {
+        await Deno.writeTextFile(`${root}/evil.txt`, `${"a".repeat(40)}b\n`);
+        const controller = new AbortController();
+        const timer = setTimeout(() => controller.abort(), 200);
+        const start = performance.now();
+        try {
+          const error = await assertRejects(() =>
+            engine.grep({
+              pattern: "(a+)+$",
+              path: `${root}/evil.txt`,
+              signal: controller.signal,
+            })
+          );
+          assertEquals((error as DOMException).name, "AbortError");
+        } finally {
+          clearTimeout(timer);
+        }
+        assertLess(performance.now() - start, 10_000);
+      },
+    );
+  }
+
+  test(
     "glob finds files newest first, heavy folders skipped",
     async (root, engine) => {
       await Deno.utime(`${root}/src/app.ts`, 1000, 1000);

@@ -295,7 +295,7 @@ export class FallbackSearch implements SearchEngine {
         found.push(outcome);
         retainedLines += outcome.lines.length;
       }
-      if (contentMode && retainedLines > 4 * needed + 10_000) prune();
+      if (contentMode && retainedLines > 4 * needed + 1000) prune();
     };
 
     const run = async (job: WorkerJob): Promise<WorkerReply> => {
