@@ -315,8 +315,13 @@ export class FallbackSearch implements SearchEngine {
           }).catch(() => null)
         ),
       );
-      const transfer = bytes.filter((b): b is Uint8Array => b !== null)
-        .map((b) => b.buffer as ArrayBuffer);
+      const transfer = [
+        ...new Set(
+          bytes.flatMap((b) =>
+            b !== null && b.buffer instanceof ArrayBuffer ? [b.buffer] : []
+          ),
+        ),
+      ];
       return await pool!.run({ ...job, bytes }, transfer);
     };
 

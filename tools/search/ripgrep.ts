@@ -396,7 +396,12 @@ export class RipgrepSearch implements SearchEngine {
       const status = await child.status;
       const stderr = await stderrText;
       if (deadline.signal.aborted) throw deadline.error(what);
-      if (!killedEarly && status.code === 2 && !status.signal) {
+      // Exit code 2 also reports unreadable files (not printed under
+      // --no-messages): only an error message means the search failed.
+      if (
+        !killedEarly && status.code === 2 && !status.signal &&
+        stderr.trim() !== ""
+      ) {
         throw ripgrepError(plan, stderr);
       }
       if (plan.mode !== "content") {
