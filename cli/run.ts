@@ -155,10 +155,10 @@ export async function runCommand(
   const { signal, stopListening } = interruptSignal(options.signal);
   let runtime: SkillRuntime | undefined;
   try {
-    runtime = await createRuntime(parsed.flags);
     const configs = typeof parsed.flags.config === "string"
       ? await readConfigFile(parsed.flags.config)
       : new Map<string, SkillRuntimeConfig>();
+    runtime = await createRuntime(parsed.flags);
     const skill = await findSkill(skillsDir, skillName, err);
     if (skill === undefined) return 1;
     const config = configs.get(skill.name);
