@@ -102,6 +102,17 @@ async function main(args: readonly string[]): Promise<void> {
     const cat = await runtime.execute({ command: "cat out/copy.txt" });
     check(cat.stdout === "hello", "command sees fs writes");
 
+    // Search (rg may not run under --allow-run=bash: the fallback answers).
+    const grep = await runtime.search.grep({
+      pattern: "hello",
+      outputMode: "files_with_matches",
+    });
+    check(
+      grep.mode === "files_with_matches" &&
+        grep.files.some((f) => f.endsWith("notes.txt")),
+      `search ${JSON.stringify(grep)}`,
+    );
+
     // Outside the workspace through the fs: refused by the fence.
     const escape = await errorOf(() =>
       runtime.fs.readText(`${outside}/secret.txt`, { maxBytes: 100 })
