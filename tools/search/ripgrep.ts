@@ -192,26 +192,6 @@ function binaryFileSync(path: string, buffer: Uint8Array): boolean {
   }
 }
 
-/**
- * Maps items with a synchronous function (file system calls without the cost
- * of async ops), yielding to the event loop between chunks.
- */
-async function mapChunked<T, R>(
-  items: readonly T[],
-  fn: (item: T) => R,
-  signal: AbortSignal,
-): Promise<R[]> {
-  const results: R[] = [];
-  for (let i = 0; i < items.length; i++) {
-    if (i > 0 && i % 1000 === 0) {
-      await new Promise((resolve) => setTimeout(resolve, 0));
-      signal.throwIfAborted();
-    }
-    results.push(fn(items[i]!));
-  }
-  return results;
-}
-
 /** The relative path of a ripgrep output path (`./x` under a folder). */
 function relativeOf(path: string, rootIsFile: boolean): string {
   if (rootIsFile) return "";
@@ -364,12 +344,14 @@ export class RipgrepSearch implements SearchEngine {
               decoder.decode(pathBytes),
               plan.root.isFile,
             );
-            if (plan.mode === "files_with_matches") {
-              perFile.push({ path, count: 0, lines: [] });
-            } else if (plan.mode === "count") {
+            if (plan.mode !== "content") {
+              // Sniffed as paths arrive, while rg is still searching.
+              if (binaryFileSync(joinPath(plan.root.path, path), sniff)) {
+                continue;
+              }
               perFile.push({
                 path,
-                count: Number(decoder.decode(rest)),
+                count: plan.mode === "count" ? Number(decoder.decode(rest)) : 0,
                 lines: [],
               });
             } else {
@@ -405,14 +387,8 @@ export class RipgrepSearch implements SearchEngine {
         throw ripgrepError(plan, stderr);
       }
       if (plan.mode !== "content") {
-        const binary = await mapChunked(
-          perFile,
-          (f) => binaryFileSync(joinPath(plan.root.path, f.path), sniff),
-          deadline.signal,
-        );
-        const kept = perFile.filter((_, i) => !binary[i]);
-        kept.sort((a, b) => comparePaths(a.path, b.path));
-        for (const file of kept) collector.add(file);
+        perFile.sort((a, b) => comparePaths(a.path, b.path));
+        for (const file of perFile) collector.add(file);
       }
       return collector.result("ripgrep");
     } catch (error) {
@@ -468,21 +444,26 @@ export class RipgrepSearch implements SearchEngine {
     try {
       const parser = new RecordParser(false, 0);
       const records: [Uint8Array, Uint8Array][] = [];
-      for await (const chunk of child.stdout) parser.push(chunk, records);
-      await child.status;
-      if (deadline.signal.aborted) throw deadline.error(what);
       const decoder = new TextDecoder();
-      const paths = records.map(([p]) =>
-        joinPath(plan.root.path, relativeOf(decoder.decode(p), false))
-      );
-      const files = await mapChunked(paths, (path): GlobFile => {
-        try {
-          const info = Deno.lstatSync(path);
-          return { path, modifiedMs: info.mtime?.getTime() ?? null };
-        } catch {
-          return { path, modifiedMs: null };
+      const files: GlobFile[] = [];
+      // Stat each file as its path arrives, while rg is still walking.
+      for await (const chunk of child.stdout) {
+        parser.push(chunk, records);
+        for (const [bytes] of records) {
+          const path = joinPath(
+            plan.root.path,
+            relativeOf(decoder.decode(bytes), false),
+          );
+          try {
+            const info = Deno.lstatSync(path);
+            files.push({ path, modifiedMs: info.mtime?.getTime() ?? null });
+          } catch {
+            files.push({ path, modifiedMs: null });
+          }
         }
-      }, deadline.signal);
+        records.length = 0;
+      }
+      await child.status;
       if (deadline.signal.aborted) throw deadline.error(what);
       return finishGlob(plan, files, "ripgrep");
     } catch (error) {
