@@ -32,8 +32,12 @@ export * from "./skill/mod.ts";
 export * from "./runtimes/config.ts";
 export * from "./runtimes/errors.ts";
 export type * from "./runtimes/types.ts";
-export { DEFAULT_EXECUTE_TIMEOUT_MS, DEFAULT_MAX_OUTPUT_BYTES } from "./runtimes/types.ts";
+export {
+  DEFAULT_EXECUTE_TIMEOUT_MS,
+  DEFAULT_MAX_OUTPUT_BYTES,
+} from "./runtimes/types.ts";
 export * from "./runtimes/prepare.ts";
 export * from "./runtimes/local/mod.ts";
 export * from "./workspace/mod.ts";
 export * from "./tools/mod.ts";
+export * from "./tools/search/mod.ts";
