@@ -255,6 +255,7 @@ Run "skillrun <command> --help" for a command's options.`;
  *
  * @example Listing skills as JSON
  * ```ts
+ * import { assert } from "@std/assert";
  * import { main } from "./cli.ts";
  * const root = await Deno.makeTempDir();
  * await Deno.mkdir(`${root}/hello`);
@@ -262,8 +263,8 @@ Run "skillrun <command> --help" for a command's options.`;
  *   `${root}/hello/SKILL.md`,
  *   "---\nname: hello\ndescription: Says hello.\n---\n",
  * );
- * console.assert(await main(["validate", `${root}/hello`]) === 0);
- * console.assert(await main(["nope"]) === 2);
+ * assert(await main(["validate", `${root}/hello`]) === 0);
+ * assert(await main(["nope"]) === 2);
  * await Deno.remove(root, { recursive: true });
  * ```
  */

@@ -37,13 +37,14 @@ export interface WriteStreamAtomicallyOptions {
  *
  * @example Writing a stream into a file
  * ```ts
+ * import { assert } from "@std/assert";
  * import { writeStreamAtomically } from "./atomic_write.ts";
  * const dir = await Deno.makeTempDir();
  * try {
  *   const stream = ReadableStream.from([new TextEncoder().encode("hello")]);
  *   const bytes = await writeStreamAtomically(stream, `${dir}/out.txt`);
- *   console.assert(bytes === 5);
- *   console.assert(await Deno.readTextFile(`${dir}/out.txt`) === "hello");
+ *   assert(bytes === 5);
+ *   assert(await Deno.readTextFile(`${dir}/out.txt`) === "hello");
  * } finally {
  *   await Deno.remove(dir, { recursive: true });
  * }

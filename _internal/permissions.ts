@@ -47,15 +47,16 @@ const NOT_CAPABLE =
  *
  * @example Mapping a Deno permission denial
  * ```ts
+ * import { assert } from "@std/assert";
  * import { toPermissionError } from "./permissions.ts";
  * import { RuntimePermissionError } from "../runtimes/errors.ts";
  * const denial = new Deno.errors.NotCapable(
  *   'Requires write access to "/srv/out.txt", run again with the --allow-write flag',
  * );
  * const error = toPermissionError(denial, { operation: "write", path: "/srv/out.txt" });
- * console.assert(error instanceof RuntimePermissionError);
- * console.assert((error as RuntimePermissionError).permission === "write");
- * console.assert(String((error as Error).message).includes("--allow-write=/srv/out.txt"));
+ * assert(error instanceof RuntimePermissionError);
+ * assert((error as RuntimePermissionError).permission === "write");
+ * assert(String((error as Error).message).includes("--allow-write=/srv/out.txt"));
  * ```
  */
 export function toPermissionError(

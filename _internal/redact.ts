@@ -16,9 +16,10 @@ export const REDACTED = "[redacted]";
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { redactSecrets } from "./redact.ts";
  * const text = redactSecrets("token=abcd1234 region=eu", ["abcd1234", "eu"]);
- * console.assert(text === "token=[redacted] region=eu");
+ * assert(text === "token=[redacted] region=eu");
  * ```
  *
  * @param text The text to clean.

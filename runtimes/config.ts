@@ -41,26 +41,28 @@ export interface SkillRuntimeConfigOptions {
  *
  * @example Building a configuration
  * ```ts
+ * import { assert } from "@std/assert";
  * import { SkillRuntimeConfig } from "./config.ts";
  * const config = new SkillRuntimeConfig({
  *   env: { API_URL: "https://example.com", API_KEY: "s3cret" },
  *   bootstrap: ["pip install -r requirements.txt", { command: "make", timeoutMs: 60_000 }],
  * });
- * console.assert(config.env.API_KEY === "s3cret");
- * console.assert(!String(config).includes("s3cret"));
- * console.assert(!JSON.stringify(config).includes("s3cret"));
+ * assert(config.env.API_KEY === "s3cret");
+ * assert(!String(config).includes("s3cret"));
+ * assert(!JSON.stringify(config).includes("s3cret"));
  * ```
  *
  * @example One variable at a time, with the builder
  * ```ts
+ * import { assert } from "@std/assert";
  * import { SkillRuntimeConfig } from "./config.ts";
  * const config = SkillRuntimeConfig.builder()
  *   .env("REGION", "eu")
  *   .envs({ MODE: "fast", REGION: "us" }) // a later value wins
  *   .bootstrap("npm ci", 300_000)
  *   .build();
- * console.assert(config.env.REGION === "us");
- * console.assert(config.bootstrap[0]?.timeoutMs === 300_000);
+ * assert(config.env.REGION === "us");
+ * assert(config.bootstrap[0]?.timeoutMs === 300_000);
  * ```
  */
 export class SkillRuntimeConfig {
@@ -164,9 +166,10 @@ export class SkillRuntimeConfig {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { SkillRuntimeConfigBuilder } from "./config.ts";
  * const config = new SkillRuntimeConfigBuilder().env("A", "1").build();
- * console.assert(config.env.A === "1");
+ * assert(config.env.A === "1");
  * ```
  */
 export class SkillRuntimeConfigBuilder {

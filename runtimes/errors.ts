@@ -24,12 +24,13 @@ export interface SkillPreparationErrorOptions {
  *
  * @example Catching a preparation failure
  * ```ts
+ * import { assert } from "@std/assert";
  * import { SkillPreparationError } from "./errors.ts";
  * const error = new SkillPreparationError(
  *   'Cannot prepare skill "pdf": bootstrap command 1 of 2 exited with code 3',
  *   { skillName: "pdf", exitCode: 3, commandIndex: 0 },
  * );
- * console.assert(error.exitCode === 3 && !error.timedOut);
+ * assert(error.exitCode === 3 && !error.timedOut);
  * ```
  */
 export class SkillPreparationError extends Error {
@@ -68,12 +69,13 @@ export class SkillPreparationError extends Error {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { WorkspaceEscapeError } from "./errors.ts";
  * const error = new WorkspaceEscapeError(
  *   'Cannot use "../x": path is outside the workspace "/srv/conv/abc"',
  *   { path: "../x", workspace: "/srv/conv/abc" },
  * );
- * console.assert(error.workspace === "/srv/conv/abc");
+ * assert(error.workspace === "/srv/conv/abc");
  * ```
  */
 export class WorkspaceEscapeError extends Error {
@@ -109,12 +111,13 @@ export class WorkspaceEscapeError extends Error {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { RuntimePermissionError } from "./errors.ts";
  * const error = new RuntimePermissionError(
  *   'Cannot write "/etc/x": Deno denies write access; run with --allow-write=/etc/x',
  *   { permission: "write", path: "/etc/x", source: "deno" },
  * );
- * console.assert(error.permission === "write");
+ * assert(error.permission === "write");
  * ```
  */
 export class RuntimePermissionError extends Error {

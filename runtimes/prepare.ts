@@ -69,6 +69,7 @@ const OUTPUT_TAIL_CHARS = 2000;
  *
  * @example Preparing with a runtime's hooks
  * ```ts
+ * import { assert } from "@std/assert";
  * import { PreparationEngine } from "./prepare.ts";
  * import { SkillRuntimeConfig } from "./config.ts";
  * import type { Skill } from "../skill/types.ts";
@@ -92,8 +93,8 @@ const OUTPUT_TAIL_CHARS = 2000;
  * const config = new SkillRuntimeConfig({ env: { MODE: "fast" }, bootstrap: ["make"] });
  * const [prepared] = await engine.prepare({ skills: [{ skill, config }] });
  * await engine.prepare({ skills: [{ skill, config }] }); // idempotent
- * console.assert(prepared?.basePath === "/skills/demo");
- * console.assert(ran.length === 1 && engine.environment().MODE === "fast");
+ * assert(prepared?.basePath === "/skills/demo");
+ * assert(ran.length === 1 && engine.environment().MODE === "fast");
  * ```
  */
 export class PreparationEngine {

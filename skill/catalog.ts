@@ -42,6 +42,7 @@ const ELLIPSIS = "…";
  *
  * @example Formatting a catalog
  * ```ts
+ * import { assert } from "@std/assert";
  * import { formatCatalog } from "./catalog.ts";
  * import type { Skill } from "./types.ts";
  * const skill: Skill = {
@@ -50,10 +51,10 @@ const ELLIPSIS = "…";
  *   instructions: "", frontMatter: {}, warnings: [],
  * };
  * const catalog = formatCatalog([skill]);
- * console.assert(catalog.includes(
+ * assert(catalog.includes(
  *   "<description>Summarises &lt;CSV&gt; files &amp; tables</description>",
  * ));
- * console.assert(formatCatalog([]) === "");
+ * assert(formatCatalog([]) === "");
  * ```
  */
 export function formatCatalog(

@@ -117,6 +117,7 @@ const CONCURRENCY = 64;
  *
  * @example Loading a folder of skills
  * ```ts
+ * import { assert } from "@std/assert";
  * import { loadSkills } from "./load.ts";
  * const root = await Deno.makeTempDir();
  * await Deno.mkdir(`${root}/hello`);
@@ -125,9 +126,9 @@ const CONCURRENCY = 64;
  *   "---\nname: hello\ndescription: Says hello.\nversion: 2\n---\nRun `echo hello`.\n",
  * );
  * const { skills, warnings } = await loadSkills(root);
- * console.assert(skills.length === 1 && warnings.length === 0);
- * console.assert(skills[0]!.instructions === "Run `echo hello`.\n");
- * console.assert(skills[0]!.warnings[0]!.startsWith("version: unknown field"));
+ * assert(skills.length === 1 && warnings.length === 0);
+ * assert(skills[0]!.instructions === "Run `echo hello`.\n");
+ * assert(skills[0]!.warnings[0]!.startsWith("version: unknown field"));
  * await Deno.remove(root, { recursive: true });
  * ```
  */
@@ -172,12 +173,13 @@ export async function loadSkills(
  *
  * @example Finding skill folders
  * ```ts
+ * import { assert } from "@std/assert";
  * import { findSkillFolders } from "./load.ts";
  * const root = await Deno.makeTempDir();
  * await Deno.mkdir(`${root}/broken`);
  * await Deno.writeTextFile(`${root}/broken/SKILL.md`, "no front matter");
  * const { folders } = await findSkillFolders(root);
- * console.assert(folders.length === 1 && folders[0]!.endsWith("broken"));
+ * assert(folders.length === 1 && folders[0]!.endsWith("broken"));
  * await Deno.remove(root, { recursive: true });
  * ```
  */
@@ -207,6 +209,7 @@ export async function findSkillFolders(
  *
  * @example Selecting skills by name
  * ```ts
+ * import { assert } from "@std/assert";
  * import { selectSkills } from "./load.ts";
  * import type { Skill } from "./types.ts";
  * const skill = (name: string): Skill => ({
@@ -214,11 +217,11 @@ export async function findSkillFolders(
  *   instructions: "", frontMatter: { name, description: "d" }, warnings: [],
  * });
  * const picked = selectSkills([skill("pdf"), skill("csv")], [" csv "]);
- * console.assert(picked.length === 1 && picked[0]!.name === "csv");
+ * assert(picked.length === 1 && picked[0]!.name === "csv");
  * try {
  *   selectSkills([skill("pdf")], ["PDF"]);
  * } catch (error) {
- *   console.assert(error instanceof RangeError);
+ *   assert(error instanceof RangeError);
  * }
  * ```
  */

@@ -7,6 +7,7 @@
  *
  * @example Loading skills and formatting their catalog
  * ```ts
+ * import { assert } from "@std/assert";
  * import { formatCatalog, loadSkills, validateSkill } from "./mod.ts";
  * const root = await Deno.makeTempDir();
  * await Deno.mkdir(`${root}/greet`);
@@ -15,8 +16,8 @@
  *   "---\nname: greet\ndescription: Greets the user.\n---\nSay hello.\n",
  * );
  * const { skills } = await loadSkills(root);
- * console.assert(formatCatalog(skills).includes("<name>greet</name>"));
- * console.assert((await validateSkill(skills[0]!)).length === 0);
+ * assert(formatCatalog(skills).includes("<name>greet</name>"));
+ * assert((await validateSkill(skills[0]!)).length === 0);
  * await Deno.remove(root, { recursive: true });
  * ```
  *

@@ -62,14 +62,15 @@ const CLOSING = /^---[ \t]*$/m;
  *
  * @example Parsing a SKILL.md with CRLF and an unquoted colon
  * ```ts
+ * import { assert } from "@std/assert";
  * import { parseSkillMd } from "./parse.ts";
  * const doc = parseSkillMd(
  *   "---\r\nname: csv-report\r\ndescription: Use when: a CSV needs a summary\r\n" +
  *     "metadata:\r\n  version: 1.0\r\n---\r\n# Steps\r\n",
  * );
- * console.assert(doc.description === "Use when: a CSV needs a summary");
- * console.assert(doc.metadata?.version === "1.0");
- * console.assert(doc.body === "# Steps\n");
+ * assert(doc.description === "Use when: a CSV needs a summary");
+ * assert(doc.metadata?.version === "1.0");
+ * assert(doc.body === "# Steps\n");
  * ```
  */
 export function parseSkillMd(

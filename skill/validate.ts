@@ -50,6 +50,7 @@ const REPAIRED = /^([^:]+): the unquoted value containing ": "/;
  *
  * @example Validating a skill folder
  * ```ts
+ * import { assert } from "@std/assert";
  * import { validateSkill } from "./validate.ts";
  * const root = await Deno.makeTempDir();
  * await Deno.mkdir(`${root}/pdf`);
@@ -58,7 +59,7 @@ const REPAIRED = /^([^:]+): the unquoted value containing ": "/;
  *   "---\nname: PDF\ndescription: Fills PDF forms.\n---\n",
  * );
  * const problems = await validateSkill(`${root}/pdf`);
- * console.assert(problems[0]!.message === 'name: must be lowercase, got "PDF"');
+ * assert(problems[0]!.message === 'name: must be lowercase, got "PDF"');
  * await Deno.remove(root, { recursive: true });
  * ```
  */

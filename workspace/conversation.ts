@@ -21,11 +21,12 @@ const CONVERSATION_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
  *
  * @example Valid and invalid ids
  * ```ts
+ * import { assert } from "@std/assert";
  * import { validateConversationId } from "./conversation.ts";
- * console.assert(validateConversationId("thread.2026-07") === "thread.2026-07");
+ * assert(validateConversationId("thread.2026-07") === "thread.2026-07");
  * let refused = false;
  * try { validateConversationId("../etc"); } catch (e) { refused = e instanceof TypeError; }
- * console.assert(refused);
+ * assert(refused);
  * ```
  */
 export function validateConversationId(id: string): string {
@@ -69,9 +70,10 @@ export function validateConversationId(id: string): string {
  *
  * @example Normalising a root
  * ```ts
+ * import { assert } from "@std/assert";
  * import { validateConversationsRoot } from "./conversation.ts";
  * if (Deno.build.os !== "windows") {
- *   console.assert(validateConversationsRoot("/srv//conv/./x/../") === "/srv/conv");
+ *   assert(validateConversationsRoot("/srv//conv/./x/../") === "/srv/conv");
  * }
  * ```
  */
@@ -116,9 +118,10 @@ export function validateConversationsRoot(root: string): string {
  *
  * @example The workspace of a conversation
  * ```ts
+ * import { assert } from "@std/assert";
  * import { workspacePath } from "./conversation.ts";
  * if (Deno.build.os !== "windows") {
- *   console.assert(workspacePath("/srv/conv/", "abc") === "/srv/conv/abc");
+ *   assert(workspacePath("/srv/conv/", "abc") === "/srv/conv/abc");
  * }
  * ```
  */

@@ -17,8 +17,9 @@ import { isInside, realLocation } from "./_paths.ts";
  *
  * @example Reading the defaults
  * ```ts
+ * import { assert } from "@std/assert";
  * import { DEFAULT_COPY_EXCLUDES } from "./copy.ts";
- * console.assert(DEFAULT_COPY_EXCLUDES.includes(".env.*"));
+ * assert(DEFAULT_COPY_EXCLUDES.includes(".env.*"));
  * ```
  */
 export const DEFAULT_COPY_EXCLUDES: readonly string[] = Object.freeze([
@@ -51,14 +52,15 @@ export const DEFAULT_COPY_EXCLUDES: readonly string[] = Object.freeze([
  *
  * @example Widening and narrowing the defaults
  * ```ts
+ * import { assert } from "@std/assert";
  * import { type CopyPolicy, isExcluded } from "./copy.ts";
  * const policy: CopyPolicy = {
  *   extraExcludes: ["*.log", "node_modules/"],
  *   includes: [".env.example"],
  * };
- * console.assert(isExcluded("logs/run.log", policy));
- * console.assert(!isExcluded(".env.example", policy));
- * console.assert(isExcluded(".env.local", policy));
+ * assert(isExcluded("logs/run.log", policy));
+ * assert(!isExcluded(".env.example", policy));
+ * assert(isExcluded(".env.local", policy));
  * ```
  */
 export interface CopyPolicy {
@@ -91,11 +93,12 @@ export interface IsExcludedOptions {
  *
  * @example Default exclusions
  * ```ts
+ * import { assert } from "@std/assert";
  * import { isExcluded } from "./copy.ts";
- * console.assert(isExcluded("sub/.git/config"));
- * console.assert(isExcluded("keys/server.pem"));
- * console.assert(isExcluded(".aws/credentials"));
- * console.assert(!isExcluded("scripts/run.py"));
+ * assert(isExcluded("sub/.git/config"));
+ * assert(isExcluded("keys/server.pem"));
+ * assert(isExcluded(".aws/credentials"));
+ * assert(!isExcluded("scripts/run.py"));
  * ```
  */
 export function isExcluded(
@@ -154,6 +157,7 @@ export interface WalkSkillFilesOptions {
  *
  * @example Listing what an upload would send
  * ```ts
+ * import { assert } from "@std/assert";
  * import { walkSkillFiles } from "./copy.ts";
  * const skill = await Deno.makeTempDir();
  * try {
@@ -161,7 +165,7 @@ export interface WalkSkillFilesOptions {
  *   await Deno.writeTextFile(`${skill}/.env`, "TOKEN=secret");
  *   const names = [];
  *   for await (const file of walkSkillFiles(skill)) names.push(file.relativePath);
- *   console.assert(names.join() === "SKILL.md");
+ *   assert(names.join() === "SKILL.md");
  * } finally {
  *   await Deno.remove(skill, { recursive: true });
  * }
@@ -283,6 +287,7 @@ const PROGRESS_EVERY = 256;
  *
  * @example Copying a skill
  * ```ts
+ * import { assert } from "@std/assert";
  * import { copySkillFolder } from "./copy.ts";
  * const base = await Deno.makeTempDir();
  * try {
@@ -291,7 +296,7 @@ const PROGRESS_EVERY = 256;
  *   await Deno.writeTextFile(`${base}/skill/scripts/run.sh`, "echo hi\n", { mode: 0o755 });
  *   await Deno.writeTextFile(`${base}/skill/.env`, "TOKEN=secret");
  *   const stats = await copySkillFolder(`${base}/skill`, `${base}/copy`);
- *   console.assert(stats.files === 2 && stats.excluded === 1);
+ *   assert(stats.files === 2 && stats.excluded === 1);
  * } finally {
  *   await Deno.remove(base, { recursive: true });
  * }
@@ -408,10 +413,11 @@ export async function copySkillFolder(
  *
  * @example A stable folder name
  * ```ts
+ * import { assert } from "@std/assert";
  * import { stableSkillFolderName } from "./copy.ts";
  * const name = stableSkillFolderName({ name: "pdf", basePath: "/skills/pdf" });
- * console.assert(/^pdf-[0-9a-f]{12}$/.test(name));
- * console.assert(name === stableSkillFolderName({ name: "pdf", basePath: "/skills/pdf/" }));
+ * assert(/^pdf-[0-9a-f]{12}$/.test(name));
+ * assert(name === stableSkillFolderName({ name: "pdf", basePath: "/skills/pdf/" }));
  * ```
  */
 export function stableSkillFolderName(

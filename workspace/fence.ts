@@ -28,18 +28,19 @@ import { isInside, realLocation, trimSeparator } from "./_paths.ts";
  *
  * @example Fencing paths in a workspace
  * ```ts
+ * import { assert } from "@std/assert";
  * import { PathFence } from "./fence.ts";
  * import { WorkspaceEscapeError } from "../runtimes/errors.ts";
  * const workspace = await Deno.makeTempDir();
  * try {
  *   const fence = await PathFence.create(workspace);
  *   const inside = await fence.resolve("out/report.txt");
- *   console.assert(inside.startsWith(fence.root));
+ *   assert(inside.startsWith(fence.root));
  *   let refused = false;
  *   try { await fence.resolve("../elsewhere"); } catch (e) {
  *     refused = e instanceof WorkspaceEscapeError;
  *   }
- *   console.assert(refused);
+ *   assert(refused);
  * } finally {
  *   await Deno.remove(workspace, { recursive: true });
  * }
@@ -70,11 +71,12 @@ export class PathFence {
    *
    * @example Making a fence
    * ```ts
+   * import { assert } from "@std/assert";
    * import { PathFence } from "./fence.ts";
    * const workspace = await Deno.makeTempDir();
    * try {
    *   const fence = await PathFence.create(workspace);
-   *   console.assert(fence.root === await Deno.realPath(workspace));
+   *   assert(fence.root === await Deno.realPath(workspace));
    * } finally {
    *   await Deno.remove(workspace, { recursive: true });
    * }
@@ -124,13 +126,14 @@ export class PathFence {
    *
    * @example Relative and absolute paths
    * ```ts
+   * import { assert } from "@std/assert";
    * import { PathFence } from "./fence.ts";
    * const workspace = await Deno.makeTempDir();
    * try {
    *   const fence = await PathFence.create(workspace);
    *   const a = await fence.resolve("a/./b/../c.txt");
    *   const b = await fence.resolve(`${fence.root}/a/c.txt`);
-   *   console.assert(a === b);
+   *   assert(a === b);
    * } finally {
    *   await Deno.remove(workspace, { recursive: true });
    * }
@@ -172,12 +175,13 @@ export class PathFence {
    *
    * @example Checking a working directory
    * ```ts
+   * import { assert } from "@std/assert";
    * import { PathFence } from "./fence.ts";
    * const workspace = await Deno.makeTempDir();
    * try {
    *   await Deno.mkdir(`${workspace}/skills`);
    *   const fence = await PathFence.create(workspace);
-   *   console.assert((await fence.resolveDirectory("skills")).endsWith("skills"));
+   *   assert((await fence.resolveDirectory("skills")).endsWith("skills"));
    * } finally {
    *   await Deno.remove(workspace, { recursive: true });
    * }

@@ -7,6 +7,7 @@
  *
  * @example A workspace, its fence and a skill copied into it
  * ```ts
+ * import { assert } from "@std/assert";
  * import {
  *   copySkillFolder,
  *   PathFence,
@@ -24,7 +25,7 @@
  *   await copySkillFolder(skill, `${workspace}/skills/${folder}`);
  *   const fence = await PathFence.create(workspace);
  *   const path = await fence.resolve(`skills/${folder}/SKILL.md`);
- *   console.assert((await Deno.readTextFile(path)).includes("demo"));
+ *   assert((await Deno.readTextFile(path)).includes("demo"));
  * } finally {
  *   await Deno.remove(root, { recursive: true });
  * }

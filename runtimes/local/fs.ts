@@ -48,14 +48,15 @@ export interface LocalFileSystemOptions {
  *
  * @example Writing, reading and listing
  * ```ts
+ * import { assert } from "@std/assert";
  * import { LocalFileSystem } from "./fs.ts";
  * const root = await Deno.makeTempDir();
  * try {
  *   const fs = new LocalFileSystem({ root });
  *   await fs.writeText("notes/a.txt", "hello");
- *   console.assert(await fs.readText("notes/a.txt", { maxBytes: 1024 }) === "hello");
+ *   assert(await fs.readText("notes/a.txt", { maxBytes: 1024 }) === "hello");
  *   const { entries } = await fs.list(".", { depth: 2 });
- *   console.assert(entries.map((e) => e.name).join() === "notes,a.txt");
+ *   assert(entries.map((e) => e.name).join() === "notes,a.txt");
  * } finally {
  *   await Deno.remove(root, { recursive: true });
  * }
@@ -103,10 +104,11 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
    *
    * @example Resolving a relative path
    * ```ts
+   * import { assert } from "@std/assert";
    * import { LocalFileSystem } from "./fs.ts";
    * if (Deno.build.os !== "windows") {
    *   const fs = new LocalFileSystem({ root: "/srv/data" });
-   *   console.assert(await fs.resolve("a/../b.txt") === "/srv/data/b.txt");
+   *   assert(await fs.resolve("a/../b.txt") === "/srv/data/b.txt");
    * }
    * ```
    */
@@ -154,6 +156,7 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
    *
    * @example Reading with a limit
    * ```ts
+   * import { assert } from "@std/assert";
    * import { LocalFileSystem } from "./fs.ts";
    * const root = await Deno.makeTempDir();
    * try {
@@ -161,7 +164,7 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
    *   await fs.writeText("big.txt", "x".repeat(2048));
    *   let message = "";
    *   try { await fs.readText("big.txt", { maxBytes: 1024 }); } catch (e) { message = String(e); }
-   *   console.assert(message.includes("larger than the 1 KiB limit"));
+   *   assert(message.includes("larger than the 1 KiB limit"));
    * } finally {
    *   await Deno.remove(root, { recursive: true });
    * }
@@ -190,12 +193,13 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
    *
    * @example Reading bytes
    * ```ts
+   * import { assert } from "@std/assert";
    * import { LocalFileSystem } from "./fs.ts";
    * const root = await Deno.makeTempDir();
    * try {
    *   await Deno.writeFile(`${root}/b.bin`, new Uint8Array([0, 255]));
    *   const bytes = await new LocalFileSystem({ root }).readBytes("b.bin");
-   *   console.assert(bytes.length === 2 && bytes[1] === 255);
+   *   assert(bytes.length === 2 && bytes[1] === 255);
    * } finally {
    *   await Deno.remove(root, { recursive: true });
    * }
@@ -228,11 +232,12 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
    *
    * @example Writing a file in a new folder
    * ```ts
+   * import { assert } from "@std/assert";
    * import { LocalFileSystem } from "./fs.ts";
    * const root = await Deno.makeTempDir();
    * try {
    *   await new LocalFileSystem({ root }).writeText("a/b/c.txt", "x");
-   *   console.assert(await Deno.readTextFile(`${root}/a/b/c.txt`) === "x");
+   *   assert(await Deno.readTextFile(`${root}/a/b/c.txt`) === "x");
    * } finally {
    *   await Deno.remove(root, { recursive: true });
    * }
@@ -291,10 +296,11 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
    *
    * @example Stat of a missing file
    * ```ts
+   * import { assert } from "@std/assert";
    * import { LocalFileSystem } from "./fs.ts";
    * const root = await Deno.makeTempDir();
    * try {
-   *   console.assert(await new LocalFileSystem({ root }).stat("missing") === null);
+   *   assert(await new LocalFileSystem({ root }).stat("missing") === null);
    * } finally {
    *   await Deno.remove(root, { recursive: true });
    * }
@@ -332,6 +338,7 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
    *
    * @example Listing two levels, files only
    * ```ts
+   * import { assert } from "@std/assert";
    * import { LocalFileSystem } from "./fs.ts";
    * const root = await Deno.makeTempDir();
    * try {
@@ -339,7 +346,7 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
    *   await fs.writeText("b.txt", "");
    *   await fs.writeText("a/c.txt", "");
    *   const { entries } = await fs.list(".", { depth: 2, filesOnly: true });
-   *   console.assert(entries.map((e) => e.name).join() === "c.txt,b.txt");
+   *   assert(entries.map((e) => e.name).join() === "c.txt,b.txt");
    * } finally {
    *   await Deno.remove(root, { recursive: true });
    * }
@@ -429,12 +436,13 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
    *
    * @example Streaming a file
    * ```ts
+   * import { assert } from "@std/assert";
    * import { LocalFileSystem } from "./fs.ts";
    * const root = await Deno.makeTempDir();
    * try {
    *   await Deno.writeTextFile(`${root}/a.txt`, "streamed");
    *   const stream = await new LocalFileSystem({ root }).readStream("a.txt");
-   *   console.assert(await new Response(stream).text() === "streamed");
+   *   assert(await new Response(stream).text() === "streamed");
    * } finally {
    *   await Deno.remove(root, { recursive: true });
    * }
@@ -470,13 +478,14 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
    *
    * @example Downloading a file
    * ```ts
+   * import { assert } from "@std/assert";
    * import { LocalFileSystem } from "./fs.ts";
    * const root = await Deno.makeTempDir();
    * try {
    *   const fs = new LocalFileSystem({ root });
    *   await fs.writeText("out/report.txt", "done");
    *   const result = await fs.download("out/report.txt", `${root}/copy.txt`);
-   *   console.assert(result.bytes === 4);
+   *   assert(result.bytes === 4);
    * } finally {
    *   await Deno.remove(root, { recursive: true });
    * }

@@ -16,12 +16,13 @@ export interface SearchTimeoutErrorOptions {
  *
  * @example Catching a timeout
  * ```ts
+ * import { assert } from "@std/assert";
  * import { SearchTimeoutError } from "./errors.ts";
  * const error = new SearchTimeoutError(
  *   'Search for "(a+)+$" timed out after 2000 ms: the pattern may be too slow; simplify it or narrow the path',
  *   { timeoutMs: 2000 },
  * );
- * console.assert(error.name === "SearchTimeoutError" && error.timeoutMs === 2000);
+ * assert(error.name === "SearchTimeoutError" && error.timeoutMs === 2000);
  * ```
  */
 export class SearchTimeoutError extends Error {

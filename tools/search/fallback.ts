@@ -126,6 +126,7 @@ class WorkerPool {
  *
  * @example Searching a folder
  * ```ts
+ * import { assert } from "@std/assert";
  * import { FallbackSearch } from "./fallback.ts";
  * import { LocalFileSystem } from "../../runtimes/local/fs.ts";
  * const dir = await Deno.makeTempDir();
@@ -133,7 +134,7 @@ class WorkerPool {
  *   await Deno.writeTextFile(`${dir}/a.txt`, "one\ntwo\n");
  *   const search = new FallbackSearch({ fs: new LocalFileSystem({ root: dir }) });
  *   const result = await search.grep({ pattern: "tw.", outputMode: "count" });
- *   console.assert(result.mode === "count" && result.counts[0]?.count === 1);
+ *   assert(result.mode === "count" && result.counts[0]?.count === 1);
  * } finally {
  *   await Deno.remove(dir, { recursive: true });
  * }

@@ -63,13 +63,14 @@ function capText(text: string, max: number): string {
  *
  * @example Formatting matching files
  * ```ts
+ * import { assert } from "@std/assert";
  * import { formatGrepResult } from "./format.ts";
  * const text = formatGrepResult({
  *   mode: "files_with_matches", path: "/w", engine: "fallback",
  *   files: ["/w/a.ts"], totalEntries: 1, offset: 0,
  *   headLimitReached: false, outputLimitReached: false,
  * }, { relativeTo: "/w" });
- * console.assert(text === "Found 1 file\na.ts");
+ * assert(text === "Found 1 file\na.ts");
  * ```
  */
 export function formatGrepResult(
@@ -167,12 +168,13 @@ export function formatGrepResult(
  *
  * @example Formatting found files
  * ```ts
+ * import { assert } from "@std/assert";
  * import { formatGlobResult } from "./format.ts";
  * const text = formatGlobResult({
  *   path: "/w", engine: "ripgrep", totalFiles: 3, truncated: true,
  *   files: [{ path: "/w/b.ts", modifiedMs: 2 }, { path: "/w/a.ts", modifiedMs: 1 }],
  * }, { relativeTo: "/w" });
- * console.assert(text.startsWith("b.ts\na.ts\n"));
+ * assert(text.startsWith("b.ts\na.ts\n"));
  * ```
  */
 export function formatGlobResult(
@@ -204,6 +206,7 @@ export function formatGlobResult(
  *
  * @example Formatting a listing
  * ```ts
+ * import { assert } from "@std/assert";
  * import { formatLsResult } from "./format.ts";
  * const text = formatLsResult({
  *   path: "/w", truncated: false,
@@ -212,7 +215,7 @@ export function formatGlobResult(
  *     { path: "a.md", type: "file", size: 3, skipped: false },
  *   ],
  * }, { header: false });
- * console.assert(text === "src/\na.md");
+ * assert(text === "src/\na.md");
  * ```
  */
 export function formatLsResult(

@@ -45,12 +45,13 @@ export interface CompiledGlob {
  *
  * @example Matching paths
  * ```ts
+ * import { assert } from "@std/assert";
  * import { compileGlob } from "./glob.ts";
  * const ts = compileGlob("*.{ts,tsx}");
- * console.assert(ts.matches("src/app.tsx", false));
+ * assert(ts.matches("src/app.tsx", false));
  * const anchored = compileGlob("src/*.ts");
- * console.assert(anchored.matches("src/a.ts", false));
- * console.assert(!anchored.matches("src/sub/a.ts", false));
+ * assert(anchored.matches("src/a.ts", false));
+ * assert(!anchored.matches("src/sub/a.ts", false));
  * ```
  */
 export function compileGlob(glob: string): CompiledGlob {

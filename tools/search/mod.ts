@@ -5,6 +5,7 @@
  *
  * @example Searching a temporary folder
  * ```ts
+ * import { assert } from "@std/assert";
  * import { createSearch, formatGrepResult } from "./mod.ts";
  * import { LocalFileSystem } from "../../runtimes/local/fs.ts";
  * const dir = await Deno.makeTempDir();
@@ -12,7 +13,7 @@
  *   await Deno.writeTextFile(`${dir}/a.py`, "def main():\n    pass\n");
  *   const search = createSearch({ fs: new LocalFileSystem({ root: dir }), local: true });
  *   const result = await search.grep({ pattern: "def \\w+", type: "py" });
- *   console.assert(formatGrepResult(result).includes("a.py"));
+ *   assert(formatGrepResult(result).includes("a.py"));
  * } finally {
  *   await Deno.remove(dir, { recursive: true });
  * }

@@ -124,11 +124,12 @@ type ClassItem =
  *
  * @example Translating a pattern
  * ```ts
+ * import { assert } from "@std/assert";
  * import { translateRegex } from "./regex.ts";
  * const t = translateRegex("fn\\s+\\w+", { caseInsensitive: true });
  * const re = new RegExp(t.source, t.flags);
- * console.assert(re.test("FN  main"));
- * console.assert(translateRegex("hello").literal === "hello");
+ * assert(re.test("FN  main"));
+ * assert(translateRegex("hello").literal === "hello");
  * ```
  */
 export function translateRegex(

@@ -56,9 +56,10 @@ const detected = new Map<string, Promise<RipgrepInfo | null>>();
  *
  * @example Detecting ripgrep
  * ```ts
+ * import { assert } from "@std/assert";
  * import { detectRipgrep } from "./ripgrep.ts";
  * const rg = await detectRipgrep();
- * console.assert(rg === null || /^\d+\./.test(rg.version));
+ * assert(rg === null || /^\d+\./.test(rg.version));
  * ```
  */
 export function detectRipgrep(path = "rg"): Promise<RipgrepInfo | null> {

@@ -87,8 +87,9 @@ const TYPE_ALIASES: Readonly<Record<string, string>> = {
  *
  * @example Extensions of a type
  * ```ts
+ * import { assert } from "@std/assert";
  * import { extensionsOfType } from "./rules.ts";
- * console.assert(extensionsOfType("typescript").includes("tsx"));
+ * assert(extensionsOfType("typescript").includes("tsx"));
  * ```
  */
 export function extensionsOfType(type: string): readonly string[] {
@@ -117,9 +118,10 @@ export function extensionsOfType(type: string): readonly string[] {
  *
  * @example Sniffing
  * ```ts
+ * import { assert } from "@std/assert";
  * import { isBinary } from "./rules.ts";
- * console.assert(isBinary(new Uint8Array([104, 0, 105])));
- * console.assert(!isBinary(new TextEncoder().encode("hello")));
+ * assert(isBinary(new Uint8Array([104, 0, 105])));
+ * assert(!isBinary(new TextEncoder().encode("hello")));
  * ```
  */
 export function isBinary(bytes: Uint8Array): boolean {
@@ -142,9 +144,10 @@ export function isBinary(bytes: Uint8Array): boolean {
  *
  * @example Sorting paths
  * ```ts
+ * import { assert } from "@std/assert";
  * import { comparePaths } from "./rules.ts";
  * const paths = ["a.txt", "a-b.txt", "a/b.txt", "B.txt"].sort(comparePaths);
- * console.assert(paths.join(" ") === "B.txt a/b.txt a-b.txt a.txt");
+ * assert(paths.join(" ") === "B.txt a/b.txt a-b.txt a.txt");
  * ```
  */
 export function comparePaths(a: string, b: string): number {

@@ -58,6 +58,7 @@ export interface Search extends SearchEngine {
  *
  * @example Searching a temporary folder
  * ```ts
+ * import { assert } from "@std/assert";
  * import { createSearch } from "./search.ts";
  * import { LocalFileSystem } from "../../runtimes/local/fs.ts";
  * const dir = await Deno.makeTempDir();
@@ -65,7 +66,7 @@ export interface Search extends SearchEngine {
  *   await Deno.writeTextFile(`${dir}/notes.md`, "# Title\nTODO: write\n");
  *   const search = createSearch({ fs: new LocalFileSystem({ root: dir }), local: true });
  *   const result = await search.grep({ pattern: "TODO", outputMode: "content" });
- *   console.assert(result.mode === "content" && result.lines[0]?.lineNumber === 2);
+ *   assert(result.mode === "content" && result.lines[0]?.lineNumber === 2);
  * } finally {
  *   await Deno.remove(dir, { recursive: true });
  * }

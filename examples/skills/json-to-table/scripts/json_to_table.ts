@@ -47,7 +47,9 @@ function compare(a: unknown, b: unknown): number {
  * ```ts
  * import { toMarkdownTable } from "./json_to_table.ts";
  * const table = toMarkdownTable([{ a: 2 }, { a: 1, b: "x" }], { sort: "a" });
- * console.assert(table === "| a | b |\n| --- | --- |\n| 1 | x |\n| 2 |  |\n");
+ * if (table !== "| a | b |\n| --- | --- |\n| 1 | x |\n| 2 |  |\n") {
+ *   throw new Error(`Unexpected table: ${table}`);
+ * }
  * ```
  */
 export function toMarkdownTable(
