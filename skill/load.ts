@@ -4,31 +4,13 @@
  * @module
  */
 import { hostPath } from "../_internal/std.ts";
+import { HEAVY_FOLDER_NAMES } from "../_internal/heavy_folders.ts";
 import type { Skill } from "./types.ts";
 import { parseSkillMd, type SkillDocument } from "./parse.ts";
 import { checkFrontMatter, describeValue } from "./_fields.ts";
 
 /** Folder names never searched for skills (heavy or generated folders). */
-export const DEFAULT_IGNORED_FOLDERS: readonly string[] = Object.freeze([
-  ".git",
-  ".hg",
-  ".svn",
-  "node_modules",
-  ".venv",
-  "venv",
-  "__pycache__",
-  ".mypy_cache",
-  ".pytest_cache",
-  ".ruff_cache",
-  ".tox",
-  "dist",
-  "build",
-  "target",
-  ".cache",
-  ".next",
-  ".turbo",
-  "coverage",
-]);
+export const DEFAULT_IGNORED_FOLDERS: readonly string[] = HEAVY_FOLDER_NAMES;
 
 /** How deep below a root folder skills are searched by default. */
 export const DEFAULT_MAX_DEPTH = 5;

@@ -4,28 +4,14 @@
  *
  * @module
  */
+import { HEAVY_FOLDER_NAMES } from "../../_internal/heavy_folders.ts";
 
 /**
  * Folders skipped below the search root (a root inside one is searched):
  * version control data, dependencies, virtual environments, caches and build
  * output.
  */
-export const HEAVY_FOLDERS: ReadonlySet<string> = new Set([
-  ".git",
-  ".hg",
-  ".svn",
-  "node_modules",
-  ".venv",
-  "venv",
-  "__pycache__",
-  ".mypy_cache",
-  ".pytest_cache",
-  ".tox",
-  "dist",
-  "build",
-  "target",
-  ".next",
-]);
+export const HEAVY_FOLDERS: ReadonlySet<string> = new Set(HEAVY_FOLDER_NAMES);
 
 /** A file is binary when a NUL byte is in its first 8 KiB. */
 export const BINARY_SNIFF_BYTES = 8192;
