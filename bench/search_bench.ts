@@ -8,6 +8,9 @@ import { type BenchCase, runChild } from "./_harness.ts";
 import { hostPath } from "../_internal/std.ts";
 import { createSearch, detectRipgrep } from "../tools/search/mod.ts";
 import { LocalFileSystem } from "../runtimes/local/fs.ts";
+import { LocalSkillRuntime } from "../runtimes/local/runtime.ts";
+import { buildSkillTools } from "../tools/builder.ts";
+import type { Tool } from "../tools/types.ts";
 
 const FILES = 100_000;
 const TOTAL_BYTES = 1024 * 1024 * 1024;
@@ -172,6 +175,42 @@ function ripgrepMissing(): string | undefined {
   }
 }
 
+const tools = new Map<string, Tool>();
+
+/** The real model-facing tool, on a plain local runtime with or without rg. */
+async function toolOf(
+  name: "grep" | "glob",
+  useRipgrep: boolean,
+): Promise<Tool> {
+  const key = `${name} ${useRipgrep}`;
+  let tool = tools.get(key);
+  if (!tool) {
+    const runtime = new LocalSkillRuntime({ useRipgrep });
+    const kit = await buildSkillTools({ skills: [], runtime });
+    tool = kit.tools.find((t) => t.name === name)!;
+    tools.set(key, tool);
+  }
+  return tool;
+}
+
+/** Calls a tool as a model would and checks that it found enough. */
+async function callTool(
+  name: "grep" | "glob",
+  useRipgrep: boolean,
+  input: Record<string, unknown>,
+  minLines: number,
+): Promise<number> {
+  const result = await (await toolOf(name, useRipgrep)).execute(input);
+  const lines = result.text.split("\n").filter((l) => l.startsWith(TREE));
+  if (result.isError || lines.length < minLines) {
+    throw new Error(`Unexpected ${name} result: ${result.text.slice(0, 200)}`);
+  }
+  return lines.length;
+}
+
+const grepInput = { pattern: NEEDLE, path: TREE };
+const globInput = { pattern: "**/*.ts", path: TREE };
+
 async function expectFiles(
   search: typeof withRipgrep,
 ): Promise<number> {
@@ -186,35 +225,48 @@ async function expectFiles(
 export const cases: BenchCase[] = [
   {
     id: "search-grep-rg",
-    title: "grep -l literal, 100k files / 1 GiB (rg engine)",
+    title: "grep tool, files with a literal, 100k files / 1 GiB (with rg)",
     module: import.meta.url,
     setup: setupTree,
     skipReason: ripgrepMissing,
     iterations: 3,
     rounds: 2,
     maxRatio: 1.3,
-    ours: { label: "grep (rg)", fn: () => expectFiles(withRipgrep) },
+    ours: {
+      label: "grep tool (rg)",
+      fn: () => callTool("grep", true, grepInput, 200),
+    },
     baseline: { label: "rg -l", fn: () => bareRipgrep(["-l", NEEDLE, TREE]) },
+    extra: [{
+      label: "search engine (rg)",
+      fn: () => expectFiles(withRipgrep),
+    }],
   },
   {
     id: "search-grep-fallback",
-    title: "grep -l literal, 100k files / 1 GiB (fallback, local paths)",
+    title: "grep tool, files with a literal, 100k files / 1 GiB (fallback)",
     module: import.meta.url,
     setup: setupTree,
     skipReason: ripgrepMissing,
     iterations: 2,
     rounds: 2,
     maxRatio: 5,
-    ours: { label: "grep (fallback)", fn: () => expectFiles(fallbackLocal) },
+    ours: {
+      label: "grep tool (fallback)",
+      fn: () => callTool("grep", false, grepInput, 200),
+    },
     baseline: { label: "rg -l", fn: () => bareRipgrep(["-l", NEEDLE, TREE]) },
     extra: [{
+      label: "fallback engine, local paths",
+      fn: () => expectFiles(fallbackLocal),
+    }, {
       label: "grep (fallback over fs)",
       fn: () => expectFiles(fallbackFs),
     }],
   },
   {
     id: "search-glob-rg",
-    title: "glob **/*.ts, 100k files (rg engine)",
+    title: "glob tool **/*.ts, 100k files (with rg)",
     module: import.meta.url,
     setup: setupTree,
     skipReason: ripgrepMissing,
@@ -222,16 +274,16 @@ export const cases: BenchCase[] = [
     rounds: 2,
     maxRatio: 1.5,
     ours: {
-      label: "glob (rg)",
-      fn: () => withRipgrep.glob({ pattern: "**/*.ts", path: TREE }),
+      label: "glob tool (rg)",
+      fn: () => callTool("glob", true, globInput, 100),
     },
     baseline: {
       label: "rg --files -g",
       fn: () => bareRipgrep(["--files", "-g", "*.ts", TREE]),
     },
     extra: [{
-      label: "glob (fallback)",
-      fn: () => fallbackLocal.glob({ pattern: "**/*.ts", path: TREE }),
+      label: "glob tool (fallback)",
+      fn: () => callTool("glob", false, globInput, 100),
     }],
   },
 ];
