@@ -112,6 +112,7 @@ const BINARY_EXTENSIONS = new Set([
  */
 export function createReadTool(context: ToolContext): Tool {
   const { limits, runtime } = context;
+  const publishable = context.publisher !== undefined;
   return defineTool(context, {
     name: "read",
     description:
@@ -164,7 +165,7 @@ export function createReadTool(context: ToolContext): Tool {
       }
       const extension = /\.([^./]+)$/.exec(path)?.[1]?.toLowerCase();
       if (extension && BINARY_EXTENSIONS.has(extension)) {
-        return binaryResult(given, info.size);
+        return binaryResult(given, info.size, publishable);
       }
       const stream = await runtime.fs.readStream(path, options);
       return await readWindow(stream, {
@@ -175,6 +176,7 @@ export function createReadTool(context: ToolContext): Tool {
         limit,
         lineChars: limits.readLineChars,
         maxBytes: limits.readMaxBytes,
+        publishable,
       });
     },
   });
@@ -188,15 +190,22 @@ interface WindowOptions {
   readonly limit: number;
   readonly lineChars: number;
   readonly maxBytes: number;
+  /** Whether a publisher is there to share the file with. */
+  readonly publishable: boolean;
 }
 
-function binaryResult(given: string, size: number): ToolResult {
+function binaryResult(
+  given: string,
+  size: number,
+  publishable: boolean,
+): ToolResult {
+  const share = publishable ? " or share it with publish_file" : "";
   return pathError(
     "read",
     given,
     `it is a binary file (${
       formatBytes(size)
-    }); inspect it with bash (e.g. file, xxd) or share it with publish_file`,
+    }); inspect it with bash (e.g. file, xxd)${share}`,
   );
 }
 
@@ -266,7 +275,9 @@ async function readWindow(
       if (sniffed < SNIFF_BYTES) {
         const head = chunk.subarray(0, SNIFF_BYTES - sniffed);
         sniffed += head.length;
-        if (head.includes(0)) return binaryResult(options.given, options.size);
+        if (head.includes(0)) {
+          return binaryResult(options.given, options.size, options.publishable);
+        }
       }
       let pos = 0;
       while (pos < chunk.length) {

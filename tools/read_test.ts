@@ -138,10 +138,24 @@ Deno.test("read does not dump binary files", async () => {
   const read = createReadTool(plainContext(dir.path).context);
   assertEquals(await read.execute({ file_path: "blob.dat2" }), {
     text:
-      'Cannot read "blob.dat2": it is a binary file (4 bytes); inspect it with bash (e.g. file, xxd) or share it with publish_file',
+      'Cannot read "blob.dat2": it is a binary file (4 bytes); inspect it with bash (e.g. file, xxd)',
     isError: true,
   });
   assertEquals((await read.execute({ file_path: "image.png" })).isError, true);
+});
+
+Deno.test("read offers publish_file for a binary file only when there is a publisher", async () => {
+  await using dir = await tempDir();
+  await Deno.writeFile(`${dir.path}/blob.bin2`, new Uint8Array([0, 1, 2]));
+  const publisher = {
+    publish: () => Promise.resolve({ url: "http://127.0.0.1/x" }),
+  };
+  const read = createReadTool(plainContext(dir.path, { publisher }).context);
+  assertEquals(await read.execute({ file_path: "blob.bin2" }), {
+    text:
+      'Cannot read "blob.bin2": it is a binary file (3 bytes); inspect it with bash (e.g. file, xxd) or share it with publish_file',
+    isError: true,
+  });
 });
 
 Deno.test("read finds the right lines across stream chunks", async () => {
