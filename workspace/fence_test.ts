@@ -157,6 +157,55 @@ Deno.test({
 });
 
 Deno.test({
+  name:
+    "PathFence.resolve() refuses a dangling link whose target leaves through a symlink and ..",
+  ignore: !POSIX,
+  async fn() {
+    await using t = await layout();
+    // `sub/up` -> the outside folder's `deep/` child; the dangling link's
+    // target `sub/up/../new.txt` is read by the kernel as outside/new.txt,
+    // while collapsing `up/..` lexically would give the inside `sub/new.txt`.
+    await Deno.mkdir(hostPath.join(t.outside, "deep"));
+    await Deno.mkdir(hostPath.join(t.workspace, "sub"));
+    await Deno.symlink(
+      hostPath.join(t.outside, "deep"),
+      hostPath.join(t.workspace, "sub", "up"),
+    );
+    await Deno.symlink(
+      "sub/up/../new.txt",
+      hostPath.join(t.workspace, "trap"),
+    );
+    await assertEscapes(t.fence, "trap");
+    // Same through an absolute target.
+    await Deno.symlink(
+      `${t.workspace}/sub/up/../abs.txt`, // not joined: join drops `up/..`
+      hostPath.join(t.workspace, "trap-abs"),
+    );
+    await assertEscapes(t.fence, "trap-abs");
+    // Writing through the link really would land outside.
+    await Deno.writeTextFile(hostPath.join(t.workspace, "trap"), "x");
+    assertEquals(
+      await Deno.readTextFile(hostPath.join(t.outside, "new.txt")),
+      "x",
+    );
+    // `..` through an inside link that stays inside is still accepted.
+    await Deno.mkdir(hostPath.join(t.workspace, "inside-dir", "deeper"));
+    await Deno.symlink(
+      hostPath.join(t.workspace, "inside-dir", "deeper"),
+      hostPath.join(t.workspace, "sub", "down"),
+    );
+    await Deno.symlink(
+      "sub/down/../made.txt",
+      hostPath.join(t.workspace, "fine"),
+    );
+    assertEquals(
+      await t.fence.resolve("fine"),
+      hostPath.join(t.fence.root, "fine"),
+    );
+  },
+});
+
+Deno.test({
   name: "PathFence.resolve() accepts symlinks whose target is inside",
   ignore: !POSIX,
   async fn() {
