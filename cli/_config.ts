@@ -64,7 +64,7 @@ export async function readConfigFile(
     data = JSON.parse(text);
   } catch (error) {
     throw new UsageError(
-      `Cannot read config "${path}": not valid JSON (${message(error)})`,
+      `Cannot read config "${path}": not valid JSON (${jsonProblem(error)})`,
     );
   }
   if (data === null || typeof data !== "object" || Array.isArray(data)) {
@@ -118,6 +118,18 @@ export async function readConfigFile(
     }
   }
   return configs;
+}
+
+/**
+ * The parser's complaint without the text it quotes: V8 shows the source
+ * around an unexpected token (`Unexpected token 's', ..."KEY": s3cr"...`),
+ * which may be a secret value.
+ */
+function jsonProblem(error: unknown): string {
+  const text = message(error);
+  if (!text.endsWith("is not valid JSON")) return text;
+  const head = text.replace(/\s*'.*$/s, "").replace(/[\s,]+$/, "");
+  return `${head || "Unexpected text"}; the text around it is not shown`;
 }
 
 function message(error: unknown): string {

@@ -51,6 +51,10 @@ Deno.test("readConfigFile() reads each skill's environment and bootstrap command
 Deno.test("readConfigFile() refuses bad files with messages naming the file and the skill, never a value", async () => {
   const cases: [string, string][] = [
     ["{not json", "not valid JSON"],
+    // V8 quotes the text around an unexpected token: a value must not leak.
+    ['{"a": {"env": {"TOKEN": s3cret-value}}}', "not valid JSON"],
+    ['{"a": {"env": {"TOKEN": "s3cret-value" s3cret}}}', "not valid JSON"],
+    ['{"a": {"env": {"TOKEN": "s3cret\u0001"}}}', "not valid JSON"],
     ["[]", "expected an object of skill names"],
     ['{"a": "x"}', 'skill "a" must be an object with "env" and "bootstrap"'],
     ['{"a": {"envs": {}}}', 'skill "a" has unknown field "envs"'],
