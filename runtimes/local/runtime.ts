@@ -448,14 +448,16 @@ export class LocalSkillRuntime implements SkillRuntime {
     options: MaterializeOptions,
   ): Promise<MaterializeResult> {
     this.#checkOpen("prepare skills");
-    if (this.#workspace === undefined) {
+    if (this.#fence === undefined) {
       return { basePath: skill.basePath, bootstrap: true };
     }
-    const target = hostPath.join(
-      this.#workspace,
+    // Through the fence: a command may have replaced the copy (or `skills/`)
+    // with a symlink to a folder outside, which the copy would write into.
+    const target = await this.#fence.resolve(hostPath.join(
+      this.#fence.root,
       "skills",
       stableSkillFolderName({ name: skill.name, basePath: skill.basePath }),
-    );
+    ));
     const { onProgress } = options;
     onProgress?.({
       skillName: skill.name,

@@ -470,6 +470,63 @@ Deno.test("conversation mode copies skills into the workspace and fences paths",
   });
 });
 
+Deno.test({
+  name:
+    "prepare() refuses to copy a skill through a symlink in the workspace that points outside",
+  ignore: Deno.build.os === "windows",
+  async fn() {
+    await withTemp(async (dir) => {
+      const skill = await makeSkill(`${dir}/src`, "pdf");
+      const root = `${dir}/conversations`;
+      const outside = `${dir}/outside`;
+      await Deno.mkdir(outside);
+      let copy: string;
+      {
+        await using runtime = await LocalSkillRuntime.create({
+          conversationsRoot: root,
+          conversationId: "c1",
+        });
+        const [prepared] = await runtime.prepare({ skills: [{ skill }] });
+        copy = prepared!.basePath;
+        // A command replaces the copy with a link to a folder outside.
+        await runtime.execute({
+          command: `rm -rf "${copy}" && ln -s "${outside}" "${copy}"`,
+        });
+      }
+      await using runtime = await LocalSkillRuntime.create({
+        conversationsRoot: root,
+        conversationId: "c1",
+      });
+      const error = await assertRejects(
+        () => runtime.prepare({ skills: [{ skill }] }),
+        SkillPreparationError,
+      );
+      assertStringIncludes(error.message, 'Cannot prepare skill "pdf"');
+      assertStringIncludes(error.message, "outside the workspace");
+      assertInstanceOf(error.cause, WorkspaceEscapeError);
+      // Nothing was written outside.
+      assertEquals(
+        await Array.fromAsync(Deno.readDir(outside)),
+        [],
+      );
+      // The same through the `skills/` folder itself.
+      await Deno.remove(copy);
+      await Deno.remove(`${root}/c1/skills`, { recursive: true });
+      await Deno.symlink(outside, `${root}/c1/skills`);
+      await using again = await LocalSkillRuntime.create({
+        conversationsRoot: root,
+        conversationId: "c1",
+      });
+      await assertRejects(
+        () => again.prepare({ skills: [{ skill }] }),
+        SkillPreparationError,
+        "outside the workspace",
+      );
+      assertEquals(await Array.fromAsync(Deno.readDir(outside)), []);
+    });
+  },
+});
+
 Deno.test("LocalSkillRuntime.create() validates the conversation", async () => {
   await withTemp(async (dir) => {
     await assertRejects(
