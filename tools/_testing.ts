@@ -131,11 +131,13 @@ export const HAS_RIPGREP: boolean = await new Deno.Command("rg", {
  *
  * @param cwd The default working directory.
  * @param engine Which engine.
+ * @param options Further context options.
  * @returns The context.
  */
 export function contextWithEngine(
   cwd: string,
   engine: EngineChoice,
+  options: ToolContextOptions = {},
 ): ToolContext {
   const real = new LocalSkillRuntime({ cwd });
   const runtime: SkillRuntime & { search: SearchEngine } = {
@@ -153,7 +155,7 @@ export function contextWithEngine(
       useRipgrep: engine === "ripgrep",
     }),
   };
-  return createToolContext(runtime);
+  return createToolContext(runtime, options);
 }
 
 /**

@@ -6,7 +6,13 @@
  */
 import type { ToolContext } from "./context.ts";
 import type { Tool } from "./types.ts";
-import type { GrepOutputMode } from "./search/types.ts";
+import {
+  DEFAULT_GREP_MAX_LINE_CHARS,
+  type GrepOutputMode,
+  type GrepResult,
+} from "./search/types.ts";
+import { cutLine } from "./search/_match.ts";
+import { redactSecrets } from "../_internal/redact.ts";
 import { formatGrepResult } from "./search/format.ts";
 import { defineTool, errorResult, okResult, pathError } from "./_shared.ts";
 import { engineOf } from "./_search.ts";
@@ -152,11 +158,16 @@ export function createGrepTool(context: ToolContext): Tool {
       const options = signal ? { signal } : {};
       const info = await runtime.fs.stat(path, options);
       if (!info) return pathError("search", given, "no such file or folder");
+      const secrets = context.secrets();
+      // Lines come back long enough to hold a secret that straddles the cut,
+      // so it is redacted whole before the line is cut (see redactLines).
+      const pad = secrets.reduce((most, s) => Math.max(most, s.length), 0);
       const result = await engineOf(context).grep({
         pattern,
         path,
         outputMode: mode,
         maxOutputChars: limits.grepOutputChars,
+        maxLineChars: DEFAULT_GREP_MAX_LINE_CHARS + pad,
         ...optional("glob", input.glob as string | undefined),
         ...optional("type", input.type as string | undefined),
         ...optional("before", input.context_before as number | undefined),
@@ -172,13 +183,34 @@ export function createGrepTool(context: ToolContext): Tool {
         ...options,
       });
       return okResult(
-        formatGrepResult(result, {
+        formatGrepResult(redactLines(result, secrets), {
           lineNumbers: (input.line_numbers as boolean | undefined) ?? true,
           maxChars: limits.grepOutputChars,
         }),
       );
     },
   });
+}
+
+/**
+ * Redacts secrets from each content line, then cuts it at the usual length:
+ * a secret that straddles the cut leaves no fragment behind.
+ */
+function redactLines(
+  result: GrepResult,
+  secrets: readonly string[],
+): GrepResult {
+  if (result.mode !== "content" || secrets.length === 0) return result;
+  return {
+    ...result,
+    lines: result.lines.map((line) => {
+      const { text, cut } = cutLine(
+        redactSecrets(line.text, secrets),
+        DEFAULT_GREP_MAX_LINE_CHARS,
+      );
+      return { ...line, text, cut: cut || line.cut };
+    }),
+  };
 }
 
 function optional<K extends string, V>(

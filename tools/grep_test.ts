@@ -5,6 +5,7 @@ import {
 } from "../_internal/assert.ts";
 import { createToolContext } from "./context.ts";
 import { createGrepTool } from "./grep.ts";
+import { SkillRuntimeConfig } from "../runtimes/config.ts";
 import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
 import { makeTree } from "./_tree.ts";
 import {
@@ -251,7 +252,6 @@ Deno.test("grep caps its output at the limit with a notice", async () => {
 Deno.test("grep keeps configured secrets out of matched lines", async () => {
   await using dir = await tempDir();
   await Deno.writeTextFile(`${dir.path}/env.txt`, "TOKEN=tok-abcdef-123\n");
-  const { SkillRuntimeConfig } = await import("../runtimes/config.ts");
   const runtime = new LocalSkillRuntime({ cwd: dir.path });
   const grep = createGrepTool(createToolContext(runtime, {
     configs: new Map([[
@@ -264,6 +264,33 @@ Deno.test("grep keeps configured secrets out of matched lines", async () => {
     `${dir.path}/env.txt:1:TOKEN=[redacted]`,
   );
 });
+
+testEachEngine(
+  "grep redacts a secret before cutting a long line, leaving no fragment of it",
+  async (engine) => {
+    await using dir = await tempDir();
+    const secret = "tok-abcdef-123456";
+    // The secret straddles the 2000-character cut.
+    await Deno.writeTextFile(
+      `${dir.path}/env.txt`,
+      `${"a".repeat(1995)}${secret}\n`,
+    );
+    const grep = createGrepTool(contextWithEngine(dir.path, engine, {
+      configs: new Map([[
+        "x",
+        new SkillRuntimeConfig({ env: { TOKEN: secret } }),
+      ]]),
+    }));
+    const { text } = await grep.execute({
+      pattern: "a+",
+      output_mode: "content",
+    });
+    assertEquals(
+      text,
+      `${dir.path}/env.txt:1:${"a".repeat(1995)}[reda [… line cut]`,
+    );
+  },
+);
 
 Deno.test("grep in a conversation refuses a path outside the workspace", async () => {
   await using dir = await tempDir();

@@ -6,6 +6,7 @@
  */
 import type { ToolContext } from "./context.ts";
 import type { Tool, ToolResult } from "./types.ts";
+import { redactSecrets } from "../_internal/redact.ts";
 import {
   defineTool,
   errorResult,
@@ -177,6 +178,7 @@ export function createReadTool(context: ToolContext): Tool {
         lineChars: limits.readLineChars,
         maxBytes: limits.readMaxBytes,
         publishable,
+        secrets: context.secrets(),
       });
     },
   });
@@ -192,6 +194,8 @@ interface WindowOptions {
   readonly maxBytes: number;
   /** Whether a publisher is there to share the file with. */
   readonly publishable: boolean;
+  /** Values redacted from each line before it is cut. */
+  readonly secrets: readonly string[];
 }
 
 function binaryResult(
@@ -243,7 +247,8 @@ async function readWindow(
       if (lineBytes <= keepBytes && lastByte === 13) {
         bytes = bytes.subarray(0, bytes.length - 1);
       }
-      let text = decoder.decode(bytes);
+      // Redact before cutting, so a cut never leaves part of a secret behind.
+      let text = redactSecrets(decoder.decode(bytes), options.secrets);
       if (lineBytes > keepBytes || text.length > lineChars) {
         text = `${
           text.slice(0, lineChars)

@@ -3,6 +3,7 @@ import {
   assertEquals,
   assertStringIncludes,
 } from "../_internal/assert.ts";
+import { SkillRuntimeConfig } from "../runtimes/config.ts";
 import { createReadTool } from "./read.ts";
 import { conversationContext, plainContext, tempDir } from "./_testing.ts";
 
@@ -229,4 +230,33 @@ Deno.test("read in a conversation refuses a path outside the workspace", async (
     assertEquals(result.isError, true);
     assertStringIncludes(result.text, "outside the workspace");
   }
+});
+
+Deno.test("read redacts a secret before cutting a long line, leaving no fragment of it", async () => {
+  await using dir = await tempDir();
+  const secret = "tok-abcdef-123456";
+  // The secret straddles the 2000-character cut.
+  await Deno.writeTextFile(
+    `${dir.path}/env.txt`,
+    `${"a".repeat(1995)}${secret}\nTOKEN=${secret}\n`,
+  );
+  const read = createReadTool(
+    plainContext(dir.path, {
+      configs: new Map([[
+        "x",
+        new SkillRuntimeConfig({ env: { TOKEN: secret } }),
+      ]]),
+    }).context,
+  );
+  const { text } = await read.execute({ file_path: "env.txt" });
+  assertEquals(
+    text.split("\n").slice(1, 3),
+    [
+      `     1\t${
+        "a".repeat(1995)
+      }[reda [… line cut: it has 2012 bytes; the first 2000 characters are shown]`,
+      "     2\tTOKEN=[redacted]",
+    ],
+  );
+  assert(!text.includes(secret.slice(0, 4)), text.slice(-300));
 });
