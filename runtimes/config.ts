@@ -250,7 +250,7 @@ function checkEnvEntry(name: unknown, value: unknown): void {
   if (typeof value !== "string") {
     throw new TypeError(
       `Cannot set environment variable "${name}": value must be a string, got ${
-        describe(value)
+        value === null ? "null" : typeof value
       }`,
     );
   }

@@ -47,6 +47,20 @@ Deno.test("SkillRuntimeConfig refuses null, undefined and non-string values", ()
   );
 });
 
+Deno.test("SkillRuntimeConfig does not echo a mistyped value in its error", () => {
+  const error = assertThrows(
+    () =>
+      new SkillRuntimeConfig({
+        env: { PIN: 982451653 as unknown as string },
+      }),
+    TypeError,
+  );
+  assertEquals(
+    error.message,
+    'Cannot set environment variable "PIN": value must be a string, got number',
+  );
+});
+
 Deno.test("SkillRuntimeConfig refuses blank commands and timeouts that are not positive", () => {
   for (const command of ["", "   ", "\n\t"]) {
     assertThrows(
