@@ -320,6 +320,16 @@ export function createToolContext(
     preparer: new SkillPreparer(runtime, configs),
     limits: Object.freeze(limits),
     ...(options.publisher ? { publisher: options.publisher } : {}),
-    secrets: () => [...configured, ...Object.values(runtime.environment())],
+    secrets: () => [...configured, ...runtimeSecrets(runtime)],
   };
+}
+
+// The runtime's merged environment; none when it cannot say (e.g. closed),
+// so the configured values are still redacted.
+function runtimeSecrets(runtime: SkillRuntime): string[] {
+  try {
+    return Object.values(runtime.environment());
+  } catch {
+    return [];
+  }
 }

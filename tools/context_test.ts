@@ -7,12 +7,14 @@ import {
 } from "../_internal/assert.ts";
 import { SkillRuntimeConfig } from "../runtimes/config.ts";
 import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
+import type { SkillRuntime } from "../runtimes/types.ts";
 import { loadSkills } from "../skill/load.ts";
 import {
   createToolContext,
   DEFAULT_TOOL_LIMITS,
   SkillPreparer,
 } from "./context.ts";
+import { createReadTool } from "./read.ts";
 import { tempDir, writeSkill } from "./_testing.ts";
 
 Deno.test("createToolContext() merges limits and refuses bad ones", () => {
@@ -36,6 +38,34 @@ Deno.test("the context's secrets hold every configuration's values", async () =>
   });
   assert(context.secrets().includes("tok-123456"));
   await runtime.close();
+});
+
+Deno.test("the configured secrets are still redacted when the runtime cannot give its environment", async () => {
+  await using dir = await tempDir();
+  await Deno.writeTextFile(`${dir.path}/env.txt`, "TOKEN=tok-123456\n");
+  await using real = new LocalSkillRuntime({ cwd: dir.path });
+  const runtime: SkillRuntime = {
+    name: real.name,
+    defaultWorkingDirectory: real.defaultWorkingDirectory,
+    fs: real.fs,
+    prepare: (request) => real.prepare(request),
+    execute: (request) => real.execute(request),
+    environment: () => {
+      throw new Error("Cannot read the environment: the runtime is busy");
+    },
+    close: () => real.close(),
+    [Symbol.asyncDispose]: () => real.close(),
+  };
+  const context = createToolContext(runtime, {
+    configs: new Map([[
+      "x",
+      new SkillRuntimeConfig({ env: { TOKEN: "tok-123456" } }),
+    ]]),
+  });
+  assertEquals(context.secrets(), ["tok-123456"]);
+  const read = createReadTool(context);
+  const { text } = await read.execute({ file_path: "env.txt" });
+  assert(text.endsWith("1\tTOKEN=[redacted]"), text);
 });
 
 Deno.test("SkillPreparer: a waiter that aborts leaves, the others still get the skill", async () => {
