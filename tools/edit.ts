@@ -218,6 +218,8 @@ function snippetAround(text: string, start: number, length: number): string {
     const end = text.indexOf("\n", at);
     let value = text.slice(at, end < 0 ? text.length : end);
     if (value.endsWith("\r")) value = value.slice(0, -1);
+    // Shown like read shows it: without the byte order mark (kept in the file).
+    if (line === 1 && value.startsWith("\uFEFF")) value = value.slice(1);
     if (value.length > SNIPPET_LINE_CHARS) {
       value = `${value.slice(0, SNIPPET_LINE_CHARS)} [… line cut]`;
     }

@@ -170,7 +170,12 @@ Deno.test("edit keeps a byte order mark", async () => {
     old_string: "= a",
     new_string: "= b",
   });
-  assertEquals(result.isError, false, result.text);
+  // The snippet shows the line as read does: without the mark.
+  assertEquals(result, {
+    text:
+      `Edited ${path}: replaced 1 occurrence\nSnippet (lines 1-1):\n     1\tname = b`,
+    isError: false,
+  });
   const bytes = await Deno.readFile(path);
   assertEquals([...bytes.subarray(0, 3)], [0xef, 0xbb, 0xbf]);
   assertEquals(new TextDecoder().decode(bytes), "name = b\n");
