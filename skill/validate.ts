@@ -47,6 +47,8 @@ const REPAIRED = /^([^:]+): the unquoted value containing ": "/;
  * @returns Every problem found; empty when the skill is valid.
  * @throws {TypeError} `target` is neither a path nor a skill.
  * @throws {Deno.errors.NotFound} The path does not exist.
+ * @throws {Error} The `SKILL.md` cannot be read (e.g. `Deno.errors.NotCapable`
+ * or a symlink loop); a folder or non-UTF-8 file is a problem, not an error.
  *
  * @example Validating a skill folder
  * ```ts
@@ -125,9 +127,9 @@ async function validatePath(
       }"`,
     }];
   }
-  let text: string;
+  let bytes: Uint8Array;
   try {
-    text = await Deno.readTextFile(
+    bytes = await Deno.readFile(
       location,
       options.signal ? { signal: options.signal } : {},
     );
@@ -141,13 +143,20 @@ async function validatePath(
           : `SKILL.md: no such file in "${folder}"`,
       }];
     }
-    if (error instanceof Deno.errors.InvalidData) {
+    if (error instanceof Deno.errors.IsADirectory) {
       return [{
         field: "SKILL.md",
-        message: `SKILL.md: must be UTF-8 text`,
+        message: "SKILL.md: must be a file, got a folder",
       }];
     }
     throw error;
+  }
+  let text: string;
+  try {
+    // Deno.readTextFile would replace bad bytes silently.
+    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  } catch {
+    return [{ field: "SKILL.md", message: "SKILL.md: must be UTF-8 text" }];
   }
   let frontMatter: Readonly<Record<string, unknown>>;
   try {

@@ -232,6 +232,27 @@ Deno.test("validateSkill() reports a missing SKILL.md and rejects a missing path
   });
 });
 
+Deno.test("validateSkill() reports a SKILL.md that is a folder or not UTF-8 text", async () => {
+  await withTempDir(async (root) => {
+    await Deno.mkdir(hostPath.join(root, "folder", "SKILL.md"), {
+      recursive: true,
+    });
+    assertEquals(await validateSkill(hostPath.join(root, "folder")), [{
+      field: "SKILL.md",
+      message: "SKILL.md: must be a file, got a folder",
+    }]);
+    await Deno.mkdir(hostPath.join(root, "latin1"));
+    await Deno.writeFile(
+      hostPath.join(root, "latin1", "SKILL.md"),
+      new Uint8Array([0x2d, 0x2d, 0x2d, 0x0a, 0xe9, 0xff, 0x0a]),
+    );
+    assertEquals(await validateSkill(hostPath.join(root, "latin1")), [{
+      field: "SKILL.md",
+      message: "SKILL.md: must be UTF-8 text",
+    }]);
+  });
+});
+
 Deno.test("validateSkill() accepts a SKILL.md path and a loaded skill", async () => {
   const template = hostPath.join(CORPUS, "template");
   const expected = [{
