@@ -125,20 +125,28 @@ async function checkPath(path: string): Promise<Checked[]> {
   try {
     isFolder = (await Deno.stat(path)).isDirectory;
   } catch (error) {
-    const message = error instanceof Deno.errors.NotFound
-      ? `path: no such file or folder "${path}"`
-      : `path: cannot read "${path}": ${describeError(error)}`;
-    return [{ path, problems: [{ field: "path", message }] }];
+    return [unreadable(path, error)];
   }
   const targets = [path];
-  if (isFolder && !(await isFile(hostPath.join(path, "SKILL.md")))) {
+  if (isFolder && !(await exists(hostPath.join(path, "SKILL.md")))) {
     // A folder of skills: check each one found in it.
-    const { folders } = await findSkillFolders(path);
-    if (folders.length > 0) targets.splice(0, 1, ...[...folders].sort());
+    try {
+      const { folders, warnings } = await findSkillFolders(path);
+      for (const warning of warnings) console.error(`warning: ${warning}`);
+      if (folders.length > 0) targets.splice(0, 1, ...[...folders].sort());
+    } catch (error) {
+      return [unreadable(path, error)];
+    }
   }
   const checked: Checked[] = [];
   for (const target of targets) {
-    const problems = await validateSkill(target);
+    let problems: ValidationProblem[];
+    try {
+      problems = await validateSkill(target);
+    } catch (error) {
+      checked.push(unreadable(target, error));
+      continue;
+    }
     const entry: Checked = { path: target, problems };
     const name = await nameOf(target);
     if (name !== undefined) entry.name = name;
@@ -147,9 +155,17 @@ async function checkPath(path: string): Promise<Checked[]> {
   return checked;
 }
 
-async function isFile(path: string): Promise<boolean> {
+function unreadable(path: string, error: unknown): Checked {
+  const message = error instanceof Deno.errors.NotFound
+    ? `path: no such file or folder "${path}"`
+    : `path: cannot read "${path}": ${describeError(error)}`;
+  return { path, problems: [{ field: "path", message }] };
+}
+
+async function exists(path: string): Promise<boolean> {
   try {
-    return (await Deno.stat(path)).isFile;
+    await Deno.lstat(path);
+    return true;
   } catch {
     return false;
   }

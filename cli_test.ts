@@ -160,6 +160,56 @@ Deno.test("cli validate --json reports problems by field", async () => {
   });
 });
 
+Deno.test("cli validate reports unusable skill files as problems, never a crash", async () => {
+  await withTempDir(async (root) => {
+    await Deno.mkdir(`${root}/good`);
+    await Deno.writeTextFile(
+      `${root}/good/SKILL.md`,
+      "---\nname: good\ndescription: Fine.\n---\n",
+    );
+    await Deno.mkdir(`${root}/odd/SKILL.md`, { recursive: true });
+    const direct = await cli("validate", `${root}/odd`);
+    assertEquals(direct.code, 1, direct.stderr);
+    assertEquals(
+      direct.stdout,
+      `invalid ${root}/odd\n  - SKILL.md: must be a file, got a folder\n0 valid, 1 invalid\n`,
+    );
+    assertEquals(direct.stderr, "");
+    const all = await cli("validate", root);
+    assertEquals(all.code, 0, all.stderr);
+    assertStringIncludes(all.stdout, `ok      good (${root}/good)`);
+    assertStringIncludes(
+      all.stderr,
+      `warning: Skipped "${root}/odd/SKILL.md": it is not a file`,
+    );
+    // A SKILL.md that cannot be read is a problem of its path.
+    await Deno.mkdir(`${root}/loop`);
+    await Deno.symlink("SKILL.md", `${root}/loop/SKILL.md`);
+    const loop = await cli("validate", `${root}/loop`);
+    assertEquals(loop.code, 1, loop.stderr);
+    assertMatch(
+      loop.stdout,
+      /^invalid .*\/loop\n {2}- path: cannot read ".*\/loop": .*symbolic links/m,
+    );
+    // So is a path the process may not read.
+    const denied = await new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        `--allow-read=${root}/good`,
+        CLI,
+        "validate",
+        `${root}/odd`,
+      ],
+      cwd: REPO,
+      stdin: "null",
+      env: { NO_COLOR: "1" },
+    }).output();
+    const stdout = new TextDecoder().decode(denied.stdout);
+    assertEquals(denied.code, 1, new TextDecoder().decode(denied.stderr));
+    assertStringIncludes(stdout, `invalid ${root}/odd\n  - path: cannot read`);
+  });
+});
+
 Deno.test("cli --help lists the commands and each command has --help", async () => {
   const top = await cli("--help");
   assertEquals(top.code, 0);
