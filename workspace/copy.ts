@@ -11,8 +11,10 @@ import { isInside, realLocation } from "./_paths.ts";
 
 /**
  * What is never copied or uploaded unless the application says otherwise:
- * `.git` anywhere, `.env`, `.env.*`, names starting with `credentials`, `*.pem`,
- * `*.key`, `id_rsa*`, `.npmrc`, `.netrc`, and the folders `.ssh/` and `.aws/`.
+ * `.git` anywhere, `.env`, `.env.*`, names starting with `credentials`,
+ * `.git-credentials`, `*.pem`, `*.key`, `*.p12`, `*.pfx`, SSH keys (`id_rsa*`,
+ * `id_ed25519*`, `id_ecdsa*`, `id_dsa*`), `.npmrc`, `.pypirc`, `.netrc`, and
+ * the folders `.ssh/` and `.aws/`.
  * See {@linkcode CopyPolicy} for the pattern syntax.
  *
  * @example Reading the defaults
@@ -27,10 +29,17 @@ export const DEFAULT_COPY_EXCLUDES: readonly string[] = Object.freeze([
   ".env",
   ".env.*",
   "credentials*",
+  ".git-credentials",
   "*.pem",
   "*.key",
+  "*.p12",
+  "*.pfx",
   "id_rsa*",
+  "id_ed25519*",
+  "id_ecdsa*",
+  "id_dsa*",
   ".npmrc",
+  ".pypirc",
   ".netrc",
   ".ssh/",
   ".aws/",

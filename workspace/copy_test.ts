@@ -142,6 +142,13 @@ Deno.test("isExcluded() leaves out the default secrets and .git anywhere", () =>
       "id_rsa",
       "id_rsa.pub",
       "keys/ID_RSA",
+      "id_ed25519",
+      "deploy/id_ecdsa",
+      "id_dsa.pub",
+      ".git-credentials",
+      ".pypirc",
+      "signing/cert.p12",
+      "cert.pfx",
       "server.pem",
       "tls/server.KEY",
       ".npmrc",
@@ -161,6 +168,8 @@ Deno.test("isExcluded() leaves out the default secrets and .git anywhere", () =>
       ".envrc",
       "docs/about-credentials.md",
       "keyboard.md",
+      "identity.md",
+      "p12.txt",
       "scripts/run.sh",
       "gitignore",
       ".gitignore",
@@ -170,7 +179,7 @@ Deno.test("isExcluded() leaves out the default secrets and .git anywhere", () =>
     assertFalse(isExcluded(path), `${path} should be copied`);
   }
   assert(isExcluded(".ssh", undefined, { directory: true }));
-  assertEquals(DEFAULT_COPY_EXCLUDES.length, 11);
+  assertEquals(DEFAULT_COPY_EXCLUDES.length, 18);
 });
 
 Deno.test("isExcluded() lets a policy replace, widen and narrow the defaults", () => {
