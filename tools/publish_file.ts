@@ -188,13 +188,7 @@ export function createPublishFileTool(context: ToolContext): Tool | undefined {
       if (!published || typeof published.url !== "string") {
         return pathError("publish", given, "the publisher returned no URL");
       }
-      const expires = published.expiresAt === undefined
-        ? ""
-        : `\nExpires: ${
-          published.expiresAt instanceof Date
-            ? published.expiresAt.toISOString()
-            : String(published.expiresAt)
-        }`;
+      const expires = expiryLine(published.expiresAt);
       return okResult(
         `Published ${fileName} (${contentType}, ${
           formatBytes(info.size)
@@ -202,4 +196,14 @@ export function createPublishFileTool(context: ToolContext): Tool | undefined {
       );
     },
   });
+}
+
+// The expiry shown to the model; none when the publisher gave none or an
+// invalid date (the file is published: that must not become an error).
+function expiryLine(expiresAt: Date | string | undefined): string {
+  if (expiresAt === undefined || expiresAt === null) return "";
+  if (!(expiresAt instanceof Date)) return `\nExpires: ${String(expiresAt)}`;
+  return Number.isNaN(expiresAt.getTime())
+    ? ""
+    : `\nExpires: ${expiresAt.toISOString()}`;
 }

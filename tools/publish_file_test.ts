@@ -74,6 +74,27 @@ Deno.test("publish_file streams a binary file to the publisher and returns the U
   assertEquals(http.received.get("chart.png")?.type, "image/png");
 });
 
+Deno.test("publish_file reports a publish whose expiry is an invalid date as a success without expiry", async () => {
+  await using dir = await tempDir();
+  await Deno.writeTextFile(`${dir.path}/a.txt`, "hello");
+  let received = "";
+  const publisher: FilePublisher = {
+    async publish({ stream }) {
+      received = await new Response(stream).text();
+      return { url: "https://files.example/a.txt", expiresAt: new Date(NaN) };
+    },
+  };
+  const tool = createPublishFileTool(
+    plainContext(dir.path, { publisher }).context,
+  )!;
+  assertEquals(await tool.execute({ file_path: "a.txt" }), {
+    text:
+      "Published a.txt (text/plain, 5 bytes)\nURL: https://files.example/a.txt",
+    isError: false,
+  });
+  assertEquals(received, "hello");
+});
+
 Deno.test("publish_file takes a file name and a content type", async () => {
   await using dir = await tempDir();
   await using http = await httpPublisher();
