@@ -5,6 +5,7 @@
  * @module
  */
 import { hostPath } from "../_internal/std.ts";
+import { trimSeparator } from "./_paths.ts";
 
 const CONVERSATION_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
@@ -90,14 +91,7 @@ export function validateConversationsRoot(root: string): string {
       `Cannot use conversations root "${root}": it must be an absolute path`,
     );
   }
-  let normalised = hostPath.normalize(root);
-  while (
-    normalised.length > 1 &&
-    /[\\/]$/.test(normalised) &&
-    hostPath.dirname(normalised) !== normalised
-  ) {
-    normalised = normalised.slice(0, -1);
-  }
+  const normalised = trimSeparator(hostPath.normalize(root));
   if (hostPath.dirname(normalised) === normalised) {
     throw new TypeError(
       `Cannot use conversations root "${root}": it is the file system's root`,
