@@ -9,13 +9,14 @@
  *
  * ```sh
  * ANTHROPIC_API_KEY=sk-ant-... deno run --allow-net=api.anthropic.com \
- *   --allow-env=ANTHROPIC_API_KEY,ANTHROPIC_MODEL,PATH --allow-read=. \
+ *   --allow-env=ANTHROPIC_API_KEY,ANTHROPIC_MODEL,ANTHROPIC_BASE_URL,PATH --allow-read=. \
  *   --allow-write=.skillrun --allow-run=bash examples/anthropic_agent.ts \
  *   "Summarise the sample sales data with the csv-report skill"
  * ```
  *
  * @module
  */
+import { hostPath } from "../_internal/std.ts";
 import {
   type AnthropicTool,
   type AnthropicToolResultBlock,
@@ -93,7 +94,7 @@ export type MessagesModel = (
 export interface AnthropicMessagesModelOptions {
   /** The API key. Default: the `ANTHROPIC_API_KEY` environment variable. */
   readonly apiKey?: string;
-  /** The API's base URL. Default `https://api.anthropic.com/v1`. */
+  /** The API's base URL. Default: `ANTHROPIC_BASE_URL` or `https://api.anthropic.com/v1`. */
   readonly baseUrl?: string;
 }
 
@@ -104,7 +105,7 @@ export const ANTHROPIC_VERSION = "2023-06-01";
  * A {@linkcode MessagesModel} that calls the Messages API with `fetch`.
  *
  * Permissions: `--allow-net` to the API's host; `--allow-env=ANTHROPIC_API_KEY`
- * when no key is given.
+ * when no key is given, `--allow-env=ANTHROPIC_BASE_URL` when no base URL is given.
  *
  * @param options The key and base URL.
  * @returns The model function. It throws an `Error` naming the HTTP status and
@@ -129,7 +130,9 @@ export function anthropicMessagesModel(
     );
   }
   const url = `${
-    (options.baseUrl ?? "https://api.anthropic.com/v1").replace(/\/$/, "")
+    (options.baseUrl ?? envVar("ANTHROPIC_BASE_URL") ??
+      "https://api.anthropic.com/v1")
+      .replace(/\/$/, "")
   }/messages`;
   return async (request, { signal }) => {
     const response = await fetch(url, {
@@ -287,10 +290,15 @@ function isText(block: AssistantBlock): block is TextBlock {
 }
 
 function defaultModelName(): string {
+  return envVar("ANTHROPIC_MODEL") ?? "claude-sonnet-4-5";
+}
+
+/** An environment variable, `undefined` when unset or not allowed. */
+function envVar(name: string): string | undefined {
   try {
-    return Deno.env.get("ANTHROPIC_MODEL") ?? "claude-sonnet-4-5";
+    return Deno.env.get(name);
   } catch {
-    return "claude-sonnet-4-5";
+    return undefined;
   }
 }
 
@@ -306,14 +314,14 @@ function apiMessage(body: string): string {
 
 if (import.meta.main) {
   const prompt = Deno.args.join(" ") ||
-    "Summarise examples/skills/csv-report/data/sales.csv with the csv-report skill and tell me the total revenue.";
-  const root = new URL("../", import.meta.url).pathname;
+    "Summarise the sample sales data (data/sales.csv in the csv-report skill) and tell me the total revenue.";
+  const repo = hostPath.fromFileUrl(new URL("../", import.meta.url));
   await using runtime = await LocalSkillRuntime.create({
-    conversationsRoot: `${root}.skillrun`,
+    conversationsRoot: hostPath.join(repo, ".skillrun"),
     conversationId: `anthropic-${Date.now()}`,
   });
   await using built = await buildSkillTools({
-    skills: `${root}examples/skills`,
+    skills: hostPath.join(repo, "examples", "skills"),
     runtime,
     configs: {
       "csv-report": new SkillRuntimeConfig({

@@ -9,13 +9,14 @@
  *
  * ```sh
  * OPENAI_API_KEY=sk-... deno run --allow-net=api.openai.com \
- *   --allow-env=OPENAI_API_KEY,OPENAI_MODEL,PATH --allow-read=. \
+ *   --allow-env=OPENAI_API_KEY,OPENAI_MODEL,OPENAI_BASE_URL,PATH --allow-read=. \
  *   --allow-write=.skillrun --allow-run=bash examples/openai_agent.ts \
  *   "Summarise the sample sales data with the csv-report skill"
  * ```
  *
  * @module
  */
+import { hostPath } from "../_internal/std.ts";
 import {
   buildSkillTools,
   dispatchToolCall,
@@ -80,7 +81,7 @@ export type ChatModel = (
 export interface OpenAIChatModelOptions {
   /** The API key. Default: the `OPENAI_API_KEY` environment variable. */
   readonly apiKey?: string;
-  /** The API's base URL. Default `https://api.openai.com/v1`. */
+  /** The API's base URL. Default: `OPENAI_BASE_URL` or `https://api.openai.com/v1`. */
   readonly baseUrl?: string;
 }
 
@@ -88,7 +89,7 @@ export interface OpenAIChatModelOptions {
  * A {@linkcode ChatModel} that calls the Chat Completions API with `fetch`.
  *
  * Permissions: `--allow-net` to the API's host; `--allow-env=OPENAI_API_KEY`
- * when no key is given.
+ * when no key is given, `--allow-env=OPENAI_BASE_URL` when no base URL is given.
  *
  * @param options The key and base URL.
  * @returns The model function. It throws an `Error` naming the HTTP status and
@@ -113,7 +114,9 @@ export function openAIChatModel(
     );
   }
   const url = `${
-    (options.baseUrl ?? "https://api.openai.com/v1").replace(/\/$/, "")
+    (options.baseUrl ?? envVar("OPENAI_BASE_URL") ??
+      "https://api.openai.com/v1")
+      .replace(/\/$/, "")
   }/chat/completions`;
   return async (request, { signal }) => {
     const response = await fetch(url, {
@@ -258,10 +261,15 @@ export async function runOpenAIAgent(
 }
 
 function defaultModelName(): string {
+  return envVar("OPENAI_MODEL") ?? "gpt-4.1-mini";
+}
+
+/** An environment variable, `undefined` when unset or not allowed. */
+function envVar(name: string): string | undefined {
   try {
-    return Deno.env.get("OPENAI_MODEL") ?? "gpt-4.1-mini";
+    return Deno.env.get(name);
   } catch {
-    return "gpt-4.1-mini";
+    return undefined;
   }
 }
 
@@ -277,14 +285,14 @@ function apiMessage(body: string): string {
 
 if (import.meta.main) {
   const prompt = Deno.args.join(" ") ||
-    "Summarise examples/skills/csv-report/data/sales.csv with the csv-report skill and tell me the total revenue.";
-  const root = new URL("../", import.meta.url).pathname;
+    "Summarise the sample sales data (data/sales.csv in the csv-report skill) and tell me the total revenue.";
+  const repo = hostPath.fromFileUrl(new URL("../", import.meta.url));
   await using runtime = await LocalSkillRuntime.create({
-    conversationsRoot: `${root}.skillrun`,
+    conversationsRoot: hostPath.join(repo, ".skillrun"),
     conversationId: `openai-${Date.now()}`,
   });
   await using built = await buildSkillTools({
-    skills: `${root}examples/skills`,
+    skills: hostPath.join(repo, "examples", "skills"),
     runtime,
     configs: {
       "csv-report": new SkillRuntimeConfig({
