@@ -291,8 +291,16 @@ export async function main(args: string[]): Promise<number> {
     return 2;
   }
   if (name === "--help" || name === "-h" || name === "help") {
-    const topic = rest[0] === undefined ? undefined : COMMANDS[rest[0]];
-    console.log(topic ? topic.help : mainHelp());
+    const topic = rest[0];
+    if (topic === undefined) {
+      console.log(mainHelp());
+      return 0;
+    }
+    if (!Object.hasOwn(COMMANDS, topic)) {
+      console.error(`skillrun: unknown command "${topic}"\n\n${mainHelp()}`);
+      return 2;
+    }
+    console.log(COMMANDS[topic]!.help);
     return 0;
   }
   const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;

@@ -240,6 +240,10 @@ Deno.test("cli refuses an unknown command, an unknown option and missing argumen
   const missing = await cli("validate");
   assertEquals(missing.code, 2);
   assertStringIncludes(missing.stderr, "Missing argument");
+  const topic = await cli("help", "frobnicate");
+  assertEquals(topic.code, 2);
+  assertStringIncludes(topic.stderr, 'skillrun: unknown command "frobnicate"');
+  assertEquals(topic.stdout, "");
   const none = await cli();
   assertEquals(none.code, 2);
   assertStringIncludes(none.stderr, "Usage: skillrun <command>");
