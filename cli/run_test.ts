@@ -345,7 +345,7 @@ Deno.test("run shows the progress of a long preparation on stderr", async () => 
     await Deno.writeTextFile(
       config,
       JSON.stringify({
-        probe: { bootstrap: ["sleep 1.5", "true"] },
+        probe: { bootstrap: ["sleep 2.5", "true"] },
       }),
     );
     const result = await skillrun([
