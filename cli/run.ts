@@ -52,7 +52,8 @@ Options:
   --config <file>      A JSON file with each skill's environment and bootstrap
                        commands: {"<skill>": {"env": {"NAME": "value"},
                        "bootstrap": ["command", ...]}}; the skill's entry is
-                       used (bootstrap runs once, before the command)
+                       used (bootstrap runs once, before the command); an
+                       entry for a skill not under <skills-dir> is an error
   --timeout <ms>       Stop the command (and all it started) after <ms>;
                        exit code ${TIMEOUT_EXIT_CODE} (default: ${DEFAULT_EXECUTE_TIMEOUT_MS})
   -h, --help           Show this help
@@ -159,7 +160,12 @@ export async function runCommand(
       ? await readConfigFile(parsed.flags.config)
       : new Map<string, SkillRuntimeConfig>();
     runtime = await createRuntime(parsed.flags);
-    const skill = await findSkill(skillsDir, skillName, err);
+    const skill = await findSkill(
+      skillsDir,
+      skillName,
+      [...configs.keys()],
+      err,
+    );
     if (skill === undefined) return 1;
     const config = configs.get(skill.name);
     const [prepared] = await prepareWithProgress(
@@ -255,10 +261,24 @@ export async function createRuntime(
 async function findSkill(
   skillsDir: string,
   name: string,
+  configured: readonly string[],
   err: (text: string) => Promise<void>,
 ): Promise<Skill | undefined> {
   const { skills, warnings } = await loadSkills(skillsDir);
   try {
+    // As the tools builder does: a configuration for no skill is a mistake
+    // (a misspelt name would silently lose its environment).
+    const unknown = configured.find((configName) =>
+      !skills.some((skill) => skill.name === configName)
+    );
+    if (unknown !== undefined) {
+      const available = skills.map((skill) => `"${skill.name}"`).join(", ");
+      throw new RangeError(
+        `Cannot use the --config entry "${unknown}": no such skill (available: ${
+          available || "none"
+        })`,
+      );
+    }
     return selectSkills(skills, [name])[0];
   } catch (error) {
     if (!(error instanceof RangeError || error instanceof TypeError)) {

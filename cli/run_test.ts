@@ -394,6 +394,33 @@ Deno.test("run reports a failing bootstrap with exit code 1, without configured 
   });
 });
 
+Deno.test("run refuses a --config entry for a skill that does not exist", async () => {
+  await withSkills(async (skills, temp) => {
+    const config = hostPath.join(temp, "config.json");
+    await Deno.writeTextFile(
+      config,
+      JSON.stringify({ prboe: { env: { TOKEN: "s3cret-value" } } }),
+    );
+    const result = await skillrun([
+      "run",
+      skills,
+      "probe",
+      "--config",
+      config,
+      "--",
+      "echo ran",
+    ]);
+    assertEquals(result.code, 1, result.stderr);
+    assertEquals(result.stdout, "");
+    assertStringIncludes(
+      result.stderr,
+      'Cannot use the --config entry "prboe": no such skill (available: "probe")',
+    );
+    assertStringIncludes(result.stderr, '"probe"');
+    assert(!result.stderr.includes("s3cret-value"), result.stderr);
+  });
+});
+
 Deno.test("run refuses an unusable --config file with exit code 2", async () => {
   await withSkills(async (skills, temp) => {
     const config = hostPath.join(temp, "config.json");
