@@ -102,7 +102,11 @@ export class PreparationEngine {
   /** Environment per skill key, in merge order (later entries win). */
   readonly #envs = new Map<string, Readonly<Record<string, string>>>();
   readonly #prepared = new Map<string, PreparedSkill>();
-  readonly #inFlight = new Map<string, Promise<PreparedSkill>>();
+  /** Preparations under way, with the signal of the call that started each. */
+  readonly #inFlight = new Map<
+    string,
+    { promise: Promise<PreparedSkill>; signal: AbortSignal | undefined }
+  >();
   #merged: Readonly<Record<string, string>> | undefined;
 
   /**
@@ -175,11 +179,20 @@ export class PreparationEngine {
     const done = this.#prepared.get(key);
     if (done) return Promise.resolve(done);
     const running = this.#inFlight.get(key);
-    if (running) return running;
+    if (running) {
+      // Shared with the call that started it. If that call's own signal
+      // stopped it, a caller whose signal did not fire starts again.
+      return running.promise.catch((error) => {
+        if (running.signal?.aborted && !request.signal?.aborted) {
+          return this.#prepareOne(skill, config, request);
+        }
+        throw error;
+      });
+    }
     const promise = this.#run(key, skill, config, request).finally(() => {
       this.#inFlight.delete(key);
     });
-    this.#inFlight.set(key, promise);
+    this.#inFlight.set(key, { promise, signal: request.signal });
     return promise;
   }
 

@@ -300,3 +300,39 @@ Deno.test("prepare() skips bootstrap when the runtime says the skill is already 
   assertEquals(ran, []);
   assertEquals(engine.environment(), { X: "1" });
 });
+
+Deno.test("prepare() lets a waiting caller go on when the caller that started it aborts", async () => {
+  const runtime = new RecordingRuntime();
+  const config = new SkillRuntimeConfig({ bootstrap: ["slow", "slow"] });
+  const controller = new AbortController();
+  const first = runtime.engine.prepare({
+    skills: [{ skill: skill("a"), config }],
+    signal: controller.signal,
+  });
+  const second = runtime.engine.prepare({
+    skills: [{ skill: skill("a"), config }],
+  });
+  setTimeout(() => controller.abort(), 5);
+  await assertRejects(() => first);
+  const [prepared] = await second;
+  assertEquals(prepared?.basePath, "/ws/skills/a");
+  assert(runtime.engine.isPrepared(skill("a")));
+  // The aborted run stopped after its first command; the second caller ran both.
+  assertEquals(runtime.ran.map((r) => r.command), ["slow", "slow", "slow"]);
+});
+
+Deno.test("prepare() fails every caller when the shared preparation fails on its own", async () => {
+  const runtime = new RecordingRuntime();
+  const config = new SkillRuntimeConfig({ bootstrap: ["slow", "fail 4"] });
+  const calls = [0, 1, 2].map(() =>
+    runtime.engine.prepare({ skills: [{ skill: skill("a"), config }] })
+  );
+  for (const call of calls) {
+    await assertRejects(
+      () => call,
+      SkillPreparationError,
+      "exited with code 4",
+    );
+  }
+  assertEquals(runtime.ran.length, 2, "one shared run, no retries");
+});
