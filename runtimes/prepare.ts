@@ -101,11 +101,19 @@ export class PreparationEngine {
   readonly #hooks: PreparationHooks;
   /** Environment per skill key, in merge order (later entries win). */
   readonly #envs = new Map<string, Readonly<Record<string, string>>>();
-  readonly #prepared = new Map<string, PreparedSkill>();
-  /** Preparations under way, with the signal of the call that started each. */
+  /** Prepared skills, with the configuration they were prepared with. */
+  readonly #prepared = new Map<
+    string,
+    { prepared: PreparedSkill; fingerprint: string }
+  >();
+  /** Preparations under way, with the signal and configuration of each. */
   readonly #inFlight = new Map<
     string,
-    { promise: Promise<PreparedSkill>; signal: AbortSignal | undefined }
+    {
+      promise: Promise<PreparedSkill>;
+      signal: AbortSignal | undefined;
+      fingerprint: string;
+    }
   >();
   #merged: Readonly<Record<string, string>> | undefined;
 
@@ -176,10 +184,18 @@ export class PreparationEngine {
     request: PrepareRequest,
   ): Promise<PreparedSkill> {
     const key = keyOf(skill);
+    const fingerprint = fingerprintOf(config);
     const done = this.#prepared.get(key);
-    if (done) return Promise.resolve(done);
+    if (done) {
+      return accepts(config, done.fingerprint, fingerprint)
+        ? Promise.resolve(done.prepared)
+        : Promise.reject(differentConfigError(skill));
+    }
     const running = this.#inFlight.get(key);
     if (running) {
+      if (!accepts(config, running.fingerprint, fingerprint)) {
+        return Promise.reject(differentConfigError(skill));
+      }
       // Shared with the call that started it. If that call's own signal
       // stopped it, a caller whose signal did not fire starts again.
       return running.promise.catch((error) => {
@@ -192,7 +208,7 @@ export class PreparationEngine {
     const promise = this.#run(key, skill, config, request).finally(() => {
       this.#inFlight.delete(key);
     });
-    this.#inFlight.set(key, { promise, signal: request.signal });
+    this.#inFlight.set(key, { promise, signal: request.signal, fingerprint });
     return promise;
   }
 
@@ -251,7 +267,7 @@ export class PreparationEngine {
         basePath: materialized.basePath,
         skill,
       });
-      this.#prepared.set(key, prepared);
+      this.#prepared.set(key, { prepared, fingerprint: fingerprintOf(config) });
       onProgress?.({ skillName: skill.name, stage: "done" });
       return prepared;
     } catch (error) {
@@ -299,6 +315,34 @@ export class PreparationEngine {
       },
     );
   }
+}
+
+/** What identifies a configuration's content (kept in memory only: it holds secrets). */
+function fingerprintOf(config: SkillRuntimeConfig | undefined): string {
+  const env = Object.entries(config?.env ?? {}).sort(([a], [b]) =>
+    a < b ? -1 : 1
+  );
+  return JSON.stringify([env, config?.bootstrap ?? []]);
+}
+
+/**
+ * Whether a call may share a preparation made with `recorded`: a call without
+ * a configuration adds nothing; one with a different configuration would be
+ * ignored, so it is refused instead.
+ */
+function accepts(
+  config: SkillRuntimeConfig | undefined,
+  recorded: string,
+  given: string,
+): boolean {
+  return config === undefined || recorded === given;
+}
+
+function differentConfigError(skill: Skill): SkillPreparationError {
+  return new SkillPreparationError(
+    `Cannot prepare skill "${skill.name}": it is already prepared in this runtime with a different configuration; use a new runtime to apply another`,
+    { skillName: skill.name },
+  );
 }
 
 function keyOf(skill: Skill): string {

@@ -336,3 +336,30 @@ Deno.test("prepare() fails every caller when the shared preparation fails on its
   }
   assertEquals(runtime.ran.length, 2, "one shared run, no retries");
 });
+
+Deno.test("prepare() refuses a different configuration for a prepared skill instead of ignoring it", async () => {
+  const runtime = new RecordingRuntime();
+  const config = new SkillRuntimeConfig({
+    env: { A: "1" },
+    bootstrap: ["one"],
+  });
+  await runtime.engine.prepare({ skills: [{ skill: skill("a"), config }] });
+  // The same content in another object, or no configuration at all: idempotent.
+  const same = new SkillRuntimeConfig({ env: { A: "1" }, bootstrap: ["one"] });
+  await runtime.engine.prepare({
+    skills: [{ skill: skill("a"), config: same }],
+  });
+  await runtime.engine.prepare({ skills: [{ skill: skill("a") }] });
+  const other = new SkillRuntimeConfig({ env: { A: "2" }, bootstrap: ["one"] });
+  const error = await assertRejects(
+    () =>
+      runtime.engine.prepare({
+        skills: [{ skill: skill("a"), config: other }],
+      }),
+    SkillPreparationError,
+    'Cannot prepare skill "a": it is already prepared in this runtime with a different configuration',
+  );
+  assertFalse(error.message.includes("2"), "no value in the message");
+  assertEquals(runtime.ran.length, 1);
+  assertEquals(runtime.engine.environment(), { A: "1" });
+});
