@@ -234,6 +234,8 @@ export interface SkillRuntime extends AsyncDisposable {
   /**
    * Prepares skills (copy or upload, then bootstrap) and returns them in the
    * same number and order. Idempotent per skill; concurrent calls prepare once.
+   * A different configuration for a skill already prepared is refused with a
+   * `SkillPreparationError` rather than ignored.
    */
   prepare(request: PrepareRequest): Promise<PreparedSkill[]>;
   /** Runs one command. Never throws for a failing command: see the result. */
