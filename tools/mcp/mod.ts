@@ -170,11 +170,14 @@ class InFlight {
 
   /** Settles once no call runs and their answers have been handed to the transport. */
   async idle(): Promise<void> {
-    while (this.#count > 0) {
-      await new Promise<void>((resolve) => this.#waiters.push(resolve));
-    }
-    // The SDK sends an answer a few microtasks after the handler settles.
-    await new Promise((resolve) => setTimeout(resolve, 0));
+    do {
+      while (this.#count > 0) {
+        await new Promise<void>((resolve) => this.#waiters.push(resolve));
+      }
+      // The SDK sends an answer a few microtasks after the handler settles;
+      // a call that started meanwhile is waited for too.
+      await new Promise((resolve) => setTimeout(resolve, 0));
+    } while (this.#count > 0);
   }
 }
 
