@@ -16,14 +16,16 @@
  *
  * @module
  */
-import { hostPath } from "../_internal/std.ts";
+import {
+  apiMessage,
+  DEFAULT_PROMPT,
+  envVar,
+  exampleTools,
+} from "./_agent_shared.ts";
 import {
   type AnthropicTool,
   type AnthropicToolResultBlock,
-  buildSkillTools,
   dispatchToolCall,
-  LocalSkillRuntime,
-  SkillRuntimeConfig,
   toAnthropicToolResult,
   toAnthropicTools,
   type Tool,
@@ -293,45 +295,11 @@ function defaultModelName(): string {
   return envVar("ANTHROPIC_MODEL") ?? "claude-sonnet-4-5";
 }
 
-/** An environment variable, `undefined` when unset or not allowed. */
-function envVar(name: string): string | undefined {
-  try {
-    return Deno.env.get(name);
-  } catch {
-    return undefined;
-  }
-}
-
-function apiMessage(body: string): string {
-  try {
-    const parsed = JSON.parse(body) as { error?: { message?: unknown } };
-    if (typeof parsed.error?.message === "string") return parsed.error.message;
-  } catch {
-    // Not JSON: show the start of the text.
-  }
-  return body.slice(0, 500) || "(no body)";
-}
-
 if (import.meta.main) {
-  const prompt = Deno.args.join(" ") ||
-    "Summarise the sample sales data (data/sales.csv in the csv-report skill) and tell me the total revenue.";
-  const repo = hostPath.fromFileUrl(new URL("../", import.meta.url));
-  await using runtime = await LocalSkillRuntime.create({
-    conversationsRoot: hostPath.join(repo, ".skillrun"),
-    conversationId: `anthropic-${Date.now()}`,
-  });
-  await using built = await buildSkillTools({
-    skills: hostPath.join(repo, "examples", "skills"),
-    runtime,
-    configs: {
-      "csv-report": new SkillRuntimeConfig({
-        env: { REPORT_TITLE: "Sales report" },
-        bootstrap: ["bash scripts/bootstrap.sh"],
-      }),
-    },
-  });
+  const prompt = Deno.args.join(" ") || DEFAULT_PROMPT;
+  await using example = await exampleTools("anthropic");
   const result = await runAnthropicAgent(prompt, {
-    tools: built.tools,
+    tools: example.tools,
     onToolCall: (call) =>
       console.error(
         `→ ${call.name} ${JSON.stringify(call.input)}${
@@ -340,5 +308,5 @@ if (import.meta.main) {
       ),
   });
   console.log(result.text);
-  console.error(`(workspace: ${runtime.workspace})`);
+  console.error(`(workspace: ${example.workspace})`);
 }

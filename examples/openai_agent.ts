@@ -16,13 +16,15 @@
  *
  * @module
  */
-import { hostPath } from "../_internal/std.ts";
 import {
-  buildSkillTools,
+  apiMessage,
+  DEFAULT_PROMPT,
+  envVar,
+  exampleTools,
+} from "./_agent_shared.ts";
+import {
   dispatchToolCall,
-  LocalSkillRuntime,
   type OpenAIChatTool,
-  SkillRuntimeConfig,
   type Tool,
   toOpenAIChatToolMessage,
   toOpenAIChatTools,
@@ -264,50 +266,16 @@ function defaultModelName(): string {
   return envVar("OPENAI_MODEL") ?? "gpt-4.1-mini";
 }
 
-/** An environment variable, `undefined` when unset or not allowed. */
-function envVar(name: string): string | undefined {
-  try {
-    return Deno.env.get(name);
-  } catch {
-    return undefined;
-  }
-}
-
-function apiMessage(body: string): string {
-  try {
-    const parsed = JSON.parse(body) as { error?: { message?: unknown } };
-    if (typeof parsed.error?.message === "string") return parsed.error.message;
-  } catch {
-    // Not JSON: show the start of the text.
-  }
-  return body.slice(0, 500) || "(no body)";
-}
-
 if (import.meta.main) {
-  const prompt = Deno.args.join(" ") ||
-    "Summarise the sample sales data (data/sales.csv in the csv-report skill) and tell me the total revenue.";
-  const repo = hostPath.fromFileUrl(new URL("../", import.meta.url));
-  await using runtime = await LocalSkillRuntime.create({
-    conversationsRoot: hostPath.join(repo, ".skillrun"),
-    conversationId: `openai-${Date.now()}`,
-  });
-  await using built = await buildSkillTools({
-    skills: hostPath.join(repo, "examples", "skills"),
-    runtime,
-    configs: {
-      "csv-report": new SkillRuntimeConfig({
-        env: { REPORT_TITLE: "Sales report" },
-        bootstrap: ["bash scripts/bootstrap.sh"],
-      }),
-    },
-  });
+  const prompt = Deno.args.join(" ") || DEFAULT_PROMPT;
+  await using example = await exampleTools("openai");
   const result = await runOpenAIAgent(prompt, {
-    tools: built.tools,
+    tools: example.tools,
     onToolCall: (call) =>
       console.error(
         `→ ${call.name} ${call.arguments}${call.isError ? " (error)" : ""}`,
       ),
   });
   console.log(result.text);
-  console.error(`(workspace: ${runtime.workspace})`);
+  console.error(`(workspace: ${example.workspace})`);
 }

@@ -1,0 +1,70 @@
+/**
+ * What the two agent-loop examples share: reading optional environment
+ * variables, the text of an API error, and the tools their command lines use.
+ *
+ * @module
+ */
+import { hostPath } from "../_internal/std.ts";
+import {
+  buildSkillTools,
+  LocalSkillRuntime,
+  SkillRuntimeConfig,
+  type Tool,
+} from "../mod.ts";
+
+/** The prompt of the examples' command lines when none is given. */
+export const DEFAULT_PROMPT =
+  "Summarise the sample sales data (data/sales.csv in the csv-report skill) and tell me the total revenue.";
+
+/** An environment variable, `undefined` when unset or not allowed. */
+export function envVar(name: string): string | undefined {
+  try {
+    return Deno.env.get(name);
+  } catch {
+    return undefined;
+  }
+}
+
+/** The message of a provider's JSON error body, or the start of the text. */
+export function apiMessage(body: string): string {
+  try {
+    const parsed = JSON.parse(body) as { error?: { message?: unknown } };
+    if (typeof parsed.error?.message === "string") return parsed.error.message;
+  } catch {
+    // Not JSON: show the start of the text.
+  }
+  return body.slice(0, 500) || "(no body)";
+}
+
+/**
+ * The tools of the examples' command lines: the example skills in a new
+ * conversation workspace under `.skillrun/<prefix>-<time>`, with csv-report
+ * configured. Closing the result closes the runtime.
+ */
+export async function exampleTools(
+  prefix: string,
+): Promise<{ tools: readonly Tool[]; workspace: string } & AsyncDisposable> {
+  const repo = hostPath.fromFileUrl(new URL("../", import.meta.url));
+  const runtime = await LocalSkillRuntime.create({
+    conversationsRoot: hostPath.join(repo, ".skillrun"),
+    conversationId: `${prefix}-${Date.now()}`,
+  });
+  const kit = await buildSkillTools({
+    skills: hostPath.join(repo, "examples", "skills"),
+    runtime,
+    configs: {
+      "csv-report": new SkillRuntimeConfig({
+        env: { REPORT_TITLE: "Sales report" },
+        bootstrap: ["bash scripts/bootstrap.sh"],
+      }),
+    },
+  });
+  return {
+    tools: kit.tools,
+    workspace: runtime.defaultWorkingDirectory,
+    async [Symbol.asyncDispose]() {
+      await kit.close();
+      await runtime.close();
+    },
+  };
+}
