@@ -5,6 +5,7 @@ import {
   assertStringIncludes,
 } from "./assert.ts";
 import { toPermissionError } from "./permissions.ts";
+import { runDenoScript } from "./testing.ts";
 import { RuntimePermissionError } from "../runtimes/errors.ts";
 
 const MODULE = new URL("./permissions.ts", import.meta.url).href;
@@ -28,18 +29,9 @@ catch (e) {
   console.log(JSON.stringify({ name: m.name, message: m.message, permission: m.permission, path: m.path, source: m.source }));
 }`,
     );
-    const output = await new Deno.Command(Deno.execPath(), {
-      args: ["run", "--no-prompt", ...flags, script],
-      stdin: "null",
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    const text = new TextDecoder().decode(output.stdout).trim();
-    assertEquals(
-      output.code,
-      0,
-      new TextDecoder().decode(output.stderr),
-    );
+    const { code, stdout, stderr } = await runDenoScript(script, flags);
+    assertEquals(code, 0, stderr);
+    const text = stdout.trim();
     return JSON.parse(text) as Record<string, unknown>;
   } finally {
     await Deno.remove(dir, { recursive: true });

@@ -1,4 +1,5 @@
 import { assertEquals, assertGreater } from "../_internal/assert.ts";
+import { runDenoScript } from "../_internal/testing.ts";
 
 const ROOT = new URL("../", import.meta.url);
 
@@ -14,21 +15,9 @@ async function importWithoutPermissions(entry: string): Promise<number> {
       });\n` +
         "console.log(Object.keys(m).length);\n",
     );
-    const output = await new Deno.Command(Deno.execPath(), {
-      args: [
-        "run",
-        "--no-prompt",
-        "--config",
-        new URL("deno.json", ROOT).pathname,
-        script,
-      ],
-      stdin: "null",
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    const stderr = new TextDecoder().decode(output.stderr);
-    assertEquals(output.code, 0, `importing ${entry} failed:\n${stderr}`);
-    return Number(new TextDecoder().decode(output.stdout).trim());
+    const { code, stdout, stderr } = await runDenoScript(script, []);
+    assertEquals(code, 0, `importing ${entry} failed:\n${stderr}`);
+    return Number(stdout.trim());
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

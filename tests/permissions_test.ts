@@ -4,28 +4,10 @@ import {
   assertLess,
   assertStringIncludes,
 } from "../_internal/assert.ts";
+import { liveGroupMembers, runDenoScript } from "../_internal/testing.ts";
 
 const SCRIPT = new URL("./testdata/narrowed_runtime.ts", import.meta.url)
   .pathname;
-
-/** The live (not zombie) processes whose process group is `pgid` (Linux). */
-function liveMembers(pgid: number): number[] {
-  const members: number[] = [];
-  for (const entry of Deno.readDirSync("/proc")) {
-    if (!/^\d+$/.test(entry.name)) continue;
-    let stat: string;
-    try {
-      stat = Deno.readTextFileSync(`/proc/${entry.name}/stat`);
-    } catch {
-      continue;
-    }
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    if (fields[0] !== "Z" && Number(fields[2]) === pgid) {
-      members.push(Number(entry.name));
-    }
-  }
-  return members;
-}
 
 Deno.test({
   name:
@@ -55,23 +37,12 @@ Deno.test({
         `--allow-write=${conversations}`,
         "--allow-run=bash",
       ];
-      const output = await new Deno.Command(Deno.execPath(), {
-        args: [
-          "run",
-          "--no-prompt",
-          ...flags,
-          SCRIPT,
-          skills,
-          conversations,
-          outside,
-        ],
-        stdin: "null",
-        stdout: "piped",
-        stderr: "piped",
-      }).output();
-      const stdout = new TextDecoder().decode(output.stdout);
-      const stderr = new TextDecoder().decode(output.stderr);
-      assertEquals(output.code, 0, `stdout:\n${stdout}\nstderr:\n${stderr}`);
+      const { code, stdout, stderr } = await runDenoScript(SCRIPT, flags, [
+        skills,
+        conversations,
+        outside,
+      ]);
+      assertEquals(code, 0, `stdout:\n${stdout}\nstderr:\n${stderr}`);
       const line = stdout.split("\n").find((l) => l.startsWith("RESULT "));
       assert(line, stdout);
       const report = JSON.parse(line.slice("RESULT ".length)) as {
@@ -91,7 +62,7 @@ Deno.test({
       assertLess(report.timeoutElapsedMs, 500 + 750 + 1000);
       assert(report.pgid > 1);
       await new Promise((resolve) => setTimeout(resolve, 1000));
-      assertEquals(liveMembers(report.pgid), []);
+      assertEquals(liveGroupMembers(report.pgid), []);
       // The source skill was not modified; the secret was not touched.
       assertEquals(
         [...Deno.readDirSync(`${skills}/narrow`)].map((e) => e.name).sort(),

@@ -1,3 +1,4 @@
+import { runDenoScript } from "../_internal/testing.ts";
 import {
   assertEquals,
   assertInstanceOf,
@@ -331,24 +332,12 @@ for (const p of ["dl", "dl/x", "dir-link/new.txt", "a.txt", "fresh/new.txt"]) {
 }
 console.log(JSON.stringify(out));`,
     );
-    const output = await new Deno.Command(Deno.execPath(), {
-      args: [
-        "run",
-        "--no-prompt",
-        `--config=${
-          hostPath.fromFileUrl(new URL("../deno.json", import.meta.url))
-        }`,
-        `--allow-read=${t.workspace}`,
-        `--allow-write=${t.workspace}`,
-        script,
-      ],
-      stdin: "null",
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    const stderr = new TextDecoder().decode(output.stderr);
-    assertEquals(output.code, 0, stderr);
-    const results = JSON.parse(new TextDecoder().decode(output.stdout)) as [
+    const { code, stdout, stderr } = await runDenoScript(script, [
+      `--allow-read=${t.workspace}`,
+      `--allow-write=${t.workspace}`,
+    ]);
+    assertEquals(code, 0, stderr);
+    const results = JSON.parse(stdout) as [
       string,
       string,
       string,

@@ -1,3 +1,4 @@
+import { runDenoScript } from "../../_internal/testing.ts";
 import {
   assert,
   assertEquals,
@@ -426,25 +427,13 @@ await probe("plainLink", () => plain.writeText("link/through.txt", "x"));
 await probe("inside", () => fenced.writeText("sub/ok.txt", "ok"));
 console.log(JSON.stringify(out));`,
     );
-    const output = await new Deno.Command(Deno.execPath(), {
-      args: [
-        "run",
-        "--no-prompt",
-        `--config=${
-          hostPath.fromFileUrl(new URL("../../deno.json", import.meta.url))
-        }`,
-        `--allow-read=${t.root}`,
-        `--allow-write=${t.root}`,
-        script,
-      ],
-      stdin: "null",
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    const stderr = new TextDecoder().decode(output.stderr);
-    assertEquals(output.code, 0, stderr);
+    const { code, stdout, stderr } = await runDenoScript(script, [
+      `--allow-read=${t.root}`,
+      `--allow-write=${t.root}`,
+    ]);
+    assertEquals(code, 0, stderr);
     const report = JSON.parse(
-      new TextDecoder().decode(output.stdout),
+      stdout,
     ) as Record<
       string,
       {

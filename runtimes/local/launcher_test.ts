@@ -16,28 +16,9 @@ import {
   signalProcessGroup,
 } from "./launcher.ts";
 import type { ExecuteResult } from "../types.ts";
+import { liveGroupMembers } from "../../_internal/testing.ts";
 
 const linux = Deno.build.os === "linux";
-
-/** The live (not zombie) processes whose process group is `pgid` (Linux). */
-function liveMembers(pgid: number): number[] {
-  const members: number[] = [];
-  for (const entry of Deno.readDirSync("/proc")) {
-    if (!/^\d+$/.test(entry.name)) continue;
-    let stat: string;
-    try {
-      stat = Deno.readTextFileSync(`/proc/${entry.name}/stat`);
-    } catch {
-      continue; // exited meanwhile
-    }
-    // pid (comm) state ppid pgrp ...; comm may contain spaces and parentheses.
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    if (fields[0] !== "Z" && Number(fields[2]) === pgid) {
-      members.push(Number(entry.name));
-    }
-  }
-  return members;
-}
 
 async function waitForFile(path: string, timeoutMs = 10_000): Promise<string> {
   const deadline = Date.now() + timeoutMs;
@@ -132,7 +113,7 @@ for (const method of ["deno", "shell"] as const) {
         assertLess(elapsed, 500 + 500 + 1000);
         const pgid = Number(await waitForFile(pidFile));
         await new Promise((resolve) => setTimeout(resolve, 1000));
-        assertEquals(liveMembers(pgid), []);
+        assertEquals(liveGroupMembers(pgid), []);
       } finally {
         await Deno.remove(dir, { recursive: true });
       }
@@ -163,7 +144,7 @@ Deno.test({
       assertLess(elapsed, 300 + 500 + 1000);
       const pgid = Number(await waitForFile(pidFile));
       await new Promise((resolve) => setTimeout(resolve, 1000));
-      assertEquals(liveMembers(pgid), []);
+      assertEquals(liveGroupMembers(pgid), []);
     } finally {
       await Deno.remove(dir, { recursive: true });
     }
@@ -187,7 +168,7 @@ Deno.test({
       assert(result.timedOut);
       const pgid = Number(await waitForFile(pidFile));
       await new Promise((resolve) => setTimeout(resolve, 500));
-      assertEquals(liveMembers(pgid), []);
+      assertEquals(liveGroupMembers(pgid), []);
     } finally {
       await Deno.remove(dir, { recursive: true });
     }
@@ -216,7 +197,7 @@ Deno.test({
       assertFalse(result.timedOut);
       assertEquals(result.exitCode, -1);
       await new Promise((resolve) => setTimeout(resolve, 1000));
-      assertEquals(liveMembers(pgid), []);
+      assertEquals(liveGroupMembers(pgid), []);
     } finally {
       await Deno.remove(dir, { recursive: true });
     }

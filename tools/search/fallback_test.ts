@@ -1,3 +1,4 @@
+import { runDenoScript } from "../../_internal/testing.ts";
 import { assertEquals } from "../../_internal/assert.ts";
 import { FallbackSearch } from "./fallback.ts";
 import { LocalFileSystem } from "../../runtimes/local/fs.ts";
@@ -46,21 +47,12 @@ const result = await search.grep({ pattern: "needle", outputMode: "count" });
 console.log(JSON.stringify(result.mode === "count" ? result.counts : null));
 `,
     );
-    const output = await new Deno.Command(Deno.execPath(), {
-      args: [
-        "run",
-        "--no-prompt",
-        `--config=${new URL("../../deno.json", import.meta.url).pathname}`,
-        `--allow-read=${dir}/data`,
-        script,
-      ],
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    const stderr = new TextDecoder().decode(output.stderr);
-    assertEquals(output.code, 0, stderr);
+    const { code, stdout, stderr } = await runDenoScript(script, [
+      `--allow-read=${dir}/data`,
+    ]);
+    assertEquals(code, 0, stderr);
     assertEquals(
-      new TextDecoder().decode(output.stdout).trim(),
+      stdout.trim(),
       JSON.stringify([{ path: `${dir}/data/a.txt`, count: 1 }]),
     );
   } finally {
