@@ -288,13 +288,7 @@ export class RipgrepSearch implements SearchEngine {
       stdout: "piped",
       stderr: "piped",
     }).spawn();
-    const kill = (): void => {
-      try {
-        child.kill("SIGKILL");
-      } catch {
-        // Already gone.
-      }
-    };
+    const kill = killer(child);
     deadline.signal.addEventListener("abort", kill, { once: true });
     const stderrText = (async (): Promise<string> => {
       const parts: Uint8Array[] = [];
@@ -434,13 +428,7 @@ export class RipgrepSearch implements SearchEngine {
       stdout: "piped",
       stderr: "null",
     }).spawn();
-    const kill = (): void => {
-      try {
-        child.kill("SIGKILL");
-      } catch {
-        // Already gone.
-      }
-    };
+    const kill = killer(child);
     deadline.signal.addEventListener("abort", kill, { once: true });
     try {
       const parser = new RecordParser(false, 0);
@@ -526,4 +514,15 @@ function ripgrepError(plan: GrepPlan, stderr: string): Error {
   return new Error(
     `Cannot search "${plan.root.path}": ripgrep failed: ${reason}`,
   );
+}
+
+/** A function that kills rg at once, and does nothing once it has exited. */
+function killer(child: Deno.ChildProcess): () => void {
+  return () => {
+    try {
+      child.kill("SIGKILL");
+    } catch {
+      // Already gone.
+    }
+  };
 }
