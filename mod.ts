@@ -40,4 +40,4 @@ export * from "./runtimes/prepare.ts";
 export * from "./runtimes/local/mod.ts";
 export * from "./workspace/mod.ts";
 export * from "./tools/mod.ts";
-export * from "./tools/search/mod.ts";
+export * from "./search/mod.ts";

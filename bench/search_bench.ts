@@ -6,7 +6,7 @@
  */
 import { type BenchCase, runChild } from "./_harness.ts";
 import { hostPath } from "../_internal/std.ts";
-import { createSearch, detectRipgrep } from "../tools/search/mod.ts";
+import { createSearch, detectRipgrep } from "../search/mod.ts";
 import { LocalFileSystem } from "../runtimes/local/fs.ts";
 import { LocalSkillRuntime } from "../runtimes/local/runtime.ts";
 import { buildSkillTools } from "../tools/builder.ts";

@@ -6,14 +6,9 @@
  */
 import type { Skill } from "../skill/types.ts";
 import type { SkillRuntimeConfig } from "./config.ts";
-import type {
-  GlobRequest,
-  GlobResult,
-  GrepRequest,
-  GrepResult,
-  LsRequest,
-  LsResult,
-} from "../tools/search/types.ts";
+import type { FileType, SearchEngine } from "../search/types.ts";
+
+export type { FileType, SearchEngine };
 
 /** The default timeout of {@linkcode SkillRuntime.execute}: 120 000 ms. */
 export const DEFAULT_EXECUTE_TIMEOUT_MS = 120_000;
@@ -98,9 +93,6 @@ export interface ExecuteResult {
   /** Wall time in ms. */
   readonly durationMs: number;
 }
-
-/** What a path is. */
-export type FileType = "file" | "directory" | "symlink" | "other";
 
 /** Facts about one path in a runtime's file system. */
 export interface FileInfo {
@@ -204,21 +196,6 @@ export interface SkillRuntimeFileSystem {
 }
 
 /**
- * A runtime's own search engine behind the `grep`, `glob` and `ls` tools (the
- * local runtime's uses ripgrep when installed). Without one, the tools use the
- * pure TypeScript fallback over {@linkcode SkillRuntime.fs}
- * (`createSearch({ fs })` in `tools/search/mod.ts`), with the same answers.
- */
-export interface SkillRuntimeSearch {
-  /** Searches file contents. */
-  grep(request: GrepRequest): Promise<GrepResult>;
-  /** Finds files by glob, newest first. */
-  glob(request: GlobRequest): Promise<GlobResult>;
-  /** Lists a folder, folders first. */
-  ls(request: LsRequest): Promise<LsResult>;
-}
-
-/**
  * A place where skills are prepared and commands run: the local machine or a
  * remote sandbox.
  */
@@ -229,8 +206,13 @@ export interface SkillRuntime extends AsyncDisposable {
   readonly defaultWorkingDirectory: string;
   /** The runtime's file system. */
   readonly fs: SkillRuntimeFileSystem;
-  /** The runtime's search engine, when it has a faster one than the fallback. */
-  readonly search?: SkillRuntimeSearch;
+  /**
+   * The runtime's own search engine behind the `grep`, `glob` and `ls` tools
+   * (the local runtime's uses ripgrep when installed). Without one, the tools
+   * use the pure TypeScript fallback over {@linkcode SkillRuntime.fs}
+   * (`createSearch({ fs })` from `search/`), with the same answers.
+   */
+  readonly search?: SearchEngine;
   /**
    * Prepares skills (copy or upload, then bootstrap) and returns them in the
    * same number and order. Idempotent per skill; concurrent calls prepare once.

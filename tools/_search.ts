@@ -6,8 +6,8 @@
 import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
 import type { SkillRuntime } from "../runtimes/types.ts";
 import type { ToolContext } from "./context.ts";
-import { createSearch } from "./search/search.ts";
-import type { SearchEngine } from "./search/types.ts";
+import { createSearch } from "../search/search.ts";
+import type { SearchEngine } from "../search/types.ts";
 
 const engines = new WeakMap<ToolContext, SearchEngine>();
 

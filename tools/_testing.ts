@@ -11,8 +11,8 @@ import {
   type ToolContext,
   type ToolContextOptions,
 } from "./context.ts";
-import { createSearch } from "./search/search.ts";
-import type { SearchEngine } from "./search/types.ts";
+import { createSearch } from "../search/search.ts";
+import type { SearchEngine } from "../search/types.ts";
 
 /** A temporary folder removed on dispose. */
 export interface TempDir extends AsyncDisposable {

@@ -10,10 +10,10 @@ import {
   DEFAULT_GREP_MAX_LINE_CHARS,
   type GrepOutputMode,
   type GrepResult,
-} from "./search/types.ts";
-import { cutLine } from "./search/_match.ts";
+} from "../search/types.ts";
+import { cutLine } from "../search/_match.ts";
 import { redactSecrets } from "../_internal/redact.ts";
-import { formatGrepResult } from "./search/format.ts";
+import { formatGrepResult } from "../search/format.ts";
 import { defineTool, errorResult, okResult, pathError } from "./_shared.ts";
 import { engineOf } from "./_search.ts";
 

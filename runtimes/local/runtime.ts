@@ -36,12 +36,12 @@ import {
   type PreparedSkill,
   type PrepareRequest,
   type ReadTextOptions,
+  type SearchEngine,
   type SignalOptions,
   type SkillRuntime,
   type SkillRuntimeFileSystem,
-  type SkillRuntimeSearch,
 } from "../types.ts";
-import { createSearch } from "../../tools/search/search.ts";
+import { createSearch } from "../../search/search.ts";
 import { DenoCommandLauncher, type ProcessLauncher } from "./launcher.ts";
 import { LocalFileSystem } from "./fs.ts";
 
@@ -179,7 +179,7 @@ export class LocalSkillRuntime implements SkillRuntime {
   readonly #workspace: string | undefined;
   readonly #fence: PathFence | undefined;
   readonly #fs: SkillRuntimeFileSystem;
-  readonly #search: SkillRuntimeSearch;
+  readonly #search: SearchEngine;
   readonly #env: Readonly<Record<string, string>>;
   readonly #maxOutputBytes: number;
   readonly #copyPolicy: CopyPolicy | undefined;
@@ -326,7 +326,7 @@ export class LocalSkillRuntime implements SkillRuntime {
    * answers. It goes through {@linkcode fs}, so it is fenced in a
    * conversation's workspace and refused once the runtime is closed.
    */
-  get search(): SkillRuntimeSearch {
+  get search(): SearchEngine {
     return this.#search;
   }
 

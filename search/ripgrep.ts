@@ -7,7 +7,7 @@
  *
  * @module
  */
-import type { SkillRuntimeFileSystem } from "../../runtimes/types.ts";
+import type { SearchFileSystem } from "./types.ts";
 import { finishGlob, listFolder } from "./fallback.ts";
 import { cutLine, type MatchedLine } from "./_match.ts";
 import {
@@ -89,7 +89,7 @@ export function detectRipgrep(path = "rg"): Promise<RipgrepInfo | null> {
 /** Options of {@linkcode RipgrepSearch}. */
 export interface RipgrepSearchOptions {
   /** The local runtime's file system (its paths are host paths). */
-  readonly fs: SkillRuntimeFileSystem;
+  readonly fs: SearchFileSystem;
   /** The ripgrep command. Default `rg`. */
   readonly ripgrepPath?: string;
 }
@@ -205,7 +205,7 @@ function relativeOf(path: string, rootIsFile: boolean): string {
  * @example Searching with ripgrep
  * ```ts ignore
  * import { RipgrepSearch } from "./ripgrep.ts";
- * import { LocalFileSystem } from "../../runtimes/local/fs.ts";
+ * import { LocalFileSystem } from "../runtimes/local/fs.ts";
  * const search = new RipgrepSearch({ fs: new LocalFileSystem({ root: Deno.cwd() }) });
  * const result = await search.grep({ pattern: "TODO", outputMode: "count" });
  * ```
@@ -213,7 +213,7 @@ function relativeOf(path: string, rootIsFile: boolean): string {
 export class RipgrepSearch implements SearchEngine {
   /** Which engine this is. */
   readonly engine = "ripgrep" as const;
-  readonly #fs: SkillRuntimeFileSystem;
+  readonly #fs: SearchFileSystem;
   readonly #rg: string;
 
   /**

@@ -7,7 +7,7 @@
  * ```ts
  * import { assert } from "@std/assert";
  * import { createSearch, formatGrepResult } from "./mod.ts";
- * import { LocalFileSystem } from "../../runtimes/local/fs.ts";
+ * import { LocalFileSystem } from "../runtimes/local/fs.ts";
  * const dir = await Deno.makeTempDir();
  * try {
  *   await Deno.writeTextFile(`${dir}/a.py`, "def main():\n    pass\n");
@@ -22,11 +22,7 @@
  * @module
  */
 export * from "./types.ts";
-export {
-  createSearch,
-  type CreateSearchOptions,
-  type Search,
-} from "./search.ts";
+export { createSearch, type CreateSearchOptions } from "./search.ts";
 export {
   detectRipgrep,
   type RipgrepInfo,

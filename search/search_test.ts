@@ -3,10 +3,10 @@ import {
   assertRejects,
   assertStringIncludes,
   assertThrows,
-} from "../../_internal/assert.ts";
+} from "../_internal/assert.ts";
 import { detectRipgrep } from "./ripgrep.ts";
 import { createSearch } from "./search.ts";
-import { LocalFileSystem } from "../../runtimes/local/fs.ts";
+import { LocalFileSystem } from "../runtimes/local/fs.ts";
 
 Deno.test("createSearch() uses ripgrep when local and installed", async () => {
   const search = createSearch({
@@ -19,7 +19,10 @@ Deno.test("createSearch() uses ripgrep when local and installed", async () => {
       "search_test.ts: ripgrep (rg) is not installed: checking the fallback choice instead",
     );
   }
-  assertEquals(await search.engine(), rg ? "ripgrep" : "fallback");
+  assertEquals(
+    (await search.glob({ pattern: "*.md", path: "skill" })).engine,
+    rg ? "ripgrep" : "fallback",
+  );
 });
 
 Deno.test("createSearch() falls back silently when ripgrep is missing", async () => {
@@ -31,7 +34,10 @@ Deno.test("createSearch() falls back silently when ripgrep is missing", async ()
       local: true,
       ripgrepPath: "/nonexistent/rg-skillrun",
     });
-    assertEquals(await search.engine(), "fallback");
+    assertEquals(
+      (await search.glob({ pattern: "*.txt" })).engine,
+      "fallback",
+    );
     const result = await search.grep({ pattern: "needle" });
     assertEquals(result.engine, "fallback");
     assertEquals(result.mode === "files_with_matches" ? result.files : [], [
@@ -60,7 +66,10 @@ Deno.test("createSearch() uses the fallback for a file system that is not local"
   const search = createSearch({
     fs: new LocalFileSystem({ root: Deno.cwd() }),
   });
-  assertEquals(await search.engine(), "fallback");
+  assertEquals(
+    (await search.glob({ pattern: "*.md", path: "skill" })).engine,
+    "fallback",
+  );
   assertThrows(
     () =>
       createSearch({

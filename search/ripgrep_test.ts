@@ -1,6 +1,6 @@
-import { assert, assertEquals } from "../../_internal/assert.ts";
+import { assert, assertEquals } from "../_internal/assert.ts";
 import { detectRipgrep, RipgrepSearch } from "./ripgrep.ts";
-import { LocalFileSystem } from "../../runtimes/local/fs.ts";
+import { LocalFileSystem } from "../runtimes/local/fs.ts";
 import { engineSuite } from "./_test_suite.ts";
 
 const rg = await detectRipgrep();

@@ -3,7 +3,7 @@ import {
   assertEquals,
   assertStringIncludes,
   assertThrows,
-} from "../../_internal/assert.ts";
+} from "../_internal/assert.ts";
 import { matchText } from "./_match.ts";
 import { translateRegex } from "./regex.ts";
 import { detectRipgrep } from "./ripgrep.ts";

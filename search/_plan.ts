@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { SkillRuntimeFileSystem } from "../../runtimes/types.ts";
+import type { SearchFileSystem } from "./types.ts";
 import { timeoutError } from "./errors.ts";
 import type { FilterSpec } from "./_filter.ts";
 import { compileGlob } from "./glob.ts";
@@ -106,7 +106,7 @@ function count(
  * @throws {Deno.errors.NotFound} When nothing is there.
  */
 export async function resolveRoot(
-  fs: SkillRuntimeFileSystem,
+  fs: SearchFileSystem,
   path: string | undefined,
   local: boolean,
 ): Promise<SearchRoot> {
@@ -163,7 +163,7 @@ const MIN_ENTRY_CHARS = 16;
  * @throws {RangeError} For bad numbers.
  */
 export async function planGrep(
-  fs: SkillRuntimeFileSystem,
+  fs: SearchFileSystem,
   request: GrepRequest,
   local: boolean,
 ): Promise<GrepPlan> {
@@ -246,7 +246,7 @@ export async function planGrep(
  * @throws {TypeError} For a bad glob or a root that is a file.
  */
 export async function planGlob(
-  fs: SkillRuntimeFileSystem,
+  fs: SearchFileSystem,
   request: GlobRequest,
   local: boolean,
 ): Promise<GlobPlan> {

@@ -9,7 +9,65 @@
  *
  * @module
  */
-import type { FileType } from "../../runtimes/types.ts";
+
+/** What a path is. */
+export type FileType = "file" | "directory" | "symlink" | "other";
+
+/** Which engine answered a search. */
+export type SearchEngineName = "ripgrep" | "fallback";
+
+/** Facts about one path, as the search engine needs them. */
+export interface SearchFileInfo {
+  /** The path (absolute, as the file system sees it). */
+  readonly path: string;
+  /** The last segment of the path. */
+  readonly name: string;
+  /** What it is (symlinks are not followed). */
+  readonly type: FileType;
+  /** Size in bytes. */
+  readonly size: number;
+  /** Last modification, when known. */
+  readonly modifiedAt: Date | null;
+}
+
+/** Options of {@linkcode SearchFileSystem.list}. */
+export interface SearchListOptions {
+  /** How deep to descend; 1 lists the folder's own entries. */
+  readonly depth?: number;
+  /** The most entries to return. */
+  readonly limit?: number;
+  /** Only files, no folders. */
+  readonly filesOnly?: boolean;
+  /** Stops the listing. */
+  readonly signal?: AbortSignal;
+}
+
+/**
+ * The narrow file-system interface the search engine needs. Every runtime's
+ * file system (`SkillRuntimeFileSystem`) satisfies it structurally.
+ */
+export interface SearchFileSystem {
+  /** Resolves a path: relative ones against the default folder; fenced ones checked. */
+  resolve(path: string): Promise<string>;
+  /** Facts about a path, or `null` when it does not exist. */
+  stat(
+    path: string,
+    options?: { readonly signal?: AbortSignal },
+  ): Promise<SearchFileInfo | null>;
+  /** Lists a folder. */
+  list(
+    path: string,
+    options?: SearchListOptions,
+  ): Promise<{
+    readonly entries: readonly SearchFileInfo[];
+    readonly truncated: boolean;
+  }>;
+  /** Reads a file's bytes, refusing one over `maxBytes` when given. */
+  readBytes(
+    path: string,
+    options?: { readonly signal?: AbortSignal; readonly maxBytes?: number },
+  ): Promise<Uint8Array>;
+}
 
 /** What `grep` returns: matching lines, matching files, or counts per file. */
 export type GrepOutputMode = "content" | "files_with_matches" | "count";
@@ -97,7 +155,7 @@ export interface GrepResultBase {
   /** The searched file or folder (absolute). */
   readonly path: string;
   /** Which engine answered. */
-  readonly engine: "ripgrep" | "fallback";
+  readonly engine: SearchEngineName;
   /**
    * How many entries there are in all (before `offset` and `headLimit`), or
    * `null` when the output cap stopped the search before the end.
@@ -168,7 +226,7 @@ export interface GlobResult {
   /** The searched folder (absolute). */
   readonly path: string;
   /** Which engine answered. */
-  readonly engine: "ripgrep" | "fallback";
+  readonly engine: SearchEngineName;
   /** Files, newest first (then by path), at most `limit`. */
   readonly files: readonly GlobFile[];
   /** How many files matched in all. */
@@ -211,7 +269,10 @@ export interface LsResult {
   readonly truncated: boolean;
 }
 
-/** The search operations of a runtime (see `runtimes/types.ts`). */
+/**
+ * The search engine contract: what a runtime offers behind the `grep`, `glob`
+ * and `ls` tools (`SkillRuntime.search`), and what `createSearch` returns.
+ */
 export interface SearchEngine {
   /** Searches file contents. */
   grep(request: GrepRequest): Promise<GrepResult>;

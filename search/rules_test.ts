@@ -4,7 +4,7 @@ import {
   assertFalse,
   assertStringIncludes,
   assertThrows,
-} from "../../_internal/assert.ts";
+} from "../_internal/assert.ts";
 import {
   comparePaths,
   extensionsOfType,

@@ -4,7 +4,6 @@
  *
  * @module
  */
-import type { SkillRuntimeFileSystem } from "../../runtimes/types.ts";
 import { FallbackSearch } from "./fallback.ts";
 import { detectRipgrep, RipgrepSearch } from "./ripgrep.ts";
 import type {
@@ -15,12 +14,13 @@ import type {
   LsRequest,
   LsResult,
   SearchEngine,
+  SearchFileSystem,
 } from "./types.ts";
 
 /** Options of {@linkcode createSearch}. */
 export interface CreateSearchOptions {
   /** The runtime's file system. */
-  readonly fs: SkillRuntimeFileSystem;
+  readonly fs: SearchFileSystem;
   /**
    * Whether the file system's paths are host paths (a local runtime): then
    * ripgrep may be used and the fallback reads files directly. Default `false`.
@@ -36,12 +36,6 @@ export interface CreateSearchOptions {
   readonly ripgrepPath?: string;
   /** Workers of the fallback. Default: the CPU count, 1 to 4. */
   readonly workers?: number;
-}
-
-/** A search engine that picks ripgrep or the fallback on first use. */
-export interface Search extends SearchEngine {
-  /** Which engine answers (detects ripgrep once). */
-  engine(): Promise<"ripgrep" | "fallback">;
 }
 
 /**
@@ -60,7 +54,7 @@ export interface Search extends SearchEngine {
  * ```ts
  * import { assert } from "@std/assert";
  * import { createSearch } from "./search.ts";
- * import { LocalFileSystem } from "../../runtimes/local/fs.ts";
+ * import { LocalFileSystem } from "../runtimes/local/fs.ts";
  * const dir = await Deno.makeTempDir();
  * try {
  *   await Deno.writeTextFile(`${dir}/notes.md`, "# Title\nTODO: write\n");
@@ -72,7 +66,7 @@ export interface Search extends SearchEngine {
  * }
  * ```
  */
-export function createSearch(options: CreateSearchOptions): Search {
+export function createSearch(options: CreateSearchOptions): SearchEngine {
   const local = options.local ?? false;
   const useRipgrep = options.useRipgrep ?? "auto";
   if (useRipgrep === true && !local) {
@@ -106,10 +100,6 @@ export function createSearch(options: CreateSearchOptions): Search {
     return chosen;
   };
   return {
-    async engine(): Promise<"ripgrep" | "fallback"> {
-      const engine = await pick();
-      return engine instanceof RipgrepSearch ? "ripgrep" : "fallback";
-    },
     async grep(request: GrepRequest): Promise<GrepResult> {
       return await (await pick()).grep(request);
     },

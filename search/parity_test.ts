@@ -5,11 +5,11 @@
  *
  * @module
  */
-import { assert, assertEquals } from "../../_internal/assert.ts";
-import { hostPath } from "../../_internal/std.ts";
+import { assert, assertEquals } from "../_internal/assert.ts";
+import { hostPath } from "../_internal/std.ts";
 import { FallbackSearch } from "./fallback.ts";
 import { detectRipgrep, RipgrepSearch } from "./ripgrep.ts";
-import { LocalFileSystem } from "../../runtimes/local/fs.ts";
+import { LocalFileSystem } from "../runtimes/local/fs.ts";
 import type {
   GlobRequest,
   GrepRequest,
@@ -18,7 +18,7 @@ import type {
 } from "./types.ts";
 
 const CORPUS = hostPath.fromFileUrl(
-  new URL("../../../shared/corpora/anthropics-skills/", import.meta.url),
+  new URL("../../shared/corpora/anthropics-skills/", import.meta.url),
 ).replace(/\/$/, "");
 
 const GREP_QUERIES: GrepRequest[] = [

@@ -1,7 +1,7 @@
-import { runDenoScript } from "../../_internal/testing.ts";
-import { assertEquals } from "../../_internal/assert.ts";
+import { runDenoScript } from "../_internal/testing.ts";
+import { assertEquals } from "../_internal/assert.ts";
 import { FallbackSearch } from "./fallback.ts";
-import { LocalFileSystem } from "../../runtimes/local/fs.ts";
+import { LocalFileSystem } from "../runtimes/local/fs.ts";
 import { engineSuite } from "./_test_suite.ts";
 
 engineSuite(
@@ -37,7 +37,7 @@ Deno.test("FallbackSearch runs under --allow-read narrowed to the searched folde
       };
 import { LocalFileSystem } from ${
         JSON.stringify(
-          new URL("../../runtimes/local/fs.ts", import.meta.url).href,
+          new URL("../runtimes/local/fs.ts", import.meta.url).href,
         )
       };
 const search = new FallbackSearch({ fs: new LocalFileSystem({ root: ${

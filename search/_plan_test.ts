@@ -3,9 +3,9 @@ import {
   assertInstanceOf,
   assertRejects,
   assertStringIncludes,
-} from "../../_internal/assert.ts";
+} from "../_internal/assert.ts";
 import { GrepCollector, planGrep } from "./_plan.ts";
-import { LocalFileSystem } from "../../runtimes/local/fs.ts";
+import { LocalFileSystem } from "../runtimes/local/fs.ts";
 
 Deno.test("planGrep() checks numbers and the output mode", async () => {
   const fs = new LocalFileSystem({ root: Deno.cwd() });

@@ -11,7 +11,7 @@ import {
   assertLess,
   assertRejects,
   assertStringIncludes,
-} from "../../_internal/assert.ts";
+} from "../_internal/assert.ts";
 import type { SearchEngine } from "./types.ts";
 
 const encoder = new TextEncoder();

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { HEAVY_FOLDER_NAMES } from "../../_internal/heavy_folders.ts";
+import { HEAVY_FOLDER_NAMES } from "../_internal/heavy_folders.ts";
 
 /**
  * Folders skipped below the search root (a root inside one is searched):

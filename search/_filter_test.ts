@@ -1,4 +1,4 @@
-import { assert, assertFalse } from "../../_internal/assert.ts";
+import { assert, assertFalse } from "../_internal/assert.ts";
 import { makeFilters } from "./_filter.ts";
 
 Deno.test("makeFilters() skips heavy folders and applies glob and type", () => {

@@ -1,13 +1,13 @@
 /**
  * The pure TypeScript search engine: walks folders, reads files and matches
  * them in workers, with ripgrep's semantics (see `regex.ts`, `glob.ts`,
- * `rules.ts`). It runs over any {@linkcode SkillRuntimeFileSystem} (remote
+ * `rules.ts`). It runs over any {@linkcode SearchFileSystem} (remote
  * runtimes), or over local paths directly when the file system's paths are
  * the host's (faster: the workers list and read files themselves).
  *
  * @module
  */
-import type { FileInfo, SkillRuntimeFileSystem } from "../../runtimes/types.ts";
+import type { SearchFileInfo, SearchFileSystem } from "./types.ts";
 import { type FilterSpec, makeFilters, workerFilters } from "./_filter.ts";
 import { workerUrl } from "./_worker.ts";
 import {
@@ -43,7 +43,7 @@ import {
 /** Options of {@linkcode FallbackSearch}. */
 export interface FallbackSearchOptions {
   /** The runtime's file system. */
-  readonly fs: SkillRuntimeFileSystem;
+  readonly fs: SearchFileSystem;
   /**
    * Whether the file system's paths are host paths, so that files may be
    * listed and read with `Deno.*` directly (faster). Default `false`.
@@ -128,7 +128,7 @@ class WorkerPool {
  * ```ts
  * import { assert } from "@std/assert";
  * import { FallbackSearch } from "./fallback.ts";
- * import { LocalFileSystem } from "../../runtimes/local/fs.ts";
+ * import { LocalFileSystem } from "../runtimes/local/fs.ts";
  * const dir = await Deno.makeTempDir();
  * try {
  *   await Deno.writeTextFile(`${dir}/a.txt`, "one\ntwo\n");
@@ -143,7 +143,7 @@ class WorkerPool {
 export class FallbackSearch implements SearchEngine {
   /** Which engine this is. */
   readonly engine = "fallback" as const;
-  readonly #fs: SkillRuntimeFileSystem;
+  readonly #fs: SearchFileSystem;
   readonly #local: boolean;
   readonly #workers: number;
 
@@ -396,7 +396,7 @@ export class FallbackSearch implements SearchEngine {
     const dirs: string[] = [];
     const files: string[] = [];
     const outcomes: FileOutcome[] = [];
-    let entries: readonly FileInfo[] = [];
+    let entries: readonly SearchFileInfo[] = [];
     try {
       entries = (await this.#fs.list(joinPath(config.root, job.path), {
         depth: 1,
@@ -468,7 +468,7 @@ export function finishGlob(
  * @returns The entries.
  */
 export async function listFolder(
-  fs: SkillRuntimeFileSystem,
+  fs: SearchFileSystem,
   request: LsRequest,
   local: boolean,
 ): Promise<LsResult> {
@@ -497,7 +497,7 @@ export async function listFolder(
     const next: string[] = [];
     for (const folder of level) {
       request.signal?.throwIfAborted();
-      let listed: readonly FileInfo[];
+      let listed: readonly SearchFileInfo[];
       try {
         listed = (await fs.list(joinPath(root.path, folder), {
           depth: 1,
