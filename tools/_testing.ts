@@ -78,7 +78,110 @@ export async function writeSkill(
 }
 
 /**
- * A context on a plain local runtime whose working directory is `cwd`.
+ * Makes the runtimes of one test for one kind of runtime. Paths mean the same
+ * inside the runtime and on the host (a remote test server runs real commands
+ * on the host's real paths), so a test can prepare files with `Deno` calls
+ * and check the tools' answers against host paths.
+ */
+export interface RuntimeFactory extends AsyncDisposable {
+  /** A runtime without a workspace whose default working directory is `cwd`. */
+  plain(cwd: string): SkillRuntime;
+  /** A conversation runtime working in `<conversationsRoot>/<id>`. */
+  conversation(conversationsRoot: string, id: string): Promise<SkillRuntime>;
+}
+
+/** A kind of runtime the tool suite runs against. */
+export interface RuntimeKind {
+  /** Its name in test names, e.g. `local`. */
+  readonly name: string;
+  /** Why it cannot run here (the test is then ignored, saying so), or `null`. */
+  unavailable(): Promise<string | null>;
+  /** Starts what one test needs (e.g. a test server). */
+  start(): Promise<RuntimeFactory>;
+}
+
+/** The local runtime, plain or in a conversation workspace. */
+export const LOCAL_KIND: RuntimeKind = {
+  name: "local",
+  unavailable: () => Promise.resolve(null),
+  start: () =>
+    Promise.resolve({
+      plain: (cwd: string) => new LocalSkillRuntime({ cwd }),
+      conversation: (conversationsRoot: string, conversationId: string) =>
+        LocalSkillRuntime.create({ conversationsRoot, conversationId }),
+      [Symbol.asyncDispose]: () => Promise.resolve(),
+    }),
+};
+
+/**
+ * Every kind of runtime the tool suite runs against: add a kind here (a
+ * remote runtime with its test server, the isolated local mode) and every test
+ * written with {@linkcode testEachRuntime} runs on it unchanged.
+ */
+export const RUNTIME_KINDS: readonly RuntimeKind[] = [LOCAL_KIND];
+
+let current: RuntimeFactory | null = null;
+
+function factory(): RuntimeFactory {
+  return current ?? {
+    plain: (cwd: string) => new LocalSkillRuntime({ cwd }),
+    conversation: (conversationsRoot: string, conversationId: string) =>
+      LocalSkillRuntime.create({ conversationsRoot, conversationId }),
+    [Symbol.asyncDispose]: () => Promise.resolve(),
+  };
+}
+
+/**
+ * Defines one test per kind in {@linkcode RUNTIME_KINDS}: inside it,
+ * {@linkcode plainContext} and {@linkcode conversationContext} give runtimes
+ * of that kind. A kind that cannot run here is ignored with a printed reason.
+ * (Tests of one file run one at a time, so the current kind is safe to keep
+ * in a module variable.)
+ *
+ * @param name The test's name; the kind is appended.
+ * @param fn The test.
+ */
+export function testEachRuntime(
+  name: string,
+  fn: () => void | Promise<void>,
+): void {
+  for (const kind of RUNTIME_KINDS) {
+    const title = kind === LOCAL_KIND ? name : `${name} [${kind.name}]`;
+    const reason = UNAVAILABLE.get(kind) ?? null;
+    if (reason !== null) console.error(`Ignoring "${title}": ${reason}`);
+    Deno.test({
+      name: title,
+      ignore: reason !== null,
+      fn: () => withKind(kind, fn),
+    });
+  }
+}
+
+async function withKind(
+  kind: RuntimeKind,
+  fn: () => void | Promise<void>,
+): Promise<void> {
+  await using started = await kind.start();
+  current = started;
+  try {
+    await fn();
+  } finally {
+    current = null;
+  }
+}
+
+/** Why each kind cannot run here (`null` when it can), found once per file. */
+const UNAVAILABLE: ReadonlyMap<RuntimeKind, string | null> = new Map(
+  await Promise.all(
+    RUNTIME_KINDS.map(async (kind) =>
+      [kind, await kind.unavailable()] as const
+    ),
+  ),
+);
+
+/**
+ * A context on a runtime without workspace whose working directory is `cwd`
+ * (local, or the kind of the running {@linkcode testEachRuntime} test).
  *
  * @param cwd The default working directory.
  * @param options Further context options.
@@ -88,12 +191,13 @@ export function plainContext(
   cwd: string,
   options: ToolContextOptions = {},
 ): { context: ToolContext; runtime: SkillRuntime } {
-  const runtime = new LocalSkillRuntime({ cwd });
+  const runtime = factory().plain(cwd);
   return { context: createToolContext(runtime, options), runtime };
 }
 
 /**
- * A context on a conversation runtime in `<root>/conversations/<id>`.
+ * A context on a conversation runtime in `<root>/conversations/<id>` (local,
+ * or the kind of the running {@linkcode testEachRuntime} test).
  *
  * @param root A temporary folder.
  * @param options Further context options.
@@ -103,10 +207,10 @@ export async function conversationContext(
   root: string,
   options: ToolContextOptions = {},
 ): Promise<{ context: ToolContext; runtime: SkillRuntime; workspace: string }> {
-  const runtime = await LocalSkillRuntime.create({
-    conversationsRoot: `${root}/conversations`,
-    conversationId: "thread-1",
-  });
+  const runtime = await factory().conversation(
+    `${root}/conversations`,
+    "thread-1",
+  );
   return {
     context: createToolContext(runtime, options),
     runtime,
@@ -139,6 +243,8 @@ export function contextWithEngine(
   engine: EngineChoice,
   options: ToolContextOptions = {},
 ): ToolContext {
+  // Inside another kind's test, that runtime answers with its own engine.
+  if (current) return createToolContext(current.plain(cwd), options);
   const real = new LocalSkillRuntime({ cwd });
   const runtime: SkillRuntime & { search: SearchEngine } = {
     name: real.name,
@@ -175,5 +281,17 @@ export function testEachEngine(
       console.error(`Ignoring "${name} (ripgrep)": rg is not installed`);
     }
     Deno.test({ name: `${name} (${engine})`, ignore, fn: () => fn(engine) });
+  }
+  // Every other kind of runtime answers with its own engine.
+  for (const kind of RUNTIME_KINDS) {
+    if (kind === LOCAL_KIND) continue;
+    const title = `${name} [${kind.name}]`;
+    const reason = UNAVAILABLE.get(kind) ?? null;
+    if (reason !== null) console.error(`Ignoring "${title}": ${reason}`);
+    Deno.test({
+      name: title,
+      ignore: reason !== null,
+      fn: () => withKind(kind, () => fn("fallback")),
+    });
   }
 }

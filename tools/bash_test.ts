@@ -11,20 +11,24 @@ import {
   conversationContext,
   plainContext,
   tempDir,
+  testEachRuntime,
   writeSkill,
 } from "./_testing.ts";
 
-Deno.test("bash returns stdout alone when the command succeeds quietly", async () => {
-  await using dir = await tempDir();
-  const { context } = plainContext(dir.path);
-  const bash = createBashTool(context);
-  assertEquals(await bash.execute({ command: "echo hello" }), {
-    text: "hello\n",
-    isError: false,
-  });
-});
+testEachRuntime(
+  "bash returns stdout alone when the command succeeds quietly",
+  async () => {
+    await using dir = await tempDir();
+    const { context } = plainContext(dir.path);
+    const bash = createBashTool(context);
+    assertEquals(await bash.execute({ command: "echo hello" }), {
+      text: "hello\n",
+      isError: false,
+    });
+  },
+);
 
-Deno.test("bash adds STDERR: and the exit code when not 0", async () => {
+testEachRuntime("bash adds STDERR: and the exit code when not 0", async () => {
   await using dir = await tempDir();
   const bash = createBashTool(plainContext(dir.path).context);
   assertEquals(
@@ -41,7 +45,7 @@ Deno.test("bash adds STDERR: and the exit code when not 0", async () => {
   });
 });
 
-Deno.test("bash says when there is no output", async () => {
+testEachRuntime("bash says when there is no output", async () => {
   await using dir = await tempDir();
   const bash = createBashTool(plainContext(dir.path).context);
   assertEquals(await bash.execute({ command: "true" }), {
@@ -50,7 +54,7 @@ Deno.test("bash says when there is no output", async () => {
   });
 });
 
-Deno.test("bash reports a timeout and stops the command", async () => {
+testEachRuntime("bash reports a timeout and stops the command", async () => {
   await using dir = await tempDir();
   const bash = createBashTool(plainContext(dir.path).context);
   const started = Date.now();
@@ -66,59 +70,72 @@ Deno.test("bash reports a timeout and stops the command", async () => {
   });
 });
 
-Deno.test("bash cuts long output in the middle, keeping the start and the end", async () => {
-  await using dir = await tempDir();
-  const bash = createBashTool(plainContext(dir.path).context);
-  const result = await bash.execute({
-    command:
-      "printf 'S%.0s' $(seq 1 20000); printf 'M%.0s' $(seq 1 40000); printf 'E%.0s' $(seq 1 20000)",
-  });
-  assertFalse(result.isError);
-  assert(
-    result.text.startsWith(
-      "S".repeat(15_000) + "\n\n[... 50000 characters omitted",
-    ),
-  );
-  assertStringIncludes(
-    result.text,
-    "[... 50000 characters omitted: the output has 80000 characters; the first 15000 and the last 15000 are shown ...]",
-  );
-  assert(result.text.endsWith("\n\n" + "E".repeat(15_000)));
-  assert(result.text.length < 30_200);
-});
+testEachRuntime(
+  "bash cuts long output in the middle, keeping the start and the end",
+  async () => {
+    await using dir = await tempDir();
+    const bash = createBashTool(plainContext(dir.path).context);
+    const result = await bash.execute({
+      command:
+        "printf 'S%.0s' $(seq 1 20000); printf 'M%.0s' $(seq 1 40000); printf 'E%.0s' $(seq 1 20000)",
+    });
+    assertFalse(result.isError);
+    assert(
+      result.text.startsWith(
+        "S".repeat(15_000) + "\n\n[... 50000 characters omitted",
+      ),
+    );
+    assertStringIncludes(
+      result.text,
+      "[... 50000 characters omitted: the output has 80000 characters; the first 15000 and the last 15000 are shown ...]",
+    );
+    assert(result.text.endsWith("\n\n" + "E".repeat(15_000)));
+    assert(result.text.length < 30_200);
+  },
+);
 
-Deno.test("bash runs in the default working directory or a relative working_directory", async () => {
-  await using dir = await tempDir();
-  await Deno.mkdir(`${dir.path}/sub dir`);
-  const bash = createBashTool(plainContext(dir.path).context);
-  assertEquals((await bash.execute({ command: "pwd" })).text, `${dir.path}\n`);
-  assertEquals(
-    (await bash.execute({ command: "pwd", working_directory: "sub dir" })).text,
-    `${dir.path}/sub dir\n`,
-  );
-});
+testEachRuntime(
+  "bash runs in the default working directory or a relative working_directory",
+  async () => {
+    await using dir = await tempDir();
+    await Deno.mkdir(`${dir.path}/sub dir`);
+    const bash = createBashTool(plainContext(dir.path).context);
+    assertEquals(
+      (await bash.execute({ command: "pwd" })).text,
+      `${dir.path}\n`,
+    );
+    assertEquals(
+      (await bash.execute({ command: "pwd", working_directory: "sub dir" }))
+        .text,
+      `${dir.path}/sub dir\n`,
+    );
+  },
+);
 
-Deno.test("bash refuses a working_directory that is missing or a file", async () => {
-  await using dir = await tempDir();
-  await Deno.writeTextFile(`${dir.path}/f.txt`, "x");
-  const bash = createBashTool(plainContext(dir.path).context);
-  assertEquals(
-    await bash.execute({ command: "pwd", working_directory: "nope" }),
-    {
-      text: 'Cannot run in "nope": no such folder',
-      isError: true,
-    },
-  );
-  assertEquals(
-    await bash.execute({ command: "pwd", working_directory: "f.txt" }),
-    {
-      text: 'Cannot run in "f.txt": it is not a folder',
-      isError: true,
-    },
-  );
-});
+testEachRuntime(
+  "bash refuses a working_directory that is missing or a file",
+  async () => {
+    await using dir = await tempDir();
+    await Deno.writeTextFile(`${dir.path}/f.txt`, "x");
+    const bash = createBashTool(plainContext(dir.path).context);
+    assertEquals(
+      await bash.execute({ command: "pwd", working_directory: "nope" }),
+      {
+        text: 'Cannot run in "nope": no such folder',
+        isError: true,
+      },
+    );
+    assertEquals(
+      await bash.execute({ command: "pwd", working_directory: "f.txt" }),
+      {
+        text: 'Cannot run in "f.txt": it is not a folder',
+        isError: true,
+      },
+    );
+  },
+);
 
-Deno.test("bash validates its input", async () => {
+testEachRuntime("bash validates its input", async () => {
   await using dir = await tempDir();
   const bash = createBashTool(plainContext(dir.path).context);
   assertEquals(await bash.execute({ command: "ls", timeout: 600_001 }), {
@@ -137,7 +154,7 @@ Deno.test("bash validates its input", async () => {
   });
 });
 
-Deno.test("bash keeps configured secrets out of its output", async () => {
+testEachRuntime("bash keeps configured secrets out of its output", async () => {
   await using dir = await tempDir();
   await writeSkill(`${dir.path}/skills`, "api");
   const { skills } = await loadSkills(`${dir.path}/skills`);
@@ -168,7 +185,7 @@ Deno.test("bash keeps configured secrets out of its output", async () => {
   assertEquals(echoed.text, "[redacted]\n");
 });
 
-Deno.test("bash redacts secrets before cutting long output", async () => {
+testEachRuntime("bash redacts secrets before cutting long output", async () => {
   await using dir = await tempDir();
   const secret = "sk-live-0123456789";
   const config = new SkillRuntimeConfig({ env: { API_KEY: secret } });
@@ -185,7 +202,7 @@ Deno.test("bash redacts secrets before cutting long output", async () => {
   assert(result.text.startsWith(`${"a".repeat(14995)}[reda`));
 });
 
-Deno.test("bash stops when the caller aborts", async () => {
+testEachRuntime("bash stops when the caller aborts", async () => {
   await using dir = await tempDir();
   const bash = createBashTool(plainContext(dir.path).context);
   const controller = new AbortController();
@@ -197,21 +214,27 @@ Deno.test("bash stops when the caller aborts", async () => {
   assertStringIncludes(result.text, "Cancelled");
 });
 
-Deno.test("bash in a conversation runs in the workspace and refuses an outside working_directory", async () => {
-  await using dir = await tempDir();
-  const { context, workspace } = await conversationContext(dir.path);
-  const bash = createBashTool(context);
-  assertEquals((await bash.execute({ command: "pwd" })).text, `${workspace}\n`);
-  const outside = await bash.execute({
-    command: "pwd",
-    working_directory: "/",
-  });
-  assertEquals(outside.isError, true);
-  assertStringIncludes(outside.text, "outside the workspace");
-  const escape = await bash.execute({
-    command: "pwd",
-    working_directory: "../..",
-  });
-  assertEquals(escape.isError, true);
-  assertStringIncludes(escape.text, "outside the workspace");
-});
+testEachRuntime(
+  "bash in a conversation runs in the workspace and refuses an outside working_directory",
+  async () => {
+    await using dir = await tempDir();
+    const { context, workspace } = await conversationContext(dir.path);
+    const bash = createBashTool(context);
+    assertEquals(
+      (await bash.execute({ command: "pwd" })).text,
+      `${workspace}\n`,
+    );
+    const outside = await bash.execute({
+      command: "pwd",
+      working_directory: "/",
+    });
+    assertEquals(outside.isError, true);
+    assertStringIncludes(outside.text, "outside the workspace");
+    const escape = await bash.execute({
+      command: "pwd",
+      working_directory: "../..",
+    });
+    assertEquals(escape.isError, true);
+    assertStringIncludes(escape.text, "outside the workspace");
+  },
+);

@@ -1,6 +1,6 @@
 import { assertEquals } from "../_internal/assert.ts";
 import { createEditTool } from "./edit.ts";
-import { plainContext, tempDir } from "./_testing.ts";
+import { plainContext, tempDir, testEachRuntime } from "./_testing.ts";
 
 async function setup(content: string | Uint8Array) {
   const dir = await tempDir();
@@ -11,53 +11,63 @@ async function setup(content: string | Uint8Array) {
   return { dir, path, edit };
 }
 
-Deno.test("edit replaces one exact occurrence and shows a numbered snippet", async () => {
-  const { dir, path, edit } = await setup("a\nb\nc\nd\ne\nf\ng\nh\ni\n");
-  await using _ = dir;
-  assertEquals(
-    await edit.execute({
-      file_path: "f.txt",
-      old_string: "e",
-      new_string: "E1\nE2",
-    }),
-    {
-      text:
-        `Edited ${path}: replaced 1 occurrence\nSnippet (lines 2-9):\n     2\tb\n     3\tc\n     4\td\n     5\tE1\n     6\tE2\n     7\tf\n     8\tg\n     9\th`,
-      isError: false,
-    },
-  );
-  assertEquals(
-    await Deno.readTextFile(path),
-    "a\nb\nc\nd\nE1\nE2\nf\ng\nh\ni\n",
-  );
-});
+testEachRuntime(
+  "edit replaces one exact occurrence and shows a numbered snippet",
+  async () => {
+    const { dir, path, edit } = await setup("a\nb\nc\nd\ne\nf\ng\nh\ni\n");
+    await using _ = dir;
+    assertEquals(
+      await edit.execute({
+        file_path: "f.txt",
+        old_string: "e",
+        new_string: "E1\nE2",
+      }),
+      {
+        text:
+          `Edited ${path}: replaced 1 occurrence\nSnippet (lines 2-9):\n     2\tb\n     3\tc\n     4\td\n     5\tE1\n     6\tE2\n     7\tf\n     8\tg\n     9\th`,
+        isError: false,
+      },
+    );
+    assertEquals(
+      await Deno.readTextFile(path),
+      "a\nb\nc\nd\nE1\nE2\nf\ng\nh\ni\n",
+    );
+  },
+);
 
-Deno.test("edit refuses an empty old_string and identical strings", async () => {
-  const { dir, edit } = await setup("abc\n");
-  await using _ = dir;
-  assertEquals(
-    await edit.execute({ file_path: "f.txt", old_string: "", new_string: "x" }),
-    {
-      text:
-        'Cannot edit "f.txt": old_string is empty; use write to create or replace a whole file',
-      isError: true,
-    },
-  );
-  assertEquals(
-    await edit.execute({
-      file_path: "f.txt",
-      old_string: "abc",
-      new_string: "abc",
-    }),
-    {
-      text:
-        'Cannot edit "f.txt": old_string and new_string are identical; nothing would change',
-      isError: true,
-    },
-  );
-});
+testEachRuntime(
+  "edit refuses an empty old_string and identical strings",
+  async () => {
+    const { dir, edit } = await setup("abc\n");
+    await using _ = dir;
+    assertEquals(
+      await edit.execute({
+        file_path: "f.txt",
+        old_string: "",
+        new_string: "x",
+      }),
+      {
+        text:
+          'Cannot edit "f.txt": old_string is empty; use write to create or replace a whole file',
+        isError: true,
+      },
+    );
+    assertEquals(
+      await edit.execute({
+        file_path: "f.txt",
+        old_string: "abc",
+        new_string: "abc",
+      }),
+      {
+        text:
+          'Cannot edit "f.txt": old_string and new_string are identical; nothing would change',
+        isError: true,
+      },
+    );
+  },
+);
 
-Deno.test("edit reports no match and leaves the file alone", async () => {
+testEachRuntime("edit reports no match and leaves the file alone", async () => {
   const { dir, path, edit } = await setup("hello\n");
   await using _ = dir;
   assertEquals(
@@ -75,25 +85,28 @@ Deno.test("edit reports no match and leaves the file alone", async () => {
   assertEquals(await Deno.readTextFile(path), "hello\n");
 });
 
-Deno.test("edit refuses several matches without replace_all, saying how many", async () => {
-  const { dir, path, edit } = await setup("x = 1\nx = 1\nx = 1\n");
-  await using _ = dir;
-  assertEquals(
-    await edit.execute({
-      file_path: "f.txt",
-      old_string: "x = 1",
-      new_string: "x = 2",
-    }),
-    {
-      text:
-        'Cannot edit "f.txt": old_string occurs 3 times; add surrounding text to make it unique, or set replace_all to true',
-      isError: true,
-    },
-  );
-  assertEquals(await Deno.readTextFile(path), "x = 1\nx = 1\nx = 1\n");
-});
+testEachRuntime(
+  "edit refuses several matches without replace_all, saying how many",
+  async () => {
+    const { dir, path, edit } = await setup("x = 1\nx = 1\nx = 1\n");
+    await using _ = dir;
+    assertEquals(
+      await edit.execute({
+        file_path: "f.txt",
+        old_string: "x = 1",
+        new_string: "x = 2",
+      }),
+      {
+        text:
+          'Cannot edit "f.txt": old_string occurs 3 times; add surrounding text to make it unique, or set replace_all to true',
+        isError: true,
+      },
+    );
+    assertEquals(await Deno.readTextFile(path), "x = 1\nx = 1\nx = 1\n");
+  },
+);
 
-Deno.test("edit with replace_all replaces every occurrence", async () => {
+testEachRuntime("edit with replace_all replaces every occurrence", async () => {
   const { dir, path, edit } = await setup("x = 1\ny\nx = 1\n");
   await using _ = dir;
   const result = await edit.execute({
@@ -110,59 +123,71 @@ Deno.test("edit with replace_all replaces every occurrence", async () => {
   assertEquals(await Deno.readTextFile(path), "x = 2\ny\nx = 2\n");
 });
 
-Deno.test("edit keeps CRLF line ends when the strings use LF", async () => {
-  const { dir, path, edit } = await setup("one\r\ntwo\r\nthree\r\n");
-  await using _ = dir;
-  const result = await edit.execute({
-    file_path: "f.txt",
-    old_string: "one\ntwo",
-    new_string: "uno\ndos\nextra",
-  });
-  assertEquals(result.isError, false);
-  assertEquals(
-    await Deno.readTextFile(path),
-    "uno\r\ndos\r\nextra\r\nthree\r\n",
-  );
-});
-
-Deno.test("edit keeps LF line ends when the strings use CRLF", async () => {
-  const { dir, path, edit } = await setup("one\ntwo\n");
-  await using _ = dir;
-  await edit.execute({
-    file_path: "f.txt",
-    old_string: "one\r\ntwo",
-    new_string: "1\r\n2",
-  });
-  assertEquals(await Deno.readTextFile(path), "1\n2\n");
-});
-
-Deno.test("edit takes regular-expression characters and $ patterns literally", async () => {
-  const { dir, path, edit } = await setup("price: $1.00 (a+b)*[c]\n");
-  await using _ = dir;
-  const result = await edit.execute({
-    file_path: "f.txt",
-    old_string: "$1.00 (a+b)*[c]",
-    new_string: "$& $$ $1",
-  });
-  assertEquals(result.isError, false);
-  assertEquals(await Deno.readTextFile(path), "price: $& $$ $1\n");
-});
-
-Deno.test("edit deletes old_string when new_string is empty", async () => {
-  const { dir, path, edit } = await setup("keep\ndrop me\nkeep\n");
-  await using _ = dir;
-  assertEquals(
-    (await edit.execute({
+testEachRuntime(
+  "edit keeps CRLF line ends when the strings use LF",
+  async () => {
+    const { dir, path, edit } = await setup("one\r\ntwo\r\nthree\r\n");
+    await using _ = dir;
+    const result = await edit.execute({
       file_path: "f.txt",
-      old_string: "drop me\n",
-      new_string: "",
-    })).isError,
-    false,
-  );
-  assertEquals(await Deno.readTextFile(path), "keep\nkeep\n");
-});
+      old_string: "one\ntwo",
+      new_string: "uno\ndos\nextra",
+    });
+    assertEquals(result.isError, false);
+    assertEquals(
+      await Deno.readTextFile(path),
+      "uno\r\ndos\r\nextra\r\nthree\r\n",
+    );
+  },
+);
 
-Deno.test("edit keeps a byte order mark", async () => {
+testEachRuntime(
+  "edit keeps LF line ends when the strings use CRLF",
+  async () => {
+    const { dir, path, edit } = await setup("one\ntwo\n");
+    await using _ = dir;
+    await edit.execute({
+      file_path: "f.txt",
+      old_string: "one\r\ntwo",
+      new_string: "1\r\n2",
+    });
+    assertEquals(await Deno.readTextFile(path), "1\n2\n");
+  },
+);
+
+testEachRuntime(
+  "edit takes regular-expression characters and $ patterns literally",
+  async () => {
+    const { dir, path, edit } = await setup("price: $1.00 (a+b)*[c]\n");
+    await using _ = dir;
+    const result = await edit.execute({
+      file_path: "f.txt",
+      old_string: "$1.00 (a+b)*[c]",
+      new_string: "$& $$ $1",
+    });
+    assertEquals(result.isError, false);
+    assertEquals(await Deno.readTextFile(path), "price: $& $$ $1\n");
+  },
+);
+
+testEachRuntime(
+  "edit deletes old_string when new_string is empty",
+  async () => {
+    const { dir, path, edit } = await setup("keep\ndrop me\nkeep\n");
+    await using _ = dir;
+    assertEquals(
+      (await edit.execute({
+        file_path: "f.txt",
+        old_string: "drop me\n",
+        new_string: "",
+      })).isError,
+      false,
+    );
+    assertEquals(await Deno.readTextFile(path), "keep\nkeep\n");
+  },
+);
+
+testEachRuntime("edit keeps a byte order mark", async () => {
   const { dir, path, edit } = await setup("\uFEFFname = a\n");
   await using _ = dir;
   const result = await edit.execute({
@@ -181,73 +206,79 @@ Deno.test("edit keeps a byte order mark", async () => {
   assertEquals(new TextDecoder().decode(bytes), "name = b\n");
 });
 
-Deno.test("edit refuses missing files, folders, binary files and files over the cap", async () => {
-  const { dir, edit } = await setup(new Uint8Array([0x61, 0, 0x62]));
-  await using _ = dir;
-  await Deno.mkdir(`${dir.path}/d`);
-  assertEquals(
-    await edit.execute({
-      file_path: "f.txt",
-      old_string: "a",
-      new_string: "b",
-    }),
-    {
-      text: 'Cannot edit "f.txt": it is a binary file',
-      isError: true,
-    },
-  );
-  assertEquals(
-    await edit.execute({
-      file_path: "nope.txt",
-      old_string: "a",
-      new_string: "b",
-    }),
-    {
-      text: 'Cannot edit "nope.txt": no such file; use write to create it',
-      isError: true,
-    },
-  );
-  assertEquals(
-    await edit.execute({ file_path: "d", old_string: "a", new_string: "b" }),
-    {
-      text: 'Cannot edit "d": it is a folder',
-      isError: true,
-    },
-  );
-  const big = await Deno.open(`${dir.path}/big.txt`, {
-    write: true,
-    create: true,
-  });
-  await big.truncate(8 * 1024 * 1024 + 1);
-  big.close();
-  assertEquals(
-    await edit.execute({
-      file_path: "big.txt",
-      old_string: "a",
-      new_string: "b",
-    }),
-    {
-      text: 'Cannot edit "big.txt": file is larger than the 8 MiB limit',
-      isError: true,
-    },
-  );
-});
+testEachRuntime(
+  "edit refuses missing files, folders, binary files and files over the cap",
+  async () => {
+    const { dir, edit } = await setup(new Uint8Array([0x61, 0, 0x62]));
+    await using _ = dir;
+    await Deno.mkdir(`${dir.path}/d`);
+    assertEquals(
+      await edit.execute({
+        file_path: "f.txt",
+        old_string: "a",
+        new_string: "b",
+      }),
+      {
+        text: 'Cannot edit "f.txt": it is a binary file',
+        isError: true,
+      },
+    );
+    assertEquals(
+      await edit.execute({
+        file_path: "nope.txt",
+        old_string: "a",
+        new_string: "b",
+      }),
+      {
+        text: 'Cannot edit "nope.txt": no such file; use write to create it',
+        isError: true,
+      },
+    );
+    assertEquals(
+      await edit.execute({ file_path: "d", old_string: "a", new_string: "b" }),
+      {
+        text: 'Cannot edit "d": it is a folder',
+        isError: true,
+      },
+    );
+    const big = await Deno.open(`${dir.path}/big.txt`, {
+      write: true,
+      create: true,
+    });
+    await big.truncate(8 * 1024 * 1024 + 1);
+    big.close();
+    assertEquals(
+      await edit.execute({
+        file_path: "big.txt",
+        old_string: "a",
+        new_string: "b",
+      }),
+      {
+        text: 'Cannot edit "big.txt": file is larger than the 8 MiB limit',
+        isError: true,
+      },
+    );
+  },
+);
 
-Deno.test("edit refuses invalid UTF-8 rather than corrupt it", async () => {
-  const { dir, path, edit } = await setup(
-    new Uint8Array([0x61, 0xff, 0x62, 0x0a]),
-  );
-  await using _ = dir;
-  assertEquals(
-    await edit.execute({
-      file_path: "f.txt",
-      old_string: "a",
-      new_string: "b",
-    }),
-    {
-      text: 'Cannot edit "f.txt": it is not valid UTF-8 text',
-      isError: true,
-    },
-  );
-  assertEquals([...await Deno.readFile(path)], [0x61, 0xff, 0x62, 0x0a]);
-});
+testEachRuntime(
+  "edit refuses invalid UTF-8 rather than corrupt it",
+  async () => {
+    const { dir, path, edit } = await setup(
+      new Uint8Array([0x61, 0xff, 0x62, 0x0a]),
+    );
+    await using _ = dir;
+    assertEquals(
+      await edit.execute({
+        file_path: "f.txt",
+        old_string: "a",
+        new_string: "b",
+      }),
+      {
+        text: 'Cannot edit "f.txt": it is not valid UTF-8 text',
+        isError: true,
+      },
+    );
+    assertEquals([...await Deno.readFile(path)], [0x61, 0xff, 0x62, 0x0a]);
+  },
+);

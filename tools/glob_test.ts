@@ -8,6 +8,7 @@ import {
   conversationContext,
   tempDir,
   testEachEngine,
+  testEachRuntime,
 } from "./_testing.ts";
 
 testEachEngine(
@@ -109,13 +110,16 @@ Deno.test("glob caps its results with a notice", async () => {
   );
 });
 
-Deno.test("glob in a conversation refuses a folder outside the workspace", async () => {
-  await using dir = await tempDir();
-  const { context } = await conversationContext(dir.path);
-  const result = await createGlobTool(context).execute({
-    pattern: "*",
-    path: dir.path,
-  });
-  assertEquals(result.isError, true);
-  assertStringIncludes(result.text, "outside the workspace");
-});
+testEachRuntime(
+  "glob in a conversation refuses a folder outside the workspace",
+  async () => {
+    await using dir = await tempDir();
+    const { context } = await conversationContext(dir.path);
+    const result = await createGlobTool(context).execute({
+      pattern: "*",
+      path: dir.path,
+    });
+    assertEquals(result.isError, true);
+    assertStringIncludes(result.text, "outside the workspace");
+  },
+);

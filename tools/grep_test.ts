@@ -13,6 +13,7 @@ import {
   conversationContext,
   tempDir,
   testEachEngine,
+  testEachRuntime,
 } from "./_testing.ts";
 
 testEachEngine(
@@ -292,13 +293,16 @@ testEachEngine(
   },
 );
 
-Deno.test("grep in a conversation refuses a path outside the workspace", async () => {
-  await using dir = await tempDir();
-  const { context } = await conversationContext(dir.path);
-  const result = await createGrepTool(context).execute({
-    pattern: "x",
-    path: "../..",
-  });
-  assertEquals(result.isError, true);
-  assertStringIncludes(result.text, "outside the workspace");
-});
+testEachRuntime(
+  "grep in a conversation refuses a path outside the workspace",
+  async () => {
+    await using dir = await tempDir();
+    const { context } = await conversationContext(dir.path);
+    const result = await createGrepTool(context).execute({
+      pattern: "x",
+      path: "../..",
+    });
+    assertEquals(result.isError, true);
+    assertStringIncludes(result.text, "outside the workspace");
+  },
+);

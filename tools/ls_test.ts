@@ -6,6 +6,7 @@ import {
   conversationContext,
   tempDir,
   testEachEngine,
+  testEachRuntime,
 } from "./_testing.ts";
 
 testEachEngine(
@@ -104,13 +105,19 @@ testEachEngine(
   },
 );
 
-Deno.test("ls in a conversation lists the workspace and refuses outside paths", async () => {
-  await using dir = await tempDir();
-  const { context, workspace } = await conversationContext(dir.path);
-  await Deno.writeTextFile(`${workspace}/notes.md`, "n");
-  const ls = createLsTool(context);
-  assertEquals((await ls.execute({})).text, `${workspace}:\nskills/\nnotes.md`);
-  const outside = await ls.execute({ path: "/" });
-  assertEquals(outside.isError, true);
-  assertStringIncludes(outside.text, "outside the workspace");
-});
+testEachRuntime(
+  "ls in a conversation lists the workspace and refuses outside paths",
+  async () => {
+    await using dir = await tempDir();
+    const { context, workspace } = await conversationContext(dir.path);
+    await Deno.writeTextFile(`${workspace}/notes.md`, "n");
+    const ls = createLsTool(context);
+    assertEquals(
+      (await ls.execute({})).text,
+      `${workspace}:\nskills/\nnotes.md`,
+    );
+    const outside = await ls.execute({ path: "/" });
+    assertEquals(outside.isError, true);
+    assertStringIncludes(outside.text, "outside the workspace");
+  },
+);

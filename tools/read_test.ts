@@ -5,22 +5,30 @@ import {
 } from "../_internal/assert.ts";
 import { SkillRuntimeConfig } from "../runtimes/config.ts";
 import { createReadTool } from "./read.ts";
-import { conversationContext, plainContext, tempDir } from "./_testing.ts";
+import {
+  conversationContext,
+  plainContext,
+  tempDir,
+  testEachRuntime,
+} from "./_testing.ts";
 
 const TESTDATA = new URL("./testdata/", import.meta.url).pathname;
 
-Deno.test("read numbers lines like cat -n under a header with the range", async () => {
-  await using dir = await tempDir();
-  await Deno.writeTextFile(`${dir.path}/a.txt`, "alpha\nbeta\n\tgamma\n");
-  const read = createReadTool(plainContext(dir.path).context);
-  assertEquals(await read.execute({ file_path: "a.txt" }), {
-    text:
-      `File: ${dir.path}/a.txt (lines 1-3 of 3)\n     1\talpha\n     2\tbeta\n     3\t\tgamma`,
-    isError: false,
-  });
-});
+testEachRuntime(
+  "read numbers lines like cat -n under a header with the range",
+  async () => {
+    await using dir = await tempDir();
+    await Deno.writeTextFile(`${dir.path}/a.txt`, "alpha\nbeta\n\tgamma\n");
+    const read = createReadTool(plainContext(dir.path).context);
+    assertEquals(await read.execute({ file_path: "a.txt" }), {
+      text:
+        `File: ${dir.path}/a.txt (lines 1-3 of 3)\n     1\talpha\n     2\tbeta\n     3\t\tgamma`,
+      isError: false,
+    });
+  },
+);
 
-Deno.test("read matches the golden output of the fixture", async () => {
+testEachRuntime("read matches the golden output of the fixture", async () => {
   const read = createReadTool(plainContext(TESTDATA).context);
   const result = await read.execute({
     file_path: "poem.txt",
@@ -32,36 +40,42 @@ Deno.test("read matches the golden output of the fixture", async () => {
   assertEquals(result.text, golden.trimEnd());
 });
 
-Deno.test("read counts a last line without a line end and strips CR of CRLF", async () => {
-  await using dir = await tempDir();
-  await Deno.writeTextFile(`${dir.path}/crlf.txt`, "one\r\ntwo\r\nthree");
-  const read = createReadTool(plainContext(dir.path).context);
-  assertEquals(
-    (await read.execute({ file_path: `${dir.path}/crlf.txt` })).text,
-    `File: ${dir.path}/crlf.txt (lines 1-3 of 3)\n     1\tone\n     2\ttwo\n     3\tthree`,
-  );
-});
+testEachRuntime(
+  "read counts a last line without a line end and strips CR of CRLF",
+  async () => {
+    await using dir = await tempDir();
+    await Deno.writeTextFile(`${dir.path}/crlf.txt`, "one\r\ntwo\r\nthree");
+    const read = createReadTool(plainContext(dir.path).context);
+    assertEquals(
+      (await read.execute({ file_path: `${dir.path}/crlf.txt` })).text,
+      `File: ${dir.path}/crlf.txt (lines 1-3 of 3)\n     1\tone\n     2\ttwo\n     3\tthree`,
+    );
+  },
+);
 
-Deno.test("read shows a window with offset and limit and says how to go on", async () => {
-  await using dir = await tempDir();
-  const lines = Array.from({ length: 10 }, (_, i) => `line ${i + 1}`);
-  await Deno.writeTextFile(`${dir.path}/ten.txt`, lines.join("\n") + "\n");
-  const read = createReadTool(plainContext(dir.path).context);
-  assertEquals(
-    (await read.execute({ file_path: "ten.txt", offset: 3, limit: 2 })).text,
-    `File: ${dir.path}/ten.txt (lines 3-4; more follow)\n     3\tline 3\n     4\tline 4\n[More lines follow; continue with offset=5]`,
-  );
-  assertEquals(
-    (await read.execute({ file_path: "ten.txt", offset: 9, limit: 5 })).text,
-    `File: ${dir.path}/ten.txt (lines 9-10 of 10)\n     9\tline 9\n    10\tline 10`,
-  );
-  assertEquals(
-    (await read.execute({ file_path: "ten.txt", offset: 10, limit: 1 })).text,
-    `File: ${dir.path}/ten.txt (lines 10-10 of 10)\n    10\tline 10`,
-  );
-});
+testEachRuntime(
+  "read shows a window with offset and limit and says how to go on",
+  async () => {
+    await using dir = await tempDir();
+    const lines = Array.from({ length: 10 }, (_, i) => `line ${i + 1}`);
+    await Deno.writeTextFile(`${dir.path}/ten.txt`, lines.join("\n") + "\n");
+    const read = createReadTool(plainContext(dir.path).context);
+    assertEquals(
+      (await read.execute({ file_path: "ten.txt", offset: 3, limit: 2 })).text,
+      `File: ${dir.path}/ten.txt (lines 3-4; more follow)\n     3\tline 3\n     4\tline 4\n[More lines follow; continue with offset=5]`,
+    );
+    assertEquals(
+      (await read.execute({ file_path: "ten.txt", offset: 9, limit: 5 })).text,
+      `File: ${dir.path}/ten.txt (lines 9-10 of 10)\n     9\tline 9\n    10\tline 10`,
+    );
+    assertEquals(
+      (await read.execute({ file_path: "ten.txt", offset: 10, limit: 1 })).text,
+      `File: ${dir.path}/ten.txt (lines 10-10 of 10)\n    10\tline 10`,
+    );
+  },
+);
 
-Deno.test("read says when the offset is past the end", async () => {
+testEachRuntime("read says when the offset is past the end", async () => {
   await using dir = await tempDir();
   await Deno.writeTextFile(`${dir.path}/three.txt`, "a\nb\nc\n");
   await Deno.writeTextFile(`${dir.path}/one.txt`, "a");
@@ -76,60 +90,69 @@ Deno.test("read says when the offset is past the end", async () => {
   });
 });
 
-Deno.test("read reports an empty file, a folder and a missing file clearly", async () => {
-  await using dir = await tempDir();
-  await Deno.writeTextFile(`${dir.path}/empty.txt`, "");
-  await Deno.mkdir(`${dir.path}/folder`);
-  const read = createReadTool(plainContext(dir.path).context);
-  assertEquals(await read.execute({ file_path: "empty.txt" }), {
-    text: `File: ${dir.path}/empty.txt is empty (0 bytes)`,
-    isError: false,
-  });
-  assertEquals(await read.execute({ file_path: "folder" }), {
-    text: 'Cannot read "folder": it is a folder; list it with ls',
-    isError: true,
-  });
-  assertEquals(await read.execute({ file_path: "missing.txt" }), {
-    text: 'Cannot read "missing.txt": no such file',
-    isError: true,
-  });
-});
+testEachRuntime(
+  "read reports an empty file, a folder and a missing file clearly",
+  async () => {
+    await using dir = await tempDir();
+    await Deno.writeTextFile(`${dir.path}/empty.txt`, "");
+    await Deno.mkdir(`${dir.path}/folder`);
+    const read = createReadTool(plainContext(dir.path).context);
+    assertEquals(await read.execute({ file_path: "empty.txt" }), {
+      text: `File: ${dir.path}/empty.txt is empty (0 bytes)`,
+      isError: false,
+    });
+    assertEquals(await read.execute({ file_path: "folder" }), {
+      text: 'Cannot read "folder": it is a folder; list it with ls',
+      isError: true,
+    });
+    assertEquals(await read.execute({ file_path: "missing.txt" }), {
+      text: 'Cannot read "missing.txt": no such file',
+      isError: true,
+    });
+  },
+);
 
-Deno.test("read cuts lines over 2000 characters with a notice", async () => {
-  await using dir = await tempDir();
-  await Deno.writeTextFile(
-    `${dir.path}/long.txt`,
-    `short\n${"x".repeat(5000)}\nend\n`,
-  );
-  const read = createReadTool(plainContext(dir.path).context);
-  assertEquals(
-    (await read.execute({ file_path: "long.txt" })).text,
-    [
-      `File: ${dir.path}/long.txt (lines 1-3 of 3)`,
-      "     1\tshort",
-      `     2\t${
-        "x".repeat(2000)
-      } [… line cut: it has 5000 bytes; the first 2000 characters are shown]`,
-      "     3\tend",
-      "[1 line was longer than 2000 characters and cut]",
-    ].join("\n"),
-  );
-});
+testEachRuntime(
+  "read cuts lines over 2000 characters with a notice",
+  async () => {
+    await using dir = await tempDir();
+    await Deno.writeTextFile(
+      `${dir.path}/long.txt`,
+      `short\n${"x".repeat(5000)}\nend\n`,
+    );
+    const read = createReadTool(plainContext(dir.path).context);
+    assertEquals(
+      (await read.execute({ file_path: "long.txt" })).text,
+      [
+        `File: ${dir.path}/long.txt (lines 1-3 of 3)`,
+        "     1\tshort",
+        `     2\t${
+          "x".repeat(2000)
+        } [… line cut: it has 5000 bytes; the first 2000 characters are shown]`,
+        "     3\tend",
+        "[1 line was longer than 2000 characters and cut]",
+      ].join("\n"),
+    );
+  },
+);
 
-Deno.test("read keeps multi-byte characters whole and strips a byte order mark", async () => {
-  await using dir = await tempDir();
-  await Deno.writeTextFile(
-    `${dir.path}/u.txt`,
-    "\uFEFFhéllo wörld\n技能 мой-навык 🎉\n",
-  );
-  const read = createReadTool(plainContext(dir.path).context);
-  assertEquals(
-    (await read.execute({ file_path: "u.txt" })).text,
-    `File: ${dir.path}/u.txt (lines 1-2 of 2)\n     1\théllo wörld\n     2\t技能 мой-навык 🎉`,
-  );
-});
+testEachRuntime(
+  "read keeps multi-byte characters whole and strips a byte order mark",
+  async () => {
+    await using dir = await tempDir();
+    await Deno.writeTextFile(
+      `${dir.path}/u.txt`,
+      "\uFEFFhéllo wörld\n技能 мой-навык 🎉\n",
+    );
+    const read = createReadTool(plainContext(dir.path).context);
+    assertEquals(
+      (await read.execute({ file_path: "u.txt" })).text,
+      `File: ${dir.path}/u.txt (lines 1-2 of 2)\n     1\théllo wörld\n     2\t技能 мой-навык 🎉`,
+    );
+  },
+);
 
-Deno.test("read does not dump binary files", async () => {
+testEachRuntime("read does not dump binary files", async () => {
   await using dir = await tempDir();
   await Deno.writeFile(
     `${dir.path}/blob.dat2`,
@@ -145,21 +168,24 @@ Deno.test("read does not dump binary files", async () => {
   assertEquals((await read.execute({ file_path: "image.png" })).isError, true);
 });
 
-Deno.test("read offers publish_file for a binary file only when there is a publisher", async () => {
-  await using dir = await tempDir();
-  await Deno.writeFile(`${dir.path}/blob.bin2`, new Uint8Array([0, 1, 2]));
-  const publisher = {
-    publish: () => Promise.resolve({ url: "http://127.0.0.1/x" }),
-  };
-  const read = createReadTool(plainContext(dir.path, { publisher }).context);
-  assertEquals(await read.execute({ file_path: "blob.bin2" }), {
-    text:
-      'Cannot read "blob.bin2": it is a binary file (3 bytes); inspect it with bash (e.g. file, xxd) or share it with publish_file',
-    isError: true,
-  });
-});
+testEachRuntime(
+  "read offers publish_file for a binary file only when there is a publisher",
+  async () => {
+    await using dir = await tempDir();
+    await Deno.writeFile(`${dir.path}/blob.bin2`, new Uint8Array([0, 1, 2]));
+    const publisher = {
+      publish: () => Promise.resolve({ url: "http://127.0.0.1/x" }),
+    };
+    const read = createReadTool(plainContext(dir.path, { publisher }).context);
+    assertEquals(await read.execute({ file_path: "blob.bin2" }), {
+      text:
+        'Cannot read "blob.bin2": it is a binary file (3 bytes); inspect it with bash (e.g. file, xxd) or share it with publish_file',
+      isError: true,
+    });
+  },
+);
 
-Deno.test("read finds the right lines across stream chunks", async () => {
+testEachRuntime("read finds the right lines across stream chunks", async () => {
   await using dir = await tempDir();
   const lines = Array.from({ length: 200_000 }, (_, i) => `row ${i + 1}`);
   await Deno.writeTextFile(`${dir.path}/big.txt`, lines.join("\n") + "\n");
@@ -175,33 +201,36 @@ Deno.test("read finds the right lines across stream chunks", async () => {
   );
 });
 
-Deno.test("read stops at the 4 MiB output cap and says where to continue", async () => {
-  await using dir = await tempDir();
-  const line = "y".repeat(1999);
-  const file = await Deno.open(`${dir.path}/wide.txt`, {
-    write: true,
-    create: true,
-  });
-  const bytes = new TextEncoder().encode(`${line}\n`.repeat(500));
-  for (let i = 0; i < 6; i++) await file.write(bytes); // 3000 lines, 6 MB
-  file.close();
-  const read = createReadTool(plainContext(dir.path).context);
-  const result = await read.execute({ file_path: "wide.txt", limit: 3000 });
-  assertEquals(result.isError, false);
-  const shown = Math.floor((4 * 1024 * 1024) / 2000); // 2097 lines of 2000 bytes
-  assert(
-    result.text.startsWith(
-      `File: ${dir.path}/wide.txt (lines 1-${shown}; more follow)`,
-    ),
-  );
-  assert(result.text.endsWith(
-    `\n[Output reached the 4 MiB limit of one read; continue with offset=${
-      shown + 1
-    }]`,
-  ));
-});
+testEachRuntime(
+  "read stops at the 4 MiB output cap and says where to continue",
+  async () => {
+    await using dir = await tempDir();
+    const line = "y".repeat(1999);
+    const file = await Deno.open(`${dir.path}/wide.txt`, {
+      write: true,
+      create: true,
+    });
+    const bytes = new TextEncoder().encode(`${line}\n`.repeat(500));
+    for (let i = 0; i < 6; i++) await file.write(bytes); // 3000 lines, 6 MB
+    file.close();
+    const read = createReadTool(plainContext(dir.path).context);
+    const result = await read.execute({ file_path: "wide.txt", limit: 3000 });
+    assertEquals(result.isError, false);
+    const shown = Math.floor((4 * 1024 * 1024) / 2000); // 2097 lines of 2000 bytes
+    assert(
+      result.text.startsWith(
+        `File: ${dir.path}/wide.txt (lines 1-${shown}; more follow)`,
+      ),
+    );
+    assert(result.text.endsWith(
+      `\n[Output reached the 4 MiB limit of one read; continue with offset=${
+        shown + 1
+      }]`,
+    ));
+  },
+);
 
-Deno.test("read validates offset and limit", async () => {
+testEachRuntime("read validates offset and limit", async () => {
   await using dir = await tempDir();
   const read = createReadTool(plainContext(dir.path).context);
   assertEquals(await read.execute({ file_path: "a", offset: 0 }), {
@@ -215,48 +244,54 @@ Deno.test("read validates offset and limit", async () => {
   });
 });
 
-Deno.test("read in a conversation refuses a path outside the workspace", async () => {
-  await using dir = await tempDir();
-  await Deno.writeTextFile(`${dir.path}/secret.txt`, "outside");
-  const { context, workspace } = await conversationContext(dir.path);
-  await Deno.writeTextFile(`${workspace}/in.txt`, "inside\n");
-  const read = createReadTool(context);
-  assertEquals(
-    (await read.execute({ file_path: "in.txt" })).text,
-    `File: ${workspace}/in.txt (lines 1-1 of 1)\n     1\tinside`,
-  );
-  for (const path of [`${dir.path}/secret.txt`, "../../secret.txt"]) {
-    const result = await read.execute({ file_path: path });
-    assertEquals(result.isError, true);
-    assertStringIncludes(result.text, "outside the workspace");
-  }
-});
+testEachRuntime(
+  "read in a conversation refuses a path outside the workspace",
+  async () => {
+    await using dir = await tempDir();
+    await Deno.writeTextFile(`${dir.path}/secret.txt`, "outside");
+    const { context, workspace } = await conversationContext(dir.path);
+    await Deno.writeTextFile(`${workspace}/in.txt`, "inside\n");
+    const read = createReadTool(context);
+    assertEquals(
+      (await read.execute({ file_path: "in.txt" })).text,
+      `File: ${workspace}/in.txt (lines 1-1 of 1)\n     1\tinside`,
+    );
+    for (const path of [`${dir.path}/secret.txt`, "../../secret.txt"]) {
+      const result = await read.execute({ file_path: path });
+      assertEquals(result.isError, true);
+      assertStringIncludes(result.text, "outside the workspace");
+    }
+  },
+);
 
-Deno.test("read redacts a secret before cutting a long line, leaving no fragment of it", async () => {
-  await using dir = await tempDir();
-  const secret = "tok-abcdef-123456";
-  // The secret straddles the 2000-character cut.
-  await Deno.writeTextFile(
-    `${dir.path}/env.txt`,
-    `${"a".repeat(1995)}${secret}\nTOKEN=${secret}\n`,
-  );
-  const read = createReadTool(
-    plainContext(dir.path, {
-      configs: new Map([[
-        "x",
-        new SkillRuntimeConfig({ env: { TOKEN: secret } }),
-      ]]),
-    }).context,
-  );
-  const { text } = await read.execute({ file_path: "env.txt" });
-  assertEquals(
-    text.split("\n").slice(1, 3),
-    [
-      `     1\t${
-        "a".repeat(1995)
-      }[reda [… line cut: it has 2012 bytes; the first 2000 characters are shown]`,
-      "     2\tTOKEN=[redacted]",
-    ],
-  );
-  assert(!text.includes(secret.slice(0, 4)), text.slice(-300));
-});
+testEachRuntime(
+  "read redacts a secret before cutting a long line, leaving no fragment of it",
+  async () => {
+    await using dir = await tempDir();
+    const secret = "tok-abcdef-123456";
+    // The secret straddles the 2000-character cut.
+    await Deno.writeTextFile(
+      `${dir.path}/env.txt`,
+      `${"a".repeat(1995)}${secret}\nTOKEN=${secret}\n`,
+    );
+    const read = createReadTool(
+      plainContext(dir.path, {
+        configs: new Map([[
+          "x",
+          new SkillRuntimeConfig({ env: { TOKEN: secret } }),
+        ]]),
+      }).context,
+    );
+    const { text } = await read.execute({ file_path: "env.txt" });
+    assertEquals(
+      text.split("\n").slice(1, 3),
+      [
+        `     1\t${
+          "a".repeat(1995)
+        }[reda [… line cut: it has 2012 bytes; the first 2000 characters are shown]`,
+        "     2\tTOKEN=[redacted]",
+      ],
+    );
+    assert(!text.includes(secret.slice(0, 4)), text.slice(-300));
+  },
+);

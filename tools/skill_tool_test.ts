@@ -11,86 +11,96 @@ import {
   conversationContext,
   plainContext,
   tempDir,
+  testEachRuntime,
   writeSkill,
 } from "./_testing.ts";
 
-Deno.test("createSkillTool() gives no tool without skills", () => {
+testEachRuntime("createSkillTool() gives no tool without skills", () => {
   assertEquals(createSkillTool(plainContext("/").context), undefined);
 });
 
-Deno.test("the skill tool in a conversation lists the copy's files, bootstrap outputs included, heavy folders named only", async () => {
-  await using dir = await tempDir();
-  await writeSkill(`${dir.path}/skills`, "gen", {
-    files: { "scripts/run.sh": "echo hi\n" },
-  });
-  const { skills } = await loadSkills(`${dir.path}/skills`);
-  const { context, workspace } = await conversationContext(dir.path, {
-    skills,
-    configs: new Map([[
-      "gen",
-      new SkillRuntimeConfig({
-        bootstrap: [
-          "mkdir -p cache node_modules/pkg && touch cache/index node_modules/pkg/index.js",
-        ],
-      }),
-    ]]),
-  });
-  const tool = createSkillTool(context)!;
-  const result = await tool.execute({ name: "gen" });
-  assertEquals(result.isError, false, result.text);
-  const base = /Base directory: (.*)\n/.exec(result.text)?.[1] ?? "";
-  assert(base.startsWith(`${workspace}/skills/`), base);
-  assert(
-    result.text.endsWith(
-      "Files (3):\nSKILL.md\ncache/index\nscripts/run.sh\nNot listed (heavy folders): node_modules/",
-    ),
-    result.text,
-  );
-});
+testEachRuntime(
+  "the skill tool in a conversation lists the copy's files, bootstrap outputs included, heavy folders named only",
+  async () => {
+    await using dir = await tempDir();
+    await writeSkill(`${dir.path}/skills`, "gen", {
+      files: { "scripts/run.sh": "echo hi\n" },
+    });
+    const { skills } = await loadSkills(`${dir.path}/skills`);
+    const { context, workspace } = await conversationContext(dir.path, {
+      skills,
+      configs: new Map([[
+        "gen",
+        new SkillRuntimeConfig({
+          bootstrap: [
+            "mkdir -p cache node_modules/pkg && touch cache/index node_modules/pkg/index.js",
+          ],
+        }),
+      ]]),
+    });
+    const tool = createSkillTool(context)!;
+    const result = await tool.execute({ name: "gen" });
+    assertEquals(result.isError, false, result.text);
+    const base = /Base directory: (.*)\n/.exec(result.text)?.[1] ?? "";
+    assert(base.startsWith(`${workspace}/skills/`), base);
+    assert(
+      result.text.endsWith(
+        "Files (3):\nSKILL.md\ncache/index\nscripts/run.sh\nNot listed (heavy folders): node_modules/",
+      ),
+      result.text,
+    );
+  },
+);
 
-Deno.test("the skill tool reports a cancelled preparation and retries later", async () => {
-  await using dir = await tempDir();
-  await writeSkill(dir.path, "slow");
-  const { skills } = await loadSkills(dir.path);
-  const { context } = plainContext(dir.path, {
-    skills,
-    configs: new Map([[
-      "slow",
-      new SkillRuntimeConfig({ bootstrap: ["sleep 0.5"] }),
-    ]]),
-  });
-  const tool = createSkillTool(context)!;
-  const controller = new AbortController();
-  setTimeout(() => controller.abort(), 100);
-  const cancelled = await tool.execute({ name: "slow" }, {
-    signal: controller.signal,
-  });
-  assertEquals(cancelled, {
-    text:
-      "Cancelled: the call was aborted\nThe skill is not ready; calling skill again retries the preparation.",
-    isError: true,
-  });
-  const retried = await tool.execute({ name: "slow" });
-  assertEquals(retried.isError, false, retried.text);
-});
+testEachRuntime(
+  "the skill tool reports a cancelled preparation and retries later",
+  async () => {
+    await using dir = await tempDir();
+    await writeSkill(dir.path, "slow");
+    const { skills } = await loadSkills(dir.path);
+    const { context } = plainContext(dir.path, {
+      skills,
+      configs: new Map([[
+        "slow",
+        new SkillRuntimeConfig({ bootstrap: ["sleep 0.5"] }),
+      ]]),
+    });
+    const tool = createSkillTool(context)!;
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 100);
+    const cancelled = await tool.execute({ name: "slow" }, {
+      signal: controller.signal,
+    });
+    assertEquals(cancelled, {
+      text:
+        "Cancelled: the call was aborted\nThe skill is not ready; calling skill again retries the preparation.",
+      isError: true,
+    });
+    const retried = await tool.execute({ name: "slow" });
+    assertEquals(retried.isError, false, retried.text);
+  },
+);
 
-Deno.test("the default description names the runtime and the rule to use only these tools", async () => {
-  await using dir = await tempDir();
-  await writeSkill(dir.path, "one");
-  const { skills } = await loadSkills(dir.path);
-  const tool = createSkillTool(plainContext(dir.path, { skills }).context, {
-    toolNames: ["bash", "read"],
-  })!;
-  assertStringIncludes(DEFAULT_SKILL_DESCRIPTION, "{catalog}");
-  assertStringIncludes(tool.description, 'in the "local" runtime');
-  assertStringIncludes(
-    tool.description,
-    "working only through the tools given with this one (bash, read)",
-  );
-  assertStringIncludes(tool.description, "<name>one</name>");
-});
+testEachRuntime(
+  "the default description names the runtime and the rule to use only these tools",
+  async () => {
+    await using dir = await tempDir();
+    await writeSkill(dir.path, "one");
+    const { skills } = await loadSkills(dir.path);
+    const tool = createSkillTool(plainContext(dir.path, { skills }).context, {
+      toolNames: ["bash", "read"],
+    })!;
+    assertStringIncludes(DEFAULT_SKILL_DESCRIPTION, "{catalog}");
+    assertStringIncludes(tool.description, 'in the "local" runtime');
+    assertStringIncludes(
+      tool.description,
+      "working only through the tools given with this one (bash, read)",
+    );
+    assertStringIncludes(tool.description, "<name>one</name>");
+  },
+);
 
-Deno.test("a description function must return a string", async () => {
+testEachRuntime("a description function must return a string", async () => {
   await using dir = await tempDir();
   await writeSkill(dir.path, "one");
   const { skills } = await loadSkills(dir.path);
@@ -104,7 +114,7 @@ Deno.test("a description function must return a string", async () => {
   );
 });
 
-Deno.test("the skill tool refuses unknown parameters", async () => {
+testEachRuntime("the skill tool refuses unknown parameters", async () => {
   await using dir = await tempDir();
   await writeSkill(dir.path, "one");
   const { skills } = await loadSkills(dir.path);

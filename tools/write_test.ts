@@ -1,21 +1,32 @@
 import { assertEquals, assertStringIncludes } from "../_internal/assert.ts";
 import { createWriteTool } from "./write.ts";
-import { conversationContext, plainContext, tempDir } from "./_testing.ts";
+import {
+  conversationContext,
+  plainContext,
+  tempDir,
+  testEachRuntime,
+} from "./_testing.ts";
 
-Deno.test("write creates missing parents and reports the bytes written", async () => {
-  await using dir = await tempDir();
-  const write = createWriteTool(plainContext(dir.path).context);
-  assertEquals(
-    await write.execute({ file_path: "a/b c/new.txt", content: "hello\n" }),
-    {
-      text: `Created ${dir.path}/a/b c/new.txt (6 bytes)`,
-      isError: false,
-    },
-  );
-  assertEquals(await Deno.readTextFile(`${dir.path}/a/b c/new.txt`), "hello\n");
-});
+testEachRuntime(
+  "write creates missing parents and reports the bytes written",
+  async () => {
+    await using dir = await tempDir();
+    const write = createWriteTool(plainContext(dir.path).context);
+    assertEquals(
+      await write.execute({ file_path: "a/b c/new.txt", content: "hello\n" }),
+      {
+        text: `Created ${dir.path}/a/b c/new.txt (6 bytes)`,
+        isError: false,
+      },
+    );
+    assertEquals(
+      await Deno.readTextFile(`${dir.path}/a/b c/new.txt`),
+      "hello\n",
+    );
+  },
+);
 
-Deno.test("write counts UTF-8 bytes of unicode content", async () => {
+testEachRuntime("write counts UTF-8 bytes of unicode content", async () => {
   await using dir = await tempDir();
   const write = createWriteTool(plainContext(dir.path).context);
   const content = "技能 🎉\n";
@@ -29,22 +40,25 @@ Deno.test("write counts UTF-8 bytes of unicode content", async () => {
   assertEquals(await Deno.readTextFile(`${dir.path}/u.txt`), content);
 });
 
-Deno.test("write says it overwrote a file and how big it was", async () => {
-  await using dir = await tempDir();
-  await Deno.writeTextFile(`${dir.path}/f.txt`, "x".repeat(2048));
-  const write = createWriteTool(plainContext(dir.path).context);
-  assertEquals(await write.execute({ file_path: "f.txt", content: "" }), {
-    text: `Overwrote ${dir.path}/f.txt (0 bytes; it had 2 KiB)`,
-    isError: false,
-  });
-  assertEquals(await Deno.readTextFile(`${dir.path}/f.txt`), "");
-  assertEquals(await write.execute({ file_path: "f.txt", content: "a" }), {
-    text: `Overwrote ${dir.path}/f.txt (1 byte; it had 0 bytes)`,
-    isError: false,
-  });
-});
+testEachRuntime(
+  "write says it overwrote a file and how big it was",
+  async () => {
+    await using dir = await tempDir();
+    await Deno.writeTextFile(`${dir.path}/f.txt`, "x".repeat(2048));
+    const write = createWriteTool(plainContext(dir.path).context);
+    assertEquals(await write.execute({ file_path: "f.txt", content: "" }), {
+      text: `Overwrote ${dir.path}/f.txt (0 bytes; it had 2 KiB)`,
+      isError: false,
+    });
+    assertEquals(await Deno.readTextFile(`${dir.path}/f.txt`), "");
+    assertEquals(await write.execute({ file_path: "f.txt", content: "a" }), {
+      text: `Overwrote ${dir.path}/f.txt (1 byte; it had 0 bytes)`,
+      isError: false,
+    });
+  },
+);
 
-Deno.test("write refuses a folder and a missing content", async () => {
+testEachRuntime("write refuses a folder and a missing content", async () => {
   await using dir = await tempDir();
   await Deno.mkdir(`${dir.path}/d`);
   const write = createWriteTool(plainContext(dir.path).context);
@@ -58,7 +72,7 @@ Deno.test("write refuses a folder and a missing content", async () => {
   });
 });
 
-Deno.test("write in a conversation stays in the workspace", async () => {
+testEachRuntime("write in a conversation stays in the workspace", async () => {
   await using dir = await tempDir();
   const { context, workspace } = await conversationContext(dir.path);
   const write = createWriteTool(context);
