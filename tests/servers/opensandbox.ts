@@ -1273,13 +1273,6 @@ async function runCommand(
   ): Promise<{ exitCode: number; error: string }> => {
     const status = await child.status;
     state.cancelLater(timeoutTimer);
-    // Output still held by a process that left the group: stop waiting soon.
-    let waitTimer: ReturnType<typeof setTimeout> | undefined;
-    await Promise.race([
-      pipes,
-      new Promise<void>((resolve) => waitTimer = setTimeout(resolve, 250)),
-    ]);
-    clearTimeout(waitTimer);
     let exitCode = status.code;
     let error = "";
     if (status.signal !== null) {
@@ -1294,6 +1287,13 @@ async function runCommand(
     record.exitCode = exitCode;
     if (error !== "") record.error = error;
     record.finishedAt = new Date();
+    // Output still held by a process that left the group: stop waiting soon.
+    let waitTimer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([
+      pipes,
+      new Promise<void>((resolve) => waitTimer = setTimeout(resolve, 250)),
+    ]);
+    clearTimeout(waitTimer);
     return { exitCode, error };
   };
 
@@ -1397,11 +1397,22 @@ async function interruptCommand(
     }
     return gone();
   };
+  // The group is gone once no live member is left and its leader is reaped.
+  const reaped = async (): Promise<void> => {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([
+      command.status ?? Promise.resolve(),
+      new Promise((resolve) => timer = setTimeout(resolve, 1000)),
+    ]);
+    clearTimeout(timer);
+  };
   if (state.signalGroup(pgid, "SIGTERM") && await waitGone(state.graceMs)) {
+    await reaped();
     return new Response(null, { status: 200 });
   }
   state.signalGroup(pgid, "SIGKILL");
   await waitGone(1000);
+  await reaped();
   return new Response(null, { status: 200 });
 }
 

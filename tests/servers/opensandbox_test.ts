@@ -1207,3 +1207,104 @@ Deno.test("faults: switched from the command line and over /__faults in a hand-r
     await child.status;
   }
 });
+
+// ---------------------------------------------------------------------------
+// The official TypeScript SDK against the server
+
+Deno.test("sdk: the official OpenSandbox SDK creates, runs (foreground, failing, background, interrupted), writes, reads, searches, renews and kills", async () => {
+  const { ConnectionConfig, Sandbox } = await import(
+    "npm:@alibaba-group/opensandbox@0.1.11"
+  );
+  const dir = await Deno.makeTempDir();
+  try {
+    await using server = await startOpenSandboxServer({
+      apiKey: KEY,
+      streamLingerMs: 20,
+      provisioning: "kubernetes",
+      pendingMs: 200,
+    });
+    const connectionConfig = new ConnectionConfig({
+      domain: server.origin.slice("http://".length),
+      apiKey: KEY,
+      protocol: "http",
+    });
+    const sandbox = await Sandbox.create({
+      connectionConfig,
+      image: "ubuntu",
+      timeoutSeconds: 600,
+      metadata: { purpose: "sdk-test" },
+    });
+    try {
+      const execution = await sandbox.commands.run(
+        `echo hello; echo err >&2; printf 'a\\r\\nb'`,
+        { workingDirectory: dir },
+      );
+      assertEquals(execution.exitCode, 0);
+      assertEquals(execution.logs.stdout.map((line) => line.text), [
+        "hello",
+        "a",
+        "b",
+      ]);
+      assertEquals(execution.logs.stderr.map((line) => line.text), ["err"]);
+      const failing = await sandbox.commands.run("exit 3");
+      assertEquals(failing.exitCode, 3);
+      assertEquals(failing.error?.value, "3");
+
+      const background = await sandbox.commands.run(
+        "echo one; sleep 0.2; echo two",
+        { background: true },
+      );
+      const id = background.id!;
+      let status = await sandbox.commands.getCommandStatus(id);
+      const deadline = Date.now() + 5000;
+      while (status.running && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        status = await sandbox.commands.getCommandStatus(id);
+      }
+      assertEquals(status.exitCode, 0);
+      const logs = await sandbox.commands.getBackgroundCommandLogs(id);
+      assertEquals(logs.content, "one\ntwo\n");
+
+      const sleeper = await sandbox.commands.run("sleep 30", {
+        background: true,
+      });
+      assert(server.commandAlive(sleeper.id!));
+      await sandbox.commands.interrupt(sleeper.id!);
+      assertEquals(server.commandAlive(sleeper.id!), false);
+      const stopped = await sandbox.commands.getCommandStatus(sleeper.id!);
+      assertEquals([stopped.running, stopped.exitCode], [false, -1]);
+
+      await sandbox.files.writeFiles([
+        { path: `${dir}/x/hello.txt`, data: "Hello World", mode: 640 },
+      ]);
+      assertEquals(
+        await Deno.readTextFile(`${dir}/x/hello.txt`),
+        "Hello World",
+      );
+      assertEquals(
+        (await Deno.stat(`${dir}/x/hello.txt`)).mode! & 0o777,
+        0o640,
+      );
+      assertEquals(
+        await sandbox.files.readFile(`${dir}/x/hello.txt`),
+        "Hello World",
+      );
+      const info = await sandbox.files.getFileInfo([`${dir}/x/hello.txt`]);
+      assertEquals(info[`${dir}/x/hello.txt`]?.mode, 640);
+      const found = await sandbox.files.search({ path: dir, pattern: "*.txt" });
+      assertEquals(found.map((entry) => entry.path), [`${dir}/x/hello.txt`]);
+      assertEquals((await sandbox.getInfo()).status.state, "Running");
+      await sandbox.renew(1800);
+    } finally {
+      await sandbox.kill();
+      await sandbox.close();
+    }
+    assertEquals(server.sandboxes.size, 0);
+    // What the SDK asked for while the sandbox was Pending.
+    assertEquals(server.count("GET", "/v1/sandboxes/*/endpoints/18080"), 1);
+    assertGreaterOrEqual(server.count("GET", "/ping"), 1);
+    assertEquals(server.count("POST", "/v1/metrics/events"), 1);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
