@@ -1308,3 +1308,92 @@ Deno.test("sdk: the official OpenSandbox SDK creates, runs (foreground, failing,
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("contract: the rest of the routes the SDK reaches (pause, resume, metadata, pagination, mv, permissions, replace, rmdir, metrics, empty info)", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await using started = await start();
+    const { server, id, execd: base } = started;
+    const second = server.createSandbox({
+      image: { uri: "u" },
+      entrypoint: ["x"],
+      metadata: { team: "a" },
+    });
+    const page = await lifecycle(server, "GET", "/sandboxes?page=1&pageSize=1");
+    const pagination = (page.body as Event).pagination;
+    assertEquals([
+      pagination.totalItems,
+      pagination.totalPages,
+      pagination.hasNextPage,
+    ], [2, 2, true]);
+    assertEquals(
+      (await lifecycle(server, "POST", `/sandboxes/${id}/pause`)).status,
+      202,
+    );
+    const paused = await lifecycle(server, "GET", `/sandboxes/${id}`);
+    assertEquals((paused.body as Event).status.state, "Paused");
+    assertEquals(
+      (await lifecycle(server, "POST", `/sandboxes/${id}/resume`)).status,
+      202,
+    );
+    const patched = await fetch(
+      `${server.url}/sandboxes/${second.id}/metadata`,
+      {
+        method: "PATCH",
+        headers: AUTH,
+        body: JSON.stringify({ team: null, env: "prod" }),
+      },
+    );
+    const sandbox = await lifecycleSpec.check(patched, {
+      method: "PATCH",
+      path: `/v1/sandboxes/${second.id}/metadata`,
+    }) as Event;
+    assertEquals(sandbox.metadata, { env: "prod" });
+    const unknown = await lifecycle(
+      server,
+      "GET",
+      "/sandboxes/none/endpoints/44772",
+    );
+    assertEquals(unknown.status, 404);
+
+    await Deno.writeTextFile(`${dir}/a.txt`, "localhost and localhost");
+    const q = encodeURIComponent;
+    const moved = await execd(base, "POST", "/files/mv", {
+      body: JSON.stringify([{ src: `${dir}/a.txt`, dest: `${dir}/sub/b.txt` }]),
+    });
+    assertEquals(moved.status, 200);
+    const missing = await execd(base, "POST", "/files/mv", {
+      body: JSON.stringify([{ src: `${dir}/none`, dest: `${dir}/c` }]),
+    });
+    assertEquals(missing.status, 404);
+    const chmod = await execd(base, "POST", "/files/permissions", {
+      body: JSON.stringify({ [`${dir}/sub/b.txt`]: { mode: 600 } }),
+    });
+    assertEquals(chmod.status, 200);
+    assertEquals((await Deno.stat(`${dir}/sub/b.txt`)).mode! & 0o777, 0o600);
+    const replaced = await execd(base, "POST", "/files/replace?verbose=true", {
+      body: JSON.stringify({
+        [`${dir}/sub/b.txt`]: { old: "localhost", new: "0.0.0.0" },
+      }),
+    });
+    assertEquals(replaced.body, { [`${dir}/sub/b.txt`]: { replacedCount: 2 } });
+    assertEquals(
+      await Deno.readTextFile(`${dir}/sub/b.txt`),
+      "0.0.0.0 and 0.0.0.0",
+    );
+    assertEquals((await Deno.stat(`${dir}/sub/b.txt`)).mode! & 0o777, 0o600);
+    const empty = await execd(base, "GET", "/files/info");
+    assertEquals(empty.body, {});
+    const metrics = await execd(base, "GET", "/metrics");
+    assertGreaterOrEqual((metrics.body as Event).cpu_count, 1);
+    const rmdir = await execd(
+      base,
+      "DELETE",
+      `/directories?path=${q(`${dir}/sub`)}&path=${q(`${dir}/none`)}`,
+    );
+    assertEquals(rmdir.status, 200);
+    await assertRejects(() => Deno.stat(`${dir}/sub`), Deno.errors.NotFound);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
