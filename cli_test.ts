@@ -248,3 +248,27 @@ Deno.test("cli refuses an unknown command, an unknown option and missing argumen
   assertEquals(none.code, 2);
   assertStringIncludes(none.stderr, "Usage: skillrun <command>");
 });
+
+Deno.test("cli --version prints the version of deno.json", async () => {
+  const config = JSON.parse(
+    await Deno.readTextFile(hostPath.join(REPO, "deno.json")),
+  ) as { version: string };
+  const run = await cli("--version");
+  assertEquals(run.code, 0, run.stderr);
+  assertEquals(run.stdout, `skillrun ${config.version}\n`);
+});
+
+Deno.test("cli list --catalog prints the catalog a system prompt carries", async () => {
+  const run = await cli("list", "--catalog", "examples/skills");
+  assertEquals(run.code, 0, run.stderr);
+  assert(run.stdout.startsWith("<available_skills>"), run.stdout);
+  assertStringIncludes(run.stdout, "<name>csv-report</name>");
+  assertStringIncludes(run.stdout, "<name>json-to-table</name>");
+  assert(run.stdout.trimEnd().endsWith("</available_skills>"), run.stdout);
+  const both = await cli("list", "--catalog", "--json", "examples/skills");
+  assertEquals(both.code, 2);
+  assertStringIncludes(
+    both.stderr,
+    "Invalid options: --json and --catalog exclude each other",
+  );
+});
