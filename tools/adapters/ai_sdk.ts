@@ -105,6 +105,7 @@ export interface ToAISDKToolsOptions<S> {
  * records a tool error; its message is the tool's text (what the model sees).
  */
 export class AISDKToolError extends Error {
+  /** The error's name. */
   override readonly name = "AISDKToolError";
   /** The tool that failed. */
   readonly toolName: string;
