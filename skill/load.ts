@@ -10,7 +10,6 @@ import { parseSkillMd, type SkillDocument } from "./parse.ts";
 import { checkFrontMatter, describeValue } from "./_fields.ts";
 
 /** Folder names never searched for skills (heavy or generated folders). */
-export const DEFAULT_IGNORED_FOLDERS: readonly string[] = HEAVY_FOLDER_NAMES;
 
 /** How deep below a root folder skills are searched by default. */
 export const DEFAULT_MAX_DEPTH = 5;
@@ -30,7 +29,7 @@ export interface LoadSkillsOptions {
    * rest are left out with a warning. Default {@linkcode DEFAULT_MAX_FOLDERS}.
    */
   maxFolders?: number;
-  /** Folder names never searched. Default {@linkcode DEFAULT_IGNORED_FOLDERS}. */
+  /** Folder names never searched. Default: the heavy folders (`HEAVY_FOLDERS`: `.git`, `node_modules`...), the same list search skips. */
   ignore?: readonly string[];
   /** Stops the search; the promise then rejects with the signal's reason. */
   signal?: AbortSignal;
@@ -277,7 +276,7 @@ function settingsOf(options: LoadSkillsOptions): Settings {
   return {
     maxDepth,
     maxFolders,
-    ignore: new Set(options.ignore ?? DEFAULT_IGNORED_FOLDERS),
+    ignore: new Set(options.ignore ?? HEAVY_FOLDER_NAMES),
     signal: options.signal,
   };
 }
