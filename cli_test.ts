@@ -272,3 +272,47 @@ Deno.test("cli list --catalog prints the catalog a system prompt carries", async
     "Invalid options: --json and --catalog exclude each other",
   );
 });
+
+Deno.test("cli installs from a clone as the README says, and the installed command runs", async () => {
+  await withTempDir(async (root) => {
+    const install = await new Deno.Command(Deno.execPath(), {
+      args: [
+        "install",
+        "-g",
+        "-A",
+        "-n",
+        "skillrun",
+        "--root",
+        root,
+        "--config",
+        "deno.json",
+        "cli.ts",
+      ],
+      cwd: REPO,
+      env: { NO_COLOR: "1" },
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    assertEquals(
+      install.code,
+      0,
+      new TextDecoder().decode(install.stderr),
+    );
+    const installed = await new Deno.Command(`${root}/bin/skillrun`, {
+      args: ["--version"],
+      // The shim runs `deno`: on PATH once `npm install -g deno@2.9.6` ran.
+      env: {
+        PATH: `${hostPath.dirname(Deno.execPath())}:${
+          Deno.env.get("PATH") ?? ""
+        }`,
+      },
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const stdout = new TextDecoder().decode(installed.stdout);
+    assertEquals(installed.code, 0, new TextDecoder().decode(installed.stderr));
+    assertMatch(stdout, /^skillrun \d+\.\d+\.\d+\n$/);
+  });
+});
