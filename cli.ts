@@ -96,7 +96,7 @@ Options:
     });
     if (flags.json && flags.catalog) {
       throw new UsageError(
-        "Invalid options: --json and --catalog exclude each other",
+        'Options "--json" and "--catalog" exclude each other',
       );
     }
     const dirs = [...positionals, ...(rest ?? [])];

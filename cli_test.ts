@@ -269,7 +269,7 @@ Deno.test("cli list --catalog prints the catalog a system prompt carries", async
   assertEquals(both.code, 2);
   assertStringIncludes(
     both.stderr,
-    "Invalid options: --json and --catalog exclude each other",
+    'Options "--json" and "--catalog" exclude each other',
   );
 });
 
