@@ -3,12 +3,14 @@
  * read from `../shared/specs/`, the response schema of an operation found by
  * method, path (concrete or template), status and content type, `$ref`
  * resolved, OpenAPI specifics adapted to JSON Schema (`nullable`, `example`),
- * and bodies validated with a JSON Schema validator (a pinned test-only npm
- * package; the skillrun module never imports it).
+ * and bodies validated with a JSON Schema validator (ajv 8.20.0 with
+ * ajv-formats 3.0.1, the versions the lock already holds; pinned, test-only;
+ * the skillrun module never imports it).
  *
  * @module
  */
-import { Validator } from "npm:@cfworker/json-schema@4.1.1";
+import { Ajv2020 } from "npm:ajv@8.20.0/dist/2020.js";
+import addFormatsModule from "npm:ajv-formats@3.0.1";
 import { parseYaml } from "../../_internal/std.ts";
 
 /** A JSON Schema, after adaptation. */
@@ -84,7 +86,8 @@ export class OpenApiContract {
   readonly #document: Record<string, unknown>;
   readonly #serverPaths: readonly string[];
   readonly #templates: readonly { template: string; pattern: RegExp }[];
-  readonly #validators = new Map<string, Validator>();
+  readonly #validators = new Map<string, ValidateFunction>();
+  readonly #ajv: Ajv2020 = newAjv();
 
   /**
    * @param document The parsed OpenAPI document.
@@ -251,19 +254,19 @@ export class OpenApiContract {
       `${spec.template} ${query.method.toLowerCase()} ${spec.statusKey} ${spec.contentType}`;
     let validator = this.#validators.get(key);
     if (validator === undefined) {
-      validator = new Validator(
-        spec.schema as Record<string, unknown>,
-        "2020-12",
-        false,
-      );
+      validator = this.#ajv.compile(spec.schema as Record<string, unknown>);
       this.#validators.set(key, validator);
     }
-    const result = validator.validate(body);
+    const valid = validator(body) as boolean;
     return {
-      valid: result.valid,
-      errors: result.errors.map((error) =>
-        `${error.instanceLocation} (${error.keywordLocation}): ${error.error}`
-      ),
+      valid,
+      errors: valid
+        ? []
+        : (validator.errors ?? []).map((error) =>
+          `${error.instancePath || "/"} (${error.schemaPath}): ${
+            error.message ?? "invalid"
+          }`
+        ),
     };
   }
 
@@ -448,6 +451,17 @@ const SCHEMA_VALUES: ReadonlySet<string> = new Set([
   "unevaluatedProperties",
   "unevaluatedItems",
 ]);
+
+type ValidateFunction = ReturnType<Ajv2020["compile"]>;
+
+function newAjv(): Ajv2020 {
+  const ajv = new Ajv2020({ allErrors: true, strict: false });
+  // ajv-formats is CommonJS: its function is the default export or its .default.
+  const addFormats = ((addFormatsModule as unknown as { default?: unknown })
+    .default ?? addFormatsModule) as (ajv: Ajv2020) => void;
+  addFormats(ajv);
+  return ajv;
+}
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
