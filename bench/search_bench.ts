@@ -1,6 +1,7 @@
 /**
- * Search: `grep` (files with matches of a literal) and `glob` over a generated
- * tree of 100,000 files (about 1 GiB), ours against bare `rg`.
+ * Search: `grep` (files with matches of a literal; content of a literal) and
+ * `glob` over a generated tree of 100,000 files (about 1 GiB), ours against
+ * bare `rg`.
  *
  * @module
  */
@@ -221,8 +222,44 @@ async function expectFiles(
   return result.files.length;
 }
 
+/** Content mode: every matching line of the literal, in path order. */
+async function expectContent(search: typeof withRipgrep): Promise<number> {
+  const result = await search.grep({
+    pattern: NEEDLE,
+    path: TREE,
+    outputMode: "content",
+  });
+  if (result.mode !== "content" || result.lines.length < 200) {
+    throw new Error(`Unexpected grep result: ${result.mode}`);
+  }
+  return result.lines.length;
+}
+
 /** The cases. */
 export const cases: BenchCase[] = [
+  {
+    id: "search-grep-content-rg",
+    title:
+      "grep content of a literal, 100k files / 1 GiB, sorted (with rg) vs bare unsorted rg -n",
+    module: import.meta.url,
+    setup: setupTree,
+    skipReason: ripgrepMissing,
+    iterations: 3,
+    rounds: 3,
+    maxRatio: 1.1,
+    ours: {
+      label: "search engine content (rg)",
+      fn: () => expectContent(withRipgrep),
+    },
+    baseline: {
+      label: "rg -n (unsorted)",
+      fn: () => bareRipgrep(["-n", NEEDLE, TREE]),
+    },
+    extra: [{
+      label: "rg -n --sort path",
+      fn: () => bareRipgrep(["-n", "--sort", "path", NEEDLE, TREE]),
+    }],
+  },
   {
     id: "search-grep-rg",
     title: "grep tool, files with a literal, 100k files / 1 GiB (with rg)",
