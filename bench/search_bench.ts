@@ -7,7 +7,13 @@
  */
 import { type BenchCase, runChild } from "./_harness.ts";
 import { hostPath } from "../_internal/std.ts";
-import { createSearch, detectRipgrep } from "../search/mod.ts";
+import {
+  createSearch,
+  detectRipgrep,
+  type SearchEngine,
+  ShellSearch,
+} from "../search/mod.ts";
+import { bashShell, pathWithout } from "../search/_shell_testing.ts";
 import { LocalFileSystem } from "../runtimes/local/fs.ts";
 import { LocalSkillRuntime } from "../runtimes/local/runtime.ts";
 import { buildSkillTools } from "../tools/builder.ts";
@@ -235,8 +241,56 @@ async function expectContent(search: typeof withRipgrep): Promise<number> {
   return result.lines.length;
 }
 
+/** 10,000 of the tree's files (`d000` to `d009`), as a sandbox would search them. */
+const sandboxGrep = { pattern: NEEDLE, path: TREE, glob: "d00[0-9]/**" };
+let noRgPath: string | null = null;
+
+/** A shell engine through a real local bash (the sandbox), with or without rg. */
+async function shellSearch(withRg: boolean): Promise<SearchEngine> {
+  if (!withRg && noRgPath === null) {
+    noRgPath = await pathWithout(["rg"]);
+    globalThis.addEventListener("unload", () => {
+      Deno.removeSync(noRgPath!, { recursive: true });
+    });
+  }
+  return new ShellSearch({
+    shell: bashShell(withRg ? {} : { path: noRgPath! }),
+    fs,
+  });
+}
+
+async function expectSandboxFiles(search: SearchEngine): Promise<number> {
+  const result = await search.grep(sandboxGrep);
+  if (result.mode !== "files_with_matches" || result.files.length < 25) {
+    throw new Error(`Unexpected grep result: ${result.mode}`);
+  }
+  return result.files.length;
+}
+
 /** The cases. */
 export const cases: BenchCase[] = [
+  {
+    id: "search-shell-grep",
+    title:
+      "grep of a literal over 10,000 files in the sandbox (shell engine through bash) vs the fallback over the fs interface",
+    module: import.meta.url,
+    setup: setupTree,
+    skipReason: ripgrepMissing,
+    iterations: 2,
+    rounds: 2,
+    ours: {
+      label: "shell engine (rg in the sandbox)",
+      fn: async () => expectSandboxFiles(await shellSearch(true)),
+    },
+    baseline: {
+      label: "fallback over the fs interface",
+      fn: () => expectSandboxFiles(fallbackFs),
+    },
+    extra: [{
+      label: "shell engine (find + grep -F, no rg)",
+      fn: async () => expectSandboxFiles(await shellSearch(false)),
+    }],
+  },
   {
     id: "search-grep-content-rg",
     title:
