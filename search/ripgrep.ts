@@ -92,8 +92,20 @@ export interface RipgrepSearchOptions {
   readonly fs: SearchFileSystem;
   /** The ripgrep command. Default `rg`. */
   readonly ripgrepPath?: string;
+  /**
+   * Content mode over a folder: how long (ms) a sorted search may run beside
+   * the parallel one, to answer at once when the first files already fill
+   * the output. Default 60; `0` never runs it.
+   */
+  readonly sortedAttemptMs?: number;
 }
 
+/**
+ * How long the sorted content search runs beside the parallel first pass, in
+ * ms: long enough to answer a common pattern or a small tree, short enough
+ * to cost little beside a long search.
+ */
+const SORTED_ATTEMPT_MS = 60;
 /** Files in the first batch of a content search (grown 4 times per batch). */
 const CONTENT_FIRST_BATCH = 16;
 /** The most files in one batch of a content search. */
@@ -287,16 +299,26 @@ export class RipgrepSearch implements SearchEngine {
   readonly engine = "ripgrep" as const;
   readonly #fs: SearchFileSystem;
   readonly #rg: string;
+  readonly #sortedAttemptMs: number;
 
   /**
    * Makes the engine (it does not check that ripgrep runs: see
    * {@linkcode detectRipgrep}).
    *
-   * @param options The local file system and the ripgrep command.
+   * @param options The local file system, the ripgrep command, the sorted
+   *   attempt of content searches.
+   * @throws {RangeError} `sortedAttemptMs` is negative or not a number.
    */
   constructor(options: RipgrepSearchOptions) {
     this.#fs = options.fs;
     this.#rg = options.ripgrepPath ?? "rg";
+    const attempt = options.sortedAttemptMs ?? SORTED_ATTEMPT_MS;
+    if (!Number.isFinite(attempt) || attempt < 0) {
+      throw new RangeError(
+        `Invalid sorted attempt "${attempt}": expected a number of ms, at least 0`,
+      );
+    }
+    this.#sortedAttemptMs = attempt;
   }
 
   /**
@@ -442,28 +464,39 @@ export class RipgrepSearch implements SearchEngine {
    * makes ripgrep single-threaded): the matching files are found in parallel
    * (`rg -l`, unsorted), sorted, then their lines are read in batches of
    * files (each batch searched in parallel, put back in path order) until the
-   * output cap is reached.
+   * output cap is reached. A sorted search runs beside the first pass for a
+   * moment: when the first files in path order already fill the output (a
+   * common pattern) or the tree is small, it answers at once.
    */
   async #grepContent(plan: GrepPlan): Promise<GrepResult> {
-    const collector = new GrepCollector(plan);
     const deadline = startDeadline(plan.timeoutMs, plan.signal);
     const what = `Search for "${plan.regex.pattern}"`;
     const cwd = plan.root.path;
+    const sniff = new Uint8Array(BINARY_SNIFF_BYTES);
+    const firstPass = new AbortController();
+    const matching: string[] = [];
+    const listing = this.#runRipgrep(
+      ripgrepGrepArgs({ ...plan, mode: "files_with_matches" }),
+      cwd,
+      plan,
+      AbortSignal.any([deadline.signal, firstPass.signal]),
+      false,
+      (path) => {
+        matching.push(path);
+        return true;
+      },
+    );
+    listing.catch(() => {});
     try {
-      const matching: string[] = [];
-      await this.#runRipgrep(
-        ripgrepGrepArgs({ ...plan, mode: "files_with_matches" }),
-        cwd,
-        plan,
-        deadline,
-        false,
-        (path) => {
-          matching.push(path);
-          return true;
-        },
-      );
+      const quick = await this.#sortedContent(plan, deadline.signal, sniff);
+      if (quick !== null) {
+        firstPass.abort();
+        await listing.catch(() => {});
+        return quick;
+      }
+      await listing;
       matching.sort(comparePaths);
-      const sniff = new Uint8Array(BINARY_SNIFF_BYTES);
+      const collector = new GrepCollector(plan);
       let next = 0;
       let size = CONTENT_FIRST_BATCH;
       while (next < matching.length && !collector.stopped) {
@@ -488,7 +521,7 @@ export class RipgrepSearch implements SearchEngine {
           }),
           cwd,
           plan,
-          deadline,
+          deadline.signal,
           true,
           (path, rest, decoder) => {
             let lines = found.get(path);
@@ -507,6 +540,8 @@ export class RipgrepSearch implements SearchEngine {
       }
       return collector.result("ripgrep");
     } catch (error) {
+      firstPass.abort();
+      await listing.catch(() => {});
       if (deadline.signal.aborted) throw deadline.error(what);
       throw error;
     } finally {
@@ -515,18 +550,70 @@ export class RipgrepSearch implements SearchEngine {
   }
 
   /**
+   * The sorted search (`--sort path`, streamed) for at most
+   * `sortedAttemptMs`: its result when it reached the output cap
+   * or the end in time, else `null`.
+   */
+  async #sortedContent(
+    plan: GrepPlan,
+    signal: AbortSignal,
+    sniff: Uint8Array,
+  ): Promise<GrepResult | null> {
+    if (this.#sortedAttemptMs === 0) return null;
+    const budget = AbortSignal.timeout(this.#sortedAttemptMs);
+    const collector = new GrepCollector(plan);
+    let path: string | null = null;
+    let lines: MatchedLine[] = [];
+    const flush = (): boolean => {
+      if (path === null) return true;
+      const file = { path, count: lines.length, lines };
+      path = null;
+      lines = [];
+      if (binaryFileSync(joinPath(plan.root.path, file.path), sniff)) {
+        return true;
+      }
+      return collector.add(file);
+    };
+    try {
+      await this.#runRipgrep(
+        ripgrepGrepArgs(plan),
+        plan.root.path,
+        plan,
+        AbortSignal.any([signal, budget]),
+        true,
+        (recordPath, rest, decoder) => {
+          if (recordPath !== path) {
+            if (!flush()) return false;
+            path = recordPath;
+          }
+          if (lines.length < plan.maxLinesPerFile) {
+            lines.push(parseLine(rest, decoder, plan));
+          }
+          return true;
+        },
+      );
+    } catch (error) {
+      if (budget.aborted && !signal.aborted) return null;
+      throw error;
+    }
+    if (!collector.stopped) flush();
+    return collector.result("ripgrep");
+  }
+
+  /**
    * Runs rg in `cwd` and hands each record (a path relative to `cwd`, and
-   * the rest of its line) to `onRecord` until it returns `false`.
+   * the rest of its line) to `onRecord` until it returns `false`. The signal
+   * kills rg; its reason is thrown.
    */
   async #runRipgrep(
     args: string[],
     cwd: string,
     plan: GrepPlan,
-    deadline: ReturnType<typeof startDeadline>,
+    signal: AbortSignal,
     withRest: boolean,
     onRecord: (path: string, rest: Uint8Array, decoder: TextDecoder) => boolean,
   ): Promise<void> {
-    deadline.signal.throwIfAborted();
+    signal.throwIfAborted();
     const child = new Deno.Command(this.#rg, {
       args,
       cwd,
@@ -535,7 +622,7 @@ export class RipgrepSearch implements SearchEngine {
       stderr: "piped",
     }).spawn();
     const kill = killer(child);
-    deadline.signal.addEventListener("abort", kill, { once: true });
+    signal.addEventListener("abort", kill, { once: true });
     const stderrText = (async (): Promise<string> => {
       let text = "";
       const decoder = new TextDecoder();
@@ -572,7 +659,7 @@ export class RipgrepSearch implements SearchEngine {
       }
       const status = await child.status;
       const stderr = await stderrText;
-      deadline.signal.throwIfAborted();
+      signal.throwIfAborted();
       if (
         !stopped && status.code === 2 && !status.signal && stderr.trim() !== ""
       ) {
@@ -584,7 +671,7 @@ export class RipgrepSearch implements SearchEngine {
       await stderrText.catch(() => "");
       throw error;
     } finally {
-      deadline.signal.removeEventListener("abort", kill);
+      signal.removeEventListener("abort", kill);
     }
   }
 
