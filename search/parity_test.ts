@@ -1,7 +1,8 @@
 /**
- * The ripgrep engine and the fallback (over local paths and over the file
- * system interface) give identical answers on the same queries over the real
- * skills corpus. Fails loudly when ripgrep is missing.
+ * The ripgrep engine, the fallback (over local paths and over the file
+ * system interface) and the shell engine (run through a real local bash, with
+ * rg and with rg hidden from its PATH) give identical answers on the same
+ * queries over the real skills corpus. Fails loudly when ripgrep is missing.
  *
  * @module
  */
@@ -9,6 +10,8 @@ import { assert, assertEquals } from "../_internal/assert.ts";
 import { hostPath } from "../_internal/std.ts";
 import { FallbackSearch } from "./fallback.ts";
 import { detectRipgrep, RipgrepSearch } from "./ripgrep.ts";
+import { ShellSearch } from "./shell.ts";
+import { bashShell, pathWithout } from "./_shell_testing.ts";
 import { LocalFileSystem } from "../runtimes/local/fs.ts";
 import type {
   GlobRequest,
@@ -128,6 +131,21 @@ const LS_QUERIES: LsRequest[] = [
   { path: `${CORPUS}/skills`, depth: 3, limit: 50 },
 ];
 
+/**
+ * The engine with a 10-minute time limit where a query gives none: the shell
+ * engine without rg reads the corpus through bash for every regex, which a
+ * loaded machine can stretch past the default 30 s; the answers are compared,
+ * not the speed.
+ */
+function patient(engine: SearchEngine): SearchEngine {
+  const timeoutMs = 600_000;
+  return {
+    grep: (request) => engine.grep({ timeoutMs, ...request }),
+    glob: (request) => engine.glob({ timeoutMs, ...request }),
+    ls: (request) => engine.ls(request),
+  };
+}
+
 function withoutEngine(value: object): object {
   return { ...value, engine: undefined };
 }
@@ -140,9 +158,21 @@ Deno.test("ripgrep and the fallback give identical answers on the skills corpus"
     );
   }
   const fs = new LocalFileSystem({ root: CORPUS });
+  const noRgPath = await pathWithout(["rg"]);
+  const withRg = bashShell();
+  const withoutRg = bashShell({ path: noRgPath });
   const engines: [string, SearchEngine][] = [
     ["fallback (local)", new FallbackSearch({ fs, local: true })],
     ["fallback (fs)", new FallbackSearch({ fs, local: false })],
+    [
+      "ripgrep (parallel content only)",
+      new RipgrepSearch({ fs, sortedAttemptMs: 0 }),
+    ],
+    [
+      "shell (rg)",
+      patient(new ShellSearch({ shell: withRg, fs, useRipgrep: true })),
+    ],
+    ["shell (find, no rg)", patient(new ShellSearch({ shell: withoutRg, fs }))],
   ];
   const ripgrep = new RipgrepSearch({ fs });
   let compared = 0;
@@ -179,6 +209,10 @@ Deno.test("ripgrep and the fallback give identical answers on the skills corpus"
       compared++;
     });
   }
+  await Deno.remove(noRgPath, { recursive: true });
+  console.error(
+    `parity: stdout bytes from the sandbox shell: ${withRg.stdoutBytes} with rg, ${withoutRg.stdoutBytes} without`,
+  );
   assertEquals(
     compared,
     GREP_QUERIES.length + GLOB_QUERIES.length + LS_QUERIES.length,
