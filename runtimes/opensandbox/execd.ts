@@ -11,6 +11,7 @@ import type { HttpClient } from "../remote/http.ts";
 import { RemoteHttpError } from "../remote/errors.ts";
 import type { RemoteFileOps, RemoteUploadFile } from "../remote/fs.ts";
 import { multipartBody, type MultipartPart } from "../remote/upload.ts";
+import { shellQuote } from "../remote/shell.ts";
 import type { ExecuteResult, FileInfo, FileType } from "../types.ts";
 import { ExecdProtocolError, readExecdEvents } from "./_events.ts";
 
@@ -149,8 +150,8 @@ export class ExecdClient implements RemoteFileOps {
    */
   async run(request: ExecdCommand): Promise<ExecuteResult> {
     const started = performance.now();
-    const stdout = new OutputCollector({ maxBytes: request.maxOutputBytes });
-    const stderr = new OutputCollector({ maxBytes: request.maxOutputBytes });
+    const stdout = new LineJoiner(request.maxOutputBytes);
+    const stderr = new LineJoiner(request.maxOutputBytes);
     const result = (exitCode: number, why?: "timeout" | "abort") => ({
       stdout: stdout.text(),
       stderr: stderr.text(),
@@ -165,9 +166,13 @@ export class ExecdClient implements RemoteFileOps {
     });
     if (request.signal?.aborted) return result(-1, "abort");
 
-    // Our deadline and the caller's signal: whichever comes first.
+    // Our deadline and the caller's signal: whichever comes first. Then the
+    // command is interrupted (its id arrives in the stream, so the stream is
+    // read on) and, past a grace period, we stop waiting for the stream.
     let stopped: "timeout" | "abort" | undefined;
     const stop = new AbortController();
+    const giveUp = new AbortController();
+    let giveUpTimer: ReturnType<typeof setTimeout> | undefined;
     const timer = setTimeout(() => {
       stopped ??= "timeout";
       stop.abort();
@@ -177,6 +182,16 @@ export class ExecdClient implements RemoteFileOps {
       stop.abort();
     };
     request.signal?.addEventListener("abort", onAbort, { once: true });
+    const onStop = () => {
+      giveUpTimer = setTimeout(() => giveUp.abort(), INTERRUPT_GRACE_MS);
+    };
+    stop.signal.addEventListener("abort", onStop, { once: true });
+    const cleanUp = () => {
+      clearTimeout(timer);
+      clearTimeout(giveUpTimer);
+      request.signal?.removeEventListener("abort", onAbort);
+      stop.signal.removeEventListener("abort", onStop);
+    };
 
     let response: Response;
     try {
@@ -184,7 +199,7 @@ export class ExecdClient implements RemoteFileOps {
         method: "POST",
         path: "/command",
         json: {
-          command: request.command,
+          command: wrapCommand(request.command),
           cwd: request.cwd,
           envs: request.env,
           // The server's own backstop, should we vanish: a little later than ours.
@@ -193,12 +208,13 @@ export class ExecdClient implements RemoteFileOps {
         headers: { accept: "text/event-stream" },
         idempotent: false,
         timeoutMs: null,
-        // Not our stop signal: the command id arrives in the stream and is
-        // needed to interrupt it, so the stream is read even after a stop.
+        signal: giveUp.signal,
       });
     } catch (error) {
-      clearTimeout(timer);
-      request.signal?.removeEventListener("abort", onAbort);
+      cleanUp();
+      // Stopped before the server even answered: the server's own timeout
+      // (a little after ours) stops a command it may have started.
+      if (stopped && giveUp.signal.aborted) return result(-1, stopped);
       if (error instanceof RemoteHttpError && error.status === 400) {
         throw new SandboxCommandError(
           `Cannot run the command in "${request.cwd}": the sandbox refused it: ${
@@ -216,10 +232,13 @@ export class ExecdClient implements RemoteFileOps {
     const interrupt = () => {
       if (id === undefined || interrupting) return;
       interrupting = this.interrupt(id);
-      // Past the grace period, stop waiting for the stream's end.
-      setTimeout(() => body?.cancel().catch(() => {}), INTERRUPT_GRACE_MS);
     };
     stop.signal.addEventListener("abort", interrupt, { once: true });
+    giveUp.signal.addEventListener(
+      "abort",
+      () => body?.cancel().catch(() => {}),
+      { once: true },
+    );
     let exitCode: number | undefined;
     let startFailure: string | undefined;
     try {
@@ -231,10 +250,10 @@ export class ExecdClient implements RemoteFileOps {
             if (stop.signal.aborted) interrupt();
             break;
           case "stdout":
-            pushLine(stdout, event.text);
+            stdout.line(event.text);
             break;
           case "stderr":
-            pushLine(stderr, event.text);
+            stderr.line(event.text);
             break;
           case "execution_complete":
             exitCode = 0;
@@ -255,6 +274,8 @@ export class ExecdClient implements RemoteFileOps {
     } catch (error) {
       if (stopped) {
         await interrupting?.catch(() => {});
+        stdout.end(false);
+        stderr.end(false);
         return result(-1, stopped);
       }
       await this.#interruptQuietly(id);
@@ -267,15 +288,21 @@ export class ExecdClient implements RemoteFileOps {
         { reason: "stream", cause: error },
       );
     } finally {
-      clearTimeout(timer);
-      request.signal?.removeEventListener("abort", onAbort);
+      cleanUp();
       stop.signal.removeEventListener("abort", interrupt);
       await body?.cancel().catch(() => {});
     }
     if (stopped) {
       await interrupting?.catch(() => {});
+      stdout.end(false);
+      stderr.end(false);
       return result(-1, stopped);
     }
+    // Our wrapper ended each stream with a newline of its own: dropping it
+    // gives the output exactly, with or without a final newline. A process
+    // killed by a signal never wrote it.
+    stdout.end(exitCode !== -1);
+    stderr.end(exitCode !== -1);
     if (startFailure !== undefined) {
       throw new SandboxCommandError(
         `Cannot run the command: the sandbox could not start it: ${startFailure}`,
@@ -458,13 +485,63 @@ export class ExecdClient implements RemoteFileOps {
   }
 }
 
-function pushLine(collector: OutputCollector, text: string | undefined): void {
-  if (text === undefined) return;
-  // One event per line, its newline stripped; an empty line arrives as "\n".
-  collector.push(ENCODER.encode(text === "\n" ? text : `${text}\n`));
+/**
+ * The command sent to execd: the caller's, run by a bash of its own (so that
+ * `exit` in it still reaches the end), then one newline on each stream and
+ * its exit status. execd strips each line's newline, so without this marker a
+ * last line printed without a newline could not be told from one with it.
+ */
+function wrapCommand(command: string): string {
+  return `bash -c ${
+    shellQuote(command)
+  }; __skillrun_status=$?; printf '\\n'; printf '\\n' >&2; exit "$__skillrun_status"`;
+}
+
+/**
+ * Rejoins execd's lines (one event per line, newline stripped; an empty line
+ * arrives as `"\n"`) into the bounded collector: each line's newline is held
+ * back until the next line or the end, where the wrapper's own is dropped.
+ */
+class LineJoiner {
+  readonly #collector: OutputCollector;
+  #pendingNewline = false;
+
+  constructor(maxBytes: number) {
+    this.#collector = new OutputCollector({ maxBytes });
+  }
+
+  line(text: string | undefined): void {
+    if (text === undefined) return;
+    if (this.#pendingNewline) this.#collector.push(NEWLINE);
+    if (text !== "\n" && text !== "") {
+      this.#collector.push(ENCODER.encode(text));
+    }
+    this.#pendingNewline = true;
+  }
+
+  /** Ends the stream: with the wrapper's newline dropped, or every newline kept. */
+  end(dropLastNewline: boolean): void {
+    if (this.#pendingNewline && !dropLastNewline) {
+      this.#collector.push(NEWLINE);
+    }
+    this.#pendingNewline = false;
+  }
+
+  text(): string {
+    return this.#collector.text();
+  }
+
+  get totalBytes(): number {
+    return this.#collector.totalBytes;
+  }
+
+  get truncated(): boolean {
+    return this.#collector.truncated;
+  }
 }
 
 const ENCODER = new TextEncoder();
+const NEWLINE = new Uint8Array([10]);
 
 function toFileInfo(info: ExecdFileInfo, fallbackPath?: string): FileInfo {
   const path = info.path || fallbackPath || "";
