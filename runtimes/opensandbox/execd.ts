@@ -198,13 +198,7 @@ export class ExecdClient implements RemoteFileOps {
       response = await this.http.request({
         method: "POST",
         path: "/command",
-        json: {
-          command: wrapCommand(request.command),
-          cwd: request.cwd,
-          envs: request.env,
-          // The server's own backstop, should we vanish: a little later than ours.
-          timeout: Math.ceil(request.timeoutMs) + 5_000,
-        },
+        json: commandBody(request),
         headers: { accept: "text/event-stream" },
         idempotent: false,
         timeoutMs: null,
@@ -483,6 +477,38 @@ export class ExecdClient implements RemoteFileOps {
     });
     await response.body?.cancel();
   }
+}
+
+/**
+ * The JSON body of `POST /command` for a command: the command wrapped (see
+ * below), its folder, its environment, and the server's own timeout as a
+ * backstop a little later than ours.
+ *
+ * @example The body of a command
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { commandBody } from "./execd.ts";
+ * const body = commandBody({ command: "true", cwd: "/w", env: {}, timeoutMs: 1000 });
+ * assert(body.cwd === "/w" && body.timeout === 6000);
+ * ```
+ *
+ * @param request The command, folder, environment and timeout.
+ * @returns The body.
+ */
+export function commandBody(
+  request: Pick<ExecdCommand, "command" | "cwd" | "env" | "timeoutMs">,
+): {
+  command: string;
+  cwd: string;
+  envs: Readonly<Record<string, string>>;
+  timeout: number;
+} {
+  return {
+    command: wrapCommand(request.command),
+    cwd: request.cwd,
+    envs: request.env,
+    timeout: Math.ceil(request.timeoutMs) + 5_000,
+  };
 }
 
 /**

@@ -81,6 +81,11 @@ export interface OpenSandboxRuntimeOptions {
   readonly copyPolicy?: CopyPolicy;
   /** How long to wait for a sandbox to be ready, in ms. Default 120 000. */
   readonly readyTimeoutMs?: number;
+  /**
+   * The timeout of one HTTP call (lifecycle, files), in ms, body included.
+   * Default 30 000. Commands have their own timeout instead.
+   */
+  readonly requestTimeoutMs?: number;
   /** The fetch to use (tests, proxies). */
   readonly fetch?: typeof fetch;
   /** The search engine factory (see `RemoteSkillRuntimeOptions.search`). */
@@ -142,6 +147,9 @@ export class OpenSandboxSkillRuntime extends RemoteSkillRuntime {
       baseUrl: options.baseUrl,
       ...(options.apiKey !== undefined ? { apiKey: options.apiKey } : {}),
       ...(options.fetch ? { fetch: options.fetch } : {}),
+      ...(options.requestTimeoutMs !== undefined
+        ? { timeoutMs: options.requestTimeoutMs }
+        : {}),
     });
     let conversation: RemoteSkillRuntimeOptions["conversation"];
     let key: ConversationKey | undefined;
@@ -175,6 +183,9 @@ export class OpenSandboxSkillRuntime extends RemoteSkillRuntime {
       spec: options.sandbox ?? {},
       readyTimeoutMs: options.readyTimeoutMs ?? 120_000,
       ...(options.fetch ? { fetch: options.fetch } : {}),
+      ...(options.requestTimeoutMs !== undefined
+        ? { requestTimeoutMs: options.requestTimeoutMs }
+        : {}),
       ...(options.sandboxId !== undefined
         ? { sandboxId: options.sandboxId }
         : {}),
@@ -214,7 +225,10 @@ export class OpenSandboxSkillRuntime extends RemoteSkillRuntime {
     return this.#backend.sandboxId;
   }
 
-  /** Whether this runtime created its sandbox (and so deletes it on close in plain mode). */
+  /**
+   * Whether `close()` deletes the sandbox: only a sandbox this runtime
+   * created in plain mode (never an attached one, never a conversation's).
+   */
   get ownsSandbox(): boolean {
     return this.#backend.owned;
   }
@@ -225,6 +239,7 @@ interface BackendOptions {
   readonly spec: SandboxSpec;
   readonly readyTimeoutMs: number;
   readonly fetch?: typeof fetch;
+  readonly requestTimeoutMs?: number;
   readonly sandboxId?: string;
   readonly conversation?: {
     readonly store: ConversationStore;
@@ -398,6 +413,9 @@ class OpenSandboxBackend implements RemoteBackend {
         headers: endpoint.headers,
         secretHeaders: Object.keys(endpoint.headers),
         ...(this.#options.fetch ? { fetch: this.#options.fetch } : {}),
+        ...(this.#options.requestTimeoutMs !== undefined
+          ? { timeoutMs: this.#options.requestTimeoutMs }
+          : {}),
       }),
     );
     let delay = 50;
