@@ -5,7 +5,10 @@
  *
  * @module
  */
-import { startOpenSandboxServer } from "../../tests/servers/opensandbox.ts";
+import {
+  type OpenSandboxServer,
+  startOpenSandboxServer,
+} from "../../tests/servers/opensandbox.ts";
 import type { FaultInjector } from "../../tests/servers/_faults.ts";
 import type { Skill } from "../../skill/types.ts";
 import {
@@ -20,6 +23,8 @@ export const TEST_API_KEY = "test-key-0123456789";
 export interface TestServer extends AsyncDisposable {
   /** The lifecycle base URL. */
   readonly url: string;
+  /** The server itself (its sandboxes, commands, requests). */
+  readonly server: OpenSandboxServer;
   /** The fault injector. */
   readonly faults: FaultInjector;
   /** A temporary folder (real path), removed on dispose. */
@@ -52,6 +57,7 @@ export async function startTestServer(): Promise<TestServer> {
   };
   return {
     url: server.url,
+    server,
     faults: server.faults,
     dir,
     runtime(options = {}) {
