@@ -7,6 +7,7 @@
  */
 import {
   type OpenSandboxServer,
+  type OpenSandboxServerOptions,
   startOpenSandboxServer,
 } from "../../tests/servers/opensandbox.ts";
 import type { FaultInjector } from "../../tests/servers/_faults.ts";
@@ -41,10 +42,16 @@ export interface TestServer extends AsyncDisposable {
  * Starts the OpenSandbox test server (with {@linkcode TEST_API_KEY}) and a
  * temporary folder.
  *
+ * @param options Further options of the server.
  * @returns The server.
  */
-export async function startTestServer(): Promise<TestServer> {
-  const server = await startOpenSandboxServer({ apiKey: TEST_API_KEY });
+export async function startTestServer(
+  options: OpenSandboxServerOptions = {},
+): Promise<TestServer> {
+  const server = await startOpenSandboxServer({
+    apiKey: TEST_API_KEY,
+    ...options,
+  });
   const dir = await Deno.realPath(
     await Deno.makeTempDir({ prefix: "skillrun-os-" }),
   );
