@@ -305,6 +305,20 @@ export class RemoteSkillRuntime implements SkillRuntime {
   }
 
   /**
+   * Connects now instead of on first use: creates or attaches to the sandbox,
+   * waits until it is ready and (in conversation mode) makes the workspace.
+   * For an application that wants the cold start behind it; never needed.
+   *
+   * @param signal Stops the wait (a connection under way goes on for later calls).
+   * @returns When connected.
+   * @throws {Error} The sandbox cannot be reached or made ready; the runtime is closed.
+   */
+  async connect(signal?: AbortSignal): Promise<void> {
+    this.#checkOpen("connect");
+    await this.#connect(signal);
+  }
+
+  /**
    * Prepares skills in order (upload, then bootstrap after an actual upload)
    * and returns them in the same number and order. Idempotent per skill; in
    * conversation mode also across runtime objects and processes sharing the
