@@ -41,7 +41,7 @@ export interface ResetFault {
 
 /**
  * An event stream (one event per line) drops its connection after
- * `afterLines` non-empty lines (default 1).
+ * `afterLines` non-empty lines (default 1) and the blank line after the last.
  */
 export interface ResetStreamFault {
   readonly kind: "reset-stream";
@@ -429,6 +429,11 @@ function applyToBody(fault: Fault, response: Response): Response {
   }
 }
 
+/** Lets the bytes already queued reach the socket before the connection drops. */
+function flushPause(): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, 30));
+}
+
 function cutAfterBytes(
   body: ReadableStream<Uint8Array>,
   limit: number,
@@ -440,8 +445,10 @@ function cutAfterBytes(
     async pull(controller) {
       if (sent >= limit) {
         await reader.cancel().catch(() => {});
-        if (error) controller.error(new InjectedDrop());
-        else controller.close();
+        if (error) {
+          await flushPause();
+          controller.error(new InjectedDrop());
+        } else controller.close();
         return;
       }
       const { value, done } = await reader.read();
@@ -488,11 +495,19 @@ function cutLines(
     controller: ReadableStreamDefaultController<Uint8Array>,
   ): Promise<void> => {
     await reader.cancel().catch(() => {});
-    if (fault.kind === "reset-stream") controller.error(new InjectedDrop());
+    // An error discards what is still queued: drop the connection on the
+    // next pull, once the lines before it have gone out.
+    if (fault.kind === "reset-stream") dropNext = true;
     else controller.close();
   };
+  let dropNext = false;
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
+      if (dropNext) {
+        await flushPause();
+        controller.error(new InjectedDrop());
+        return;
+      }
       const { value, done } = await reader.read();
       if (done) {
         if (pending !== "") controller.enqueue(encoder.encode(pending));
@@ -513,6 +528,8 @@ function cutLines(
         if (fault.kind === "reset-stream" && line.trim() !== "") {
           lines++;
           if (lines >= afterLines) {
+            // The blank line that ends the event goes out with it.
+            if (pending.startsWith("\n")) out += "\n";
             controller.enqueue(encoder.encode(out));
             return await stop(controller);
           }

@@ -720,8 +720,47 @@ async function readJson(
   try {
     return { ok: true, value: JSON.parse(text) };
   } catch (error) {
-    return { ok: false, error: errorText(error) };
+    return { ok: false, error: goJsonError(text, error) };
   }
+}
+
+/** encoding/json's words for a body that does not decode (as near as JS tells). */
+function goJsonError(text: string, error: unknown): string {
+  if (text.trim() === "") return "EOF";
+  const message = errorText(error);
+  if (/end of JSON input|Unterminated/i.test(message)) return "unexpected EOF";
+  const position = /position (\d+)/.exec(message);
+  const at = position === null ? undefined : text[Number(position[1])];
+  return at === undefined
+    ? "unexpected EOF"
+    : `invalid character '${at}' looking for beginning of value`;
+}
+
+/** The JSON type of a value, in encoding/json's words. */
+function goJsonType(value: unknown): string {
+  if (typeof value === "boolean") return "bool";
+  if (Array.isArray(value)) return "array";
+  if (value === null) return "null";
+  return typeof value;
+}
+
+/** A Deno file-system error in Go's words: `open /p: no such file or directory`. */
+function goFsError(op: string, path: string, error: unknown): string {
+  const reason = error instanceof Deno.errors.NotFound
+    ? "no such file or directory"
+    : error instanceof Deno.errors.PermissionDenied
+    ? "permission denied"
+    : error instanceof Deno.errors.NotADirectory
+    ? "not a directory"
+    : error instanceof Deno.errors.IsADirectory
+    ? "is a directory"
+    : error instanceof Deno.errors.AlreadyExists
+    ? "file exists"
+    : errorText(error).replace(/ \(os error \d+\).*$/, "").replace(
+      /^./,
+      (c) => c.toLowerCase(),
+    );
+  return `${op} ${path}: ${reason}`;
 }
 
 async function lifecycle(
@@ -1059,7 +1098,9 @@ async function runCommand(
   const value = body.value;
   const typeError = (field: string, type: string) =>
     invalidBody(
-      `error parsing request, MAYBE invalid body format. json: cannot unmarshal into Go struct field RunCommandRequest.${field} of type ${type}`,
+      `error parsing request, MAYBE invalid body format. json: cannot unmarshal ${
+        goJsonType(value[field])
+      } into Go struct field RunCommandRequest.${field} of type ${type}`,
     );
   if (value.command !== undefined && typeof value.command !== "string") {
     return typeError("command", "string");
@@ -1166,19 +1207,30 @@ async function runCommand(
   let startError: string | undefined;
   try {
     child = new Deno.Command("bash", {
-      args: ["-c", ignoreSigterm ? ignoreSigtermCommand(command) : command],
+      // A background command writes both streams into one file on the real
+      // server, in the order written: one pipe here.
+      args: [
+        "-c",
+        (background ? "exec 2>&1\n" : "") +
+        (ignoreSigterm ? ignoreSigtermCommand(command) : command),
+      ],
       cwd,
       env: { ...state.env, ...envs },
       clearEnv: true,
       stdin: "null",
       stdout: "piped",
-      stderr: "piped",
+      stderr: background ? "null" : "piped",
       detached: true,
       ...(typeof value.uid === "number" ? { uid: value.uid } : {}),
       ...(typeof value.gid === "number" ? { gid: value.gid } : {}),
     }).spawn();
   } catch (error) {
-    startError = `fork/exec /usr/bin/bash: ${errorText(error)}`;
+    // Deno: "Failed to spawn 'bash': Argument list too long (os error 7)".
+    const reason = errorText(error)
+      .replace(/^Failed to spawn '[^']*': /, "")
+      .replace(/ \(os error \d+\).*$/, "")
+      .replace(/^./, (c) => c.toLowerCase());
+    startError = `fork/exec /usr/bin/bash: ${reason}`;
   }
   const startedAt = new Date();
   const record: CommandRecord = {
@@ -1236,12 +1288,12 @@ async function runCommand(
       ping();
       stream.send({
         type: "error",
+        timestamp: now(),
         error: {
           ename: "CommandExecError",
           evalue: startError!,
           traceback: [startError!],
         },
-        timestamp: now(),
       });
       lingerThenClose();
     }
@@ -1273,13 +1325,6 @@ async function runCommand(
   ): Promise<{ exitCode: number; error: string }> => {
     const status = await child.status;
     state.cancelLater(timeoutTimer);
-    // Output still held by a process that left the group: stop waiting soon.
-    let waitTimer: ReturnType<typeof setTimeout> | undefined;
-    await Promise.race([
-      pipes,
-      new Promise<void>((resolve) => waitTimer = setTimeout(resolve, 250)),
-    ]);
-    clearTimeout(waitTimer);
     let exitCode = status.code;
     let error = "";
     if (status.signal !== null) {
@@ -1294,6 +1339,13 @@ async function runCommand(
     record.exitCode = exitCode;
     if (error !== "") record.error = error;
     record.finishedAt = new Date();
+    // Output still held by a process that left the group: stop waiting soon.
+    let waitTimer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([
+      pipes,
+      new Promise<void>((resolve) => waitTimer = setTimeout(resolve, 250)),
+    ]);
+    clearTimeout(waitTimer);
     return { exitCode, error };
   };
 
@@ -1302,10 +1354,7 @@ async function runCommand(
       running.output.push(chunk.slice());
       running.outputLength += chunk.length;
     };
-    const pipes = Promise.all([
-      collect(child.stdout, append),
-      collect(child.stderr, append),
-    ]);
+    const pipes = collect(child.stdout, append);
     stream.send({ type: "init", text: id, timestamp: now() });
     ping();
     stream.send({
@@ -1343,12 +1392,12 @@ async function runCommand(
     } else {
       stream.send({
         type: "error",
+        timestamp: now(),
         error: {
           ename: "CommandExecError",
           evalue: String(exitCode),
           traceback: [error],
         },
-        timestamp: now(),
       });
     }
     lingerThenClose();
@@ -1397,11 +1446,22 @@ async function interruptCommand(
     }
     return gone();
   };
+  // The group is gone once no live member is left and its leader is reaped.
+  const reaped = async (): Promise<void> => {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([
+      command.status ?? Promise.resolve(),
+      new Promise((resolve) => timer = setTimeout(resolve, 1000)),
+    ]);
+    clearTimeout(timer);
+  };
   if (state.signalGroup(pgid, "SIGTERM") && await waitGone(state.graceMs)) {
+    await reaped();
     return new Response(null, { status: 200 });
   }
   state.signalGroup(pgid, "SIGKILL");
   await waitGone(1000);
+  await reaped();
   return new Response(null, { status: 200 });
 }
 
@@ -1463,14 +1523,13 @@ function commandLogs(state: OpenSandboxState, id: string, url: URL): Response {
 
 // -- files ---------------------------------------------------------------------
 
-function fileError(error: unknown): Response {
+function fileError(error: unknown, op?: string, path?: string): Response {
+  const text = op === undefined || path === undefined
+    ? errorText(error)
+    : goFsError(op, path, error);
   return isNotFound(error)
-    ? execdError(404, "FILE_NOT_FOUND", `file not found. ${errorText(error)}`)
-    : execdError(
-      500,
-      "RUNTIME_ERROR",
-      `error accessing file: ${errorText(error)}`,
-    );
+    ? execdError(404, "FILE_NOT_FOUND", `file not found. ${text}`)
+    : execdError(500, "RUNTIME_ERROR", `error accessing file: ${text}`);
 }
 
 async function filesInfo(state: OpenSandboxState, url: URL): Promise<Response> {
@@ -1498,7 +1557,14 @@ async function filesInfo(state: OpenSandboxState, url: URL): Promise<Response> {
         : fileError(error);
     }
   }
-  return json(200, result);
+  // Go writes a map's keys in sorted order.
+  return json(200, sortedKeys(result));
+}
+
+function sortedKeys<T>(map: Record<string, T>): Record<string, T> {
+  return Object.fromEntries(
+    Object.entries(map).sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0),
+  );
 }
 
 async function removeFiles(
@@ -1675,6 +1741,16 @@ function parseRange(
   return result;
 }
 
+/** A body that ends before its announced length: the connection closes. */
+function shortBody(bytes: Uint8Array): ReadableStream<Uint8Array> {
+  return new ReadableStream<Uint8Array>({
+    start(controller) {
+      if (bytes.length > 0) controller.enqueue(bytes);
+      controller.close();
+    },
+  });
+}
+
 function fileStream(
   file: Deno.FsFile,
   length: number,
@@ -1687,7 +1763,7 @@ function fileStream(
         controller.close();
         return;
       }
-      const buffer = new Uint8Array(Math.min(left, 256 * 1024));
+      const buffer = new Uint8Array(Math.min(left, 1024 * 1024));
       const read = await file.read(buffer);
       if (read === null || read === 0) {
         file.close();
@@ -1726,7 +1802,7 @@ async function download(
   try {
     file = await Deno.open(resolved, { read: true });
   } catch (error) {
-    return fileError(error);
+    return fileError(error, "open", resolved);
   }
   let info: Deno.FileInfo;
   try {
@@ -1740,12 +1816,19 @@ async function download(
     );
   }
   if (info.isDirectory) {
+    // The real execd opens a folder fine and http.ServeContent answers 200
+    // with a Content-Length of the largest int64, then fails reading: a
+    // client sees a 200 whose body breaks.
     file.close();
-    return execdError(
-      500,
-      "RUNTIME_ERROR",
-      `error reading file: ${resolved}: is a directory`,
-    );
+    return new Response(shortBody(new Uint8Array()), {
+      status: 200,
+      headers: {
+        "content-type": "application/octet-stream",
+        "content-disposition": contentDisposition(hostPath.basename(resolved)),
+        "content-length": "9223372036854775807",
+        "accept-ranges": "bytes",
+      },
+    });
   }
   const size = info.size;
   const headers = new Headers({
@@ -1757,8 +1840,16 @@ async function download(
   if (rangeHeader !== "") {
     const ranges = parseRange(rangeHeader, size);
     if (ranges === null) {
+      // The real execd has set Content-Type and Content-Length for the file
+      // already; its JSON error goes out under them, so the body is cut
+      // short of the announced length (or cut at it) and the connection
+      // closes: a client sees a broken body.
       file.close();
-      return json(416, { code: "UNKNOWN" });
+      const error = encoder.encode(JSON.stringify({ code: "UNKNOWN" }));
+      return new Response(shortBody(error.subarray(0, size)), {
+        status: 416,
+        headers,
+      });
     }
     const range = ranges[0];
     if (range !== undefined) {
@@ -1780,6 +1871,7 @@ async function download(
         status: 416,
         headers: {
           "content-type": "text/plain; charset=utf-8",
+          "content-disposition": headers.get("content-disposition")!,
           "x-content-type-options": "nosniff",
           "content-range": `bytes */${size}`,
         },
@@ -1790,7 +1882,8 @@ async function download(
   if (info.mtime !== null) {
     headers.set("last-modified", info.mtime.toUTCString());
   }
-  return new Response(fileStream(file, size), { status: 200, headers });
+  // The whole file: Deno streams a file's own readable without copies.
+  return new Response(file.readable, { status: 200, headers });
 }
 
 async function searchFiles(
@@ -1814,7 +1907,7 @@ async function searchFiles(
   try {
     await Deno.stat(root);
   } catch (error) {
-    return fileError(error);
+    return fileError(error, "stat", root);
   }
   const pattern = url.searchParams.get("pattern") || "**";
   let matcher: RegExp;
@@ -1986,7 +2079,9 @@ async function replaceContent(
       return fileError(error);
     }
   }
-  return verbose ? json(200, results) : new Response(null, { status: 200 });
+  return verbose
+    ? json(200, sortedKeys(results))
+    : new Response(null, { status: 200 });
 }
 
 async function listDirectory(
@@ -2019,7 +2114,7 @@ async function listDirectory(
   try {
     info = await Deno.lstat(root);
   } catch (error) {
-    return fileError(error);
+    return fileError(error, "lstat", root);
   }
   if (info.isSymlink) {
     return invalidBody(
