@@ -61,16 +61,25 @@ export function bashShell(options: { path?: string } = {}): BashShell {
         stdout: "piped",
         stderr: "piped",
         env,
+        // Its own process group, killed whole (a `sleep` holding the pipes too).
+        detached: true,
       }).spawn();
       let timedOut = false;
       let aborted = false;
+      const killGroup = (): void => {
+        try {
+          Deno.kill(-child.pid, "SIGKILL");
+        } catch {
+          // Already gone.
+        }
+      };
       const timer = setTimeout(() => {
         timedOut = true;
-        child.kill("SIGKILL");
+        killGroup();
       }, execOptions.timeoutMs);
       const onAbort = (): void => {
         aborted = true;
-        child.kill("SIGKILL");
+        killGroup();
       };
       execOptions.signal?.addEventListener("abort", onAbort, { once: true });
       try {

@@ -149,6 +149,10 @@ Deno.test("ripgrep and the fallback give identical answers on the skills corpus"
   const engines: [string, SearchEngine][] = [
     ["fallback (local)", new FallbackSearch({ fs, local: true })],
     ["fallback (fs)", new FallbackSearch({ fs, local: false })],
+    [
+      "ripgrep (parallel content only)",
+      new RipgrepSearch({ fs, sortedAttemptMs: 0 }),
+    ],
     ["shell (rg)", new ShellSearch({ shell: withRg, fs, useRipgrep: true })],
     ["shell (find, no rg)", new ShellSearch({ shell: withoutRg, fs })],
   ];

@@ -92,7 +92,26 @@ export interface RipgrepSearchOptions {
   readonly fs: SearchFileSystem;
   /** The ripgrep command. Default `rg`. */
   readonly ripgrepPath?: string;
+  /**
+   * Content mode over a folder: how long (ms) a sorted search may run beside
+   * the parallel one, to answer at once when the first files already fill
+   * the output. Default 60; `0` never runs it.
+   */
+  readonly sortedAttemptMs?: number;
 }
+
+/**
+ * How long the sorted content search runs beside the parallel first pass, in
+ * ms: long enough to answer a common pattern or a small tree, short enough
+ * to cost little beside a long search.
+ */
+const SORTED_ATTEMPT_MS = 60;
+/** Files in the first batch of a content search (grown 4 times per batch). */
+const CONTENT_FIRST_BATCH = 16;
+/** The most files in one batch of a content search. */
+const CONTENT_MAX_BATCH = 4096;
+/** The most characters of paths on one rg command line. */
+const CONTENT_BATCH_CHARS = 64 * 1024;
 
 /** Arguments shared by every ripgrep run. */
 export const COMMON_ARGS: readonly string[] = [
@@ -171,18 +190,34 @@ export class RecordParser {
   }
 }
 
+/** Options of {@linkcode ripgrepGrepArgs}. */
+export interface RipgrepGrepArgsOptions {
+  /**
+   * Content mode: the files to search (relative to the root folder), instead
+   * of walking the root; their output comes unsorted, each file's lines
+   * together.
+   */
+  readonly files?: readonly string[];
+}
+
 /**
  * The ripgrep arguments of a `grep` (shared with the engine that runs rg in a
- * sandbox): the search root is `.` (run in the root folder) or the root file.
+ * sandbox): the search root is `.` (run in the root folder) or the root file;
+ * content mode sorts by path unless given the files to search.
  *
  * @param plan The checked request.
- * @returns The arguments, ending with the root.
+ * @param options The files to search instead of the root.
+ * @returns The arguments, ending with the root (or the files).
  */
-export function ripgrepGrepArgs(plan: GrepPlan): string[] {
+export function ripgrepGrepArgs(
+  plan: GrepPlan,
+  options: RipgrepGrepArgsOptions = {},
+): string[] {
+  const files = options.files;
   const args = [...COMMON_ARGS, "--text", "--encoding", "none"];
   args.push(plan.caseInsensitive ? "--ignore-case" : "--case-sensitive");
   if (plan.multiline) args.push("--multiline", "--multiline-dotall");
-  if (!plan.root.isFile) {
+  if (!plan.root.isFile && !files) {
     if (plan.filters.glob !== null) args.push("--glob", plan.filters.glob);
     args.push(...heavyGlobs());
     if (plan.filters.extensions !== null) {
@@ -205,8 +240,7 @@ export function ripgrepGrepArgs(plan: GrepPlan): string[] {
         "--with-filename",
         "--no-heading",
         "--no-context-separator",
-        "--sort",
-        "path",
+        ...(files ? [] : ["--sort", "path"]),
         "--before-context",
         String(plan.before),
         "--after-context",
@@ -215,7 +249,8 @@ export function ripgrepGrepArgs(plan: GrepPlan): string[] {
       break;
   }
   args.push("--regexp", plan.regex.ripgrepPattern, "--");
-  args.push(plan.root.isFile ? plan.root.path : ".");
+  if (files) args.push(...files);
+  else args.push(plan.root.isFile ? plan.root.path : ".");
   return args;
 }
 
@@ -264,16 +299,26 @@ export class RipgrepSearch implements SearchEngine {
   readonly engine = "ripgrep" as const;
   readonly #fs: SearchFileSystem;
   readonly #rg: string;
+  readonly #sortedAttemptMs: number;
 
   /**
    * Makes the engine (it does not check that ripgrep runs: see
    * {@linkcode detectRipgrep}).
    *
-   * @param options The local file system and the ripgrep command.
+   * @param options The local file system, the ripgrep command, the sorted
+   *   attempt of content searches.
+   * @throws {RangeError} `sortedAttemptMs` is negative or not a number.
    */
   constructor(options: RipgrepSearchOptions) {
     this.#fs = options.fs;
     this.#rg = options.ripgrepPath ?? "rg";
+    const attempt = options.sortedAttemptMs ?? SORTED_ATTEMPT_MS;
+    if (!Number.isFinite(attempt) || attempt < 0) {
+      throw new RangeError(
+        `Invalid sorted attempt "${attempt}": expected a number of ms, at least 0`,
+      );
+    }
+    this.#sortedAttemptMs = attempt;
   }
 
   /**
@@ -290,6 +335,9 @@ export class RipgrepSearch implements SearchEngine {
    */
   async grep(request: GrepRequest): Promise<GrepResult> {
     const plan = await planGrep(this.#fs, request, true);
+    if (plan.mode === "content" && !plan.root.isFile) {
+      return await this.#grepContent(plan);
+    }
     const args = ripgrepGrepArgs(plan);
     const collector = new GrepCollector(plan);
     const deadline = startDeadline(plan.timeoutMs, plan.signal);
@@ -408,6 +456,222 @@ export class RipgrepSearch implements SearchEngine {
     } finally {
       deadline.signal.removeEventListener("abort", kill);
       deadline.clear();
+    }
+  }
+
+  /**
+   * Content mode over a folder, in path order without `--sort path` (which
+   * makes ripgrep single-threaded): the matching files are found in parallel
+   * (`rg -l`, unsorted), sorted, then their lines are read in batches of
+   * files (each batch searched in parallel, put back in path order) until the
+   * output cap is reached. A sorted search runs beside the first pass for a
+   * moment: when the first files in path order already fill the output (a
+   * common pattern) or the tree is small, it answers at once.
+   */
+  async #grepContent(plan: GrepPlan): Promise<GrepResult> {
+    const deadline = startDeadline(plan.timeoutMs, plan.signal);
+    const what = `Search for "${plan.regex.pattern}"`;
+    const cwd = plan.root.path;
+    const sniff = new Uint8Array(BINARY_SNIFF_BYTES);
+    const firstPass = new AbortController();
+    const matching: string[] = [];
+    const listing = this.#runRipgrep(
+      ripgrepGrepArgs({ ...plan, mode: "files_with_matches" }),
+      cwd,
+      plan,
+      AbortSignal.any([deadline.signal, firstPass.signal]),
+      false,
+      (path) => {
+        matching.push(path);
+        return true;
+      },
+    );
+    listing.catch(() => {});
+    try {
+      const quick = await this.#sortedContent(plan, deadline.signal, sniff);
+      if (quick !== null) {
+        firstPass.abort();
+        await listing.catch(() => {});
+        return quick;
+      }
+      await listing;
+      matching.sort(comparePaths);
+      const collector = new GrepCollector(plan);
+      let next = 0;
+      let size = CONTENT_FIRST_BATCH;
+      while (next < matching.length && !collector.stopped) {
+        const batch: string[] = [];
+        let chars = 0;
+        while (
+          next < matching.length && batch.length < size &&
+          chars < CONTENT_BATCH_CHARS
+        ) {
+          const path = matching[next++]!;
+          // Binary files are dropped before rg reads them again.
+          if (binaryFileSync(joinPath(cwd, path), sniff)) continue;
+          batch.push(path);
+          chars += path.length + 1;
+        }
+        size = Math.min(size * 4, CONTENT_MAX_BATCH);
+        if (batch.length === 0) continue;
+        const found = new Map<string, MatchedLine[]>();
+        await this.#runRipgrep(
+          ripgrepGrepArgs(plan, {
+            files: batch.map((p) => p.startsWith("-") ? `./${p}` : p),
+          }),
+          cwd,
+          plan,
+          deadline.signal,
+          true,
+          (path, rest, decoder) => {
+            let lines = found.get(path);
+            if (!lines) found.set(path, lines = []);
+            if (lines.length < plan.maxLinesPerFile) {
+              lines.push(parseLine(rest, decoder, plan));
+            }
+            return true;
+          },
+        );
+        for (const path of batch) {
+          const lines = found.get(path);
+          if (!lines) continue; // Changed since the first pass.
+          if (!collector.add({ path, count: lines.length, lines })) break;
+        }
+      }
+      return collector.result("ripgrep");
+    } catch (error) {
+      firstPass.abort();
+      await listing.catch(() => {});
+      if (deadline.signal.aborted) throw deadline.error(what);
+      throw error;
+    } finally {
+      deadline.clear();
+    }
+  }
+
+  /**
+   * The sorted search (`--sort path`, streamed) for at most
+   * `sortedAttemptMs`: its result when it reached the output cap
+   * or the end in time, else `null`.
+   */
+  async #sortedContent(
+    plan: GrepPlan,
+    signal: AbortSignal,
+    sniff: Uint8Array,
+  ): Promise<GrepResult | null> {
+    if (this.#sortedAttemptMs === 0) return null;
+    const budget = AbortSignal.timeout(this.#sortedAttemptMs);
+    const collector = new GrepCollector(plan);
+    let path: string | null = null;
+    let lines: MatchedLine[] = [];
+    const flush = (): boolean => {
+      if (path === null) return true;
+      const file = { path, count: lines.length, lines };
+      path = null;
+      lines = [];
+      if (binaryFileSync(joinPath(plan.root.path, file.path), sniff)) {
+        return true;
+      }
+      return collector.add(file);
+    };
+    try {
+      await this.#runRipgrep(
+        ripgrepGrepArgs(plan),
+        plan.root.path,
+        plan,
+        AbortSignal.any([signal, budget]),
+        true,
+        (recordPath, rest, decoder) => {
+          if (recordPath !== path) {
+            if (!flush()) return false;
+            path = recordPath;
+          }
+          if (lines.length < plan.maxLinesPerFile) {
+            lines.push(parseLine(rest, decoder, plan));
+          }
+          return true;
+        },
+      );
+    } catch (error) {
+      if (budget.aborted && !signal.aborted) return null;
+      throw error;
+    }
+    if (!collector.stopped) flush();
+    return collector.result("ripgrep");
+  }
+
+  /**
+   * Runs rg in `cwd` and hands each record (a path relative to `cwd`, and
+   * the rest of its line) to `onRecord` until it returns `false`. The signal
+   * kills rg; its reason is thrown.
+   */
+  async #runRipgrep(
+    args: string[],
+    cwd: string,
+    plan: GrepPlan,
+    signal: AbortSignal,
+    withRest: boolean,
+    onRecord: (path: string, rest: Uint8Array, decoder: TextDecoder) => boolean,
+  ): Promise<void> {
+    signal.throwIfAborted();
+    const child = new Deno.Command(this.#rg, {
+      args,
+      cwd,
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    const kill = killer(child);
+    signal.addEventListener("abort", kill, { once: true });
+    const stderrText = (async (): Promise<string> => {
+      let text = "";
+      const decoder = new TextDecoder();
+      for await (const chunk of child.stderr) {
+        if (text.length < 65536) {
+          text += decoder.decode(chunk, { stream: true });
+        }
+      }
+      return text;
+    })();
+    let stopped = false;
+    try {
+      const parser = new RecordParser(withRest, plan.maxLineChars * 3 + 32);
+      const decoder = new TextDecoder();
+      const records: [Uint8Array, Uint8Array][] = [];
+      const reader = child.stdout.getReader();
+      try {
+        while (!stopped) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          parser.push(value, records);
+          for (const [pathBytes, rest] of records) {
+            const path = relativeOf(decoder.decode(pathBytes), false);
+            if (!onRecord(path, rest, decoder)) {
+              stopped = true;
+              break;
+            }
+          }
+          records.length = 0;
+        }
+      } finally {
+        if (stopped) kill();
+        await reader.cancel().catch(() => {});
+      }
+      const status = await child.status;
+      const stderr = await stderrText;
+      signal.throwIfAborted();
+      if (
+        !stopped && status.code === 2 && !status.signal && stderr.trim() !== ""
+      ) {
+        throw ripgrepError(plan, stderr);
+      }
+    } catch (error) {
+      kill();
+      await child.status.catch(() => {});
+      await stderrText.catch(() => "");
+      throw error;
+    } finally {
+      signal.removeEventListener("abort", kill);
     }
   }
 

@@ -1,5 +1,6 @@
 import { assert, assertEquals } from "../_internal/assert.ts";
 import { detectRipgrep, RipgrepSearch } from "./ripgrep.ts";
+import { comparePaths } from "./rules.ts";
 import { LocalFileSystem } from "../runtimes/local/fs.ts";
 import { engineSuite } from "./_test_suite.ts";
 
@@ -15,6 +16,82 @@ engineSuite(
   (root) => new RipgrepSearch({ fs: new LocalFileSystem({ root: root }) }),
   { backtracks: false, ignore: !rg },
 );
+
+// Content mode without the sorted attempt: always the parallel first pass
+// (`rg -l`) and the batches of files.
+engineSuite(
+  "RipgrepSearch (parallel content only)",
+  (root) =>
+    new RipgrepSearch({
+      fs: new LocalFileSystem({ root: root }),
+      sortedAttemptMs: 0,
+    }),
+  { backtracks: false, ignore: !rg },
+);
+
+Deno.test({
+  name:
+    "RipgrepSearch: content in path order over many files, parallel or sorted",
+  ignore: !rg,
+  async fn() {
+    const dir = await Deno.makeTempDir();
+    try {
+      // Names whose path order differs from plain string order.
+      const names: string[] = [];
+      for (let i = 0; i < 300; i++) {
+        const name = i % 3 === 0
+          ? `a/${i}.txt`
+          : i % 3 === 1
+          ? `a-${i}.txt`
+          : `-dash${i}.txt`;
+        names.push(name);
+        await Deno.mkdir(`${dir}/a`, { recursive: true });
+        await Deno.writeTextFile(
+          `${dir}/${name}`,
+          `x\nneedle ${i}\n${i % 7 === 0 ? "\u0000" : ""}\nneedle again\n`,
+        );
+      }
+      const fs = new LocalFileSystem({ root: dir });
+      const sorted = new RipgrepSearch({ fs, sortedAttemptMs: 60_000 });
+      const parallel = new RipgrepSearch({ fs, sortedAttemptMs: 0 });
+      for (
+        const request of [
+          { pattern: "needle", outputMode: "content" },
+          {
+            pattern: "needle",
+            outputMode: "content",
+            offset: 333,
+            headLimit: 7,
+          },
+          { pattern: "needle", outputMode: "content", maxOutputChars: 900 },
+          {
+            pattern: "needle \\d+\\n\\n?needle",
+            outputMode: "content",
+            multiline: true,
+          },
+        ] as const
+      ) {
+        const a = await sorted.grep(request);
+        const b = await parallel.grep(request);
+        assertEquals(b, a, JSON.stringify(request));
+        assert(a.mode === "content" && a.lines.length > 0);
+      }
+      const all = await parallel.grep({
+        pattern: "needle",
+        outputMode: "content",
+      });
+      assert(all.mode === "content");
+      const paths = [
+        ...new Set(all.lines.map((l) => l.path.slice(dir.length + 1))),
+      ];
+      // Binary files (a NUL in the first 8 KiB) are left out; order is path order.
+      assertEquals(paths.length, names.filter((_, i) => i % 7 !== 0).length);
+      assertEquals(paths, [...paths].sort(comparePaths));
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
 
 Deno.test("detectRipgrep() reports null for a command that does not exist", async () => {
   assertEquals(await detectRipgrep("/nonexistent/rg-skillrun"), null);

@@ -144,6 +144,10 @@ const MAX_COMMAND_CHARS = 64 * 1024;
 const READ_BATCH_BYTES = 4 * 1024 * 1024;
 const STATUS_MARK = "skillrun-status";
 const DETECT_TIMEOUT_MS = 30_000;
+/** Added to a search's time limit for the shell's own limit (a backstop). */
+const EXEC_SLACK_MS = 5_000;
+/** The shell's limit for one batch of file reads (the search's signal stops it first). */
+const READ_TIMEOUT_MS = 600_000;
 
 const encoder = new TextEncoder();
 
@@ -239,11 +243,17 @@ export class ShellSearch implements SearchEngine {
       const literal = caps.grep && !plan.root.isFile &&
         literalOf(request.pattern, plan.caseInsensitive);
       const only = literal
-        ? await this.#filesWithLiteral(plan.root, literal, deadline.signal)
+        ? await this.#filesWithLiteral(
+          plan.root,
+          literal,
+          deadline.signal,
+          plan.timeoutMs,
+        )
         : null;
       const snapshot = await this.#snapshot(
         plan.root,
         Infinity,
+        plan.timeoutMs,
         deadline.signal,
         only,
         request.path,
@@ -280,6 +290,7 @@ export class ShellSearch implements SearchEngine {
       const snapshot = await this.#snapshot(
         plan.root,
         Infinity,
+        plan.timeoutMs,
         deadline.signal,
         null,
         request.path,
@@ -334,6 +345,7 @@ export class ShellSearch implements SearchEngine {
       const snapshot = await this.#snapshot(
         root,
         depth,
+        DEFAULT_SEARCH_TIMEOUT_MS,
         deadline.signal,
         null,
         request.path,
@@ -411,13 +423,15 @@ export class ShellSearch implements SearchEngine {
     body: string,
     cap: number,
     signal: AbortSignal,
+    timeoutMs: number,
   ): Promise<
     { bytes: Uint8Array; truncated: boolean; status: number; stderr: string }
   > {
     const command =
       `{ ${body}; printf '\\n${STATUS_MARK} %s\\n' "$?" >&2; } | head -c ${cap} | base64`;
     const result = await this.#exec(command, {
-      timeoutMs: 24 * 3600 * 1000,
+      // The deadline's signal stops it first; this is a backstop.
+      timeoutMs: timeoutMs + EXEC_SLACK_MS,
       signal,
       maxOutputBytes: Math.ceil(cap / 3) * 4 + Math.ceil(cap / 57) + 1024,
     });
@@ -461,7 +475,12 @@ export class ShellSearch implements SearchEngine {
         ? Math.min(CONTENT_FIRST_BYTES, this.#maxBytes)
         : this.#maxBytes;
       for (;;) {
-        const run = await this.#framed(body, cap, deadline.signal);
+        const run = await this.#framed(
+          body,
+          cap,
+          deadline.signal,
+          plan.timeoutMs,
+        );
         if (!run.truncated && run.status !== 0 && run.status !== 1) {
           if (run.status === 2 && run.stderr !== "") {
             throw ripgrepError(plan, run.stderr);
@@ -490,6 +509,7 @@ export class ShellSearch implements SearchEngine {
             plan.root,
             batch.map((f) => f.path),
             deadline.signal,
+            plan.timeoutMs,
           );
           for (const file of batch) {
             if (binary.has(file.path)) continue;
@@ -527,6 +547,7 @@ export class ShellSearch implements SearchEngine {
     root: SearchRoot,
     paths: readonly string[],
     signal: AbortSignal,
+    timeoutMs: number,
   ): Promise<Set<string>> {
     const binary = new Set<string>();
     if (paths.length === 0) return binary;
@@ -537,7 +558,7 @@ export class ShellSearch implements SearchEngine {
     const body = `${
       root.isFile ? "" : `cd -- ${shellQuote(root.path)} && `
     }${rg} ${paths.map((p) => shellQuote(shown(p))).join(" ")}`;
-    const run = await this.#framed(body, this.#maxBytes, signal);
+    const run = await this.#framed(body, this.#maxBytes, signal, timeoutMs);
     const parser = new RecordParser(true, 64);
     const records: [Uint8Array, Uint8Array][] = [];
     parser.push(run.bytes, records);
@@ -556,6 +577,7 @@ export class ShellSearch implements SearchEngine {
     root: SearchRoot,
     literal: string,
     signal: AbortSignal,
+    timeoutMs: number,
   ): Promise<Set<string> | null> {
     const excludes = [...HEAVY_FOLDERS].map((name) =>
       shellQuote(`--exclude-dir=${name}`)
@@ -565,7 +587,7 @@ export class ShellSearch implements SearchEngine {
     } && LC_ALL=C grep -r -l -F -a -Z ${excludes} -e ${
       shellQuote(literal)
     } -- .`;
-    const run = await this.#framed(body, this.#maxBytes, signal);
+    const run = await this.#framed(body, this.#maxBytes, signal, timeoutMs);
     // Status 2 (an error) may mean files were missed: no narrowing then.
     if (run.truncated || (run.status !== 0 && run.status !== 1)) return null;
     const decoder = new TextDecoder();
@@ -590,6 +612,7 @@ export class ShellSearch implements SearchEngine {
   async #snapshot(
     root: SearchRoot,
     depth: number,
+    timeoutMs: number,
     signal: AbortSignal,
     only: Set<string> | null,
     requested: string | undefined,
@@ -613,7 +636,7 @@ export class ShellSearch implements SearchEngine {
     } && LC_ALL=C find . -mindepth 1${
       Number.isFinite(depth) ? ` -maxdepth ${depth}` : ""
     } \\( -type d \\( ${heavy} \\) -printf '${format}' -prune \\) -o -printf '${format}'`;
-    const run = await this.#framed(body, this.#maxBytes, signal);
+    const run = await this.#framed(body, this.#maxBytes, signal, timeoutMs);
     if (run.truncated) {
       throw new Error(
         `Cannot list "${root.path}": the listing in the sandbox passed the ${
@@ -685,7 +708,7 @@ export class ShellSearch implements SearchEngine {
       paths.map(shellQuote).join(" ")
     }; do if [ -f "$f" ] && [ ! -L "$f" ] && [ -r "$f" ]; then printf '+\\n'; base64 < "$f"; else printf -- '-\\n'; fi; printf '.\\n'; done`;
     const result = await this.#exec(script, {
-      timeoutMs: 24 * 3600 * 1000,
+      timeoutMs: READ_TIMEOUT_MS,
       ...(signal ? { signal } : {}),
       maxOutputBytes: this.#maxBytes * 2,
     });

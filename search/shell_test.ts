@@ -212,3 +212,81 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name:
+    "ShellSearch: content past the first output cap is fetched again, whole",
+  ignore: !rg,
+  async fn() {
+    const root = await Deno.makeTempDir({ prefix: "skillrun-shell-more-" });
+    try {
+      const line = `hit ${"x".repeat(60)}\n`;
+      await Deno.writeTextFile(`${root}/a.txt`, line.repeat(20_000));
+      await Deno.writeTextFile(`${root}/b.txt`, line.repeat(20_000));
+      const fs = new LocalFileSystem({ root });
+      const request = {
+        pattern: "hit",
+        outputMode: "content",
+        offset: 30_000,
+        headLimit: 5,
+      } as const;
+      const search = new ShellSearch({ shell: bashShell(), fs });
+      const result = await search.grep(request);
+      assert(result.mode === "content");
+      assertEquals(
+        result.lines.map((l) => `${l.path.slice(-5)}:${l.lineNumber}`),
+        [
+          "b.txt:10001",
+          "b.txt:10002",
+          "b.txt:10003",
+          "b.txt:10004",
+          "b.txt:10005",
+        ],
+      );
+      assertEquals(
+        { ...result, engine: "" },
+        { ...await new RipgrepSearch({ fs }).grep(request), engine: "" },
+      );
+    } finally {
+      await Deno.remove(root, { recursive: true });
+    }
+  },
+});
+
+Deno.test("ShellSearch: a sandbox command past the time limit is stopped and reported", async () => {
+  const root = await makeFixture();
+  try {
+    for (const path of [undefined, noRgPath]) {
+      const inner = bashShell(path === undefined ? {} : { path });
+      let stopped = 0;
+      const slow = {
+        async exec(
+          command: string,
+          options: Parameters<typeof inner.exec>[1],
+        ) {
+          // Every command but the detection hangs.
+          const result = await inner.exec(
+            command.includes("command -v") ? command : `sleep 20; ${command}`,
+            options,
+          );
+          if (result.aborted) stopped++;
+          return result;
+        },
+      };
+      const search = new ShellSearch({
+        shell: slow,
+        fs: new LocalFileSystem({ root }),
+      });
+      const start = performance.now();
+      const error = await assertRejects(() =>
+        search.grep({ pattern: "hello", timeoutMs: 300 })
+      );
+      assertEquals((error as Error).name, "SearchTimeoutError");
+      assertStringIncludes((error as Error).message, "timed out after 300 ms");
+      assert(performance.now() - start < 10_000);
+      assertEquals(stopped, 1);
+    }
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});
