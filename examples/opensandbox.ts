@@ -19,7 +19,7 @@
  *
  * @module
  */
-import { hostPath } from "../_internal/std.ts";
+import { fromFileUrl } from "@std/path";
 import {
   buildSkillTools,
   dispatchToolCall,
@@ -92,13 +92,17 @@ export async function runOpenSandboxExample(
       baseUrl = envUrl;
       image = readEnv("OPEN_SANDBOX_IMAGE") ?? "ubuntu:24.04";
     } else {
-      // Test-only code, loaded only when no real server is given.
-      const { startOpenSandboxServer } = await import(
-        "../tests/servers/opensandbox.ts"
-      );
-      server = await startOpenSandboxServer(
-        apiKey ? { apiKey } : {},
-      );
+      // Test-only code (not published), loaded only when no real server is given.
+      const testServer = new URL(
+        "../tests/servers/opensandbox.ts",
+        import.meta.url,
+      ).href;
+      const { startOpenSandboxServer } = await import(testServer) as {
+        startOpenSandboxServer: (
+          options: { apiKey?: string },
+        ) => Promise<{ url: string; close(): Promise<void> }>;
+      };
+      server = await startOpenSandboxServer(apiKey ? { apiKey } : {});
       baseUrl = server.url;
       // The test server runs commands on this machine: its "sandbox" paths
       // are this machine's, so the conversations live in a temporary folder.
@@ -118,7 +122,7 @@ export async function runOpenSandboxExample(
       ...(image ? { sandbox: { image } } : {}),
       store,
     };
-    const skills = hostPath.fromFileUrl(new URL("./skills/", import.meta.url));
+    const skills = fromFileUrl(new URL("./skills/", import.meta.url));
     const configs = {
       "csv-report": new SkillRuntimeConfig({
         env: { REPORT_TITLE: "Q3 sales by product" },

@@ -41,6 +41,10 @@ export interface ExecdCommand {
   readonly maxOutputBytes: number;
   /** Stops the command. */
   readonly signal?: AbortSignal;
+  /** Receives standard output as it arrives. */
+  readonly onStdout?: (chunk: Uint8Array) => void;
+  /** Receives standard error as it arrives. */
+  readonly onStderr?: (chunk: Uint8Array) => void;
 }
 
 /**
@@ -150,8 +154,8 @@ export class ExecdClient implements RemoteFileOps {
    */
   async run(request: ExecdCommand): Promise<ExecuteResult> {
     const started = performance.now();
-    const stdout = new LineJoiner(request.maxOutputBytes);
-    const stderr = new LineJoiner(request.maxOutputBytes);
+    const stdout = new LineJoiner(request.maxOutputBytes, request.onStdout);
+    const stderr = new LineJoiner(request.maxOutputBytes, request.onStderr);
     const result = (exitCode: number, why?: "timeout" | "abort") => ({
       stdout: stdout.text(),
       stderr: stderr.text(),
@@ -530,27 +534,30 @@ function wrapCommand(command: string): string {
  */
 class LineJoiner {
   readonly #collector: OutputCollector;
+  readonly #onChunk: ((chunk: Uint8Array) => void) | undefined;
   #pendingNewline = false;
 
-  constructor(maxBytes: number) {
+  constructor(maxBytes: number, onChunk?: (chunk: Uint8Array) => void) {
     this.#collector = new OutputCollector({ maxBytes });
+    this.#onChunk = onChunk;
   }
 
   line(text: string | undefined): void {
     if (text === undefined) return;
-    if (this.#pendingNewline) this.#collector.push(NEWLINE);
-    if (text !== "\n" && text !== "") {
-      this.#collector.push(ENCODER.encode(text));
-    }
+    if (this.#pendingNewline) this.#push(NEWLINE);
+    if (text !== "\n" && text !== "") this.#push(ENCODER.encode(text));
     this.#pendingNewline = true;
   }
 
   /** Ends the stream: with the wrapper's newline dropped, or every newline kept. */
   end(dropLastNewline: boolean): void {
-    if (this.#pendingNewline && !dropLastNewline) {
-      this.#collector.push(NEWLINE);
-    }
+    if (this.#pendingNewline && !dropLastNewline) this.#push(NEWLINE);
     this.#pendingNewline = false;
+  }
+
+  #push(bytes: Uint8Array): void {
+    this.#collector.push(bytes);
+    this.#onChunk?.(bytes);
   }
 
   text(): string {

@@ -512,3 +512,32 @@ Deno.test("execute() reports a process the sandbox could not start as such", asy
   );
   assertEquals(error.reason, "start");
 });
+
+Deno.test("execute() streams output to onStdout/onStderr as it arrives and refuses stdin", async () => {
+  await using server = await startTestServer();
+  const runtime = server.runtime();
+  const decoder = new TextDecoder();
+  let out = "";
+  let err = "";
+  let seenBeforeEnd = "";
+  const result = await runtime.execute({
+    command: "echo one; sleep 0.3; echo two >&2; printf three",
+    onStdout: (chunk) => {
+      out += decoder.decode(chunk);
+      if (out === "one") seenBeforeEnd = out;
+    },
+    onStderr: (chunk) => err += decoder.decode(chunk),
+  });
+  assertEquals(seenBeforeEnd, "one");
+  assertEquals([out, err], [result.stdout, result.stderr]);
+  assertEquals([out, err], ["one\nthree", "two\n"]);
+  await assertRejects(
+    () =>
+      runtime.execute({
+        command: "cat",
+        stdin: ReadableStream.from([new Uint8Array([1])]),
+      }),
+    TypeError,
+    "Cannot run a command with stdin: the opensandbox runtime cannot pipe standard input",
+  );
+});

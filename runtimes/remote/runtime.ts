@@ -56,6 +56,10 @@ export interface RemoteCommand {
   readonly maxOutputBytes: number;
   /** Stops the command; the backend stops the remote command. */
   readonly signal?: AbortSignal;
+  /** Receives standard output as it arrives (see `ExecuteStreams`). */
+  readonly onStdout?: (chunk: Uint8Array) => void;
+  /** Receives standard error as it arrives. */
+  readonly onStderr?: (chunk: Uint8Array) => void;
 }
 
 /** A connected sandbox, as a backend hands it to the runtime. */
@@ -389,6 +393,11 @@ export class RemoteSkillRuntime implements SkillRuntime {
     if (typeof request.command !== "string" || !request.command.trim()) {
       throw new TypeError("Cannot run a command: the command is blank");
     }
+    if (request.stdin !== undefined) {
+      throw new TypeError(
+        `Cannot run a command with stdin: the ${this.name} runtime cannot pipe standard input`,
+      );
+    }
     const timeoutMs = request.timeoutMs ?? DEFAULT_EXECUTE_TIMEOUT_MS;
     if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) {
       throw new RangeError(
@@ -414,6 +423,8 @@ export class RemoteSkillRuntime implements SkillRuntime {
       timeoutMs,
       maxOutputBytes,
       ...(request.signal ? { signal: request.signal } : {}),
+      ...(request.onStdout ? { onStdout: request.onStdout } : {}),
+      ...(request.onStderr ? { onStderr: request.onStderr } : {}),
     });
   }
 
