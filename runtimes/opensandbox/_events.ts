@@ -29,7 +29,17 @@ export interface ExecdEvent {
   readonly error?: ExecdEventError;
 }
 
-/** The stream broke its framing: an event that is not a JSON object. */
+/**
+ * The stream broke its framing: an event that is not a JSON object.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { ExecdProtocolError } from "./_events.ts";
+ * const error = new ExecdProtocolError("Cannot read the command's events: \"x\" is not an event object");
+ * assert(error.name === "ExecdProtocolError");
+ * ```
+ */
 export class ExecdProtocolError extends Error {
   /** The error's name. */
   override readonly name = "ExecdProtocolError";
@@ -44,6 +54,16 @@ const MAX_SHOWN = 80;
  * @param body The response body.
  * @returns The events.
  * @throws {ExecdProtocolError} A line that is not a JSON object.
+ *
+ * @example Bare JSON events and SSE framing alike
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { readExecdEvents } from "./_events.ts";
+ * const text = '{"type":"init","text":"c1"}\n\ndata: {"type":"stdout","text":"hi"}\n\n';
+ * const types = [];
+ * for await (const event of readExecdEvents(new Blob([text]).stream())) types.push(event.type);
+ * assert(types.join() === "init,stdout");
+ * ```
  */
 export async function* readExecdEvents(
   body: ReadableStream<Uint8Array>,
