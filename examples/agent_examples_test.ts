@@ -14,7 +14,9 @@ async function documentedFlags(file: string): Promise<string[]> {
   const readme = await Deno.readTextFile(
     hostPath.join(repo, "examples", "README.md"),
   );
-  const line = new RegExp(`\\bdeno run ([^\`\\n]*?)examples/${file}`).exec(
+  const line = new RegExp(
+    `\\bdeno(?:@[\\d.]+)? run ([^\`\\n]*?)examples/${file}`,
+  ).exec(
     readme.replaceAll("\\\n", " "),
   )?.[1];
   assert(line, `examples/README.md shows how to run ${file}`);
