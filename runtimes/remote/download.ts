@@ -168,35 +168,42 @@ export async function downloadToFile(
       }
       let dropped: unknown = undefined;
       if (body !== null) {
-        const reader = body.getReader();
+        let byob: ReadableStreamBYOBReader | undefined;
+        let plain: ReadableStreamDefaultReader<Uint8Array> | undefined;
+        try {
+          byob = body.getReader({ mode: "byob" });
+        } catch {
+          plain = body.getReader();
+        }
+        const tooMuch = () =>
+          fail(
+            `size mismatch: the server sent more than the ${total} bytes of ${totalFrom}`,
+          );
         try {
           for (;;) {
-            let chunk: ReadableStreamReadResult<Uint8Array>;
+            let more: boolean;
             try {
-              chunk = await reader.read();
+              more = byob
+                ? await writer.readFrom(byob)
+                : await writer.writeChunk(plain!);
             } catch (error) {
               signal?.throwIfAborted();
+              if (error instanceof WriteError) throw error.cause;
               dropped = error;
               break;
             }
-            if (chunk.done) break;
             signal?.throwIfAborted();
-            if (
-              total !== undefined &&
-              writer.written + chunk.value.length > total
-            ) {
-              throw fail(
-                `size mismatch: the server sent more than the ${total} bytes of ${totalFrom}`,
-              );
-            }
-            await writer.write(chunk.value);
+            if (total !== undefined && writer.written > total) throw tooMuch();
+            if (!more) break;
           }
         } catch (error) {
-          reader.cancel(error).catch(() => {});
+          (byob ?? plain)!.cancel(error).catch(() => {});
           throw error;
         }
       }
-      await writer.flush();
+      await writer.flush().catch((error) => {
+        throw error instanceof WriteError ? error.cause : error;
+      });
       signal?.throwIfAborted();
       if (
         dropped === undefined && total !== undefined && writer.written < total
@@ -231,11 +238,24 @@ export async function downloadToFile(
 
 /** Bytes gathered before one write to the file. */
 const WRITE_BUFFER_BYTES = 1024 * 1024;
+/** Bytes read from a BYOB reader at once (a divisor of the write buffer). */
+const READ_BUFFER_BYTES = 256 * 1024;
 
-/** Gathers chunks into large writes; counts what reached the file. */
+/** A failure of the local file (not of the connection). */
+class WriteError extends Error {
+  constructor(cause: unknown) {
+    super("write failed", { cause });
+  }
+}
+
+/**
+ * Gathers the body into large writes (reading straight into its buffer from
+ * a BYOB reader); counts what reached it.
+ */
 class BufferedWriter {
   readonly #file: Deno.FsFile;
-  #buffer = new Uint8Array(WRITE_BUFFER_BYTES);
+  readonly #buffer = new Uint8Array(WRITE_BUFFER_BYTES);
+  #scratch = new ArrayBuffer(READ_BUFFER_BYTES);
   #filled = 0;
   #flushed = 0;
 
@@ -243,26 +263,69 @@ class BufferedWriter {
     this.#file = file;
   }
 
-  /** Bytes written so far (buffered ones included). */
+  /** Bytes received so far (buffered ones included). */
   get written(): number {
     return this.#flushed + this.#filled;
   }
 
-  async write(chunk: Uint8Array): Promise<void> {
-    if (chunk.length >= WRITE_BUFFER_BYTES) {
-      await this.flush();
-      await this.#writeAll(chunk);
-      this.#flushed += chunk.length;
-      return;
+  /**
+   * Reads once from a BYOB reader into a reused read buffer (so a failed read
+   * loses nothing already received), then copies into the write buffer;
+   * false at the end of the body.
+   */
+  async readFrom(reader: ReadableStreamBYOBReader): Promise<boolean> {
+    let result: ReadableStreamReadResult<Uint8Array>;
+    try {
+      result = await reader.read(
+        new Uint8Array(this.#scratch, 0, READ_BUFFER_BYTES),
+      );
+    } catch (error) {
+      // The failed read kept the buffer it was lent.
+      this.#scratch = new ArrayBuffer(READ_BUFFER_BYTES);
+      throw error;
     }
-    if (this.#filled + chunk.length > WRITE_BUFFER_BYTES) await this.flush();
-    this.#buffer.set(chunk, this.#filled);
-    this.#filled += chunk.length;
+    const { done, value } = result;
+    if (value !== undefined) {
+      this.#scratch = value.buffer as ArrayBuffer;
+      if (this.#filled + value.length > WRITE_BUFFER_BYTES) await this.flush();
+      this.#append(value);
+      if (this.#filled === WRITE_BUFFER_BYTES) await this.flush();
+    }
+    return !done;
+  }
+
+  /** Reads one chunk and buffers it; false at the end of the body. */
+  async writeChunk(
+    reader: ReadableStreamDefaultReader<Uint8Array>,
+  ): Promise<boolean> {
+    const { done, value } = await reader.read();
+    if (done) return false;
+    let chunk = value;
+    while (chunk.length > 0) {
+      const take = Math.min(chunk.length, WRITE_BUFFER_BYTES - this.#filled);
+      this.#append(chunk.subarray(0, take));
+      chunk = chunk.subarray(take);
+      if (this.#filled === WRITE_BUFFER_BYTES) await this.flush();
+    }
+    return true;
+  }
+
+  /** Copies bytes into the write buffer (flushing first when they do not fit). */
+  #append(bytes: Uint8Array): void {
+    this.#buffer.set(bytes, this.#filled);
+    this.#filled += bytes.length;
   }
 
   async flush(): Promise<void> {
     if (this.#filled === 0) return;
-    await this.#writeAll(this.#buffer.subarray(0, this.#filled));
+    const data = this.#buffer.subarray(0, this.#filled);
+    try {
+      for (let offset = 0; offset < data.length;) {
+        offset += await this.#file.write(data.subarray(offset));
+      }
+    } catch (error) {
+      throw new WriteError(error);
+    }
     this.#flushed += this.#filled;
     this.#filled = 0;
   }
@@ -272,12 +335,6 @@ class BufferedWriter {
     this.#flushed = 0;
     await this.#file.truncate(0);
     await this.#file.seek(0, Deno.SeekMode.Start);
-  }
-
-  async #writeAll(data: Uint8Array): Promise<void> {
-    for (let offset = 0; offset < data.length;) {
-      offset += await this.#file.write(data.subarray(offset));
-    }
   }
 }
 

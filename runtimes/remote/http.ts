@@ -531,7 +531,12 @@ export class HttpClient {
     });
   }
 
-  /** The response with its body wrapped: errors mapped, timers cleared. */
+  /**
+   * The response with its body wrapped: errors mapped, timers cleared. The
+   * wrapped body is a byte stream: a BYOB reader gets the bytes copied into
+   * its own buffer from one reused buffer (no allocation per chunk), a
+   * default reader gets the chunks as they come.
+   */
   #wrap(
     response: Response,
     call: PreparedCall,
@@ -552,53 +557,84 @@ export class HttpClient {
       ? undefined
       : checkPositiveMs(options.idleTimeoutMs, "idleTimeoutMs");
     const idleReason = new DOMException("Stalled", "TimeoutError");
-    const reader = source.getReader();
+    let byob: ReadableStreamBYOBReader | undefined;
+    let plain: ReadableStreamDefaultReader<Uint8Array> | undefined;
+    try {
+      byob = source.getReader({ mode: "byob" });
+    } catch {
+      plain = source.getReader();
+    }
+    let spare = new ArrayBuffer(BODY_CHUNK_BYTES);
     let idle: ReturnType<typeof setTimeout> | undefined;
     const done = () => {
       if (idle !== undefined) clearTimeout(idle);
       idle = undefined;
       options.cleanup();
     };
-    const body = new ReadableStream<Uint8Array>({
+    const mapError = (error: unknown): unknown => {
+      const reason = controller.signal.reason;
+      if (controller.signal.aborted && call.signal?.aborted) {
+        return call.signal.reason;
+      }
+      if (controller.signal.aborted && reason === timeoutReason) {
+        return this.#timeoutError(call, options.overallMs ?? 0, false, true);
+      }
+      if (controller.signal.aborted && reason === idleReason) {
+        return this.#timeoutError(call, idleMs ?? 0, false, true, true);
+      }
+      return this.#networkError(call, error, true);
+    };
+    const body = new ReadableStream({
+      type: "bytes",
       pull: async (streamController) => {
         if (idleMs !== undefined) {
           idle = setTimeout(() => controller.abort(idleReason), idleMs);
         }
-        let chunk: ReadableStreamReadResult<Uint8Array>;
+        const request = streamController.byobRequest;
+        const view = request?.view ?? null;
+        let chunk: Uint8Array | undefined;
+        let copied = false;
         try {
-          chunk = await reader.read();
+          if (byob) {
+            const size = view
+              ? Math.min(view.byteLength, spare.byteLength)
+              : DEFAULT_READ_BYTES;
+            const target = view
+              ? new Uint8Array(spare, 0, size)
+              : new Uint8Array(size);
+            const result = await byob.read(target);
+            if (result.value !== undefined && view) {
+              spare = result.value.buffer as ArrayBuffer;
+              copied = true;
+            }
+            chunk = result.done ? undefined : result.value;
+          } else {
+            const result = await plain!.read();
+            chunk = result.done ? undefined : result.value.slice();
+          }
         } catch (error) {
           done();
-          const reason = controller.signal.reason;
-          if (controller.signal.aborted && call.signal?.aborted) {
-            streamController.error(call.signal.reason);
-          } else if (controller.signal.aborted && reason === timeoutReason) {
-            streamController.error(
-              this.#timeoutError(call, options.overallMs ?? 0, false, true),
-            );
-          } else if (controller.signal.aborted && reason === idleReason) {
-            streamController.error(
-              this.#timeoutError(call, idleMs ?? 0, false, true, true),
-            );
-          } else {
-            streamController.error(this.#networkError(call, error, true));
-          }
+          streamController.error(mapError(error));
           return;
         }
         if (idle !== undefined) clearTimeout(idle);
         idle = undefined;
-        if (chunk.done) {
+        if (chunk === undefined) {
           done();
           streamController.close();
+          request?.respond(0);
+        } else if (copied && view) {
+          new Uint8Array(view.buffer, view.byteOffset, chunk.length).set(chunk);
+          request!.respond(chunk.length);
         } else {
-          streamController.enqueue(chunk.value);
+          streamController.enqueue(chunk);
         }
       },
       cancel: async (reason) => {
         done();
-        await reader.cancel(reason).catch(() => {});
+        await (byob ?? plain)!.cancel(reason).catch(() => {});
       },
-    }, { highWaterMark: 0 });
+    });
     return new Response(body, {
       status: response.status,
       statusText: response.statusText,
@@ -779,6 +815,10 @@ const DEFAULT_RETRY_DELAY_MS = 250;
 const DEFAULT_MAX_RETRY_AFTER_MS = 60_000;
 const MAX_BACKOFF_MS = 10_000;
 const MAX_ERROR_BODY_BYTES = 64 * 1024;
+/** The largest chunk read from a body at once. */
+const BODY_CHUNK_BYTES = 256 * 1024;
+/** The chunk size read for a default (not BYOB) reader of a body. */
+const DEFAULT_READ_BYTES = 64 * 1024;
 const MAX_EXCERPT_CHARS = 300;
 const IDEMPOTENT_METHODS: ReadonlySet<string> = new Set([
   "GET",
