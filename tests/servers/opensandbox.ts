@@ -169,8 +169,34 @@ export interface OpenSandboxServer extends AsyncDisposable {
 
 const encoder = new TextEncoder();
 
+/** Go's encoding/json escapes <, >, & and U+2028/2029 (execd). */
+function goJsonText(value: unknown): string {
+  return JSON.stringify(value).replace(
+    /[<>&\u2028\u2029]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`,
+  );
+}
+
+/** A JSON answer as execd (Go, gin) writes it. */
 function json(status: number, value: unknown, headers?: HeadersInit): Response {
-  const response = new Response(JSON.stringify(value), {
+  return jsonText(status, goJsonText(value), headers);
+}
+
+/** A JSON answer as the lifecycle server (Python, FastAPI) writes it. */
+function pyJson(
+  status: number,
+  value: unknown,
+  headers?: HeadersInit,
+): Response {
+  return jsonText(status, JSON.stringify(value), headers);
+}
+
+function jsonText(
+  status: number,
+  text: string,
+  headers?: HeadersInit,
+): Response {
+  const response = new Response(text, {
     status,
     headers: { "content-type": "application/json; charset=utf-8" },
   });
@@ -193,7 +219,7 @@ function lifecycleError(
   code: string,
   message: string,
 ): Response {
-  return json(status, { code, message }, {
+  return pyJson(status, { code, message }, {
     "x-request-id": crypto.randomUUID(),
   });
 }
@@ -369,7 +395,7 @@ class EventStream {
   send(event: Record<string, unknown>): void {
     if (this.#closed) return;
     try {
-      this.#controller.enqueue(encoder.encode(JSON.stringify(event) + "\n\n"));
+      this.#controller.enqueue(encoder.encode(goJsonText(event) + "\n\n"));
     } catch {
       this.#finish();
     }
@@ -769,7 +795,7 @@ async function lifecycle(
   route: string,
 ): Promise<Response> {
   const url = new URL(request.url);
-  if (route === "/health") return json(200, { status: "healthy" });
+  if (route === "/health") return pyJson(200, { status: "healthy" });
   const apiKey = state.options.apiKey;
   if (apiKey !== undefined && apiKey !== "") {
     const given = request.headers.get("open-sandbox-api-key");
@@ -813,7 +839,7 @@ async function lifecycle(
     if (method === "GET") {
       return sandbox === undefined
         ? missing()
-        : json(200, state.sandboxJson(sandbox, true));
+        : pyJson(200, state.sandboxJson(sandbox, true));
     }
     if (method === "DELETE") {
       if (sandbox === undefined) return missing();
@@ -838,7 +864,7 @@ async function lifecycle(
     }
     if (sandbox === undefined) return missing();
     const headers = state.options.endpointHeaders;
-    return json(200, {
+    return pyJson(200, {
       endpoint: endpointOf(state, id, port),
       ...(headers === undefined || Object.keys(headers).length === 0
         ? {}
@@ -869,7 +895,7 @@ async function lifecycle(
       );
     }
     sandbox.expiresAt = at;
-    return json(200, { expiresAt: at.toISOString() });
+    return pyJson(200, { expiresAt: at.toISOString() });
   }
   if (action === "pause" || action === "resume") {
     if (method !== "POST") return notAllowed();
@@ -892,7 +918,7 @@ async function lifecycle(
       if (value === null) delete sandbox.metadata[key];
       else sandbox.metadata[key] = String(value);
     }
-    return json(200, state.sandboxJson(sandbox, true));
+    return pyJson(200, state.sandboxJson(sandbox, true));
   }
   return notFound();
 }
@@ -959,7 +985,7 @@ async function createSandbox(
     }
   }
   const sandbox = state.createSandbox(value);
-  return json(202, state.sandboxJson(sandbox, false), {
+  return pyJson(202, state.sandboxJson(sandbox, false), {
     "x-request-id": crypto.randomUUID(),
     location: `/v1/sandboxes/${sandbox.id}`,
   });
@@ -984,7 +1010,7 @@ function listSandboxes(state: OpenSandboxState, url: URL): Response {
     )
     .sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
   const totalPages = Math.ceil(matching.length / pageSize);
-  return json(200, {
+  return pyJson(200, {
     items: matching.slice((page - 1) * pageSize, page * pageSize).map((
       sandbox,
     ) => state.sandboxJson(sandbox, true)),
@@ -1502,7 +1528,7 @@ function commandLogs(state: OpenSandboxState, id: string, url: URL): Response {
     return execdError(
       400,
       "INVALID_REQUEST_BODY",
-      "error seek file: seek: invalid argument",
+      `error seek file: seek /tmp/${id}.output: invalid argument`,
     );
   }
   const all = new Uint8Array(command.outputLength);
@@ -2071,6 +2097,11 @@ async function replaceContent(
       : "";
     try {
       const absolute = state.absolute(path);
+      try {
+        await Deno.stat(absolute);
+      } catch (error) {
+        return fileError(error, "stat", absolute);
+      }
       const content = await Deno.readTextFile(absolute);
       if (old === "") return invalidBody("old content must not be empty");
       await Deno.writeTextFile(absolute, content.replaceAll(old, replacement));
