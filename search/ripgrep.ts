@@ -95,7 +95,8 @@ export interface RipgrepSearchOptions {
   /**
    * Content mode over a folder: how long (ms) a sorted search may run beside
    * the parallel one, to answer at once when the first files already fill
-   * the output. Default 60; `0` never runs it.
+   * the output (it goes on past that time while the parallel search finds
+   * matching files densely). Default 60; `0` never runs it.
    */
   readonly sortedAttemptMs?: number;
 }
@@ -106,6 +107,12 @@ export interface RipgrepSearchOptions {
  * to cost little beside a long search.
  */
 const SORTED_ATTEMPT_MS = 60;
+/**
+ * Matching files the parallel pass must have found by the end of the sorted
+ * attempt's time for the attempt to go on: matches that dense soon fill the
+ * output in path order.
+ */
+const DENSE_MATCHES = 256;
 /** Files in the first batch of a content search (grown 4 times per batch). */
 const CONTENT_FIRST_BATCH = 16;
 /** The most files in one batch of a content search. */
@@ -488,7 +495,12 @@ export class RipgrepSearch implements SearchEngine {
     );
     listing.catch(() => {});
     try {
-      const quick = await this.#sortedContent(plan, deadline.signal, sniff);
+      const quick = await this.#sortedContent(
+        plan,
+        deadline.signal,
+        sniff,
+        () => matching.length >= DENSE_MATCHES,
+      );
       if (quick !== null) {
         firstPass.abort();
         await listing.catch(() => {});
@@ -550,17 +562,24 @@ export class RipgrepSearch implements SearchEngine {
   }
 
   /**
-   * The sorted search (`--sort path`, streamed) for at most
-   * `sortedAttemptMs`: its result when it reached the output cap
-   * or the end in time, else `null`.
+   * The sorted search (`--sort path`, streamed) for `sortedAttemptMs`, or
+   * longer while the parallel pass finds matches densely: its result when it
+   * reached the output cap or the end, else `null`.
    */
   async #sortedContent(
     plan: GrepPlan,
     signal: AbortSignal,
     sniff: Uint8Array,
+    dense: () => boolean,
   ): Promise<GrepResult | null> {
     if (this.#sortedAttemptMs === 0) return null;
-    const budget = AbortSignal.timeout(this.#sortedAttemptMs);
+    // At the end of its time, the attempt goes on only if matches are dense
+    // (it then soon fills the output); else the parallel search takes over.
+    const stop = new AbortController();
+    const budget = stop.signal;
+    const timer = setTimeout(() => {
+      if (!dense()) stop.abort();
+    }, this.#sortedAttemptMs);
     const collector = new GrepCollector(plan);
     let path: string | null = null;
     let lines: MatchedLine[] = [];
@@ -595,6 +614,8 @@ export class RipgrepSearch implements SearchEngine {
     } catch (error) {
       if (budget.aborted && !signal.aborted) return null;
       throw error;
+    } finally {
+      clearTimeout(timer);
     }
     if (!collector.stopped) flush();
     return collector.result("ripgrep");
