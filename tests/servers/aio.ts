@@ -23,11 +23,19 @@
  * honour one `bytes=a-b` range (206 + `Content-Range`, 416 when unsatisfiable)
  * so that a client's resume path can be tested too.
  *
- * Run by hand: `deno run -A tests/servers/aio.ts [--port N] [--token T] [--home DIR]`
+ * Run by hand: `deno run -A tests/servers/aio.ts [--port N] [--token T] [--home DIR]
+ * [--fault SPEC]... [--fault-control]`
  * prints its base URL as the first line of stdout and serves until stopped.
  *
  * @module
  */
+
+import {
+  FaultInjector,
+  ignoreSigtermCommand,
+  parseFaultSpec,
+  serveWithFaults,
+} from "./_faults.ts";
 
 /** A command's state, as the spec names it. */
 export type AioCommandStatus =
@@ -43,16 +51,6 @@ export interface AioRequestRecord {
   readonly method: string;
   /** The path, without the query. */
   readonly path: string;
-}
-
-/** What a fault hook sees. */
-export interface AioInterceptContext {
-  /** The request (its body unread). */
-  readonly request: Request;
-  /** The path, without the query. */
-  readonly path: string;
-  /** How many requests came before this one, all paths counted. */
-  readonly index: number;
 }
 
 /** Options of {@linkcode startAioServer}. */
@@ -71,12 +69,13 @@ export interface AioServerOptions {
   /** Honour `Range` on downloads (206). Default false: the spec has no 206. */
   readonly range?: boolean;
   /**
-   * Called before routing; a returned response is sent instead of the real
-   * answer (fault injection). May also delay or throw.
+   * The fault injector in front of the handler (shared with the OpenSandbox
+   * server); default a new one whose status faults answer with the AIO
+   * envelope. The `ignore-sigterm` fault applies to `/v1/bash/exec`.
    */
-  readonly intercept?: (
-    context: AioInterceptContext,
-  ) => Response | undefined | Promise<Response | undefined>;
+  readonly faults?: FaultInjector;
+  /** Serve `/__faults` to add and clear faults while running. Default off. */
+  readonly control?: boolean;
 }
 
 /** A running {@linkcode startAioServer}. */
@@ -85,10 +84,19 @@ export interface AioServer extends AsyncDisposable {
   readonly baseUrl: string;
   /** The sessions' default working directory. */
   readonly home: string;
-  /** Every request received, in order. */
+  /** The fault injector. */
+  readonly faults: FaultInjector;
+  /** Every request that reached the handler, in order (faulted ones not). */
   readonly requests: readonly AioRequestRecord[];
-  /** How many requests hit `path` (every path when omitted). */
+  /**
+   * How many requests hit `path` (every path when omitted), those answered
+   * by an injected fault included.
+   */
   requestCount(path?: string): number;
+  /** Closes the listener: connections are refused until {@linkcode acceptConnections}. */
+  refuseConnections(): Promise<void>;
+  /** Listens again on the same port. */
+  acceptConnections(): Promise<void>;
   /** The process ids of the commands still running. */
   runningPids(): number[];
   /** Kills every command still running and stops serving. Idempotent. */
@@ -322,6 +330,16 @@ interface Session {
   execDir: string;
   current: Command | null;
   readonly commands: Map<string, Command>;
+}
+
+/** The body of an injected status fault: the AIO envelope. */
+function faultBody(status: number): string {
+  return JSON.stringify({
+    success: false,
+    message: `injected fault: status ${status}`,
+    data: null,
+    hint: null,
+  });
 }
 
 /** The envelope of every JSON answer. */
@@ -564,41 +582,37 @@ export function startAioServer(options: AioServerOptions = {}): AioServer {
   const sessions = new Map<string, Session>();
   const requests: AioRequestRecord[] = [];
   const allCommands = new Set<Command>();
-  const httpServer = Deno.serve({
-    port: options.port ?? 0,
+  const faults = options.faults ??
+    new FaultInjector({ errorBody: faultBody });
+  const httpServer = serveWithFaults({
+    faults,
+    ...(options.port === undefined ? {} : { port: options.port }),
     hostname: options.hostname ?? "127.0.0.1",
-    onListen: () => {},
-  }, async (request) => {
-    const url = new URL(request.url);
-    const index = requests.length;
-    requests.push({ method: request.method, path: url.pathname });
-    if (options.intercept) {
-      const injected = await options.intercept({
-        request,
-        path: url.pathname,
-        index,
-      });
-      if (injected) return injected;
-    }
-    if (options.token !== undefined) {
-      const auth = request.headers.get("authorization") ?? "";
-      if (auth !== `Bearer ${options.token}`) {
+    control: options.control ?? false,
+    handler: async (request) => {
+      const url = new URL(request.url);
+      requests.push({ method: request.method, path: url.pathname });
+      if (options.token !== undefined) {
+        const auth = request.headers.get("authorization") ?? "";
+        if (auth !== `Bearer ${options.token}`) {
+          await request.body?.cancel().catch(() => {});
+          return envelope(null, {
+            success: false,
+            message: "Unauthorized: missing or invalid bearer token",
+            status: 401,
+          });
+        }
+      }
+      try {
+        return await route(request, url);
+      } catch (error) {
         return envelope(null, {
           success: false,
-          message: "Unauthorized: missing or invalid bearer token",
-          status: 401,
+          message: `Internal server error: ${(error as Error).message}`,
+          status: 500,
         });
       }
-    }
-    try {
-      return await route(request, url);
-    } catch (error) {
-      return envelope(null, {
-        success: false,
-        message: `Internal server error: ${(error as Error).message}`,
-        status: 500,
-      });
-    }
+    },
   });
 
   const routes: Record<
@@ -717,7 +731,10 @@ export function startAioServer(options: AioServerOptions = {}): AioServer {
           `Session ${session.id} is busy running command ${session.current.id}`,
       });
     }
-    const command = new Command(body.command as string, session.id);
+    const text = faults.serverFault(request, "ignore-sigterm")
+      ? ignoreSigtermCommand(body.command as string)
+      : body.command as string;
+    const command = new Command(text, session.id);
     session.current = command;
     session.commands.set(command.id, command);
     allCommands.add(command);
@@ -1187,17 +1204,23 @@ export function startAioServer(options: AioServerOptions = {}): AioServer {
     return envelope({ file: path, bytes_written: bytes.length });
   }
 
-  const address = httpServer.addr as Deno.NetAddr;
   let closing: Promise<void> | null = null;
   const server: AioServer = {
-    baseUrl: `http://${address.hostname}:${address.port}`,
+    baseUrl: httpServer.url,
     home,
+    faults,
     requests,
     requestCount(path?: string): number {
-      return path === undefined
+      const handled = path === undefined
         ? requests.length
         : requests.filter((r) => r.path === path).length;
+      const faulted = path === undefined
+        ? faults.hits.length
+        : faults.hits.filter((hit) => hit.path === path).length;
+      return handled + faulted;
     },
+    refuseConnections: () => httpServer.refuseConnections(),
+    acceptConnections: () => httpServer.acceptConnections(),
     runningPids(): number[] {
       return [...allCommands].filter((c) => !c.done && c.child)
         .map((c) => c.child!.pid);
@@ -1206,7 +1229,7 @@ export function startAioServer(options: AioServerOptions = {}): AioServer {
       closing ??= (async () => {
         for (const command of allCommands) command.kill("SIGKILL", "killed");
         await Promise.all([...allCommands].map((c) => c.finished));
-        await httpServer.shutdown();
+        await httpServer.close();
       })();
       return closing;
     },
@@ -1218,7 +1241,13 @@ export function startAioServer(options: AioServerOptions = {}): AioServer {
 }
 
 function parseArgs(args: readonly string[]): AioServerOptions {
-  const options: { port?: number; token?: string; home?: string } = {};
+  const options: {
+    port?: number;
+    token?: string;
+    home?: string;
+    faults?: FaultInjector;
+    control?: boolean;
+  } = {};
   for (let i = 0; i < args.length; i++) {
     const arg = args[i]!;
     const [flag, inline] = arg.includes("=")
@@ -1237,6 +1266,10 @@ function parseArgs(args: readonly string[]): AioServerOptions {
       options.port = port;
     } else if (flag === "--token") options.token = value();
     else if (flag === "--home") options.home = value();
+    else if (flag === "--fault") {
+      options.faults ??= new FaultInjector({ errorBody: faultBody });
+      options.faults.add(parseFaultSpec(value()));
+    } else if (flag === "--fault-control") options.control = true;
     else throw new TypeError(`Unknown option "${arg}"`);
   }
   return options;
@@ -1249,7 +1282,7 @@ if (import.meta.main) {
   } catch (error) {
     console.error((error as Error).message);
     console.error(
-      "Usage: deno run -A tests/servers/aio.ts [--port N] [--token T] [--home DIR]",
+      "Usage: deno run -A tests/servers/aio.ts [--port N] [--token T] [--home DIR] [--fault SPEC]... [--fault-control]",
     );
     Deno.exit(2);
   }

@@ -410,3 +410,49 @@ Deno.test("aio server: started by hand it prints its base URL first and serves",
   await child.stdout.cancel().catch(() => {});
   assertEquals(status.success, true);
 });
+
+Deno.test("aio server: injected faults answer in the envelope and are counted", () =>
+  withServer(async (server) => {
+    server.faults.add({
+      method: "POST",
+      path: "/v1/bash/exec",
+      fault: { kind: "status", status: 503 },
+      times: 1,
+    });
+    const faulted = await post(server, "/v1/bash/exec", { command: "true" });
+    assertEquals(faulted.status, 503);
+    assertEquals(faulted.json.success, false);
+    assertStringIncludes(faulted.json.message, "503");
+    const real = await post(server, "/v1/bash/exec", { command: "true" });
+    assertEquals(real.json.data.exit_code, 0);
+    assertEquals(server.requestCount("/v1/bash/exec"), 2);
+    assertEquals(server.requests.length, 1);
+
+    server.faults.add({
+      path: "/v1/bash/exec",
+      fault: { kind: "ignore-sigterm" },
+      times: 1,
+    });
+    const stubborn = await post(server, "/v1/bash/exec", {
+      command: "sleep 30",
+      timeout: 0.1,
+    });
+    const [pid] = server.runningPids();
+    const started = Date.now();
+    const killed = await post(server, "/v1/bash/kill", {
+      session_id: stubborn.json.data.session_id,
+    });
+    assertEquals(killed.json.data.status, "killed");
+    assertGreater(Date.now() - started, 1500, "SIGTERM was not ignored");
+    assertEquals(liveGroupMembers(pid!), []);
+
+    await server.refuseConnections();
+    const refused = await fetch(`${server.baseUrl}/v1/file/list`).then(
+      () => null,
+      (error) => error,
+    );
+    assert(refused instanceof TypeError);
+    await server.acceptConnections();
+    const back = await post(server, "/v1/file/list", { path: server.home });
+    assertEquals(back.json.success, true);
+  }));
