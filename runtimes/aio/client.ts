@@ -264,12 +264,16 @@ export class AioClient {
     body: AioExecRequest,
     options: AioCallOptions = {},
   ): Promise<AioExecResult> {
-    return await this.#call<AioExecResult>({
-      method: "POST",
-      path: "/v1/bash/exec",
-      json: body,
-      idempotent: false,
-    }, options, true);
+    return await this.#call<AioExecResult>(
+      {
+        method: "POST",
+        path: "/v1/bash/exec",
+        json: body,
+        idempotent: false,
+      },
+      options,
+      true,
+    );
   }
 
   /**
@@ -284,12 +288,16 @@ export class AioClient {
     body: AioOutputRequest,
     options: AioCallOptions = {},
   ): Promise<AioOutputResult> {
-    return await this.#call<AioOutputResult>({
-      method: "POST",
-      path: "/v1/bash/output",
-      json: body,
-      idempotent: true,
-    }, options, true);
+    return await this.#call<AioOutputResult>(
+      {
+        method: "POST",
+        path: "/v1/bash/output",
+        json: body,
+        idempotent: true,
+      },
+      options,
+      true,
+    );
   }
 
   /**
@@ -306,12 +314,16 @@ export class AioClient {
     options: AioCallOptions = {},
   ): Promise<boolean> {
     try {
-      await this.#call<unknown>({
-        method: "POST",
-        path: "/v1/bash/kill",
-        json: { session_id: sessionId, signal },
-        idempotent: true,
-      }, options, false);
+      await this.#call<unknown>(
+        {
+          method: "POST",
+          path: "/v1/bash/kill",
+          json: { session_id: sessionId, signal },
+          idempotent: true,
+        },
+        options,
+        false,
+      );
       return true;
     } catch (error) {
       if (error instanceof AioOperationError) return false;
@@ -343,16 +355,20 @@ export class AioClient {
         content,
       },
     ], options.signal ? { signal: options.signal } : {});
-    const data = await this.#call<{ file_size?: number }>({
-      method: "POST",
-      path: "/v1/file/upload",
-      body: multipart.body,
-      headers: {
-        "content-type": multipart.contentType,
-        "content-length": String(multipart.length),
+    const data = await this.#call<{ file_size?: number }>(
+      {
+        method: "POST",
+        path: "/v1/file/upload",
+        body: multipart.body,
+        headers: {
+          "content-type": multipart.contentType,
+          "content-length": String(multipart.length),
+        },
+        idempotent: false,
       },
-      idempotent: false,
-    }, { timeoutMs: null, ...options }, true);
+      { timeoutMs: null, ...options },
+      true,
+    );
     return data.file_size ?? 0;
   }
 
@@ -391,12 +407,16 @@ export class AioClient {
     body: AioListRequest,
     options: AioCallOptions = {},
   ): Promise<AioFileInfo[]> {
-    const data = await this.#call<{ files?: AioFileInfo[] }>({
-      method: "POST",
-      path: "/v1/file/list",
-      json: body,
-      idempotent: true,
-    }, options, true);
+    const data = await this.#call<{ files?: AioFileInfo[] }>(
+      {
+        method: "POST",
+        path: "/v1/file/list",
+        json: body,
+        idempotent: true,
+      },
+      options,
+      true,
+    );
     return data.files ?? [];
   }
 
@@ -408,12 +428,16 @@ export class AioClient {
    * @returns Its content.
    */
   async read(file: string, options: AioCallOptions = {}): Promise<string> {
-    const data = await this.#call<{ content?: string }>({
-      method: "POST",
-      path: "/v1/file/read",
-      json: { file },
-      idempotent: true,
-    }, options, true);
+    const data = await this.#call<{ content?: string }>(
+      {
+        method: "POST",
+        path: "/v1/file/read",
+        json: { file },
+        idempotent: true,
+      },
+      options,
+      true,
+    );
     return data.content ?? "";
   }
 
@@ -433,12 +457,16 @@ export class AioClient {
     const json = typeof content === "string"
       ? { file, content }
       : { file, content: toBase64(content), encoding: "base64" };
-    const data = await this.#call<{ bytes_written?: number | null }>({
-      method: "POST",
-      path: "/v1/file/write",
-      json,
-      idempotent: true,
-    }, options, true);
+    const data = await this.#call<{ bytes_written?: number | null }>(
+      {
+        method: "POST",
+        path: "/v1/file/write",
+        json,
+        idempotent: true,
+      },
+      options,
+      true,
+    );
     return data.bytes_written ?? 0;
   }
 
@@ -452,11 +480,15 @@ export class AioClient {
     sessionId: string,
     options: AioCallOptions = {},
   ): Promise<void> {
-    await this.#call<unknown>({
-      method: "POST",
-      path: `/v1/bash/sessions/${encodeURIComponent(sessionId)}/close`,
-      idempotent: true,
-    }, options, false);
+    await this.#call<unknown>(
+      {
+        method: "POST",
+        path: `/v1/bash/sessions/${encodeURIComponent(sessionId)}/close`,
+        idempotent: true,
+      },
+      options,
+      false,
+    );
   }
 
   async #call<T>(

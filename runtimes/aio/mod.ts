@@ -1,0 +1,34 @@
+/**
+ * The AIO Sandbox runtime: skills and commands on one existing AIO container
+ * (`/v1/bash/*`, `/v1/file/*`), with an optional bearer token.
+ *
+ * @example Using a container (not run: it needs a running AIO Sandbox)
+ * ```ts ignore
+ * import { AioSkillRuntime } from "@skillrun/skillrun/aio";
+ *
+ * await using runtime = new AioSkillRuntime({
+ *   baseUrl: "http://127.0.0.1:8080",
+ *   token: Deno.env.get("AIO_TOKEN"),
+ * });
+ * const result = await runtime.execute({ command: "uname -a" });
+ * console.log(result.stdout);
+ * ```
+ *
+ * @module
+ */
+export { type AioRuntimeOptions, AioSkillRuntime } from "./runtime.ts";
+export {
+  AioClient,
+  type AioClientOptions,
+  type AioCommandStatus,
+  AioOperationError,
+  type AioOperationErrorOptions,
+} from "./client.ts";
+export {
+  type ConversationKey,
+  type ConversationRecord,
+  type ConversationStore,
+  KvConversationStore,
+  MemoryConversationStore,
+} from "../../workspace/conversation_store.ts";
+export { RemoteHttpError } from "../remote/errors.ts";
