@@ -572,47 +572,56 @@ export class AioClient {
   }
 }
 
-/** A 422's `detail` list, as "body.command: Field required; ...". */
+/**
+ * A 422's `detail` list as "body.command: Field required; ...", from the
+ * answer's text or from its `detail` alone.
+ *
+ * @example
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { validationSummary } from "./client.ts";
+ *
+ * assertEquals(
+ *   validationSummary('{"detail":[{"loc":["body","command"],"msg":"Field required","type":"missing"}]}'),
+ *   "body.command: Field required",
+ * );
+ * ```
+ *
+ * @param text The answer's body, or its `detail` as JSON.
+ * @returns The summary, or `undefined` when the text has no such list.
+ */
 export function validationSummary(text: string): string | undefined {
+  let parsed: unknown;
   try {
-    const parsed = JSON.parse(text) as { detail?: unknown };
-    if (!Array.isArray(parsed.detail)) return undefined;
-    return parsed.detail.map((item: { loc?: unknown; msg?: unknown }) =>
-      `${Array.isArray(item.loc) ? item.loc.join(".") : "?"}: ${
-        String(item.msg ?? "invalid")
-      }`
-    ).join("; ");
+    parsed = JSON.parse(text);
   } catch {
     return undefined;
   }
+  const detail = Array.isArray(parsed)
+    ? parsed
+    : (parsed as { detail?: unknown } | null)?.detail;
+  if (!Array.isArray(detail) || detail.length === 0) return undefined;
+  return detail.map((item: { loc?: unknown; msg?: unknown }) =>
+    `${Array.isArray(item?.loc) ? item.loc.join(".") : "?"}: ${
+      String(item?.msg ?? "invalid")
+    }`
+  ).join("; ");
 }
 
-/** Makes a 422 or an enveloped error status readable; passes others on. */
+/** Makes a 422's list of refused fields readable; passes other errors on. */
 function readableError(error: unknown): unknown {
-  if (!(error instanceof RemoteHttpError) || error.status === 0) return error;
-  const text = error.serverMessage ?? "";
-  let summary: string | undefined;
-  let code = error.code;
-  if (error.status === 422) {
-    summary = validationSummary(text);
-    code ??= "validation_error";
-  } else {
-    try {
-      const parsed = JSON.parse(text) as Envelope & { detail?: unknown };
-      if (typeof parsed.message === "string") summary = parsed.message;
-      else if (typeof parsed.detail === "string") summary = parsed.detail;
-    } catch { /* keep the excerpt */ }
+  if (!(error instanceof RemoteHttpError) || error.status !== 422) {
+    return error;
   }
+  const summary = validationSummary(error.serverMessage ?? "");
   if (summary === undefined) return error;
   return new RemoteHttpError(
-    `${error.method} ${error.url}: ${error.status}${
-      error.status === 422 ? " invalid request" : ""
-    }: ${summary}`,
+    `${error.method} ${error.url}: 422 invalid request: ${summary}`,
     {
       method: error.method,
       url: error.url,
-      status: error.status,
-      code,
+      status: 422,
+      code: error.code ?? "validation_error",
       serverMessage: summary,
       requestId: error.requestId,
       timedOut: error.timedOut,

@@ -10,7 +10,12 @@
 import { OutputCollector } from "../../_internal/collector.ts";
 import { RemoteHttpError } from "../remote/errors.ts";
 import type { ExecuteResult } from "../types.ts";
-import type { AioClient, AioCommandStatus } from "./client.ts";
+import type {
+  AioClient,
+  AioCommandStatus,
+  AioOutputRequest,
+  AioOutputResult,
+} from "./client.ts";
 
 /** The longest soft timeout or long poll of one request, in seconds: 20. */
 export const DEFAULT_POLL_SECONDS = 20;
@@ -200,15 +205,18 @@ export async function runAioCommand(
       commandId = answer.command_id;
     }
     while (status === "running" || status === "pending") {
-      const wait = leftSeconds();
-      const answer = await client.output({
-        session_id: sessionId,
-        command_id: commandId,
-        offset: out.offset,
-        stderr_offset: err.offset,
-        wait: true,
-        wait_timeout: wait,
-      }, { signal: stop.signal, timeoutMs: wait * 1000 + 15_000 });
+      const answer = await readOutput(
+        client,
+        {
+          session_id: sessionId,
+          command_id: commandId,
+          offset: out.offset,
+          stderr_offset: err.offset,
+          wait: true,
+        },
+        leftSeconds,
+        stop.signal,
+      );
       out.add(answer.stdout, answer.offset);
       err.add(answer.stderr, answer.stderr_offset);
       if (!answer.command) {
@@ -238,6 +246,34 @@ export async function runAioCommand(
   } finally {
     clearTimeout(timer);
     request.signal?.removeEventListener("abort", onAbort);
+  }
+}
+
+/** Attempts of one output read whose answer broke off (a read is safe to repeat). */
+const OUTPUT_ATTEMPTS = 3;
+
+/** Reads output, again from the same offsets when the answer broke off. */
+async function readOutput(
+  client: AioClient,
+  body: AioOutputRequest,
+  waitSeconds: () => number,
+  signal: AbortSignal,
+): Promise<AioOutputResult> {
+  for (let attempt = 1;; attempt++) {
+    const wait = waitSeconds();
+    try {
+      return await client.output({ ...body, wait_timeout: wait }, {
+        signal,
+        timeoutMs: wait * 1000 + 15_000,
+      });
+    } catch (error) {
+      const brokeOff = error instanceof RemoteHttpError &&
+        error.status === 0 && !error.timedOut;
+      if (!brokeOff || signal.aborted || attempt >= OUTPUT_ATTEMPTS) {
+        throw error;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100 * attempt));
+    }
   }
 }
 
