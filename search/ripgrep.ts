@@ -95,7 +95,7 @@ export interface RipgrepSearchOptions {
 }
 
 /** Arguments shared by every ripgrep run. */
-const COMMON_ARGS = [
+export const COMMON_ARGS: readonly string[] = [
   "--no-config",
   "--hidden",
   "--no-ignore",
@@ -105,12 +105,13 @@ const COMMON_ARGS = [
   "--null",
 ];
 
-function heavyGlobs(): string[] {
+/** The `--glob` arguments that skip heavy folders below the root. */
+export function heavyGlobs(): string[] {
   return [...HEAVY_FOLDERS].flatMap((name) => ["--glob", `!${name}/`]);
 }
 
 /** Splits ripgrep's `--null` output into records: a path, then (optionally) the rest of the line. */
-class RecordParser {
+export class RecordParser {
   readonly #withRest: boolean;
   readonly #maxRestBytes: number;
   #parts: Uint8Array[] = [];
@@ -168,6 +169,54 @@ class RecordParser {
       }
     }
   }
+}
+
+/**
+ * The ripgrep arguments of a `grep` (shared with the engine that runs rg in a
+ * sandbox): the search root is `.` (run in the root folder) or the root file.
+ *
+ * @param plan The checked request.
+ * @returns The arguments, ending with the root.
+ */
+export function ripgrepGrepArgs(plan: GrepPlan): string[] {
+  const args = [...COMMON_ARGS, "--text", "--encoding", "none"];
+  args.push(plan.caseInsensitive ? "--ignore-case" : "--case-sensitive");
+  if (plan.multiline) args.push("--multiline", "--multiline-dotall");
+  if (!plan.root.isFile) {
+    if (plan.filters.glob !== null) args.push("--glob", plan.filters.glob);
+    args.push(...heavyGlobs());
+    if (plan.filters.extensions !== null) {
+      for (const extension of plan.filters.extensions) {
+        args.push("--type-add", `skillrun:*.${extension}`);
+      }
+      args.push("--type", "skillrun");
+    }
+  }
+  switch (plan.mode) {
+    case "files_with_matches":
+      args.push("--files-with-matches");
+      break;
+    case "count":
+      args.push("--count", "--with-filename");
+      break;
+    case "content":
+      args.push(
+        "--line-number",
+        "--with-filename",
+        "--no-heading",
+        "--no-context-separator",
+        "--sort",
+        "path",
+        "--before-context",
+        String(plan.before),
+        "--after-context",
+        String(plan.after),
+      );
+      break;
+  }
+  args.push("--regexp", plan.regex.ripgrepPattern, "--");
+  args.push(plan.root.isFile ? plan.root.path : ".");
+  return args;
 }
 
 /** Whether a local file is binary (or unreadable); synchronous: fast. */
@@ -241,43 +290,7 @@ export class RipgrepSearch implements SearchEngine {
    */
   async grep(request: GrepRequest): Promise<GrepResult> {
     const plan = await planGrep(this.#fs, request, true);
-    const args = [...COMMON_ARGS, "--text", "--encoding", "none"];
-    args.push(plan.caseInsensitive ? "--ignore-case" : "--case-sensitive");
-    if (plan.multiline) args.push("--multiline", "--multiline-dotall");
-    if (!plan.root.isFile) {
-      if (plan.filters.glob !== null) args.push("--glob", plan.filters.glob);
-      args.push(...heavyGlobs());
-      if (plan.filters.extensions !== null) {
-        for (const extension of plan.filters.extensions) {
-          args.push("--type-add", `skillrun:*.${extension}`);
-        }
-        args.push("--type", "skillrun");
-      }
-    }
-    switch (plan.mode) {
-      case "files_with_matches":
-        args.push("--files-with-matches");
-        break;
-      case "count":
-        args.push("--count", "--with-filename");
-        break;
-      case "content":
-        args.push(
-          "--line-number",
-          "--with-filename",
-          "--no-heading",
-          "--no-context-separator",
-          "--sort",
-          "path",
-          "--before-context",
-          String(plan.before),
-          "--after-context",
-          String(plan.after),
-        );
-        break;
-    }
-    args.push("--regexp", plan.regex.ripgrepPattern, "--");
-    args.push(plan.root.isFile ? plan.root.path : ".");
+    const args = ripgrepGrepArgs(plan);
     const collector = new GrepCollector(plan);
     const deadline = startDeadline(plan.timeoutMs, plan.signal);
     const what = `Search for "${plan.regex.pattern}"`;
@@ -482,7 +495,8 @@ export class RipgrepSearch implements SearchEngine {
   }
 }
 
-function parseLine(
+/** Parses the rest of a content record: `12:text` (match) or `12-text` (context). */
+export function parseLine(
   rest: Uint8Array,
   decoder: TextDecoder,
   plan: GrepPlan,
@@ -502,7 +516,8 @@ function parseLine(
   return { lineNumber, text, match, cut };
 }
 
-function ripgrepError(plan: GrepPlan, stderr: string): Error {
+/** The error of a failed rg run, from its stderr. */
+export function ripgrepError(plan: GrepPlan, stderr: string): Error {
   const lines = stderr.trim().split("\n").map((l) => l.trim()).filter((l) => l);
   const reason = lines.at(-1)?.replace(/^error:\s*/, "") ?? "unknown error";
   if (/regex|literal/i.test(stderr)) {
