@@ -4,7 +4,11 @@
  *
  * @module
  */
-import { type AioServer, startAioServer } from "../../tests/servers/aio.ts";
+import {
+  type AioServer,
+  loadAioContract,
+  startAioServer,
+} from "../../tests/servers/aio.ts";
 import { type AioRuntimeOptions, AioSkillRuntime } from "./runtime.ts";
 
 /** The bearer token the test servers check. */
@@ -21,7 +25,9 @@ export interface AioTestServer extends AsyncDisposable {
 }
 
 /**
- * Starts the AIO test server with {@linkcode TEST_TOKEN} in a temporary home.
+ * Starts the AIO test server with {@linkcode TEST_TOKEN} in a temporary home;
+ * every real answer it gives is checked against the OpenAPI contract, and
+ * disposing fails when one did not match.
  *
  * @param options `range: true` makes downloads honour `Range`.
  * @returns The server.
@@ -32,7 +38,12 @@ export async function startAioTestServer(
   const dir = await Deno.realPath(
     await Deno.makeTempDir({ prefix: "skillrun-aio-" }),
   );
-  const server = startAioServer({ home: dir, token: TEST_TOKEN, ...options });
+  const server = startAioServer({
+    home: dir,
+    token: TEST_TOKEN,
+    contract: await loadAioContract(),
+    ...options,
+  });
   const runtimes: AioSkillRuntime[] = [];
   return {
     server,
@@ -52,6 +63,13 @@ export async function startAioTestServer(
       for (const runtime of runtimes) await runtime.close().catch(() => {});
       await server.close();
       await Deno.remove(dir, { recursive: true }).catch(() => {});
+      if (server.contractViolations.length > 0) {
+        throw new Error(
+          `The AIO test server answered outside its contract:\n${
+            server.contractViolations.join("\n")
+          }`,
+        );
+      }
     },
   };
 }

@@ -7,12 +7,14 @@
 import {
   type RemoteBackend,
   type RemoteCommand,
+  type RemoteSearchParts,
   type RemoteSession,
   RemoteSkillRuntime,
   type RemoteSkillRuntimeOptions,
 } from "../remote/runtime.ts";
 import { shellQuote } from "../remote/shell.ts";
-import type { ExecuteResult } from "../types.ts";
+import type { ExecuteResult, SearchEngine } from "../types.ts";
+import { ShellSearch } from "../../search/shell.ts";
 import type { CopyPolicy } from "../../workspace/copy.ts";
 import { validateConversationId } from "../../workspace/conversation.ts";
 import {
@@ -64,7 +66,11 @@ export interface AioRuntimeOptions {
   readonly headers?: Readonly<Record<string, string>>;
   /** The `fetch` to use. */
   readonly fetch?: typeof fetch;
-  /** The search engine behind `grep`, `glob` and `ls`. */
+  /**
+   * The search engine behind `grep`, `glob` and `ls`. Default: a
+   * `ShellSearch` that runs them inside the container (ripgrep when there,
+   * else find and grep).
+   */
   readonly search?: RemoteSkillRuntimeOptions["search"];
 }
 
@@ -180,7 +186,7 @@ export class AioSkillRuntime extends RemoteSkillRuntime {
         ? { maxOutputBytes: options.maxOutputBytes }
         : {}),
       ...(options.copyPolicy ? { copyPolicy: options.copyPolicy } : {}),
-      ...(options.search ? { search: options.search } : {}),
+      search: options.search ?? shellSearch,
     });
     this.#backend = backend;
   }
@@ -194,6 +200,24 @@ export class AioSkillRuntime extends RemoteSkillRuntime {
   get sessionCount(): number {
     return this.#backend.sessions.size;
   }
+}
+
+/** The default search engine: grep, glob and ls run inside the container. */
+function shellSearch(parts: RemoteSearchParts): SearchEngine {
+  return new ShellSearch({
+    fs: parts.fs,
+    shell: {
+      exec: (command, options) =>
+        parts.execute({
+          command,
+          timeoutMs: options.timeoutMs,
+          ...(options.signal ? { signal: options.signal } : {}),
+          ...(options.maxOutputBytes !== undefined
+            ? { maxOutputBytes: options.maxOutputBytes }
+            : {}),
+        }),
+    },
+  });
 }
 
 interface BackendOptions {

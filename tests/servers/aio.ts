@@ -36,6 +36,7 @@ import {
   parseFaultSpec,
   serveWithFaults,
 } from "./_faults.ts";
+import { OpenApiContract } from "./_contract.ts";
 
 /** A command's state, as the spec names it. */
 export type AioCommandStatus =
@@ -76,6 +77,36 @@ export interface AioServerOptions {
   readonly faults?: FaultInjector;
   /** Serve `/__faults` to add and clear faults while running. Default off. */
   readonly control?: boolean;
+  /**
+   * The AIO OpenAPI contract (`loadAioContract()`): every real answer (before
+   * any injected fault) is checked against it, and what does not match is
+   * kept in {@linkcode AioServer.contractViolations}.
+   */
+  readonly contract?: OpenApiContract;
+}
+
+/** Where the AIO OpenAPI document is. */
+export const AIO_OPENAPI: URL = new URL(
+  "../../../shared/specs/aio-sandbox/openapi.json",
+  import.meta.url,
+);
+
+/**
+ * Loads the AIO OpenAPI contract for {@linkcode AioServerOptions.contract}.
+ *
+ * @returns The contract.
+ */
+export function loadAioContract(): Promise<OpenApiContract> {
+  return OpenApiContract.load(AIO_OPENAPI);
+}
+
+/**
+ * Answers the spec does not list but `../shared/specs/README.md` documents:
+ * the optional bearer check (401) and a failed download (4xx).
+ */
+function documentedDeviation(path: string, status: number): boolean {
+  if (status === 401) return true;
+  return path === "/v1/file/download" && status >= 400 && status < 500;
 }
 
 /** A running {@linkcode startAioServer}. */
@@ -88,6 +119,11 @@ export interface AioServer extends AsyncDisposable {
   readonly faults: FaultInjector;
   /** Every request that reached the handler, in order (faulted ones not). */
   readonly requests: readonly AioRequestRecord[];
+  /**
+   * Real answers that did not match the contract (`METHOD path status:
+   * finding`), when one was given. Empty is good.
+   */
+  readonly contractViolations: readonly string[];
   /**
    * How many requests hit `path` (every path when omitted), those answered
    * by an injected fault included.
@@ -603,17 +639,67 @@ export function startAioServer(options: AioServerOptions = {}): AioServer {
           });
         }
       }
+      let response: Response;
       try {
-        return await route(request, url);
+        response = await route(request, url);
       } catch (error) {
-        return envelope(null, {
+        response = envelope(null, {
           success: false,
           message: `Internal server error: ${(error as Error).message}`,
           status: 500,
         });
       }
+      if (options.contract) {
+        await checkContract(options.contract, request.method, url, response);
+      }
+      return response;
     },
   });
+  const violations: string[] = [];
+
+  async function checkContract(
+    contract: OpenApiContract,
+    method: string,
+    url: URL,
+    response: Response,
+  ): Promise<void> {
+    const where = `${method} ${url.pathname} ${response.status}`;
+    const type = (response.headers.get("content-type") ?? "").split(";")[0]!
+      .trim();
+    try {
+      contract.responseSpec({
+        method,
+        path: url.pathname,
+        status: response.status,
+      });
+    } catch {
+      if (!documentedDeviation(url.pathname, response.status)) {
+        violations.push(`${where}: not in the spec`);
+      }
+      return;
+    }
+    if (type !== "application/json") {
+      const spec = contract.responseSpec({
+        method,
+        path: url.pathname,
+        status: response.status,
+      });
+      if (!spec.contentTypes.includes(type)) {
+        violations.push(`${where}: content type "${type}" is not declared`);
+      }
+      return;
+    }
+    const body = JSON.parse(await response.clone().text());
+    const result = contract.validate({
+      method,
+      path: url.pathname,
+      status: response.status,
+      contentType: type,
+    }, body);
+    if (!result.valid) {
+      violations.push(`${where}: ${result.errors.join("; ")}`);
+    }
+  }
 
   const routes: Record<
     string,
@@ -1210,6 +1296,7 @@ export function startAioServer(options: AioServerOptions = {}): AioServer {
     home,
     faults,
     requests,
+    contractViolations: violations,
     requestCount(path?: string): number {
       const handled = path === undefined
         ? requests.length

@@ -6,7 +6,7 @@ import {
   assertStringIncludes,
 } from "../../_internal/assert.ts";
 import { liveGroupMembers } from "../../_internal/testing.ts";
-import { type AioServer, startAioServer } from "./aio.ts";
+import { type AioServer, loadAioContract, startAioServer } from "./aio.ts";
 
 // deno-lint-ignore no-explicit-any
 type Json = any;
@@ -456,3 +456,118 @@ Deno.test("aio server: injected faults answer in the envelope and are counted", 
     const back = await post(server, "/v1/file/list", { path: server.home });
     assertEquals(back.json.success, true);
   }));
+
+Deno.test("aio server: every answer of every endpoint matches openapi.json", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "aio_contract_" });
+  const server = startAioServer({
+    home: dir,
+    contract: await loadAioContract(),
+  });
+  try {
+    const exec = await post(server, "/v1/bash/exec", {
+      command: "echo a; echo b >&2; exit 2",
+    });
+    const session = exec.json.data.session_id;
+    await post(server, "/v1/bash/exec", {
+      command: "sleep 0.3",
+      timeout: 0.05,
+      session_id: "soft",
+    });
+    await post(server, "/v1/bash/output", {
+      session_id: "soft",
+      wait: true,
+      wait_timeout: 2,
+    });
+    await post(server, "/v1/bash/exec", {
+      command: "sleep 5",
+      async_mode: true,
+      session_id: "k",
+    });
+    await post(server, "/v1/bash/kill", { session_id: "k", signal: "SIGKILL" });
+    await post(server, "/v1/bash/kill", { session_id: "k" });
+    await post(server, "/v1/bash/kill", { session_id: "none" });
+    await post(server, "/v1/bash/output", { session_id: "none" });
+    await post(server, "/v1/bash/output", {
+      session_id: session,
+      command_id: "nope",
+    });
+    await post(server, "/v1/bash/exec", {
+      command: "sleep 0.2",
+      hard_timeout: 0.05,
+      session_id: "h",
+    });
+    await post(server, "/v1/bash/exec", {
+      command: "true",
+      exec_dir: "/nonexistent",
+    });
+    await post(server, "/v1/bash/sessions/k/close", {});
+    await post(server, "/v1/bash/sessions/none/close", {});
+    await post(server, "/v1/file/write", {
+      file: `${dir}/w.txt`,
+      content: "w",
+    });
+    await post(server, "/v1/file/write", {
+      file: `${dir}/w.txt/x`,
+      content: "w",
+    });
+    await post(server, "/v1/file/read", { file: `${dir}/w.txt` });
+    await post(server, "/v1/file/read", { file: `${dir}/none` });
+    await post(server, "/v1/file/list", {
+      path: dir,
+      recursive: true,
+      include_permissions: true,
+    });
+    await post(server, "/v1/file/list", { path: `${dir}/none` });
+    for (const target of [`${dir}/up.bin`, `${dir}/w.txt/up.bin`]) {
+      const form = new FormData();
+      form.set("file", new File([new Uint8Array([0, 1, 2])], "up.bin"));
+      form.set("path", target);
+      await (await fetch(`${server.baseUrl}/v1/file/upload`, {
+        method: "POST",
+        body: form,
+      })).body?.cancel();
+    }
+    for (const path of [`${dir}/up.bin`, `${dir}/none`, dir]) {
+      await (await fetch(
+        `${server.baseUrl}/v1/file/download?path=${encodeURIComponent(path)}`,
+      )).body?.cancel();
+    }
+    for (
+      const path of [
+        "/v1/bash/exec",
+        "/v1/bash/output",
+        "/v1/bash/kill",
+        "/v1/file/list",
+        "/v1/file/read",
+        "/v1/file/write",
+      ]
+    ) {
+      const invalid = await post(server, path, { unexpected: true });
+      assertEquals(invalid.status, 422, path);
+    }
+    await (await fetch(`${server.baseUrl}/v1/file/download`)).body?.cancel();
+    assertGreater(server.requests.length, 30);
+    assertEquals(server.contractViolations, []);
+  } finally {
+    await server.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("aio server: the contract check does catch an answer outside the spec", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "aio_contract_" });
+  const server = startAioServer({
+    home: dir,
+    contract: await loadAioContract(),
+  });
+  try {
+    const response = await fetch(`${server.baseUrl}/v1/nowhere`);
+    assertEquals(response.status, 404);
+    await response.body?.cancel();
+    assertEquals(server.contractViolations.length, 1);
+    assertStringIncludes(server.contractViolations[0]!, "/v1/nowhere 404");
+  } finally {
+    await server.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
