@@ -254,7 +254,7 @@ export class HttpClient {
    */
   async request(request: HttpRequest): Promise<Response> {
     const call = this.#prepare(request);
-    const { method, shownUrl, signal } = call;
+    const { method, signal } = call;
     signal?.throwIfAborted();
     const controller = new AbortController();
     const timeoutReason = new DOMException("Timed out", "TimeoutError");
