@@ -16,7 +16,6 @@ import { SkillPreparationError, WorkspaceEscapeError } from "../errors.ts";
 import { RemoteHttpError } from "../remote/errors.ts";
 import { MemoryConversationStore } from "../../workspace/conversation_store.ts";
 import { countingFetch, makeSkill, waitFor } from "../opensandbox/_testing.ts";
-import { AioSkillRuntime } from "./runtime.ts";
 import { startAioTestServer, TEST_TOKEN } from "./_testing.ts";
 
 const CORPUS = new URL(
