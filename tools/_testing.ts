@@ -208,8 +208,13 @@ export const AIO_KIND: RuntimeKind = {
             skillsRoot: `${home}/skills`,
           }),
         ),
-      conversation: (conversationsRoot: string, conversationId: string) =>
-        Promise.resolve(made(
+      // Opened as the local kind's are: the workspace exists on return (the
+      // runtime itself waits for its first use to touch the container).
+      conversation: async (
+        conversationsRoot: string,
+        conversationId: string,
+      ) => {
+        const runtime = made(
           new AioSkillRuntime({
             baseUrl: server.baseUrl,
             token,
@@ -217,7 +222,10 @@ export const AIO_KIND: RuntimeKind = {
             conversationsRoot,
             store,
           }),
-        )),
+        );
+        await runtime.fs.stat(".");
+        return runtime;
+      },
       [Symbol.asyncDispose]: async () => {
         for (const runtime of runtimes) await runtime.close().catch(() => {});
         await server.close();

@@ -181,10 +181,10 @@ export async function runAioCommand(
   const leftSeconds = (): number =>
     Math.max(0.001, Math.min(poll, (deadline - Date.now()) / 1000));
   let sent = false;
+  let commandId: string | undefined;
   try {
     let status: AioCommandStatus;
     let exitCode: number | null | undefined;
-    let commandId: string;
     {
       const soft = leftSeconds();
       sent = true;
@@ -237,7 +237,20 @@ export async function runAioCommand(
     return result(status === "completed" ? exitCode ?? -1 : -1);
   } catch (error) {
     if (reason !== undefined) {
-      await killSession(client, sessions, sessionId);
+      const killed = await killSession(client, sessions, sessionId);
+      // What the command wrote before it was stopped is part of the result.
+      if (commandId !== undefined || killed) {
+        await client.output({
+          session_id: sessionId,
+          ...(commandId !== undefined ? { command_id: commandId } : {}),
+          offset: out.offset,
+          stderr_offset: err.offset,
+        }, { timeoutMs: 5_000 }).then((answer) => {
+          if (answer.command?.command !== request.command) return;
+          out.add(answer.stdout, answer.offset);
+          err.add(answer.stderr, answer.stderr_offset);
+        }, () => {});
+      }
       return result(-1, reason);
     }
     // The command may have started: stop it before reporting the failure.
@@ -280,17 +293,18 @@ async function readOutput(
 /**
  * Kills a session's process, trying again for a moment when the exec may not
  * have reached the server yet; a session whose end is unsure is not reused.
+ * Answers whether something was killed.
  */
 async function killSession(
   client: AioClient,
   sessions: AioSessionPool,
   sessionId: string,
-): Promise<void> {
+): Promise<boolean> {
   for (let attempt = 0; attempt < 4; attempt++) {
     try {
       if (await client.kill(sessionId, "SIGKILL", { timeoutMs: 10_000 })) {
         sessions.give(sessionId);
-        return;
+        return true;
       }
     } catch {
       break;
@@ -298,4 +312,5 @@ async function killSession(
     await new Promise((resolve) => setTimeout(resolve, 100 * (attempt + 1)));
   }
   sessions.drop(sessionId);
+  return false;
 }
