@@ -45,12 +45,19 @@ export interface AioExecRequest {
 
 /** What `/v1/bash/exec` answers. */
 export interface AioExecResult {
+  /** The session the command ran in. */
   readonly session_id: string;
+  /** The command's id. */
   readonly command_id: string;
+  /** The command. */
   readonly command: string;
+  /** Its state. */
   readonly status: AioCommandStatus;
+  /** Standard output so far (middle cut at `max_output_length`); may be `null`. */
   readonly stdout?: string | null;
+  /** Standard error so far; may be `null`. */
   readonly stderr?: string | null;
+  /** The exit code, once completed. */
   readonly exit_code?: number | null;
   /** Bytes of stdout produced so far (for `/v1/bash/output`). */
   readonly offset?: number;
@@ -60,7 +67,9 @@ export interface AioExecResult {
 
 /** The body of `/v1/bash/output`. */
 export interface AioOutputRequest {
+  /** The session. */
   readonly session_id: string;
+  /** The command; default the session's current one. */
   readonly command_id?: string;
   /** Byte offset in stdout, as the server last returned it. */
   readonly offset?: number;
@@ -74,37 +83,63 @@ export interface AioOutputRequest {
 
 /** What `/v1/bash/output` answers. */
 export interface AioOutputResult {
+  /** The session. */
   readonly session_id: string;
+  /** Standard output from the offset asked for. */
   readonly stdout?: string;
+  /** Standard error from the offset asked for. */
   readonly stderr?: string;
+  /** The stdout byte offset for the next call. */
   readonly offset?: number;
+  /** The stderr byte offset for the next call. */
   readonly stderr_offset?: number;
-  readonly command?: {
-    readonly command_id: string;
-    readonly command: string;
-    readonly status: AioCommandStatus;
-    readonly exit_code?: number | null;
-  } | null;
+  /** The command's state. */
+  readonly command?: AioCommandInfo | null;
+}
+
+/** A command's state in `/v1/bash/output`. */
+export interface AioCommandInfo {
+  /** The command's id. */
+  readonly command_id: string;
+  /** The command. */
+  readonly command: string;
+  /** Its state. */
+  readonly status: AioCommandStatus;
+  /** The exit code, once completed. */
+  readonly exit_code?: number | null;
 }
 
 /** One entry of `/v1/file/list`. */
 export interface AioFileInfo {
+  /** The last segment of the path. */
   readonly name: string;
+  /** The absolute path. */
   readonly path: string;
+  /** Whether it is a folder. */
   readonly is_directory: boolean;
+  /** Size in bytes, when asked for. */
   readonly size?: number | null;
+  /** Last modification (ISO 8601). */
   readonly modified_time?: string | null;
+  /** Permissions, when asked for (`-rwxr-xr-x` style; `l` first for a symlink on the test server). */
   readonly permissions?: string | null;
+  /** The extension, with its dot. */
   readonly extension?: string | null;
 }
 
 /** The body of `/v1/file/list`. */
 export interface AioListRequest {
+  /** The folder (absolute). */
   readonly path: string;
+  /** Whether to descend. */
   readonly recursive?: boolean;
+  /** How deep to descend when recursive. */
   readonly max_depth?: number;
+  /** Whether to show dot files (default true). */
   readonly show_hidden?: boolean;
+  /** Whether to give sizes (default true). */
   readonly include_size?: boolean;
+  /** Whether to give permissions (default false). */
   readonly include_permissions?: boolean;
 }
 
@@ -134,8 +169,11 @@ export interface AioClientOptions {
 
 /** Options of {@linkcode AioOperationError}. */
 export interface AioOperationErrorOptions {
+  /** The HTTP method. */
   readonly method: string;
+  /** The URL called. */
   readonly url: string;
+  /** The HTTP status (200 for an envelope with `success: false`). */
   readonly status: number;
   /** The server's message. */
   readonly serverMessage: string;
@@ -180,7 +218,11 @@ export class AioOperationError extends RemoteHttpError {
   /** Whether the server says a retry may succeed. */
   readonly retryable: boolean;
 
-  /** @param options What the server said. */
+  /**
+   * Makes the error.
+   *
+   * @param options What the server said.
+   */
   constructor(options: AioOperationErrorOptions) {
     super(
       `${options.method} ${options.url}: ${
@@ -228,6 +270,8 @@ export class AioClient {
   readonly http: HttpClient;
 
   /**
+   * Makes the client; makes no request.
+   *
    * @param options Base URL, token, headers, deadline, retries.
    * @throws {TypeError} The base URL is not an http(s) URL.
    */
