@@ -157,8 +157,11 @@ export const OPENSANDBOX_KIND: RuntimeKind = {
             skillsRoot,
           }),
         ),
-      conversation: (conversationsRoot: string, conversationId: string) =>
-        Promise.resolve(made(
+      conversation: async (
+        conversationsRoot: string,
+        conversationId: string,
+      ) => {
+        const runtime = made(
           new OpenSandboxSkillRuntime({
             baseUrl: server.url,
             apiKey,
@@ -166,7 +169,12 @@ export const OPENSANDBOX_KIND: RuntimeKind = {
             conversationsRoot,
             store,
           }),
-        )),
+        );
+        // The tests put files into the workspace with Deno calls before the
+        // runtime's first call: connect now, which makes the workspace.
+        await runtime.connect();
+        return runtime;
+      },
       [Symbol.asyncDispose]: async () => {
         for (const runtime of runtimes) await runtime.close().catch(() => {});
         await server.close();

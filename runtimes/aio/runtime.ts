@@ -7,14 +7,12 @@
 import {
   type RemoteBackend,
   type RemoteCommand,
-  type RemoteSearchParts,
   type RemoteSession,
   RemoteSkillRuntime,
   type RemoteSkillRuntimeOptions,
 } from "../remote/runtime.ts";
 import { shellQuote } from "../remote/shell.ts";
-import type { ExecuteResult, SearchEngine } from "../types.ts";
-import { ShellSearch } from "../../search/shell.ts";
+import type { ExecuteResult } from "../types.ts";
 import type { CopyPolicy } from "../../workspace/copy.ts";
 import { validateConversationId } from "../../workspace/conversation.ts";
 import {
@@ -186,7 +184,7 @@ export class AioSkillRuntime extends RemoteSkillRuntime {
         ? { maxOutputBytes: options.maxOutputBytes }
         : {}),
       ...(options.copyPolicy ? { copyPolicy: options.copyPolicy } : {}),
-      search: options.search ?? shellSearch,
+      ...(options.search ? { search: options.search } : {}),
     });
     this.#backend = backend;
   }
@@ -200,24 +198,6 @@ export class AioSkillRuntime extends RemoteSkillRuntime {
   get sessionCount(): number {
     return this.#backend.sessions.size;
   }
-}
-
-/** The default search engine: grep, glob and ls run inside the container. */
-function shellSearch(parts: RemoteSearchParts): SearchEngine {
-  return new ShellSearch({
-    fs: parts.fs,
-    shell: {
-      exec: (command, options) =>
-        parts.execute({
-          command,
-          timeoutMs: options.timeoutMs,
-          ...(options.signal ? { signal: options.signal } : {}),
-          ...(options.maxOutputBytes !== undefined
-            ? { maxOutputBytes: options.maxOutputBytes }
-            : {}),
-        }),
-    },
-  });
 }
 
 interface BackendOptions {

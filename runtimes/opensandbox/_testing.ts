@@ -5,7 +5,11 @@
  *
  * @module
  */
-import { startOpenSandboxServer } from "../../tests/servers/opensandbox.ts";
+import {
+  type OpenSandboxServer,
+  type OpenSandboxServerOptions,
+  startOpenSandboxServer,
+} from "../../tests/servers/opensandbox.ts";
 import type { FaultInjector } from "../../tests/servers/_faults.ts";
 import type { Skill } from "../../skill/types.ts";
 import {
@@ -20,6 +24,8 @@ export const TEST_API_KEY = "test-key-0123456789";
 export interface TestServer extends AsyncDisposable {
   /** The lifecycle base URL. */
   readonly url: string;
+  /** The server itself (its sandboxes, commands, requests). */
+  readonly server: OpenSandboxServer;
   /** The fault injector. */
   readonly faults: FaultInjector;
   /** A temporary folder (real path), removed on dispose. */
@@ -36,10 +42,16 @@ export interface TestServer extends AsyncDisposable {
  * Starts the OpenSandbox test server (with {@linkcode TEST_API_KEY}) and a
  * temporary folder.
  *
+ * @param options Further options of the server.
  * @returns The server.
  */
-export async function startTestServer(): Promise<TestServer> {
-  const server = await startOpenSandboxServer({ apiKey: TEST_API_KEY });
+export async function startTestServer(
+  options: OpenSandboxServerOptions = {},
+): Promise<TestServer> {
+  const server = await startOpenSandboxServer({
+    apiKey: TEST_API_KEY,
+    ...options,
+  });
   const dir = await Deno.realPath(
     await Deno.makeTempDir({ prefix: "skillrun-os-" }),
   );
@@ -52,6 +64,7 @@ export async function startTestServer(): Promise<TestServer> {
   };
   return {
     url: server.url,
+    server,
     faults: server.faults,
     dir,
     runtime(options = {}) {

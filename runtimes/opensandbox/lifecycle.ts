@@ -10,6 +10,9 @@ import { RemoteHttpError } from "../remote/errors.ts";
 /** The port of execd inside every sandbox. */
 export const EXECD_PORT = 44772;
 
+/** The metadata entry that tags each creation (to find a sandbox whose answer was lost). */
+const CREATE_TAG = "skillrun.create";
+
 /** The header carrying the lifecycle API key. */
 export const API_KEY_HEADER = "OPEN-SANDBOX-API-KEY";
 
@@ -120,7 +123,11 @@ export class LifecycleClient {
 
   /**
    * Creates a sandbox (`POST /sandboxes`, 202). Not retried: a retry could
-   * make a second sandbox.
+   * make a second sandbox. Each creation is tagged with a metadata entry
+   * `skillrun.create` of its own, so that when the answer is lost (a broken
+   * connection, a timeout, an unreadable or 5xx answer) the sandbox the
+   * server may have made anyway is found and deleted before the error is
+   * thrown: nothing is left running.
    *
    * @param spec The image, timeout, limits, env, metadata, entrypoint.
    * @param signal Stops the call.
@@ -130,21 +137,63 @@ export class LifecycleClient {
     const timeout = spec.timeoutSeconds === undefined
       ? 600
       : spec.timeoutSeconds;
-    const raw = await this.#http.json<RawSandbox>({
-      method: "POST",
+    const tag = crypto.randomUUID();
+    try {
+      const raw = await this.#http.json<RawSandbox>({
+        method: "POST",
+        path: "/sandboxes",
+        json: {
+          image: { uri: spec.image ?? "ubuntu:24.04" },
+          entrypoint: spec.entrypoint ?? ["tail", "-f", "/dev/null"],
+          timeout,
+          resourceLimits: spec.resourceLimits ??
+            { cpu: "500m", memory: "512Mi" },
+          ...(spec.env ? { env: spec.env } : {}),
+          metadata: { ...spec.metadata, [CREATE_TAG]: tag },
+        },
+        idempotent: false,
+        ...(signal ? { signal } : {}),
+      });
+      return toInfo(raw);
+    } catch (error) {
+      const answered = error instanceof RemoteHttpError &&
+        error.status >= 400 && error.status < 500;
+      if (!answered) await this.#deleteTagged(tag);
+      throw error;
+    }
+  }
+
+  /**
+   * Lists sandboxes whose metadata holds every given entry.
+   *
+   * @param metadata The entries to match.
+   * @param signal Stops the call.
+   * @returns The sandboxes (first page of up to 100).
+   */
+  async list(
+    metadata: Readonly<Record<string, string>>,
+    signal?: AbortSignal,
+  ): Promise<SandboxInfo[]> {
+    const answer = await this.#http.json<{ items?: RawSandbox[] }>({
+      method: "GET",
       path: "/sandboxes",
-      json: {
-        image: { uri: spec.image ?? "ubuntu:24.04" },
-        entrypoint: spec.entrypoint ?? ["tail", "-f", "/dev/null"],
-        timeout,
-        resourceLimits: spec.resourceLimits ?? { cpu: "500m", memory: "512Mi" },
-        ...(spec.env ? { env: spec.env } : {}),
-        ...(spec.metadata ? { metadata: spec.metadata } : {}),
+      query: {
+        metadata: new URLSearchParams(metadata).toString(),
+        pageSize: "100",
       },
-      idempotent: false,
       ...(signal ? { signal } : {}),
     });
-    return toInfo(raw);
+    return (answer.items ?? []).map(toInfo);
+  }
+
+  async #deleteTagged(tag: string): Promise<void> {
+    try {
+      for (const sandbox of await this.list({ [CREATE_TAG]: tag })) {
+        await this.delete(sandbox.id).catch(() => {});
+      }
+    } catch {
+      // The server is out of reach: nothing more can be done from here.
+    }
   }
 
   /**

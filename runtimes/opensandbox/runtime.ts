@@ -79,6 +79,12 @@ export interface OpenSandboxRuntimeOptions {
   readonly maxOutputBytes?: number;
   /** What is uploaded from a skill's folder. */
   readonly copyPolicy?: CopyPolicy;
+  /**
+   * While the runtime is used, the sandbox's expiry is moved to now + its
+   * timeout once this long has passed since the last renewal, in ms.
+   * Default: half of `sandbox.timeoutSeconds`.
+   */
+  readonly renewIntervalMs?: number;
   /** How long to wait for a sandbox to be ready, in ms. Default 120 000. */
   readonly readyTimeoutMs?: number;
   /**
@@ -182,6 +188,9 @@ export class OpenSandboxSkillRuntime extends RemoteSkillRuntime {
       lifecycle,
       spec: options.sandbox ?? {},
       readyTimeoutMs: options.readyTimeoutMs ?? 120_000,
+      ...(options.renewIntervalMs !== undefined
+        ? { renewIntervalMs: options.renewIntervalMs }
+        : {}),
       ...(options.fetch ? { fetch: options.fetch } : {}),
       ...(options.requestTimeoutMs !== undefined
         ? { requestTimeoutMs: options.requestTimeoutMs }
@@ -238,6 +247,7 @@ interface BackendOptions {
   readonly lifecycle: LifecycleClient;
   readonly spec: SandboxSpec;
   readonly readyTimeoutMs: number;
+  readonly renewIntervalMs?: number;
   readonly fetch?: typeof fetch;
   readonly requestTimeoutMs?: number;
   readonly sandboxId?: string;
@@ -448,7 +458,9 @@ class OpenSandboxBackend implements RemoteBackend {
     if (this.#timeoutSeconds === null || this.#closed || this.#renewing) {
       return;
     }
-    if (Date.now() - this.#lastRenewal < this.#timeoutSeconds * 500) return;
+    const interval = this.#options.renewIntervalMs ??
+      this.#timeoutSeconds * 500;
+    if (Date.now() - this.#lastRenewal < interval) return;
     this.#renewing = this.#renew().catch(() => {}).finally(() => {
       this.#renewing = undefined;
     });

@@ -461,3 +461,42 @@ Deno.test("a runtime of a server that stopped reports the refused connection", a
   assertEquals(error.status, 0);
   assertInstanceOf(error, Error);
 });
+
+Deno.test("a Pending sandbox is waited for; an endpoint with a path and headers is used on every execd call", async () => {
+  await using server = await startTestServer({
+    provisioning: "kubernetes",
+    pendingMs: 400,
+    endpointPath: "/proxy/{port}",
+    endpointHeaders: { "X-Sandbox-Route": "route-token-123" },
+  });
+  const counted = countingFetch();
+  const runtime = server.runtime({ fetch: counted.fetch });
+  const result = await runtime.execute({ command: "echo ready" });
+  assertEquals(result.stdout, "ready\n");
+  const execd = counted.requests.filter((r) => r.path.startsWith("/proxy/"));
+  assert(execd.length >= 2);
+  for (const request of execd) {
+    assertEquals(request.headers.get("X-Sandbox-Route"), "route-token-123");
+  }
+  // The lifecycle key does not travel to execd.
+  assert(execd.every((r) => !r.headers.has("OPEN-SANDBOX-API-KEY")));
+});
+
+Deno.test("the sandbox's expiry is renewed while the runtime is in use", async () => {
+  await using server = await startTestServer();
+  const counted = countingFetch();
+  const runtime = server.runtime({
+    fetch: counted.fetch,
+    renewIntervalMs: 100,
+  });
+  await runtime.execute({ command: "true" });
+  const before = server.server.sandboxes.get(runtime.sandboxId!)!.expiresAt!;
+  await new Promise((resolve) => setTimeout(resolve, 250));
+  await runtime.execute({ command: "true" });
+  const expiry = () =>
+    server.server.sandboxes.get(runtime.sandboxId!)!.expiresAt!.getTime();
+  assert(await waitFor(() => expiry() > before.getTime()));
+  assert(counted.requests.some((r) => r.path.endsWith("/renew-expiration")));
+  const after = new Date(expiry());
+  assertGreater(after.getTime(), before.getTime());
+});

@@ -34,7 +34,7 @@ import type {
   ConversationStore,
 } from "../../workspace/conversation_store.ts";
 import { skillDigest } from "../../workspace/conversation_store.ts";
-import { createSearch } from "../../search/search.ts";
+import { ShellSearch } from "../../search/shell.ts";
 import { posix } from "../../_internal/std.ts";
 import { type RemoteFileOps, RemoteFileSystem } from "./fs.ts";
 import { resolveRemotePath } from "./paths.ts";
@@ -127,8 +127,9 @@ export interface RemoteSkillRuntimeOptions {
   readonly copyPolicy?: CopyPolicy;
   /**
    * The search engine behind `grep`, `glob` and `ls`, made from the runtime's
-   * command runner and file system. Default: the pure TypeScript fallback
-   * over the file system.
+   * command runner and file system. Default: a `ShellSearch` that runs the
+   * search inside the sandbox (ripgrep when there, else `find` and `grep`),
+   * so nothing is downloaded to search.
    */
   readonly search?: (parts: RemoteSearchParts) => SearchEngine;
 }
@@ -263,7 +264,20 @@ export class RemoteSkillRuntime implements SkillRuntime {
       execute: (request) => this.execute(request),
       fs: this.#fs,
     };
-    this.#search = options.search?.(parts) ?? createSearch({ fs: this.#fs });
+    this.#search = options.search?.(parts) ?? new ShellSearch({
+      fs: this.#fs,
+      shell: {
+        exec: (command, execOptions) =>
+          this.execute({
+            command,
+            timeoutMs: execOptions.timeoutMs,
+            ...(execOptions.signal ? { signal: execOptions.signal } : {}),
+            ...(execOptions.maxOutputBytes !== undefined
+              ? { maxOutputBytes: execOptions.maxOutputBytes }
+              : {}),
+          }),
+      },
+    });
     this.#engine = new PreparationEngine({
       materialize: (skill, materializeOptions) =>
         this.#materialize(skill, materializeOptions),
@@ -302,6 +316,20 @@ export class RemoteSkillRuntime implements SkillRuntime {
   /** Whether {@linkcode close} was called. */
   get closed(): boolean {
     return this.#closed;
+  }
+
+  /**
+   * Connects now instead of on first use: creates or attaches to the sandbox,
+   * waits until it is ready and (in conversation mode) makes the workspace.
+   * For an application that wants the cold start behind it; never needed.
+   *
+   * @param signal Stops the wait (a connection under way goes on for later calls).
+   * @returns When connected.
+   * @throws {Error} The sandbox cannot be reached or made ready; the runtime is closed.
+   */
+  async connect(signal?: AbortSignal): Promise<void> {
+    this.#checkOpen("connect");
+    await this.#connect(signal);
   }
 
   /**
