@@ -157,6 +157,10 @@ Deno.test("aio server: hard_timeout kills the whole process group (timed_out)", 
     });
     const pids = server.runningPids();
     assertEquals(pids.length, 1);
+    // Both sleeps run in the group (give bash a moment to start them).
+    for (let i = 0; i < 100 && liveGroupMembers(pids[0]!).length < 3; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
     assertGreater(liveGroupMembers(pids[0]!).length, 1);
     const out = await post(server, "/v1/bash/output", {
       session_id: json.data.session_id,
