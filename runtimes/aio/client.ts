@@ -515,6 +515,28 @@ export class AioClient {
   }
 
   /**
+   * Creates a bash session with our own id (`POST /v1/bash/sessions/create`).
+   *
+   * @param sessionId The id.
+   * @param options Signal and deadline.
+   */
+  async createSession(
+    sessionId: string,
+    options: AioCallOptions = {},
+  ): Promise<void> {
+    await this.#call<unknown>(
+      {
+        method: "POST",
+        path: "/v1/bash/sessions/create",
+        json: { session_id: sessionId },
+        idempotent: false,
+      },
+      options,
+      false,
+    );
+  }
+
+  /**
    * Closes a bash session (`POST /v1/bash/sessions/{id}/close`).
    *
    * @param sessionId The session.

@@ -33,20 +33,32 @@ export const DEFAULT_POLL_SECONDS = 20;
  * const pool = new AioSessionPool();
  * const a = pool.take();
  * const b = pool.take();
- * assert(a !== b);
+ * assert(a !== b && !pool.isCreated(a));
+ * pool.created(a);
  * pool.give(a);
- * assert(pool.take() === a && pool.size === 2);
+ * assert(pool.take() === a && pool.size === 1 && pool.ids[0] === a);
  * ```
  */
 export class AioSessionPool {
   #idle: string[] = [];
   readonly #all = new Set<string>();
+  readonly #created = new Set<string>();
 
   /** A free session id (a new one when none is idle). */
   take(): string {
     const id = this.#idle.pop() ?? `skillrun-${crypto.randomUUID()}`;
     this.#all.add(id);
     return id;
+  }
+
+  /** Whether the server was told about the session (`sessions/create`). */
+  isCreated(id: string): boolean {
+    return this.#created.has(id);
+  }
+
+  /** Notes that the server has the session. */
+  created(id: string): void {
+    this.#created.add(id);
   }
 
   /** Gives a session back once its command has ended. */
@@ -59,20 +71,21 @@ export class AioSessionPool {
     this.#idle = this.#idle.filter((idle) => idle !== id);
   }
 
-  /** Every session made, for closing. */
+  /** Every session the server was told about, for closing. */
   get ids(): readonly string[] {
-    return [...this.#all];
+    return [...this.#all].filter((id) => this.#created.has(id));
   }
 
-  /** How many sessions were made. */
+  /** How many sessions the server was told about. */
   get size(): number {
-    return this.#all.size;
+    return this.#created.size;
   }
 
   /** Forgets every session. */
   clear(): void {
     this.#idle = [];
     this.#all.clear();
+    this.#created.clear();
   }
 }
 
@@ -185,6 +198,15 @@ export async function runAioCommand(
   try {
     let status: AioCommandStatus;
     let exitCode: number | null | undefined;
+    if (!sessions.isCreated(sessionId)) {
+      // A session of our own id, made once: the spec lets /exec make one
+      // only without an id, and a kill needs the id before /exec answers.
+      await client.createSession(sessionId, {
+        signal: stop.signal,
+        timeoutMs: 30_000,
+      });
+      sessions.created(sessionId);
+    }
     {
       const soft = leftSeconds();
       sent = true;
@@ -237,6 +259,11 @@ export async function runAioCommand(
     return result(status === "completed" ? exitCode ?? -1 : -1);
   } catch (error) {
     if (reason !== undefined) {
+      if (!sent) {
+        // Nothing ran; the session may or may not exist: use a new one.
+        sessions.drop(sessionId);
+        return result(-1, reason);
+      }
       const killed = await killSession(client, sessions, sessionId);
       // What the command wrote before it was stopped is part of the result.
       if (commandId !== undefined || killed) {

@@ -369,6 +369,8 @@ function signalNumber(signal: Deno.Signal): number {
 
 interface Session {
   readonly id: string;
+  readonly createdAt: Date;
+  lastUsedAt: Date;
   execDir: string;
   current: Command | null;
   readonly commands: Map<string, Command>;
@@ -719,6 +721,8 @@ export function startAioServer(options: AioServerOptions = {}): AioServer {
     "/v1/bash/exec": { method: "POST", handle: exec },
     "/v1/bash/output": { method: "POST", handle: output },
     "/v1/bash/kill": { method: "POST", handle: kill },
+    "/v1/bash/sessions/create": { method: "POST", handle: createSession },
+    "/v1/bash/sessions": { method: "GET", handle: listSessions },
     "/v1/file/upload": { method: "POST", handle: upload },
     "/v1/file/download": { method: "GET", handle: download },
     "/v1/file/list": { method: "POST", handle: list },
@@ -754,6 +758,8 @@ export function startAioServer(options: AioServerOptions = {}): AioServer {
     if (!session) {
       session = {
         id: key,
+        createdAt: new Date(),
+        lastUsedAt: new Date(),
         execDir: home,
         current: null,
         commands: new Map(),
@@ -828,6 +834,7 @@ export function startAioServer(options: AioServerOptions = {}): AioServer {
     const text = faults.serverFault(request, "ignore-sigterm")
       ? ignoreSigtermCommand(body.command as string)
       : body.command as string;
+    session.lastUsedAt = new Date();
     const command = new Command(text, session.id);
     session.current = command;
     session.commands.set(command.id, command);
@@ -957,6 +964,54 @@ export function startAioServer(options: AioServerOptions = {}): AioServer {
       signal,
       status: command.status,
     }, { message: `Sent ${signal} to command ${command.id}` });
+  }
+
+  function sessionInfo(session: Session): Record<string, unknown> {
+    const current = session.current && !session.current.done
+      ? session.current.command
+      : null;
+    return {
+      session_id: session.id,
+      status: "ready",
+      working_dir: session.execDir,
+      created_at: session.createdAt.toISOString(),
+      last_used_at: session.lastUsedAt.toISOString(),
+      current_command: current,
+      command_count: session.commands.size,
+    };
+  }
+
+  async function createSession(request: Request): Promise<Response> {
+    const body = await readJson(request, {
+      session_id: { kind: "string", nullable: true },
+      exec_dir: { kind: "string", nullable: true },
+      snapshot_path: { kind: "string", nullable: true },
+    });
+    if (body instanceof Response) return body;
+    const id = body.session_id as string | null | undefined;
+    if (id && sessions.has(id)) {
+      return envelope(null, {
+        success: false,
+        message: `Session already exists: ${id}`,
+      });
+    }
+    const execDir = body.exec_dir as string | null | undefined;
+    if (execDir) {
+      const info = await Deno.stat(execDir).catch(() => null);
+      if (!execDir.startsWith("/") || !info?.isDirectory) {
+        return envelope(null, {
+          success: false,
+          message: `Working directory does not exist: ${execDir}`,
+        });
+      }
+    }
+    const session = sessionFor(id);
+    if (execDir) session.execDir = execDir;
+    return envelope(sessionInfo(session), { message: "Session created" });
+  }
+
+  function listSessions(): Promise<Response> {
+    return Promise.resolve(envelope([...sessions.values()].map(sessionInfo)));
   }
 
   async function closeSession(id: string): Promise<Response> {

@@ -504,6 +504,13 @@ Deno.test("aio server: every answer of every endpoint matches openapi.json", asy
       command: "true",
       exec_dir: "/nonexistent",
     });
+    await post(server, "/v1/bash/sessions/create", {
+      session_id: "made",
+      exec_dir: dir,
+    });
+    await post(server, "/v1/bash/sessions/create", { session_id: "made" });
+    await post(server, "/v1/bash/sessions/create", {});
+    await (await fetch(`${server.baseUrl}/v1/bash/sessions`)).body?.cancel();
     await post(server, "/v1/bash/sessions/k/close", {});
     await post(server, "/v1/bash/sessions/none/close", {});
     await post(server, "/v1/file/write", {
