@@ -12,6 +12,7 @@ import { commandBody } from "../runtimes/opensandbox/execd.ts";
 import { startOpenSandboxServer } from "../tests/servers/opensandbox.ts";
 
 interface Setup {
+  close(): Promise<void>;
   runtime: OpenSandboxSkillRuntime;
   execdUrl: string;
   headers: Record<string, string>;
@@ -28,6 +29,11 @@ function ready(): Promise<Setup> {
     const runtime = new OpenSandboxSkillRuntime({ baseUrl: server.url, cwd });
     await runtime.execute({ command: "true" });
     return {
+      close: async () => {
+        await runtime.close();
+        await server.close();
+        await Deno.remove(cwd, { recursive: true });
+      },
       runtime,
       execdUrl: `${server.execdUrl(runtime.sandboxId!)}/command`,
       headers: {
@@ -89,4 +95,9 @@ export const cases: BenchCase[] = [{
   }],
 }];
 
-if (import.meta.main) await runChild(cases);
+if (import.meta.main) {
+  await runChild(cases);
+  // The in-process server would keep the child alive.
+  await (await setup)?.close();
+  Deno.exit(0);
+}

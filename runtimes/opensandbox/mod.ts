@@ -56,3 +56,27 @@ export {
   KvConversationStore,
   MemoryConversationStore,
 } from "../../workspace/conversation_store.ts";
+export type {
+  CreateConversationResult,
+  DeleteConversationOptions,
+  NewConversation,
+  PreparedSkillRecord,
+} from "../../workspace/conversation_store.ts";
+export type * from "../types.ts";
+export type * from "../../search/types.ts";
+export type * from "../../skill/types.ts";
+export type { CopyPolicy } from "../../workspace/copy.ts";
+export type { HttpClient, HttpQuery, HttpRequest } from "../remote/http.ts";
+export type {
+  RemoteFileOps,
+  RemoteListOptions,
+  RemoteOpenOptions,
+  RemoteUploadFile,
+} from "../remote/fs.ts";
+export type { FileContent, MultipartPart } from "../remote/upload.ts";
+export {
+  type BootstrapCommand,
+  type BootstrapCommandInput,
+  SkillRuntimeConfig,
+  type SkillRuntimeConfigOptions,
+} from "../config.ts";

@@ -500,3 +500,15 @@ Deno.test("the sandbox's expiry is renewed while the runtime is in use", async (
   const after = new Date(expiry());
   assertGreater(after.getTime(), before.getTime());
 });
+
+Deno.test("execute() reports a process the sandbox could not start as such", async () => {
+  await using server = await startTestServer();
+  const runtime = server.runtime();
+  // With no usable PATH, the sandbox cannot even start bash.
+  const error = await assertRejects(
+    () => runtime.execute({ command: "true", env: { PATH: "/nonexistent" } }),
+    SandboxCommandError,
+    "Cannot run the command: the sandbox could not start it: fork/exec",
+  );
+  assertEquals(error.reason, "start");
+});

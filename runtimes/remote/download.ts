@@ -180,6 +180,7 @@ export async function downloadToFile(
               break;
             }
             if (chunk.done) break;
+            signal?.throwIfAborted();
             if (
               total !== undefined &&
               writer.written + chunk.value.length > total

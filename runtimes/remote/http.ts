@@ -272,9 +272,12 @@ export class HttpClient {
     const onAbort = () => controller.abort(signal!.reason);
     signal?.addEventListener("abort", onAbort, { once: true });
     let handedOver = false;
-    const cleanup = () => {
+    const clearTimer = () => {
       if (timer !== undefined) clearTimeout(timer);
       timer = undefined;
+    };
+    const cleanup = () => {
+      clearTimer();
       signal?.removeEventListener("abort", onAbort);
     };
     const fail = (error: unknown): never => {
@@ -309,7 +312,9 @@ export class HttpClient {
           throw this.#networkError(call, error);
         }
         if (response.ok) {
-          if (overallMs === null) cleanup();
+          // The head came: without an overall deadline the timer stops, but
+          // the caller's signal still stops the body.
+          if (overallMs === null) clearTimer();
           handedOver = true;
           return this.#wrap(response, call, controller, timeoutReason, {
             overallMs,

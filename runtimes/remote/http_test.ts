@@ -339,6 +339,16 @@ Deno.test("HttpClient aborts with the caller's reason, before and during the bod
   });
   setTimeout(() => late.abort(new DOMException("later", "AbortError")), 50);
   await assertRejects(() => response.text(), DOMException, "later");
+  // Without an overall deadline too (long downloads).
+  const streamed = new AbortController();
+  const long = await http.request({
+    method: "GET",
+    path: "/",
+    timeoutMs: null,
+    signal: streamed.signal,
+  });
+  setTimeout(() => streamed.abort(new DOMException("long", "AbortError")), 50);
+  await assertRejects(() => long.text(), DOMException, "long");
 });
 
 Deno.test("HttpClient errors name the server's message in its usual shapes", async () => {

@@ -78,7 +78,11 @@ export interface RemoteBackend {
   /**
    * Creates or attaches to the sandbox and waits until it is ready. Called
    * on the first call that needs the sandbox, never before; called again
-   * after a failure.
+   * after a failure. In conversation mode it must leave the conversation's
+   * record in the store (`store.create`, insert-if-absent) and the workspace
+   * folder in the sandbox: the runtime records prepared skills into that
+   * record. (OpenSandbox creates or attaches a sandbox per conversation; a
+   * server with one existing container records that container.)
    */
   connect(): Promise<RemoteSession>;
   /**
