@@ -674,7 +674,10 @@ export function validationSummary(text: string): string | undefined {
   ).join("; ");
 }
 
-/** Makes a 422's list of refused fields readable; passes other errors on. */
+/**
+ * Makes a 422's list of refused fields readable (locations and messages only,
+ * never the refused values); passes other errors on.
+ */
 function readableError(error: unknown): unknown {
   if (!(error instanceof RemoteHttpError) || error.status !== 422) {
     return error;
@@ -691,7 +694,8 @@ function readableError(error: unknown): unknown {
       serverMessage: summary,
       requestId: error.requestId,
       timedOut: error.timedOut,
-      cause: error,
+      // No cause: the raw answer may echo the refused input (pydantic's
+      // `input`), which can hold a variable's value.
     },
   );
 }

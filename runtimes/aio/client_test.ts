@@ -145,3 +145,43 @@ Deno.test("aio client: bytes written through /v1/file/write come back identical"
   const response = await client.download(`${aio.dir}/bin/x.bin`);
   assertEquals(new Uint8Array(await response.arrayBuffer()), bytes);
 });
+
+Deno.test("aio client: a 422 that echoes the refused input never shows it", async () => {
+  await using aio = await startAioTestServer();
+  const client = new AioClient({
+    baseUrl: aio.server.baseUrl,
+    token: TEST_TOKEN,
+  });
+  aio.server.faults.add({
+    path: "/v1/bash/exec",
+    fault: {
+      kind: "status",
+      status: 422,
+      body: JSON.stringify({
+        detail: [{
+          type: "string_type",
+          loc: ["body", "env", "API_KEY"],
+          msg: "Input should be a valid string",
+          input: "sk-very-secret-value",
+        }],
+      }),
+    },
+    times: 1,
+  });
+  const error = await assertRejects(
+    () =>
+      client.exec({
+        command: "true",
+        env: { API_KEY: "sk-very-secret-value" },
+      }),
+    RemoteHttpError,
+  );
+  assertStringIncludes(
+    error.message,
+    "body.env.API_KEY: Input should be a valid string",
+  );
+  const everything = `${error.message} ${error.serverMessage} ${error.stack} ${
+    String(error.cause)
+  }`;
+  assertFalse(everything.includes("sk-very-secret-value"));
+});
