@@ -156,7 +156,7 @@ export interface AioClientOptions {
   /** The container's base URL, e.g. `http://127.0.0.1:8080` (may carry a path). */
   readonly baseUrl: string;
   /** Sent as `Authorization: Bearer <token>`; never shown in errors. */
-  readonly token?: string;
+  readonly token?: string | undefined;
   /** More headers on every call. */
   readonly headers?: Readonly<Record<string, string>>;
   /** The default deadline of a call in ms; default the HTTP client's (30 s). */

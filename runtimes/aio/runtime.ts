@@ -36,7 +36,7 @@ export interface AioRuntimeOptions {
   /** The container's base URL, e.g. `http://127.0.0.1:8080` (may carry a path). */
   readonly baseUrl: string;
   /** Sent as `Authorization: Bearer <token>`; never shown in errors or logs. */
-  readonly token?: string;
+  readonly token?: string | undefined;
   /**
    * Conversation mode: the conversation id; its workspace is
    * `<conversationsRoot>/<id>` and its records live in `store`.
