@@ -2,6 +2,7 @@
 // each of its files as a resource `skill://<name>/<path>`, read from the
 // skill's own folder (where it was loaded from) through the copy policy and a
 // path fence, so secrets, symlinks and paths outside the folder stay out.
+import { hostPath } from "../../_internal/std.ts";
 import { WorkspaceEscapeError } from "../../runtimes/errors.ts";
 import type { Skill } from "../../skill/types.ts";
 import {
@@ -318,8 +319,9 @@ export class SkillCatalog {
 
   /**
    * `resources/read`: one file, as text when it is UTF-8 without NUL bytes,
-   * else as base64; refused when excluded by the policy, a symlink, outside
-   * the skill's folder (symlinks resolved) or over the size limit.
+   * else as base64; refused when excluded by the policy, outside the skill's
+   * folder, reached through a symlink (never followed, as by the copy
+   * policy) or over the size limit.
    */
   async readResource(uri: string): Promise<{ contents: ResourceContents[] }> {
     const { skill: name, path } = parseUri(uri);
@@ -350,13 +352,15 @@ export class SkillCatalog {
     }
     let file: Deno.FsFile | undefined;
     try {
-      const info = await Deno.lstat(target);
-      if (info.isSymlink) {
+      // As the copy policy: no symlink is followed, even one that stays inside.
+      const lexical = hostPath.join((await this.#fence(skill)).root, path);
+      if ((await Deno.realPath(target)) !== lexical) {
         throw new McpRequestError(
           INVALID_PARAMS,
-          `Cannot read "${uri}": it is a symbolic link, which skills' resources never follow`,
+          `Cannot read "${uri}": the path goes through a symbolic link, which skills' resources never follow`,
         );
       }
+      const info = await Deno.lstat(target);
       if (!info.isFile) {
         throw new McpRequestError(
           INVALID_PARAMS,
