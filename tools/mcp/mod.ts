@@ -6,8 +6,15 @@
  * Schemas reach the client unchanged. A tool's failure becomes a tool result with
  * `isError: true`, never a protocol error, so the model sees the message.
  *
+ * Transports: stdio ({@linkcode serveMcp}), any SDK transport
+ * ({@linkcode connectMcpServer}), and Streamable HTTP through a web-standard
+ * handler ({@linkcode createMcpHttpHandler}, {@linkcode serveMcpHttp}) that
+ * gives each MCP session its own runtime. Given `skills`, the server also
+ * offers each skill as a prompt and its files as `skill://<name>/<path>`
+ * resources.
+ *
  * Permissions: serving needs none of its own; the tools need what their runtime
- * needs (for the local runtime: read, write and run).
+ * needs (for the local runtime: read, write and run); HTTP needs `--allow-net`.
  *
  * @example Serving tools to an in-memory client
  * ```ts
