@@ -10,6 +10,7 @@
 import { WebStandardStreamableHTTPServerTransport } from "npm:@modelcontextprotocol/sdk@1.32.2/server/webStandardStreamableHttp.js";
 // @ts-types="npm:@modelcontextprotocol/sdk@1.32.2/types"
 import { isInitializeRequest } from "npm:@modelcontextprotocol/sdk@1.32.2/types.js";
+import { redactSecrets } from "../../_internal/redact.ts";
 import { hostPath } from "../../_internal/std.ts";
 import { LocalSkillRuntime } from "../../runtimes/local/mod.ts";
 import type {
@@ -369,13 +370,12 @@ export async function createMcpHttpHandler(
         runtime = await factory(id, { signal: shutdown.signal });
       } catch (error) {
         report(error);
-        return jsonError(
-          500,
-          -32603,
-          `Cannot start a session: ${
-            error instanceof Error ? error.message : String(error)
-          }`,
+        // Told to the client: without the token or a configured value.
+        const reason = redactSecrets(
+          error instanceof Error ? error.message : String(error),
+          [...(token ? [token] : []), ...probe.context.secrets()],
         );
+        return jsonError(500, -32603, `Cannot start a session: ${reason}`);
       }
       try {
         const tools = await buildSkillTools({

@@ -525,23 +525,30 @@ Deno.test("requests outside a session get the transport's errors and start no ru
   assertEquals(served.created.length, served.closed.length);
 });
 
-Deno.test("a runtime that cannot be made fails the initialisation with its reason", async () => {
+Deno.test("a runtime that cannot be made fails the initialisation with its reason, secrets redacted", async () => {
   const errors: Error[] = [];
   await using served = await serve({
-    runtime: () => Promise.reject(new Error("the sandbox is full")),
+    runtime: () =>
+      Promise.reject(
+        new Error("the sandbox is full (key sk-configured-1, token tok-12345)"),
+      ),
     onError: (error) => errors.push(error),
+    configs: { notes: { env: { API_KEY: "sk-configured-1" } } },
+    token: "tok-12345",
   });
-  const failed = await post(served.url, INITIALIZE);
+  const failed = await post(served.url, INITIALIZE, {
+    authorization: "Bearer tok-12345",
+  });
   assertEquals(failed.status, 500);
-  assertStringIncludes(
-    failed.text,
-    "Cannot start a session: the sandbox is full",
+  assertEquals(
+    JSON.parse(failed.text).error.message,
+    "Cannot start a session: the sandbox is full (key [redacted], token [redacted])",
   );
-  await assertRejects(() => connectClient(served.url));
+  await assertRejects(() =>
+    connectClient(served.url, { authorization: "Bearer tok-12345" })
+  );
   assertEquals(served.handler.sessionIds(), []);
-  assertEquals(errors.map((e) => e.message).slice(0, 1), [
-    "the sandbox is full",
-  ]);
+  assertStringIncludes(errors[0]!.message, "the sandbox is full");
 });
 
 Deno.test("sessions beyond maxSessions get 503 and the open ones keep working", async () => {
