@@ -3,7 +3,8 @@
  * through the MCP SDK's client, over Streamable HTTP (`cli.ts mcp --http`)
  * against the same calls over stdio (`cli.ts mcp`). Both servers are the CLI
  * in a subprocess with a local conversation workspace; the client runs in the
- * bench's child process.
+ * bench's child process. Beside them, 100 `tools/list` on each transport: the
+ * protocol's own cost, without a process per call.
  *
  * @module
  */
@@ -109,6 +110,15 @@ async function hundredCalls(connect: () => Promise<Client>): Promise<void> {
   }
 }
 
+// The protocol alone, without a process per call: 100 `tools/list`.
+async function hundredLists(connect: () => Promise<Client>): Promise<void> {
+  const mcp = await (client ??= connect());
+  for (let i = 0; i < CALLS; i++) {
+    const { tools } = await mcp.listTools();
+    if (tools.length === 0) throw new Error("No tools listed");
+  }
+}
+
 /** The cases of this file. */
 export const cases: BenchCase[] = [{
   id: "mcp-http-vs-stdio",
@@ -120,6 +130,10 @@ export const cases: BenchCase[] = [{
   maxRatio: 1.5,
   ours: { label: "Streamable HTTP", fn: () => hundredCalls(overHttp) },
   baseline: { label: "stdio", fn: () => hundredCalls(overStdio) },
+  extra: [
+    { label: "100 tools/list, HTTP", fn: () => hundredLists(overHttp) },
+    { label: "100 tools/list, stdio", fn: () => hundredLists(overStdio) },
+  ],
 }];
 
 if (import.meta.main) {
