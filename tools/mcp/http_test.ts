@@ -378,6 +378,40 @@ Deno.test("a session ended by the client closes its runtime and leaves nothing o
   assertStringIncludes(late.text, "Session not found");
 });
 
+Deno.test("ending a session aborts its running command before its runtime closes", async () => {
+  await using served = await serve();
+  const session = await connectClient(served.url);
+  const workspace = `${served.files.root}/conversations/${session.sessionId}`;
+  const running = session.client.callTool({
+    name: "bash",
+    arguments: { command: "echo $$ > pid.txt; exec sleep 30" },
+  }).then(() => "answered", () => "rejected");
+  let pid = "";
+  await waitFor(() => {
+    try {
+      pid = Deno.readTextFileSync(`${workspace}/pid.txt`).trim();
+    } catch {
+      return false;
+    }
+    return pid !== "";
+  });
+  const started = Date.now();
+  await session.transport.terminateSession();
+  assert(Date.now() - started < 5000, "the session took too long to close");
+  assertEquals(served.closed, [session.sessionId]);
+  // The command's process is gone: nothing keeps running for a closed session.
+  await waitFor(() => {
+    try {
+      const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
+      return stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z");
+    } catch {
+      return true;
+    }
+  });
+  await session.client.close();
+  assertEquals(await running, "rejected");
+});
+
 Deno.test("an idle session is closed after the idle timeout, but not during a running call", async () => {
   await using served = await serve({ idleTimeoutMs: 300 });
   await using session = await connectClient(served.url);
