@@ -60,7 +60,15 @@ async function overStdio(): Promise<Client> {
   return stdio;
 }
 
-async function overHttp(): Promise<Client> {
+function overHttp(): Promise<Client> {
+  return httpServer([]);
+}
+
+function overHttpJson(): Promise<Client> {
+  return httpServer(["--json-response"]);
+}
+
+async function httpServer(flags: string[]): Promise<Client> {
   const child = new Deno.Command(Deno.execPath(), {
     args: [
       "run",
@@ -74,6 +82,7 @@ async function overHttp(): Promise<Client> {
       tempRoot(),
       "--http",
       "127.0.0.1:0",
+      ...flags,
     ],
     env: { NO_COLOR: "1" },
     stdin: "null",
@@ -131,7 +140,12 @@ export const cases: BenchCase[] = [{
   ours: { label: "Streamable HTTP", fn: () => hundredCalls(overHttp) },
   baseline: { label: "stdio", fn: () => hundredCalls(overStdio) },
   extra: [
+    { label: "HTTP, JSON responses", fn: () => hundredCalls(overHttpJson) },
     { label: "100 tools/list, HTTP", fn: () => hundredLists(overHttp) },
+    {
+      label: "100 tools/list, HTTP JSON",
+      fn: () => hundredLists(overHttpJson),
+    },
     { label: "100 tools/list, stdio", fn: () => hundredLists(overStdio) },
   ],
 }];

@@ -87,6 +87,7 @@ export async function serveMcpHttpCommand(
     skills: flags.skills as string,
     ...(options.configs ? { configs: options.configs } : {}),
     ...(token !== undefined ? { token } : {}),
+    jsonResponse: flags["json-response"] === true,
     runtime: (sessionId) =>
       createRuntime({ ...flags, conversation: sessionId }),
     onError: (error) => void err(`skillrun mcp: ${error.message}\n`),

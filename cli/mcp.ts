@@ -34,6 +34,9 @@ Options:
   --root <dir>         The conversations root (default: .skillrun/conversations)
   --http [host:]port   Serve over HTTP on this address (host default
                        127.0.0.1; port 0 picks a free one)
+  --json-response      With --http: answer each request with plain JSON
+                       instead of an SSE stream (cheaper; no keep-alive
+                       while a long call runs)
   --config <file>      A JSON file with each skill's environment and bootstrap
                        commands: {"<skill>": {"env": {"NAME": "value"},
                        "bootstrap": ["command", ...]}}; never shown to the model
@@ -105,6 +108,7 @@ export async function mcpCommand(
       root: "string",
       config: "string",
       http: "string",
+      "json-response": "boolean",
     });
     if (parsed.flags.help === true) {
       await out(MCP_HELP);
@@ -124,6 +128,12 @@ export async function mcpCommand(
       typeof parsed.flags.http !== "string"
     ) {
       throw new UsageError('Option "--root" needs "--conversation"');
+    }
+    if (
+      parsed.flags["json-response"] === true &&
+      typeof parsed.flags.http !== "string"
+    ) {
+      throw new UsageError('Option "--json-response" needs "--http"');
     }
   } catch (error) {
     if (!(error instanceof UsageError)) throw error;

@@ -260,6 +260,7 @@ Deno.test("mcp --help prints its usage; bad options and configurations are refus
 async function withHttpServer(
   fn: (url: URL, root: string) => Promise<void>,
   env: Record<string, string> = {},
+  extraArgs: string[] = [],
 ): Promise<{ code: number; stderr: string }> {
   const root = await Deno.realPath(await Deno.makeTempDir());
   const child = new Deno.Command(Deno.execPath(), {
@@ -280,6 +281,7 @@ async function withHttpServer(
       root,
       "--http",
       "127.0.0.1:0",
+      ...extraArgs,
     ],
     cwd: repo,
     env: { ...Deno.env.toObject(), NO_COLOR: "1", ...env },
@@ -411,6 +413,8 @@ Deno.test("mcp --http refuses a bad address and a fixed conversation", async () 
   );
   assertEquals(await run(["--http", "x:y"]), 2);
   assertStringIncludes(text(), 'Cannot listen on "x:y"');
+  assertEquals(await run(["--json-response"]), 2);
+  assertStringIncludes(text(), 'Option "--json-response" needs "--http"');
   assertEquals(await run(["--http", "0", "--conversation", "c1"]), 2);
   assertStringIncludes(
     text(),
@@ -435,4 +439,46 @@ Deno.test("parseListenAddress() reads [host:]port", () => {
     hostname: "localhost",
     port: 1,
   });
+});
+
+Deno.test("mcp --http --json-response answers with plain JSON", async () => {
+  const { code, stderr } = await withHttpServer(
+    async (url) => {
+      const response = await fetch(url, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+        },
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "initialize",
+          params: {
+            protocolVersion: "2025-06-18",
+            capabilities: {},
+            clientInfo: { name: "raw", version: "1" },
+          },
+        }),
+      });
+      assertEquals(response.headers.get("content-type"), "application/json");
+      const body = await response.json();
+      assertEquals(body.result.serverInfo.name, denoJson.name);
+      const transport = new StreamableHTTPClientTransport(url);
+      const client = new Client({ name: "cli-http-test", version: "1.0.0" });
+      await client.connect(transport);
+      try {
+        const ran = await client.callTool({
+          name: "bash",
+          arguments: { command: "echo json" },
+        });
+        assertEquals(texts(ran).trim(), "json");
+      } finally {
+        await client.close();
+      }
+    },
+    {},
+    ["--json-response"],
+  );
+  assertEquals(code, 0, stderr);
 });
