@@ -29,6 +29,7 @@ import {
   type McpConnection,
   type McpServerOptions,
 } from "./_server.ts";
+import { SkillCatalog } from "./_skills.ts";
 
 /** Hostnames of the loopback interface, as the `Host` header names them. */
 export const LOOPBACK_HOSTNAMES: readonly string[] = Object.freeze([
@@ -266,6 +267,10 @@ export async function createMcpHttpHandler(
         JSON.stringify(path)
       }: it must start with "/"`,
     );
+  }
+  if (maxResourceBytes !== undefined) {
+    // Checked now rather than at the first session.
+    new SkillCatalog([], { maxResourceBytes });
   }
   const hosts = allowedHosts?.map(lowerHost);
   const origins = allowedOrigins?.map((o) => o.toLowerCase());

@@ -639,6 +639,11 @@ Deno.test("createMcpHttpHandler() checks its options before serving", async () =
     "Cannot use idleTimeoutMs 0: expected a positive integer",
   );
   await assertRejects(
+    () => createMcpHttpHandler({ maxResourceBytes: -1 }),
+    RangeError,
+    "Cannot use maxResourceBytes -1: expected a positive integer",
+  );
+  await assertRejects(
     () => createMcpHttpHandler({ token: "" }),
     TypeError,
     "token must be a non-empty string",
