@@ -96,6 +96,8 @@ function parseUri(uri: string): ParsedUri {
   return { skill, path: segments.join("/") };
 }
 
+// Our own table, not @std/media-types: skills hold scripts, and std names
+// `.ts` video/mp2t and knows no `.py`.
 const MIME_TYPES: Readonly<Record<string, string>> = {
   md: "text/markdown",
   markdown: "text/markdown",
