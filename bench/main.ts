@@ -21,6 +21,7 @@ const FILES = [
   "./opensandbox_bench.ts",
   "./remote_bench.ts",
   "./aio_bench.ts",
+  "./mcp_bench.ts",
 ] as const;
 
 const filter = Deno.args[0];
