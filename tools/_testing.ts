@@ -4,7 +4,11 @@
  *
  * @module
  */
-import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
+import {
+  BubblewrapLauncher,
+  IsolationUnavailableError,
+  LocalSkillRuntime,
+} from "../runtimes/local/mod.ts";
 import type { SkillRuntime } from "../runtimes/types.ts";
 import {
   createToolContext,
@@ -114,11 +118,43 @@ export const LOCAL_KIND: RuntimeKind = {
 };
 
 /**
+ * The local runtime in isolated mode (bubblewrap): every command in a
+ * sandbox. Unavailable, saying why, where sandboxes cannot start.
+ */
+export const ISOLATED_KIND: RuntimeKind = {
+  name: "isolated",
+  unavailable: () =>
+    BubblewrapLauncher.create().then(
+      () => null,
+      (error) =>
+        error instanceof IsolationUnavailableError
+          ? error.message
+          : `the isolated mode cannot start: ${String(error)}`,
+    ),
+  start: async () => {
+    const launcher = await BubblewrapLauncher.create();
+    return {
+      plain: (cwd: string) => new LocalSkillRuntime({ cwd, launcher }),
+      conversation: (conversationsRoot: string, conversationId: string) =>
+        LocalSkillRuntime.create({
+          conversationsRoot,
+          conversationId,
+          launcher,
+        }),
+      [Symbol.asyncDispose]: () => Promise.resolve(),
+    };
+  },
+};
+
+/**
  * Every kind of runtime the tool suite runs against: add a kind here (a
  * remote runtime with its test server, the isolated local mode) and every test
  * written with {@linkcode testEachRuntime} runs on it unchanged.
  */
-export const RUNTIME_KINDS: readonly RuntimeKind[] = [LOCAL_KIND];
+export const RUNTIME_KINDS: readonly RuntimeKind[] = [
+  LOCAL_KIND,
+  ISOLATED_KIND,
+];
 
 let current: RuntimeFactory | null = null;
 
