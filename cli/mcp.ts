@@ -7,7 +7,13 @@ import { buildSkillTools } from "../tools/mod.ts";
 import type { SkillRuntime } from "../runtimes/types.ts";
 import { parseArgs, UsageError } from "./_args.ts";
 import { readConfigFile } from "./_config.ts";
-import { type CliStreams, createRuntime, USAGE_EXIT_CODE } from "./run.ts";
+import {
+  checkIsolateFlags,
+  type CliStreams,
+  createRuntime,
+  ISOLATE_HELP,
+  USAGE_EXIT_CODE,
+} from "./run.ts";
 
 /** The help of `skillrun mcp`. */
 export const MCP_HELP: string = `Usage: skillrun mcp --skills <dir> [options]
@@ -24,11 +30,13 @@ Options:
   --config <file>      A JSON file with each skill's environment and bootstrap
                        commands: {"<skill>": {"env": {"NAME": "value"},
                        "bootstrap": ["command", ...]}}; never shown to the model
-  -h, --help           Show this help
+${ISOLATE_HELP}  -h, --help           Show this help
 
 Example (an MCP client's server entry):
   { "command": "deno", "args": ["run", "-A", "/path/to/skillrun/cli.ts",
     "mcp", "--skills", "/path/to/skills"] }
+  With a sandbox per command: add "--isolate" (and "--allow-net" if the
+  skills need the network).
 `;
 
 /** Options of {@linkcode mcpCommand}. */
@@ -45,7 +53,8 @@ export interface McpCommandOptions {
  * client closes the connection.
  *
  * Permissions: `--allow-read` of the skills (and the workspace),
- * `--allow-write` of what the tools may write, `--allow-run=bash` (and `rg`).
+ * `--allow-write` of what the tools may write, `--allow-run=bash` (and `rg`;
+ * with `--isolate`, `bwrap` too).
  *
  * @param args The arguments after `mcp`.
  * @param options A signal and the streams for help and warnings.
@@ -82,6 +91,8 @@ export async function mcpCommand(
       conversation: "string",
       root: "string",
       config: "string",
+      isolate: "boolean",
+      "allow-net": "boolean",
     });
     if (parsed.flags.help === true) {
       await out(MCP_HELP);
@@ -101,6 +112,7 @@ export async function mcpCommand(
     ) {
       throw new UsageError('Option "--root" needs "--conversation"');
     }
+    checkIsolateFlags(parsed.flags);
   } catch (error) {
     if (!(error instanceof UsageError)) throw error;
     await err(`skillrun mcp: ${error.message}\n\n${MCP_HELP}`);
@@ -129,7 +141,11 @@ export async function mcpCommand(
     // Loaded here so that the other subcommands never load the MCP SDK.
     const { serveMcp } = await import("../tools/mcp/mod.ts");
     await serveMcp(built.tools, {
-      instructions: mcpInstructions(runtime.defaultWorkingDirectory),
+      instructions: mcpInstructions(
+        runtime.defaultWorkingDirectory,
+        parsed.flags.isolate === true,
+        parsed.flags["allow-net"] === true,
+      ),
       ...(options.signal ? { signal: options.signal } : {}),
     });
     return 0;
@@ -149,8 +165,17 @@ export async function mcpCommand(
   }
 }
 
-function mcpInstructions(workingDirectory: string): string {
+function mcpInstructions(
+  workingDirectory: string,
+  isolated: boolean,
+  allowNet: boolean,
+): string {
   return "These tools give you Agent Skills: when a task matches a skill in the skill tool's list, " +
     "call the skill tool with its name first, then follow its instructions with the other tools. " +
-    `Commands run, and relative paths resolve, in ${workingDirectory}.`;
+    `Commands run, and relative paths resolve, in ${workingDirectory}.` +
+    (isolated
+      ? ` Commands run in a sandbox: only that folder (and the skills' folders) and /tmp are writable, /tmp is emptied after each command, and ${
+        allowNet ? "the network is available" : "there is no network"
+      }.`
+      : "");
 }

@@ -10,6 +10,10 @@ import {
 } from "../_internal/assert.ts";
 import { hostPath } from "../_internal/std.ts";
 import { buildSkillTools } from "../tools/mod.ts";
+import {
+  BubblewrapLauncher,
+  IsolationUnavailableError,
+} from "../runtimes/local/isolated.ts";
 
 const repo = hostPath.fromFileUrl(new URL("../", import.meta.url));
 const cli = hostPath.join(repo, "cli.ts");
@@ -27,9 +31,10 @@ function texts(result: Record<string, unknown>): string {
 async function withServer(
   fn: (client: Client, root: string) => Promise<void>,
   config?: unknown,
+  flags: readonly string[] = [],
 ): Promise<void> {
   const root = await Deno.realPath(await Deno.makeTempDir());
-  const extra: string[] = [];
+  const extra: string[] = [...flags];
   if (config !== undefined) {
     const file = hostPath.join(root, "config.json");
     await Deno.writeTextFile(file, JSON.stringify(config));
@@ -246,4 +251,49 @@ Deno.test("mcp --help prints its usage; bad options and configurations are refus
   } finally {
     await Deno.remove(config);
   }
+});
+
+const NO_SANDBOX: string | null = await BubblewrapLauncher.create().then(
+  () => null,
+  (error) =>
+    error instanceof IsolationUnavailableError ? error.message : String(error),
+);
+if (NO_SANDBOX !== null) {
+  console.error(`Ignoring "mcp --isolate ...": ${NO_SANDBOX}`);
+}
+
+Deno.test({
+  name:
+    "mcp --isolate runs the bash tool in a sandbox and says so in its instructions",
+  ignore: NO_SANDBOX !== null,
+  fn: async () => {
+    await withServer(
+      async (client, root) => {
+        assertStringIncludes(
+          client.getInstructions() ?? "",
+          "Commands run in a sandbox",
+        );
+        const workspace = hostPath.join(root, "mcp-test");
+        const ran = await client.callTool({
+          name: "bash",
+          arguments: {
+            command:
+              `echo $HOME; echo in > in.txt; echo out > ${root}/out.txt; ls ${repo}`,
+          },
+        });
+        assertStringIncludes(texts(ran), "/tmp/home");
+        assertStringIncludes(texts(ran), "No such file or directory");
+        assertEquals(
+          await Deno.readTextFile(hostPath.join(workspace, "in.txt")),
+          "in\n",
+        );
+        assertEquals(
+          [...Deno.readDirSync(root)].map((e) => e.name),
+          ["mcp-test"],
+        );
+      },
+      undefined,
+      ["--isolate"],
+    );
+  },
 });

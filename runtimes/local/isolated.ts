@@ -362,7 +362,7 @@ export class BubblewrapLauncher implements ProcessLauncher {
             value: limits.processes,
             mechanism: "none",
             note:
-              "root is not limited by RLIMIT_NPROC and the pids cgroup is not writable",
+              "root is not limited by RLIMIT_NPROC and no writable pids cgroup was found (allow --allow-read=/proc/self/cgroup,/sys/fs/cgroup and --allow-write=/sys/fs/cgroup, or run as another user)",
           }
           : { value: limits.processes, mechanism: "rlimit" },
         fileSizeBytes: { value: limits.fileSizeBytes, mechanism: "rlimit" },

@@ -48,3 +48,14 @@ export {
   SANDBOX_PATH,
   SYSTEM_PATHS,
 } from "./isolated.ts";
+export {
+  type CommandReach,
+  type FenceReport,
+  fenceReport,
+  type FenceReportOptions,
+  type FileToolReach,
+  formatFenceReport,
+  type PermissionCheck,
+  type ReportedPermission,
+  type ToolCheck,
+} from "./doctor.ts";
