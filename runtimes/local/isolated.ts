@@ -241,6 +241,29 @@ interface Probe {
 
 let launchCounter = 0;
 
+/** One command's cgroup of one controller. */
+interface Leaf {
+  readonly kind: "pids" | "memory";
+  readonly path: string;
+}
+
+/** Every cgroup made by this process, removed when it exits. */
+const allLeaves = new Set<string>();
+let removeAtExit = false;
+function trackLeaves(): void {
+  if (removeAtExit) return;
+  removeAtExit = true;
+  globalThis.addEventListener("unload", () => {
+    for (const path of allLeaves) {
+      try {
+        Deno.removeSync(path);
+      } catch {
+        // Still busy or already gone.
+      }
+    }
+  });
+}
+
 /**
  * A {@linkcode ProcessLauncher} that runs each command in a bubblewrap
  * sandbox. Make one with {@linkcode BubblewrapLauncher.create} (it checks
@@ -307,6 +330,8 @@ export class BubblewrapLauncher implements ProcessLauncher {
   readonly #limits: Required<IsolationLimits>;
   readonly #report: IsolationReport;
   readonly #deno: string | undefined;
+  /** Empty cgroups of finished commands, ready for the next ones. */
+  readonly #freeLeaves: Leaf[][] = [];
 
   private constructor(
     bwrap: string,
@@ -470,7 +495,8 @@ export class BubblewrapLauncher implements ProcessLauncher {
         }`,
       );
     }
-    const leaves = await this.#enterCgroups();
+    const leaves = await this.#takeLeaves();
+    let reusable = false;
     try {
       const args = [...this.#baseArgs];
       for (const path of writable) args.push("--bind", path, path);
@@ -482,14 +508,16 @@ export class BubblewrapLauncher implements ProcessLauncher {
         );
       }
       args.push("--remount-ro", "/", "--chdir", cwd, "--");
+      // The limits are set on the command's own line, so that it runs in the
+      // same shell (no second exec) and its line numbers stay its own.
       args.push(
         "bash",
         "-c",
-        prelude(this.#limits, leaves.map((l) => l.kind), this.#report),
-        "skillrun",
-        request.command,
+        `${
+          prelude(this.#limits, leaves.map((l) => l.kind), this.#report)
+        } ${request.command}`,
       );
-      return await runProcessGroup({
+      const result = await runProcessGroup({
         program: this.#bwrap,
         args,
         cwd,
@@ -501,8 +529,16 @@ export class BubblewrapLauncher implements ProcessLauncher {
         groupSignal: this.#groupSignal,
         ...(request.signal ? { signal: request.signal } : {}),
       });
+      // A command that ended by itself took its PID namespace with it: its
+      // cgroups are empty and serve the next command. After a kill the
+      // kernel may still be reaping: those are removed (waiting) instead.
+      reusable = !result.timedOut && !result.aborted;
+      return result;
     } finally {
-      await Promise.all(leaves.map((leaf) => removeLeaf(leaf.path)));
+      if (leaves.length > 0) {
+        if (reusable) this.#freeLeaves.push(leaves);
+        else await Promise.all(leaves.map((leaf) => removeLeaf(leaf.path)));
+      }
     }
   }
 
@@ -523,8 +559,18 @@ export class BubblewrapLauncher implements ProcessLauncher {
     };
   }
 
-  async #enterCgroups(): Promise<{ kind: string; path: string }[]> {
-    const leaves: { kind: string; path: string }[] = [];
+  async #takeLeaves(): Promise<Leaf[]> {
+    if (this.#controllers.length === 0) return [];
+    const free = this.#freeLeaves.pop();
+    if (free) return free;
+    const leaves = await this.#makeLeaves();
+    trackLeaves();
+    for (const leaf of leaves) allLeaves.add(leaf.path);
+    return leaves;
+  }
+
+  async #makeLeaves(): Promise<Leaf[]> {
+    const leaves: Leaf[] = [];
     try {
       const name = `skillrun-${Deno.pid}-${++launchCounter}`;
       for (const controller of this.#controllers) {
@@ -630,8 +676,10 @@ function baseArgs(options: {
 }
 
 /**
- * The script that runs first inside: enter the cgroups, set the limits (hard
- * and soft, so the command cannot raise them), then become the command.
+ * What runs first inside, on one line before the command: enter the cgroups
+ * and set the limits (hard and soft, so the command cannot raise them). A
+ * command that does not parse stops the whole line, so it never runs
+ * without its limits.
  */
 function prelude(
   limits: Required<IsolationLimits>,
@@ -656,8 +704,7 @@ function prelude(
       ulimits.join(" ")
     } || { echo "skillrun: cannot set the limits" >&2; exit 125; }`,
   );
-  lines.push('exec bash -c "$1"');
-  return lines.join("\n");
+  return lines.map((line) => `${line};`).join(" ");
 }
 
 function checkWritable(paths: readonly string[]): string[] {
@@ -715,9 +762,13 @@ async function removeLeaf(path: string): Promise<void> {
   for (let attempt = 0; attempt < 50; attempt++) {
     try {
       await Deno.remove(path);
+      allLeaves.delete(path);
       return;
     } catch (error) {
-      if (error instanceof Deno.errors.NotFound) return;
+      if (error instanceof Deno.errors.NotFound) {
+        allLeaves.delete(path);
+        return;
+      }
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
   }
