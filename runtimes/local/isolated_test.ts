@@ -416,10 +416,11 @@ sandboxTest(
     const limit = 1024 * 1024;
     await using f = await fixture({ limits: { fileSizeBytes: limit } });
     const result = await f.run(
-      'head -c 3145728 /dev/zero > big.bin; echo "exit $?"; head -c 3145728 /dev/zero > /tmp/big.bin; echo "tmp $?"; stat -c %s /tmp/big.bin',
+      'ulimit -f unlimited 2>/dev/null; echo "raise $?"; head -c 3145728 /dev/zero > big.bin; echo "exit $?"; head -c 3145728 /dev/zero > /tmp/big.bin; echo "tmp $?"; stat -c %s /tmp/big.bin',
     );
     const size = (await Deno.stat(hostPath.join(f.skillPath, "big.bin"))).size;
     assertEquals(size, limit);
+    assertStringIncludes(result.stdout, "raise 1"); // the command cannot lift it
     assertStringIncludes(result.stdout, "exit 153"); // 128 + SIGXFSZ
     assertStringIncludes(result.stdout, "tmp 153");
     assertStringIncludes(result.stdout, `\n${limit}\n`);
