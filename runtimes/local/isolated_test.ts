@@ -16,6 +16,7 @@ import {
   IsolationUnavailableError,
 } from "./isolated.ts";
 import { LocalSkillRuntime } from "./runtime.ts";
+import { runDenoScript } from "../../_internal/testing.ts";
 
 /** Why the sandbox cannot run here, or `null` when it can. */
 const UNAVAILABLE: string | null = await BubblewrapLauncher.create().then(
@@ -593,5 +594,38 @@ sandboxTest(
     );
     assertStringIncludes(stdout, "problem=namespaces");
     assertStringIncludes(stdout, "enable them");
+  },
+);
+
+sandboxTest(
+  "isolated: works under --allow-run=bwrap,bash, and a timeout still stops everything",
+  async () => {
+    const root = await Deno.realPath(
+      await Deno.makeTempDir({ prefix: "skillrun-iso-" }),
+    );
+    try {
+      const marker = `${95 + Math.random()}`;
+      const script = hostPath.fromFileUrl(
+        new URL("./testdata/isolated_timeout.ts", import.meta.url),
+      );
+      const run = await runDenoScript(script, [
+        `--allow-read=${root}`,
+        `--allow-write=${root}`,
+        "--allow-run=bwrap,bash",
+      ], [root, marker]);
+      assertEquals(run.code, 0, run.stderr);
+      assertEquals(JSON.parse(run.stdout), {
+        timedOut: true,
+        exitCode: -1,
+        pwd: hostPath.join(root, "narrowed"),
+      });
+      assertEquals(await noneLeft(marker), []);
+      assertEquals(
+        await Deno.readTextFile(hostPath.join(root, "narrowed", "made.txt")),
+        "ok\n",
+      );
+    } finally {
+      await Deno.remove(root, { recursive: true });
+    }
   },
 );
