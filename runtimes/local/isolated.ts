@@ -643,8 +643,9 @@ function baseArgs(options: {
   ];
   for (const path of options.readOnly) args.push("--ro-bind", path, path);
   for (const path of options.masked) {
-    if (options.maskedFolders.has(path)) args.push("--tmpfs", path);
-    else args.push("--ro-bind", "/dev/null", path);
+    if (options.maskedFolders.has(path)) {
+      args.push("--tmpfs", path, "--remount-ro", path);
+    } else args.push("--ro-bind", "/dev/null", path);
   }
   if (options.allowNet) {
     // Where /etc/resolv.conf often points.

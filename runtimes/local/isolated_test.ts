@@ -193,6 +193,8 @@ sandboxTest(
         "echo x > /proc/1/root/usr/via-init",
         "echo x > /etc/pwned",
         "echo x > /usr/pwned",
+        "echo x > /etc/ssh/pwned; test -e /etc/ssh/pwned && echo masked-writable",
+        "echo x > /newdir-at-root; test -e /newdir-at-root && echo root-writable",
         `echo x > ${f.workspace}/planted/via-planted`,
         `ln -s ${f.outside} made-link && echo x > made-link/via-made-link`,
         `mkdir -p /tmp/x && echo x > /tmp/x/private`,
