@@ -18,7 +18,9 @@ const cli = hostPath.fromFileUrl(new URL("../cli.ts", import.meta.url));
 const NO_SANDBOX: string | null = await BubblewrapLauncher.create().then(
   () => null,
   (error) =>
-    error instanceof IsolationUnavailableError ? error.message : String(error),
+    error instanceof IsolationUnavailableError
+      ? error.message
+      : Promise.reject(error),
 );
 
 async function version(program: string): Promise<string | null> {

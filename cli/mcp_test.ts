@@ -256,7 +256,9 @@ Deno.test("mcp --help prints its usage; bad options and configurations are refus
 const NO_SANDBOX: string | null = await BubblewrapLauncher.create().then(
   () => null,
   (error) =>
-    error instanceof IsolationUnavailableError ? error.message : String(error),
+    error instanceof IsolationUnavailableError
+      ? error.message
+      : Promise.reject(error),
 );
 if (NO_SANDBOX !== null) {
   console.error(`Ignoring "mcp --isolate ...": ${NO_SANDBOX}`);

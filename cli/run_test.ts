@@ -16,7 +16,9 @@ import {
 const NO_SANDBOX: string | null = await BubblewrapLauncher.create().then(
   () => null,
   (error) =>
-    error instanceof IsolationUnavailableError ? error.message : String(error),
+    error instanceof IsolationUnavailableError
+      ? error.message
+      : Promise.reject(error),
 );
 
 const repo = hostPath.fromFileUrl(new URL("../", import.meta.url));

@@ -18,7 +18,9 @@ const example = hostPath.join(repo, "examples", "isolated.ts");
 const NO_SANDBOX: string | null = await BubblewrapLauncher.create().then(
   () => null,
   (error) =>
-    error instanceof IsolationUnavailableError ? error.message : String(error),
+    error instanceof IsolationUnavailableError
+      ? error.message
+      : Promise.reject(error),
 );
 
 /** The documented line: the first line of the example, less its `// `. */

@@ -123,13 +123,15 @@ export const LOCAL_KIND: RuntimeKind = {
  */
 export const ISOLATED_KIND: RuntimeKind = {
   name: "isolated",
+  // Only a machine that cannot run sandboxes is a reason to ignore; any
+  // other failure is a bug and fails the test file.
   unavailable: () =>
     BubblewrapLauncher.create().then(
       () => null,
       (error) =>
         error instanceof IsolationUnavailableError
           ? error.message
-          : `the isolated mode cannot start: ${String(error)}`,
+          : Promise.reject(error),
     ),
   start: async () => {
     const launcher = await BubblewrapLauncher.create();

@@ -240,6 +240,7 @@ interface Probe {
 }
 
 let launchCounter = 0;
+const INSTANCE = crypto.randomUUID().slice(0, 8);
 
 /** One command's cgroup of one controller. */
 interface Leaf {
@@ -572,7 +573,9 @@ export class BubblewrapLauncher implements ProcessLauncher {
   async #makeLeaves(): Promise<Leaf[]> {
     const leaves: Leaf[] = [];
     try {
-      const name = `skillrun-${Deno.pid}-${++launchCounter}`;
+      // Unique across processes and across workers of one process (tests
+      // run in parallel share a pid).
+      const name = `skillrun-${Deno.pid}-${INSTANCE}-${++launchCounter}`;
       for (const controller of this.#controllers) {
         const path = `${controller.parent}/${name}`;
         await Deno.mkdir(path);
@@ -993,7 +996,7 @@ async function findCgroups(
   }
   for (const candidate of candidates) {
     if (found.some((c) => c.kind === candidate.kind)) continue;
-    const probe = `${candidate.parent}/skillrun-probe-${Deno.pid}`;
+    const probe = `${candidate.parent}/skillrun-probe-${Deno.pid}-${INSTANCE}`;
     try {
       await Deno.mkdir(probe);
       try {

@@ -24,7 +24,7 @@ const UNAVAILABLE: string | null = await BubblewrapLauncher.create().then(
   (error) =>
     error instanceof IsolationUnavailableError
       ? error.message
-      : `bwrap check failed: ${String(error)}`,
+      : Promise.reject(error),
 );
 
 /** A test that needs bubblewrap: ignored, saying why, when it cannot run. */
