@@ -20,6 +20,7 @@ import {
   type LaunchRequest,
   type ProcessLauncher,
   runProcessGroup,
+  streamsOf,
 } from "./launcher.ts";
 
 /** The default most processes (and threads) one command may have at once: 1024. */
@@ -529,6 +530,7 @@ export class BubblewrapLauncher implements ProcessLauncher {
         graceMs: this.#graceMs,
         groupSignal: this.#groupSignal,
         ...(request.signal ? { signal: request.signal } : {}),
+        ...streamsOf(request),
       });
       // A command that ended by itself took its PID namespace with it: its
       // cgroups are empty and serve the next command. After a kill the

@@ -42,7 +42,11 @@ import {
   type SkillRuntimeFileSystem,
 } from "../types.ts";
 import { createSearch } from "../../search/search.ts";
-import { DenoCommandLauncher, type ProcessLauncher } from "./launcher.ts";
+import {
+  DenoCommandLauncher,
+  type ProcessLauncher,
+  streamsOf,
+} from "./launcher.ts";
 import {
   BubblewrapLauncher,
   type BubblewrapLauncherOptions,
@@ -443,6 +447,7 @@ export class LocalSkillRuntime implements SkillRuntime {
         ? [this.#workspace]
         : [this.#defaultWorkingDirectory, ...this.#skillFolders],
       ...(request.signal ? { signal: request.signal } : {}),
+      ...streamsOf(request),
     });
   }
 
