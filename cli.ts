@@ -6,6 +6,8 @@
  * deno run -A cli.ts validate [--json] <path>...   # strict check; exit 1 if invalid
  * deno run -A cli.ts run <skills-dir> <skill> -- <command>  # run in the skill's folder
  * deno run -A cli.ts mcp --skills <dir>             # serve the tools over MCP (stdio)
+ * deno run -A cli.ts doctor [--isolate] [--json]    # what the runtime can reach
+ * deno run -A cli.ts run --isolate <dir> <skill> -- <command>  # in a sandbox
  * deno run -A cli.ts list --catalog <dir>           # the catalog text a system prompt carries
  * deno run -A cli.ts --version
  * deno run -A cli.ts <command> --help
@@ -19,7 +21,8 @@
  * relative paths). `run` and `mcp` also need `--allow-run=bash` (`mcp`: and
  * `rg` when installed), `--allow-write` of what the tools may write (with
  * `--conversation`: the conversations root), and `--allow-env=PATH` so that
- * commands find the running `deno`.
+ * commands find the running `deno`. With `--isolate` (a bubblewrap sandbox
+ * per command), `--allow-run=bwrap,bash`.
  *
  * @module
  */
@@ -32,6 +35,7 @@ import type { Skill } from "./skill/types.ts";
 import { parseArgs, UsageError } from "./cli/_args.ts";
 import { RUN_HELP, runCommand } from "./cli/run.ts";
 import { MCP_HELP, mcpCommand } from "./cli/mcp.ts";
+import { DOCTOR_HELP, doctorCommand } from "./cli/doctor.ts";
 
 /** One subcommand: its help and what it does. */
 export interface CliCommand {
@@ -254,12 +258,19 @@ const mcpCliCommand: CliCommand = {
   run: (args) => mcpCommand(args),
 };
 
+const doctorCliCommand: CliCommand = {
+  summary: "Report what the local runtime can reach and what it needs",
+  help: DOCTOR_HELP.trimEnd(),
+  run: (args) => doctorCommand(args),
+};
+
 /** The subcommands. Adding one is adding an entry. */
 const COMMANDS: Readonly<Record<string, CliCommand>> = {
   list: listCommand,
   validate: validateCommand,
   run: runCliCommand,
   mcp: mcpCliCommand,
+  doctor: doctorCliCommand,
 };
 
 function mainHelp(): string {

@@ -7,7 +7,8 @@
  *   {@linkcode validateSkill}, {@linkcode formatCatalog}.
  * - Configuration of a skill's runtime: {@linkcode SkillRuntimeConfig}.
  * - The embedded default runtime: {@linkcode LocalSkillRuntime} (plain, or in a
- *   conversation workspace fenced by path checks).
+ *   conversation workspace fenced by path checks; isolated in a bubblewrap
+ *   sandbox with `isolate`), and its fence report {@linkcode fenceReport}.
  * - Tools for models: {@linkcode buildSkillTools}, adapters for OpenAI,
  *   Anthropic and the AI SDK, and {@linkcode dispatchToolCall}.
  *
@@ -71,6 +72,26 @@ export {
   LocalSkillRuntime,
   type LocalSkillRuntimeOptions,
 } from "./runtimes/local/runtime.ts";
+export {
+  BubblewrapLauncher,
+  type BubblewrapLauncherOptions,
+  type IsolationLimits,
+  type IsolationProblem,
+  type IsolationReport,
+  IsolationUnavailableError,
+  type LimitReport,
+} from "./runtimes/local/isolated.ts";
+export {
+  type CommandReach,
+  type FenceReport,
+  fenceReport,
+  type FenceReportOptions,
+  type FileToolReach,
+  formatFenceReport,
+  type PermissionCheck,
+  type ReportedPermission,
+  type ToolCheck,
+} from "./runtimes/local/doctor.ts";
 export type { CopyPolicy } from "./workspace/copy.ts";
 export { DEFAULT_COPY_EXCLUDES } from "./workspace/copy.ts";
 export type * from "./tools/types.ts";

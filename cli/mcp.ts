@@ -9,7 +9,13 @@ import type { SkillRuntime } from "../runtimes/types.ts";
 import { parseArgs, UsageError } from "./_args.ts";
 import { readConfigFile } from "./_config.ts";
 import { serveMcpHttpCommand } from "./_mcp_http.ts";
-import { type CliStreams, createRuntime, USAGE_EXIT_CODE } from "./run.ts";
+import {
+  checkIsolateFlags,
+  type CliStreams,
+  createRuntime,
+  ISOLATE_HELP,
+  USAGE_EXIT_CODE,
+} from "./run.ts";
 
 /** The help of `skillrun mcp`. */
 export const MCP_HELP: string = `Usage: skillrun mcp --skills <dir> [options]
@@ -40,11 +46,13 @@ Options:
   --config <file>      A JSON file with each skill's environment and bootstrap
                        commands: {"<skill>": {"env": {"NAME": "value"},
                        "bootstrap": ["command", ...]}}; never shown to the model
-  -h, --help           Show this help
+${ISOLATE_HELP}  -h, --help           Show this help
 
 Example (an MCP client's server entry):
   { "command": "deno", "args": ["run", "-A", "/path/to/skillrun/cli.ts",
     "mcp", "--skills", "/path/to/skills"] }
+  With a sandbox per command: add "--isolate" (and "--allow-net" if the
+  skills need the network).
 Example (over HTTP):
   deno run -A cli.ts mcp --skills examples/skills --http 8080
 `;
@@ -68,9 +76,9 @@ export interface McpCommandOptions {
  * process gets SIGINT or SIGTERM.
  *
  * Permissions: `--allow-read` of the skills (and the workspace),
- * `--allow-write` of what the tools may write, `--allow-run=bash` (and `rg`);
- * with `--http` also `--allow-net` of the address and
- * `--allow-env=SKILLRUN_MCP_TOKEN` for a token.
+ * `--allow-write` of what the tools may write, `--allow-run=bash` (and `rg`;
+ * with `--isolate`, `bwrap` too); with `--http` also `--allow-net` of the
+ * address and `--allow-env=SKILLRUN_MCP_TOKEN` for a token.
  *
  * @param args The arguments after `mcp`.
  * @param options A signal and the streams for help and warnings.
@@ -109,6 +117,8 @@ export async function mcpCommand(
       config: "string",
       http: "string",
       "json-response": "boolean",
+      isolate: "boolean",
+      "allow-net": "boolean",
     });
     if (parsed.flags.help === true) {
       await out(MCP_HELP);
@@ -135,6 +145,7 @@ export async function mcpCommand(
     ) {
       throw new UsageError('Option "--json-response" needs "--http"');
     }
+    checkIsolateFlags(parsed.flags);
   } catch (error) {
     if (!(error instanceof UsageError)) throw error;
     await err(`skillrun mcp: ${error.message}\n\n${MCP_HELP}`);
@@ -174,7 +185,11 @@ export async function mcpCommand(
     const { serveMcp } = await import("../tools/mcp/mod.ts");
     await serveMcp(built.tools, {
       skills: built.skills,
-      instructions: mcpInstructions(runtime.defaultWorkingDirectory),
+      instructions: mcpInstructions(
+        runtime.defaultWorkingDirectory,
+        parsed.flags.isolate === true,
+        parsed.flags["allow-net"] === true,
+      ),
       ...(options.signal ? { signal: options.signal } : {}),
     });
     return 0;
@@ -194,8 +209,17 @@ export async function mcpCommand(
   }
 }
 
-function mcpInstructions(workingDirectory: string): string {
+function mcpInstructions(
+  workingDirectory: string,
+  isolated: boolean,
+  allowNet: boolean,
+): string {
   return "These tools give you Agent Skills: when a task matches a skill in the skill tool's list, " +
     "call the skill tool with its name first, then follow its instructions with the other tools. " +
-    `Commands run, and relative paths resolve, in ${workingDirectory}.`;
+    `Commands run, and relative paths resolve, in ${workingDirectory}.` +
+    (isolated
+      ? ` Commands run in a sandbox: only that folder (and the skills' folders) and /tmp are writable, /tmp is emptied after each command, and ${
+        allowNet ? "the network is available" : "there is no network"
+      }.`
+      : "");
 }

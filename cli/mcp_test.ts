@@ -14,6 +14,10 @@ import { hostPath } from "../_internal/std.ts";
 import { buildSkillTools } from "../tools/mod.ts";
 import { parseListenAddress } from "./_mcp_http.ts";
 import { mcpCommand } from "./mcp.ts";
+import {
+  BubblewrapLauncher,
+  IsolationUnavailableError,
+} from "../runtimes/local/isolated.ts";
 
 const repo = hostPath.fromFileUrl(new URL("../", import.meta.url));
 const cli = hostPath.join(repo, "cli.ts");
@@ -31,9 +35,10 @@ function texts(result: Record<string, unknown>): string {
 async function withServer(
   fn: (client: Client, root: string) => Promise<void>,
   config?: unknown,
+  flags: readonly string[] = [],
 ): Promise<void> {
   const root = await Deno.realPath(await Deno.makeTempDir());
-  const extra: string[] = [];
+  const extra: string[] = [...flags];
   if (config !== undefined) {
     const file = hostPath.join(root, "config.json");
     await Deno.writeTextFile(file, JSON.stringify(config));
@@ -481,4 +486,51 @@ Deno.test("mcp --http --json-response answers with plain JSON", async () => {
     ["--json-response"],
   );
   assertEquals(code, 0, stderr);
+});
+
+const NO_SANDBOX: string | null = await BubblewrapLauncher.create().then(
+  () => null,
+  (error) =>
+    error instanceof IsolationUnavailableError
+      ? error.message
+      : Promise.reject(error),
+);
+if (NO_SANDBOX !== null) {
+  console.error(`Ignoring "mcp --isolate ...": ${NO_SANDBOX}`);
+}
+
+Deno.test({
+  name:
+    "mcp --isolate runs the bash tool in a sandbox and says so in its instructions",
+  ignore: NO_SANDBOX !== null,
+  fn: async () => {
+    await withServer(
+      async (client, root) => {
+        assertStringIncludes(
+          client.getInstructions() ?? "",
+          "Commands run in a sandbox",
+        );
+        const workspace = hostPath.join(root, "mcp-test");
+        const ran = await client.callTool({
+          name: "bash",
+          arguments: {
+            command:
+              `echo $HOME; echo in > in.txt; echo out > ${root}/out.txt; ls ${repo}`,
+          },
+        });
+        assertStringIncludes(texts(ran), "/tmp/home");
+        assertStringIncludes(texts(ran), "No such file or directory");
+        assertEquals(
+          await Deno.readTextFile(hostPath.join(workspace, "in.txt")),
+          "in\n",
+        );
+        assertEquals(
+          [...Deno.readDirSync(root)].map((e) => e.name),
+          ["mcp-test"],
+        );
+      },
+      undefined,
+      ["--isolate"],
+    );
+  },
 });

@@ -35,6 +35,16 @@ export const USAGE_EXIT_CODE = 2;
 /** Output kept in the result; what the user sees is streamed live. */
 const CLI_KEPT_OUTPUT_BYTES = 64 * 1024;
 
+/** The help lines of `--isolate` and `--allow-net`, shared by `run`, `mcp` and `doctor`. */
+export const ISOLATE_HELP: string =
+  `  --isolate            Run every command in a bubblewrap sandbox (Linux): the
+                       system read-only, only the skill's folder (or the
+                       workspace) writable, a private /tmp, no network, no
+                       host processes or environment; fails if bwrap is
+                       missing or user namespaces are off (never falls back)
+  --allow-net          With --isolate: let commands use the network
+`;
+
 /** The help of `skillrun run`. */
 export const RUN_HELP: string =
   `Usage: skillrun run <skills-dir> <skill> [options] -- <command>
@@ -58,15 +68,16 @@ Options:
                        entry for a skill not under <skills-dir> is an error
   --timeout <ms>       Stop the command (and all it started) after <ms>;
                        exit code ${TIMEOUT_EXIT_CODE} (default: ${DEFAULT_EXECUTE_TIMEOUT_MS})
-  -h, --help           Show this help
+${ISOLATE_HELP}  -h, --help           Show this help
 
 Exit codes: the command's own; ${TIMEOUT_EXIT_CODE} on timeout; ${INTERRUPTED_EXIT_CODE} on Ctrl-C;
 1 when the skill cannot be found or prepared; ${USAGE_EXIT_CODE} on a command-line mistake
 or an unusable --config file. A preparation that takes more than a second
 shows its progress on stderr.
 
-Example:
+Examples:
   skillrun run examples/skills csv-report -- ls -la
+  skillrun run --isolate examples/skills csv-report -- bash scripts/report.sh
 `;
 
 /** A stream the CLI writes to (`Deno.stdout` and `Deno.stderr` are ones). */
@@ -100,7 +111,8 @@ export interface RunCommandOptions {
  * Runs `skillrun run` with its arguments (those after `run`).
  *
  * Permissions: `--allow-read` of the skills (and the workspace),
- * `--allow-write` of the workspace in conversation mode, `--allow-run=bash`.
+ * `--allow-write` of the workspace in conversation mode, `--allow-run=bash`
+ * (with `--isolate`: `--allow-run=bwrap,bash`).
  *
  * @param args The arguments after `run`.
  * @param options A signal and the output streams.
@@ -136,6 +148,8 @@ export async function runCommand(
       root: "string",
       timeout: "string",
       config: "string",
+      isolate: "boolean",
+      "allow-net": "boolean",
     });
     if (parsed.flags.help === true) {
       await out(RUN_HELP);
@@ -157,6 +171,7 @@ export async function runCommand(
     ) {
       throw new UsageError('Option "--root" needs "--conversation"');
     }
+    checkIsolateFlags(parsed.flags);
     command = commandLine(parsed.rest);
     timeoutMs = parseTimeout(parsed.flags.timeout);
   } catch (error) {
@@ -239,17 +254,40 @@ export async function runCommand(
 }
 
 /**
- * Builds the local runtime the `run` and `mcp` subcommands use: plain, or in a
- * conversation workspace when `--conversation` is given (under `--root`,
- * default `.skillrun/conversations`, resolved against the current folder).
+ * Refuses `--allow-net` without `--isolate` (the plain shell's network is
+ * never restricted, so the flag would say something false).
+ *
+ * @param flags The parsed flags.
+ * @throws {UsageError} `--allow-net` without `--isolate`.
+ */
+export function checkIsolateFlags(
+  flags: Readonly<Record<string, string | boolean>>,
+): void {
+  if (flags["allow-net"] === true && flags.isolate !== true) {
+    throw new UsageError(
+      'Option "--allow-net" needs "--isolate" (without it commands are not fenced at all)',
+    );
+  }
+}
+
+/**
+ * Builds the local runtime the `run`, `mcp` and `doctor` subcommands use:
+ * plain, or in a conversation workspace when `--conversation` is given (under
+ * `--root`, default `.skillrun/conversations`, resolved against the current
+ * folder); isolated in a bubblewrap sandbox with `--isolate` (network with
+ * `--allow-net`).
  *
  * Permissions: in conversation mode, `--allow-read` and `--allow-write` of
- * the conversations root.
+ * the conversations root; with `--isolate`, `--allow-run=bwrap,bash`.
  *
- * @param flags The parsed `--conversation` and `--root` flags.
+ * @param flags The parsed `--conversation`, `--root`, `--isolate` and
+ * `--allow-net` flags.
  * @returns A new local runtime.
- * @throws {UsageError} `--root` without `--conversation`.
+ * @throws {UsageError} `--root` without `--conversation`, `--allow-net`
+ * without `--isolate`.
  * @throws {TypeError} An invalid conversation id (from the runtime).
+ * @throws {IsolationUnavailableError} `--isolate` where sandboxes cannot
+ * start (the message says what to install or enable).
  *
  * @example A plain runtime
  * ```ts
@@ -264,17 +302,22 @@ export async function createRuntime(
 ): Promise<LocalSkillRuntime> {
   const conversation = flags.conversation;
   const root = flags.root;
+  checkIsolateFlags(flags);
+  const isolate = flags.isolate === true
+    ? { isolate: { allowNet: flags["allow-net"] === true } }
+    : {};
   if (typeof conversation !== "string") {
     if (typeof root === "string") {
       throw new UsageError('Option "--root" needs "--conversation"');
     }
-    return new LocalSkillRuntime();
+    return await LocalSkillRuntime.create(isolate);
   }
   return await LocalSkillRuntime.create({
     conversationsRoot: hostPath.resolve(
       typeof root === "string" ? root : DEFAULT_CONVERSATIONS_ROOT,
     ),
     conversationId: conversation,
+    ...isolate,
   });
 }
 

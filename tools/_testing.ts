@@ -4,7 +4,11 @@
  *
  * @module
  */
-import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
+import {
+  BubblewrapLauncher,
+  IsolationUnavailableError,
+  LocalSkillRuntime,
+} from "../runtimes/local/mod.ts";
 import { OpenSandboxSkillRuntime } from "../runtimes/opensandbox/mod.ts";
 import { MemoryConversationStore } from "../workspace/conversation_store.ts";
 import { startOpenSandboxServer } from "../tests/servers/opensandbox.ts";
@@ -244,6 +248,37 @@ export const AIO_KIND: RuntimeKind = {
 };
 
 /**
+ * The local runtime in isolated mode (bubblewrap): every command in a
+ * sandbox. Unavailable, saying why, where sandboxes cannot start.
+ */
+export const ISOLATED_KIND: RuntimeKind = {
+  name: "isolated",
+  // Only a machine that cannot run sandboxes is a reason to ignore; any
+  // other failure is a bug and fails the test file.
+  unavailable: () =>
+    BubblewrapLauncher.create().then(
+      () => null,
+      (error) =>
+        error instanceof IsolationUnavailableError
+          ? error.message
+          : Promise.reject(error),
+    ),
+  start: async () => {
+    const launcher = await BubblewrapLauncher.create();
+    return {
+      plain: (cwd: string) => new LocalSkillRuntime({ cwd, launcher }),
+      conversation: (conversationsRoot: string, conversationId: string) =>
+        LocalSkillRuntime.create({
+          conversationsRoot,
+          conversationId,
+          launcher,
+        }),
+      [Symbol.asyncDispose]: () => Promise.resolve(),
+    };
+  },
+};
+
+/**
  * Every kind of runtime the tool suite runs against: add a kind here (a
  * remote runtime with its test server, the isolated local mode) and every test
  * written with {@linkcode testEachRuntime} runs on it unchanged.
@@ -252,6 +287,7 @@ export const RUNTIME_KINDS: readonly RuntimeKind[] = [
   LOCAL_KIND,
   OPENSANDBOX_KIND,
   AIO_KIND,
+  ISOLATED_KIND,
 ];
 
 let current: RuntimeFactory | null = null;

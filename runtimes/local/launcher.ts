@@ -40,6 +40,13 @@ export interface LaunchRequest {
   readonly onStderr?: (chunk: Uint8Array) => void;
   /** The command's standard input (default: closed). */
   readonly stdin?: ReadableStream<Uint8Array>;
+  /**
+   * The folders the command may write: the conversation's workspace, or the
+   * plain runtime's folder and its prepared skills. A sandboxing launcher
+   * mounts exactly these read-write (default: the working directory); the
+   * plain launcher ignores them.
+   */
+  readonly writablePaths?: readonly string[];
 }
 
 /**
@@ -49,6 +56,13 @@ export interface LaunchRequest {
 export interface ProcessLauncher {
   /** A short name, e.g. `plain` or `bubblewrap`. */
   readonly name: string;
+  /**
+   * Whether commands get the process's environment below the request's
+   * variables (default `true`). A launcher that starts from an empty one
+   * (`false`) gets only the runtime's variables, without the inherited
+   * `PATH`.
+   */
+  readonly inheritsEnvironment?: boolean;
   /**
    * Runs the command to its end, its timeout, or its signal. Never throws for
    * a failing command: the result says what happened.
