@@ -1,12 +1,19 @@
 /**
- * Search: `grep` (files with matches of a literal) and `glob` over a generated
- * tree of 100,000 files (about 1 GiB), ours against bare `rg`.
+ * Search: `grep` (files with matches of a literal; content of a literal) and
+ * `glob` over a generated tree of 100,000 files (about 1 GiB), ours against
+ * bare `rg`.
  *
  * @module
  */
 import { type BenchCase, runChild } from "./_harness.ts";
 import { hostPath } from "../_internal/std.ts";
-import { createSearch, detectRipgrep } from "../search/mod.ts";
+import {
+  createSearch,
+  detectRipgrep,
+  type SearchEngine,
+  ShellSearch,
+} from "../search/mod.ts";
+import { bashShell, pathWithout } from "../search/_shell_testing.ts";
 import { LocalFileSystem } from "../runtimes/local/fs.ts";
 import { LocalSkillRuntime } from "../runtimes/local/runtime.ts";
 import { buildSkillTools } from "../tools/builder.ts";
@@ -221,8 +228,92 @@ async function expectFiles(
   return result.files.length;
 }
 
+/** Content mode: every matching line of the literal, in path order. */
+async function expectContent(search: typeof withRipgrep): Promise<number> {
+  const result = await search.grep({
+    pattern: NEEDLE,
+    path: TREE,
+    outputMode: "content",
+  });
+  if (result.mode !== "content" || result.lines.length < 200) {
+    throw new Error(`Unexpected grep result: ${result.mode}`);
+  }
+  return result.lines.length;
+}
+
+/** 10,000 of the tree's files (`d000` to `d009`), as a sandbox would search them. */
+const sandboxGrep = { pattern: NEEDLE, path: TREE, glob: "d00[0-9]/**" };
+let noRgPath: string | null = null;
+
+/** A shell engine through a real local bash (the sandbox), with or without rg. */
+async function shellSearch(withRg: boolean): Promise<SearchEngine> {
+  if (!withRg && noRgPath === null) {
+    noRgPath = await pathWithout(["rg"]);
+    globalThis.addEventListener("unload", () => {
+      Deno.removeSync(noRgPath!, { recursive: true });
+    });
+  }
+  return new ShellSearch({
+    shell: bashShell(withRg ? {} : { path: noRgPath! }),
+    fs,
+  });
+}
+
+async function expectSandboxFiles(search: SearchEngine): Promise<number> {
+  const result = await search.grep(sandboxGrep);
+  if (result.mode !== "files_with_matches" || result.files.length < 25) {
+    throw new Error(`Unexpected grep result: ${result.mode}`);
+  }
+  return result.files.length;
+}
+
 /** The cases. */
 export const cases: BenchCase[] = [
+  {
+    id: "search-shell-grep",
+    title:
+      "grep of a literal over 10,000 files in the sandbox (shell engine through bash) vs the fallback over the fs interface",
+    module: import.meta.url,
+    setup: setupTree,
+    skipReason: ripgrepMissing,
+    iterations: 2,
+    rounds: 2,
+    ours: {
+      label: "shell engine (rg in the sandbox)",
+      fn: async () => expectSandboxFiles(await shellSearch(true)),
+    },
+    baseline: {
+      label: "fallback over the fs interface",
+      fn: () => expectSandboxFiles(fallbackFs),
+    },
+    extra: [{
+      label: "shell engine (find + grep -F, no rg)",
+      fn: async () => expectSandboxFiles(await shellSearch(false)),
+    }],
+  },
+  {
+    id: "search-grep-content-rg",
+    title:
+      "grep content of a literal, 100k files / 1 GiB, sorted (with rg) vs bare unsorted rg -n",
+    module: import.meta.url,
+    setup: setupTree,
+    skipReason: ripgrepMissing,
+    iterations: 3,
+    rounds: 3,
+    maxRatio: 1.1,
+    ours: {
+      label: "search engine content (rg)",
+      fn: () => expectContent(withRipgrep),
+    },
+    baseline: {
+      label: "rg -n (unsorted)",
+      fn: () => bareRipgrep(["-n", NEEDLE, TREE]),
+    },
+    extra: [{
+      label: "rg -n --sort path",
+      fn: () => bareRipgrep(["-n", "--sort", "path", NEEDLE, TREE]),
+    }],
+  },
   {
     id: "search-grep-rg",
     title: "grep tool, files with a literal, 100k files / 1 GiB (with rg)",

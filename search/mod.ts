@@ -1,7 +1,8 @@
 /**
  * The search engine behind the `grep`, `glob` and `ls` tools: ripgrep when it
  * is installed (local runtimes), a pure TypeScript fallback otherwise (any
- * runtime's file system), with identical answers.
+ * runtime's file system), and an engine that runs the search inside a remote
+ * sandbox through a shell (`ShellSearch`), all with identical answers.
  *
  * @example Searching a temporary folder
  * ```ts
@@ -30,6 +31,14 @@ export {
   type RipgrepSearchOptions,
 } from "./ripgrep.ts";
 export { FallbackSearch, type FallbackSearchOptions } from "./fallback.ts";
+export {
+  type SearchShell,
+  type SearchShellExecOptions,
+  type SearchShellResult,
+  ShellSearch,
+  type ShellSearchOptions,
+  type ShellSearchStats,
+} from "./shell.ts";
 export {
   type TranslatedRegex,
   translateRegex,

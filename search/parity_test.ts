@@ -1,7 +1,8 @@
 /**
- * The ripgrep engine and the fallback (over local paths and over the file
- * system interface) give identical answers on the same queries over the real
- * skills corpus. Fails loudly when ripgrep is missing.
+ * The ripgrep engine, the fallback (over local paths and over the file
+ * system interface) and the shell engine (run through a real local bash, with
+ * rg and with rg hidden from its PATH) give identical answers on the same
+ * queries over the real skills corpus. Fails loudly when ripgrep is missing.
  *
  * @module
  */
@@ -9,6 +10,8 @@ import { assert, assertEquals } from "../_internal/assert.ts";
 import { hostPath } from "../_internal/std.ts";
 import { FallbackSearch } from "./fallback.ts";
 import { detectRipgrep, RipgrepSearch } from "./ripgrep.ts";
+import { ShellSearch } from "./shell.ts";
+import { bashShell, pathWithout } from "./_shell_testing.ts";
 import { LocalFileSystem } from "../runtimes/local/fs.ts";
 import type {
   GlobRequest,
@@ -140,9 +143,14 @@ Deno.test("ripgrep and the fallback give identical answers on the skills corpus"
     );
   }
   const fs = new LocalFileSystem({ root: CORPUS });
+  const noRgPath = await pathWithout(["rg"]);
+  const withRg = bashShell();
+  const withoutRg = bashShell({ path: noRgPath });
   const engines: [string, SearchEngine][] = [
     ["fallback (local)", new FallbackSearch({ fs, local: true })],
     ["fallback (fs)", new FallbackSearch({ fs, local: false })],
+    ["shell (rg)", new ShellSearch({ shell: withRg, fs, useRipgrep: true })],
+    ["shell (find, no rg)", new ShellSearch({ shell: withoutRg, fs })],
   ];
   const ripgrep = new RipgrepSearch({ fs });
   let compared = 0;
@@ -179,6 +187,10 @@ Deno.test("ripgrep and the fallback give identical answers on the skills corpus"
       compared++;
     });
   }
+  await Deno.remove(noRgPath, { recursive: true });
+  console.error(
+    `parity: stdout bytes from the sandbox shell: ${withRg.stdoutBytes} with rg, ${withoutRg.stdoutBytes} without`,
+  );
   assertEquals(
     compared,
     GREP_QUERIES.length + GLOB_QUERIES.length + LS_QUERIES.length,

@@ -94,8 +94,15 @@ export interface RipgrepSearchOptions {
   readonly ripgrepPath?: string;
 }
 
+/** Files in the first batch of a content search (grown 4 times per batch). */
+const CONTENT_FIRST_BATCH = 16;
+/** The most files in one batch of a content search. */
+const CONTENT_MAX_BATCH = 4096;
+/** The most characters of paths on one rg command line. */
+const CONTENT_BATCH_CHARS = 64 * 1024;
+
 /** Arguments shared by every ripgrep run. */
-const COMMON_ARGS = [
+export const COMMON_ARGS: readonly string[] = [
   "--no-config",
   "--hidden",
   "--no-ignore",
@@ -105,12 +112,13 @@ const COMMON_ARGS = [
   "--null",
 ];
 
-function heavyGlobs(): string[] {
+/** The `--glob` arguments that skip heavy folders below the root. */
+export function heavyGlobs(): string[] {
   return [...HEAVY_FOLDERS].flatMap((name) => ["--glob", `!${name}/`]);
 }
 
 /** Splits ripgrep's `--null` output into records: a path, then (optionally) the rest of the line. */
-class RecordParser {
+export class RecordParser {
   readonly #withRest: boolean;
   readonly #maxRestBytes: number;
   #parts: Uint8Array[] = [];
@@ -168,6 +176,70 @@ class RecordParser {
       }
     }
   }
+}
+
+/** Options of {@linkcode ripgrepGrepArgs}. */
+export interface RipgrepGrepArgsOptions {
+  /**
+   * Content mode: the files to search (relative to the root folder), instead
+   * of walking the root; their output comes unsorted, each file's lines
+   * together.
+   */
+  readonly files?: readonly string[];
+}
+
+/**
+ * The ripgrep arguments of a `grep` (shared with the engine that runs rg in a
+ * sandbox): the search root is `.` (run in the root folder) or the root file;
+ * content mode sorts by path unless given the files to search.
+ *
+ * @param plan The checked request.
+ * @param options The files to search instead of the root.
+ * @returns The arguments, ending with the root (or the files).
+ */
+export function ripgrepGrepArgs(
+  plan: GrepPlan,
+  options: RipgrepGrepArgsOptions = {},
+): string[] {
+  const files = options.files;
+  const args = [...COMMON_ARGS, "--text", "--encoding", "none"];
+  args.push(plan.caseInsensitive ? "--ignore-case" : "--case-sensitive");
+  if (plan.multiline) args.push("--multiline", "--multiline-dotall");
+  if (!plan.root.isFile && !files) {
+    if (plan.filters.glob !== null) args.push("--glob", plan.filters.glob);
+    args.push(...heavyGlobs());
+    if (plan.filters.extensions !== null) {
+      for (const extension of plan.filters.extensions) {
+        args.push("--type-add", `skillrun:*.${extension}`);
+      }
+      args.push("--type", "skillrun");
+    }
+  }
+  switch (plan.mode) {
+    case "files_with_matches":
+      args.push("--files-with-matches");
+      break;
+    case "count":
+      args.push("--count", "--with-filename");
+      break;
+    case "content":
+      args.push(
+        "--line-number",
+        "--with-filename",
+        "--no-heading",
+        "--no-context-separator",
+        ...(files ? [] : ["--sort", "path"]),
+        "--before-context",
+        String(plan.before),
+        "--after-context",
+        String(plan.after),
+      );
+      break;
+  }
+  args.push("--regexp", plan.regex.ripgrepPattern, "--");
+  if (files) args.push(...files);
+  else args.push(plan.root.isFile ? plan.root.path : ".");
+  return args;
 }
 
 /** Whether a local file is binary (or unreadable); synchronous: fast. */
@@ -241,43 +313,10 @@ export class RipgrepSearch implements SearchEngine {
    */
   async grep(request: GrepRequest): Promise<GrepResult> {
     const plan = await planGrep(this.#fs, request, true);
-    const args = [...COMMON_ARGS, "--text", "--encoding", "none"];
-    args.push(plan.caseInsensitive ? "--ignore-case" : "--case-sensitive");
-    if (plan.multiline) args.push("--multiline", "--multiline-dotall");
-    if (!plan.root.isFile) {
-      if (plan.filters.glob !== null) args.push("--glob", plan.filters.glob);
-      args.push(...heavyGlobs());
-      if (plan.filters.extensions !== null) {
-        for (const extension of plan.filters.extensions) {
-          args.push("--type-add", `skillrun:*.${extension}`);
-        }
-        args.push("--type", "skillrun");
-      }
+    if (plan.mode === "content" && !plan.root.isFile) {
+      return await this.#grepContent(plan);
     }
-    switch (plan.mode) {
-      case "files_with_matches":
-        args.push("--files-with-matches");
-        break;
-      case "count":
-        args.push("--count", "--with-filename");
-        break;
-      case "content":
-        args.push(
-          "--line-number",
-          "--with-filename",
-          "--no-heading",
-          "--no-context-separator",
-          "--sort",
-          "path",
-          "--before-context",
-          String(plan.before),
-          "--after-context",
-          String(plan.after),
-        );
-        break;
-    }
-    args.push("--regexp", plan.regex.ripgrepPattern, "--");
-    args.push(plan.root.isFile ? plan.root.path : ".");
+    const args = ripgrepGrepArgs(plan);
     const collector = new GrepCollector(plan);
     const deadline = startDeadline(plan.timeoutMs, plan.signal);
     const what = `Search for "${plan.regex.pattern}"`;
@@ -399,6 +438,157 @@ export class RipgrepSearch implements SearchEngine {
   }
 
   /**
+   * Content mode over a folder, in path order without `--sort path` (which
+   * makes ripgrep single-threaded): the matching files are found in parallel
+   * (`rg -l`, unsorted), sorted, then their lines are read in batches of
+   * files (each batch searched in parallel, put back in path order) until the
+   * output cap is reached.
+   */
+  async #grepContent(plan: GrepPlan): Promise<GrepResult> {
+    const collector = new GrepCollector(plan);
+    const deadline = startDeadline(plan.timeoutMs, plan.signal);
+    const what = `Search for "${plan.regex.pattern}"`;
+    const cwd = plan.root.path;
+    try {
+      const matching: string[] = [];
+      await this.#runRipgrep(
+        ripgrepGrepArgs({ ...plan, mode: "files_with_matches" }),
+        cwd,
+        plan,
+        deadline,
+        false,
+        (path) => {
+          matching.push(path);
+          return true;
+        },
+      );
+      matching.sort(comparePaths);
+      const sniff = new Uint8Array(BINARY_SNIFF_BYTES);
+      let next = 0;
+      let size = CONTENT_FIRST_BATCH;
+      while (next < matching.length && !collector.stopped) {
+        const batch: string[] = [];
+        let chars = 0;
+        while (
+          next < matching.length && batch.length < size &&
+          chars < CONTENT_BATCH_CHARS
+        ) {
+          const path = matching[next++]!;
+          // Binary files are dropped before rg reads them again.
+          if (binaryFileSync(joinPath(cwd, path), sniff)) continue;
+          batch.push(path);
+          chars += path.length + 1;
+        }
+        size = Math.min(size * 4, CONTENT_MAX_BATCH);
+        if (batch.length === 0) continue;
+        const found = new Map<string, MatchedLine[]>();
+        await this.#runRipgrep(
+          ripgrepGrepArgs(plan, {
+            files: batch.map((p) => p.startsWith("-") ? `./${p}` : p),
+          }),
+          cwd,
+          plan,
+          deadline,
+          true,
+          (path, rest, decoder) => {
+            let lines = found.get(path);
+            if (!lines) found.set(path, lines = []);
+            if (lines.length < plan.maxLinesPerFile) {
+              lines.push(parseLine(rest, decoder, plan));
+            }
+            return true;
+          },
+        );
+        for (const path of batch) {
+          const lines = found.get(path);
+          if (!lines) continue; // Changed since the first pass.
+          if (!collector.add({ path, count: lines.length, lines })) break;
+        }
+      }
+      return collector.result("ripgrep");
+    } catch (error) {
+      if (deadline.signal.aborted) throw deadline.error(what);
+      throw error;
+    } finally {
+      deadline.clear();
+    }
+  }
+
+  /**
+   * Runs rg in `cwd` and hands each record (a path relative to `cwd`, and
+   * the rest of its line) to `onRecord` until it returns `false`.
+   */
+  async #runRipgrep(
+    args: string[],
+    cwd: string,
+    plan: GrepPlan,
+    deadline: ReturnType<typeof startDeadline>,
+    withRest: boolean,
+    onRecord: (path: string, rest: Uint8Array, decoder: TextDecoder) => boolean,
+  ): Promise<void> {
+    deadline.signal.throwIfAborted();
+    const child = new Deno.Command(this.#rg, {
+      args,
+      cwd,
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    const kill = killer(child);
+    deadline.signal.addEventListener("abort", kill, { once: true });
+    const stderrText = (async (): Promise<string> => {
+      let text = "";
+      const decoder = new TextDecoder();
+      for await (const chunk of child.stderr) {
+        if (text.length < 65536) {
+          text += decoder.decode(chunk, { stream: true });
+        }
+      }
+      return text;
+    })();
+    let stopped = false;
+    try {
+      const parser = new RecordParser(withRest, plan.maxLineChars * 3 + 32);
+      const decoder = new TextDecoder();
+      const records: [Uint8Array, Uint8Array][] = [];
+      const reader = child.stdout.getReader();
+      try {
+        while (!stopped) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          parser.push(value, records);
+          for (const [pathBytes, rest] of records) {
+            const path = relativeOf(decoder.decode(pathBytes), false);
+            if (!onRecord(path, rest, decoder)) {
+              stopped = true;
+              break;
+            }
+          }
+          records.length = 0;
+        }
+      } finally {
+        if (stopped) kill();
+        await reader.cancel().catch(() => {});
+      }
+      const status = await child.status;
+      const stderr = await stderrText;
+      deadline.signal.throwIfAborted();
+      if (
+        !stopped && status.code === 2 && !status.signal && stderr.trim() !== ""
+      ) {
+        throw ripgrepError(plan, stderr);
+      }
+    } catch (error) {
+      kill();
+      await child.status.catch(() => {});
+      await stderrText.catch(() => "");
+      throw error;
+    } finally {
+      deadline.signal.removeEventListener("abort", kill);
+    }
+  }
+
+  /**
    * Finds files by glob, newest first (see {@linkcode GlobRequest}).
    *
    * @param request What to find.
@@ -482,7 +672,8 @@ export class RipgrepSearch implements SearchEngine {
   }
 }
 
-function parseLine(
+/** Parses the rest of a content record: `12:text` (match) or `12-text` (context). */
+export function parseLine(
   rest: Uint8Array,
   decoder: TextDecoder,
   plan: GrepPlan,
@@ -502,7 +693,8 @@ function parseLine(
   return { lineNumber, text, match, cut };
 }
 
-function ripgrepError(plan: GrepPlan, stderr: string): Error {
+/** The error of a failed rg run, from its stderr. */
+export function ripgrepError(plan: GrepPlan, stderr: string): Error {
   const lines = stderr.trim().split("\n").map((l) => l.trim()).filter((l) => l);
   const reason = lines.at(-1)?.replace(/^error:\s*/, "") ?? "unknown error";
   if (/regex|literal/i.test(stderr)) {

@@ -1,7 +1,8 @@
 /**
  * Conversation workspaces: the rules of conversation ids and roots, the path
  * fence that keeps file access inside a workspace (lexically and by real
- * path), and the copy and upload policy of skill folders.
+ * path), the copy and upload policy of skill folders, and the conversation
+ * stores of remote runtimes (in memory, Deno KV) with skill digests.
  *
  * Importing this module needs no permission; each function says what it needs.
  *
@@ -37,3 +38,4 @@ export * from "./conversation.ts";
 export * from "./errors.ts";
 export * from "./fence.ts";
 export * from "./copy.ts";
+export * from "./conversation_store.ts";

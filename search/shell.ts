@@ -1,0 +1,1003 @@
+/**
+ * A search engine that runs in the sandbox, through a shell executor, so that
+ * `grep`, `glob` and `ls` on a remote runtime never download the tree:
+ * ripgrep when the sandbox has it (detected once), else `find` (and `grep -F`
+ * for literal patterns) for what they answer exactly, our own glob and regex
+ * semantics applied to what comes back. What comes back is framed with
+ * `base64`, so any channel that carries text carries it exactly (paths with
+ * newlines, invalid UTF-8, NUL bytes). The fallback over the file-system
+ * interface is the last resort, for a sandbox without `base64` or GNU `find`.
+ *
+ * Every value put into a command line is quoted by `shellQuote`.
+ *
+ * @module
+ */
+import { shellQuote } from "../_internal/shell_quote.ts";
+import { FallbackSearch, listFolder } from "./fallback.ts";
+import {
+  GrepCollector,
+  type GrepPlan,
+  planGlob,
+  planGrep,
+  resolveRoot,
+  type SearchRoot,
+  startDeadline,
+} from "./_plan.ts";
+import type { MatchedLine } from "./_match.ts";
+import {
+  parseLine,
+  RecordParser,
+  ripgrepError,
+  ripgrepGrepArgs,
+} from "./ripgrep.ts";
+import {
+  BINARY_SNIFF_BYTES,
+  comparePaths,
+  HEAVY_FOLDERS,
+  joinPath,
+} from "./rules.ts";
+import {
+  DEFAULT_LS_LIMIT,
+  DEFAULT_SEARCH_TIMEOUT_MS,
+  type FileType,
+  type GlobRequest,
+  type GlobResult,
+  type GrepRequest,
+  type GrepResult,
+  type LsRequest,
+  type LsResult,
+  type SearchEngine,
+  type SearchFileInfo,
+  type SearchFileSystem,
+  type SearchListOptions,
+} from "./types.ts";
+
+/** Options of {@linkcode SearchShell.exec}. */
+export interface SearchShellExecOptions {
+  /** How long the command may run, in ms. */
+  readonly timeoutMs: number;
+  /** Stops the command. */
+  readonly signal?: AbortSignal;
+  /** The most bytes of stdout (and of stderr) to keep. */
+  readonly maxOutputBytes?: number;
+}
+
+/** What {@linkcode SearchShell.exec} returns (a subset of `ExecuteResult`). */
+export interface SearchShellResult {
+  /** Standard output as text. */
+  readonly stdout: string;
+  /** Standard error as text. */
+  readonly stderr: string;
+  /** The exit code (`-1` when stopped). */
+  readonly exitCode: number;
+  /** Whether the time limit stopped the command. */
+  readonly timedOut: boolean;
+  /** Whether the caller's signal stopped the command. */
+  readonly aborted?: boolean;
+  /** Whether part of stdout was dropped (over `maxOutputBytes`). */
+  readonly stdoutTruncated: boolean;
+}
+
+/**
+ * Runs a command line with a POSIX shell (`bash -c` or `sh -c`) in the
+ * sandbox whose files are searched. A runtime adapts its `execute` to it.
+ */
+export interface SearchShell {
+  /**
+   * Runs one command line.
+   *
+   * @param command The command line (every value in it quoted).
+   * @param options Time limit, signal, output cap.
+   * @returns Its output and exit code.
+   */
+  exec(
+    command: string,
+    options: SearchShellExecOptions,
+  ): Promise<SearchShellResult>;
+}
+
+/** Options of {@linkcode ShellSearch}. */
+export interface ShellSearchOptions {
+  /** Runs commands in the sandbox. */
+  readonly shell: SearchShell;
+  /**
+   * The sandbox's file system (paths resolved and checked there; the last
+   * resort engine reads through it).
+   */
+  readonly fs: SearchFileSystem;
+  /**
+   * `"auto"` (default): ripgrep when the sandbox has it; `true`: ripgrep,
+   * failing when it is missing; `false`: never ripgrep.
+   */
+  readonly useRipgrep?: "auto" | boolean;
+  /**
+   * The most bytes one command may send back (before `base64`); more is an
+   * error asking for a narrower search. Default 32 MiB.
+   */
+  readonly maxOutputBytes?: number;
+  /** Workers of the last resort and of the `find` engine's matching. Default 2. */
+  readonly workers?: number;
+}
+
+/** What a {@linkcode ShellSearch} has moved so far. */
+export interface ShellSearchStats {
+  /** Commands run in the sandbox. */
+  readonly commands: number;
+  /** Bytes of stdout received (the `base64` text). */
+  readonly stdoutBytes: number;
+}
+
+/** What the sandbox has, found once. */
+interface Capabilities {
+  readonly rg: boolean;
+  /** `base64`, `head` and GNU `find -printf`: the in-sandbox engine works. */
+  readonly framing: boolean;
+  readonly grep: boolean;
+}
+
+const DEFAULT_MAX_OUTPUT_BYTES = 32 * 1024 * 1024;
+/** The first output cap of a content search (its output is sorted: a prefix). */
+const CONTENT_FIRST_BYTES = 1024 * 1024;
+/** The longest command line sent at once (Linux caps one argument at 128 KiB). */
+const MAX_COMMAND_CHARS = 64 * 1024;
+/** The most bytes of files read by one command of the `find` engine. */
+const READ_BATCH_BYTES = 4 * 1024 * 1024;
+const STATUS_MARK = "skillrun-status";
+const DETECT_TIMEOUT_MS = 30_000;
+/** Added to a search's time limit for the shell's own limit (a backstop). */
+const EXEC_SLACK_MS = 5_000;
+/** The shell's limit for one batch of file reads (the search's signal stops it first). */
+const READ_TIMEOUT_MS = 600_000;
+
+const encoder = new TextEncoder();
+
+/**
+ * The search engine that runs in a sandbox. Same answers as the local
+ * engines; `engine` in a result says `ripgrep` when ripgrep answered in the
+ * sandbox, `fallback` otherwise.
+ *
+ * @example Searching through a local bash
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { ShellSearch, type SearchShell } from "./shell.ts";
+ * import { LocalFileSystem } from "../runtimes/local/fs.ts";
+ * const dir = await Deno.makeTempDir();
+ * try {
+ *   await Deno.writeTextFile(`${dir}/a.txt`, "one\nneedle two\n");
+ *   const shell: SearchShell = {
+ *     async exec(command) {
+ *       const out = await new Deno.Command("bash", { args: ["-c", command] }).output();
+ *       const text = (b: Uint8Array) => new TextDecoder().decode(b);
+ *       return { stdout: text(out.stdout), stderr: text(out.stderr), exitCode: out.code,
+ *         timedOut: false, stdoutTruncated: false };
+ *     },
+ *   };
+ *   const search = new ShellSearch({ shell, fs: new LocalFileSystem({ root: dir }) });
+ *   const result = await search.grep({ pattern: "needle", outputMode: "count" });
+ *   assert(result.mode === "count" && result.counts[0]?.count === 1);
+ * } finally {
+ *   await Deno.remove(dir, { recursive: true });
+ * }
+ * ```
+ */
+export class ShellSearch implements SearchEngine {
+  readonly #shell: SearchShell;
+  readonly #fs: SearchFileSystem;
+  readonly #useRipgrep: "auto" | boolean;
+  readonly #maxBytes: number;
+  readonly #workers: number;
+  readonly #fallback: FallbackSearch;
+  #caps: Promise<Capabilities> | null = null;
+  #commands = 0;
+  #stdoutBytes = 0;
+
+  /**
+   * Makes the engine (nothing runs until the first search).
+   *
+   * @param options The shell, the file system, the engine choice.
+   * @throws {RangeError} `maxOutputBytes` is not a positive integer.
+   */
+  constructor(options: ShellSearchOptions) {
+    this.#shell = options.shell;
+    this.#fs = options.fs;
+    this.#useRipgrep = options.useRipgrep ?? "auto";
+    const max = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
+    if (!Number.isInteger(max) || max < 1024) {
+      throw new RangeError(
+        `Invalid output cap "${max}": expected an integer of at least 1024`,
+      );
+    }
+    this.#maxBytes = max;
+    this.#workers = options.workers ?? 2;
+    this.#fallback = new FallbackSearch({
+      fs: this.#fs,
+      local: false,
+      workers: this.#workers,
+    });
+  }
+
+  /** Commands run and bytes received so far. */
+  get stats(): ShellSearchStats {
+    return { commands: this.#commands, stdoutBytes: this.#stdoutBytes };
+  }
+
+  /**
+   * Searches file contents (see {@linkcode GrepRequest}).
+   *
+   * @param request What to search.
+   * @returns The matches.
+   * @throws {TypeError} For a bad pattern, glob, type or mode.
+   * @throws {RangeError} For bad numbers.
+   * @throws {Deno.errors.NotFound} When the path does not exist.
+   * @throws {SearchTimeoutError} When the time limit passes.
+   * @throws {Error} When the sandbox's answer passes the output cap.
+   */
+  async grep(request: GrepRequest): Promise<GrepResult> {
+    const caps = await this.#capabilities(request.signal);
+    if (caps.rg) return await this.#grepRipgrep(request);
+    if (!caps.framing) return await this.#fallback.grep(request);
+    const plan = await planGrep(this.#fs, request, false);
+    const deadline = startDeadline(plan.timeoutMs, plan.signal);
+    const what = `Search for "${plan.regex.pattern}"`;
+    try {
+      const literal = caps.grep && !plan.root.isFile &&
+        literalOf(request.pattern, plan.caseInsensitive);
+      const only = literal
+        ? await this.#filesWithLiteral(
+          plan.root,
+          literal,
+          deadline.signal,
+          plan.timeoutMs,
+        )
+        : null;
+      const snapshot = await this.#snapshot(
+        plan.root,
+        Infinity,
+        plan.timeoutMs,
+        deadline.signal,
+        only,
+        request.path,
+      );
+      return await new FallbackSearch({
+        fs: snapshot,
+        local: false,
+        workers: this.#workers,
+      }).grep(request);
+    } catch (error) {
+      if (deadline.signal.aborted) throw deadline.error(what);
+      throw error;
+    } finally {
+      deadline.clear();
+    }
+  }
+
+  /**
+   * Finds files by glob, newest first (see {@linkcode GlobRequest}), from one
+   * `find` listing of the folder.
+   *
+   * @param request What to find.
+   * @returns The files.
+   * @throws {TypeError} For a bad glob or a path that is a file.
+   * @throws {Deno.errors.NotFound} When the path does not exist.
+   * @throws {SearchTimeoutError} When the time limit passes.
+   */
+  async glob(request: GlobRequest): Promise<GlobResult> {
+    const caps = await this.#capabilities(request.signal);
+    if (!caps.framing) return await this.#fallback.glob(request);
+    const plan = await planGlob(this.#fs, request, false);
+    const deadline = startDeadline(plan.timeoutMs, plan.signal);
+    try {
+      const snapshot = await this.#snapshot(
+        plan.root,
+        Infinity,
+        plan.timeoutMs,
+        deadline.signal,
+        null,
+        request.path,
+      );
+      const result = await new FallbackSearch({ fs: snapshot, local: false })
+        .glob(request);
+      return { ...result, engine: caps.rg ? "ripgrep" : "fallback" };
+    } catch (error) {
+      if (deadline.signal.aborted) {
+        throw deadline.error(`Glob "${request.pattern}"`);
+      }
+      throw error;
+    } finally {
+      deadline.clear();
+    }
+  }
+
+  /**
+   * Lists a folder, folders first (see {@linkcode LsRequest}), from one
+   * `find` listing to the requested depth.
+   *
+   * @param request What to list.
+   * @returns The entries.
+   * @throws {TypeError} For a path that is a file.
+   * @throws {RangeError} For bad numbers.
+   * @throws {Deno.errors.NotFound} When the path does not exist.
+   */
+  async ls(request: LsRequest): Promise<LsResult> {
+    const caps = await this.#capabilities(request.signal);
+    if (!caps.framing) return await this.#fallback.ls(request);
+    const depth = request.depth ?? 1;
+    const limit = request.limit ?? DEFAULT_LS_LIMIT;
+    if (!Number.isInteger(depth) || depth < 1) {
+      throw new RangeError(
+        `Invalid depth "${depth}": expected an integer of at least 1`,
+      );
+    }
+    if (!Number.isInteger(limit) || limit < 1) {
+      throw new RangeError(
+        `Invalid limit "${limit}": expected an integer of at least 1`,
+      );
+    }
+    request.signal?.throwIfAborted();
+    const root = await resolveRoot(this.#fs, request.path, false);
+    if (root.isFile) {
+      throw new TypeError(
+        `Cannot list "${request.path ?? "."}": not a folder`,
+      );
+    }
+    const deadline = startDeadline(DEFAULT_SEARCH_TIMEOUT_MS, request.signal);
+    try {
+      const snapshot = await this.#snapshot(
+        root,
+        depth,
+        DEFAULT_SEARCH_TIMEOUT_MS,
+        deadline.signal,
+        null,
+        request.path,
+      );
+      return await listFolder(snapshot, request, false);
+    } catch (error) {
+      if (deadline.signal.aborted) {
+        throw deadline.error(`List "${request.path ?? "."}"`);
+      }
+      throw error;
+    } finally {
+      deadline.clear();
+    }
+  }
+
+  /** Finds out once what the sandbox has; a failed detection is not cached. */
+  #capabilities(signal: AbortSignal | undefined): Promise<Capabilities> {
+    signal?.throwIfAborted();
+    this.#caps ??= (async (): Promise<Capabilities> => {
+      const result = await this.#exec(
+        [
+          `for c in rg base64 head grep; do command -v "$c" >/dev/null 2>&1 && printf '%s\\n' "$c"; done`,
+          `rg --version >/dev/null 2>&1 && printf 'rg-runs\\n'`,
+          `find . -maxdepth 0 -printf 'find-printf\\n' 2>/dev/null`,
+          `true`,
+        ].join("; "),
+        { timeoutMs: DETECT_TIMEOUT_MS, ...(signal ? { signal } : {}) },
+      );
+      if (result.exitCode !== 0 || result.timedOut) {
+        throw new Error(
+          `Cannot search in the sandbox: the detection of its tools failed (exit code ${result.exitCode})`,
+        );
+      }
+      const found = new Set(result.stdout.split("\n"));
+      const rg = found.has("rg") && found.has("rg-runs");
+      const framing = found.has("base64") && found.has("head") &&
+        found.has("find-printf");
+      if (this.#useRipgrep === true && !(rg && framing)) {
+        throw new Error(
+          `Cannot use ripgrep in the sandbox: ${
+            rg ? "base64, head or GNU find is missing" : "rg is not installed"
+          }; install it or use useRipgrep: "auto"`,
+        );
+      }
+      return {
+        rg: rg && framing && this.#useRipgrep !== false,
+        framing,
+        grep: found.has("grep"),
+      };
+    })();
+    const caps = this.#caps;
+    caps.catch(() => {
+      if (this.#caps === caps) this.#caps = null;
+    });
+    return caps;
+  }
+
+  async #exec(
+    command: string,
+    options: SearchShellExecOptions,
+  ): Promise<SearchShellResult> {
+    options.signal?.throwIfAborted();
+    const result = await this.#shell.exec(command, options);
+    this.#commands++;
+    this.#stdoutBytes += encoder.encode(result.stdout).length;
+    return result;
+  }
+
+  /**
+   * Runs a command whose stdout is piped through `head -c cap | base64`; the
+   * status of `body` comes back on stderr. Returns the decoded bytes, whether
+   * the cap cut them, the status and the rest of stderr.
+   */
+  async #framed(
+    body: string,
+    cap: number,
+    signal: AbortSignal,
+    timeoutMs: number,
+  ): Promise<
+    { bytes: Uint8Array; truncated: boolean; status: number; stderr: string }
+  > {
+    const command =
+      `{ ${body}; printf '\\n${STATUS_MARK} %s\\n' "$?" >&2; } | head -c ${cap} | base64`;
+    const result = await this.#exec(command, {
+      // The deadline's signal stops it first; this is a backstop.
+      timeoutMs: timeoutMs + EXEC_SLACK_MS,
+      signal,
+      maxOutputBytes: Math.ceil(cap / 3) * 4 + Math.ceil(cap / 57) + 1024,
+    });
+    signal.throwIfAborted();
+    if (result.timedOut || result.aborted) {
+      throw new Error("Cannot search in the sandbox: the command was stopped");
+    }
+    if (result.stdoutTruncated) {
+      throw new Error(
+        "Cannot search in the sandbox: the shell cut the command's output",
+      );
+    }
+    const marker = result.stderr.lastIndexOf(`${STATUS_MARK} `);
+    const status = marker === -1
+      ? -1
+      : Number.parseInt(result.stderr.slice(marker + STATUS_MARK.length + 1));
+    const stderr =
+      (marker === -1 ? result.stderr : result.stderr.slice(0, marker))
+        .trim();
+    if (result.exitCode !== 0) {
+      throw new Error(
+        `Cannot search in the sandbox: the command failed (exit code ${result.exitCode})${
+          stderr ? `: ${stderr.split("\n").at(-1)}` : ""
+        }`,
+      );
+    }
+    const bytes = decodeBase64(result.stdout);
+    return { bytes, truncated: bytes.length >= cap, status, stderr };
+  }
+
+  async #grepRipgrep(request: GrepRequest): Promise<GrepResult> {
+    const plan = await planGrep(this.#fs, request, false);
+    const deadline = startDeadline(plan.timeoutMs, plan.signal);
+    const what = `Search for "${plan.regex.pattern}"`;
+    try {
+      const rg = `rg ${ripgrepGrepArgs(plan).map(shellQuote).join(" ")}`;
+      const body = plan.root.isFile
+        ? rg
+        : `cd -- ${shellQuote(plan.root.path)} && ${rg}`;
+      let cap = plan.mode === "content"
+        ? Math.min(CONTENT_FIRST_BYTES, this.#maxBytes)
+        : this.#maxBytes;
+      for (;;) {
+        const run = await this.#framed(
+          body,
+          cap,
+          deadline.signal,
+          plan.timeoutMs,
+        );
+        if (!run.truncated && run.status !== 0 && run.status !== 1) {
+          if (run.status === 2 && run.stderr !== "") {
+            throw ripgrepError(plan, run.stderr);
+          }
+          if (run.status !== 2) {
+            throw new Error(
+              `Cannot search "${plan.root.path}": ripgrep failed in the sandbox (status ${run.status})${
+                run.stderr ? `: ${run.stderr.split("\n").at(-1)}` : ""
+              }`,
+            );
+          }
+        }
+        const files = parseRipgrepOutput(run.bytes, plan);
+        // A cut output's last file may lack lines: it is not used.
+        if (run.truncated) files.pop();
+        const collector = new GrepCollector(plan);
+        if (plan.mode !== "content") {
+          if (run.truncated) throw this.#tooMuch(plan.root.path);
+          files.sort((a, b) => comparePaths(a.path, b.path));
+        }
+        let next = 0;
+        while (next < files.length && !collector.stopped) {
+          const batch = takeBatch(files, next, (f) => f.path.length + 8);
+          next += batch.length;
+          const binary = await this.#binaryFiles(
+            plan.root,
+            batch.map((f) => f.path),
+            deadline.signal,
+            plan.timeoutMs,
+          );
+          for (const file of batch) {
+            if (binary.has(file.path)) continue;
+            if (!collector.add(file)) break;
+          }
+        }
+        if (run.truncated && !collector.stopped) {
+          if (cap >= this.#maxBytes) throw this.#tooMuch(plan.root.path);
+          cap = this.#maxBytes;
+          continue;
+        }
+        return collector.result("ripgrep");
+      }
+    } catch (error) {
+      if (deadline.signal.aborted) throw deadline.error(what);
+      throw error;
+    } finally {
+      deadline.clear();
+    }
+  }
+
+  #tooMuch(path: string): Error {
+    return new Error(
+      `Cannot search "${path}": the answer in the sandbox passed the ${
+        formatBytes(this.#maxBytes)
+      } output cap; narrow the search with a path, a glob or a type`,
+    );
+  }
+
+  /**
+   * Which of these files (relative to the root) are binary: a NUL byte in
+   * their first 8 KiB, found by ripgrep in the sandbox.
+   */
+  async #binaryFiles(
+    root: SearchRoot,
+    paths: readonly string[],
+    signal: AbortSignal,
+    timeoutMs: number,
+  ): Promise<Set<string>> {
+    const binary = new Set<string>();
+    if (paths.length === 0) return binary;
+    const shown = (path: string): string =>
+      root.isFile ? root.path : `./${path}`;
+    const rg =
+      "rg --no-config --text --no-messages --null --with-filename --only-matching --byte-offset --max-count 1 --regexp '\\x00' --";
+    const body = `${
+      root.isFile ? "" : `cd -- ${shellQuote(root.path)} && `
+    }${rg} ${paths.map((p) => shellQuote(shown(p))).join(" ")}`;
+    const run = await this.#framed(body, this.#maxBytes, signal, timeoutMs);
+    const parser = new RecordParser(true, 64);
+    const records: [Uint8Array, Uint8Array][] = [];
+    parser.push(run.bytes, records);
+    const decoder = new TextDecoder();
+    const byShown = new Map(paths.map((p) => [shown(p), p]));
+    for (const [pathBytes, rest] of records) {
+      const offset = Number.parseInt(decoder.decode(rest));
+      const path = byShown.get(decoder.decode(pathBytes));
+      if (path !== undefined && offset < BINARY_SNIFF_BYTES) binary.add(path);
+    }
+    return binary;
+  }
+
+  /** The files (relative to the root) holding a literal, by `grep -rlF`. */
+  async #filesWithLiteral(
+    root: SearchRoot,
+    literal: string,
+    signal: AbortSignal,
+    timeoutMs: number,
+  ): Promise<Set<string> | null> {
+    const excludes = [...HEAVY_FOLDERS].map((name) =>
+      shellQuote(`--exclude-dir=${name}`)
+    ).join(" ");
+    const body = `cd -- ${
+      shellQuote(root.path)
+    } && LC_ALL=C grep -r -l -F -a -Z ${excludes} -e ${
+      shellQuote(literal)
+    } -- .`;
+    const run = await this.#framed(body, this.#maxBytes, signal, timeoutMs);
+    // Status 2 (an error) may mean files were missed: no narrowing then.
+    if (run.truncated || (run.status !== 0 && run.status !== 1)) return null;
+    const decoder = new TextDecoder();
+    const files = new Set<string>();
+    let start = 0;
+    for (
+      let i = run.bytes.indexOf(0);
+      i !== -1;
+      i = run.bytes.indexOf(0, start)
+    ) {
+      const path = decoder.decode(run.bytes.subarray(start, i));
+      files.add(path.startsWith("./") ? path.slice(2) : path);
+      start = i + 1;
+    }
+    return files;
+  }
+
+  /**
+   * One `find` listing of a folder (heavy folders listed, not descended into)
+   * as a file system the local engines walk without another request.
+   */
+  async #snapshot(
+    root: SearchRoot,
+    depth: number,
+    timeoutMs: number,
+    signal: AbortSignal,
+    only: Set<string> | null,
+    requested: string | undefined,
+  ): Promise<SearchFileSystem> {
+    const dirs = new Map<string, SearchFileInfo[]>();
+    const resolved = new Map<string, string>([[requested ?? ".", root.path]]);
+    if (root.isFile) {
+      return new SnapshotFileSystem(
+        this.#fs,
+        root,
+        dirs,
+        resolved,
+        (p, s) => this.#readFiles(root, p, s),
+      );
+    }
+    const format = "%y %s %T@ %P\\0";
+    const heavy = [...HEAVY_FOLDERS].map((name) => `-name ${shellQuote(name)}`)
+      .join(" -o ");
+    const body = `cd -- ${
+      shellQuote(root.path)
+    } && LC_ALL=C find . -mindepth 1${
+      Number.isFinite(depth) ? ` -maxdepth ${depth}` : ""
+    } \\( -type d \\( ${heavy} \\) -printf '${format}' -prune \\) -o -printf '${format}'`;
+    const run = await this.#framed(body, this.#maxBytes, signal, timeoutMs);
+    if (run.truncated) {
+      throw new Error(
+        `Cannot list "${root.path}": the listing in the sandbox passed the ${
+          formatBytes(this.#maxBytes)
+        } output cap; search a narrower folder`,
+      );
+    }
+    dirs.set("", []);
+    const decoder = new TextDecoder();
+    let start = 0;
+    const bytes = run.bytes;
+    for (
+      let end = bytes.indexOf(0);
+      end !== -1;
+      end = bytes.indexOf(0, start)
+    ) {
+      const record = decoder.decode(bytes.subarray(start, end));
+      start = end + 1;
+      const first = record.indexOf(" ");
+      const second = record.indexOf(" ", first + 1);
+      const third = record.indexOf(" ", second + 1);
+      if (first === -1 || second === -1 || third === -1) continue;
+      const type = fileType(record.slice(0, first));
+      const size = Number(record.slice(first + 1, second));
+      const modifiedMs = parseFindTime(record.slice(second + 1, third));
+      const rel = record.slice(third + 1);
+      if (rel === "") continue;
+      if (only !== null && type === "file" && !only.has(rel)) continue;
+      const slash = rel.lastIndexOf("/");
+      const parent = slash === -1 ? "" : rel.slice(0, slash);
+      const name = rel.slice(slash + 1);
+      const info: SearchFileInfo = {
+        path: joinPath(root.path, rel),
+        name,
+        type,
+        size,
+        modifiedAt: modifiedMs === null ? null : new Date(modifiedMs),
+      };
+      let siblings = dirs.get(parent);
+      if (!siblings) dirs.set(parent, siblings = []);
+      siblings.push(info);
+      if (type === "directory" && !dirs.has(rel)) dirs.set(rel, []);
+    }
+    // Heavy folders were not descended into: they have no listing.
+    for (const [rel] of dirs) {
+      const name = rel.slice(rel.lastIndexOf("/") + 1);
+      if (
+        rel !== "" && HEAVY_FOLDERS.has(name) && dirs.get(rel)!.length === 0
+      ) {
+        dirs.delete(rel);
+      }
+    }
+    return new SnapshotFileSystem(
+      this.#fs,
+      root,
+      dirs,
+      resolved,
+      (paths, s) => this.#readFiles(root, paths, s),
+    );
+  }
+
+  /** Reads files (absolute paths) in one command, framed with `base64`. */
+  async #readFiles(
+    root: SearchRoot,
+    paths: readonly string[],
+    signal: AbortSignal | undefined,
+  ): Promise<(Uint8Array | null)[]> {
+    const script = `for f in ${
+      paths.map(shellQuote).join(" ")
+    }; do if [ -f "$f" ] && [ ! -L "$f" ] && [ -r "$f" ]; then printf '+\\n'; base64 < "$f"; else printf -- '-\\n'; fi; printf '.\\n'; done`;
+    const result = await this.#exec(script, {
+      timeoutMs: READ_TIMEOUT_MS,
+      ...(signal ? { signal } : {}),
+      maxOutputBytes: this.#maxBytes * 2,
+    });
+    if (result.exitCode !== 0 || result.stdoutTruncated) {
+      throw new Error(
+        `Cannot read files under "${root.path}" in the sandbox: ${
+          result.stdoutTruncated
+            ? "the shell cut the output"
+            : `exit code ${result.exitCode}`
+        }`,
+      );
+    }
+    const out: (Uint8Array | null)[] = [];
+    let current: string[] | null = null;
+    let missing = false;
+    for (const line of result.stdout.split("\n")) {
+      if (line === "+") {
+        current = [];
+        missing = false;
+      } else if (line === "-") {
+        current = null;
+        missing = true;
+      } else if (line === ".") {
+        out.push(
+          missing || current === null ? null : decodeBase64(current.join("")),
+        );
+        current = null;
+        missing = false;
+      } else if (current !== null) {
+        current.push(line);
+      }
+    }
+    while (out.length < paths.length) out.push(null);
+    return out;
+  }
+}
+
+/** A `find` listing served as a file system; reads batched into few commands. */
+class SnapshotFileSystem implements SearchFileSystem {
+  readonly #base: SearchFileSystem;
+  readonly #root: SearchRoot;
+  readonly #dirs: Map<string, SearchFileInfo[]>;
+  readonly #resolved: Map<string, string>;
+  readonly #read: (
+    paths: readonly string[],
+    signal: AbortSignal | undefined,
+  ) => Promise<(Uint8Array | null)[]>;
+  #sizes: Map<string, number> | null = null;
+  #pending: {
+    path: string;
+    signal: AbortSignal | undefined;
+    resolve: (bytes: Uint8Array) => void;
+    reject: (error: unknown) => void;
+  }[] = [];
+  #scheduled = false;
+
+  constructor(
+    base: SearchFileSystem,
+    root: SearchRoot,
+    dirs: Map<string, SearchFileInfo[]>,
+    resolved: Map<string, string>,
+    read: (
+      paths: readonly string[],
+      signal: AbortSignal | undefined,
+    ) => Promise<(Uint8Array | null)[]>,
+  ) {
+    this.#base = base;
+    this.#root = root;
+    this.#dirs = dirs;
+    this.#resolved = resolved;
+    this.#read = read;
+  }
+
+  #relative(path: string): string | null {
+    if (path === this.#root.path) return "";
+    const prefix = this.#root.path.endsWith("/")
+      ? this.#root.path
+      : `${this.#root.path}/`;
+    return path.startsWith(prefix) ? path.slice(prefix.length) : null;
+  }
+
+  resolve(path: string): Promise<string> {
+    const known = this.#resolved.get(path);
+    return known !== undefined
+      ? Promise.resolve(known)
+      : this.#base.resolve(path);
+  }
+
+  stat(
+    path: string,
+    options?: { readonly signal?: AbortSignal },
+  ): Promise<SearchFileInfo | null> {
+    const rel = this.#relative(path);
+    if (rel === "") {
+      const name = path.slice(path.lastIndexOf("/") + 1);
+      return Promise.resolve({
+        path,
+        name,
+        type: this.#root.isFile ? "file" : "directory",
+        size: 0,
+        modifiedAt: null,
+      });
+    }
+    return this.#base.stat(path, options);
+  }
+
+  list(
+    path: string,
+    _options?: SearchListOptions,
+  ): Promise<{ entries: readonly SearchFileInfo[]; truncated: boolean }> {
+    const rel = this.#relative(path);
+    const entries = rel === null ? undefined : this.#dirs.get(rel);
+    if (!entries) {
+      return Promise.reject(
+        new Deno.errors.NotFound(`Cannot list "${path}": not in the listing`),
+      );
+    }
+    return Promise.resolve({ entries, truncated: false });
+  }
+
+  readBytes(
+    path: string,
+    options?: { readonly signal?: AbortSignal; readonly maxBytes?: number },
+  ): Promise<Uint8Array> {
+    return new Promise((resolve, reject) => {
+      this.#pending.push({ path, signal: options?.signal, resolve, reject });
+      if (!this.#scheduled) {
+        this.#scheduled = true;
+        setTimeout(() => this.#flush(), 0);
+      }
+    });
+  }
+
+  #size(path: string): number {
+    if (this.#sizes === null) {
+      this.#sizes = new Map();
+      for (const entries of this.#dirs.values()) {
+        for (const entry of entries) this.#sizes.set(entry.path, entry.size);
+      }
+    }
+    return this.#sizes.get(path) ?? 0;
+  }
+
+  #flush(): void {
+    this.#scheduled = false;
+    const pending = this.#pending;
+    this.#pending = [];
+    let index = 0;
+    while (index < pending.length) {
+      const batch = takeBatch(
+        pending,
+        index,
+        (p) => p.path.length + 4,
+        (p) => this.#size(p.path),
+      );
+      index += batch.length;
+      this.#read(batch.map((p) => p.path), batch[0]!.signal).then(
+        (contents) => {
+          batch.forEach((p, i) => {
+            const bytes = contents[i];
+            if (bytes) p.resolve(bytes);
+            else {
+              p.reject(
+                new Deno.errors.NotFound(`Cannot read "${p.path}"`),
+              );
+            }
+          });
+        },
+        (error) => batch.forEach((p) => p.reject(error)),
+      );
+    }
+  }
+}
+
+/** One file's records from ripgrep. */
+interface FileRecords {
+  path: string;
+  count: number;
+  lines: MatchedLine[];
+}
+
+/** Parses ripgrep's `--null` output into files, in output order. */
+function parseRipgrepOutput(bytes: Uint8Array, plan: GrepPlan): FileRecords[] {
+  const parser = new RecordParser(
+    plan.mode !== "files_with_matches",
+    plan.maxLineChars * 3 + 32,
+  );
+  const records: [Uint8Array, Uint8Array][] = [];
+  parser.push(bytes, records);
+  const decoder = new TextDecoder();
+  const files: FileRecords[] = [];
+  let current: FileRecords | null = null;
+  for (const [pathBytes, rest] of records) {
+    let path = decoder.decode(pathBytes);
+    if (plan.root.isFile) path = "";
+    else if (path.startsWith("./")) path = path.slice(2);
+    if (plan.mode !== "content") {
+      files.push({
+        path,
+        count: plan.mode === "count" ? Number(decoder.decode(rest)) : 0,
+        lines: [],
+      });
+      continue;
+    }
+    if (current === null || current.path !== path) {
+      current = { path, count: 0, lines: [] };
+      files.push(current);
+    }
+    if (current.lines.length < plan.maxLinesPerFile) {
+      current.lines.push(parseLine(rest, decoder, plan));
+    }
+  }
+  for (const file of files) {
+    if (plan.mode === "content") file.count = file.lines.length;
+  }
+  return files;
+}
+
+/** Items from `start` whose quoted size stays under one command line. */
+function takeBatch<T>(
+  items: readonly T[],
+  start: number,
+  chars: (item: T) => number,
+  bytes?: (item: T) => number,
+): T[] {
+  const batch: T[] = [];
+  let total = 0;
+  let read = 0;
+  for (let i = start; i < items.length; i++) {
+    const item = items[i]!;
+    const size = chars(item) + 4;
+    const weight = bytes ? bytes(item) : 0;
+    if (
+      batch.length > 0 &&
+      (total + size > MAX_COMMAND_CHARS || read + weight > READ_BATCH_BYTES)
+    ) break;
+    batch.push(item);
+    total += size;
+    read += weight;
+  }
+  return batch;
+}
+
+/**
+ * A pattern that is an ASCII literal (no regex syntax) matched case
+ * sensitively: files holding it are exactly what `grep -F` finds.
+ */
+function literalOf(pattern: string, caseInsensitive: boolean): string | null {
+  if (caseInsensitive || pattern === "") return null;
+  if (!/^[\x20-\x7e]+$/.test(pattern)) return null;
+  if (/[\\.+*?()|[\]{}^$]/.test(pattern)) return null;
+  return pattern;
+}
+
+function fileType(letter: string): FileType {
+  switch (letter) {
+    case "f":
+      return "file";
+    case "d":
+      return "directory";
+    case "l":
+      return "symlink";
+    default:
+      return "other";
+  }
+}
+
+/** `find -printf %T@` (`1700000000.1234567890`) in ms, truncated. */
+function parseFindTime(text: string): number | null {
+  const match = /^(-?)(\d+)(?:\.(\d*))?$/.exec(text);
+  if (!match) return null;
+  const ms = Number(match[2]) * 1000 +
+    Number((match[3] ?? "").slice(0, 3).padEnd(3, "0"));
+  return match[1] === "-" ? -ms : ms;
+}
+
+function decodeBase64(text: string): Uint8Array {
+  const fromBase64 = (Uint8Array as unknown as {
+    fromBase64?: (text: string) => Uint8Array;
+  }).fromBase64;
+  if (fromBase64) return fromBase64(text);
+  const binary = atob(text.replace(/\s+/g, ""));
+  const bytes = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+  return bytes;
+}
+
+function formatBytes(bytes: number): string {
+  return bytes >= 1024 * 1024 && bytes % (1024 * 1024) === 0
+    ? `${bytes / (1024 * 1024)} MiB`
+    : `${bytes} bytes`;
+}

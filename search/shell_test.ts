@@ -1,0 +1,292 @@
+import {
+  assert,
+  assertEquals,
+  assertRejects,
+  assertStringIncludes,
+} from "../_internal/assert.ts";
+import { detectRipgrep, RipgrepSearch } from "./ripgrep.ts";
+import { ShellSearch } from "./shell.ts";
+import { bashShell, pathWithout } from "./_shell_testing.ts";
+import { engineSuite, makeFixture } from "./_test_suite.ts";
+import { LocalFileSystem } from "../runtimes/local/fs.ts";
+
+const rg = await detectRipgrep();
+if (!rg) {
+  console.error(
+    "shell_test.ts: ripgrep (rg) is not installed: the ShellSearch (rg) tests are ignored; install ripgrep to run them",
+  );
+}
+const noRgPath = await pathWithout(["rg"]);
+const noBase64Path = await pathWithout(["rg", "base64"]);
+globalThis.addEventListener("unload", () => {
+  Deno.removeSync(noRgPath, { recursive: true });
+  Deno.removeSync(noBase64Path, { recursive: true });
+});
+
+engineSuite(
+  "ShellSearch (rg in the sandbox)",
+  (root) =>
+    new ShellSearch({
+      shell: bashShell(),
+      fs: new LocalFileSystem({ root }),
+      useRipgrep: true,
+    }),
+  { backtracks: false, ignore: !rg },
+);
+
+engineSuite(
+  "ShellSearch (find and grep, no rg)",
+  (root) =>
+    new ShellSearch({
+      shell: bashShell({ path: noRgPath }),
+      fs: new LocalFileSystem({ root }),
+    }),
+  { backtracks: true },
+);
+
+engineSuite(
+  "ShellSearch (no base64: the file-system fallback)",
+  (root) =>
+    new ShellSearch({
+      shell: bashShell({ path: noBase64Path }),
+      fs: new LocalFileSystem({ root }),
+    }),
+  { backtracks: true },
+);
+
+Deno.test("ShellSearch: tools are detected once; a missing rg is reported when required", async () => {
+  const root = await makeFixture();
+  try {
+    const shell = bashShell({ path: noRgPath });
+    const search = new ShellSearch({
+      shell,
+      fs: new LocalFileSystem({ root }),
+    });
+    const result = await search.grep({ pattern: "hello" });
+    assertEquals(result.engine, "fallback");
+    await search.glob({ pattern: "*.md" });
+    await search.ls({});
+    const detections = shell.commands.filter((c) => c.includes("command -v"));
+    assertEquals(detections.length, 1);
+    assertEquals(search.stats.commands, shell.commands.length);
+    const required = new ShellSearch({
+      shell: bashShell({ path: noRgPath }),
+      fs: new LocalFileSystem({ root }),
+      useRipgrep: true,
+    });
+    await assertRejects(
+      () => required.grep({ pattern: "x" }),
+      Error,
+      "Cannot use ripgrep in the sandbox: rg is not installed",
+    );
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});
+
+Deno.test({
+  name: "ShellSearch: hostile file names and patterns are quoted, never run",
+  ignore: !rg,
+  async fn() {
+    const root = await makeFixture();
+    try {
+      const names = [
+        "it's $(touch pwned1).txt",
+        "`touch pwned2`.txt",
+        "semi;colon & amp.txt",
+        "new\nline.txt",
+        "-n.txt",
+      ];
+      for (const name of names) {
+        await Deno.writeTextFile(`${root}/${name}`, "needle 'quoted' $(x)\n");
+      }
+      const fs = new LocalFileSystem({ root });
+      const local = new RipgrepSearch({ fs });
+      for (const [label, path] of [["rg", undefined], ["no rg", noRgPath]]) {
+        const search = new ShellSearch({
+          shell: bashShell(path === undefined ? {} : { path }),
+          fs,
+        });
+        for (
+          const request of [
+            { pattern: "needle 'quoted' \\$\\(x\\)", outputMode: "content" },
+            { pattern: "needle 'quoted'", outputMode: "count" },
+            { pattern: "$(touch pwned3)" },
+          ] as const
+        ) {
+          assertEquals(
+            { ...await search.grep(request), engine: "" },
+            { ...await local.grep(request), engine: "" },
+            `${label} ${request.pattern}`,
+          );
+        }
+        const glob = await search.glob({ pattern: "*'*", limit: 10 });
+        assertEquals(glob.files.length, 1, label);
+        const files = await search.grep({
+          pattern: "needle",
+          path: `${root}/${names[0]}`,
+        });
+        assert(files.mode === "files_with_matches");
+        assertEquals(files.files, [`${root}/${names[0]}`]);
+      }
+      for (const entry of Deno.readDirSync(root)) {
+        assert(!entry.name.startsWith("pwned"), entry.name);
+      }
+      for (const entry of Deno.readDirSync(Deno.cwd())) {
+        assert(!entry.name.startsWith("pwned"), entry.name);
+      }
+    } finally {
+      await Deno.remove(root, { recursive: true });
+    }
+  },
+});
+
+Deno.test({
+  name: "ShellSearch: a search moves far fewer bytes than the tree holds",
+  ignore: !rg,
+  async fn() {
+    const root = await Deno.makeTempDir({ prefix: "skillrun-shell-bytes-" });
+    try {
+      let treeBytes = 0;
+      for (let d = 0; d < 10; d++) {
+        await Deno.mkdir(`${root}/d${d}`);
+        for (let f = 0; f < 50; f++) {
+          const text = `line ${d}-${f}\n${"filler text ".repeat(200)}\n${
+            f === 7 ? "the needle is here\n" : ""
+          }`;
+          await Deno.writeTextFile(`${root}/d${d}/f${f}.txt`, text);
+          treeBytes += text.length;
+        }
+      }
+      const fs = new LocalFileSystem({ root });
+      // No rg: a find listing plus the files holding the literal (grep -F).
+      for (
+        const [label, path, factor] of [
+          ["rg", undefined, 50],
+          ["no rg", noRgPath, 10],
+        ] as const
+      ) {
+        const search = new ShellSearch({
+          shell: bashShell(path === undefined ? {} : { path }),
+          fs,
+        });
+        const result = await search.grep({
+          pattern: "needle",
+          outputMode: "content",
+        });
+        assert(result.mode === "content");
+        assertEquals(result.lines.length, 10);
+        const moved = search.stats.stdoutBytes;
+        assert(
+          moved * factor < treeBytes,
+          `${label}: ${moved} bytes moved for a ${treeBytes}-byte tree`,
+        );
+      }
+    } finally {
+      await Deno.remove(root, { recursive: true });
+    }
+  },
+});
+
+Deno.test({
+  name: "ShellSearch: an answer past the output cap is a clear error",
+  ignore: !rg,
+  async fn() {
+    const root = await Deno.makeTempDir({ prefix: "skillrun-shell-cap-" });
+    try {
+      for (let i = 0; i < 200; i++) {
+        await Deno.writeTextFile(`${root}/file-${i}.txt`, "x\n");
+      }
+      const search = new ShellSearch({
+        shell: bashShell(),
+        fs: new LocalFileSystem({ root }),
+        maxOutputBytes: 1024,
+      });
+      const error = await assertRejects(() => search.grep({ pattern: "x" }));
+      assertStringIncludes(
+        (error as Error).message,
+        "the answer in the sandbox passed the 1024 bytes output cap",
+      );
+    } finally {
+      await Deno.remove(root, { recursive: true });
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "ShellSearch: content past the first output cap is fetched again, whole",
+  ignore: !rg,
+  async fn() {
+    const root = await Deno.makeTempDir({ prefix: "skillrun-shell-more-" });
+    try {
+      const line = `hit ${"x".repeat(60)}\n`;
+      await Deno.writeTextFile(`${root}/a.txt`, line.repeat(20_000));
+      await Deno.writeTextFile(`${root}/b.txt`, line.repeat(20_000));
+      const fs = new LocalFileSystem({ root });
+      const request = {
+        pattern: "hit",
+        outputMode: "content",
+        offset: 30_000,
+        headLimit: 5,
+      } as const;
+      const search = new ShellSearch({ shell: bashShell(), fs });
+      const result = await search.grep(request);
+      assert(result.mode === "content");
+      assertEquals(
+        result.lines.map((l) => `${l.path.slice(-5)}:${l.lineNumber}`),
+        [
+          "b.txt:10001",
+          "b.txt:10002",
+          "b.txt:10003",
+          "b.txt:10004",
+          "b.txt:10005",
+        ],
+      );
+      assertEquals(
+        { ...result, engine: "" },
+        { ...await new RipgrepSearch({ fs }).grep(request), engine: "" },
+      );
+    } finally {
+      await Deno.remove(root, { recursive: true });
+    }
+  },
+});
+
+Deno.test("ShellSearch: a sandbox command past the time limit is stopped and reported", async () => {
+  const root = await makeFixture();
+  try {
+    for (const path of [undefined, noRgPath]) {
+      const inner = bashShell(path === undefined ? {} : { path });
+      let stopped = 0;
+      const slow = {
+        async exec(
+          command: string,
+          options: Parameters<typeof inner.exec>[1],
+        ) {
+          // Every command but the detection hangs.
+          const result = await inner.exec(
+            command.includes("command -v") ? command : `sleep 20; ${command}`,
+            options,
+          );
+          if (result.aborted) stopped++;
+          return result;
+        },
+      };
+      const search = new ShellSearch({
+        shell: slow,
+        fs: new LocalFileSystem({ root }),
+      });
+      const start = performance.now();
+      const error = await assertRejects(() =>
+        search.grep({ pattern: "hello", timeoutMs: 300 })
+      );
+      assertEquals((error as Error).name, "SearchTimeoutError");
+      assertStringIncludes((error as Error).message, "timed out after 300 ms");
+      assert(performance.now() - start < 10_000);
+      assertEquals(stopped, 1);
+    }
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});
