@@ -18,6 +18,7 @@ const FILES = [
   "./local_bench.ts",
   "./tools_bench.ts",
   "./search_bench.ts",
+  "./opensandbox_bench.ts",
 ] as const;
 
 const filter = Deno.args[0];

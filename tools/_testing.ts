@@ -5,6 +5,9 @@
  * @module
  */
 import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
+import { OpenSandboxSkillRuntime } from "../runtimes/opensandbox/mod.ts";
+import { MemoryConversationStore } from "../workspace/conversation_store.ts";
+import { startOpenSandboxServer } from "../tests/servers/opensandbox.ts";
 import type { SkillRuntime } from "../runtimes/types.ts";
 import {
   createToolContext,
@@ -114,11 +117,80 @@ export const LOCAL_KIND: RuntimeKind = {
 };
 
 /**
+ * The OpenSandbox runtime against the OpenSandbox test server (started per
+ * test, real `bash` on this host): paths inside the sandbox are host paths,
+ * so plain runtimes work in `cwd` and conversation runtimes in
+ * `<conversationsRoot>/<id>`, as local ones do. Skills of plain runtimes are
+ * uploaded into a temporary folder of the test.
+ */
+export const OPENSANDBOX_KIND: RuntimeKind = {
+  name: "opensandbox",
+  unavailable: async () => {
+    const bash = await new Deno.Command("bash", {
+      args: ["-c", "true"],
+      stdout: "null",
+      stderr: "null",
+    }).output().then((o) => o.success, () => false);
+    return bash ? null : "bash is not installed (the test server runs it)";
+  },
+  start: async () => {
+    const apiKey = "tools-suite-key";
+    const server = await startOpenSandboxServer({ apiKey });
+    const skillsRoot = await Deno.realPath(
+      await Deno.makeTempDir({ prefix: "skillrun-os-skills-" }),
+    );
+    const store = new MemoryConversationStore();
+    const runtimes: OpenSandboxSkillRuntime[] = [];
+    const made = (runtime: OpenSandboxSkillRuntime) => {
+      runtimes.push(runtime);
+      return runtime;
+    };
+    return {
+      plain: (cwd: string) =>
+        made(
+          new OpenSandboxSkillRuntime({
+            baseUrl: server.url,
+            apiKey,
+            cwd,
+            skillsRoot,
+          }),
+        ),
+      conversation: async (
+        conversationsRoot: string,
+        conversationId: string,
+      ) => {
+        const runtime = made(
+          new OpenSandboxSkillRuntime({
+            baseUrl: server.url,
+            apiKey,
+            conversationId,
+            conversationsRoot,
+            store,
+          }),
+        );
+        // The tests put files into the workspace with Deno calls before the
+        // runtime's first call: connect now, which makes the workspace.
+        await runtime.connect();
+        return runtime;
+      },
+      [Symbol.asyncDispose]: async () => {
+        for (const runtime of runtimes) await runtime.close().catch(() => {});
+        await server.close();
+        await Deno.remove(skillsRoot, { recursive: true }).catch(() => {});
+      },
+    };
+  },
+};
+
+/**
  * Every kind of runtime the tool suite runs against: add a kind here (a
  * remote runtime with its test server, the isolated local mode) and every test
  * written with {@linkcode testEachRuntime} runs on it unchanged.
  */
-export const RUNTIME_KINDS: readonly RuntimeKind[] = [LOCAL_KIND];
+export const RUNTIME_KINDS: readonly RuntimeKind[] = [
+  LOCAL_KIND,
+  OPENSANDBOX_KIND,
+];
 
 let current: RuntimeFactory | null = null;
 
