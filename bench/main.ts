@@ -19,6 +19,7 @@ const FILES = [
   "./tools_bench.ts",
   "./search_bench.ts",
   "./opensandbox_bench.ts",
+  "./aio_bench.ts",
 ] as const;
 
 const filter = Deno.args[0];

@@ -8,6 +8,8 @@ import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
 import { OpenSandboxSkillRuntime } from "../runtimes/opensandbox/mod.ts";
 import { MemoryConversationStore } from "../workspace/conversation_store.ts";
 import { startOpenSandboxServer } from "../tests/servers/opensandbox.ts";
+import { AioSkillRuntime } from "../runtimes/aio/mod.ts";
+import { startAioServer } from "../tests/servers/aio.ts";
 import type { SkillRuntime } from "../runtimes/types.ts";
 import {
   createToolContext,
@@ -183,6 +185,65 @@ export const OPENSANDBOX_KIND: RuntimeKind = {
 };
 
 /**
+ * The AIO Sandbox runtime against the AIO test server (started per test, real
+ * `bash` on this host, with a bearer token): as for OpenSandbox, paths inside
+ * the container are host paths; plain runtimes work in `cwd`, conversation
+ * runtimes in `<conversationsRoot>/<id>`, and skills of plain runtimes are
+ * uploaded into a temporary folder of the test.
+ */
+export const AIO_KIND: RuntimeKind = {
+  name: "aio",
+  unavailable: OPENSANDBOX_KIND.unavailable,
+  start: async () => {
+    const token = "tools-suite-aio-token";
+    const home = await Deno.realPath(
+      await Deno.makeTempDir({ prefix: "skillrun-aio-home-" }),
+    );
+    const server = startAioServer({ token, home });
+    const store = new MemoryConversationStore();
+    const runtimes: AioSkillRuntime[] = [];
+    const made = (runtime: AioSkillRuntime) => {
+      runtimes.push(runtime);
+      return runtime;
+    };
+    return {
+      plain: (cwd: string) =>
+        made(
+          new AioSkillRuntime({
+            baseUrl: server.baseUrl,
+            token,
+            cwd,
+            skillsRoot: `${home}/skills`,
+          }),
+        ),
+      // Opened as the local kind's are: the workspace exists on return (the
+      // runtime itself waits for its first use to touch the container).
+      conversation: async (
+        conversationsRoot: string,
+        conversationId: string,
+      ) => {
+        const runtime = made(
+          new AioSkillRuntime({
+            baseUrl: server.baseUrl,
+            token,
+            conversationId,
+            conversationsRoot,
+            store,
+          }),
+        );
+        await runtime.fs.stat(".");
+        return runtime;
+      },
+      [Symbol.asyncDispose]: async () => {
+        for (const runtime of runtimes) await runtime.close().catch(() => {});
+        await server.close();
+        await Deno.remove(home, { recursive: true }).catch(() => {});
+      },
+    };
+  },
+};
+
+/**
  * Every kind of runtime the tool suite runs against: add a kind here (a
  * remote runtime with its test server, the isolated local mode) and every test
  * written with {@linkcode testEachRuntime} runs on it unchanged.
@@ -190,6 +251,7 @@ export const OPENSANDBOX_KIND: RuntimeKind = {
 export const RUNTIME_KINDS: readonly RuntimeKind[] = [
   LOCAL_KIND,
   OPENSANDBOX_KIND,
+  AIO_KIND,
 ];
 
 let current: RuntimeFactory | null = null;
