@@ -20,6 +20,7 @@ const FILES = [
   "./search_bench.ts",
   "./opensandbox_bench.ts",
   "./aio_bench.ts",
+  "./mcp_bench.ts",
 ] as const;
 
 const filter = Deno.args[0];
