@@ -87,11 +87,10 @@ testEachRuntime(
     await using dir = await tempDir();
     await writeSkill(dir.path, "one");
     const { skills } = await loadSkills(dir.path);
-    const tool = createSkillTool(plainContext(dir.path, { skills }).context, {
-      toolNames: ["bash", "read"],
-    })!;
+    const { context, runtime } = plainContext(dir.path, { skills });
+    const tool = createSkillTool(context, { toolNames: ["bash", "read"] })!;
     assertStringIncludes(DEFAULT_SKILL_DESCRIPTION, "{catalog}");
-    assertStringIncludes(tool.description, 'in the "local" runtime');
+    assertStringIncludes(tool.description, `in the "${runtime.name}" runtime`);
     assertStringIncludes(
       tool.description,
       "working only through the tools given with this one (bash, read)",
