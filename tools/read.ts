@@ -6,7 +6,7 @@
  */
 import type { ToolContext } from "./context.ts";
 import type { Tool, ToolResult } from "./types.ts";
-import { redactSecrets } from "../_internal/redact.ts";
+import { Redactor } from "../_internal/redact.ts";
 import {
   defineTool,
   errorResult,
@@ -178,7 +178,7 @@ export function createReadTool(context: ToolContext): Tool {
         lineChars: limits.readLineChars,
         maxBytes: limits.readMaxBytes,
         publishable,
-        secrets: context.secrets(),
+        redactor: new Redactor(context.secrets()),
       });
     },
   });
@@ -194,8 +194,8 @@ interface WindowOptions {
   readonly maxBytes: number;
   /** Whether a publisher is there to share the file with. */
   readonly publishable: boolean;
-  /** Values redacted from each line before it is cut. */
-  readonly secrets: readonly string[];
+  /** Removes configured values from each line before it is cut. */
+  readonly redactor: Redactor;
 }
 
 function binaryResult(
@@ -248,7 +248,7 @@ async function readWindow(
         bytes = bytes.subarray(0, bytes.length - 1);
       }
       // Redact before cutting, so a cut never leaves part of a secret behind.
-      let text = redactSecrets(decoder.decode(bytes), options.secrets);
+      let text = options.redactor.redact(decoder.decode(bytes));
       if (lineBytes > keepBytes || text.length > lineChars) {
         text = `${
           text.slice(0, lineChars)
