@@ -50,6 +50,7 @@ export function createGrepTool(context: ToolContext): Tool {
   const { limits, runtime } = context;
   return defineTool(context, {
     name: "grep",
+    timeoutMs: context.limits.searchTimeoutMs,
     description:
       `Searches file contents in the "${runtime.name}" runtime with a regular expression (ripgrep syntax, e.g. "log.*Error", "function\\s+\\w+"). ` +
       `output_mode: "files_with_matches" (default) lists matching files, "count" gives matching lines per file, "content" shows matching lines (path:line:text) with optional context lines. ` +
@@ -166,6 +167,7 @@ export function createGrepTool(context: ToolContext): Tool {
         pattern,
         path,
         outputMode: mode,
+        timeoutMs: limits.searchTimeoutMs,
         maxOutputChars: limits.grepOutputChars,
         maxLineChars: DEFAULT_GREP_MAX_LINE_CHARS + pad,
         ...optional("glob", input.glob as string | undefined),

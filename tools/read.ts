@@ -116,6 +116,7 @@ export function createReadTool(context: ToolContext): Tool {
   const publishable = context.publisher !== undefined;
   return defineTool(context, {
     name: "read",
+    timeoutMs: context.limits.fileTimeoutMs,
     description:
       `Reads a text file from the "${runtime.name}" runtime and returns its lines numbered like cat -n, under a header naming the file and the line range. ` +
       `Reads ${limits.readDefaultLines} lines from the start by default; use offset (1-based line) and limit for other windows of large files. ` +
