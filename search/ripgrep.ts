@@ -16,6 +16,7 @@ import {
   type GrepPlan,
   planGlob,
   planGrep,
+  searchSlot,
   startDeadline,
 } from "./_plan.ts";
 import {
@@ -241,7 +242,22 @@ export class RipgrepSearch implements SearchEngine {
    */
   async grep(request: GrepRequest): Promise<GrepResult> {
     const plan = await planGrep(this.#fs, request, true);
-    const args = [...COMMON_ARGS, "--text", "--encoding", "none"];
+    if (plan.root.isFile && plan.root.size > plan.maxFileBytes) {
+      const skipped = new GrepCollector(plan);
+      skipped.skip("", "too-large", plan.root.size);
+      return skipped.result("ripgrep");
+    }
+    // Bounds: files over the limit are skipped (rg's line buffer would hold a
+    // whole line of them); --debug names what rg skipped, reported below.
+    const args = [
+      ...COMMON_ARGS,
+      "--text",
+      "--encoding",
+      "none",
+      "--max-filesize",
+      String(plan.maxFileBytes),
+      "--debug",
+    ];
     args.push(plan.caseInsensitive ? "--ignore-case" : "--case-sensitive");
     if (plan.multiline) args.push("--multiline", "--multiline-dotall");
     if (!plan.root.isFile) {
@@ -281,30 +297,34 @@ export class RipgrepSearch implements SearchEngine {
     const collector = new GrepCollector(plan);
     const deadline = startDeadline(plan.timeoutMs, plan.signal);
     const what = `Search for "${plan.regex.pattern}"`;
-    const child = new Deno.Command(this.#rg, {
-      args,
-      ...(plan.root.isFile ? {} : { cwd: plan.root.path }),
-      stdin: "null",
-      stdout: "piped",
-      stderr: "piped",
-    }).spawn();
+    let release: () => void;
+    try {
+      release = await searchSlot(deadline.signal);
+    } catch (error) {
+      deadline.clear();
+      throw deadline.signal.aborted ? deadline.error(what) : error;
+    }
+    let child: Deno.ChildProcess;
+    try {
+      child = new Deno.Command(this.#rg, {
+        args,
+        ...(plan.root.isFile ? {} : { cwd: plan.root.path }),
+        stdin: "null",
+        stdout: "piped",
+        stderr: "piped",
+      }).spawn();
+    } catch (error) {
+      deadline.clear();
+      release();
+      throw error;
+    }
     const kill = killer(child);
     deadline.signal.addEventListener("abort", kill, { once: true });
-    const stderrText = (async (): Promise<string> => {
-      const parts: Uint8Array[] = [];
-      let size = 0;
-      for await (const chunk of child.stderr) {
-        if (size < 65536) parts.push(chunk);
-        size += chunk.length;
-      }
-      const all = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-      let offset = 0;
-      for (const p of parts) {
-        all.set(p, offset);
-        offset += p.length;
-      }
-      return new TextDecoder().decode(all);
-    })();
+    const stderrText = readDebugOutput(
+      child.stderr,
+      (path, reason, size) =>
+        collector.skip(relativeOf(path, plan.root.isFile), reason, size),
+    );
     let killedEarly = false;
     const sniff = new Uint8Array(BINARY_SNIFF_BYTES);
     try {
@@ -395,6 +415,7 @@ export class RipgrepSearch implements SearchEngine {
     } finally {
       deadline.signal.removeEventListener("abort", kill);
       deadline.clear();
+      release();
     }
   }
 
@@ -413,21 +434,35 @@ export class RipgrepSearch implements SearchEngine {
     const plan = await planGlob(this.#fs, request, true);
     const deadline = startDeadline(plan.timeoutMs, plan.signal);
     const what = `Glob "${request.pattern}"`;
-    const child = new Deno.Command(this.#rg, {
-      args: [
-        "--files",
-        ...COMMON_ARGS,
-        "--glob",
-        request.pattern,
-        ...heavyGlobs(),
-        "--",
-        ".",
-      ],
-      cwd: plan.root.path,
-      stdin: "null",
-      stdout: "piped",
-      stderr: "null",
-    }).spawn();
+    let release: () => void;
+    try {
+      release = await searchSlot(deadline.signal);
+    } catch (error) {
+      deadline.clear();
+      throw deadline.signal.aborted ? deadline.error(what) : error;
+    }
+    let child: Deno.ChildProcess;
+    try {
+      child = new Deno.Command(this.#rg, {
+        args: [
+          "--files",
+          ...COMMON_ARGS,
+          "--glob",
+          request.pattern,
+          ...heavyGlobs(),
+          "--",
+          ".",
+        ],
+        cwd: plan.root.path,
+        stdin: "null",
+        stdout: "piped",
+        stderr: "null",
+      }).spawn();
+    } catch (error) {
+      deadline.clear();
+      release();
+      throw error;
+    }
     const kill = killer(child);
     deadline.signal.addEventListener("abort", kill, { once: true });
     try {
@@ -463,6 +498,7 @@ export class RipgrepSearch implements SearchEngine {
     } finally {
       deadline.signal.removeEventListener("abort", kill);
       deadline.clear();
+      release();
     }
   }
 
@@ -500,6 +536,57 @@ function parseLine(
     plan.maxLineChars,
   );
   return { lineNumber, text, match, cut };
+}
+
+/** File types in a mode (`st_mode & S_IFMT`). */
+const S_IFMT = 0o170000;
+const S_IFLNK = 0o120000;
+
+/**
+ * Reads rg's stderr under `--debug`: reports each file rg skipped for its
+ * size or for not being a regular file (symlinks, not followed, are not
+ * reported), and returns the other lines (errors), at most 64 KiB of them.
+ */
+async function readDebugOutput(
+  stderr: ReadableStream<Uint8Array>,
+  onSkip: (
+    path: string,
+    reason: "too-large" | "not-regular",
+    size?: number,
+  ) => void,
+): Promise<string> {
+  const decoder = new TextDecoder();
+  const errors: string[] = [];
+  let errorChars = 0;
+  let pending = "";
+  const line = (text: string): void => {
+    if (!text.startsWith("DEBUG|")) {
+      if (errorChars < 65536 && text.trim() !== "") {
+        errors.push(text);
+        errorChars += text.length + 1;
+      }
+      return;
+    }
+    const large = /^DEBUG\|ignore::walk\|\S* ignoring (.*): (\d+) bytes$/
+      .exec(text);
+    if (large) return onSkip(large[1]!, "too-large", Number(large[2]));
+    const subject =
+      /^DEBUG\|rg::subject\|\S* ignoring (.*): failed to pass subject filter: file type: Some\(FileType\(FileType \{ mode: (\d+) \}\)\)/
+        .exec(text);
+    if (subject && (Number(subject[2]) & S_IFMT) !== S_IFLNK) {
+      onSkip(subject[1]!, "not-regular");
+    }
+  };
+  for await (const chunk of stderr) {
+    pending += decoder.decode(chunk, { stream: true });
+    let newline: number;
+    while ((newline = pending.indexOf("\n")) !== -1) {
+      line(pending.slice(0, newline));
+      pending = pending.slice(newline + 1);
+    }
+  }
+  if (pending !== "") line(pending);
+  return errors.join("\n");
 }
 
 function ripgrepError(plan: GrepPlan, stderr: string): Error {
