@@ -202,17 +202,23 @@ export function createGrepTool(context: ToolContext): Tool {
 function redactResult(result: GrepResult, redactor: Redactor): GrepResult {
   if (redactor.empty) return result;
   const path = redactor.redact(result.path);
+  const skipped = result.skipped.map((file) => ({
+    ...file,
+    path: redactor.redact(file.path),
+  }));
   switch (result.mode) {
     case "files_with_matches":
       return {
         ...result,
         path,
+        skipped,
         files: result.files.map((file) => redactor.redact(file)),
       };
     case "count":
       return {
         ...result,
         path,
+        skipped,
         counts: result.counts.map((entry) => ({
           ...entry,
           path: redactor.redact(entry.path),
@@ -222,6 +228,7 @@ function redactResult(result: GrepResult, redactor: Redactor): GrepResult {
       return {
         ...result,
         path,
+        skipped,
         lines: result.lines.map((line) => {
           const { text, cut } = cutLine(
             redactor.redact(line.text),
