@@ -153,8 +153,10 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
 
   /**
    * Reads a UTF-8 text file, refusing one over `maxBytes`: the size is checked
-   * first, then the limit is enforced while reading (files can grow, devices
-   * have no size), so at most `maxBytes + 1` bytes are ever read. A byte-order
+   * first, then the limit is enforced while reading (files can grow), so at
+   * most `maxBytes + 1` bytes are ever read. Only regular files are read: a
+   * pipe, a device or a socket (also behind a symlink) is refused at once,
+   * checked on the opened file (opened without blocking). A byte-order
    * mark is kept, so a later write gives the same bytes back.
    *
    * Needs `--allow-read` for the file.
@@ -487,6 +489,7 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
    * @returns The stream.
    * @throws {Deno.errors.NotFound} No such file.
    * @throws {Deno.errors.IsADirectory} The path is a folder.
+   * @throws {TypeError} The path is a pipe, a device or a socket.
    * @throws {WorkspaceEscapeError} With a fence: the path is outside.
    * @throws {RuntimePermissionError} Reading is not allowed.
    *
