@@ -32,7 +32,8 @@ export const DEFAULT_CONVERSATIONS_ROOT = ".skillrun/conversations";
 export const USAGE_EXIT_CODE = 2;
 
 /** The most bytes of each stream the CLI keeps from a command: 64 MiB. */
-const CLI_MAX_OUTPUT_BYTES = 64 * 1024 * 1024;
+/** Output kept in the result; what the user sees is streamed live. */
+const CLI_KEPT_OUTPUT_BYTES = 64 * 1024;
 
 /** The help of `skillrun run`. */
 export const RUN_HELP: string =
@@ -40,7 +41,8 @@ export const RUN_HELP: string =
 
 Prepares <skill> (found under <skills-dir>) with the local runtime, then runs
 <command> with bash in the skill's folder. Its stdout and stderr go to this
-program's stdout and stderr, and its exit code becomes this program's.
+program's stdout and stderr as it writes them, this program's stdin goes to it,
+and its exit code becomes this program's.
 
 One word after "--" is a shell line as it is ('ls | wc -l'); several words are
 quoted one by one (python3 x.py "a b" passes "a b" as one argument).
@@ -67,12 +69,18 @@ Example:
   skillrun run examples/skills csv-report -- ls -la
 `;
 
+/** A stream the CLI writes to (`Deno.stdout` and `Deno.stderr` are ones). */
+export interface CliWriter {
+  /** Writes some of the bytes; returns how many. */
+  write(bytes: Uint8Array): Promise<number>;
+}
+
 /** Where the CLI writes; the process's own streams by default. */
 export interface CliStreams {
   /** Standard output. */
-  readonly stdout: { write(bytes: Uint8Array): Promise<number> };
+  readonly stdout: CliWriter;
   /** Standard error. */
-  readonly stderr: { write(bytes: Uint8Array): Promise<number> };
+  readonly stderr: CliWriter;
 }
 
 /** Options of {@linkcode runCommand}. */
@@ -81,6 +89,11 @@ export interface RunCommandOptions {
   readonly signal?: AbortSignal;
   /** Where output goes; default the process's stdout and stderr. */
   readonly streams?: CliStreams;
+  /**
+   * The command's standard input; default this process's (`Deno.stdin`),
+   * `null` for none.
+   */
+  readonly stdin?: ReadableStream<Uint8Array> | null;
 }
 
 /**
@@ -174,20 +187,27 @@ export async function runCommand(
       err,
       signal,
     );
+    // The output goes out live, in the order it comes (one queue for both
+    // streams keeps their interleaving); the result keeps only a little.
+    let written = Promise.resolve();
+    const live = (stream: CliWriter) => (chunk: Uint8Array) => {
+      const copy = chunk.slice();
+      written = written.then(() => writeBytes(stream, copy));
+    };
+    const stdin = options.stdin === undefined
+      ? Deno.stdin.readable
+      : options.stdin;
     const result = await runtime.execute({
       command,
       workingDirectory: prepared!.basePath,
       timeoutMs,
-      maxOutputBytes: CLI_MAX_OUTPUT_BYTES,
+      maxOutputBytes: CLI_KEPT_OUTPUT_BYTES,
       signal,
+      onStdout: live(streams.stdout),
+      onStderr: live(streams.stderr),
+      ...(stdin ? { stdin } : {}),
     });
-    await out(result.stdout);
-    await err(result.stderr);
-    if (result.stdoutTruncated || result.stderrTruncated) {
-      await err(
-        `skillrun run: output was over ${CLI_MAX_OUTPUT_BYTES} bytes; its middle was left out\n`,
-      );
-    }
+    await written;
     if (result.timedOut) {
       await err(`skillrun run: command timed out after ${timeoutMs} ms\n`);
       return TIMEOUT_EXIT_CODE;
@@ -363,10 +383,12 @@ function progressLine(progress: PrepareProgress, started: number): string {
   return `skillrun: preparing "${progress.skillName}" (${progress.stage}${detail}) [${seconds} s]\n`;
 }
 
-async function writeAll(
-  stream: { write(bytes: Uint8Array): Promise<number> },
-  text: string,
-): Promise<void> {
+async function writeBytes(stream: CliWriter, bytes: Uint8Array): Promise<void> {
+  let done = 0;
+  while (done < bytes.length) done += await stream.write(bytes.subarray(done));
+}
+
+async function writeAll(stream: CliWriter, text: string): Promise<void> {
   let bytes = new TextEncoder().encode(text);
   while (bytes.length > 0) {
     const written = await stream.write(bytes);

@@ -454,10 +454,76 @@ Deno.test("runCommand() writes to the given streams", async () => {
     });
     const code = await runCommand(
       [skills, "probe", "--", "echo a; echo b >&2; exit 3"],
-      { streams: { stdout: sink(out), stderr: sink(err) } },
+      { streams: { stdout: sink(out), stderr: sink(err) }, stdin: null },
     );
     assertEquals(code, 3);
     assertEquals(out.join(""), "a\n");
     assertEquals(err.join(""), "b\n");
+  });
+});
+
+Deno.test("run streams output live, keeps stdout and stderr interleaved, and passes stdin through", async () => {
+  await withSkills(async (skills) => {
+    const events: string[] = [];
+    let started = 0;
+    const sink = (name: string) => ({
+      write: (bytes: Uint8Array) => {
+        events.push(
+          `${name}:${new TextDecoder().decode(bytes)}@${
+            Math.round(performance.now() - started)
+          }`,
+        );
+        return Promise.resolve(bytes.length);
+      },
+    });
+    started = performance.now();
+    const code = await runCommand(
+      [
+        skills,
+        "probe",
+        "--",
+        // Reads a line from stdin, then writes out, err, out with pauses.
+        'read line; echo "got $line"; sleep 0.6; echo e1 >&2; sleep 0.6; echo o2',
+      ],
+      {
+        streams: { stdout: sink("out"), stderr: sink("err") },
+        stdin: ReadableStream.from([new TextEncoder().encode("hello\n")]),
+      },
+    );
+    assertEquals(code, 0);
+    const order = events.map((e) => e.replace(/@\d+$/, ""));
+    assertEquals(order, ["out:got hello\n", "err:e1\n", "out:o2\n"]);
+    // The first line arrived long before the command ended (live, not at the end).
+    const at = events.map((e) => Number(/@(\d+)$/.exec(e)![1]));
+    assertLess(at[0]!, at[2]! - 800, events.join(" "));
+  });
+});
+
+Deno.test("run passes this process's stdin to the command", async () => {
+  await withSkills(async (skills) => {
+    const child = new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "--quiet",
+        "-A",
+        cli,
+        "run",
+        skills,
+        "probe",
+        "--",
+        "wc -l",
+      ],
+      cwd: repo,
+      env: { NO_COLOR: "1" },
+      stdin: "piped",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    const writer = child.stdin.getWriter();
+    await writer.write(new TextEncoder().encode("a\nb\nc\n"));
+    await writer.close();
+    const output = await child.output();
+    assertEquals(output.code, 0, new TextDecoder().decode(output.stderr));
+    assertEquals(new TextDecoder().decode(output.stdout).trim(), "3");
   });
 });

@@ -34,5 +34,6 @@
  * @module
  */
 export * from "./conversation.ts";
+export * from "./errors.ts";
 export * from "./fence.ts";
 export * from "./copy.ts";

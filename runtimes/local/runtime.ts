@@ -43,7 +43,11 @@ import {
   type SkillRuntimeFileSystem,
 } from "../types.ts";
 import { createSearch } from "../../search/search.ts";
-import { DenoCommandLauncher, type ProcessLauncher } from "./launcher.ts";
+import {
+  DenoCommandLauncher,
+  type ProcessLauncher,
+  streamsOf,
+} from "./launcher.ts";
 import { LocalFileSystem } from "./fs.ts";
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -397,6 +401,7 @@ export class LocalSkillRuntime implements SkillRuntime {
       timeoutMs,
       maxOutputBytes,
       ...(request.signal ? { signal: request.signal } : {}),
+      ...streamsOf(request),
     });
   }
 
