@@ -68,7 +68,8 @@ const writeTool = createWriteTool(
 /** The cases of this file. */
 export const cases: BenchCase[] = [{
   id: "tools-write-rename",
-  title: `write: ${WRITES} overwrites of a 4 KiB file (temporary file + rename vs in place)`,
+  title:
+    `write: ${WRITES} overwrites of a 4 KiB file (temporary file + rename vs in place)`,
   module: import.meta.url,
   setup: makeWriteDir,
   iterations: 5,
