@@ -495,45 +495,51 @@ export class GrepCollector {
 /** Re-exported for the engines. */
 export { DEFAULT_GLOB_LIMIT };
 
-/** How many searches run at once in this process; the others wait their turn. */
+/** How many searches one engine runs at once; the others wait their turn. */
 export const MAX_CONCURRENT_SEARCHES = 4;
 
-let running = 0;
-const waiting: (() => void)[] = [];
-
 /**
- * Waits for one of the {@linkcode MAX_CONCURRENT_SEARCHES} search slots, so
- * that a thousand concurrent calls cannot start a thousand ripgrep processes
- * or worker pools. The wait counts against the search's time limit.
- *
- * @param signal Stops waiting (the deadline's signal).
- * @returns Releases the slot (call once).
+ * The search slots of one engine (so of one runtime): at most
+ * {@linkcode MAX_CONCURRENT_SEARCHES} searches run at once, so that a thousand
+ * concurrent calls cannot start a thousand ripgrep processes or worker pools.
+ * The wait counts against each search's time limit.
  */
-export async function searchSlot(signal: AbortSignal): Promise<() => void> {
-  signal.throwIfAborted();
-  if (running >= MAX_CONCURRENT_SEARCHES) {
-    await new Promise<void>((resolve, reject) => {
-      const wake = (): void => {
-        signal.removeEventListener("abort", onAbort);
-        resolve();
-      };
-      const onAbort = (): void => {
-        const at = waiting.indexOf(wake);
-        if (at !== -1) waiting.splice(at, 1);
-        reject(signal.reason);
-      };
-      signal.addEventListener("abort", onAbort, { once: true });
-      waiting.push(wake);
-    });
-  } else {
-    running++;
+export class SearchSlots {
+  #running = 0;
+  readonly #waiting: (() => void)[] = [];
+
+  /**
+   * Waits for a slot.
+   *
+   * @param signal Stops waiting (the deadline's signal).
+   * @returns Releases the slot (call once).
+   */
+  async acquire(signal: AbortSignal): Promise<() => void> {
+    signal.throwIfAborted();
+    if (this.#running >= MAX_CONCURRENT_SEARCHES) {
+      await new Promise<void>((resolve, reject) => {
+        const wake = (): void => {
+          signal.removeEventListener("abort", onAbort);
+          resolve();
+        };
+        const onAbort = (): void => {
+          const at = this.#waiting.indexOf(wake);
+          if (at !== -1) this.#waiting.splice(at, 1);
+          reject(signal.reason);
+        };
+        signal.addEventListener("abort", onAbort, { once: true });
+        this.#waiting.push(wake);
+      });
+    } else {
+      this.#running++;
+    }
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const next = this.#waiting.shift();
+      if (next) next(); // the slot passes on
+      else this.#running--;
+    };
   }
-  let released = false;
-  return () => {
-    if (released) return;
-    released = true;
-    const next = waiting.shift();
-    if (next) next(); // the slot passes on
-    else running--;
-  };
 }

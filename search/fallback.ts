@@ -18,7 +18,7 @@ import {
   planGlob,
   planGrep,
   resolveRoot,
-  searchSlot,
+  SearchSlots,
   startDeadline,
 } from "./_plan.ts";
 import type {
@@ -353,6 +353,7 @@ export class FallbackSearch implements SearchEngine {
   readonly #fs: SearchFileSystem;
   readonly #local: boolean;
   readonly #workers: number;
+  readonly #slots = new SearchSlots();
 
   /**
    * Makes the engine.
@@ -483,7 +484,7 @@ export class FallbackSearch implements SearchEngine {
     const deadline = startDeadline(plan.timeoutMs, plan.signal);
     let release: (() => void) | undefined;
     try {
-      release = await searchSlot(deadline.signal);
+      release = await this.#slots.acquire(deadline.signal);
     } catch (error) {
       deadline.clear();
       throw deadline.signal.aborted ? deadline.error(what) : error;

@@ -16,7 +16,7 @@ import {
   type GrepPlan,
   planGlob,
   planGrep,
-  searchSlot,
+  SearchSlots,
   startDeadline,
 } from "./_plan.ts";
 import {
@@ -216,6 +216,7 @@ export class RipgrepSearch implements SearchEngine {
   readonly engine = "ripgrep" as const;
   readonly #fs: SearchFileSystem;
   readonly #rg: string;
+  readonly #slots = new SearchSlots();
 
   /**
    * Makes the engine (it does not check that ripgrep runs: see
@@ -299,7 +300,7 @@ export class RipgrepSearch implements SearchEngine {
     const what = `Search for "${plan.regex.pattern}"`;
     let release: () => void;
     try {
-      release = await searchSlot(deadline.signal);
+      release = await this.#slots.acquire(deadline.signal);
     } catch (error) {
       deadline.clear();
       throw deadline.signal.aborted ? deadline.error(what) : error;
@@ -436,7 +437,7 @@ export class RipgrepSearch implements SearchEngine {
     const what = `Glob "${request.pattern}"`;
     let release: () => void;
     try {
-      release = await searchSlot(deadline.signal);
+      release = await this.#slots.acquire(deadline.signal);
     } catch (error) {
       deadline.clear();
       throw deadline.signal.aborted ? deadline.error(what) : error;
