@@ -12,9 +12,13 @@
  * source, so that starting it needs no read permission for this module's
  * files (a runtime under `--allow-read=<workspace>` can still search).
  *
- * Files are opened without blocking and checked on the opened handle: a pipe,
- * a device or a socket is never read, a file over the size limit is never
- * read whole; both are reported as skipped.
+ * Only entries the walk saw as regular files are opened, and the opened handle
+ * is checked again: a pipe, a device or a socket is never read, a file over
+ * the size limit is never read whole; both are reported as skipped. In a
+ * Worker files are opened without blocking (`node:fs`, `O_NONBLOCK`); in a
+ * process with `Deno` calls (half the start-up CPU), where a pipe swapped in
+ * between the walk and the open can only hold the process until it is killed
+ * at the time limit.
  *
  * @module
  */
@@ -332,6 +336,40 @@ function processHost(): void {
   })();
 }
 
+/**
+ * The worker's file calls over `Deno` in a child process: `node:fs` costs the
+ * child's start twice the CPU. An open there may block on a pipe swapped in
+ * after the walk saw a file; the process is killed at the time limit.
+ */
+function denoFs(): WorkerFs {
+  const files = new Map<number, Deno.FsFile>();
+  let next = 3;
+  const file = (fd: number): Deno.FsFile => {
+    const found = files.get(fd);
+    if (!found) throw new Error(`bad file descriptor ${fd}`);
+    return found;
+  };
+  return {
+    constants: { O_RDONLY: 0 },
+    openSync(path: string): number {
+      const fd = next++;
+      files.set(fd, Deno.openSync(path));
+      return fd;
+    },
+    fstatSync(fd: number) {
+      const info = file(fd).statSync();
+      return { isFile: () => info.isFile, size: info.size };
+    },
+    readSync(fd, buffer, offset, length) {
+      return file(fd).readSync(buffer.subarray(offset, offset + length)) ?? 0;
+    },
+    closeSync(fd: number): void {
+      files.get(fd)?.close();
+      files.delete(fd);
+    },
+  };
+}
+
 let processSource: string | null = null;
 
 /**
@@ -342,7 +380,7 @@ let processSource: string | null = null;
  */
 export function workerProcessSource(): string {
   processSource ??= [
-    `import __fs from "node:fs";\n`,
+    `const __fs = (${denoFs.toString()})();\n`,
     `(${processHost.toString()})();\n`,
     `const self = globalThis.__host;\n`,
     workerCode(),
