@@ -495,10 +495,13 @@ export class FallbackSearch implements SearchEngine {
     let pool: JobPool | null = null;
     try {
       if (useWorkers) {
-        // grep: a process when one may start (it can be killed: a regular
-        // expression can run for ever on one line), else Workers. glob
-        // matches names (at most 255 bytes a segment) in Workers.
-        pool = config.kind === "glob" || childSpawnMode() === "none"
+        // Local grep: a process when one may start (it can be killed: a
+        // regular expression can run for ever on one line), else Workers.
+        // Over a file system interface (remote runtimes) the bytes go to
+        // Workers without a copy (through a process they cost five times
+        // the CPU). glob matches names (at most 255 bytes a segment).
+        pool = config.kind === "glob" || !this.#local ||
+            childSpawnMode() === "none"
           ? new WorkerPool(this.#workers, config)
           : new ProcessPool(
             this.#workers,
