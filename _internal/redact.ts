@@ -1,39 +1,202 @@
 /**
- * Keeps configured secrets out of error messages and tool outputs.
+ * Keeps configured values out of error messages, tool outputs and the catalog.
+ *
+ * The rule (it keeps two promises at once: no secret in any output, whole or
+ * in part, and ordinary text left intact):
+ *
+ * - A value of {@linkcode MIN_SECRET_LENGTH} (8) characters or more is a
+ *   secret: every occurrence is replaced with {@linkcode REDACTED}, inside
+ *   words too. A multi-line value is replaced whole, and each of its lines of
+ *   8 characters or more (spaces and `\r` trimmed) is a secret of its own, so
+ *   a PEM key shown line by line loses every line.
+ * - Next to a cut (the `[... N bytes omitted ...]` marker of a bounded output),
+ *   the start of a secret before the marker, or its end after it, is replaced
+ *   too when it is {@linkcode MIN_FRAGMENT_LENGTH} (3) characters or more: at
+ *   most two characters of a secret can stand next to a cut. Callers redact
+ *   before they cut, so their own cuts never split a secret.
+ * - A value of 4 to 7 characters is a word, not a secret: it is replaced only
+ *   where it stands alone (no letter, digit or `_` right before or after), so
+ *   `MODE=prod` hides "prod" but leaves "production" alone.
+ * - Shorter values are never replaced: they would mangle ordinary text. Keep
+ *   secrets long (every real key or token is).
  *
  * @module
  */
 
-/** Values shorter than this are not redacted: they would mangle ordinary text. */
-export const MIN_SECRET_LENGTH = 4;
+/** Values this long or longer are secrets: replaced wherever they occur. */
+export const MIN_SECRET_LENGTH = 8;
+
+/** Values this long (up to {@linkcode MIN_SECRET_LENGTH}) are replaced as whole words. */
+export const MIN_WORD_LENGTH = 4;
+
+/** The shortest piece of a secret replaced next to a cut marker. */
+export const MIN_FRAGMENT_LENGTH = 3;
 
 /** What replaces a secret value. */
 export const REDACTED = "[redacted]";
 
+/** The marker a bounded output collector puts where it dropped bytes. */
+const CUT_MARKER = /\n\[\.\.\. \d+ bytes omitted \.\.\.\]\n/g;
+
 /**
- * Replaces every occurrence of each value (of at least {@linkcode MIN_SECRET_LENGTH}
- * characters) in `text` with {@linkcode REDACTED}, longest values first.
+ * Removes configured values from texts by the module's rule. Build one per set
+ * of values and reuse it: the values are sorted and compiled once.
+ *
+ * @example Secrets, words and ordinary text
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { Redactor } from "./redact.ts";
+ * const redactor = new Redactor(["s3cr3t-token", "prod", "eu"]);
+ * assert(
+ *   redactor.redact("token=s3cr3t-token mode=prod production eu") ===
+ *     "token=[redacted] mode=[redacted] production eu",
+ * );
+ * ```
+ */
+export class Redactor {
+  readonly #secrets: readonly string[];
+  readonly #words: RegExp | null;
+
+  /**
+   * Compiles the values.
+   *
+   * @param values The configured values (non-strings are ignored).
+   */
+  constructor(values: Iterable<string>) {
+    const secrets = new Set<string>();
+    const words = new Set<string>();
+    for (const value of values) {
+      if (typeof value !== "string") continue;
+      if (value.length >= MIN_SECRET_LENGTH) {
+        secrets.add(value);
+        if (/[\r\n]/.test(value)) {
+          for (const line of value.split(/\r?\n|\r/)) {
+            const trimmed = line.trim();
+            if (trimmed.length >= MIN_SECRET_LENGTH) secrets.add(trimmed);
+          }
+        }
+      } else if (value.length >= MIN_WORD_LENGTH && !/[\r\n]/.test(value)) {
+        words.add(value);
+      }
+    }
+    this.#secrets = [...secrets].sort((a, b) => b.length - a.length);
+    this.#words = words.size === 0 ? null : new RegExp(
+      `(?<![\\p{L}\\p{N}_])(?:${
+        [...words].sort((a, b) => b.length - a.length).map(escapeRegExp).join(
+          "|",
+        )
+      })(?![\\p{L}\\p{N}_])`,
+      "gu",
+    );
+  }
+
+  /** Whether there is nothing to redact. */
+  get empty(): boolean {
+    return this.#secrets.length === 0 && this.#words === null;
+  }
+
+  /** The longest secret's length (0 without secrets). */
+  get longest(): number {
+    return this.#secrets[0]?.length ?? 0;
+  }
+
+  /**
+   * Replaces secrets, words and fragments of secrets at cut markers.
+   *
+   * @param text The text to clean.
+   * @returns The text without the values.
+   */
+  redact(text: string): string {
+    if (this.empty || text === "") return text;
+    let result = text;
+    if (this.#secrets.length > 0 && result.includes("bytes omitted ...]")) {
+      result = this.#redactCuts(result);
+    }
+    for (const secret of this.#secrets) {
+      if (result.includes(secret)) result = result.split(secret).join(REDACTED);
+    }
+    if (this.#words) result = result.replace(this.#words, REDACTED);
+    return result;
+  }
+
+  /** Replaces the pieces of secrets that stand right before or after a cut. */
+  #redactCuts(text: string): string {
+    const pieces: string[] = [];
+    let last = 0;
+    for (const match of text.matchAll(CUT_MARKER)) {
+      const start = match.index;
+      const end = start + match[0].length;
+      const before = text.slice(last, start);
+      pieces.push(
+        before.slice(0, before.length - this.#prefixAtEnd(before)),
+      );
+      if (this.#prefixAtEnd(before) > 0) pieces.push(REDACTED);
+      pieces.push(match[0]);
+      const suffix = this.#suffixAtStart(text, end);
+      if (suffix > 0) pieces.push(REDACTED);
+      last = end + suffix;
+    }
+    pieces.push(text.slice(last));
+    return pieces.join("");
+  }
+
+  /** The length of the longest start of a secret that ends `text`. */
+  #prefixAtEnd(text: string): number {
+    let best = 0;
+    for (const secret of this.#secrets) {
+      for (
+        let k = Math.min(secret.length - 1, text.length);
+        k >= MIN_FRAGMENT_LENGTH && k > best;
+        k--
+      ) {
+        if (text.endsWith(secret.slice(0, k))) {
+          best = k;
+          break;
+        }
+      }
+    }
+    return best;
+  }
+
+  /** The length of the longest end of a secret that starts `text` at `at`. */
+  #suffixAtStart(text: string, at: number): number {
+    let best = 0;
+    for (const secret of this.#secrets) {
+      for (
+        let k = Math.min(secret.length - 1, text.length - at);
+        k >= MIN_FRAGMENT_LENGTH && k > best;
+        k--
+      ) {
+        if (text.startsWith(secret.slice(secret.length - k), at)) {
+          best = k;
+          break;
+        }
+      }
+    }
+    return best;
+  }
+}
+
+/**
+ * Removes configured values from `text` by the module's rule (see
+ * {@linkcode Redactor}; build one when redacting many texts).
  *
  * @example
  * ```ts
  * import { assert } from "@std/assert";
  * import { redactSecrets } from "./redact.ts";
- * const text = redactSecrets("token=abcd1234 region=eu", ["abcd1234", "eu"]);
+ * const text = redactSecrets("token=abcd1234efgh region=eu", ["abcd1234efgh", "eu"]);
  * assert(text === "token=[redacted] region=eu");
  * ```
  *
  * @param text The text to clean.
- * @param values The secret values (e.g. a configuration's environment values).
+ * @param values The configured values (e.g. a configuration's environment values).
  * @returns The text without the values.
  */
 export function redactSecrets(text: string, values: Iterable<string>): string {
-  const secrets = [...new Set(values)].filter((v) =>
-    v.length >= MIN_SECRET_LENGTH
-  )
-    .sort((a, b) => b.length - a.length);
-  let result = text;
-  for (const secret of secrets) {
-    if (result.includes(secret)) result = result.split(secret).join(REDACTED);
-  }
-  return result;
+  return new Redactor(values).redact(text);
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[\\^$.*+?()[\]{}|/]/g, "\\$&");
 }

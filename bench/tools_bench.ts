@@ -1,13 +1,16 @@
 /**
  * Benchmarks of the model-facing tools: `read` near the end of a 1 GiB text
- * file, against `tail -n 2000`.
+ * file, against `tail -n 2000`; `write` through a temporary file and a rename
+ * (a hard link never writes outside), against the old in-place write.
  *
  * @module
  */
 import { type BenchCase, runChild } from "./_harness.ts";
 import { createToolContext } from "../tools/context.ts";
 import { createReadTool } from "../tools/read.ts";
+import { createWriteTool } from "../tools/write.ts";
 import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
+import { LocalFileSystem } from "../runtimes/local/fs.ts";
 
 const DATA = new URL("./.data/", import.meta.url).pathname;
 const BIG = `${DATA}read_1gib.txt`;
@@ -49,8 +52,59 @@ async function makeBigFile(): Promise<void> {
 
 const read = createReadTool(createToolContext(new LocalSkillRuntime()));
 
+const WRITES = 200;
+const WRITE_DIR = `${DATA}write/`;
+const WRITE_TEXT = "x".repeat(4095) + "\n";
+
+async function makeWriteDir(): Promise<void> {
+  await Deno.mkdir(WRITE_DIR, { recursive: true });
+}
+
+const writeFs = new LocalFileSystem({ root: WRITE_DIR });
+const writeTool = createWriteTool(
+  createToolContext(new LocalSkillRuntime({ cwd: WRITE_DIR })),
+);
+
 /** The cases of this file. */
 export const cases: BenchCase[] = [{
+  id: "tools-write-rename",
+  title:
+    `write: ${WRITES} overwrites of a 4 KiB file (temporary file + rename vs in place)`,
+  module: import.meta.url,
+  setup: makeWriteDir,
+  iterations: 5,
+  rounds: 3,
+  ours: {
+    label: "fs.writeText (temporary file + rename)",
+    fn: async () => {
+      for (let i = 0; i < WRITES; i++) {
+        await writeFs.writeText(`f${i % 10}.txt`, WRITE_TEXT);
+      }
+    },
+  },
+  baseline: {
+    label: "old fs.writeText (resolve, mkdir, in-place write)",
+    fn: async () => {
+      for (let i = 0; i < WRITES; i++) {
+        const path = await writeFs.resolve(`g${i % 10}.txt`);
+        await Deno.mkdir(WRITE_DIR, { recursive: true });
+        await Deno.writeTextFile(path, WRITE_TEXT);
+      }
+    },
+  },
+  extra: [{
+    label: "write tool (whole call)",
+    fn: async () => {
+      for (let i = 0; i < WRITES; i++) {
+        const result = await writeTool.execute({
+          file_path: `h${i % 10}.txt`,
+          content: WRITE_TEXT,
+        });
+        if (result.isError) throw new Error(result.text);
+      }
+    },
+  }],
+}, {
   id: "tools-read-1gib-tail",
   title: "read: last 2000 lines of a 1 GiB text file",
   module: import.meta.url,

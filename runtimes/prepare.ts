@@ -301,10 +301,10 @@ export class PreparationEngine {
       : result.aborted
       ? "was aborted"
       : `exited with code ${result.exitCode}`;
-    const output = (result.stderr.trim() || result.stdout.trim()).slice(
-      -OUTPUT_TAIL_CHARS,
-    );
-    const details = output ? `\n${this.#clean(output)}` : "";
+    // Redacted before it is cut to its tail, so no part of a secret survives.
+    const output = this.#clean(result.stderr.trim() || result.stdout.trim())
+      .slice(-OUTPUT_TAIL_CHARS);
+    const details = output ? `\n${output}` : "";
     return new SkillPreparationError(
       `Cannot prepare skill "${skill.name}": ${which} ${reason}${details}`,
       {

@@ -363,3 +363,24 @@ Deno.test("prepare() refuses a different configuration for a prepared skill inst
   assertEquals(runtime.ran.length, 1);
   assertEquals(runtime.engine.environment(), { A: "1" });
 });
+
+Deno.test("prepare() redacts a bootstrap's output before cutting it to its tail", async () => {
+  const runtime = new RecordingRuntime();
+  const secret = "key-ABCDEFGHIJ";
+  // The tail of 2000 characters would start inside the secret.
+  const config = new SkillRuntimeConfig({
+    env: { API_KEY: secret },
+    bootstrap: [`fail 2 ${secret}${"x".repeat(1995)}`],
+  });
+  const error = await assertRejects(
+    () => runtime.engine.prepare({ skills: [{ skill: skill("a"), config }] }),
+    SkillPreparationError,
+  );
+  for (let k = 3; k <= secret.length; k++) {
+    assertFalse(
+      error.message.includes(`\n${secret.slice(secret.length - k)}x`),
+      error.message.slice(0, 200),
+    );
+  }
+  assertStringIncludes(error.message, "xxxx");
+});

@@ -11,9 +11,10 @@ import type { FilterSpec } from "./_filter.ts";
 import { compileGlob } from "./glob.ts";
 import type { MatchedLine } from "./_match.ts";
 import { type TranslatedRegex, translateRegex } from "./regex.ts";
-import { extensionsOfType, joinPath } from "./rules.ts";
+import { comparePaths, extensionsOfType, joinPath } from "./rules.ts";
 import {
   DEFAULT_GLOB_LIMIT,
+  DEFAULT_GREP_MAX_FILE_BYTES,
   DEFAULT_GREP_MAX_LINE_CHARS,
   DEFAULT_GREP_MAX_OUTPUT_CHARS,
   DEFAULT_SEARCH_TIMEOUT_MS,
@@ -22,6 +23,8 @@ import {
   type GrepOutputMode,
   type GrepRequest,
   type GrepResult,
+  type SkippedFile,
+  type SkipReason,
 } from "./types.ts";
 
 /** A resolved search root. */
@@ -30,6 +33,8 @@ export interface SearchRoot {
   readonly path: string;
   /** Whether it is a file (else a folder). */
   readonly isFile: boolean;
+  /** A file's size in bytes (0 for a folder). */
+  readonly size: number;
 }
 
 /** A checked `grep` request. */
@@ -62,6 +67,8 @@ export interface GrepPlan {
   readonly maxLinesPerFile: number;
   /** Time limit in ms. */
   readonly timeoutMs: number;
+  /** Files larger than this are skipped (and reported). */
+  readonly maxFileBytes: number;
   /** The caller's signal. */
   readonly signal: AbortSignal | undefined;
 }
@@ -124,25 +131,42 @@ export async function resolveRoot(
       `Cannot search "${given}": no such file or folder`,
     );
   }
-  if (info.type === "directory") return { path: resolved, isFile: false };
-  if (info.type === "file") return { path: resolved, isFile: true };
+  if (info.type === "directory") {
+    return { path: resolved, isFile: false, size: 0 };
+  }
+  if (info.type === "file") {
+    return { path: resolved, isFile: true, size: info.size };
+  }
   if (info.type === "symlink") {
     if (local) {
       try {
         const target = await Deno.stat(resolved);
-        if (target.isDirectory) return { path: resolved, isFile: false };
-        if (target.isFile) return { path: resolved, isFile: true };
-      } catch {
+        if (target.isDirectory) {
+          return { path: resolved, isFile: false, size: 0 };
+        }
+        if (target.isFile) {
+          return { path: resolved, isFile: true, size: target.size };
+        }
+        throw new TypeError(
+          `Cannot search "${given}": it is not a regular file or a folder (a pipe, a device or a socket)`,
+        );
+      } catch (error) {
+        if (error instanceof TypeError) throw error;
         // A broken link: reported below.
       }
     } else {
       try {
         await fs.list(resolved, { depth: 1, limit: 1 });
-        return { path: resolved, isFile: false };
+        return { path: resolved, isFile: false, size: 0 };
       } catch {
-        return { path: resolved, isFile: true };
+        return { path: resolved, isFile: true, size: 0 };
       }
     }
+  }
+  if (info.type === "other") {
+    throw new TypeError(
+      `Cannot search "${given}": it is not a regular file or a folder (a pipe, a device or a socket)`,
+    );
   }
   throw new Deno.errors.NotFound(
     `Cannot search "${given}": not a file or folder`,
@@ -211,6 +235,12 @@ export async function planGrep(
     DEFAULT_SEARCH_TIMEOUT_MS,
     1,
   );
+  const maxFileBytes = count(
+    "file size limit",
+    request.maxFileBytes,
+    DEFAULT_GREP_MAX_FILE_BYTES,
+    0,
+  );
   request.signal?.throwIfAborted();
   const root = await resolveRoot(fs, request.path, local);
   const shown = Math.min(
@@ -232,6 +262,7 @@ export async function planGrep(
     maxLineChars,
     maxLinesPerFile: offset + shown + 1,
     timeoutMs,
+    maxFileBytes,
     signal: request.signal,
   };
 }
@@ -345,6 +376,7 @@ export class GrepCollector {
   readonly #files: string[] = [];
   readonly #counts: { path: string; count: number }[] = [];
   readonly #lines: GrepLine[] = [];
+  readonly #skipped: SkippedFile[] = [];
 
   /**
    * Makes a collector.
@@ -419,6 +451,21 @@ export class GrepCollector {
   }
 
   /**
+   * Records a file the search left out.
+   *
+   * @param path The file, relative to the root (`""` for the root itself).
+   * @param reason Why.
+   * @param size Its size (too large).
+   */
+  skip(path: string, reason: SkipReason, size?: number): void {
+    this.#skipped.push({
+      path: joinPath(this.#plan.root.path, path),
+      reason,
+      ...(size === undefined ? {} : { size }),
+    });
+  }
+
+  /**
    * The result.
    *
    * @param engine Which engine answered.
@@ -432,6 +479,7 @@ export class GrepCollector {
       offset: this.#plan.offset,
       headLimitReached: this.#headLimitReached,
       outputLimitReached: this.#outputLimitReached,
+      skipped: this.#skipped.sort((a, b) => comparePaths(a.path, b.path)),
     };
     switch (this.#plan.mode) {
       case "files_with_matches":
@@ -446,3 +494,52 @@ export class GrepCollector {
 
 /** Re-exported for the engines. */
 export { DEFAULT_GLOB_LIMIT };
+
+/** How many searches one engine runs at once; the others wait their turn. */
+export const MAX_CONCURRENT_SEARCHES = 4;
+
+/**
+ * The search slots of one engine (so of one runtime): at most
+ * {@linkcode MAX_CONCURRENT_SEARCHES} searches run at once, so that a thousand
+ * concurrent calls cannot start a thousand ripgrep processes or worker pools.
+ * The wait counts against each search's time limit.
+ */
+export class SearchSlots {
+  #running = 0;
+  readonly #waiting: (() => void)[] = [];
+
+  /**
+   * Waits for a slot.
+   *
+   * @param signal Stops waiting (the deadline's signal).
+   * @returns Releases the slot (call once).
+   */
+  async acquire(signal: AbortSignal): Promise<() => void> {
+    signal.throwIfAborted();
+    if (this.#running >= MAX_CONCURRENT_SEARCHES) {
+      await new Promise<void>((resolve, reject) => {
+        const wake = (): void => {
+          signal.removeEventListener("abort", onAbort);
+          resolve();
+        };
+        const onAbort = (): void => {
+          const at = this.#waiting.indexOf(wake);
+          if (at !== -1) this.#waiting.splice(at, 1);
+          reject(signal.reason);
+        };
+        signal.addEventListener("abort", onAbort, { once: true });
+        this.#waiting.push(wake);
+      });
+    } else {
+      this.#running++;
+    }
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const next = this.#waiting.shift();
+      if (next) next(); // the slot passes on
+      else this.#running--;
+    };
+  }
+}

@@ -4,7 +4,12 @@ import {
   assertRejects,
   assertStringIncludes,
 } from "../_internal/assert.ts";
-import { GrepCollector, planGrep } from "./_plan.ts";
+import {
+  GrepCollector,
+  MAX_CONCURRENT_SEARCHES,
+  planGrep,
+  SearchSlots,
+} from "./_plan.ts";
 import { LocalFileSystem } from "../runtimes/local/fs.ts";
 
 Deno.test("planGrep() checks numbers and the output mode", async () => {
@@ -42,4 +47,47 @@ Deno.test("GrepCollector applies offset, head limit and counts the rest", async 
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test("SearchSlots runs at most 4 searches at once, in order, and a waiter's abort leaves the queue", async () => {
+  const slots = new SearchSlots();
+  const signal = new AbortController().signal;
+  const releases = await Promise.all(
+    Array.from(
+      { length: MAX_CONCURRENT_SEARCHES },
+      () => slots.acquire(signal),
+    ),
+  );
+  const order: number[] = [];
+  const aborted = new AbortController();
+  const leaving = slots.acquire(aborted.signal);
+  const waiting = [1, 2].map((n) =>
+    slots.acquire(signal).then((release) => {
+      order.push(n);
+      return release;
+    })
+  );
+  await new Promise((r) => setTimeout(r, 20));
+  assertEquals(order, [], "no slot was free");
+  aborted.abort(new Error("gone"));
+  await assertRejects(() => leaving, Error, "gone");
+  releases[0]!();
+  releases[0]!(); // twice: once only
+  await new Promise((r) => setTimeout(r, 20));
+  assertEquals(order, [1]);
+  releases[1]!();
+  const [first, second] = await Promise.all(waiting);
+  assertEquals(order, [1, 2]);
+  first!();
+  second!();
+  releases[2]!();
+  releases[3]!();
+  // All free again: four start at once.
+  const again = await Promise.all(
+    Array.from(
+      { length: MAX_CONCURRENT_SEARCHES },
+      () => slots.acquire(signal),
+    ),
+  );
+  again.forEach((release) => release());
 });

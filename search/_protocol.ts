@@ -46,6 +46,8 @@ export interface GrepWorkerConfig {
   readonly inlineFiles: number;
   /** The walk's filters. */
   readonly filters: WorkerFilters;
+  /** Files larger than this are skipped (and reported). */
+  readonly maxFileBytes: number;
 }
 
 /** Configuration of a worker for a `glob`. */
@@ -100,7 +102,17 @@ export interface FileOutcome {
   readonly modifiedMs?: number | null;
 }
 
-/** A worker's answer to a job. */
+/** A file left out by a worker. */
+export interface WorkerSkip {
+  /** The file, relative to the root. */
+  readonly path: string;
+  /** Why. */
+  readonly reason: "too-large" | "not-regular";
+  /** Its size (`too-large`). */
+  readonly size?: number;
+}
+
+/** What a worker answers to a job. */
 export interface WorkerReply {
   /** Correlation id. */
   readonly id: number;
@@ -110,6 +122,8 @@ export interface WorkerReply {
   readonly files: readonly string[];
   /** What was found. */
   readonly outcomes: readonly FileOutcome[];
+  /** Files left out, relative to the root (grep only). */
+  readonly skipped?: readonly WorkerSkip[];
   /** An unexpected failure. */
   readonly error?: string;
 }

@@ -412,6 +412,79 @@ export function engineSuite(
     },
   );
 
+  test(
+    "grep skips a file over the size limit, a pipe and a socket-like special file, and says so",
+    async (root, engine) => {
+      await Deno.mkdir(`${root}/skip`);
+      await Deno.writeTextFile(`${root}/skip/small.txt`, "needle\n");
+      await Deno.writeTextFile(
+        `${root}/skip/big.txt`,
+        `needle\n${"x".repeat(5000)}\n`,
+      );
+      const fifo = await new Deno.Command("mkfifo", {
+        args: [`${root}/skip/pipe.txt`],
+      }).output();
+      assert(fifo.success);
+      // A symlink to a device is not followed: neither read nor listed.
+      await Deno.symlink("/dev/zero", `${root}/skip/zero.txt`);
+      const start = performance.now();
+      const result = await engine.grep({
+        pattern: "needle",
+        path: `${root}/skip`,
+        maxFileBytes: 1000,
+        timeoutMs: 20_000,
+      });
+      assertLess(performance.now() - start, 20_000);
+      assert(result.mode === "files_with_matches");
+      assertEquals(result.files, [`${root}/skip/small.txt`]);
+      assertEquals(result.skipped, [
+        { path: `${root}/skip/big.txt`, reason: "too-large", size: 5008 },
+        { path: `${root}/skip/pipe.txt`, reason: "not-regular" },
+      ]);
+      // The control: with the default limit the big file is searched.
+      const all = await engine.grep({
+        pattern: "needle",
+        path: `${root}/skip`,
+        glob: "*.txt",
+        outputMode: "count",
+      });
+      assert(all.mode === "count");
+      assertEquals(all.counts.map((c) => c.path), [
+        `${root}/skip/big.txt`,
+        `${root}/skip/small.txt`,
+      ]);
+      assertEquals(all.skipped, [
+        { path: `${root}/skip/pipe.txt`, reason: "not-regular" },
+      ]);
+    },
+  );
+
+  test(
+    "grep skips a sparse file of 8 GiB whole (as the root, or inside a folder) in bounded time",
+    async (root, engine) => {
+      await Deno.mkdir(`${root}/sparse`);
+      const path = `${root}/sparse/huge.log`;
+      const file = await Deno.open(path, { write: true, create: true });
+      await file.write(encoder.encode("needle\n"));
+      await file.truncate(8 * 1024 ** 3);
+      file.close();
+      const start = performance.now();
+      for (const target of [path, `${root}/sparse`]) {
+        const result = await engine.grep({
+          pattern: "needle",
+          path: target,
+          outputMode: "content",
+        });
+        assert(result.mode === "content");
+        assertEquals(result.lines, []);
+        assertEquals(result.skipped, [
+          { path, reason: "too-large", size: 8 * 1024 ** 3 },
+        ]);
+      }
+      assertLess(performance.now() - start, 30_000);
+    },
+  );
+
   test("grep stops when the caller aborts", async (_root, engine) => {
     const controller = new AbortController();
     controller.abort(new DOMException("stop", "AbortError"));

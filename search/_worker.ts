@@ -3,9 +3,22 @@
  * matches file contents. It runs off the main thread so that a pathological
  * pattern can be stopped by terminating the worker.
  *
- * The worker's code is made from these functions' source into a `blob:` URL,
- * so that starting it needs no read permission for this module's files (a
- * runtime under `--allow-read=<workspace>` can still search).
+ * The same code runs in two hosts. In a child Deno process (see
+ * {@linkcode workerProcessSource}) it can be killed: `Worker.terminate()` does
+ * not stop a worker busy in a regular expression or a loop (measured with
+ * Deno 2.9.6: the core kept burning after it), so the fallback engine uses a
+ * process whenever it may start one. In a `Worker` ({@linkcode workerUrl}) it
+ * is the last resort. Either way the code is made from these functions'
+ * source, so that starting it needs no read permission for this module's
+ * files (a runtime under `--allow-read=<workspace>` can still search).
+ *
+ * Only entries the walk saw as regular files are opened, and the opened handle
+ * is checked again: a pipe, a device or a socket is never read, a file over
+ * the size limit is never read whole; both are reported as skipped. In a
+ * Worker files are opened without blocking (`node:fs`, `O_NONBLOCK`); in a
+ * process with `Deno` calls (half the start-up CPU), where a pipe swapped in
+ * between the walk and the open can only hold the process until it is killed
+ * at the time limit.
  *
  * @module
  */
@@ -16,7 +29,27 @@ import type {
   WorkerConfig,
   WorkerJob,
   WorkerReply,
+  WorkerSkip,
 } from "./_protocol.ts";
+
+/** The part of `node:fs` the worker uses. */
+interface WorkerFs {
+  readonly constants: {
+    readonly O_RDONLY: number;
+    readonly O_NONBLOCK?: number;
+    readonly O_NOCTTY?: number;
+  };
+  openSync(path: string, flags: number): number;
+  fstatSync(fd: number): { isFile(): boolean; size: number };
+  readSync(
+    fd: number,
+    buffer: Uint8Array,
+    offset: number,
+    length: number,
+    position: null,
+  ): number;
+  closeSync(fd: number): void;
+}
 
 // Provided by the worker's source (see workerUrl), not imported there.
 declare const self: {
@@ -25,13 +58,16 @@ declare const self: {
 };
 
 /** The worker's body: self-contained but for matchText, cutLine and isBinary. */
-function workerMain(): void {
+function workerMain(fs: WorkerFs): void {
   let config: WorkerConfig | null = null;
   let regex: RegExp | null = null;
   let globRegex: RegExp | null = null;
   let heavy = new Set<string>();
   const decoder = new TextDecoder("utf-8", { ignoreBOM: true });
   let buffer = new Uint8Array(1 << 20);
+  const flags = fs.constants.O_RDONLY | (fs.constants.O_NONBLOCK ?? 0) |
+    (fs.constants.O_NOCTTY ?? 0);
+  let skipped: WorkerSkip[] = [];
 
   const join = (root: string, relativePath: string): string => {
     if (relativePath === "") return root;
@@ -55,31 +91,65 @@ function workerMain(): void {
     return true;
   };
 
-  /** Reads a whole local file into the shared buffer; returns its bytes. */
-  const readLocal = (path: string): Uint8Array | null => {
-    let file: Deno.FsFile;
+  /**
+   * Reads a whole local file into the shared buffer; returns its bytes, or
+   * `null` when it is unreadable or skipped (recorded in `skipped`).
+   */
+  const readLocal = (path: string, relativePath: string): Uint8Array | null => {
+    const max = config!.kind === "grep" ? config!.maxFileBytes : Infinity;
+    let fd: number;
     try {
-      file = Deno.openSync(path);
+      // Never blocks (a pipe opens at once); the opened file is checked.
+      fd = fs.openSync(path, flags);
     } catch {
       return null;
     }
     try {
+      const info = fs.fstatSync(fd);
+      if (!info.isFile()) {
+        skipped.push({ path: relativePath, reason: "not-regular" });
+        return null;
+      }
+      if (info.size > max) {
+        skipped.push({
+          path: relativePath,
+          reason: "too-large",
+          size: info.size,
+        });
+        return null;
+      }
       let length = 0;
       for (;;) {
         if (length === buffer.length) {
+          if (length > max) {
+            skipped.push({
+              path: relativePath,
+              reason: "too-large",
+              size: length,
+            });
+            return null;
+          }
           const bigger = new Uint8Array(buffer.length * 2);
           bigger.set(buffer);
           buffer = bigger;
         }
-        const n = file.readSync(buffer.subarray(length));
-        if (n === null || n === 0) break;
+        const n = fs.readSync(fd, buffer, length, buffer.length - length, null);
+        if (n === 0) break;
         length += n;
+      }
+      if (length > max) {
+        skipped.push({ path: relativePath, reason: "too-large", size: length });
+        return null;
       }
       return buffer.subarray(0, length);
     } catch {
       return null;
     } finally {
-      file.close();
+      try {
+        fs.closeSync(fd);
+      } catch {
+        // already closed
+      }
     }
   };
 
@@ -109,12 +179,12 @@ function workerMain(): void {
         const file = job.files[i]!;
         const bytes = job.bytes
           ? job.bytes[i] ?? null
-          : readLocal(join(c.root, file));
+          : readLocal(join(c.root, file), file);
         if (bytes === null) continue;
         const outcome = matchBytes(file, bytes);
         if (outcome) outcomes.push(outcome);
       }
-      return { id: job.id, dirs: [], files: [], outcomes };
+      return { id: job.id, dirs: [], files: [], outcomes, skipped: take() };
     }
     const dirs: string[] = [];
     const files: string[] = [];
@@ -126,6 +196,12 @@ function workerMain(): void {
           if (descend(relativePath, entry.name)) dirs.push(relativePath);
         } else if (entry.isFile && include(relativePath, entry.name)) {
           files.push(relativePath);
+        } else if (
+          c.kind === "grep" && !entry.isFile && !entry.isSymlink &&
+          include(relativePath, entry.name)
+        ) {
+          // A pipe, a device or a socket: never opened, said in the result.
+          skipped.push({ path: relativePath, reason: "not-regular" });
         }
       }
     } catch {
@@ -148,15 +224,21 @@ function workerMain(): void {
       return { id: job.id, dirs, files: [], outcomes };
     }
     if (files.length > c.inlineFiles) {
-      return { id: job.id, dirs, files, outcomes };
+      return { id: job.id, dirs, files, outcomes, skipped: take() };
     }
     for (const file of files) {
-      const bytes = readLocal(join(c.root, file));
+      const bytes = readLocal(join(c.root, file), file);
       if (bytes === null) continue;
       const outcome = matchBytes(file, bytes);
       if (outcome) outcomes.push(outcome);
     }
-    return { id: job.id, dirs, files: [], outcomes };
+    return { id: job.id, dirs, files: [], outcomes, skipped: take() };
+  };
+
+  const take = (): WorkerSkip[] => {
+    const taken = skipped;
+    skipped = [];
+    return taken;
   };
 
   self.onmessage = (event): void => {
@@ -174,6 +256,7 @@ function workerMain(): void {
     try {
       self.postMessage(handle(data));
     } catch (error) {
+      skipped = [];
       self.postMessage({
         id: data.id,
         dirs: [],
@@ -185,22 +268,123 @@ function workerMain(): void {
   };
 }
 
+/** The worker's code, without its host (a `Worker` or a process). */
+function workerCode(): string {
+  return [
+    `const BINARY_SNIFF_BYTES = ${BINARY_SNIFF_BYTES};\n`,
+    `${isBinary.toString()}\n`,
+    `${cutLine.toString()}\n`,
+    `${matchText.toString()}\n`,
+  ].join("");
+}
+
 let url: string | null = null;
 
 /**
- * The `blob:` URL of the worker's code (made once).
+ * The `blob:` URL of the worker's code for a `Worker` (made once).
  *
  * @returns The URL.
  */
 export function workerUrl(): string {
   url ??= URL.createObjectURL(
     new Blob([
-      `const BINARY_SNIFF_BYTES = ${BINARY_SNIFF_BYTES};\n`,
-      `${isBinary.toString()}\n`,
-      `${cutLine.toString()}\n`,
-      `${matchText.toString()}\n`,
-      `(${workerMain.toString()})();\n`,
+      `import __fs from "node:fs";\n`,
+      workerCode(),
+      `(${workerMain.toString()})(__fs);\n`,
     ], { type: "text/javascript" }),
   );
   return url;
+}
+
+/**
+ * The code of a child process that runs the worker: messages come on stdin
+ * and replies go to stdout, one JSON text per line; a job's bytes (remote
+ * mode) travel as base64.
+ */
+function processHost(): void {
+  const encoder = new TextEncoder();
+  const host = {
+    onmessage: null as ((event: { data: unknown }) => void) | null,
+    postMessage(message: unknown): void {
+      const bytes = encoder.encode(`${JSON.stringify(message)}\n`);
+      for (let offset = 0; offset < bytes.length;) {
+        offset += Deno.stdout.writeSync(bytes.subarray(offset));
+      }
+    },
+  };
+  (globalThis as unknown as { __host: typeof host }).__host = host;
+  (async () => {
+    const decoder = new TextDecoder();
+    let pending = "";
+    for await (const chunk of Deno.stdin.readable) {
+      pending += decoder.decode(chunk, { stream: true });
+      let newline: number;
+      while ((newline = pending.indexOf("\n")) !== -1) {
+        const line = pending.slice(0, newline);
+        pending = pending.slice(newline + 1);
+        const data = JSON.parse(line);
+        if (Array.isArray(data.bytes64)) {
+          data.bytes = data.bytes64.map((b: string | null) =>
+            b === null ? null : Uint8Array.from(atob(b), (c) => c.charCodeAt(0))
+          );
+          delete data.bytes64;
+        }
+        host.onmessage?.({ data });
+      }
+    }
+    Deno.exit(0);
+  })();
+}
+
+/**
+ * The worker's file calls over `Deno` in a child process: `node:fs` costs the
+ * child's start twice the CPU. An open there may block on a pipe swapped in
+ * after the walk saw a file; the process is killed at the time limit.
+ */
+function denoFs(): WorkerFs {
+  const files = new Map<number, Deno.FsFile>();
+  let next = 3;
+  const file = (fd: number): Deno.FsFile => {
+    const found = files.get(fd);
+    if (!found) throw new Error(`bad file descriptor ${fd}`);
+    return found;
+  };
+  return {
+    constants: { O_RDONLY: 0 },
+    openSync(path: string): number {
+      const fd = next++;
+      files.set(fd, Deno.openSync(path));
+      return fd;
+    },
+    fstatSync(fd: number) {
+      const info = file(fd).statSync();
+      return { isFile: () => info.isFile, size: info.size };
+    },
+    readSync(fd, buffer, offset, length) {
+      return file(fd).readSync(buffer.subarray(offset, offset + length)) ?? 0;
+    },
+    closeSync(fd: number): void {
+      files.get(fd)?.close();
+      files.delete(fd);
+    },
+  };
+}
+
+let processSource: string | null = null;
+
+/**
+ * The source of the worker as the main module of a child Deno process (made
+ * once): `self` is a host that speaks JSON lines over stdin and stdout.
+ *
+ * @returns The JavaScript source.
+ */
+export function workerProcessSource(): string {
+  processSource ??= [
+    `const __fs = (${denoFs.toString()})();\n`,
+    `(${processHost.toString()})();\n`,
+    `const self = globalThis.__host;\n`,
+    workerCode(),
+    `(${workerMain.toString()})(__fs);\n`,
+  ].join("");
+  return processSource;
 }

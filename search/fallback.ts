@@ -9,7 +9,7 @@
  */
 import type { SearchFileInfo, SearchFileSystem } from "./types.ts";
 import { type FilterSpec, makeFilters, workerFilters } from "./_filter.ts";
-import { workerUrl } from "./_worker.ts";
+import { workerProcessSource, workerUrl } from "./_worker.ts";
 import {
   type FileFound,
   type GlobPlan,
@@ -18,6 +18,7 @@ import {
   planGlob,
   planGrep,
   resolveRoot,
+  SearchSlots,
   startDeadline,
 } from "./_plan.ts";
 import type {
@@ -25,6 +26,7 @@ import type {
   WorkerConfig,
   WorkerJob,
   WorkerReply,
+  WorkerSkip,
 } from "./_protocol.ts";
 import { comparePaths, HEAVY_FOLDERS, joinPath } from "./rules.ts";
 import {
@@ -58,7 +60,211 @@ const CHUNK = 64;
 /** Jobs in flight per worker. */
 const DEPTH = 2;
 
-class WorkerPool {
+/** Runs worker jobs: in `Worker`s, or in child processes that can be killed. */
+interface JobPool {
+  run(job: WorkerJob, transfer?: Transferable[]): Promise<WorkerReply>;
+  close(): Promise<void>;
+}
+
+/** How the fallback can start a child Deno process, found once. */
+let spawnMode: "direct" | "bash" | "none" | undefined;
+
+function childSpawnMode(): "direct" | "bash" | "none" {
+  if (spawnMode !== undefined) return spawnMode;
+  const granted = (command: string): boolean => {
+    try {
+      return Deno.permissions.querySync({ name: "run", command }).state ===
+        "granted";
+    } catch {
+      return false;
+    }
+  };
+  let exec: string | null = null;
+  try {
+    exec = Deno.execPath();
+  } catch {
+    exec = null;
+  }
+  spawnMode = exec === null || Deno.build.os === "windows"
+    ? "none"
+    : granted(exec)
+    ? "direct"
+    : granted("bash")
+    ? "bash"
+    : "none";
+  return spawnMode;
+}
+
+/** The heap of one child process, in MiB (a file's text and its matches). */
+const CHILD_HEAP_MIB = 1024;
+
+/**
+ * Child Deno processes running the worker code, one job at a time each. A
+ * process can be killed, so a runaway regular expression stops with the
+ * search. Each child may read the searched root only (local mode) or nothing
+ * (remote mode: bytes come with the jobs), gets an empty environment and a
+ * bounded heap.
+ */
+class ProcessPool implements JobPool {
+  readonly #children: Deno.ChildProcess[] = [];
+  readonly #writers: WritableStreamDefaultWriter<Uint8Array>[] = [];
+  readonly #busy: number[] = [];
+  readonly #pending = new Map<
+    number,
+    {
+      resolve: (r: WorkerReply) => void;
+      reject: (e: unknown) => void;
+      worker: number;
+    }
+  >();
+  readonly #encoder = new TextEncoder();
+  readonly #reading: Promise<void>[] = [];
+  #failure: unknown = null;
+  #closed = false;
+
+  constructor(size: number, config: WorkerConfig, readRoot: string | null) {
+    const source = workerProcessSource();
+    const url = `data:application/javascript;base64,${
+      base64(this.#encoder.encode(source))
+    }`;
+    const read = readRoot === null
+      ? []
+      : [readRoot.includes(",") ? "--allow-read" : `--allow-read=${readRoot}`];
+    const denoArgs = [
+      "run",
+      "--no-config",
+      "--no-lock",
+      "--no-prompt",
+      "--no-remote",
+      "--quiet",
+      `--v8-flags=--max-old-space-size=${CHILD_HEAP_MIB}`,
+      ...read,
+      url,
+    ];
+    const exec = Deno.execPath();
+    const [command, args] = childSpawnMode() === "direct"
+      ? [exec, denoArgs]
+      : ["bash", ["-c", 'exec "$0" "$@"', exec, ...denoArgs]];
+    for (let i = 0; i < size; i++) {
+      const child = new Deno.Command(command, {
+        args,
+        stdin: "piped",
+        stdout: "piped",
+        stderr: "piped",
+        clearEnv: true,
+        env: { NO_COLOR: "1", DENO_NO_UPDATE_CHECK: "1" },
+      }).spawn();
+      const index = i;
+      this.#children.push(child);
+      this.#busy.push(0);
+      const writer = child.stdin.getWriter();
+      this.#writers.push(writer);
+      this.#send(index, config);
+      this.#reading.push(
+        this.#readReplies(child),
+        // Drained, so a chatty child never blocks.
+        child.stderr.pipeTo(new WritableStream()).catch(() => {}),
+      );
+    }
+  }
+
+  async #readReplies(child: Deno.ChildProcess): Promise<void> {
+    const decoder = new TextDecoder();
+    let pending = "";
+    try {
+      for await (const chunk of child.stdout) {
+        pending += decoder.decode(chunk, { stream: true });
+        let newline: number;
+        while ((newline = pending.indexOf("\n")) !== -1) {
+          const reply = JSON.parse(pending.slice(0, newline)) as WorkerReply;
+          pending = pending.slice(newline + 1);
+          const waiter = this.#pending.get(reply.id);
+          if (!waiter) continue;
+          this.#pending.delete(reply.id);
+          this.#busy[waiter.worker]!--;
+          if (reply.error !== undefined) {
+            waiter.reject(new Error(`Search worker failed: ${reply.error}`));
+          } else {
+            waiter.resolve(reply);
+          }
+        }
+      }
+    } catch {
+      // Killed: the status below says so.
+    }
+    const status = await child.status;
+    if (!this.#closed) {
+      this.#fail(
+        new Error(
+          `Search worker failed: its process ended (${
+            status.signal
+              ? `signal ${status.signal}`
+              : `exit code ${status.code}`
+          }; it may have passed its ${CHILD_HEAP_MIB} MiB memory bound)`,
+        ),
+      );
+    }
+  }
+
+  #send(index: number, message: unknown): void {
+    this.#writers[index]!.write(
+      this.#encoder.encode(`${JSON.stringify(message)}\n`),
+    ).catch((error) => this.#fail(error));
+  }
+
+  #fail(error: unknown): void {
+    this.#failure ??= error;
+    for (const pending of this.#pending.values()) pending.reject(error);
+    this.#pending.clear();
+  }
+
+  run(job: WorkerJob): Promise<WorkerReply> {
+    if (this.#failure !== null) return Promise.reject(this.#failure);
+    let index = 0;
+    for (let i = 1; i < this.#busy.length; i++) {
+      if (this.#busy[i]! < this.#busy[index]!) index = i;
+    }
+    this.#busy[index]!++;
+    return new Promise((resolve, reject) => {
+      this.#pending.set(job.id, { resolve, reject, worker: index });
+      if (job.kind === "files" && job.bytes) {
+        const { bytes, ...rest } = job;
+        this.#send(index, {
+          ...rest,
+          bytes64: bytes.map((b) => b === null ? null : base64(b)),
+        });
+      } else {
+        this.#send(index, job);
+      }
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const child of this.#children) {
+      try {
+        child.kill("SIGKILL");
+      } catch {
+        // Already gone.
+      }
+    }
+    this.#fail(new Error("Search stopped"));
+    await Promise.all(this.#writers.map((w) => w.abort().catch(() => {})));
+    await Promise.all(this.#children.map((c) => c.status.catch(() => {})));
+    await Promise.all(this.#reading);
+  }
+}
+
+function base64(bytes: Uint8Array): string {
+  let text = "";
+  for (let i = 0; i < bytes.length; i += 0x8000) {
+    text += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  }
+  return btoa(text);
+}
+
+class WorkerPool implements JobPool {
   readonly #workers: Worker[] = [];
   readonly #busy: number[] = [];
   readonly #pending = new Map<
@@ -115,9 +321,10 @@ class WorkerPool {
     });
   }
 
-  close(): void {
+  close(): Promise<void> {
     for (const worker of this.#workers) worker.terminate();
     this.#fail(new Error("Search stopped"));
+    return Promise.resolve();
   }
 }
 
@@ -146,6 +353,7 @@ export class FallbackSearch implements SearchEngine {
   readonly #fs: SearchFileSystem;
   readonly #local: boolean;
   readonly #workers: number;
+  readonly #slots = new SearchSlots();
 
   /**
    * Makes the engine.
@@ -175,6 +383,12 @@ export class FallbackSearch implements SearchEngine {
    */
   async grep(request: GrepRequest): Promise<GrepResult> {
     const plan = await planGrep(this.#fs, request, this.#local);
+    const collector = new GrepCollector(plan);
+    if (plan.root.isFile && plan.root.size > plan.maxFileBytes) {
+      collector.skip("", "too-large", plan.root.size);
+      return collector.result("fallback");
+    }
+    const skipped: WorkerSkip[] = [];
     const found = await this.#walk(
       plan,
       {
@@ -194,11 +408,15 @@ export class FallbackSearch implements SearchEngine {
         maxLinesPerFile: plan.maxLinesPerFile,
         inlineFiles: 16,
         filters: workerFilters(plan.filters),
+        maxFileBytes: plan.maxFileBytes,
       },
       plan.filters,
       `Search for "${plan.regex.pattern}"`,
+      skipped,
     );
-    const collector = new GrepCollector(plan);
+    for (const skip of skipped) {
+      collector.skip(skip.path, skip.reason, skip.size);
+    }
     for (const file of found) {
       if (!collector.add(file)) break;
     }
@@ -228,6 +446,7 @@ export class FallbackSearch implements SearchEngine {
       },
       plan.filters,
       `Glob "${request.pattern}"`,
+      [],
     );
     const files = found.map((f): GlobFile => ({
       path: joinPath(plan.root.path, f.path),
@@ -260,12 +479,44 @@ export class FallbackSearch implements SearchEngine {
     config: WorkerConfig,
     spec: FilterSpec,
     what: string,
+    skipped: WorkerSkip[],
   ): Promise<(FileFound & { modifiedMs?: number | null })[]> {
     const deadline = startDeadline(plan.timeoutMs, plan.signal);
+    let release: (() => void) | undefined;
+    try {
+      release = await this.#slots.acquire(deadline.signal);
+    } catch (error) {
+      deadline.clear();
+      throw deadline.signal.aborted ? deadline.error(what) : error;
+    }
     const contentMode = "mode" in plan && plan.mode === "content";
     const needed = "mode" in plan ? plan.maxLinesPerFile : Infinity;
     const useWorkers = config.kind === "grep" || this.#local;
-    const pool = useWorkers ? new WorkerPool(this.#workers, config) : null;
+    let pool: JobPool | null = null;
+    try {
+      if (useWorkers) {
+        // Local grep: a process when one may start (it can be killed: a
+        // regular expression can run for ever on one line), else Workers.
+        // Over a file system interface (remote runtimes) the bytes go to
+        // Workers without a copy (through a process they cost five times
+        // the CPU). glob matches names (at most 255 bytes a segment).
+        pool = config.kind === "glob" || !this.#local ||
+            childSpawnMode() === "none"
+          ? new WorkerPool(this.#workers, config)
+          : new ProcessPool(
+            this.#workers,
+            config,
+            this.#local ? plan.root.path : null,
+          );
+      }
+    } catch (error) {
+      deadline.clear();
+      release();
+      throw error;
+    }
+    const maxFileBytes = config.kind === "grep"
+      ? config.maxFileBytes
+      : Infinity;
     const filters = makeFilters(spec);
     const found: FileOutcome[] = [];
     let retainedLines = 0;
@@ -313,7 +564,17 @@ export class FallbackSearch implements SearchEngine {
         job.files.map((f) =>
           this.#fs.readBytes(joinPath(config.root, f), {
             signal: deadline.signal,
-          }).catch(() => null)
+            maxBytes: Math.min(maxFileBytes, Number.MAX_SAFE_INTEGER),
+          }).catch((error) => {
+            if (error instanceof RangeError) {
+              skipped.push({ path: f, reason: "too-large" });
+            } else if (
+              error instanceof TypeError && /regular file/.test(error.message)
+            ) {
+              skipped.push({ path: f, reason: "not-regular" });
+            }
+            return null;
+          })
         ),
       );
       const transfer = [
@@ -368,6 +629,7 @@ export class FallbackSearch implements SearchEngine {
                 });
               }
               accept(reply.outcomes);
+              if (reply.skipped) skipped.push(...reply.skipped);
               pump();
             }, (error) => {
               active--;
@@ -380,7 +642,8 @@ export class FallbackSearch implements SearchEngine {
       });
     } finally {
       deadline.clear();
-      pool?.close();
+      await pool?.close();
+      release();
     }
     found.sort((a, b) => comparePaths(a.path, b.path));
     return found;
@@ -396,6 +659,7 @@ export class FallbackSearch implements SearchEngine {
     const dirs: string[] = [];
     const files: string[] = [];
     const outcomes: FileOutcome[] = [];
+    const outcomesSkipped: WorkerSkip[] = [];
     let entries: readonly SearchFileInfo[] = [];
     try {
       entries = (await this.#fs.list(joinPath(config.root, job.path), {
@@ -412,8 +676,22 @@ export class FallbackSearch implements SearchEngine {
       const relativePath = prefix + entry.name;
       if (entry.type === "directory") {
         if (filters.descend(relativePath, entry.name)) dirs.push(relativePath);
+      } else if (entry.type === "other") {
+        if (
+          config.kind === "grep" && filters.include(relativePath, entry.name)
+        ) {
+          outcomesSkipped.push({ path: relativePath, reason: "not-regular" });
+        }
       } else if (entry.type === "file") {
         if (!filters.include(relativePath, entry.name)) continue;
+        if (config.kind === "grep" && entry.size > config.maxFileBytes) {
+          outcomesSkipped.push({
+            path: relativePath,
+            reason: "too-large",
+            size: entry.size,
+          });
+          continue;
+        }
         if (config.kind === "glob") {
           outcomes.push({
             path: relativePath,
@@ -426,7 +704,7 @@ export class FallbackSearch implements SearchEngine {
         }
       }
     }
-    return { id: job.id, dirs, files, outcomes };
+    return { id: job.id, dirs, files, outcomes, skipped: outcomesSkipped };
   }
 }
 

@@ -1,5 +1,10 @@
-import { runDenoScript } from "../_internal/testing.ts";
-import { assertEquals } from "../_internal/assert.ts";
+import { PROJECT_CONFIG, runDenoScript } from "../_internal/testing.ts";
+import {
+  assertEquals,
+  assertGreater,
+  assertLess,
+  assertStringIncludes,
+} from "../_internal/assert.ts";
 import { FallbackSearch } from "./fallback.ts";
 import { LocalFileSystem } from "../runtimes/local/fs.ts";
 import { engineSuite } from "./_test_suite.ts";
@@ -58,4 +63,132 @@ console.log(JSON.stringify(result.mode === "count" ? result.counts : null));
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+/** The threads of a process that are running or waiting for a CPU (`R`). */
+function runnableThreads(pid: number): string[] {
+  const found: string[] = [];
+  for (const t of Deno.readDirSync(`/proc/${pid}/task`)) {
+    try {
+      const s = Deno.readTextFileSync(`/proc/${pid}/task/${t.name}/stat`);
+      if (s.slice(s.lastIndexOf(")") + 2).startsWith("R")) found.push(t.name);
+    } catch {
+      // ended
+    }
+  }
+  return found;
+}
+
+/**
+ * Runs a catastrophic regex through the fallback in a process of its own
+ * (under the given flags) and returns the error and how many of 20 samples,
+ * over the 2 s after the search answered, found one of that process's threads
+ * running or waiting for a CPU.
+ */
+async function burnAfterTimeout(
+  local: boolean,
+  flags: readonly string[],
+): Promise<{ message: string; busiest: number }> {
+  const dir = await Deno.realPath(await Deno.makeTempDir());
+  try {
+    await Deno.writeTextFile(`${dir}/evil.txt`, `${"a".repeat(40)}b\n`);
+    const script = `${dir}/script.ts`;
+    await Deno.writeTextFile(
+      script,
+      `import { FallbackSearch } from ${
+        JSON.stringify(new URL("./fallback.ts", import.meta.url).href)
+      };
+import { LocalFileSystem } from ${
+        JSON.stringify(
+          new URL("../runtimes/local/fs.ts", import.meta.url).href,
+        )
+      };
+const search = new FallbackSearch({ fs: new LocalFileSystem({ root: ${
+        JSON.stringify(dir)
+      } }), local: ${local} });
+let message = "";
+try {
+  await search.grep({ pattern: "(a+)+$", timeoutMs: 1000 });
+} catch (error) {
+  message = String(error);
+}
+console.log(JSON.stringify(message));
+await new Promise((r) => setTimeout(r, 3000));
+Deno.exit(0);
+`,
+    );
+    const child = new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "--no-prompt",
+        `--config=${PROJECT_CONFIG}`,
+        ...flags,
+        script,
+      ],
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    const reader = child.stdout.pipeThrough(new TextDecoderStream())
+      .getReader();
+    let text = "";
+    while (!text.includes("\n")) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += value;
+    }
+    // A thread busy in a regular expression is runnable (R) at every
+    // sample, however loaded the machine; an idle one sleeps. 20 samples
+    // over 2 s: the most samples in which one thread was runnable.
+    const runnable = new Map<string, number>();
+    for (let i = 0; i < 20; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      for (const tid of runnableThreads(child.pid)) {
+        runnable.set(tid, (runnable.get(tid) ?? 0) + 1);
+      }
+    }
+    const busiest = Math.max(0, ...runnable.values());
+    try {
+      child.kill("SIGKILL");
+    } catch {
+      // ended
+    }
+    await reader.cancel().catch(() => {});
+    await child.stderr.cancel().catch(() => {});
+    await child.status;
+    return { message: JSON.parse(text.trim() || '""'), busiest };
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+for (const local of [true]) {
+  Deno.test({
+    name: `FallbackSearch (${
+      local ? "local paths" : "file system interface"
+    }) really stops a catastrophic regex at the time limit: no core keeps burning`,
+    ignore: Deno.build.os !== "linux",
+    async fn() {
+      const { message, busiest } = await burnAfterTimeout(local, [
+        "--allow-read",
+        "--allow-run",
+      ]);
+      assertStringIncludes(message, "timed out after 1000 ms");
+      assertLess(busiest, 10, "a thread still burns a core");
+    },
+  });
+}
+
+Deno.test({
+  name:
+    "FallbackSearch without the permission to start a process falls back to Workers (documented: a busy Worker keeps burning)",
+  ignore: Deno.build.os !== "linux",
+  async fn() {
+    const { message, busiest } = await burnAfterTimeout(true, [
+      "--allow-read",
+    ]);
+    assertStringIncludes(message, "timed out after 1000 ms");
+    // Measured, not hoped for: this is why processes are used when allowed.
+    assertGreater(busiest, 15, "the Worker was stopped after all");
+  },
 });

@@ -5,7 +5,7 @@
  * @module
  */
 import { DEFAULT_GREP_MAX_OUTPUT_CHARS } from "./types.ts";
-import type { GlobResult, GrepResult, LsResult } from "./types.ts";
+import type { GlobResult, GrepResult, LsResult, SkippedFile } from "./types.ts";
 
 /** Options of {@linkcode formatGrepResult}. */
 export interface FormatGrepOptions {
@@ -68,7 +68,7 @@ function capText(text: string, max: number): string {
  * const text = formatGrepResult({
  *   mode: "files_with_matches", path: "/w", engine: "fallback",
  *   files: ["/w/a.ts"], totalEntries: 1, offset: 0,
- *   headLimitReached: false, outputLimitReached: false,
+ *   headLimitReached: false, outputLimitReached: false, skipped: [],
  * }, { relativeTo: "/w" });
  * assert(text === "Found 1 file\na.ts");
  * ```
@@ -76,6 +76,43 @@ function capText(text: string, max: number): string {
 export function formatGrepResult(
   result: GrepResult,
   options: FormatGrepOptions = {},
+): string {
+  const text = formatEntries(result, options);
+  // After the cap, so that it is never cut away.
+  const skipped = skippedNotice(result.skipped ?? [], options.relativeTo);
+  return skipped === "" ? text : `${text}\n\n${skipped}`;
+}
+
+/** How many skipped files are named before "and N more". */
+const SKIPPED_NAMED = 20;
+
+function skippedNotice(
+  skipped: readonly SkippedFile[],
+  rel: string | undefined,
+): string {
+  if (skipped.length === 0) return "";
+  const named = skipped.slice(0, SKIPPED_NAMED).map((file) =>
+    `  ${displayPath(file.path, rel) || file.path} (${
+      file.reason === "too-large"
+        ? `larger than the size limit${
+          file.size === undefined ? "" : `: ${file.size} bytes`
+        }`
+        : "not a regular file: a pipe, a device or a socket"
+    })`
+  );
+  const more = skipped.length > SKIPPED_NAMED
+    ? [`  and ${skipped.length - SKIPPED_NAMED} more`]
+    : [];
+  return [
+    `[Not searched: ${plural(skipped.length, "file")}]`,
+    ...named,
+    ...more,
+  ].join("\n");
+}
+
+function formatEntries(
+  result: GrepResult,
+  options: FormatGrepOptions,
 ): string {
   const lineNumbers = options.lineNumbers ?? true;
   const rel = options.relativeTo;

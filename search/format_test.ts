@@ -11,6 +11,7 @@ import {
 import type { GrepContentResult, GrepResultBase } from "./types.ts";
 
 const base: GrepResultBase = {
+  skipped: [],
   path: "/w",
   engine: "ripgrep",
   totalEntries: 3,

@@ -16,6 +16,7 @@ import {
   type GrepPlan,
   planGlob,
   planGrep,
+  SearchSlots,
   startDeadline,
 } from "./_plan.ts";
 import {
@@ -205,6 +206,11 @@ export interface RipgrepGrepArgsOptions {
    * together.
    */
   readonly files?: readonly string[];
+  /**
+   * Add `--debug`, whose lines name the files rg skipped (too large, not a
+   * regular file); read them with the engine's debug reader.
+   */
+  readonly debug?: boolean;
 }
 
 /**
@@ -221,7 +227,17 @@ export function ripgrepGrepArgs(
   options: RipgrepGrepArgsOptions = {},
 ): string[] {
   const files = options.files;
-  const args = [...COMMON_ARGS, "--text", "--encoding", "none"];
+  // Bounds: files over the limit are skipped (rg's line buffer would hold a
+  // whole line of them).
+  const args = [
+    ...COMMON_ARGS,
+    "--text",
+    "--encoding",
+    "none",
+    "--max-filesize",
+    String(plan.maxFileBytes),
+    ...(options.debug ? ["--debug"] : []),
+  ];
   args.push(plan.caseInsensitive ? "--ignore-case" : "--case-sensitive");
   if (plan.multiline) args.push("--multiline", "--multiline-dotall");
   if (!plan.root.isFile && !files) {
@@ -307,6 +323,7 @@ export class RipgrepSearch implements SearchEngine {
   readonly #fs: SearchFileSystem;
   readonly #rg: string;
   readonly #sortedAttemptMs: number;
+  readonly #slots = new SearchSlots();
 
   /**
    * Makes the engine (it does not check that ripgrep runs: see
@@ -342,12 +359,39 @@ export class RipgrepSearch implements SearchEngine {
    */
   async grep(request: GrepRequest): Promise<GrepResult> {
     const plan = await planGrep(this.#fs, request, true);
-    if (plan.mode === "content" && !plan.root.isFile) {
-      return await this.#grepContent(plan);
+    if (plan.root.isFile && plan.root.size > plan.maxFileBytes) {
+      const skipped = new GrepCollector(plan);
+      skipped.skip("", "too-large", plan.root.size);
+      return skipped.result("ripgrep");
     }
-    const args = ripgrepGrepArgs(plan);
-    const collector = new GrepCollector(plan);
+    const what = `Search for "${plan.regex.pattern}"`;
     const deadline = startDeadline(plan.timeoutMs, plan.signal);
+    // One slot per search, whatever number of rg runs it takes.
+    let release: () => void;
+    try {
+      release = await this.#slots.acquire(deadline.signal);
+    } catch (error) {
+      deadline.clear();
+      throw deadline.signal.aborted ? deadline.error(what) : error;
+    }
+    try {
+      if (plan.mode === "content" && !plan.root.isFile) {
+        return await this.#grepContent(plan, deadline);
+      }
+      return await this.#grepOnce(plan, deadline);
+    } finally {
+      release();
+      deadline.clear();
+    }
+  }
+
+  /** One rg run: files, counts, or the content of a single file. */
+  async #grepOnce(
+    plan: GrepPlan,
+    deadline: ReturnType<typeof startDeadline>,
+  ): Promise<GrepResult> {
+    const args = ripgrepGrepArgs(plan, { debug: true });
+    const collector = new GrepCollector(plan);
     const what = `Search for "${plan.regex.pattern}"`;
     const child = new Deno.Command(this.#rg, {
       args,
@@ -358,21 +402,11 @@ export class RipgrepSearch implements SearchEngine {
     }).spawn();
     const kill = killer(child);
     deadline.signal.addEventListener("abort", kill, { once: true });
-    const stderrText = (async (): Promise<string> => {
-      const parts: Uint8Array[] = [];
-      let size = 0;
-      for await (const chunk of child.stderr) {
-        if (size < 65536) parts.push(chunk);
-        size += chunk.length;
-      }
-      const all = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-      let offset = 0;
-      for (const p of parts) {
-        all.set(p, offset);
-        offset += p.length;
-      }
-      return new TextDecoder().decode(all);
-    })();
+    const stderrText = readDebugOutput(
+      child.stderr,
+      (path, reason, size) =>
+        collector.skip(relativeOf(path, plan.root.isFile), reason, size),
+    );
     let killedEarly = false;
     const sniff = new Uint8Array(BINARY_SNIFF_BYTES);
     try {
@@ -462,7 +496,6 @@ export class RipgrepSearch implements SearchEngine {
       throw error;
     } finally {
       deadline.signal.removeEventListener("abort", kill);
-      deadline.clear();
     }
   }
 
@@ -475,15 +508,21 @@ export class RipgrepSearch implements SearchEngine {
    * moment: when the first files in path order already fill the output (a
    * common pattern) or the tree is small, it answers at once.
    */
-  async #grepContent(plan: GrepPlan): Promise<GrepResult> {
-    const deadline = startDeadline(plan.timeoutMs, plan.signal);
+  async #grepContent(
+    plan: GrepPlan,
+    deadline: ReturnType<typeof startDeadline>,
+  ): Promise<GrepResult> {
     const what = `Search for "${plan.regex.pattern}"`;
+    // What the first pass skipped (each file once); the batch passes name
+    // files, so rg skips nothing there.
+    const skipped: [string, "too-large" | "not-regular", number | undefined][] =
+      [];
     const cwd = plan.root.path;
     const sniff = new Uint8Array(BINARY_SNIFF_BYTES);
     const firstPass = new AbortController();
     const matching: string[] = [];
     const listing = this.#runRipgrep(
-      ripgrepGrepArgs({ ...plan, mode: "files_with_matches" }),
+      ripgrepGrepArgs({ ...plan, mode: "files_with_matches" }, { debug: true }),
       cwd,
       plan,
       AbortSignal.any([deadline.signal, firstPass.signal]),
@@ -492,6 +531,7 @@ export class RipgrepSearch implements SearchEngine {
         matching.push(path);
         return true;
       },
+      (path, reason, size) => skipped.push([path, reason, size]),
     );
     listing.catch(() => {});
     try {
@@ -509,6 +549,9 @@ export class RipgrepSearch implements SearchEngine {
       await listing;
       matching.sort(comparePaths);
       const collector = new GrepCollector(plan);
+      for (const [path, reason, size] of skipped) {
+        collector.skip(path, reason, size);
+      }
       let next = 0;
       let size = CONTENT_FIRST_BATCH;
       while (next < matching.length && !collector.stopped) {
@@ -556,8 +599,6 @@ export class RipgrepSearch implements SearchEngine {
       await listing.catch(() => {});
       if (deadline.signal.aborted) throw deadline.error(what);
       throw error;
-    } finally {
-      deadline.clear();
     }
   }
 
@@ -595,7 +636,7 @@ export class RipgrepSearch implements SearchEngine {
     };
     try {
       await this.#runRipgrep(
-        ripgrepGrepArgs(plan),
+        ripgrepGrepArgs(plan, { debug: true }),
         plan.root.path,
         plan,
         AbortSignal.any([signal, budget]),
@@ -610,6 +651,8 @@ export class RipgrepSearch implements SearchEngine {
           }
           return true;
         },
+        (skippedPath, reason, size) =>
+          collector.skip(skippedPath, reason, size),
       );
     } catch (error) {
       if (budget.aborted && !signal.aborted) return null;
@@ -633,6 +676,11 @@ export class RipgrepSearch implements SearchEngine {
     signal: AbortSignal,
     withRest: boolean,
     onRecord: (path: string, rest: Uint8Array, decoder: TextDecoder) => boolean,
+    onSkip?: (
+      path: string,
+      reason: "too-large" | "not-regular",
+      size?: number,
+    ) => void,
   ): Promise<void> {
     signal.throwIfAborted();
     const child = new Deno.Command(this.#rg, {
@@ -644,16 +692,10 @@ export class RipgrepSearch implements SearchEngine {
     }).spawn();
     const kill = killer(child);
     signal.addEventListener("abort", kill, { once: true });
-    const stderrText = (async (): Promise<string> => {
-      let text = "";
-      const decoder = new TextDecoder();
-      for await (const chunk of child.stderr) {
-        if (text.length < 65536) {
-          text += decoder.decode(chunk, { stream: true });
-        }
-      }
-      return text;
-    })();
+    const stderrText = readDebugOutput(
+      child.stderr,
+      (path, reason, size) => onSkip?.(relativeOf(path, false), reason, size),
+    );
     let stopped = false;
     try {
       const parser = new RecordParser(withRest, plan.maxLineChars * 3 + 32);
@@ -711,21 +753,35 @@ export class RipgrepSearch implements SearchEngine {
     const plan = await planGlob(this.#fs, request, true);
     const deadline = startDeadline(plan.timeoutMs, plan.signal);
     const what = `Glob "${request.pattern}"`;
-    const child = new Deno.Command(this.#rg, {
-      args: [
-        "--files",
-        ...COMMON_ARGS,
-        "--glob",
-        request.pattern,
-        ...heavyGlobs(),
-        "--",
-        ".",
-      ],
-      cwd: plan.root.path,
-      stdin: "null",
-      stdout: "piped",
-      stderr: "null",
-    }).spawn();
+    let release: () => void;
+    try {
+      release = await this.#slots.acquire(deadline.signal);
+    } catch (error) {
+      deadline.clear();
+      throw deadline.signal.aborted ? deadline.error(what) : error;
+    }
+    let child: Deno.ChildProcess;
+    try {
+      child = new Deno.Command(this.#rg, {
+        args: [
+          "--files",
+          ...COMMON_ARGS,
+          "--glob",
+          request.pattern,
+          ...heavyGlobs(),
+          "--",
+          ".",
+        ],
+        cwd: plan.root.path,
+        stdin: "null",
+        stdout: "piped",
+        stderr: "null",
+      }).spawn();
+    } catch (error) {
+      deadline.clear();
+      release();
+      throw error;
+    }
     const kill = killer(child);
     deadline.signal.addEventListener("abort", kill, { once: true });
     try {
@@ -761,6 +817,7 @@ export class RipgrepSearch implements SearchEngine {
     } finally {
       deadline.signal.removeEventListener("abort", kill);
       deadline.clear();
+      release();
     }
   }
 
@@ -799,6 +856,57 @@ export function parseLine(
     plan.maxLineChars,
   );
   return { lineNumber, text, match, cut };
+}
+
+/** File types in a mode (`st_mode & S_IFMT`). */
+const S_IFMT = 0o170000;
+const S_IFLNK = 0o120000;
+
+/**
+ * Reads rg's stderr under `--debug`: reports each file rg skipped for its
+ * size or for not being a regular file (symlinks, not followed, are not
+ * reported), and returns the other lines (errors), at most 64 KiB of them.
+ */
+async function readDebugOutput(
+  stderr: ReadableStream<Uint8Array>,
+  onSkip: (
+    path: string,
+    reason: "too-large" | "not-regular",
+    size?: number,
+  ) => void,
+): Promise<string> {
+  const decoder = new TextDecoder();
+  const errors: string[] = [];
+  let errorChars = 0;
+  let pending = "";
+  const line = (text: string): void => {
+    if (!text.startsWith("DEBUG|")) {
+      if (errorChars < 65536 && text.trim() !== "") {
+        errors.push(text);
+        errorChars += text.length + 1;
+      }
+      return;
+    }
+    const large = /^DEBUG\|ignore::walk\|\S* ignoring (.*): (\d+) bytes$/
+      .exec(text);
+    if (large) return onSkip(large[1]!, "too-large", Number(large[2]));
+    const subject =
+      /^DEBUG\|rg::subject\|\S* ignoring (.*): failed to pass subject filter: file type: Some\(FileType\(FileType \{ mode: (\d+) \}\)\)/
+        .exec(text);
+    if (subject && (Number(subject[2]) & S_IFMT) !== S_IFLNK) {
+      onSkip(subject[1]!, "not-regular");
+    }
+  };
+  for await (const chunk of stderr) {
+    pending += decoder.decode(chunk, { stream: true });
+    let newline: number;
+    while ((newline = pending.indexOf("\n")) !== -1) {
+      line(pending.slice(0, newline));
+      pending = pending.slice(newline + 1);
+    }
+  }
+  if (pending !== "") line(pending);
+  return errors.join("\n");
 }
 
 /** The error of a failed rg run, from its stderr. */

@@ -81,6 +81,29 @@ export const DEFAULT_GREP_MAX_LINE_CHARS = 2_000;
 /** The default time limit of one search, in ms. */
 export const DEFAULT_SEARCH_TIMEOUT_MS = 30_000;
 
+/**
+ * The default size above which `grep` skips a file (and says so), in bytes:
+ * 64 MiB. It bounds the memory one file can take (ripgrep holds a whole line,
+ * the fallback a whole file).
+ */
+export const DEFAULT_GREP_MAX_FILE_BYTES = 64 * 1024 * 1024;
+
+/** Why a search left a file out. */
+export type SkipReason = "too-large" | "not-regular";
+
+/** A file a search left out, and why. */
+export interface SkippedFile {
+  /** The file (absolute). */
+  readonly path: string;
+  /**
+   * `too-large`: over the size limit (`size` says how big);
+   * `not-regular`: a pipe, a device or a socket, never opened.
+   */
+  readonly reason: SkipReason;
+  /** Its size in bytes (`too-large` only). */
+  readonly size?: number;
+}
+
 /** The default cap of `glob` results. */
 export const DEFAULT_GLOB_LIMIT = 100;
 
@@ -124,6 +147,11 @@ export interface GrepRequest {
   readonly maxLineChars?: number;
   /** Time limit in ms. Default 30 000. */
   readonly timeoutMs?: number;
+  /**
+   * Files larger than this many bytes are skipped and listed in
+   * `skipped`. Default {@linkcode DEFAULT_GREP_MAX_FILE_BYTES}.
+   */
+  readonly maxFileBytes?: number;
   /** Stops the search. */
   readonly signal?: AbortSignal;
 }
@@ -167,6 +195,11 @@ export interface GrepResultBase {
   readonly headLimitReached: boolean;
   /** Whether the output cap (`maxOutputChars`) left entries out. */
   readonly outputLimitReached: boolean;
+  /**
+   * Files left out (too large, or not regular files: pipes, devices,
+   * sockets), sorted by path. Symlinks are not followed and not listed.
+   */
+  readonly skipped: readonly SkippedFile[];
 }
 
 /** `grep` in `files_with_matches` mode. */

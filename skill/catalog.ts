@@ -4,6 +4,7 @@
  * @module
  */
 import type { Skill } from "./types.ts";
+import { Redactor } from "../_internal/redact.ts";
 
 /** The default size budget of {@linkcode formatCatalog}, in characters. */
 export const DEFAULT_CATALOG_BUDGET = 16_000;
@@ -22,6 +23,13 @@ export interface FormatCatalogOptions {
    * `location` (its `SKILL.md` path). A runtime may show its own path instead.
    */
   locationOf?: (skill: Skill) => string;
+  /**
+   * Configured values to keep out of the catalog (see `_internal/redact.ts`
+   * for the rule): they are replaced with `[redacted]` in descriptions and
+   * locations before anything is shortened, so no part of one survives a cut.
+   * Names are kept: the model calls skills by them.
+   */
+  secrets?: Iterable<string>;
 }
 
 const ELLIPSIS = "…";
@@ -45,6 +53,7 @@ const ELLIPSIS = "…";
  * import { assert } from "@std/assert";
  * import { formatCatalog } from "./catalog.ts";
  * import type { Skill } from "./types.ts";
+import { Redactor } from "../_internal/redact.ts";
  * const skill: Skill = {
  *   name: "csv-report", description: "Summarises <CSV> files & tables",
  *   basePath: "/skills/csv-report", location: "/skills/csv-report/SKILL.md",
@@ -69,10 +78,11 @@ export function formatCatalog(
   }
   if (skills.length === 0) return "";
   const locationOf = options.locationOf ?? ((skill: Skill) => skill.location);
+  const redactor = new Redactor(options.secrets ?? []);
   const entries = skills.map((skill) => ({
     name: skill.name,
-    location: locationOf(skill),
-    description: Array.from(skill.description.trim()),
+    location: redactor.redact(locationOf(skill)),
+    description: Array.from(redactor.redact(skill.description.trim())),
   })).sort((a, b) =>
     compareStrings(a.name, b.name) || compareStrings(a.location, b.location)
   );

@@ -119,3 +119,26 @@ Deno.test("formatCatalog() refuses a budget that is not a positive integer", () 
     "maxChars must be a positive integer, got 0",
   );
 });
+
+Deno.test("formatCatalog() keeps configured values out of descriptions, before shortening", () => {
+  const secret = "tok-0123456789abcdef";
+  const skill = {
+    name: "api",
+    description: `Calls the API with ${secret} and more words after it`,
+    basePath: "/s/api",
+    location: "/s/api/SKILL.md",
+    instructions: "",
+    frontMatter: {},
+    warnings: [],
+  };
+  const full = formatCatalog([skill], { secrets: [secret] });
+  assert(!full.includes("tok-0123"), full);
+  assert(full.includes("Calls the API with [redacted] and more"), full);
+  // A budget that would cut the description inside the secret.
+  for (let budget = 120; budget < 200; budget++) {
+    const cut = formatCatalog([skill], { secrets: [secret], maxChars: budget });
+    assert(!cut.includes("tok-0"), cut);
+  }
+  // Without secrets the description is shown as it is.
+  assert(formatCatalog([skill]).includes(secret));
+});

@@ -30,6 +30,11 @@ export interface ToolDefinition {
   readonly description: string;
   /** Its input schema. */
   readonly inputSchema: JsonSchema;
+  /**
+   * The time limit of one call in ms, if the tool has one: the body's signal
+   * aborts then, and the call answers that it was stopped.
+   */
+  readonly timeoutMs?: number;
   /** The body: may throw; its errors become error results. */
   run(call: ToolCall): Promise<ToolResult>;
 }
@@ -64,11 +69,27 @@ export function defineTool(
         if (signal?.aborted) return errorResult(cancelledText(signal));
         const checked = validateInput(definition.inputSchema, input);
         if (!checked.ok) return clean(errorResult(checked.message));
-        const result = await definition.run({
-          input: checked.value,
-          ...(signal ? { signal } : {}),
-        });
-        return clean(result);
+        const { timeoutMs } = definition;
+        const deadline = timeoutMs === undefined
+          ? undefined
+          : AbortSignal.timeout(timeoutMs);
+        const bodySignal = deadline
+          ? signal ? AbortSignal.any([signal, deadline]) : deadline
+          : signal;
+        try {
+          const result = await definition.run({
+            input: checked.value,
+            ...(bodySignal ? { signal: bodySignal } : {}),
+          });
+          return clean(result);
+        } catch (error) {
+          if (deadline?.aborted && !signal?.aborted) {
+            return clean(errorResult(
+              `Stopped: the ${definition.name} call reached its time limit of ${timeoutMs} ms`,
+            ));
+          }
+          throw error;
+        }
       } catch (error) {
         try {
           return clean(errorResult(errorText(error, options.signal)));

@@ -33,6 +33,15 @@ export interface ToolLimits {
   readonly lsDefaultLimit: number;
   /** `skill`: the most file names listed. Default 200. */
   readonly skillFilesListed: number;
+  /**
+   * `read`, `write`, `edit`, `ls`: the time limit of one call, in ms (a
+   * read scanning a huge file stops there). Default 30 000.
+   */
+  readonly fileTimeoutMs: number;
+  /** `grep`, `glob`: the time limit of one search, in ms. Default 30 000. */
+  readonly searchTimeoutMs: number;
+  /** `publish_file`: the time limit of one publication, in ms. Default 600 000. */
+  readonly publishTimeoutMs: number;
 }
 
 /** The default limits. */
@@ -48,6 +57,9 @@ export const DEFAULT_TOOL_LIMITS: ToolLimits = Object.freeze({
   globResults: 1000,
   lsDefaultLimit: 1000,
   skillFilesListed: 200,
+  fileTimeoutMs: 30_000,
+  searchTimeoutMs: 30_000,
+  publishTimeoutMs: 600_000,
 });
 
 /** What {@linkcode FilePublisher.publish} takes. */

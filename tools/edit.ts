@@ -51,6 +51,7 @@ export function createEditTool(context: ToolContext): Tool {
   const { limits, runtime } = context;
   return defineTool(context, {
     name: "edit",
+    timeoutMs: context.limits.fileTimeoutMs,
     description:
       `Edits a text file in the "${runtime.name}" runtime by replacing an exact string (no regular expressions; whitespace and indentation must match). ` +
       `old_string must occur exactly once unless replace_all is true; include enough surrounding text to make it unique. An empty new_string deletes old_string. ` +

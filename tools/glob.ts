@@ -39,6 +39,7 @@ export function createGlobTool(context: ToolContext): Tool {
   const { limits, runtime } = context;
   return defineTool(context, {
     name: "glob",
+    timeoutMs: context.limits.searchTimeoutMs,
     description:
       `Finds files by name in the "${runtime.name}" runtime and lists them newest first. ` +
       `Glob syntax: * ? [abc] {a,b} and ** for any depth; a pattern without / matches file names at any depth (e.g. *.py), with / it matches paths relative to path (e.g. src/**/*.ts). ` +
@@ -77,6 +78,7 @@ export function createGlobTool(context: ToolContext): Tool {
         pattern,
         path,
         limit: limits.globResults,
+        timeoutMs: limits.searchTimeoutMs,
         ...options,
       });
       return okResult(formatGlobResult(result));

@@ -12,7 +12,7 @@ import {
   type GrepResult,
 } from "../search/types.ts";
 import { cutLine } from "../search/_match.ts";
-import { redactSecrets } from "../_internal/redact.ts";
+import { Redactor } from "../_internal/redact.ts";
 import { formatGrepResult } from "../search/format.ts";
 import { defineTool, errorResult, okResult, pathError } from "./_shared.ts";
 import { engineOf } from "./_search.ts";
@@ -50,6 +50,7 @@ export function createGrepTool(context: ToolContext): Tool {
   const { limits, runtime } = context;
   return defineTool(context, {
     name: "grep",
+    timeoutMs: context.limits.searchTimeoutMs,
     description:
       `Searches file contents in the "${runtime.name}" runtime with a regular expression (ripgrep syntax, e.g. "log.*Error", "function\\s+\\w+"). ` +
       `output_mode: "files_with_matches" (default) lists matching files, "count" gives matching lines per file, "content" shows matching lines (path:line:text) with optional context lines. ` +
@@ -158,14 +159,15 @@ export function createGrepTool(context: ToolContext): Tool {
       const options = signal ? { signal } : {};
       const info = await runtime.fs.stat(path, options);
       if (!info) return pathError("search", given, "no such file or folder");
-      const secrets = context.secrets();
+      const redactor = new Redactor(context.secrets());
       // Lines come back long enough to hold a secret that straddles the cut,
-      // so it is redacted whole before the line is cut (see redactLines).
-      const pad = secrets.reduce((most, s) => Math.max(most, s.length), 0);
+      // so it is redacted whole before the line is cut (see redactResult).
+      const pad = redactor.longest;
       const result = await engineOf(context).grep({
         pattern,
         path,
         outputMode: mode,
+        timeoutMs: limits.searchTimeoutMs,
         maxOutputChars: limits.grepOutputChars,
         maxLineChars: DEFAULT_GREP_MAX_LINE_CHARS + pad,
         ...optional("glob", input.glob as string | undefined),
@@ -183,7 +185,7 @@ export function createGrepTool(context: ToolContext): Tool {
         ...options,
       });
       return okResult(
-        formatGrepResult(redactLines(result, secrets), {
+        formatGrepResult(redactResult(result, redactor), {
           lineNumbers: (input.line_numbers as boolean | undefined) ?? true,
           maxChars: limits.grepOutputChars,
         }),
@@ -193,24 +195,54 @@ export function createGrepTool(context: ToolContext): Tool {
 }
 
 /**
- * Redacts secrets from each content line, then cuts it at the usual length:
- * a secret that straddles the cut leaves no fragment behind.
+ * Redacts configured values from every path and content line, then cuts each
+ * line at the usual length: a secret that straddles a cut (of a line, or of
+ * the whole output when it is formatted) leaves no fragment behind.
  */
-function redactLines(
-  result: GrepResult,
-  secrets: readonly string[],
-): GrepResult {
-  if (result.mode !== "content" || secrets.length === 0) return result;
-  return {
-    ...result,
-    lines: result.lines.map((line) => {
-      const { text, cut } = cutLine(
-        redactSecrets(line.text, secrets),
-        DEFAULT_GREP_MAX_LINE_CHARS,
-      );
-      return { ...line, text, cut: cut || line.cut };
-    }),
-  };
+function redactResult(result: GrepResult, redactor: Redactor): GrepResult {
+  if (redactor.empty) return result;
+  const path = redactor.redact(result.path);
+  const skipped = result.skipped.map((file) => ({
+    ...file,
+    path: redactor.redact(file.path),
+  }));
+  switch (result.mode) {
+    case "files_with_matches":
+      return {
+        ...result,
+        path,
+        skipped,
+        files: result.files.map((file) => redactor.redact(file)),
+      };
+    case "count":
+      return {
+        ...result,
+        path,
+        skipped,
+        counts: result.counts.map((entry) => ({
+          ...entry,
+          path: redactor.redact(entry.path),
+        })),
+      };
+    case "content":
+      return {
+        ...result,
+        path,
+        skipped,
+        lines: result.lines.map((line) => {
+          const { text, cut } = cutLine(
+            redactor.redact(line.text),
+            DEFAULT_GREP_MAX_LINE_CHARS,
+          );
+          return {
+            ...line,
+            path: redactor.redact(line.path),
+            text,
+            cut: cut || line.cut,
+          };
+        }),
+      };
+  }
 }
 
 function optional<K extends string, V>(

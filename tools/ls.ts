@@ -40,6 +40,7 @@ export function createLsTool(context: ToolContext): Tool {
   const { limits, runtime } = context;
   return defineTool(context, {
     name: "ls",
+    timeoutMs: context.limits.fileTimeoutMs,
     description:
       `Lists a folder in the "${runtime.name}" runtime: folders first (ending with /), then files, as paths relative to the folder. ` +
       `path defaults to ${

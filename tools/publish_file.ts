@@ -88,6 +88,7 @@ export function createPublishFileTool(context: ToolContext): Tool | undefined {
   const { runtime } = context;
   return defineTool(context, {
     name: "publish_file",
+    timeoutMs: context.limits.publishTimeoutMs,
     description:
       `Publishes a file from the "${runtime.name}" runtime so the user can download it, and returns its URL. ` +
       "Use it for results the user should receive (reports, images, archives). " +

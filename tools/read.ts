@@ -6,7 +6,7 @@
  */
 import type { ToolContext } from "./context.ts";
 import type { Tool, ToolResult } from "./types.ts";
-import { redactSecrets } from "../_internal/redact.ts";
+import { Redactor } from "../_internal/redact.ts";
 import {
   defineTool,
   errorResult,
@@ -116,6 +116,7 @@ export function createReadTool(context: ToolContext): Tool {
   const publishable = context.publisher !== undefined;
   return defineTool(context, {
     name: "read",
+    timeoutMs: context.limits.fileTimeoutMs,
     description:
       `Reads a text file from the "${runtime.name}" runtime and returns its lines numbered like cat -n, under a header naming the file and the line range. ` +
       `Reads ${limits.readDefaultLines} lines from the start by default; use offset (1-based line) and limit for other windows of large files. ` +
@@ -178,7 +179,7 @@ export function createReadTool(context: ToolContext): Tool {
         lineChars: limits.readLineChars,
         maxBytes: limits.readMaxBytes,
         publishable,
-        secrets: context.secrets(),
+        redactor: new Redactor(context.secrets()),
       });
     },
   });
@@ -194,8 +195,8 @@ interface WindowOptions {
   readonly maxBytes: number;
   /** Whether a publisher is there to share the file with. */
   readonly publishable: boolean;
-  /** Values redacted from each line before it is cut. */
-  readonly secrets: readonly string[];
+  /** Removes configured values from each line before it is cut. */
+  readonly redactor: Redactor;
 }
 
 function binaryResult(
@@ -248,7 +249,7 @@ async function readWindow(
         bytes = bytes.subarray(0, bytes.length - 1);
       }
       // Redact before cutting, so a cut never leaves part of a secret behind.
-      let text = redactSecrets(decoder.decode(bytes), options.secrets);
+      let text = options.redactor.redact(decoder.decode(bytes));
       if (lineBytes > keepBytes || text.length > lineChars) {
         text = `${
           text.slice(0, lineChars)

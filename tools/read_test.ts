@@ -295,3 +295,64 @@ testEachRuntime(
     assert(!text.includes(secret.slice(0, 4)), text.slice(-300));
   },
 );
+
+testEachRuntime(
+  "read past a 64 GiB line of a sparse file stops at its time limit, and the next call answers",
+  async () => {
+    await using dir = await tempDir();
+    const path = `${dir.path}/sparse.txt`;
+    const file = await Deno.open(path, { write: true, create: true });
+    // Text for the binary sniff's 8 KiB, then a hole: one 64 GiB line of NULs.
+    await file.write(
+      new TextEncoder().encode("first\n" + "some text\n".repeat(1000)),
+    );
+    await file.truncate(64 * 1024 ** 3);
+    file.close();
+    const { context } = plainContext(dir.path, {
+      limits: { fileTimeoutMs: 300 },
+    });
+    const read = createReadTool(context);
+    const start = performance.now();
+    const result = await read.execute({
+      file_path: "sparse.txt",
+      offset: 1002,
+    });
+    assert(result.isError, result.text);
+    assertEquals(
+      result.text,
+      "Stopped: the read call reached its time limit of 300 ms",
+    );
+    assert(performance.now() - start < 5000);
+    // The control: the first line reads at once.
+    const first = await read.execute({ file_path: "sparse.txt", limit: 1 });
+    assertStringIncludes(first.text, "     1\tfirst");
+  },
+);
+
+testEachRuntime(
+  "read hides every line of a multi-line secret and a secret cut by a long line",
+  async () => {
+    await using dir = await tempDir();
+    const pem =
+      "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\nq1w2e3r4t5y6u7i8\n-----END PRIVATE KEY-----";
+    await Deno.writeTextFile(
+      `${dir.path}/key.pem.txt`,
+      `before\n${pem}\n${"x".repeat(1995)}q1w2e3r4t5y6u7i8 tail\nafter\n`,
+    );
+    const { context } = plainContext(dir.path, {
+      configs: new Map([[
+        "s",
+        new SkillRuntimeConfig({ env: { KEY: pem } }),
+      ]]),
+    });
+    const result = await createReadTool(context).execute({
+      file_path: "key.pem.txt",
+    });
+    assert(!result.isError, result.text);
+    for (const piece of ["MIIEvQ", "q1w2e3", "q1w", "BEGIN PRIVATE"]) {
+      assert(!result.text.includes(piece), result.text);
+    }
+    assertStringIncludes(result.text, "before");
+    assertStringIncludes(result.text, "after");
+  },
+);

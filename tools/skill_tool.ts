@@ -153,7 +153,11 @@ export function createSkillTool(
 }
 
 function describe(context: ToolContext, options: SkillToolOptions): string {
-  const catalog = formatCatalog(context.skills, options.catalog ?? {});
+  // Configured values never reach the model through a skill's description.
+  const catalog = formatCatalog(context.skills, {
+    ...options.catalog,
+    secrets: [...context.secrets(), ...(options.catalog?.secrets ?? [])],
+  });
   const toolNames = options.toolNames ?? [];
   const template = options.description ?? DEFAULT_SKILL_DESCRIPTION;
   if (typeof template === "function") {

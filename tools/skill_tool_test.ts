@@ -123,3 +123,28 @@ testEachRuntime("the skill tool refuses unknown parameters", async () => {
     isError: true,
   });
 });
+
+testEachRuntime(
+  "the skill tool's catalog never shows a configured value",
+  async () => {
+    await using dir = await tempDir();
+    const secret = "catalog-secret-42x";
+    await writeSkill(`${dir.path}/skills`, "leaky", {
+      description: `Uses ${secret} to call the service.`,
+    });
+    const { skills } = await loadSkills(`${dir.path}/skills`);
+    const { context } = plainContext(dir.path, {
+      skills,
+      configs: new Map([[
+        "leaky",
+        new SkillRuntimeConfig({ env: { SERVICE_KEY: secret } }),
+      ]]),
+    });
+    const tool = createSkillTool(context)!;
+    assert(!tool.description.includes("catalog-secret"), tool.description);
+    assertStringIncludes(
+      tool.description,
+      "Uses [redacted] to call the service.",
+    );
+  },
+);

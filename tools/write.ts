@@ -33,6 +33,7 @@ export function createWriteTool(context: ToolContext): Tool {
   const { runtime } = context;
   return defineTool(context, {
     name: "write",
+    timeoutMs: context.limits.fileTimeoutMs,
     description:
       `Writes a UTF-8 text file in the "${runtime.name}" runtime, creating missing parent folders and replacing the file if it exists. ` +
       `Prefer edit to change part of an existing file. Relative paths are resolved against ${

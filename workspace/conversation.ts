@@ -125,3 +125,93 @@ export function workspacePath(root: string, id: string): string {
     validateConversationId(id),
   );
 }
+
+/**
+ * Makes sure a conversation's workspace is a real folder inside the real
+ * conversations root, creating the root, the workspace and its `skills/`
+ * folder when missing. A workspace planted beforehand as a symlink (to a
+ * folder anywhere) is refused, never followed: the workspace must be the
+ * folder `<real root>/<id>` itself. The root may be reached through symlinks
+ * (the application chose it); its real path is used.
+ *
+ * Needs `--allow-read` and `--allow-write` for the conversations root.
+ *
+ * @param root The conversations root (absolute, not `/`).
+ * @param id The conversation id.
+ * @returns The workspace's real path.
+ * @throws {TypeError} The root or the id is invalid, or the workspace is a
+ * symlink.
+ * @throws {Deno.errors.NotADirectory} The workspace (or its `skills`) is a file.
+ * @throws {Deno.errors.PermissionDenied} The system refused (or
+ * `Deno.errors.NotCapable` when Deno's flags did).
+ *
+ * @example A workspace planted as a symlink is refused
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { ensureWorkspace } from "./conversation.ts";
+ * const root = await Deno.realPath(await Deno.makeTempDir());
+ * try {
+ *   assert(await ensureWorkspace(root, "t1") === `${root}/t1`);
+ *   await Deno.symlink(Deno.cwd(), `${root}/t2`);
+ *   let refused = false;
+ *   try { await ensureWorkspace(root, "t2"); } catch (e) { refused = e instanceof TypeError; }
+ *   assert(refused);
+ * } finally {
+ *   await Deno.remove(root, { recursive: true });
+ * }
+ * ```
+ */
+export async function ensureWorkspace(
+  root: string,
+  id: string,
+): Promise<string> {
+  const normalised = validateConversationsRoot(root);
+  validateConversationId(id);
+  await Deno.mkdir(normalised, { recursive: true });
+  const realRoot = await Deno.realPath(normalised);
+  const workspace = hostPath.join(realRoot, id);
+  await ensureRealFolder(workspace, `workspace of conversation "${id}"`);
+  await ensureRealFolder(
+    hostPath.join(workspace, "skills"),
+    `skills folder of conversation "${id}"`,
+    // A symlink there is left to the fence: copies go through it.
+    true,
+  );
+  return workspace;
+}
+
+/** Creates `path` as a folder, or checks that it is one (not a symlink). */
+async function ensureRealFolder(
+  path: string,
+  what: string,
+  allowSymlink = false,
+): Promise<void> {
+  for (let attempt = 0;; attempt++) {
+    let info: Deno.FileInfo;
+    try {
+      info = await Deno.lstat(path);
+    } catch (error) {
+      if (!(error instanceof Deno.errors.NotFound)) throw error;
+      try {
+        await Deno.mkdir(path);
+      } catch (made) {
+        // Made meanwhile by someone else: look again.
+        if (made instanceof Deno.errors.AlreadyExists && attempt < 3) continue;
+        throw made;
+      }
+      continue;
+    }
+    if (info.isSymlink) {
+      if (allowSymlink) return;
+      throw new TypeError(
+        `Cannot use the ${what} "${path}": it is a symbolic link, not a folder (a workspace must be a real folder inside the conversations root)`,
+      );
+    }
+    if (!info.isDirectory) {
+      throw new Deno.errors.NotADirectory(
+        `Cannot use the ${what} "${path}": it is not a folder`,
+      );
+    }
+    return;
+  }
+}

@@ -1,5 +1,11 @@
-import { assertEquals, assertThrows } from "../_internal/assert.ts";
 import {
+  assert,
+  assertEquals,
+  assertRejects,
+  assertThrows,
+} from "../_internal/assert.ts";
+import {
+  ensureWorkspace,
   validateConversationId,
   validateConversationsRoot,
   workspacePath,
@@ -116,3 +122,40 @@ Deno.test(
     assertThrows(() => workspacePath("srv", "abc"), TypeError);
   },
 );
+
+Deno.test("ensureWorkspace() creates a real folder and refuses one planted as a symlink", async () => {
+  const base = await Deno.realPath(await Deno.makeTempDir());
+  try {
+    const root = `${base}/conversations`;
+    const elsewhere = `${base}/elsewhere`;
+    await Deno.mkdir(elsewhere);
+    // The control: a new conversation gets a real folder with skills/.
+    assertEquals(await ensureWorkspace(root, "fresh"), `${root}/fresh`);
+    assert((await Deno.lstat(`${root}/fresh/skills`)).isDirectory);
+    // Planted: a symlink to a folder elsewhere, absolute or relative.
+    await Deno.symlink(elsewhere, `${root}/planted`);
+    await Deno.symlink("../elsewhere", `${root}/relative`);
+    for (const id of ["planted", "relative"]) {
+      await assertRejects(
+        () => ensureWorkspace(root, id),
+        TypeError,
+        "it is a symbolic link, not a folder",
+      );
+    }
+    assertEquals([...Deno.readDirSync(elsewhere)], [], "nothing made there");
+    // A file where the workspace should be.
+    await Deno.writeTextFile(`${root}/file`, "x");
+    await assertRejects(
+      () => ensureWorkspace(root, "file"),
+      Deno.errors.NotADirectory,
+    );
+    // A root reached through a symlink: the real root is used.
+    await Deno.symlink(root, `${base}/root-link`);
+    assertEquals(
+      await ensureWorkspace(`${base}/root-link`, "fresh"),
+      `${root}/fresh`,
+    );
+  } finally {
+    await Deno.remove(base, { recursive: true });
+  }
+});

@@ -4,6 +4,8 @@
  *
  * @module
  */
+import { constants as fsConstants } from "node:fs";
+import { type FileHandle, open as openNode } from "node:fs/promises";
 import { hostPath } from "../../_internal/std.ts";
 import { toPermissionError } from "../../_internal/permissions.ts";
 import { writeStreamAtomically } from "../../_internal/atomic_write.ts";
@@ -24,8 +26,15 @@ import type {
 const DEFAULT_LIST_DEPTH = 1;
 /** The default entry limit of {@linkcode LocalFileSystem.list}. */
 const DEFAULT_LIST_LIMIT = 1000;
-/** Bytes read at once by `readStream`. */
-const STREAM_CHUNK = 64 * 1024;
+/** Bytes read at once by `readStream` and the reads. */
+const STREAM_CHUNK = 256 * 1024;
+/**
+ * How files are opened for reading: never blocking (a pipe opens at once, a
+ * terminal never becomes ours), so that what was opened can be checked first.
+ * `O_NONBLOCK` does not change reads of a regular file.
+ */
+const READ_FLAGS = fsConstants.O_RDONLY | (fsConstants.O_NONBLOCK ?? 0) |
+  (fsConstants.O_NOCTTY ?? 0);
 /** Entries stat'ed at once by `list`. */
 const STAT_BATCH = 64;
 
@@ -118,6 +127,12 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
         `Cannot use ${JSON.stringify(path)}: the path is empty`,
       );
     }
+    // Before any normalisation: `a\0/..` must not become a harmless path.
+    if (path.includes("\0")) {
+      throw new TypeError(
+        `Cannot use ${JSON.stringify(path)}: the path holds a NUL character`,
+      );
+    }
     const absolute = hostPath.isAbsolute(path)
       ? hostPath.normalize(path)
       : hostPath.join(this.#root, path);
@@ -138,8 +153,10 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
 
   /**
    * Reads a UTF-8 text file, refusing one over `maxBytes`: the size is checked
-   * first, then the limit is enforced while reading (files can grow, devices
-   * have no size), so at most `maxBytes + 1` bytes are ever read. A byte-order
+   * first, then the limit is enforced while reading (files can grow), so at
+   * most `maxBytes + 1` bytes are ever read. Only regular files are read: a
+   * pipe, a device or a socket (also behind a symlink) is refused at once,
+   * checked on the opened file (opened without blocking). A byte-order
    * mark is kept, so a later write gives the same bytes back.
    *
    * Needs `--allow-read` for the file.
@@ -217,14 +234,21 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
 
   /**
    * Writes a UTF-8 text file, creating its parent folders, replacing what was
-   * there (in place: a symlink inside the workspace is written through).
+   * there. The text goes into a new temporary file beside the target, renamed
+   * over it once complete: readers never see half a file, and the file that
+   * was there is never written to, so a hard link to a file elsewhere keeps
+   * the other file as it was (the path gets a file of its own). A symlink
+   * (inside the workspace) is written through: its target is replaced. The
+   * mode of the replaced file is kept. Anything but a regular file (a pipe, a
+   * device, a socket) is refused without being opened.
    *
    * Needs `--allow-write` for the file and its new parents.
    *
    * @param path The file.
    * @param content The text.
    * @param options A signal.
-   * @throws {TypeError} The content is not a string.
+   * @throws {TypeError} The content is not a string, or the path is not a
+   * regular file.
    * @throws {Deno.errors.IsADirectory} The path is a folder.
    * @throws {Deno.errors.NotADirectory} A parent is a file.
    * @throws {WorkspaceEscapeError} With a fence: the path is outside.
@@ -266,20 +290,54 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
       }
       throw toPermissionError(error, { operation: "write", path });
     }
+    const { target, mode } = await this.#writeTarget(path, absolute);
+    await writeViaRename(path, target, content, mode, options.signal);
+  }
+
+  /** The file a write replaces (a symlink's target) and the mode to keep. */
+  async #writeTarget(
+    path: string,
+    absolute: string,
+  ): Promise<{ target: string; mode: number }> {
+    let target: string;
     try {
-      await Deno.writeTextFile(
-        absolute,
-        content,
-        options.signal ? { signal: options.signal } : {},
-      );
+      target = await Deno.realPath(absolute);
     } catch (error) {
-      if (error instanceof Deno.errors.IsADirectory) {
-        throw new Deno.errors.IsADirectory(
-          `Cannot write "${path}": it is a folder`,
-        );
-      }
+      if (isMissing(error)) return { target: absolute, mode: 0o644 };
       throw toPermissionError(error, { operation: "write", path });
     }
+    if (
+      this.#fence && target !== this.#fence.root &&
+      !target.startsWith(
+        this.#fence.root.endsWith(hostPath.SEPARATOR)
+          ? this.#fence.root
+          : this.#fence.root + hostPath.SEPARATOR,
+      )
+    ) {
+      // Swapped since the fence looked.
+      throw new WorkspaceEscapeError(
+        `Cannot use "${path}": path leads outside the workspace "${this.#fence.root}" through a symbolic link`,
+        { path, workspace: this.#fence.root },
+      );
+    }
+    let info: Deno.FileInfo;
+    try {
+      info = await Deno.stat(target);
+    } catch (error) {
+      if (isMissing(error)) return { target, mode: 0o644 };
+      throw toPermissionError(error, { operation: "write", path });
+    }
+    if (info.isDirectory) {
+      throw new Deno.errors.IsADirectory(
+        `Cannot write "${path}": it is a folder`,
+      );
+    }
+    if (!info.isFile) {
+      throw new TypeError(
+        `Cannot write "${path}": it is ${kindOf(info)}, not a regular file`,
+      );
+    }
+    return { target, mode: info.mode === null ? 0o644 : info.mode & 0o7777 };
   }
 
   /**
@@ -431,6 +489,7 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
    * @returns The stream.
    * @throws {Deno.errors.NotFound} No such file.
    * @throws {Deno.errors.IsADirectory} The path is a folder.
+   * @throws {TypeError} The path is a pipe, a device or a socket.
    * @throws {WorkspaceEscapeError} With a fence: the path is outside.
    * @throws {RuntimePermissionError} Reading is not allowed.
    *
@@ -452,7 +511,7 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
     path: string,
     options: SignalOptions = {},
   ): Promise<ReadableStream<Uint8Array>> {
-    const { file } = await this.#open(path, options.signal);
+    const file = await this.#open(path, options.signal);
     return fileStream(file, options.signal);
   }
 
@@ -512,42 +571,48 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
     return { localPath: hostPath.resolve(localPath), bytes };
   }
 
-  /** Opens a regular file (or device) for reading, with clear errors. */
+  /**
+   * Opens a regular file for reading, never blocking: the path is opened
+   * without waiting (a pipe would wait for a writer) and the opened file
+   * itself is checked, so a swap between a check and the open cannot slip a
+   * pipe or a device in.
+   */
   async #open(
     path: string,
     signal: AbortSignal | undefined,
-  ): Promise<{ file: Deno.FsFile; info: Deno.FileInfo }> {
+  ): Promise<OpenedFile> {
     const absolute = await this.resolve(path);
     signal?.throwIfAborted();
-    let info: Deno.FileInfo;
+    let handle: FileHandle;
     try {
-      info = await Deno.stat(absolute);
+      handle = await openNode(absolute, READ_FLAGS);
     } catch (error) {
-      if (isMissing(error)) {
-        throw new Deno.errors.NotFound(`Cannot read "${path}": no such file`);
-      }
-      throw toPermissionError(error, { operation: "read", path });
-    }
-    if (info.isDirectory) {
-      throw new Deno.errors.IsADirectory(
-        `Cannot read "${path}": it is a folder`,
-      );
-    }
-    if (info.isFifo || info.isSocket) {
-      // Opening a pipe would block until a writer comes.
-      throw new TypeError(
-        `Cannot read "${path}": it is a ${
-          info.isFifo ? "pipe" : "socket"
-        }, not a regular file`,
-      );
+      throw readError(error, path);
     }
     try {
-      return { file: await Deno.open(absolute, { read: true }), info };
-    } catch (error) {
-      if (isMissing(error)) {
-        throw new Deno.errors.NotFound(`Cannot read "${path}": no such file`);
+      const info = await handle.stat();
+      if (info.isDirectory()) {
+        throw new Deno.errors.IsADirectory(
+          `Cannot read "${path}": it is a folder`,
+        );
       }
-      throw toPermissionError(error, { operation: "read", path });
+      if (!info.isFile()) {
+        throw new TypeError(
+          `Cannot read "${path}": it is ${
+            info.isFIFO()
+              ? "a pipe"
+              : info.isSocket()
+              ? "a socket"
+              : info.isCharacterDevice() || info.isBlockDevice()
+              ? "a device"
+              : "a special file"
+          }, not a regular file`,
+        );
+      }
+      return new OpenedFile(handle, path, info.size);
+    } catch (error) {
+      await handle.close().catch(() => {});
+      throw error;
     }
   }
 
@@ -557,15 +622,15 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
     limit: number | undefined,
     signal: AbortSignal | undefined,
   ): Promise<Uint8Array> {
-    const { file, info } = await this.#open(path, signal);
+    const file = await this.#open(path, signal);
     try {
-      if (limit !== undefined && info.isFile && info.size > limit) {
+      if (limit !== undefined && file.size > limit) {
         throw tooLarge(path, limit);
       }
       // The file's size (plus one byte to see the end) is the first guess.
       const cap = limit === undefined ? Infinity : limit + 1;
       let buffer = new Uint8Array(
-        Math.min(cap, Math.max(info.size + 1, STREAM_CHUNK)),
+        Math.min(cap, Math.max(file.size + 1, STREAM_CHUNK)),
       );
       let length = 0;
       for (;;) {
@@ -576,12 +641,9 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
           grown.set(buffer);
           buffer = grown;
         }
-        let read: number | null;
-        try {
-          read = await file.read(buffer.subarray(length));
-        } catch (error) {
-          throw toPermissionError(error, { operation: "read", path });
-        }
+        const read = await file.read(
+          buffer.subarray(length, length + Math.max(STREAM_CHUNK, file.size)),
+        );
         if (read === null) break;
         length += read;
         if (limit !== undefined && length > limit) throw tooLarge(path, limit);
@@ -591,9 +653,134 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
         ? buffer.subarray(0, length)
         : buffer.slice(0, length);
     } finally {
-      file.close();
+      await file.close();
     }
   }
+}
+
+/** A regular file opened for reading (checked on the open handle). */
+class OpenedFile {
+  readonly #handle: FileHandle;
+  readonly #path: string;
+  /** Its size when opened. */
+  readonly size: number;
+  #closed = false;
+
+  constructor(handle: FileHandle, path: string, size: number) {
+    this.#handle = handle;
+    this.#path = path;
+    this.size = size;
+  }
+
+  /** Reads into `buffer`; `null` at the end. */
+  async read(buffer: Uint8Array): Promise<number | null> {
+    let bytesRead: number;
+    try {
+      ({ bytesRead } = await this.#handle.read(
+        buffer,
+        0,
+        buffer.length,
+        null,
+      ));
+    } catch (error) {
+      throw readError(error, this.#path);
+    }
+    return bytesRead === 0 && buffer.length > 0 ? null : bytesRead;
+  }
+
+  /** Closes the file (once). */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.#handle.close().catch(() => {});
+  }
+}
+
+/**
+ * Writes `content` into a new temporary file beside `target` (created
+ * exclusively, with `mode`), then renames it over `target`. The temporary file
+ * is removed on any failure or abort; `target` is left as it was.
+ */
+async function writeViaRename(
+  path: string,
+  target: string,
+  content: string,
+  mode: number,
+  signal: AbortSignal | undefined,
+): Promise<void> {
+  const dir = hostPath.dirname(target);
+  const base = hostPath.basename(target);
+  let temp: string | undefined;
+  try {
+    const bytes = new TextEncoder().encode(content);
+    for (let attempt = 0; temp === undefined; attempt++) {
+      const candidate = hostPath.join(
+        dir,
+        `.${base.slice(0, 200)}.${crypto.randomUUID().slice(0, 8)}.tmp`,
+      );
+      try {
+        await Deno.writeFile(candidate, bytes, {
+          createNew: true,
+          mode,
+          ...(signal ? { signal } : {}),
+        });
+        temp = candidate;
+      } catch (error) {
+        if (!(error instanceof Deno.errors.AlreadyExists) || attempt > 8) {
+          throw error;
+        }
+      }
+    }
+    // The umask may have narrowed the mode given at creation.
+    if (Deno.build.os !== "windows") await Deno.chmod(temp, mode);
+    signal?.throwIfAborted();
+    await Deno.rename(temp, target);
+    temp = undefined;
+  } catch (error) {
+    if (error instanceof Deno.errors.IsADirectory) {
+      throw new Deno.errors.IsADirectory(
+        `Cannot write "${path}": it is a folder`,
+      );
+    }
+    throw toPermissionError(error, { operation: "write", path });
+  } finally {
+    if (temp !== undefined) await Deno.remove(temp).catch(() => {});
+  }
+}
+
+/** A node:fs error (or a Deno one) as the file system's clear error. */
+function readError(error: unknown, path: string): unknown {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (isMissing(error) || code === "ENOENT" || code === "ENOTDIR") {
+    return new Deno.errors.NotFound(`Cannot read "${path}": no such file`);
+  }
+  if (code === "ELOOP") {
+    return new Deno.errors.FilesystemLoop(
+      `Cannot read "${path}": too many levels of symbolic links`,
+    );
+  }
+  if (code === "EISDIR") {
+    return new Deno.errors.IsADirectory(
+      `Cannot read "${path}": it is a folder`,
+    );
+  }
+  if (code === "EACCES" || code === "EPERM") {
+    return toPermissionError(
+      new Deno.errors.PermissionDenied(
+        `Cannot read "${path}": permission denied`,
+      ),
+      { operation: "read", path },
+    );
+  }
+  return toPermissionError(error, { operation: "read", path });
+}
+
+/** What a non-regular file is, for messages. */
+function kindOf(info: Deno.FileInfo): string {
+  if (info.isFifo) return "a pipe";
+  if (info.isSocket) return "a socket";
+  if (info.isCharDevice || info.isBlockDevice) return "a device";
+  return "a special file";
 }
 
 function toFileInfo(path: string, info: Deno.FileInfo): FileInfo {
@@ -618,7 +805,7 @@ function toFileInfo(path: string, info: Deno.FileInfo): FileInfo {
 }
 
 function fileStream(
-  file: Deno.FsFile,
+  file: OpenedFile,
   signal: AbortSignal | undefined,
 ): ReadableStream<Uint8Array> {
   let closed = false;
@@ -627,11 +814,7 @@ function fileStream(
     if (closed) return;
     closed = true;
     if (onAbort) signal?.removeEventListener("abort", onAbort);
-    try {
-      file.close();
-    } catch {
-      // already closed
-    }
+    file.close();
   };
   return new ReadableStream<Uint8Array>({
     start(controller) {

@@ -73,21 +73,95 @@ Deno.test("readText() refuses a 1 GiB sparse file with a 1 MiB limit fast, namin
 
 Deno.test({
   name:
-    "readText() enforces the limit while streaming a file without a size (/dev/zero)",
+    "readText(), readBytes() and readStream() refuse a device, also behind a symlink, at once",
   ignore: !POSIX,
   async fn() {
     await using t = await setup();
+    await Deno.symlink("/dev/zero", hostPath.join(t.root, "zero"));
     const start = performance.now();
-    await assertRejects(
-      () => t.fs.readText("/dev/zero", { maxBytes: 4 * MiB }),
-      RangeError,
-      'Cannot read "/dev/zero": file is larger than the 4 MiB limit',
-    );
+    for (const path of ["/dev/zero", "zero"]) {
+      await assertRejects(
+        () => t.fs.readText(path, { maxBytes: 4 * MiB }),
+        TypeError,
+        `Cannot read "${path}": it is a device, not a regular file`,
+      );
+      await assertRejects(
+        () => t.fs.readBytes(path, { maxBytes: 1000 }),
+        TypeError,
+        "it is a device",
+      );
+      await assertRejects(() => t.fs.readStream(path), TypeError, "device");
+    }
     assertLess(performance.now() - start, 5000);
-    await assertRejects(
-      () => t.fs.readBytes("/dev/zero", { maxBytes: 1000 }),
-      RangeError,
-      "larger than the 1000 bytes limit",
+    // The control: a regular file behind a symlink reads.
+    await Deno.writeTextFile(hostPath.join(t.root, "real.txt"), "ok");
+    await Deno.symlink("real.txt", hostPath.join(t.root, "link.txt"));
+    assertEquals(await t.fs.readText("link.txt", { maxBytes: 10 }), "ok");
+  },
+});
+
+Deno.test({
+  name:
+    "readText(), readStream() and writeText() refuse a pipe without blocking, and write no pipe",
+  ignore: !POSIX,
+  async fn() {
+    await using t = await setup();
+    const fifo = hostPath.join(t.root, "pipe");
+    const made = await new Deno.Command("mkfifo", { args: [fifo] }).output();
+    assert(made.success);
+    await Deno.symlink("pipe", hostPath.join(t.root, "to-pipe"));
+    for (const path of ["pipe", "to-pipe"]) {
+      await assertRejects(
+        () => t.fs.readText(path, { maxBytes: 10 }),
+        TypeError,
+        `Cannot read "${path}": it is a pipe, not a regular file`,
+      );
+      await assertRejects(() => t.fs.readStream(path), TypeError, "a pipe");
+      await assertRejects(
+        () => t.fs.writeText(path, "x"),
+        TypeError,
+        `Cannot write "${path}": it is a pipe, not a regular file`,
+      );
+    }
+    assert((await Deno.lstat(fifo)).isFifo, "the pipe is still a pipe");
+  },
+});
+
+Deno.test({
+  name:
+    "writeText() through a hard link replaces the link, never the other file",
+  ignore: !POSIX,
+  async fn() {
+    await using t = await setup();
+    const other = hostPath.join(t.outside, "secret.txt");
+    const before = await Deno.readTextFile(other);
+    const link = hostPath.join(t.root, "linked.txt");
+    await Deno.link(other, link);
+    await t.fs.writeText("linked.txt", "new text");
+    assertEquals(await Deno.readTextFile(other), before);
+    assertEquals(await Deno.readTextFile(link), "new text");
+    assertEquals((await Deno.stat(link)).nlink, 1);
+    assertEquals((await Deno.stat(other)).nlink, 1);
+  },
+});
+
+Deno.test({
+  name:
+    "writeText() keeps the mode of the file it replaces, writes through a symlink, leaves no temporary file",
+  ignore: !POSIX,
+  async fn() {
+    await using t = await setup();
+    const script = hostPath.join(t.root, "run.sh");
+    await Deno.writeTextFile(script, "echo old\n");
+    await Deno.chmod(script, 0o750);
+    await Deno.symlink("run.sh", hostPath.join(t.root, "alias.sh"));
+    await t.fs.writeText("alias.sh", "echo new\n");
+    assert((await Deno.lstat(hostPath.join(t.root, "alias.sh"))).isSymlink);
+    assertEquals(await Deno.readTextFile(script), "echo new\n");
+    assertEquals((await Deno.stat(script)).mode! & 0o777, 0o750);
+    assertEquals(
+      (await names(t.root)).sort(),
+      ["alias.sh", "run.sh"],
     );
   },
 });
@@ -327,8 +401,14 @@ Deno.test({
     await using t = await setup();
     const local = hostPath.join(t.outside, "endless.bin");
     const controller = new AbortController();
-    // /dev/zero never ends: the download runs until the abort.
-    const download = t.fs.download("/dev/zero", local, {
+    // A sparse 64 GiB file: the download runs until the abort.
+    const sparse = await Deno.open(hostPath.join(t.root, "sparse.bin"), {
+      write: true,
+      create: true,
+    });
+    await sparse.truncate(64 * 1024 * MiB);
+    sparse.close();
+    const download = t.fs.download("sparse.bin", local, {
       signal: controller.signal,
     });
     for (let i = 0; i < 500; i++) {

@@ -7,6 +7,7 @@
 import { hostPath } from "../../_internal/std.ts";
 import { toPermissionError } from "../../_internal/permissions.ts";
 import {
+  ensureWorkspace,
   validateConversationId,
   validateConversationsRoot,
   workspacePath,
@@ -319,11 +320,10 @@ export class LocalSkillRuntime implements SkillRuntime {
     }
     validateConversationsRoot(conversationsRoot);
     validateConversationId(conversationId);
-    const workspace = workspacePath(conversationsRoot, conversationId);
+    let workspace = workspacePath(conversationsRoot, conversationId);
     try {
-      await Deno.mkdir(hostPath.join(workspace, "skills"), {
-        recursive: true,
-      });
+      // A real folder inside the real root: a planted symlink is refused.
+      workspace = await ensureWorkspace(conversationsRoot, conversationId);
     } catch (error) {
       throw toPermissionError(error, {
         operation: "create the workspace",
