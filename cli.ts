@@ -6,6 +6,10 @@
  * deno run -A cli.ts validate [--json] <path>...   # strict check; exit 1 if invalid
  * deno run -A cli.ts run <skills-dir> <skill> -- <command>  # run in the skill's folder
  * deno run -A cli.ts mcp --skills <dir>             # serve the tools over MCP (stdio)
+ * deno run -A cli.ts doctor [--isolate] [--json]    # what the runtime can reach
+ * deno run -A cli.ts run --isolate <dir> <skill> -- <command>  # in a sandbox
+ * deno run -A cli.ts list --catalog <dir>           # the catalog text a system prompt carries
+ * deno run -A cli.ts --version
  * deno run -A cli.ts <command> --help
  * ```
  *
@@ -17,17 +21,21 @@
  * relative paths). `run` and `mcp` also need `--allow-run=bash` (`mcp`: and
  * `rg` when installed), `--allow-write` of what the tools may write (with
  * `--conversation`: the conversations root), and `--allow-env=PATH` so that
- * commands find the running `deno`.
+ * commands find the running `deno`. With `--isolate` (a bubblewrap sandbox
+ * per command), `--allow-run=bwrap,bash`.
  *
  * @module
  */
 import { hostPath } from "./_internal/std.ts";
+import { VERSION } from "./_internal/version.ts";
+import { formatCatalog } from "./skill/catalog.ts";
 import { findSkillFolders, loadSkills } from "./skill/load.ts";
 import { validateSkill, type ValidationProblem } from "./skill/validate.ts";
 import type { Skill } from "./skill/types.ts";
 import { parseArgs, UsageError } from "./cli/_args.ts";
 import { RUN_HELP, runCommand } from "./cli/run.ts";
 import { MCP_HELP, mcpCommand } from "./cli/mcp.ts";
+import { DOCTOR_HELP, doctorCommand } from "./cli/doctor.ts";
 
 /** One subcommand: its help and what it does. */
 export interface CliCommand {
@@ -80,11 +88,21 @@ searched to 5 levels), leniently: skills that break the Agent Skills rules are
 listed with warnings; files that cannot be used are reported on stderr.
 
 Options:
-  --json    Print a JSON array of {name, description, location, basePath,
-            license?, compatibility?, metadata?, allowedTools?, warnings}
-  --help    Show this help`,
+  --json     Print a JSON array of {name, description, location, basePath,
+             license?, compatibility?, metadata?, allowedTools?, warnings}
+  --catalog  Print the catalog a model is given (the text the skill tool's
+             description and a system prompt carry)
+  --help     Show this help`,
   async run(args) {
-    const { flags, positionals, rest } = parseArgs(args, { json: "boolean" });
+    const { flags, positionals, rest } = parseArgs(args, {
+      json: "boolean",
+      catalog: "boolean",
+    });
+    if (flags.json && flags.catalog) {
+      throw new UsageError(
+        'Options "--json" and "--catalog" exclude each other',
+      );
+    }
     const dirs = [...positionals, ...(rest ?? [])];
     if (dirs.length === 0) {
       throw new UsageError("Missing argument: at least one folder");
@@ -97,6 +115,10 @@ Options:
       return 1;
     }
     for (const warning of result.warnings) console.error(`warning: ${warning}`);
+    if (flags.catalog) {
+      console.log(formatCatalog(result.skills));
+      return 0;
+    }
     if (flags.json) {
       console.log(JSON.stringify(result.skills.map(skillJson), null, 2));
       return 0;
@@ -236,12 +258,19 @@ const mcpCliCommand: CliCommand = {
   run: (args) => mcpCommand(args),
 };
 
+const doctorCliCommand: CliCommand = {
+  summary: "Report what the local runtime can reach and what it needs",
+  help: DOCTOR_HELP.trimEnd(),
+  run: (args) => doctorCommand(args),
+};
+
 /** The subcommands. Adding one is adding an entry. */
 const COMMANDS: Readonly<Record<string, CliCommand>> = {
   list: listCommand,
   validate: validateCommand,
   run: runCliCommand,
   mcp: mcpCliCommand,
+  doctor: doctorCliCommand,
 };
 
 function mainHelp(): string {
@@ -255,6 +284,10 @@ Use Agent Skills (folders with a SKILL.md) from the command line.
 
 Commands:
 ${lines.join("\n")}
+
+Options:
+  --version  Print the version
+  --help     Show this help
 
 Run "skillrun <command> --help" for a command's options.`;
 }
@@ -289,6 +322,10 @@ export async function main(args: string[]): Promise<number> {
   if (name === undefined) {
     console.error(mainHelp());
     return 2;
+  }
+  if (name === "--version" || name === "-V") {
+    console.log(`skillrun ${VERSION}`);
+    return 0;
   }
   if (name === "--help" || name === "-h" || name === "help") {
     const topic = rest[0];

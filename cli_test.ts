@@ -248,3 +248,71 @@ Deno.test("cli refuses an unknown command, an unknown option and missing argumen
   assertEquals(none.code, 2);
   assertStringIncludes(none.stderr, "Usage: skillrun <command>");
 });
+
+Deno.test("cli --version prints the version of deno.json", async () => {
+  const config = JSON.parse(
+    await Deno.readTextFile(hostPath.join(REPO, "deno.json")),
+  ) as { version: string };
+  const run = await cli("--version");
+  assertEquals(run.code, 0, run.stderr);
+  assertEquals(run.stdout, `skillrun ${config.version}\n`);
+});
+
+Deno.test("cli list --catalog prints the catalog a system prompt carries", async () => {
+  const run = await cli("list", "--catalog", "examples/skills");
+  assertEquals(run.code, 0, run.stderr);
+  assert(run.stdout.startsWith("<available_skills>"), run.stdout);
+  assertStringIncludes(run.stdout, "<name>csv-report</name>");
+  assertStringIncludes(run.stdout, "<name>json-to-table</name>");
+  assert(run.stdout.trimEnd().endsWith("</available_skills>"), run.stdout);
+  const both = await cli("list", "--catalog", "--json", "examples/skills");
+  assertEquals(both.code, 2);
+  assertStringIncludes(
+    both.stderr,
+    'Options "--json" and "--catalog" exclude each other',
+  );
+});
+
+Deno.test("cli installs from a clone as the README says, and the installed command runs", async () => {
+  await withTempDir(async (root) => {
+    const install = await new Deno.Command(Deno.execPath(), {
+      args: [
+        "install",
+        "-g",
+        "-A",
+        "-n",
+        "skillrun",
+        "--root",
+        root,
+        "--config",
+        "deno.json",
+        "cli.ts",
+      ],
+      cwd: REPO,
+      env: { NO_COLOR: "1" },
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    assertEquals(
+      install.code,
+      0,
+      new TextDecoder().decode(install.stderr),
+    );
+    const installed = await new Deno.Command(`${root}/bin/skillrun`, {
+      args: ["--version"],
+      // The shim runs `deno`: on PATH once `npm install -g deno@2.9.6` ran.
+      env: {
+        PATH: `${hostPath.dirname(Deno.execPath())}:${
+          Deno.env.get("PATH") ?? ""
+        }`,
+      },
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const stdout = new TextDecoder().decode(installed.stdout);
+    assertEquals(installed.code, 0, new TextDecoder().decode(installed.stderr));
+    assertMatch(stdout, /^skillrun \d+\.\d+\.\d+\n$/);
+  });
+});

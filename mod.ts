@@ -7,9 +7,15 @@
  *   {@linkcode validateSkill}, {@linkcode formatCatalog}.
  * - Configuration of a skill's runtime: {@linkcode SkillRuntimeConfig}.
  * - The embedded default runtime: {@linkcode LocalSkillRuntime} (plain, or in a
- *   conversation workspace fenced by {@linkcode PathFence}).
+ *   conversation workspace fenced by path checks; isolated in a bubblewrap
+ *   sandbox with `isolate`), and its fence report {@linkcode fenceReport}.
  * - Tools for models: {@linkcode buildSkillTools}, adapters for OpenAI,
  *   Anthropic and the AI SDK, and {@linkcode dispatchToolCall}.
+ *
+ * Other entry points: `./runtime` (for writing a runtime: the contract, the
+ * preparation engine, the process-launcher seam, the path fence and copy
+ * policy), `./search` (the search engine behind `grep`, `glob` and `ls`),
+ * `./mcp` (the MCP server) and `./cli` (the command line).
  *
  * Importing this module needs no permission; each function says what it needs.
  *
@@ -28,7 +34,33 @@
  *
  * @module
  */
-export * from "./skill/mod.ts";
+export type { Skill } from "./skill/types.ts";
+export {
+  DEFAULT_CATALOG_BUDGET,
+  formatCatalog,
+  type FormatCatalogOptions,
+} from "./skill/catalog.ts";
+export {
+  DEFAULT_MAX_DEPTH,
+  DEFAULT_MAX_FOLDERS,
+  type FindResult,
+  findSkillFolders,
+  type LoadResult,
+  loadSkills,
+  type LoadSkillsOptions,
+  selectSkills,
+} from "./skill/load.ts";
+export {
+  parseSkillMd,
+  type ParseSkillMdOptions,
+  type SkillDocument,
+} from "./skill/parse.ts";
+export {
+  validateSkill,
+  type ValidateSkillOptions,
+  type ValidationProblem,
+} from "./skill/validate.ts";
+export { HEAVY_FOLDERS } from "./search/rules.ts";
 export * from "./runtimes/config.ts";
 export * from "./runtimes/errors.ts";
 export type * from "./runtimes/types.ts";
@@ -36,8 +68,48 @@ export {
   DEFAULT_EXECUTE_TIMEOUT_MS,
   DEFAULT_MAX_OUTPUT_BYTES,
 } from "./runtimes/types.ts";
-export * from "./runtimes/prepare.ts";
-export * from "./runtimes/local/mod.ts";
-export * from "./workspace/mod.ts";
-export * from "./tools/mod.ts";
-export * from "./search/mod.ts";
+export {
+  LocalSkillRuntime,
+  type LocalSkillRuntimeOptions,
+} from "./runtimes/local/runtime.ts";
+export {
+  BubblewrapLauncher,
+  type BubblewrapLauncherOptions,
+  type IsolationLimits,
+  type IsolationProblem,
+  type IsolationReport,
+  IsolationUnavailableError,
+  type LimitReport,
+} from "./runtimes/local/isolated.ts";
+export {
+  type CommandReach,
+  type FenceReport,
+  fenceReport,
+  type FenceReportOptions,
+  type FileToolReach,
+  formatFenceReport,
+  type PermissionCheck,
+  type ReportedPermission,
+  type ToolCheck,
+} from "./runtimes/local/doctor.ts";
+export type { CopyPolicy } from "./workspace/copy.ts";
+export { DEFAULT_COPY_EXCLUDES } from "./workspace/copy.ts";
+export type * from "./tools/types.ts";
+export * from "./tools/builder.ts";
+export {
+  DEFAULT_TOOL_LIMITS,
+  type FilePublisher,
+  type PrepareSkillOptions,
+  type PublishedFile,
+  type PublishRequest,
+  type SkillPreparer,
+  type ToolContext,
+  type ToolLimits,
+} from "./tools/context.ts";
+export {
+  DEFAULT_SKILL_DESCRIPTION,
+  type SkillDescription,
+  type SkillDescriptionContext,
+} from "./tools/skill_tool.ts";
+export { PUBLISH_GUIDANCE } from "./tools/publish_file.ts";
+export * from "./tools/adapters/mod.ts";

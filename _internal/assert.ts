@@ -46,7 +46,7 @@ interface Assertions {
   fail(msg?: string): never;
 }
 
-const typed = asserts as unknown as Assertions;
+const typed: Assertions = asserts;
 
 /** Asserts that `expr` is truthy. */
 export const assert: Assertions["assert"] = typed.assert;

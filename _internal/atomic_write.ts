@@ -1,7 +1,7 @@
 /**
- * Writes a byte stream into a local file atomically: into a temporary file
- * beside the target, renamed into place only when complete. Shared by every
- * runtime's `download`.
+ * Writes a byte stream (or whatever a callback writes) into a local file
+ * atomically: into a temporary file beside the target, renamed into place
+ * only when complete. Shared by every runtime's `download`.
  *
  * @module
  */
@@ -62,16 +62,99 @@ export async function writeStreamAtomically(
       `Cannot write ${JSON.stringify(localPath)}: the path is empty`,
     );
   }
-  const target = hostPath.resolve(localPath);
   const reader = stream.getReader();
   const onAbort = () => {
     reader.cancel(signal?.reason).catch(() => {});
   };
+  try {
+    signal?.throwIfAborted();
+    signal?.addEventListener("abort", onAbort, { once: true });
+    return await writeFileAtomically(localPath, async (file) => {
+      let bytes = 0;
+      for (;;) {
+        let chunk: ReadableStreamReadResult<Uint8Array>;
+        try {
+          chunk = await reader.read();
+        } catch (error) {
+          signal?.throwIfAborted();
+          throw new Error(
+            `Cannot write "${localPath}": the source stream failed: ${
+              error instanceof Error ? error.message : String(error)
+            }`,
+            { cause: error },
+          );
+        }
+        signal?.throwIfAborted();
+        if (chunk.done) break;
+        await writeAll(file, chunk.value);
+        bytes += chunk.value.length;
+      }
+      return bytes;
+    }, signal ? { signal } : {});
+  } catch (error) {
+    reader.cancel(error).catch(() => {});
+    throw error;
+  } finally {
+    signal?.removeEventListener("abort", onAbort);
+  }
+}
+
+/**
+ * Writes a local file atomically through a callback: `write` gets the open
+ * temporary file (`.<name>.<random>.part` in the target's folder, empty,
+ * positioned at 0) and may write, seek and truncate it as it likes (a resumed
+ * download restarts from zero this way); when it resolves the file is
+ * flushed to disk and renamed over the target. When it throws, or the signal
+ * aborts, the temporary file is removed and the target is left as it was.
+ * Missing parent folders are created; the new file gets mode `0o644`, or the
+ * mode of the file it replaces.
+ *
+ * Needs `--allow-write` (and `--allow-read`) for the target's folder.
+ *
+ * @param localPath The file to write.
+ * @param write Writes the content into the open temporary file; returns the
+ * number of bytes it holds.
+ * @param options A signal.
+ * @returns What `write` returned.
+ * @throws {TypeError} The path is empty.
+ * @throws {Deno.errors.IsADirectory} The target is a folder.
+ * @throws {RuntimePermissionError} Deno or the system refused a write.
+ * @throws {DOMException} The signal's reason, when it aborted.
+ *
+ * @example Writing, then starting over, before the rename
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { writeFileAtomically } from "./atomic_write.ts";
+ * const dir = await Deno.makeTempDir();
+ * try {
+ *   const bytes = await writeFileAtomically(`${dir}/out.txt`, async (file) => {
+ *     await file.write(new TextEncoder().encode("partial"));
+ *     await file.truncate(0);
+ *     await file.seek(0, Deno.SeekMode.Start);
+ *     return await file.write(new TextEncoder().encode("whole"));
+ *   });
+ *   assert(bytes === 5 && await Deno.readTextFile(`${dir}/out.txt`) === "whole");
+ * } finally {
+ *   await Deno.remove(dir, { recursive: true });
+ * }
+ * ```
+ */
+export async function writeFileAtomically(
+  localPath: string,
+  write: (file: Deno.FsFile) => Promise<number>,
+  options: WriteStreamAtomicallyOptions = {},
+): Promise<number> {
+  const { signal } = options;
+  if (typeof localPath !== "string" || localPath === "") {
+    throw new TypeError(
+      `Cannot write ${JSON.stringify(localPath)}: the path is empty`,
+    );
+  }
+  const target = hostPath.resolve(localPath);
   let temp: string | undefined;
   let file: Deno.FsFile | undefined;
   try {
     signal?.throwIfAborted();
-    signal?.addEventListener("abort", onAbort, { once: true });
     let mode = 0o644;
     try {
       const existing = await Deno.stat(target);
@@ -97,29 +180,9 @@ export async function writeStreamAtomically(
       prefix: `.${hostPath.basename(target)}.`,
       suffix: ".part",
     });
-    file = await Deno.open(temp, { write: true, truncate: true });
-    let bytes = 0;
-    for (;;) {
-      let chunk: ReadableStreamReadResult<Uint8Array>;
-      try {
-        chunk = await reader.read();
-      } catch (error) {
-        signal?.throwIfAborted();
-        throw new Error(
-          `Cannot write "${localPath}": the source stream failed: ${
-            error instanceof Error ? error.message : String(error)
-          }`,
-          { cause: error },
-        );
-      }
-      signal?.throwIfAborted();
-      if (chunk.done) break;
-      const data = chunk.value;
-      for (let offset = 0; offset < data.length;) {
-        offset += await file.write(data.subarray(offset));
-      }
-      bytes += data.length;
-    }
+    file = await Deno.open(temp, { read: true, write: true, truncate: true });
+    const bytes = await write(file);
+    signal?.throwIfAborted();
     await file.syncData();
     file.close();
     file = undefined;
@@ -129,15 +192,20 @@ export async function writeStreamAtomically(
     temp = undefined;
     return bytes;
   } catch (error) {
-    reader.cancel(error).catch(() => {});
     throw toPermissionError(error, { operation: "write", path: localPath });
   } finally {
-    signal?.removeEventListener("abort", onAbort);
     try {
       file?.close();
     } catch {
       // already closed
     }
     if (temp !== undefined) await Deno.remove(temp).catch(() => {});
+  }
+}
+
+/** Writes all of `data` at the file's position. */
+async function writeAll(file: Deno.FsFile, data: Uint8Array): Promise<void> {
+  for (let offset = 0; offset < data.length;) {
+    offset += await file.write(data.subarray(offset));
   }
 }

@@ -225,6 +225,12 @@ export interface CollectStreamOptions {
    * the collector (for a pipe still held open by an escaped process).
    */
   readonly signal?: AbortSignal;
+  /**
+   * Receives each chunk as it is read, before it is collected (e.g. to show
+   * the output live). The chunk is only valid during the call: copy it to
+   * keep it.
+   */
+  readonly onChunk?: (chunk: Uint8Array) => void;
 }
 
 /**
@@ -251,7 +257,7 @@ export async function collectStream(
   collector: OutputCollector,
   options: CollectStreamOptions = {},
 ): Promise<number> {
-  const { signal } = options;
+  const { signal, onChunk } = options;
   // A byte stream (like a child's stdout) is read into one reused buffer:
   // no allocation per chunk, so draining gigabytes leaves the heap alone.
   let byob: ReadableStreamBYOBReader | undefined;
@@ -272,6 +278,7 @@ export async function collectStream(
       while (true) {
         const { done, value } = await byob.read(new Uint8Array(buffer));
         if (done || !value) break;
+        onChunk?.(value);
         collector.push(value);
         buffer = value.buffer as ArrayBuffer;
       }
@@ -280,6 +287,7 @@ export async function collectStream(
       while (true) {
         const { done, value } = await defaultReader.read();
         if (done) break;
+        onChunk?.(value);
         collector.push(value);
       }
     }

@@ -1,10 +1,67 @@
 /**
- * Turns Deno's permission denials into {@linkcode RuntimePermissionError}s that
- * say which permission is missing and for which path.
+ * {@linkcode RuntimePermissionError} and the mapping of Deno's permission
+ * denials to it (which permission is missing, for which path). It lives here,
+ * below both `workspace/` and `runtimes/`, so that both use it.
  *
  * @module
  */
-import { RuntimePermissionError } from "../runtimes/errors.ts";
+
+/**
+ * Deno's permission flags (`NotCapable`) or the operating system (`EACCES`)
+ * refused an operation. The message says which permission and which path.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { RuntimePermissionError } from "./permissions.ts";
+ * const error = new RuntimePermissionError(
+ *   'Cannot write "/etc/x": Deno denies write access; run with --allow-write=/etc/x',
+ *   { permission: "write", path: "/etc/x", source: "deno" },
+ * );
+ * assert(error.permission === "write");
+ * ```
+ */
+export class RuntimePermissionError extends Error {
+  /** The error's name. */
+  override readonly name = "RuntimePermissionError";
+  /** The kind of access that was denied. */
+  readonly permission:
+    | "read"
+    | "write"
+    | "run"
+    | "net"
+    | "env"
+    | "sys"
+    | "unknown";
+  /** The path (or command, or host) it was denied for, when known. */
+  readonly path: string | undefined;
+  /** Who denied it: Deno's permission flags, or the operating system. */
+  readonly source: "deno" | "os";
+
+  /**
+   * Makes the error.
+   *
+   * @param message The message, naming the permission and the path.
+   * @param options The details.
+   */
+  constructor(
+    message: string,
+    options: {
+      permission: RuntimePermissionError["permission"];
+      path?: string;
+      source: "deno" | "os";
+      cause?: unknown;
+    },
+  ) {
+    super(
+      message,
+      options.cause === undefined ? undefined : { cause: options.cause },
+    );
+    this.permission = options.permission;
+    this.path = options.path;
+    this.source = options.source;
+  }
+}
 
 /** What was being done when an error happened. */
 export interface PermissionContext {
@@ -48,8 +105,8 @@ const NOT_CAPABLE =
  * @example Mapping a Deno permission denial
  * ```ts
  * import { assert } from "@std/assert";
- * import { toPermissionError } from "./permissions.ts";
- * import { RuntimePermissionError } from "../runtimes/errors.ts";
+ * import { RuntimePermissionError, toPermissionError } from "./permissions.ts";
+ *
  * const denial = new Deno.errors.NotCapable(
  *   'Requires write access to "/srv/out.txt", run again with the --allow-write flag',
  * );

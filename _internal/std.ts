@@ -1,16 +1,19 @@
 /**
  * The standard-library functions skillrun uses, with explicit types.
  *
- * `deno.json` maps `@std/...` to `npm:deno-std@1.4.0/...`, which ships std's
- * JavaScript without declarations. Typing the few functions we use here, once,
- * keeps `any` from spreading; switching back to `jsr:@std/...` stays a change of
- * `deno.json` alone.
+ * Development maps `@std/...` to `npm:deno-std@1.4.0/...` (the JSR registry is
+ * not reachable from our build machines), which ships std's JavaScript without
+ * declarations: the types declared here keep `any` from spreading. Under the
+ * official `jsr:@std/*` packages (what JSR users get, and what CI checks with
+ * `deno task test:official`), every declaration below is checked against std's
+ * own types (plain assignments, no casts), so it cannot drift from them.
  *
  * @module
  */
 import * as yaml from "@std/yaml";
 import * as path from "@std/path";
 import * as posixPath from "@std/path/posix";
+import * as mediaTypes from "@std/media-types";
 
 /** Options of {@linkcode parseYaml}. */
 export interface ParseYamlOptions {
@@ -21,6 +24,10 @@ export interface ParseYamlOptions {
 /** Parses one YAML document. Throws a `SyntaxError` on unreadable YAML. */
 export const parseYaml: (text: string, options?: ParseYamlOptions) => unknown =
   yaml.parse;
+
+/** The media type of a file extension (`"pdf"` or `".pdf"`), if known. */
+export const typeByExtension: (extension: string) => string | undefined =
+  mediaTypes.typeByExtension;
 
 /** Path functions of the host platform. */
 export interface PathFunctions {
@@ -58,7 +65,7 @@ export interface PathFunctions {
 }
 
 /** Path functions of the host platform (`@std/path`). */
-export const hostPath: PathFunctions = path as unknown as PathFunctions;
+export const hostPath: PathFunctions = path;
 
 /** POSIX path functions (`@std/path/posix`), for remote sandboxes. */
-export const posix: PathFunctions = posixPath as unknown as PathFunctions;
+export const posix: PathFunctions = posixPath;

@@ -1,12 +1,15 @@
 /**
  * Benchmarks of the local runtime, each beside a bare `Deno.Command` (or
  * `cp -r`) baseline: a tiny command, 1 GiB of output, 100 concurrent
- * commands, and a conversation `prepare` of a real and of a many-file skill.
+ * commands, and a conversation `prepare` of a real and of a many-file skill;
+ * and the isolated mode (bubblewrap) beside the plain one.
  *
  * @module
  */
 import { type BenchCase, runChild } from "./_harness.ts";
 import { LocalSkillRuntime } from "../runtimes/local/runtime.ts";
+import { BubblewrapLauncher } from "../runtimes/local/isolated.ts";
+import { SkillRuntimeConfig } from "../runtimes/config.ts";
 import type { Skill } from "../skill/types.ts";
 
 const ONE_GIB = 1024 * 1024 * 1024;
@@ -73,13 +76,55 @@ function skillAt(basePath: string, name: string): Skill {
   };
 }
 
-async function prepareInFreshConversation(skill: Skill): Promise<void> {
+async function prepareInFreshConversation(
+  skill: Skill,
+  options: { isolated?: boolean; bootstrap?: readonly string[] } = {},
+): Promise<void> {
   await using local = await LocalSkillRuntime.create({
     conversationsRoot: conversationsRoot(),
     conversationId: `bench-${counter++}`,
+    ...(options.isolated ? { launcher: await isolatedLauncher() } : {}),
   });
-  const [prepared] = await local.prepare({ skills: [{ skill }] });
+  const config = options.bootstrap
+    ? { config: new SkillRuntimeConfig({ bootstrap: [...options.bootstrap] }) }
+    : {};
+  const [prepared] = await local.prepare({ skills: [{ skill, ...config }] });
   if (!prepared) throw new Error("Nothing prepared");
+}
+
+/** One sandbox launcher per child process (its checks are made once). */
+let launcher: Promise<BubblewrapLauncher> | undefined;
+function isolatedLauncher(): Promise<BubblewrapLauncher> {
+  return launcher ??= BubblewrapLauncher.create();
+}
+
+let isolated: Promise<LocalSkillRuntime> | undefined;
+function isolatedRuntime(): Promise<LocalSkillRuntime> {
+  return isolated ??= isolatedLauncher().then((launcher) =>
+    new LocalSkillRuntime({ launcher })
+  );
+}
+
+function noBwrap(): string | undefined {
+  try {
+    const output = new Deno.Command("bwrap", {
+      args: ["--version"],
+      stdout: "null",
+      stderr: "null",
+    }).outputSync();
+    return output.success ? undefined : "bwrap does not run here";
+  } catch {
+    return "bwrap is not installed (apt-get install bubblewrap)";
+  }
+}
+
+function noCanvas(): string | undefined {
+  try {
+    Deno.statSync(`${CANVAS}/SKILL.md`);
+    return undefined;
+  } catch {
+    return `the corpus is missing at ${CANVAS}`;
+  }
 }
 
 async function copyWithCp(source: string): Promise<void> {
@@ -130,16 +175,17 @@ export const cases: BenchCase[] = [
         if (result.exitCode !== 0) throw new Error("true failed");
       },
     },
+    // The bare primitive that gives the same guarantee: the command in its own
+    // process group (a detached spawn, which makes Deno fork instead of
+    // posix_spawn: its setsid runs in a pre_exec hook), pipes drained.
     baseline: {
-      label: "bare Deno.Command",
-      fn: () => new Deno.Command("bash", { args: ["-c", "true"] }).output(),
-    },
-    // `output()` ignores `detached`; a detached spawn makes Deno fork instead
-    // of posix_spawn (its setsid runs in a pre_exec hook): this side is the
-    // floor of any runtime that gives each command its own process group.
-    extra: [{
       label: "bare detached spawn + drain",
       fn: () => bareDrain("true", { detached: true }),
+    },
+    // No process group at all: reported as information, not the baseline.
+    extra: [{
+      label: "bare Deno.Command (no group)",
+      fn: () => new Deno.Command("bash", { args: ["-c", "true"] }).output(),
     }],
   },
   {
@@ -234,14 +280,7 @@ export const cases: BenchCase[] = [
     module: import.meta.url,
     iterations: 10,
     maxRatio: 1.5,
-    skipReason: () => {
-      try {
-        Deno.statSync(`${CANVAS}/SKILL.md`);
-        return undefined;
-      } catch {
-        return `the corpus is missing at ${CANVAS}`;
-      }
-    },
+    skipReason: noCanvas,
     ours: {
       label: "prepare",
       fn: () => prepareInFreshConversation(skillAt(CANVAS, "canvas-design")),
@@ -260,6 +299,98 @@ export const cases: BenchCase[] = [
       fn: () => prepareInFreshConversation(skillAt(MANY_FILES, "many-files")),
     },
     baseline: { label: "cp -r", fn: () => copyWithCp(MANY_FILES) },
+  },
+  {
+    id: "local-isolated-execute-true",
+    title: 'isolated execute({ command: "true" }) vs plain',
+    module: import.meta.url,
+    iterations: 30,
+    maxRatio: 3,
+    skipReason: noBwrap,
+    ours: {
+      label: "isolated execute",
+      fn: async () => {
+        const result = await (await isolatedRuntime()).execute({
+          command: "true",
+        });
+        if (result.exitCode !== 0) throw new Error(result.stderr);
+      },
+    },
+    baseline: {
+      label: "plain execute",
+      fn: async () => {
+        const result = await plainRuntime().execute({ command: "true" });
+        if (result.exitCode !== 0) throw new Error("true failed");
+      },
+    },
+    extra: [{
+      label: "bare bwrap (same sandbox, no limits)",
+      fn: () =>
+        new Deno.Command("bwrap", {
+          args: [
+            "--unshare-all",
+            "--unshare-user",
+            "--die-with-parent",
+            "--new-session",
+            "--ro-bind",
+            "/usr",
+            "/usr",
+            "--symlink",
+            "usr/bin",
+            "/bin",
+            "--symlink",
+            "usr/lib",
+            "/lib",
+            "--symlink",
+            "usr/lib64",
+            "/lib64",
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            "--tmpfs",
+            "/tmp",
+            "--",
+            "bash",
+            "-c",
+            "true",
+          ],
+        }).output(),
+    }],
+  },
+  {
+    id: "local-isolated-prepare-canvas-design",
+    title: "isolated conversation prepare of canvas-design vs plain",
+    module: import.meta.url,
+    iterations: 10,
+    rounds: 5,
+    maxRatio: 1.2,
+    skipReason: () => noBwrap() ?? noCanvas(),
+    ours: {
+      label: "isolated prepare",
+      fn: () =>
+        prepareInFreshConversation(skillAt(CANVAS, "canvas-design"), {
+          isolated: true,
+        }),
+    },
+    baseline: {
+      label: "plain prepare",
+      fn: () => prepareInFreshConversation(skillAt(CANVAS, "canvas-design")),
+    },
+    extra: [{
+      label: "isolated prepare + bootstrap `true`",
+      fn: () =>
+        prepareInFreshConversation(skillAt(CANVAS, "canvas-design"), {
+          isolated: true,
+          bootstrap: ["true"],
+        }),
+    }, {
+      label: "plain prepare + bootstrap `true`",
+      fn: () =>
+        prepareInFreshConversation(skillAt(CANVAS, "canvas-design"), {
+          bootstrap: ["true"],
+        }),
+    }],
   },
 ];
 

@@ -18,22 +18,35 @@ const FILES = [
   "./local_bench.ts",
   "./tools_bench.ts",
   "./search_bench.ts",
+  "./opensandbox_bench.ts",
+  "./remote_bench.ts",
+  "./aio_bench.ts",
+  "./mcp_bench.ts",
 ] as const;
 
 const filter = Deno.args[0];
-const results: CaseResult[] = [];
+const all: BenchCase[] = [];
 for (const file of FILES) {
-  const { cases } = await import(file) as { cases: BenchCase[] };
-  for (const benchCase of cases) {
-    if (filter && !benchCase.id.includes(filter)) continue;
-    console.error(`bench: ${benchCase.title} ...`);
-    const result = await runCase(benchCase);
-    console.error(
-      `bench:   ratio ${result.ratio.toFixed(2)} ${
-        result.pass ? "(target met)" : result.notes.join("; ")
-      }`,
-    );
-    results.push(result);
-  }
+  all.push(...(await import(file) as { cases: BenchCase[] }).cases);
+}
+const chosen = all.filter((c) => !filter || c.id.includes(filter));
+if (chosen.length === 0) {
+  console.error(
+    `Unknown bench filter "${filter}": no case id contains it; the ids are:\n${
+      all.map((c) => `  ${c.id}`).join("\n")
+    }`,
+  );
+  Deno.exit(2);
+}
+const results: CaseResult[] = [];
+for (const benchCase of chosen) {
+  console.error(`bench: ${benchCase.title} ...`);
+  const result = await runCase(benchCase);
+  console.error(
+    `bench:   ratio ${result.ratio.toFixed(2)} ${
+      result.pass ? "(target met)" : result.notes.join("; ")
+    }`,
+  );
+  results.push(result);
 }
 console.log(formatResults(results));

@@ -1,5 +1,6 @@
 /**
- * `skillrun mcp`: serves the skill tools over MCP on stdio.
+ * `skillrun mcp`: serves the skill tools over MCP on stdio, or over
+ * Streamable HTTP with `--http`.
  *
  * @module
  */
@@ -7,7 +8,14 @@ import { buildSkillTools } from "../tools/mod.ts";
 import type { SkillRuntime } from "../runtimes/types.ts";
 import { parseArgs, UsageError } from "./_args.ts";
 import { readConfigFile } from "./_config.ts";
-import { type CliStreams, createRuntime, USAGE_EXIT_CODE } from "./run.ts";
+import { serveMcpHttpCommand } from "./_mcp_http.ts";
+import {
+  checkIsolateFlags,
+  type CliStreams,
+  createRuntime,
+  ISOLATE_HELP,
+  USAGE_EXIT_CODE,
+} from "./run.ts";
 
 /** The help of `skillrun mcp`. */
 export const MCP_HELP: string = `Usage: skillrun mcp --skills <dir> [options]
@@ -15,37 +23,62 @@ export const MCP_HELP: string = `Usage: skillrun mcp --skills <dir> [options]
 Serves the skill tools (skill, bash, read, write, edit, ls, glob, grep) to an
 MCP client over stdio, with the local runtime. Stdout carries only MCP
 messages; warnings go to stderr. It ends when the client closes stdin.
+Each skill is also an MCP prompt (its instructions) and its files are
+resources (skill://<name>/<path>).
+
+With --http it serves MCP over Streamable HTTP instead, at
+http://<host>:<port>/mcp (printed as the first line of stdout), until
+interrupted: each MCP session gets its own conversation workspace
+<root>/<session id>, closed when the session ends or after 30 minutes idle.
+On loopback, requests naming another Host or Origin are refused (DNS
+rebinding). A bearer token is asked when SKILLRUN_MCP_TOKEN is set.
 
 Options:
   --skills <dir>       Where the skills are (required)
   --conversation <id>  Work in the conversation workspace <root>/<id>: skills
                        are copied into it and the file tools stay inside it
   --root <dir>         The conversations root (default: .skillrun/conversations)
+  --http [host:]port   Serve over HTTP on this address (host default
+                       127.0.0.1; port 0 picks a free one)
+  --json-response      With --http: answer each request with plain JSON
+                       instead of an SSE stream (cheaper; no keep-alive
+                       while a long call runs)
   --config <file>      A JSON file with each skill's environment and bootstrap
                        commands: {"<skill>": {"env": {"NAME": "value"},
                        "bootstrap": ["command", ...]}}; never shown to the model
-  -h, --help           Show this help
+${ISOLATE_HELP}  -h, --help           Show this help
 
 Example (an MCP client's server entry):
   { "command": "deno", "args": ["run", "-A", "/path/to/skillrun/cli.ts",
     "mcp", "--skills", "/path/to/skills"] }
+  With a sandbox per command: add "--isolate" (and "--allow-net" if the
+  skills need the network).
+Example (over HTTP):
+  deno run -A cli.ts mcp --skills examples/skills --http 8080
 `;
 
 /** Options of {@linkcode mcpCommand}. */
 export interface McpCommandOptions {
   /** Stops serving. */
   readonly signal?: AbortSignal;
-  /** Where help and warnings go; default the process's streams. MCP always uses stdio. */
+  /**
+   * Where help, warnings and (with `--http`) the URL go; default the
+   * process's streams. MCP over stdio always uses the process's own.
+   */
   readonly streams?: CliStreams;
 }
 
 /**
  * Runs `skillrun mcp` with its arguments (those after `mcp`): loads the skills,
  * builds the tools on a local runtime and serves them over stdio until the
- * client closes the connection.
+ * client closes the connection; with `--http`, over Streamable HTTP (one
+ * conversation workspace per MCP session) until the signal aborts or the
+ * process gets SIGINT or SIGTERM.
  *
  * Permissions: `--allow-read` of the skills (and the workspace),
- * `--allow-write` of what the tools may write, `--allow-run=bash` (and `rg`).
+ * `--allow-write` of what the tools may write, `--allow-run=bash` (and `rg`;
+ * with `--isolate`, `bwrap` too); with `--http` also `--allow-net` of the
+ * address and `--allow-env=SKILLRUN_MCP_TOKEN` for a token.
  *
  * @param args The arguments after `mcp`.
  * @param options A signal and the streams for help and warnings.
@@ -82,6 +115,10 @@ export async function mcpCommand(
       conversation: "string",
       root: "string",
       config: "string",
+      http: "string",
+      "json-response": "boolean",
+      isolate: "boolean",
+      "allow-net": "boolean",
     });
     if (parsed.flags.help === true) {
       await out(MCP_HELP);
@@ -97,10 +134,18 @@ export async function mcpCommand(
     }
     if (
       typeof parsed.flags.root === "string" &&
-      typeof parsed.flags.conversation !== "string"
+      typeof parsed.flags.conversation !== "string" &&
+      typeof parsed.flags.http !== "string"
     ) {
       throw new UsageError('Option "--root" needs "--conversation"');
     }
+    if (
+      parsed.flags["json-response"] === true &&
+      typeof parsed.flags.http !== "string"
+    ) {
+      throw new UsageError('Option "--json-response" needs "--http"');
+    }
+    checkIsolateFlags(parsed.flags);
   } catch (error) {
     if (!(error instanceof UsageError)) throw error;
     await err(`skillrun mcp: ${error.message}\n\n${MCP_HELP}`);
@@ -112,6 +157,16 @@ export async function mcpCommand(
     const configs = typeof parsed.flags.config === "string"
       ? await readConfigFile(parsed.flags.config)
       : undefined;
+    if (typeof parsed.flags.http === "string") {
+      await serveMcpHttpCommand({
+        flags: parsed.flags,
+        ...(configs ? { configs } : {}),
+        out,
+        err,
+        ...(options.signal ? { signal: options.signal } : {}),
+      });
+      return 0;
+    }
     runtime = await createRuntime(parsed.flags);
     const built = await buildSkillTools({
       skills: parsed.flags.skills,
@@ -129,7 +184,12 @@ export async function mcpCommand(
     // Loaded here so that the other subcommands never load the MCP SDK.
     const { serveMcp } = await import("../tools/mcp/mod.ts");
     await serveMcp(built.tools, {
-      instructions: mcpInstructions(runtime.defaultWorkingDirectory),
+      skills: built.skills,
+      instructions: mcpInstructions(
+        runtime.defaultWorkingDirectory,
+        parsed.flags.isolate === true,
+        parsed.flags["allow-net"] === true,
+      ),
       ...(options.signal ? { signal: options.signal } : {}),
     });
     return 0;
@@ -149,8 +209,17 @@ export async function mcpCommand(
   }
 }
 
-function mcpInstructions(workingDirectory: string): string {
+function mcpInstructions(
+  workingDirectory: string,
+  isolated: boolean,
+  allowNet: boolean,
+): string {
   return "These tools give you Agent Skills: when a task matches a skill in the skill tool's list, " +
     "call the skill tool with its name first, then follow its instructions with the other tools. " +
-    `Commands run, and relative paths resolve, in ${workingDirectory}.`;
+    `Commands run, and relative paths resolve, in ${workingDirectory}.` +
+    (isolated
+      ? ` Commands run in a sandbox: only that folder (and the skills' folders) and /tmp are writable, /tmp is emptied after each command, and ${
+        allowNet ? "the network is available" : "there is no network"
+      }.`
+      : "");
 }

@@ -1,6 +1,8 @@
 import { Client } from "npm:@modelcontextprotocol/sdk@1.32.2/client";
 // @ts-types="npm:@modelcontextprotocol/sdk@1.32.2/client/stdio"
 import { StdioClientTransport } from "npm:@modelcontextprotocol/sdk@1.32.2/client/stdio.js";
+// @ts-types="npm:@modelcontextprotocol/sdk@1.32.2/client/streamableHttp"
+import { StreamableHTTPClientTransport } from "npm:@modelcontextprotocol/sdk@1.32.2/client/streamableHttp.js";
 import denoJson from "../deno.json" with { type: "json" };
 import {
   assert,
@@ -10,6 +12,12 @@ import {
 } from "../_internal/assert.ts";
 import { hostPath } from "../_internal/std.ts";
 import { buildSkillTools } from "../tools/mod.ts";
+import { parseListenAddress } from "./_mcp_http.ts";
+import { mcpCommand } from "./mcp.ts";
+import {
+  BubblewrapLauncher,
+  IsolationUnavailableError,
+} from "../runtimes/local/isolated.ts";
 
 const repo = hostPath.fromFileUrl(new URL("../", import.meta.url));
 const cli = hostPath.join(repo, "cli.ts");
@@ -27,9 +35,10 @@ function texts(result: Record<string, unknown>): string {
 async function withServer(
   fn: (client: Client, root: string) => Promise<void>,
   config?: unknown,
+  flags: readonly string[] = [],
 ): Promise<void> {
   const root = await Deno.realPath(await Deno.makeTempDir());
-  const extra: string[] = [];
+  const extra: string[] = [...flags];
   if (config !== undefined) {
     const file = hostPath.join(root, "config.json");
     await Deno.writeTextFile(file, JSON.stringify(config));
@@ -97,6 +106,10 @@ Deno.test("mcp serves the skill tools with their JSON Schemas to an MCP client o
     const skill = tools.find((t) => t.name === "skill")!;
     assertStringIncludes(skill.description ?? "", "csv-report");
     assertStringIncludes(skill.description ?? "", "json-to-table");
+    const { prompts } = await client.listPrompts();
+    assertEquals(prompts.map((p) => p.name), ["csv-report", "json-to-table"]);
+    const { resources } = await client.listResources();
+    assert(resources.some((r) => r.uri === "skill://csv-report/SKILL.md"));
   });
 });
 
@@ -246,4 +259,278 @@ Deno.test("mcp --help prints its usage; bad options and configurations are refus
   } finally {
     await Deno.remove(config);
   }
+});
+
+/** `cli.ts mcp --http 127.0.0.1:0` in a subprocess, its URL read from stdout. */
+async function withHttpServer(
+  fn: (url: URL, root: string) => Promise<void>,
+  env: Record<string, string> = {},
+  extraArgs: string[] = [],
+): Promise<{ code: number; stderr: string }> {
+  const root = await Deno.realPath(await Deno.makeTempDir());
+  const child = new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "--quiet",
+      "--no-prompt",
+      `--allow-read=${repo},${root}`,
+      `--allow-write=${root}`,
+      "--allow-run",
+      "--allow-env",
+      "--allow-net=127.0.0.1",
+      cli,
+      "mcp",
+      "--skills",
+      "examples/skills",
+      "--root",
+      root,
+      "--http",
+      "127.0.0.1:0",
+      ...extraArgs,
+    ],
+    cwd: repo,
+    env: { ...Deno.env.toObject(), NO_COLOR: "1", ...env },
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const stderr = new Response(child.stderr).text();
+  const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let first = "";
+  try {
+    while (!first.includes("\n")) {
+      const { done, value } = await lines.read();
+      if (done) break;
+      first += value;
+    }
+    if (!/^http:\/\/127\.0\.0\.1:\d+\/mcp\n$/.test(first)) {
+      child.kill("SIGTERM");
+      throw new Error(`No URL on stdout: "${first}"\n${await stderr}`);
+    }
+    await fn(new URL(first.trim()), root);
+  } finally {
+    child.kill("SIGTERM");
+    await lines.cancel();
+    await Deno.remove(root, { recursive: true }).catch(() => {});
+  }
+  const status = await child.status;
+  return { code: status.code, stderr: await stderr };
+}
+
+Deno.test("mcp --http serves the tools, prompts and resources over HTTP, one workspace per session", async () => {
+  const { code, stderr } = await withHttpServer(async (url, root) => {
+    const sessions = [];
+    for (let i = 0; i < 2; i++) {
+      const transport = new StreamableHTTPClientTransport(url);
+      const client = new Client({ name: "cli-http-test", version: "1.0.0" });
+      await client.connect(transport);
+      sessions.push({ client, transport });
+    }
+    try {
+      for (const { client, transport } of sessions) {
+        const { tools } = await client.listTools();
+        assertEquals(
+          tools.map((t) => t.name),
+          ["skill", "bash", "read", "write", "edit", "ls", "glob", "grep"],
+        );
+        const ran = await client.callTool({
+          name: "bash",
+          arguments: { command: "pwd" },
+        });
+        assertEquals(
+          texts(ran).trim(),
+          hostPath.join(root, transport.sessionId!),
+        );
+        const loaded = await client.callTool({
+          name: "skill",
+          arguments: { name: "csv-report" },
+        });
+        assertEquals(loaded.isError, false, texts(loaded));
+        const { prompts } = await client.listPrompts();
+        assertEquals(prompts.map((p) => p.name), [
+          "csv-report",
+          "json-to-table",
+        ]);
+        const skillMd = await client.readResource({
+          uri: "skill://csv-report/SKILL.md",
+        });
+        assertStringIncludes(
+          (skillMd.contents[0] as { text: string }).text,
+          "# CSV report",
+        );
+      }
+      await sessions[0]!.transport.terminateSession();
+    } finally {
+      for (const { client } of sessions) await client.close();
+    }
+  });
+  assertEquals(code, 0, stderr);
+});
+
+Deno.test("mcp --http asks for the bearer token of SKILLRUN_MCP_TOKEN", async () => {
+  const token = "cli-token-value";
+  const { code, stderr } = await withHttpServer(async (url) => {
+    const refused = await fetch(url, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+      },
+      body: "{}",
+    });
+    await refused.body?.cancel();
+    assertEquals(refused.status, 401);
+    const transport = new StreamableHTTPClientTransport(url, {
+      requestInit: { headers: { authorization: `Bearer ${token}` } },
+    });
+    const client = new Client({ name: "cli-http-test", version: "1.0.0" });
+    await client.connect(transport);
+    try {
+      assertEquals((await client.listTools()).tools.length, 8);
+    } finally {
+      await client.close();
+    }
+  }, { SKILLRUN_MCP_TOKEN: token });
+  assertEquals(code, 0, stderr);
+  assert(!stderr.includes(token));
+});
+
+Deno.test("mcp --http refuses a bad address and a fixed conversation", async () => {
+  const chunks: Uint8Array[] = [];
+  const sink = {
+    write: (b: Uint8Array) => (chunks.push(b), Promise.resolve(b.length)),
+  };
+  const run = (args: string[]) =>
+    mcpCommand(["--skills", exampleSkills, ...args], {
+      streams: { stdout: sink, stderr: sink },
+    });
+  const text = () =>
+    new TextDecoder().decode(
+      chunks.splice(0).reduce(
+        (a, b) => new Uint8Array([...a, ...b]),
+        new Uint8Array(),
+      ),
+    );
+  assertEquals(await run(["--http", "localhost:99999"]), 2);
+  assertStringIncludes(
+    text(),
+    'Cannot listen on "localhost:99999": expected [host:]port with a port from 0 to 65535',
+  );
+  assertEquals(await run(["--http", "x:y"]), 2);
+  assertStringIncludes(text(), 'Cannot listen on "x:y"');
+  assertEquals(await run(["--json-response"]), 2);
+  assertStringIncludes(text(), 'Option "--json-response" needs "--http"');
+  assertEquals(await run(["--http", "0", "--conversation", "c1"]), 2);
+  assertStringIncludes(
+    text(),
+    'Option "--conversation" does not go with "--http"',
+  );
+});
+
+Deno.test("parseListenAddress() reads [host:]port", () => {
+  assertEquals(parseListenAddress("8080"), {
+    hostname: "127.0.0.1",
+    port: 8080,
+  });
+  assertEquals(parseListenAddress("0.0.0.0:0"), {
+    hostname: "0.0.0.0",
+    port: 0,
+  });
+  assertEquals(parseListenAddress("[::1]:9000"), {
+    hostname: "::1",
+    port: 9000,
+  });
+  assertEquals(parseListenAddress("localhost:1"), {
+    hostname: "localhost",
+    port: 1,
+  });
+});
+
+Deno.test("mcp --http --json-response answers with plain JSON", async () => {
+  const { code, stderr } = await withHttpServer(
+    async (url) => {
+      const response = await fetch(url, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+        },
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "initialize",
+          params: {
+            protocolVersion: "2025-06-18",
+            capabilities: {},
+            clientInfo: { name: "raw", version: "1" },
+          },
+        }),
+      });
+      assertEquals(response.headers.get("content-type"), "application/json");
+      const body = await response.json();
+      assertEquals(body.result.serverInfo.name, denoJson.name);
+      const transport = new StreamableHTTPClientTransport(url);
+      const client = new Client({ name: "cli-http-test", version: "1.0.0" });
+      await client.connect(transport);
+      try {
+        const ran = await client.callTool({
+          name: "bash",
+          arguments: { command: "echo json" },
+        });
+        assertEquals(texts(ran).trim(), "json");
+      } finally {
+        await client.close();
+      }
+    },
+    {},
+    ["--json-response"],
+  );
+  assertEquals(code, 0, stderr);
+});
+
+const NO_SANDBOX: string | null = await BubblewrapLauncher.create().then(
+  () => null,
+  (error) =>
+    error instanceof IsolationUnavailableError
+      ? error.message
+      : Promise.reject(error),
+);
+if (NO_SANDBOX !== null) {
+  console.error(`Ignoring "mcp --isolate ...": ${NO_SANDBOX}`);
+}
+
+Deno.test({
+  name:
+    "mcp --isolate runs the bash tool in a sandbox and says so in its instructions",
+  ignore: NO_SANDBOX !== null,
+  fn: async () => {
+    await withServer(
+      async (client, root) => {
+        assertStringIncludes(
+          client.getInstructions() ?? "",
+          "Commands run in a sandbox",
+        );
+        const workspace = hostPath.join(root, "mcp-test");
+        const ran = await client.callTool({
+          name: "bash",
+          arguments: {
+            command:
+              `echo $HOME; echo in > in.txt; echo out > ${root}/out.txt; ls ${repo}`,
+          },
+        });
+        assertStringIncludes(texts(ran), "/tmp/home");
+        assertStringIncludes(texts(ran), "No such file or directory");
+        assertEquals(
+          await Deno.readTextFile(hostPath.join(workspace, "in.txt")),
+          "in\n",
+        );
+        assertEquals(
+          [...Deno.readDirSync(root)].map((e) => e.name),
+          ["mcp-test"],
+        );
+      },
+      undefined,
+      ["--isolate"],
+    );
+  },
 });

@@ -32,7 +32,18 @@ export const DEFAULT_CONVERSATIONS_ROOT = ".skillrun/conversations";
 export const USAGE_EXIT_CODE = 2;
 
 /** The most bytes of each stream the CLI keeps from a command: 64 MiB. */
-const CLI_MAX_OUTPUT_BYTES = 64 * 1024 * 1024;
+/** Output kept in the result; what the user sees is streamed live. */
+const CLI_KEPT_OUTPUT_BYTES = 64 * 1024;
+
+/** The help lines of `--isolate` and `--allow-net`, shared by `run`, `mcp` and `doctor`. */
+export const ISOLATE_HELP: string =
+  `  --isolate            Run every command in a bubblewrap sandbox (Linux): the
+                       system read-only, only the skill's folder (or the
+                       workspace) writable, a private /tmp, no network, no
+                       host processes or environment; fails if bwrap is
+                       missing or user namespaces are off (never falls back)
+  --allow-net          With --isolate: let commands use the network
+`;
 
 /** The help of `skillrun run`. */
 export const RUN_HELP: string =
@@ -40,7 +51,8 @@ export const RUN_HELP: string =
 
 Prepares <skill> (found under <skills-dir>) with the local runtime, then runs
 <command> with bash in the skill's folder. Its stdout and stderr go to this
-program's stdout and stderr, and its exit code becomes this program's.
+program's stdout and stderr as it writes them, this program's stdin goes to it,
+and its exit code becomes this program's.
 
 One word after "--" is a shell line as it is ('ls | wc -l'); several words are
 quoted one by one (python3 x.py "a b" passes "a b" as one argument).
@@ -56,23 +68,30 @@ Options:
                        entry for a skill not under <skills-dir> is an error
   --timeout <ms>       Stop the command (and all it started) after <ms>;
                        exit code ${TIMEOUT_EXIT_CODE} (default: ${DEFAULT_EXECUTE_TIMEOUT_MS})
-  -h, --help           Show this help
+${ISOLATE_HELP}  -h, --help           Show this help
 
 Exit codes: the command's own; ${TIMEOUT_EXIT_CODE} on timeout; ${INTERRUPTED_EXIT_CODE} on Ctrl-C;
 1 when the skill cannot be found or prepared; ${USAGE_EXIT_CODE} on a command-line mistake
 or an unusable --config file. A preparation that takes more than a second
 shows its progress on stderr.
 
-Example:
+Examples:
   skillrun run examples/skills csv-report -- ls -la
+  skillrun run --isolate examples/skills csv-report -- bash scripts/report.sh
 `;
+
+/** A stream the CLI writes to (`Deno.stdout` and `Deno.stderr` are ones). */
+export interface CliWriter {
+  /** Writes some of the bytes; returns how many. */
+  write(bytes: Uint8Array): Promise<number>;
+}
 
 /** Where the CLI writes; the process's own streams by default. */
 export interface CliStreams {
   /** Standard output. */
-  readonly stdout: { write(bytes: Uint8Array): Promise<number> };
+  readonly stdout: CliWriter;
   /** Standard error. */
-  readonly stderr: { write(bytes: Uint8Array): Promise<number> };
+  readonly stderr: CliWriter;
 }
 
 /** Options of {@linkcode runCommand}. */
@@ -81,13 +100,19 @@ export interface RunCommandOptions {
   readonly signal?: AbortSignal;
   /** Where output goes; default the process's stdout and stderr. */
   readonly streams?: CliStreams;
+  /**
+   * The command's standard input; default this process's (`Deno.stdin`),
+   * `null` for none.
+   */
+  readonly stdin?: ReadableStream<Uint8Array> | null;
 }
 
 /**
  * Runs `skillrun run` with its arguments (those after `run`).
  *
  * Permissions: `--allow-read` of the skills (and the workspace),
- * `--allow-write` of the workspace in conversation mode, `--allow-run=bash`.
+ * `--allow-write` of the workspace in conversation mode, `--allow-run=bash`
+ * (with `--isolate`: `--allow-run=bwrap,bash`).
  *
  * @param args The arguments after `run`.
  * @param options A signal and the output streams.
@@ -123,6 +148,8 @@ export async function runCommand(
       root: "string",
       timeout: "string",
       config: "string",
+      isolate: "boolean",
+      "allow-net": "boolean",
     });
     if (parsed.flags.help === true) {
       await out(RUN_HELP);
@@ -144,6 +171,7 @@ export async function runCommand(
     ) {
       throw new UsageError('Option "--root" needs "--conversation"');
     }
+    checkIsolateFlags(parsed.flags);
     command = commandLine(parsed.rest);
     timeoutMs = parseTimeout(parsed.flags.timeout);
   } catch (error) {
@@ -174,20 +202,27 @@ export async function runCommand(
       err,
       signal,
     );
+    // The output goes out live, in the order it comes (one queue for both
+    // streams keeps their interleaving); the result keeps only a little.
+    let written = Promise.resolve();
+    const live = (stream: CliWriter) => (chunk: Uint8Array) => {
+      const copy = chunk.slice();
+      written = written.then(() => writeBytes(stream, copy));
+    };
+    const stdin = options.stdin === undefined
+      ? Deno.stdin.readable
+      : options.stdin;
     const result = await runtime.execute({
       command,
       workingDirectory: prepared!.basePath,
       timeoutMs,
-      maxOutputBytes: CLI_MAX_OUTPUT_BYTES,
+      maxOutputBytes: CLI_KEPT_OUTPUT_BYTES,
       signal,
+      onStdout: live(streams.stdout),
+      onStderr: live(streams.stderr),
+      ...(stdin ? { stdin } : {}),
     });
-    await out(result.stdout);
-    await err(result.stderr);
-    if (result.stdoutTruncated || result.stderrTruncated) {
-      await err(
-        `skillrun run: output was over ${CLI_MAX_OUTPUT_BYTES} bytes; its middle was left out\n`,
-      );
-    }
+    await written;
     if (result.timedOut) {
       await err(`skillrun run: command timed out after ${timeoutMs} ms\n`);
       return TIMEOUT_EXIT_CODE;
@@ -219,17 +254,40 @@ export async function runCommand(
 }
 
 /**
- * Builds the local runtime the `run` and `mcp` subcommands use: plain, or in a
- * conversation workspace when `--conversation` is given (under `--root`,
- * default `.skillrun/conversations`, resolved against the current folder).
+ * Refuses `--allow-net` without `--isolate` (the plain shell's network is
+ * never restricted, so the flag would say something false).
+ *
+ * @param flags The parsed flags.
+ * @throws {UsageError} `--allow-net` without `--isolate`.
+ */
+export function checkIsolateFlags(
+  flags: Readonly<Record<string, string | boolean>>,
+): void {
+  if (flags["allow-net"] === true && flags.isolate !== true) {
+    throw new UsageError(
+      'Option "--allow-net" needs "--isolate" (without it commands are not fenced at all)',
+    );
+  }
+}
+
+/**
+ * Builds the local runtime the `run`, `mcp` and `doctor` subcommands use:
+ * plain, or in a conversation workspace when `--conversation` is given (under
+ * `--root`, default `.skillrun/conversations`, resolved against the current
+ * folder); isolated in a bubblewrap sandbox with `--isolate` (network with
+ * `--allow-net`).
  *
  * Permissions: in conversation mode, `--allow-read` and `--allow-write` of
- * the conversations root.
+ * the conversations root; with `--isolate`, `--allow-run=bwrap,bash`.
  *
- * @param flags The parsed `--conversation` and `--root` flags.
+ * @param flags The parsed `--conversation`, `--root`, `--isolate` and
+ * `--allow-net` flags.
  * @returns A new local runtime.
- * @throws {UsageError} `--root` without `--conversation`.
+ * @throws {UsageError} `--root` without `--conversation`, `--allow-net`
+ * without `--isolate`.
  * @throws {TypeError} An invalid conversation id (from the runtime).
+ * @throws {IsolationUnavailableError} `--isolate` where sandboxes cannot
+ * start (the message says what to install or enable).
  *
  * @example A plain runtime
  * ```ts
@@ -244,17 +302,22 @@ export async function createRuntime(
 ): Promise<LocalSkillRuntime> {
   const conversation = flags.conversation;
   const root = flags.root;
+  checkIsolateFlags(flags);
+  const isolate = flags.isolate === true
+    ? { isolate: { allowNet: flags["allow-net"] === true } }
+    : {};
   if (typeof conversation !== "string") {
     if (typeof root === "string") {
       throw new UsageError('Option "--root" needs "--conversation"');
     }
-    return new LocalSkillRuntime();
+    return await LocalSkillRuntime.create(isolate);
   }
   return await LocalSkillRuntime.create({
     conversationsRoot: hostPath.resolve(
       typeof root === "string" ? root : DEFAULT_CONVERSATIONS_ROOT,
     ),
     conversationId: conversation,
+    ...isolate,
   });
 }
 
@@ -363,10 +426,12 @@ function progressLine(progress: PrepareProgress, started: number): string {
   return `skillrun: preparing "${progress.skillName}" (${progress.stage}${detail}) [${seconds} s]\n`;
 }
 
-async function writeAll(
-  stream: { write(bytes: Uint8Array): Promise<number> },
-  text: string,
-): Promise<void> {
+async function writeBytes(stream: CliWriter, bytes: Uint8Array): Promise<void> {
+  let done = 0;
+  while (done < bytes.length) done += await stream.write(bytes.subarray(done));
+}
+
+async function writeAll(stream: CliWriter, text: string): Promise<void> {
   let bytes = new TextEncoder().encode(text);
   while (bytes.length > 0) {
     const written = await stream.write(bytes);

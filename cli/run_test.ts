@@ -7,6 +7,19 @@ import {
 } from "../_internal/assert.ts";
 import { hostPath } from "../_internal/std.ts";
 import { runCommand } from "./run.ts";
+import {
+  BubblewrapLauncher,
+  IsolationUnavailableError,
+} from "../runtimes/local/isolated.ts";
+
+/** Why the isolated mode cannot run here, or `null`. */
+const NO_SANDBOX: string | null = await BubblewrapLauncher.create().then(
+  () => null,
+  (error) =>
+    error instanceof IsolationUnavailableError
+      ? error.message
+      : Promise.reject(error),
+);
 
 const repo = hostPath.fromFileUrl(new URL("../", import.meta.url));
 const cli = hostPath.join(repo, "cli.ts");
@@ -454,10 +467,162 @@ Deno.test("runCommand() writes to the given streams", async () => {
     });
     const code = await runCommand(
       [skills, "probe", "--", "echo a; echo b >&2; exit 3"],
-      { streams: { stdout: sink(out), stderr: sink(err) } },
+      { streams: { stdout: sink(out), stderr: sink(err) }, stdin: null },
     );
     assertEquals(code, 3);
     assertEquals(out.join(""), "a\n");
     assertEquals(err.join(""), "b\n");
+  });
+});
+
+Deno.test({
+  name:
+    "run --isolate runs the command in a sandbox: skill writable, nothing else of the host",
+  ignore: NO_SANDBOX !== null,
+  fn: async () => {
+    await withSkills(async (skills, temp) => {
+      await Deno.writeTextFile(hostPath.join(temp, "outside.txt"), "host\n");
+      // The working folder (writable in plain isolated mode) is a sibling.
+      const work = hostPath.join(temp, "work");
+      await Deno.mkdir(work);
+      const result = await skillrun([
+        "run",
+        "--isolate",
+        skills,
+        "probe",
+        "--",
+        `cat data.txt; echo made > made.txt; echo x > ${temp}/escape.txt; echo $HOME; cat ${temp}/outside.txt; echo end`,
+      ], work);
+      assertEquals(result.code, 0, result.stderr);
+      assertEquals(result.stdout, "from the skill\n/tmp/home\nend\n");
+      // The write to escape.txt landed in the private /tmp, not on the host.
+      assertStringIncludes(result.stderr, "outside.txt: No such file");
+      assertEquals(
+        await Deno.readTextFile(hostPath.join(skills, "probe", "made.txt")),
+        "made\n",
+      );
+      assertEquals(
+        [...Deno.readDirSync(temp)].map((e) => e.name).sort(),
+        ["outside.txt", "skills", "work"],
+      );
+    });
+  },
+});
+if (NO_SANDBOX !== null) {
+  console.error(`Ignoring "run --isolate ...": ${NO_SANDBOX}`);
+}
+
+Deno.test({
+  name:
+    "run --isolate --allow-net reaches a loopback server; without it nothing",
+  ignore: NO_SANDBOX !== null,
+  fn: async () => {
+    const server = Deno.serve(
+      { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+      () => new Response("pong"),
+    );
+    try {
+      await withSkills(async (skills, temp) => {
+        const fetch =
+          `exec 3<>/dev/tcp/127.0.0.1/${server.addr.port} && printf 'GET / HTTP/1.0\\r\\n\\r\\n' >&3 && tail -n 1 <&3`;
+        const allowed = await skillrun(
+          ["run", "--isolate", "--allow-net", skills, "probe", "--", fetch],
+          temp,
+        );
+        assertEquals(allowed.stdout, "pong");
+        const denied = await skillrun(
+          ["run", "--isolate", skills, "probe", "--", fetch],
+          temp,
+        );
+        assertEquals(denied.stdout, "");
+        assertStringIncludes(denied.stderr, "Connection refused");
+      });
+    } finally {
+      await server.shutdown();
+    }
+  },
+});
+
+Deno.test("run --allow-net without --isolate is a usage error", async () => {
+  await withSkills(async (skills) => {
+    const result = await skillrun([
+      "run",
+      "--allow-net",
+      skills,
+      "probe",
+      "--",
+      "true",
+    ]);
+    assertEquals(result.code, 2);
+    assertStringIncludes(
+      result.stderr,
+      'Option "--allow-net" needs "--isolate"',
+    );
+  });
+});
+
+Deno.test("run streams output live, keeps stdout and stderr interleaved, and passes stdin through", async () => {
+  await withSkills(async (skills) => {
+    const events: string[] = [];
+    let started = 0;
+    const sink = (name: string) => ({
+      write: (bytes: Uint8Array) => {
+        events.push(
+          `${name}:${new TextDecoder().decode(bytes)}@${
+            Math.round(performance.now() - started)
+          }`,
+        );
+        return Promise.resolve(bytes.length);
+      },
+    });
+    started = performance.now();
+    const code = await runCommand(
+      [
+        skills,
+        "probe",
+        "--",
+        // Reads a line from stdin, then writes out, err, out with pauses.
+        'read line; echo "got $line"; sleep 0.6; echo e1 >&2; sleep 0.6; echo o2',
+      ],
+      {
+        streams: { stdout: sink("out"), stderr: sink("err") },
+        stdin: ReadableStream.from([new TextEncoder().encode("hello\n")]),
+      },
+    );
+    assertEquals(code, 0);
+    const order = events.map((e) => e.replace(/@\d+$/, ""));
+    assertEquals(order, ["out:got hello\n", "err:e1\n", "out:o2\n"]);
+    // The first line arrived long before the command ended (live, not at the end).
+    const at = events.map((e) => Number(/@(\d+)$/.exec(e)![1]));
+    assertLess(at[0]!, at[2]! - 800, events.join(" "));
+  });
+});
+
+Deno.test("run passes this process's stdin to the command", async () => {
+  await withSkills(async (skills) => {
+    const child = new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "--quiet",
+        "-A",
+        cli,
+        "run",
+        skills,
+        "probe",
+        "--",
+        "wc -l",
+      ],
+      cwd: repo,
+      env: { NO_COLOR: "1" },
+      stdin: "piped",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    const writer = child.stdin.getWriter();
+    await writer.write(new TextEncoder().encode("a\nb\nc\n"));
+    await writer.close();
+    const output = await child.output();
+    assertEquals(output.code, 0, new TextDecoder().decode(output.stderr));
+    assertEquals(new TextDecoder().decode(output.stdout).trim(), "3");
   });
 });

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { hostPath } from "../_internal/std.ts";
+import { fromFileUrl, join } from "@std/path";
 import {
   buildSkillTools,
   LocalSkillRuntime,
@@ -44,13 +44,13 @@ export function apiMessage(body: string): string {
 export async function exampleTools(
   prefix: string,
 ): Promise<{ tools: readonly Tool[]; workspace: string } & AsyncDisposable> {
-  const repo = hostPath.fromFileUrl(new URL("../", import.meta.url));
+  const repo = fromFileUrl(new URL("../", import.meta.url));
   const runtime = await LocalSkillRuntime.create({
-    conversationsRoot: hostPath.join(repo, ".skillrun"),
+    conversationsRoot: join(repo, ".skillrun"),
     conversationId: `${prefix}-${Date.now()}`,
   });
   const kit = await buildSkillTools({
-    skills: hostPath.join(repo, "examples", "skills"),
+    skills: join(repo, "examples", "skills"),
     runtime,
     configs: {
       "csv-report": new SkillRuntimeConfig({
@@ -67,4 +67,35 @@ export async function exampleTools(
       await runtime.close();
     },
   };
+}
+
+/**
+ * Runs an example's command line: a failure (no API key, no network, an API
+ * error) ends it with one line on stderr and exit code 1, not a stack trace.
+ */
+export async function runMain(main: () => Promise<void>): Promise<void> {
+  try {
+    await main();
+  } catch (error) {
+    console.error(`error: ${oneLine(error)}`);
+    Deno.exit(1);
+  }
+}
+
+function oneLine(error: unknown): string {
+  // fetch throws "fetch failed" with the network error as its cause.
+  const cause = error instanceof Error && error.cause instanceof Error
+    ? `: ${error.cause.message}`
+    : "";
+  const message = error instanceof Error
+    ? `${error.message}${cause}`
+    : String(error);
+  // fetch's network failures: "error sending request for url (...): ...".
+  const network = /error sending request for url \((.*?)\)(?:: (.*))?/s
+    .exec(message);
+  if (network) {
+    const reason = network[2]?.split("\n")[0]?.trim();
+    return `Cannot reach ${network[1]}${reason ? `: ${reason}` : ""}`;
+  }
+  return message.split("\n")[0] ?? message;
 }

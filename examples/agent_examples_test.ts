@@ -14,7 +14,9 @@ async function documentedFlags(file: string): Promise<string[]> {
   const readme = await Deno.readTextFile(
     hostPath.join(repo, "examples", "README.md"),
   );
-  const line = new RegExp(`\\bdeno run ([^\`\\n]*?)examples/${file}`).exec(
+  const line = new RegExp(
+    `\\bdeno(?:@[\\d.]+)? run ([^\`\\n]*?)examples/${file}`,
+  ).exec(
     readme.replaceAll("\\\n", " "),
   )?.[1];
   assert(line, `examples/README.md shows how to run ${file}`);
@@ -161,6 +163,50 @@ for (const provider of providers) {
       );
     } finally {
       if (workspace) await Deno.remove(workspace, { recursive: true });
+    }
+  });
+}
+
+for (const provider of providers) {
+  Deno.test(`examples/${provider.file} ends with one clear line when the key or the network is missing`, async () => {
+    const flags = await documentedFlags(provider.file);
+    // A port nothing listens on: open one, then close it.
+    const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+    const { port } = listener.addr as Deno.NetAddr;
+    listener.close();
+    const cases = [
+      {
+        env: {} as Record<string, string>,
+        line: `error: Cannot call the ${
+          provider.env === "OPENAI" ? "OpenAI" : "Anthropic"
+        } API: set ${provider.env}_API_KEY or pass apiKey\n`,
+        net: flags,
+      },
+      {
+        env: {
+          [`${provider.env}_API_KEY`]: "sk-test-key",
+          [`${provider.env}_BASE_URL`]: `http://127.0.0.1:${port}/v1`,
+        },
+        line: `error: Cannot reach http://127.0.0.1:${port}/v1/`,
+        net: flags.map((flag) =>
+          flag.startsWith("--allow-net=")
+            ? `--allow-net=127.0.0.1:${port}`
+            : flag
+        ),
+      },
+    ];
+    for (const { env, line, net } of cases) {
+      const output = await new Deno.Command(Deno.execPath(), {
+        args: ["run", ...net, `examples/${provider.file}`],
+        cwd: repo,
+        clearEnv: true,
+        env: { NO_COLOR: "1", PATH: Deno.env.get("PATH") ?? "", ...env },
+        stdin: "null",
+      }).output();
+      const stderr = new TextDecoder().decode(output.stderr);
+      assertEquals(output.code, 1, stderr);
+      assert(stderr.startsWith(line), stderr);
+      assertEquals(stderr.trimEnd().split("\n").length, 1, stderr);
     }
   });
 }

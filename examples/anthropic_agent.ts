@@ -21,6 +21,7 @@ import {
   DEFAULT_PROMPT,
   envVar,
   exampleTools,
+  runMain,
 } from "./_agent_shared.ts";
 import {
   type AnthropicTool,
@@ -296,17 +297,19 @@ function defaultModelName(): string {
 }
 
 if (import.meta.main) {
-  const prompt = Deno.args.join(" ") || DEFAULT_PROMPT;
-  await using example = await exampleTools("anthropic");
-  const result = await runAnthropicAgent(prompt, {
-    tools: example.tools,
-    onToolCall: (call) =>
-      console.error(
-        `→ ${call.name} ${JSON.stringify(call.input)}${
-          call.isError ? " (error)" : ""
-        }`,
-      ),
+  await runMain(async () => {
+    const prompt = Deno.args.join(" ") || DEFAULT_PROMPT;
+    await using example = await exampleTools("anthropic");
+    const result = await runAnthropicAgent(prompt, {
+      tools: example.tools,
+      onToolCall: (call) =>
+        console.error(
+          `→ ${call.name} ${JSON.stringify(call.input)}${
+            call.isError ? " (error)" : ""
+          }`,
+        ),
+    });
+    console.log(result.text);
+    console.error(`(workspace: ${example.workspace})`);
   });
-  console.log(result.text);
-  console.error(`(workspace: ${example.workspace})`);
 }

@@ -21,7 +21,7 @@
  *
  * @module
  */
-import { hostPath } from "../_internal/std.ts";
+import { fromFileUrl, join } from "@std/path";
 import {
   buildSkillTools,
   dispatchToolCall,
@@ -190,9 +190,9 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
   const print = options.print ?? ((line: string) => console.log(line));
   const maxLines = options.maxLines ?? 14;
   const root = options.root ??
-    hostPath.fromFileUrl(new URL("../", import.meta.url));
+    fromFileUrl(new URL("../", import.meta.url));
   const conversationsRoot = options.conversationsRoot ??
-    hostPath.join(root, ".skillrun");
+    join(root, ".skillrun");
   const stamp = new Date().toISOString().replace(/[:.]/g, "-");
   const conversationId = options.conversationId ?? `demo-${stamp}`;
 
@@ -201,7 +201,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
     conversationId,
   });
   await using built = await buildSkillTools({
-    skills: hostPath.join(root, "examples", "skills"),
+    skills: join(root, "examples", "skills"),
     runtime,
     configs: {
       // Application-side: never in SKILL.md, never shown to the model.
@@ -243,7 +243,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
     }
   }
 
-  const downloaded = hostPath.join(
+  const downloaded = join(
     conversationsRoot,
     "downloads",
     `${conversationId}-q3-report.md`,

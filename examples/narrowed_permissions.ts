@@ -11,7 +11,7 @@
  *
  * @module
  */
-import { hostPath } from "../_internal/std.ts";
+import { fromFileUrl, join } from "@std/path";
 import {
   buildSkillTools,
   dispatchToolCall,
@@ -21,9 +21,9 @@ import {
 
 // Absolute paths from this file's location: no `Deno.cwd()`, which would need
 // read access to the current folder.
-const repo = hostPath.fromFileUrl(new URL("../", import.meta.url));
-const skills = hostPath.join(repo, "examples", "skills");
-const conversationsRoot = hostPath.join(repo, ".skillrun", "narrowed");
+const repo = fromFileUrl(new URL("../", import.meta.url));
+const skills = join(repo, "examples", "skills");
+const conversationsRoot = join(repo, ".skillrun", "narrowed");
 
 await using runtime = await LocalSkillRuntime.create({
   conversationsRoot,
@@ -64,5 +64,5 @@ await call("write", { file_path: "notes/todo.txt", content: "check Q4\n" });
 await call("ls", { path: ".", depth: 2 });
 await call("glob", { pattern: "**/*.md" });
 // Outside the workspace: refused by the runtime's fence (and by Deno's flags).
-await call("read", { file_path: hostPath.join(repo, "README.md") });
+await call("read", { file_path: join(repo, "README.md") });
 await call("write", { file_path: "../escape.txt", content: "no" });

@@ -21,6 +21,7 @@ import {
   DEFAULT_PROMPT,
   envVar,
   exampleTools,
+  runMain,
 } from "./_agent_shared.ts";
 import {
   dispatchToolCall,
@@ -267,15 +268,17 @@ function defaultModelName(): string {
 }
 
 if (import.meta.main) {
-  const prompt = Deno.args.join(" ") || DEFAULT_PROMPT;
-  await using example = await exampleTools("openai");
-  const result = await runOpenAIAgent(prompt, {
-    tools: example.tools,
-    onToolCall: (call) =>
-      console.error(
-        `→ ${call.name} ${call.arguments}${call.isError ? " (error)" : ""}`,
-      ),
+  await runMain(async () => {
+    const prompt = Deno.args.join(" ") || DEFAULT_PROMPT;
+    await using example = await exampleTools("openai");
+    const result = await runOpenAIAgent(prompt, {
+      tools: example.tools,
+      onToolCall: (call) =>
+        console.error(
+          `→ ${call.name} ${call.arguments}${call.isError ? " (error)" : ""}`,
+        ),
+    });
+    console.log(result.text);
+    console.error(`(workspace: ${example.workspace})`);
   });
-  console.log(result.text);
-  console.error(`(workspace: ${example.workspace})`);
 }

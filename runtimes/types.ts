@@ -68,6 +68,34 @@ export interface ExecuteRequest {
   readonly signal?: AbortSignal;
   /** The most bytes of each stream kept in memory; the rest is counted. */
   readonly maxOutputBytes?: number;
+  /** See {@linkcode ExecuteStreams.onStdout}. */
+  readonly onStdout?: (chunk: Uint8Array) => void;
+  /** See {@linkcode ExecuteStreams.onStderr}. */
+  readonly onStderr?: (chunk: Uint8Array) => void;
+  /** See {@linkcode ExecuteStreams.stdin}. */
+  readonly stdin?: ReadableStream<Uint8Array>;
+}
+
+/**
+ * Live streams of one execution, beside the bounded output of its result
+ * (what a command line needs to show a command's output as it runs).
+ */
+export interface ExecuteStreams {
+  /**
+   * Receives standard output as the command writes it, in order, besides the
+   * bounded copy kept for the result. The chunk is only valid during the
+   * call. A runtime that cannot stream calls it once, at the end, with the
+   * output it kept.
+   */
+  readonly onStdout?: (chunk: Uint8Array) => void;
+  /** The same for standard error. */
+  readonly onStderr?: (chunk: Uint8Array) => void;
+  /**
+   * The command's standard input (default: none, closed). The local runtime
+   * pipes it in; a runtime that cannot refuses the request with a
+   * `TypeError`.
+   */
+  readonly stdin?: ReadableStream<Uint8Array>;
 }
 
 /** What {@linkcode SkillRuntime.execute} returns. */

@@ -5,12 +5,12 @@
  */
 import { hostPath } from "../_internal/std.ts";
 import { HEAVY_FOLDER_NAMES } from "../_internal/heavy_folders.ts";
+import { mapLimited } from "../_internal/pool.ts";
 import type { Skill } from "./types.ts";
 import { parseSkillMd, type SkillDocument } from "./parse.ts";
 import { checkFrontMatter, describeValue } from "./_fields.ts";
 
 /** Folder names never searched for skills (heavy or generated folders). */
-export const DEFAULT_IGNORED_FOLDERS: readonly string[] = HEAVY_FOLDER_NAMES;
 
 /** How deep below a root folder skills are searched by default. */
 export const DEFAULT_MAX_DEPTH = 5;
@@ -30,7 +30,7 @@ export interface LoadSkillsOptions {
    * rest are left out with a warning. Default {@linkcode DEFAULT_MAX_FOLDERS}.
    */
   maxFolders?: number;
-  /** Folder names never searched. Default {@linkcode DEFAULT_IGNORED_FOLDERS}. */
+  /** Folder names never searched. Default: the heavy folders (`HEAVY_FOLDERS`: `.git`, `node_modules`...), the same list search skips. */
   ignore?: readonly string[];
   /** Stops the search; the promise then rejects with the signal's reason. */
   signal?: AbortSignal;
@@ -277,7 +277,7 @@ function settingsOf(options: LoadSkillsOptions): Settings {
   return {
     maxDepth,
     maxFolders,
-    ignore: new Set(options.ignore ?? DEFAULT_IGNORED_FOLDERS),
+    ignore: new Set(options.ignore ?? HEAVY_FOLDER_NAMES),
     signal: options.signal,
   };
 }
@@ -349,6 +349,7 @@ async function search(
       scanned += level.length;
       const scans = await mapLimited(
         level,
+        CONCURRENCY,
         (folder) => scanFolder(folder, settings, read),
       );
       const next: Folder[] = [];
@@ -364,7 +365,11 @@ async function search(
         if (scan.links) links.push(...scan.links);
       }
       // Links after real folders, so a skill is reached by its own path first.
-      const resolved = await mapLimited(links, (link) => resolveLink(link));
+      const resolved = await mapLimited(
+        links,
+        CONCURRENCY,
+        (link) => resolveLink(link),
+      );
       for (const [index, result] of resolved.entries()) {
         const link = links[index]!;
         if (typeof result === "string") {
@@ -531,24 +536,6 @@ function reasonOf(error: unknown): string {
   if (error instanceof Deno.errors.InvalidData) return "it is not UTF-8 text";
   if (error instanceof Error) return error.message;
   return String(error);
-}
-
-async function mapLimited<T, R>(
-  items: readonly T[],
-  fn: (item: T) => Promise<R>,
-): Promise<R[]> {
-  const results = new Array<R>(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const index = next++;
-      results[index] = await fn(items[index]!);
-    }
-  };
-  await Promise.all(
-    Array.from({ length: Math.min(CONCURRENCY, items.length) }, worker),
-  );
-  return results;
 }
 
 // deno-lint-ignore no-control-regex

@@ -16,5 +16,4 @@ Deno.test("skill/mod.ts exports the public skills API", () => {
   }
   assertEquals(skill.DEFAULT_CATALOG_BUDGET, 16_000);
   assertEquals(skill.DEFAULT_MAX_DEPTH, 5);
-  assertEquals(skill.DEFAULT_IGNORED_FOLDERS.includes("node_modules"), true);
 });

@@ -24,11 +24,64 @@ async function importWithoutPermissions(entry: string): Promise<number> {
 }
 
 Deno.test("importing the main entry point needs no permission", async () => {
-  assertGreater(await importWithoutPermissions("mod.ts"), 50);
+  assertGreater(await importWithoutPermissions("mod.ts"), 25);
 });
 
-Deno.test("importing the MCP entry point needs no permission", async () => {
-  assertGreater(await importWithoutPermissions("tools/mcp/mod.ts"), 0);
+Deno.test("importing every other entry point of deno.json needs no permission", async () => {
+  const config = JSON.parse(
+    await Deno.readTextFile(new URL("deno.json", ROOT)),
+  ) as { exports: Record<string, string> };
+  const entries = Object.entries(config.exports).filter(([name]) =>
+    name !== "." && name !== "./cli"
+  );
+  assertGreater(entries.length, 2);
+  for (const [, path] of entries) {
+    assertGreater(await importWithoutPermissions(path), 0);
+  }
+});
+
+Deno.test("the main entry point exports what an agent author needs, not internals", async () => {
+  const main = await import(new URL("mod.ts", ROOT).href);
+  for (
+    const name of [
+      "loadSkills",
+      "validateSkill",
+      "formatCatalog",
+      "SkillRuntimeConfig",
+      "LocalSkillRuntime",
+      "buildSkillTools",
+      "SkillToolsBuilder",
+      "dispatchToolCall",
+      "toOpenAIChatTools",
+      "toAnthropicTools",
+      "toAISDKTools",
+      "SkillPreparationError",
+      "WorkspaceEscapeError",
+      "RuntimePermissionError",
+      "HEAVY_FOLDERS",
+    ]
+  ) {
+    assertEquals(name in main, true, `${name} is missing from mod.ts`);
+  }
+  for (
+    const name of [
+      "translateRegex",
+      "comparePaths",
+      "runProcessGroup",
+      "signalProcessGroup",
+      "walkSkillFiles",
+      "formatGrepResult",
+      "DEFAULT_IGNORED_FOLDERS",
+      "PreparationEngine",
+      "SkillPreparer",
+    ]
+  ) {
+    assertEquals(name in main, false, `${name} is internal to mod.ts`);
+  }
+  const runtime = await import(new URL("runtimes/mod.ts", ROOT).href);
+  for (const name of ["PreparationEngine", "runProcessGroup", "PathFence"]) {
+    assertEquals(name in runtime, true, `${name} is missing from ./runtime`);
+  }
 });
 
 Deno.test("a permission check in this harness does fail without flags", async () => {

@@ -4,7 +4,16 @@
  *
  * @module
  */
-import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
+import {
+  BubblewrapLauncher,
+  IsolationUnavailableError,
+  LocalSkillRuntime,
+} from "../runtimes/local/mod.ts";
+import { OpenSandboxSkillRuntime } from "../runtimes/opensandbox/mod.ts";
+import { MemoryConversationStore } from "../workspace/conversation_store.ts";
+import { startOpenSandboxServer } from "../tests/servers/opensandbox.ts";
+import { AioSkillRuntime } from "../runtimes/aio/mod.ts";
+import { startAioServer } from "../tests/servers/aio.ts";
 import type { SkillRuntime } from "../runtimes/types.ts";
 import {
   createToolContext,
@@ -114,11 +123,172 @@ export const LOCAL_KIND: RuntimeKind = {
 };
 
 /**
+ * The OpenSandbox runtime against the OpenSandbox test server (started per
+ * test, real `bash` on this host): paths inside the sandbox are host paths,
+ * so plain runtimes work in `cwd` and conversation runtimes in
+ * `<conversationsRoot>/<id>`, as local ones do. Skills of plain runtimes are
+ * uploaded into a temporary folder of the test.
+ */
+export const OPENSANDBOX_KIND: RuntimeKind = {
+  name: "opensandbox",
+  unavailable: async () => {
+    const bash = await new Deno.Command("bash", {
+      args: ["-c", "true"],
+      stdout: "null",
+      stderr: "null",
+    }).output().then((o) => o.success, () => false);
+    return bash ? null : "bash is not installed (the test server runs it)";
+  },
+  start: async () => {
+    const apiKey = "tools-suite-key";
+    const server = await startOpenSandboxServer({ apiKey });
+    const skillsRoot = await Deno.realPath(
+      await Deno.makeTempDir({ prefix: "skillrun-os-skills-" }),
+    );
+    const store = new MemoryConversationStore();
+    const runtimes: OpenSandboxSkillRuntime[] = [];
+    const made = (runtime: OpenSandboxSkillRuntime) => {
+      runtimes.push(runtime);
+      return runtime;
+    };
+    return {
+      plain: (cwd: string) =>
+        made(
+          new OpenSandboxSkillRuntime({
+            baseUrl: server.url,
+            apiKey,
+            cwd,
+            skillsRoot,
+          }),
+        ),
+      conversation: async (
+        conversationsRoot: string,
+        conversationId: string,
+      ) => {
+        const runtime = made(
+          new OpenSandboxSkillRuntime({
+            baseUrl: server.url,
+            apiKey,
+            conversationId,
+            conversationsRoot,
+            store,
+          }),
+        );
+        // The tests put files into the workspace with Deno calls before the
+        // runtime's first call: connect now, which makes the workspace.
+        await runtime.connect();
+        return runtime;
+      },
+      [Symbol.asyncDispose]: async () => {
+        for (const runtime of runtimes) await runtime.close().catch(() => {});
+        await server.close();
+        await Deno.remove(skillsRoot, { recursive: true }).catch(() => {});
+      },
+    };
+  },
+};
+
+/**
+ * The AIO Sandbox runtime against the AIO test server (started per test, real
+ * `bash` on this host, with a bearer token): as for OpenSandbox, paths inside
+ * the container are host paths; plain runtimes work in `cwd`, conversation
+ * runtimes in `<conversationsRoot>/<id>`, and skills of plain runtimes are
+ * uploaded into a temporary folder of the test.
+ */
+export const AIO_KIND: RuntimeKind = {
+  name: "aio",
+  unavailable: OPENSANDBOX_KIND.unavailable,
+  start: async () => {
+    const token = "tools-suite-aio-token";
+    const home = await Deno.realPath(
+      await Deno.makeTempDir({ prefix: "skillrun-aio-home-" }),
+    );
+    const server = startAioServer({ token, home });
+    const store = new MemoryConversationStore();
+    const runtimes: AioSkillRuntime[] = [];
+    const made = (runtime: AioSkillRuntime) => {
+      runtimes.push(runtime);
+      return runtime;
+    };
+    return {
+      plain: (cwd: string) =>
+        made(
+          new AioSkillRuntime({
+            baseUrl: server.baseUrl,
+            token,
+            cwd,
+            skillsRoot: `${home}/skills`,
+          }),
+        ),
+      // Opened as the local kind's are: the workspace exists on return (the
+      // runtime itself waits for its first use to touch the container).
+      conversation: async (
+        conversationsRoot: string,
+        conversationId: string,
+      ) => {
+        const runtime = made(
+          new AioSkillRuntime({
+            baseUrl: server.baseUrl,
+            token,
+            conversationId,
+            conversationsRoot,
+            store,
+          }),
+        );
+        await runtime.fs.stat(".");
+        return runtime;
+      },
+      [Symbol.asyncDispose]: async () => {
+        for (const runtime of runtimes) await runtime.close().catch(() => {});
+        await server.close();
+        await Deno.remove(home, { recursive: true }).catch(() => {});
+      },
+    };
+  },
+};
+
+/**
+ * The local runtime in isolated mode (bubblewrap): every command in a
+ * sandbox. Unavailable, saying why, where sandboxes cannot start.
+ */
+export const ISOLATED_KIND: RuntimeKind = {
+  name: "isolated",
+  // Only a machine that cannot run sandboxes is a reason to ignore; any
+  // other failure is a bug and fails the test file.
+  unavailable: () =>
+    BubblewrapLauncher.create().then(
+      () => null,
+      (error) =>
+        error instanceof IsolationUnavailableError
+          ? error.message
+          : Promise.reject(error),
+    ),
+  start: async () => {
+    const launcher = await BubblewrapLauncher.create();
+    return {
+      plain: (cwd: string) => new LocalSkillRuntime({ cwd, launcher }),
+      conversation: (conversationsRoot: string, conversationId: string) =>
+        LocalSkillRuntime.create({
+          conversationsRoot,
+          conversationId,
+          launcher,
+        }),
+      [Symbol.asyncDispose]: () => Promise.resolve(),
+    };
+  },
+};
+
+/**
  * Every kind of runtime the tool suite runs against: add a kind here (a
  * remote runtime with its test server, the isolated local mode) and every test
  * written with {@linkcode testEachRuntime} runs on it unchanged.
  */
-export const RUNTIME_KINDS: readonly RuntimeKind[] = [LOCAL_KIND];
+export const RUNTIME_KINDS: readonly RuntimeKind[] = [
+  LOCAL_KIND,
+  OPENSANDBOX_KIND,
+  AIO_KIND,
+  ISOLATED_KIND,
+];
 
 let current: RuntimeFactory | null = null;
 

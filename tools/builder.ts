@@ -169,6 +169,34 @@ export interface SkillTools extends AsyncDisposable {
  * await Deno.remove(root, { recursive: true });
  * ```
  *
+ * @example Tools whose commands run in a sandbox (the isolated local mode)
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { buildSkillTools } from "./builder.ts";
+ * import {
+ *   IsolationUnavailableError,
+ *   LocalSkillRuntime,
+ * } from "../runtimes/local/mod.ts";
+ * const root = await Deno.makeTempDir();
+ * try {
+ *   // Each command in a bubblewrap sandbox: no network, nothing of the host
+ *   // writable but the workspace. Creation fails (never falls back) where
+ *   // bubblewrap cannot run, with a message saying what to install.
+ *   await using runtime = await LocalSkillRuntime.create({
+ *     conversationsRoot: root,
+ *     conversationId: "t1",
+ *     isolate: { allowNet: false },
+ *   });
+ *   await using set = await buildSkillTools({ runtime });
+ *   const result = await set.tool("bash")!.execute({ command: "echo $HOME" });
+ *   assert(result.text === "/tmp/home\n");
+ * } catch (error) {
+ *   if (!(error instanceof IsolationUnavailableError)) throw error;
+ * } finally {
+ *   await Deno.remove(root, { recursive: true });
+ * }
+ * ```
+ *
  * @param options Skills, names, configurations, runtime, publisher, description.
  * @returns The tool set.
  * @throws {TypeError} An option has the wrong type, a configuration name is

@@ -449,3 +449,34 @@ Deno.test("SkillToolsBuilder follows the Java builder's calls", async () => {
   );
   await runtime.close();
 });
+
+Deno.test("with a publisher, the skill and publish_file descriptions tell the model how to deliver files", async () => {
+  await using dir = await tempDir();
+  await writeSkill(dir.path, "report");
+  await using withPublisher = await buildSkillTools({
+    skills: dir.path,
+    publisher,
+  });
+  await using without = await buildSkillTools({ skills: dir.path });
+  const skill = withPublisher.tool("skill")!.description;
+  const publish = withPublisher.tool("publish_file")!.description;
+  for (const description of [skill, publish]) {
+    const text = description.toLowerCase();
+    // Publish the final files by default...
+    assertStringIncludes(text, "publish the final files a task produces");
+    assertStringIncludes(text, "by default");
+    // ...and whenever the user asks to send, give, attach or share one.
+    assertStringIncludes(text, "send, give, attach or share");
+    // Answer with the URL, never an internal path.
+    assertStringIncludes(text, "answer with the url");
+    assertStringIncludes(text, "never with an internal path");
+    // Never claim a delivery without a publish.
+    assertStringIncludes(text, "never say a file was sent or delivered unless");
+    // Skip it when the user says not to.
+    assertStringIncludes(text, "do not publish when the user says not to");
+    // Never invent a host path.
+    assertStringIncludes(text, "never invent a host path");
+  }
+  assertFalse(without.tool("skill")!.description.includes("publish_file"));
+  assertEquals(without.tool("publish_file"), undefined);
+});

@@ -38,5 +38,9 @@ export { createEditTool } from "./edit.ts";
 export { createLsTool } from "./ls.ts";
 export { createGlobTool } from "./glob.ts";
 export { createGrepTool } from "./grep.ts";
-export { createPublishFileTool, guessContentType } from "./publish_file.ts";
+export {
+  createPublishFileTool,
+  guessContentType,
+  PUBLISH_GUIDANCE,
+} from "./publish_file.ts";
 export * from "./adapters/mod.ts";

@@ -7,37 +7,23 @@
 import type { FilePublisher, ToolContext } from "./context.ts";
 import type { Tool } from "./types.ts";
 import { defineTool, formatBytes, okResult, pathError } from "./_shared.ts";
+import { typeByExtension } from "../_internal/std.ts";
 
-/** Media types guessed from common extensions. */
-const CONTENT_TYPES: Readonly<Record<string, string>> = {
-  txt: "text/plain",
-  md: "text/markdown",
-  csv: "text/csv",
-  html: "text/html",
-  htm: "text/html",
-  css: "text/css",
-  js: "text/javascript",
-  json: "application/json",
-  xml: "application/xml",
-  pdf: "application/pdf",
-  png: "image/png",
-  jpg: "image/jpeg",
-  jpeg: "image/jpeg",
-  gif: "image/gif",
-  svg: "image/svg+xml",
-  webp: "image/webp",
-  zip: "application/zip",
-  gz: "application/gzip",
-  tar: "application/x-tar",
-  mp3: "audio/mpeg",
-  wav: "audio/wav",
-  mp4: "video/mp4",
-  docx:
-    "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
-  xlsx: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-  pptx:
-    "application/vnd.openxmlformats-officedocument.presentationml.presentation",
-};
+/**
+ * What a model is told about delivering files when the application gives a
+ * publisher (in the `publish_file` and `skill` tools' descriptions), after the
+ * original framework's guidance: publish the final files of a task by default
+ * and whenever the user asks to send, give, attach or share one; answer with
+ * the URL, never an internal path; never claim a delivery without a publish;
+ * skip it when the user says not to; never invent a path.
+ */
+export const PUBLISH_GUIDANCE: string =
+  "Delivering files: publish the final files a task produces with publish_file by default, " +
+  "and whenever the user asks to send, give, attach or share a file. " +
+  "Answer with the URL it returns, never with an internal path of the runtime. " +
+  "Never say a file was sent or delivered unless publish_file returned its URL. " +
+  "Do not publish when the user says not to. " +
+  "Give publish_file only the path of a file that exists in the runtime (one a command or a listing showed); never invent a host path.";
 
 // deno-lint-ignore no-control-regex
 const FILE_NAME = /^[^/\\\u0000-\u001f]{1,255}$/;
@@ -59,7 +45,8 @@ const CONTENT_TYPE = /^[\w!#$&^.+-]+\/[\w!#$&^.+-]+(\s*;.*)?$/;
  */
 export function guessContentType(fileName: string): string {
   const extension = /\.([^./\\]+)$/.exec(fileName)?.[1]?.toLowerCase();
-  return (extension && CONTENT_TYPES[extension]) || "application/octet-stream";
+  return (extension && typeByExtension(extension)) ||
+    "application/octet-stream";
 }
 
 /**
@@ -104,7 +91,8 @@ export function createPublishFileTool(context: ToolContext): Tool | undefined {
     description:
       `Publishes a file from the "${runtime.name}" runtime so the user can download it, and returns its URL. ` +
       "Use it for results the user should receive (reports, images, archives). " +
-      "file_name is the name the download carries (default: the file's own name); content_type its media type (default: guessed from the name).",
+      "file_name is the name the download carries (default: the file's own name); content_type its media type (default: guessed from the name). " +
+      PUBLISH_GUIDANCE,
     inputSchema: {
       type: "object",
       properties: {

@@ -5,6 +5,7 @@
  * @module
  */
 import { formatCatalog, type FormatCatalogOptions } from "../skill/catalog.ts";
+import { PUBLISH_GUIDANCE } from "./publish_file.ts";
 import type { Skill } from "../skill/types.ts";
 import type { ToolContext } from "./context.ts";
 import type { Tool } from "./types.ts";
@@ -44,7 +45,9 @@ export interface SkillToolOptions {
 
 /**
  * The default description template of the `skill` tool. `{runtime}` is the
- * runtime's name, `{tools}` the other tools' names and `{catalog}` the catalog.
+ * runtime's name, `{tools}` the other tools' names, `{publishing}` the
+ * guidance on delivering files when a publisher is configured (empty
+ * otherwise; see `PUBLISH_GUIDANCE`) and `{catalog}` the catalog.
  */
 export const DEFAULT_SKILL_DESCRIPTION: string =
   "Loads a skill: a folder of instructions, scripts and resources for one kind of task. " +
@@ -52,7 +55,7 @@ export const DEFAULT_SKILL_DESCRIPTION: string =
   'it prepares the skill in the "{runtime}" runtime and returns its instructions, its base directory and a list of its files. ' +
   "Then follow the instructions, working only through the tools given with this one ({tools}): " +
   "they act where the skill is prepared, with its configured environment. " +
-  "Paths in a skill's instructions are relative to its base directory.\n\n" +
+  "Paths in a skill's instructions are relative to its base directory.{publishing}\n\n" +
   "{catalog}";
 
 /**
@@ -174,7 +177,11 @@ function describe(context: ToolContext, options: SkillToolOptions): string {
   }
   const filled = template
     .replaceAll("{runtime}", context.runtime.name)
-    .replaceAll("{tools}", toolNames.join(", "));
+    .replaceAll("{tools}", toolNames.join(", "))
+    .replaceAll(
+      "{publishing}",
+      context.publisher ? `\n\n${PUBLISH_GUIDANCE}` : "",
+    );
   return filled.includes("{catalog}")
     ? filled.replaceAll("{catalog}", catalog)
     : `${filled}\n\n${catalog}`;

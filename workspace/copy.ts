@@ -8,6 +8,8 @@
 import { hostPath } from "../_internal/std.ts";
 import { toPermissionError } from "../_internal/permissions.ts";
 import { isInside, realLocation } from "./_paths.ts";
+import { mapLimited } from "../_internal/pool.ts";
+import { compareNames } from "../_internal/compare.ts";
 
 /**
  * What is never copied or uploaded unless the application says otherwise:
@@ -396,13 +398,13 @@ export async function copySkillFolder(
   await visit(sourceRoot, targetRoot, "", fresh);
 
   const jobs = interleave(jobsByFolder);
-  await runPool(jobs, COPY_CONCURRENCY, signal, async (job) => {
+  await mapLimited(jobs, COPY_CONCURRENCY, async (job) => {
     await copyOne(job, source, target);
     stats.files++;
     if (onProgress && stats.files % PROGRESS_EVERY === 0) {
       onProgress({ ...stats });
     }
-  });
+  }, signal ? { signal } : {});
   const result: CopyStats = Object.freeze({ ...stats });
   onProgress?.(result);
   return result;
@@ -673,51 +675,11 @@ function interleave<T>(lists: readonly (readonly T[])[]): T[] {
   return out;
 }
 
-/** Runs `fn` over `items`, `limit` at a time; waits for all started before failing. */
-async function runPool<T>(
-  items: readonly T[],
-  limit: number,
-  signal: AbortSignal | undefined,
-  fn: (item: T) => Promise<void>,
-): Promise<void> {
-  let next = 0;
-  let failed = false;
-  let failure: unknown;
-  async function worker(): Promise<void> {
-    while (!failed && next < items.length) {
-      if (signal?.aborted) {
-        failed = true;
-        failure = signal.reason;
-        return;
-      }
-      const item = items[next++]!;
-      try {
-        await fn(item);
-      } catch (error) {
-        if (!failed) {
-          failed = true;
-          failure = error;
-        }
-      }
-    }
-  }
-  const workers = [];
-  for (let i = 0; i < Math.min(limit, items.length); i++) {
-    workers.push(worker());
-  }
-  await Promise.all(workers);
-  if (failed) throw failure;
-}
-
 /** Awaits every promise, then rethrows the first failure. */
 async function settleAll(promises: readonly Promise<void>[]): Promise<void> {
   const results = await Promise.allSettled(promises);
   const rejected = results.find((r) => r.status === "rejected");
   if (rejected) throw (rejected as PromiseRejectedResult).reason;
-}
-
-function compareNames(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 const FNV_OFFSET = 0xcbf29ce484222325n;

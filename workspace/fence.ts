@@ -6,7 +6,7 @@
  */
 import { hostPath } from "../_internal/std.ts";
 import { toPermissionError } from "../_internal/permissions.ts";
-import { WorkspaceEscapeError } from "../runtimes/errors.ts";
+import { WorkspaceEscapeError } from "./errors.ts";
 import { isInside, realLocation, trimSeparator } from "./_paths.ts";
 
 /**
@@ -30,7 +30,7 @@ import { isInside, realLocation, trimSeparator } from "./_paths.ts";
  * ```ts
  * import { assert } from "@std/assert";
  * import { PathFence } from "./fence.ts";
- * import { WorkspaceEscapeError } from "../runtimes/errors.ts";
+ * import { WorkspaceEscapeError } from "./errors.ts";
  * const workspace = await Deno.makeTempDir();
  * try {
  *   const fence = await PathFence.create(workspace);

@@ -35,6 +35,7 @@
  * @module
  */
 export * from "./conversation.ts";
+export * from "./errors.ts";
 export * from "./fence.ts";
 export * from "./copy.ts";
 export * from "./conversation_store.ts";

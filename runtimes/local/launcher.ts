@@ -34,6 +34,19 @@ export interface LaunchRequest {
   readonly signal?: AbortSignal;
   /** The most bytes of each stream kept in memory; the rest is counted. */
   readonly maxOutputBytes: number;
+  /** Receives stdout as it comes (see `ExecuteStreams`). */
+  readonly onStdout?: (chunk: Uint8Array) => void;
+  /** Receives stderr as it comes. */
+  readonly onStderr?: (chunk: Uint8Array) => void;
+  /** The command's standard input (default: closed). */
+  readonly stdin?: ReadableStream<Uint8Array>;
+  /**
+   * The folders the command may write: the conversation's workspace, or the
+   * plain runtime's folder and its prepared skills. A sandboxing launcher
+   * mounts exactly these read-write (default: the working directory); the
+   * plain launcher ignores them.
+   */
+  readonly writablePaths?: readonly string[];
 }
 
 /**
@@ -43,6 +56,13 @@ export interface LaunchRequest {
 export interface ProcessLauncher {
   /** A short name, e.g. `plain` or `bubblewrap`. */
   readonly name: string;
+  /**
+   * Whether commands get the process's environment below the request's
+   * variables (default `true`). A launcher that starts from an empty one
+   * (`false`) gets only the runtime's variables, without the inherited
+   * `PATH`.
+   */
+  readonly inheritsEnvironment?: boolean;
   /**
    * Runs the command to its end, its timeout, or its signal. Never throws for
    * a failing command: the result says what happened.
@@ -199,12 +219,19 @@ export interface ProcessGroupRequest {
   readonly groupSignal?: GroupSignalMethod;
   /** The shell used to signal the group when `Deno.kill` is refused. */
   readonly shell?: string;
+  /** Receives stdout as it comes (see `ExecuteStreams`). */
+  readonly onStdout?: (chunk: Uint8Array) => void;
+  /** Receives stderr as it comes. */
+  readonly onStderr?: (chunk: Uint8Array) => void;
+  /** The program's standard input (default: closed). */
+  readonly stdin?: ReadableStream<Uint8Array>;
 }
 
 /**
  * Runs a program as the leader of its own process group (`detached: true`),
- * with stdin closed, stdout and stderr drained in parallel into bounded
- * {@linkcode OutputCollector}s, and returns its result.
+ * with stdin closed (or fed from `stdin`), stdout and stderr drained in
+ * parallel into bounded {@linkcode OutputCollector}s (and handed to
+ * `onStdout`/`onStderr` as they come), and returns its result.
  *
  * At the timeout, or when the signal aborts, the whole group gets SIGTERM,
  * then SIGKILL after the grace period; the result says `timedOut` or
@@ -269,7 +296,7 @@ export async function runProcessGroup(
       cwd: request.cwd,
       env: { ...request.env },
       clearEnv: request.clearEnv ?? false,
-      stdin: "null",
+      stdin: request.stdin ? "piped" : "null",
       stdout: "piped",
       stderr: "piped",
       detached: Deno.build.os !== "windows",
@@ -280,11 +307,22 @@ export async function runProcessGroup(
 
   const drainStop = new AbortController();
   const drained = Promise.all([
-    collectStream(child.stdout, outCollector, { signal: drainStop.signal })
-      .catch(() => 0),
-    collectStream(child.stderr, errCollector, { signal: drainStop.signal })
-      .catch(() => 0),
+    collectStream(child.stdout, outCollector, {
+      signal: drainStop.signal,
+      ...(request.onStdout ? { onChunk: request.onStdout } : {}),
+    }).catch(() => 0),
+    collectStream(child.stderr, errCollector, {
+      signal: drainStop.signal,
+      ...(request.onStderr ? { onChunk: request.onStderr } : {}),
+    }).catch(() => 0),
   ]);
+  // Input is fed until it ends, the program stops reading (a closed pipe) or
+  // the program is gone.
+  const feedStop = new AbortController();
+  const fed = request.stdin
+    ? request.stdin.pipeTo(child.stdin, { signal: feedStop.signal })
+      .catch(() => {})
+    : Promise.resolve();
 
   const pid = child.pid;
   const groupOptions: SignalProcessGroupOptions = {
@@ -335,13 +373,14 @@ export async function runProcessGroup(
   try {
     [status] = await Promise.all([child.status, drained]);
   } finally {
+    feedStop.abort();
     clearTimeout(timeoutTimer);
     clearTimeout(killTimer);
     clearTimeout(drainTimer);
     signal?.removeEventListener("abort", onAbort);
   }
   if (reason && !killed) pending.push(kill("SIGKILL"));
-  await Promise.all(pending);
+  await Promise.all([...pending, fed]);
   const exitCode = reason || status.signal !== null ? -1 : status.code;
   return resultOf(outCollector, errCollector, exitCode, reason, start);
 }
@@ -446,6 +485,7 @@ export class DenoCommandLauncher implements ProcessLauncher {
       groupSignal: this.#groupSignal,
       shell: this.#shell,
       ...(request.signal ? { signal: request.signal } : {}),
+      ...streamsOf(request),
     });
   }
 }
@@ -507,4 +547,21 @@ function checkNonNegative(name: string, value: number): void {
       `Cannot run a command with ${name} "${value}": it must be a non-negative number`,
     );
   }
+}
+
+/**
+ * The live streams of a request, to spread into {@linkcode runProcessGroup}'s
+ * request (only those given).
+ *
+ * @param request A launch request.
+ * @returns Its `onStdout`, `onStderr` and `stdin`, when given.
+ */
+export function streamsOf(
+  request: Pick<LaunchRequest, "onStdout" | "onStderr" | "stdin">,
+): Pick<ProcessGroupRequest, "onStdout" | "onStderr" | "stdin"> {
+  return {
+    ...(request.onStdout ? { onStdout: request.onStdout } : {}),
+    ...(request.onStderr ? { onStderr: request.onStderr } : {}),
+    ...(request.stdin ? { stdin: request.stdin } : {}),
+  };
 }

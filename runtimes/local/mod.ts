@@ -30,3 +30,32 @@ export {
   type SignalProcessGroupOptions,
 } from "./launcher.ts";
 export { LocalFileSystem } from "./fs.ts";
+export {
+  BubblewrapLauncher,
+  type BubblewrapLauncherOptions,
+  DEFAULT_MAX_FILE_SIZE_BYTES,
+  DEFAULT_MAX_MEMORY_BYTES,
+  DEFAULT_MAX_PROCESSES,
+  DEFAULT_TMP_SIZE_BYTES,
+  type IsolationLimits,
+  type IsolationProblem,
+  type IsolationReport,
+  IsolationUnavailableError,
+  type LimitReport,
+  MASKED_PATHS,
+  SANDBOX_HOME,
+  SANDBOX_LANG,
+  SANDBOX_PATH,
+  SYSTEM_PATHS,
+} from "./isolated.ts";
+export {
+  type CommandReach,
+  type FenceReport,
+  fenceReport,
+  type FenceReportOptions,
+  type FileToolReach,
+  formatFenceReport,
+  type PermissionCheck,
+  type ReportedPermission,
+  type ToolCheck,
+} from "./doctor.ts";

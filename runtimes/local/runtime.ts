@@ -42,7 +42,15 @@ import {
   type SkillRuntimeFileSystem,
 } from "../types.ts";
 import { createSearch } from "../../search/search.ts";
-import { DenoCommandLauncher, type ProcessLauncher } from "./launcher.ts";
+import {
+  DenoCommandLauncher,
+  type ProcessLauncher,
+  streamsOf,
+} from "./launcher.ts";
+import {
+  BubblewrapLauncher,
+  type BubblewrapLauncherOptions,
+} from "./isolated.ts";
 import { LocalFileSystem } from "./fs.ts";
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -78,6 +86,15 @@ export interface LocalSkillRuntimeOptions {
   readonly copyPolicy?: CopyPolicy;
   /** How commands become processes. Default: a {@linkcode DenoCommandLauncher}. */
   readonly launcher?: ProcessLauncher;
+  /**
+   * Runs every command in a bubblewrap sandbox (Linux): `true`, or the
+   * sandbox's options (network, limits). Only with
+   * {@linkcode LocalSkillRuntime.create}, which fails with an
+   * `IsolationUnavailableError` saying what to install or enable when
+   * sandboxes cannot start here; it never falls back to the plain mode. See
+   * {@linkcode BubblewrapLauncher}.
+   */
+  readonly isolate?: boolean | BubblewrapLauncherOptions;
   /**
    * The `grep`/`glob`/`ls` engine: `"auto"` (default) uses ripgrep when it is
    * installed and allowed to run (`--allow-run=rg`), else the pure TypeScript
@@ -187,7 +204,9 @@ export class LocalSkillRuntime implements SkillRuntime {
   readonly #engine: PreparationEngine;
   readonly #denoDir: string | undefined;
   readonly #denoExecPath: string | undefined;
-  readonly #inheritedPath: string | undefined;
+  #inheritedPath: string | undefined;
+  /** Plain mode: the skill folders prepared in place (writable in a sandbox). */
+  readonly #skillFolders = new Set<string>();
   #closed = false;
 
   /**
@@ -208,6 +227,11 @@ export class LocalSkillRuntime implements SkillRuntime {
     ) {
       throw new TypeError(
         "Cannot make a conversation runtime with the constructor: use await LocalSkillRuntime.create(options)",
+      );
+    }
+    if (options.isolate !== undefined && options.isolate !== false) {
+      throw new TypeError(
+        "Cannot make an isolated runtime with the constructor: use await LocalSkillRuntime.create(options)",
       );
     }
     if (options.cwd !== undefined && typeof options.cwd !== "string") {
@@ -242,6 +266,9 @@ export class LocalSkillRuntime implements SkillRuntime {
     this.#launcher = options.launcher ?? new DenoCommandLauncher();
     this.#engine = this.#makeEngine();
     [this.#denoExecPath, this.#denoDir, this.#inheritedPath] = denoLocation();
+    if (this.#launcher.inheritsEnvironment === false) {
+      this.#inheritedPath = undefined;
+    }
   }
 
   /**
@@ -261,6 +288,21 @@ export class LocalSkillRuntime implements SkillRuntime {
   static async create(
     options: LocalSkillRuntimeOptions = {},
   ): Promise<LocalSkillRuntime> {
+    const { isolate } = options;
+    if (isolate !== undefined && isolate !== false) {
+      if (options.launcher !== undefined) {
+        throw new TypeError(
+          "Cannot make an isolated runtime with a launcher of its own: give isolate or launcher, not both",
+        );
+      }
+      const { isolate: _, ...rest } = options;
+      return await LocalSkillRuntime.create({
+        ...rest,
+        launcher: await BubblewrapLauncher.create(
+          isolate === true ? {} : isolate,
+        ),
+      });
+    }
     const { conversationsRoot, conversationId } = options;
     if (conversationsRoot === undefined && conversationId === undefined) {
       return new LocalSkillRuntime(options);
@@ -330,6 +372,11 @@ export class LocalSkillRuntime implements SkillRuntime {
     return this.#search;
   }
 
+  /** How commands become processes (e.g. a {@linkcode BubblewrapLauncher}). */
+  get launcher(): ProcessLauncher {
+    return this.#launcher;
+  }
+
   /** Whether {@linkcode close} was called. */
   get closed(): boolean {
     return this.#closed;
@@ -396,7 +443,11 @@ export class LocalSkillRuntime implements SkillRuntime {
       env,
       timeoutMs,
       maxOutputBytes,
+      writablePaths: this.#workspace !== undefined
+        ? [this.#workspace]
+        : [this.#defaultWorkingDirectory, ...this.#skillFolders],
       ...(request.signal ? { signal: request.signal } : {}),
+      ...streamsOf(request),
     });
   }
 
@@ -449,6 +500,7 @@ export class LocalSkillRuntime implements SkillRuntime {
   ): Promise<MaterializeResult> {
     this.#checkOpen("prepare skills");
     if (this.#fence === undefined) {
+      this.#skillFolders.add(skill.basePath);
       return { basePath: skill.basePath, bootstrap: true };
     }
     // Through the fence: a command may have replaced the copy (or `skills/`)

@@ -1,34 +1,54 @@
 /**
- * Tools shaped for the Vercel AI SDK (v5 and later), without importing it.
+ * Tools shaped for the Vercel AI SDK (5, 6 and 7), without importing it.
  *
  * @module
  */
 import type { ToolResult } from "../types.ts";
 import type { Tool } from "../types.ts";
 
-/** The AI SDK's marker of a schema object (what `jsonSchema()` sets). */
-export const AI_SDK_SCHEMA_SYMBOL: unique symbol = Symbol.for(
-  "vercel.ai.schema",
-) as never;
-/** The AI SDK's marker of a validator object. */
-export const AI_SDK_VALIDATOR_SYMBOL: unique symbol = Symbol.for(
-  "vercel.ai.validator",
-) as never;
+/** Options of `~standard.jsonSchema.input` and `.output` (Standard JSON Schema). */
+export interface AISDKJSONSchemaOptions {
+  /** The JSON Schema dialect asked for, e.g. `draft-07`. */
+  readonly target: string;
+}
 
-/** A schema object as the AI SDK's `jsonSchema()` makes it. */
+/**
+ * The schema of a tool's input, in both shapes the AI SDK understands, so that
+ * the AI SDK needs no conversion and a TypeScript user needs no cast:
+ * - at run time it carries the markers of the AI SDK's own `jsonSchema()`
+ *   (every version checks those first);
+ * - its type is a Standard Schema with a Standard JSON Schema converter
+ *   (standardschema.dev), which AI SDK 6 and 7 accept as a tool's
+ *   `inputSchema`. For AI SDK 5, whose types accept only its own schema
+ *   objects, pass its `jsonSchema` to {@linkcode toAISDKTools}.
+ *
+ * Validation is left to the tool itself, so a bad input reaches `execute` and
+ * comes back to the model as a clear error.
+ */
 export interface AISDKSchema {
-  /** Marks the object as a schema. */
-  readonly [AI_SDK_SCHEMA_SYMBOL]: true;
-  /** Marks the object as a validator. */
-  readonly [AI_SDK_VALIDATOR_SYMBOL]: true;
-  /** Type holder, always `undefined`. */
-  readonly _type: undefined;
+  /** The Standard Schema interface. */
+  readonly "~standard": {
+    /** Standard Schema version. */
+    readonly version: 1;
+    /** Who made the schema. */
+    readonly vendor: "skillrun";
+    /** Accepts every value: the tool validates its input itself. */
+    readonly validate: (value: unknown) => { readonly value: unknown };
+    /** The JSON Schema, for the providers. */
+    readonly jsonSchema: {
+      /** The input's JSON Schema. */
+      readonly input: (
+        options: AISDKJSONSchemaOptions,
+      ) => Record<string, unknown>;
+      /** The same schema (input and output are one here). */
+      readonly output: (
+        options: AISDKJSONSchemaOptions,
+      ) => Record<string, unknown>;
+    };
+  };
   /** The JSON Schema passed to the providers. */
   readonly jsonSchema: Readonly<Record<string, unknown>>;
-  /**
-   * Left `undefined`: the tool validates its input itself, so a bad input
-   * reaches `execute` and comes back to the model as a clear error result.
-   */
+  /** Left `undefined`: the tool validates its input itself. */
   readonly validate: undefined;
 }
 
@@ -41,31 +61,70 @@ export interface AISDKToolCallOptions {
 }
 
 /** A tool output for the model, as the AI SDK's `toModelOutput` returns it. */
-export type AISDKModelOutput =
-  | { readonly type: "text"; readonly value: string }
-  | { readonly type: "error-text"; readonly value: string };
-
-/** A tool in the shape of the AI SDK's `tool({ description, inputSchema, execute })`. */
-export interface AISDKTool {
-  /** What the tool does. */
-  readonly description: string;
-  /** The input schema, as `jsonSchema(...)` makes it. */
-  readonly inputSchema: AISDKSchema;
-  /**
-   * Runs the tool; never throws. Its output is the {@linkcode ToolResult}
-   * (`{ text, isError }`), turned into text for the model by `toModelOutput`.
-   */
-  execute(input: unknown, options?: AISDKToolCallOptions): Promise<ToolResult>;
-  /**
-   * Turns the output into what the model sees: `text`, or `error-text` for an
-   * error result. Accepts the output itself (AI SDK 5) or `{ output }` (AI SDK 6).
-   */
-  toModelOutput(output: unknown): AISDKModelOutput;
+export interface AISDKModelOutput {
+  /** Always text: a failed call is thrown, so the AI SDK reports a tool error. */
+  readonly type: "text";
+  /** The tool's text. */
+  readonly value: string;
 }
 
 /**
- * A JSON Schema wrapped the way the AI SDK's `jsonSchema()` wraps it, so it can
- * be used as a tool's `inputSchema`.
+ * A tool in the shape of the AI SDK's `tool({ description, inputSchema,
+ * execute })`, with its input schema of type `S` ({@linkcode AISDKSchema}, or
+ * what the AI SDK's own `jsonSchema()` returns when given).
+ */
+export interface AISDKTool<S = AISDKSchema> {
+  /** What the tool does. */
+  readonly description: string;
+  /** The input schema. */
+  readonly inputSchema: S;
+  /**
+   * Runs the tool. A successful call returns its text. A failed one (a
+   * refused path, a bad input, a failing command...) throws a
+   * {@linkcode AISDKToolError} with the tool's text, so that the AI SDK
+   * records a tool error for the application and the model still reads
+   * the text.
+   */
+  execute(input: unknown, options?: AISDKToolCallOptions): Promise<string>;
+  /** Turns the text into what the model sees. */
+  toModelOutput(output: unknown): AISDKModelOutput;
+}
+
+/** Options of {@linkcode toAISDKTools}. */
+export interface ToAISDKToolsOptions<S> {
+  /**
+   * The AI SDK's own `jsonSchema` (`import { jsonSchema } from "ai"`): the
+   * schemas are then made by it and typed as it types them (needed for the
+   * types of AI SDK 5; optional with 6 and 7).
+   */
+  readonly jsonSchema?: (schema: never) => S;
+}
+
+/**
+ * A failed tool call, thrown by the AI SDK tools' `execute` so that the AI SDK
+ * records a tool error; its message is the tool's text (what the model sees).
+ */
+export class AISDKToolError extends Error {
+  /** The error's name. */
+  override readonly name = "AISDKToolError";
+  /** The tool that failed. */
+  readonly toolName: string;
+
+  /**
+   * Makes the error.
+   *
+   * @param toolName The tool that failed.
+   * @param text The tool's error text.
+   */
+  constructor(toolName: string, text: string) {
+    super(text);
+    this.toolName = toolName;
+  }
+}
+
+/**
+ * A JSON Schema wrapped as a tool's `inputSchema` for the AI SDK (see
+ * {@linkcode AISDKSchema}).
  *
  * @example Wrapping a JSON Schema
  * ```ts
@@ -73,7 +132,7 @@ export interface AISDKTool {
  * import { toAISDKSchema } from "./ai_sdk.ts";
  * const schema = toAISDKSchema({ type: "object", properties: {} });
  * assert(schema[Symbol.for("vercel.ai.schema") as never] === true);
- * assert("validate" in schema);
+ * assert(schema["~standard"].jsonSchema.input({ target: "draft-07" }).type === "object");
  * ```
  *
  * @param schema A JSON Schema.
@@ -82,78 +141,97 @@ export interface AISDKTool {
 export function toAISDKSchema(
   schema: Readonly<Record<string, unknown>>,
 ): AISDKSchema {
-  return {
-    [AI_SDK_SCHEMA_SYMBOL]: true,
-    [AI_SDK_VALIDATOR_SYMBOL]: true,
-    _type: undefined,
-    jsonSchema: structuredClone(schema),
-    validate: undefined,
+  const json = structuredClone(schema) as Record<string, unknown>;
+  const standard: AISDKSchema["~standard"] = {
+    version: 1,
+    vendor: "skillrun",
+    validate: (value: unknown) => ({ value }),
+    jsonSchema: {
+      input: () => structuredClone(json),
+      output: () => structuredClone(json),
+    },
   };
-}
-
-function isToolResult(value: unknown): value is ToolResult {
-  return value !== null && typeof value === "object" &&
-    typeof (value as ToolResult).text === "string" &&
-    typeof (value as ToolResult).isError === "boolean";
+  return Object.assign(
+    {
+      // The AI SDK's own markers (what its jsonSchema() sets).
+      [Symbol.for("vercel.ai.schema")]: true,
+      [Symbol.for("vercel.ai.validator")]: true,
+      _type: undefined,
+    },
+    { "~standard": standard, jsonSchema: json, validate: undefined },
+  );
 }
 
 function toModelOutput(value: unknown): AISDKModelOutput {
-  const output = !isToolResult(value) && value !== null &&
-      typeof value === "object" && "output" in value
+  // AI SDK 5 passes the output itself; 6 and 7 pass `{ toolCallId, input, output }`.
+  const output = value !== null && typeof value === "object" &&
+      "output" in value
     ? (value as { output: unknown }).output
     : value;
-  if (isToolResult(output)) {
-    return output.isError
-      ? { type: "error-text", value: output.text }
-      : { type: "text", value: output.text };
-  }
   return { type: "text", value: String(output) };
 }
 
 /**
  * The tools as an AI SDK tool set (`{ [name]: tool }`) for `generateText` or
- * `streamText`. Each entry is what the AI SDK's `tool()` returns for
- * `{ description, inputSchema: jsonSchema(...), execute, toModelOutput }`;
- * the AI SDK's abort signal reaches the tool.
+ * `streamText`, with AI SDK 5, 6 or 7. Each entry is what the AI SDK's
+ * `tool()` returns for `{ description, inputSchema, execute, toModelOutput }`;
+ * the AI SDK's abort signal reaches the tool. A failed call throws
+ * {@linkcode AISDKToolError}, so the AI SDK records a tool error (the model
+ * reads the same text either way).
+ *
+ * With AI SDK 6 and 7, `toAISDKTools(kit.tools)` type-checks as `tools`; with
+ * AI SDK 5, pass its `jsonSchema`: `toAISDKTools(kit.tools, { jsonSchema })`.
  *
  * @example A tool set for generateText
  * ```ts
- * import { assert } from "@std/assert";
- * import { toAISDKTools } from "./ai_sdk.ts";
+ * import { assert, assertRejects } from "@std/assert";
+ * import { AISDKToolError, toAISDKTools } from "./ai_sdk.ts";
  * const tools = toAISDKTools([{
  *   name: "echo", description: "Echoes",
  *   inputSchema: { type: "object", properties: {}, required: [], additionalProperties: false },
- *   execute: () => Promise.resolve({ text: "ok", isError: false }),
+ *   execute: (input) =>
+ *     Promise.resolve({ text: "no", isError: (input as { fail?: boolean }).fail === true }),
  * }]);
  * const output = await tools.echo!.execute({});
- * assert(tools.echo!.toModelOutput(output).value === "ok");
+ * assert(tools.echo!.toModelOutput(output).value === "no");
+ * await assertRejects(() => tools.echo!.execute({ fail: true }), AISDKToolError, "no");
  * ```
  *
+ * @typeParam S The schema type (the AI SDK's, when its `jsonSchema` is given).
  * @param tools The tools.
+ * @param options The AI SDK's `jsonSchema`, for its own schema objects.
  * @returns The tool set, keyed by tool name.
  */
-export function toAISDKTools(
+export function toAISDKTools<S = AISDKSchema>(
   tools: readonly Tool[],
-): Record<string, AISDKTool> {
-  const set: Record<string, AISDKTool> = {};
+  options: ToAISDKToolsOptions<S> = {},
+): Record<string, AISDKTool<S>> {
+  const set: Record<string, AISDKTool<S>> = {};
   for (const tool of tools) {
+    const schema = tool.inputSchema as unknown as Record<string, unknown>;
+    const make = options.jsonSchema as
+      | ((schema: Record<string, unknown>) => S)
+      | undefined;
     set[tool.name] = {
       description: tool.description,
-      inputSchema: toAISDKSchema(
-        tool.inputSchema as unknown as Record<string, unknown>,
-      ),
-      async execute(input, options = {}) {
+      inputSchema: make
+        ? make(structuredClone(schema))
+        : toAISDKSchema(schema) as S,
+      async execute(input, callOptions = {}) {
+        let result: ToolResult;
         try {
-          return await tool.execute(
+          result = await tool.execute(
             input,
-            options.abortSignal ? { signal: options.abortSignal } : {},
+            callOptions.abortSignal ? { signal: callOptions.abortSignal } : {},
           );
         } catch (error) {
-          return {
+          result = {
             text: error instanceof Error ? error.message : String(error),
             isError: true,
           };
         }
+        if (result.isError) throw new AISDKToolError(tool.name, result.text);
+        return result.text;
       },
       toModelOutput,
     };

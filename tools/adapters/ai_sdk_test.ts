@@ -1,8 +1,8 @@
-import { assert, assertEquals } from "../../_internal/assert.ts";
-import { toAISDKSchema, toAISDKTools } from "./ai_sdk.ts";
+import { assert, assertEquals, assertRejects } from "../../_internal/assert.ts";
+import { AISDKToolError, toAISDKSchema, toAISDKTools } from "./ai_sdk.ts";
 import { echoTool } from "./_fixture.ts";
 
-// What the AI SDK (5 and 6) checks in `asSchema`/`isSchema` and `isValidator`.
+// What the AI SDK (5, 6 and 7) checks first in `asSchema`/`isSchema`.
 function isAISDKSchema(value: unknown): boolean {
   const v = value as Record<string | symbol, unknown>;
   return typeof v === "object" && v !== null &&
@@ -30,37 +30,54 @@ Deno.test("toAISDKTools() gives a tool set keyed by name in the tool() shape", (
   assertEquals(typeof tool.execute, "function");
 });
 
-Deno.test("execute() passes the AI SDK's abortSignal on and returns the ToolResult", async () => {
+Deno.test("execute() passes the AI SDK's abortSignal on and returns the tool's text", async () => {
   const tool = toAISDKTools([echoTool]).echo!;
   const output = await tool.execute({ text: "hi" }, {
     toolCallId: "c1",
     abortSignal: new AbortController().signal,
   });
-  assertEquals(output, { text: '{"text":"hi"} (signal)', isError: false });
+  assertEquals(output, '{"text":"hi"} (signal)');
 });
 
-Deno.test("toModelOutput() maps results to text and error-text, in the v5 and v6 call shapes", async () => {
+Deno.test("execute() throws an error result as AISDKToolError, so the AI SDK records a tool error", async () => {
+  const tool = toAISDKTools([echoTool]).echo!;
+  const error = await assertRejects(
+    () => tool.execute({ text: "b", fail: true }),
+    AISDKToolError,
+  );
+  assertEquals(error.message, '{"text":"b","fail":true}');
+  assertEquals(error.toolName, "echo");
+});
+
+Deno.test("toModelOutput() gives text, in the call shapes of AI SDK 5 and of 6 and 7", async () => {
   const tool = toAISDKTools([echoTool]).echo!;
   const ok = await tool.execute({ text: "a" });
-  const bad = await tool.execute({ text: "b", fail: true });
   assertEquals(tool.toModelOutput(ok), { type: "text", value: '{"text":"a"}' });
-  assertEquals(tool.toModelOutput(bad), {
-    type: "error-text",
-    value: '{"text":"b","fail":true}',
-  });
   assertEquals(
-    tool.toModelOutput({ toolCallId: "c", input: {}, output: bad }).type,
-    "error-text",
+    tool.toModelOutput({ toolCallId: "c", input: {}, output: ok }),
+    { type: "text", value: '{"text":"a"}' },
   );
 });
 
-Deno.test("a bad input reaches execute and comes back as an error result", async () => {
+Deno.test("a bad input reaches execute and comes back as a tool error with a clear message", async () => {
   const tool = toAISDKTools([echoTool]).echo!;
-  const output = await tool.execute({ text: 3 });
-  assertEquals(output, {
-    text: 'Invalid input: Parameter "text" must be a string, got number 3',
-    isError: true,
+  await assertRejects(
+    () => tool.execute({ text: 3 }),
+    AISDKToolError,
+    'Invalid input: Parameter "text" must be a string, got number 3',
+  );
+});
+
+Deno.test("toAISDKTools() with the AI SDK's jsonSchema lets it make the schemas", () => {
+  const made: unknown[] = [];
+  const set = toAISDKTools([echoTool], {
+    jsonSchema: (schema: unknown) => {
+      made.push(schema);
+      return { made: true } as const;
+    },
   });
+  assertEquals(set.echo!.inputSchema, { made: true });
+  assertEquals(made, [echoTool.inputSchema]);
 });
 
 Deno.test("toAISDKSchema() copies the schema", () => {
@@ -69,4 +86,7 @@ Deno.test("toAISDKSchema() copies the schema", () => {
   assert(isAISDKSchema(schema));
   assertEquals(schema.jsonSchema, source);
   assert(schema.jsonSchema !== source);
+  const standard = schema["~standard"];
+  assertEquals(standard.jsonSchema.input({ target: "draft-07" }), source);
+  assertEquals(standard.validate({ any: 1 }), { value: { any: 1 } });
 });

@@ -6,6 +6,18 @@
  */
 import type { Tool, ToolResult } from "../types.ts";
 
+/** The JSON Schema of a tool's input, as the Messages API types it. */
+export interface AnthropicInputSchema {
+  /** Always `"object"`. */
+  type: "object";
+  /** The parameters. */
+  properties?: Record<string, unknown>;
+  /** The required parameters. */
+  required?: string[];
+  /** The rest of the JSON Schema (`additionalProperties`...). */
+  [keyword: string]: unknown;
+}
+
 /** A client tool of the Messages API (`tools[]`). */
 export interface AnthropicTool {
   /** The tool's name. */
@@ -13,7 +25,7 @@ export interface AnthropicTool {
   /** What it does. */
   readonly description: string;
   /** Its input's JSON Schema (`type: "object"`). */
-  readonly input_schema: Readonly<Record<string, unknown>>;
+  readonly input_schema: AnthropicInputSchema;
 }
 
 /** A `tool_result` content block answering a `tool_use` block. */
@@ -50,10 +62,9 @@ export function toAnthropicTools(tools: readonly Tool[]): AnthropicTool[] {
   return tools.map((tool) => ({
     name: tool.name,
     description: tool.description,
-    input_schema: structuredClone(tool.inputSchema) as unknown as Record<
-      string,
-      unknown
-    >,
+    input_schema: structuredClone(
+      tool.inputSchema,
+    ) as unknown as AnthropicInputSchema,
   }));
 }
 

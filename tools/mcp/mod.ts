@@ -6,8 +6,15 @@
  * Schemas reach the client unchanged. A tool's failure becomes a tool result with
  * `isError: true`, never a protocol error, so the model sees the message.
  *
+ * Transports: stdio ({@linkcode serveMcp}), any SDK transport
+ * ({@linkcode connectMcpServer}), and Streamable HTTP through a web-standard
+ * handler ({@linkcode createMcpHttpHandler}, {@linkcode serveMcpHttp}) that
+ * gives each MCP session its own runtime. Given `skills`, the server also
+ * offers each skill as a prompt and its files as `skill://<name>/<path>`
+ * resources.
+ *
  * Permissions: serving needs none of its own; the tools need what their runtime
- * needs (for the local runtime: read, write and run).
+ * needs (for the local runtime: read, write and run); HTTP needs `--allow-net`.
  *
  * @example Serving tools to an in-memory client
  * ```ts
@@ -43,19 +50,15 @@
 import process from "node:process";
 // The SDK's "./*" export maps `x.js` to types at `x.js.d.ts`, which do not
 // exist: `@ts-types` points the type checker at the right declarations.
-import { Server } from "npm:@modelcontextprotocol/sdk@1.32.2/server";
 // @ts-types="npm:@modelcontextprotocol/sdk@1.32.2/server/stdio"
 import { StdioServerTransport } from "npm:@modelcontextprotocol/sdk@1.32.2/server/stdio.js";
-import type { Transport } from "npm:@modelcontextprotocol/sdk@1.32.2/shared/transport";
-// @ts-types="npm:@modelcontextprotocol/sdk@1.32.2/types"
-import {
-  CallToolRequestSchema,
-  type CallToolResult,
-  ListToolsRequestSchema,
-  type ListToolsResult,
-} from "npm:@modelcontextprotocol/sdk@1.32.2/types.js";
-import denoJson from "../../deno.json" with { type: "json" };
 import type { Tool } from "../types.ts";
+import {
+  connect,
+  type McpConnection,
+  type McpServerOptions,
+  type McpTransport,
+} from "./_server.ts";
 
 export type {
   JsonSchema,
@@ -63,150 +66,14 @@ export type {
   ToolCallOptions,
   ToolResult,
 } from "../types.ts";
-
-/** The server name announced to MCP clients: the package's name. */
-export const MCP_SERVER_NAME: string = denoJson.name;
-
-/** The server version announced to MCP clients: the package's version. */
-export const MCP_SERVER_VERSION: string = denoJson.version;
-
-/** Options of {@linkcode connectMcpServer} and {@linkcode serveMcp}. */
-export interface McpServerOptions {
-  /** The name announced to clients; default {@linkcode MCP_SERVER_NAME}. */
-  readonly name?: string;
-  /** The version announced to clients; default {@linkcode MCP_SERVER_VERSION}. */
-  readonly version?: string;
-  /** Instructions for the client's model, sent at initialisation. */
-  readonly instructions?: string;
-}
-
-// Builds the low-level server: lists the tools with their JSON Schemas, calls
-// them, turns unknown tools and failures into results with `isError: true`, and
-// aborts a tool's signal when the client cancels its call.
-function createMcpServer(
-  tools: readonly Tool[],
-  options: McpServerOptions,
-  calls: InFlight,
-): Server {
-  const byName = new Map<string, Tool>();
-  for (const tool of tools) {
-    if (byName.has(tool.name)) {
-      throw new TypeError(
-        `Cannot serve tool "${tool.name}": another tool has the same name`,
-      );
-    }
-    byName.set(tool.name, tool);
-  }
-  const server = new Server(
-    {
-      name: options.name ?? MCP_SERVER_NAME,
-      version: options.version ?? MCP_SERVER_VERSION,
-    },
-    {
-      capabilities: { tools: {} },
-      ...(options.instructions === undefined
-        ? {}
-        : { instructions: options.instructions }),
-    },
-  );
-  server.setRequestHandler(
-    ListToolsRequestSchema,
-    (): ListToolsResult => ({
-      tools: tools.map((tool) => ({
-        name: tool.name,
-        description: tool.description,
-        // Passed through unchanged (the SDK's type is mutable, ours readonly).
-        inputSchema: tool.inputSchema as unknown as McpInputSchema,
-      })),
-    }),
-  );
-  server.setRequestHandler(
-    CallToolRequestSchema,
-    async (request, extra): Promise<CallToolResult> => {
-      const { name, arguments: input } = request.params;
-      const tool = byName.get(name);
-      if (tool === undefined) {
-        const known = [...byName.keys()].map((n) => `"${n}"`).join(", ");
-        return errorResult(
-          `Unknown tool "${name}": available tools are ${known || "none"}`,
-        );
-      }
-      try {
-        const result = await calls.track(
-          tool.execute(input ?? {}, { signal: extra.signal }),
-        );
-        return {
-          content: [{ type: "text", text: result.text }],
-          isError: result.isError,
-        };
-      } catch (error) {
-        // The Tool contract says execute never throws; keep the promise anyway.
-        return errorResult(
-          `Tool "${name}" failed: ${
-            error instanceof Error ? error.message : String(error)
-          }`,
-        );
-      }
-    },
-  );
-  return server;
-}
-
-/** Counts the tool calls running, to let them answer before closing. */
-class InFlight {
-  #count = 0;
-  #waiters: (() => void)[] = [];
-
-  async track<T>(promise: Promise<T>): Promise<T> {
-    this.#count++;
-    try {
-      return await promise;
-    } finally {
-      if (--this.#count === 0) {
-        for (const wake of this.#waiters.splice(0)) wake();
-      }
-    }
-  }
-
-  /** Settles once no call runs and their answers have been handed to the transport. */
-  async idle(): Promise<void> {
-    do {
-      while (this.#count > 0) {
-        await new Promise<void>((resolve) => this.#waiters.push(resolve));
-      }
-      // The SDK sends an answer a few microtasks after the handler settles;
-      // a call that started meanwhile is waited for too.
-      await new Promise((resolve) => setTimeout(resolve, 0));
-    } while (this.#count > 0);
-  }
-}
-
-/**
- * An MCP transport: the SDK's `Transport` (stdio, in-memory, Streamable
- * HTTP...), of which these are the members skillrun relies on. Give it
- * unstarted: connecting starts it.
- */
-export interface McpTransport {
-  /** Starts the transport (called when connecting). */
-  start(): Promise<void>;
-  /** Sends one JSON-RPC message. */
-  send(message: unknown, options?: unknown): Promise<void>;
-  /** Closes the transport. */
-  close(): Promise<void>;
-}
-
-/** A server connected to a transport. */
-export interface McpConnection extends AsyncDisposable {
-  /** Settles when the connection closes (by either side). */
-  readonly closed: Promise<void>;
-  /**
-   * Settles when no tool call is running and every answer has been handed to
-   * the transport (e.g. to close gracefully when the input ends).
-   */
-  idle(): Promise<void>;
-  /** Closes the connection now; running calls are aborted. Idempotent. */
-  close(): Promise<void>;
-}
+export {
+  MCP_SERVER_NAME,
+  MCP_SERVER_VERSION,
+  type McpConnection,
+  type McpServerOptions,
+  type McpTransport,
+} from "./_server.ts";
+export * from "./http.ts";
 
 /**
  * Connects a server for `tools` to any MCP transport (stdio, in-memory,
@@ -236,23 +103,7 @@ export async function connectMcpServer(
   transport: McpTransport,
   options: McpServerOptions = {},
 ): Promise<McpConnection> {
-  const calls = new InFlight();
-  const server = createMcpServer(tools, options, calls);
-  const { promise: closed, resolve } = Promise.withResolvers<void>();
-  server.onclose = () => resolve();
-  // Our interface is a structural subset of the SDK's.
-  await server.connect(transport as unknown as Transport);
-  let closing: Promise<void> | undefined;
-  const close = (): Promise<void> => {
-    closing ??= server.close().then(() => closed);
-    return closing;
-  };
-  return {
-    closed,
-    idle: () => calls.idle(),
-    close,
-    [Symbol.asyncDispose]: close,
-  };
+  return (await connect(tools, transport, options)).connection;
 }
 
 /** Options of {@linkcode serveMcp}. */
@@ -311,10 +162,4 @@ export async function serveMcp(
     signal?.removeEventListener("abort", onAbort);
     if (stdio) process.stdin.off("end", onEnd);
   }
-}
-
-type McpInputSchema = ListToolsResult["tools"][number]["inputSchema"];
-
-function errorResult(text: string): CallToolResult {
-  return { content: [{ type: "text", text }], isError: true };
 }

@@ -18,6 +18,7 @@ import {
   serveMcp,
 } from "./mod.ts";
 import { tinyTools } from "./testdata/tiny_tools.ts";
+import { BLOB, fromBase64, makeSkillFiles } from "./testdata/skill_files.ts";
 
 const fixture = new URL("./testdata/tiny_tools.ts", import.meta.url).pathname;
 
@@ -259,4 +260,59 @@ Deno.test("the server passes instructions, name and version options to the clien
   assertEquals(client.getInstructions(), "Use the skill tool first");
   assertEquals((await client.listTools()).tools, []);
   await client.close();
+});
+
+Deno.test("a stdio server in a subprocess offers skills as prompts and resources", async () => {
+  await using files = await makeSkillFiles();
+  const transport = new StdioClientTransport({
+    command: Deno.execPath(),
+    args: [
+      "run",
+      "--quiet",
+      "--no-prompt",
+      `--allow-read`,
+      new URL("./testdata/skill_server.ts", import.meta.url).pathname,
+      files.skills,
+    ],
+    env: { ...Deno.env.toObject(), NO_COLOR: "1" },
+    stderr: "pipe",
+  });
+  const client = new Client({ name: "test", version: "1.0.0" });
+  await client.connect(transport);
+  try {
+    const { prompts } = await client.listPrompts();
+    assertEquals(prompts.map((p) => p.name), ["greet", "notes"]);
+    const prompt = await client.getPrompt({ name: "greet" });
+    assertStringIncludes(
+      (prompt.messages[0]!.content as TextContent).text,
+      "Say hello.",
+    );
+    const { resources } = await client.listResources();
+    assertEquals(resources.length, 6);
+    const { resourceTemplates } = await client.listResourceTemplates();
+    assertEquals(resourceTemplates[0]!.uriTemplate, "skill://{skill}/{+path}");
+    const text = await client.readResource({
+      uri: "skill://notes/scripts/hello.sh",
+    });
+    assertEquals((text.contents[0] as { text: string }).text, "echo héllo\n");
+    const blob = await client.readResource({
+      uri: "skill://notes/data/blob.bin",
+    });
+    assertEquals(
+      fromBase64((blob.contents[0] as { blob: string }).blob),
+      BLOB,
+    );
+    await assertRejects(
+      () => client.readResource({ uri: "skill://notes/data/big.txt" }),
+      Error,
+      "the file is larger than the 1024 bytes limit",
+    );
+    await assertRejects(
+      () => client.readResource({ uri: "skill://notes/data/escape.txt" }),
+      Error,
+      "the path leads outside the skill folder",
+    );
+  } finally {
+    await client.close();
+  }
 });

@@ -1,0 +1,169 @@
+/**
+ * Benchmarks of the AIO runtime against the AIO test server (run in its own
+ * process, so its memory is not counted), each beside a baseline on the same
+ * server: `execute("true")` against one bare `fetch` of `/v1/bash/exec`, and a
+ * 1 GiB download against `curl -s -o`.
+ *
+ * @module
+ */
+import { type BenchCase, runChild } from "./_harness.ts";
+import { AioSkillRuntime } from "../runtimes/aio/runtime.ts";
+
+const ONE_GIB = 1024 * 1024 * 1024;
+const DATA = new URL("./.data/aio/", import.meta.url).pathname;
+const BIG = `${DATA}big.bin`;
+const TOKEN = "bench-aio-token";
+const SERVER = new URL("../tests/servers/aio.ts", import.meta.url).pathname;
+/** Round trips per timed iteration of the execute case. */
+const ROUND_TRIPS = 20;
+
+let serverUrl: Promise<string> | undefined;
+
+/** Starts the AIO test server in a child process (once per process). */
+function server(): Promise<string> {
+  return serverUrl ??= (async () => {
+    const child = new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", SERVER, "--token", TOKEN, "--home", DATA],
+      stdin: "null",
+      stdout: "piped",
+      stderr: "inherit",
+    }).spawn();
+    globalThis.addEventListener("unload", () => {
+      try {
+        child.kill("SIGTERM");
+      } catch { /* gone */ }
+    });
+    const reader = child.stdout.pipeThrough(new TextDecoderStream())
+      .getReader();
+    let text = "";
+    while (!text.includes("\n")) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error("The AIO test server did not start");
+      text += value;
+    }
+    reader.releaseLock();
+    child.unref();
+    return text.split("\n")[0]!;
+  })();
+}
+
+let runtime: AioSkillRuntime | undefined;
+async function aio(): Promise<AioSkillRuntime> {
+  return runtime ??= new AioSkillRuntime({
+    baseUrl: await server(),
+    token: TOKEN,
+    cwd: DATA,
+  });
+}
+
+let target = 0;
+function localTarget(): string {
+  return `${DATA}out-${Deno.pid}-${target++}.bin`;
+}
+
+/** The cases, each with its baseline. */
+export const cases: BenchCase[] = [
+  {
+    id: "aio-execute-true",
+    title: `AIO execute("true") round trip (${ROUND_TRIPS} per iteration)`,
+    module: import.meta.url,
+    iterations: 10,
+    maxRatio: 1.2,
+    setup: () => Deno.mkdir(DATA, { recursive: true }),
+    ours: {
+      label: "execute",
+      fn: async () => {
+        const runtime = await aio();
+        for (let i = 0; i < ROUND_TRIPS; i++) {
+          const result = await runtime.execute({ command: "true" });
+          if (result.exitCode !== 0) throw new Error("true failed");
+        }
+      },
+    },
+    baseline: {
+      label: "bare fetch of /v1/bash/exec",
+      fn: async () => {
+        const url = `${await server()}/v1/bash/exec`;
+        for (let i = 0; i < ROUND_TRIPS; i++) {
+          const response = await fetch(url, {
+            method: "POST",
+            headers: {
+              "content-type": "application/json",
+              authorization: `Bearer ${TOKEN}`,
+            },
+            body: JSON.stringify({
+              command: "true",
+              session_id: `bench-${Deno.pid}`,
+              exec_dir: DATA,
+            }),
+          });
+          const body = await response.json();
+          if (body.data?.exit_code !== 0) throw new Error("true failed");
+        }
+      },
+    },
+  },
+  {
+    id: "aio-download-1gib",
+    title: "AIO download of a 1 GiB file",
+    module: import.meta.url,
+    iterations: 2,
+    rounds: 2,
+    noWarmup: true,
+    maxRatio: 1.25,
+    maxRssMiB: 100,
+    setup: async () => {
+      await Deno.mkdir(DATA, { recursive: true });
+      const info = await Deno.stat(BIG).catch(() => null);
+      if (info?.size === ONE_GIB) return;
+      const made = await new Deno.Command("bash", {
+        args: ["-c", `head -c ${ONE_GIB} /dev/urandom > '${BIG}'`],
+      }).output();
+      if (!made.success) throw new Error("Cannot make the 1 GiB file");
+    },
+    skipReason: () => {
+      try {
+        new Deno.Command("curl", { args: ["--version"] }).outputSync();
+        return undefined;
+      } catch {
+        return "curl is not installed";
+      }
+    },
+    ours: {
+      label: "fs.download",
+      fn: async () => {
+        const local = localTarget();
+        const { bytes } = await (await aio()).fs.download(BIG, local);
+        await Deno.remove(local);
+        if (bytes !== ONE_GIB) throw new Error("short download");
+      },
+    },
+    baseline: {
+      label: "curl -s -o",
+      fn: async () => {
+        const local = localTarget();
+        const url = `${await server()}/v1/file/download?path=${
+          encodeURIComponent(BIG)
+        }`;
+        const done = await new Deno.Command("curl", {
+          args: [
+            "-s",
+            "-f",
+            "-H",
+            `Authorization: Bearer ${TOKEN}`,
+            "-o",
+            local,
+            url,
+          ],
+        }).output();
+        const size = (await Deno.stat(local)).size;
+        await Deno.remove(local);
+        if (!done.success || size !== ONE_GIB) {
+          throw new Error("curl failed");
+        }
+      },
+    },
+  },
+];
+
+await runChild(cases);

@@ -1,0 +1,145 @@
+/**
+ * `skillrun mcp --http [host:]port`: the skill tools over MCP's Streamable
+ * HTTP transport, one conversation workspace per MCP session.
+ *
+ * @module
+ */
+import type { SkillRuntimeConfig } from "../runtimes/config.ts";
+import { UsageError } from "./_args.ts";
+import { createRuntime } from "./run.ts";
+
+/** The variable holding the bearer token that `mcp --http` asks for. */
+export const MCP_TOKEN_VARIABLE = "SKILLRUN_MCP_TOKEN";
+
+/** Where to listen. */
+export interface ListenAddress {
+  /** The hostname or IP address (IPv6 without brackets). */
+  readonly hostname: string;
+  /** The port (0: any free port). */
+  readonly port: number;
+}
+
+/**
+ * Parses `[host:]port` (`8080`, `0.0.0.0:8080`, `[::1]:8080`); the host
+ * defaults to `127.0.0.1`.
+ *
+ * @param value The flag's value.
+ * @returns The address.
+ * @throws {UsageError} The value is not of that form.
+ *
+ * @example Reading addresses
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { parseListenAddress } from "./_mcp_http.ts";
+ * assert(parseListenAddress("8080").hostname === "127.0.0.1");
+ * assert(parseListenAddress("[::1]:0").hostname === "::1");
+ * ```
+ */
+export function parseListenAddress(value: string): ListenAddress {
+  const match = /^(?:(\[[0-9A-Fa-f:.]+\]|[^:[\]]+):)?(\d{1,5})$/.exec(value);
+  const port = Number(match?.[2]);
+  if (!match || port > 65535) {
+    throw new UsageError(
+      `Cannot listen on "${value}": expected [host:]port with a port from 0 to 65535`,
+    );
+  }
+  const host = match[1] ?? "127.0.0.1";
+  return { hostname: host.replace(/^\[(.*)\]$/, "$1"), port };
+}
+
+/** What the HTTP path of `skillrun mcp` needs. */
+export interface McpHttpCommandOptions {
+  /** The parsed flags of `skillrun mcp`. */
+  readonly flags: Readonly<Record<string, string | boolean>>;
+  /** The skills' configurations from `--config`. */
+  readonly configs?: ReadonlyMap<string, SkillRuntimeConfig>;
+  /** Prints a line on stdout. */
+  readonly out: (text: string) => Promise<void>;
+  /** Prints a line on stderr. */
+  readonly err: (text: string) => Promise<void>;
+  /** Stops serving. */
+  readonly signal?: AbortSignal;
+}
+
+/**
+ * Serves until the signal aborts or the process gets SIGINT or SIGTERM, then
+ * closes every session. Prints the endpoint's URL as the first line of stdout.
+ *
+ * @param options Flags, configurations, output and signal.
+ * @returns When the server has stopped.
+ */
+export async function serveMcpHttpCommand(
+  options: McpHttpCommandOptions,
+): Promise<void> {
+  const { flags, out, err, signal } = options;
+  const address = parseListenAddress(flags.http as string);
+  if (typeof flags.conversation === "string") {
+    throw new UsageError(
+      'Option "--conversation" does not go with "--http": each MCP session gets its own conversation',
+    );
+  }
+  const token = await readToken(err);
+  // Loaded here so that the other subcommands never load the MCP SDK.
+  const { serveMcpHttp } = await import("../tools/mcp/mod.ts");
+  const server = await serveMcpHttp({
+    hostname: address.hostname,
+    port: address.port,
+    skills: flags.skills as string,
+    ...(options.configs ? { configs: options.configs } : {}),
+    ...(token !== undefined ? { token } : {}),
+    jsonResponse: flags["json-response"] === true,
+    runtime: (sessionId) =>
+      createRuntime({ ...flags, conversation: sessionId }),
+    onError: (error) => void err(`skillrun mcp: ${error.message}\n`),
+  });
+  for (const warning of server.handler.warnings) {
+    await err(`skillrun mcp: warning: ${warning}\n`);
+  }
+  if (server.handler.skills.length === 0) {
+    await err(
+      `skillrun mcp: no skills found under "${flags.skills}"; serving the file tools only\n`,
+    );
+  }
+  await out(`${server.url}\n`);
+  if (
+    token === undefined &&
+    !server.url.match(/^http:\/\/(127\.|\[::1\]|localhost)/)
+  ) {
+    await err(
+      `skillrun mcp: warning: listening beyond loopback without a token: anyone who reaches ${server.url} can run commands (set ${MCP_TOKEN_VARIABLE})\n`,
+    );
+  }
+  const stop = () => void server.close();
+  const signals: Deno.Signal[] = Deno.build.os === "windows"
+    ? ["SIGINT"]
+    : ["SIGINT", "SIGTERM"];
+  for (const name of signals) Deno.addSignalListener(name, stop);
+  signal?.addEventListener("abort", stop, { once: true });
+  if (signal?.aborted) stop();
+  try {
+    await server.finished;
+  } finally {
+    for (const name of signals) Deno.removeSignalListener(name, stop);
+    signal?.removeEventListener("abort", stop);
+    await server.close();
+  }
+}
+
+// The token comes from the environment, never from the command line (which
+// other users can see in the process list).
+async function readToken(
+  err: (text: string) => Promise<void>,
+): Promise<string | undefined> {
+  const state = Deno.permissions.querySync({
+    name: "env",
+    variable: MCP_TOKEN_VARIABLE,
+  }).state;
+  if (state !== "granted") {
+    await err(
+      `skillrun mcp: warning: ${MCP_TOKEN_VARIABLE} not read (no --allow-env for it): no bearer token is asked\n`,
+    );
+    return undefined;
+  }
+  const token = Deno.env.get(MCP_TOKEN_VARIABLE);
+  return token === undefined || token === "" ? undefined : token;
+}

@@ -1,0 +1,152 @@
+/**
+ * `skillrun doctor`: the fence report of the local runtime the other
+ * subcommands would use with the same options: Deno permissions against
+ * needs, the shell's isolation, where commands and file tools can go, and the
+ * optional tools.
+ *
+ * @module
+ */
+import { hostPath } from "../_internal/std.ts";
+import { fenceReport, formatFenceReport } from "../runtimes/local/doctor.ts";
+import type { LocalSkillRuntime } from "../runtimes/local/runtime.ts";
+import { parseArgs, UsageError } from "./_args.ts";
+import {
+  type CliStreams,
+  createRuntime,
+  ISOLATE_HELP,
+  USAGE_EXIT_CODE,
+} from "./run.ts";
+
+/** The help of `skillrun doctor`. */
+export const DOCTOR_HELP: string = `Usage: skillrun doctor [options]
+
+Reports what the local runtime can reach with these options, under the
+permissions this process was started with: the Deno permissions held
+(read, write, run, net, env) against what the runtime needs, with broader
+ones as warnings; whether the shell is isolated and how; where commands and
+the file tools can go; which optional tools are present (bash, rg, bwrap,
+deno on the commands' PATH) and what their absence costs.
+
+Run it with the same deno flags as "run" or "mcp" to check those flags.
+
+Options:
+  --skills <dir>       The folder of skills the runtime will use (several:
+                       separated by commas)
+  --conversation <id>  Report on the conversation workspace <root>/<id>
+                       (created if missing)
+  --root <dir>         The conversations root (default: .skillrun/conversations)
+${ISOLATE_HELP}  --json               Print the report as JSON
+  -h, --help           Show this help
+
+Exit codes: 0 when the runtime can work (warnings allowed); 1 when something
+it needs is missing, or the runtime cannot be made; ${USAGE_EXIT_CODE} on a command-line mistake.
+
+Example:
+  deno run --allow-read=skills,.skillrun --allow-write=.skillrun \\
+    --allow-run=bwrap,bash,rg --allow-env=PATH cli.ts doctor --skills skills \\
+    --conversation demo --isolate
+`;
+
+/** Options of {@linkcode doctorCommand}. */
+export interface DoctorCommandOptions {
+  /** Where output goes; default the process's stdout and stderr. */
+  readonly streams?: CliStreams;
+  /** Stops the checks. */
+  readonly signal?: AbortSignal;
+}
+
+/**
+ * Runs `skillrun doctor` with its arguments (those after `doctor`).
+ *
+ * Permissions: none needed (it reports on what is granted); it makes the
+ * runtime as `run` does (so a conversation workspace is created when
+ * `--conversation` is given and write access allows it).
+ *
+ * @param args The arguments after `doctor`.
+ * @param options The output streams and a signal.
+ * @returns The exit code.
+ * @throws Never for bad input: that becomes a message and an exit code.
+ *
+ * @example Showing the help
+ * ```ts
+ * import { doctorCommand } from "./doctor.ts";
+ * import { assert } from "@std/assert";
+ * const chunks: Uint8Array[] = [];
+ * const sink = { write: (b: Uint8Array) => (chunks.push(b), Promise.resolve(b.length)) };
+ * const code = await doctorCommand(["--help"], { streams: { stdout: sink, stderr: sink } });
+ * assert(code === 0 && new TextDecoder().decode(chunks[0]).startsWith("Usage:"));
+ * ```
+ */
+export async function doctorCommand(
+  args: readonly string[],
+  options: DoctorCommandOptions = {},
+): Promise<number> {
+  const streams = options.streams ??
+    { stdout: Deno.stdout, stderr: Deno.stderr };
+  const encoder = new TextEncoder();
+  const write = async (
+    stream: CliStreams["stdout"],
+    text: string,
+  ): Promise<void> => {
+    let bytes = encoder.encode(text);
+    while (bytes.length > 0) bytes = bytes.subarray(await stream.write(bytes));
+  };
+  const out = (text: string) => write(streams.stdout, text);
+  const err = (text: string) => write(streams.stderr, text);
+  let parsed;
+  try {
+    parsed = parseArgs(args, {
+      skills: "string",
+      conversation: "string",
+      root: "string",
+      isolate: "boolean",
+      "allow-net": "boolean",
+      json: "boolean",
+    });
+    if (parsed.flags.help === true) {
+      await out(DOCTOR_HELP);
+      return 0;
+    }
+    if (parsed.positionals.length > 0 || parsed.rest !== undefined) {
+      throw new UsageError(
+        `Unexpected argument "${parsed.positionals[0] ?? "--"}"`,
+      );
+    }
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    await err(`skillrun doctor: ${error.message}\n\n${DOCTOR_HELP}`);
+    return USAGE_EXIT_CODE;
+  }
+  const skillRoots = typeof parsed.flags.skills === "string"
+    ? parsed.flags.skills.split(",").filter(Boolean).map((p) =>
+      hostPath.resolve(p)
+    )
+    : [];
+  let runtime: LocalSkillRuntime | undefined;
+  try {
+    runtime = await createRuntime(parsed.flags);
+    const report = await fenceReport(runtime, {
+      skillRoots,
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+    await out(
+      parsed.flags.json === true
+        ? JSON.stringify(report, null, 2) + "\n"
+        : formatFenceReport(report),
+    );
+    return report.errors.length > 0 ? 1 : 0;
+  } catch (error) {
+    if (error instanceof UsageError) {
+      await err(`skillrun doctor: ${error.message}\n\n${DOCTOR_HELP}`);
+      return USAGE_EXIT_CODE;
+    }
+    const message = error instanceof Error ? error.message : String(error);
+    if (parsed.flags.json === true) {
+      await out(JSON.stringify({ error: message }, null, 2) + "\n");
+    }
+    await err(`skillrun doctor: ${message}\n`);
+    return 1;
+  } finally {
+    await runtime?.close();
+  }
+}

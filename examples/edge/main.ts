@@ -1,0 +1,203 @@
+/**
+ * An edge function (Supabase Edge Functions / Deno Deploy style) that serves
+ * the skill tools over MCP's Streamable HTTP transport and runs every
+ * session's commands in a remote sandbox: OpenSandbox or AIO Sandbox, chosen
+ * by environment variables. Each MCP session gets its own conversation
+ * workspace (an OpenSandbox sandbox of its own, or a folder of its own in the
+ * AIO container). With Deno KV available (`--unstable-kv`, or Deno Deploy),
+ * conversations are recorded there; otherwise in memory.
+ *
+ * It needs exactly `--allow-net --allow-env --allow-read=<its skills folder>`
+ * (plus `--unstable-kv` for KV) and imports nothing that needs more:
+ *
+ * ```sh
+ * OPEN_SANDBOX_URL=http://localhost:8080 OPEN_SANDBOX_API_KEY=... MCP_TOKEN=... \
+ *   npx -y deno@2.9.6 run --allow-net --allow-env --allow-read=examples/edge/skills \
+ *   --unstable-kv examples/edge/main.ts
+ * ```
+ *
+ * Environment:
+ * - `OPEN_SANDBOX_URL`, `OPEN_SANDBOX_API_KEY`, `OPEN_SANDBOX_IMAGE`
+ *   (default `ubuntu:24.04`): an OpenSandbox lifecycle server;
+ * - or `AIO_SANDBOX_URL`, `AIO_SANDBOX_TOKEN`: an AIO Sandbox container;
+ * - `SKILLRUN_SANDBOX`: `opensandbox` or `aio` when both are set;
+ * - `SKILLRUN_CONVERSATIONS_ROOT`: where conversation workspaces go in the
+ *   sandbox (default: the runtime's own);
+ * - `MCP_TOKEN`: the bearer token clients must send (recommended);
+ * - `PORT`: the port to listen on (default 8000; Deno Deploy sets its own).
+ *
+ * @module
+ */
+import { fromFileUrl } from "@std/path";
+import {
+  createMcpHttpHandler,
+  type McpHttpHandler,
+  type McpRuntimeFactory,
+} from "@skillrun/skillrun/mcp";
+import {
+  type ConversationStore,
+  KvConversationStore,
+  MemoryConversationStore,
+  OpenSandboxSkillRuntime,
+} from "@skillrun/skillrun/opensandbox";
+import { AioSkillRuntime } from "@skillrun/skillrun/aio";
+
+/** The skills this function bundles (beside it). */
+export const SKILLS_FOLDER: string = fromFileUrl(
+  new URL("./skills", import.meta.url),
+);
+
+/** Which sandbox serves the sessions, and how to reach it. */
+export type EdgeSandbox =
+  | {
+    readonly kind: "opensandbox";
+    readonly url: string;
+    readonly apiKey?: string;
+    readonly image: string;
+  }
+  | { readonly kind: "aio"; readonly url: string; readonly token?: string };
+
+/** The function's configuration, read from its environment. */
+export interface EdgeConfig {
+  /** The sandbox. */
+  readonly sandbox: EdgeSandbox;
+  /** Where conversation workspaces go in the sandbox (default: the runtime's). */
+  readonly conversationsRoot?: string;
+  /** The bearer token clients must send, if any. */
+  readonly token?: string;
+}
+
+/**
+ * Reads the configuration from environment variables (see the module's doc).
+ *
+ * @example A configuration for OpenSandbox
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { configFromEnv } from "./main.ts";
+ * const env: Record<string, string> = { OPEN_SANDBOX_URL: "http://sandbox.example:8080" };
+ * const config = configFromEnv((name) => env[name]);
+ * assertEquals(config.sandbox.kind, "opensandbox");
+ * ```
+ *
+ * @param get Reads one variable (e.g. `(n) => Deno.env.get(n)`).
+ * @returns The configuration.
+ * @throws {TypeError} No sandbox is configured, or `SKILLRUN_SANDBOX` is not
+ * `opensandbox` or `aio`, or names one that is not configured.
+ */
+export function configFromEnv(
+  get: (name: string) => string | undefined,
+): EdgeConfig {
+  const value = (name: string) => {
+    const v = get(name)?.trim();
+    return v ? v : undefined;
+  };
+  const openSandbox = value("OPEN_SANDBOX_URL");
+  const aio = value("AIO_SANDBOX_URL");
+  const chosen = value("SKILLRUN_SANDBOX") ??
+    (openSandbox ? "opensandbox" : aio ? "aio" : undefined);
+  let sandbox: EdgeSandbox;
+  if (chosen === "opensandbox" && openSandbox) {
+    const apiKey = value("OPEN_SANDBOX_API_KEY");
+    sandbox = {
+      kind: "opensandbox",
+      url: openSandbox,
+      image: value("OPEN_SANDBOX_IMAGE") ?? "ubuntu:24.04",
+      ...(apiKey ? { apiKey } : {}),
+    };
+  } else if (chosen === "aio" && aio) {
+    const token = value("AIO_SANDBOX_TOKEN");
+    sandbox = { kind: "aio", url: aio, ...(token ? { token } : {}) };
+  } else if (chosen === undefined) {
+    throw new TypeError(
+      "Cannot start the edge function: set OPEN_SANDBOX_URL (OpenSandbox) or AIO_SANDBOX_URL (AIO Sandbox)",
+    );
+  } else {
+    throw new TypeError(
+      `Cannot use SKILLRUN_SANDBOX "${chosen}": it must be "opensandbox" (with OPEN_SANDBOX_URL) or "aio" (with AIO_SANDBOX_URL)`,
+    );
+  }
+  const conversationsRoot = value("SKILLRUN_CONVERSATIONS_ROOT");
+  const token = value("MCP_TOKEN");
+  return {
+    sandbox,
+    ...(conversationsRoot ? { conversationsRoot } : {}),
+    ...(token ? { token } : {}),
+  };
+}
+
+/**
+ * The conversation store: Deno KV when this runtime has it (`--unstable-kv`,
+ * Deno Deploy), else one in memory.
+ *
+ * @returns The store and what it is.
+ */
+export async function openStore(): Promise<
+  { store: ConversationStore; kind: "kv" | "memory" }
+> {
+  try {
+    return { store: await KvConversationStore.open(), kind: "kv" };
+  } catch {
+    // No KV here (run without --unstable-kv): conversations live in memory.
+    return { store: new MemoryConversationStore(), kind: "memory" };
+  }
+}
+
+/**
+ * Makes the function's request handler: the bundled skills served over MCP,
+ * one conversation workspace in the sandbox per MCP session.
+ *
+ * @param config The configuration.
+ * @param store Where conversations are recorded.
+ * @returns The handler (for `Deno.serve`); close it to end every session.
+ */
+export async function createEdgeHandler(
+  config: EdgeConfig,
+  store: ConversationStore,
+): Promise<McpHttpHandler> {
+  const { sandbox, conversationsRoot } = config;
+  const runtime: McpRuntimeFactory = (sessionId) =>
+    Promise.resolve(
+      sandbox.kind === "opensandbox"
+        ? new OpenSandboxSkillRuntime({
+          baseUrl: sandbox.url,
+          ...(sandbox.apiKey ? { apiKey: sandbox.apiKey } : {}),
+          sandbox: { image: sandbox.image },
+          conversationId: sessionId,
+          store,
+          ...(conversationsRoot ? { conversationsRoot } : {}),
+        })
+        : new AioSkillRuntime({
+          baseUrl: sandbox.url,
+          ...(sandbox.token ? { token: sandbox.token } : {}),
+          conversationId: sessionId,
+          store,
+          ...(conversationsRoot ? { conversationsRoot } : {}),
+        }),
+    );
+  return await createMcpHttpHandler({
+    skills: SKILLS_FOLDER,
+    runtime,
+    ...(config.token ? { token: config.token } : {}),
+    onError: (error) => console.error(`edge: ${error.message}`),
+  });
+}
+
+if (import.meta.main) {
+  let config: EdgeConfig;
+  try {
+    config = configFromEnv((name) => Deno.env.get(name));
+  } catch (error) {
+    console.error(`error: ${(error as Error).message}`);
+    Deno.exit(1);
+  }
+  const { store, kind } = await openStore();
+  const handler = await createEdgeHandler(config, store);
+  const port = Number(Deno.env.get("PORT") ?? 8000);
+  Deno.serve({
+    port,
+    onListen: ({ hostname, port }) =>
+      console.log(
+        `http://${hostname}:${port}/mcp (${config.sandbox.kind}, ${kind} store, ${handler.skills.length} skills)`,
+      ),
+  }, handler);
+}

@@ -1,0 +1,222 @@
+// The edge example runs under exactly its documented flags against the
+// OpenSandbox and AIO test servers, driven by the MCP SDK's own client over
+// HTTP: a skill is loaded, a command runs in the sandbox, a file is written
+// and read back.
+import { Client } from "npm:@modelcontextprotocol/sdk@1.32.2/client";
+// @ts-types="npm:@modelcontextprotocol/sdk@1.32.2/client/streamableHttp"
+import { StreamableHTTPClientTransport } from "npm:@modelcontextprotocol/sdk@1.32.2/client/streamableHttp.js";
+import {
+  assert,
+  assertEquals,
+  assertStringIncludes,
+} from "../../_internal/assert.ts";
+import { hostPath } from "../../_internal/std.ts";
+import { startOpenSandboxServer } from "../../tests/servers/opensandbox.ts";
+import { startAioServer } from "../../tests/servers/aio.ts";
+import { configFromEnv } from "./main.ts";
+
+const REPO = hostPath.fromFileUrl(new URL("../../", import.meta.url));
+
+/** The documented flags, exactly (README and the module's doc). */
+const FLAGS = [
+  "--allow-net",
+  "--allow-env",
+  "--allow-read=examples/edge/skills",
+];
+
+interface Started extends AsyncDisposable {
+  readonly url: string;
+  /** The line the function printed when it started. */
+  readonly banner: string;
+  readonly stderr: () => string;
+}
+
+/** Starts the function as a process under the documented flags. */
+async function startFunction(
+  env: Record<string, string>,
+  extraFlags: string[] = [],
+): Promise<Started> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", ...FLAGS, ...extraFlags, "examples/edge/main.ts"],
+    cwd: REPO,
+    clearEnv: true,
+    env: { NO_COLOR: "1", PORT: "0", ...env },
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  let errors = "";
+  const errorsDone = child.stderr.pipeThrough(new TextDecoderStream())
+    .pipeTo(
+      new WritableStream({
+        write(chunk) {
+          errors += chunk;
+        },
+      }),
+    ).catch(() => {});
+  const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let first = "";
+  const deadline = Date.now() + 60_000;
+  while (!first.includes("\n") && Date.now() < deadline) {
+    const { value, done } = await lines.read();
+    if (done) break;
+    first += value;
+  }
+  const url = /^(http:\/\/\S+)/.exec(first)?.[1]?.replace(
+    "0.0.0.0",
+    "127.0.0.1",
+  );
+  const stop = async () => {
+    try {
+      child.kill("SIGTERM");
+    } catch {
+      // already gone
+    }
+    await child.status;
+    await lines.cancel().catch(() => {});
+    await errorsDone;
+  };
+  if (!url) {
+    await stop();
+    throw new Error(`The function did not start: ${first}${errors}`);
+  }
+  return {
+    url,
+    banner: first.trim(),
+    stderr: () => errors,
+    [Symbol.asyncDispose]: stop,
+  };
+}
+
+/** One MCP session: skill, command, write, read; returns the texts. */
+async function session(url: string, token: string) {
+  const client = new Client({ name: "edge-test", version: "1.0.0" });
+  const transport = new StreamableHTTPClientTransport(new URL(url), {
+    requestInit: { headers: { authorization: `Bearer ${token}` } },
+  });
+  await client.connect(transport);
+  const text = async (name: string, args: Record<string, unknown>) => {
+    const result = await client.callTool({ name, arguments: args });
+    const content = result.content as { type: string; text: string }[];
+    assert(!result.isError, `${name} failed: ${content[0]?.text}`);
+    return content.map((c) => c.text).join("");
+  };
+  try {
+    const { tools } = await client.listTools();
+    const loaded = await text("skill", { name: "word-count" });
+    const base = /Base directory: (.+)/.exec(loaded)?.[1]?.trim();
+    assert(base, loaded);
+    const wrote = await text("write", {
+      file_path: "notes.txt",
+      content: "edge beta beta\nalpha beta\n",
+    });
+    const counted = await text("bash", {
+      command: `bash ${base}/scripts/count.sh notes.txt && pwd`,
+    });
+    const read = await text("read", { file_path: "notes.txt" });
+    return {
+      sessionId: transport.sessionId!,
+      tools: tools.map((t) => t.name),
+      base,
+      wrote,
+      counted,
+      read,
+    };
+  } finally {
+    await transport.terminateSession().catch(() => {});
+    await client.close();
+  }
+}
+
+Deno.test("the edge function reads its sandbox from the environment, with clear errors", () => {
+  const config = configFromEnv((name) =>
+    ({ AIO_SANDBOX_URL: "http://aio:8080", MCP_TOKEN: "t" })[name]
+  );
+  assertEquals(config.sandbox, { kind: "aio", url: "http://aio:8080" });
+  assertEquals(config.token, "t");
+  let message = "";
+  try {
+    configFromEnv(() => undefined);
+  } catch (error) {
+    message = (error as Error).message;
+  }
+  assertEquals(
+    message,
+    "Cannot start the edge function: set OPEN_SANDBOX_URL (OpenSandbox) or AIO_SANDBOX_URL (AIO Sandbox)",
+  );
+});
+
+Deno.test("the edge function drives OpenSandbox over MCP HTTP under exactly its documented flags", async () => {
+  const root = await Deno.realPath(await Deno.makeTempDir());
+  try {
+    await using server = await startOpenSandboxServer({
+      apiKey: "os-key",
+      cwd: root,
+      streamLingerMs: 20,
+    });
+    await using edge = await startFunction({
+      OPEN_SANDBOX_URL: server.origin,
+      OPEN_SANDBOX_API_KEY: "os-key",
+      SKILLRUN_CONVERSATIONS_ROOT: `${root}/conversations`,
+      MCP_TOKEN: "edge-token",
+    });
+    assertStringIncludes(edge.banner, "(opensandbox, memory store, 2 skills)");
+    const done = await session(edge.url, "edge-token");
+    assertEquals(done.tools.includes("skill"), true);
+    const workspace = `${root}/conversations/${done.sessionId}`;
+    assert(done.base.startsWith(`${workspace}/skills/word-count-`), done.base);
+    assertStringIncludes(done.wrote, `${workspace}/notes.txt`);
+    assertStringIncludes(done.counted, "words: 5");
+    assertStringIncludes(done.counted, "3 beta");
+    assertStringIncludes(done.counted, workspace);
+    assertStringIncludes(done.read, "edge beta beta");
+    // The command ran in the sandbox the session's conversation made.
+    assertEquals(server.sandboxes.size, 1);
+    assertEquals(
+      await Deno.readTextFile(`${workspace}/notes.txt`),
+      "edge beta beta\nalpha beta\n",
+    );
+    // A wrong token gets 401 before anything is made.
+    const refused = await fetch(edge.url, {
+      method: "POST",
+      headers: {
+        authorization: "Bearer wrong",
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+      },
+      body: "{}",
+    });
+    await refused.body?.cancel();
+    assertEquals(refused.status, 401);
+    assertEquals(edge.stderr().includes("os-key"), false, edge.stderr());
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});
+
+Deno.test("the edge function drives AIO Sandbox over MCP HTTP under exactly its documented flags (with --unstable-kv)", async () => {
+  const root = await Deno.realPath(await Deno.makeTempDir());
+  try {
+    await using server = startAioServer({ token: "aio-token", home: root });
+    await using edge = await startFunction({
+      AIO_SANDBOX_URL: server.baseUrl,
+      AIO_SANDBOX_TOKEN: "aio-token",
+      SKILLRUN_CONVERSATIONS_ROOT: `${root}/conversations`,
+      MCP_TOKEN: "edge-token",
+    }, ["--unstable-kv"]);
+    assertStringIncludes(edge.banner, "(aio, kv store, 2 skills)");
+    const done = await session(edge.url, "edge-token");
+    const workspace = `${root}/conversations/${done.sessionId}`;
+    assert(done.base.startsWith(`${workspace}/skills/word-count-`), done.base);
+    assertStringIncludes(done.counted, "words: 5");
+    assertStringIncludes(done.counted, workspace);
+    assertStringIncludes(done.read, "alpha beta");
+    assertEquals(
+      await Deno.readTextFile(`${workspace}/notes.txt`),
+      "edge beta beta\nalpha beta\n",
+    );
+    assertEquals(edge.stderr().includes("aio-token"), false, edge.stderr());
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});

@@ -1,0 +1,709 @@
+/**
+ * {@linkcode AioClient}: the calls of one AIO Sandbox container
+ * (`/v1/bash/*`, `/v1/file/*`) over the shared {@linkcode HttpClient}, with
+ * the envelope `{success, message, data, hint}` handled on every answer: an
+ * answer with `success: false` (HTTP 200 for a failed file operation) throws
+ * an {@linkcode AioOperationError} carrying the server's message and
+ * `error_type`; a 422 throws a `RemoteHttpError` whose message lists the
+ * fields the server refused; an answer that is not JSON throws too.
+ *
+ * A command (`exec`) is never retried.
+ *
+ * @module
+ */
+import { HttpClient, type HttpRequest } from "../remote/http.ts";
+import { RemoteHttpError } from "../remote/errors.ts";
+import { multipartBody, type MultipartPart } from "../remote/upload.ts";
+
+/** A command's state, as `/v1/bash/*` names it. */
+export type AioCommandStatus =
+  | "pending"
+  | "running"
+  | "completed"
+  | "timed_out"
+  | "killed";
+
+/** The body of `/v1/bash/exec`. */
+export interface AioExecRequest {
+  /** The command, run with `bash -c`. */
+  readonly command: string;
+  /** The session; a new one is made when absent. */
+  readonly session_id?: string;
+  /** The working directory (absolute); it becomes the session's default. */
+  readonly exec_dir?: string;
+  /** Variables for this command alone. */
+  readonly env?: Readonly<Record<string, string>>;
+  /** Answer at once with `running`. */
+  readonly async_mode?: boolean;
+  /** Soft timeout in seconds: the answer comes, the command goes on. */
+  readonly timeout?: number;
+  /** Hard timeout in seconds: the command is killed (`timed_out`). */
+  readonly hard_timeout?: number;
+  /** The most characters of each stream in the answer (0: all). */
+  readonly max_output_length?: number;
+}
+
+/** What `/v1/bash/exec` answers. */
+export interface AioExecResult {
+  /** The session the command ran in. */
+  readonly session_id: string;
+  /** The command's id. */
+  readonly command_id: string;
+  /** The command. */
+  readonly command: string;
+  /** Its state. */
+  readonly status: AioCommandStatus;
+  /** Standard output so far (middle cut at `max_output_length`); may be `null`. */
+  readonly stdout?: string | null;
+  /** Standard error so far; may be `null`. */
+  readonly stderr?: string | null;
+  /** The exit code, once completed. */
+  readonly exit_code?: number | null;
+  /** Bytes of stdout produced so far (for `/v1/bash/output`). */
+  readonly offset?: number;
+  /** Bytes of stderr produced so far. */
+  readonly stderr_offset?: number;
+}
+
+/** The body of `/v1/bash/output`. */
+export interface AioOutputRequest {
+  /** The session. */
+  readonly session_id: string;
+  /** The command; default the session's current one. */
+  readonly command_id?: string;
+  /** Byte offset in stdout, as the server last returned it. */
+  readonly offset?: number;
+  /** Byte offset in stderr, as the server last returned it. */
+  readonly stderr_offset?: number;
+  /** Long-poll until new output or the end. */
+  readonly wait?: boolean;
+  /** The longest wait, in seconds. */
+  readonly wait_timeout?: number;
+}
+
+/** What `/v1/bash/output` answers. */
+export interface AioOutputResult {
+  /** The session. */
+  readonly session_id: string;
+  /** Standard output from the offset asked for. */
+  readonly stdout?: string;
+  /** Standard error from the offset asked for. */
+  readonly stderr?: string;
+  /** The stdout byte offset for the next call. */
+  readonly offset?: number;
+  /** The stderr byte offset for the next call. */
+  readonly stderr_offset?: number;
+  /** The command's state. */
+  readonly command?: AioCommandInfo | null;
+}
+
+/** A command's state in `/v1/bash/output`. */
+export interface AioCommandInfo {
+  /** The command's id. */
+  readonly command_id: string;
+  /** The command. */
+  readonly command: string;
+  /** Its state. */
+  readonly status: AioCommandStatus;
+  /** The exit code, once completed. */
+  readonly exit_code?: number | null;
+}
+
+/** One entry of `/v1/file/list`. */
+export interface AioFileInfo {
+  /** The last segment of the path. */
+  readonly name: string;
+  /** The absolute path. */
+  readonly path: string;
+  /** Whether it is a folder. */
+  readonly is_directory: boolean;
+  /** Size in bytes, when asked for. */
+  readonly size?: number | null;
+  /** Last modification (ISO 8601). */
+  readonly modified_time?: string | null;
+  /** Permissions, when asked for (`-rwxr-xr-x` style; `l` first for a symlink on the test server). */
+  readonly permissions?: string | null;
+  /** The extension, with its dot. */
+  readonly extension?: string | null;
+}
+
+/** The body of `/v1/file/list`. */
+export interface AioListRequest {
+  /** The folder (absolute). */
+  readonly path: string;
+  /** Whether to descend. */
+  readonly recursive?: boolean;
+  /** How deep to descend when recursive. */
+  readonly max_depth?: number;
+  /** Whether to show dot files (default true). */
+  readonly show_hidden?: boolean;
+  /** Whether to give sizes (default true). */
+  readonly include_size?: boolean;
+  /** Whether to give permissions (default false). */
+  readonly include_permissions?: boolean;
+}
+
+/** Options of every call. */
+export interface AioCallOptions {
+  /** Stops the call. */
+  readonly signal?: AbortSignal;
+  /** The call's deadline in ms (`null`: none); default the client's. */
+  readonly timeoutMs?: number | null;
+}
+
+/** Options of {@linkcode AioClient}. */
+export interface AioClientOptions {
+  /** The container's base URL, e.g. `http://127.0.0.1:8080` (may carry a path). */
+  readonly baseUrl: string;
+  /** Sent as `Authorization: Bearer <token>`; never shown in errors. */
+  readonly token?: string | undefined;
+  /** More headers on every call. */
+  readonly headers?: Readonly<Record<string, string>>;
+  /** The default deadline of a call in ms; default the HTTP client's (30 s). */
+  readonly timeoutMs?: number;
+  /** Retries of idempotent calls (never a command); default the HTTP client's. */
+  readonly retries?: number;
+  /** The `fetch` to use. */
+  readonly fetch?: typeof fetch;
+}
+
+/** Options of {@linkcode AioOperationError}. */
+export interface AioOperationErrorOptions {
+  /** The HTTP method. */
+  readonly method: string;
+  /** The URL called. */
+  readonly url: string;
+  /** The HTTP status (200 for an envelope with `success: false`). */
+  readonly status: number;
+  /** The server's message. */
+  readonly serverMessage: string;
+  /** The file error category (`not_found`, `invalid_target`, ...), if given. */
+  readonly errorType?: string | undefined;
+  /** The file operation, if given. */
+  readonly operation?: string | undefined;
+  /** The path the server names, if given. */
+  readonly path?: string | undefined;
+  /** Whether the server says a retry may succeed. */
+  readonly retryable?: boolean | undefined;
+}
+
+/**
+ * The server answered `success: false`: it refused the operation. `code`
+ * (and `errorType`) hold the file error category when the server gave one.
+ *
+ * @example The details of a refused read
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { AioOperationError } from "./client.ts";
+ *
+ * const error = new AioOperationError({
+ *   method: "POST",
+ *   url: "http://h/v1/file/read",
+ *   status: 200,
+ *   serverMessage: "No such file",
+ *   errorType: "not_found",
+ *   path: "/a.txt",
+ * });
+ * assert(error.errorType === "not_found" && error.code === "not_found");
+ * assert(error.message === "POST http://h/v1/file/read: not_found: No such file");
+ * ```
+ */
+export class AioOperationError extends RemoteHttpError {
+  /** The file error category, when the server gave one. */
+  readonly errorType: string | undefined;
+  /** The file operation, when the server named it. */
+  readonly operation: string | undefined;
+  /** The path the server names, when it did. */
+  readonly path: string | undefined;
+  /** Whether the server says a retry may succeed. */
+  readonly retryable: boolean;
+
+  /**
+   * Makes the error.
+   *
+   * @param options What the server said.
+   */
+  constructor(options: AioOperationErrorOptions) {
+    super(
+      `${options.method} ${options.url}: ${
+        options.errorType ? `${options.errorType}: ` : ""
+      }${options.serverMessage}`,
+      {
+        method: options.method,
+        url: options.url,
+        status: options.status,
+        code: options.errorType,
+        serverMessage: options.serverMessage,
+      },
+    );
+    Object.defineProperty(this, "name", { value: "AioOperationError" });
+    this.errorType = options.errorType;
+    this.operation = options.operation;
+    this.path = options.path;
+    this.retryable = options.retryable ?? false;
+  }
+}
+
+interface Envelope {
+  success?: boolean;
+  message?: string | null;
+  data?: unknown;
+  hint?: string | null;
+}
+
+/** The most characters of a server's answer quoted in an error. */
+const EXCERPT = 300;
+
+/**
+ * The calls of one AIO container. Makes no request until a call.
+ *
+ * @example Running a command on a container
+ * ```ts ignore
+ * import { AioClient } from "./client.ts";
+ * const client = new AioClient({ baseUrl: "http://127.0.0.1:8080" });
+ * const result = await client.exec({ command: "echo hi" });
+ * console.log(result.stdout, result.exit_code);
+ * ```
+ */
+export class AioClient {
+  /** The HTTP client (bearer token included). */
+  readonly http: HttpClient;
+
+  /**
+   * Makes the client; makes no request.
+   *
+   * @param options Base URL, token, headers, deadline, retries.
+   * @throws {TypeError} The base URL is not an http(s) URL.
+   */
+  constructor(options: AioClientOptions) {
+    const headers: Record<string, string> = { ...options.headers };
+    if (options.token !== undefined) {
+      headers.authorization = `Bearer ${options.token}`;
+    }
+    this.http = new HttpClient({
+      baseUrl: options.baseUrl,
+      headers,
+      secretHeaders: ["authorization"],
+      ...(options.timeoutMs === undefined
+        ? {}
+        : { timeoutMs: options.timeoutMs }),
+      ...(options.retries === undefined ? {} : { retries: options.retries }),
+      ...(options.fetch === undefined ? {} : { fetch: options.fetch }),
+    });
+  }
+
+  /** The container's base URL. */
+  get baseUrl(): string {
+    return this.http.baseUrl;
+  }
+
+  /**
+   * Runs a command (`POST /v1/bash/exec`). Never retried.
+   *
+   * @param body The command and its settings.
+   * @param options Signal and deadline.
+   * @returns The server's result.
+   */
+  async exec(
+    body: AioExecRequest,
+    options: AioCallOptions = {},
+  ): Promise<AioExecResult> {
+    return await this.#call<AioExecResult>(
+      {
+        method: "POST",
+        path: "/v1/bash/exec",
+        json: body,
+        idempotent: false,
+      },
+      options,
+      true,
+    );
+  }
+
+  /**
+   * Reads a command's output from byte offsets (`POST /v1/bash/output`).
+   * Reading changes nothing, so a failed call may be retried.
+   *
+   * @param body Session, command, offsets, long poll.
+   * @param options Signal and deadline.
+   * @returns The new output and the command's state.
+   */
+  async output(
+    body: AioOutputRequest,
+    options: AioCallOptions = {},
+  ): Promise<AioOutputResult> {
+    return await this.#call<AioOutputResult>(
+      {
+        method: "POST",
+        path: "/v1/bash/output",
+        json: body,
+        idempotent: true,
+      },
+      options,
+      true,
+    );
+  }
+
+  /**
+   * Signals a session's current process (`POST /v1/bash/kill`).
+   *
+   * @param sessionId The session.
+   * @param signal `SIGTERM` (default), `SIGKILL` or `SIGINT`.
+   * @param options Signal and deadline.
+   * @returns `false` when the server says there was nothing to kill.
+   */
+  async kill(
+    sessionId: string,
+    signal: "SIGTERM" | "SIGKILL" | "SIGINT" = "SIGTERM",
+    options: AioCallOptions = {},
+  ): Promise<boolean> {
+    try {
+      await this.#call<unknown>(
+        {
+          method: "POST",
+          path: "/v1/bash/kill",
+          json: { session_id: sessionId, signal },
+          idempotent: true,
+        },
+        options,
+        false,
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof AioOperationError) return false;
+      throw error;
+    }
+  }
+
+  /**
+   * Uploads one file (`POST /v1/file/upload`, multipart `file` + `path`),
+   * streamed; parents are created by the server.
+   *
+   * @param path The absolute remote path.
+   * @param content Text, bytes or a local file.
+   * @param options Signal and deadline (default: none, the body may be long).
+   * @returns The size the server wrote.
+   */
+  async upload(
+    path: string,
+    content: MultipartPart["content"],
+    options: AioCallOptions = {},
+  ): Promise<number> {
+    const name = path.slice(path.lastIndexOf("/") + 1) || "file";
+    const multipart = multipartBody([
+      { name: "path", content: path },
+      {
+        name: "file",
+        filename: name,
+        contentType: "application/octet-stream",
+        content,
+      },
+    ], options.signal ? { signal: options.signal } : {});
+    const data = await this.#call<{ file_size?: number }>(
+      {
+        method: "POST",
+        path: "/v1/file/upload",
+        body: multipart.body,
+        headers: {
+          "content-type": multipart.contentType,
+          "content-length": String(multipart.length),
+        },
+        idempotent: false,
+      },
+      { timeoutMs: null, ...options },
+      true,
+    );
+    return data.file_size ?? 0;
+  }
+
+  /**
+   * Opens a file for download (`GET /v1/file/download?path=`). With
+   * `offset > 0` it sends `Range: bytes=<offset>-`; the server may answer
+   * 206 (the rest) or 200 (the whole file): check the status.
+   *
+   * @param path The absolute remote path.
+   * @param options Offset, signal.
+   * @returns A 2xx response whose body is still to read.
+   */
+  async download(
+    path: string,
+    options: { offset?: number; signal?: AbortSignal } = {},
+  ): Promise<Response> {
+    const offset = options.offset ?? 0;
+    return await this.http.request({
+      method: "GET",
+      path: "/v1/file/download",
+      query: { path },
+      ...(offset > 0 ? { headers: { range: `bytes=${offset}-` } } : {}),
+      timeoutMs: null,
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+  }
+
+  /**
+   * Lists a folder (`POST /v1/file/list`).
+   *
+   * @param body The folder and the listing's settings.
+   * @param options Signal and deadline.
+   * @returns The entries.
+   */
+  async list(
+    body: AioListRequest,
+    options: AioCallOptions = {},
+  ): Promise<AioFileInfo[]> {
+    const data = await this.#call<{ files?: AioFileInfo[] }>(
+      {
+        method: "POST",
+        path: "/v1/file/list",
+        json: body,
+        idempotent: true,
+      },
+      options,
+      true,
+    );
+    return data.files ?? [];
+  }
+
+  /**
+   * Reads a text file (`POST /v1/file/read`, field `file`).
+   *
+   * @param file The absolute remote path.
+   * @param options Signal and deadline.
+   * @returns Its content.
+   */
+  async read(file: string, options: AioCallOptions = {}): Promise<string> {
+    const data = await this.#call<{ content?: string }>(
+      {
+        method: "POST",
+        path: "/v1/file/read",
+        json: { file },
+        idempotent: true,
+      },
+      options,
+      true,
+    );
+    return data.content ?? "";
+  }
+
+  /**
+   * Writes a file (`POST /v1/file/write`, field `file`; bytes go as base64).
+   *
+   * @param file The absolute remote path.
+   * @param content Text or bytes.
+   * @param options Signal and deadline.
+   * @returns The bytes written, as the server says.
+   */
+  async write(
+    file: string,
+    content: string | Uint8Array,
+    options: AioCallOptions = {},
+  ): Promise<number> {
+    const json = typeof content === "string"
+      ? { file, content }
+      : { file, content: toBase64(content), encoding: "base64" };
+    const data = await this.#call<{ bytes_written?: number | null }>(
+      {
+        method: "POST",
+        path: "/v1/file/write",
+        json,
+        idempotent: true,
+      },
+      options,
+      true,
+    );
+    return data.bytes_written ?? 0;
+  }
+
+  /**
+   * Creates a bash session with our own id (`POST /v1/bash/sessions/create`).
+   *
+   * @param sessionId The id.
+   * @param options Signal and deadline.
+   */
+  async createSession(
+    sessionId: string,
+    options: AioCallOptions = {},
+  ): Promise<void> {
+    await this.#call<unknown>(
+      {
+        method: "POST",
+        path: "/v1/bash/sessions/create",
+        json: { session_id: sessionId },
+        idempotent: false,
+      },
+      options,
+      false,
+    );
+  }
+
+  /**
+   * Closes a bash session (`POST /v1/bash/sessions/{id}/close`).
+   *
+   * @param sessionId The session.
+   * @param options Signal and deadline.
+   */
+  async closeSession(
+    sessionId: string,
+    options: AioCallOptions = {},
+  ): Promise<void> {
+    await this.#call<unknown>(
+      {
+        method: "POST",
+        path: `/v1/bash/sessions/${encodeURIComponent(sessionId)}/close`,
+        idempotent: true,
+      },
+      options,
+      false,
+    );
+  }
+
+  async #call<T>(
+    request: HttpRequest,
+    options: AioCallOptions,
+    needsData: boolean,
+  ): Promise<T> {
+    const full: HttpRequest = {
+      ...request,
+      ...(options.signal ? { signal: options.signal } : {}),
+      ...(options.timeoutMs === undefined
+        ? {}
+        : { timeoutMs: options.timeoutMs }),
+    };
+    const url = this.http.url(request.path, request.query);
+    let response: Response;
+    try {
+      response = await this.http.request(full);
+    } catch (error) {
+      throw readableError(error);
+    }
+    let text: string;
+    try {
+      text = await response.text();
+    } catch (error) {
+      if (options.signal?.aborted) throw options.signal.reason;
+      throw new RemoteHttpError(
+        `${request.method} ${url}: the answer broke off: ${
+          (error as Error).message
+        }`,
+        { method: request.method, url, status: 0, cause: error },
+      );
+    }
+    let envelope: Envelope;
+    try {
+      envelope = JSON.parse(text) as Envelope;
+      if (typeof envelope !== "object" || envelope === null) {
+        throw new SyntaxError("not an object");
+      }
+    } catch {
+      throw new RemoteHttpError(
+        `${request.method} ${url}: ${response.status} the answer is not JSON: ${
+          JSON.stringify(text.slice(0, EXCERPT))
+        }`,
+        {
+          method: request.method,
+          url,
+          status: response.status,
+          serverMessage: text.slice(0, EXCERPT),
+        },
+      );
+    }
+    if (envelope.success === false) {
+      const data = (envelope.data ?? {}) as Record<string, unknown>;
+      const str = (v: unknown): string | undefined =>
+        typeof v === "string" ? v : undefined;
+      throw new AioOperationError({
+        method: request.method,
+        url,
+        status: response.status,
+        serverMessage: str(envelope.message) ?? str(data.message) ??
+          "the server refused the operation",
+        errorType: str(data.error_type),
+        operation: str(data.operation),
+        path: str(data.path),
+        retryable: data.retryable === true,
+      });
+    }
+    if (
+      needsData &&
+      (typeof envelope.data !== "object" || envelope.data === null)
+    ) {
+      throw new RemoteHttpError(
+        `${request.method} ${url}: ${response.status} the answer has no data: ${
+          JSON.stringify(text.slice(0, EXCERPT))
+        }`,
+        { method: request.method, url, status: response.status },
+      );
+    }
+    return envelope.data as T;
+  }
+}
+
+/**
+ * A 422's `detail` list as "body.command: Field required; ...", from the
+ * answer's text or from its `detail` alone.
+ *
+ * @example
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { validationSummary } from "./client.ts";
+ *
+ * assertEquals(
+ *   validationSummary('{"detail":[{"loc":["body","command"],"msg":"Field required","type":"missing"}]}'),
+ *   "body.command: Field required",
+ * );
+ * ```
+ *
+ * @param text The answer's body, or its `detail` as JSON.
+ * @returns The summary, or `undefined` when the text has no such list.
+ */
+export function validationSummary(text: string): string | undefined {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  const detail = Array.isArray(parsed)
+    ? parsed
+    : (parsed as { detail?: unknown } | null)?.detail;
+  if (!Array.isArray(detail) || detail.length === 0) return undefined;
+  return detail.map((item: { loc?: unknown; msg?: unknown }) =>
+    `${Array.isArray(item?.loc) ? item.loc.join(".") : "?"}: ${
+      String(item?.msg ?? "invalid")
+    }`
+  ).join("; ");
+}
+
+/**
+ * Makes a 422's list of refused fields readable (locations and messages only,
+ * never the refused values); passes other errors on.
+ */
+function readableError(error: unknown): unknown {
+  if (!(error instanceof RemoteHttpError) || error.status !== 422) {
+    return error;
+  }
+  const summary = validationSummary(error.serverMessage ?? "");
+  if (summary === undefined) return error;
+  return new RemoteHttpError(
+    `${error.method} ${error.url}: 422 invalid request: ${summary}`,
+    {
+      method: error.method,
+      url: error.url,
+      status: 422,
+      code: error.code ?? "validation_error",
+      serverMessage: summary,
+      requestId: error.requestId,
+      timedOut: error.timedOut,
+      // No cause: the raw answer may echo the refused input (pydantic's
+      // `input`), which can hold a variable's value.
+    },
+  );
+}
+
+function toBase64(bytes: Uint8Array): string {
+  let binary = "";
+  for (let i = 0; i < bytes.length; i += 0x8000) {
+    binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  }
+  return btoa(binary);
+}

@@ -1,0 +1,314 @@
+/**
+ * {@linkcode AioFileOps}: the file calls of an AIO container for the shared
+ * `RemoteFileSystem`: list, upload and download through their endpoints, and
+ * what has no endpoint (stat, mkdir, chmod, delete) through one shell command
+ * with every value quoted.
+ *
+ * @module
+ */
+import { RemoteHttpError } from "../remote/errors.ts";
+import type {
+  RemoteFileOps,
+  RemoteListOptions,
+  RemoteOpenOptions,
+  RemoteUploadFile,
+} from "../remote/fs.ts";
+import { shellQuote } from "../remote/shell.ts";
+import type { ExecuteResult, FileInfo, FileType } from "../types.ts";
+import {
+  type AioClient,
+  type AioFileInfo,
+  AioOperationError,
+} from "./client.ts";
+
+/** Runs a helper shell command in the container (never retried). */
+export type AioShell = (
+  command: string,
+  signal?: AbortSignal,
+) => Promise<ExecuteResult>;
+
+/** How many uploads run at once. */
+const UPLOAD_CONCURRENCY = 4;
+
+/** How many paths one `chmod` or `rm` command names at most. */
+const PATHS_PER_COMMAND = 200;
+
+/** The separator of the `stat` line: a byte no `%F` word holds. */
+const SEP = "|";
+
+/**
+ * The file calls of one AIO container.
+ *
+ * @example Stat runs one quoted shell command
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { AioClient } from "./client.ts";
+ * import { AioFileOps } from "./files.ts";
+ *
+ * const seen: string[] = [];
+ * const ops = new AioFileOps(
+ *   new AioClient({ baseUrl: "http://aio.invalid" }),
+ *   (command) => {
+ *     seen.push(command);
+ *     return Promise.resolve({
+ *       stdout: "directory|4096|1700000000|755\n", stderr: "", exitCode: 0,
+ *       timedOut: false, aborted: false, stdoutBytes: 30, stderrBytes: 0,
+ *       stdoutTruncated: false, stderrTruncated: false, durationMs: 1,
+ *     });
+ *   },
+ * );
+ * const info = await ops.stat("/home/it's");
+ * assert(info?.type === "directory" && info.executable === true);
+ * assert(seen[0]!.includes("'/home/it'\\''s'"));
+ * ```
+ */
+export class AioFileOps implements RemoteFileOps {
+  readonly #client: AioClient;
+  readonly #shell: AioShell;
+
+  /**
+   * @param client The container's client.
+   * @param shell Runs a helper command in the container.
+   */
+  constructor(client: AioClient, shell: AioShell) {
+    this.#client = client;
+    this.#shell = shell;
+  }
+
+  /**
+   * Facts about a path (symlinks not followed), or `null` when missing.
+   *
+   * @param path The absolute path.
+   * @param signal Stops the call.
+   * @returns The facts or `null`.
+   */
+  async stat(path: string, signal?: AbortSignal): Promise<FileInfo | null> {
+    const q = shellQuote(path);
+    const result = await this.#run(
+      `if [ -e ${q} ] || [ -L ${q} ]; then LC_ALL=C stat -c '%F${SEP}%s${SEP}%Y${SEP}%a' -- ${q}; else echo missing; fi`,
+      `stat "${path}"`,
+      signal,
+    );
+    const line = result.stdout.trim();
+    if (line === "missing") return null;
+    const [kind, size, mtime, mode] = line.split(SEP);
+    if (mode === undefined) {
+      throw new Error(
+        `Cannot stat "${path}": the container answered ${
+          JSON.stringify(line.slice(0, 200))
+        }`,
+      );
+    }
+    const type: FileType = kind === "directory"
+      ? "directory"
+      : kind === "symbolic link"
+      ? "symlink"
+      : kind!.startsWith("regular")
+      ? "file"
+      : "other";
+    return {
+      path,
+      name: baseName(path),
+      type,
+      size: Number(size),
+      modifiedAt: new Date(Number(mtime) * 1000),
+      executable: (parseInt(mode, 8) & 0o100) !== 0,
+    };
+  }
+
+  /**
+   * The entries below a folder down to `depth` levels (`POST /v1/file/list`).
+   *
+   * @param path The absolute folder.
+   * @param options Depth and signal.
+   * @returns The entries.
+   * @throws {Deno.errors.NotFound} The folder is missing.
+   * @throws {Deno.errors.NotADirectory} It is not a folder.
+   */
+  async list(path: string, options: RemoteListOptions): Promise<FileInfo[]> {
+    let files: AioFileInfo[];
+    try {
+      files = await this.#client.list({
+        path,
+        recursive: options.depth > 1,
+        max_depth: options.depth,
+        show_hidden: true,
+        include_size: true,
+        include_permissions: true,
+      }, options.signal ? { signal: options.signal } : {});
+    } catch (error) {
+      throw fileError(error, `Cannot list "${path}"`);
+    }
+    return files.map(toFileInfo);
+  }
+
+  /**
+   * Opens a file from `offset` (`GET /v1/file/download`, `Range` past 0).
+   *
+   * @param path The absolute file.
+   * @param options Offset and signal.
+   * @returns A 2xx response (206 when the server honoured the range).
+   */
+  async open(path: string, options: RemoteOpenOptions): Promise<Response> {
+    return await this.#client.download(path, {
+      offset: options.offset,
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+  }
+
+  /**
+   * Uploads files (one multipart call each, a few at once), then sets the
+   * modes that differ from the server's default 0644 with `chmod`.
+   *
+   * @param files The files.
+   * @param signal Stops the uploads.
+   */
+  async upload(
+    files: readonly RemoteUploadFile[],
+    signal?: AbortSignal,
+  ): Promise<void> {
+    let next = 0;
+    const worker = async (): Promise<void> => {
+      while (next < files.length) {
+        signal?.throwIfAborted();
+        const file = files[next++]!;
+        try {
+          await this.#client.upload(
+            file.remotePath,
+            file.content,
+            signal ? { signal } : {},
+          );
+        } catch (error) {
+          throw fileError(error, `Cannot upload "${file.remotePath}"`);
+        }
+      }
+    };
+    await Promise.all(
+      Array.from(
+        { length: Math.min(UPLOAD_CONCURRENCY, files.length) },
+        worker,
+      ),
+    );
+    const byMode = new Map<number, string[]>();
+    for (const file of files) {
+      if (file.mode === undefined) continue;
+      const mode = file.mode & 0o7777;
+      if (mode === 0o644) continue;
+      const list = byMode.get(mode) ?? [];
+      list.push(file.remotePath);
+      byMode.set(mode, list);
+    }
+    for (const [mode, paths] of byMode) {
+      for (let i = 0; i < paths.length; i += PATHS_PER_COMMAND) {
+        const chunk = paths.slice(i, i + PATHS_PER_COMMAND);
+        await this.#run(
+          `chmod ${mode.toString(8).padStart(4, "0")} -- ${
+            chunk.map(shellQuote).join(" ")
+          }`,
+          `set the mode of ${chunk.length} uploaded files`,
+          signal,
+        );
+      }
+    }
+  }
+
+  /**
+   * Makes folders and their parents (`mkdir -p`).
+   *
+   * @param paths Absolute folders.
+   * @param signal Stops the call.
+   */
+  async mkdir(paths: readonly string[], signal?: AbortSignal): Promise<void> {
+    for (let i = 0; i < paths.length; i += PATHS_PER_COMMAND) {
+      const chunk = paths.slice(i, i + PATHS_PER_COMMAND);
+      await this.#run(
+        `mkdir -p -- ${chunk.map(shellQuote).join(" ")}`,
+        `make the folder "${chunk[0]}"`,
+        signal,
+      );
+    }
+  }
+
+  /**
+   * Deletes paths and what is below them (`rm -rf`); a missing path is fine.
+   *
+   * @param paths Absolute paths.
+   * @param signal Stops the call.
+   */
+  async remove(paths: readonly string[], signal?: AbortSignal): Promise<void> {
+    for (let i = 0; i < paths.length; i += PATHS_PER_COMMAND) {
+      const chunk = paths.slice(i, i + PATHS_PER_COMMAND);
+      if (chunk.some((path) => !path.startsWith("/") || path === "/")) {
+        throw new TypeError(
+          `Cannot delete "${
+            chunk.find((p) => !p.startsWith("/") || p === "/")
+          }": only absolute paths below / can be deleted`,
+        );
+      }
+      await this.#run(
+        `rm -rf -- ${chunk.map(shellQuote).join(" ")}`,
+        `delete "${chunk[0]}"`,
+        signal,
+      );
+    }
+  }
+
+  async #run(
+    command: string,
+    what: string,
+    signal?: AbortSignal,
+  ): Promise<ExecuteResult> {
+    const result = await this.#shell(command, signal);
+    if (result.aborted) signal?.throwIfAborted();
+    if (result.exitCode !== 0 || result.timedOut || result.aborted) {
+      const reason = result.timedOut
+        ? "the command timed out"
+        : result.stderr.trim().slice(0, 500) ||
+          `exit code ${result.exitCode}`;
+      throw new Error(`Cannot ${what}: ${reason}`);
+    }
+    return result;
+  }
+}
+
+function toFileInfo(file: AioFileInfo): FileInfo {
+  const permissions = file.permissions ?? "";
+  const type: FileType = permissions.startsWith("l")
+    ? "symlink"
+    : file.is_directory
+    ? "directory"
+    : "file";
+  const modified = file.modified_time ? new Date(file.modified_time) : null;
+  return {
+    path: file.path,
+    name: file.name,
+    type,
+    size: type === "file" ? file.size ?? 0 : 0,
+    modifiedAt: modified && !Number.isNaN(modified.getTime()) ? modified : null,
+    ...(permissions.length >= 4 ? { executable: permissions[3] === "x" } : {}),
+  };
+}
+
+/** The envelope's `not_found` / `invalid_target` as Deno's errors. */
+function fileError(error: unknown, what: string): unknown {
+  if (error instanceof AioOperationError) {
+    const reason = `${what}: ${error.serverMessage ?? error.message}`;
+    if (error.errorType === "not_found") {
+      return new Deno.errors.NotFound(reason, { cause: error });
+    }
+    if (error.errorType === "invalid_target") {
+      return new Deno.errors.NotADirectory(reason, { cause: error });
+    }
+  }
+  if (error instanceof RemoteHttpError && error.status === 404) {
+    return new Deno.errors.NotFound(`${what}: ${error.message}`, {
+      cause: error,
+    });
+  }
+  return error;
+}
+
+function baseName(path: string): string {
+  const trimmed = path.length > 1 ? path.replace(/\/+$/, "") : path;
+  return trimmed.slice(trimmed.lastIndexOf("/") + 1) || "/";
+}

@@ -1,0 +1,335 @@
+/**
+ * {@linkcode AioSkillRuntime}: skills and commands on one existing AIO
+ * Sandbox container, built on the shared {@linkcode RemoteSkillRuntime}.
+ *
+ * @module
+ */
+import {
+  type RemoteBackend,
+  type RemoteCommand,
+  type RemoteSession,
+  RemoteSkillRuntime,
+  type RemoteSkillRuntimeOptions,
+} from "../remote/runtime.ts";
+import { shellQuote } from "../remote/shell.ts";
+import type { ExecuteResult } from "../types.ts";
+import type { CopyPolicy } from "../../workspace/copy.ts";
+import { validateConversationId } from "../../workspace/conversation.ts";
+import {
+  type ConversationKey,
+  type ConversationStore,
+  MemoryConversationStore,
+  normalizeConversationKey,
+} from "../../workspace/conversation_store.ts";
+import { posix } from "../../_internal/std.ts";
+import { AioClient } from "./client.ts";
+import { AioSessionPool, runAioCommand } from "./execute.ts";
+import { AioFileOps } from "./files.ts";
+
+let defaultStore: ConversationStore | undefined;
+
+/** The deadline of the runtime's own helper commands (stat, mkdir, chmod): 60 s. */
+const HELPER_TIMEOUT_MS = 60_000;
+
+/** Options of {@linkcode AioSkillRuntime}. */
+export interface AioRuntimeOptions {
+  /** The container's base URL, e.g. `http://127.0.0.1:8080` (may carry a path). */
+  readonly baseUrl: string;
+  /** Sent as `Authorization: Bearer <token>`; never shown in errors or logs. */
+  readonly token?: string | undefined;
+  /**
+   * Conversation mode: the conversation id; its workspace is
+   * `<conversationsRoot>/<id>` and its records live in `store`.
+   */
+  readonly conversationId?: string;
+  /** Where conversation workspaces live. Default `/home/gem/conversations`. */
+  readonly conversationsRoot?: string;
+  /** The conversation records. Default one in-memory store per process. */
+  readonly store?: ConversationStore;
+  /** Plain mode: where commands run. Default `/home/gem`. */
+  readonly cwd?: string;
+  /** Plain mode: where skills are uploaded. Default `<cwd>/.skills`. */
+  readonly skillsRoot?: string;
+  /** Variables for every command, below the skills' and a request's own. */
+  readonly env?: Readonly<Record<string, string>>;
+  /** The most bytes of each stream kept per command. Default 1 MiB. */
+  readonly maxOutputBytes?: number;
+  /** What is uploaded from a skill's folder. */
+  readonly copyPolicy?: CopyPolicy;
+  /** The deadline of one HTTP call in ms (not of a command). Default 30 000. */
+  readonly requestTimeoutMs?: number;
+  /** The longest soft timeout or long poll of one request, in s. Default 20. */
+  readonly pollSeconds?: number;
+  /** More headers on every call (e.g. a gateway's). */
+  readonly headers?: Readonly<Record<string, string>>;
+  /** The `fetch` to use. */
+  readonly fetch?: typeof fetch;
+  /**
+   * The search engine behind `grep`, `glob` and `ls`. Default: a
+   * `ShellSearch` that runs them inside the container (ripgrep when there,
+   * else find and grep).
+   */
+  readonly search?: RemoteSkillRuntimeOptions["search"];
+}
+
+/**
+ * Skills and commands on one existing AIO Sandbox container (`/v1/bash/*`,
+ * `/v1/file/*`). The runtime never creates or deletes the container; it makes
+ * no request until real use; `close()` only closes the bash sessions it
+ * opened.
+ *
+ * Commands go through `/v1/bash/exec` with a soft timeout, then long polls of
+ * `/v1/bash/output` from the byte offsets the server returns; at our deadline
+ * or on abort the session's process is killed (`/v1/bash/kill`) and the
+ * result says `timedOut` or `aborted`. A command is never sent twice.
+ * Files move through `/v1/file/upload`, `/v1/file/download` (streamed into a
+ * temporary file renamed into place, resumed with `Range` when the server
+ * honours it) and `/v1/file/list`; stat, mkdir, chmod and delete are quoted
+ * shell commands.
+ *
+ * Conversation mode keeps the same records as OpenSandbox (the store's
+ * `sandboxId` is a marker written beside the workspace on first use, so a
+ * container that was reset is noticed and its skills uploaded again).
+ *
+ * @example Nothing is sent before real use
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { AioSkillRuntime } from "./runtime.ts";
+ *
+ * let calls = 0;
+ * const runtime = new AioSkillRuntime({
+ *   baseUrl: "http://aio.invalid:8080",
+ *   token: "secret-token",
+ *   fetch: () => {
+ *     calls++;
+ *     return Promise.reject(new TypeError("offline"));
+ *   },
+ * });
+ * assert(runtime.name === "aio-sandbox" && runtime.defaultWorkingDirectory === "/home/gem");
+ * await runtime.close();
+ * assert(calls === 0);
+ * ```
+ */
+export class AioSkillRuntime extends RemoteSkillRuntime {
+  readonly #backend: AioBackend;
+
+  /**
+   * Makes the runtime; makes no request.
+   *
+   * @param options Base URL, token, mode, environment.
+   * @throws {TypeError} A bad base URL, path, conversation id or variable.
+   */
+  constructor(options: AioRuntimeOptions) {
+    const client = new AioClient({
+      baseUrl: options.baseUrl,
+      ...(options.token !== undefined ? { token: options.token } : {}),
+      ...(options.headers ? { headers: options.headers } : {}),
+      ...(options.requestTimeoutMs !== undefined
+        ? { timeoutMs: options.requestTimeoutMs }
+        : {}),
+      ...(options.fetch ? { fetch: options.fetch } : {}),
+    });
+    let conversation: RemoteSkillRuntimeOptions["conversation"];
+    let key: ConversationKey | undefined;
+    let root: string | undefined;
+    if (options.conversationId !== undefined) {
+      validateConversationId(options.conversationId);
+      root = options.conversationsRoot ?? "/home/gem/conversations";
+      if (!root.startsWith("/") || posix.normalize(root) === "/") {
+        throw new TypeError(
+          `Cannot use conversationsRoot "${root}": it must be an absolute POSIX path other than /`,
+        );
+      }
+      root = posix.normalize(root).replace(/\/$/, "");
+      const store = options.store ??
+        (defaultStore ??= new MemoryConversationStore());
+      key = normalizeConversationKey({
+        serverUrl: client.baseUrl,
+        conversationId: options.conversationId,
+      });
+      conversation = {
+        store,
+        conversationId: options.conversationId,
+        workspace: posix.join(root, options.conversationId),
+      };
+    }
+    const cwd = options.cwd ?? "/home/gem";
+    const backend = new AioBackend({
+      client,
+      ...(options.pollSeconds !== undefined
+        ? { pollSeconds: options.pollSeconds }
+        : {}),
+      ...(conversation && key && root
+        ? {
+          conversation: {
+            store: conversation.store,
+            key,
+            workspace: conversation.workspace,
+            marker: posix.join(
+              root,
+              `.skillrun-${options.conversationId}.id`,
+            ),
+          },
+        }
+        : {}),
+    });
+    super({
+      name: "aio-sandbox",
+      backend,
+      ...(conversation ? { conversation } : {}),
+      cwd,
+      skillsRoot: options.skillsRoot ?? posix.join(cwd, ".skills"),
+      ...(options.env ? { env: options.env } : {}),
+      ...(options.maxOutputBytes !== undefined
+        ? { maxOutputBytes: options.maxOutputBytes }
+        : {}),
+      ...(options.copyPolicy ? { copyPolicy: options.copyPolicy } : {}),
+      ...(options.search ? { search: options.search } : {}),
+    });
+    this.#backend = backend;
+  }
+
+  /** The container's base URL. */
+  get baseUrl(): string {
+    return this.#backend.serverUrl;
+  }
+
+  /** How many bash sessions the runtime opened on the container. */
+  get sessionCount(): number {
+    return this.#backend.sessions.size;
+  }
+}
+
+interface BackendOptions {
+  readonly client: AioClient;
+  readonly pollSeconds?: number;
+  readonly conversation?: {
+    readonly store: ConversationStore;
+    readonly key: ConversationKey;
+    readonly workspace: string;
+    /** A file holding the id of this conversation's folder on the container. */
+    readonly marker: string;
+  };
+}
+
+class AioBackend implements RemoteBackend {
+  readonly serverUrl: string;
+  readonly sessions = new AioSessionPool();
+  readonly #options: BackendOptions;
+  readonly #files: AioFileOps;
+  #closed = false;
+
+  constructor(options: BackendOptions) {
+    this.#options = options;
+    this.serverUrl = options.client.baseUrl;
+    this.#files = new AioFileOps(
+      options.client,
+      (command, signal) =>
+        this.#run({
+          command,
+          cwd: "/",
+          env: {},
+          timeoutMs: HELPER_TIMEOUT_MS,
+          maxOutputBytes: 64 * 1024,
+          ...(signal ? { signal } : {}),
+        }),
+    );
+  }
+
+  async connect(): Promise<RemoteSession> {
+    const { conversation } = this.#options;
+    if (conversation) await this.#conversationRecord();
+    return {
+      files: this.#files,
+      execute: (command: RemoteCommand): Promise<ExecuteResult> =>
+        this.#run(command),
+    };
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    const ids = this.sessions.ids;
+    this.sessions.clear();
+    await Promise.all(
+      ids.map((id) =>
+        this.#options.client.closeSession(id, { timeoutMs: 5_000 }).catch(
+          () => {},
+        )
+      ),
+    );
+  }
+
+  async destroy(): Promise<void> {
+    const { conversation } = this.#options;
+    if (!conversation) {
+      throw new Error(
+        "Cannot destroy: the aio-sandbox runtime never deletes its container",
+      );
+    }
+    const record = await conversation.store.get(conversation.key);
+    if (record) {
+      await conversation.store.delete(conversation.key, {
+        sandboxId: record.sandboxId,
+      });
+    }
+    this.#closed = false;
+    try {
+      await this.#files.remove([conversation.workspace, conversation.marker]);
+    } finally {
+      await this.close();
+    }
+  }
+
+  #run(command: RemoteCommand): Promise<ExecuteResult> {
+    return runAioCommand(this.#options.client, this.sessions, {
+      command: command.command,
+      cwd: command.cwd,
+      env: command.env,
+      timeoutMs: command.timeoutMs,
+      maxOutputBytes: command.maxOutputBytes,
+      ...(command.signal ? { signal: command.signal } : {}),
+      ...(this.#options.pollSeconds !== undefined
+        ? { pollSeconds: this.#options.pollSeconds }
+        : {}),
+    });
+  }
+
+  /**
+   * Makes the workspace and reads (or writes, once) the id of this
+   * conversation's folder on the container, then makes sure the store's
+   * record names it: a record of a folder that is gone is dropped.
+   */
+  async #conversationRecord(): Promise<void> {
+    const { store, key, workspace, marker } = this.#options.conversation!;
+    const id = `aio-${crypto.randomUUID()}`;
+    const m = shellQuote(marker);
+    const result = await this.#run({
+      command: `mkdir -p -- ${shellQuote(posix.join(workspace, "skills"))}` +
+        ` && { (set -C; printf %s ${shellQuote(id)} > ${m}) 2>/dev/null;` +
+        ` for i in 1 2 3 4 5 6 7 8 9 10; do s=$(cat -- ${m}); [ -n "$s" ] && break; sleep 0.05; done;` +
+        ` printf %s "$s"; }`,
+      cwd: "/",
+      env: {},
+      timeoutMs: HELPER_TIMEOUT_MS,
+      maxOutputBytes: 4096,
+    });
+    const markerId = result.stdout.trim();
+    if (result.exitCode !== 0 || !/^aio-[0-9a-f-]{36}$/.test(markerId)) {
+      throw new Error(
+        `Cannot open the conversation workspace "${workspace}": ${
+          result.stderr.trim().slice(0, 300) ||
+          `the container answered ${JSON.stringify(markerId.slice(0, 100))}`
+        }`,
+      );
+    }
+    const record = await store.get(key);
+    if (record && record.sandboxId === markerId) return;
+    if (record) await store.delete(key, { sandboxId: record.sandboxId });
+    await store.create(key, {
+      sandboxId: markerId,
+      workspaceRoot: workspace,
+      expiresAt: null,
+    });
+  }
+}

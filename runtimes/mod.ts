@@ -1,0 +1,44 @@
+/**
+ * For people writing a runtime (`@skillrun/skillrun/runtime`): the
+ * {@linkcode SkillRuntime} contract and its request and result types, the
+ * errors, the preparation engine every runtime shares
+ * ({@linkcode PreparationEngine}), the local runtime with its process-launcher
+ * seam ({@linkcode ProcessLauncher}, {@linkcode runProcessGroup}) and file
+ * system, and the workspace parts (conversation ids, the path fence, the copy
+ * policy).
+ *
+ * Importing this module needs no permission.
+ *
+ * @example A runtime's preparation through the shared engine
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { PreparationEngine, SkillRuntimeConfig } from "./mod.ts";
+ *
+ * const engine = new PreparationEngine({
+ *   materialize: (skill) => Promise.resolve({ basePath: skill.basePath, bootstrap: false }),
+ *   run: () => Promise.reject(new Error("no bootstrap here")),
+ * });
+ * const [prepared] = await engine.prepare({
+ *   skills: [{
+ *     skill: {
+ *       name: "demo", description: "A demo", basePath: "/skills/demo",
+ *       location: "/skills/demo/SKILL.md", instructions: "", frontMatter: {}, warnings: [],
+ *     },
+ *     config: new SkillRuntimeConfig({ env: { MODE: "fast" } }),
+ *   }],
+ * });
+ * assert(prepared?.basePath === "/skills/demo" && engine.environment().MODE === "fast");
+ * ```
+ *
+ * @module
+ */
+export type * from "./types.ts";
+export {
+  DEFAULT_EXECUTE_TIMEOUT_MS,
+  DEFAULT_MAX_OUTPUT_BYTES,
+} from "./types.ts";
+export * from "./config.ts";
+export * from "./errors.ts";
+export * from "./prepare.ts";
+export * from "./local/mod.ts";
+export * from "../workspace/mod.ts";

@@ -1,0 +1,239 @@
+import {
+  assert,
+  assertEquals,
+  assertNotEquals,
+  assertRejects,
+} from "../../_internal/assert.ts";
+import { runDenoScript } from "../../_internal/testing.ts";
+import { SkillRuntimeConfig } from "../config.ts";
+import { WorkspaceEscapeError } from "../errors.ts";
+import {
+  KvConversationStore,
+  MemoryConversationStore,
+} from "../../workspace/conversation_store.ts";
+import type { Skill } from "../../skill/types.ts";
+import { LifecycleClient } from "./lifecycle.ts";
+import {
+  countingFetch,
+  makeSkill,
+  startTestServer,
+  TEST_API_KEY,
+} from "./_testing.ts";
+
+const BOOTSTRAP = new SkillRuntimeConfig({
+  env: { MODE: "conversation" },
+  bootstrap: ['echo "$MODE" >> bootstrap.log'],
+});
+
+function uploads(requests: { path: string }[]): number {
+  return requests.filter((r) => r.path.endsWith("/files/upload")).length;
+}
+
+async function bootstrapRuns(basePath: string): Promise<number> {
+  const log = await Deno.readTextFile(`${basePath}/bootstrap.log`).catch(
+    () => "",
+  );
+  return log.split("\n").filter(Boolean).length;
+}
+
+Deno.test("a new runtime object resumes a conversation: same sandbox, renewed, nothing uploaded or bootstrapped again", async () => {
+  await using server = await startTestServer();
+  const store = new MemoryConversationStore();
+  const skill = await makeSkill(`${server.dir}/src`, "resumed", {
+    "data.txt": "1",
+  });
+  const options = {
+    conversationId: "thread-1",
+    conversationsRoot: `${server.dir}/conversations`,
+    store,
+  };
+  const first = server.runtime(options);
+  const [a] = await first.prepare({ skills: [{ skill, config: BOOTSTRAP }] });
+  await first.fs.writeText("notes.txt", "kept");
+  await first.close();
+
+  const counted = countingFetch();
+  const second = server.runtime({ ...options, fetch: counted.fetch });
+  const [b] = await second.prepare({ skills: [{ skill, config: BOOTSTRAP }] });
+  assertEquals(b!.basePath, a!.basePath);
+  assertEquals(second.sandboxId, first.sandboxId);
+  assertEquals(uploads(counted.requests), 0);
+  assertEquals(await bootstrapRuns(b!.basePath), 1);
+  assert(
+    counted.requests.some((r) => r.path.endsWith("/renew-expiration")),
+    "the sandbox was not renewed on attach",
+  );
+  assertEquals(
+    await second.fs.readText("notes.txt", { maxBytes: 10 }),
+    "kept",
+  );
+  // The configuration's environment reaches every later command.
+  assertEquals(
+    (await second.execute({ command: "echo $MODE" })).stdout,
+    "conversation\n",
+  );
+  assertEquals(server.server.sandboxes.size, 1);
+});
+
+Deno.test("a changed skill is uploaded and bootstrapped again in a resumed conversation", async () => {
+  await using server = await startTestServer();
+  const store = new MemoryConversationStore();
+  const skill = await makeSkill(`${server.dir}/src`, "changing", {
+    "data.txt": "version 1",
+  });
+  const options = {
+    conversationId: "thread-2",
+    conversationsRoot: `${server.dir}/conversations`,
+    store,
+  };
+  const first = server.runtime(options);
+  const [a] = await first.prepare({ skills: [{ skill, config: BOOTSTRAP }] });
+  await first.close();
+  await Deno.writeTextFile(`${skill.basePath}/data.txt`, "version 2");
+  const counted = countingFetch();
+  const second = server.runtime({ ...options, fetch: counted.fetch });
+  const [b] = await second.prepare({ skills: [{ skill, config: BOOTSTRAP }] });
+  assertEquals(b!.basePath, a!.basePath);
+  assertEquals(uploads(counted.requests), 1);
+  assertEquals(await bootstrapRuns(b!.basePath), 2);
+  assertEquals(
+    await Deno.readTextFile(`${b!.basePath}/data.txt`),
+    "version 2",
+  );
+  // A changed configuration is a changed skill too.
+  const third = server.runtime({ ...options, fetch: counted.fetch });
+  await third.prepare({
+    skills: [{
+      skill,
+      config: new SkillRuntimeConfig({
+        env: { MODE: "other" },
+        bootstrap: ['echo "$MODE" >> bootstrap.log'],
+      }),
+    }],
+  });
+  assertEquals(uploads(counted.requests), 2);
+  assertEquals(await bootstrapRuns(b!.basePath), 3);
+});
+
+Deno.test("conversations are isolated: their own sandbox and workspace, fenced from each other", async () => {
+  await using server = await startTestServer();
+  const store = new MemoryConversationStore();
+  const root = `${server.dir}/conversations`;
+  const a = server.runtime({
+    conversationId: "a",
+    conversationsRoot: root,
+    store,
+  });
+  const b = server.runtime({
+    conversationId: "b",
+    conversationsRoot: root,
+    store,
+  });
+  await a.fs.writeText("secret.txt", "only a");
+  await b.execute({ command: "true" });
+  assertNotEquals(a.sandboxId, b.sandboxId);
+  assertEquals(a.defaultWorkingDirectory, `${root}/a`);
+  assertEquals(b.defaultWorkingDirectory, `${root}/b`);
+  await assertRejects(
+    () => b.fs.readText(`${root}/a/secret.txt`, { maxBytes: 100 }),
+    WorkspaceEscapeError,
+  );
+  await assertRejects(
+    () => b.fs.readText("../a/secret.txt", { maxBytes: 100 }),
+    WorkspaceEscapeError,
+  );
+  assertEquals(await b.fs.stat("secret.txt"), null);
+});
+
+Deno.test("two runtimes racing to start a conversation share one sandbox; the loser's is deleted", async () => {
+  await using server = await startTestServer();
+  const kvPath = `${server.dir}/race.kv`;
+  // Two KV connections on one file: as two processes would be.
+  const stores = [
+    await KvConversationStore.open(kvPath),
+    await KvConversationStore.open(kvPath),
+  ];
+  try {
+    const runtimes = stores.map((store) =>
+      server.runtime({
+        conversationId: "raced",
+        conversationsRoot: `${server.dir}/conversations`,
+        store,
+      })
+    );
+    await Promise.all(
+      runtimes.map((runtime) => runtime.execute({ command: "true" })),
+    );
+    assertEquals(runtimes[0]!.sandboxId, runtimes[1]!.sandboxId);
+    assertEquals(server.server.count("POST", "/v1/sandboxes"), 2);
+    assertEquals(server.server.sandboxes.size, 1);
+    assert(server.server.sandboxes.has(runtimes[0]!.sandboxId!));
+  } finally {
+    for (const store of stores) store.close();
+  }
+});
+
+Deno.test("a conversation resumes across processes through Deno KV", async () => {
+  await using server = await startTestServer();
+  const kvPath = `${server.dir}/conversations.kv`;
+  const skill: Skill = await makeSkill(`${server.dir}/src`, "shared");
+  const script = new URL("./testdata/conversation_process.ts", import.meta.url)
+    .pathname;
+  const args = [
+    server.url,
+    server.server.apiKey!,
+    kvPath,
+    `${server.dir}/conversations`,
+    "across",
+    skill.basePath,
+    skill.name,
+  ];
+  const flags = ["--allow-all", "--unstable-kv"];
+  const first = await runDenoScript(script, flags, args);
+  assertEquals(first.code, 0, first.stderr);
+  const second = await runDenoScript(script, flags, args);
+  assertEquals(second.code, 0, second.stderr);
+  const a = JSON.parse(first.stdout);
+  const b = JSON.parse(second.stdout);
+  assertEquals(b, a);
+  // The second process neither uploaded nor bootstrapped.
+  assertEquals(await bootstrapRuns(a.basePath), 1);
+  assertEquals(server.server.count("POST", "*/files/upload"), 1);
+  assertEquals(server.server.sandboxes.size, 1);
+
+  // This process sees the record too.
+  const store = await KvConversationStore.open(kvPath);
+  try {
+    const runtime = server.runtime({
+      conversationId: "across",
+      conversationsRoot: `${server.dir}/conversations`,
+      store,
+    });
+    await runtime.execute({ command: "true" });
+    assertEquals(runtime.sandboxId, a.sandboxId);
+  } finally {
+    store.close();
+  }
+});
+
+Deno.test("a conversation whose sandbox is gone starts anew in a new sandbox", async () => {
+  await using server = await startTestServer();
+  const store = new MemoryConversationStore();
+  const options = {
+    conversationId: "expired",
+    conversationsRoot: `${server.dir}/conversations`,
+    store,
+  };
+  const first = server.runtime(options);
+  await first.execute({ command: "true" });
+  const gone = first.sandboxId!;
+  // The record stays; the sandbox is removed behind its back (as an expiry does).
+  await new LifecycleClient({ baseUrl: server.url, apiKey: TEST_API_KEY })
+    .delete(gone);
+  const counted = countingFetch();
+  const skill = await makeSkill(`${server.dir}/src`, "again");
+  const second = server.runtime({ ...options, fetch: counted.fetch });
+  await second.prepare({ skills: [{ skill }] });
+  assertNotEquals(second.sandboxId, gone);
+  assertEquals(uploads(counted.requests), 1);
+});

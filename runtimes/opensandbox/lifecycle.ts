@@ -1,0 +1,339 @@
+/**
+ * The client of the OpenSandbox lifecycle server: create, get, renew and
+ * delete a sandbox, and resolve the endpoint of its execd.
+ *
+ * @module
+ */
+import { HttpClient } from "../remote/http.ts";
+import { RemoteHttpError } from "../remote/errors.ts";
+
+/** The port of execd inside every sandbox. */
+export const EXECD_PORT = 44772;
+
+/** The metadata entry that tags each creation (to find a sandbox whose answer was lost). */
+const CREATE_TAG = "skillrun.create";
+
+/** The header carrying the lifecycle API key. */
+export const API_KEY_HEADER = "OPEN-SANDBOX-API-KEY";
+
+/** What a new sandbox is made of. */
+export interface SandboxSpec {
+  /** The container image. Default `ubuntu:24.04`. */
+  readonly image?: string;
+  /** The entry process. Default `["tail", "-f", "/dev/null"]`. */
+  readonly entrypoint?: readonly string[];
+  /**
+   * Seconds until the server removes the sandbox (at least 60), renewed while
+   * the runtime is used; `null` for no expiry. Default 600.
+   */
+  readonly timeoutSeconds?: number | null;
+  /** Resource limits. Default `{ cpu: "500m", memory: "512Mi" }`. */
+  readonly resourceLimits?: Readonly<Record<string, string>>;
+  /** Variables of the sandbox's own environment (its entry process and execd). */
+  readonly env?: Readonly<Record<string, string>>;
+  /** Metadata for listing and filtering. */
+  readonly metadata?: Readonly<Record<string, string>>;
+}
+
+/** A sandbox as the lifecycle server describes it. */
+export interface SandboxInfo {
+  /** Its id. */
+  readonly id: string;
+  /** `Pending`, `Running`, `Failed`, `Terminated`, ... */
+  readonly state: string;
+  /** The server's reason and message for the state, when given. */
+  readonly detail: string | undefined;
+  /** When it expires, when it does. */
+  readonly expiresAt: Date | null;
+  /** Its metadata. */
+  readonly metadata: Readonly<Record<string, string>>;
+}
+
+/** An endpoint of a sandbox's port. */
+export interface SandboxEndpoint {
+  /** `http://` + the endpoint (which may carry a path). */
+  readonly url: string;
+  /** Headers every call to the endpoint must carry. */
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+/** Options of {@linkcode LifecycleClient}. */
+export interface LifecycleClientOptions {
+  /**
+   * The lifecycle server, e.g. `http://localhost:8080` (`/v1` is added when
+   * the URL does not end with it).
+   */
+  readonly baseUrl: string;
+  /** The API key, sent as `OPEN-SANDBOX-API-KEY`. */
+  readonly apiKey?: string;
+  /** Further headers on every lifecycle call. */
+  readonly headers?: Readonly<Record<string, string>>;
+  /** The fetch to use. */
+  readonly fetch?: typeof fetch;
+  /** The timeout of one call, in ms. Default 30 000. */
+  readonly timeoutMs?: number;
+}
+
+interface RawSandbox {
+  id: string;
+  status?: { state?: string; reason?: string; message?: string };
+  expiresAt?: string | null;
+  metadata?: Record<string, string>;
+}
+
+/**
+ * The lifecycle API. The API key never appears in an error.
+ *
+ * @example Making a client (no request is made)
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { LifecycleClient } from "./lifecycle.ts";
+ * const client = new LifecycleClient({ baseUrl: "http://127.0.0.1:1", apiKey: "k" });
+ * assert(client.baseUrl === "http://127.0.0.1:1/v1");
+ * ```
+ */
+export class LifecycleClient {
+  /** The API's base URL, ending with `/v1`. */
+  readonly baseUrl: string;
+  readonly #http: HttpClient;
+
+  /**
+   * Makes the client.
+   *
+   * @param options The server, the key, the fetch.
+   * @throws {TypeError} The base URL is not an http(s) URL.
+   */
+  constructor(options: LifecycleClientOptions) {
+    this.baseUrl = lifecycleBase(options.baseUrl);
+    this.#http = new HttpClient({
+      baseUrl: this.baseUrl,
+      headers: {
+        ...options.headers,
+        ...(options.apiKey !== undefined
+          ? { [API_KEY_HEADER]: options.apiKey }
+          : {}),
+      },
+      secretHeaders: [API_KEY_HEADER],
+      ...(options.fetch ? { fetch: options.fetch } : {}),
+      ...(options.timeoutMs !== undefined
+        ? { timeoutMs: options.timeoutMs }
+        : {}),
+    });
+  }
+
+  /**
+   * Creates a sandbox (`POST /sandboxes`, 202). Not retried: a retry could
+   * make a second sandbox. Each creation is tagged with a metadata entry
+   * `skillrun.create` of its own, so that when the answer is lost (a broken
+   * connection, a timeout, an unreadable or 5xx answer) the sandbox the
+   * server may have made anyway is found and deleted before the error is
+   * thrown: nothing is left running.
+   *
+   * @param spec The image, timeout, limits, env, metadata, entrypoint.
+   * @param signal Stops the call.
+   * @returns The new sandbox (often still `Pending`).
+   */
+  async create(spec: SandboxSpec, signal?: AbortSignal): Promise<SandboxInfo> {
+    const timeout = spec.timeoutSeconds === undefined
+      ? 600
+      : spec.timeoutSeconds;
+    const tag = crypto.randomUUID();
+    try {
+      const raw = await this.#http.json<RawSandbox>({
+        method: "POST",
+        path: "/sandboxes",
+        json: {
+          image: { uri: spec.image ?? "ubuntu:24.04" },
+          entrypoint: spec.entrypoint ?? ["tail", "-f", "/dev/null"],
+          timeout,
+          resourceLimits: spec.resourceLimits ??
+            { cpu: "500m", memory: "512Mi" },
+          ...(spec.env ? { env: spec.env } : {}),
+          metadata: { ...spec.metadata, [CREATE_TAG]: tag },
+        },
+        idempotent: false,
+        ...(signal ? { signal } : {}),
+      });
+      return toInfo(raw);
+    } catch (error) {
+      const answered = error instanceof RemoteHttpError &&
+        error.status >= 400 && error.status < 500;
+      if (!answered) await this.#deleteTagged(tag);
+      throw error;
+    }
+  }
+
+  /**
+   * Lists sandboxes whose metadata holds every given entry.
+   *
+   * @param metadata The entries to match.
+   * @param signal Stops the call.
+   * @returns The sandboxes (first page of up to 100).
+   */
+  async list(
+    metadata: Readonly<Record<string, string>>,
+    signal?: AbortSignal,
+  ): Promise<SandboxInfo[]> {
+    const answer = await this.#http.json<{ items?: RawSandbox[] }>({
+      method: "GET",
+      path: "/sandboxes",
+      query: {
+        metadata: new URLSearchParams(metadata).toString(),
+        pageSize: "100",
+      },
+      ...(signal ? { signal } : {}),
+    });
+    return (answer.items ?? []).map(toInfo);
+  }
+
+  async #deleteTagged(tag: string): Promise<void> {
+    try {
+      for (const sandbox of await this.list({ [CREATE_TAG]: tag })) {
+        await this.delete(sandbox.id).catch(() => {});
+      }
+    } catch {
+      // The server is out of reach: nothing more can be done from here.
+    }
+  }
+
+  /**
+   * Describes a sandbox, or `null` when the server does not know it (404).
+   *
+   * @param id The sandbox id.
+   * @param signal Stops the call.
+   * @returns The sandbox or `null`.
+   */
+  async get(id: string, signal?: AbortSignal): Promise<SandboxInfo | null> {
+    try {
+      return toInfo(
+        await this.#http.json<RawSandbox>({
+          method: "GET",
+          path: `/sandboxes/${encodeURIComponent(id)}`,
+          ...(signal ? { signal } : {}),
+        }),
+      );
+    } catch (error) {
+      if (error instanceof RemoteHttpError && error.status === 404) return null;
+      throw error;
+    }
+  }
+
+  /**
+   * Deletes a sandbox (204). One already gone (404) is not an error.
+   *
+   * @param id The sandbox id.
+   * @param signal Stops the call.
+   * @returns `true` when it was deleted, `false` when it was already gone.
+   */
+  async delete(id: string, signal?: AbortSignal): Promise<boolean> {
+    try {
+      const response = await this.#http.request({
+        method: "DELETE",
+        path: `/sandboxes/${encodeURIComponent(id)}`,
+        ...(signal ? { signal } : {}),
+      });
+      await response.body?.cancel();
+      return true;
+    } catch (error) {
+      if (error instanceof RemoteHttpError && error.status === 404) {
+        return false;
+      }
+      throw error;
+    }
+  }
+
+  /**
+   * Moves a sandbox's expiry to `expiresAt`.
+   *
+   * @param id The sandbox id.
+   * @param expiresAt The new expiry (must be later than the current one).
+   * @param signal Stops the call.
+   * @returns The expiry the server set.
+   */
+  async renew(
+    id: string,
+    expiresAt: Date,
+    signal?: AbortSignal,
+  ): Promise<Date> {
+    const answer = await this.#http.json<{ expiresAt?: string }>({
+      method: "POST",
+      path: `/sandboxes/${encodeURIComponent(id)}/renew-expiration`,
+      json: { expiresAt: expiresAt.toISOString() },
+      idempotent: true,
+      ...(signal ? { signal } : {}),
+    });
+    const date = answer.expiresAt ? new Date(answer.expiresAt) : expiresAt;
+    return Number.isNaN(date.getTime()) ? expiresAt : date;
+  }
+
+  /**
+   * Resolves the endpoint of a port of a sandbox (it resolves while the
+   * sandbox is still `Pending`). The answer has no scheme and may carry a
+   * path; `http://` is added.
+   *
+   * @param id The sandbox id.
+   * @param port The port inside the sandbox. Default execd's, 44772.
+   * @param signal Stops the call.
+   * @returns The endpoint's URL and the headers it needs.
+   */
+  async endpoint(
+    id: string,
+    port: number = EXECD_PORT,
+    signal?: AbortSignal,
+  ): Promise<SandboxEndpoint> {
+    const answer = await this.#http.json<
+      { endpoint?: string; headers?: Record<string, string> }
+    >({
+      method: "GET",
+      path: `/sandboxes/${encodeURIComponent(id)}/endpoints/${port}`,
+      ...(signal ? { signal } : {}),
+    });
+    const endpoint = answer.endpoint;
+    if (typeof endpoint !== "string" || endpoint === "") {
+      throw new Error(
+        `Cannot reach sandbox "${id}": the server gave no endpoint for port ${port}`,
+      );
+    }
+    const url = /^[a-z][a-z0-9+.-]*:\/\//i.test(endpoint)
+      ? endpoint
+      : `http://${endpoint}`;
+    return {
+      url: url.replace(/\/+$/, ""),
+      headers: { ...(answer.headers ?? {}) },
+    };
+  }
+}
+
+function lifecycleBase(baseUrl: string): string {
+  let url: URL;
+  try {
+    url = new URL(baseUrl);
+  } catch {
+    throw new TypeError(
+      `Cannot use the OpenSandbox URL "${baseUrl}": it is not a URL`,
+    );
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw new TypeError(
+      `Cannot use the OpenSandbox URL "${baseUrl}": it must be http or https`,
+    );
+  }
+  const trimmed = `${url.origin}${url.pathname}`.replace(/\/+$/, "");
+  return trimmed.endsWith("/v1") ? trimmed : `${trimmed}/v1`;
+}
+
+function toInfo(raw: RawSandbox): SandboxInfo {
+  if (!raw || typeof raw.id !== "string") {
+    throw new Error("Cannot read the sandbox: the server's answer has no id");
+  }
+  const detail = [raw.status?.reason, raw.status?.message].filter(Boolean)
+    .join(": ");
+  const expires = raw.expiresAt ? new Date(raw.expiresAt) : null;
+  return {
+    id: raw.id,
+    state: raw.status?.state ?? "Unknown",
+    detail: detail || undefined,
+    expiresAt: expires && !Number.isNaN(expires.getTime()) ? expires : null,
+    metadata: raw.metadata ?? {},
+  };
+}

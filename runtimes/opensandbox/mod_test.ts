@@ -1,0 +1,12 @@
+import { assertEquals } from "../../_internal/assert.ts";
+import { runDenoScript } from "../../_internal/testing.ts";
+
+Deno.test("./opensandbox imports, builds a runtime and the tools and closes it without any permission", async () => {
+  const script = new URL(
+    "./testdata/import_without_permissions.ts",
+    import.meta.url,
+  ).pathname;
+  const result = await runDenoScript(script, []);
+  assertEquals(result.code, 0, result.stderr);
+  assertEquals(result.stdout, "ok /workspace/conversations/edge-1\n");
+});

@@ -1,0 +1,23 @@
+/**
+ * The machinery every remote runtime shares: an HTTP client with safe
+ * retries and secret-free errors, streamed uploads of skill folders,
+ * resumable streamed downloads, shell quoting, POSIX remote paths with a
+ * lexical workspace fence, and a file system over a few per-server calls.
+ *
+ * @example Quoting a remote path for a command line
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { remoteJoin, shellQuote } from "./mod.ts";
+ * const path = remoteJoin("/workspace", "it's here");
+ * assert(`cat ${shellQuote(path)}` === "cat '/workspace/it'\\''s here'");
+ * ```
+ *
+ * @module
+ */
+export * from "./errors.ts";
+export * from "./http.ts";
+export * from "./upload.ts";
+export * from "./download.ts";
+export * from "./shell.ts";
+export * from "./paths.ts";
+export * from "./fs.ts";

@@ -1,0 +1,621 @@
+/**
+ * {@linkcode RemoteSkillRuntime}: what every remote runtime shares. A server
+ * kind lends a {@linkcode RemoteBackend} (how to reach a sandbox, run a
+ * command, move files); this base adds the lazy connection, the preparation
+ * engine with upload, the conversation records, the fenced file system and
+ * the search engine.
+ *
+ * @module
+ */
+import type { Skill } from "../../skill/types.ts";
+import type { SkillRuntimeConfig } from "../config.ts";
+import {
+  type MaterializeOptions,
+  type MaterializeResult,
+  PreparationEngine,
+} from "../prepare.ts";
+import {
+  DEFAULT_EXECUTE_TIMEOUT_MS,
+  DEFAULT_MAX_OUTPUT_BYTES,
+  type ExecuteRequest,
+  type ExecuteResult,
+  type PreparedSkill,
+  type PrepareRequest,
+  type SearchEngine,
+  type SkillRuntime,
+  type SkillRuntimeFileSystem,
+} from "../types.ts";
+import {
+  type CopyPolicy,
+  stableSkillFolderName,
+} from "../../workspace/copy.ts";
+import type {
+  ConversationKey,
+  ConversationStore,
+} from "../../workspace/conversation_store.ts";
+import { skillDigest } from "../../workspace/conversation_store.ts";
+import { ShellSearch } from "../../search/shell.ts";
+import { posix } from "../../_internal/std.ts";
+import { type RemoteFileOps, RemoteFileSystem } from "./fs.ts";
+import { resolveRemotePath } from "./paths.ts";
+import { collectUploadEntries } from "./upload.ts";
+
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** A command as a backend runs it: everything resolved. */
+export interface RemoteCommand {
+  /** The command, for `bash -c`. */
+  readonly command: string;
+  /** The absolute POSIX folder it runs in. */
+  readonly cwd: string;
+  /** The runtime's whole environment for it (option, skills, request). */
+  readonly env: Readonly<Record<string, string>>;
+  /** The deadline, in ms; at it the backend stops the remote command. */
+  readonly timeoutMs: number;
+  /** The most bytes of each stream kept. */
+  readonly maxOutputBytes: number;
+  /** Stops the command; the backend stops the remote command. */
+  readonly signal?: AbortSignal;
+  /** Receives standard output as it arrives (see `ExecuteStreams`). */
+  readonly onStdout?: (chunk: Uint8Array) => void;
+  /** Receives standard error as it arrives. */
+  readonly onStderr?: (chunk: Uint8Array) => void;
+}
+
+/** A connected sandbox, as a backend hands it to the runtime. */
+export interface RemoteSession {
+  /** Runs one command (never retried); stops it remotely on deadline or abort. */
+  execute(command: RemoteCommand): Promise<ExecuteResult>;
+  /** The server's file calls. */
+  readonly files: RemoteFileOps;
+  /** Called on each use of the runtime (e.g. to renew the sandbox's expiry). */
+  touch?(): void;
+}
+
+/** How a server kind reaches its sandbox. */
+export interface RemoteBackend {
+  /**
+   * The server's base URL (no credentials): with the conversation id, the
+   * key of a conversation's record.
+   */
+  readonly serverUrl: string;
+  /**
+   * Creates or attaches to the sandbox and waits until it is ready. Called
+   * on the first call that needs the sandbox, never before; called again
+   * after a failure. In conversation mode it must leave the conversation's
+   * record in the store (`store.create`, insert-if-absent) and the workspace
+   * folder in the sandbox: the runtime records prepared skills into that
+   * record. (OpenSandbox creates or attaches a sandbox per conversation; a
+   * server with one existing container records that container.)
+   */
+  connect(): Promise<RemoteSession>;
+  /**
+   * Releases what the backend owns (e.g. deletes a sandbox it created, never
+   * a conversation's). Called once, by `close()`, connected or not: a backend
+   * that never connected makes no request.
+   */
+  close(): Promise<void>;
+  /** Removes the conversation's record and then its sandbox (explicit). */
+  destroy?(): Promise<void>;
+}
+
+/** A conversation of a remote runtime. */
+export interface RemoteConversation {
+  /** Where the records live. */
+  readonly store: ConversationStore;
+  /** The conversation id. */
+  readonly conversationId: string;
+  /** The workspace inside the sandbox (absolute POSIX). */
+  readonly workspace: string;
+}
+
+/** Options of {@linkcode RemoteSkillRuntime}. */
+export interface RemoteSkillRuntimeOptions {
+  /** The runtime's name, e.g. `opensandbox`. */
+  readonly name: string;
+  /** How to reach the sandbox. */
+  readonly backend: RemoteBackend;
+  /**
+   * Plain mode: where commands run and relative paths resolve (absolute
+   * POSIX). Ignored in conversation mode (the workspace is used).
+   */
+  readonly cwd?: string;
+  /**
+   * Plain mode: the folder skills are uploaded into (absolute POSIX), each
+   * under a stable name. Conversation mode uses `<workspace>/skills`.
+   */
+  readonly skillsRoot?: string;
+  /** Conversation mode: the store, the id and the workspace. */
+  readonly conversation?: RemoteConversation;
+  /** Variables for every command, below the skills' and a request's own. */
+  readonly env?: Readonly<Record<string, string>>;
+  /** The most bytes of each stream kept per command. Default 1 MiB. */
+  readonly maxOutputBytes?: number;
+  /** What is uploaded from a skill's folder. */
+  readonly copyPolicy?: CopyPolicy;
+  /**
+   * The search engine behind `grep`, `glob` and `ls`, made from the runtime's
+   * command runner and file system. Default: a `ShellSearch` that runs the
+   * search inside the sandbox (ripgrep when there, else `find` and `grep`),
+   * so nothing is downloaded to search.
+   */
+  readonly search?: (parts: RemoteSearchParts) => SearchEngine;
+}
+
+/** What a search engine of a remote runtime may use. */
+export interface RemoteSearchParts {
+  /** Runs a command in the sandbox through the runtime. */
+  readonly execute: (request: ExecuteRequest) => Promise<ExecuteResult>;
+  /** The runtime's (fenced) file system. */
+  readonly fs: SkillRuntimeFileSystem;
+}
+
+/**
+ * A remote runtime: skills uploaded into a sandbox and commands run there
+ * through a server kind's {@linkcode RemoteBackend}.
+ *
+ * **No network until real use**: constructing the runtime, `close()` of a
+ * runtime never used and every path refused by the workspace fence make no
+ * request; the sandbox is created or attached by the first call that needs
+ * it (an execution, a preparation, a file call).
+ *
+ * **Preparation** uploads a skill's files (the copy policy applies: no
+ * secrets, no symlinks, executable bits kept) into `<skillsRoot>/<stable
+ * name>` and then runs its bootstrap commands there; bootstrap runs only
+ * after an actual upload.
+ *
+ * **Conversation mode** keeps a record per conversation in a
+ * {@linkcode ConversationStore}: the sandbox, the workspace and each skill
+ * prepared with the digest of its files and configuration. Before each
+ * preparation the record is read again, so a skill another runtime object
+ * or another process prepared with the same digest is neither uploaded nor
+ * bootstrapped again; a changed skill is uploaded and bootstrapped again.
+ * The file system and working directories are fenced (lexically) inside the
+ * workspace.
+ *
+ * @example A runtime over a backend of your own
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { RemoteSkillRuntime } from "./runtime.ts";
+ * let connects = 0;
+ * const runtime = new RemoteSkillRuntime({
+ *   name: "echo",
+ *   backend: {
+ *     serverUrl: "http://sandbox.invalid",
+ *     connect: () => {
+ *       connects++;
+ *       return Promise.resolve({
+ *         files: {} as never,
+ *         execute: (command) => Promise.resolve({
+ *           stdout: `${command.cwd}\n`, stderr: "", exitCode: 0, timedOut: false,
+ *           aborted: false, stdoutBytes: 0, stderrBytes: 0, stdoutTruncated: false,
+ *           stderrTruncated: false, durationMs: 0,
+ *         }),
+ *       });
+ *     },
+ *     close: () => Promise.resolve(),
+ *   },
+ *   cwd: "/workspace",
+ * });
+ * assert(connects === 0); // nothing happens before real use
+ * const result = await runtime.execute({ command: "pwd" });
+ * assert(result.stdout === "/workspace\n" && connects === 1);
+ * await runtime.close();
+ * ```
+ */
+export class RemoteSkillRuntime implements SkillRuntime {
+  /** The runtime's name. */
+  readonly name: string;
+  readonly #backend: RemoteBackend;
+  readonly #defaultWorkingDirectory: string;
+  readonly #skillsRoot: string;
+  readonly #conversation: RemoteConversation | undefined;
+  readonly #key: ConversationKey | undefined;
+  readonly #env: Readonly<Record<string, string>>;
+  readonly #maxOutputBytes: number;
+  readonly #copyPolicy: CopyPolicy | undefined;
+  readonly #fs: RemoteFileSystem;
+  readonly #search: SearchEngine;
+  readonly #engine: PreparationEngine;
+  /** The configuration each skill is being prepared with (for its digest). */
+  readonly #configs = new Map<string, SkillRuntimeConfig | undefined>();
+  /** Skills uploaded by this object and not yet recorded as prepared. */
+  readonly #uploaded = new Map<string, { digest: string; basePath: string }>();
+  #session: Promise<RemoteSession> | undefined;
+  #closed = false;
+  #closing: Promise<void> | undefined;
+
+  /**
+   * Makes the runtime; makes no request.
+   *
+   * @param options The backend, the mode, the environment.
+   * @throws {TypeError} A path is not absolute POSIX, or a variable is invalid.
+   * @throws {RangeError} `maxOutputBytes` is not a non-negative integer.
+   */
+  constructor(options: RemoteSkillRuntimeOptions) {
+    this.name = options.name;
+    this.#backend = options.backend;
+    this.#conversation = options.conversation;
+    if (options.conversation) {
+      const workspace = absolutePosix(
+        options.conversation.workspace,
+        "workspace",
+      );
+      this.#defaultWorkingDirectory = workspace;
+      this.#skillsRoot = posix.join(workspace, "skills");
+      this.#key = {
+        serverUrl: options.backend.serverUrl,
+        conversationId: options.conversation.conversationId,
+      };
+    } else {
+      this.#defaultWorkingDirectory = absolutePosix(
+        options.cwd ?? "/workspace",
+        "cwd",
+      );
+      this.#skillsRoot = absolutePosix(
+        options.skillsRoot ?? "/workspace/skills",
+        "skillsRoot",
+      );
+    }
+    this.#env = checkEnv(options.env ?? {}, "env option");
+    this.#maxOutputBytes = checkMaxOutputBytes(
+      options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES,
+    );
+    this.#copyPolicy = options.copyPolicy;
+    this.#fs = new RemoteFileSystem(() => this.#files(), {
+      defaultDirectory: this.#defaultWorkingDirectory,
+      ...(options.conversation
+        ? { fenceRoot: this.#defaultWorkingDirectory }
+        : {}),
+    });
+    const parts: RemoteSearchParts = {
+      execute: (request) => this.execute(request),
+      fs: this.#fs,
+    };
+    this.#search = options.search?.(parts) ?? new ShellSearch({
+      fs: this.#fs,
+      shell: {
+        exec: (command, execOptions) =>
+          this.execute({
+            command,
+            timeoutMs: execOptions.timeoutMs,
+            ...(execOptions.signal ? { signal: execOptions.signal } : {}),
+            ...(execOptions.maxOutputBytes !== undefined
+              ? { maxOutputBytes: execOptions.maxOutputBytes }
+              : {}),
+          }),
+      },
+    });
+    this.#engine = new PreparationEngine({
+      materialize: (skill, materializeOptions) =>
+        this.#materialize(skill, materializeOptions),
+      run: (request) => this.execute(request),
+    });
+  }
+
+  /** Where commands run when a request names none (absolute POSIX). */
+  get defaultWorkingDirectory(): string {
+    return this.#defaultWorkingDirectory;
+  }
+
+  /** The conversation's workspace, or `undefined` in plain mode. */
+  get workspace(): string | undefined {
+    return this.#conversation ? this.#defaultWorkingDirectory : undefined;
+  }
+
+  /** The folder skills are uploaded into. */
+  get skillsRoot(): string {
+    return this.#skillsRoot;
+  }
+
+  /**
+   * The remote file system (POSIX paths; fenced inside the workspace in
+   * conversation mode, lexically, refusing with no request).
+   */
+  get fs(): SkillRuntimeFileSystem {
+    return this.#fs;
+  }
+
+  /** The search engine behind `grep`, `glob` and `ls`. */
+  get search(): SearchEngine {
+    return this.#search;
+  }
+
+  /** Whether {@linkcode close} was called. */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /**
+   * Connects now instead of on first use: creates or attaches to the sandbox,
+   * waits until it is ready and (in conversation mode) makes the workspace.
+   * For an application that wants the cold start behind it; never needed.
+   *
+   * @param signal Stops the wait (a connection under way goes on for later calls).
+   * @returns When connected.
+   * @throws {Error} The sandbox cannot be reached or made ready; the runtime is closed.
+   */
+  async connect(signal?: AbortSignal): Promise<void> {
+    this.#checkOpen("connect");
+    await this.#connect(signal);
+  }
+
+  /**
+   * Prepares skills in order (upload, then bootstrap after an actual upload)
+   * and returns them in the same number and order. Idempotent per skill; in
+   * conversation mode also across runtime objects and processes sharing the
+   * store.
+   *
+   * @param request The skills, their configurations, a signal, a progress callback.
+   * @returns The prepared skills.
+   * @throws {SkillPreparationError} An upload or a bootstrap command failed;
+   * nothing was recorded for that skill.
+   * @throws {Error} The runtime is closed.
+   */
+  async prepare(request: PrepareRequest): Promise<PreparedSkill[]> {
+    this.#checkOpen("prepare skills");
+    const prepared: PreparedSkill[] = [];
+    for (const entry of request.skills) {
+      request.signal?.throwIfAborted();
+      const key = keyOf(entry.skill);
+      if (!this.#engine.isPrepared(entry.skill)) {
+        this.#configs.set(key, entry.config);
+      }
+      const [one] = await this.#engine.prepare({ ...request, skills: [entry] });
+      prepared.push(one!);
+      const uploaded = this.#uploaded.get(key);
+      if (uploaded && this.#conversation && this.#key) {
+        this.#uploaded.delete(key);
+        await this.#conversation.store.markPrepared(this.#key, {
+          name: entry.skill.name,
+          basePath: uploaded.basePath,
+          digest: uploaded.digest,
+        });
+      }
+    }
+    return prepared;
+  }
+
+  /**
+   * Runs one command in the sandbox with `bash -c`. At the timeout or the
+   * signal the remote command is stopped (and everything it started) and the
+   * result says `timedOut` or `aborted` with `exitCode: -1`.
+   *
+   * @param request The command, working directory, timeout, variables, signal, cap.
+   * @returns The result; a failing command is not an error.
+   * @throws {TypeError} A blank command or a bad variable.
+   * @throws {RangeError} A bad timeout or cap.
+   * @throws {WorkspaceEscapeError} The working directory is outside the workspace.
+   * @throws {Error} The sandbox cannot be reached or refused the command.
+   */
+  async execute(request: ExecuteRequest): Promise<ExecuteResult> {
+    this.#checkOpen("run a command");
+    if (typeof request.command !== "string" || !request.command.trim()) {
+      throw new TypeError("Cannot run a command: the command is blank");
+    }
+    if (request.stdin !== undefined) {
+      throw new TypeError(
+        `Cannot run a command with stdin: the ${this.name} runtime cannot pipe standard input`,
+      );
+    }
+    const timeoutMs = request.timeoutMs ?? DEFAULT_EXECUTE_TIMEOUT_MS;
+    if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) {
+      throw new RangeError(
+        `Cannot run a command with timeout "${timeoutMs}": it must be a positive number of ms`,
+      );
+    }
+    const maxOutputBytes = request.maxOutputBytes === undefined
+      ? this.#maxOutputBytes
+      : checkMaxOutputBytes(request.maxOutputBytes);
+    const cwd = request.workingDirectory === undefined
+      ? this.#defaultWorkingDirectory
+      : await this.#fs.resolve(request.workingDirectory);
+    const env = {
+      ...this.#env,
+      ...this.#engine.environment(),
+      ...(request.env ? checkEnv(request.env, "request env") : {}),
+    };
+    const session = await this.#connect(request.signal);
+    return await session.execute({
+      command: request.command,
+      cwd,
+      env,
+      timeoutMs,
+      maxOutputBytes,
+      ...(request.signal ? { signal: request.signal } : {}),
+      ...(request.onStdout ? { onStdout: request.onStdout } : {}),
+      ...(request.onStderr ? { onStderr: request.onStderr } : {}),
+    });
+  }
+
+  /**
+   * The merged runtime environment every command gets: the `env` option,
+   * then every prepared skill's configuration (later wins). Keep it out of logs.
+   *
+   * @returns A frozen map.
+   * @throws {Error} The runtime is closed.
+   */
+  environment(): Readonly<Record<string, string>> {
+    this.#checkOpen("read the environment");
+    return Object.freeze({ ...this.#env, ...this.#engine.environment() });
+  }
+
+  /**
+   * Forgets the environment and the prepared skills and lets the backend
+   * release what it owns (see the server kind's docs: a sandbox the runtime
+   * created in plain mode is deleted, a conversation's never is).
+   * Idempotent; a runtime never used makes no request.
+   *
+   * @returns When done.
+   */
+  close(): Promise<void> {
+    if (!this.#closing) {
+      this.#closed = true;
+      this.#engine.clear();
+      this.#closing = (async () => {
+        // Let a connection under way finish, so the backend knows what it owns.
+        await this.#session?.catch(() => {});
+        await this.#backend.close();
+      })();
+    }
+    return this.#closing;
+  }
+
+  /**
+   * Closes the runtime (for `await using`).
+   *
+   * @returns When done.
+   */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+
+  /**
+   * Conversation mode: removes the conversation's record and then its
+   * sandbox, and closes the runtime. Explicit: `close()` never does it.
+   *
+   * @returns When done.
+   * @throws {Error} The backend cannot destroy (plain mode of some kinds).
+   */
+  async destroy(): Promise<void> {
+    if (!this.#backend.destroy) {
+      throw new Error(
+        `Cannot destroy: the ${this.name} runtime has nothing to destroy`,
+      );
+    }
+    await this.close();
+    await this.#backend.destroy();
+  }
+
+  /** Connects once (again after a failure); the caller's signal only stops its wait. */
+  #connect(signal?: AbortSignal): Promise<RemoteSession> {
+    if (!this.#session) {
+      const session = this.#backend.connect();
+      this.#session = session;
+      session.catch(() => {
+        if (this.#session === session) this.#session = undefined;
+      });
+    }
+    const session = this.#session;
+    const touched = session.then((s) => {
+      s.touch?.();
+      return s;
+    });
+    if (!signal) return touched;
+    signal.throwIfAborted();
+    return new Promise((resolve, reject) => {
+      const onAbort = () => reject(signal.reason);
+      signal.addEventListener("abort", onAbort, { once: true });
+      touched.then(resolve, reject).finally(() =>
+        signal.removeEventListener("abort", onAbort)
+      );
+    });
+  }
+
+  async #files(): Promise<RemoteFileOps> {
+    this.#checkOpen("use the file system");
+    return (await this.#connect()).files;
+  }
+
+  async #materialize(
+    skill: Skill,
+    options: MaterializeOptions,
+  ): Promise<MaterializeResult> {
+    this.#checkOpen("prepare skills");
+    const key = keyOf(skill);
+    const basePath = posix.join(
+      this.#skillsRoot,
+      stableSkillFolderName({ name: skill.name, basePath: skill.basePath }),
+    );
+    const { signal, onProgress } = options;
+    let digest: string | undefined;
+    if (this.#conversation && this.#key) {
+      const config = this.#configs.get(key);
+      digest = await skillDigest(skill.basePath, {
+        config: config
+          ? { env: config.env, bootstrap: config.bootstrap }
+          : undefined,
+        policy: this.#copyPolicy,
+        signal,
+      });
+      await this.#connect(signal);
+      // Read the record again: another runtime may have prepared it meanwhile.
+      const record = await this.#conversation.store.get(this.#key);
+      const known = record?.skills[skill.name];
+      if (known && known.digest === digest && known.basePath === basePath) {
+        return { basePath, bootstrap: false };
+      }
+      // Forget it first: a failed upload is never taken for a prepared skill.
+      await this.#conversation.store.forgetPrepared(this.#key, skill.name);
+    }
+    const files = await collectUploadEntries(skill.basePath, {
+      ...(this.#copyPolicy ? { policy: this.#copyPolicy } : {}),
+      ...(signal ? { signal } : {}),
+    });
+    onProgress?.({
+      skillName: skill.name,
+      stage: "upload",
+      detail: `uploading ${files.length} files into ${basePath}`,
+    });
+    const session = await this.#connect(signal);
+    await session.files.upload(
+      files.map((file) => ({
+        remotePath: posix.join(basePath, file.relativePath),
+        content: { path: file.localPath, size: file.size },
+        mode: file.mode,
+      })),
+      signal,
+    );
+    if (digest !== undefined) this.#uploaded.set(key, { digest, basePath });
+    return { basePath, bootstrap: true };
+  }
+
+  #checkOpen(action: string): void {
+    if (this.#closed) {
+      throw new Error(`Cannot ${action}: the ${this.name} runtime is closed`);
+    }
+  }
+}
+
+function keyOf(skill: Skill): string {
+  return `${skill.name}\u0000${skill.basePath}`;
+}
+
+function absolutePosix(path: string, what: string): string {
+  if (typeof path !== "string" || !path.startsWith("/")) {
+    throw new TypeError(
+      `Cannot use ${what} ${
+        JSON.stringify(path)
+      }: it must be an absolute POSIX path`,
+    );
+  }
+  return resolveRemotePath("/", path);
+}
+
+function checkEnv(
+  env: Readonly<Record<string, string>>,
+  what: string,
+): Readonly<Record<string, string>> {
+  for (const [name, value] of Object.entries(env)) {
+    if (!ENV_NAME.test(name)) {
+      throw new TypeError(
+        `Cannot use variable "${name}" of the ${what}: a name must match [A-Za-z_][A-Za-z0-9_]*`,
+      );
+    }
+    if (typeof value !== "string") {
+      throw new TypeError(
+        `Cannot use variable "${name}" of the ${what}: its value must be a string`,
+      );
+    }
+  }
+  return env;
+}
+
+function checkMaxOutputBytes(value: number): number {
+  if (!Number.isSafeInteger(value) || value < 0) {
+    throw new RangeError(
+      `Cannot use maxOutputBytes "${value}": it must be a non-negative integer`,
+    );
+  }
+  return value;
+}

@@ -1,0 +1,814 @@
+/**
+ * A switchable fault injector for the `Deno.serve` test servers (OpenSandbox,
+ * AIO): rules chosen per method, route and count ("the next 2 calls of
+ * `GET /files/download`") make a real answer go wrong in a way a client can
+ * observe on the wire: an error status, a dropped connection in the middle of
+ * a body or of an event stream, a slow first byte, a short body, invalid
+ * JSON, an event stream that ends without its completion, a `Range` header
+ * ignored, a command that ignores SIGTERM (asked for by the server through
+ * {@linkcode FaultInjector.serverFault}), and a closed listener (refused
+ * connections, {@linkcode FaultServer.refuseConnections}).
+ *
+ * Tests switch faults at run time in-process ({@linkcode FaultInjector.add});
+ * a hand-run server takes `--fault` specs ({@linkcode parseFaultSpec}) and,
+ * when `control` is on, `POST/GET/DELETE /__faults` while it runs.
+ *
+ * @module
+ */
+
+/** Answer with this status instead (the handler is not called). */
+export interface StatusFault {
+  readonly kind: "status";
+  /** The status, e.g. 401, 404, 500, 503. */
+  readonly status: number;
+  /** The body; default: the injector's `errorBody` for the status. */
+  readonly body?: string;
+  /** Content type of `body`; default `application/json`. */
+  readonly contentType?: string;
+  /** Extra headers, e.g. `retry-after`. */
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+/**
+ * The connection drops after `afterBytes` bytes of the real body (default:
+ * half of it when its length is known, else after 1 byte). The status and
+ * headers are the real ones.
+ */
+export interface ResetFault {
+  readonly kind: "reset";
+  readonly afterBytes?: number;
+}
+
+/**
+ * An event stream (one event per line) drops its connection after
+ * `afterLines` non-empty lines (default 1) and the blank line after the last.
+ */
+export interface ResetStreamFault {
+  readonly kind: "reset-stream";
+  readonly afterLines?: number;
+}
+
+/**
+ * The real `Content-Length` is announced but only `keepBytes` bytes are sent
+ * (default: half), then the connection closes.
+ */
+export interface TruncateFault {
+  readonly kind: "truncate";
+  readonly keepBytes?: number;
+}
+
+/** The answer starts only after `delayMs` (past a client's timeout). */
+export interface SlowFault {
+  readonly kind: "slow";
+  readonly delayMs: number;
+}
+
+/** The real status and headers, with a body that is not valid JSON. */
+export interface InvalidJsonFault {
+  readonly kind: "invalid-json";
+}
+
+/**
+ * An event stream ends cleanly, without error, just before its first
+ * completion line (default: a JSON line whose `type` is
+ * `execution_complete` or `error`, with or without `data: `).
+ */
+export interface EndStreamFault {
+  readonly kind: "end-stream";
+  readonly isCompletion?: (line: string) => boolean;
+}
+
+/** The request reaches the handler without its `Range` header. */
+export interface IgnoreRangeFault {
+  readonly kind: "ignore-range";
+}
+
+/**
+ * The server starts the command so that it ignores SIGTERM (only SIGKILL
+ * stops it). Servers read it with {@linkcode FaultInjector.serverFault}.
+ */
+export interface IgnoreSigtermFault {
+  readonly kind: "ignore-sigterm";
+}
+
+/** One fault. */
+export type Fault =
+  | StatusFault
+  | ResetFault
+  | ResetStreamFault
+  | TruncateFault
+  | SlowFault
+  | InvalidJsonFault
+  | EndStreamFault
+  | IgnoreRangeFault
+  | IgnoreSigtermFault;
+
+/** The kinds of fault. */
+export type FaultKind = Fault["kind"];
+
+/** Which requests a rule applies to, and how many times. */
+export interface FaultRule {
+  /** The fault. */
+  readonly fault: Fault;
+  /** Method, e.g. `"GET"`; default any. */
+  readonly method?: string;
+  /**
+   * The route path (as the server's `routeOf` gives it): exact, or with `*`
+   * (any characters) and `{name}` (one segment), or a regular expression.
+   * Default any.
+   */
+  readonly path?: string | RegExp;
+  /** How many matching calls it applies to; default every call. */
+  readonly times?: number;
+}
+
+/** A rule in force, as {@linkcode FaultInjector.add} returns it. */
+export interface ActiveFault {
+  /** The rule. */
+  readonly rule: FaultRule;
+  /** How many more calls it will apply to (`Infinity` for all). */
+  readonly remaining: number;
+  /** How many calls it has applied to. */
+  readonly hits: number;
+  /** Takes the rule out. */
+  remove(): void;
+}
+
+/** One fault that happened. */
+export interface FaultHit {
+  readonly kind: FaultKind;
+  readonly method: string;
+  readonly path: string;
+  readonly at: number;
+}
+
+/** Options of {@linkcode FaultInjector}. */
+export interface FaultInjectorOptions {
+  /** The route a request is matched on; default the URL's method and path. */
+  routeOf?: (request: Request) => { method: string; path: string };
+  /** The body of a status fault; default `{"code":"INJECTED_FAULT",...}`. */
+  errorBody?: (status: number) => string;
+}
+
+class Rule implements ActiveFault {
+  readonly rule: FaultRule;
+  remaining: number;
+  hits = 0;
+  readonly #owner: FaultInjector;
+  readonly #pattern: RegExp | undefined;
+
+  constructor(owner: FaultInjector, rule: FaultRule) {
+    this.#owner = owner;
+    this.rule = rule;
+    this.remaining = rule.times ?? Infinity;
+    this.#pattern = rule.path === undefined
+      ? undefined
+      : typeof rule.path === "string"
+      ? routePattern(rule.path)
+      : rule.path;
+  }
+
+  matches(method: string, path: string): boolean {
+    if (this.remaining <= 0) return false;
+    const wanted = this.rule.method?.toUpperCase();
+    if (wanted !== undefined && wanted !== "*" && wanted !== method) {
+      return false;
+    }
+    return this.#pattern === undefined || this.#pattern.test(path);
+  }
+
+  remove(): void {
+    this.#owner.remove(this);
+  }
+}
+
+function routePattern(path: string): RegExp {
+  let source = "";
+  for (const part of path.split(/(\*|\{[^/{}]+\})/)) {
+    if (part === "*") source += ".*";
+    else if (/^\{[^/{}]+\}$/.test(part)) source += "[^/]+";
+    else source += part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  }
+  return new RegExp(`^${source}$`);
+}
+
+const HANDLER_KINDS: ReadonlySet<FaultKind> = new Set<FaultKind>([
+  "ignore-sigterm",
+]);
+
+/**
+ * Rules of faults, matched per request, and the code that applies them
+ * around a handler.
+ *
+ * @example Answer 503 to the next two pings, then the real answer
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { FaultInjector } from "./_faults.ts";
+ *
+ * const faults = new FaultInjector();
+ * faults.add({ method: "GET", path: "/ping", fault: { kind: "status", status: 503 }, times: 2 });
+ * const handler = faults.wrap(() => new Response("pong"));
+ * const statuses = [];
+ * for (let i = 0; i < 3; i++) {
+ *   const response = await handler(new Request("http://h/ping"));
+ *   await response.body?.cancel();
+ *   statuses.push(response.status);
+ * }
+ * assertEquals(statuses, [503, 503, 200]);
+ * ```
+ */
+export class FaultInjector {
+  #rules: Rule[] = [];
+  #hits: FaultHit[] = [];
+  readonly #routeOf: (request: Request) => { method: string; path: string };
+  readonly #errorBody: (status: number) => string;
+  readonly #serverFaults = new WeakMap<Request, Fault>();
+  readonly #closing = new AbortController();
+
+  /** @param options How requests are matched and error bodies written. */
+  constructor(options: FaultInjectorOptions = {}) {
+    this.#routeOf = options.routeOf ??
+      ((request) => ({
+        method: request.method,
+        path: new URL(request.url).pathname,
+      }));
+    this.#errorBody = options.errorBody ??
+      ((status) =>
+        JSON.stringify({
+          code: "INJECTED_FAULT",
+          message: `injected fault: status ${status}`,
+        }));
+  }
+
+  /**
+   * Adds a rule (after the existing ones; the first matching rule wins).
+   *
+   * @param rule The fault, the requests it applies to and how many times.
+   * @returns The rule in force, with its counters.
+   */
+  add(rule: FaultRule): ActiveFault {
+    if (rule.times !== undefined && !(rule.times >= 1)) {
+      throw new RangeError(
+        `Cannot add the fault "${rule.fault.kind}": times must be at least 1`,
+      );
+    }
+    const added = new Rule(this, rule);
+    this.#rules.push(added);
+    return added;
+  }
+
+  /** Takes a rule out. */
+  remove(rule: ActiveFault): void {
+    this.#rules = this.#rules.filter((candidate) => candidate !== rule);
+  }
+
+  /** Takes every rule out (the log of hits stays). */
+  clear(): void {
+    this.#rules = [];
+  }
+
+  /** The rules in force. */
+  get rules(): readonly ActiveFault[] {
+    return this.#rules.filter((rule) => rule.remaining > 0);
+  }
+
+  /** The faults that happened, oldest first. */
+  get hits(): readonly FaultHit[] {
+    return this.#hits;
+  }
+
+  /** How many faults of `kind` (or of any kind) happened. */
+  count(kind?: FaultKind): number {
+    return kind === undefined
+      ? this.#hits.length
+      : this.#hits.filter((hit) => hit.kind === kind).length;
+  }
+
+  /**
+   * The fault a handler applies itself (e.g. `ignore-sigterm`), if one was
+   * chosen for this request.
+   */
+  serverFault<K extends FaultKind>(
+    request: Request,
+    kind: K,
+  ): Extract<Fault, { kind: K }> | undefined {
+    const fault = this.#serverFaults.get(request);
+    return fault?.kind === kind
+      ? fault as Extract<Fault, { kind: K }>
+      : undefined;
+  }
+
+  /** Ends pending slow faults (on server close). */
+  abortPending(): void {
+    this.#closing.abort();
+  }
+
+  /** Picks (and counts) the fault for a request, if any. */
+  take(request: Request): Fault | undefined {
+    const { method, path } = this.#routeOf(request);
+    const rule = this.#rules.find((candidate) =>
+      candidate.matches(method, path)
+    );
+    if (rule === undefined) return undefined;
+    rule.remaining--;
+    rule.hits++;
+    if (rule.remaining <= 0) this.remove(rule);
+    this.#hits.push({
+      kind: rule.rule.fault.kind,
+      method,
+      path,
+      at: Date.now(),
+    });
+    return rule.rule.fault;
+  }
+
+  /**
+   * Wraps a handler so that the faults apply to its answers.
+   *
+   * @param handler The real handler.
+   * @returns A handler for `Deno.serve`.
+   */
+  wrap<I>(
+    handler: (request: Request, info: I) => Response | Promise<Response>,
+  ): (request: Request, info?: I) => Promise<Response> {
+    return async (request, maybeInfo) => {
+      const info = maybeInfo as I;
+      const fault = this.take(request);
+      if (fault === undefined) return await handler(request, info);
+      switch (fault.kind) {
+        case "status":
+          await request.body?.cancel().catch(() => {});
+          return new Response(fault.body ?? this.#errorBody(fault.status), {
+            status: fault.status,
+            headers: {
+              "content-type": fault.contentType ?? "application/json",
+              ...fault.headers,
+            },
+          });
+        case "slow":
+          await sleep(fault.delayMs, [request.signal, this.#closing.signal]);
+          return await handler(request, info);
+        case "ignore-range": {
+          const headers = new Headers(request.headers);
+          headers.delete("range");
+          const stripped = new Request(request, { headers });
+          return await handler(stripped, info);
+        }
+        default:
+          if (HANDLER_KINDS.has(fault.kind)) {
+            this.#serverFaults.set(request, fault);
+            return await handler(request, info);
+          }
+          return applyToBody(fault, await handler(request, info));
+      }
+    };
+  }
+}
+
+function sleep(ms: number, signals: readonly AbortSignal[]): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      for (const signal of signals) signal.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    for (const signal of signals) {
+      if (signal.aborted) return done();
+      signal.addEventListener("abort", done);
+    }
+  });
+}
+
+/** A dropped connection, without a stack trace in the server's log. */
+class InjectedDrop extends Error {
+  constructor() {
+    super("injected fault: connection dropped");
+    this.name = "InjectedDrop";
+    this.stack = "";
+  }
+}
+
+function applyToBody(fault: Fault, response: Response): Response {
+  const body = response.body;
+  const headers = new Headers(response.headers);
+  const length = Number(headers.get("content-length") ?? NaN);
+  const init = {
+    status: response.status,
+    statusText: response.statusText,
+    headers,
+  };
+  switch (fault.kind) {
+    case "invalid-json":
+      response.body?.cancel().catch(() => {});
+      headers.delete("content-length");
+      return new Response('{"injected": "not json', init);
+    case "reset":
+    case "truncate": {
+      if (body === null) return new Response(null, init);
+      const limit = fault.kind === "reset"
+        ? fault.afterBytes ??
+          (Number.isFinite(length) ? Math.floor(length / 2) : 1)
+        : fault.keepBytes ??
+          (Number.isFinite(length) ? Math.floor(length / 2) : 0);
+      // A truncated body keeps announcing the full length and ends early;
+      // a reset errors the stream, which drops the connection.
+      return new Response(
+        cutAfterBytes(body, limit, fault.kind === "reset"),
+        init,
+      );
+    }
+    case "reset-stream":
+    case "end-stream": {
+      if (body === null) return new Response(null, init);
+      headers.delete("content-length");
+      return new Response(cutLines(body, fault), init);
+    }
+    default:
+      return response;
+  }
+}
+
+/** Lets the bytes already queued reach the socket before the connection drops. */
+function flushPause(): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, 30));
+}
+
+function cutAfterBytes(
+  body: ReadableStream<Uint8Array>,
+  limit: number,
+  error: boolean,
+): ReadableStream<Uint8Array> {
+  const reader = body.getReader();
+  let sent = 0;
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      if (sent >= limit) {
+        await reader.cancel().catch(() => {});
+        if (error) {
+          await flushPause();
+          controller.error(new InjectedDrop());
+        } else controller.close();
+        return;
+      }
+      const { value, done } = await reader.read();
+      if (done) {
+        if (error) controller.error(new InjectedDrop());
+        else controller.close();
+        return;
+      }
+      const part = value.subarray(0, limit - sent);
+      sent += part.length;
+      if (part.length > 0) controller.enqueue(part);
+    },
+    cancel(reason) {
+      return reader.cancel(reason);
+    },
+  });
+}
+
+function defaultIsCompletion(line: string): boolean {
+  const text = line.startsWith("data:") ? line.slice(5).trim() : line.trim();
+  if (!text.startsWith("{")) return false;
+  try {
+    const type = (JSON.parse(text) as { type?: unknown }).type;
+    return type === "execution_complete" || type === "error";
+  } catch {
+    return false;
+  }
+}
+
+function cutLines(
+  body: ReadableStream<Uint8Array>,
+  fault: ResetStreamFault | EndStreamFault,
+): ReadableStream<Uint8Array> {
+  const reader = body.getReader();
+  const decoder = new TextDecoder();
+  const encoder = new TextEncoder();
+  let pending = "";
+  let lines = 0;
+  const afterLines = fault.kind === "reset-stream" ? fault.afterLines ?? 1 : 0;
+  const isCompletion = fault.kind === "end-stream"
+    ? fault.isCompletion ?? defaultIsCompletion
+    : () => false;
+  const stop = async (
+    controller: ReadableStreamDefaultController<Uint8Array>,
+  ): Promise<void> => {
+    await reader.cancel().catch(() => {});
+    // An error discards what is still queued: drop the connection on the
+    // next pull, once the lines before it have gone out.
+    if (fault.kind === "reset-stream") dropNext = true;
+    else controller.close();
+  };
+  let dropNext = false;
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      if (dropNext) {
+        await flushPause();
+        controller.error(new InjectedDrop());
+        return;
+      }
+      const { value, done } = await reader.read();
+      if (done) {
+        if (pending !== "") controller.enqueue(encoder.encode(pending));
+        controller.close();
+        return;
+      }
+      pending += decoder.decode(value, { stream: true });
+      let out = "";
+      let newline: number;
+      while ((newline = pending.indexOf("\n")) >= 0) {
+        const line = pending.slice(0, newline);
+        if (fault.kind === "end-stream" && isCompletion(line)) {
+          if (out !== "") controller.enqueue(encoder.encode(out));
+          return await stop(controller);
+        }
+        out += pending.slice(0, newline + 1);
+        pending = pending.slice(newline + 1);
+        if (fault.kind === "reset-stream" && line.trim() !== "") {
+          lines++;
+          if (lines >= afterLines) {
+            // The blank line that ends the event goes out with it.
+            if (pending.startsWith("\n")) out += "\n";
+            controller.enqueue(encoder.encode(out));
+            return await stop(controller);
+          }
+        }
+      }
+      if (out !== "") controller.enqueue(encoder.encode(out));
+    },
+    cancel(reason) {
+      return reader.cancel(reason);
+    },
+  });
+}
+
+/**
+ * Reads a fault rule written for the command line:
+ * `[METHOD] PATH KIND[:ARG] [xN]`, e.g. `GET /files/download reset:1000 x2`,
+ * `POST /command status:503 x2`, `* /ping slow:5000`, `/command end-stream`.
+ * ARG is the status (`status`), `afterBytes` (`reset`), `afterLines`
+ * (`reset-stream`), `keepBytes` (`truncate`) or `delayMs` (`slow`).
+ *
+ * @param spec The rule as text.
+ * @returns The rule.
+ * @throws {SyntaxError} When the text is not a rule.
+ *
+ * @example Two injected 503s on one route
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { parseFaultSpec } from "./_faults.ts";
+ *
+ * assertEquals(parseFaultSpec("POST /command status:503 x2"), {
+ *   method: "POST",
+ *   path: "/command",
+ *   fault: { kind: "status", status: 503 },
+ *   times: 2,
+ * });
+ * ```
+ */
+export function parseFaultSpec(spec: string): FaultRule {
+  const words = spec.trim().split(/\s+/);
+  const fail = (reason: string): never => {
+    throw new SyntaxError(`Cannot read the fault "${spec}": ${reason}`);
+  };
+  let method: string | undefined;
+  if (words[0] !== undefined && !words[0].startsWith("/")) {
+    method = words.shift();
+  }
+  const path = words.shift();
+  if (path === undefined || !path.startsWith("/")) {
+    fail("expected [METHOD] PATH KIND[:ARG] [xN]");
+  }
+  const kindWord = words.shift() ?? fail("the kind is missing");
+  let times: number | undefined;
+  if (words.length > 0) {
+    const match = /^x(\d+)$/.exec(words.shift()!);
+    if (match === null || words.length > 0) fail("expected xN at the end");
+    times = Number(match![1]);
+  }
+  const [kind, arg] = kindWord.split(":", 2) as [string, string | undefined];
+  const number = (name: string): number => {
+    const value = Number(arg);
+    if (arg === undefined || !Number.isInteger(value) || value < 0) {
+      fail(`"${kind}" needs a whole number (${name}) after a colon`);
+    }
+    return value;
+  };
+  let fault: Fault;
+  switch (kind) {
+    case "status":
+      fault = { kind, status: number("status") };
+      break;
+    case "reset":
+      fault = arg === undefined
+        ? { kind }
+        : { kind, afterBytes: number("afterBytes") };
+      break;
+    case "reset-stream":
+      fault = arg === undefined
+        ? { kind }
+        : { kind, afterLines: number("afterLines") };
+      break;
+    case "truncate":
+      fault = arg === undefined
+        ? { kind }
+        : { kind, keepBytes: number("keepBytes") };
+      break;
+    case "slow":
+      fault = { kind, delayMs: number("delayMs") };
+      break;
+    case "invalid-json":
+    case "end-stream":
+    case "ignore-range":
+    case "ignore-sigterm":
+      fault = { kind };
+      break;
+    default:
+      return fail(`unknown kind "${kind}"`);
+  }
+  return {
+    ...(method === undefined || method === "*"
+      ? {}
+      : { method: method.toUpperCase() }),
+    path: path!,
+    fault,
+    ...(times === undefined ? {} : { times }),
+  };
+}
+
+/**
+ * The command line for `bash -c` that runs `command` with SIGTERM ignored by
+ * the shell and everything it starts (an ignored signal stays ignored across
+ * `exec`), for the `ignore-sigterm` fault.
+ *
+ * @param command The command line.
+ * @returns The command line that ignores SIGTERM.
+ */
+export function ignoreSigtermCommand(command: string): string {
+  return `trap '' TERM\n${command}`;
+}
+
+/** Options of {@linkcode serveWithFaults}. */
+export interface ServeWithFaultsOptions {
+  /** The real handler. */
+  handler: (request: Request) => Response | Promise<Response>;
+  /** The injector; default a new one. */
+  faults?: FaultInjector;
+  /** Port; default 0 (any free port). */
+  port?: number;
+  /** Host name; default `127.0.0.1`. */
+  hostname?: string;
+  /**
+   * Serve `GET/POST/DELETE /__faults` to inspect, add (JSON rule or
+   * `{"spec": "..."}`) and clear rules while running; default off.
+   */
+  control?: boolean;
+}
+
+/** A server with faults, as {@linkcode serveWithFaults} returns it. */
+export interface FaultServer extends AsyncDisposable {
+  /** `http://host:port` (no final slash). */
+  readonly url: string;
+  /** The port. */
+  readonly port: number;
+  /** The injector. */
+  readonly faults: FaultInjector;
+  /** Whether the listener is closed by {@linkcode refuseConnections}. */
+  readonly refusing: boolean;
+  /** Closes the listener: new connections are refused until {@linkcode acceptConnections}. */
+  refuseConnections(): Promise<void>;
+  /** Listens again on the same port. */
+  acceptConnections(): Promise<void>;
+  /** Stops serving (idempotent). */
+  close(): Promise<void>;
+}
+
+/**
+ * Serves a handler with a fault injector in front, on loopback.
+ *
+ * @param options The handler, the injector and where to listen.
+ * @returns The running server.
+ *
+ * @example A refused connection, then service again on the same port
+ * ```ts
+ * import { assertEquals, assertRejects } from "@std/assert";
+ * import { serveWithFaults } from "./_faults.ts";
+ *
+ * await using server = serveWithFaults({ handler: () => new Response("ok") });
+ * await server.refuseConnections();
+ * await assertRejects(() => fetch(server.url));
+ * await server.acceptConnections();
+ * assertEquals(await (await fetch(server.url)).text(), "ok");
+ * ```
+ */
+export function serveWithFaults(options: ServeWithFaultsOptions): FaultServer {
+  const faults = options.faults ?? new FaultInjector();
+  const hostname = options.hostname ?? "127.0.0.1";
+  const wrapped = faults.wrap(options.handler);
+  const handler = options.control
+    ? (request: Request) => {
+      const path = new URL(request.url).pathname;
+      return path === "/__faults" ? control(faults, request) : wrapped(request);
+    }
+    : (request: Request) => wrapped(request);
+  const listen = (port: number): Deno.HttpServer<Deno.NetAddr> =>
+    Deno.serve({ port, hostname, onListen() {} }, handler);
+  let server: Deno.HttpServer<Deno.NetAddr> | undefined = listen(
+    options.port ?? 0,
+  );
+  const port = server.addr.port;
+  const url = `http://${
+    hostname.includes(":") ? `[${hostname}]` : hostname
+  }:${port}`;
+  let closed = false;
+  const stop = async (): Promise<void> => {
+    const current = server;
+    server = undefined;
+    if (current !== undefined) await current.shutdown();
+  };
+  const result: FaultServer = {
+    url,
+    port,
+    faults,
+    get refusing() {
+      return server === undefined && !closed;
+    },
+    refuseConnections: stop,
+    acceptConnections() {
+      if (closed) {
+        return Promise.reject(
+          new Error("Cannot accept connections: the server is closed"),
+        );
+      }
+      server ??= listen(port);
+      return Promise.resolve();
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      faults.abortPending();
+      await stop();
+    },
+    [Symbol.asyncDispose]() {
+      return result.close();
+    },
+  };
+  return result;
+}
+
+async function control(
+  faults: FaultInjector,
+  request: Request,
+): Promise<Response> {
+  const json = (value: unknown, status = 200) =>
+    new Response(JSON.stringify(value, null, 2) + "\n", {
+      status,
+      headers: { "content-type": "application/json" },
+    });
+  switch (request.method) {
+    case "GET":
+      return json({
+        rules: faults.rules.map((rule) => ({
+          ...rule.rule,
+          path: String(rule.rule.path ?? "*"),
+          remaining: rule.remaining === Infinity ? null : rule.remaining,
+          hits: rule.hits,
+        })),
+        hits: faults.hits,
+      });
+    case "POST": {
+      try {
+        const body = await request.json() as { spec?: string } & FaultRule;
+        const rule = typeof body.spec === "string"
+          ? parseFaultSpec(body.spec)
+          : body;
+        faults.add(rule);
+        return json({ added: rule });
+      } catch (error) {
+        return json(
+          { code: "INVALID_REQUEST_BODY", message: String(error) },
+          400,
+        );
+      }
+    }
+    case "DELETE":
+      faults.clear();
+      return json({ cleared: true });
+    default:
+      return new Response("405 method not allowed", { status: 405 });
+  }
+}
+
+/**
+ * A loopback URL where nothing listens (a port taken and released), for
+ * refused connections.
+ *
+ * @returns `http://127.0.0.1:<port>`.
+ */
+export function unusedUrl(): string {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const { port } = listener.addr as Deno.NetAddr;
+  listener.close();
+  return `http://127.0.0.1:${port}`;
+}

@@ -1,0 +1,263 @@
+// The MCP server every transport shares: the SDK's low-level server with the
+// tools (their JSON Schemas passed through unchanged), and, when skills are
+// given, the skills as prompts and resources.
+import { Server } from "npm:@modelcontextprotocol/sdk@1.32.2/server";
+import type { Transport } from "npm:@modelcontextprotocol/sdk@1.32.2/shared/transport";
+// @ts-types="npm:@modelcontextprotocol/sdk@1.32.2/types"
+import {
+  CallToolRequestSchema,
+  type CallToolResult,
+  GetPromptRequestSchema,
+  type GetPromptResult,
+  ListPromptsRequestSchema,
+  type ListPromptsResult,
+  ListResourcesRequestSchema,
+  type ListResourcesResult,
+  ListResourceTemplatesRequestSchema,
+  type ListResourceTemplatesResult,
+  ListToolsRequestSchema,
+  type ListToolsResult,
+  ReadResourceRequestSchema,
+  type ReadResourceResult,
+} from "npm:@modelcontextprotocol/sdk@1.32.2/types.js";
+import denoJson from "../../deno.json" with { type: "json" };
+import type { Skill } from "../../skill/types.ts";
+import type { CopyPolicy } from "../../workspace/copy.ts";
+import type { Tool } from "../types.ts";
+import { SkillCatalog } from "./_skills.ts";
+
+/** The server name announced to MCP clients: the package's name. */
+export const MCP_SERVER_NAME: string = denoJson.name;
+
+/** The server version announced to MCP clients: the package's version. */
+export const MCP_SERVER_VERSION: string = denoJson.version;
+
+/** Options of {@linkcode connectMcpServer} and {@linkcode serveMcp}. */
+export interface McpServerOptions {
+  /** The name announced to clients; default {@linkcode MCP_SERVER_NAME}. */
+  readonly name?: string;
+  /** The version announced to clients; default {@linkcode MCP_SERVER_VERSION}. */
+  readonly version?: string;
+  /** Instructions for the client's model, sent at initialisation. */
+  readonly instructions?: string;
+  /**
+   * Skills to offer as MCP prompts (one per skill: its instructions) and
+   * resources (each file of its folder as `skill://<name>/<path>`). Without
+   * it the server offers tools only.
+   */
+  readonly skills?: readonly Skill[];
+  /** The largest skill file `resources/read` returns; default 4 MiB. */
+  readonly maxResourceBytes?: number;
+  /**
+   * Which files of a skill are resources; default the copy policy's defaults
+   * (secrets such as `.env` and keys left out). Symlinks never are.
+   */
+  readonly copyPolicy?: CopyPolicy;
+}
+
+/** Counts the tool calls running, to let them answer before closing. */
+export class InFlight {
+  #count = 0;
+  #waiters: (() => void)[] = [];
+
+  /** How many calls are running. */
+  get count(): number {
+    return this.#count;
+  }
+
+  async track<T>(promise: Promise<T>): Promise<T> {
+    this.#count++;
+    try {
+      return await promise;
+    } finally {
+      if (--this.#count === 0) {
+        for (const wake of this.#waiters.splice(0)) wake();
+      }
+    }
+  }
+
+  /** Settles once no call runs and their answers have been handed to the transport. */
+  async idle(): Promise<void> {
+    do {
+      while (this.#count > 0) {
+        await new Promise<void>((resolve) => this.#waiters.push(resolve));
+      }
+      // The SDK sends an answer a few microtasks after the handler settles;
+      // a call that started meanwhile is waited for too.
+      await new Promise((resolve) => setTimeout(resolve, 0));
+    } while (this.#count > 0);
+  }
+}
+
+type McpInputSchema = ListToolsResult["tools"][number]["inputSchema"];
+
+function errorResult(text: string): CallToolResult {
+  return { content: [{ type: "text", text }], isError: true };
+}
+
+/**
+ * Builds the low-level server: lists the tools with their JSON Schemas, calls
+ * them, turns unknown tools and failures into results with `isError: true`,
+ * aborts a tool's signal when the client cancels its call; with skills, also
+ * answers prompts and resources.
+ */
+export function createMcpServer(
+  tools: readonly Tool[],
+  options: McpServerOptions,
+  calls: InFlight,
+): Server {
+  const byName = new Map<string, Tool>();
+  for (const tool of tools) {
+    if (byName.has(tool.name)) {
+      throw new TypeError(
+        `Cannot serve tool "${tool.name}": another tool has the same name`,
+      );
+    }
+    byName.set(tool.name, tool);
+  }
+  const catalog = options.skills === undefined ? undefined : new SkillCatalog(
+    options.skills,
+    {
+      hasSkillTool: byName.has("skill"),
+      ...(options.maxResourceBytes !== undefined
+        ? { maxResourceBytes: options.maxResourceBytes }
+        : {}),
+      ...(options.copyPolicy ? { copyPolicy: options.copyPolicy } : {}),
+    },
+  );
+  const server = new Server(
+    {
+      name: options.name ?? MCP_SERVER_NAME,
+      version: options.version ?? MCP_SERVER_VERSION,
+    },
+    {
+      capabilities: catalog
+        ? { tools: {}, prompts: {}, resources: {} }
+        : { tools: {} },
+      ...(options.instructions === undefined
+        ? {}
+        : { instructions: options.instructions }),
+    },
+  );
+  server.setRequestHandler(
+    ListToolsRequestSchema,
+    (): ListToolsResult => ({
+      tools: tools.map((tool) => ({
+        name: tool.name,
+        description: tool.description,
+        // Passed through unchanged (the SDK's type is mutable, ours readonly).
+        inputSchema: tool.inputSchema as unknown as McpInputSchema,
+      })),
+    }),
+  );
+  server.setRequestHandler(
+    CallToolRequestSchema,
+    async (request, extra): Promise<CallToolResult> => {
+      const { name, arguments: input } = request.params;
+      const tool = byName.get(name);
+      if (tool === undefined) {
+        const known = [...byName.keys()].map((n) => `"${n}"`).join(", ");
+        return errorResult(
+          `Unknown tool "${name}": available tools are ${known || "none"}`,
+        );
+      }
+      try {
+        const result = await calls.track(
+          tool.execute(input ?? {}, { signal: extra.signal }),
+        );
+        return {
+          content: [{ type: "text", text: result.text }],
+          isError: result.isError,
+        };
+      } catch (error) {
+        // The Tool contract says execute never throws; keep the promise anyway.
+        return errorResult(
+          `Tool "${name}" failed: ${
+            error instanceof Error ? error.message : String(error)
+          }`,
+        );
+      }
+    },
+  );
+  if (catalog) {
+    server.setRequestHandler(
+      ListPromptsRequestSchema,
+      (): ListPromptsResult => catalog.listPrompts(),
+    );
+    server.setRequestHandler(
+      GetPromptRequestSchema,
+      (request): GetPromptResult =>
+        catalog.getPrompt(request.params.name, request.params.arguments),
+    );
+    server.setRequestHandler(
+      ListResourceTemplatesRequestSchema,
+      (): ListResourceTemplatesResult => catalog.listResourceTemplates(),
+    );
+    server.setRequestHandler(
+      ListResourcesRequestSchema,
+      (request, extra): Promise<ListResourcesResult> =>
+        catalog.listResources(request.params?.cursor, extra.signal),
+    );
+    server.setRequestHandler(
+      ReadResourceRequestSchema,
+      (request): Promise<ReadResourceResult> =>
+        catalog.readResource(request.params.uri),
+    );
+  }
+  return server;
+}
+
+/**
+ * An MCP transport: the SDK's `Transport` (stdio, in-memory, Streamable
+ * HTTP...), of which these are the members skillrun relies on. Give it
+ * unstarted: connecting starts it.
+ */
+export interface McpTransport {
+  /** Starts the transport (called when connecting). */
+  start(): Promise<void>;
+  /** Sends one JSON-RPC message. */
+  send(message: unknown, options?: unknown): Promise<void>;
+  /** Closes the transport. */
+  close(): Promise<void>;
+}
+
+/** A server connected to a transport. */
+export interface McpConnection extends AsyncDisposable {
+  /** Settles when the connection closes (by either side). */
+  readonly closed: Promise<void>;
+  /**
+   * Settles when no tool call is running and every answer has been handed to
+   * the transport (e.g. to close gracefully when the input ends).
+   */
+  idle(): Promise<void>;
+  /** Closes the connection now; running calls are aborted. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** Connects a new server to a transport; also gives its call counter. */
+export async function connect(
+  tools: readonly Tool[],
+  transport: McpTransport,
+  options: McpServerOptions,
+): Promise<{ connection: McpConnection; calls: InFlight }> {
+  const calls = new InFlight();
+  const server = createMcpServer(tools, options, calls);
+  const { promise: closed, resolve } = Promise.withResolvers<void>();
+  server.onclose = () => resolve();
+  // Our interface is a structural subset of the SDK's.
+  await server.connect(transport as unknown as Transport);
+  let closing: Promise<void> | undefined;
+  const close = (): Promise<void> => {
+    closing ??= server.close().then(() => closed);
+    return closing;
+  };
+  return {
+    connection: {
+      closed,
+      idle: () => calls.idle(),
+      close,
+      [Symbol.asyncDispose]: close,
+    },
+    calls,
+  };
+}

@@ -1,0 +1,782 @@
+/**
+ * MCP over Streamable HTTP: a web-standard `(request) => Promise<Response>`
+ * handler built on the MCP SDK's `WebStandardStreamableHTTPServerTransport`,
+ * so it runs in `Deno.serve`, Deno Deploy and Supabase alike, with one
+ * conversation workspace per MCP session.
+ *
+ * @module
+ */
+// @ts-types="npm:@modelcontextprotocol/sdk@1.32.2/server/webStandardStreamableHttp"
+import { WebStandardStreamableHTTPServerTransport } from "npm:@modelcontextprotocol/sdk@1.32.2/server/webStandardStreamableHttp.js";
+// @ts-types="npm:@modelcontextprotocol/sdk@1.32.2/types"
+import { isInitializeRequest } from "npm:@modelcontextprotocol/sdk@1.32.2/types.js";
+import { redactSecrets } from "../../_internal/redact.ts";
+import { hostPath } from "../../_internal/std.ts";
+import { LocalSkillRuntime } from "../../runtimes/local/mod.ts";
+import type {
+  SkillRuntime,
+  SkillRuntimeFileSystem,
+} from "../../runtimes/types.ts";
+import type { Skill } from "../../skill/types.ts";
+import {
+  buildSkillTools,
+  type BuildSkillToolsOptions,
+  type SkillTools,
+} from "../builder.ts";
+import {
+  connect,
+  type InFlight,
+  type McpConnection,
+  type McpServerOptions,
+} from "./_server.ts";
+import { SkillCatalog } from "./_skills.ts";
+
+/** Hostnames of the loopback interface, as the `Host` header names them. */
+export const LOOPBACK_HOSTNAMES: readonly string[] = Object.freeze([
+  "localhost",
+  "127.0.0.1",
+  "[::1]",
+]);
+
+/** The default idle timeout of an MCP session: 30 minutes. */
+export const DEFAULT_MCP_SESSION_IDLE_MS = 30 * 60 * 1000;
+
+/** The default most MCP sessions open at once: 64. */
+export const DEFAULT_MAX_MCP_SESSIONS = 64;
+
+/** The default conversations root of the local runtime factory. */
+export const DEFAULT_MCP_CONVERSATIONS_ROOT = ".skillrun/conversations";
+
+/** What a runtime factory gets besides the session id. */
+export interface McpRuntimeFactoryOptions {
+  /** Aborted when the handler closes before the runtime is ready. */
+  readonly signal: AbortSignal;
+}
+
+/**
+ * Makes the runtime of one MCP session, whose id (a random UUID) can serve as
+ * its conversation id. The handler closes it when the session ends.
+ */
+export type McpRuntimeFactory = (
+  sessionId: string,
+  options: McpRuntimeFactoryOptions,
+) => Promise<SkillRuntime>;
+
+/** Options of {@linkcode createMcpHttpHandler}. */
+export interface McpHttpHandlerOptions
+  extends
+    Omit<BuildSkillToolsOptions, "runtime" | "signal">,
+    Omit<McpServerOptions, "skills" | "instructions"> {
+  /**
+   * Makes each session's runtime. Default: a local runtime in conversation
+   * mode, the session id as conversation id, under `conversationsRoot`.
+   */
+  readonly runtime?: McpRuntimeFactory;
+  /**
+   * The conversations root of the default factory; default
+   * `.skillrun/conversations` of the current directory.
+   */
+  readonly conversationsRoot?: string;
+  /**
+   * Instructions for the client's model, or a function of the session's
+   * runtime that writes them. Default: use the skill tool first, and where
+   * commands run.
+   */
+  readonly instructions?: string | ((runtime: SkillRuntime) => string);
+  /**
+   * A bearer token every request must carry (`Authorization: Bearer <token>`);
+   * a request without it, or with another, gets 401. Default: none asked.
+   */
+  readonly token?: string;
+  /**
+   * Hostnames (without port; IPv6 in brackets) accepted in the `Host` header,
+   * against DNS rebinding; any other gets 403. Default: any. Serving on
+   * loopback, pass {@linkcode LOOPBACK_HOSTNAMES} (as
+   * {@linkcode serveMcpHttp} does by itself).
+   */
+  readonly allowedHosts?: readonly string[];
+  /**
+   * Origins (`http://localhost:3000`) accepted in the `Origin` header that
+   * browsers send; any other gets 403. Requests without `Origin` (not from a
+   * browser) pass. Default: an origin whose hostname is in `allowedHosts`
+   * when given, else the request's own host (same origin only).
+   */
+  readonly allowedOrigins?: readonly string[];
+  /**
+   * A session without requests or running tool calls for this long (ms) is
+   * closed, and its runtime with it. Default 30 minutes.
+   */
+  readonly idleTimeoutMs?: number;
+  /** The most sessions open at once; one more gets 503. Default 64. */
+  readonly maxSessions?: number;
+  /** The one path served (e.g. `/mcp`); others get 404. Default: any path. */
+  readonly path?: string;
+  /** Answer with plain JSON instead of an SSE stream per request. Default false. */
+  readonly jsonResponse?: boolean;
+  /**
+   * Told of what fails out of any request: a runtime that cannot be made
+   * or closed, a transport error. Default: nothing (errors stay silent).
+   */
+  readonly onError?: (error: Error) => void;
+  /** Stops loading the skills. */
+  readonly signal?: AbortSignal;
+}
+
+/** A web-standard request handler serving MCP, one workspace per session. */
+export interface McpHttpHandler extends AsyncDisposable {
+  /**
+   * Answers one HTTP request (`POST`, `GET` or `DELETE` of the Streamable
+   * HTTP transport). Never throws: failures are HTTP errors.
+   */
+  (request: Request): Promise<Response>;
+  /** The skills offered, loaded once for every session. */
+  readonly skills: readonly Skill[];
+  /** What loading the skills skipped or noticed. */
+  readonly warnings: readonly string[];
+  /** The ids of the sessions open now. */
+  sessionIds(): string[];
+  /**
+   * Closes every session (and its runtime); later requests get 503.
+   * Idempotent.
+   */
+  close(): Promise<void>;
+}
+
+interface Session {
+  readonly id: string;
+  readonly runtime: SkillRuntime;
+  readonly tools: SkillTools;
+  readonly transport: WebStandardStreamableHTTPServerTransport;
+  readonly connection: McpConnection;
+  readonly calls: InFlight;
+  /** HTTP requests of this session being handled. */
+  requests: number;
+  lastSeen: number;
+  timer: ReturnType<typeof setTimeout> | undefined;
+  closing: Promise<void> | undefined;
+}
+
+/** Largest initialisation request read by the handler itself. */
+const MAX_INIT_BODY = 1024 * 1024;
+/** How long closing a session waits for its aborted calls to end. */
+const CLOSE_GRACE_MS = 10_000;
+
+/**
+ * Makes a web-standard handler that serves the skill tools over MCP's
+ * Streamable HTTP transport, with each skill as a prompt and its files as
+ * resources. Each MCP session gets its own runtime from `runtime(sessionId)`
+ * (by default a local conversation workspace named after the session), made
+ * when the client initialises and closed when the session ends: on `DELETE`,
+ * after `idleTimeoutMs` without activity, or when the handler closes.
+ *
+ * Security: an optional bearer token (401 otherwise), `Host` checked against
+ * `allowedHosts` when given, a browser's `Origin` against `allowedOrigins`
+ * (same origin by default), all before any session is touched.
+ *
+ * Permissions: `--allow-read` of the skills; the runtimes need their own
+ * (the default local one: read and write of the conversations root,
+ * `--allow-run=bash`). Serving needs `--allow-net`.
+ *
+ * @param options Skills, configurations, runtime factory, security, limits.
+ * @returns The handler; close it when done.
+ * @throws {TypeError} An option has the wrong type (see
+ * {@linkcode buildSkillTools} for the skills' options).
+ * @throws {RangeError} A limit is not a positive integer, or a selected name
+ * or a configuration's name matches no skill.
+ *
+ * @example Serving skills with Deno.serve, one workspace per session
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { createMcpHttpHandler } from "./http.ts";
+ * import { Client } from "npm:@modelcontextprotocol/sdk@1.32.2/client";
+ * // @ts-types="npm:@modelcontextprotocol/sdk@1.32.2/client/streamableHttp"
+ * import { StreamableHTTPClientTransport } from "npm:@modelcontextprotocol/sdk@1.32.2/client/streamableHttp.js";
+ *
+ * const root = await Deno.makeTempDir();
+ * await Deno.mkdir(`${root}/skills/greet`, { recursive: true });
+ * await Deno.writeTextFile(
+ *   `${root}/skills/greet/SKILL.md`,
+ *   "---\nname: greet\ndescription: Greets the user.\n---\nRun `echo hello`.\n",
+ * );
+ * const handler = await createMcpHttpHandler({
+ *   skills: `${root}/skills`,
+ *   conversationsRoot: `${root}/conversations`,
+ *   allowedHosts: ["127.0.0.1"],
+ * });
+ * const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, handler);
+ * const client = new Client({ name: "example", version: "1.0.0" });
+ * const transport = new StreamableHTTPClientTransport(
+ *   new URL(`http://127.0.0.1:${server.addr.port}/mcp`),
+ * );
+ * await client.connect(transport);
+ * const ran = await client.callTool({ name: "bash", arguments: { command: "pwd" } });
+ * assert(JSON.stringify(ran.content).includes(`conversations/${transport.sessionId}`));
+ * const { prompts } = await client.listPrompts();
+ * assert(prompts[0]?.name === "greet");
+ * await transport.terminateSession();
+ * await client.close();
+ * await handler.close();
+ * await server.shutdown();
+ * await Deno.remove(root, { recursive: true });
+ * ```
+ */
+export async function createMcpHttpHandler(
+  options: McpHttpHandlerOptions = {},
+): Promise<McpHttpHandler> {
+  if (options === null || typeof options !== "object") {
+    throw new TypeError(
+      "Cannot make the MCP handler: options must be an object",
+    );
+  }
+  const {
+    runtime: factoryOption,
+    conversationsRoot,
+    instructions,
+    token,
+    allowedHosts,
+    allowedOrigins,
+    idleTimeoutMs = DEFAULT_MCP_SESSION_IDLE_MS,
+    maxSessions = DEFAULT_MAX_MCP_SESSIONS,
+    path,
+    jsonResponse = false,
+    onError,
+    signal,
+    name,
+    version,
+    maxResourceBytes,
+    copyPolicy,
+    ...buildOptions
+  } = options;
+  positiveInteger("idleTimeoutMs", idleTimeoutMs);
+  positiveInteger("maxSessions", maxSessions);
+  if (factoryOption !== undefined && typeof factoryOption !== "function") {
+    throw new TypeError(
+      "Cannot make the MCP handler: runtime must be a function (sessionId) => Promise<SkillRuntime>",
+    );
+  }
+  if (token !== undefined && (typeof token !== "string" || token === "")) {
+    throw new TypeError(
+      "Cannot make the MCP handler: token must be a non-empty string",
+    );
+  }
+  if (
+    path !== undefined && (typeof path !== "string" || !path.startsWith("/"))
+  ) {
+    throw new TypeError(
+      `Cannot serve MCP at path ${
+        JSON.stringify(path)
+      }: it must start with "/"`,
+    );
+  }
+  if (maxResourceBytes !== undefined) {
+    // Checked now rather than at the first session.
+    new SkillCatalog([], { maxResourceBytes });
+  }
+  const hosts = allowedHosts?.map(lowerHost);
+  const origins = allowedOrigins?.map((o) => o.toLowerCase());
+
+  // Loading once, for every session: the skills and the configurations are
+  // checked now, so a mistake fails here and not at a client's first call.
+  const probe = await buildSkillTools({
+    ...buildOptions,
+    runtime: CATALOG_ONLY,
+    tools: [],
+    ...(signal ? { signal } : {}),
+  });
+  const skills = probe.skills;
+  const { names: _names, ...sessionBuild } = buildOptions;
+
+  const factory: McpRuntimeFactory = factoryOption ?? (() => {
+    let root: string | undefined;
+    return (sessionId: string) => {
+      root ??= hostPath.resolve(
+        conversationsRoot ?? DEFAULT_MCP_CONVERSATIONS_ROOT,
+      );
+      return LocalSkillRuntime.create({
+        conversationsRoot: root,
+        conversationId: sessionId,
+      });
+    };
+  })();
+  const serverOptions = (runtime: SkillRuntime): McpServerOptions => ({
+    ...(name !== undefined ? { name } : {}),
+    ...(version !== undefined ? { version } : {}),
+    ...(maxResourceBytes !== undefined ? { maxResourceBytes } : {}),
+    ...(copyPolicy !== undefined ? { copyPolicy } : {}),
+    skills,
+    instructions: typeof instructions === "function"
+      ? instructions(runtime)
+      : instructions ?? defaultInstructions(runtime),
+  });
+  const report = (error: unknown) => {
+    try {
+      onError?.(error instanceof Error ? error : new Error(String(error)));
+    } catch {
+      // A failing reporter must not break serving.
+    }
+  };
+
+  const sessions = new Map<string, Session>();
+  let starting = 0;
+  const shutdown = new AbortController();
+  let closed: Promise<void> | undefined;
+
+  const closeSession = (session: Session): Promise<void> => {
+    session.closing ??= (async () => {
+      sessions.delete(session.id);
+      clearTimeout(session.timer);
+      await session.connection.close();
+      // The calls were aborted; let them end before their runtime closes.
+      await Promise.race([session.calls.idle(), delay(CLOSE_GRACE_MS)]);
+      try {
+        await session.tools.close();
+        await session.runtime.close();
+      } catch (error) {
+        report(error);
+      }
+    })();
+    return session.closing;
+  };
+
+  const arm = (session: Session) => {
+    clearTimeout(session.timer);
+    if (session.closing) return;
+    const left = session.lastSeen + idleTimeoutMs - Date.now();
+    session.timer = setTimeout(() => {
+      session.timer = undefined;
+      if (session.requests > 0 || session.calls.count > 0) {
+        session.lastSeen = Date.now();
+      }
+      if (Date.now() - session.lastSeen >= idleTimeoutMs) {
+        void closeSession(session);
+      } else {
+        arm(session);
+      }
+    }, Math.max(left, 0));
+  };
+
+  const startSession = async (
+    request: Request,
+    body: unknown,
+  ): Promise<Response> => {
+    if (sessions.size + starting >= maxSessions) {
+      return jsonError(
+        503,
+        -32000,
+        `Cannot start a session: the server already has ${maxSessions} sessions open`,
+      );
+    }
+    starting++;
+    const id = crypto.randomUUID();
+    let session: Session;
+    try {
+      let runtime: SkillRuntime;
+      try {
+        runtime = await factory(id, { signal: shutdown.signal });
+      } catch (error) {
+        report(error);
+        // Told to the client: without the token or a configured value.
+        const reason = redactSecrets(
+          error instanceof Error ? error.message : String(error),
+          [...(token ? [token] : []), ...probe.context.secrets()],
+        );
+        return jsonError(500, -32603, `Cannot start a session: ${reason}`);
+      }
+      try {
+        const tools = await buildSkillTools({
+          ...sessionBuild,
+          skills,
+          runtime,
+        });
+        let current: Session | undefined;
+        const transport = new WebStandardStreamableHTTPServerTransport({
+          sessionIdGenerator: () => id,
+          enableJsonResponse: jsonResponse,
+          onsessionclosed: () => current && closeSession(current),
+        });
+        transport.onerror = report;
+        const { connection, calls } = await connect(
+          tools.tools,
+          transport,
+          serverOptions(runtime),
+        );
+        session = current = {
+          id,
+          runtime,
+          tools,
+          transport,
+          connection,
+          calls,
+          requests: 0,
+          lastSeen: Date.now(),
+          timer: undefined,
+          closing: undefined,
+        };
+        void connection.closed.then(() => closeSession(current!));
+      } catch (error) {
+        await runtime.close().catch(report);
+        throw error;
+      }
+      if (closed) {
+        await closeSession(session);
+        return jsonError(503, -32000, "The server is closing");
+      }
+      sessions.set(id, session);
+    } finally {
+      starting--;
+    }
+    const response = await handleInSession(session, request, body);
+    // A refused initialisation (wrong headers...) leaves no session behind.
+    if (session.transport.sessionId !== id) await closeSession(session);
+    return response;
+  };
+
+  const handleInSession = async (
+    session: Session,
+    request: Request,
+    parsedBody?: unknown,
+  ): Promise<Response> => {
+    session.requests++;
+    session.lastSeen = Date.now();
+    try {
+      return await session.transport.handleRequest(
+        request,
+        parsedBody === undefined ? undefined : { parsedBody },
+      );
+    } finally {
+      session.requests--;
+      session.lastSeen = Date.now();
+      arm(session);
+    }
+  };
+
+  const handle = async (request: Request): Promise<Response> => {
+    try {
+      if (closed) return jsonError(503, -32000, "The server is closing");
+      const url = new URL(request.url);
+      if (path !== undefined && url.pathname !== path) {
+        return jsonError(404, -32000, `Not found: MCP is served at ${path}`);
+      }
+      const refused = checkHostAndOrigin(request, url, hosts, origins);
+      if (refused) return refused;
+      if (token !== undefined && !(await hasToken(request, token))) {
+        return jsonError(
+          401,
+          -32000,
+          "Unauthorized: a valid bearer token is required",
+          { "WWW-Authenticate": 'Bearer realm="mcp"' },
+        );
+      }
+      const sessionId = request.headers.get("mcp-session-id");
+      if (sessionId !== null) {
+        const session = sessions.get(sessionId);
+        if (session === undefined || session.closing) {
+          return jsonError(404, -32001, "Session not found");
+        }
+        return await handleInSession(session, request);
+      }
+      if (request.method !== "POST") {
+        return request.method === "GET" || request.method === "DELETE"
+          ? jsonError(
+            400,
+            -32000,
+            "Bad Request: Mcp-Session-Id header is required",
+          )
+          : jsonError(405, -32000, "Method not allowed", {
+            Allow: "GET, POST, DELETE",
+          });
+      }
+      const body = await readJson(request);
+      if (body instanceof Response) return body;
+      const messages = Array.isArray(body) ? body : [body];
+      if (!messages.some((m) => isInitializeRequest(m))) {
+        return jsonError(
+          400,
+          -32000,
+          "Bad Request: Mcp-Session-Id header is required",
+        );
+      }
+      return await startSession(request, body);
+    } catch (error) {
+      report(error);
+      return jsonError(500, -32603, "Internal error");
+    }
+  };
+
+  const close = (): Promise<void> => {
+    closed ??= (async () => {
+      shutdown.abort();
+      await Promise.all([...sessions.values()].map(closeSession));
+    })();
+    return closed;
+  };
+  return Object.assign(handle, {
+    skills,
+    warnings: probe.warnings,
+    sessionIds: () => [...sessions.keys()],
+    close,
+    [Symbol.asyncDispose]: close,
+  });
+}
+
+/** Options of {@linkcode serveMcpHttp}. */
+export interface ServeMcpHttpOptions extends McpHttpHandlerOptions {
+  /** The address to listen on; default `127.0.0.1`. */
+  readonly hostname?: string;
+  /** The port; default 0 (any free port). */
+  readonly port?: number;
+}
+
+/** An MCP HTTP server listening with `Deno.serve`. */
+export interface McpHttpServer extends AsyncDisposable {
+  /** The URL of the MCP endpoint, e.g. `http://127.0.0.1:8080/mcp`. */
+  readonly url: string;
+  /** The handler it serves. */
+  readonly handler: McpHttpHandler;
+  /** Settles when the server has stopped. */
+  readonly finished: Promise<void>;
+  /** Closes every session, then stops listening. Idempotent. */
+  close(): Promise<void>;
+}
+
+/**
+ * Serves {@linkcode createMcpHttpHandler} with `Deno.serve` at `/mcp` (unless
+ * `path` says otherwise). On a loopback address the `Host` header must name
+ * loopback ({@linkcode LOOPBACK_HOSTNAMES}) unless `allowedHosts` says
+ * otherwise, and so must a browser's `Origin`: a page from another site that
+ * rebinds its name to this machine is refused.
+ *
+ * Permissions: `--allow-net` for the address, and what the handler needs.
+ *
+ * @param options The handler's options, the hostname and the port.
+ * @returns The running server; `close()` it when done.
+ * @throws {TypeError} See {@linkcode createMcpHttpHandler}.
+ * @throws {Deno.errors.AddrInUse} The port is taken.
+ *
+ * @example Listening on a free port of loopback
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { serveMcpHttp } from "./http.ts";
+ * await using server = await serveMcpHttp({ port: 0, tools: ["bash"] });
+ * assert(server.url.startsWith("http://127.0.0.1:") && server.url.endsWith("/mcp"));
+ * const refused = await fetch(server.url, {
+ *   method: "POST",
+ *   headers: { origin: "http://evil.example", "content-type": "application/json" },
+ *   body: "{}",
+ * });
+ * await refused.body?.cancel();
+ * assert(refused.status === 403);
+ * ```
+ */
+export async function serveMcpHttp(
+  options: ServeMcpHttpOptions = {},
+): Promise<McpHttpServer> {
+  const { hostname = "127.0.0.1", port = 0, ...rest } = options;
+  const loopback = isLoopback(hostname);
+  const handler = await createMcpHttpHandler({
+    path: "/mcp",
+    ...(loopback && rest.allowedHosts === undefined
+      ? { allowedHosts: LOOPBACK_HOSTNAMES }
+      : {}),
+    ...rest,
+  });
+  let server: Deno.HttpServer<Deno.NetAddr>;
+  try {
+    server = Deno.serve({ hostname, port, onListen() {} }, handler);
+  } catch (error) {
+    await handler.close();
+    throw error;
+  }
+  const { addr } = server;
+  const host = addr.hostname.includes(":")
+    ? `[${addr.hostname}]`
+    : addr.hostname;
+  let stopping: Promise<void> | undefined;
+  const close = (): Promise<void> => {
+    stopping ??= (async () => {
+      await handler.close();
+      await server.shutdown();
+    })();
+    return stopping;
+  };
+  return {
+    url: `http://${host}:${addr.port}${rest.path ?? "/mcp"}`,
+    handler,
+    finished: server.finished,
+    close,
+    [Symbol.asyncDispose]: close,
+  };
+}
+
+/** Whether an address to listen on is loopback only. */
+function isLoopback(hostname: string): boolean {
+  const h = hostname.toLowerCase().replace(/^\[|\]$/g, "");
+  return h === "localhost" || h === "::1" || /^127\.\d+\.\d+\.\d+$/.test(h);
+}
+
+function defaultInstructions(runtime: SkillRuntime): string {
+  return "These tools give you Agent Skills: when a task matches a skill in the skill tool's list, " +
+    "call the skill tool with its name first, then follow its instructions with the other tools. " +
+    `Commands run, and relative paths resolve, in ${runtime.defaultWorkingDirectory}.`;
+}
+
+function positiveInteger(name: string, value: unknown): void {
+  if (!Number.isSafeInteger(value) || (value as number) <= 0) {
+    throw new RangeError(
+      `Cannot use ${name} ${String(value)}: expected a positive integer`,
+    );
+  }
+}
+
+function lowerHost(host: string): string {
+  if (typeof host !== "string" || host === "") {
+    throw new TypeError(
+      `Cannot allow host ${JSON.stringify(host)}: expected a hostname`,
+    );
+  }
+  return host.toLowerCase();
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    // Not a reason to keep a process alive.
+    Deno.unrefTimer?.(timer);
+  });
+}
+
+function jsonError(
+  status: number,
+  code: number,
+  message: string,
+  headers: Record<string, string> = {},
+): Response {
+  return new Response(
+    JSON.stringify({ jsonrpc: "2.0", error: { code, message }, id: null }),
+    { status, headers: { "content-type": "application/json", ...headers } },
+  );
+}
+
+function hostnameOf(host: string): string | undefined {
+  try {
+    return new URL(`http://${host}`).hostname.toLowerCase();
+  } catch {
+    return undefined;
+  }
+}
+
+/** 403 for a `Host` or `Origin` that DNS rebinding protection refuses. */
+function checkHostAndOrigin(
+  request: Request,
+  url: URL,
+  hosts: readonly string[] | undefined,
+  origins: readonly string[] | undefined,
+): Response | undefined {
+  const host = request.headers.get("host") ?? url.host;
+  if (hosts !== undefined) {
+    const name = hostnameOf(host);
+    if (name === undefined || !hosts.includes(name)) {
+      return jsonError(403, -32000, `Forbidden: Host "${host}" is not allowed`);
+    }
+  }
+  const origin = request.headers.get("origin");
+  if (origin === null) return undefined;
+  let allowed: boolean;
+  if (origins !== undefined) {
+    allowed = origins.includes(origin.toLowerCase());
+  } else {
+    let parsed: URL | undefined;
+    try {
+      parsed = new URL(origin);
+    } catch {
+      parsed = undefined;
+    }
+    allowed = parsed !== undefined &&
+      (parsed.protocol === "http:" || parsed.protocol === "https:") &&
+      (hosts !== undefined
+        ? hosts.includes(parsed.hostname.toLowerCase())
+        : parsed.host.toLowerCase() === host.toLowerCase());
+  }
+  return allowed
+    ? undefined
+    : jsonError(403, -32000, `Forbidden: Origin "${origin}" is not allowed`);
+}
+
+/** Compares the bearer token in constant time (through SHA-256 digests). */
+async function hasToken(request: Request, token: string): Promise<boolean> {
+  const header = request.headers.get("authorization") ?? "";
+  const match = /^Bearer\s+(.+)$/i.exec(header.trim());
+  if (!match) return false;
+  const encoder = new TextEncoder();
+  const [given, expected] = await Promise.all([
+    crypto.subtle.digest("SHA-256", encoder.encode(match[1])),
+    crypto.subtle.digest("SHA-256", encoder.encode(token)),
+  ]);
+  const a = new Uint8Array(given);
+  const b = new Uint8Array(expected);
+  let diff = 0;
+  for (let i = 0; i < a.length; i++) diff |= a[i]! ^ b[i]!;
+  return diff === 0;
+}
+
+/** Reads a JSON body of at most 1 MiB, or the error response to give. */
+async function readJson(request: Request): Promise<unknown | Response> {
+  const declared = Number(request.headers.get("content-length") ?? "0");
+  if (declared > MAX_INIT_BODY) {
+    await request.body?.cancel();
+    return jsonError(
+      413,
+      -32000,
+      "Payload too large: at most 1 MiB to start a session",
+    );
+  }
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  if (request.body) {
+    const reader = request.body.getReader();
+    while (true) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      total += value.length;
+      if (total > MAX_INIT_BODY) {
+        await reader.cancel();
+        return jsonError(
+          413,
+          -32000,
+          "Payload too large: at most 1 MiB to start a session",
+        );
+      }
+      chunks.push(value);
+    }
+  }
+  const bytes = new Uint8Array(total);
+  let offset = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, offset);
+    offset += chunk.length;
+  }
+  try {
+    return JSON.parse(new TextDecoder().decode(bytes));
+  } catch {
+    return jsonError(400, -32700, "Parse error: Invalid JSON");
+  }
+}
+
+function refuse(): Promise<never> {
+  return Promise.reject(
+    new Error("The skills catalog has no runtime: it only loads skills"),
+  );
+}
+
+// The runtime of the one build that loads and checks the skills for every
+// session; it never runs anything.
+const CATALOG_ONLY: SkillRuntime = {
+  name: "none",
+  defaultWorkingDirectory: "/",
+  fs: new Proxy({}, { get: () => refuse }) as SkillRuntimeFileSystem,
+  prepare: refuse,
+  execute: refuse,
+  environment: () => ({}),
+  close: () => Promise.resolve(),
+  [Symbol.asyncDispose]: () => Promise.resolve(),
+};
