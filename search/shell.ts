@@ -411,6 +411,8 @@ export class ShellSearch implements SearchEngine {
     const result = await this.#shell.exec(command, options);
     this.#commands++;
     this.#stdoutBytes += encoder.encode(result.stdout).length;
+    // Stopped by the caller: its reason, not the shell's exit code.
+    options.signal?.throwIfAborted();
     return result;
   }
 

@@ -290,3 +290,30 @@ Deno.test("ShellSearch: a sandbox command past the time limit is stopped and rep
     await Deno.remove(root, { recursive: true });
   }
 });
+
+Deno.test("ShellSearch: an abort during the tool detection is the caller's abort", async () => {
+  const root = await makeFixture();
+  try {
+    const inner = bashShell();
+    const controller = new AbortController();
+    const slow = {
+      exec(command: string, options: Parameters<typeof inner.exec>[1]) {
+        setTimeout(
+          () => controller.abort(new DOMException("stop", "AbortError")),
+          50,
+        );
+        return inner.exec(`sleep 20; ${command}`, options);
+      },
+    };
+    const search = new ShellSearch({
+      shell: slow,
+      fs: new LocalFileSystem({ root }),
+    });
+    const error = await assertRejects(() =>
+      search.grep({ pattern: "hello", signal: controller.signal })
+    );
+    assertEquals((error as DOMException).name, "AbortError");
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});
