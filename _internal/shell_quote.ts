@@ -7,10 +7,15 @@
  * @module
  */
 
+/** Words that need no quoting: letters, digits and a few safe marks. */
+const SAFE_WORD = /^[A-Za-z0-9_@%+=:,./-]+$/;
+
 /**
  * Quotes one value for a POSIX shell (`sh`, `bash`, `dash`, BusyBox `ash`):
  * the shell reads it back as exactly this one word, whatever it holds
- * (spaces, quotes, `$()`, backticks, globs, newlines, non-ASCII).
+ * (spaces, quotes, `$()`, backticks, globs, newlines, non-ASCII). A value of
+ * safe characters only (letters, digits, `_@%+=:,./-`) is returned as it is;
+ * put `--` before arguments that may start with `-`.
  *
  * Needs no permission.
  *
@@ -30,16 +35,17 @@
 export function shellQuote(value: string): string {
   if (typeof value !== "string") {
     throw new TypeError(
-      `Cannot quote ${String(value)} for a shell: expected a string`,
+      `Cannot quote a value for a shell: expected a string, got ${typeof value}`,
     );
   }
+  // The value is never echoed: it may be a secret (a variable's value).
   if (value.includes("\0")) {
     throw new TypeError(
-      `Cannot quote ${
-        JSON.stringify(value.slice(0, 64))
-      } for a shell: it holds a NUL character`,
+      "Cannot quote a value for a shell: it holds a NUL character",
     );
   }
+  if (value === "") return "''";
+  if (SAFE_WORD.test(value)) return value;
   return `'${value.replaceAll("'", "'\\''")}'`;
 }
 

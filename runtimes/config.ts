@@ -9,7 +9,8 @@
 /** The default timeout of a bootstrap command: 120 000 ms. */
 export const DEFAULT_BOOTSTRAP_TIMEOUT_MS = 120_000;
 
-const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** The rule of an environment variable's name: `[A-Za-z_][A-Za-z0-9_]*`. */
+export const ENV_NAME: RegExp = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /** One bootstrap command of a skill. */
 export interface BootstrapCommand {
@@ -286,4 +287,40 @@ function describe(value: unknown): string {
   if (value === null) return "null";
   if (typeof value === "number") return String(value);
   return typeof value;
+}
+
+/**
+ * Checks a runtime's or a request's variables: names by {@linkcode ENV_NAME},
+ * values strings. Values are never echoed.
+ *
+ * @example A bad name is refused
+ * ```ts
+ * import { assertThrows } from "@std/assert";
+ * import { checkEnv } from "./config.ts";
+ * checkEnv({ MODE: "fast" }, "request");
+ * assertThrows(() => checkEnv({ "A-B": "x" }, "request"), TypeError, '"A-B"');
+ * ```
+ *
+ * @param env The variables.
+ * @param what Whose they are, for the message (e.g. `request`).
+ * @returns The same variables.
+ * @throws {TypeError} A bad name, or a value that is not a string.
+ */
+export function checkEnv(
+  env: Readonly<Record<string, string>>,
+  what: string,
+): Readonly<Record<string, string>> {
+  for (const [name, value] of Object.entries(env)) {
+    if (!ENV_NAME.test(name)) {
+      throw new TypeError(
+        `Cannot use variable "${name}" of the ${what}: a name must match [A-Za-z_][A-Za-z0-9_]*`,
+      );
+    }
+    if (typeof value !== "string") {
+      throw new TypeError(
+        `Cannot use variable "${name}" of the ${what}: its value must be a string`,
+      );
+    }
+  }
+  return env;
 }

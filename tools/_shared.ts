@@ -198,24 +198,7 @@ export function cutMiddle(text: string, max: number): string {
   }`;
 }
 
-/**
- * Formats a number of bytes for people: `512 bytes`, `1.5 KiB`, `4 MiB`.
- *
- * @param bytes A count of bytes.
- * @returns The short form.
- */
-export function formatBytes(bytes: number): string {
-  if (bytes < 1024) return `${bytes} byte${bytes === 1 ? "" : "s"}`;
-  const units = ["KiB", "MiB", "GiB", "TiB"];
-  let value = bytes / 1024;
-  let unit = 0;
-  while (value >= 1024 && unit < units.length - 1) {
-    value /= 1024;
-    unit++;
-  }
-  const shown = value.toFixed(1).replace(/\.0$/, "");
-  return `${shown} ${units[unit]}`;
-}
+export { formatBytes } from "../_internal/format.ts";
 
 /**
  * Numbers a line like `cat -n`: the number right-aligned in six columns, a tab,

@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { checkPositiveInteger, tooLargeError } from "../../_internal/format.ts";
 import { constants as fsConstants } from "node:fs";
 import { type FileHandle, open as openNode } from "node:fs/promises";
 import { hostPath } from "../../_internal/std.ts";
@@ -413,8 +414,8 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
   async list(path: string, options: ListOptions = {}): Promise<ListResult> {
     const depth = options.depth ?? DEFAULT_LIST_DEPTH;
     const limit = options.limit ?? DEFAULT_LIST_LIMIT;
-    checkPositive(depth, "depth");
-    checkPositive(limit, "limit");
+    checkPositiveInteger(depth, "depth");
+    checkPositiveInteger(limit, "limit");
     const { signal } = options;
     const absolute = await this.resolve(path);
     let info: Deno.FileInfo;
@@ -625,7 +626,7 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
     const file = await this.#open(path, signal);
     try {
       if (limit !== undefined && file.size > limit) {
-        throw tooLarge(path, limit);
+        throw tooLargeError(path, limit);
       }
       // The file's size (plus one byte to see the end) is the first guess.
       const cap = limit === undefined ? Infinity : limit + 1;
@@ -636,7 +637,7 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
       for (;;) {
         signal?.throwIfAborted();
         if (length === buffer.length) {
-          if (length >= cap) throw tooLarge(path, limit!);
+          if (length >= cap) throw tooLargeError(path, limit!);
           const grown = new Uint8Array(Math.min(cap, buffer.length * 2));
           grown.set(buffer);
           buffer = grown;
@@ -646,7 +647,9 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
         );
         if (read === null) break;
         length += read;
-        if (limit !== undefined && length > limit) throw tooLarge(path, limit);
+        if (limit !== undefined && length > limit) {
+          throw tooLargeError(path, limit);
+        }
       }
       // Keep the buffer when little of it is unused; copy otherwise.
       return buffer.length - length <= STREAM_CHUNK
@@ -865,40 +868,6 @@ function checkLimit(value: unknown, name: string): void {
       `Cannot use ${name} ${String(value)}: it must be a non-negative integer`,
     );
   }
-}
-
-function checkPositive(value: unknown, name: string): void {
-  if (
-    typeof value !== "number" || !Number.isSafeInteger(value) || value < 1
-  ) {
-    throw new RangeError(
-      `Cannot use ${name} ${String(value)}: it must be a positive integer`,
-    );
-  }
-}
-
-function tooLarge(path: string, limit: number): RangeError {
-  return new RangeError(
-    `Cannot read "${path}": file is larger than the ${
-      formatBytes(limit)
-    } limit`,
-  );
-}
-
-/** `1 MiB`, `4 KiB`, `1.5 MiB`, `1000 bytes`. */
-function formatBytes(bytes: number): string {
-  const units = ["GiB", "MiB", "KiB"] as const;
-  for (let i = 0; i < units.length; i++) {
-    const size = 1024 ** (units.length - i);
-    if (bytes >= size) {
-      const value = bytes / size;
-      const shown = Number.isInteger(value)
-        ? String(value)
-        : String(Number(value.toFixed(1)));
-      return `${shown} ${units[i]}`;
-    }
-  }
-  return bytes === 1 ? "1 byte" : `${bytes} bytes`;
 }
 
 function compareNames(a: string, b: string): number {

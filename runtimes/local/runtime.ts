@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { checkEnv } from "../config.ts";
 import { hostPath } from "../../_internal/std.ts";
 import { toPermissionError } from "../../_internal/permissions.ts";
 import {
@@ -53,8 +54,6 @@ import {
   type BubblewrapLauncherOptions,
 } from "./isolated.ts";
 import { LocalFileSystem } from "./fs.ts";
-
-const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /** Handed from `create()` to the constructor (synchronously, never shared). */
 let pendingConversation: { fence: PathFence } | undefined;
@@ -637,25 +636,6 @@ class ClosableFileSystem implements SkillRuntimeFileSystem {
     this.#check();
     return await this.#inner.download(path, localPath, options);
   }
-}
-
-function checkEnv(
-  env: Readonly<Record<string, string>>,
-  what: string,
-): Readonly<Record<string, string>> {
-  for (const [name, value] of Object.entries(env)) {
-    if (!ENV_NAME.test(name)) {
-      throw new TypeError(
-        `Cannot use variable "${name}" of the ${what}: a name must match [A-Za-z_][A-Za-z0-9_]*`,
-      );
-    }
-    if (typeof value !== "string") {
-      throw new TypeError(
-        `Cannot use variable "${name}" of the ${what}: its value must be a string`,
-      );
-    }
-  }
-  return env;
 }
 
 function checkMaxOutputBytes(value: number): number {

@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { checkPositiveInteger, tooLargeError } from "../../_internal/format.ts";
 import type {
   DownloadResult,
   FileInfo,
@@ -289,8 +290,8 @@ export class RemoteFileSystem implements SkillRuntimeFileSystem {
   async list(path: string, options: ListOptions = {}): Promise<ListResult> {
     const depth = options.depth ?? DEFAULT_LIST_DEPTH;
     const limit = options.limit ?? DEFAULT_LIST_LIMIT;
-    checkPositive(depth, "depth");
-    checkPositive(limit, "limit");
+    checkPositiveInteger(depth, "depth");
+    checkPositiveInteger(limit, "limit");
     const remotePath = this.#resolve(path);
     options.signal?.throwIfAborted();
     const ops = await this.#getOps();
@@ -434,7 +435,7 @@ export class RemoteFileSystem implements SkillRuntimeFileSystem {
       : NaN;
     if (limit !== undefined && announced > limit) {
       await body.cancel().catch(() => {});
-      throw tooLarge(path, limit);
+      throw tooLargeError(path, limit);
     }
     const reader = body.getReader();
     const chunks: Uint8Array[] = [];
@@ -444,7 +445,9 @@ export class RemoteFileSystem implements SkillRuntimeFileSystem {
         const { done, value } = await reader.read();
         if (done) break;
         length += value.length;
-        if (limit !== undefined && length > limit) throw tooLarge(path, limit);
+        if (limit !== undefined && length > limit) {
+          throw tooLargeError(path, limit);
+        }
         chunks.push(value);
       }
     } catch (error) {
@@ -485,38 +488,4 @@ function checkLimit(value: unknown, name: string): void {
       `Cannot use ${name} ${String(value)}: it must be a non-negative integer`,
     );
   }
-}
-
-function checkPositive(value: unknown, name: string): void {
-  if (
-    typeof value !== "number" || !Number.isSafeInteger(value) || value < 1
-  ) {
-    throw new RangeError(
-      `Cannot use ${name} ${String(value)}: it must be a positive integer`,
-    );
-  }
-}
-
-function tooLarge(path: string, limit: number): RangeError {
-  return new RangeError(
-    `Cannot read "${path}": file is larger than the ${
-      formatBytes(limit)
-    } limit`,
-  );
-}
-
-/** `1 MiB`, `4 KiB`, `1.5 MiB`, `1000 bytes` (as the local file system says). */
-function formatBytes(bytes: number): string {
-  const units = ["GiB", "MiB", "KiB"] as const;
-  for (let i = 0; i < units.length; i++) {
-    const size = 1024 ** (units.length - i);
-    if (bytes >= size) {
-      const value = bytes / size;
-      const shown = Number.isInteger(value)
-        ? String(value)
-        : String(Number(value.toFixed(1)));
-      return `${shown} ${units[i]}`;
-    }
-  }
-  return bytes === 1 ? "1 byte" : `${bytes} bytes`;
 }

@@ -8,7 +8,7 @@
  * @module
  */
 import type { Skill } from "../../skill/types.ts";
-import type { SkillRuntimeConfig } from "../config.ts";
+import { checkEnv, type SkillRuntimeConfig } from "../config.ts";
 import {
   type MaterializeOptions,
   type MaterializeResult,
@@ -39,8 +39,6 @@ import { posix } from "../../_internal/std.ts";
 import { type RemoteFileOps, RemoteFileSystem } from "./fs.ts";
 import { resolveRemotePath } from "./paths.ts";
 import { collectUploadEntries } from "./upload.ts";
-
-const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /** A command as a backend runs it: everything resolved. */
 export interface RemoteCommand {
@@ -590,25 +588,6 @@ function absolutePosix(path: string, what: string): string {
     );
   }
   return resolveRemotePath("/", path);
-}
-
-function checkEnv(
-  env: Readonly<Record<string, string>>,
-  what: string,
-): Readonly<Record<string, string>> {
-  for (const [name, value] of Object.entries(env)) {
-    if (!ENV_NAME.test(name)) {
-      throw new TypeError(
-        `Cannot use variable "${name}" of the ${what}: a name must match [A-Za-z_][A-Za-z0-9_]*`,
-      );
-    }
-    if (typeof value !== "string") {
-      throw new TypeError(
-        `Cannot use variable "${name}" of the ${what}: its value must be a string`,
-      );
-    }
-  }
-  return env;
 }
 
 function checkMaxOutputBytes(value: number): number {
