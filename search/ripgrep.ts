@@ -862,6 +862,40 @@ export function parseLine(
 const S_IFMT = 0o170000;
 const S_IFLNK = 0o120000;
 
+/** A file rg skipped, read from one of its `--debug` lines. */
+export interface RipgrepSkip {
+  /** The path as rg printed it (relative to its folder, maybe `./`). */
+  readonly path: string;
+  /** Why: over `--max-filesize`, or not a regular file. */
+  readonly reason: "too-large" | "not-regular";
+  /** Its size, for a file too large. */
+  readonly size?: number;
+}
+
+/**
+ * Reads one line of rg's `--debug` output: the file it skipped for its size
+ * or for not being a regular file (a symlink, not followed, is not one), or
+ * `null` for any other line. Shared with the engine that runs rg in a
+ * sandbox.
+ *
+ * @param text One line of rg's stderr.
+ * @returns The skipped file, or `null`.
+ */
+export function parseDebugSkip(text: string): RipgrepSkip | null {
+  const large = /^DEBUG\|ignore::walk\|\S* ignoring (.*): (\d+) bytes$/
+    .exec(text);
+  if (large) {
+    return { path: large[1]!, reason: "too-large", size: Number(large[2]) };
+  }
+  const subject =
+    /^DEBUG\|rg::subject\|\S* ignoring (.*): failed to pass subject filter: file type: Some\(FileType\(FileType \{ mode: (\d+) \}\)\)/
+      .exec(text);
+  if (subject && (Number(subject[2]) & S_IFMT) !== S_IFLNK) {
+    return { path: subject[1]!, reason: "not-regular" };
+  }
+  return null;
+}
+
 /**
  * Reads rg's stderr under `--debug`: reports each file rg skipped for its
  * size or for not being a regular file (symlinks, not followed, are not
@@ -887,15 +921,8 @@ async function readDebugOutput(
       }
       return;
     }
-    const large = /^DEBUG\|ignore::walk\|\S* ignoring (.*): (\d+) bytes$/
-      .exec(text);
-    if (large) return onSkip(large[1]!, "too-large", Number(large[2]));
-    const subject =
-      /^DEBUG\|rg::subject\|\S* ignoring (.*): failed to pass subject filter: file type: Some\(FileType\(FileType \{ mode: (\d+) \}\)\)/
-        .exec(text);
-    if (subject && (Number(subject[2]) & S_IFMT) !== S_IFLNK) {
-      onSkip(subject[1]!, "not-regular");
-    }
+    const skipped = parseDebugSkip(text);
+    if (skipped) onSkip(skipped.path, skipped.reason, skipped.size);
   };
   for await (const chunk of stderr) {
     pending += decoder.decode(chunk, { stream: true });

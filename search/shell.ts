@@ -25,10 +25,12 @@ import {
 } from "./_plan.ts";
 import type { MatchedLine } from "./_match.ts";
 import {
+  parseDebugSkip,
   parseLine,
   RecordParser,
   ripgrepError,
   ripgrepGrepArgs,
+  type RipgrepSkip,
 } from "./ripgrep.ts";
 import {
   BINARY_SNIFF_BYTES,
@@ -466,10 +468,19 @@ export class ShellSearch implements SearchEngine {
 
   async #grepRipgrep(request: GrepRequest): Promise<GrepResult> {
     const plan = await planGrep(this.#fs, request, false);
+    if (plan.root.isFile && plan.root.size > plan.maxFileBytes) {
+      const skipped = new GrepCollector(plan);
+      skipped.skip("", "too-large", plan.root.size);
+      return skipped.result("ripgrep");
+    }
     const deadline = startDeadline(plan.timeoutMs, plan.signal);
     const what = `Search for "${plan.regex.pattern}"`;
     try {
-      const rg = `rg ${ripgrepGrepArgs(plan).map(shellQuote).join(" ")}`;
+      // rg's debug lines name what it skipped (over the size limit, not a
+      // regular file); only those lines and real errors reach stderr.
+      const rg = `( rg ${
+        ripgrepGrepArgs(plan, { debug: true }).map(shellQuote).join(" ")
+      } 2>&1 1>&3 | awk '!/^DEBUG[|]/ || / ignoring .*(: [0-9]+ bytes$|failed to pass subject filter)/' >&2; exit "\${PIPESTATUS[0]}" ) 3>&1`;
       const body = plan.root.isFile
         ? rg
         : `cd -- ${shellQuote(plan.root.path)} && ${rg}`;
@@ -483,14 +494,22 @@ export class ShellSearch implements SearchEngine {
           deadline.signal,
           plan.timeoutMs,
         );
+        const skips: RipgrepSkip[] = [];
+        const errorLines: string[] = [];
+        for (const line of run.stderr.split("\n")) {
+          const skipped = parseDebugSkip(line);
+          if (skipped) skips.push(skipped);
+          else if (line.trim() !== "") errorLines.push(line);
+        }
+        const errors = errorLines.join("\n");
         if (!run.truncated && run.status !== 0 && run.status !== 1) {
-          if (run.status === 2 && run.stderr !== "") {
-            throw ripgrepError(plan, run.stderr);
+          if (run.status === 2 && errors !== "") {
+            throw ripgrepError(plan, errors);
           }
           if (run.status !== 2) {
             throw new Error(
               `Cannot search "${plan.root.path}": ripgrep failed in the sandbox (status ${run.status})${
-                run.stderr ? `: ${run.stderr.split("\n").at(-1)}` : ""
+                errors ? `: ${errorLines.at(-1)}` : ""
               }`,
             );
           }
@@ -499,6 +518,13 @@ export class ShellSearch implements SearchEngine {
         // A cut output's last file may lack lines: it is not used.
         if (run.truncated) files.pop();
         const collector = new GrepCollector(plan);
+        for (const skipped of skips) {
+          collector.skip(
+            plan.root.isFile ? "" : skipped.path.replace(/^\.\//, ""),
+            skipped.reason,
+            skipped.size,
+          );
+        }
         if (plan.mode !== "content") {
           if (run.truncated) throw this.#tooMuch(plan.root.path);
           files.sort((a, b) => comparePaths(a.path, b.path));
