@@ -63,7 +63,7 @@ export function shellQuote(value: string): string {
  * ```ts
  * import { assert } from "@std/assert";
  * import { shellJoin } from "./shell_quote.ts";
- * assert(shellJoin(["ls", "-l", "my file"]) === "'ls' '-l' 'my file'");
+ * assert(shellJoin(["ls", "-l", "my file"]) === "ls -l 'my file'");
  * ```
  */
 export function shellJoin(args: readonly string[]): string {

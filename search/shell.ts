@@ -12,6 +12,7 @@
  *
  * @module
  */
+import { tooLargeError } from "../_internal/format.ts";
 import { shellQuote } from "../_internal/shell_quote.ts";
 import { FallbackSearch, listFolder } from "./fallback.ts";
 import {
@@ -239,6 +240,11 @@ export class ShellSearch implements SearchEngine {
     if (caps.rg) return await this.#grepRipgrep(request);
     if (!caps.framing) return await this.#fallback.grep(request);
     const plan = await planGrep(this.#fs, request, false);
+    if (plan.root.isFile && plan.root.size > plan.maxFileBytes) {
+      const skipped = new GrepCollector(plan);
+      skipped.skip("", "too-large", plan.root.size);
+      return skipped.result("fallback");
+    }
     const deadline = startDeadline(plan.timeoutMs, plan.signal);
     const what = `Search for "${plan.regex.pattern}"`;
     try {
@@ -248,6 +254,7 @@ export class ShellSearch implements SearchEngine {
         ? await this.#filesWithLiteral(
           plan.root,
           literal,
+          plan.maxFileBytes,
           deadline.signal,
           plan.timeoutMs,
         )
@@ -604,17 +611,23 @@ export class ShellSearch implements SearchEngine {
   async #filesWithLiteral(
     root: SearchRoot,
     literal: string,
+    maxFileBytes: number,
     signal: AbortSignal,
     timeoutMs: number,
   ): Promise<Set<string> | null> {
-    const excludes = [...HEAVY_FOLDERS].map((name) =>
-      shellQuote(`--exclude-dir=${name}`)
-    ).join(" ");
+    // Heavy folders are not descended into, and files over the size limit
+    // are not read (grep -r would read a sparse file of gigabytes whole):
+    // they, and files that are not regular, are listed as candidates, for
+    // the search to report them as skipped.
+    const prune = [...HEAVY_FOLDERS].map((name) => `-name ${shellQuote(name)}`)
+      .join(" -o ");
     const body = `cd -- ${
       shellQuote(root.path)
-    } && LC_ALL=C grep -r -l -F -a -Z ${excludes} -e ${
+    } && LC_ALL=C find . -mindepth 1 -type d \\( ${prune} \\) -prune -o -type f -size -${
+      maxFileBytes + 1
+    }c -exec grep -l -F -a -Z -e ${
       shellQuote(literal)
-    } -- .`;
+    } -- {} + -o ! -type d ! -type l -print0`;
     const run = await this.#framed(body, this.#maxBytes, signal, timeoutMs);
     // Status 2 (an error) may mean files were missed: no narrowing then.
     if (run.truncated || (run.status !== 0 && run.status !== 1)) return null;
@@ -861,6 +874,12 @@ class SnapshotFileSystem implements SearchFileSystem {
     path: string,
     options?: { readonly signal?: AbortSignal; readonly maxBytes?: number },
   ): Promise<Uint8Array> {
+    // A file over the caller's limit is refused from the listing's size,
+    // never fetched.
+    const maxBytes = options?.maxBytes;
+    if (maxBytes !== undefined && this.#size(path) > maxBytes) {
+      return Promise.reject(tooLargeError(path, maxBytes));
+    }
     return new Promise((resolve, reject) => {
       this.#pending.push({ path, signal: options?.signal, resolve, reject });
       if (!this.#scheduled) {
