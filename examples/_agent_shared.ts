@@ -10,7 +10,7 @@ import {
   LocalSkillRuntime,
   SkillRuntimeConfig,
   type Tool,
-} from "../mod.ts";
+} from "@skillrun/skillrun";
 
 /** The prompt of the examples' command lines when none is given. */
 export const DEFAULT_PROMPT =

@@ -30,7 +30,7 @@ import {
   toAnthropicToolResult,
   toAnthropicTools,
   type Tool,
-} from "../mod.ts";
+} from "@skillrun/skillrun";
 
 /** A text block. */
 export interface TextBlock {

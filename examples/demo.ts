@@ -27,7 +27,7 @@ import {
   dispatchToolCall,
   LocalSkillRuntime,
   SkillRuntimeConfig,
-} from "../mod.ts";
+} from "@skillrun/skillrun";
 
 /** One step of the scripted session. */
 export interface DemoStep {

@@ -14,7 +14,7 @@
  *
  * @module
  */
-import { hostPath } from "../_internal/std.ts";
+import { fromFileUrl, join, resolve } from "@std/path";
 import {
   buildSkillTools,
   dispatchToolCall,
@@ -22,13 +22,13 @@ import {
   formatFenceReport,
   LocalSkillRuntime,
   SkillRuntimeConfig,
-} from "../mod.ts";
+} from "@skillrun/skillrun";
 
-const repo = hostPath.resolve(
-  hostPath.fromFileUrl(new URL("../", import.meta.url)),
+const repo = resolve(
+  fromFileUrl(new URL("../", import.meta.url)),
 );
-const skills = hostPath.join(repo, "examples", "skills");
-const conversationsRoot = hostPath.join(repo, ".skillrun", "isolated");
+const skills = join(repo, "examples", "skills");
+const conversationsRoot = join(repo, ".skillrun", "isolated");
 
 await using runtime = await LocalSkillRuntime.create({
   conversationsRoot,

@@ -17,7 +17,7 @@ import {
   dispatchToolCall,
   LocalSkillRuntime,
   SkillRuntimeConfig,
-} from "../mod.ts";
+} from "@skillrun/skillrun";
 
 // Absolute paths from this file's location: no `Deno.cwd()`, which would need
 // read access to the current folder.

@@ -29,7 +29,7 @@ import {
   type Tool,
   toOpenAIChatToolMessage,
   toOpenAIChatTools,
-} from "../mod.ts";
+} from "@skillrun/skillrun";
 
 /** A tool call in an assistant message. */
 export interface ChatToolCall {

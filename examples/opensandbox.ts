@@ -24,11 +24,11 @@ import {
   buildSkillTools,
   dispatchToolCall,
   SkillRuntimeConfig,
-} from "../mod.ts";
+} from "@skillrun/skillrun";
 import {
   MemoryConversationStore,
   OpenSandboxSkillRuntime,
-} from "../runtimes/opensandbox/mod.ts";
+} from "@skillrun/skillrun/opensandbox";
 
 /** Options of {@linkcode runOpenSandboxExample}. */
 export interface OpenSandboxExampleOptions {
