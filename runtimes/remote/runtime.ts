@@ -173,7 +173,7 @@ export interface RemoteSearchParts {
  *
  * @example A runtime over a backend of your own
  * ```ts
- * import { assert } from "@std/assert";
+ * import { assertEquals } from "@std/assert";
  * import { RemoteSkillRuntime } from "./runtime.ts";
  * let connects = 0;
  * const runtime = new RemoteSkillRuntime({
@@ -195,9 +195,9 @@ export interface RemoteSearchParts {
  *   },
  *   cwd: "/workspace",
  * });
- * assert(connects === 0); // nothing happens before real use
+ * assertEquals(connects, 0); // nothing happens before real use
  * const result = await runtime.execute({ command: "pwd" });
- * assert(result.stdout === "/workspace\n" && connects === 1);
+ * assertEquals([result.stdout, connects], ["/workspace\n", 1]);
  * await runtime.close();
  * ```
  */
