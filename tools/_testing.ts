@@ -22,6 +22,7 @@ import {
 } from "./context.ts";
 import { createSearch } from "../search/search.ts";
 import type { SearchEngine } from "../search/types.ts";
+import { commandSucceeds } from "../_internal/command.ts";
 
 /** A temporary folder removed on dispose. */
 export interface TempDir extends AsyncDisposable {
@@ -132,11 +133,7 @@ export const LOCAL_KIND: RuntimeKind = {
 export const OPENSANDBOX_KIND: RuntimeKind = {
   name: "opensandbox",
   unavailable: async () => {
-    const bash = await new Deno.Command("bash", {
-      args: ["-c", "true"],
-      stdout: "null",
-      stderr: "null",
-    }).output().then((o) => o.success, () => false);
+    const bash = await commandSucceeds("bash", ["-c", "true"]);
     return bash ? null : "bash is not installed (the test server runs it)";
   },
   start: async () => {
@@ -392,11 +389,7 @@ export async function conversationContext(
 export type EngineChoice = "ripgrep" | "fallback";
 
 /** Whether `rg` runs here. */
-export const HAS_RIPGREP: boolean = await new Deno.Command("rg", {
-  args: ["--version"],
-  stdout: "null",
-  stderr: "null",
-}).output().then((o) => o.success, () => false);
+export const HAS_RIPGREP: boolean = await commandSucceeds("rg", ["--version"]);
 
 /**
  * A context on a plain local runtime whose search engine is forced to

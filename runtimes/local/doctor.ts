@@ -8,6 +8,7 @@
  * @module
  */
 import { hostPath } from "../../_internal/std.ts";
+import { commandSucceeds } from "../../_internal/command.ts";
 import { detectRipgrep } from "../../search/ripgrep.ts";
 import { BubblewrapLauncher, type IsolationReport } from "./isolated.ts";
 import type { LocalSkillRuntime } from "./runtime.ts";
@@ -561,12 +562,7 @@ async function checkTools(
   if (sandbox) {
     bwrap = true;
   } else if (state({ name: "run", command: "bwrap" })) {
-    bwrap = await new Deno.Command("bwrap", {
-      args: ["--version"],
-      stdin: "null",
-      stdout: "null",
-      stderr: "null",
-    }).output().then((o) => o.success, () => false);
+    bwrap = await commandSucceeds("bwrap", ["--version"]);
   } else {
     bwrap = false;
   }

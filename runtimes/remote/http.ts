@@ -569,6 +569,7 @@ export class HttpClient {
     const done = () => {
       if (idle !== undefined) clearTimeout(idle);
       idle = undefined;
+      controller.signal.removeEventListener("abort", onAbort);
       options.cleanup();
     };
     const mapError = (error: unknown): unknown => {
@@ -584,8 +585,25 @@ export class HttpClient {
       }
       return this.#networkError(call, error, true);
     };
+    // Deno 2.9.6 stops following the signal given to `fetch` once its
+    // request is garbage collected, so an abort after the head would no
+    // longer end the body: the abort is followed here, by this stream itself.
+    let stopped = false;
+    let streamController: ReadableByteStreamController | undefined;
+    const onAbort = () => {
+      stopped = true;
+      done();
+      try {
+        streamController?.error(mapError(undefined));
+      } catch { /* already closed */ }
+      (byob ?? plain)!.cancel(controller.signal.reason).catch(() => {});
+    };
+    controller.signal.addEventListener("abort", onAbort, { once: true });
     const body = new ReadableStream({
       type: "bytes",
+      start: (started) => {
+        streamController = started;
+      },
       pull: async (streamController) => {
         if (idleMs !== undefined) {
           idle = setTimeout(() => controller.abort(idleReason), idleMs);
@@ -613,10 +631,12 @@ export class HttpClient {
             chunk = result.done ? undefined : result.value.slice();
           }
         } catch (error) {
+          if (stopped) return;
           done();
           streamController.error(mapError(error));
           return;
         }
+        if (stopped) return;
         if (idle !== undefined) clearTimeout(idle);
         idle = undefined;
         if (chunk === undefined) {

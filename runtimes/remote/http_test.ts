@@ -351,6 +351,55 @@ Deno.test("HttpClient aborts with the caller's reason, before and during the bod
   await assertRejects(() => long.text(), DOMException, "long");
 });
 
+Deno.test("HttpClient's abort stops an endless body even after garbage collection", async () => {
+  // Deno 2.9.6 stops following the signal given to `fetch` once the request
+  // is collected; a body whose chunks are always ready then runs to its end.
+  const chunk = new Uint8Array(64 * 1024);
+  await using server = serve(() =>
+    new Response(
+      new ReadableStream<Uint8Array>({ pull: (c) => c.enqueue(chunk) }),
+    )
+  );
+  const http = client(server.url);
+  const controller = new AbortController();
+  const response = await http.request({
+    method: "GET",
+    path: "/",
+    timeoutMs: null,
+    signal: controller.signal,
+  });
+  const reader = response.body!.getReader();
+  let bytes = 0;
+  let garbage: unknown[] = [];
+  const started = performance.now();
+  const stopAt = 200;
+  let aborted = false;
+  const error = await (async () => {
+    try {
+      while (true) {
+        const { done, value } = await reader.read();
+        if (done) return undefined;
+        bytes += value.length;
+        // Pressure for the young generation, so collections happen.
+        garbage.push(new Array(256).fill(bytes));
+        if (garbage.length > 4096) garbage = [];
+        if (!aborted && performance.now() - started > stopAt) {
+          aborted = true;
+          controller.abort(new DOMException("enough", "AbortError"));
+        }
+        if (performance.now() - started > 10_000) return undefined;
+      }
+    } catch (error) {
+      return error;
+    }
+  })();
+  await reader.cancel().catch(() => {});
+  assert(aborted, "the body ended before the abort");
+  assertInstanceOf(error, DOMException, `read ${bytes} bytes without stopping`);
+  assertEquals(error.message, "enough");
+  assertLess(performance.now() - started, 5000);
+});
+
 Deno.test("HttpClient errors name the server's message in its usual shapes", async () => {
   const cases: [Response, string, string | undefined, string | undefined][] = [
     [
