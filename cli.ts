@@ -305,7 +305,7 @@ Run "skillrun <command> --help" for a command's options.`;
  * @example Listing skills as JSON
  * ```ts
  * import { assert } from "@std/assert";
- * import { main } from "./cli.ts";
+ * import { main } from "@skillrun/skillrun/cli";
  * const root = await Deno.makeTempDir();
  * await Deno.mkdir(`${root}/hello`);
  * await Deno.writeTextFile(

@@ -22,7 +22,7 @@
  * @example Tools over the example skills, called as a model would
  * ```ts
  * import { assertStringIncludes } from "@std/assert";
- * import { buildSkillTools, dispatchToolCall } from "./mod.ts";
+ * import { buildSkillTools, dispatchToolCall } from "@skillrun/skillrun";
  *
  * await using kit = await buildSkillTools({ skills: "examples/skills" });
  * const result = await dispatchToolCall(kit.tools, {

@@ -43,7 +43,7 @@ export interface SkillRuntimeConfigOptions {
  * @example Building a configuration
  * ```ts
  * import { assert } from "@std/assert";
- * import { SkillRuntimeConfig } from "./config.ts";
+ * import { SkillRuntimeConfig } from "@skillrun/skillrun/runtime";
  * const config = new SkillRuntimeConfig({
  *   env: { API_URL: "https://example.com", API_KEY: "s3cret" },
  *   bootstrap: ["pip install -r requirements.txt", { command: "make", timeoutMs: 60_000 }],
@@ -56,7 +56,7 @@ export interface SkillRuntimeConfigOptions {
  * @example One variable at a time, with the builder
  * ```ts
  * import { assert } from "@std/assert";
- * import { SkillRuntimeConfig } from "./config.ts";
+ * import { SkillRuntimeConfig } from "@skillrun/skillrun/runtime";
  * const config = SkillRuntimeConfig.builder()
  *   .env("REGION", "eu")
  *   .envs({ MODE: "fast", REGION: "us" }) // a later value wins
@@ -168,7 +168,7 @@ export class SkillRuntimeConfig {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { SkillRuntimeConfigBuilder } from "./config.ts";
+ * import { SkillRuntimeConfigBuilder } from "@skillrun/skillrun/runtime";
  * const config = new SkillRuntimeConfigBuilder().env("A", "1").build();
  * assert(config.env.A === "1");
  * ```
@@ -296,7 +296,7 @@ function describe(value: unknown): string {
  * @example A bad name is refused
  * ```ts
  * import { assertThrows } from "@std/assert";
- * import { checkEnv } from "./config.ts";
+ * import { checkEnv } from "@skillrun/skillrun/runtime";
  * checkEnv({ MODE: "fast" }, "request");
  * assertThrows(() => checkEnv({ "A-B": "x" }, "request"), TypeError, '"A-B"');
  * ```

@@ -25,7 +25,7 @@ export interface SkillPreparationErrorOptions {
  * @example Catching a preparation failure
  * ```ts
  * import { assert } from "@std/assert";
- * import { SkillPreparationError } from "./errors.ts";
+ * import { SkillPreparationError } from "@skillrun/skillrun/runtime";
  * const error = new SkillPreparationError(
  *   'Cannot prepare skill "pdf": bootstrap command 1 of 2 exited with code 3',
  *   { skillName: "pdf", exitCode: 3, commandIndex: 0 },

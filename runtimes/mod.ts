@@ -4,15 +4,21 @@
  * errors, the preparation engine every runtime shares
  * ({@linkcode PreparationEngine}), the local runtime with its process-launcher
  * seam ({@linkcode ProcessLauncher}, {@linkcode runProcessGroup}) and file
- * system, and the workspace parts (conversation ids, the path fence, the copy
- * policy).
+ * system, the workspace parts (conversation ids, the path fence, the copy
+ * policy), and the machinery every remote runtime shares
+ * ({@linkcode RemoteSkillRuntime}, {@linkcode HttpClient},
+ * {@linkcode RemoteFileSystem}, streamed upload and resumable download, shell
+ * quoting, POSIX remote paths).
  *
  * Importing this module needs no permission.
  *
  * @example A runtime's preparation through the shared engine
  * ```ts
  * import { assert } from "@std/assert";
- * import { PreparationEngine, SkillRuntimeConfig } from "./mod.ts";
+ * import {
+ *   PreparationEngine,
+ *   SkillRuntimeConfig,
+ * } from "@skillrun/skillrun/runtime";
  *
  * const engine = new PreparationEngine({
  *   materialize: (skill) => Promise.resolve({ basePath: skill.basePath, bootstrap: false }),
@@ -42,3 +48,4 @@ export * from "./errors.ts";
 export * from "./prepare.ts";
 export * from "./local/mod.ts";
 export * from "../workspace/mod.ts";
+export * from "./remote/mod.ts";

@@ -70,9 +70,11 @@ const OUTPUT_TAIL_CHARS = 2000;
  * @example Preparing with a runtime's hooks
  * ```ts
  * import { assert } from "@std/assert";
- * import { PreparationEngine } from "./prepare.ts";
- * import { SkillRuntimeConfig } from "./config.ts";
- * import type { Skill } from "../skill/types.ts";
+ * import {
+ *   PreparationEngine,
+ *   SkillRuntimeConfig,
+ * } from "@skillrun/skillrun/runtime";
+ * import type { Skill } from "@skillrun/skillrun";
  *
  * const ran: string[] = [];
  * const engine = new PreparationEngine({

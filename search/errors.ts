@@ -17,7 +17,7 @@ export interface SearchTimeoutErrorOptions {
  * @example Catching a timeout
  * ```ts
  * import { assert } from "@std/assert";
- * import { SearchTimeoutError } from "./errors.ts";
+ * import { SearchTimeoutError } from "@skillrun/skillrun/search";
  * const error = new SearchTimeoutError(
  *   'Search for "(a+)+$" timed out after 2000 ms: the pattern may be too slow; simplify it or narrow the path',
  *   { timeoutMs: 2000 },

@@ -122,14 +122,25 @@ class ProcessPool implements JobPool {
   #failure: unknown = null;
   #closed = false;
 
-  constructor(size: number, config: WorkerConfig, readRoot: string | null) {
+  /**
+   * @param readRoots The paths the children may read: the root as given and
+   *   its real path (Deno checks `FsFile.stat` against the real path, the
+   *   flags against the path as written), or `null` for none.
+   */
+  constructor(
+    size: number,
+    config: WorkerConfig,
+    readRoots: readonly string[] | null,
+  ) {
     const source = workerProcessSource();
     const url = `data:application/javascript;base64,${
       base64(this.#encoder.encode(source))
     }`;
-    const read = readRoot === null
-      ? []
-      : [readRoot.includes(",") ? "--allow-read" : `--allow-read=${readRoot}`];
+    const read = readRoots === null ? [] : [
+      readRoots.some((root) => root.includes(","))
+        ? "--allow-read"
+        : `--allow-read=${[...new Set(readRoots)].join(",")}`,
+    ];
     const denoArgs = [
       "run",
       "--no-config",
@@ -334,8 +345,8 @@ class WorkerPool implements JobPool {
  * @example Searching a folder
  * ```ts
  * import { assert } from "@std/assert";
- * import { FallbackSearch } from "./fallback.ts";
- * import { LocalFileSystem } from "../runtimes/local/fs.ts";
+ * import { FallbackSearch } from "@skillrun/skillrun/search";
+ * import { LocalFileSystem } from "@skillrun/skillrun/runtime";
  * const dir = await Deno.makeTempDir();
  * try {
  *   await Deno.writeTextFile(`${dir}/a.txt`, "one\ntwo\n");
@@ -506,7 +517,7 @@ export class FallbackSearch implements SearchEngine {
           : new ProcessPool(
             this.#workers,
             config,
-            this.#local ? plan.root.path : null,
+            this.#local ? await readRootsOf(plan.root.path) : null,
           );
       }
     } catch (error) {
@@ -812,4 +823,13 @@ export async function listFolder(
     return x - y || comparePaths(a.path, b.path);
   });
   return { path: root.path, entries, truncated };
+}
+
+/** A local root as given and its real path, when that can be found. */
+async function readRootsOf(root: string): Promise<string[]> {
+  try {
+    return [root, await Deno.realPath(root)];
+  } catch {
+    return [root];
+  }
 }

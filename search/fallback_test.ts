@@ -192,3 +192,31 @@ Deno.test({
     assertGreater(busiest, 15, "the Worker was stopped after all");
   },
 });
+
+Deno.test("FallbackSearch over local paths finds the same through a symlinked root as through the real one", async () => {
+  // Deno checks `FsFile.stat` against the real path and --allow-read against
+  // the path as written: the search processes must be allowed both.
+  const dir = await Deno.realPath(await Deno.makeTempDir());
+  try {
+    await Deno.mkdir(`${dir}/real/sub`, { recursive: true });
+    await Deno.writeTextFile(`${dir}/real/a.txt`, "needle one\n");
+    await Deno.writeTextFile(`${dir}/real/sub/b.txt`, "two\nneedle\n");
+    await Deno.symlink(`${dir}/real`, `${dir}/link`);
+    const search = (root: string) =>
+      new FallbackSearch({ fs: new LocalFileSystem({ root }), local: true })
+        .grep({ pattern: "needle", outputMode: "count" });
+    const real = await search(`${dir}/real`);
+    const linked = await search(`${dir}/link`);
+    assertEquals(
+      real.mode === "count" && real.counts.map((c) => c.count),
+      [1, 1],
+    );
+    assertEquals(
+      linked.mode === "count" &&
+        linked.counts.map((c) => [c.path.replace(`${dir}/link`, ""), c.count]),
+      [["/a.txt", 1], ["/sub/b.txt", 1]],
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

@@ -64,7 +64,7 @@ function capText(text: string, max: number): string {
  * @example Formatting matching files
  * ```ts
  * import { assert } from "@std/assert";
- * import { formatGrepResult } from "./format.ts";
+ * import { formatGrepResult } from "@skillrun/skillrun/search";
  * const text = formatGrepResult({
  *   mode: "files_with_matches", path: "/w", engine: "fallback",
  *   files: ["/w/a.ts"], totalEntries: 1, offset: 0,
@@ -206,7 +206,7 @@ function formatEntries(
  * @example Formatting found files
  * ```ts
  * import { assert } from "@std/assert";
- * import { formatGlobResult } from "./format.ts";
+ * import { formatGlobResult } from "@skillrun/skillrun/search";
  * const text = formatGlobResult({
  *   path: "/w", engine: "ripgrep", totalFiles: 3, truncated: true,
  *   files: [{ path: "/w/b.ts", modifiedMs: 2 }, { path: "/w/a.ts", modifiedMs: 1 }],
@@ -244,7 +244,7 @@ export function formatGlobResult(
  * @example Formatting a listing
  * ```ts
  * import { assert } from "@std/assert";
- * import { formatLsResult } from "./format.ts";
+ * import { formatLsResult } from "@skillrun/skillrun/search";
  * const text = formatLsResult({
  *   path: "/w", truncated: false,
  *   entries: [

@@ -46,7 +46,7 @@ export interface CompiledGlob {
  * @example Matching paths
  * ```ts
  * import { assert } from "@std/assert";
- * import { compileGlob } from "./glob.ts";
+ * import { compileGlob } from "@skillrun/skillrun/search";
  * const ts = compileGlob("*.{ts,tsx}");
  * assert(ts.matches("src/app.tsx", false));
  * const anchored = compileGlob("src/*.ts");

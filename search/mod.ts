@@ -7,8 +7,8 @@
  * @example Searching a temporary folder
  * ```ts
  * import { assert } from "@std/assert";
- * import { createSearch, formatGrepResult } from "./mod.ts";
- * import { LocalFileSystem } from "../runtimes/local/fs.ts";
+ * import { createSearch, formatGrepResult } from "@skillrun/skillrun/search";
+ * import { LocalFileSystem } from "@skillrun/skillrun/runtime";
  * const dir = await Deno.makeTempDir();
  * try {
  *   await Deno.writeTextFile(`${dir}/a.py`, "def main():\n    pass\n");

@@ -125,7 +125,7 @@ type ClassItem =
  * @example Translating a pattern
  * ```ts
  * import { assert } from "@std/assert";
- * import { translateRegex } from "./regex.ts";
+ * import { translateRegex } from "@skillrun/skillrun/search";
  * const t = translateRegex("fn\\s+\\w+", { caseInsensitive: true });
  * const re = new RegExp(t.source, t.flags);
  * assert(re.test("FN  main"));

@@ -58,7 +58,7 @@ const detected = new Map<string, Promise<RipgrepInfo | null>>();
  * @example Detecting ripgrep
  * ```ts
  * import { assert } from "@std/assert";
- * import { detectRipgrep } from "./ripgrep.ts";
+ * import { detectRipgrep } from "@skillrun/skillrun/search";
  * const rg = await detectRipgrep();
  * assert(rg === null || /^\d+\./.test(rg.version));
  * ```

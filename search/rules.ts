@@ -74,7 +74,7 @@ const TYPE_ALIASES: Readonly<Record<string, string>> = {
  * @example Extensions of a type
  * ```ts
  * import { assert } from "@std/assert";
- * import { extensionsOfType } from "./rules.ts";
+ * import { extensionsOfType } from "@skillrun/skillrun/search";
  * assert(extensionsOfType("typescript").includes("tsx"));
  * ```
  */
@@ -105,7 +105,7 @@ export function extensionsOfType(type: string): readonly string[] {
  * @example Sniffing
  * ```ts
  * import { assert } from "@std/assert";
- * import { isBinary } from "./rules.ts";
+ * import { isBinary } from "@skillrun/skillrun/search";
  * assert(isBinary(new Uint8Array([104, 0, 105])));
  * assert(!isBinary(new TextEncoder().encode("hello")));
  * ```

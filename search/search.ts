@@ -53,8 +53,8 @@ export interface CreateSearchOptions {
  * @example Searching a temporary folder
  * ```ts
  * import { assert } from "@std/assert";
- * import { createSearch } from "./search.ts";
- * import { LocalFileSystem } from "../runtimes/local/fs.ts";
+ * import { createSearch } from "@skillrun/skillrun/search";
+ * import { LocalFileSystem } from "@skillrun/skillrun/runtime";
  * const dir = await Deno.makeTempDir();
  * try {
  *   await Deno.writeTextFile(`${dir}/notes.md`, "# Title\nTODO: write\n");

@@ -162,8 +162,8 @@ const encoder = new TextEncoder();
  * @example Searching through a local bash
  * ```ts
  * import { assert } from "@std/assert";
- * import { ShellSearch, type SearchShell } from "./shell.ts";
- * import { LocalFileSystem } from "../runtimes/local/fs.ts";
+ * import { ShellSearch, type SearchShell } from "@skillrun/skillrun/search";
+ * import { LocalFileSystem } from "@skillrun/skillrun/runtime";
  * const dir = await Deno.makeTempDir();
  * try {
  *   await Deno.writeTextFile(`${dir}/a.txt`, "one\nneedle two\n");

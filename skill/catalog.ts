@@ -51,9 +51,9 @@ const ELLIPSIS = "…";
  * @example Formatting a catalog
  * ```ts
  * import { assert } from "@std/assert";
- * import { formatCatalog } from "./catalog.ts";
- * import type { Skill } from "./types.ts";
-import { Redactor } from "../_internal/redact.ts";
+ * import { formatCatalog } from "@skillrun/skillrun";
+ * import type { Skill } from "@skillrun/skillrun";
+ * import { Redactor } from "../_internal/redact.ts";
  * const skill: Skill = {
  *   name: "csv-report", description: "Summarises <CSV> files & tables",
  *   basePath: "/skills/csv-report", location: "/skills/csv-report/SKILL.md",

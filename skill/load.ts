@@ -100,7 +100,7 @@ const CONCURRENCY = 64;
  * @example Loading a folder of skills
  * ```ts
  * import { assert } from "@std/assert";
- * import { loadSkills } from "./load.ts";
+ * import { loadSkills } from "@skillrun/skillrun";
  * const root = await Deno.makeTempDir();
  * await Deno.mkdir(`${root}/hello`);
  * await Deno.writeTextFile(
@@ -156,7 +156,7 @@ export async function loadSkills(
  * @example Finding skill folders
  * ```ts
  * import { assert } from "@std/assert";
- * import { findSkillFolders } from "./load.ts";
+ * import { findSkillFolders } from "@skillrun/skillrun";
  * const root = await Deno.makeTempDir();
  * await Deno.mkdir(`${root}/broken`);
  * await Deno.writeTextFile(`${root}/broken/SKILL.md`, "no front matter");
@@ -192,8 +192,8 @@ export async function findSkillFolders(
  * @example Selecting skills by name
  * ```ts
  * import { assert } from "@std/assert";
- * import { selectSkills } from "./load.ts";
- * import type { Skill } from "./types.ts";
+ * import { selectSkills } from "@skillrun/skillrun";
+ * import type { Skill } from "@skillrun/skillrun";
  * const skill = (name: string): Skill => ({
  *   name, description: "d", basePath: `/s/${name}`, location: `/s/${name}/SKILL.md`,
  *   instructions: "", frontMatter: { name, description: "d" }, warnings: [],

@@ -8,7 +8,11 @@
  * @example Loading skills and formatting their catalog
  * ```ts
  * import { assert } from "@std/assert";
- * import { formatCatalog, loadSkills, validateSkill } from "./mod.ts";
+ * import {
+ *   formatCatalog,
+ *   loadSkills,
+ *   validateSkill,
+ * } from "@skillrun/skillrun";
  * const root = await Deno.makeTempDir();
  * await Deno.mkdir(`${root}/greet`);
  * await Deno.writeTextFile(

@@ -53,7 +53,7 @@ const REPAIRED = /^([^:]+): the unquoted value containing ": "/;
  * @example Validating a skill folder
  * ```ts
  * import { assert } from "@std/assert";
- * import { validateSkill } from "./validate.ts";
+ * import { validateSkill } from "@skillrun/skillrun";
  * const root = await Deno.makeTempDir();
  * await Deno.mkdir(`${root}/pdf`);
  * await Deno.writeTextFile(

@@ -23,7 +23,7 @@ const MAX_OUTPUT_BYTES = 512 * 1024;
  * import { assert } from "@std/assert";
  * import { createBashTool } from "./bash.ts";
  * import { createToolContext } from "./context.ts";
- * import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
+ * import { LocalSkillRuntime } from "@skillrun/skillrun";
  * await using runtime = new LocalSkillRuntime();
  * const bash = createBashTool(createToolContext(runtime));
  * const result = await bash.execute({ command: "echo hi; echo oops >&2; exit 2" });

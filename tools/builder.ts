@@ -151,8 +151,7 @@ export interface SkillTools extends AsyncDisposable {
  * @example Tools for a folder of skills, with a configuration
  * ```ts
  * import { assert } from "@std/assert";
- * import { buildSkillTools } from "./builder.ts";
- * import { SkillRuntimeConfig } from "../runtimes/config.ts";
+ * import { buildSkillTools, SkillRuntimeConfig } from "@skillrun/skillrun";
  * const root = await Deno.makeTempDir();
  * await Deno.mkdir(`${root}/greet`);
  * await Deno.writeTextFile(
@@ -172,11 +171,11 @@ export interface SkillTools extends AsyncDisposable {
  * @example Tools whose commands run in a sandbox (the isolated local mode)
  * ```ts
  * import { assert } from "@std/assert";
- * import { buildSkillTools } from "./builder.ts";
  * import {
+ *   buildSkillTools,
  *   IsolationUnavailableError,
  *   LocalSkillRuntime,
- * } from "../runtimes/local/mod.ts";
+ * } from "@skillrun/skillrun";
  * const root = await Deno.makeTempDir();
  * try {
  *   // Each command in a bubblewrap sandbox: no network, nothing of the host
@@ -477,8 +476,7 @@ function toConfig(name: string, config: unknown): SkillRuntimeConfig {
  * @example The Java-style chain
  * ```ts
  * import { assert } from "@std/assert";
- * import { SkillToolsBuilder } from "./builder.ts";
- * import { SkillRuntimeConfig } from "../runtimes/config.ts";
+ * import { SkillToolsBuilder, SkillRuntimeConfig } from "@skillrun/skillrun";
  * const root = await Deno.makeTempDir();
  * await Deno.mkdir(`${root}/report`);
  * await Deno.writeTextFile(

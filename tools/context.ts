@@ -119,9 +119,11 @@ interface InFlight {
  * ```ts
  * import { assert } from "@std/assert";
  * import { SkillPreparer } from "./context.ts";
- * import { SkillRuntimeConfig } from "../runtimes/config.ts";
- * import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
- * import { loadSkills } from "../skill/mod.ts";
+ * import {
+ *   LocalSkillRuntime,
+ *   loadSkills,
+ *   SkillRuntimeConfig,
+ * } from "@skillrun/skillrun";
  *
  * const root = await Deno.makeTempDir();
  * await Deno.mkdir(`${root}/demo`);
@@ -296,8 +298,7 @@ export interface ToolContextOptions {
  * ```ts
  * import { assert } from "@std/assert";
  * import { createToolContext } from "./context.ts";
- * import { SkillRuntimeConfig } from "../runtimes/config.ts";
- * import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
+ * import { SkillRuntimeConfig, LocalSkillRuntime } from "@skillrun/skillrun";
  * await using runtime = new LocalSkillRuntime();
  * const context = createToolContext(runtime, {
  *   limits: { bashOutputChars: 1000 },

@@ -34,7 +34,7 @@ const SNIPPET_LINE_CHARS = 500;
  * import { assert } from "@std/assert";
  * import { createEditTool } from "./edit.ts";
  * import { createToolContext } from "./context.ts";
- * import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
+ * import { LocalSkillRuntime } from "@skillrun/skillrun";
  * await using runtime = new LocalSkillRuntime();
  * const edit = createEditTool(createToolContext(runtime));
  * const file = await Deno.makeTempFile();

@@ -21,7 +21,7 @@ import { engineOf } from "./_search.ts";
  * import { assert } from "@std/assert";
  * import { createGlobTool } from "./glob.ts";
  * import { createToolContext } from "./context.ts";
- * import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
+ * import { LocalSkillRuntime } from "@skillrun/skillrun";
  * const dir = await Deno.makeTempDir();
  * await Deno.mkdir(`${dir}/src`);
  * await Deno.writeTextFile(`${dir}/src/main.ts`, "");

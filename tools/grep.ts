@@ -33,7 +33,7 @@ import { engineOf } from "./_search.ts";
  * import { assert } from "@std/assert";
  * import { createGrepTool } from "./grep.ts";
  * import { createToolContext } from "./context.ts";
- * import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
+ * import { LocalSkillRuntime } from "@skillrun/skillrun";
  * const dir = await Deno.makeTempDir();
  * await Deno.writeTextFile(`${dir}/a.ts`, "// TODO: test\n");
  * await using runtime = new LocalSkillRuntime({ cwd: dir });

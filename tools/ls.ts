@@ -23,7 +23,7 @@ const MAX_DEPTH = 10;
  * import { assert } from "@std/assert";
  * import { createLsTool } from "./ls.ts";
  * import { createToolContext } from "./context.ts";
- * import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
+ * import { LocalSkillRuntime } from "@skillrun/skillrun";
  * const dir = await Deno.realPath(await Deno.makeTempDir());
  * await Deno.mkdir(`${dir}/docs`);
  * await Deno.writeTextFile(`${dir}/README.md`, "# Hi\n");

@@ -7,7 +7,11 @@
  * @example Building the tools and running a call
  * ```ts
  * import { assert } from "@std/assert";
- * import { buildSkillTools, dispatchToolCall, toOpenAIChatTools } from "./mod.ts";
+ * import {
+ *   buildSkillTools,
+ *   dispatchToolCall,
+ *   toOpenAIChatTools,
+ * } from "@skillrun/skillrun";
  * const root = await Deno.makeTempDir();
  * await Deno.mkdir(`${root}/hello`);
  * await Deno.writeTextFile(

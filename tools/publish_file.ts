@@ -59,8 +59,8 @@ export function guessContentType(fileName: string): string {
  * ```ts
  * import { assert } from "@std/assert";
  * import { createPublishFileTool } from "./publish_file.ts";
- * import { createToolContext, type PublishRequest } from "./context.ts";
- * import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
+ * import { createToolContext } from "./context.ts";
+ * import { type PublishRequest, LocalSkillRuntime } from "@skillrun/skillrun";
  * const served = await Deno.makeTempDir(); // a folder a web server would serve
  * const publisher = {
  *   async publish({ stream, fileName }: PublishRequest) {

@@ -98,7 +98,7 @@ const BINARY_EXTENSIONS = new Set([
  * import { assert } from "@std/assert";
  * import { createReadTool } from "./read.ts";
  * import { createToolContext } from "./context.ts";
- * import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
+ * import { LocalSkillRuntime } from "@skillrun/skillrun";
  * const file = await Deno.makeTempFile();
  * await Deno.writeTextFile(file, "first\nsecond\nthird\n");
  * await using runtime = new LocalSkillRuntime();

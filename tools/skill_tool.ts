@@ -70,8 +70,7 @@ export const DEFAULT_SKILL_DESCRIPTION: string =
  * import { assert } from "@std/assert";
  * import { createSkillTool } from "./skill_tool.ts";
  * import { createToolContext } from "./context.ts";
- * import { loadSkills } from "../skill/mod.ts";
- * import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
+ * import { loadSkills, LocalSkillRuntime } from "@skillrun/skillrun";
  * const root = await Deno.makeTempDir();
  * await Deno.mkdir(`${root}/greet`);
  * await Deno.writeTextFile(

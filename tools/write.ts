@@ -17,7 +17,7 @@ import { defineTool, formatBytes, okResult, pathError } from "./_shared.ts";
  * import { assert } from "@std/assert";
  * import { createWriteTool } from "./write.ts";
  * import { createToolContext } from "./context.ts";
- * import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
+ * import { LocalSkillRuntime } from "@skillrun/skillrun";
  * await using runtime = new LocalSkillRuntime();
  * const write = createWriteTool(createToolContext(runtime));
  * const dir = await Deno.makeTempDir();

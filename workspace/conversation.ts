@@ -23,7 +23,7 @@ const CONVERSATION_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
  * @example Valid and invalid ids
  * ```ts
  * import { assert } from "@std/assert";
- * import { validateConversationId } from "./conversation.ts";
+ * import { validateConversationId } from "@skillrun/skillrun/runtime";
  * assert(validateConversationId("thread.2026-07") === "thread.2026-07");
  * let refused = false;
  * try { validateConversationId("../etc"); } catch (e) { refused = e instanceof TypeError; }
@@ -72,7 +72,7 @@ export function validateConversationId(id: string): string {
  * @example Normalising a root
  * ```ts
  * import { assert } from "@std/assert";
- * import { validateConversationsRoot } from "./conversation.ts";
+ * import { validateConversationsRoot } from "@skillrun/skillrun/runtime";
  * if (Deno.build.os !== "windows") {
  *   assert(validateConversationsRoot("/srv//conv/./x/../") === "/srv/conv");
  * }
@@ -113,7 +113,7 @@ export function validateConversationsRoot(root: string): string {
  * @example The workspace of a conversation
  * ```ts
  * import { assert } from "@std/assert";
- * import { workspacePath } from "./conversation.ts";
+ * import { workspacePath } from "@skillrun/skillrun/runtime";
  * if (Deno.build.os !== "windows") {
  *   assert(workspacePath("/srv/conv/", "abc") === "/srv/conv/abc");
  * }
@@ -148,7 +148,7 @@ export function workspacePath(root: string, id: string): string {
  * @example A workspace planted as a symlink is refused
  * ```ts
  * import { assert } from "@std/assert";
- * import { ensureWorkspace } from "./conversation.ts";
+ * import { ensureWorkspace } from "@skillrun/skillrun/runtime";
  * const root = await Deno.realPath(await Deno.makeTempDir());
  * try {
  *   assert(await ensureWorkspace(root, "t1") === `${root}/t1`);

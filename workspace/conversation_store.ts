@@ -170,7 +170,7 @@ export interface ConversationStore {
  * @example Keys that name the same conversation
  * ```ts
  * import { assert } from "@std/assert";
- * import { normalizeConversationKey } from "./conversation_store.ts";
+ * import { normalizeConversationKey } from "@skillrun/skillrun/runtime";
  * const a = normalizeConversationKey({ serverUrl: "HTTP://Sandbox:80/api/", conversationId: "c1" });
  * const b = normalizeConversationKey({ serverUrl: "http://user:key@sandbox/api", conversationId: "c1" });
  * assert(a.serverUrl === "http://sandbox/api" && b.serverUrl === a.serverUrl);
@@ -340,7 +340,7 @@ function frozen(record: ConversationRecord): ConversationRecord {
  * @example Creating a conversation twice
  * ```ts
  * import { assert } from "@std/assert";
- * import { MemoryConversationStore } from "./conversation_store.ts";
+ * import { MemoryConversationStore } from "@skillrun/skillrun/runtime";
  * const store = new MemoryConversationStore();
  * const key = { serverUrl: "http://127.0.0.1:8080", conversationId: "c1" };
  * const first = await store.create(key, { sandboxId: "sb-1", workspaceRoot: "/workspace" });
@@ -548,7 +548,7 @@ const MAX_ATTEMPTS = 64;
  * @example Two stores on one KV file see each other's conversations
  * ```ts
  * import { assert } from "@std/assert";
- * import { KvConversationStore } from "./conversation_store.ts";
+ * import { KvConversationStore } from "@skillrun/skillrun/runtime";
  * const dir = await Deno.makeTempDir();
  * const a = await KvConversationStore.open(`${dir}/conversations.kv`);
  * const b = await KvConversationStore.open(`${dir}/conversations.kv`);
@@ -865,7 +865,7 @@ const HASH_PIECE = 4 * 1024 * 1024;
  * @example A digest changes with the configuration
  * ```ts
  * import { assert } from "@std/assert";
- * import { skillDigest } from "./conversation_store.ts";
+ * import { skillDigest } from "@skillrun/skillrun/runtime";
  * const skill = await Deno.makeTempDir();
  * try {
  *   await Deno.writeTextFile(`${skill}/SKILL.md`, "---\nname: x\n---\n");

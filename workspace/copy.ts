@@ -22,7 +22,7 @@ import { compareNames } from "../_internal/compare.ts";
  * @example Reading the defaults
  * ```ts
  * import { assert } from "@std/assert";
- * import { DEFAULT_COPY_EXCLUDES } from "./copy.ts";
+ * import { DEFAULT_COPY_EXCLUDES } from "@skillrun/skillrun";
  * assert(DEFAULT_COPY_EXCLUDES.includes(".env.*"));
  * ```
  */
@@ -64,7 +64,8 @@ export const DEFAULT_COPY_EXCLUDES: readonly string[] = Object.freeze([
  * @example Widening and narrowing the defaults
  * ```ts
  * import { assert } from "@std/assert";
- * import { type CopyPolicy, isExcluded } from "./copy.ts";
+ * import { type CopyPolicy } from "@skillrun/skillrun";
+ * import { isExcluded } from "@skillrun/skillrun/runtime";
  * const policy: CopyPolicy = {
  *   extraExcludes: ["*.log", "node_modules/"],
  *   includes: [".env.example"],
@@ -105,7 +106,7 @@ export interface IsExcludedOptions {
  * @example Default exclusions
  * ```ts
  * import { assert } from "@std/assert";
- * import { isExcluded } from "./copy.ts";
+ * import { isExcluded } from "@skillrun/skillrun/runtime";
  * assert(isExcluded("sub/.git/config"));
  * assert(isExcluded("keys/server.pem"));
  * assert(isExcluded(".aws/credentials"));
@@ -169,7 +170,7 @@ export interface WalkSkillFilesOptions {
  * @example Listing what an upload would send
  * ```ts
  * import { assert } from "@std/assert";
- * import { walkSkillFiles } from "./copy.ts";
+ * import { walkSkillFiles } from "@skillrun/skillrun/runtime";
  * const skill = await Deno.makeTempDir();
  * try {
  *   await Deno.writeTextFile(`${skill}/SKILL.md`, "---\nname: x\n---\n");
@@ -299,7 +300,7 @@ const PROGRESS_EVERY = 256;
  * @example Copying a skill
  * ```ts
  * import { assert } from "@std/assert";
- * import { copySkillFolder } from "./copy.ts";
+ * import { copySkillFolder } from "@skillrun/skillrun/runtime";
  * const base = await Deno.makeTempDir();
  * try {
  *   await Deno.mkdir(`${base}/skill/scripts`, { recursive: true });
@@ -425,7 +426,7 @@ export async function copySkillFolder(
  * @example A stable folder name
  * ```ts
  * import { assert } from "@std/assert";
- * import { stableSkillFolderName } from "./copy.ts";
+ * import { stableSkillFolderName } from "@skillrun/skillrun/runtime";
  * const name = stableSkillFolderName({ name: "pdf", basePath: "/skills/pdf" });
  * assert(/^pdf-[0-9a-f]{12}$/.test(name));
  * assert(name === stableSkillFolderName({ name: "pdf", basePath: "/skills/pdf/" }));

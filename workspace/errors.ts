@@ -12,7 +12,7 @@
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { WorkspaceEscapeError } from "./errors.ts";
+ * import { WorkspaceEscapeError } from "@skillrun/skillrun";
  * const error = new WorkspaceEscapeError(
  *   'Cannot use "../x": path is outside the workspace "/srv/conv/abc"',
  *   { path: "../x", workspace: "/srv/conv/abc" },

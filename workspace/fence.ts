@@ -29,8 +29,8 @@ import { isInside, realLocation, trimSeparator } from "./_paths.ts";
  * @example Fencing paths in a workspace
  * ```ts
  * import { assert } from "@std/assert";
- * import { PathFence } from "./fence.ts";
- * import { WorkspaceEscapeError } from "./errors.ts";
+ * import { PathFence } from "@skillrun/skillrun/runtime";
+ * import { WorkspaceEscapeError } from "@skillrun/skillrun";
  * const workspace = await Deno.makeTempDir();
  * try {
  *   const fence = await PathFence.create(workspace);

@@ -14,7 +14,7 @@
  *   PathFence,
  *   stableSkillFolderName,
  *   workspacePath,
- * } from "./mod.ts";
+ * } from "@skillrun/skillrun/runtime";
  * const root = await Deno.makeTempDir();
  * try {
  *   const workspace = workspacePath(root, "thread.2026-07");

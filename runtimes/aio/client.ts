@@ -194,7 +194,7 @@ export interface AioOperationErrorOptions {
  * @example The details of a refused read
  * ```ts
  * import { assert } from "@std/assert";
- * import { AioOperationError } from "./client.ts";
+ * import { AioOperationError } from "@skillrun/skillrun/aio";
  *
  * const error = new AioOperationError({
  *   method: "POST",

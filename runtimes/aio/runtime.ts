@@ -94,7 +94,7 @@ export interface AioRuntimeOptions {
  * @example Nothing is sent before real use
  * ```ts
  * import { assert } from "@std/assert";
- * import { AioSkillRuntime } from "./runtime.ts";
+ * import { AioSkillRuntime } from "@skillrun/skillrun/aio";
  *
  * let calls = 0;
  * const runtime = new AioSkillRuntime({

@@ -124,7 +124,11 @@ export interface FenceReportOptions {
  * @example Reporting on a plain runtime
  * ```ts
  * import { assert } from "@std/assert";
- * import { fenceReport, formatFenceReport, LocalSkillRuntime } from "./mod.ts";
+ * import {
+ *   fenceReport,
+ *   formatFenceReport,
+ *   LocalSkillRuntime,
+ * } from "@skillrun/skillrun/runtime";
  *
  * await using runtime = new LocalSkillRuntime();
  * const report = await fenceReport(runtime);
@@ -246,7 +250,11 @@ export async function fenceReport(
  * @example Formatting a report
  * ```ts
  * import { assert } from "@std/assert";
- * import { fenceReport, formatFenceReport, LocalSkillRuntime } from "./mod.ts";
+ * import {
+ *   fenceReport,
+ *   formatFenceReport,
+ *   LocalSkillRuntime,
+ * } from "@skillrun/skillrun/runtime";
  * await using runtime = new LocalSkillRuntime();
  * const text = formatFenceReport(await fenceReport(runtime));
  * assert(text.startsWith("runtime: local, plain mode, not isolated"));

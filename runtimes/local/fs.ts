@@ -59,7 +59,7 @@ export interface LocalFileSystemOptions {
  * @example Writing, reading and listing
  * ```ts
  * import { assert } from "@std/assert";
- * import { LocalFileSystem } from "./fs.ts";
+ * import { LocalFileSystem } from "@skillrun/skillrun/runtime";
  * const root = await Deno.makeTempDir();
  * try {
  *   const fs = new LocalFileSystem({ root });

@@ -193,7 +193,7 @@ export type IsolationProblem =
  * @example Telling a missing bwrap apart
  * ```ts
  * import { assert } from "@std/assert";
- * import { IsolationUnavailableError } from "./isolated.ts";
+ * import { IsolationUnavailableError } from "@skillrun/skillrun/runtime";
  * const error = new IsolationUnavailableError(
  *   'Cannot make an isolated runtime: "bwrap" is not installed; install bubblewrap (apt-get install bubblewrap)',
  *   { problem: "missing" },
@@ -292,7 +292,10 @@ function trackLeaves(): void {
  * @example Running a command in a sandbox
  * ```ts
  * import { assert } from "@std/assert";
- * import { BubblewrapLauncher, IsolationUnavailableError } from "./isolated.ts";
+ * import {
+ *   BubblewrapLauncher,
+ *   IsolationUnavailableError,
+ * } from "@skillrun/skillrun/runtime";
  *
  * let launcher: BubblewrapLauncher | undefined;
  * try {

@@ -100,7 +100,7 @@ let denoKillRefused = false;
  * @example Stopping a background job with its parent
  * ```ts
  * import { assert } from "@std/assert";
- * import { signalProcessGroup } from "./launcher.ts";
+ * import { signalProcessGroup } from "@skillrun/skillrun/runtime";
  *
  * const child = new Deno.Command("bash", {
  *   args: ["-c", "sleep 30 & sleep 30; wait"],
@@ -179,7 +179,7 @@ export async function signalProcessGroup(
  * @example Choosing the shell
  * ```ts
  * import { assert } from "@std/assert";
- * import { defaultShell } from "./launcher.ts";
+ * import { defaultShell } from "@skillrun/skillrun/runtime";
  * const shell = defaultShell();
  * assert(shell === "bash" || shell === "/bin/bash" || shell === "cmd.exe");
  * ```
@@ -250,7 +250,7 @@ export interface ProcessGroupRequest {
  * @example Running bash in its own process group
  * ```ts
  * import { assert } from "@std/assert";
- * import { runProcessGroup } from "./launcher.ts";
+ * import { runProcessGroup } from "@skillrun/skillrun/runtime";
  *
  * const result = await runProcessGroup({
  *   program: "bash",
@@ -407,7 +407,7 @@ export interface DenoCommandLauncherOptions {
  * @example Running a command
  * ```ts
  * import { assert } from "@std/assert";
- * import { DenoCommandLauncher } from "./launcher.ts";
+ * import { DenoCommandLauncher } from "@skillrun/skillrun/runtime";
  *
  * const launcher = new DenoCommandLauncher();
  * const result = await launcher.launch({
@@ -423,7 +423,7 @@ export interface DenoCommandLauncherOptions {
  * @example A timeout stops the whole process group
  * ```ts
  * import { assert } from "@std/assert";
- * import { DenoCommandLauncher } from "./launcher.ts";
+ * import { DenoCommandLauncher } from "@skillrun/skillrun/runtime";
  *
  * const launcher = new DenoCommandLauncher({ graceMs: 200 });
  * const result = await launcher.launch({

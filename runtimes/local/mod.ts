@@ -6,7 +6,7 @@
  * @example Running a command locally
  * ```ts
  * import { assert } from "@std/assert";
- * import { LocalSkillRuntime } from "./mod.ts";
+ * import { LocalSkillRuntime } from "@skillrun/skillrun/runtime";
  *
  * await using runtime = new LocalSkillRuntime();
  * const result = await runtime.execute({ command: "echo hi" });

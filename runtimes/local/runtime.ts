@@ -150,7 +150,7 @@ export interface LocalSkillRuntimeOptions {
  * @example Plain mode
  * ```ts
  * import { assert } from "@std/assert";
- * import { LocalSkillRuntime } from "./runtime.ts";
+ * import { LocalSkillRuntime } from "@skillrun/skillrun/runtime";
  *
  * await using runtime = new LocalSkillRuntime({ env: { GREETING: "hello" } });
  * const result = await runtime.execute({ command: 'echo "$GREETING"' });
@@ -160,9 +160,11 @@ export interface LocalSkillRuntimeOptions {
  * @example Conversation mode: a skill copied into a workspace
  * ```ts
  * import { assert } from "@std/assert";
- * import { LocalSkillRuntime } from "./runtime.ts";
- * import { SkillRuntimeConfig } from "../config.ts";
- * import type { Skill } from "../../skill/types.ts";
+ * import {
+ *   LocalSkillRuntime,
+ *   SkillRuntimeConfig,
+ * } from "@skillrun/skillrun/runtime";
+ * import type { Skill } from "@skillrun/skillrun";
  *
  * const temp = await Deno.makeTempDir();
  * try {

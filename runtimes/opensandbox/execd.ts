@@ -54,7 +54,7 @@ export interface ExecdCommand {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { SandboxCommandError } from "./execd.ts";
+ * import { SandboxCommandError } from "@skillrun/skillrun/opensandbox";
  * const error = new SandboxCommandError(
  *   "Cannot run the command: the sandbox could not start it: permission denied",
  *   { reason: "start" },
@@ -98,8 +98,7 @@ export class SandboxCommandError extends Error {
  * @example Making a client (no request is made)
  * ```ts
  * import { assert } from "@std/assert";
- * import { ExecdClient } from "./execd.ts";
- * import { HttpClient } from "../remote/http.ts";
+ * import { ExecdClient, HttpClient } from "@skillrun/skillrun/opensandbox";
  * const execd = new ExecdClient(new HttpClient({ baseUrl: "http://127.0.0.1:1/proxy/44772" }));
  * assert(execd.http.baseUrl.endsWith("/proxy/44772"));
  * ```

@@ -66,7 +66,11 @@ export type * from "../types.ts";
 export type * from "../../search/types.ts";
 export type * from "../../skill/types.ts";
 export type { CopyPolicy } from "../../workspace/copy.ts";
-export type { HttpClient, HttpQuery, HttpRequest } from "../remote/http.ts";
+export {
+  HttpClient,
+  type HttpQuery,
+  type HttpRequest,
+} from "../remote/http.ts";
 export type {
   RemoteFileOps,
   RemoteListOptions,

@@ -129,7 +129,7 @@ export interface OpenSandboxRuntimeOptions {
  * @example A runtime is made without any request
  * ```ts
  * import { assert } from "@std/assert";
- * import { OpenSandboxSkillRuntime } from "./runtime.ts";
+ * import { OpenSandboxSkillRuntime } from "@skillrun/skillrun/opensandbox";
  * const runtime = new OpenSandboxSkillRuntime({
  *   baseUrl: "http://127.0.0.1:9", // nothing listens here
  *   conversationId: "thread-1",

@@ -67,7 +67,7 @@ export const DEFAULT_MAX_RESUMES = 5;
  * @example Downloading with resumption from a loopback server
  * ```ts
  * import { assert } from "@std/assert";
- * import { downloadToFile } from "./download.ts";
+ * import { downloadToFile } from "@skillrun/skillrun/runtime";
  * const data = new TextEncoder().encode("0123456789");
  * await using server = Deno.serve({ port: 0, hostname: "127.0.0.1", onListen() {} }, (request) => {
  *   const range = /bytes=(\d+)-/.exec(request.headers.get("range") ?? "");

@@ -36,7 +36,7 @@ export interface RemoteHttpErrorOptions {
  * @example Reading the details of a failure
  * ```ts
  * import { assert } from "@std/assert";
- * import { RemoteHttpError } from "./errors.ts";
+ * import { RemoteHttpError } from "@skillrun/skillrun/runtime";
  * const error = new RemoteHttpError(
  *   "GET http://h/files/info?path=%2Fx: 404 FILE_NOT_FOUND: no such file",
  *   {

@@ -92,7 +92,10 @@ const DEFAULT_LIST_LIMIT = 1000;
  * @example A file system over a loopback server's files
  * ```ts
  * import { assert } from "@std/assert";
- * import { RemoteFileSystem, type RemoteFileOps } from "./fs.ts";
+ * import {
+ *   RemoteFileSystem,
+ *   type RemoteFileOps,
+ * } from "@skillrun/skillrun/runtime";
  * const files = new Map([["/w/a.txt", "hello"]]);
  * let calls = 0;
  * const ops: RemoteFileOps = {

@@ -107,7 +107,7 @@ export interface HttpRequest {
  * @example Calling a JSON endpoint behind a path
  * ```ts
  * import { assert } from "@std/assert";
- * import { HttpClient } from "./http.ts";
+ * import { HttpClient } from "@skillrun/skillrun/runtime";
  * await using server = Deno.serve(
  *   { port: 0, hostname: "127.0.0.1", onListen() {} },
  *   (request) => Response.json({ path: new URL(request.url).pathname }),
@@ -761,7 +761,7 @@ export class HttpClient {
  * @example The shapes servers use
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { parseServerError } from "./http.ts";
+ * import { parseServerError } from "@skillrun/skillrun/runtime";
  * assertEquals(parseServerError('{"code":"FILE_NOT_FOUND","message":"gone"}'), {
  *   code: "FILE_NOT_FOUND",
  *   message: "gone",

@@ -7,7 +7,7 @@
  * @example Quoting a remote path for a command line
  * ```ts
  * import { assert } from "@std/assert";
- * import { remoteJoin, shellQuote } from "./mod.ts";
+ * import { remoteJoin, shellQuote } from "@skillrun/skillrun/runtime";
  * const path = remoteJoin("/workspace", "it's here");
  * assert(`cat ${shellQuote(path)}` === "cat '/workspace/it'\\''s here'");
  * ```
@@ -21,3 +21,4 @@ export * from "./download.ts";
 export * from "./shell.ts";
 export * from "./paths.ts";
 export * from "./fs.ts";
+export * from "./runtime.ts";

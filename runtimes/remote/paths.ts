@@ -23,7 +23,7 @@ import { WorkspaceEscapeError } from "../errors.ts";
  * @example A Windows relative path on any host
  * ```ts
  * import { assert } from "@std/assert";
- * import { toRemoteRelative } from "./paths.ts";
+ * import { toRemoteRelative } from "@skillrun/skillrun/runtime";
  * assert(toRemoteRelative("scripts\\run.py", "\\") === "scripts/run.py");
  * assert(toRemoteRelative("a/./b", "/") === "a/b");
  * ```
@@ -73,7 +73,7 @@ export function toRemoteRelative(
  * @example Joining
  * ```ts
  * import { assert } from "@std/assert";
- * import { remoteJoin } from "./paths.ts";
+ * import { remoteJoin } from "@skillrun/skillrun/runtime";
  * assert(remoteJoin("/workspace/", "skills", "./pdf") === "/workspace/skills/pdf");
  * ```
  */
@@ -97,7 +97,7 @@ export function remoteJoin(...segments: string[]): string {
  * @example Resolving relative and absolute paths
  * ```ts
  * import { assert } from "@std/assert";
- * import { resolveRemotePath } from "./paths.ts";
+ * import { resolveRemotePath } from "@skillrun/skillrun/runtime";
  * assert(resolveRemotePath("/workspace", "a/../b.txt") === "/workspace/b.txt");
  * assert(resolveRemotePath("/workspace", "/tmp//x/") === "/tmp/x");
  * ```
@@ -130,8 +130,10 @@ export function resolveRemotePath(base: string, path: string): string {
  * @example Fencing remote paths
  * ```ts
  * import { assert } from "@std/assert";
- * import { RemotePathFence } from "./paths.ts";
- * import { WorkspaceEscapeError } from "../errors.ts";
+ * import {
+ *   RemotePathFence,
+ *   WorkspaceEscapeError,
+ * } from "@skillrun/skillrun/runtime";
  * const fence = new RemotePathFence("/workspace/conv-1");
  * assert(fence.resolve("out/a.txt") === "/workspace/conv-1/out/a.txt");
  * let refused = false;

@@ -174,7 +174,7 @@ export interface RemoteSearchParts {
  * @example A runtime over a backend of your own
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { RemoteSkillRuntime } from "./runtime.ts";
+ * import { RemoteSkillRuntime } from "@skillrun/skillrun/runtime";
  * let connects = 0;
  * const runtime = new RemoteSkillRuntime({
  *   name: "echo",

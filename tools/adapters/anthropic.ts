@@ -46,7 +46,7 @@ export interface AnthropicToolResultBlock {
  * @example Tool definitions for a Messages request
  * ```ts
  * import { assert } from "@std/assert";
- * import { toAnthropicTools } from "./anthropic.ts";
+ * import { toAnthropicTools } from "@skillrun/skillrun";
  * const [definition] = toAnthropicTools([{
  *   name: "echo", description: "Echoes",
  *   inputSchema: { type: "object", properties: {}, required: [], additionalProperties: false },
@@ -74,7 +74,7 @@ export function toAnthropicTools(tools: readonly Tool[]): AnthropicTool[] {
  * @example Answering a tool_use block
  * ```ts
  * import { assert } from "@std/assert";
- * import { toAnthropicToolResult } from "./anthropic.ts";
+ * import { toAnthropicToolResult } from "@skillrun/skillrun";
  * const block = toAnthropicToolResult("toolu_1", { text: "no such file", isError: true });
  * assert(block.is_error && block.tool_use_id === "toolu_1");
  * ```

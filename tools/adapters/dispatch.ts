@@ -32,7 +32,7 @@ export type ToolCallRequest =
  * @example Running an OpenAI-style call
  * ```ts
  * import { assert } from "@std/assert";
- * import { dispatchToolCall } from "./dispatch.ts";
+ * import { dispatchToolCall } from "@skillrun/skillrun";
  * const echo = {
  *   name: "echo", description: "Echoes",
  *   inputSchema: { type: "object", properties: {}, required: [], additionalProperties: false },

@@ -6,7 +6,7 @@
  * @example Offering the tools to a Messages request and running a call
  * ```ts
  * import { assert } from "@std/assert";
- * import { dispatchToolCall, toAnthropicTools } from "./mod.ts";
+ * import { dispatchToolCall, toAnthropicTools } from "@skillrun/skillrun";
  * const echo = {
  *   name: "echo", description: "Echoes its text",
  *   inputSchema: {

@@ -53,7 +53,7 @@ export interface OpenAIToolOptions {
  * @example Making a schema strict
  * ```ts
  * import { assert } from "@std/assert";
- * import { toStrictSchema } from "./openai.ts";
+ * import { toStrictSchema } from "@skillrun/skillrun";
  * const strict = toStrictSchema({
  *   type: "object",
  *   properties: { a: { type: "string" }, b: { type: "integer" } },
@@ -110,7 +110,7 @@ function parametersOf(tool: Tool, strict: boolean): Record<string, unknown> {
  * @example Tools for a chat completion
  * ```ts
  * import { assert } from "@std/assert";
- * import { toOpenAIChatTools } from "./openai.ts";
+ * import { toOpenAIChatTools } from "@skillrun/skillrun";
  * const [definition] = toOpenAIChatTools([{
  *   name: "echo", description: "Echoes",
  *   inputSchema: { type: "object", properties: {}, required: [], additionalProperties: false },
@@ -147,7 +147,7 @@ export function toOpenAIChatTools(
  * @example Tools for a Responses request
  * ```ts
  * import { assert } from "@std/assert";
- * import { toOpenAIResponsesTools } from "./openai.ts";
+ * import { toOpenAIResponsesTools } from "@skillrun/skillrun";
  * const [definition] = toOpenAIResponsesTools([{
  *   name: "echo", description: "Echoes",
  *   inputSchema: { type: "object", properties: {}, required: [], additionalProperties: false },
@@ -191,7 +191,7 @@ export interface OpenAIChatToolMessage {
  * @example Answering a chat tool call
  * ```ts
  * import { assert } from "@std/assert";
- * import { toOpenAIChatToolMessage } from "./openai.ts";
+ * import { toOpenAIChatToolMessage } from "@skillrun/skillrun";
  * const message = toOpenAIChatToolMessage("call_1", { text: "no such file", isError: true });
  * assert(message.content === "Error: no such file");
  * ```
@@ -227,7 +227,7 @@ export interface OpenAIFunctionCallOutput {
  * @example Answering a Responses function call
  * ```ts
  * import { assert } from "@std/assert";
- * import { toOpenAIFunctionCallOutput } from "./openai.ts";
+ * import { toOpenAIFunctionCallOutput } from "@skillrun/skillrun";
  * const item = toOpenAIFunctionCallOutput("call_1", { text: "done", isError: false });
  * assert(item.type === "function_call_output" && item.output === "done");
  * ```

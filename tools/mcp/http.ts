@@ -187,10 +187,12 @@ const CLOSE_GRACE_MS = 10_000;
  * @example Serving skills with Deno.serve, one workspace per session
  * ```ts
  * import { assert } from "@std/assert";
- * import { createMcpHttpHandler } from "./http.ts";
+ * import { createMcpHttpHandler } from "@skillrun/skillrun/mcp";
  * import { Client } from "npm:@modelcontextprotocol/sdk@1.32.2/client";
+ * import {
+ *   StreamableHTTPClientTransport,
+ * } from "npm:@modelcontextprotocol/sdk@1.32.2/client/streamableHttp.js";
  * // @ts-types="npm:@modelcontextprotocol/sdk@1.32.2/client/streamableHttp"
- * import { StreamableHTTPClientTransport } from "npm:@modelcontextprotocol/sdk@1.32.2/client/streamableHttp.js";
  *
  * const root = await Deno.makeTempDir();
  * await Deno.mkdir(`${root}/skills/greet`, { recursive: true });
@@ -556,7 +558,7 @@ export interface McpHttpServer extends AsyncDisposable {
  * @example Listening on a free port of loopback
  * ```ts
  * import { assert } from "@std/assert";
- * import { serveMcpHttp } from "./http.ts";
+ * import { serveMcpHttp } from "@skillrun/skillrun/mcp";
  * await using server = await serveMcpHttp({ port: 0, tools: ["bash"] });
  * assert(server.url.startsWith("http://127.0.0.1:") && server.url.endsWith("/mcp"));
  * const refused = await fetch(server.url, {

@@ -19,10 +19,12 @@
  * @example Serving tools to an in-memory client
  * ```ts
  * import { assert } from "@std/assert";
- * import { connectMcpServer } from "./mod.ts";
+ * import { connectMcpServer } from "@skillrun/skillrun/mcp";
  * import { Client } from "npm:@modelcontextprotocol/sdk@1.32.2/client";
+ * import {
+ *   InMemoryTransport,
+ * } from "npm:@modelcontextprotocol/sdk@1.32.2/inMemory.js";
  * // @ts-types="npm:@modelcontextprotocol/sdk@1.32.2/inMemory"
- * import { InMemoryTransport } from "npm:@modelcontextprotocol/sdk@1.32.2/inMemory.js";
  *
  * const echo = {
  *   name: "echo",
@@ -89,9 +91,11 @@ export * from "./http.ts";
  *
  * @example Connecting and closing
  * ```ts
- * import { connectMcpServer } from "./mod.ts";
+ * import { connectMcpServer } from "@skillrun/skillrun/mcp";
+ * import {
+ *   InMemoryTransport,
+ * } from "npm:@modelcontextprotocol/sdk@1.32.2/inMemory.js";
  * // @ts-types="npm:@modelcontextprotocol/sdk@1.32.2/inMemory"
- * import { InMemoryTransport } from "npm:@modelcontextprotocol/sdk@1.32.2/inMemory.js";
  * const [, serverSide] = InMemoryTransport.createLinkedPair();
  * const connection = await connectMcpServer([], serverSide);
  * await connection.close();
@@ -129,9 +133,11 @@ export interface ServeMcpOptions extends McpServerOptions {
  *
  * @example Serving until aborted
  * ```ts
- * import { serveMcp } from "./mod.ts";
+ * import { serveMcp } from "@skillrun/skillrun/mcp";
+ * import {
+ *   InMemoryTransport,
+ * } from "npm:@modelcontextprotocol/sdk@1.32.2/inMemory.js";
  * // @ts-types="npm:@modelcontextprotocol/sdk@1.32.2/inMemory"
- * import { InMemoryTransport } from "npm:@modelcontextprotocol/sdk@1.32.2/inMemory.js";
  * const [, serverSide] = InMemoryTransport.createLinkedPair();
  * const controller = new AbortController();
  * const serving = serveMcp([], { transport: serverSide, signal: controller.signal });
