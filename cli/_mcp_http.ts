@@ -7,6 +7,7 @@
 import type { SkillRuntimeConfig } from "../runtimes/config.ts";
 import { UsageError } from "./_args.ts";
 import { createRuntime } from "./run.ts";
+import { defaultMcpConversationsRoot } from "../tools/mcp/_conversations_root.ts";
 
 /** The variable holding the bearer token that `mcp --http` asks for. */
 export const MCP_TOKEN_VARIABLE = "SKILLRUN_MCP_TOKEN";
@@ -89,7 +90,10 @@ export async function serveMcpHttpCommand(
     ...(token !== undefined ? { token } : {}),
     jsonResponse: flags["json-response"] === true,
     runtime: (sessionId) =>
-      createRuntime({ ...flags, conversation: sessionId }),
+      createRuntime(
+        { ...flags, conversation: sessionId },
+        defaultMcpConversationsRoot,
+      ),
     onError: (error) => void err(`skillrun mcp: ${error.message}\n`),
   });
   for (const warning of server.handler.warnings) {

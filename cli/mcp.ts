@@ -9,6 +9,7 @@ import type { SkillRuntime } from "../runtimes/types.ts";
 import { parseArgs, UsageError } from "./_args.ts";
 import { readConfigFile } from "./_config.ts";
 import { serveMcpHttpCommand } from "./_mcp_http.ts";
+import { defaultMcpConversationsRoot } from "../tools/mcp/_conversations_root.ts";
 import {
   checkIsolateFlags,
   type CliStreams,
@@ -37,7 +38,9 @@ Options:
   --skills <dir>       Where the skills are (required)
   --conversation <id>  Work in the conversation workspace <root>/<id>: skills
                        are copied into it and the file tools stay inside it
-  --root <dir>         The conversations root (default: .skillrun/conversations)
+  --root <dir>         The conversations root (default:
+                       $XDG_STATE_HOME/skillrun/conversations, else
+                       ~/.local/state/skillrun/conversations)
   --http [host:]port   Serve over HTTP on this address (host default
                        127.0.0.1; port 0 picks a free one)
   --json-response      With --http: answer each request with plain JSON
@@ -167,7 +170,7 @@ export async function mcpCommand(
       });
       return 0;
     }
-    runtime = await createRuntime(parsed.flags);
+    runtime = await createRuntime(parsed.flags, defaultMcpConversationsRoot);
     const built = await buildSkillTools({
       skills: parsed.flags.skills,
       runtime,

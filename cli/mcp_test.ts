@@ -145,6 +145,48 @@ Deno.test("mcp calls skill and bash in the conversation workspace", async () => 
   });
 });
 
+Deno.test("mcp without --root works in the absolute XDG state place, whatever folder it starts in", async () => {
+  const state = await Deno.realPath(await Deno.makeTempDir());
+  const elsewhere = await Deno.realPath(await Deno.makeTempDir());
+  const transport = new StdioClientTransport({
+    command: Deno.execPath(),
+    args: [
+      "run",
+      "--quiet",
+      "--no-prompt",
+      "--allow-all",
+      cli,
+      "mcp",
+      "--skills",
+      exampleSkills,
+      "--conversation",
+      "from-anywhere",
+    ],
+    cwd: elsewhere,
+    env: { ...Deno.env.toObject(), NO_COLOR: "1", XDG_STATE_HOME: state },
+    stderr: "pipe",
+  });
+  const client = new Client({ name: "cli-test", version: "1.0.0" });
+  try {
+    await client.connect(transport);
+    const ran = await client.callTool({
+      name: "bash",
+      arguments: { command: "pwd" },
+    });
+    assertEquals(ran.isError, false, texts(ran));
+    assertStringIncludes(
+      texts(ran),
+      hostPath.join(state, "skillrun", "conversations", "from-anywhere"),
+    );
+    // Nothing was made in the folder it started in.
+    assertEquals([...Deno.readDirSync(elsewhere)], []);
+  } finally {
+    await client.close();
+    await Deno.remove(state, { recursive: true });
+    await Deno.remove(elsewhere, { recursive: true });
+  }
+});
+
 Deno.test("mcp --config prepares a skill with its environment and bootstrap, values hidden from the model", async () => {
   await withServer(async (client, root) => {
     const loaded = await client.callTool({

@@ -282,6 +282,8 @@ export function checkIsolateFlags(
  *
  * @param flags The parsed `--conversation`, `--root`, `--isolate` and
  * `--allow-net` flags.
+ * @param defaultRoot The conversations root without `--root` (default
+ * {@linkcode DEFAULT_CONVERSATIONS_ROOT} of the current directory).
  * @returns A new local runtime.
  * @throws {UsageError} `--root` without `--conversation`, `--allow-net`
  * without `--isolate`.
@@ -299,6 +301,7 @@ export function checkIsolateFlags(
  */
 export async function createRuntime(
   flags: Readonly<Record<string, string | boolean>>,
+  defaultRoot: () => string = () => DEFAULT_CONVERSATIONS_ROOT,
 ): Promise<LocalSkillRuntime> {
   const conversation = flags.conversation;
   const root = flags.root;
@@ -314,7 +317,7 @@ export async function createRuntime(
   }
   return await LocalSkillRuntime.create({
     conversationsRoot: hostPath.resolve(
-      typeof root === "string" ? root : DEFAULT_CONVERSATIONS_ROOT,
+      typeof root === "string" ? root : defaultRoot(),
     ),
     conversationId: conversation,
     ...isolate,

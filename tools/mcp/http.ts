@@ -12,6 +12,7 @@ import { WebStandardStreamableHTTPServerTransport } from "npm:@modelcontextproto
 import { isInitializeRequest } from "npm:@modelcontextprotocol/sdk@1.32.2/types.js";
 import { redactSecrets } from "../../_internal/redact.ts";
 import { hostPath } from "../../_internal/std.ts";
+import { defaultMcpConversationsRoot } from "./_conversations_root.ts";
 import { LocalSkillRuntime } from "../../runtimes/local/mod.ts";
 import type {
   SkillRuntime,
@@ -44,8 +45,7 @@ export const DEFAULT_MCP_SESSION_IDLE_MS = 30 * 60 * 1000;
 /** The default most MCP sessions open at once: 64. */
 export const DEFAULT_MAX_MCP_SESSIONS = 64;
 
-/** The default conversations root of the local runtime factory. */
-export const DEFAULT_MCP_CONVERSATIONS_ROOT = ".skillrun/conversations";
+export { defaultMcpConversationsRoot } from "./_conversations_root.ts";
 
 /** What a runtime factory gets besides the session id. */
 export interface McpRuntimeFactoryOptions {
@@ -74,7 +74,7 @@ export interface McpHttpHandlerOptions
   readonly runtime?: McpRuntimeFactory;
   /**
    * The conversations root of the default factory; default
-   * `.skillrun/conversations` of the current directory.
+   * {@linkcode defaultMcpConversationsRoot} (an absolute place).
    */
   readonly conversationsRoot?: string;
   /**
@@ -291,9 +291,9 @@ export async function createMcpHttpHandler(
   const factory: McpRuntimeFactory = factoryOption ?? (() => {
     let root: string | undefined;
     return (sessionId: string) => {
-      root ??= hostPath.resolve(
-        conversationsRoot ?? DEFAULT_MCP_CONVERSATIONS_ROOT,
-      );
+      root ??= conversationsRoot === undefined
+        ? defaultMcpConversationsRoot()
+        : hostPath.resolve(conversationsRoot);
       return LocalSkillRuntime.create({
         conversationsRoot: root,
         conversationId: sessionId,
