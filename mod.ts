@@ -102,7 +102,6 @@ export {
   type PrepareSkillOptions,
   type PublishedFile,
   type PublishRequest,
-  type SkillPreparer,
   type ToolContext,
   type ToolLimits,
 } from "./tools/context.ts";

@@ -108,15 +108,8 @@ export class PreparationEngine {
     string,
     { prepared: PreparedSkill; fingerprint: string }
   >();
-  /** Preparations under way, with the signal and configuration of each. */
-  readonly #inFlight = new Map<
-    string,
-    {
-      promise: Promise<PreparedSkill>;
-      signal: AbortSignal | undefined;
-      fingerprint: string;
-    }
-  >();
+  /** Preparations under way, shared by their callers. */
+  readonly #inFlight = new Map<string, Flight>();
   #merged: Readonly<Record<string, string>> | undefined;
 
   /**
@@ -193,25 +186,51 @@ export class PreparationEngine {
         ? Promise.resolve(done.prepared)
         : Promise.reject(differentConfigError(skill));
     }
-    const running = this.#inFlight.get(key);
-    if (running) {
-      if (!accepts(config, running.fingerprint, fingerprint)) {
-        return Promise.reject(differentConfigError(skill));
-      }
-      // Shared with the call that started it. If that call's own signal
-      // stopped it, a caller whose signal did not fire starts again.
-      return running.promise.catch((error) => {
-        if (running.signal?.aborted && !request.signal?.aborted) {
-          return this.#prepareOne(skill, config, request);
-        }
-        throw error;
-      });
+    let flight = this.#inFlight.get(key);
+    if (flight && !accepts(config, flight.fingerprint, fingerprint)) {
+      return Promise.reject(differentConfigError(skill));
     }
-    const promise = this.#run(key, skill, config, request).finally(() => {
-      this.#inFlight.delete(key);
+    if (!flight || flight.controller.signal.aborted) {
+      // None under way, or every caller left the one under way and it is
+      // still stopping: start again once it has settled.
+      flight = this.#start(key, skill, config, request, flight?.promise);
+    }
+    return wait(flight, request.signal);
+  }
+
+  /**
+   * Starts a preparation shared by every caller of the same skill. It has its
+   * own signal: a caller whose signal aborts only stops waiting, and the
+   * preparation stops when no caller waits any more.
+   */
+  #start(
+    key: string,
+    skill: Skill,
+    config: SkillRuntimeConfig | undefined,
+    request: PrepareRequest,
+    after: Promise<unknown> | undefined,
+  ): Flight {
+    const controller = new AbortController();
+    const settled = after ? after.then(() => {}, () => {}) : Promise.resolve();
+    const promise = settled.then(() =>
+      this.#prepared.get(key)?.prepared ??
+        this.#run(key, skill, config, {
+          ...request,
+          signal: controller.signal,
+        })
+    ).finally(() => {
+      if (this.#inFlight.get(key) === flight) this.#inFlight.delete(key);
     });
-    this.#inFlight.set(key, { promise, signal: request.signal, fingerprint });
-    return promise;
+    // A failure with no caller left must not become an unhandled rejection.
+    promise.catch(() => {});
+    const flight: Flight = {
+      promise,
+      controller,
+      waiters: 0,
+      fingerprint: fingerprintOf(config),
+    };
+    this.#inFlight.set(key, flight);
+    return flight;
   }
 
   async #run(
@@ -353,4 +372,45 @@ function keyOf(skill: Skill): string {
 
 function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
+}
+
+/** A preparation under way, and how many callers wait for it. */
+interface Flight {
+  readonly promise: Promise<PreparedSkill>;
+  readonly controller: AbortController;
+  waiters: number;
+  readonly fingerprint: string;
+}
+
+/**
+ * Waits for a shared preparation. A caller whose signal aborts leaves with
+ * its reason; the preparation itself is aborted when the last caller leaves.
+ */
+function wait(
+  flight: Flight,
+  signal: AbortSignal | undefined,
+): Promise<PreparedSkill> {
+  if (signal?.aborted) return Promise.reject(signal.reason);
+  flight.waiters++;
+  if (!signal) return flight.promise.finally(() => flight.waiters--);
+  return new Promise<PreparedSkill>((resolve, reject) => {
+    let settled = false;
+    const leave = (): boolean => {
+      if (settled) return false;
+      settled = true;
+      flight.waiters--;
+      signal.removeEventListener("abort", onAbort);
+      return true;
+    };
+    const onAbort = () => {
+      if (!leave()) return;
+      if (flight.waiters === 0) flight.controller.abort(signal.reason);
+      reject(signal.reason);
+    };
+    signal.addEventListener("abort", onAbort, { once: true });
+    flight.promise.then(
+      (prepared) => leave() && resolve(prepared),
+      (error) => leave() && reject(error),
+    );
+  });
 }

@@ -301,7 +301,7 @@ Deno.test("prepare() skips bootstrap when the runtime says the skill is already 
   assertEquals(engine.environment(), { X: "1" });
 });
 
-Deno.test("prepare() lets a waiting caller go on when the caller that started it aborts", async () => {
+Deno.test("prepare() keeps a shared preparation going for the callers still waiting when the one that started it aborts", async () => {
   const runtime = new RecordingRuntime();
   const config = new SkillRuntimeConfig({ bootstrap: ["slow", "slow"] });
   const controller = new AbortController();
@@ -317,7 +317,26 @@ Deno.test("prepare() lets a waiting caller go on when the caller that started it
   const [prepared] = await second;
   assertEquals(prepared?.basePath, "/ws/skills/a");
   assert(runtime.engine.isPrepared(skill("a")));
-  // The aborted run stopped after its first command; the second caller ran both.
+  // One run, not stopped: the second caller still waited for it.
+  assertEquals(runtime.ran.map((r) => r.command), ["slow", "slow"]);
+});
+
+Deno.test("prepare() stops a preparation when its last caller leaves, keeps nothing, and starts afresh", async () => {
+  const runtime = new RecordingRuntime();
+  const config = new SkillRuntimeConfig({ bootstrap: ["slow", "slow"] });
+  const controller = new AbortController();
+  const only = runtime.engine.prepare({
+    skills: [{ skill: skill("a"), config }],
+    signal: controller.signal,
+  });
+  setTimeout(() => controller.abort(), 5);
+  await assertRejects(() => only);
+  assert(!runtime.engine.isPrepared(skill("a")));
+  const [prepared] = await runtime.engine.prepare({
+    skills: [{ skill: skill("a"), config }],
+  });
+  assertEquals(prepared?.basePath, "/ws/skills/a");
+  // The first run stopped after its first command; the next ran both.
   assertEquals(runtime.ran.map((r) => r.command), ["slow", "slow", "slow"]);
 });
 

@@ -73,7 +73,6 @@ Deno.test("the main entry point exports what an agent author needs, not internal
       "formatGrepResult",
       "DEFAULT_IGNORED_FOLDERS",
       "PreparationEngine",
-      "SkillPreparer",
     ]
   ) {
     assertEquals(name in main, false, `${name} is internal to mod.ts`);

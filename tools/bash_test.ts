@@ -165,7 +165,7 @@ testEachRuntime("bash keeps configured secrets out of its output", async () => {
     skills,
     configs: new Map([["api", config]]),
   });
-  await context.preparer.prepare(skills[0]!);
+  await context.prepare(skills[0]!);
   const bash = createBashTool(context);
   const result = await bash.execute({
     command: 'echo "key=$API_KEY"; echo "$API_KEY" >&2; exit 2',

@@ -99,164 +99,13 @@ export interface FilePublisher {
   publish(request: PublishRequest): Promise<PublishedFile>;
 }
 
-/** Options of {@linkcode SkillPreparer.prepare}. */
+/** Options of {@linkcode ToolContext.prepare}. */
 export interface PrepareSkillOptions {
-  /** Stops waiting; the shared preparation stops only when every waiter left. */
+  /**
+   * Stops waiting; the preparation itself stops only when no caller waits
+   * for it any more.
+   */
   readonly signal?: AbortSignal;
-}
-
-interface InFlight {
-  readonly promise: Promise<PreparedSkill>;
-  readonly controller: AbortController;
-  waiters: number;
-}
-
-/**
- * Prepares skills lazily through a runtime: once per skill, shared by
- * concurrent callers, nothing cached on failure (the next call retries).
- *
- * @example Preparing a skill on first use
- * ```ts
- * import { assert } from "@std/assert";
- * import { SkillPreparer } from "./context.ts";
- * import {
- *   LocalSkillRuntime,
- *   loadSkills,
- *   SkillRuntimeConfig,
- * } from "@skillrun/skillrun";
- *
- * const root = await Deno.makeTempDir();
- * await Deno.mkdir(`${root}/demo`);
- * await Deno.writeTextFile(`${root}/demo/SKILL.md`, "---\nname: demo\ndescription: A demo.\n---\n");
- * const { skills: [skill] } = await loadSkills(root);
- * await using runtime = new LocalSkillRuntime();
- * const config = new SkillRuntimeConfig({ bootstrap: ["echo run >> runs.log"] });
- * const preparer = new SkillPreparer(runtime, new Map([["demo", config]]));
- * await Promise.all([preparer.prepare(skill!), preparer.prepare(skill!)]);
- * assert(preparer.isPrepared("demo"));
- * assert(await Deno.readTextFile(`${root}/demo/runs.log`) === "run\n");
- * await Deno.remove(root, { recursive: true });
- * ```
- */
-export class SkillPreparer {
-  readonly #runtime: SkillRuntime;
-  readonly #configs: ReadonlyMap<string, SkillRuntimeConfig>;
-  readonly #prepared = new Map<string, PreparedSkill>();
-  readonly #inFlight = new Map<string, InFlight>();
-
-  /**
-   * Makes a preparer.
-   *
-   * @param runtime Where skills are prepared.
-   * @param configs The configuration of each skill, by name.
-   */
-  constructor(
-    runtime: SkillRuntime,
-    configs: ReadonlyMap<string, SkillRuntimeConfig>,
-  ) {
-    this.#runtime = runtime;
-    this.#configs = configs;
-  }
-
-  /**
-   * Whether a skill was prepared by this preparer.
-   *
-   * @param name The skill's name.
-   * @returns `true` once its preparation succeeded.
-   */
-  isPrepared(name: string): boolean {
-    return this.#prepared.has(name);
-  }
-
-  /**
-   * Prepares a skill (or returns it if already prepared). Concurrent callers
-   * share one preparation; a caller whose signal aborts stops waiting, and the
-   * preparation itself is aborted only when no caller waits any more.
-   *
-   * @param skill The skill.
-   * @param options A signal.
-   * @returns The prepared skill.
-   * @throws {SkillPreparationError} Preparation failed (not cached).
-   * @throws {DOMException} The caller's signal aborted.
-   */
-  prepare(
-    skill: Skill,
-    options: PrepareSkillOptions = {},
-  ): Promise<PreparedSkill> {
-    const done = this.#prepared.get(skill.name);
-    if (done) return Promise.resolve(done);
-    const { signal } = options;
-    if (signal?.aborted) return Promise.reject(signal.reason);
-    let flight = this.#inFlight.get(skill.name);
-    if (!flight) flight = this.#start(skill);
-    else if (flight.controller.signal.aborted) {
-      // Every waiter left that one and it is still stopping: start again
-      // once it has settled (the runtime would otherwise hand it back).
-      flight = this.#start(skill, flight.promise);
-    }
-    const current = flight;
-    current.waiters++;
-    if (!signal) {
-      return current.promise.finally(() => current.waiters--);
-    }
-    return new Promise<PreparedSkill>((resolve, reject) => {
-      let settled = false;
-      const onAbort = () => {
-        if (settled) return;
-        settled = true;
-        current.waiters--;
-        if (current.waiters === 0) current.controller.abort(signal.reason);
-        reject(signal.reason);
-      };
-      signal.addEventListener("abort", onAbort, { once: true });
-      current.promise.then(
-        (prepared) => {
-          if (settled) return;
-          settled = true;
-          current.waiters--;
-          signal.removeEventListener("abort", onAbort);
-          resolve(prepared);
-        },
-        (error) => {
-          if (settled) return;
-          settled = true;
-          current.waiters--;
-          signal.removeEventListener("abort", onAbort);
-          reject(error);
-        },
-      );
-    });
-  }
-
-  #start(skill: Skill, after?: Promise<unknown>): InFlight {
-    const controller = new AbortController();
-    const config = this.#configs.get(skill.name);
-    const settled = after ? after.then(() => {}, () => {}) : Promise.resolve();
-    const promise = settled.then(() =>
-      this.#prepared.get(skill.name) ??
-        this.#runtime.prepare({
-          skills: [config ? { skill, config } : { skill }],
-          signal: controller.signal,
-        }).then((prepared) => prepared[0])
-    ).then((first) => {
-      if (!first) {
-        throw new Error(
-          `Cannot prepare skill "${skill.name}": the runtime returned no prepared skill`,
-        );
-      }
-      this.#prepared.set(skill.name, first);
-      return first;
-    }).finally(() => {
-      if (this.#inFlight.get(skill.name) === flight) {
-        this.#inFlight.delete(skill.name);
-      }
-    });
-    // A failure with no waiter left must not become an unhandled rejection.
-    promise.catch(() => {});
-    const flight: InFlight = { promise, controller, waiters: 0 };
-    this.#inFlight.set(skill.name, flight);
-    return flight;
-  }
 }
 
 /** What every tool of one tool set shares. */
@@ -265,8 +114,12 @@ export interface ToolContext {
   readonly runtime: SkillRuntime;
   /** The skills offered to the model, in catalog order. */
   readonly skills: readonly Skill[];
-  /** Prepares skills lazily. */
-  readonly preparer: SkillPreparer;
+  /**
+   * Prepares a skill through the runtime with its configuration. The runtime
+   * prepares each skill once, shares a preparation under way between callers
+   * and keeps nothing that failed (the next call retries).
+   */
+  prepare(skill: Skill, options?: PrepareSkillOptions): Promise<PreparedSkill>;
   /** The limits. */
   readonly limits: ToolLimits;
   /** Where `publish_file` sends files, when the application gave one. */
@@ -330,7 +183,19 @@ export function createToolContext(
   return {
     runtime,
     skills: options.skills ?? [],
-    preparer: new SkillPreparer(runtime, configs),
+    prepare: async (skill, { signal } = {}) => {
+      const config = configs.get(skill.name);
+      const [prepared] = await runtime.prepare({
+        skills: [config ? { skill, config } : { skill }],
+        ...(signal ? { signal } : {}),
+      });
+      if (!prepared) {
+        throw new Error(
+          `Cannot prepare skill "${skill.name}": the runtime returned no prepared skill`,
+        );
+      }
+      return prepared;
+    },
     limits: Object.freeze(limits),
     ...(options.publisher ? { publisher: options.publisher } : {}),
     secrets: () => [...configured, ...runtimeSecrets(runtime)],

@@ -1,7 +1,6 @@
 import {
   assert,
   assertEquals,
-  assertFalse,
   assertRejects,
   assertThrows,
 } from "../_internal/assert.ts";
@@ -9,11 +8,7 @@ import { SkillRuntimeConfig } from "../runtimes/config.ts";
 import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
 import type { SkillRuntime } from "../runtimes/types.ts";
 import { loadSkills } from "../skill/load.ts";
-import {
-  createToolContext,
-  DEFAULT_TOOL_LIMITS,
-  SkillPreparer,
-} from "./context.ts";
+import { createToolContext, DEFAULT_TOOL_LIMITS } from "./context.ts";
 import { createReadTool } from "./read.ts";
 import { tempDir, writeSkill } from "./_testing.ts";
 
@@ -68,7 +63,7 @@ Deno.test("the configured secrets are still redacted when the runtime cannot giv
   assert(text.endsWith("1\tTOKEN=[redacted]"), text);
 });
 
-Deno.test("SkillPreparer: a waiter that aborts leaves, the others still get the skill", async () => {
+Deno.test("prepare: a caller that aborts leaves, the others still get the skill", async () => {
   await using dir = await tempDir();
   const folder = await writeSkill(dir.path, "slow");
   const { skills } = await loadSkills(dir.path);
@@ -76,20 +71,25 @@ Deno.test("SkillPreparer: a waiter that aborts leaves, the others still get the 
   const config = new SkillRuntimeConfig({
     bootstrap: ["sleep 0.6; echo done >> runs.log"],
   });
-  const preparer = new SkillPreparer(runtime, new Map([["slow", config]]));
+  const context = createToolContext(runtime, {
+    skills,
+    configs: new Map([["slow", config]]),
+  });
   const controller = new AbortController();
-  const leaving = preparer.prepare(skills[0]!, { signal: controller.signal });
-  const staying = preparer.prepare(skills[0]!);
+  const leaving = context.prepare(skills[0]!, { signal: controller.signal });
+  const staying = context.prepare(skills[0]!);
   setTimeout(() => controller.abort(), 100);
   await assertRejects(() => leaving);
   const prepared = await staying;
   assertEquals(prepared.basePath, folder);
   assertEquals(await Deno.readTextFile(`${folder}/runs.log`), "done\n");
-  assert(preparer.isPrepared("slow"));
+  // Prepared once: a later call answers at once without a second bootstrap.
+  assertEquals((await context.prepare(skills[0]!)).basePath, folder);
+  assertEquals(await Deno.readTextFile(`${folder}/runs.log`), "done\n");
   await runtime.close();
 });
 
-Deno.test("SkillPreparer: when every waiter aborts, the preparation stops and is not cached", async () => {
+Deno.test("prepare: when every caller aborts, the preparation stops and is not kept", async () => {
   await using dir = await tempDir();
   const folder = await writeSkill(dir.path, "slow");
   const { skills } = await loadSkills(dir.path);
@@ -97,13 +97,15 @@ Deno.test("SkillPreparer: when every waiter aborts, the preparation stops and is
   const config = new SkillRuntimeConfig({
     bootstrap: ["sleep 2; echo done >> runs.log"],
   });
-  const preparer = new SkillPreparer(runtime, new Map([["slow", config]]));
+  const context = createToolContext(runtime, {
+    skills,
+    configs: new Map([["slow", config]]),
+  });
   const controller = new AbortController();
   const started = Date.now();
-  const waiting = preparer.prepare(skills[0]!, { signal: controller.signal });
+  const waiting = context.prepare(skills[0]!, { signal: controller.signal });
   setTimeout(() => controller.abort(), 200);
   await assertRejects(() => waiting);
-  assertFalse(preparer.isPrepared("slow"));
   assert(Date.now() - started < 1_500);
   // The bootstrap was stopped: nothing is written once its sleep would be over.
   await new Promise((resolve) =>

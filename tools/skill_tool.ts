@@ -86,7 +86,7 @@ export const DEFAULT_SKILL_DESCRIPTION: string =
  * await Deno.remove(root, { recursive: true });
  * ```
  *
- * @param context The shared context (skills, preparer, runtime, limits).
+ * @param context The shared context (skills, runtime, limits).
  * @param options Description and catalog options.
  * @returns The tool, or `undefined` without skills.
  * @throws {TypeError} The description function did not return a string.
@@ -96,7 +96,7 @@ export function createSkillTool(
   context: ToolContext,
   options: SkillToolOptions = {},
 ): Tool | undefined {
-  const { skills, runtime, preparer, limits } = context;
+  const { skills, runtime, limits } = context;
   if (skills.length === 0) return undefined;
   const byName = new Map(skills.map((skill) => [skill.name, skill]));
   const names = [...byName.keys()].sort();
@@ -120,7 +120,7 @@ export function createSkillTool(
       const skill = byName.get(input.name as string)!;
       let basePath: string;
       try {
-        basePath = (await preparer.prepare(skill, signal ? { signal } : {}))
+        basePath = (await context.prepare(skill, signal ? { signal } : {}))
           .basePath;
       } catch (error) {
         return errorResult(
