@@ -9,6 +9,10 @@
  * dropped) and the conversation id, never by an API key: rotating the key
  * keeps the sandbox; another server gets another sandbox.
  *
+ * Why one long file: the store contract and its two implementations, kept
+ * together so that both follow the same documented rules (keys, digests,
+ * leases) and a reader checks them side by side.
+ *
  * @module
  */
 import { validateConversationId } from "./conversation.ts";

@@ -3,6 +3,9 @@
  * only, symlinks never followed, obvious secrets excluded), a fast local copy
  * that keeps the executable bit, and a stable folder name for a skill's copy.
  *
+ * Why one long file: the policy (what goes) and the two walks that apply it
+ * (the local copy, the upload list) must agree file for file.
+ *
  * @module
  */
 import { hostPath } from "../_internal/std.ts";

@@ -9,6 +9,9 @@
  *
  * A command (`exec`) is never retried.
  *
+ * Why one long file: one method per endpoint the runtime uses, each with the
+ * envelope handling and its documentation; a third of it is documentation.
+ *
  * @module
  */
 import { HttpClient, type HttpRequest } from "../remote/http.ts";

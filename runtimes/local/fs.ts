@@ -2,6 +2,10 @@
  * {@linkcode LocalFileSystem}: the local runtime's file system, fenced inside a
  * workspace when given a {@linkcode PathFence}.
  *
+ * Why one long file: every operation of the file-system contract (read,
+ * stream, write through a rename, edit, list, stat, remove, download), each
+ * with the same fence checks and never-blocking opens, private to this class.
+ *
  * @module
  */
 import { checkPositiveInteger, tooLargeError } from "../../_internal/format.ts";

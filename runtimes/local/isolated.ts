@@ -9,6 +9,11 @@
  * {@linkcode runProcessGroup} for the process group, the timeout, the abort
  * and the bounded output.
  *
+ * Why one long file: the mount plan, the limits (rlimits, a pids cgroup, the
+ * `/tmp` size), the probe that says why isolation is unavailable, and the
+ * report of what a command can reach all read the same private plan of one
+ * launcher; split, each part would have to export that plan's internals.
+ *
  * @module
  */
 import { hostPath } from "../../_internal/std.ts";

@@ -2,6 +2,9 @@
  * The local runtime: skills prepared and commands run on this machine through
  * `Deno.Command`, in place (plain mode) or inside a conversation workspace.
  *
+ * Why one long file: the plain and conversation modes are one class whose
+ * preparation, execution and closing share private state.
+ *
  * @module
  */
 import { checkEnv } from "../config.ts";

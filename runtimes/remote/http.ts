@@ -3,6 +3,10 @@
  * `fetch`, with deadlines that cover the body, retries only where they are
  * safe, and errors that name the call but never a secret.
  *
+ * Why one long file: the deadline, the retries, the abort that must also end
+ * a body already handed over, the wrapped body and the error mapping are one
+ * state machine per call, sharing its controller and timers.
+ *
  * @module
  */
 import denoJson from "../../deno.json" with { type: "json" };

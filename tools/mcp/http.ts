@@ -4,6 +4,10 @@
  * so it runs in `Deno.serve`, Deno Deploy and Supabase alike, with one
  * conversation workspace per MCP session.
  *
+ * Why one long file: the handler, its session table (creation, idle
+ * timeouts, closing), and the Host, Origin and token checks share the
+ * session state; `serveMcpHttp` is the handler on `Deno.serve`.
+ *
  * @module
  */
 // @ts-types="npm:@modelcontextprotocol/sdk@1.32.2/server/webStandardStreamableHttp"
