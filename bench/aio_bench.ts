@@ -138,6 +138,28 @@ export const cases: BenchCase[] = [
         if (bytes !== ONE_GIB) throw new Error("short download");
       },
     },
+    extra: [{
+      // Deno's floor: no resume, no size check, no JavaScript per chunk.
+      label: "bare fetch + pipeTo(file.writable)",
+      fn: async () => {
+        const local = localTarget();
+        const url = `${await server()}/v1/file/download?path=${
+          encodeURIComponent(BIG)
+        }`;
+        const response = await fetch(url, {
+          headers: { authorization: `Bearer ${TOKEN}` },
+        });
+        const file = await Deno.open(local, {
+          write: true,
+          create: true,
+          truncate: true,
+        });
+        await response.body!.pipeTo(file.writable);
+        const size = (await Deno.stat(local)).size;
+        await Deno.remove(local);
+        if (size !== ONE_GIB) throw new Error("short download");
+      },
+    }],
     baseline: {
       label: "curl -s -o",
       fn: async () => {

@@ -208,6 +208,25 @@ async function oursDownload(): Promise<void> {
   if (result.bytes !== BIG_SIZE) throw new Error("short download");
 }
 
+/**
+ * Deno's floor: a bare `fetch` piped into the file's `writable`, which Deno
+ * runs without JavaScript per chunk; no resume, no size check, no count.
+ */
+async function bareDenoDownload(): Promise<void> {
+  const url = await startServer();
+  const target = `${scratchDir()}/big-bare.bin`;
+  const response = await fetch(`${url}/files/remote-1gib.bin`);
+  const file = await Deno.open(target, {
+    write: true,
+    create: true,
+    truncate: true,
+  });
+  await response.body!.pipeTo(file.writable);
+  if ((await Deno.stat(target)).size !== BIG_SIZE) {
+    throw new Error("short download");
+  }
+}
+
 async function curlDownload(): Promise<void> {
   const url = await startServer();
   const target = `${scratchDir()}/big-curl.bin`;
@@ -292,6 +311,10 @@ export const cases: BenchCase[] = [
     setup: generateBig,
     ours: { label: "downloadToFile", fn: oursDownload },
     baseline: { label: "curl -s -o", fn: curlDownload },
+    extra: [{
+      label: "bare fetch + pipeTo(file.writable)",
+      fn: bareDenoDownload,
+    }],
     iterations: 3,
     rounds: 2,
     maxRatio: 1.25,
