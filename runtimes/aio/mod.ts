@@ -55,6 +55,7 @@ export {
   type RemoteBackend,
   type RemoteCommand,
   type RemoteConversation,
+  type RemoteRuntimeCommonOptions,
   type RemoteSearchParts,
   type RemoteSession,
   RemoteSkillRuntime,

@@ -7,13 +7,13 @@
 import {
   type RemoteBackend,
   type RemoteCommand,
+  type RemoteRuntimeCommonOptions,
   type RemoteSession,
   RemoteSkillRuntime,
   type RemoteSkillRuntimeOptions,
 } from "../remote/runtime.ts";
 import { shellQuote } from "../remote/shell.ts";
 import type { ExecuteResult } from "../types.ts";
-import type { CopyPolicy } from "../../workspace/copy.ts";
 import { validateConversationId } from "../../workspace/conversation.ts";
 import {
   type ConversationKey,
@@ -32,44 +32,21 @@ let defaultStore: ConversationStore | undefined;
 const HELPER_TIMEOUT_MS = 60_000;
 
 /** Options of {@linkcode AioSkillRuntime}. */
-export interface AioRuntimeOptions {
+export interface AioRuntimeOptions extends RemoteRuntimeCommonOptions {
   /** The container's base URL, e.g. `http://127.0.0.1:8080` (may carry a path). */
   readonly baseUrl: string;
   /** Sent as `Authorization: Bearer <token>`; never shown in errors or logs. */
   readonly token?: string | undefined;
-  /**
-   * Conversation mode: the conversation id; its workspace is
-   * `<conversationsRoot>/<id>` and its records live in `store`.
-   */
-  readonly conversationId?: string;
   /** Where conversation workspaces live. Default `/home/gem/conversations`. */
   readonly conversationsRoot?: string;
-  /** The conversation records. Default one in-memory store per process. */
-  readonly store?: ConversationStore;
   /** Plain mode: where commands run. Default `/home/gem`. */
   readonly cwd?: string;
   /** Plain mode: where skills are uploaded. Default `<cwd>/.skills`. */
   readonly skillsRoot?: string;
-  /** Variables for every command, below the skills' and a request's own. */
-  readonly env?: Readonly<Record<string, string>>;
-  /** The most bytes of each stream kept per command. Default 1 MiB. */
-  readonly maxOutputBytes?: number;
-  /** What is uploaded from a skill's folder. */
-  readonly copyPolicy?: CopyPolicy;
-  /** The deadline of one HTTP call in ms (not of a command). Default 30 000. */
-  readonly requestTimeoutMs?: number;
   /** The longest soft timeout or long poll of one request, in s. Default 20. */
   readonly pollSeconds?: number;
   /** More headers on every call (e.g. a gateway's). */
   readonly headers?: Readonly<Record<string, string>>;
-  /** The `fetch` to use. */
-  readonly fetch?: typeof fetch;
-  /**
-   * The search engine behind `grep`, `glob` and `ls`. Default: a
-   * `ShellSearch` that runs them inside the container (ripgrep when there,
-   * else find and grep).
-   */
-  readonly search?: RemoteSkillRuntimeOptions["search"];
 }
 
 /**

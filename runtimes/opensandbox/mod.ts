@@ -44,6 +44,7 @@ export {
   type RemoteBackend,
   type RemoteCommand,
   type RemoteConversation,
+  type RemoteRuntimeCommonOptions,
   type RemoteSearchParts,
   type RemoteSession,
   RemoteSkillRuntime,

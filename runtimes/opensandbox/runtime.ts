@@ -8,12 +8,12 @@ import { HttpClient } from "../remote/http.ts";
 import {
   type RemoteBackend,
   type RemoteCommand,
+  type RemoteRuntimeCommonOptions,
   type RemoteSession,
   RemoteSkillRuntime,
   type RemoteSkillRuntimeOptions,
 } from "../remote/runtime.ts";
 import type { ExecuteResult } from "../types.ts";
-import type { CopyPolicy } from "../../workspace/copy.ts";
 import { validateConversationId } from "../../workspace/conversation.ts";
 import {
   type ConversationKey,
@@ -37,7 +37,7 @@ const GONE_STATES = new Set(["Stopping", "Terminated", "Failed"]);
 let defaultStore: ConversationStore | undefined;
 
 /** Options of {@linkcode OpenSandboxSkillRuntime}. */
-export interface OpenSandboxRuntimeOptions {
+export interface OpenSandboxRuntimeOptions extends RemoteRuntimeCommonOptions {
   /**
    * The lifecycle server, e.g. `http://localhost:8080` (`/v1` is added when
    * missing). With the conversation id, it keys a conversation's record.
@@ -53,32 +53,15 @@ export interface OpenSandboxRuntimeOptions {
   /** What a sandbox the runtime creates is made of. */
   readonly sandbox?: SandboxSpec;
   /**
-   * Conversation mode: the conversation (`[A-Za-z0-9][A-Za-z0-9._-]{0,127}`).
-   * Its sandbox is found in (or recorded into) {@linkcode store}.
-   */
-  readonly conversationId?: string;
-  /**
    * Conversation mode: the folder inside the sandbox that holds the
    * workspace of each conversation (absolute POSIX). Default
    * `/workspace/conversations`; the workspace is `<root>/<conversationId>`.
    */
   readonly conversationsRoot?: string;
-  /**
-   * Conversation mode: where conversations are recorded. Default: an
-   * in-memory store shared by this process (use a `KvConversationStore` to
-   * share conversations between processes).
-   */
-  readonly store?: ConversationStore;
   /** Plain mode: where commands run and relative paths resolve. Default `/workspace`. */
   readonly cwd?: string;
   /** Plain mode: where skills are uploaded. Default `/workspace/skills`. */
   readonly skillsRoot?: string;
-  /** Variables for every command, below the skills' and a request's own. */
-  readonly env?: Readonly<Record<string, string>>;
-  /** The most bytes of each stream kept per command. Default 1 MiB. */
-  readonly maxOutputBytes?: number;
-  /** What is uploaded from a skill's folder. */
-  readonly copyPolicy?: CopyPolicy;
   /**
    * While the runtime is used, the sandbox's expiry is moved to now + its
    * timeout once this long has passed since the last renewal, in ms.
@@ -87,15 +70,6 @@ export interface OpenSandboxRuntimeOptions {
   readonly renewIntervalMs?: number;
   /** How long to wait for a sandbox to be ready, in ms. Default 120 000. */
   readonly readyTimeoutMs?: number;
-  /**
-   * The timeout of one HTTP call (lifecycle, files), in ms, body included.
-   * Default 30 000. Commands have their own timeout instead.
-   */
-  readonly requestTimeoutMs?: number;
-  /** The fetch to use (tests, proxies). */
-  readonly fetch?: typeof fetch;
-  /** The search engine factory (see `RemoteSkillRuntimeOptions.search`). */
-  readonly search?: RemoteSkillRuntimeOptions["search"];
 }
 
 /**

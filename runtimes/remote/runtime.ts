@@ -140,6 +140,40 @@ export interface RemoteSkillRuntimeOptions {
   readonly search?: (parts: RemoteSearchParts) => SearchEngine;
 }
 
+/**
+ * The options every remote runtime kind shares (OpenSandbox, AIO); each kind
+ * adds its server's own (address, credentials, defaults of its folders).
+ */
+export interface RemoteRuntimeCommonOptions {
+  /**
+   * Conversation mode: the conversation (`[A-Za-z0-9][A-Za-z0-9._-]{0,127}`);
+   * its workspace is `<conversationsRoot>/<conversationId>` and its record
+   * lives in {@linkcode RemoteRuntimeCommonOptions.store}.
+   */
+  readonly conversationId?: string;
+  /**
+   * Conversation mode: where conversations are recorded. Default: an
+   * in-memory store shared by this process (a `KvConversationStore` shares
+   * them between processes).
+   */
+  readonly store?: ConversationStore;
+  /** Variables for every command, below the skills' and a request's own. */
+  readonly env?: Readonly<Record<string, string>>;
+  /** The most bytes of each stream kept per command. Default 1 MiB. */
+  readonly maxOutputBytes?: number;
+  /** What is uploaded from a skill's folder. */
+  readonly copyPolicy?: CopyPolicy;
+  /**
+   * The deadline of one HTTP call in ms, body included. Default 30 000.
+   * Commands have their own timeout instead.
+   */
+  readonly requestTimeoutMs?: number;
+  /** The `fetch` to use (tests, proxies). */
+  readonly fetch?: typeof fetch;
+  /** The search engine factory (see {@linkcode RemoteSkillRuntimeOptions.search}). */
+  readonly search?: RemoteSkillRuntimeOptions["search"];
+}
+
 /** What a search engine of a remote runtime may use. */
 export interface RemoteSearchParts {
   /** Runs a command in the sandbox through the runtime. */
