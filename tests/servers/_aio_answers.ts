@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { errorText } from "./_common.ts";
 
 /** The body of an injected status fault: the AIO envelope. */
 export function faultBody(status: number): string {
@@ -176,7 +177,7 @@ export function fileError(
   error: unknown,
   type = errorType(error),
 ): Response {
-  const message = error instanceof Error ? error.message : String(error);
+  const message = errorText(error);
   return envelope({
     path,
     operation,

@@ -5,7 +5,8 @@
  *
  * @module
  */
-import { type AioState, encoder } from "./_aio_state.ts";
+import type { AioState } from "./_aio_state.ts";
+import { byteRange, encoder, fileStream } from "./_common.ts";
 import {
   envelope,
   fileError,
@@ -158,47 +159,22 @@ export async function download(
   if (state.range && range) {
     const match = /^bytes=(\d*)-(\d*)$/.exec(range.trim());
     if (match && (match[1] || match[2])) {
-      if (match[1]) {
-        start = Number(match[1]);
-        if (match[2]) end = Math.min(Number(match[2]), size - 1);
-      } else {
-        start = Math.max(0, size - Number(match[2]));
-      }
-      if (start >= size || start > end) {
+      const one = byteRange(match[1]!, match[2]!, size);
+      if (typeof one === "string") {
         return new Response(null, {
           status: 416,
           headers: { "content-range": `bytes */${size}` },
         });
       }
+      start = one.start;
+      end = one.start + one.length - 1;
       partial = true;
     }
   }
   const file = await Deno.open(path, { read: true });
   if (start > 0) await file.seek(start, Deno.SeekMode.Start);
   const length = end - start + 1;
-  let left = length;
-  const stream = new ReadableStream<Uint8Array>({
-    type: "bytes",
-    async pull(controller) {
-      if (left <= 0) {
-        file.close();
-        controller.close();
-        return;
-      }
-      const buffer = new Uint8Array(Math.min(256 * 1024, left));
-      const n = await file.read(buffer);
-      if (n === null) {
-        file.close();
-        controller.close();
-        return;
-      }
-      left -= n;
-      controller.enqueue(buffer.subarray(0, n));
-    },
-    cancel() {
-      file.close();
-    },
-  });
+  const stream = fileStream(file, length, 256 * 1024);
   const headers: Record<string, string> = {
     "content-type": "application/octet-stream",
     "content-length": String(Math.max(0, length)),

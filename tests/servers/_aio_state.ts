@@ -7,6 +7,7 @@
  */
 import type { AioCommandStatus } from "./aio.ts";
 import type { FaultInjector } from "./_faults.ts";
+import { encoder, signalGroup } from "./_common.ts";
 
 /** What the routes of the AIO test server share. */
 export interface AioState {
@@ -21,9 +22,6 @@ export interface AioState {
   /** The commands not finished yet. */
   readonly commands: Set<Command>;
 }
-
-/** A UTF-8 encoder. */
-export const encoder = new TextEncoder();
 
 /** Bytes appended over time, read from any byte offset. */
 export class ByteLog {
@@ -178,19 +176,11 @@ export class Command {
   kill(signal: Deno.Signal, reason: "killed" | "timed_out"): boolean {
     if (this.done || !this.child) return false;
     this.stopReason ??= reason;
-    try {
-      Deno.kill(-this.child.pid, signal);
-    } catch {
-      return false;
-    }
+    if (!signalGroup(this.child.pid, signal)) return false;
     if (signal !== "SIGKILL") {
       // A process that ignores the signal still goes, a moment later.
       setTimeout(() => {
-        if (!this.done && this.child) {
-          try {
-            Deno.kill(-this.child.pid, "SIGKILL");
-          } catch { /* gone */ }
-        }
+        if (!this.done && this.child) signalGroup(this.child.pid, "SIGKILL");
       }, 2000);
     }
     return true;

@@ -6,9 +6,7 @@
  *
  * @module
  */
-
-/** A UTF-8 encoder. */
-export const encoder = new TextEncoder();
+import { errorText } from "./_common.ts";
 
 /** Go's encoding/json escapes <, >, & and U+2028/2029 (execd). */
 export function goJsonText(value: unknown): string {
@@ -79,16 +77,6 @@ export function notFoundText(): Response {
     status: 404,
     headers: { "content-type": "text/plain" },
   });
-}
-
-/** Whether a value is a plain JSON object (not null, not an array). */
-export function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-/** An error's message, or the value as text. */
-export function errorText(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }
 
 /** Whether a file-system error means the path does not exist. */

@@ -8,13 +8,12 @@
  */
 import type { CommandRecord } from "./opensandbox.ts";
 import { ignoreSigtermCommand } from "./_faults.ts";
+import { errorText, isObject, signalGroup } from "./_common.ts";
 import {
-  errorText,
   execdError,
   goJsonType,
   invalidBody,
   isNotFound,
-  isObject,
   json,
   readJson,
 } from "./_opensandbox_answers.ts";
@@ -266,7 +265,7 @@ export async function runCommand(
   let timeoutTimer: ReturnType<typeof setTimeout> | undefined;
   if (timeout > 0) {
     timeoutTimer = state.later(timeout, () => {
-      if (record.running) state.signalGroup(pgid, "SIGKILL");
+      if (record.running) signalGroup(pgid, "SIGKILL");
     });
   }
 
@@ -417,11 +416,11 @@ export async function interruptCommand(
     ]);
     clearTimeout(timer);
   };
-  if (state.signalGroup(pgid, "SIGTERM") && await waitGone(state.graceMs)) {
+  if (signalGroup(pgid, "SIGTERM") && await waitGone(state.graceMs)) {
     await reaped();
     return new Response(null, { status: 200 });
   }
-  state.signalGroup(pgid, "SIGKILL");
+  signalGroup(pgid, "SIGKILL");
   await waitGone(1000);
   await reaped();
   return new Response(null, { status: 200 });

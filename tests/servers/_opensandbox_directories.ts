@@ -5,13 +5,12 @@
  *
  * @module
  */
+import { errorText, isObject } from "./_common.ts";
 import {
-  errorText,
   execdError,
   fileError,
   invalidBody,
   isNotFound,
-  isObject,
   json,
   parseBody,
 } from "./_opensandbox_answers.ts";

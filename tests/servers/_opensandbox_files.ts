@@ -7,13 +7,18 @@
  * @module
  */
 import {
+  type ByteRange,
+  byteRange,
   encoder,
   errorText,
+  fileStream,
+  isObject,
+} from "./_common.ts";
+import {
   execdError,
   fileError,
   invalidBody,
   isNotFound,
-  isObject,
   json,
   parseBody,
 } from "./_opensandbox_answers.ts";
@@ -242,39 +247,21 @@ function contentDisposition(name: string): string {
 }
 
 /** ParseRange of execd: null on a syntax error, else satisfiable ranges. */
-function parseRange(
-  header: string,
-  size: number,
-): { start: number; length: number }[] | null {
+function parseRange(header: string, size: number): ByteRange[] | null {
   if (!header.startsWith("bytes=")) return null;
-  const result: { start: number; length: number }[] = [];
+  const result: ByteRange[] = [];
   for (const raw of header.slice(6).split(",")) {
     const range = raw.trim();
     if (range === "") continue;
     const dash = range.indexOf("-");
     if (dash < 0) return null;
-    const first = range.slice(0, dash).trim();
-    const last = range.slice(dash + 1).trim();
-    let start: number;
-    let length: number;
-    if (first === "") {
-      if (!/^\d+$/.test(last)) return null;
-      const n = Math.min(Number(last), size);
-      start = size - n;
-      length = size - start;
-    } else {
-      if (!/^\d+$/.test(first)) return null;
-      start = Number(first);
-      if (last === "") {
-        length = size - start;
-      } else {
-        if (!/^\d+$/.test(last) || Number(last) < start) return null;
-        length = Number(last) - start + 1;
-      }
-    }
-    if (start >= size) continue;
-    if (start + length > size) length = size - start;
-    result.push({ start, length });
+    const one = byteRange(
+      range.slice(0, dash).trim(),
+      range.slice(dash + 1).trim(),
+      size,
+    );
+    if (one === "invalid") return null;
+    if (one !== "unsatisfiable") result.push(one);
   }
   return result;
 }
@@ -285,34 +272,6 @@ function shortBody(bytes: Uint8Array): ReadableStream<Uint8Array> {
     start(controller) {
       if (bytes.length > 0) controller.enqueue(bytes);
       controller.close();
-    },
-  });
-}
-
-function fileStream(
-  file: Deno.FsFile,
-  length: number,
-): ReadableStream<Uint8Array> {
-  let left = length;
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      if (left <= 0) {
-        file.close();
-        controller.close();
-        return;
-      }
-      const buffer = new Uint8Array(Math.min(left, 1024 * 1024));
-      const read = await file.read(buffer);
-      if (read === null || read === 0) {
-        file.close();
-        controller.close();
-        return;
-      }
-      left -= read;
-      controller.enqueue(buffer.subarray(0, read));
-    },
-    cancel() {
-      file.close();
     },
   });
 }
@@ -398,7 +357,7 @@ export async function download(
         `bytes ${range.start}-${range.start + range.length - 1}/${size}`,
       );
       headers.set("content-length", String(range.length));
-      return new Response(fileStream(file, range.length), {
+      return new Response(fileStream(file, range.length, 1024 * 1024), {
         status: 206,
         headers,
       });

@@ -5,12 +5,8 @@
  *
  * @module
  */
-import {
-  isObject,
-  lifecycleError,
-  pyJson,
-  readJson,
-} from "./_opensandbox_answers.ts";
+import { isObject } from "./_common.ts";
+import { lifecycleError, pyJson, readJson } from "./_opensandbox_answers.ts";
 import type { OpenSandboxState } from "./_opensandbox_state.ts";
 
 /** Answers a lifecycle request (`/health`, `/v1/...`) after the API key check. */

@@ -12,7 +12,8 @@ import type {
   SandboxRecord,
 } from "./opensandbox.ts";
 import type { FaultInjector } from "./_faults.ts";
-import { encoder, goJsonText, isObject } from "./_opensandbox_answers.ts";
+import { encoder, isObject, signalGroup } from "./_common.ts";
+import { goJsonText } from "./_opensandbox_answers.ts";
 import { liveGroupMembers } from "../../_internal/testing.ts";
 import { hostPath } from "../../_internal/std.ts";
 
@@ -409,22 +410,12 @@ export class OpenSandboxState {
     this.sandboxes.delete(id);
     for (const command of this.commands.values()) {
       if (command.record.sandboxId === id && command.record.running) {
-        this.signalGroup(command.record.pgid, "SIGKILL");
+        signalGroup(command.record.pgid, "SIGKILL");
       }
     }
   }
 
   // -- commands -------------------------------------------------------------
-
-  signalGroup(pgid: number, signal: Deno.Signal): boolean {
-    if (pgid <= 1) return false;
-    try {
-      Deno.kill(-pgid, signal);
-      return true;
-    } catch {
-      return false;
-    }
-  }
 
   groupAlive(pgid: number): boolean {
     return pgid > 1 && liveGroupMembers(pgid).length > 0;
@@ -434,7 +425,7 @@ export class OpenSandboxState {
     this.closed = true;
     for (const command of this.commands.values()) {
       if (command.record.running) {
-        this.signalGroup(command.record.pgid, "SIGKILL");
+        signalGroup(command.record.pgid, "SIGKILL");
       }
     }
     await Promise.all(

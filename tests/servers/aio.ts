@@ -30,13 +30,15 @@
  * This file holds the public API, the routing and the command line; the
  * rest is in private siblings: `_aio_state.ts` (commands, sessions),
  * `_aio_answers.ts` (the envelope, validation, file errors), `_aio_bash.ts`
- * (`/v1/bash/*`) and `_aio_files.ts` (`/v1/file/*`).
+ * (`/v1/bash/*`) and `_aio_files.ts` (`/v1/file/*`); helpers both test
+ * servers use are in `_common.ts`.
  *
  * @module
  */
 
 import { FaultInjector, parseFaultSpec, serveWithFaults } from "./_faults.ts";
 import { OpenApiContract } from "./_contract.ts";
+import { splitFlag } from "./_common.ts";
 import type { AioState } from "./_aio_state.ts";
 import { envelope, faultBody } from "./_aio_answers.ts";
 import {
@@ -368,9 +370,7 @@ function parseArgs(args: readonly string[]): AioServerOptions {
   } = {};
   for (let i = 0; i < args.length; i++) {
     const arg = args[i]!;
-    const [flag, inline] = arg.includes("=")
-      ? [arg.slice(0, arg.indexOf("=")), arg.slice(arg.indexOf("=") + 1)]
-      : [arg, undefined];
+    const [flag, inline] = splitFlag(arg);
     const value = (): string => {
       const v = inline ?? args[++i];
       if (v === undefined) throw new TypeError(`Missing value for "${flag}"`);

@@ -23,7 +23,8 @@
  * event streams), `_opensandbox_answers.ts` (answers and errors as the real
  * servers write them), `_opensandbox_lifecycle.ts` (`/v1/sandboxes...`),
  * `_opensandbox_commands.ts` (execd's commands), `_opensandbox_files.ts` and
- * `_opensandbox_directories.ts` (execd's files and folders).
+ * `_opensandbox_directories.ts` (execd's files and folders); helpers both
+ * test servers use are in `_common.ts`.
  *
  * @module
  */
@@ -33,12 +34,8 @@ import {
   parseFaultSpec,
   serveWithFaults,
 } from "./_faults.ts";
-import {
-  errorText,
-  execdError,
-  json,
-  notFoundText,
-} from "./_opensandbox_answers.ts";
+import { errorText, splitFlag } from "./_common.ts";
+import { execdError, json, notFoundText } from "./_opensandbox_answers.ts";
 import { OpenSandboxState } from "./_opensandbox_state.ts";
 import { endpointOf, lifecycle } from "./_opensandbox_lifecycle.ts";
 import {
@@ -476,9 +473,7 @@ function parseArgs(
   };
   for (let i = 0; i < args.length; i++) {
     const arg = args[i]!;
-    const [flag, inline] = arg.includes("=")
-      ? [arg.slice(0, arg.indexOf("=")), arg.slice(arg.indexOf("=") + 1)]
-      : [arg, undefined];
+    const [flag, inline] = splitFlag(arg);
     const value = (): string => {
       const next = inline ?? args[++i];
       if (next === undefined) {
