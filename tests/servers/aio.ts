@@ -36,7 +36,8 @@
  * @module
  */
 
-import { FaultInjector, parseFaultSpec, serveWithFaults } from "./_faults.ts";
+import { FaultInjector, parseFaultSpec } from "./_faults.ts";
+import { serveWithFaults } from "./_fault_server.ts";
 import { OpenApiContract } from "./_contract.ts";
 import { splitFlag } from "./_common.ts";
 import type { AioState } from "./_aio_state.ts";

@@ -28,12 +28,8 @@
  *
  * @module
  */
-import {
-  FaultInjector,
-  type FaultServer,
-  parseFaultSpec,
-  serveWithFaults,
-} from "./_faults.ts";
+import { FaultInjector, parseFaultSpec } from "./_faults.ts";
+import { type FaultServer, serveWithFaults } from "./_fault_server.ts";
 import { errorText, splitFlag } from "./_common.ts";
 import { execdError, json, notFoundText } from "./_opensandbox_answers.ts";
 import { OpenSandboxState } from "./_opensandbox_state.ts";
