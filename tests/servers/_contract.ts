@@ -12,6 +12,7 @@
 import { Ajv2020 } from "npm:ajv@8.20.0/dist/2020.js";
 import addFormatsModule from "npm:ajv-formats@3.0.1";
 import { parseYaml } from "../../_internal/std.ts";
+import { isObject } from "./_common.ts";
 
 /** A JSON Schema, after adaptation. */
 export type JsonSchema = Record<string, unknown> | boolean;
@@ -461,10 +462,6 @@ function newAjv(): Ajv2020 {
     .default ?? addFormatsModule) as (ajv: Ajv2020) => void;
   addFormats(ajv);
   return ajv;
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 function matchesRange(declared: string, actual: string): boolean {

@@ -12,7 +12,7 @@ import {
   assertRejects,
 } from "@std/assert";
 import { OpenApiContract } from "./_contract.ts";
-import { unusedUrl } from "./_faults.ts";
+import { unusedUrl } from "./_fault_server.ts";
 import {
   type OpenSandboxServer,
   type OpenSandboxServerOptions,
