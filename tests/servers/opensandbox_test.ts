@@ -3,6 +3,10 @@
  * OpenAPI documents in `../shared/specs/opensandbox/`, the facts of
  * `../shared/specs/README.md`, and each fault of the injector observed on
  * the wire. Plain `fetch` only.
+ *
+ * Why one long file: each test walks one flow of the server (lifecycle,
+ * commands, files, faults) through many calls, checking every answer against
+ * the spec on the way; the flows share the contract and the server set-up.
  */
 import {
   assert,
