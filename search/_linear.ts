@@ -6,9 +6,10 @@
  * to the text's length times the pattern's size.
  *
  * It stands in for `RegExp` where matching runs in an in-process `Worker`:
- * V8's native regular expressions cannot be interrupted, so a catastrophic
- * pattern (`(a+)+$`) kept a terminated Worker's core busy; this matcher is a
- * JavaScript loop that `Worker.terminate()` stops, and it never backtracks.
+ * `Worker.terminate()` does not stop a Worker busy in V8's native regular
+ * expression code, nor in a JavaScript loop (Deno 2.9.6, measured), so a
+ * catastrophic pattern (`(a+)+$`) kept a terminated Worker's core busy. This
+ * matcher never backtracks, and it checks a stop flag that the pool sets.
  *
  * What it accepts (Unicode mode: the `v` or `u` flag; `i`, `m`, `s`, `g`,
  * `d`): alternation, non-capturing, capturing and named groups (captures are
@@ -64,6 +65,17 @@ export interface LinearRegExp {
   exec(text: string): LinearMatch | null;
 }
 
+/** Options of {@linkcode compileLinear}. */
+export interface CompileLinearOptions {
+  /**
+   * A stop flag (usually over a `SharedArrayBuffer`): once its first element
+   * is not 0, `exec` throws `Error("Search stopped")` at its next check (every
+   * 1,024 positions). A `Worker` busy in JavaScript is not stopped by
+   * `terminate()` in Deno 2.9.6 (measured): this is how it stops.
+   */
+  readonly stop?: Int32Array;
+}
+
 /**
  * Compiles a JavaScript regular expression (as `translateRegex` emits them)
  * into a matcher that runs in linear time and gives the same matches as
@@ -74,9 +86,11 @@ export interface LinearRegExp {
  *
  * @param source The pattern, in JavaScript syntax.
  * @param flags The flags: `v` or `u`, and any of `i`, `m`, `s`, `g`, `d`.
+ * @param options A stop flag.
  * @returns The matcher.
  * @throws {TypeError} `Invalid regex "<source>": <reason>` for a pattern
- *   `RegExp` refuses, or one this matcher does not support.
+ *   `RegExp` refuses, or one this matcher does not support. Its `exec` throws
+ *   `Error("Search stopped")` once the stop flag is set.
  *
  * Needs no permission.
  *
@@ -93,7 +107,12 @@ export interface LinearRegExp {
  * assert(m !== null && m.index === 2 && m[0] === "FOO");
  * ```
  */
-export function compileLinear(source: string, flags: string): LinearRegExp {
+export function compileLinear(
+  source: string,
+  flags: string,
+  options: CompileLinearOptions = {},
+): LinearRegExp {
+  const stop = options.stop ?? null;
   // Everything below stays inside this function: see the module doc.
   const fail = (reason: string): never => {
     throw new TypeError(`Invalid regex "${source}": ${reason}`);
@@ -768,7 +787,11 @@ export function compileLinear(source: string, flags: string): LinearRegExp {
       if (lineLocal && literalLine > p) p = literalLine;
     }
     if (!firstFilter) return p;
+    let steps = 0;
     while (p < length) {
+      if ((++steps & 0xffff) === 0 && stop !== null && Atomics.load(stop, 0)) {
+        throw new Error("Search stopped");
+      }
       const cp = codePointAt(text, p);
       if (testFirst(cp)) return p;
       p += cp > 0xffff ? 2 : 1;
@@ -785,7 +808,11 @@ export function compileLinear(source: string, flags: string): LinearRegExp {
     let matchEnd = -1;
     let p = from;
     let before = codePointBefore(text, p);
+    let steps = 0;
     for (;;) {
+      if ((steps++ & 1023) === 0 && stop !== null && Atomics.load(stop, 0)) {
+        throw new Error("Search stopped");
+      }
       if (listCount === 0 && matchStart < 0) {
         const next = skip(text, p);
         if (next < 0) return null;
