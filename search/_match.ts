@@ -63,17 +63,34 @@ export function cutLine(
 }
 
 /**
+ * What {@linkcode matchText} uses of a pattern: a global `RegExp`, or the
+ * linear-time matcher of the worker (`compileLinear` in `_linear.ts`).
+ */
+export interface TextMatcher {
+  /** Where the next `exec` starts. */
+  lastIndex: number;
+  /**
+   * The next match at or after `lastIndex`, or `null`.
+   *
+   * @param text The text to search.
+   * @returns The match's start and text, or `null`.
+   */
+  exec(text: string): { readonly index: number; readonly 0: string } | null;
+}
+
+/**
  * Finds the matches of a global regular expression in a file's text, with
  * ripgrep's semantics.
  *
  * @param text The file's text.
- * @param re The compiled pattern (with the `g` flag).
+ * @param re The compiled pattern (a `RegExp` with the `g` flag, or a
+ *   linear-time matcher).
  * @param options What to compute.
  * @returns The count and (content mode) the lines, or `null` without a match.
  */
 export function matchText(
   text: string,
-  re: RegExp,
+  re: TextMatcher,
   options: MatchTextOptions,
 ): TextMatches | null {
   const length = text.length;

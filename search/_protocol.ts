@@ -48,6 +48,12 @@ export interface GrepWorkerConfig {
   readonly filters: WorkerFilters;
   /** Files larger than this are skipped (and reported). */
   readonly maxFileBytes: number;
+  /**
+   * A flag shared with an in-process `Worker` (a `SharedArrayBuffer`): set to
+   * 1 when the search ends, the matcher stops at its next check (a `Worker`
+   * busy in JavaScript is not stopped by `terminate()` in Deno 2.9.6).
+   */
+  readonly stop?: Int32Array;
 }
 
 /** Configuration of a worker for a `glob`. */

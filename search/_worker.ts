@@ -4,13 +4,16 @@
  * pattern can be stopped by terminating the worker.
  *
  * The same code runs in two hosts. In a child Deno process (see
- * {@linkcode workerProcessSource}) it can be killed: `Worker.terminate()` does
- * not stop a worker busy in a regular expression or a loop (measured with
- * Deno 2.9.6: the core kept burning after it), so the fallback engine uses a
- * process whenever it may start one. In a `Worker` ({@linkcode workerUrl}) it
- * is the last resort. Either way the code is made from these functions'
- * source, so that starting it needs no read permission for this module's
- * files (a runtime under `--allow-read=<workspace>` can still search).
+ * {@linkcode workerProcessSource}) it matches with V8's `RegExp` (fast) and
+ * can be killed. In a `Worker` ({@linkcode workerUrl}: without the permission
+ * to start a process, and over a file system interface) it matches with the
+ * linear-time matcher of `_linear.ts`, which never backtracks and checks a
+ * stop flag shared with the pool: `Worker.terminate()` alone stops neither a
+ * worker busy in a regular expression nor one in a JavaScript loop (measured
+ * with Deno 2.9.6: the core kept burning after it). Either way the code is made from these
+ * functions' source, so that starting it needs no read permission for this
+ * module's files (a runtime under `--allow-read=<workspace>` can still
+ * search).
  *
  * Only entries the walk saw as regular files are opened, and the opened handle
  * is checked again: a pipe, a device or a socket is never read, a file over
@@ -22,7 +25,8 @@
  *
  * @module
  */
-import { cutLine, matchText } from "./_match.ts";
+import { cutLine, matchText, type TextMatcher } from "./_match.ts";
+import { compileLinear } from "./_linear.ts";
 import { BINARY_SNIFF_BYTES, isBinary } from "./rules.ts";
 import type {
   FileOutcome,
@@ -57,10 +61,13 @@ declare const self: {
   postMessage(message: WorkerReply): void;
 };
 
-/** The worker's body: self-contained but for matchText, cutLine and isBinary. */
-function workerMain(fs: WorkerFs): void {
+/**
+ * The worker's body: self-contained but for matchText, cutLine, isBinary and
+ * (when `linear`) compileLinear.
+ */
+function workerMain(fs: WorkerFs, linear: boolean): void {
   let config: WorkerConfig | null = null;
-  let regex: RegExp | null = null;
+  let regex: TextMatcher | null = null;
   let globRegex: RegExp | null = null;
   let heavy = new Set<string>();
   const decoder = new TextDecoder("utf-8", { ignoreBOM: true });
@@ -248,9 +255,13 @@ function workerMain(fs: WorkerFs): void {
       heavy = new Set(data.filters.heavy);
       const glob = data.filters.glob;
       globRegex = glob ? new RegExp(glob.source, glob.flags) : null;
-      regex = data.kind === "grep"
-        ? new RegExp(data.source, `${data.flags}g`)
-        : null;
+      regex = data.kind !== "grep" ? null : linear
+        ? compileLinear(
+          data.source,
+          `${data.flags}g`,
+          data.stop ? { stop: data.stop } : {},
+        )
+        : new RegExp(data.source, `${data.flags}g`);
       return;
     }
     try {
@@ -290,7 +301,8 @@ export function workerUrl(): string {
     new Blob([
       `import __fs from "node:fs";\n`,
       workerCode(),
-      `(${workerMain.toString()})(__fs);\n`,
+      `${compileLinear.toString()}\n`,
+      `(${workerMain.toString()})(__fs, true);\n`,
     ], { type: "text/javascript" }),
   );
   return url;
@@ -384,7 +396,7 @@ export function workerProcessSource(): string {
     `(${processHost.toString()})();\n`,
     `const self = globalThis.__host;\n`,
     workerCode(),
-    `(${workerMain.toString()})(__fs);\n`,
+    `(${workerMain.toString()})(__fs, false);\n`,
   ].join("");
   return processSource;
 }

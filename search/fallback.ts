@@ -10,6 +10,7 @@
 import type { SearchFileInfo, SearchFileSystem } from "./types.ts";
 import { type FilterSpec, makeFilters, workerFilters } from "./_filter.ts";
 import { workerProcessSource, workerUrl } from "./_worker.ts";
+import { compileLinear } from "./_linear.ts";
 import {
   type FileFound,
   type GlobPlan,
@@ -287,8 +288,15 @@ class WorkerPool implements JobPool {
     }
   >();
   #failure: unknown = null;
+  /**
+   * Set when the pool closes: the workers' matcher stops at its next check.
+   * `terminate()` alone does not stop a Worker busy in JavaScript (Deno
+   * 2.9.6, measured: the core kept burning).
+   */
+  readonly #stop = new Int32Array(new SharedArrayBuffer(4));
 
   constructor(size: number, config: WorkerConfig) {
+    if (config.kind === "grep") config = { ...config, stop: this.#stop };
     for (let i = 0; i < size; i++) {
       const worker = new Worker(workerUrl(), { type: "module" });
       worker.onmessage = (event: MessageEvent<WorkerReply>): void => {
@@ -332,7 +340,9 @@ class WorkerPool implements JobPool {
     });
   }
 
+  /** Terminates the workers (at the end, the time limit or an abort). */
   close(): Promise<void> {
+    Atomics.store(this.#stop, 0, 1);
     for (const worker of this.#workers) worker.terminate();
     this.#fail(new Error("Search stopped"));
     return Promise.resolve();
@@ -394,6 +404,20 @@ export class FallbackSearch implements SearchEngine {
    */
   async grep(request: GrepRequest): Promise<GrepResult> {
     const plan = await planGrep(this.#fs, request, this.#local);
+    if (!this.#local || childSpawnMode() === "none") {
+      // Workers match with the linear-time matcher: refuse here what it
+      // cannot compile (a pattern past its size bound).
+      try {
+        compileLinear(plan.regex.source, plan.regex.flags);
+      } catch (error) {
+        const message = (error as Error).message;
+        throw new TypeError(
+          `Invalid regex "${plan.regex.pattern}": ${
+            message.slice(message.indexOf('": ') + 3)
+          }`,
+        );
+      }
+    }
     const collector = new GrepCollector(plan);
     if (plan.root.isFile && plan.root.size > plan.maxFileBytes) {
       collector.skip("", "too-large", plan.root.size);
@@ -506,11 +530,14 @@ export class FallbackSearch implements SearchEngine {
     let pool: JobPool | null = null;
     try {
       if (useWorkers) {
-        // Local grep: a process when one may start (it can be killed: a
-        // regular expression can run for ever on one line), else Workers.
-        // Over a file system interface (remote runtimes) the bytes go to
-        // Workers without a copy (through a process they cost five times
-        // the CPU). glob matches names (at most 255 bytes a segment).
+        // Local grep: a process when one may start (it can be killed, and
+        // matches with V8's RegExp), else Workers. Over a file system
+        // interface (remote runtimes) the bytes go to Workers without a copy
+        // (through a process they cost five times the CPU). Workers match
+        // with the linear-time matcher (`_linear.ts`): no pattern runs away,
+        // and it stops at the time limit on a flag the pool sets (neither
+        // V8's RegExp nor a JavaScript loop stops on `terminate()`). glob
+        // matches names (at most 255 bytes a segment).
         pool = config.kind === "glob" || !this.#local ||
             childSpawnMode() === "none"
           ? new WorkerPool(this.#workers, config)

@@ -41,7 +41,7 @@ engineSuite(
       shell: bashShell({ path: noRgPath }),
       fs: new LocalFileSystem({ root }),
     }),
-  { backtracks: true },
+  { backtracks: false },
 );
 
 engineSuite(
@@ -51,7 +51,7 @@ engineSuite(
       shell: bashShell({ path: noBase64Path }),
       fs: new LocalFileSystem({ root }),
     }),
-  { backtracks: true },
+  { backtracks: false },
 );
 
 Deno.test("ShellSearch: tools are detected once; a missing rg is reported when required", async () => {

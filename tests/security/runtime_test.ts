@@ -12,6 +12,9 @@ import {
   assertRejects,
 } from "../../_internal/assert.ts";
 import { LocalSkillRuntime } from "../../runtimes/local/mod.ts";
+import { LocalFileSystem } from "../../runtimes/local/fs.ts";
+import { FallbackSearch } from "../../search/fallback.ts";
+import { SearchTimeoutError } from "../../search/errors.ts";
 import { SkillRuntimeConfig } from "../../runtimes/config.ts";
 import {
   assertNoSecret,
@@ -48,6 +51,24 @@ function liveMatchers(root: string): number[] {
       ) {
         found.push(Number(entry.name));
       }
+    } catch {
+      // ended
+    }
+  }
+  return found;
+}
+
+/** This process's `Worker` threads that are running or waiting for a CPU. */
+function runningWorkerThreads(): number {
+  let found = 0;
+  for (const t of Deno.readDirSync(`/proc/${Deno.pid}/task`)) {
+    try {
+      const base = `/proc/${Deno.pid}/task/${t.name}`;
+      if (!Deno.readTextFileSync(`${base}/comm`).startsWith("worker-")) {
+        continue;
+      }
+      const stat = Deno.readTextFileSync(`${base}/stat`);
+      if (stat.slice(stat.lastIndexOf(")") + 2).startsWith("R")) found++;
     } catch {
       // ended
     }
@@ -342,8 +363,8 @@ securityCases("runtime", [
       const result = await world.call("grep", { pattern: "(a+)+$" });
       assertRefused(result, "timed out", "time limit");
       assertLess(performance.now() - start, 10_000);
-      // Stopped for real: the child processes that matched are gone (a busy
-      // Worker could not be stopped: search/fallback_test.ts measures it).
+      // Stopped for real: the child processes that matched are gone (the
+      // Worker path is the next case).
       await new Promise((r) => setTimeout(r, 200));
       assertEquals(
         liveMatchers(world.workspace),
@@ -353,6 +374,58 @@ securityCases("runtime", [
     },
     async control(world) {
       assertOk(await world.call("grep", { pattern: "a+b$" }), "evil.txt");
+    },
+  },
+  {
+    name:
+      "a catastrophic regex is harmless in the fallback's Workers (file system interface), and a search stopped at its time limit stops them",
+    async setup(world) {
+      await Deno.writeTextFile(
+        `${world.workspace}/evil.txt`,
+        `${"a".repeat(40)}b\n`,
+      );
+      await Deno.writeTextFile(
+        `${world.workspace}/big.txt`,
+        `${"ab".repeat(500)}\n`.repeat(20_000),
+      );
+    },
+    async attack(world) {
+      const search = new FallbackSearch({
+        fs: new LocalFileSystem({ root: world.workspace }),
+        local: false,
+      });
+      const start = performance.now();
+      const evil = await search.grep({
+        pattern: "(a+)+$",
+        path: `${world.workspace}/evil.txt`,
+        timeoutMs: 4000,
+      });
+      assertEquals(evil.totalEntries, 0);
+      assertLess(performance.now() - start, 4000);
+      await assertRejects(
+        () => search.grep({ pattern: "(.*a){12}x", timeoutMs: 500 }),
+        SearchTimeoutError,
+      );
+      // The Workers stopped: none of this process's Worker threads runs.
+      let busy = 0;
+      for (let i = 0; i < 10; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        if (runningWorkerThreads() > 0) busy++;
+      }
+      assertLess(busy, 5, "a Worker still burns a core");
+    },
+    async control() {
+      const dir = await Deno.makeTempDir();
+      try {
+        await Deno.writeTextFile(`${dir}/evil.txt`, `${"a".repeat(40)}b\n`);
+        const result = await new FallbackSearch({
+          fs: new LocalFileSystem({ root: dir }),
+          local: false,
+        }).grep({ pattern: "a+b$", outputMode: "count" });
+        assertEquals(result.totalEntries, 1);
+      } finally {
+        await Deno.remove(dir, { recursive: true });
+      }
     },
   },
   {
