@@ -33,6 +33,9 @@
  * so that the worker can be made from its source (`Function.prototype
  * .toString()`).
  *
+ * Why one long file: it is shipped to Workers as the source of one
+ * function, so it cannot import anything.
+ *
  * @module
  */
 

@@ -5,6 +5,9 @@
  * runtimes), or over local paths directly when the file system's paths are
  * the host's (faster: the workers list and read files themselves).
  *
+ * Why one long file: the walk, the two job pools (child processes, Workers)
+ * and the bounds that stop them share one search's state.
+ *
  * @module
  */
 import type { SearchFileInfo, SearchFileSystem } from "./types.ts";

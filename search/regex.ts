@@ -22,14 +22,20 @@
  * Refused in both engines with a clear message: look-around, backreferences,
  * `(?-u)`, `\<`/`\>`, octal escapes, unknown `[:name:]` classes.
  *
- * Known differences: JavaScript's engine backtracks, so a pattern with nested
- * repetition (`(a+)+$`, or `(.*\n)*` in multiline mode) can run past the time
- * limit in the fallback (a `SearchTimeoutError`) where ripgrep answers at once;
+ * Known differences: JavaScript's engine backtracks, so where the fallback
+ * matches in child processes (local paths, when it may start one) a pattern
+ * with nested repetition (`(a+)+$`, or `(.*\n)*` in multiline mode) can run to
+ * the time limit (a `SearchTimeoutError`, the process killed) where ripgrep
+ * answers at once; in Workers the fallback matches in linear time
+ * (`_linear.ts`) and answers too;
  * invalid UTF-8 bytes are U+FFFD for the fallback (which `.` matches) but raw
  * bytes for ripgrep; a class made empty by set operations is an error in Rust
  * but matches nothing in JavaScript; in multiline mode ripgrep restarts its
  * search after each match, so there `\A` also matches where the previous match
  * ended (the fallback: only at the start of the file).
+ *
+ * Why one long file: one parser of ripgrep's syntax and its translation; the
+ * parts read the same token stream.
  *
  * @module
  */

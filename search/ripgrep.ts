@@ -5,6 +5,10 @@
  * below the root, globs relative to the searched folder, no transcoding, and
  * binary files (a NUL byte in the first 8 KiB) dropped afterwards.
  *
+ * Why one long file: building rg's arguments, its two passes (sorted, then
+ * parallel) and parsing its JSON output share the bounds and skip reporting
+ * of one search.
+ *
  * @module
  */
 import type { SearchFileSystem } from "./types.ts";

@@ -10,6 +10,10 @@
  *
  * Every value put into a command line is quoted by `shellQuote`.
  *
+ * Why one long file: the in-sandbox engine builds its shell scripts (with
+ * rg, and with find and grep), runs them and parses their output in one
+ * class whose quoting and parsing must agree line for line.
+ *
  * @module
  */
 import { tooLargeError } from "../_internal/format.ts";
