@@ -324,7 +324,7 @@ export const cases: BenchCase[] = [
       },
     },
     extra: [{
-      label: "bare bwrap (same sandbox, no limits)",
+      label: "bare bwrap (a minimal sandbox: /usr, proc, dev, tmp; no limits)",
       fn: () =>
         new Deno.Command("bwrap", {
           args: [
