@@ -227,6 +227,29 @@ async function bareDenoDownload(): Promise<void> {
   }
 }
 
+/**
+ * The honest baseline of a download that knows how many bytes reached the
+ * file (what resuming needs): a bare `fetch` read loop writing each chunk.
+ */
+async function bareDenoLoopDownload(): Promise<void> {
+  const url = await startServer();
+  const target = `${scratchDir()}/big-loop.bin`;
+  const response = await fetch(`${url}/files/remote-1gib.bin`);
+  using file = await Deno.open(target, {
+    write: true,
+    create: true,
+    truncate: true,
+  });
+  let bytes = 0;
+  for await (const chunk of response.body!) {
+    for (let at = 0; at < chunk.length;) {
+      at += await file.write(chunk.subarray(at));
+    }
+    bytes += chunk.length;
+  }
+  if (bytes !== BIG_SIZE) throw new Error("short download");
+}
+
 async function curlDownload(): Promise<void> {
   const url = await startServer();
   const target = `${scratchDir()}/big-curl.bin`;
