@@ -337,6 +337,9 @@ export const cases: BenchCase[] = [
     extra: [{
       label: "bare fetch + pipeTo(file.writable)",
       fn: bareDenoDownload,
+    }, {
+      label: "bare fetch read loop + write",
+      fn: bareDenoLoopDownload,
     }],
     iterations: 3,
     rounds: 2,

@@ -287,6 +287,47 @@ Deno.test("multipartBody: a file that shrank is an error of the stream, naming i
   }
 });
 
+Deno.test("multipartBody: small files read ahead arrive in order; a vanished one is the stream's error at its turn", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const parts: MultipartPart[] = [];
+    for (let i = 0; i < 100; i++) {
+      const path = hostPath.join(dir, `f${i}.txt`);
+      // sizes cross chunk boundaries: 0 to 60 KiB
+      const text = String(i).padEnd((i * 613) % 61_440, "x");
+      await Deno.writeTextFile(path, text);
+      parts.push({
+        name: "file",
+        filename: `f${i}.txt`,
+        content: { path, size: text.length },
+      });
+    }
+    const boundary = "b-read-ahead";
+    const whole = await new Response(multipartBody(parts, { boundary }).body)
+      .text();
+    const names = [...whole.matchAll(/filename="(f\d+)\.txt"/g)].map((m) =>
+      m[1]
+    );
+    assertEquals(names, parts.map((_, i) => `f${i}`));
+    for (
+      const [i, chunk] of whole.split(`--${boundary}`).slice(1, -1)
+        .entries()
+    ) {
+      const body = chunk.slice(chunk.indexOf("\r\n\r\n") + 4, -2);
+      assertEquals(body, String(i).padEnd((i * 613) % 61_440, "x"));
+    }
+
+    const missing = hostPath.join(dir, "f70.txt");
+    await Deno.remove(missing);
+    const error = await assertRejects(() =>
+      new Response(multipartBody(parts, { boundary }).body).arrayBuffer()
+    );
+    assert(error instanceof Deno.errors.NotFound, String(error));
+    assertStringIncludes(String(error), "f70.txt");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
 Deno.test("multipartBody: abort errors the stream and closes the file", async () => {
   const dir = await Deno.makeTempDir();
   try {
