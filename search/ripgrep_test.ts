@@ -38,7 +38,7 @@ Deno.test({
     try {
       // Names whose path order differs from plain string order.
       const names: string[] = [];
-      for (let i = 0; i < 300; i++) {
+      for (let i = 0; i < 600; i++) {
         const name = i % 3 === 0
           ? `a/${i}.txt`
           : i % 3 === 1
