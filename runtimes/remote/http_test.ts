@@ -304,6 +304,33 @@ Deno.test("HttpClient's idle timeout stops a stalled stream", async () => {
   assertStringIncludes(error.message, "stalled");
 });
 
+Deno.test("HttpClient's idle timeout counts only the wait for the server", async () => {
+  // Sixteen chunks 100 ms apart (each wait far under the 500 ms limit, the
+  // whole body over three times it), read by a consumer that pauses 700 ms
+  // before its first read: the limit runs from each wait, not the first.
+  await using server = serve(() =>
+    new Response(
+      new ReadableStream<Uint8Array>({
+        async start(controller) {
+          for (let i = 0; i < 16; i++) {
+            controller.enqueue(new TextEncoder().encode(String(i % 10)));
+            await sleep(100);
+          }
+          controller.close();
+        },
+      }),
+    )
+  );
+  const response = await client(server.url).request({
+    method: "GET",
+    path: "/",
+    timeoutMs: null,
+    idleTimeoutMs: 500,
+  });
+  await sleep(700);
+  assertEquals(await response.text(), "0123456789012345");
+});
+
 Deno.test("HttpClient reports a connection dropped in the middle of a body", async () => {
   await using server = serveRaw(async (_request, conn) => {
     await writeAll(
