@@ -568,7 +568,6 @@ export class HttpClient {
     } catch {
       plain = source.getReader();
     }
-    let spare = new ArrayBuffer(BODY_CHUNK_BYTES);
     // One timer for the idle limit, armed at a wait and, when it fires while
     // a later wait is under way, re-armed for what is left of it: a timer set
     // and cleared per chunk costs about 2.3 µs (measured), 150 ms and more
@@ -628,21 +627,18 @@ export class HttpClient {
         }
         const request = streamController.byobRequest;
         const view = request?.view ?? null;
+        // A BYOB read of this body reads straight into the reader's buffer
+        // (lent to the source's read and given back with the bytes: no copy).
+        let lent: Uint8Array | undefined;
         let chunk: Uint8Array | undefined;
-        let copied = false;
         try {
           if (byob) {
-            const size = view
-              ? Math.min(view.byteLength, spare.byteLength)
-              : DEFAULT_READ_BYTES;
-            const target = view
-              ? new Uint8Array(spare, 0, size)
-              : new Uint8Array(size);
-            const result = await byob.read(target);
-            if (result.value !== undefined && view) {
-              spare = result.value.buffer as ArrayBuffer;
-              copied = true;
-            }
+            const result = await byob.read(
+              view
+                ? new Uint8Array(view.buffer, view.byteOffset, view.byteLength)
+                : new Uint8Array(DEFAULT_READ_BYTES),
+            );
+            if (view) lent = result.value;
             chunk = result.done ? undefined : result.value;
           } else {
             const result = await plain!.read();
@@ -659,10 +655,14 @@ export class HttpClient {
         if (chunk === undefined) {
           done();
           streamController.close();
-          request?.respond(0);
-        } else if (copied && view) {
-          new Uint8Array(view.buffer, view.byteOffset, chunk.length).set(chunk);
-          request!.respond(chunk.length);
+          try {
+            if (lent) request!.respondWithNewView(lent);
+            else request?.respond(0);
+          } catch {
+            // A cancelled source kept the lent buffer: nothing to give back.
+          }
+        } else if (lent) {
+          request!.respondWithNewView(lent);
         } else {
           streamController.enqueue(chunk);
         }
@@ -852,8 +852,6 @@ const DEFAULT_RETRY_DELAY_MS = 250;
 const DEFAULT_MAX_RETRY_AFTER_MS = 60_000;
 const MAX_BACKOFF_MS = 10_000;
 const MAX_ERROR_BODY_BYTES = 64 * 1024;
-/** The largest chunk read from a body at once. */
-const BODY_CHUNK_BYTES = 256 * 1024;
 /** The chunk size read for a default (not BYOB) reader of a body. */
 const DEFAULT_READ_BYTES = 64 * 1024;
 const MAX_EXCERPT_CHARS = 300;
