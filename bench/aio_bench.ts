@@ -68,6 +68,7 @@ export const cases: BenchCase[] = [
     title: `AIO execute("true") round trip (${ROUND_TRIPS} per iteration)`,
     module: import.meta.url,
     iterations: 10,
+    rounds: 5,
     maxRatio: 1.2,
     setup: () => Deno.mkdir(DATA, { recursive: true }),
     ours: {
@@ -139,6 +140,9 @@ export const cases: BenchCase[] = [
       },
     },
     extra: [{
+      label: "curl -s -o, then sync --data (flushed to disk as ours is)",
+      fn: () => curlDownload({ sync: true }),
+    }, {
       // Deno's floor: no resume, no size check, no JavaScript per chunk.
       label: "bare fetch + pipeTo(file.writable)",
       fn: async () => {
@@ -160,32 +164,35 @@ export const cases: BenchCase[] = [
         if (size !== ONE_GIB) throw new Error("short download");
       },
     }],
-    baseline: {
-      label: "curl -s -o",
-      fn: async () => {
-        const local = localTarget();
-        const url = `${await server()}/v1/file/download?path=${
-          encodeURIComponent(BIG)
-        }`;
-        const done = await new Deno.Command("curl", {
-          args: [
-            "-s",
-            "-f",
-            "-H",
-            `Authorization: Bearer ${TOKEN}`,
-            "-o",
-            local,
-            url,
-          ],
-        }).output();
-        const size = (await Deno.stat(local)).size;
-        await Deno.remove(local);
-        if (!done.success || size !== ONE_GIB) {
-          throw new Error("curl failed");
-        }
-      },
-    },
+    baseline: { label: "curl -s -o", fn: () => curlDownload() },
   },
 ];
+
+/** `curl -s -o` of the big file, optionally flushed to disk afterwards. */
+async function curlDownload(options: { sync?: boolean } = {}): Promise<void> {
+  const local = localTarget();
+  const url = `${await server()}/v1/file/download?path=${
+    encodeURIComponent(BIG)
+  }`;
+  const done = await new Deno.Command("curl", {
+    args: [
+      "-s",
+      "-f",
+      "-H",
+      `Authorization: Bearer ${TOKEN}`,
+      "-o",
+      local,
+      url,
+    ],
+  }).output();
+  if (done.success && options.sync) {
+    const synced = await new Deno.Command("sync", { args: ["--data", local] })
+      .output();
+    if (!synced.success) throw new Error("sync failed");
+  }
+  const size = (await Deno.stat(local)).size;
+  await Deno.remove(local);
+  if (!done.success || size !== ONE_GIB) throw new Error("curl failed");
+}
 
 await runChild(cases);

@@ -282,6 +282,7 @@ export const cases: BenchCase[] = [
     title: "local conversation prepare of canvas-design",
     module: import.meta.url,
     iterations: 10,
+    rounds: 5,
     maxRatio: 1.5,
     skipReason: noCanvas,
     ours: {
@@ -308,6 +309,7 @@ export const cases: BenchCase[] = [
     title: 'isolated execute({ command: "true" }) vs plain',
     module: import.meta.url,
     iterations: 30,
+    rounds: 5,
     maxRatio: 3,
     skipReason: noBwrap,
     ours: {

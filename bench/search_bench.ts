@@ -299,7 +299,7 @@ export const cases: BenchCase[] = [
     setup: setupTree,
     skipReason: ripgrepMissing,
     iterations: 3,
-    rounds: 3,
+    rounds: 5,
     maxRatio: 1.1,
     ours: {
       label: "search engine content (rg)",
