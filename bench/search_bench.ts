@@ -312,6 +312,18 @@ export const cases: BenchCase[] = [
     extra: [{
       label: "rg -n --sort path",
       fn: () => bareRipgrep(["-n", "--sort", "path", NEEDLE, TREE]),
+    }, {
+      // The memory bound ours keeps (issue 8): a file over 64 MiB is skipped,
+      // which makes ripgrep stat every file.
+      label: "rg -n --max-filesize 64M (unsorted, our memory bound)",
+      fn: () =>
+        bareRipgrep([
+          "-n",
+          "--max-filesize",
+          String(64 * 1024 * 1024),
+          NEEDLE,
+          TREE,
+        ]),
     }],
   },
   {
