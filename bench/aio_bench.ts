@@ -8,6 +8,11 @@
  */
 import { type BenchCase, runChild } from "./_harness.ts";
 import { AioSkillRuntime } from "../runtimes/aio/runtime.ts";
+import { DEFAULT_POLL_SECONDS } from "../runtimes/aio/execute.ts";
+import {
+  DEFAULT_EXECUTE_TIMEOUT_MS,
+  DEFAULT_MAX_OUTPUT_BYTES,
+} from "../runtimes/types.ts";
 
 const ONE_GIB = 1024 * 1024 * 1024;
 const DATA = new URL("./.data/aio/", import.meta.url).pathname;
@@ -92,10 +97,15 @@ export const cases: BenchCase[] = [
               "content-type": "application/json",
               authorization: `Bearer ${TOKEN}`,
             },
+            // The body the runtime sends for this command.
             body: JSON.stringify({
               command: "true",
               session_id: `bench-${Deno.pid}`,
               exec_dir: DATA,
+              env: {},
+              timeout: DEFAULT_POLL_SECONDS,
+              hard_timeout: DEFAULT_EXECUTE_TIMEOUT_MS / 1000 + 5,
+              max_output_length: DEFAULT_MAX_OUTPUT_BYTES,
             }),
           });
           const body = await response.json();
