@@ -543,14 +543,23 @@ export class RipgrepSearch implements SearchEngine {
     );
     listing.catch(() => {});
     try {
-      const dense = this.#sortedAttemptMs > 0 &&
-        await new Promise<boolean>((resolve) => {
-          onDense = () => resolve(true);
-          const timer = setTimeout(() => resolve(false), this.#sortedAttemptMs);
-          listing.then(() => resolve(false), () => resolve(false))
-            .finally(() => clearTimeout(timer));
-        });
-      onDense = undefined;
+      let dense = false;
+      if (this.#sortedAttemptMs > 0) {
+        // Dense matches, the end of the watch or the end of the pass: first wins.
+        const decided = Promise.withResolvers<boolean>();
+        onDense = () => decided.resolve(true);
+        const timer = setTimeout(
+          () => decided.resolve(false),
+          this.#sortedAttemptMs,
+        );
+        listing.then(
+          () => decided.resolve(false),
+          () => decided.resolve(false),
+        );
+        dense = await decided.promise;
+        clearTimeout(timer);
+        onDense = undefined;
+      }
       if (dense) {
         firstPass.abort();
         await listing.catch(() => {});
