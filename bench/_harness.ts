@@ -240,6 +240,36 @@ export async function runCase(benchCase: BenchCase): Promise<CaseResult> {
   };
 }
 
+/**
+ * The `curl -s -o` baseline of a download: fetches `url` into `target`, then,
+ * with `sync`, flushes the file's data to disk (`sync --data`), as durable as
+ * our downloads, which flush before their rename.
+ *
+ * @returns The size of the file written.
+ */
+export async function curlToFile(
+  url: string,
+  target: string,
+  options: { headers?: readonly string[]; sync?: boolean } = {},
+): Promise<number> {
+  const headers = (options.headers ?? []).flatMap((h) => ["-H", h]);
+  const status = await new Deno.Command("curl", {
+    args: ["-s", "-f", ...headers, "-o", target, url],
+    stdin: "null",
+    stdout: "null",
+    stderr: "inherit",
+  }).output();
+  if (!status.success) throw new Error(`curl exited with ${status.code}`);
+  if (options.sync) {
+    const synced = await new Deno.Command("sync", {
+      args: ["--data", target],
+      stdin: "null",
+    }).output();
+    if (!synced.success) throw new Error(`sync exited with ${synced.code}`);
+  }
+  return (await Deno.stat(target)).size;
+}
+
 /** Formats results as a Markdown table (what `bench/README.md` shows). */
 export function formatResults(results: readonly CaseResult[]): string {
   const ms = (n: number) =>

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { type BenchCase, runChild } from "./_harness.ts";
+import { type BenchCase, curlToFile, runChild } from "./_harness.ts";
 import { AioSkillRuntime } from "../runtimes/aio/runtime.ts";
 import { DEFAULT_POLL_SECONDS } from "../runtimes/aio/execute.ts";
 import {
@@ -184,25 +184,15 @@ async function curlDownload(options: { sync?: boolean } = {}): Promise<void> {
   const url = `${await server()}/v1/file/download?path=${
     encodeURIComponent(BIG)
   }`;
-  const done = await new Deno.Command("curl", {
-    args: [
-      "-s",
-      "-f",
-      "-H",
-      `Authorization: Bearer ${TOKEN}`,
-      "-o",
-      local,
-      url,
-    ],
-  }).output();
-  if (done.success && options.sync) {
-    const synced = await new Deno.Command("sync", { args: ["--data", local] })
-      .output();
-    if (!synced.success) throw new Error("sync failed");
+  try {
+    const size = await curlToFile(url, local, {
+      ...options,
+      headers: [`Authorization: Bearer ${TOKEN}`],
+    });
+    if (size !== ONE_GIB) throw new Error("short download");
+  } finally {
+    await Deno.remove(local).catch(() => {});
   }
-  const size = (await Deno.stat(local)).size;
-  await Deno.remove(local);
-  if (!done.success || size !== ONE_GIB) throw new Error("curl failed");
 }
 
 await runChild(cases);

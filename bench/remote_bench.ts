@@ -9,7 +9,7 @@
  *
  * @module
  */
-import { type BenchCase, runChild } from "./_harness.ts";
+import { type BenchCase, curlToFile, runChild } from "./_harness.ts";
 import { HttpClient } from "../runtimes/remote/http.ts";
 import { downloadToFile } from "../runtimes/remote/download.ts";
 import {
@@ -252,25 +252,12 @@ async function bareDenoLoopDownload(): Promise<void> {
 
 async function curlDownload(options: { sync?: boolean } = {}): Promise<void> {
   const url = await startServer();
-  const target = `${scratchDir()}/big-curl.bin`;
-  const status = await new Deno.Command("curl", {
-    args: ["-s", "-f", "-o", target, `${url}/files/remote-1gib.bin`],
-    stdin: "null",
-    stdout: "null",
-    stderr: "inherit",
-  }).output();
-  if (!status.success) throw new Error(`curl exited with ${status.code}`);
-  if (options.sync) {
-    // As durable as ours, which flushes the data before the rename.
-    const synced = await new Deno.Command("sync", {
-      args: ["--data", target],
-      stdin: "null",
-    }).output();
-    if (!synced.success) throw new Error(`sync exited with ${synced.code}`);
-  }
-  if ((await Deno.stat(target)).size !== BIG_SIZE) {
-    throw new Error("short download");
-  }
+  const size = await curlToFile(
+    `${url}/files/remote-1gib.bin`,
+    `${scratchDir()}/big-curl.bin`,
+    options,
+  );
+  if (size !== BIG_SIZE) throw new Error("short download");
 }
 
 const POLICY = { extraExcludes: ["/.complete"] };

@@ -9,6 +9,7 @@ import { type BenchCase, runChild } from "./_harness.ts";
 import { hostPath } from "../_internal/std.ts";
 import {
   createSearch,
+  DEFAULT_GREP_MAX_FILE_BYTES,
   detectRipgrep,
   type SearchEngine,
   ShellSearch,
@@ -320,7 +321,7 @@ export const cases: BenchCase[] = [
         bareRipgrep([
           "-n",
           "--max-filesize",
-          String(64 * 1024 * 1024),
+          String(DEFAULT_GREP_MAX_FILE_BYTES),
           NEEDLE,
           TREE,
         ]),
