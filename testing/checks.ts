@@ -716,8 +716,16 @@ const closeIdempotent: ConformanceCheck = {
   modes: "one",
   async run(h, mode) {
     const unused = await h.open(mode);
-    await unused.close();
-    await unused.close();
+    const unusedTwice = await settle(async () => {
+      await unused.close();
+      await unused.close();
+    });
+    h.expect(
+      unusedTwice.ok,
+      `close() twice on a runtime never used must resolve: ${
+        unusedTwice.ok ? "" : messageOf(unusedTwice.error)
+      }`,
+    );
     const used = await h.open(mode);
     await run(h, used, "true");
     const closing = await settle(Promise.all([used.close(), used.close()]));

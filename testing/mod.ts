@@ -59,6 +59,13 @@ export type {
   RuntimeSetup,
 };
 export type { Harness } from "./_harness.ts";
+export type * from "../runtimes/types.ts";
+export type * from "../search/types.ts";
+export type * from "../skill/types.ts";
+export type {
+  BootstrapCommand,
+  SkillRuntimeConfig,
+} from "../runtimes/config.ts";
 
 /** What a runtime supports, and what each check needs around it. */
 export interface ConformanceOptions<C = undefined> {
