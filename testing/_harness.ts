@@ -32,23 +32,41 @@ export type MakeRuntime<C = undefined> = (
   setup: RuntimeSetup<C>,
 ) => SkillRuntime | Promise<SkillRuntime>;
 
+/** Options of {@linkcode ConformanceError}. */
+export interface ConformanceErrorOptions {
+  /** The mode the check ran in. */
+  readonly mode?: RuntimeMode;
+  /** The underlying error. */
+  readonly cause?: unknown;
+}
+
 /** A check's failure: the runtime does not do what the contract says. */
 export class ConformanceError extends Error {
   /** The error's name. */
   override readonly name = "ConformanceError";
   /** The id of the failing check, e.g. `prepare-count-order`. */
   readonly check: string;
+  /** The mode the runtime failed it in, when known. */
+  readonly mode: RuntimeMode | undefined;
 
   /**
    * Makes the error.
    *
    * @param check The id of the failing check.
    * @param message What the runtime did wrong.
-   * @param options The underlying error, if any.
+   * @param options The mode the check ran in and the underlying error.
    */
-  constructor(check: string, message: string, options?: ErrorOptions) {
-    super(`${check}: ${message}`, options);
+  constructor(
+    check: string,
+    message: string,
+    options: ConformanceErrorOptions = {},
+  ) {
+    super(
+      `${check}${options.mode ? ` (${options.mode} mode)` : ""}: ${message}`,
+      options.cause === undefined ? undefined : { cause: options.cause },
+    );
     this.check = check;
+    this.mode = options.mode;
   }
 }
 
@@ -59,6 +77,8 @@ export type RuntimeMode = "plain" | "workspace";
 export class Harness<C = unknown> {
   /** The check's id (for messages). */
   readonly check: string;
+  /** The mode the check runs in. */
+  readonly mode: RuntimeMode;
   /** The kit's own local folder (real path). */
   readonly root: string;
   /** The factory's folder. */
@@ -72,13 +92,19 @@ export class Harness<C = unknown> {
   /**
    * Makes the harness (see {@linkcode Harness.create}).
    *
-   * @param check The check's id.
+   * @param check The check's id and the mode it runs in.
    * @param root The kit's temporary folder.
    * @param make The runtime factory.
    * @param context What `setUp` returned.
    */
-  constructor(check: string, root: string, make: MakeRuntime<C>, context: C) {
-    this.check = check;
+  constructor(
+    check: { id: string; mode: RuntimeMode },
+    root: string,
+    make: MakeRuntime<C>,
+    context: C,
+  ) {
+    this.check = check.id;
+    this.mode = check.mode;
     this.root = root;
     this.dir = `${root}/runtime`;
     this.#make = make;
@@ -92,7 +118,9 @@ export class Harness<C = unknown> {
    * @param message What the runtime did wrong.
    */
   expect(condition: unknown, message: string): void {
-    if (!condition) throw new ConformanceError(this.check, message);
+    if (!condition) {
+      throw new ConformanceError(this.check, message, { mode: this.mode });
+    }
   }
 
   /**
@@ -103,11 +131,10 @@ export class Harness<C = unknown> {
    * @returns Never.
    */
   fail(message: string, cause?: unknown): never {
-    throw new ConformanceError(
-      this.check,
-      message,
-      cause === undefined ? undefined : { cause },
-    );
+    throw new ConformanceError(this.check, message, {
+      mode: this.mode,
+      ...(cause === undefined ? {} : { cause }),
+    });
   }
 
   /**
@@ -201,13 +228,13 @@ export class Harness<C = unknown> {
  * Runs `fn` with a harness in a new temporary folder, then closes the
  * runtimes, tears the context down and removes the folder.
  *
- * @param check The check's id.
+ * @param check The check's id and the mode it runs in.
  * @param make The runtime factory.
  * @param hooks `setUp` and `tearDown`.
  * @param fn The check.
  */
 export async function withHarness<C>(
-  check: string,
+  check: { id: string; mode: RuntimeMode },
   make: MakeRuntime<C>,
   hooks: {
     setUp?: ((dir: string) => C | PromiseLike<C>) | undefined;
@@ -228,9 +255,9 @@ export async function withHarness<C>(
     } catch (error) {
       if (error instanceof ConformanceError) throw error;
       throw new ConformanceError(
-        check,
+        check.id,
         `the runtime failed unexpectedly: ${messageOf(error)}`,
-        { cause: error },
+        { mode: check.mode, cause: error },
       );
     } finally {
       await harness.closeAll();

@@ -133,7 +133,7 @@ async function localNames(dir: string): Promise<string[]> {
 const prepareCountOrder: ConformanceCheck = {
   id: "prepare-count-order",
   title: "prepare() returns as many skills as asked, in the same order",
-  modes: "one",
+  modes: "each",
   async run(h, mode) {
     const runtime = await h.open(mode);
     const c = await h.skill("charlie");
@@ -183,7 +183,7 @@ const prepareIdempotent: ConformanceCheck = {
   id: "prepare-idempotent",
   title:
     "prepare() is idempotent per skill: one bootstrap for repeated and concurrent calls",
-  modes: "one",
+  modes: "each",
   async run(h, mode) {
     const runtime = await h.open(mode);
     const log = join(runtime.defaultWorkingDirectory, "idempotent-boot.log");
@@ -218,7 +218,7 @@ const environmentInjected: ConformanceCheck = {
   id: "environment-injected",
   title:
     "the configured environment reaches the bootstrap and every later command",
-  modes: "one",
+  modes: "each",
   async run(h, mode) {
     const runtime = await h.open(mode);
     // Spaces, quotes and `$`: a value is passed as it is, never through a shell.
@@ -293,7 +293,7 @@ const bootstrapAfterUpload: ConformanceCheck = {
   id: "bootstrap-after-upload",
   title:
     "the bootstrap runs after an actual upload (or on the first local preparation), never without",
-  modes: "one",
+  modes: "each",
   async run(h, mode) {
     const first = await h.open(mode);
     const log = join(first.defaultWorkingDirectory, "upload-boot.log");
@@ -353,7 +353,7 @@ const failedBootstrapNotCached: ConformanceCheck = {
   id: "failed-bootstrap-not-cached",
   title:
     "a failing bootstrap caches nothing (no skill, no environment) and the next call retries",
-  modes: "one",
+  modes: "each",
   async run(h, mode) {
     const runtime = await h.open(mode);
     const wd = runtime.defaultWorkingDirectory;
@@ -419,7 +419,7 @@ const timedOutBootstrapNotCached: ConformanceCheck = {
   id: "timed-out-bootstrap-not-cached",
   title:
     "a timed-out bootstrap is stopped, caches nothing and the next call retries",
-  modes: "one",
+  modes: "each",
   async run(h, mode) {
     const runtime = await h.open(mode);
     const wd = runtime.defaultWorkingDirectory;
@@ -574,7 +574,7 @@ const outputMapped: ConformanceCheck = {
 const textReadCapped: ConformanceCheck = {
   id: "text-read-capped",
   title: "text reads are capped by maxBytes",
-  modes: "one",
+  modes: "each",
   async run(h, mode) {
     const runtime = await h.open(mode);
     const content = "x".repeat(3000);
@@ -612,7 +612,7 @@ const binaryIdentical: ConformanceCheck = {
   id: "binary-identical",
   title:
     "binary files are byte-identical through upload, readBytes, readStream and download",
-  modes: "one",
+  modes: "each",
   async run(h, mode) {
     const runtime = await h.open(mode);
     const blob = binaryFixture();
@@ -668,7 +668,7 @@ const binaryIdentical: ConformanceCheck = {
 const failedDownloadNoFile: ConformanceCheck = {
   id: "failed-download-no-file",
   title: "a failed download leaves no file (and an existing target untouched)",
-  modes: "one",
+  modes: "each",
   async run(h, mode) {
     const runtime = await h.open(mode);
     const target = `${h.root}/downloads`;
@@ -713,7 +713,7 @@ const failedDownloadNoFile: ConformanceCheck = {
 const closeIdempotent: ConformanceCheck = {
   id: "close-idempotent",
   title: "close() is idempotent, used or not, in turn or at once",
-  modes: "one",
+  modes: "each",
   async run(h, mode) {
     const unused = await h.open(mode);
     const unusedTwice = await settle(async () => {
@@ -790,7 +790,7 @@ const secretFilesNotUploaded: ConformanceCheck = {
     }
     h.expect(
       found.length === 0,
-      `secret files were uploaded (${mode} mode): ${found.join(", ")}`,
+      `secret files were uploaded: ${found.join(", ")}`,
     );
   },
 };
@@ -815,7 +815,7 @@ const symlinksNotFollowed: ConformanceCheck = {
       const info = await runtime.fs.stat(join(prepared.basePath, name));
       h.expect(
         info === null || info.type === "symlink",
-        `the symlink ${name} was followed (${mode} mode): it arrived as a ${info?.type}`,
+        `the symlink ${name} was followed: it arrived as a ${info?.type}`,
       );
     }
     h.expect(
@@ -823,7 +823,7 @@ const symlinksNotFollowed: ConformanceCheck = {
         join(prepared.basePath, "linked-dir/secret.txt"),
       ) ===
         null,
-      `the folder a symlink points to was uploaded (${mode} mode)`,
+      "the folder a symlink points to was uploaded",
     );
     const read = await settle(
       runtime.fs.readText(join(prepared.basePath, "linked.txt"), {
@@ -832,7 +832,7 @@ const symlinksNotFollowed: ConformanceCheck = {
     );
     h.expect(
       !read.ok || read.value !== secret,
-      `the target of a symlink was uploaded (${mode} mode)`,
+      "the target of a symlink was uploaded",
     );
   },
 };

@@ -13,6 +13,13 @@ import {
 import { LocalFileSystem, LocalSkillRuntime } from "../runtimes/local/mod.ts";
 import type { LocalSkillRuntimeOptions } from "../runtimes/local/mod.ts";
 import { SkillRuntimeConfig } from "../runtimes/config.ts";
+import { OpenSandboxSkillRuntime } from "../runtimes/opensandbox/mod.ts";
+import {
+  startTestServer,
+  TEST_API_KEY,
+  type TestServer,
+} from "../runtimes/opensandbox/_testing.ts";
+import { MemoryConversationStore } from "../workspace/conversation_store.ts";
 import type {
   ExecuteResult,
   PreparedSkill,
@@ -310,12 +317,12 @@ const BROKEN: Readonly<Record<string, BrokenCase>> = {
     },
   },
   "secret-files-not-uploaded": {
-    says: "secret files were uploaded (workspace mode): .env, .env.local",
+    says: "(workspace mode): secret files were uploaded: .env, .env.local",
     // Copies everything: no exclusions.
     make: (setup) => local(setup, { copyPolicy: { excludes: [] } }),
   },
   "symlinks-not-followed": {
-    says: "the symlink linked.txt was followed (workspace mode)",
+    says: "(workspace mode): the symlink linked.txt was followed",
     // Copies what a skill's symlinks point to into the prepared folder.
     make: async (setup) => {
       const real = await local(setup);
@@ -468,4 +475,62 @@ Deno.test("an unexpected error of the runtime is reported as the check's failure
   );
   assert(error.message.includes("no sandbox"), error.message);
   assertEquals(error.check, "output-mapped");
+});
+
+Deno.test('conformance: a conversation runtime that bootstraps again without an upload fails "bootstrap-after-upload"', async () => {
+  // OpenSandbox in a conversation: a new runtime object finds the skill in
+  // the store and uploads nothing; this one runs the bootstrap anyway.
+  interface Context {
+    server: TestServer;
+    store: MemoryConversationStore;
+    seen: Set<string>;
+  }
+  const error = await assertRejects(
+    () =>
+      runConformanceCheck<Context>(
+        "bootstrap-after-upload",
+        ({ dir, conversationId, context }) => {
+          const real = new OpenSandboxSkillRuntime({
+            baseUrl: context.server.url,
+            apiKey: TEST_API_KEY,
+            conversationId: conversationId!,
+            conversationsRoot: `${dir}/conversations`,
+            store: context.store,
+          });
+          return wrap(real, {
+            prepare: async (request) => {
+              const prepared = await real.prepare(request);
+              for (
+                const [index, { skill, config }] of request.skills.entries()
+              ) {
+                if (context.seen.has(skill.name)) {
+                  for (const { command } of config?.bootstrap ?? []) {
+                    await real.execute({
+                      command,
+                      workingDirectory: prepared[index]!.basePath,
+                    });
+                  }
+                }
+                context.seen.add(skill.name);
+              }
+              return prepared;
+            },
+          });
+        },
+        {
+          plain: false,
+          setUp: async () => ({
+            server: await startTestServer(),
+            store: new MemoryConversationStore(),
+            seen: new Set<string>(),
+          }),
+          tearDown: ({ server }) => server[Symbol.asyncDispose](),
+        },
+      ),
+    ConformanceError,
+  );
+  assertStringIncludes(
+    error.message,
+    "a new runtime on the same state: nothing was uploaded but the bootstrap ran 1 times",
+  );
 });
