@@ -19,8 +19,9 @@ export interface RuntimeSetup<C = undefined> {
   /**
    * Workspace mode: the conversation. Runtimes asked for with the same id in
    * one check must open the same conversation (the kit closes one and opens
-   * the next to check what a conversation keeps). Absent: a runtime without
-   * a workspace.
+   * the next to check what a conversation keeps). The `workspace-ids` check
+   * passes invalid ids too, which the runtime must refuse: pass the id on as
+   * given. Absent: a runtime without a workspace.
    */
   readonly conversationId?: string;
   /** What `setUp` returned for this check (a test server, a store...). */

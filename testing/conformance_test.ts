@@ -33,18 +33,16 @@ testRuntimeConformance(
       }),
 );
 
-const bwrapProblem = await BubblewrapLauncher.create().then(
-  () => false as const,
-  (error) => {
-    if (!(error instanceof IsolationUnavailableError)) throw error;
-    return `bubblewrap cannot run here, the isolated runtime is NOT checked: ${error.message}`;
-  },
-);
+// Said loudly when bubblewrap cannot run: the isolated runtime is then not checked.
+const launcher = await BubblewrapLauncher.create().catch((error) => {
+  if (error instanceof IsolationUnavailableError) return error;
+  throw error;
+});
 
 testRuntimeConformance(
   "isolated",
-  async (setup) => {
-    const launcher = await BubblewrapLauncher.create();
+  (setup) => {
+    if (launcher instanceof Error) throw launcher;
     return setup.conversationId === undefined
       ? new LocalSkillRuntime({ cwd: setup.dir, launcher })
       : LocalSkillRuntime.create({
@@ -53,7 +51,10 @@ testRuntimeConformance(
         launcher,
       });
   },
-  { ignore: bwrapProblem },
+  {
+    ignore: launcher instanceof Error &&
+      `bubblewrap cannot run here, the isolated runtime is NOT checked: ${launcher.message}`,
+  },
 );
 
 testRuntimeConformance<{ server: TestServer; store: MemoryConversationStore }>(
