@@ -752,6 +752,111 @@ const closeIdempotent: ConformanceCheck = {
   },
 };
 
+const configNotIgnored: ConformanceCheck = {
+  id: "config-not-ignored",
+  title:
+    "a different configuration for a prepared skill is refused, not silently ignored",
+  modes: "each",
+  async run(h, mode) {
+    const runtime = await h.open(mode);
+    const skill = await h.skill("configured");
+    const first = new SkillRuntimeConfig({ env: { CONFORMANCE_CHOICE: "1" } });
+    const same = new SkillRuntimeConfig({ env: { CONFORMANCE_CHOICE: "1" } });
+    const other = new SkillRuntimeConfig({ env: { CONFORMANCE_CHOICE: "2" } });
+    await prepareOne(runtime, skill, first);
+    const again = await settle(prepareOne(runtime, skill, same));
+    h.expect(
+      again.ok,
+      `preparing again with an equal configuration must succeed: ${
+        again.ok ? "" : messageOf(again.error)
+      }`,
+    );
+    const bare = await settle(prepareOne(runtime, skill));
+    h.expect(
+      bare.ok,
+      `preparing again without a configuration must succeed: ${
+        bare.ok ? "" : messageOf(bare.error)
+      }`,
+    );
+    const changed = await settle(prepareOne(runtime, skill, other));
+    h.expect(
+      !changed.ok,
+      "preparing a prepared skill with a different configuration must be refused (it would be ignored)",
+    );
+    const seen = await run(h, runtime, 'printf %s "$CONFORMANCE_CHOICE"');
+    h.expect(
+      seen === "1",
+      `after the refused configuration, commands saw CONFORMANCE_CHOICE=${
+        JSON.stringify(seen)
+      }`,
+    );
+  },
+};
+
+/** A folder and a file whose names a shell would split or interpret. */
+const ODD_DIR = `odd dir 'q' "dq" ü`;
+const ODD_FILE = "file (1) & ; [x] #!.txt";
+
+const pathsQuoted: ConformanceCheck = {
+  id: "paths-quoted",
+  title:
+    "paths with spaces, quotes and shell characters are used exactly (files, uploads, working directories)",
+  modes: "each",
+  async run(h, mode) {
+    const runtime = await h.open(mode);
+    const path = `${ODD_DIR}/${ODD_FILE}`;
+    await runtime.fs.writeText(path, "odd content");
+    h.expect(
+      await runtime.fs.readText(path, { maxBytes: 100 }) === "odd content",
+      "a file written under an odd name does not read back",
+    );
+    const info = await runtime.fs.stat(path);
+    h.expect(
+      info?.type === "file" && info.name === ODD_FILE,
+      `stat() of ${JSON.stringify(path)} gave ${JSON.stringify(info?.name)}`,
+    );
+    const listed = await runtime.fs.list(ODD_DIR);
+    h.expect(
+      listed.entries.map((e) => e.name).join("\n") === ODD_FILE,
+      `list() of the odd folder gave ${
+        JSON.stringify(listed.entries.map((e) => e.name))
+      }`,
+    );
+    const inside = await runtime.execute({
+      command: 'pwd; printf "%s\\n" *',
+      workingDirectory: ODD_DIR,
+    });
+    const [pwd, name] = inside.stdout.split("\n");
+    h.expect(
+      inside.exitCode === 0 && pwd?.endsWith(`/${ODD_DIR}`) &&
+        name === ODD_FILE,
+      `a command in the folder ${
+        JSON.stringify(ODD_DIR)
+      } failed or ran elsewhere: exit ${inside.exitCode}, ${
+        JSON.stringify(inside.stdout)
+      } ${JSON.stringify(inside.stderr.slice(0, 200))}`,
+    );
+    await Deno.mkdir(`${h.root}/downloads`, { recursive: true });
+    const target = `${h.root}/downloads/${ODD_FILE}`;
+    await runtime.fs.download(path, target);
+    h.expect(
+      await Deno.readTextFile(target) === "odd content",
+      "download() of an odd name to an odd name differs",
+    );
+    const skill = await h.skill("odd", { [`assets/${path}`]: "uploaded" });
+    const prepared = await prepareOne(runtime, skill);
+    const uploaded = await settle(
+      runtime.fs.readText(join(prepared.basePath, `assets/${path}`), {
+        maxBytes: 100,
+      }),
+    );
+    h.expect(
+      uploaded.ok && uploaded.value === "uploaded",
+      "a skill file with an odd name did not arrive under its name",
+    );
+  },
+};
+
 /** Files every upload must leave out (the default copy policy's kinds). */
 const SECRET_FILES = [
   ".env",
@@ -1027,12 +1132,14 @@ export const CONFORMANCE_CHECKS: readonly ConformanceCheck[] = Object.freeze([
   bootstrapAfterUpload,
   failedBootstrapNotCached,
   timedOutBootstrapNotCached,
+  configNotIgnored,
   timeoutStopsCommand,
   outputMapped,
   textReadCapped,
   binaryIdentical,
   failedDownloadNoFile,
   closeIdempotent,
+  pathsQuoted,
   secretFilesNotUploaded,
   symlinksNotFollowed,
   workspaceLayout,

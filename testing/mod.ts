@@ -5,11 +5,13 @@
  * keeps the number and order of the skills and is idempotent; the configured
  * environment reaches the bootstrap and every later command; the bootstrap
  * runs after an actual upload (or on the first local preparation) and never
- * without one; a failing or timed-out bootstrap caches nothing; a timeout
- * stops the command and says `timedOut`; stdout, stderr and the exit code are
+ * without one; a failing or timed-out bootstrap caches nothing; a different
+ * configuration for a prepared skill is refused, not ignored; a timeout stops
+ * the command and says `timedOut`; stdout, stderr and the exit code are
  * mapped; text reads are capped; binary files stay byte-identical; a failed
- * download leaves no file; `close()` is idempotent; secret files are not
- * uploaded and symlinks not followed; and the workspace path rules.
+ * download leaves no file; `close()` is idempotent; odd paths (spaces, quotes,
+ * shell characters) are used exactly; secret files are not uploaded and
+ * symlinks not followed; and the workspace path rules.
  *
  * Each check is also a function ({@linkcode runConformanceCheck}) that throws
  * a {@linkcode ConformanceError} naming the check, for tests of your own.

@@ -211,6 +211,42 @@ const BROKEN: Readonly<Record<string, BrokenCase>> = {
     says: "expected 2: nothing cached",
     make: cachingFailures(true),
   },
+  "config-not-ignored": {
+    says: "with a different configuration must be refused",
+    // Keeps the first configuration of a skill and drops any later one.
+    make: async (setup) => {
+      const real = await local(setup);
+      const first = new Map<string, SkillRuntimeConfig | undefined>();
+      return wrap(real, {
+        prepare: (request) =>
+          real.prepare({
+            ...request,
+            skills: request.skills.map(({ skill, config }) => {
+              if (!first.has(skill.name)) first.set(skill.name, config);
+              const kept = first.get(skill.name);
+              return kept ? { skill, config: kept } : { skill };
+            }),
+          }),
+      });
+    },
+  },
+  "paths-quoted": {
+    says: "failed or ran elsewhere",
+    // Builds `cd <folder> && <command>` without quoting the folder.
+    make: async (setup) => {
+      const real = await local(setup);
+      return wrap(real, {
+        execute: async ({ workingDirectory, ...request }) => {
+          if (workingDirectory === undefined) return real.execute(request);
+          const folder = await real.fs.resolve(workingDirectory);
+          return real.execute({
+            ...request,
+            command: `cd ${folder} && ${request.command}`,
+          });
+        },
+      });
+    },
+  },
   "timeout-stops-command": {
     says: "went on and wrote",
     // Reports the timeout on time but leaves the command running.
@@ -416,7 +452,7 @@ Deno.test("every conformance check has a broken runtime that fails it", () => {
     Object.keys(BROKEN).sort(),
     CONFORMANCE_CHECKS.map((check) => check.id).sort(),
   );
-  assertEquals(new Set(CONFORMANCE_CHECKS.map((c) => c.id)).size, 18);
+  assertEquals(new Set(CONFORMANCE_CHECKS.map((c) => c.id)).size, 20);
 });
 
 for (const check of CONFORMANCE_CHECKS) {
