@@ -570,3 +570,14 @@ Deno.test('conformance: a conversation runtime that bootstraps again without an 
     "a new runtime on the same state: nothing was uploaded but the bootstrap ran 1 times",
   );
 });
+
+Deno.test("testRuntimeConformance() refuses an unknown check in only", () => {
+  assertThrows(
+    () =>
+      testRuntimeConformance("some", (setup) => local(setup), {
+        only: ["output-mapped", "no-such-check"],
+      }),
+    RangeError,
+    'Cannot run conformance check "no-such-check"',
+  );
+});
