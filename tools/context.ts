@@ -203,12 +203,15 @@ export function createToolContext(
         );
         flight = started;
         flights.set(key, started);
-        started.promise.then(
-          (skill) => prepared.set(key, skill),
-          () => {},
-        ).finally(() => {
+        // First to hear of the outcome, before any caller: a caller that
+        // retries at once after a failure starts a new preparation.
+        const settle = () => {
           if (flights.get(key) === started) flights.delete(key);
-        });
+        };
+        started.promise.then((skill) => {
+          prepared.set(key, skill);
+          settle();
+        }, settle);
       }
       return waitFor(flight, signal);
     },

@@ -9,6 +9,7 @@ import { loadSkills } from "../skill/load.ts";
 import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
 import type { PreparedSkill, SkillRuntime } from "../runtimes/types.ts";
 import { buildSkillTools } from "./builder.ts";
+import { createToolContext } from "./context.ts";
 import { createSkillTool, DEFAULT_SKILL_DESCRIPTION } from "./skill_tool.ts";
 import {
   conversationContext,
@@ -247,6 +248,24 @@ Deno.test("a failed preparation is not cached by the tools: the next skill call 
   assertEquals(retried.isError, false, retried.text);
   assertEquals(calls.get("alpha"), 2);
   await skill.execute({ name: "alpha" });
+  assertEquals(calls.get("alpha"), 2);
+  await runtime.close();
+});
+
+Deno.test("a caller that retries as soon as a preparation failed gets a new preparation", async () => {
+  await using dir = await tempDir();
+  await writeSkill(dir.path, "alpha");
+  const { skills } = await loadSkills(dir.path);
+  const { runtime, calls, failing } = countingRuntime(dir.path);
+  const context = createToolContext(runtime, { skills });
+  failing.add("alpha");
+  const first = context.prepare(skills[0]!);
+  // Retries in the failure's own reaction, before anything else runs.
+  const retried = first.catch(() => {
+    failing.delete("alpha");
+    return context.prepare(skills[0]!);
+  });
+  assertEquals((await retried).name, "alpha");
   assertEquals(calls.get("alpha"), 2);
   await runtime.close();
 });
