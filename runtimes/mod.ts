@@ -44,6 +44,8 @@ export {
   DEFAULT_MAX_OUTPUT_BYTES,
 } from "./types.ts";
 export * from "./config.ts";
+export * from "./command_core.ts";
+export * from "./request.ts";
 export * from "./errors.ts";
 export * from "./prepare.ts";
 export * from "./local/mod.ts";

@@ -9,13 +9,13 @@
  */
 import type { Skill } from "../../skill/types.ts";
 import { checkEnv, type SkillRuntimeConfig } from "../config.ts";
+import { checkExecuteRequest, checkMaxOutputBytes } from "../request.ts";
 import {
   type MaterializeOptions,
   type MaterializeResult,
   PreparationEngine,
 } from "../prepare.ts";
 import {
-  DEFAULT_EXECUTE_TIMEOUT_MS,
   DEFAULT_MAX_OUTPUT_BYTES,
   type ExecuteRequest,
   type ExecuteResult,
@@ -415,41 +415,33 @@ export class RemoteSkillRuntime implements SkillRuntime {
    *
    * @param request The command, working directory, timeout, variables, signal, cap.
    * @returns The result; a failing command is not an error.
-   * @throws {TypeError} A blank command or a bad variable.
-   * @throws {RangeError} A bad timeout or cap.
+   * @throws {TypeError} A blank command or one holding NUL, a bad variable,
+   * or an empty working directory or one holding NUL (see
+   * `checkExecuteRequest`, the same on every runtime).
+   * @throws {RangeError} A bad timeout or cap (a timeout beyond
+   * `MAX_EXECUTE_TIMEOUT_MS`, about 24.8 days, is clamped to it).
    * @throws {WorkspaceEscapeError} The working directory is outside the workspace.
    * @throws {Error} The sandbox cannot be reached or refused the command.
    */
   async execute(request: ExecuteRequest): Promise<ExecuteResult> {
     this.#checkOpen("run a command");
-    if (typeof request.command !== "string" || !request.command.trim()) {
-      throw new TypeError("Cannot run a command: the command is blank");
-    }
-    if (request.stdin !== undefined) {
-      throw new TypeError(
-        `Cannot run a command with stdin: the ${this.name} runtime cannot pipe standard input`,
-      );
-    }
-    const timeoutMs = request.timeoutMs ?? DEFAULT_EXECUTE_TIMEOUT_MS;
-    if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) {
-      throw new RangeError(
-        `Cannot run a command with timeout "${timeoutMs}": it must be a positive number of ms`,
-      );
-    }
-    const maxOutputBytes = request.maxOutputBytes === undefined
-      ? this.#maxOutputBytes
-      : checkMaxOutputBytes(request.maxOutputBytes);
+    const { command, timeoutMs, maxOutputBytes, env: requestEnv } =
+      checkExecuteRequest(request, {
+        maxOutputBytes: this.#maxOutputBytes,
+        stdin: false,
+        runtimeName: this.name,
+      });
     const cwd = request.workingDirectory === undefined
       ? this.#defaultWorkingDirectory
       : await this.#fs.resolve(request.workingDirectory);
     const env = {
       ...this.#env,
       ...this.#engine.environment(),
-      ...(request.env ? checkEnv(request.env, "request env") : {}),
+      ...requestEnv,
     };
     const session = await this.#connect(request.signal);
     return await session.execute({
-      command: request.command,
+      command,
       cwd,
       env,
       timeoutMs,
@@ -622,13 +614,4 @@ function absolutePosix(path: string, what: string): string {
     );
   }
   return resolveRemotePath("/", path);
-}
-
-function checkMaxOutputBytes(value: number): number {
-  if (!Number.isSafeInteger(value) || value < 0) {
-    throw new RangeError(
-      `Cannot use maxOutputBytes "${value}": it must be a non-negative integer`,
-    );
-  }
-  return value;
 }
