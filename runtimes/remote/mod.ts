@@ -22,3 +22,4 @@ export * from "./shell.ts";
 export * from "./paths.ts";
 export * from "./fs.ts";
 export * from "./runtime.ts";
+export * from "./sandbox_service.ts";
