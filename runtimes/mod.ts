@@ -8,7 +8,11 @@
  * policy), and the machinery every remote runtime shares
  * ({@linkcode RemoteSkillRuntime}, {@linkcode HttpClient},
  * {@linkcode RemoteFileSystem}, streamed upload and resumable download, shell
- * quoting, POSIX remote paths).
+ * quoting, POSIX remote paths, and the kit of services that create sandboxes
+ * on demand: {@linkcode SandboxService}, {@linkcode SandboxServiceRuntime}),
+ * the command core every executor shares ({@linkcode CommandRun},
+ * {@linkcode checkTimeoutMs}) and the request checks every runtime shares
+ * ({@linkcode checkExecuteRequest}).
  *
  * Importing this module needs no permission.
  *

@@ -10,6 +10,7 @@ import {
   type RemoteRuntimeCommonOptions,
   type RemoteSession,
   RemoteSkillRuntime,
+  runtimeOptionsOf,
 } from "../remote/runtime.ts";
 import { shellQuote } from "../remote/shell.ts";
 import type { ExecuteResult } from "../types.ts";
@@ -132,14 +133,9 @@ export class AioSkillRuntime extends RemoteSkillRuntime {
       name: "aio-sandbox",
       backend,
       ...(conversation ? { conversation } : {}),
+      ...runtimeOptionsOf(options),
       cwd,
       skillsRoot: options.skillsRoot ?? posix.join(cwd, ".skills"),
-      ...(options.env ? { env: options.env } : {}),
-      ...(options.maxOutputBytes !== undefined
-        ? { maxOutputBytes: options.maxOutputBytes }
-        : {}),
-      ...(options.copyPolicy ? { copyPolicy: options.copyPolicy } : {}),
-      ...(options.search ? { search: options.search } : {}),
     });
     this.#backend = backend;
   }

@@ -5,15 +5,10 @@
  * @module
  */
 import { HttpClient } from "../remote/http.ts";
+import type { RemoteRuntimeCommonOptions } from "../remote/runtime.ts";
 import {
-  type RemoteRuntimeCommonOptions,
-  RemoteSkillRuntime,
-} from "../remote/runtime.ts";
-import {
-  remoteConversation,
-  type ResolvedRemoteConversation,
   type SandboxService,
-  SandboxServiceBackend,
+  SandboxServiceRuntime,
   type ServiceCreateOptions,
   type ServiceSession,
 } from "../remote/sandbox_service.ts";
@@ -104,9 +99,8 @@ export interface OpenSandboxRuntimeOptions extends RemoteRuntimeCommonOptions {
  * await runtime.close(); // never used: no request
  * ```
  */
-export class OpenSandboxSkillRuntime extends RemoteSkillRuntime {
-  readonly #backend: SandboxServiceBackend<SandboxInfo>;
-
+export class OpenSandboxSkillRuntime
+  extends SandboxServiceRuntime<SandboxInfo> {
   /**
    * Makes the runtime; makes no request.
    *
@@ -123,74 +117,16 @@ export class OpenSandboxSkillRuntime extends RemoteSkillRuntime {
         ? { timeoutMs: options.requestTimeoutMs }
         : {}),
     });
-    let conversation: ResolvedRemoteConversation | undefined;
-    if (options.conversationId !== undefined) {
-      if (options.sandboxId !== undefined) {
-        throw new TypeError(
-          "Cannot attach a conversation to a given sandboxId: the store names the conversation's sandbox",
-        );
-      }
-      conversation = remoteConversation({
-        serverUrl: lifecycle.baseUrl,
-        conversationId: options.conversationId,
-        conversationsRoot: options.conversationsRoot ??
-          "/workspace/conversations",
-        store: options.store,
-      });
-    }
     const spec = options.sandbox ?? {};
-    const backend = new SandboxServiceBackend({
-      service: new OpenSandboxService(lifecycle, spec, {
-        ...(options.fetch ? { fetch: options.fetch } : {}),
-        ...(options.requestTimeoutMs !== undefined
-          ? { requestTimeoutMs: options.requestTimeoutMs }
-          : {}),
-      }),
-      readinessName: "execd",
-      readyTimeoutMs: options.readyTimeoutMs ?? 120_000,
-      timeoutSeconds: spec.timeoutSeconds === undefined
-        ? 600
-        : spec.timeoutSeconds,
-      ...(options.renewIntervalMs !== undefined
-        ? { renewIntervalMs: options.renewIntervalMs }
-        : {}),
-      ...(options.sandboxId !== undefined
-        ? { sandboxId: options.sandboxId }
-        : {}),
-      ...(conversation ? { conversation } : {}),
-    });
     super({
+      ...options,
       name: "opensandbox",
-      backend,
-      ...(conversation ? { conversation } : {}),
-      ...(options.cwd !== undefined ? { cwd: options.cwd } : {}),
-      ...(options.skillsRoot !== undefined
-        ? { skillsRoot: options.skillsRoot }
-        : {}),
-      ...(options.env ? { env: options.env } : {}),
-      ...(options.maxOutputBytes !== undefined
-        ? { maxOutputBytes: options.maxOutputBytes }
-        : {}),
-      ...(options.copyPolicy ? { copyPolicy: options.copyPolicy } : {}),
-      ...(options.search ? { search: options.search } : {}),
+      service: new OpenSandboxService(lifecycle, spec, options),
+      conversationsRoot: options.conversationsRoot ??
+        "/workspace/conversations",
+      timeoutSeconds: spec.timeoutSeconds,
+      readinessName: "execd",
     });
-    this.#backend = backend;
-  }
-
-  /**
-   * The sandbox's id once the runtime is connected (or was given one), else
-   * `undefined`.
-   */
-  get sandboxId(): string | undefined {
-    return this.#backend.sandboxId;
-  }
-
-  /**
-   * Whether `close()` deletes the sandbox: only a sandbox this runtime
-   * created in plain mode (never an attached one, never a conversation's).
-   */
-  get ownsSandbox(): boolean {
-    return this.#backend.owned;
   }
 }
 
@@ -199,12 +135,12 @@ class OpenSandboxService implements SandboxService<SandboxInfo> {
   readonly serverUrl: string;
   readonly #lifecycle: LifecycleClient;
   readonly #spec: SandboxSpec;
-  readonly #http: { fetch?: typeof fetch; requestTimeoutMs?: number };
+  readonly #http: Pick<OpenSandboxRuntimeOptions, "fetch" | "requestTimeoutMs">;
 
   constructor(
     lifecycle: LifecycleClient,
     spec: SandboxSpec,
-    http: { fetch?: typeof fetch; requestTimeoutMs?: number },
+    http: Pick<OpenSandboxRuntimeOptions, "fetch" | "requestTimeoutMs">,
   ) {
     this.serverUrl = lifecycle.baseUrl;
     this.#lifecycle = lifecycle;

@@ -31,6 +31,7 @@ export {
   type RemoteSession,
   RemoteSkillRuntime,
   type RemoteSkillRuntimeOptions,
+  runtimeOptionsOf,
 } from "./runtime.ts";
 export {
   defaultConversationStore,
@@ -40,6 +41,8 @@ export {
   type SandboxService,
   SandboxServiceBackend,
   type SandboxServiceBackendOptions,
+  SandboxServiceRuntime,
+  type SandboxServiceRuntimeOptions,
   type ServiceCreateOptions,
   type ServiceSandbox,
   type ServiceSession,

@@ -174,6 +174,49 @@ export interface RemoteRuntimeCommonOptions {
   readonly search?: RemoteSkillRuntimeOptions["search"];
 }
 
+/**
+ * The options of a kind that {@linkcode RemoteSkillRuntime} takes as they
+ * are (folders of plain mode, variables, output cap, copy policy, search),
+ * only those given: what a kind's constructor spreads into `super()`.
+ *
+ * Needs no permission.
+ *
+ * @example A kind passes its common options on
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { runtimeOptionsOf } from "@skillrun/skillrun/runtime";
+ * assertEquals(
+ *   runtimeOptionsOf({ cwd: "/w", env: { A: "1" }, fetch }),
+ *   { cwd: "/w", env: { A: "1" } },
+ * );
+ * ```
+ *
+ * @param options A kind's options.
+ * @returns The options for {@linkcode RemoteSkillRuntime}, only those given.
+ */
+export function runtimeOptionsOf(
+  options: RemoteRuntimeCommonOptions & {
+    readonly cwd?: string | undefined;
+    readonly skillsRoot?: string | undefined;
+  },
+): Pick<
+  RemoteSkillRuntimeOptions,
+  "cwd" | "skillsRoot" | "env" | "maxOutputBytes" | "copyPolicy" | "search"
+> {
+  return {
+    ...(options.cwd !== undefined ? { cwd: options.cwd } : {}),
+    ...(options.skillsRoot !== undefined
+      ? { skillsRoot: options.skillsRoot }
+      : {}),
+    ...(options.env ? { env: options.env } : {}),
+    ...(options.maxOutputBytes !== undefined
+      ? { maxOutputBytes: options.maxOutputBytes }
+      : {}),
+    ...(options.copyPolicy ? { copyPolicy: options.copyPolicy } : {}),
+    ...(options.search ? { search: options.search } : {}),
+  };
+}
+
 /** What a search engine of a remote runtime may use. */
 export interface RemoteSearchParts {
   /** Runs a command in the sandbox through the runtime. */

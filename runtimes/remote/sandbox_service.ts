@@ -23,11 +23,14 @@ import {
 } from "../../workspace/conversation_store.ts";
 import type { ExecuteResult } from "../types.ts";
 import type { RemoteFileOps } from "./fs.ts";
-import type {
-  RemoteBackend,
-  RemoteCommand,
-  RemoteConversation,
-  RemoteSession,
+import {
+  type RemoteBackend,
+  type RemoteCommand,
+  type RemoteConversation,
+  type RemoteRuntimeCommonOptions,
+  type RemoteSession,
+  RemoteSkillRuntime,
+  runtimeOptionsOf,
 } from "./runtime.ts";
 import { shellQuote } from "./shell.ts";
 
@@ -554,6 +557,131 @@ export class SandboxServiceBackend<S extends ServiceSandbox = ServiceSandbox>
       );
     }
   }
+}
+
+/** Options of {@linkcode SandboxServiceRuntime}. */
+export interface SandboxServiceRuntimeOptions<S extends ServiceSandbox>
+  extends RemoteRuntimeCommonOptions {
+  /** The runtime's name, e.g. `opensandbox`. */
+  readonly name: string;
+  /** The kind's calls. */
+  readonly service: SandboxService<S>;
+  /**
+   * Conversation mode: the folder holding each conversation's workspace
+   * (absolute POSIX); the kind gives its default.
+   */
+  readonly conversationsRoot: string;
+  /** Plain mode: where commands run and relative paths resolve. */
+  readonly cwd?: string | undefined;
+  /** Plain mode: where skills are uploaded. */
+  readonly skillsRoot?: string | undefined;
+  /** See {@linkcode SandboxServiceBackendOptions.sandboxId}. */
+  readonly sandboxId?: string | undefined;
+  /** See {@linkcode SandboxServiceBackendOptions.metadata}. */
+  readonly metadata?: Readonly<Record<string, string>>;
+  /** See {@linkcode SandboxServiceBackendOptions.timeoutSeconds}. */
+  readonly timeoutSeconds?: number | null | undefined;
+  /** See {@linkcode SandboxServiceBackendOptions.renewIntervalMs}. */
+  readonly renewIntervalMs?: number | undefined;
+  /** See {@linkcode SandboxServiceBackendOptions.readyTimeoutMs}. */
+  readonly readyTimeoutMs?: number | undefined;
+  /** See {@linkcode SandboxServiceBackendOptions.readinessName}. */
+  readonly readinessName?: string | undefined;
+}
+
+/**
+ * A remote runtime over a {@linkcode SandboxService}: the conversation
+ * options, the {@linkcode SandboxServiceBackend} and the runtime in one. A
+ * kind's runtime class is its options, its service and this
+ * (`class E2BSkillRuntime extends SandboxServiceRuntime<E2BSandbox>`).
+ *
+ * @example A runtime over a service (no request before real use)
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { SandboxServiceRuntime } from "@skillrun/skillrun/runtime";
+ * const runtime = new SandboxServiceRuntime({
+ *   name: "nowhere",
+ *   conversationsRoot: "/home/user/conversations",
+ *   conversationId: "thread-1",
+ *   service: {
+ *     serverUrl: "http://sandboxes.invalid",
+ *     create: () => Promise.reject(new Error("offline")),
+ *     get: () => Promise.resolve(null),
+ *     gone: () => undefined,
+ *     delete: () => Promise.resolve(),
+ *     open: () => Promise.reject(new Error("offline")),
+ *   },
+ * });
+ * assertEquals(runtime.workspace, "/home/user/conversations/thread-1");
+ * assertEquals(runtime.sandboxId, undefined);
+ * await runtime.close(); // never used: nothing was called
+ * ```
+ */
+export class SandboxServiceRuntime<S extends ServiceSandbox = ServiceSandbox>
+  extends RemoteSkillRuntime {
+  readonly #backend: SandboxServiceBackend<S>;
+
+  /**
+   * Makes the runtime; makes no request.
+   *
+   * @param options The service, the mode, the lifetime, the common options.
+   * @throws {TypeError} A bad conversation id, root, path or variable, or
+   * `sandboxId` together with a conversation.
+   */
+  constructor(options: SandboxServiceRuntimeOptions<S>) {
+    const conversation = options.conversationId === undefined
+      ? undefined
+      : remoteConversation({
+        serverUrl: options.service.serverUrl,
+        conversationId: options.conversationId,
+        conversationsRoot: options.conversationsRoot,
+        store: options.store,
+      });
+    const backend = new SandboxServiceBackend<S>({
+      service: options.service,
+      ...(conversation ? { conversation } : {}),
+      ...definedOnly({
+        sandboxId: options.sandboxId,
+        metadata: options.metadata,
+        timeoutSeconds: options.timeoutSeconds,
+        renewIntervalMs: options.renewIntervalMs,
+        readyTimeoutMs: options.readyTimeoutMs,
+        readinessName: options.readinessName,
+      }),
+    });
+    super({
+      name: options.name,
+      backend,
+      ...(conversation ? { conversation } : {}),
+      ...runtimeOptionsOf(options),
+    });
+    this.#backend = backend;
+  }
+
+  /**
+   * The sandbox's id once the runtime is connected (or was given one), else
+   * `undefined`.
+   */
+  get sandboxId(): string | undefined {
+    return this.#backend.sandboxId;
+  }
+
+  /**
+   * Whether `close()` deletes the sandbox: only a sandbox this runtime
+   * created in plain mode (never an attached one, never a conversation's).
+   */
+  get ownsSandbox(): boolean {
+    return this.#backend.owned;
+  }
+}
+
+/** The entries whose value is not `undefined` (for exact optional types). */
+function definedOnly<T extends object>(
+  entries: T,
+): { [K in keyof T]?: Exclude<T[K], undefined> } {
+  return Object.fromEntries(
+    Object.entries(entries).filter(([, value]) => value !== undefined),
+  ) as { [K in keyof T]?: Exclude<T[K], undefined> };
 }
 
 /** Makes folders through the session's own call, or `mkdir -p`. */
