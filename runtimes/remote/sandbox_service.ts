@@ -9,7 +9,24 @@
  * while the runtime is used, and what `close()` and `destroy()` remove.
  * {@linkcode remoteConversation} turns the conversation options every kind
  * shares into the runtime's conversation, with one default store per
- * process.
+ * process; {@linkcode SandboxServiceRuntime} puts the three together.
+ *
+ * A new kind (a folder beside `opensandbox/`) writes:
+ *
+ * - its options (`interface XRuntimeOptions extends RemoteRuntimeCommonOptions`:
+ *   address, credentials, what a sandbox is made of);
+ * - a {@linkcode SandboxService}: `create`, `get`, `gone`, `delete`, `renew`
+ *   (optional) and `open`, which returns the sandbox's session: `execute`
+ *   (one command call, its deadline and abort through the command core's
+ *   `CommandRun`), `files` (four calls: `stat`, `list`, `open` for reading,
+ *   `upload` for writing) and `isReady`;
+ * - `class XSkillRuntime extends SandboxServiceRuntime<XSandbox>` whose
+ *   constructor calls `super({ ...options, name, service, conversationsRoot })`;
+ * - a `mod.ts` exporting these and `export * from "../remote/kind_exports.ts"`;
+ * - its test server in `tests/servers/`.
+ *
+ * Upload batching, resumable downloads, the workspace fence, in-sandbox
+ * search, preparation and conversation records come from the kit.
  *
  * @module
  */
