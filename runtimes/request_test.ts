@@ -144,3 +144,42 @@ Deno.test("checkPathText() refuses empty and NUL paths by name", () => {
     'Cannot use "a\\u0000/..": the path holds a NUL character',
   );
 });
+
+Deno.test("file calls refuse empty and NUL paths with the same errors on local, OpenSandbox and AIO", async () => {
+  await using three = await threeRuntimes();
+  const calls: Record<
+    string,
+    (runtime: SkillRuntime, path: string) => unknown
+  > = {
+    resolve: (runtime, path) => runtime.fs.resolve(path),
+    readText: (runtime, path) => runtime.fs.readText(path, { maxBytes: 10 }),
+    readBytes: (runtime, path) => runtime.fs.readBytes(path),
+    writeText: (runtime, path) => runtime.fs.writeText(path, "x"),
+    stat: (runtime, path) => runtime.fs.stat(path),
+    list: (runtime, path) => runtime.fs.list(path),
+    readStream: (runtime, path) => runtime.fs.readStream(path),
+  };
+  for (const path of ["", "a\0/.."]) {
+    for (const [name, call] of Object.entries(calls)) {
+      const answers: Record<string, string> = {};
+      for (const [kind, runtime] of Object.entries(three.runtimes)) {
+        try {
+          await call(runtime, path);
+          answers[kind] = "accepted";
+        } catch (error) {
+          answers[kind] = `${(error as Error).name}: ${
+            (error as Error).message
+          }`;
+        }
+      }
+      const expected = path === ""
+        ? 'TypeError: Cannot use "": the path is empty'
+        : 'TypeError: Cannot use "a\\u0000/..": the path holds a NUL character';
+      assertEquals(
+        answers,
+        { local: expected, opensandbox: expected, aio: expected },
+        `${name}(${JSON.stringify(path)})`,
+      );
+    }
+  }
+});
