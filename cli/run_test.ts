@@ -143,6 +143,16 @@ Deno.test("run quotes several words after -- one by one", async () => {
   });
 });
 
+Deno.test("run runs a command that starts with a dash as the command", async () => {
+  await withSkills(async (skills) => {
+    for (const word of ["--help", "-x"]) {
+      const result = await skillrun(["run", skills, "probe", "--", word]);
+      assertEquals(result.code, 127, result.stderr);
+      assertStringIncludes(result.stderr, `${word}: command not found`);
+    }
+  });
+});
+
 Deno.test("run --timeout stops the command, exits with 124 and says so", async () => {
   await withSkills(async (skills) => {
     const result = await skillrun([
