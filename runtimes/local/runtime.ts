@@ -387,6 +387,23 @@ export class LocalSkillRuntime implements SkillRuntime {
   }
 
   /**
+   * Where a skill's `SKILL.md` is once prepared: in plain mode its own
+   * location, in conversation mode the copy's in the workspace.
+   *
+   * @param skill The skill.
+   * @returns The absolute path.
+   */
+  skillLocation(skill: Skill): string {
+    if (this.#fence === undefined) return skill.location;
+    return hostPath.join(
+      this.#fence.root,
+      "skills",
+      stableSkillFolderName({ name: skill.name, basePath: skill.basePath }),
+      hostPath.basename(skill.location),
+    );
+  }
+
+  /**
    * Prepares skills in order and returns them in the same number and order:
    * in plain mode in place, in conversation mode copied into the workspace;
    * then their bootstrap commands run in the prepared folder. Idempotent per
