@@ -362,6 +362,53 @@ Deno.test("run --config gives the skill its environment and bootstraps it once b
   });
 });
 
+Deno.test("run --conversation resumed does not bootstrap an unchanged skill again, and does a changed one", async () => {
+  await withSkills(async (skills, temp) => {
+    const root = hostPath.join(temp, "conversations");
+    const config = hostPath.join(temp, "config.json");
+    // The log lives in the workspace, beside skills/: a new copy keeps it.
+    await Deno.writeTextFile(
+      config,
+      JSON.stringify({
+        probe: { bootstrap: ["echo booted >> ../../boot.log"] },
+      }),
+    );
+    const run = () =>
+      skillrun([
+        "run",
+        skills,
+        "probe",
+        "--conversation",
+        "c1",
+        "--root",
+        root,
+        "--config",
+        config,
+        "--",
+        "cat ../../boot.log",
+      ]);
+    const first = await run();
+    assertEquals(first.code, 0, first.stderr);
+    assertEquals(first.stdout, "booted\n");
+    const second = await run();
+    assertEquals(second.code, 0, second.stderr);
+    assertEquals(
+      second.stdout,
+      "booted\n",
+      "an unchanged skill was bootstrapped again",
+    );
+    await Deno.writeTextFile(
+      hostPath.join(skills, "probe", "data.txt"),
+      "changed\n",
+    );
+    const third = await run();
+    assertEquals(third.code, 0, third.stderr);
+    assertEquals(third.stdout, "booted\nbooted\n");
+    const fourth = await run();
+    assertEquals(fourth.stdout, "booted\nbooted\n");
+  });
+});
+
 Deno.test("run shows the progress of a long preparation on stderr", async () => {
   await withSkills(async (skills, temp) => {
     const config = hostPath.join(temp, "config.json");
