@@ -86,7 +86,8 @@ function skillJson(skill: Skill): Record<string, unknown> {
 
 const listCommand: CliCommand = {
   summary: "List the skills found in folders, with their warnings",
-  help: `Usage: skillrun list [--json] [--skills <dir>]... [<dir>...]
+  help:
+    `Usage: skillrun list [--json | --catalog] [--skills <dir>]... [<dir>...]
 
 List the skills found in each folder (a skill folder or a folder of skills,
 searched to 5 levels), leniently: skills that break the Agent Skills rules are
@@ -265,7 +266,8 @@ const runCliCommand: CliCommand = {
 };
 
 const mcpCliCommand: CliCommand = {
-  summary: "Serve the skill tools to an MCP client over stdio",
+  summary:
+    "Serve the skill tools to an MCP client (stdio, or HTTP with --http)",
   help: MCP_HELP.trimEnd(),
   run: (args) => mcpCommand(args),
 };

@@ -218,7 +218,7 @@ Deno.test("cli --help lists the commands and each command has --help", async () 
   for (const command of ["list", "validate"]) {
     const run = await cli(command, "--help");
     assertEquals(run.code, 0, command);
-    assertStringIncludes(run.stdout, `Usage: skillrun ${command} [--json]`);
+    assertStringIncludes(run.stdout, `Usage: skillrun ${command} [--json`);
     assertEquals((await cli("help", command)).stdout, run.stdout);
   }
 });
@@ -369,4 +369,18 @@ Deno.test("cli: several skill folders follow one rule on every command (repeated
       command,
     );
   }
+});
+
+Deno.test("cli --help says mcp serves over stdio or HTTP, and list's usage names --catalog", async () => {
+  const top = await cli("--help");
+  const mcpLine = top.stdout.split("\n").find((l) =>
+    l.trim().startsWith("mcp ")
+  );
+  assert(mcpLine, top.stdout);
+  assert(!/over stdio$/.test(mcpLine), mcpLine);
+  assertStringIncludes(mcpLine, "HTTP");
+  const list = await cli("list", "--help");
+  const usage = list.stdout.split("\n", 1)[0]!;
+  assertStringIncludes(usage, "--catalog");
+  assertStringIncludes(usage, "--json");
 });
