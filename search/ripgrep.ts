@@ -323,9 +323,10 @@ function relativeOf(path: string, rootIsFile: boolean): string {
  *
  * @example Searching with ripgrep
  * ```ts ignore
- * import { RipgrepSearch } from "./ripgrep.ts";
- * import { LocalFileSystem } from "../runtimes/local/fs.ts";
- * const search = new RipgrepSearch({ fs: new LocalFileSystem({ root: Deno.cwd() }) });
+ * import { LocalSkillRuntime } from "@skillrun/skillrun";
+ * import { RipgrepSearch } from "@skillrun/skillrun/search";
+ * await using runtime = new LocalSkillRuntime();
+ * const search = new RipgrepSearch({ fs: runtime.fs });
  * const result = await search.grep({ pattern: "TODO", outputMode: "count" });
  * ```
  */
