@@ -5,13 +5,18 @@
  * request, another process) finds an unchanged skill there and neither copies
  * nor bootstraps it again, as the remote runtimes do with their store.
  *
- * It is a JSON file beside the workspace (`<root>/.<id>.skills.json`; an id
- * never starts with `.`), out of reach of the commands that run inside it.
+ * It is a JSON file in the workspace (`skills/.skillrun-prepared.json`), read
+ * and written through the workspace's fence: nothing outside the workspace is
+ * ever touched. A command may change or remove it; that costs at most a new
+ * copy and bootstrap (a digest cannot be forged for a changed skill without
+ * its configured values).
  *
  * @module
  */
 import { hostPath } from "../../_internal/std.ts";
 import { writeStreamAtomically } from "../../_internal/atomic_write.ts";
+import type { PathFence } from "../../workspace/fence.ts";
+import { WorkspaceEscapeError } from "../../workspace/errors.ts";
 
 /** One prepared skill. */
 interface Entry {
@@ -23,14 +28,13 @@ interface Entry {
 
 /** The record file of one conversation workspace. */
 export class PreparedRecord {
+  readonly #fence: PathFence;
   readonly #path: string;
 
-  /** @param workspace The conversation's workspace (`<root>/<id>`). */
-  constructor(workspace: string) {
-    this.#path = hostPath.join(
-      hostPath.dirname(workspace),
-      `.${hostPath.basename(workspace)}.skills.json`,
-    );
+  /** @param fence The conversation workspace's fence. */
+  constructor(fence: PathFence) {
+    this.#fence = fence;
+    this.#path = hostPath.join(fence.root, "skills", ".skillrun-prepared.json");
   }
 
   /** The digest recorded for a skill in that folder, if any. */
@@ -55,9 +59,13 @@ export class PreparedRecord {
   async #read(): Promise<Record<string, Entry>> {
     let text: string;
     try {
-      text = await Deno.readTextFile(this.#path);
+      text = await Deno.readTextFile(await this.#fence.resolve(this.#path));
     } catch (error) {
-      if (error instanceof Deno.errors.NotFound) return {};
+      // Missing, or made a link out of the workspace: no record.
+      if (
+        error instanceof Deno.errors.NotFound ||
+        error instanceof WorkspaceEscapeError
+      ) return {};
       throw error;
     }
     try {
@@ -82,6 +90,12 @@ export class PreparedRecord {
     const bytes = new TextEncoder().encode(
       `${JSON.stringify({ version: 1, skills }, null, 2)}\n`,
     );
-    await writeStreamAtomically(ReadableStream.from([bytes]), this.#path);
+    // The rename replaces a link there rather than writing through it.
+    await writeStreamAtomically(
+      ReadableStream.from([bytes]),
+      await this.#fence.resolve(hostPath.dirname(this.#path)).then((dir) =>
+        hostPath.join(dir, hostPath.basename(this.#path))
+      ),
+    );
   }
 }

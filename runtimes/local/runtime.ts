@@ -254,9 +254,9 @@ export class LocalSkillRuntime implements SkillRuntime {
     }
     this.#workspace = conversation?.fence.root;
     this.#fence = conversation?.fence;
-    this.#record = this.#workspace === undefined
+    this.#record = conversation === undefined
       ? undefined
-      : new PreparedRecord(this.#workspace);
+      : new PreparedRecord(conversation.fence);
     this.#defaultWorkingDirectory = this.#workspace ??
       hostPath.resolve(options.cwd ?? Deno.cwd());
     const inner = conversation
