@@ -32,7 +32,12 @@ import { formatCatalog } from "./skill/catalog.ts";
 import { findSkillFolders, loadSkills } from "./skill/load.ts";
 import { validateSkill, type ValidationProblem } from "./skill/validate.ts";
 import type { Skill } from "./skill/types.ts";
-import { parseArgs, UsageError } from "./cli/_args.ts";
+import {
+  parseArgs,
+  SKILLS_OPTION_HELP,
+  splitList,
+  UsageError,
+} from "./cli/_args.ts";
 import { RUN_HELP, runCommand } from "./cli/run.ts";
 import { MCP_HELP, mcpCommand } from "./cli/mcp.ts";
 import { DOCTOR_HELP, doctorCommand } from "./cli/doctor.ts";
@@ -81,29 +86,37 @@ function skillJson(skill: Skill): Record<string, unknown> {
 
 const listCommand: CliCommand = {
   summary: "List the skills found in folders, with their warnings",
-  help: `Usage: skillrun list [--json] <dir>...
+  help:
+    `Usage: skillrun list [--json | --catalog] [--skills <dir>]... [<dir>...]
 
 List the skills found in each folder (a skill folder or a folder of skills,
 searched to 5 levels), leniently: skills that break the Agent Skills rules are
 listed with warnings; files that cannot be used are reported on stderr.
+Folders are given with --skills or as arguments, by the same rule.
 
 Options:
-  --json     Print a JSON array of {name, description, location, basePath,
-             license?, compatibility?, metadata?, allowedTools?, warnings}
-  --catalog  Print the catalog a model is given (the text the skill tool's
-             description and a system prompt carry)
-  --help     Show this help`,
+${SKILLS_OPTION_HELP}
+  --json               Print a JSON array of {name, description, location,
+                       basePath, license?, compatibility?, metadata?,
+                       allowedTools?, warnings}
+  --catalog            Print the catalog a model is given (the text the skill
+                       tool's description and a system prompt carry)
+  --help               Show this help`,
   async run(args) {
-    const { flags, positionals, rest } = parseArgs(args, {
+    const { flags, lists, positionals, rest } = parseArgs(args, {
       json: "boolean",
       catalog: "boolean",
+      skills: "list",
     });
     if (flags.json && flags.catalog) {
       throw new UsageError(
         'Options "--json" and "--catalog" exclude each other',
       );
     }
-    const dirs = [...positionals, ...(rest ?? [])];
+    const dirs = [
+      ...(lists.skills ?? []),
+      ...[...positionals, ...(rest ?? [])].flatMap(splitList),
+    ];
     if (dirs.length === 0) {
       throw new UsageError("Missing argument: at least one folder");
     }
@@ -253,7 +266,8 @@ const runCliCommand: CliCommand = {
 };
 
 const mcpCliCommand: CliCommand = {
-  summary: "Serve the skill tools to an MCP client over stdio",
+  summary:
+    "Serve the skill tools to an MCP client (stdio, or HTTP with --http)",
   help: MCP_HELP.trimEnd(),
   run: (args) => mcpCommand(args),
 };

@@ -119,6 +119,30 @@ export class Redactor {
     return result;
   }
 
+  /**
+   * Like {@linkcode Redactor.redact} for a text that was cut at its end: the
+   * start of a secret that ends it (the piece the cut left, of at least
+   * `MIN_FRAGMENT_LENGTH` characters) is replaced too, so that no later cut,
+   * wherever the redactions before it move it, can show that piece.
+   *
+   * @param text The text to clean, cut at its end.
+   * @returns The text without the values.
+   *
+   * @example A secret cut by a limit
+   * ```ts
+   * import { assert } from "@std/assert";
+   * import { Redactor } from "./redact.ts";
+   * const redactor = new Redactor(["s3cr3t-token"]);
+   * assert(redactor.redactCutEnd("key=s3cr3t-to") === "key=[redacted]");
+   * ```
+   */
+  redactCutEnd(text: string): string {
+    const result = this.redact(text);
+    if (this.#secrets.length === 0) return result;
+    const piece = this.#prefixAtEnd(result);
+    return piece === 0 ? result : `${result.slice(0, -piece)}${REDACTED}`;
+  }
+
   /** Replaces the pieces of secrets that stand right before or after a cut. */
   #redactCuts(text: string): string {
     const pieces: string[] = [];

@@ -52,6 +52,8 @@ export function parseListenAddress(value: string): ListenAddress {
 export interface McpHttpCommandOptions {
   /** The parsed flags of `skillrun mcp`. */
   readonly flags: Readonly<Record<string, string | boolean>>;
+  /** The skill folders of `--skills`. */
+  readonly skills: readonly string[];
   /** The skills' configurations from `--config`. */
   readonly configs?: ReadonlyMap<string, SkillRuntimeConfig>;
   /** Prints a line on stdout. */
@@ -85,7 +87,7 @@ export async function serveMcpHttpCommand(
   const server = await serveMcpHttp({
     hostname: address.hostname,
     port: address.port,
-    skills: flags.skills as string,
+    skills: options.skills,
     ...(options.configs ? { configs: options.configs } : {}),
     ...(token !== undefined ? { token } : {}),
     jsonResponse: flags["json-response"] === true,
@@ -101,7 +103,9 @@ export async function serveMcpHttpCommand(
   }
   if (server.handler.skills.length === 0) {
     await err(
-      `skillrun mcp: no skills found under "${flags.skills}"; serving the file tools only\n`,
+      `skillrun mcp: no skills found under "${
+        options.skills.join(",")
+      }"; serving the file tools only\n`,
     );
   }
   await out(`${server.url}\n`);

@@ -6,7 +6,7 @@
  */
 import { buildSkillTools } from "../tools/mod.ts";
 import type { SkillRuntime } from "../runtimes/types.ts";
-import { parseArgs, UsageError } from "./_args.ts";
+import { parseArgs, SKILLS_OPTION_HELP, UsageError } from "./_args.ts";
 import { readConfigFile } from "./_config.ts";
 import { serveMcpHttpCommand } from "./_mcp_http.ts";
 import { defaultMcpConversationsRoot } from "../tools/mcp/_conversations_root.ts";
@@ -35,7 +35,8 @@ On loopback, requests naming another Host or Origin are refused (DNS
 rebinding). A bearer token is asked when SKILLRUN_MCP_TOKEN is set.
 
 Options:
-  --skills <dir>       Where the skills are (required)
+${SKILLS_OPTION_HELP}.
+                       Required
   --conversation <id>  Work in the conversation workspace <root>/<id>: skills
                        are copied into it and the file tools stay inside it
   --root <dir>         The conversations root (default:
@@ -114,7 +115,7 @@ export async function mcpCommand(
   let parsed;
   try {
     parsed = parseArgs(args, {
-      skills: "string",
+      skills: "list",
       conversation: "string",
       root: "string",
       config: "string",
@@ -132,7 +133,7 @@ export async function mcpCommand(
         `Unexpected argument "${parsed.positionals[0] ?? "--"}"`,
       );
     }
-    if (typeof parsed.flags.skills !== "string") {
+    if (parsed.lists.skills === undefined) {
       throw new UsageError('Option "--skills" is required');
     }
     if (
@@ -163,6 +164,7 @@ export async function mcpCommand(
     if (typeof parsed.flags.http === "string") {
       await serveMcpHttpCommand({
         flags: parsed.flags,
+        skills: parsed.lists.skills!,
         ...(configs ? { configs } : {}),
         out,
         err,
@@ -171,8 +173,9 @@ export async function mcpCommand(
       return 0;
     }
     runtime = await createRuntime(parsed.flags, defaultMcpConversationsRoot);
+    const skills = parsed.lists.skills!;
     const built = await buildSkillTools({
-      skills: parsed.flags.skills,
+      skills,
       runtime,
       ...(configs ? { configs } : {}),
     });
@@ -181,7 +184,9 @@ export async function mcpCommand(
     }
     if (built.skills.length === 0) {
       await err(
-        `skillrun mcp: no skills found under "${parsed.flags.skills}"; serving the file tools only\n`,
+        `skillrun mcp: no skills found under "${
+          skills.join(",")
+        }"; serving the file tools only\n`,
       );
     }
     // Loaded here so that the other subcommands never load the MCP SDK.

@@ -16,7 +16,13 @@ import type {
 import { DEFAULT_EXECUTE_TIMEOUT_MS } from "../runtimes/types.ts";
 import { loadSkills, selectSkills } from "../skill/mod.ts";
 import type { Skill } from "../skill/types.ts";
-import { commandLine, parseArgs, UsageError } from "./_args.ts";
+import {
+  commandLine,
+  parseArgs,
+  SKILLS_OPTION_HELP,
+  splitList,
+  UsageError,
+} from "./_args.ts";
 import { readConfigFile } from "./_config.ts";
 
 /** The exit code of a command stopped by `--timeout` (as `timeout(1)`). */
@@ -48,8 +54,10 @@ export const ISOLATE_HELP: string =
 /** The help of `skillrun run`. */
 export const RUN_HELP: string =
   `Usage: skillrun run <skills-dir> <skill> [options] -- <command>
+       skillrun run --skills <dir>... <skill> [options] -- <command>
 
-Prepares <skill> (found under <skills-dir>) with the local runtime, then runs
+Prepares <skill> (found under <skills-dir>, or the --skills folders; both by
+the same rule) with the local runtime, then runs
 <command> with bash in the skill's folder. Its stdout and stderr go to this
 program's stdout and stderr as it writes them, this program's stdin goes to it,
 and its exit code becomes this program's.
@@ -58,6 +66,7 @@ One word after "--" is a shell line as it is ('ls | wc -l'); several words are
 quoted one by one (python3 x.py "a b" passes "a b" as one argument).
 
 Options:
+${SKILLS_OPTION_HELP}
   --conversation <id>  Work in the conversation workspace <root>/<id>: the skill
                        is copied into it and the command runs in the copy
   --root <dir>         The conversations root (default: .skillrun/conversations)
@@ -144,6 +153,7 @@ export async function runCommand(
   let timeoutMs: number;
   try {
     parsed = parseArgs(args, {
+      skills: "list",
       conversation: "string",
       root: "string",
       timeout: "string",
@@ -155,9 +165,12 @@ export async function runCommand(
       await out(RUN_HELP);
       return 0;
     }
-    if (parsed.positionals.length !== 2) {
+    const expected = parsed.lists.skills === undefined ? 2 : 1;
+    if (parsed.positionals.length !== expected) {
       throw new UsageError(
-        `Expected <skills-dir> and <skill>, got ${parsed.positionals.length} argument${
+        `Expected ${
+          expected === 2 ? "<skills-dir> and <skill>" : "<skill> after --skills"
+        }, got ${parsed.positionals.length} argument${
           parsed.positionals.length === 1 ? "" : "s"
         }`,
       );
@@ -180,7 +193,11 @@ export async function runCommand(
     return USAGE_EXIT_CODE;
   }
 
-  const [skillsDir, skillName] = parsed.positionals as [string, string];
+  const skillsDirs = [
+    ...(parsed.lists.skills ?? []),
+    ...parsed.positionals.slice(0, -1).flatMap(splitList),
+  ];
+  const skillName = parsed.positionals.at(-1)!;
   const { signal, stopListening } = interruptSignal(options.signal);
   let runtime: SkillRuntime | undefined;
   try {
@@ -189,7 +206,7 @@ export async function runCommand(
       : new Map<string, SkillRuntimeConfig>();
     runtime = await createRuntime(parsed.flags);
     const skill = await findSkill(
-      skillsDir,
+      skillsDirs,
       skillName,
       [...configs.keys()],
       err,
@@ -325,12 +342,12 @@ export async function createRuntime(
 }
 
 async function findSkill(
-  skillsDir: string,
+  skillsDirs: readonly string[],
   name: string,
   configured: readonly string[],
   err: (text: string) => Promise<void>,
 ): Promise<Skill | undefined> {
-  const { skills, warnings } = await loadSkills(skillsDir);
+  const { skills, warnings } = await loadSkills(skillsDirs);
   try {
     // As the tools builder does: a configuration for no skill is a mistake
     // (a misspelt name would silently lose its environment).

@@ -143,6 +143,16 @@ Deno.test("run quotes several words after -- one by one", async () => {
   });
 });
 
+Deno.test("run runs a command that starts with a dash as the command", async () => {
+  await withSkills(async (skills) => {
+    for (const word of ["--help", "-x"]) {
+      const result = await skillrun(["run", skills, "probe", "--", word]);
+      assertEquals(result.code, 127, result.stderr);
+      assertStringIncludes(result.stderr, `${word}: command not found`);
+    }
+  });
+});
+
 Deno.test("run --timeout stops the command, exits with 124 and says so", async () => {
   await withSkills(async (skills) => {
     const result = await skillrun([
@@ -349,6 +359,53 @@ Deno.test("run --config gives the skill its environment and bootstraps it once b
     assertEquals(result.code, 0, result.stderr);
     assertEquals(result.stdout, "from config\nbooted\n");
     assertEquals(result.stderr, "", "a quick preparation shows no progress");
+  });
+});
+
+Deno.test("run --conversation resumed does not bootstrap an unchanged skill again, and does a changed one", async () => {
+  await withSkills(async (skills, temp) => {
+    const root = hostPath.join(temp, "conversations");
+    const config = hostPath.join(temp, "config.json");
+    // The log lives in the workspace, beside skills/: a new copy keeps it.
+    await Deno.writeTextFile(
+      config,
+      JSON.stringify({
+        probe: { bootstrap: ["echo booted >> ../../boot.log"] },
+      }),
+    );
+    const run = () =>
+      skillrun([
+        "run",
+        skills,
+        "probe",
+        "--conversation",
+        "c1",
+        "--root",
+        root,
+        "--config",
+        config,
+        "--",
+        "cat ../../boot.log",
+      ]);
+    const first = await run();
+    assertEquals(first.code, 0, first.stderr);
+    assertEquals(first.stdout, "booted\n");
+    const second = await run();
+    assertEquals(second.code, 0, second.stderr);
+    assertEquals(
+      second.stdout,
+      "booted\n",
+      "an unchanged skill was bootstrapped again",
+    );
+    await Deno.writeTextFile(
+      hostPath.join(skills, "probe", "data.txt"),
+      "changed\n",
+    );
+    const third = await run();
+    assertEquals(third.code, 0, third.stderr);
+    assertEquals(third.stdout, "booted\nbooted\n");
+    const fourth = await run();
+    assertEquals(fourth.stdout, "booted\nbooted\n");
   });
 });
 

@@ -22,6 +22,7 @@ import {
   startFlight,
   waitFor,
 } from "../_internal/flight.ts";
+import { skillKey } from "./_skill_key.ts";
 
 /** What {@linkcode PreparationHooks.materialize} returns. */
 export interface MaterializeResult {
@@ -366,9 +367,7 @@ function differentConfigError(skill: Skill): SkillPreparationError {
   );
 }
 
-function keyOf(skill: Skill): string {
-  return `${skill.name}\u0000${skill.basePath}`;
-}
+const keyOf = skillKey;
 
 function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);

@@ -252,6 +252,13 @@ export interface SkillRuntime extends AsyncDisposable {
    * `SkillPreparationError` rather than ignored.
    */
   prepare(request: PrepareRequest): Promise<PreparedSkill[]>;
+  /**
+   * Where a skill's `SKILL.md` is once prepared, as this runtime's commands
+   * and file tools see it (a workspace copy, a sandbox path); known before
+   * preparing. The catalog shows it to the model. Without it, the catalog
+   * shows the skill's own `location`.
+   */
+  skillLocation?(skill: Skill): string;
   /** Runs one command. Never throws for a failing command: see the result. */
   execute(request: ExecuteRequest): Promise<ExecuteResult>;
   /** The merged runtime environment (base excluded) that every command gets. */

@@ -153,7 +153,12 @@ export function createSkillTool(
 
 function describe(context: ToolContext, options: SkillToolOptions): string {
   // Configured values never reach the model through a skill's description.
+  // The path the model can read: where the runtime prepares the skill.
+  const { runtime } = context;
   const catalog = formatCatalog(context.skills, {
+    ...(runtime.skillLocation
+      ? { locationOf: (skill: Skill) => runtime.skillLocation!(skill) }
+      : {}),
     ...options.catalog,
     secrets: [...context.secrets(), ...(options.catalog?.secrets ?? [])],
   });

@@ -148,6 +148,16 @@ class StreamOutput {
 }
 
 /**
+ * The command as the server's `bash -c` gets it. The server puts it right
+ * after `-c`, where bash would read a leading `-` or `+` as an option of its
+ * own (`--help`, `-x`): such a command gets a leading space, which changes
+ * nothing else.
+ */
+function commandArgument(command: string): string {
+  return /^[-+]/.test(command) ? ` ${command}` : command;
+}
+
+/**
  * Runs one command on an AIO container and waits for its end, our deadline or
  * the signal. Never throws for a failing command; throws a `RemoteHttpError`
  * when the server cannot be asked (the command is then killed when it may have
@@ -182,6 +192,7 @@ export async function runAioCommand(
     Math.max(0.001, Math.min(poll, run.remainingMs() / 1000));
   let sent = false;
   let commandId: string | undefined;
+  const command = commandArgument(request.command);
   try {
     let status: AioCommandStatus;
     let exitCode: number | null | undefined;
@@ -198,7 +209,7 @@ export async function runAioCommand(
       const soft = leftSeconds();
       sent = true;
       const answer = await client.exec({
-        command: request.command,
+        command,
         session_id: sessionId,
         exec_dir: request.cwd,
         env: request.env,
@@ -267,7 +278,7 @@ export async function runAioCommand(
           offset: out.offset,
           stderr_offset: err.offset,
         }, { timeoutMs: 5_000 }).then((answer) => {
-          if (answer.command?.command !== request.command) return;
+          if (answer.command?.command !== command) return;
           out.add(answer.stdout, answer.offset);
           err.add(answer.stderr, answer.stderr_offset);
         }, () => {});

@@ -44,6 +44,11 @@ export interface ToolCheck {
   readonly name: string;
   /** Whether it runs. */
   readonly present: boolean;
+  /**
+   * Whether Deno lets this process run it. When not, whether it is installed
+   * is unknown (`present` is `false`) and the report says "not permitted".
+   */
+  readonly permitted: boolean;
   /** Where it was looked for. */
   readonly where: string;
   /** What its absence costs (or what it gives when present). */
@@ -160,6 +165,11 @@ export async function fenceReport(
   const warnings: string[] = [];
   const errors: string[] = [];
 
+  for (const root of skillRoots) {
+    const problem = await skillRootProblem(root);
+    if (problem) errors.push(problem);
+  }
+
   const permissions: PermissionCheck[] = [
     await checkPaths("read", [...skillRoots, home]),
     await checkPaths("write", [home]),
@@ -218,9 +228,7 @@ export async function fenceReport(
   const tools = await checkTools(runtime, sandbox, options.signal);
   for (const tool of tools) {
     if (tool.present) continue;
-    (tool.name === "bash" ? errors : warnings).push(
-      `${tool.name} is not available: ${tool.cost}`,
-    );
+    (tool.name === "bash" ? errors : warnings).push(toolProblem(tool));
   }
 
   return {
@@ -337,15 +345,27 @@ export function formatFenceReport(report: FenceReport): string {
   lines.push("");
   lines.push("optional tools:");
   for (const tool of report.tools) {
+    const word = tool.present
+      ? "ok"
+      : tool.permitted
+      ? "missing"
+      : "not permitted";
     lines.push(
-      `  ${(tool.present ? "ok" : "missing").padEnd(7)} ${
-        tool.name.padEnd(5)
-      } ${tool.where}: ${tool.cost}`,
+      `  ${word.padEnd(7)} ${tool.name.padEnd(5)} ${tool.where}: ${tool.cost}`,
     );
   }
   lines.push("");
-  for (const warning of report.warnings) lines.push(`warning: ${warning}`);
-  for (const error of report.errors) lines.push(`error: ${error}`);
+  // Each fact once: what a section above already shows is only counted.
+  const shown = new Set([
+    ...report.permissions.map((check) => check.note),
+    ...report.tools.filter((tool) => !tool.present).map(toolProblem),
+  ]);
+  for (const warning of report.warnings) {
+    if (!shown.has(warning)) lines.push(`warning: ${warning}`);
+  }
+  for (const error of report.errors) {
+    if (!shown.has(error)) lines.push(`error: ${error}`);
+  }
   lines.push(
     `${report.errors.length} error${
       report.errors.length === 1 ? "" : "s"
@@ -563,13 +583,14 @@ async function checkTools(
   } catch {
     bash = false;
   }
-  const rg = state({ name: "run", command: "rg" })
-    ? await detectRipgrep()
-    : null;
+  const rgPermitted = state({ name: "run", command: "rg" });
+  const rg = rgPermitted ? await detectRipgrep() : null;
+  const bwrapPermitted = sandbox !== undefined ||
+    state({ name: "run", command: "bwrap" });
   let bwrap: boolean;
   if (sandbox) {
     bwrap = true;
-  } else if (state({ name: "run", command: "bwrap" })) {
+  } else if (bwrapPermitted) {
     bwrap = await commandSucceeds("bwrap", ["--version"]);
   } else {
     bwrap = false;
@@ -578,28 +599,36 @@ async function checkTools(
     {
       name: "bash",
       present: bash && found.has("bash"),
+      permitted: true,
       where,
       cost: "required: without it no command runs (the bash tool, bootstrap)",
     },
     {
       name: "rg",
       present: rg !== null,
+      permitted: rgPermitted,
       where: "this process (grep, glob)",
       cost: rg
         ? `ripgrep ${rg.version} answers grep and glob`
-        : "grep and glob use the TypeScript fallback: the same answers, slower on large folders (install ripgrep and allow --allow-run=rg)",
+        : rgPermitted
+        ? "grep and glob use the TypeScript fallback: the same answers, slower on large folders (install ripgrep and allow --allow-run=rg)"
+        : "grep and glob use the TypeScript fallback: the same answers, slower on large folders (run with --allow-run=rg to use ripgrep where it is installed)",
     },
     {
       name: "bwrap",
       present: bwrap,
+      permitted: bwrapPermitted,
       where: "this process",
       cost: bwrap
         ? "the isolated mode is available"
-        : "no isolated mode: the shell reaches whatever the user may (install bubblewrap and allow --allow-run=bwrap)",
+        : bwrapPermitted
+        ? "no isolated mode: the shell reaches whatever the user may (install bubblewrap and allow --allow-run=bwrap)"
+        : "no isolated mode: the shell reaches whatever the user may (run with --allow-run=bwrap to use bubblewrap where it is installed)",
     },
     {
       name: "deno",
       present: found.has("deno"),
+      permitted: true,
       where,
       cost: found.has("deno")
         ? "skills written for Deno can run deno"
@@ -610,4 +639,30 @@ async function checkTools(
 
 function inside(path: string, folder: string): boolean {
   return path === folder || path.startsWith(`${folder}/`);
+}
+
+/** How a tool that does not run is reported among the warnings or errors. */
+function toolProblem(tool: ToolCheck): string {
+  return `${tool.name} is ${
+    tool.permitted ? "not available" : "not permitted"
+  }: ${tool.cost}`;
+}
+
+/** Why a skills folder cannot be used, or `undefined` (also when unreadable: the read check says so). */
+async function skillRootProblem(root: string): Promise<string | undefined> {
+  // Never a prompt: without read permission the read check reports it.
+  if (!state({ name: "read", path: root })) return undefined;
+  try {
+    const info = await Deno.stat(root);
+    if (info.isDirectory) return undefined;
+    if (info.isFile && hostPath.basename(root).toUpperCase() === "SKILL.MD") {
+      return undefined;
+    }
+    return `the skills folder "${root}" is not a folder or a SKILL.md`;
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) {
+      return `the skills folder "${root}" does not exist`;
+    }
+    return undefined;
+  }
 }

@@ -30,6 +30,7 @@ import {
   type MaterializeResult,
   PreparationEngine,
 } from "../prepare.ts";
+import { skillKey } from "../_skill_key.ts";
 import {
   DEFAULT_MAX_OUTPUT_BYTES,
   type DownloadResult,
@@ -57,6 +58,9 @@ import {
   type BubblewrapLauncherOptions,
 } from "./isolated.ts";
 import { LocalFileSystem } from "./fs.ts";
+import { PreparedRecord } from "./_prepared_record.ts";
+import { skillDigest } from "../../workspace/conversation_store.ts";
+import type { SkillRuntimeConfig } from "../config.ts";
 
 /** Handed from `create()` to the constructor (synchronously, never shared). */
 let pendingConversation: { fence: PathFence } | undefined;
@@ -212,6 +216,12 @@ export class LocalSkillRuntime implements SkillRuntime {
   #inheritedPath: string | undefined;
   /** Plain mode: the skill folders prepared in place (writable in a sandbox). */
   readonly #skillFolders = new Set<string>();
+  /** Conversation mode: the record of prepared skills, by digest. */
+  readonly #record: PreparedRecord | undefined;
+  /** Conversation mode: each skill's configuration, for its digest. */
+  readonly #configs = new Map<string, SkillRuntimeConfig | undefined>();
+  /** Conversation mode: digests of skills copied, recorded once bootstrapped. */
+  readonly #copied = new Map<string, { folder: string; digest: string }>();
   #closed = false;
 
   /**
@@ -244,6 +254,9 @@ export class LocalSkillRuntime implements SkillRuntime {
     }
     this.#workspace = conversation?.fence.root;
     this.#fence = conversation?.fence;
+    this.#record = conversation === undefined
+      ? undefined
+      : new PreparedRecord(conversation.fence);
     this.#defaultWorkingDirectory = this.#workspace ??
       hostPath.resolve(options.cwd ?? Deno.cwd());
     const inner = conversation
@@ -387,6 +400,23 @@ export class LocalSkillRuntime implements SkillRuntime {
   }
 
   /**
+   * Where a skill's `SKILL.md` is once prepared: in plain mode its own
+   * location, in conversation mode the copy's in the workspace.
+   *
+   * @param skill The skill.
+   * @returns The absolute path.
+   */
+  skillLocation(skill: Skill): string {
+    if (this.#fence === undefined) return skill.location;
+    return hostPath.join(
+      this.#fence.root,
+      "skills",
+      stableSkillFolderName({ name: skill.name, basePath: skill.basePath }),
+      hostPath.basename(skill.location),
+    );
+  }
+
+  /**
    * Prepares skills in order and returns them in the same number and order:
    * in plain mode in place, in conversation mode copied into the workspace;
    * then their bootstrap commands run in the prepared folder. Idempotent per
@@ -404,7 +434,32 @@ export class LocalSkillRuntime implements SkillRuntime {
     } catch (error) {
       return Promise.reject(error);
     }
-    return this.#engine.prepare(request);
+    if (this.#record === undefined) return this.#engine.prepare(request);
+    return this.#prepareRecorded(request, this.#record);
+  }
+
+  // Conversation mode: one skill at a time, each recorded with its digest
+  // once its bootstrap succeeded.
+  async #prepareRecorded(
+    request: PrepareRequest,
+    record: PreparedRecord,
+  ): Promise<PreparedSkill[]> {
+    const prepared: PreparedSkill[] = [];
+    for (const entry of request.skills) {
+      request.signal?.throwIfAborted();
+      const key = skillKey(entry.skill);
+      if (!this.#engine.isPrepared(entry.skill)) {
+        this.#configs.set(key, entry.config);
+      }
+      const [one] = await this.#engine.prepare({ ...request, skills: [entry] });
+      prepared.push(one!);
+      const copied = this.#copied.get(key);
+      if (copied) {
+        this.#copied.delete(key);
+        await record.mark(entry.skill.name, copied);
+      }
+    }
+    return prepared;
   }
 
   /**
@@ -502,12 +557,36 @@ export class LocalSkillRuntime implements SkillRuntime {
     }
     // Through the fence: a command may have replaced the copy (or `skills/`)
     // with a symlink to a folder outside, which the copy would write into.
+    const folder = stableSkillFolderName({
+      name: skill.name,
+      basePath: skill.basePath,
+    });
     const target = await this.#fence.resolve(hostPath.join(
       this.#fence.root,
       "skills",
-      stableSkillFolderName({ name: skill.name, basePath: skill.basePath }),
+      folder,
     ));
     const { onProgress } = options;
+    // A skill this conversation prepared before, unchanged (files and
+    // configuration) and still there, is neither copied nor bootstrapped.
+    const key = skillKey(skill);
+    const config = this.#configs.get(key);
+    const digest = await skillDigest(skill.basePath, {
+      config: config
+        ? { env: config.env, bootstrap: config.bootstrap }
+        : undefined,
+      policy: this.#copyPolicy,
+      signal: options.signal,
+    });
+    const record = this.#record!;
+    if (
+      await record.digestOf(skill.name, folder) === digest &&
+      await exists(hostPath.join(target, hostPath.basename(skill.location)))
+    ) {
+      return { basePath: target, bootstrap: false };
+    }
+    // Forget it first: a failed copy is never taken for a prepared skill.
+    await record.forget(skill.name);
     onProgress?.({
       skillName: skill.name,
       stage: "copy",
@@ -527,6 +606,7 @@ export class LocalSkillRuntime implements SkillRuntime {
         }
         : {}),
     });
+    this.#copied.set(key, { folder, digest });
     return { basePath: target, bootstrap: true };
   }
 
@@ -667,4 +747,14 @@ function denoLocation(): [
     execPath === undefined ? undefined : hostPath.dirname(execPath),
     path,
   ];
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await Deno.lstat(path);
+    return true;
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return false;
+    throw error;
+  }
 }

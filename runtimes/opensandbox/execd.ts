@@ -493,7 +493,8 @@ export function commandBody(
  * last line printed without a newline could not be told from one with it.
  */
 function wrapCommand(command: string): string {
-  return `bash -c ${
+  // `--`: a command starting with `-` is the command, not a bash option.
+  return `bash -c -- ${
     shellQuote(command)
   }; __skillrun_status=$?; printf '\\n'; printf '\\n' >&2; exit "$__skillrun_status"`;
 }

@@ -12,6 +12,7 @@
 import denoJson from "../../deno.json" with { type: "json" };
 import { REDACTED, redactSecrets } from "../../_internal/redact.ts";
 import { RemoteHttpError } from "./errors.ts";
+import { toPermissionError } from "../../_internal/permissions.ts";
 
 /** The default deadline of a call: 30 000 ms. */
 export const DEFAULT_HTTP_TIMEOUT_MS = 30_000;
@@ -231,6 +232,8 @@ export class HttpClient {
    * @throws {TypeError} The method or path is invalid, or a header is.
    * @throws {RemoteHttpError} An error status, a network error or the
    * deadline (the body errors with one too, when it fails later).
+   * @throws {RuntimePermissionError} Deno denies the connection (no
+   * `--allow-net` for the host): never retried, the message names the flag.
    * @throws {DOMException} The signal's reason, when it aborted.
    *
    * @example A POST is sent once, even on 503
@@ -306,6 +309,13 @@ export class HttpClient {
           });
         } catch (error) {
           if (controller.signal.aborted) fail(error);
+          // A permission denial never goes away by asking again.
+          if (
+            error instanceof Deno.errors.NotCapable ||
+            error instanceof Deno.errors.PermissionDenied
+          ) {
+            throw toPermissionError(error, { operation: "reach" });
+          }
           if (attempt < call.retries) {
             await this.#pause(
               this.#backoff(attempt),

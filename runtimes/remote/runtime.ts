@@ -416,6 +416,27 @@ export class RemoteSkillRuntime implements SkillRuntime {
   }
 
   /**
+   * Where a skill's `SKILL.md` is in the sandbox once uploaded (under
+   * {@linkcode RemoteSkillRuntime.skillsRoot}).
+   *
+   * @param skill The skill.
+   * @returns The absolute POSIX path in the sandbox.
+   */
+  skillLocation(skill: Skill): string {
+    return posix.join(
+      this.#skillFolder(skill),
+      posix.basename(skill.location.replaceAll("\\", "/")),
+    );
+  }
+
+  #skillFolder(skill: Skill): string {
+    return posix.join(
+      this.#skillsRoot,
+      stableSkillFolderName({ name: skill.name, basePath: skill.basePath }),
+    );
+  }
+
+  /**
    * Prepares skills in order (upload, then bootstrap after an actual upload)
    * and returns them in the same number and order. Idempotent per skill; in
    * conversation mode also across runtime objects and processes sharing the
@@ -590,10 +611,7 @@ export class RemoteSkillRuntime implements SkillRuntime {
   ): Promise<MaterializeResult> {
     this.#checkOpen("prepare skills");
     const key = keyOf(skill);
-    const basePath = posix.join(
-      this.#skillsRoot,
-      stableSkillFolderName({ name: skill.name, basePath: skill.basePath }),
-    );
+    const basePath = this.#skillFolder(skill);
     const { signal, onProgress } = options;
     let digest: string | undefined;
     if (this.#conversation && this.#key) {

@@ -538,8 +538,8 @@ if (import.meta.main) {
   console.log(server.url);
   console.error(
     `OpenSandbox test server: lifecycle ${server.url}, execd at http://${
-      server.endpoint("<id>")
-    }${
+      // The placeholder is shown as it is, not URL-encoded.
+      server.endpoint("SANDBOXID").replace("SANDBOXID", "<id>")}${
       server.apiKey === undefined ? "" : ", API key required"
     }; faults: ${server.origin}/__faults`,
   );

@@ -1422,3 +1422,36 @@ Deno.test("contract: the rest of the routes the SDK reaches (pause, resume, meta
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("started by hand, the test server prints its execd address with a readable <id> placeholder", async () => {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "--quiet",
+      "-A",
+      `--config=${PROJECT_CONFIG}`,
+      new URL("./opensandbox.ts", import.meta.url).pathname,
+    ],
+    stdin: "null",
+    stdout: "null",
+    stderr: "piped",
+  }).spawn();
+  try {
+    const reader = child.stderr.pipeThrough(new TextDecoderStream())
+      .getReader();
+    let text = "";
+    while (!text.includes("\n")) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += value;
+    }
+    reader.releaseLock();
+    const line = text.split("\n", 1)[0]!;
+    assertMatch(line, /execd at http:\/\/\S+\/<id>\//);
+    assert(!line.includes("%3C"), line);
+  } finally {
+    child.kill("SIGTERM");
+    await child.stderr.cancel().catch(() => {});
+    await child.status;
+  }
+});

@@ -193,10 +193,10 @@ const CLOSE_GRACE_MS = 10_000;
  * import { assert } from "@std/assert";
  * import { createMcpHttpHandler } from "@skillrun/skillrun/mcp";
  * import { Client } from "npm:@modelcontextprotocol/sdk@1.32.2/client";
+ * // @ts-types="npm:@modelcontextprotocol/sdk@1.32.2/client/streamableHttp"
  * import {
  *   StreamableHTTPClientTransport,
  * } from "npm:@modelcontextprotocol/sdk@1.32.2/client/streamableHttp.js";
- * // @ts-types="npm:@modelcontextprotocol/sdk@1.32.2/client/streamableHttp"
  *
  * const root = await Deno.makeTempDir();
  * await Deno.mkdir(`${root}/skills/greet`, { recursive: true });
