@@ -392,7 +392,7 @@ export class ExecdClient implements RemoteFileOps {
    *
    * @param path An absolute POSIX path.
    * @param options The offset and a signal.
-   * @returns The response (200, or 206 from an offset).
+   * @returns The response (200, or 206 from an offset; 416 from the end).
    */
   open(
     path: string,
@@ -402,8 +402,12 @@ export class ExecdClient implements RemoteFileOps {
       method: "GET",
       path: "/files/download",
       query: { path },
+      // From the end of the file: a 416 with its size (see downloadToFile).
       ...(options.offset > 0
-        ? { headers: { range: `bytes=${options.offset}-` } }
+        ? {
+          headers: { range: `bytes=${options.offset}-` },
+          acceptStatuses: [416],
+        }
         : {}),
       timeoutMs: null,
       ...(options.signal ? { signal: options.signal } : {}),
