@@ -18,6 +18,13 @@ import { ExecdProtocolError, readExecdEvents } from "./_events.ts";
 /** How long we wait for the stream to end after an interrupt, in ms. */
 const INTERRUPT_GRACE_MS = 6_000;
 
+/**
+ * The most files of one upload request: Go's `mime/multipart` reads at most
+ * 1000 parts of a form, and each file takes two (`metadata` and `file`);
+ * past that the real execd answers 400 `multipart form is empty`.
+ */
+export const EXECD_MAX_UPLOAD_FILES = 500;
+
 /** A FileInfo as execd sends it. */
 interface ExecdFileInfo {
   path: string;
@@ -436,14 +443,30 @@ export class ExecdClient implements RemoteFileOps {
   }
 
   /**
-   * Uploads files in one multipart request of `metadata`/`file` pairs;
-   * parents are created by the server.
+   * Uploads files in multipart requests of `metadata`/`file` pairs, at most
+   * {@linkcode EXECD_MAX_UPLOAD_FILES} files each (execd reads at most 1000
+   * parts), one request after the other, each streamed from disk; parents
+   * are created by the server.
    *
    * @param files The files, their absolute POSIX targets and modes.
    * @param signal Stops the upload.
    * @returns When done.
    */
   async upload(
+    files: readonly RemoteUploadFile[],
+    signal?: AbortSignal,
+  ): Promise<void> {
+    for (let i = 0; i < files.length; i += EXECD_MAX_UPLOAD_FILES) {
+      signal?.throwIfAborted();
+      await this.#uploadBatch(
+        files.slice(i, i + EXECD_MAX_UPLOAD_FILES),
+        signal,
+      );
+    }
+  }
+
+  /** One multipart request of at most {@linkcode EXECD_MAX_UPLOAD_FILES} files. */
+  async #uploadBatch(
     files: readonly RemoteUploadFile[],
     signal?: AbortSignal,
   ): Promise<void> {

@@ -143,7 +143,10 @@ export async function removeFiles(
   return new Response(null, { status: 200 });
 }
 
-/** `POST /files/upload`: multipart `metadata` and `file` parts, in pairs. */
+/** The most parts Go's `mime/multipart` reads from one form. */
+export const MAX_MULTIPART_PARTS = 1000;
+
+/** `POST /files/upload`: multipart `metadata` and `file` parts, in pairs (500 at most). */
 export async function upload(
   state: OpenSandboxState,
   request: Request,
@@ -152,6 +155,13 @@ export async function upload(
   try {
     form = await request.formData();
   } catch {
+    return execdError(400, "INVALID_FILE", "multipart form is empty");
+  }
+  // Go's mime/multipart reads at most 1000 parts (so 500 metadata/file
+  // pairs); past that ParseMultipartForm fails and execd says the form is empty.
+  let parts = 0;
+  for (const _ of form.keys()) parts++;
+  if (parts > MAX_MULTIPART_PARTS) {
     return execdError(400, "INVALID_FILE", "multipart form is empty");
   }
   // Go's multipart form: only parts with a file name are files.
