@@ -6,10 +6,8 @@
  * @module
  */
 import {
-  assert,
   assertEquals,
   assertLess,
-  assertStringIncludes,
 } from "../../_internal/assert.ts";
 import { makeSkill, startTestServer } from "./_testing.ts";
 
@@ -43,4 +41,143 @@ Deno.test("prepare() uploads a skill of more than 500 files in requests of at mo
     workingDirectory: prepared!.basePath,
   });
   assertEquals(count.stdout.trim(), "1202");
+});
+
+Deno.test("fs.writeText() makes a 0644 file, as on every runtime, and keeps the mode of a file it replaces", async () => {
+  await using server = await startTestServer();
+  const runtime = server.runtime();
+  await runtime.fs.writeText("notes/new.txt", "hello\n");
+  assertEquals(
+    (await Deno.stat(`${server.dir}/notes/new.txt`)).mode! & 0o777,
+    0o644,
+  );
+  assertEquals((await runtime.fs.stat("notes/new.txt"))?.executable, false);
+  await Deno.writeTextFile(`${server.dir}/run.sh`, "echo old\n", {
+    mode: 0o750,
+  });
+  await Deno.chmod(`${server.dir}/run.sh`, 0o750);
+  await runtime.fs.writeText("run.sh", "echo new\n");
+  assertEquals((await Deno.stat(`${server.dir}/run.sh`)).mode! & 0o777, 0o750);
+  assertEquals(await Deno.readTextFile(`${server.dir}/run.sh`), "echo new\n");
+});
+
+const DOLLAR_NAMES = [
+  "Outer$Inner.class",
+  "cost $5.txt",
+  "f$1.txt",
+  "$HOME.txt",
+  "$$.txt",
+  "${PATH}x.txt",
+];
+
+Deno.test("paths holding $ are never expanded by the server: every file call and the working directory use the exact path", async () => {
+  await using server = await startTestServer();
+  const runtime = server.runtime();
+  // writeText (upload), readText/readBytes (download), stat (info), list
+  for (const name of DOLLAR_NAMES) {
+    await runtime.fs.writeText(`a$1/${name}`, `content of ${name}`);
+    assertEquals(
+      await Deno.readTextFile(`${server.dir}/a$1/${name}`),
+      `content of ${name}`,
+      name,
+    );
+    assertEquals(
+      await runtime.fs.readText(`a$1/${name}`, { maxBytes: 100 }),
+      `content of ${name}`,
+    );
+    const info = await runtime.fs.stat(`a$1/${name}`);
+    assertEquals([info?.type, info?.size, info?.executable], [
+      "file",
+      `content of ${name}`.length,
+      false,
+    ]);
+    assertEquals(
+      (await Deno.stat(`${server.dir}/a$1/${name}`)).mode! & 0o777,
+      0o644,
+    );
+  }
+  assertEquals(await runtime.fs.stat("a$1/missing$2"), null);
+  const listed = await runtime.fs.list("a$1");
+  assertEquals(
+    listed.entries.map((e) => e.name),
+    [...DOLLAR_NAMES].sort(),
+  );
+  assertEquals(
+    listed.entries[0]!.path,
+    `${server.dir}/a$1/${listed.entries[0]!.name}`,
+  );
+  // Nothing was written where the server's expansion would have put it.
+  for (const wrong of ["a", "Outer.class", "cost .txt", "f.txt"]) {
+    let exists = true;
+    try {
+      await Deno.lstat(`${server.dir}/${wrong}`);
+    } catch {
+      exists = false;
+    }
+    assertEquals(exists, false, wrong);
+  }
+  // download to a local file
+  const local = `${server.dir}/local copy`;
+  await runtime.fs.download("a$1/Outer$Inner.class", local);
+  assertEquals(await Deno.readTextFile(local), "content of Outer$Inner.class");
+  // the working directory
+  const pwd = await runtime.execute({
+    command: "pwd",
+    workingDirectory: "a$1",
+  });
+  assertEquals([pwd.stdout, pwd.exitCode], [`${server.dir}/a$1\n`, 0]);
+  // a skill whose files hold $
+  const skill = await makeSkill(`${server.dir}/src`, "dollars", {
+    "classes/Outer$Inner.class": new Uint8Array([0xca, 0xfe, 0xba, 0xbe, 0]),
+    "cost $5.txt": "five",
+    "run$1.sh": "echo ran\n",
+  });
+  await Deno.chmod(`${skill.basePath}/run$1.sh`, 0o755);
+  const [prepared] = await runtime.prepare({ skills: [{ skill }] });
+  assertEquals(
+    await Deno.readFile(`${prepared!.basePath}/classes/Outer$Inner.class`),
+    new Uint8Array([0xca, 0xfe, 0xba, 0xbe, 0]),
+  );
+  assertEquals(
+    await Deno.readTextFile(`${prepared!.basePath}/cost $5.txt`),
+    "five",
+  );
+  const ran = await runtime.execute({
+    command: "./'run$1.sh'",
+    workingDirectory: prepared!.basePath,
+  });
+  assertEquals(ran.stdout, "ran\n");
+});
+
+Deno.test("a conversation whose workspace holds $ makes its folders at the exact path", async () => {
+  await using server = await startTestServer();
+  const runtime = server.runtime({
+    conversationId: "c1",
+    conversationsRoot: `${server.dir}/conv$1`,
+  });
+  const pwd = await runtime.execute({ command: "pwd" });
+  assertEquals(pwd.stdout, `${server.dir}/conv$1/c1\n`);
+  assertEquals(
+    (await Deno.stat(`${server.dir}/conv$1/c1/skills`)).isDirectory,
+    true,
+  );
+});
+
+Deno.test("the interrupt of `sleep 30 & wait` at a 1 s timeout returns at once: the wrapper leaves no zombie to pid 1", async () => {
+  await using server = await startTestServer();
+  const runtime = server.runtime();
+  await runtime.execute({ command: "true" }); // connected
+  for (
+    const command of [
+      "sleep 30 & wait",
+      "sleep 30 & sleep 31 & wait",
+      "sleep 30",
+    ]
+  ) {
+    const started = performance.now();
+    const result = await runtime.execute({ command, timeoutMs: 1000 });
+    const elapsed = performance.now() - started;
+    assertEquals([result.timedOut, result.exitCode], [true, -1]);
+    assertLess(elapsed, 1500, `${command}: ${Math.round(elapsed)} ms`);
+  }
 });

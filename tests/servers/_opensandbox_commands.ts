@@ -398,7 +398,7 @@ export async function interruptCommand(
   if (!command.record.running || pgid <= 1) {
     return fail(`command session ${id} is not running`);
   }
-  const gone = () => !state.groupAlive(pgid);
+  const gone = () => !state.groupObservable(pgid);
   const waitGone = async (ms: number): Promise<boolean> => {
     const deadline = Date.now() + ms;
     while (Date.now() < deadline) {

@@ -250,10 +250,37 @@ export async function upload(
 
 function contentDisposition(name: string): string {
   if (![...name].some((c) => c.codePointAt(0)! > 127)) {
-    return `attachment; filename="${name}"`;
+    // Go writes a header value's CR and LF as spaces (a file name may hold them).
+    return `attachment; filename="${name.replace(/[\r\n]/g, " ")}"`;
   }
   const encoded = encodeURIComponent(name).replace(/%2F/gi, "/");
   return `attachment; filename="${encoded}"; filename*=UTF-8''${encoded}`;
+}
+
+/**
+ * http.ServeContent first seeks to the end for the size; a file that cannot
+ * seek there (`/proc/*`, whose stat says size 0) is answered 500 `seeker
+ * can't seek` (http.Error: text/plain, no Content-Length).
+ */
+async function unseekable(
+  file: Deno.FsFile,
+  disposition: string,
+): Promise<Response | undefined> {
+  try {
+    await file.seek(0, Deno.SeekMode.End);
+    await file.seek(0, Deno.SeekMode.Start);
+    return undefined;
+  } catch {
+    file.close();
+    return new Response("seeker can't seek\n", {
+      status: 500,
+      headers: {
+        "content-type": "text/plain; charset=utf-8",
+        "content-disposition": disposition,
+        "x-content-type-options": "nosniff",
+      },
+    });
+  }
 }
 
 /** ParseRange of execd: null on a syntax error, else satisfiable ranges. */
@@ -372,6 +399,8 @@ export async function download(
         headers,
       });
     }
+    const failed = await unseekable(file, headers.get("content-disposition")!);
+    if (failed) return failed;
     if (size > 0) {
       // http.ServeContent: no range overlaps the file.
       file.close();
@@ -386,6 +415,8 @@ export async function download(
       });
     }
   }
+  const failed = await unseekable(file, headers.get("content-disposition")!);
+  if (failed) return failed;
   headers.set("accept-ranges", "bytes");
   if (info.mtime !== null) {
     headers.set("last-modified", info.mtime.toUTCString());

@@ -91,6 +91,13 @@ export interface OpenSandboxServerOptions {
   pingIntervalMs?: number;
   /** How long an interrupt waits after SIGTERM before SIGKILL; default 3000 ms. */
   killGraceMs?: number;
+  /**
+   * Zombie semantics of the interrupt (default on, as the real execd): it
+   * answers once `kill(-pgid, 0)` fails, so a zombie of the group (a process
+   * orphaned to pid 1, not yet reaped) holds it up to the SIGKILL after
+   * `killGraceMs`. `false`: only live members count.
+   */
+  zombies?: boolean;
   /** The environment of commands; default this process's environment. */
   env?: Readonly<Record<string, string>>;
   /** The folder of commands without `cwd` and of relative paths; default `Deno.cwd()`. */
@@ -374,7 +381,7 @@ export function startOpenSandboxServer(
         });
       }
     }
-    return await execd(state, request, route, sandboxId);
+    return await execd(state.forSandbox(sandboxId), request, route, sandboxId);
   };
   const logged = faults.wrap(handler);
   const listener = serveWithFaults({

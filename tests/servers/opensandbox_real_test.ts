@@ -8,7 +8,7 @@
  *
  * @module
  */
-import { assert, assertEquals, assertLess } from "@std/assert";
+import { assertEquals, assertLess } from "@std/assert";
 import { OpenApiContract } from "./_contract.ts";
 import {
   type OpenSandboxServer,
