@@ -8,7 +8,7 @@
  *
  * @module
  */
-import { assertEquals, assertLess } from "@std/assert";
+import { assert, assertEquals, assertLess } from "@std/assert";
 import { OpenApiContract } from "./_contract.ts";
 import {
   type OpenSandboxServer,
@@ -156,4 +156,187 @@ Deno.test("upload: at most 1000 multipart parts: 500 pairs are written, 501 pair
     written = false;
   }
   assertEquals(written, false, "nothing of a refused form is written");
+});
+
+function exists(path: string): boolean {
+  try {
+    Deno.lstatSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+Deno.test('paths: Go\'s os.Expand on every path: defined names expanded (the creation env too), special names become "", undefined names 500 on file calls and 400 as cwd', async () => {
+  await using started = await start({}, {
+    image: { uri: "ubuntu" },
+    entrypoint: ["bash"],
+    env: { MYDIR: "mine" },
+  });
+  const { dir, execd: base } = started;
+  const cases: [string, string][] = [
+    ["$MYDIR.txt", "mine.txt"],
+    ["${MYDIR}2.txt", "mine2.txt"],
+    ["f$1.txt", "f.txt"],
+    ["cost $5.txt", "cost .txt"],
+    ["$$.txt", ".txt"],
+    ["p$$$$.txt", "p.txt"],
+    ["${1}y.txt", "y.txt"],
+    ["a$#b.txt", "ab.txt"],
+    ["q$?.txt", "q.txt"],
+    ["keep$.txt", "keep$.txt"],
+    ["sub$(x).txt", "sub$(x).txt"],
+  ];
+  for (const [sent, written] of cases) {
+    const uploaded = await upload(base, [{
+      path: `${dir}/${sent}`,
+      content: sent,
+    }]);
+    assertEquals(uploaded.status, 200, sent);
+    assertEquals(await Deno.readTextFile(`${dir}/${written}`), sent, sent);
+    // download and info expand the same way
+    const down = await fetch(
+      `${base}/files/download?path=${encodeURIComponent(`${dir}/${sent}`)}`,
+    );
+    assertEquals([down.status, await down.text()], [200, sent]);
+    const info = await execd(
+      base,
+      "GET",
+      `/files/info?path=${encodeURIComponent(`${dir}/${sent}`)}`,
+    );
+    assertEquals(
+      (info.body as Record<string, Event>)[`${dir}/${sent}`]!.path,
+      `${dir}/${written}`,
+    );
+  }
+  // An undefined name: 500 RUNTIME_ERROR on file calls, nothing written.
+  for (
+    const route of [
+      `/files/info?path=${encodeURIComponent(`${dir}/Outer$Inner.class`)}`,
+      `/files/download?path=${encodeURIComponent(`${dir}/Outer$Inner.class`)}`,
+      `/directories/list?path=${encodeURIComponent(`${dir}/$Inner`)}`,
+    ]
+  ) {
+    const refused = await execd(base, "GET", route);
+    assertEquals(refused.status, 500, route);
+    assert(
+      String((refused.body as Event).message).includes(
+        "path references undefined environment variables: Inner",
+      ),
+    );
+  }
+  const refusedUpload = await upload(base, [{
+    path: `${dir}/Outer$Inner.class`,
+    content: "x",
+  }]);
+  assertEquals(refusedUpload.status, 500);
+  assertEquals(exists(`${dir}/Outer.class`), false);
+  // Folders: made and listed at the expanded path.
+  const made = await execd(base, "POST", "/directories", {
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ [`${dir}/d$1/$MYDIR`]: { mode: 755 } }),
+  });
+  assertEquals(made.status, 200);
+  assert(exists(`${dir}/d/mine`));
+  const listed = await execd(
+    base,
+    "GET",
+    `/directories/list?path=${encodeURIComponent(`${dir}/d$9`)}`,
+  );
+  assertEquals((listed.body as Event[]).map((e) => e.path), [`${dir}/d/mine`]);
+  // cwd: special names dropped, defined ones expanded, undefined ones 400.
+  await Deno.mkdir(`${dir}/a`);
+  const inA = await run(base, {
+    command: "pwd; echo $MYDIR",
+    cwd: `${dir}/a$1`,
+  });
+  assertEquals(stdout(inA.events), [`${dir}/a`, "mine"]);
+  const inMine = await run(base, { command: "pwd", cwd: `${dir}/d/$MYDIR` });
+  assertEquals(stdout(inMine.events), [`${dir}/d/mine`]);
+  const undefinedCwd = await run(base, { command: "pwd", cwd: `${dir}/$Nope` });
+  assertEquals(undefinedCwd.status, 400);
+  assertEquals((undefinedCwd.body as Event).code, "INVALID_REQUEST_BODY");
+});
+
+Deno.test("commands: the sandbox's creation env is seen by every command, below the request's envs", async () => {
+  await using started = await start({}, {
+    image: { uri: "ubuntu" },
+    entrypoint: ["bash"],
+    env: { FROM_CREATE: "created", BOTH: "create" },
+  });
+  const first = await run(started.execd, {
+    command: 'echo "$FROM_CREATE $BOTH"',
+  });
+  assertEquals(stdout(first.events), ["created create"]);
+  const second = await run(started.execd, {
+    command: 'echo "$FROM_CREATE $BOTH"',
+    envs: { BOTH: "request" },
+  });
+  assertEquals(stdout(second.events), ["created request"]);
+});
+
+Deno.test("files: a name holding \\n or \\r downloads (Content-Disposition writes them as spaces); /proc files are 500 'seeker can't seek'", async () => {
+  await using started = await start();
+  const name = "line\nbreak\rname.txt";
+  await Deno.writeTextFile(`${started.dir}/${name}`, "odd name");
+  const response = await fetch(
+    `${started.execd}/files/download?path=${
+      encodeURIComponent(`${started.dir}/${name}`)
+    }`,
+  );
+  assertEquals(response.status, 200);
+  assertEquals(
+    response.headers.get("content-disposition"),
+    'attachment; filename="line break name.txt"',
+  );
+  assertEquals(await response.text(), "odd name");
+  for (const range of [undefined, "bytes=0-"]) {
+    const proc = await fetch(
+      `${started.execd}/files/download?path=/proc/self/status`,
+      range === undefined ? {} : { headers: { range } },
+    );
+    assertEquals(proc.status, 500);
+    assertEquals(
+      proc.headers.get("content-type"),
+      "text/plain; charset=utf-8",
+    );
+    assertEquals(await proc.text(), "seeker can't seek\n");
+  }
+});
+
+Deno.test("interrupt: zombie semantics: DELETE /command answers only once kill(-pgid, 0) fails, zombies orphaned to pid 1 included", async () => {
+  const observable = (pgid: number) => {
+    for (const entry of Deno.readDirSync("/proc")) {
+      if (!/^\d+$/.test(entry.name)) continue;
+      try {
+        const stat = Deno.readTextFileSync(`/proc/${entry.name}/stat`);
+        const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+        if (Number(fields[2]) === pgid) return true;
+      } catch {
+        // gone meanwhile
+      }
+    }
+    return false;
+  };
+  await using started = await start();
+  // A nested shell dies of SIGTERM before its `sleep`: the sleep is
+  // orphaned to pid 1 and stays a zombie until pid 1 reaps it.
+  const response = await fetch(`${started.execd}/command`, {
+    method: "POST",
+    body: JSON.stringify({ command: "bash -c 'sleep 30 & wait'" }),
+  });
+  const reader = response.body!.getReader();
+  const first = new TextDecoder().decode((await reader.read()).value);
+  const id = JSON.parse(first.split("\n\n")[0]!).text as string;
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  const pgid = started.server.commands.get(id)!.pgid;
+  const began = performance.now();
+  const interrupted = await fetch(`${started.execd}/command?id=${id}`, {
+    method: "DELETE",
+  });
+  await interrupted.body?.cancel();
+  assertEquals(interrupted.status, 200);
+  assertEquals(observable(pgid), false, "no member left, zombie or not");
+  assertLess(performance.now() - began, 3_500);
+  await reader.cancel();
 });
