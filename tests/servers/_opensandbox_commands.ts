@@ -319,7 +319,8 @@ export async function runCommand(
     ping();
     stream.send({
       type: "execution_complete",
-      execution_time: Date.now() - startedAt.getTime(),
+      // Go's omitempty: no execution_time when it is 0 ms.
+      ...executionTime(startedAt),
       timestamp: now(),
     });
     lingerThenClose();
@@ -346,7 +347,8 @@ export async function runCommand(
     if (error === "") {
       stream.send({
         type: "execution_complete",
-        execution_time: Date.now() - startedAt.getTime(),
+        // Go's omitempty: no execution_time when it is 0 ms.
+        ...executionTime(startedAt),
         timestamp: now(),
       });
     } else {
@@ -363,6 +365,12 @@ export async function runCommand(
     lingerThenClose();
   })().finally(resolveFinished);
   return sseResponse(stream);
+}
+
+/** `execution_time` in ms, left out when 0 (`omitempty`, as the real execd). */
+function executionTime(startedAt: Date): { execution_time?: number } {
+  const ms = Date.now() - startedAt.getTime();
+  return ms > 0 ? { execution_time: ms } : {};
 }
 
 function sseResponse(stream: EventStream): Response {

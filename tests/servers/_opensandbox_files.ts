@@ -38,6 +38,20 @@ function globToRegExp(pattern: string): RegExp {
       if (next === undefined) throw new SyntaxError("syntax error in pattern");
       source += next.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
     } else if (c === "*") {
+      const segmentStart = i === 0 || pattern[i - 1] === "/";
+      if (pattern[i + 1] === "*" && segmentStart) {
+        // doublestar: `**/` also matches no folder at all, a final `**` anything.
+        while (pattern[i + 1] === "*") i++;
+        if (pattern[i + 1] === "/") {
+          source += "(?:.*/)?";
+          i++;
+        } else if (i + 1 >= pattern.length) {
+          source += ".*";
+        } else {
+          source += "[^/]*";
+        }
+        continue;
+      }
       while (pattern[i + 1] === "*") i++;
       source += "[^/]*";
     } else if (c === "?") {
@@ -379,9 +393,10 @@ export async function download(
       // already; its JSON error goes out under them, so the body is cut
       // short of the announced length (or cut at it) and the connection
       // closes: a client sees a broken body.
+      // Go refuses to write a body longer than the Content-Length already
+      // set, so not one byte of the JSON error goes out.
       file.close();
-      const error = encoder.encode(JSON.stringify({ code: "UNKNOWN" }));
-      return new Response(shortBody(error.subarray(0, size)), {
+      return new Response(shortBody(new Uint8Array()), {
         status: 416,
         headers,
       });
@@ -441,7 +456,8 @@ export async function searchFiles(
     return execdError(
       500,
       "RUNTIME_ERROR",
-      `error converting path ${path} to absolute. ${errorText(error)}`,
+      // The real message names an empty path here (two spaces).
+      `error converting path  to absolute. ${errorText(error)}`,
     );
   }
   try {

@@ -258,8 +258,48 @@ async function execd(
   if (method === "GET" && (match = /^\/command\/([^/]+)\/logs$/.exec(route))) {
     return commandLogs(state, decodeURIComponent(match[1]!), url);
   }
+  // gin's RedirectTrailingSlash: a known route with a trailing slash moves.
+  if (route.length > 1 && route.endsWith("/")) {
+    const bare = route.replace(/\/+$/, "");
+    if (EXECD_ROUTES.has(`${method} ${bare}`)) {
+      const location = bare.slice(bare.lastIndexOf("/"));
+      return new Response(
+        method === "GET"
+          ? `<a href="${location}">Moved Permanently</a>.\n\n`
+          : null,
+        {
+          status: method === "GET" ? 301 : 307,
+          headers: {
+            location,
+            ...(method === "GET"
+              ? { "content-type": "text/html; charset=utf-8" }
+              : {}),
+          },
+        },
+      );
+    }
+  }
   return notFoundText();
 }
+
+/** The fixed routes of execd (`METHOD /path`). */
+const EXECD_ROUTES = new Set([
+  "GET /ping",
+  "POST /command",
+  "DELETE /command",
+  "GET /files/info",
+  "DELETE /files",
+  "POST /files/upload",
+  "GET /files/download",
+  "GET /files/search",
+  "POST /files/mv",
+  "POST /files/permissions",
+  "POST /files/replace",
+  "GET /directories/list",
+  "POST /directories",
+  "DELETE /directories",
+  "GET /metrics",
+]);
 
 function metrics(): Response {
   const memory = Deno.systemMemoryInfo();

@@ -340,3 +340,44 @@ Deno.test("interrupt: zombie semantics: DELETE /command answers only once kill(-
   assertLess(performance.now() - began, 3_500);
   await reader.cancel();
 });
+
+Deno.test("compared by hand: doublestar search, a trailing slash redirects, 0 ms execution_time left out, undefined $VAR messages as the real ones", async () => {
+  await using started = await start();
+  const { dir, execd: base } = started;
+  await Deno.mkdir(`${dir}/a/b`, { recursive: true });
+  await Deno.writeTextFile(`${dir}/top.txt`, "");
+  await Deno.writeTextFile(`${dir}/a/b/deep.txt`, "");
+  const found = await execd(
+    base,
+    "GET",
+    `/files/search?path=${encodeURIComponent(dir)}&pattern=${
+      encodeURIComponent("**/*.txt")
+    }`,
+  );
+  assertEquals((found.body as Event[]).map((e) => e.path).sort(), [
+    `${dir}/a/b/deep.txt`,
+    `${dir}/top.txt`,
+  ]);
+  const moved = await fetch(`${base}/ping/`, { redirect: "manual" });
+  assertEquals(
+    [moved.status, moved.headers.get("location"), await moved.text()],
+    [301, "/ping", '<a href="/ping">Moved Permanently</a>.\n\n'],
+  );
+  const background = await run(base, { command: "true", background: true });
+  const complete = background.events.find((e) =>
+    e.type === "execution_complete"
+  )!;
+  assert(
+    !("execution_time" in complete) || complete.execution_time > 0,
+    JSON.stringify(complete),
+  );
+  const listed = await execd(
+    base,
+    "GET",
+    `/directories/list?path=${encodeURIComponent(`${dir}/$Nope`)}`,
+  );
+  assertEquals(
+    (listed.body as Event).message,
+    "error converting path  to absolute. path references undefined environment variables: Nope",
+  );
+});
