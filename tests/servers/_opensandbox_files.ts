@@ -9,7 +9,6 @@
 import {
   type ByteRange,
   byteRange,
-  encoder,
   errorText,
   fileStream,
   isObject,
