@@ -703,7 +703,7 @@ function wrapCommand(command: string, cwd?: string): string {
     }; else printf '\\n'${fd === 2 ? " >&2" : ""}; fi`;
   return [
     `trap 'trap - TERM; kill -TERM $$' TERM`,
-    `(trap 'wait; trap - TERM; kill -TERM $BASHPID' TERM; ${enter}eval ${
+    `(trap 'wait; exit 143' TERM; ${enter}eval ${
       shellQuote(command)
     })`,
     `__skillrun_status=$?`,

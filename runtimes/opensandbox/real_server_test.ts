@@ -5,10 +5,7 @@
  *
  * @module
  */
-import {
-  assertEquals,
-  assertLess,
-} from "../../_internal/assert.ts";
+import { assertEquals, assertLess } from "../../_internal/assert.ts";
 import { makeSkill, startTestServer } from "./_testing.ts";
 
 Deno.test("prepare() uploads a skill of more than 500 files in requests of at most 500 files (the real part limit), byte-identical", async () => {
@@ -179,5 +176,33 @@ Deno.test("the interrupt of `sleep 30 & wait` at a 1 s timeout returns at once: 
     const elapsed = performance.now() - started;
     assertEquals([result.timedOut, result.exitCode], [true, -1]);
     assertLess(elapsed, 1500, `${command}: ${Math.round(elapsed)} ms`);
+  }
+});
+
+Deno.test("execute(): a trailing \\r comes back as sent on both streams; other endings as before", async () => {
+  await using server = await startTestServer();
+  const runtime = server.runtime();
+  const cases: [string, string][] = [
+    ["printf 'abc\\r'", "abc\r"],
+    ["printf '\\r'", "\r"],
+    ["printf 'a\\n\\r'", "a\n\r"],
+    ["printf 'abc'", "abc"],
+    ["printf 'abc\\n'", "abc\n"],
+    ["printf 'abc\\r\\n'", "abc\n"],
+    // The wrapper's mark as the command's own line is kept as it is.
+    [
+      "printf '\\0skillrun:trailing-cr\\0\\nmore'",
+      "\0skillrun:trailing-cr\0\nmore",
+    ],
+    [
+      "printf 'a\\n\\0skillrun:trailing-cr\\0\\n'",
+      "a\n\0skillrun:trailing-cr\0\n",
+    ],
+  ];
+  for (const [command, expected] of cases) {
+    const out = await runtime.execute({ command });
+    assertEquals(out.stdout, expected, command);
+    const err = await runtime.execute({ command: `{ ${command}; } >&2` });
+    assertEquals(err.stderr, expected, `${command} >&2`);
   }
 });

@@ -244,6 +244,10 @@ export class OpenSandboxState {
   readonly lingerMs: number;
   readonly pingMs: number;
   readonly graceMs: number;
+  /** How often a command's output files are read, in ms (execd: 100). */
+  readonly tailMs: number;
+  /** Shared with the per-sandbox views (`forSandbox`), so not private. */
+  readonly output: { dir?: Promise<string> } = {};
   readonly faults: FaultInjector;
   host = "";
   closed = false;
@@ -256,6 +260,13 @@ export class OpenSandboxState {
     this.lingerMs = options.streamLingerMs ?? 1000;
     this.pingMs = options.pingIntervalMs ?? 3000;
     this.graceMs = options.killGraceMs ?? 3000;
+    this.tailMs = options.tailIntervalMs ?? 100;
+  }
+
+  /** The folder of the commands' output files (execd: `/tmp`), made once. */
+  outputDir(): Promise<string> {
+    this.output.dir ??= Deno.makeTempDir({ prefix: "skillrun-execd-out-" });
+    return this.output.dir;
   }
 
   later(ms: number, callback: () => void): ReturnType<typeof setTimeout> {
@@ -523,5 +534,10 @@ export class OpenSandboxState {
     for (const stream of this.streams) stream.close();
     for (const timer of this.timers) clearTimeout(timer);
     this.timers.clear();
+    if (this.output.dir) {
+      await Deno.remove(await this.output.dir, { recursive: true }).catch(
+        () => {},
+      );
+    }
   }
 }

@@ -89,6 +89,11 @@ export interface OpenSandboxServerOptions {
   streamLingerMs?: number;
   /** Interval of `ping` events; default 3000 ms. */
   pingIntervalMs?: number;
+  /**
+   * How often a foreground command's output files are read, in ms; default
+   * 100 (execd's tail). The output arrives at the latest at the exit.
+   */
+  tailIntervalMs?: number;
   /** How long an interrupt waits after SIGTERM before SIGKILL; default 3000 ms. */
   killGraceMs?: number;
   /**

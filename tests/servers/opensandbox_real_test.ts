@@ -381,3 +381,12 @@ Deno.test("compared by hand: doublestar search, a trailing slash redirects, 0 ms
     "error converting path  to absolute. path references undefined environment variables: Nope",
   );
 });
+
+Deno.test("commands: output goes to regular files as on the real server (tailed), \\r swallows the \\n of the next write", async () => {
+  await using started = await start();
+  const result = await run(started.execd, {
+    command:
+      "[ -f /proc/$$/fd/1 ] && [ -f /proc/$$/fd/2 ] && echo files; printf 'abc\\r'; sleep 0.25; printf '\\n'; echo next",
+  });
+  assertEquals(stdout(result.events), ["files", "abc", "next"]);
+});
