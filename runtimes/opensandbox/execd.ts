@@ -31,6 +31,9 @@ const INTERRUPT_GRACE_MS = 6_000;
  */
 export const EXECD_MAX_UPLOAD_FILES = 500;
 
+/** How many upload requests run at once. */
+const UPLOAD_CONCURRENCY = 3;
+
 /** How many paths one helper command names at most. */
 const PATHS_PER_COMMAND = 200;
 /** The deadline of a helper command (file calls on `$` paths), in ms. */
@@ -495,8 +498,11 @@ export class ExecdClient implements RemoteFileOps {
   /**
    * Uploads files in multipart requests of `metadata`/`file` pairs, at most
    * {@linkcode EXECD_MAX_UPLOAD_FILES} files each (execd reads at most 1000
-   * parts), one request after the other, each streamed from disk; parents
-   * are created by the server.
+   * parts), three requests at a time, each streamed from disk; parents are
+   * created by the server. A target holding `$` (which execd would expand)
+   * goes to a `$`-free staging path first and is moved into place by one
+   * quoted command; a file without a mode gets 0644, or keeps the mode of
+   * the file it replaces.
    *
    * @param files The files, their absolute POSIX targets and modes.
    * @param signal Stops the upload.
@@ -525,13 +531,38 @@ export class ExecdClient implements RemoteFileOps {
       }
       sent.push({ ...file, remotePath, mode });
     }
+    // A few requests at once: the server writes one batch while the next
+    // is streamed. The first failure stops the others.
+    const batches: RemoteUploadFile[][] = [];
     for (let i = 0; i < sent.length; i += EXECD_MAX_UPLOAD_FILES) {
-      signal?.throwIfAborted();
-      await this.#uploadBatch(
-        sent.slice(i, i + EXECD_MAX_UPLOAD_FILES),
-        signal,
-      );
+      batches.push(sent.slice(i, i + EXECD_MAX_UPLOAD_FILES));
     }
+    const stop = new AbortController();
+    const batchSignal = signal
+      ? AbortSignal.any([signal, stop.signal])
+      : stop.signal;
+    let next = 0;
+    const worker = async (): Promise<void> => {
+      while (next < batches.length) {
+        batchSignal.throwIfAborted();
+        const batch = batches[next++]!;
+        try {
+          await this.#uploadBatch(batch, batchSignal);
+        } catch (error) {
+          stop.abort(error);
+          throw error;
+        }
+      }
+    };
+    const results = await Promise.allSettled(
+      Array.from(
+        { length: Math.min(UPLOAD_CONCURRENCY, batches.length) },
+        worker,
+      ),
+    );
+    signal?.throwIfAborted();
+    const failed = results.find((r) => r.status === "rejected");
+    if (failed) throw stop.signal.reason ?? failed.reason;
     if (moves.length === 0) return;
     try {
       for (let i = 0; i < moves.length; i += PATHS_PER_COMMAND) {
