@@ -734,9 +734,7 @@ function wrapCommand(command: string, cwd?: string): string {
     }; else printf '\\n'${fd === 2 ? " >&2" : ""}; fi`;
   return [
     `trap 'trap - TERM; kill -TERM $$' TERM`,
-    `(trap 'wait; exit 143' TERM; ${enter}eval ${
-      shellQuote(command)
-    })`,
+    `(trap 'wait; exit 143' TERM; ${enter}eval ${shellQuote(command)})`,
     `__skillrun_status=$?`,
     end(1),
     end(2),

@@ -7,6 +7,9 @@
  */
 import { assertEquals, assertLess } from "../../_internal/assert.ts";
 import { makeSkill, startTestServer } from "./_testing.ts";
+import { startAioTestServer } from "../aio/_testing.ts";
+import { LocalSkillRuntime } from "../local/runtime.ts";
+import type { SkillRuntime } from "../types.ts";
 
 Deno.test("prepare() uploads a skill of more than 500 files in requests of at most 500 files (the real part limit), byte-identical", async () => {
   await using server = await startTestServer();
@@ -204,5 +207,60 @@ Deno.test("execute(): a trailing \\r comes back as sent on both streams; other e
     assertEquals(out.stdout, expected, command);
     const err = await runtime.execute({ command: `{ ${command}; } >&2` });
     assertEquals(err.stderr, expected, `${command} >&2`);
+  }
+});
+
+Deno.test("every runtime: writeText makes 0644 and keeps a replaced file's mode; download to a target named with quotes, *, ?, : and 250 bytes", async () => {
+  await using os = await startTestServer();
+  await using aio = await startAioTestServer();
+  const localDir = await Deno.realPath(
+    await Deno.makeTempDir({ prefix: "skillrun-local-" }),
+  );
+  const local = await LocalSkillRuntime.create({ cwd: localDir });
+  const targets = await Deno.realPath(
+    await Deno.makeTempDir({ prefix: "skillrun-targets-" }),
+  );
+  try {
+    const runtimes: [string, SkillRuntime, string][] = [
+      ["opensandbox", os.runtime(), os.dir],
+      ["aio", aio.runtime(), aio.dir],
+      ["local", local, localDir],
+    ];
+    for (const [name, runtime, dir] of runtimes) {
+      await runtime.fs.writeText("new.txt", "new\n");
+      assertEquals(
+        (await Deno.stat(`${dir}/new.txt`)).mode! & 0o777,
+        0o644,
+        name,
+      );
+      await Deno.writeTextFile(`${dir}/run.sh`, "old\n");
+      await Deno.chmod(`${dir}/run.sh`, 0o750);
+      await runtime.fs.writeText("run.sh", "echo new\n");
+      assertEquals(
+        (await Deno.stat(`${dir}/run.sh`)).mode! & 0o777,
+        0o750,
+        name,
+      );
+      for (
+        const target of [
+          `${name} report "final" v2: a*b?.txt`,
+          `${name}-${"x".repeat(236)}.txt`,
+        ]
+      ) {
+        const result = await runtime.fs.download(
+          "new.txt",
+          `${targets}/${target}`,
+        );
+        assertEquals(result.bytes, 4, name);
+        assertEquals(await Deno.readTextFile(`${targets}/${target}`), "new\n");
+      }
+    }
+    for await (const entry of Deno.readDir(targets)) {
+      assertEquals(entry.name.endsWith(".part"), false, entry.name);
+    }
+  } finally {
+    await local.close();
+    await Deno.remove(localDir, { recursive: true });
+    await Deno.remove(targets, { recursive: true });
   }
 });
