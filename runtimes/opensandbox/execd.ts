@@ -336,6 +336,17 @@ export class ExecdClient implements RemoteFileOps {
         { reason: "stream" },
       );
     }
+    if (
+      exitCode === NO_FOLDER_STATUS && stderr.text() === NO_FOLDER_MARK &&
+      stdout.text() === "" && needsShellPath(request.cwd)
+    ) {
+      // The wrapper could not enter a folder holding `$` (execd refuses a
+      // missing folder itself, before running anything, for the others).
+      throw new SandboxCommandError(
+        `Cannot run the command in "${request.cwd}": the sandbox refused it: the working directory does not exist or is not a folder`,
+        { reason: "refused" },
+      );
+    }
     return result(exitCode);
   }
 
@@ -712,6 +723,10 @@ export function commandBody(
  */
 const TRAILING_CR_MARK = "\u0000skillrun:trailing-cr\u0000";
 
+/** What the wrapper writes (and its status) when it cannot enter a `$` folder. */
+const NO_FOLDER_MARK = "\u0000skillrun:no-folder\u0000";
+const NO_FOLDER_STATUS = 1;
+
 /**
  * The command sent to execd. The caller's command runs with `eval` in a
  * subshell of the wrapper (so that `exit` in it still reaches the end), then
@@ -727,9 +742,13 @@ const TRAILING_CR_MARK = "\u0000skillrun:trailing-cr\u0000";
  * which execd's interrupt would wait for (it polls `kill(-pgid, 0)`).
  */
 function wrapCommand(command: string, cwd?: string): string {
-  const enter = cwd === undefined ? "" : `cd -- ${shellQuote(cwd)} && `;
+  const enter = cwd === undefined
+    ? ""
+    : `{ cd -- ${
+      shellQuote(cwd)
+    } 2>/dev/null || { printf '\\000skillrun:no-folder\\000' >&2; exit ${NO_FOLDER_STATUS}; }; } && `;
   const end = (fd: 1 | 2) =>
-    `if [ -f /proc/$$/fd/${fd} ] && [ -s /proc/$$/fd/${fd} ] && [ "$(tail -c 1 /proc/$$/fd/${fd})" = "$(printf '\\r')" ]; then printf '\\000skillrun:trailing-cr\\000\\n'${
+    `if [ -f /proc/$$/fd/${fd} ] && [ -s /proc/$$/fd/${fd} ] && [ "$(tail -c 1 /proc/$$/fd/${fd} | tr -d '\\000')" = "$(printf '\\r')" ]; then printf '\\000skillrun:trailing-cr\\000\\n'${
       fd === 2 ? " >&2" : ""
     }; else printf '\\n'${fd === 2 ? " >&2" : ""}; fi`;
   return [
