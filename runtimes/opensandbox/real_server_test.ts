@@ -183,6 +183,7 @@ Deno.test("the interrupt of `sleep 30 & wait` at a 1 s timeout returns at once: 
     const result = await runtime.execute({ command, timeoutMs: 1000 });
     const elapsed = performance.now() - started;
     assertEquals([result.timedOut, result.exitCode], [true, -1]);
+    assertEquals(result.stderr, "", `${command}: nothing of the wrapper shows`);
     assertLess(elapsed, 1500, `${command}: ${Math.round(elapsed)} ms`);
   }
 });
