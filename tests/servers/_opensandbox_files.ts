@@ -278,6 +278,7 @@ function contentDisposition(name: string): string {
 async function unseekable(
   file: Deno.FsFile,
   disposition: string,
+  mtime: Date | null,
 ): Promise<Response | undefined> {
   try {
     await file.seek(0, Deno.SeekMode.End);
@@ -291,6 +292,8 @@ async function unseekable(
         "content-type": "text/plain; charset=utf-8",
         "content-disposition": disposition,
         "x-content-type-options": "nosniff",
+        // Set before the size is asked for, and kept (measured).
+        ...(mtime === null ? {} : { "last-modified": mtime.toUTCString() }),
       },
     });
   }
@@ -413,7 +416,11 @@ export async function download(
         headers,
       });
     }
-    const failed = await unseekable(file, headers.get("content-disposition")!);
+    const failed = await unseekable(
+      file,
+      headers.get("content-disposition")!,
+      info.mtime,
+    );
     if (failed) return failed;
     if (size > 0) {
       // http.ServeContent: no range overlaps the file.
@@ -429,7 +436,11 @@ export async function download(
       });
     }
   }
-  const failed = await unseekable(file, headers.get("content-disposition")!);
+  const failed = await unseekable(
+    file,
+    headers.get("content-disposition")!,
+    info.mtime,
+  );
   if (failed) return failed;
   headers.set("accept-ranges", "bytes");
   if (info.mtime !== null) {

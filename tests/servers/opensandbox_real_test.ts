@@ -300,6 +300,12 @@ Deno.test("files: a name holding \\n or \\r downloads (Content-Disposition write
       proc.headers.get("content-type"),
       "text/plain; charset=utf-8",
     );
+    assertEquals(
+      proc.headers.get("content-disposition"),
+      'attachment; filename="status"',
+    );
+    assert(proc.headers.has("last-modified"));
+    assertEquals(proc.headers.has("accept-ranges"), false);
     assertEquals(await proc.text(), "seeker can't seek\n");
   }
 });
