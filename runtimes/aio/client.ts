@@ -422,7 +422,8 @@ export class AioClient {
   /**
    * Opens a file for download (`GET /v1/file/download?path=`). With
    * `offset > 0` it sends `Range: bytes=<offset>-`; the server may answer
-   * 206 (the rest) or 200 (the whole file): check the status.
+   * 206 (the rest) or 200 (the whole file), or 416 at the end of the file:
+   * check the status.
    *
    * @param path The absolute remote path.
    * @param options Offset, signal.
@@ -437,7 +438,10 @@ export class AioClient {
       method: "GET",
       path: "/v1/file/download",
       query: { path },
-      ...(offset > 0 ? { headers: { range: `bytes=${offset}-` } } : {}),
+      // From the end of the file: a 416 with its size (see downloadToFile).
+      ...(offset > 0
+        ? { headers: { range: `bytes=${offset}-` }, acceptStatuses: [416] }
+        : {}),
       timeoutMs: null,
       ...(options.signal ? { signal: options.signal } : {}),
     });

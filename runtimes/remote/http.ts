@@ -82,6 +82,11 @@ export interface HttpRequest {
   readonly timeoutMs?: number | null;
   /** The longest pause between two chunks of the body, in ms; default none. */
   readonly idleTimeoutMs?: number;
+  /**
+   * Error statuses handed back as the response instead of thrown (never
+   * retried), e.g. `[416]` for a download that resumes at the end.
+   */
+  readonly acceptStatuses?: readonly number[];
   /** Stops the call (and the body). */
   readonly signal?: AbortSignal;
 }
@@ -315,7 +320,9 @@ export class HttpClient {
           }
           throw this.#networkError(call, error);
         }
-        if (response.ok) {
+        if (
+          response.ok || request.acceptStatuses?.includes(response.status)
+        ) {
           // The head came: without an overall deadline the timer stops, but
           // the caller's signal still stops the body.
           if (overallMs === null) clearTimer();

@@ -165,21 +165,32 @@ export async function runCommand(
   stream.onClose(() => state.streams.delete(stream));
   let child: Deno.ChildProcess | undefined;
   let startError: string | undefined;
+  const script = ignoreSigterm ? ignoreSigtermCommand(command) : command;
+  // A foreground command writes into two regular files, as on the real
+  // server (`/tmp/<id>.stdout`, `.stderr`), which are then tailed: a command
+  // sees files, not pipes. A first bash opens them and execs the command's
+  // own `bash -c` (same pid, so the group is the same; its line numbers too).
+  const outputs = background ? undefined : {
+    stdout: `${await state.outputDir()}/${id}.stdout`,
+    stderr: `${await state.outputDir()}/${id}.stderr`,
+  };
   try {
     child = new Deno.Command("bash", {
       // A background command writes both streams into one file on the real
       // server, in the order written: one pipe here.
-      args: [
+      args: outputs === undefined ? ["-c", `exec 2>&1\n${script}`] : [
         "-c",
-        (background ? "exec 2>&1\n" : "") +
-        (ignoreSigterm ? ignoreSigtermCommand(command) : command),
+        'exec >"$0" 2>"$1" && exec bash -c "$2"',
+        outputs.stdout,
+        outputs.stderr,
+        script,
       ],
       cwd,
       env: { ...state.env, ...envs },
       clearEnv: true,
       stdin: "null",
-      stdout: "piped",
-      stderr: background ? "null" : "piped",
+      stdout: background ? "piped" : "null",
+      stderr: "null",
       detached: true,
       ...(typeof value.uid === "number" ? { uid: value.uid } : {}),
       ...(typeof value.gid === "number" ? { gid: value.gid } : {}),
@@ -299,13 +310,15 @@ export async function runCommand(
     record.exitCode = exitCode;
     if (error !== "") record.error = error;
     record.finishedAt = new Date();
-    // Output still held by a process that left the group: stop waiting soon.
-    let waitTimer: ReturnType<typeof setTimeout> | undefined;
-    await Promise.race([
-      pipes,
-      new Promise<void>((resolve) => waitTimer = setTimeout(resolve, 250)),
-    ]);
-    clearTimeout(waitTimer);
+    if (background) {
+      // Output still held by a process that left the group: stop waiting soon.
+      let waitTimer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([
+        pipes,
+        new Promise<void>((resolve) => waitTimer = setTimeout(resolve, 250)),
+      ]);
+      clearTimeout(waitTimer);
+    }
     return { exitCode, error };
   };
 
@@ -319,7 +332,8 @@ export async function runCommand(
     ping();
     stream.send({
       type: "execution_complete",
-      execution_time: Date.now() - startedAt.getTime(),
+      // Go's omitempty: no execution_time when it is 0 ms.
+      ...executionTime(startedAt),
       timestamp: now(),
     });
     lingerThenClose();
@@ -335,18 +349,30 @@ export async function runCommand(
   );
   stream.send({ type: "init", text: id, timestamp: now() });
   ping();
-  const pipes = Promise.all([
-    collect(child.stdout, (chunk) => stdout.push(chunk)),
-    collect(child.stderr, (chunk) => stderr.push(chunk)),
-  ]);
+  // Tailed every 100 ms as execd does, and once more at the exit.
+  const tails = [
+    new FileTail(outputs!.stdout, (chunk) => stdout.push(chunk)),
+    new FileTail(outputs!.stderr, (chunk) => stderr.push(chunk)),
+  ];
+  let tailTimer: ReturnType<typeof setTimeout> | undefined;
+  let tailing = true;
+  const poll = async () => {
+    for (const tail of tails) await tail.read();
+    if (tailing) tailTimer = state.later(state.tailMs, poll);
+  };
+  tailTimer = state.later(state.tailMs, poll);
   (async () => {
-    const { exitCode, error } = await finish(pipes);
+    const { exitCode, error } = await finish(Promise.resolve());
+    tailing = false;
+    state.cancelLater(tailTimer);
+    for (const tail of tails) await tail.close();
     stdout.end();
     stderr.end();
     if (error === "") {
       stream.send({
         type: "execution_complete",
-        execution_time: Date.now() - startedAt.getTime(),
+        // Go's omitempty: no execution_time when it is 0 ms.
+        ...executionTime(startedAt),
         timestamp: now(),
       });
     } else {
@@ -363,6 +389,59 @@ export async function runCommand(
     lingerThenClose();
   })().finally(resolveFinished);
   return sseResponse(stream);
+}
+
+/**
+ * Reads what was appended to an output file since the last read, as execd's
+ * tail of `/tmp/<id>.stdout` does; the file is removed at the end.
+ */
+class FileTail {
+  readonly #path: string;
+  readonly #onChunk: (chunk: Uint8Array) => void;
+  #position = 0;
+  #reading: Promise<void> = Promise.resolve();
+
+  constructor(path: string, onChunk: (chunk: Uint8Array) => void) {
+    this.#path = path;
+    this.#onChunk = onChunk;
+  }
+
+  read(): Promise<void> {
+    this.#reading = this.#reading.then(() => this.#readNow());
+    return this.#reading;
+  }
+
+  async #readNow(): Promise<void> {
+    let file: Deno.FsFile;
+    try {
+      file = await Deno.open(this.#path, { read: true });
+    } catch {
+      return; // not created yet
+    }
+    try {
+      await file.seek(this.#position, Deno.SeekMode.Start);
+      const buffer = new Uint8Array(256 * 1024);
+      for (;;) {
+        const read = await file.read(buffer);
+        if (read === null || read === 0) break;
+        this.#position += read;
+        this.#onChunk(buffer.slice(0, read));
+      }
+    } finally {
+      file.close();
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.read();
+    await Deno.remove(this.#path).catch(() => {});
+  }
+}
+
+/** `execution_time` in ms, left out when 0 (`omitempty`, as the real execd). */
+function executionTime(startedAt: Date): { execution_time?: number } {
+  const ms = Date.now() - startedAt.getTime();
+  return ms > 0 ? { execution_time: ms } : {};
 }
 
 function sseResponse(stream: EventStream): Response {
@@ -398,7 +477,7 @@ export async function interruptCommand(
   if (!command.record.running || pgid <= 1) {
     return fail(`command session ${id} is not running`);
   }
-  const gone = () => !state.groupAlive(pgid);
+  const gone = () => !state.groupObservable(pgid);
   const waitGone = async (ms: number): Promise<boolean> => {
     const deadline = Date.now() + ms;
     while (Date.now() < deadline) {

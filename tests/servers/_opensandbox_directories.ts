@@ -41,7 +41,8 @@ export async function listDirectory(
     return execdError(
       500,
       "RUNTIME_ERROR",
-      `error converting path ${raw} to absolute. ${errorText(error)}`,
+      // The real message names an empty path here (two spaces).
+      `error converting path  to absolute. ${errorText(error)}`,
     );
   }
   let info: Deno.FileInfo;
@@ -114,8 +115,18 @@ export async function removeDirs(
   url: URL,
 ): Promise<Response> {
   for (const path of url.searchParams.getAll("path")) {
+    let absolute: string;
     try {
-      await Deno.remove(state.absolute(path), { recursive: true });
+      absolute = state.absolute(path);
+    } catch (error) {
+      return execdError(
+        500,
+        "RUNTIME_ERROR",
+        `error resolving directory ${path}. ${errorText(error)}`,
+      );
+    }
+    try {
+      await Deno.remove(absolute, { recursive: true });
     } catch (error) {
       if (isNotFound(error)) continue;
       return execdError(

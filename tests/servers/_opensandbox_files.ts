@@ -9,7 +9,6 @@
 import {
   type ByteRange,
   byteRange,
-  encoder,
   errorText,
   fileStream,
   isObject,
@@ -38,6 +37,20 @@ function globToRegExp(pattern: string): RegExp {
       if (next === undefined) throw new SyntaxError("syntax error in pattern");
       source += next.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
     } else if (c === "*") {
+      const segmentStart = i === 0 || pattern[i - 1] === "/";
+      if (pattern[i + 1] === "*" && segmentStart) {
+        // doublestar: `**/` also matches no folder at all, a final `**` anything.
+        while (pattern[i + 1] === "*") i++;
+        if (pattern[i + 1] === "/") {
+          source += "(?:.*/)?";
+          i++;
+        } else if (i + 1 >= pattern.length) {
+          source += ".*";
+        } else {
+          source += "[^/]*";
+        }
+        continue;
+      }
       while (pattern[i + 1] === "*") i++;
       source += "[^/]*";
     } else if (c === "?") {
@@ -143,7 +156,10 @@ export async function removeFiles(
   return new Response(null, { status: 200 });
 }
 
-/** `POST /files/upload`: multipart `metadata` and `file` parts, in pairs. */
+/** The most parts Go's `mime/multipart` reads from one form. */
+export const MAX_MULTIPART_PARTS = 1000;
+
+/** `POST /files/upload`: multipart `metadata` and `file` parts, in pairs (500 at most). */
 export async function upload(
   state: OpenSandboxState,
   request: Request,
@@ -152,6 +168,13 @@ export async function upload(
   try {
     form = await request.formData();
   } catch {
+    return execdError(400, "INVALID_FILE", "multipart form is empty");
+  }
+  // Go's mime/multipart reads at most 1000 parts (so 500 metadata/file
+  // pairs); past that ParseMultipartForm fails and execd says the form is empty.
+  let parts = 0;
+  for (const _ of form.keys()) parts++;
+  if (parts > MAX_MULTIPART_PARTS) {
     return execdError(400, "INVALID_FILE", "multipart form is empty");
   }
   // Go's multipart form: only parts with a file name are files.
@@ -240,10 +263,37 @@ export async function upload(
 
 function contentDisposition(name: string): string {
   if (![...name].some((c) => c.codePointAt(0)! > 127)) {
-    return `attachment; filename="${name}"`;
+    // Go writes a header value's CR and LF as spaces (a file name may hold them).
+    return `attachment; filename="${name.replace(/[\r\n]/g, " ")}"`;
   }
   const encoded = encodeURIComponent(name).replace(/%2F/gi, "/");
   return `attachment; filename="${encoded}"; filename*=UTF-8''${encoded}`;
+}
+
+/**
+ * http.ServeContent first seeks to the end for the size; a file that cannot
+ * seek there (`/proc/*`, whose stat says size 0) is answered 500 `seeker
+ * can't seek` (http.Error: text/plain, no Content-Length).
+ */
+async function unseekable(
+  file: Deno.FsFile,
+  disposition: string,
+): Promise<Response | undefined> {
+  try {
+    await file.seek(0, Deno.SeekMode.End);
+    await file.seek(0, Deno.SeekMode.Start);
+    return undefined;
+  } catch {
+    file.close();
+    return new Response("seeker can't seek\n", {
+      status: 500,
+      headers: {
+        "content-type": "text/plain; charset=utf-8",
+        "content-disposition": disposition,
+        "x-content-type-options": "nosniff",
+      },
+    });
+  }
 }
 
 /** ParseRange of execd: null on a syntax error, else satisfiable ranges. */
@@ -342,9 +392,10 @@ export async function download(
       // already; its JSON error goes out under them, so the body is cut
       // short of the announced length (or cut at it) and the connection
       // closes: a client sees a broken body.
+      // Go refuses to write a body longer than the Content-Length already
+      // set, so not one byte of the JSON error goes out.
       file.close();
-      const error = encoder.encode(JSON.stringify({ code: "UNKNOWN" }));
-      return new Response(shortBody(error.subarray(0, size)), {
+      return new Response(shortBody(new Uint8Array()), {
         status: 416,
         headers,
       });
@@ -362,6 +413,8 @@ export async function download(
         headers,
       });
     }
+    const failed = await unseekable(file, headers.get("content-disposition")!);
+    if (failed) return failed;
     if (size > 0) {
       // http.ServeContent: no range overlaps the file.
       file.close();
@@ -376,6 +429,8 @@ export async function download(
       });
     }
   }
+  const failed = await unseekable(file, headers.get("content-disposition")!);
+  if (failed) return failed;
   headers.set("accept-ranges", "bytes");
   if (info.mtime !== null) {
     headers.set("last-modified", info.mtime.toUTCString());
@@ -400,7 +455,8 @@ export async function searchFiles(
     return execdError(
       500,
       "RUNTIME_ERROR",
-      `error converting path ${path} to absolute. ${errorText(error)}`,
+      // The real message names an empty path here (two spaces).
+      `error converting path  to absolute. ${errorText(error)}`,
     );
   }
   try {
