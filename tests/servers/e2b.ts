@@ -706,9 +706,10 @@ async function download(path: string, request: Request): Promise<Response> {
   const name = path.slice(path.lastIndexOf("/") + 1);
   const headers: Record<string, string> = {
     "content-type": "application/octet-stream",
-    "content-disposition": `inline; filename="${
-      name.replace(/[\r\n"]/g, "_")
-    }"`,
+    // As Go's mime.FormatMediaType: a non-ASCII name goes in filename*.
+    "content-disposition": /^[\x20-\x7e]*$/.test(name)
+      ? `inline; filename="${name.replace(/["\\]/g, "\\$&")}"`
+      : `inline; filename*=utf-8''${encodeURIComponent(name)}`,
     "accept-ranges": "bytes",
   };
   const range = /^bytes=(\d*)-(\d*)$/.exec(request.headers.get("range") ?? "");
