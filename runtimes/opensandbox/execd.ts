@@ -303,6 +303,17 @@ export class ExecdClient implements RemoteFileOps {
         { reason: "stream" },
       );
     }
+    if (
+      exitCode === NO_FOLDER_STATUS && stderr.text() === NO_FOLDER_MARK &&
+      stdout.text() === "" && needsShellPath(request.cwd)
+    ) {
+      // The wrapper could not enter a folder holding `$` (execd refuses a
+      // missing folder itself, before running anything, for the others).
+      throw new SandboxCommandError(
+        `Cannot run the command in "${request.cwd}": the sandbox refused it: the working directory does not exist or is not a folder`,
+        { reason: "refused" },
+      );
+    }
     return result(exitCode);
   }
 
@@ -685,6 +696,19 @@ export function commandBody(
 const TRAILING_CR_MARK = "\u0000skillrun:trailing-cr\u0000";
 
 /**
+ * What the wrapper writes on standard error when SIGTERM stops it (execd's
+ * interrupt), after its subshell, which outlived its foreground child to
+ * reap the rest, reported that child's signal ({@linkcode SIGTERM_REPORT}).
+ */
+const STOPPED_MARK = "\u0000skillrun:stopped\u0000";
+/** bash's report of a foreground child killed by SIGTERM (`j_strsignal`). */
+const SIGTERM_REPORT = "Terminated";
+
+/** What the wrapper writes (and its status) when it cannot enter a `$` folder. */
+const NO_FOLDER_MARK = "\u0000skillrun:no-folder\u0000";
+const NO_FOLDER_STATUS = 1;
+
+/**
  * The command sent to execd. The caller's command runs with `eval` in a
  * subshell of the wrapper (so that `exit` in it still reaches the end), then
  * the wrapper writes one newline on each stream and exits with the command's
@@ -699,13 +723,18 @@ const TRAILING_CR_MARK = "\u0000skillrun:trailing-cr\u0000";
  * which execd's interrupt would wait for (it polls `kill(-pgid, 0)`).
  */
 function wrapCommand(command: string, cwd?: string): string {
-  const enter = cwd === undefined ? "" : `cd -- ${shellQuote(cwd)} && `;
+  const enter = cwd === undefined
+    ? ""
+    : `{ cd -- ${
+      shellQuote(cwd)
+    } 2>/dev/null || { printf '\\000skillrun:no-folder\\000' >&2; exit ${NO_FOLDER_STATUS}; }; } && `;
   const end = (fd: 1 | 2) =>
-    `if [ -f /proc/$$/fd/${fd} ] && [ -s /proc/$$/fd/${fd} ] && [ "$(tail -c 1 /proc/$$/fd/${fd})" = "$(printf '\\r')" ]; then printf '\\000skillrun:trailing-cr\\000\\n'${
+    `if [ -f /proc/$$/fd/${fd} ] && [ -s /proc/$$/fd/${fd} ] && [ "$(tail -c 1 /proc/$$/fd/${fd} | tr -d '\\000')" = "$(printf '\\r')" ]; then printf '\\000skillrun:trailing-cr\\000\\n'${
       fd === 2 ? " >&2" : ""
     }; else printf '\\n'${fd === 2 ? " >&2" : ""}; fi`;
   return [
-    `trap 'trap - TERM; kill -TERM $$' TERM`,
+    `__skillrun_stopped() { printf '\\000skillrun:stopped\\000\\n' >&2; trap - TERM; kill -TERM $$; }`,
+    `trap __skillrun_stopped TERM`,
     `(trap 'wait; exit 143' TERM; ${enter}eval ${shellQuote(command)})`,
     `__skillrun_status=$?`,
     end(1),
@@ -723,7 +752,8 @@ class LineJoiner {
   readonly #collector: OutputCollector;
   readonly #onChunk: ((chunk: Uint8Array) => void) | undefined;
   #pendingNewline = false;
-  #heldMark = false;
+  /** A line held back until the next one tells what it was (see `line`). */
+  #held: string | undefined;
 
   constructor(maxBytes: number, onChunk?: (chunk: Uint8Array) => void) {
     this.#collector = new OutputCollector({ maxBytes });
@@ -732,15 +762,21 @@ class LineJoiner {
 
   line(text: string | undefined): void {
     if (text === undefined) return;
-    this.#releaseMark();
-    if (text === TRAILING_CR_MARK) {
-      // Held: the wrapper's mark only when nothing follows it.
-      this.#heldMark = true;
+    if (text === STOPPED_MARK) {
+      // The wrapper was stopped (SIGTERM): the shell's own report of its
+      // child's signal just before is not the command's output.
+      if (this.#held === SIGTERM_REPORT) this.#held = undefined;
+      else this.#release();
       return;
     }
-    if (this.#pendingNewline) this.#push(NEWLINE);
-    if (text !== "\n" && text !== "") this.#push(ENCODER.encode(text));
-    this.#pendingNewline = true;
+    this.#release();
+    if (text === TRAILING_CR_MARK || text === SIGTERM_REPORT) {
+      // Held: the wrapper's mark only when nothing follows it; the shell's
+      // report only when the wrapper's stop mark follows it.
+      this.#held = text;
+      return;
+    }
+    this.#emit(text);
   }
 
   /**
@@ -748,24 +784,29 @@ class LineJoiner {
    * last line ended with `\r`), or every newline kept.
    */
   end(dropLastNewline: boolean): void {
-    if (this.#heldMark && dropLastNewline) {
-      this.#heldMark = false;
+    if (this.#held === TRAILING_CR_MARK && dropLastNewline) {
+      this.#held = undefined;
       this.#push(CARRIAGE_RETURN);
       this.#pendingNewline = false;
       return;
     }
-    this.#releaseMark();
+    this.#release();
     if (this.#pendingNewline && !dropLastNewline) this.#push(NEWLINE);
     this.#pendingNewline = false;
   }
 
-  /** A held mark that was not the last line was the command's own text. */
-  #releaseMark(): void {
-    if (!this.#heldMark) return;
-    this.#heldMark = false;
+  #emit(text: string): void {
     if (this.#pendingNewline) this.#push(NEWLINE);
-    this.#push(ENCODER.encode(TRAILING_CR_MARK));
+    if (text !== "\n" && text !== "") this.#push(ENCODER.encode(text));
     this.#pendingNewline = true;
+  }
+
+  /** A held line that turned out to be the command's own text. */
+  #release(): void {
+    const held = this.#held;
+    if (held === undefined) return;
+    this.#held = undefined;
+    this.#emit(held);
   }
 
   #push(bytes: Uint8Array): void {

@@ -5,8 +5,13 @@
  *
  * @module
  */
-import { assertEquals, assertLess } from "../../_internal/assert.ts";
+import {
+  assertEquals,
+  assertLess,
+  assertRejects,
+} from "../../_internal/assert.ts";
 import { makeSkill, startTestServer } from "./_testing.ts";
+import { SandboxCommandError } from "./execd.ts";
 import { startAioTestServer } from "../aio/_testing.ts";
 import { LocalSkillRuntime } from "../local/runtime.ts";
 import type { SkillRuntime } from "../types.ts";
@@ -178,6 +183,7 @@ Deno.test("the interrupt of `sleep 30 & wait` at a 1 s timeout returns at once: 
     const result = await runtime.execute({ command, timeoutMs: 1000 });
     const elapsed = performance.now() - started;
     assertEquals([result.timedOut, result.exitCode], [true, -1]);
+    assertEquals(result.stderr, "", `${command}: nothing of the wrapper shows`);
     assertLess(elapsed, 1500, `${command}: ${Math.round(elapsed)} ms`);
   }
 });
@@ -192,6 +198,7 @@ Deno.test("execute(): a trailing \\r comes back as sent on both streams; other e
     ["printf 'abc'", "abc"],
     ["printf 'abc\\n'", "abc\n"],
     ["printf 'abc\\r\\n'", "abc\n"],
+    ["printf 'a\\0'", "a\0"], // a last NUL byte, read back without a warning
     // The wrapper's mark as the command's own line is kept as it is.
     [
       "printf '\\0skillrun:trailing-cr\\0\\nmore'",
@@ -204,9 +211,9 @@ Deno.test("execute(): a trailing \\r comes back as sent on both streams; other e
   ];
   for (const [command, expected] of cases) {
     const out = await runtime.execute({ command });
-    assertEquals(out.stdout, expected, command);
+    assertEquals([out.stdout, out.stderr], [expected, ""], command);
     const err = await runtime.execute({ command: `{ ${command}; } >&2` });
-    assertEquals(err.stderr, expected, `${command} >&2`);
+    assertEquals([err.stdout, err.stderr], ["", expected], `${command} >&2`);
   }
 });
 
@@ -263,4 +270,24 @@ Deno.test("every runtime: writeText makes 0644 and keeps a replaced file's mode;
     await Deno.remove(localDir, { recursive: true });
     await Deno.remove(targets, { recursive: true });
   }
+});
+
+Deno.test("a missing working directory holding $ is refused as any missing one is, before the command runs", async () => {
+  await using server = await startTestServer();
+  const runtime = server.runtime();
+  await Deno.writeTextFile(`${server.dir}/file$1`, "");
+  for (const cwd of ["missing$1", "file$1", "missing"]) {
+    const error = await assertRejects(
+      () => runtime.execute({ command: "touch ran", workingDirectory: cwd }),
+      SandboxCommandError,
+    );
+    assertEquals(error.reason, "refused", cwd);
+  }
+  assertEquals(await runtime.fs.stat("ran"), null);
+  // A command of its own that prints the same and fails is not refused.
+  const own = await runtime.execute({
+    command: "printf '\\000skillrun:no-folder\\000' >&2; exit 1",
+    workingDirectory: ".",
+  });
+  assertEquals([own.exitCode, own.stderr], [1, "\0skillrun:no-folder\0"]);
 });

@@ -116,8 +116,8 @@ export function goJsonType(value: unknown): string {
   return typeof value;
 }
 
-/** A Deno file-system error in Go's words: `open /p: no such file or directory`. */
-function goFsError(op: string, path: string, error: unknown): string {
+/** A Deno file error as Go's `*PathError` writes it: `open /p: no such file or directory`. */
+export function goFsError(op: string, path: string, error: unknown): string {
   const reason = error instanceof Deno.errors.NotFound
     ? "no such file or directory"
     : error instanceof Deno.errors.PermissionDenied

@@ -50,7 +50,9 @@ export async function runCommand(
     return invalidBody(
       `error parsing request, MAYBE invalid body format. ${
         body.ok
-          ? "json: cannot unmarshal into Go value of type model.RunCommandRequest"
+          ? `json: cannot unmarshal ${
+            goJsonType(body.value)
+          } into Go value of type model.RunCommandRequest`
           : body.error
       }`,
     );

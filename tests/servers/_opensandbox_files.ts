@@ -16,6 +16,8 @@ import {
 import {
   execdError,
   fileError,
+  goFsError,
+  goJsonType,
   invalidBody,
   isNotFound,
   json,
@@ -212,7 +214,9 @@ export async function upload(
       return execdError(
         400,
         "INVALID_FILE_METADATA",
-        "invalid metadata format. json: cannot unmarshal into model.FileMetadata",
+        `invalid metadata format. json: cannot unmarshal ${
+          goJsonType(meta)
+        } into Go value of type model.FileMetadata`,
       );
     }
     const target = typeof meta.path === "string" ? meta.path : "";
@@ -278,6 +282,7 @@ function contentDisposition(name: string): string {
 async function unseekable(
   file: Deno.FsFile,
   disposition: string,
+  mtime: Date | null,
 ): Promise<Response | undefined> {
   try {
     await file.seek(0, Deno.SeekMode.End);
@@ -291,6 +296,8 @@ async function unseekable(
         "content-type": "text/plain; charset=utf-8",
         "content-disposition": disposition,
         "x-content-type-options": "nosniff",
+        // Set before the size is asked for, and kept (measured).
+        ...(mtime === null ? {} : { "last-modified": mtime.toUTCString() }),
       },
     });
   }
@@ -413,7 +420,11 @@ export async function download(
         headers,
       });
     }
-    const failed = await unseekable(file, headers.get("content-disposition")!);
+    const failed = await unseekable(
+      file,
+      headers.get("content-disposition")!,
+      info.mtime,
+    );
     if (failed) return failed;
     if (size > 0) {
       // http.ServeContent: no range overlaps the file.
@@ -429,7 +440,11 @@ export async function download(
       });
     }
   }
-  const failed = await unseekable(file, headers.get("content-disposition")!);
+  const failed = await unseekable(
+    file,
+    headers.get("content-disposition")!,
+    info.mtime,
+  );
   if (failed) return failed;
   headers.set("accept-ranges", "bytes");
   if (info.mtime !== null) {
@@ -525,7 +540,9 @@ export async function moveFiles(
   if (!body.ok) return body.response;
   if (!Array.isArray(body.value)) {
     return invalidBody(
-      "error parsing request, MAYBE invalid body format. json: cannot unmarshal object into Go value of type []model.RenameFileItem",
+      `error parsing request, MAYBE invalid body format. json: cannot unmarshal ${
+        goJsonType(body.value)
+      } into Go value of type []model.RenameFileItem`,
     );
   }
   for (const item of body.value) {
@@ -572,20 +589,26 @@ export async function chmodFiles(
   if (!body.ok) return body.response;
   if (!isObject(body.value)) {
     return invalidBody(
-      "error parsing request, MAYBE invalid body format. json: cannot unmarshal into Go value of type map[string]model.Permission",
+      `error parsing request, MAYBE invalid body format. json: cannot unmarshal ${
+        goJsonType(body.value)
+      } into Go value of type map[string]model.Permission`,
     );
   }
   for (const [path, permission] of Object.entries(body.value)) {
+    let absolute: string;
     try {
-      await state.chmodFile(
-        state.absolute(path),
-        isObject(permission) ? permission : {},
-      );
+      absolute = state.absolute(path);
+      await state.chmodFile(absolute, isObject(permission) ? permission : {});
     } catch (error) {
       return execdError(
         500,
         "RUNTIME_ERROR",
-        `error changing permissions for ${path}. ${errorText(error)}`,
+        `error changing permissions for ${path}. ${
+          error instanceof Deno.errors.NotFound ||
+            error instanceof Deno.errors.PermissionDenied
+            ? goFsError("chmod", state.absolute(path), error)
+            : errorText(error)
+        }`,
       );
     }
   }
@@ -603,7 +626,9 @@ export async function replaceContent(
   if (!body.ok) return body.response;
   if (!isObject(body.value)) {
     return invalidBody(
-      "error parsing request, MAYBE invalid body format. json: cannot unmarshal into Go value of type map[string]model.ReplaceFileContentItem",
+      `error parsing request, MAYBE invalid body format. json: cannot unmarshal ${
+        goJsonType(body.value)
+      } into Go value of type map[string]model.ReplaceFileContentItem`,
     );
   }
   const results: Record<string, { replacedCount: number }> = {};

@@ -300,6 +300,12 @@ Deno.test("files: a name holding \\n or \\r downloads (Content-Disposition write
       proc.headers.get("content-type"),
       "text/plain; charset=utf-8",
     );
+    assertEquals(
+      proc.headers.get("content-disposition"),
+      'attachment; filename="status"',
+    );
+    assert(proc.headers.has("last-modified"));
+    assertEquals(proc.headers.has("accept-ranges"), false);
     assertEquals(await proc.text(), "seeker can't seek\n");
   }
 });
@@ -389,4 +395,42 @@ Deno.test("commands: output goes to regular files as on the real server (tailed)
       "[ -f /proc/$$/fd/1 ] && [ -f /proc/$$/fd/2 ] && echo files; printf 'abc\\r'; sleep 0.25; printf '\\n'; echo next",
   });
   assertEquals(stdout(result.events), ["files", "abc", "next"]);
+});
+
+Deno.test("compared by hand: Go's words for mkdir over a file, chmod of a missing path and JSON of the wrong type", async () => {
+  await using started = await start();
+  const { dir, execd: base } = started;
+  await Deno.writeTextFile(`${dir}/afile`, "");
+  const post = async (route: string, body: string) => {
+    const answer = await execd(base, "POST", route, {
+      headers: { "content-type": "application/json" },
+      body,
+    });
+    return [answer.status, (answer.body as Event).message];
+  };
+  assertEquals(
+    await post(
+      "/directories",
+      JSON.stringify({ [`${dir}/afile`]: { mode: 755 } }),
+    ),
+    [500, `error accessing file: mkdir ${dir}/afile: not a directory`],
+  );
+  assertEquals(
+    await post(
+      "/files/permissions",
+      JSON.stringify({ [`${dir}/missing`]: { mode: 644 } }),
+    ),
+    [
+      500,
+      `error changing permissions for ${dir}/missing. chmod ${dir}/missing: no such file or directory`,
+    ],
+  );
+  assertEquals(await post("/directories", "[1]"), [
+    400,
+    "error parsing request, MAYBE invalid body format. json: cannot unmarshal array into Go value of type map[string]model.Permission",
+  ]);
+  assertEquals(await post("/files/mv", '{"a":1}'), [
+    400,
+    "error parsing request, MAYBE invalid body format. json: cannot unmarshal object into Go value of type []model.RenameFileItem",
+  ]);
 });
