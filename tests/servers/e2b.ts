@@ -504,7 +504,8 @@ async function entryInfo(path: string): Promise<Record<string, unknown>> {
     type,
     path,
     size: String(info.size),
-    mode: mode | (info.isDirectory ? 0x80000000 : 0),
+    // Go's os.ModeDir (1 << 31) as a uint32.
+    mode: info.isDirectory ? mode + 2 ** 31 : mode,
     permissions: (info.isDirectory ? "d" : "-") +
       [...mode.toString(2).padStart(9, "0")].map((bit, i) =>
         bit === "1" ? "rwx"[i % 3] : "-"
