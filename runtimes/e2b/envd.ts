@@ -12,7 +12,7 @@ import type { HttpClient } from "../remote/http.ts";
 import { RemoteHttpError } from "../remote/errors.ts";
 import type { RemoteFileOps, RemoteUploadFile } from "../remote/fs.ts";
 import { multipartBody, type MultipartPart } from "../remote/upload.ts";
-import { shellQuote } from "../remote/shell.ts";
+import { sessionBashArgs, shellQuote } from "../remote/shell.ts";
 import type { ExecuteResult, FileInfo } from "../types.ts";
 import type { RemoteCommand } from "../remote/runtime.ts";
 
@@ -26,18 +26,6 @@ const UPLOAD_BATCH = 200;
 /** Upload requests at once. */
 const UPLOAD_CONCURRENCY = 3;
 
-/**
- * The command envd runs (`bash -c <this> skillrun <command>`): the caller's
- * command runs in a session of its own (`setsid`), so that the stop signal
- * (SIGTERM to this wrapper) reaches every process it started: envd signals
- * only the process it started.
- */
-const WRAPPER = [
-  `__p=`,
-  `trap '[ -n "$__p" ] && kill -TERM -- -$__p 2>/dev/null; ([ -n "$__p" ] && sleep 2 && kill -KILL -- -$__p) >/dev/null 2>&1 & exit 143' TERM`,
-  `setsid bash -c "$1" skillrun & __p=$!`,
-  `wait "$__p"`,
-].join("\n");
 
 /**
  * An envd call failed with a Connect error (`not_found`,
@@ -260,7 +248,7 @@ export class EnvdClient implements RemoteFileOps {
         body: connectEnvelope({
           process: {
             cmd: "/bin/bash",
-            args: ["-c", WRAPPER, "skillrun", request.command],
+            args: sessionBashArgs(request.command),
             envs: request.env,
             cwd: request.cwd,
           },
