@@ -16,6 +16,8 @@ import { AioSkillRuntime } from "../runtimes/aio/mod.ts";
 import { startAioServer } from "../tests/servers/aio.ts";
 import { E2BSkillRuntime } from "../runtimes/e2b/mod.ts";
 import { startE2BServer } from "../tests/servers/e2b.ts";
+import { VercelSandboxSkillRuntime } from "../runtimes/vercel/mod.ts";
+import { startVercelServer } from "../tests/servers/vercel.ts";
 import type { SkillRuntime } from "../runtimes/types.ts";
 import {
   createToolContext,
@@ -297,6 +299,59 @@ export const E2B_KIND: RuntimeKind = {
 };
 
 /**
+ * The Vercel Sandbox runtime against the Vercel test server (started per
+ * test, real `bash` on this host, the sandbox's `/` at the host's `/`): as
+ * for OpenSandbox, paths inside the sandbox are host paths.
+ */
+export const VERCEL_KIND: RuntimeKind = {
+  name: "vercel",
+  unavailable: OPENSANDBOX_KIND.unavailable,
+  start: async () => {
+    const token = "tools-suite-vercel-token";
+    const server = startVercelServer({ token });
+    const skillsRoot = await Deno.realPath(
+      await Deno.makeTempDir({ prefix: "skillrun-vercel-skills-" }),
+    );
+    const store = new MemoryConversationStore();
+    const runtimes: VercelSandboxSkillRuntime[] = [];
+    const made = (runtime: VercelSandboxSkillRuntime) => {
+      runtimes.push(runtime);
+      return runtime;
+    };
+    const common = {
+      token,
+      teamId: "team_tools",
+      projectId: "prj_tools",
+      baseUrl: server.url,
+    };
+    return {
+      plain: (cwd: string) =>
+        made(new VercelSandboxSkillRuntime({ ...common, cwd, skillsRoot })),
+      conversation: async (
+        conversationsRoot: string,
+        conversationId: string,
+      ) => {
+        const runtime = made(
+          new VercelSandboxSkillRuntime({
+            ...common,
+            conversationId,
+            conversationsRoot,
+            store,
+          }),
+        );
+        await runtime.connect();
+        return runtime;
+      },
+      [Symbol.asyncDispose]: async () => {
+        for (const runtime of runtimes) await runtime.close().catch(() => {});
+        await server.close();
+        await Deno.remove(skillsRoot, { recursive: true }).catch(() => {});
+      },
+    };
+  },
+};
+
+/**
  * The local runtime in isolated mode (bubblewrap): every command in a
  * sandbox. Unavailable, saying why, where sandboxes cannot start.
  */
@@ -337,6 +392,7 @@ export const RUNTIME_KINDS: readonly RuntimeKind[] = [
   OPENSANDBOX_KIND,
   AIO_KIND,
   E2B_KIND,
+  VERCEL_KIND,
   ISOLATED_KIND,
 ];
 
