@@ -14,7 +14,9 @@
  *
  * Run by hand: `deno run -A tests/servers/vercel.ts [--port N] [--token T]
  * [--root DIR] [--fault SPEC]... [--fault-control]`; prints its base URL
- * (the SDK's `https://vercel.com/api`) as the first line of stdout.
+ * (the SDK's `https://vercel.com/api`) as the first line of stdout. By hand
+ * the root defaults to a new temporary folder holding `vercel/sandbox` (the
+ * SDK's default working folder).
  *
  * @module
  */
@@ -654,6 +656,10 @@ if (import.meta.main) {
       Deno.exit(2);
     }
   }
+  // By hand, the sandbox's `/` is a folder of its own, with the SDK's
+  // default working folder in it.
+  root ??= await Deno.makeTempDir({ prefix: "vercel-root-" });
+  await Deno.mkdir(`${root}/vercel/sandbox`, { recursive: true });
   const server = startVercelServer({
     port,
     faults,
