@@ -176,22 +176,28 @@ export async function runCommand(
     stdout: `${await state.outputDir()}/${id}.stdout`,
     stderr: `${await state.outputDir()}/${id}.stderr`,
   };
+  // A background command writes both streams into one file,
+  // `/tmp/<id>.output`, in the order written; its logs are read from there.
+  const combined = background
+    ? `${await state.outputDir()}/${id}.output`
+    : undefined;
+  if (combined !== undefined) state.output.files.add(combined);
   try {
     child = new Deno.Command("bash", {
-      // A background command writes both streams into one file on the real
-      // server, in the order written: one pipe here.
-      args: outputs === undefined ? ["-c", `exec 2>&1\n${script}`] : [
-        "-c",
-        'exec >"$0" 2>"$1" && exec bash -c "$2"',
-        outputs.stdout,
-        outputs.stderr,
-        script,
-      ],
+      args: outputs === undefined
+        ? ["-c", 'exec >"$0" 2>&1 && exec bash -c "$1"', combined!, script]
+        : [
+          "-c",
+          'exec >"$0" 2>"$1" && exec bash -c "$2"',
+          outputs.stdout,
+          outputs.stderr,
+          script,
+        ],
       cwd,
       env: { ...state.env, ...envs },
       clearEnv: true,
       stdin: "null",
-      stdout: background ? "piped" : "null",
+      stdout: "null",
       stderr: "null",
       detached: true,
       ...(typeof value.uid === "number" ? { uid: value.uid } : {}),
@@ -282,17 +288,6 @@ export async function runCommand(
     });
   }
 
-  const collect = async (
-    readable: ReadableStream<Uint8Array>,
-    onChunk: (chunk: Uint8Array) => void,
-  ): Promise<void> => {
-    try {
-      for await (const chunk of readable) onChunk(chunk);
-    } catch {
-      // the pipe closed under us
-    }
-  };
-
   const finish = async (
     pipes: Promise<unknown>,
   ): Promise<{ exitCode: number; error: string }> => {
@@ -325,11 +320,8 @@ export async function runCommand(
   };
 
   if (background) {
-    const append = (chunk: Uint8Array) => {
-      running.output.push(chunk.slice());
-      running.outputLength += chunk.length;
-    };
-    const pipes = collect(child.stdout, append);
+    if (combined !== undefined) running.outputFile = combined;
+    const pipes = Promise.resolve();
     stream.send({ type: "init", text: id, timestamp: now() });
     ping();
     stream.send({
@@ -528,11 +520,11 @@ export function commandStatus(state: OpenSandboxState, id: string): Response {
 }
 
 /** `GET /command/{id}/logs?cursor=`: a background command's output from a byte cursor. */
-export function commandLogs(
+export async function commandLogs(
   state: OpenSandboxState,
   id: string,
   url: URL,
-): Response {
+): Promise<Response> {
   const command = state.commands.get(id);
   if (command === undefined) {
     return execdError(400, "INVALID_REQUEST_BODY", `command not found: ${id}`);
@@ -553,11 +545,16 @@ export function commandLogs(
       `error seek file: seek /tmp/${id}.output: invalid argument`,
     );
   }
-  const all = new Uint8Array(command.outputLength);
-  let offset = 0;
-  for (const chunk of command.output) {
-    all.set(chunk, offset);
-    offset += chunk.length;
+  let all = new Uint8Array();
+  if (command.outputFile !== undefined) {
+    all = await Deno.readFile(command.outputFile).catch(() => new Uint8Array());
+  } else {
+    all = new Uint8Array(command.outputLength);
+    let offset = 0;
+    for (const chunk of command.output) {
+      all.set(chunk, offset);
+      offset += chunk.length;
+    }
   }
   const part = cursor >= all.length ? new Uint8Array() : all.subarray(cursor);
   return new Response(part, {

@@ -219,13 +219,31 @@ export async function upload(
         } into Go value of type model.FileMetadata`,
       );
     }
+    // json.Unmarshal into model.FileMetadata: `mode` is a Go int.
+    const mode = meta.mode;
+    if (
+      mode !== undefined && mode !== null &&
+      (typeof mode !== "number" || !Number.isInteger(mode))
+    ) {
+      return execdError(
+        400,
+        "INVALID_FILE_METADATA",
+        `invalid metadata format. json: cannot unmarshal ${goJsonType(mode)}${
+          typeof mode === "number" ? ` ${mode}` : ""
+        } into Go struct field FileMetadata.Permission.mode of type int`,
+      );
+    }
     const target = typeof meta.path === "string" ? meta.path : "";
     if (target === "") {
       return execdError(400, "INVALID_FILE_METADATA", "metadata path is empty");
     }
     let resolved: string;
     try {
-      resolved = hostPath.resolve(state.cwd, state.expand(target));
+      // Not cleaned: a target ending in `/` stays so (Go opens it as given).
+      const expanded = state.expand(target);
+      resolved = expanded.startsWith("/")
+        ? expanded
+        : `${state.cwd}/${expanded}`;
     } catch (error) {
       return execdError(
         500,
@@ -233,14 +251,17 @@ export async function upload(
         `error resolving target path ${target}. ${errorText(error)}`,
       );
     }
-    const directory = hostPath.dirname(resolved);
+    const directory = goDir(resolved);
     try {
       await Deno.mkdir(directory, { recursive: true, mode: 0o777 });
     } catch (error) {
       return execdError(
         500,
         "RUNTIME_ERROR",
-        `error creating target directory ${directory}. ${errorText(error)}`,
+        `error creating target directory ${directory}. ${await goMkdirAllError(
+          directory,
+          error,
+        )}`,
       );
     }
     try {
@@ -249,7 +270,9 @@ export async function upload(
       return execdError(
         500,
         "RUNTIME_ERROR",
-        `error opening destination file ${resolved}. ${errorText(error)}`,
+        `error opening destination file ${resolved}. ${
+          goFsError("open", resolved, error)
+        }`,
       );
     }
     try {
@@ -263,6 +286,30 @@ export async function upload(
     }
   }
   return new Response(null, { status: 200 });
+}
+
+/** Go's `filepath.Dir`: all but the last element (after the last `/`), cleaned. */
+function goDir(path: string): string {
+  const cut = path.slice(0, path.lastIndexOf("/") + 1);
+  if (cut === "") return ".";
+  const clean = hostPath.normalize(cut);
+  return clean.length > 1 && clean.endsWith("/") ? clean.slice(0, -1) : clean;
+}
+
+/**
+ * Go's `os.MkdirAll` error: over an existing file it names that file
+ * (`mkdir <file>: not a directory`), whatever lies below it.
+ */
+async function goMkdirAllError(path: string, error: unknown): Promise<string> {
+  for (let at = path; at !== "/" && at !== "."; at = hostPath.dirname(at)) {
+    const info = await Deno.stat(at).catch(() => null);
+    if (info === null) continue;
+    if (!info.isDirectory) {
+      return goFsError("mkdir", at, new Deno.errors.NotADirectory(at));
+    }
+    break;
+  }
+  return goFsError("mkdir", path, error);
 }
 
 function contentDisposition(name: string): string {
@@ -436,6 +483,9 @@ export async function download(
           "content-disposition": headers.get("content-disposition")!,
           "x-content-type-options": "nosniff",
           "content-range": `bytes */${size}`,
+          ...(info.mtime === null
+            ? {}
+            : { "last-modified": info.mtime.toUTCString() }),
         },
       });
     }

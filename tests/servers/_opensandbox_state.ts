@@ -227,6 +227,8 @@ export interface RunningCommand {
   status?: Promise<Deno.CommandStatus>;
   output: Uint8Array[];
   outputLength: number;
+  /** A background command's combined output file. */
+  outputFile?: string;
   finished: Promise<void>;
 }
 
@@ -247,7 +249,9 @@ export class OpenSandboxState {
   /** How often a command's output files are read, in ms (execd: 100). */
   readonly tailMs: number;
   /** Shared with the per-sandbox views (`forSandbox`), so not private. */
-  readonly output: { dir?: Promise<string> } = {};
+  readonly output: { dir?: Promise<string>; files: Set<string> } = {
+    files: new Set(),
+  };
   readonly faults: FaultInjector;
   host = "";
   closed = false;
@@ -263,9 +267,13 @@ export class OpenSandboxState {
     this.tailMs = options.tailIntervalMs ?? 100;
   }
 
-  /** The folder of the commands' output files (execd: `/tmp`), made once. */
+  /**
+   * The folder of the commands' output files: `os.TempDir()` as execd uses
+   * it (`$TMPDIR`, else `/tmp`), files named `<id>.stdout`, `<id>.stderr`
+   * (removed once read to the end, unlike execd, which leaves them).
+   */
   outputDir(): Promise<string> {
-    this.output.dir ??= Deno.makeTempDir({ prefix: "skillrun-execd-out-" });
+    this.output.dir ??= Promise.resolve(Deno.env.get("TMPDIR") || "/tmp");
     return this.output.dir;
   }
 
@@ -534,10 +542,10 @@ export class OpenSandboxState {
     for (const stream of this.streams) stream.close();
     for (const timer of this.timers) clearTimeout(timer);
     this.timers.clear();
-    if (this.output.dir) {
-      await Deno.remove(await this.output.dir, { recursive: true }).catch(
-        () => {},
-      );
+    // Background output files (execd leaves them in /tmp; the tests do not).
+    for (const file of this.output.files) {
+      await Deno.remove(file).catch(() => {});
     }
+    this.output.files.clear();
   }
 }

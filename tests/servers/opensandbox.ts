@@ -261,7 +261,7 @@ async function execd(
     return commandStatus(state, decodeURIComponent(match[1]!));
   }
   if (method === "GET" && (match = /^\/command\/([^/]+)\/logs$/.exec(route))) {
-    return commandLogs(state, decodeURIComponent(match[1]!), url);
+    return await commandLogs(state, decodeURIComponent(match[1]!), url);
   }
   // gin's RedirectTrailingSlash: a known route with a trailing slash moves.
   if (route.length > 1 && route.endsWith("/")) {

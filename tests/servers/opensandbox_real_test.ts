@@ -434,3 +434,79 @@ Deno.test("compared by hand: Go's words for mkdir over a file, chmod of a missin
     "error parsing request, MAYBE invalid body format. json: cannot unmarshal object into Go value of type []model.RenameFileItem",
   ]);
 });
+
+Deno.test("compared by hand (run 7): upload errors in Go's words, metadata modes typed as Go ints, output files where execd puts them", async () => {
+  await using started = await start();
+  const { dir, execd: base } = started;
+  await Deno.mkdir(`${dir}/folder`);
+  await Deno.writeTextFile(`${dir}/afile`, "");
+  const message = async (
+    files: { path: string; content: string; mode?: unknown }[],
+  ) => {
+    const { body, contentType, length } = multipartBody(
+      files.flatMap((file) => [{
+        name: "metadata",
+        filename: "metadata",
+        contentType: "application/json",
+        content: JSON.stringify(file),
+      }, { name: "file", filename: "f", content: file.content }]),
+    );
+    const answer = await execd(base, "POST", "/files/upload", {
+      headers: {
+        "content-type": contentType,
+        "content-length": String(length),
+      },
+      body,
+    });
+    return [answer.status, (answer.body as Event | undefined)?.message];
+  };
+  assertEquals(await message([{ path: `${dir}/folder`, content: "x" }]), [
+    500,
+    `error opening destination file ${dir}/folder. open ${dir}/folder: is a directory`,
+  ]);
+  assertEquals(await message([{ path: `${dir}/afile/x/y`, content: "x" }]), [
+    500,
+    `error creating target directory ${dir}/afile/x. mkdir ${dir}/afile: not a directory`,
+  ]);
+  assertEquals(await message([{ path: `${dir}/g/`, content: "x" }]), [
+    500,
+    `error opening destination file ${dir}/g/. open ${dir}/g/: is a directory`,
+  ]);
+  assertEquals(
+    await message([{ path: `${dir}/m`, content: "x", mode: "755" }]),
+    [
+      400,
+      "invalid metadata format. json: cannot unmarshal string into Go struct field FileMetadata.Permission.mode of type int",
+    ],
+  );
+  assertEquals(
+    await message([{ path: `${dir}/m`, content: "x", mode: 1.5 }]),
+    [
+      400,
+      "invalid metadata format. json: cannot unmarshal number 1.5 into Go struct field FileMetadata.Permission.mode of type int",
+    ],
+  );
+  // Where a command's output goes: regular files in the temporary folder.
+  const tmp = Deno.env.get("TMPDIR") || "/tmp";
+  const foreground = await run(base, {
+    command: "readlink /proc/$$/fd/1 /proc/$$/fd/2",
+  });
+  const [out, err] = stdout(foreground.events);
+  const id = foreground.events.find((e) => e.type === "init")!.text;
+  assertEquals([out, err], [`${tmp}/${id}.stdout`, `${tmp}/${id}.stderr`]);
+  const background = await run(base, {
+    command: "readlink /proc/$$/fd/1 /proc/$$/fd/2",
+    background: true,
+  });
+  const backgroundId = background.events.find((e) => e.type === "init")!.text;
+  let logs = "";
+  for (let i = 0; i < 100 && logs.split("\n").length < 3; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    logs = await (await fetch(`${base}/command/${backgroundId}/logs?cursor=0`))
+      .text();
+  }
+  assertEquals(
+    logs,
+    `${tmp}/${backgroundId}.output\n${tmp}/${backgroundId}.output\n`,
+  );
+});
