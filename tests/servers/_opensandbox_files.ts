@@ -17,6 +17,7 @@ import {
   execdError,
   fileError,
   goFsError,
+  goJsonSyntax,
   goJsonType,
   invalidBody,
   isNotFound,
@@ -201,13 +202,16 @@ export async function upload(
   }
   for (let i = 0; i < metadataParts.length; i++) {
     let meta: unknown;
+    const metaText = await metadataParts[i]!.text();
     try {
-      meta = JSON.parse(await metadataParts[i]!.text());
+      meta = JSON.parse(metaText);
     } catch (error) {
       return execdError(
         400,
         "INVALID_FILE_METADATA",
-        `invalid metadata format. ${errorText(error)}`,
+        `invalid metadata format. ${
+          goJsonSyntax(metaText, "unmarshal") ?? errorText(error)
+        }`,
       );
     }
     if (!isObject(meta)) {

@@ -510,3 +510,62 @@ Deno.test("compared by hand (run 7): upload errors in Go's words, metadata modes
     `${tmp}/${backgroundId}.output\n${tmp}/${backgroundId}.output\n`,
   );
 });
+
+Deno.test("compared by hand: a body that does not decode gets encoding/json's own words; a decoder reads the first value only", async () => {
+  await using started = await start();
+  const cases: [string, string][] = [
+    [
+      "{nope",
+      "invalid character 'n' looking for beginning of object key string",
+    ],
+    ['{"a" 1}', "invalid character '1' after object key"],
+    ['{"a":1 x', "invalid character 'x' after object key:value pair"],
+    ["[1 2]", "invalid character '2' after array element"],
+    ["tru", "unexpected EOF"],
+    ['"\u0001"', "invalid character '\\x01' in string literal"],
+    [
+      '{"a":1.x}',
+      "invalid character 'x' after decimal point in numeric literal",
+    ],
+    ['{"a":"\\q"}', "invalid character 'q' in string escape code"],
+    [
+      "{'a':1}",
+      "invalid character '\\'' looking for beginning of object key string",
+    ],
+    ["", "EOF"],
+  ];
+  for (const [body, words] of cases) {
+    const answer = await execd(started.execd, "POST", "/command", { body });
+    assertEquals(answer.status, 400, body);
+    assertEquals(
+      (answer.body as Event).message,
+      `error parsing request, MAYBE invalid body format. ${words}`,
+      body,
+    );
+  }
+  const response = await fetch(`${started.execd}/command`, {
+    method: "POST",
+    body: '{"command":"echo hi"} trailing',
+  });
+  const text = await response.text();
+  assertEquals(response.status, 200);
+  assert(text.includes('"text":"hi"'), text);
+  // Upload metadata goes through json.Unmarshal, which words it its own way.
+  const { body, contentType, length } = multipartBody([
+    {
+      name: "metadata",
+      filename: "metadata",
+      contentType: "application/json",
+      content: "not json",
+    },
+    { name: "file", filename: "f", content: "x" },
+  ]);
+  const upload = await execd(started.execd, "POST", "/files/upload", {
+    headers: { "content-type": contentType, "content-length": String(length) },
+    body,
+  });
+  assertEquals(
+    (upload.body as Event).message,
+    "invalid metadata format. invalid character 'o' in literal null (expecting 'u')",
+  );
+});
