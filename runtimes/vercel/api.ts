@@ -65,6 +65,11 @@ export interface VercelApiClientOptions {
   readonly timeoutMs?: number;
 }
 
+/** How far the tar being made may run ahead of the request, in bytes. */
+const WRITE_WINDOW = 8 * 1024 * 1024;
+/** Files up to this size go into the tar in one read. */
+const WHOLE_FILE_BYTES = 1024 * 1024;
+
 /** How long we wait for the log stream to end after the kill, in ms. */
 const KILL_GRACE_MS = 6_000;
 
@@ -410,9 +415,28 @@ export class VercelApiClient {
     signal?: AbortSignal,
   ): Promise<void> {
     const { readable, controller } = createTarPacker();
+    // What the request has taken of the tar: the feeding waits while more
+    // than WRITE_WINDOW bytes are ahead of it, so memory stays bounded.
+    let fed = 0;
+    let taken = 0;
+    let stopped = false;
+    let wake: (() => void) | undefined;
+    const counted = readable.pipeThrough(
+      new TransformStream<Uint8Array, Uint8Array>({
+        transform(chunk, out) {
+          taken += chunk.length;
+          wake?.();
+          out.enqueue(chunk);
+        },
+      }),
+    );
     const feeding = (async () => {
       for (const file of files) {
         signal?.throwIfAborted();
+        while (fed - taken > WRITE_WINDOW && !stopped) {
+          await new Promise<void>((resolve) => wake = resolve);
+        }
+        if (stopped) return;
         const content = file.content;
         const size = typeof content === "string"
           ? ENCODER.encode(content).length
@@ -424,35 +448,89 @@ export class VercelApiClient {
           size,
           mode: (file.mode ?? 0o644) & 0o7777,
         });
-        if (typeof content === "string" || content instanceof Uint8Array) {
+        fed += 512 + size;
+        if (typeof content !== "string" && !(content instanceof Uint8Array)) {
+          if (content.size > WHOLE_FILE_BYTES) {
+            using opened = await Deno.open(content.path);
+            await exactly(opened.readable, content.size, content.path).pipeTo(
+              entry,
+            );
+            continue;
+          }
+          // Small files whole: one read instead of a stream each.
+          const bytes = await Deno.readFile(content.path);
+          if (bytes.length < content.size) {
+            throw new Error(`"${content.path}" shrank while it was sent`);
+          }
           const writer = entry.getWriter();
-          await writer.write(
-            typeof content === "string" ? ENCODER.encode(content) : content,
-          );
+          await writer.write(bytes.subarray(0, content.size));
           await writer.close();
-        } else {
-          using opened = await Deno.open(content.path);
-          await exactly(opened.readable, content.size, content.path).pipeTo(
-            entry,
-          );
+          continue;
         }
+        const writer = entry.getWriter();
+        await writer.write(
+          typeof content === "string" ? ENCODER.encode(content) : content,
+        );
+        await writer.close();
       }
       controller.finalize();
     })();
     feeding.catch((error) => controller.error(error));
-    const response = await this.#http.request({
-      method: "POST",
-      path: `/v2/sandboxes/sessions/${encodeURIComponent(sessionId)}/fs/write`,
-      query: this.#query(),
-      headers: { "content-type": "application/gzip", "x-cwd": "/" },
-      body: readable.pipeThrough(new CompressionStream("gzip")),
-      idempotent: false,
-      timeoutMs: null,
-      ...(signal ? { signal } : {}),
-    });
+    let response: Response;
+    try {
+      response = await this.#http.request({
+        method: "POST",
+        path: `/v2/sandboxes/sessions/${
+          encodeURIComponent(sessionId)
+        }/fs/write`,
+        query: this.#query(),
+        headers: { "content-type": "application/gzip", "x-cwd": "/" },
+        body: counted.pipeThrough(
+          new CompressionStream("gzip") as unknown as TransformStream<
+            Uint8Array,
+            Uint8Array
+          >,
+        ).pipeThrough(rechunk(64 * 1024)),
+        idempotent: false,
+        timeoutMs: null,
+        ...(signal ? { signal } : {}),
+      });
+    } catch (error) {
+      stopped = true;
+      wake?.();
+      await feeding.catch(() => {});
+      throw error;
+    }
     await response.body?.cancel();
     await feeding;
   }
+}
+
+/**
+ * Gathers small chunks into chunks of about `size` bytes (the compressor
+ * writes many small ones; each would be a chunk on the wire).
+ */
+function rechunk(size: number): TransformStream<Uint8Array, Uint8Array> {
+  let buffer = new Uint8Array(size);
+  let used = 0;
+  return new TransformStream({
+    transform(chunk, out) {
+      if (used + chunk.length > size && used > 0) {
+        out.enqueue(buffer.subarray(0, used));
+        buffer = new Uint8Array(size);
+        used = 0;
+      }
+      if (chunk.length >= size) {
+        out.enqueue(chunk);
+        return;
+      }
+      buffer.set(chunk, used);
+      used += chunk.length;
+    },
+    flush(out) {
+      if (used > 0) out.enqueue(buffer.subarray(0, used));
+    },
+  });
 }
 
 /** Exactly `size` bytes of a stream (an error when it is shorter). */
