@@ -23,7 +23,13 @@
 import { createTarDecoder } from "modern-tar";
 import { FaultInjector, parseFaultSpec } from "./_faults.ts";
 import { serveWithFaults } from "./_fault_server.ts";
-import { encoder, errorText, isObject, splitFlag } from "./_common.ts";
+import {
+  encoder,
+  errorText,
+  fileStream,
+  isObject,
+  splitFlag,
+} from "./_common.ts";
 
 /** Options of {@linkcode startVercelServer}. */
 export interface VercelServerOptions {
@@ -352,12 +358,16 @@ export function startVercelServer(
       const target = map(String(given.path ?? ""), String(given.cwd ?? "/"));
       try {
         const file = await Deno.open(target);
-        if ((await file.stat()).isDirectory) {
+        const info = await file.stat();
+        if (info.isDirectory) {
           file.close();
           return apiError(400, "bad_request", "Path is a directory");
         }
-        return new Response(file.readable, {
-          headers: { "content-type": "application/octet-stream" },
+        return new Response(fileStream(file, info.size, 256 * 1024), {
+          headers: {
+            "content-type": "application/octet-stream",
+            "content-length": String(info.size),
+          },
         });
       } catch (error) {
         if (error instanceof Deno.errors.NotFound) {
