@@ -88,12 +88,17 @@ export async function runCommand(
       return typeError(field, "uint32");
     }
   }
-  if (
-    value.envs !== undefined && value.envs !== null &&
-    (!isObject(value.envs) ||
-      Object.values(value.envs).some((v) => typeof v !== "string"))
-  ) {
-    return typeError("envs", "map[string]string");
+  if (value.envs !== undefined && value.envs !== null) {
+    if (!isObject(value.envs)) return typeError("envs", "map[string]string");
+    // Go names the element that does not fit, and the element's type.
+    const wrong = Object.values(value.envs).find((v) => typeof v !== "string");
+    if (wrong !== undefined) {
+      return invalidBody(
+        `error parsing request, MAYBE invalid body format. json: cannot unmarshal ${
+          goJsonType(wrong)
+        } into Go struct field RunCommandRequest.envs of type string`,
+      );
+    }
   }
   const command = (value.command as string | undefined) ?? "";
   if (command === "") {

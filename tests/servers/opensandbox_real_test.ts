@@ -569,3 +569,35 @@ Deno.test("compared by hand: a body that does not decode gets encoding/json's ow
     "invalid metadata format. invalid character 'o' in literal null (expecting 'u')",
   );
 });
+
+Deno.test("compared by hand (run 8): a Range suffix of 0 bytes is a 206 of no byte; unsatisfiable ranges with a comma get the whole file; envs values typed as Go strings", async () => {
+  await using started = await start();
+  const file = `${started.dir}/ten.txt`;
+  await Deno.writeTextFile(file, "0123456789");
+  const get = async (range: string) => {
+    const response = await fetch(
+      `${started.execd}/files/download?path=${encodeURIComponent(file)}`,
+      { headers: { range } },
+    );
+    return [
+      response.status,
+      response.headers.get("content-range"),
+      await response.text(),
+    ];
+  };
+  assertEquals(await get("bytes=-0"), [206, "bytes 10-9/10", ""]);
+  assertEquals(await get("bytes=20-30"), [
+    416,
+    "bytes */10",
+    "invalid range: failed to overlap\n",
+  ]);
+  assertEquals(await get("bytes=20-30,"), [200, null, "0123456789"]);
+  assertEquals(await get("bytes=-0,20-30"), [200, null, "0123456789"]);
+  const typed = await execd(started.execd, "POST", "/command", {
+    body: JSON.stringify({ command: "true", envs: { N: 5 } }),
+  });
+  assertEquals(
+    (typed.body as Event).message,
+    "error parsing request, MAYBE invalid body format. json: cannot unmarshal number into Go struct field RunCommandRequest.envs of type string",
+  );
+});
