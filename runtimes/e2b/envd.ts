@@ -26,7 +26,6 @@ const UPLOAD_BATCH = 200;
 /** Upload requests at once. */
 const UPLOAD_CONCURRENCY = 3;
 
-
 /**
  * An envd call failed with a Connect error (`not_found`,
  * `invalid_argument`, ...), or a command stream broke.
