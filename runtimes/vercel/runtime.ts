@@ -12,6 +12,7 @@ import {
   type ServiceSession,
 } from "../remote/sandbox_service.ts";
 import { shellList, shellStat } from "../remote/_shell_files.ts";
+import { RemoteHttpError } from "../remote/errors.ts";
 import type { ExecuteResult } from "../types.ts";
 import {
   VercelApiClient,
@@ -204,24 +205,43 @@ class VercelService implements SandboxService<VercelSandbox> {
     if (sandbox.status === "running") this.#sessions.set(sandbox.id, sandbox);
     let current = await this.#current(sandbox.id, signal);
     const api = this.#api;
-    const session = () => current.sessionId;
+    // A session that stopped behind our back (its timeout passed while the
+    // runtime was idle) answers 410: resume the sandbox and call again once
+    // (nothing ran in the stopped session).
+    const inSession = async <T>(call: (id: string) => Promise<T>) => {
+      try {
+        return await call(current.sessionId);
+      } catch (error) {
+        if (!(error instanceof RemoteHttpError && error.status === 410)) {
+          throw error;
+        }
+        this.#sessions.delete(sandbox.id);
+        current = await this.#current(sandbox.id);
+        return await call(current.sessionId);
+      }
+    };
     const shell = (command: string, signal?: AbortSignal) =>
-      api.run(session(), {
-        command,
-        cwd: "/",
-        env: {},
-        timeoutMs: 120_000,
-        maxOutputBytes: 64 * 1024 * 1024,
-        ...(signal ? { signal } : {}),
-      });
+      inSession((id) =>
+        api.run(id, {
+          command,
+          cwd: "/",
+          env: {},
+          timeoutMs: 120_000,
+          maxOutputBytes: 64 * 1024 * 1024,
+          ...(signal ? { signal } : {}),
+        })
+      );
     return {
-      execute: (command): Promise<ExecuteResult> => api.run(session(), command),
+      execute: (command): Promise<ExecuteResult> =>
+        inSession((id) => api.run(id, command)),
       files: {
         stat: (path, signal) => shellStat(shell, path, signal),
         list: (path, options) =>
           shellList(shell, path, options.depth, options.signal),
-        open: (path, options) => api.read(session(), path, options.signal),
-        upload: (files, signal) => api.write(session(), files, signal),
+        open: (path, options) =>
+          inSession((id) => api.read(id, path, options.signal)),
+        upload: (files, signal) =>
+          inSession((id) => api.write(id, files, signal)),
       },
       isReady: async (signal) => {
         if (current.status === "running") return true;

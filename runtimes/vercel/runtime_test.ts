@@ -368,3 +368,24 @@ Deno.test("fault: a reset in the middle of the log stream is an error, and the c
   assert(await waitFor(() => !processAlive(pid)), "the command still runs");
   assertEquals((await runtime.execute({ command: "echo ok" })).stdout, "ok\n");
 });
+
+Deno.test("a conversation whose session stopped behind its back (timeout) resumes the sandbox and goes on, files kept", async () => {
+  await using server = await startVercelTestServer();
+  const runtime = server.runtime({
+    conversationId: "idle",
+    conversationsRoot: `${server.dir}/conversations`,
+    store: new MemoryConversationStore(),
+  });
+  await runtime.fs.writeText("kept.txt", "still here");
+  const sandbox = server.server.sandboxes.get(runtime.sandboxId!)!;
+  const first = sandbox.currentSessionId;
+  // The service stops the session (as its timeout does).
+  const stopped = await fetch(
+    `${server.url}/v2/sandboxes/sessions/${first}/stop`,
+    { method: "POST", headers: { authorization: `Bearer ${TEST_TOKEN}` } },
+  );
+  await stopped.body?.cancel();
+  const result = await runtime.execute({ command: "cat kept.txt" });
+  assertEquals(result.stdout, "still here");
+  assertNotEquals(sandbox.currentSessionId, first);
+});
