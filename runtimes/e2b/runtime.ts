@@ -5,6 +5,7 @@
  * @module
  */
 import { HttpClient } from "../remote/http.ts";
+import { RemoteHttpError } from "../remote/errors.ts";
 import type { RemoteRuntimeCommonOptions } from "../remote/runtime.ts";
 import {
   type SandboxService,
@@ -212,11 +213,31 @@ class E2BService implements SandboxService<E2BSandbox> {
           : {}),
       }),
     );
+    // A sandbox paused behind our back (auto-pause, another runtime's
+    // close) answers 502 from envd: resume it and call again once (nothing
+    // ran while it was paused).
+    const resumed = async <T>(call: () => Promise<T>): Promise<T> => {
+      try {
+        return await call();
+      } catch (error) {
+        if (!(error instanceof RemoteHttpError && error.status === 502)) {
+          throw error;
+        }
+        await this.#connect(sandbox.id, this.#spec.timeoutSeconds ?? 600);
+        return await call();
+      }
+    };
     return {
-      files: envd,
-      execute: (command) => envd.run(command),
+      files: {
+        stat: (path, signal) => resumed(() => envd.stat(path, signal)),
+        list: (path, options) => resumed(() => envd.list(path, options)),
+        open: (path, options) => resumed(() => envd.open(path, options)),
+        upload: (files, signal) => resumed(() => envd.upload(files, signal)),
+      },
+      execute: (command) => resumed(() => envd.run(command)),
       isReady: (signal) => envd.health(signal),
-      makeDirectories: (paths, signal) => envd.makeDirectories(paths, signal),
+      makeDirectories: (paths, signal) =>
+        resumed(() => envd.makeDirectories(paths, signal)),
     };
   }
 }

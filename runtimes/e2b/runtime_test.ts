@@ -526,3 +526,28 @@ Deno.test("fault: a download cut short is resumed or fails leaving no file", asy
     server.server.faults.clear();
   }
 });
+
+Deno.test("a sandbox paused behind the runtime's back (auto-pause, another runtime's close) is resumed and the call goes on", async () => {
+  await using server = await startE2BTestServer();
+  const runtime = server.runtime({
+    conversationId: "paused-behind",
+    conversationsRoot: `${server.dir}/conversations`,
+    store: new MemoryConversationStore(),
+  });
+  await runtime.fs.writeText("kept.txt", "still here");
+  const api = new E2BApiClient({ apiUrl: server.url, apiKey: TEST_API_KEY });
+  await api.pause(runtime.sandboxId!);
+  assertEquals(
+    (await runtime.execute({ command: "cat kept.txt" })).stdout,
+    "still here",
+  );
+  await api.pause(runtime.sandboxId!);
+  assertEquals(
+    await runtime.fs.readText("kept.txt", { maxBytes: 20 }),
+    "still here",
+  );
+  assertEquals(
+    server.server.sandboxes.get(runtime.sandboxId!)?.state,
+    "running",
+  );
+});
