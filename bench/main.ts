@@ -21,6 +21,7 @@ const FILES = [
   "./opensandbox_bench.ts",
   "./remote_bench.ts",
   "./aio_bench.ts",
+  "./hosted_bench.ts",
   "./mcp_bench.ts",
 ] as const;
 

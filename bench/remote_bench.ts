@@ -22,15 +22,17 @@ const CANVAS = new URL(
   import.meta.url,
 ).pathname;
 const DATA = new URL("./.data/", import.meta.url).pathname;
-const BIG = `${DATA}remote-1gib.bin`;
-const BIG_SIZE = 1024 * 1024 * 1024;
+/** The 1 GiB file (also downloaded by `hosted_bench.ts`). */
+export const BIG = `${DATA}remote-1gib.bin`;
+/** Its size. */
+export const BIG_SIZE = 1024 * 1024 * 1024;
 /** The generated 5,000-file skill (also uploaded by `opensandbox_bench.ts`). */
 export const MANY = `${DATA}remote-many-files-skill`;
 const MANY_FOLDERS = 50;
 const MANY_PER_FOLDER = 100;
 
 /** Writes the 1 GiB file once (a marker says it is whole). */
-async function generateBig(): Promise<void> {
+export async function generateBig(): Promise<void> {
   const marker = `${BIG}.complete`;
   try {
     await Deno.stat(marker);

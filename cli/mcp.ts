@@ -8,6 +8,7 @@ import { buildSkillTools } from "../tools/mod.ts";
 import type { SkillRuntime } from "../runtimes/types.ts";
 import { parseArgs, SKILLS_OPTION_HELP, UsageError } from "./_args.ts";
 import { readConfigFile } from "./_config.ts";
+import { checkRuntimeFlag, remoteRuntime, RUNTIME_HELP } from "./_remote.ts";
 import { serveMcpHttpCommand } from "./_mcp_http.ts";
 import { defaultMcpConversationsRoot } from "../tools/mcp/_conversations_root.ts";
 import {
@@ -50,7 +51,7 @@ ${SKILLS_OPTION_HELP}.
   --config <file>      A JSON file with each skill's environment and bootstrap
                        commands: {"<skill>": {"env": {"NAME": "value"},
                        "bootstrap": ["command", ...]}}; never shown to the model
-${ISOLATE_HELP}  -h, --help           Show this help
+${ISOLATE_HELP}${RUNTIME_HELP}  -h, --help           Show this help
 
 Example (an MCP client's server entry):
   { "command": "deno", "args": ["run", "-A", "/path/to/skillrun/cli.ts",
@@ -123,6 +124,7 @@ export async function mcpCommand(
       "json-response": "boolean",
       isolate: "boolean",
       "allow-net": "boolean",
+      runtime: "string",
     });
     if (parsed.flags.help === true) {
       await out(MCP_HELP);
@@ -150,6 +152,15 @@ export async function mcpCommand(
       throw new UsageError('Option "--json-response" needs "--http"');
     }
     checkIsolateFlags(parsed.flags);
+    if (
+      parsed.flags.runtime !== undefined &&
+      typeof parsed.flags.http === "string"
+    ) {
+      throw new UsageError(
+        'Option "--runtime" is for stdio (not with "--http")',
+      );
+    }
+    checkRuntimeFlag(parsed.flags);
   } catch (error) {
     if (!(error instanceof UsageError)) throw error;
     await err(`skillrun mcp: ${error.message}\n\n${MCP_HELP}`);
@@ -172,7 +183,8 @@ export async function mcpCommand(
       });
       return 0;
     }
-    runtime = await createRuntime(parsed.flags, defaultMcpConversationsRoot);
+    runtime = remoteRuntime(parsed.flags) ??
+      await createRuntime(parsed.flags, defaultMcpConversationsRoot);
     const skills = parsed.lists.skills!;
     const built = await buildSkillTools({
       skills,

@@ -6,6 +6,7 @@
  */
 import { hostPath } from "../_internal/std.ts";
 import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
+import { checkRuntimeFlag, remoteRuntime, RUNTIME_HELP } from "./_remote.ts";
 import type { SkillRuntimeConfig } from "../runtimes/config.ts";
 import type {
   PreparedSkill,
@@ -77,7 +78,7 @@ ${SKILLS_OPTION_HELP}
                        entry for a skill not under <skills-dir> is an error
   --timeout <ms>       Stop the command (and all it started) after <ms>;
                        exit code ${TIMEOUT_EXIT_CODE} (default: ${DEFAULT_EXECUTE_TIMEOUT_MS})
-${ISOLATE_HELP}  -h, --help           Show this help
+${ISOLATE_HELP}${RUNTIME_HELP}  -h, --help           Show this help
 
 Exit codes: the command's own; ${TIMEOUT_EXIT_CODE} on timeout; ${INTERRUPTED_EXIT_CODE} on Ctrl-C;
 1 when the skill cannot be found or prepared; ${USAGE_EXIT_CODE} on a command-line mistake
@@ -160,6 +161,7 @@ export async function runCommand(
       config: "string",
       isolate: "boolean",
       "allow-net": "boolean",
+      runtime: "string",
     });
     if (parsed.flags.help === true) {
       await out(RUN_HELP);
@@ -185,6 +187,7 @@ export async function runCommand(
       throw new UsageError('Option "--root" needs "--conversation"');
     }
     checkIsolateFlags(parsed.flags);
+    checkRuntimeFlag(parsed.flags);
     command = commandLine(parsed.rest);
     timeoutMs = parseTimeout(parsed.flags.timeout);
   } catch (error) {
@@ -204,7 +207,8 @@ export async function runCommand(
     const configs = typeof parsed.flags.config === "string"
       ? await readConfigFile(parsed.flags.config)
       : new Map<string, SkillRuntimeConfig>();
-    runtime = await createRuntime(parsed.flags);
+    const remote = remoteRuntime(parsed.flags);
+    runtime = remote ?? await createRuntime(parsed.flags);
     const skill = await findSkill(
       skillsDirs,
       skillName,
@@ -226,7 +230,10 @@ export async function runCommand(
       const copy = chunk.slice();
       written = written.then(() => writeBytes(stream, copy));
     };
-    const stdin = options.stdin === undefined
+    // A remote sandbox takes no standard input.
+    const stdin = remote
+      ? null
+      : options.stdin === undefined
       ? Deno.stdin.readable
       : options.stdin;
     const result = await runtime.execute({

@@ -1,5 +1,5 @@
 // The edge example runs under exactly its documented flags against the
-// OpenSandbox and AIO test servers, driven by the MCP SDK's own client over
+// OpenSandbox, AIO, E2B and Vercel test servers, driven by the MCP SDK's own client over
 // HTTP: a skill is loaded, a command runs in the sandbox, a file is written
 // and read back.
 import { Client } from "npm:@modelcontextprotocol/sdk@1.32.2/client";
@@ -13,6 +13,8 @@ import {
 import { hostPath } from "../../_internal/std.ts";
 import { startOpenSandboxServer } from "../../tests/servers/opensandbox.ts";
 import { startAioServer } from "../../tests/servers/aio.ts";
+import { startE2BServer } from "../../tests/servers/e2b.ts";
+import { startVercelServer } from "../../tests/servers/vercel.ts";
 import { configFromEnv } from "./main.ts";
 
 const REPO = hostPath.fromFileUrl(new URL("../../", import.meta.url));
@@ -220,3 +222,49 @@ Deno.test("the edge function drives AIO Sandbox over MCP HTTP under exactly its 
     await Deno.remove(root, { recursive: true });
   }
 });
+
+for (const kind of ["e2b", "vercel"] as const) {
+  Deno.test(`the edge function drives ${kind} (SANDBOX=${kind}) over MCP HTTP under exactly its documented flags`, async () => {
+    const root = await Deno.realPath(await Deno.makeTempDir());
+    try {
+      await using server = kind === "e2b"
+        ? startE2BServer({ apiKey: "e2b-key" })
+        : startVercelServer({ token: "vercel-token" });
+      const env: Record<string, string> = kind === "e2b"
+        ? {
+          E2B_API_KEY: "e2b-key",
+          E2B_API_URL: server.url,
+          E2B_SANDBOX_URL: server.url,
+        }
+        : {
+          VERCEL_TOKEN: "vercel-token",
+          VERCEL_TEAM_ID: "team_edge",
+          VERCEL_PROJECT_ID: "prj_edge",
+          VERCEL_API_URL: server.url,
+        };
+      await using edge = await startFunction({
+        ...env,
+        SANDBOX: kind,
+        SKILLRUN_CONVERSATIONS_ROOT: `${root}/conversations`,
+        MCP_TOKEN: "edge-token",
+      });
+      assertStringIncludes(edge.banner, `(${kind}, memory store, 2 skills)`);
+      const done = await session(edge.url, "edge-token");
+      const workspace = `${root}/conversations/${done.sessionId}`;
+      assert(
+        done.base.startsWith(`${workspace}/skills/word-count-`),
+        done.base,
+      );
+      assertStringIncludes(done.counted, "words: 5");
+      assertStringIncludes(done.read, "alpha beta");
+      assertEquals(
+        await Deno.readTextFile(`${workspace}/notes.txt`),
+        "edge beta beta\nalpha beta\n",
+      );
+      const secret = kind === "e2b" ? "e2b-key" : "vercel-token";
+      assertEquals(edge.stderr().includes(secret), false, edge.stderr());
+    } finally {
+      await Deno.remove(root, { recursive: true });
+    }
+  });
+}

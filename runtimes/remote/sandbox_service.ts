@@ -208,6 +208,12 @@ export interface SandboxService<S extends ServiceSandbox = ServiceSandbox> {
    * it the expiry is never renewed.
    */
   renew?(id: string, expiresAt: Date, signal?: AbortSignal): Promise<Date>;
+  /**
+   * Called by `close()` for a sandbox the backend keeps (a conversation's)
+   * once it was used, e.g. to pause it until the next attach (E2B). Without
+   * it the sandbox is left running until its expiry.
+   */
+  release?(id: string, signal?: AbortSignal): Promise<void>;
 }
 
 /** Options of {@linkcode SandboxServiceBackend}. */
@@ -320,6 +326,7 @@ export class SandboxServiceBackend<S extends ServiceSandbox = ServiceSandbox>
   #lastRenewal = 0;
   #renewing: Promise<void> | undefined;
   #closed = false;
+  #connected = false;
 
   /**
    * Makes the backend; makes no request.
@@ -395,6 +402,7 @@ export class SandboxServiceBackend<S extends ServiceSandbox = ServiceSandbox>
           posix.join(conversation.workspace, "skills"),
         ]);
       }
+      this.#connected = true;
       return {
         files: session.files,
         execute: (command) => session.execute(command),
@@ -424,6 +432,11 @@ export class SandboxServiceBackend<S extends ServiceSandbox = ServiceSandbox>
     await this.#renewing?.catch(() => {});
     if (this.#owned && !this.#options.conversation && this.#sandboxId) {
       await this.#service.delete(this.#sandboxId);
+    } else if (
+      this.#options.conversation && this.#connected && this.#sandboxId &&
+      this.#service.release
+    ) {
+      await this.#service.release(this.#sandboxId);
     }
   }
 
