@@ -271,6 +271,46 @@ export function redactError<T>(error: T, redactor: Redactor): T {
   return error;
 }
 
+/**
+ * A copy of a JSON-like value (objects, arrays, strings, numbers...) with
+ * every string redacted by the module's rule, the values of `skipKeys` (e.g.
+ * base64 data) left as they are. Use it on an answer built from files and
+ * configurations before it leaves (an MCP answer, a JSON result).
+ *
+ * @example
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { Redactor, redactDeep } from "./redact.ts";
+ * const answer = { prompts: [{ name: "api", description: "uses abcd1234efgh" }] };
+ * assertEquals(redactDeep(answer, new Redactor(["abcd1234efgh"])), {
+ *   prompts: [{ name: "api", description: "uses [redacted]" }],
+ * });
+ * ```
+ *
+ * @param value The value.
+ * @param redactor The values to remove.
+ * @param skipKeys Keys whose values are kept whole.
+ * @returns The redacted copy (the value itself when there is nothing to redact).
+ */
+export function redactDeep<T>(
+  value: T,
+  redactor: Redactor,
+  skipKeys: ReadonlySet<string> = new Set(),
+): T {
+  if (redactor.empty) return value;
+  const visit = (item: unknown, depth: number): unknown => {
+    if (typeof item === "string") return redactor.redact(item);
+    if (item === null || typeof item !== "object" || depth > 64) return item;
+    if (Array.isArray(item)) return item.map((one) => visit(one, depth + 1));
+    const copy: Record<string, unknown> = {};
+    for (const [key, one] of Object.entries(item)) {
+      copy[key] = skipKeys.has(key) ? one : visit(one, depth + 1);
+    }
+    return copy;
+  };
+  return visit(value, 0) as T;
+}
+
 function escapeRegExp(text: string): string {
   return text.replace(/[\\^$.*+?()[\]{}|/]/g, "\\$&");
 }

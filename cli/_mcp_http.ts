@@ -129,6 +129,28 @@ export async function serveMcpHttpCommand(
   }
 }
 
+/**
+ * Takes {@linkcode MCP_TOKEN_VARIABLE} out of this process's environment
+ * (when `--allow-env` lets it be read): the server's own credential never
+ * reaches a command, and commands inherit this process's environment.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { forgetMcpToken, MCP_TOKEN_VARIABLE } from "./_mcp_http.ts";
+ * Deno.env.set(MCP_TOKEN_VARIABLE, "example-token-123");
+ * forgetMcpToken();
+ * assert(Deno.env.get(MCP_TOKEN_VARIABLE) === undefined);
+ * ```
+ */
+export function forgetMcpToken(): void {
+  const state = Deno.permissions.querySync({
+    name: "env",
+    variable: MCP_TOKEN_VARIABLE,
+  }).state;
+  if (state === "granted") Deno.env.delete(MCP_TOKEN_VARIABLE);
+}
+
 // The token comes from the environment, never from the command line (which
 // other users can see in the process list).
 async function readToken(
@@ -145,5 +167,6 @@ async function readToken(
     return undefined;
   }
   const token = Deno.env.get(MCP_TOKEN_VARIABLE);
+  forgetMcpToken();
   return token === undefined || token === "" ? undefined : token;
 }

@@ -8,7 +8,7 @@ import { buildSkillTools } from "../tools/mod.ts";
 import type { SkillRuntime } from "../runtimes/types.ts";
 import { parseArgs, UsageError } from "./_args.ts";
 import { readConfigFile } from "./_config.ts";
-import { serveMcpHttpCommand } from "./_mcp_http.ts";
+import { forgetMcpToken, serveMcpHttpCommand } from "./_mcp_http.ts";
 import { defaultMcpConversationsRoot } from "../tools/mcp/_conversations_root.ts";
 import {
   checkIsolateFlags,
@@ -170,6 +170,7 @@ export async function mcpCommand(
       });
       return 0;
     }
+    forgetMcpToken();
     runtime = await createRuntime(parsed.flags, defaultMcpConversationsRoot);
     const built = await buildSkillTools({
       skills: parsed.flags.skills,
@@ -188,6 +189,7 @@ export async function mcpCommand(
     const { serveMcp } = await import("../tools/mcp/mod.ts");
     await serveMcp(built.tools, {
       skills: built.skills,
+      secrets: () => built.context.secrets(),
       instructions: mcpInstructions(
         runtime.defaultWorkingDirectory,
         parsed.flags.isolate === true,

@@ -304,7 +304,12 @@ export async function createMcpHttpHandler(
       });
     };
   })();
-  const serverOptions = (runtime: SkillRuntime): McpServerOptions => ({
+  const serverOptions = (
+    runtime: SkillRuntime,
+    kit: SkillTools,
+  ): McpServerOptions => ({
+    // Every answer: without the token or a configured value.
+    secrets: () => [...(token ? [token] : []), ...kit.context.secrets()],
     ...(name !== undefined ? { name } : {}),
     ...(version !== undefined ? { version } : {}),
     ...(maxResourceBytes !== undefined ? { maxResourceBytes } : {}),
@@ -404,7 +409,7 @@ export async function createMcpHttpHandler(
         const { connection, calls } = await connect(
           tools.tools,
           transport,
-          serverOptions(runtime),
+          serverOptions(runtime, tools),
         );
         session = current = {
           id,
