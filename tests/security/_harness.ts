@@ -61,6 +61,8 @@ export interface WorldOptions {
   readonly maxOutputBytes?: number;
   /** Bootstrap commands of the configured skill. */
   readonly bootstrap?: readonly string[];
+  /** Every command in a bubblewrap sandbox (the isolated mode). */
+  readonly isolate?: boolean;
 }
 
 /**
@@ -94,6 +96,7 @@ export async function makeWorld(options: WorldOptions = {}): Promise<World> {
     ...(options.maxOutputBytes === undefined
       ? {}
       : { maxOutputBytes: options.maxOutputBytes }),
+    ...(options.isolate ? { isolate: true } : {}),
   });
   const published = new Map<string, number>();
   const kit = await buildSkillTools({
