@@ -228,3 +228,72 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name:
+    "security: mcp: an error reported to onError (a log line) holds no configured value nor the token",
+  ignore: Deno.build.os !== "linux",
+  async fn() {
+    const base = await Deno.realPath(
+      await Deno.makeTempDir({ prefix: "skillrun-security-mcp-" }),
+    );
+    const reported: Error[] = [];
+    try {
+      const skills = await writeApiSkill(base);
+      let fail = true;
+      await using server = await serveMcpHttp({
+        port: 0,
+        skills,
+        configs: apiConfigs(),
+        token: MCP_TOKEN,
+        conversationsRoot: `${base}/conversations`,
+        onError: (error) => reported.push(error),
+        // A sandbox service whose error echoes what it was sent.
+        runtime: async (sessionId) => {
+          if (fail) {
+            fail = false;
+            throw new Error(
+              `sandbox refused env API_TOKEN=${SECRET_TOKEN} with ${MCP_TOKEN}`,
+            );
+          }
+          const { LocalSkillRuntime } = await import(
+            "../../runtimes/local/mod.ts"
+          );
+          return await LocalSkillRuntime.create({
+            conversationsRoot: `${base}/conversations`,
+            conversationId: sessionId,
+          });
+        },
+      });
+      const headers = { authorization: `Bearer ${MCP_TOKEN}` };
+      // Attack: the first session's runtime fails with the values echoed.
+      const first = new Client({ name: "security", version: "1.0.0" });
+      const refused = await first.connect(
+        new StreamableHTTPClientTransport(new URL(server.url), {
+          requestInit: { headers },
+        }),
+      ).then(() => "", (error: Error) => error.message);
+      assert(refused !== "", "the failing session started");
+      assertNoSecret(refused);
+      assertNoToken(refused);
+      assertEquals(reported.length, 1);
+      for (const error of reported) {
+        const text = `${error.message}\n${error.stack}\n${Deno.inspect(error)}`;
+        assertNoSecret(text);
+        assertNoToken(text);
+        assert(text.includes("sandbox refused env"), text);
+      }
+      // Control and alive: the next session works.
+      const second = new Client({ name: "security", version: "1.0.0" });
+      await second.connect(
+        new StreamableHTTPClientTransport(new URL(server.url), {
+          requestInit: { headers },
+        }),
+      );
+      assertEquals((await second.listTools()).tools.length, 8);
+      await second.close();
+    } finally {
+      await Deno.remove(base, { recursive: true }).catch(() => {});
+    }
+  },
+});

@@ -14,7 +14,11 @@
 import { WebStandardStreamableHTTPServerTransport } from "npm:@modelcontextprotocol/sdk@1.32.2/server/webStandardStreamableHttp.js";
 // @ts-types="npm:@modelcontextprotocol/sdk@1.32.2/types"
 import { isInitializeRequest } from "npm:@modelcontextprotocol/sdk@1.32.2/types.js";
-import { redactSecrets } from "../../_internal/redact.ts";
+import {
+  redactError,
+  Redactor,
+  redactSecrets,
+} from "../../_internal/redact.ts";
 import { hostPath } from "../../_internal/std.ts";
 import { removeTree } from "../../_internal/remove_tree.ts";
 import { defaultMcpConversationsRoot } from "./_conversations_root.ts";
@@ -380,7 +384,16 @@ export async function createMcpHttpHandler(
   });
   const report = (error: unknown) => {
     try {
-      onError?.(error instanceof Error ? error : new Error(String(error)));
+      // Reported (often logged) without the token or a configured value.
+      const redactor = new Redactor([
+        ...(token ? [token] : []),
+        ...probe.context.secrets(),
+      ]);
+      const clean = redactError(
+        error instanceof Error ? error : new Error(String(error)),
+        redactor,
+      );
+      onError?.(clean);
     } catch {
       // A failing reporter must not break serving.
     }
