@@ -516,7 +516,9 @@ export class RemoteSkillRuntime implements SkillRuntime {
       this.#closing = (async () => {
         // Let a connection under way finish, so the backend knows what it owns.
         await this.#session?.catch(() => {});
-        await this.#backend.close();
+        await this.#backend.close().catch((error) => {
+          throw this.#clean(error);
+        });
       })();
     }
     return this.#closing;
@@ -545,7 +547,9 @@ export class RemoteSkillRuntime implements SkillRuntime {
       );
     }
     await this.close();
-    await this.#backend.destroy();
+    await this.#backend.destroy().catch((error) => {
+      throw this.#clean(error);
+    });
   }
 
   /**

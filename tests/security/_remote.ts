@@ -32,6 +32,8 @@ export interface RemoteRoutes {
   readonly download: string;
   /** Writing files. */
   readonly upload: string;
+  /** What `destroy()` calls (method and route). */
+  readonly destroy: { readonly method: string; readonly path: string };
 }
 
 /** One case's world on a remote kind. */
@@ -80,6 +82,7 @@ export const REMOTE_KINDS: readonly RemoteKind[] = [
       exec: "/command",
       download: "/files/download",
       upload: "/files/upload",
+      destroy: { method: "DELETE", path: "/v1/sandboxes/{id}" },
     },
     async start(_base, conversationsRoot) {
       const server = await startTestServer();
@@ -101,6 +104,7 @@ export const REMOTE_KINDS: readonly RemoteKind[] = [
       exec: "/v1/bash/exec",
       download: "/v1/file/download",
       upload: "/v1/file/upload",
+      destroy: { method: "POST", path: "/v1/bash/exec" },
     },
     async start(_base, conversationsRoot) {
       const server = await startAioTestServer();

@@ -14,7 +14,12 @@ import {
   SECRET_PEM,
   SECRET_TOKEN,
 } from "./_harness.ts";
-import { remoteSecurityCases, type RemoteWorld } from "./_remote.ts";
+import {
+  makeRemoteWorld,
+  REMOTE_KINDS,
+  remoteSecurityCases,
+  type RemoteWorld,
+} from "./_remote.ts";
 import { SkillRuntimeConfig } from "../../runtimes/config.ts";
 import type { Skill } from "../../skill/types.ts";
 import { makeSkill } from "../../runtimes/opensandbox/_testing.ts";
@@ -176,3 +181,26 @@ remoteSecurityCases("remote errors", [
     },
   },
 ]);
+
+for (const kind of REMOTE_KINDS) {
+  Deno.test({
+    name:
+      `security: remote errors (${kind.name}): destroy(): an error answer echoing the secrets`,
+    ignore: Deno.build.os !== "linux",
+    async fn() {
+      await using world = await makeRemoteWorld(kind);
+      world.faults.add({
+        method: world.routes.destroy.method,
+        path: world.routes.destroy.path,
+        fault: { kind: "status", status: 400, echo: true, echoed: REMEMBERED },
+      });
+      const destroy = (world.runtime as unknown as {
+        destroy(): Promise<void>;
+      }).destroy.bind(world.runtime);
+      assertNoSecret(textsOf(await thrown(destroy)));
+      // Control: once the server answers, destroying works.
+      world.faults.clear();
+      await destroy();
+    },
+  });
+}
