@@ -149,6 +149,12 @@ export async function makeRemoteWorld(kind: RemoteKind): Promise<RemoteWorld> {
     skills,
     runtime,
     configs: apiConfigs(),
+    publisher: {
+      async publish({ stream, fileName }) {
+        for await (const _ of stream) { /* drained */ }
+        return { url: `https://files.example/${fileName}` };
+      },
+    },
   });
   const tool = (name: string): Tool => {
     const found = kit.tool(name);
