@@ -334,6 +334,68 @@ export const cases: BenchCase[] = [{
   }],
 }];
 
+interface FsSetup {
+  fenced: OpenSandboxSkillRuntime;
+  plain: OpenSandboxSkillRuntime;
+}
+
+let fsSetup: Promise<FsSetup> | undefined;
+
+/** Two runtimes on one server: a conversation (fenced, link check) and a plain one. */
+function fsReady(): Promise<FsSetup> {
+  fsSetup ??= (async () => {
+    const cwd = await Deno.makeTempDir({ prefix: "skillrun-bench-osfs-" });
+    const server = await startOpenSandboxServer();
+    const { MemoryConversationStore } = await import(
+      "../workspace/conversation_store.ts"
+    );
+    const fenced = new OpenSandboxSkillRuntime({
+      baseUrl: server.url,
+      conversationId: "bench",
+      conversationsRoot: `${cwd}/conversations`,
+      store: new MemoryConversationStore(),
+    });
+    await fenced.execute({ command: "true" });
+    const plain = new OpenSandboxSkillRuntime({
+      baseUrl: server.url,
+      cwd: `${cwd}/conversations/bench`,
+    });
+    await plain.execute({ command: "true" });
+    globalThis.addEventListener("unload", () => {
+      Deno.removeSync(cwd, { recursive: true });
+    });
+    return { fenced, plain };
+  })();
+  return fsSetup;
+}
+
+const SMALL = "x".repeat(1024);
+
+/** Writes then reads back a 1 KiB file. */
+async function writeRead(runtime: OpenSandboxSkillRuntime): Promise<void> {
+  await runtime.fs.writeText("small.txt", SMALL);
+  const text = await runtime.fs.readText("small.txt", { maxBytes: 4096 });
+  if (text.length !== SMALL.length) throw new Error("short read");
+}
+
+cases.push({
+  id: "opensandbox-fs-link-check",
+  title:
+    "OpenSandbox write + read of a 1 KiB file: conversation (link check: +2 stats per call, in parallel) vs plain (none)",
+  module: import.meta.url,
+  iterations: 20,
+  rounds: 5,
+  maxRatio: 1.3,
+  ours: {
+    label: "conversation (checked)",
+    fn: async () => writeRead((await fsReady()).fenced),
+  },
+  baseline: {
+    label: "plain (unchecked)",
+    fn: async () => writeRead((await fsReady()).plain),
+  },
+});
+
 if (import.meta.main) {
   await runChild(cases);
   // The in-process server would keep the child alive.

@@ -195,7 +195,11 @@ function expected(c: Case, p: Paths): string[] {
     : [workspace];
   if (c.isolated) {
     lines.push(
-      `shell: isolated with ${BWRAP}: namespaces user, pid, ipc, uts, cgroup, net; no network, loopback included`,
+      `shell: isolated with ${BWRAP}: namespaces user, pid, ipc, uts, cgroup, net; no network, loopback included; standard streams only; ${
+        Deno.build.arch === "x86_64" || Deno.build.arch === "aarch64"
+          ? "seccomp refuses setuid-setgid-modes, unix-sockets"
+          : "no seccomp filter"
+      }`,
       `  system, read-only: ${readOnly.join(", ")}`,
       `  hidden: ${MASKED_PATHS.filter(exists).join(", ")}`,
       `  deno, read-only: ${Deno.execPath()}`,

@@ -9,7 +9,7 @@ import type { SkillRuntime } from "../runtimes/types.ts";
 import { parseArgs, SKILLS_OPTION_HELP, UsageError } from "./_args.ts";
 import { readConfigFile } from "./_config.ts";
 import { checkRuntimeFlag, remoteRuntime, RUNTIME_HELP } from "./_remote.ts";
-import { serveMcpHttpCommand } from "./_mcp_http.ts";
+import { forgetMcpToken, serveMcpHttpCommand } from "./_mcp_http.ts";
 import { defaultMcpConversationsRoot } from "../tools/mcp/_conversations_root.ts";
 import {
   checkIsolateFlags,
@@ -32,8 +32,14 @@ With --http it serves MCP over Streamable HTTP instead, at
 http://<host>:<port>/mcp (printed as the first line of stdout), until
 interrupted: each MCP session gets its own conversation workspace
 <root>/<session id>, closed when the session ends or after 30 minutes idle.
-On loopback, requests naming another Host or Origin are refused (DNS
-rebinding). A bearer token is asked when SKILLRUN_MCP_TOKEN is set.
+A bearer token is asked when SKILLRUN_MCP_TOKEN is set (it then leaves the
+server's environment: no command sees it). Beyond loopback a token is
+required unless --allow-public-without-token. Requests naming another Host or
+Origin are refused (DNS rebinding): on loopback only loopback names pass;
+elsewhere, without a token, only IP addresses and localhost, plus
+--allowed-hosts. A session's workspace is deleted when the session ends
+(--keep-workspaces keeps it), and workspaces of sessions left behind are
+swept after --sweep-after hours (default 24).
 
 Options:
 ${SKILLS_OPTION_HELP}.
@@ -48,6 +54,17 @@ ${SKILLS_OPTION_HELP}.
   --json-response      With --http: answer each request with plain JSON
                        instead of an SSE stream (cheaper; no keep-alive
                        while a long call runs)
+  --allow-public-without-token
+                       With --http: serve beyond loopback without a token
+                       (anyone who reaches the address can run commands)
+  --allowed-hosts <h,h>
+                       With --http: the names clients may use in Host and
+                       Origin (e.g. mcp.example.com; "*" for any)
+  --keep-workspaces    With --http: keep each session's workspace after the
+                       session ends (default: deleted)
+  --sweep-after <hours>
+                       With --http: delete session workspaces left unchanged
+                       this long (default 24; 0: never)
   --config <file>      A JSON file with each skill's environment and bootstrap
                        commands: {"<skill>": {"env": {"NAME": "value"},
                        "bootstrap": ["command", ...]}}; never shown to the model
@@ -122,6 +139,10 @@ export async function mcpCommand(
       config: "string",
       http: "string",
       "json-response": "boolean",
+      "allow-public-without-token": "boolean",
+      "allowed-hosts": "string",
+      "keep-workspaces": "boolean",
+      "sweep-after": "string",
       isolate: "boolean",
       "allow-net": "boolean",
       runtime: "string",
@@ -145,11 +166,21 @@ export async function mcpCommand(
     ) {
       throw new UsageError('Option "--root" needs "--conversation"');
     }
-    if (
-      parsed.flags["json-response"] === true &&
-      typeof parsed.flags.http !== "string"
+    for (
+      const flag of [
+        "json-response",
+        "allow-public-without-token",
+        "allowed-hosts",
+        "keep-workspaces",
+        "sweep-after",
+      ]
     ) {
-      throw new UsageError('Option "--json-response" needs "--http"');
+      if (
+        parsed.flags[flag] !== undefined &&
+        typeof parsed.flags.http !== "string"
+      ) {
+        throw new UsageError(`Option "--${flag}" needs "--http"`);
+      }
     }
     checkIsolateFlags(parsed.flags);
     if (
@@ -183,6 +214,7 @@ export async function mcpCommand(
       });
       return 0;
     }
+    forgetMcpToken();
     runtime = remoteRuntime(parsed.flags) ??
       await createRuntime(parsed.flags, defaultMcpConversationsRoot);
     const skills = parsed.lists.skills!;
@@ -205,6 +237,7 @@ export async function mcpCommand(
     const { serveMcp } = await import("../tools/mcp/mod.ts");
     await serveMcp(built.tools, {
       skills: built.skills,
+      secrets: () => built.context.secrets(),
       instructions: mcpInstructions(
         runtime.defaultWorkingDirectory,
         parsed.flags.isolate === true,

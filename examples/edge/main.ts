@@ -28,7 +28,15 @@
  *   `vercel` when several are set;
  * - `SKILLRUN_CONVERSATIONS_ROOT`: where conversation workspaces go in the
  *   sandbox (default: the runtime's own);
- * - `MCP_TOKEN`: the bearer token clients must send (recommended);
+ * - `MCP_TOKEN`: the bearer token clients must send (recommended). Without
+ *   it the function listens on loopback only (`127.0.0.1`), unless
+ *   `MCP_ALLOW_PUBLIC_WITHOUT_TOKEN=1` says otherwise, and only IP addresses
+ *   and `localhost` are accepted as `Host`;
+ * - `MCP_ALLOWED_HOSTS`: the names clients may use in `Host`/`Origin`
+ *   (comma-separated, e.g. `mcp.example.com`; `*` for any);
+ * - `SKILLRUN_KEEP_WORKSPACES=1`: keep each session's workspace (and
+ *   OpenSandbox sandbox) when the session ends; by default it is deleted;
+ * - `HOSTNAME`: the address to listen on with a token (default `0.0.0.0`);
  * - `PORT`: the port to listen on (default 8000; Deno Deploy sets its own).
  *
  * @module
@@ -86,6 +94,12 @@ export interface EdgeConfig {
   readonly conversationsRoot?: string;
   /** The bearer token clients must send, if any. */
   readonly token?: string;
+  /** The names accepted in `Host`/`Origin` (default: see the handler). */
+  readonly allowedHosts?: readonly string[];
+  /** Keep each session's workspace when it ends (default: deleted). */
+  readonly keepWorkspaces?: boolean;
+  /** Where to listen: loopback without a token unless told otherwise. */
+  readonly hostname: string;
 }
 
 /**
@@ -173,10 +187,22 @@ export function configFromEnv(
   }
   const conversationsRoot = value("SKILLRUN_CONVERSATIONS_ROOT");
   const token = value("MCP_TOKEN");
+  const yes = (name: string) => /^(1|true|yes)$/i.test(value(name) ?? "");
+  const allowedHosts = value("MCP_ALLOWED_HOSTS")?.split(",").map((h) =>
+    h.trim()
+  ).filter(Boolean);
+  // Without a token, loopback only unless told: anyone who reached a public
+  // address could run commands in the sandbox.
+  const hostname = token || yes("MCP_ALLOW_PUBLIC_WITHOUT_TOKEN")
+    ? value("HOSTNAME") ?? "0.0.0.0"
+    : "127.0.0.1";
   return {
     sandbox,
+    hostname,
     ...(conversationsRoot ? { conversationsRoot } : {}),
     ...(token ? { token } : {}),
+    ...(allowedHosts ? { allowedHosts } : {}),
+    ...(yes("SKILLRUN_KEEP_WORKSPACES") ? { keepWorkspaces: true } : {}),
   };
 }
 
@@ -259,6 +285,8 @@ export async function createEdgeHandler(
     skills: SKILLS_FOLDER,
     runtime,
     ...(config.token ? { token: config.token } : {}),
+    ...(config.allowedHosts ? { allowedHosts: config.allowedHosts } : {}),
+    keepWorkspaces: config.keepWorkspaces ?? false,
     onError: (error) => console.error(`edge: ${error.message}`),
   });
 }
@@ -274,7 +302,15 @@ if (import.meta.main) {
   const { store, kind } = await openStore();
   const handler = await createEdgeHandler(config, store);
   const port = Number(Deno.env.get("PORT") ?? 8000);
+  if (!config.token) {
+    console.error(
+      config.hostname === "127.0.0.1"
+        ? "edge: no MCP_TOKEN: listening on loopback only (set MCP_TOKEN to serve beyond it)"
+        : "edge: warning: no MCP_TOKEN and MCP_ALLOW_PUBLIC_WITHOUT_TOKEN set: anyone who reaches this address can run commands",
+    );
+  }
   Deno.serve({
+    hostname: config.hostname,
     port,
     onListen: ({ hostname, port }) =>
       console.log(

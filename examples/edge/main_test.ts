@@ -172,12 +172,9 @@ Deno.test("the edge function drives OpenSandbox over MCP HTTP under exactly its 
     assertStringIncludes(done.counted, "3 beta");
     assertStringIncludes(done.counted, workspace);
     assertStringIncludes(done.read, "edge beta beta");
-    // The command ran in the sandbox the session's conversation made.
-    assertEquals(server.sandboxes.size, 1);
-    assertEquals(
-      await Deno.readTextFile(`${workspace}/notes.txt`),
-      "edge beta beta\nalpha beta\n",
-    );
+    // The command ran in the sandbox the session's conversation made, and
+    // the session's end deleted that sandbox (the default retention).
+    assertEquals(server.sandboxes.size, 0);
     // A wrong token gets 401 before anything is made.
     const refused = await fetch(edge.url, {
       method: "POST",
@@ -213,10 +210,8 @@ Deno.test("the edge function drives AIO Sandbox over MCP HTTP under exactly its 
     assertStringIncludes(done.counted, "words: 5");
     assertStringIncludes(done.counted, workspace);
     assertStringIncludes(done.read, "alpha beta");
-    assertEquals(
-      await Deno.readTextFile(`${workspace}/notes.txt`),
-      "edge beta beta\nalpha beta\n",
-    );
+    // The session's end removed its workspace (the default retention).
+    assertEquals(await Deno.stat(workspace).catch(() => null), null);
     assertEquals(edge.stderr().includes("aio-token"), false, edge.stderr());
   } finally {
     await Deno.remove(root, { recursive: true });
@@ -245,6 +240,7 @@ for (const kind of ["e2b", "vercel"] as const) {
       await using edge = await startFunction({
         ...env,
         SANDBOX: kind,
+        SKILLRUN_KEEP_WORKSPACES: "1",
         SKILLRUN_CONVERSATIONS_ROOT: `${root}/conversations`,
         MCP_TOKEN: "edge-token",
       });
@@ -268,3 +264,41 @@ for (const kind of ["e2b", "vercel"] as const) {
     }
   });
 }
+Deno.test("the edge function keeps workspaces on request, and without a token listens on loopback only", async () => {
+  const root = await Deno.realPath(await Deno.makeTempDir());
+  try {
+    await using server = startAioServer({ home: root });
+    await using edge = await startFunction({
+      AIO_SANDBOX_URL: server.baseUrl,
+      SKILLRUN_CONVERSATIONS_ROOT: `${root}/conversations`,
+      SKILLRUN_KEEP_WORKSPACES: "1",
+    });
+    assert(edge.banner.startsWith("http://127.0.0.1:"), edge.banner);
+    const done = await session(edge.url, "");
+    assertEquals(
+      await Deno.readTextFile(
+        `${root}/conversations/${done.sessionId}/notes.txt`,
+      ),
+      "edge beta beta\nalpha beta\n",
+    );
+    assertStringIncludes(edge.stderr(), "listening on loopback only");
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+  const config = configFromEnv((name) =>
+    ({
+      AIO_SANDBOX_URL: "http://aio:8080",
+      HOSTNAME: "0.0.0.0",
+    })[name]
+  );
+  assertEquals(config.hostname, "127.0.0.1");
+  const told = configFromEnv((name) =>
+    ({
+      AIO_SANDBOX_URL: "http://aio:8080",
+      MCP_ALLOW_PUBLIC_WITHOUT_TOKEN: "1",
+      MCP_ALLOWED_HOSTS: "mcp.example.com, other.example",
+    })[name]
+  );
+  assertEquals(told.hostname, "0.0.0.0");
+  assertEquals(told.allowedHosts, ["mcp.example.com", "other.example"]);
+});

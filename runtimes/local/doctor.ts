@@ -206,7 +206,20 @@ export async function fenceReport(
       sandbox.namespaces.join(", ")
     }; ${
       sandbox.allowNet ? "the host's network" : "no network, loopback included"
+    }; ${
+      sandbox.descriptors === "stdio"
+        ? "standard streams only"
+        : "inherited descriptors reach commands"
+    }; ${
+      sandbox.syscallFilter
+        ? `seccomp refuses ${sandbox.syscallFilter.join(", ")}`
+        : "no seccomp filter"
     }`;
+    if (!sandbox.syscallFilter) {
+      warnings.push(
+        "No seccomp filter here: commands can make setuid/setgid files and reach Unix sockets of host services under the mounted folders",
+      );
+    }
     for (const [name, limit] of Object.entries(sandbox.limits)) {
       if (limit.mechanism === "none") {
         warnings.push(

@@ -18,6 +18,7 @@
  */
 import { hostPath } from "../../_internal/std.ts";
 import { RuntimePermissionError } from "../errors.ts";
+import { seccompFilter } from "./_seccomp.ts";
 import type { ExecuteResult } from "../types.ts";
 import {
   DEFAULT_GRACE_MS,
@@ -133,6 +134,15 @@ export interface BubblewrapLauncherOptions {
   readonly groupSignal?: GroupSignalMethod;
   /** Stops the checks made while creating. */
   readonly signal?: AbortSignal;
+  /**
+   * The fences against what a sandbox could otherwise carry out or reach.
+   * Default `true`: every command starts with no file descriptor but its
+   * standard streams (none inherited from this process), and a seccomp
+   * filter (x86_64, aarch64) refuses setuid and setgid modes and
+   * `socket(AF_UNIX)` (see `_seccomp.ts`). `false` only to measure what they
+   * cost: never where the sandbox matters.
+   */
+  readonly hardening?: boolean;
 }
 
 /** How one limit is enforced. */
@@ -179,6 +189,17 @@ export interface IsolationReport {
   readonly environment: Readonly<Record<string, string>>;
   /** Which optional programs exist inside the sandbox's `PATH`. */
   readonly tools: Readonly<Record<string, boolean>>;
+  /**
+   * The file descriptors a command starts with: `stdio` (0, 1 and 2 only)
+   * or `inherited` (also those this process left open without close-on-exec).
+   */
+  readonly descriptors: "stdio" | "inherited";
+  /**
+   * What the seccomp filter refuses (`setuid-setgid-modes`,
+   * `unix-sockets`), or `null` without one (hardening off, or an
+   * architecture other than x86_64 and aarch64).
+   */
+  readonly syscallFilter: readonly string[] | null;
 }
 
 /** Why an isolated runtime cannot be made. */
@@ -340,6 +361,10 @@ export class BubblewrapLauncher implements ProcessLauncher {
   readonly #limits: Required<IsolationLimits>;
   readonly #report: IsolationReport;
   readonly #deno: string | undefined;
+  /** The seccomp program, when there is one. */
+  readonly #seccomp: Uint8Array | undefined;
+  /** Whether inherited descriptors are closed before the command. */
+  readonly #closeDescriptors: boolean;
   /** Empty cgroups of finished commands, ready for the next ones. */
   readonly #freeLeaves: Leaf[][] = [];
 
@@ -358,6 +383,13 @@ export class BubblewrapLauncher implements ProcessLauncher {
     this.#limits = limits;
     this.#controllers = controllers;
     this.#deno = denoBinary();
+    const hardening = options.hardening ?? true;
+    this.#closeDescriptors = hardening;
+    // (A process inside that needs Unix sockets, e.g. a bridge to a proxy on
+    // the host, needs refuseUnixSockets: false; nothing does today.)
+    this.#seccomp = hardening
+      ? seccompFilter(Deno.build.arch, { refuseUnixSockets: true })
+      : undefined;
     const readOnly = SYSTEM_PATHS.filter((path) => probe.existing.has(path));
     const masked = MASKED_PATHS.filter((path) => probe.existing.has(path));
     this.#baseArgs = baseArgs({
@@ -416,6 +448,10 @@ export class BubblewrapLauncher implements ProcessLauncher {
         LANG: SANDBOX_LANG,
       },
       tools: probe.tools,
+      descriptors: hardening ? "stdio" : "inherited",
+      syscallFilter: this.#seccomp
+        ? ["setuid-setgid-modes", "unix-sockets"]
+        : null,
     };
   }
 
@@ -518,17 +554,41 @@ export class BubblewrapLauncher implements ProcessLauncher {
         );
       }
       args.push("--remount-ro", "/", "--chdir", cwd, "--");
+      // The seccomp program reaches bwrap on a descriptor: standard input
+      // when the command has none of its own (bwrap reads it to the end and
+      // closes it; the prelude gives the command /dev/null instead), else a
+      // pipe that a bash in front of bwrap opens (one more process).
+      const seccomp = this.#seccomp;
+      const viaStdin = seccomp !== undefined && !request.stdin;
       // The limits are set on the command's own line, so that it runs in the
       // same shell (no second exec) and its line numbers stay its own.
       args.push(
         "bash",
         "-c",
         `${
-          prelude(this.#limits, leaves.map((l) => l.kind), this.#report)
+          prelude(this.#limits, leaves.map((l) => l.kind), this.#report, {
+            closeDescriptors: this.#closeDescriptors,
+            stdinToNull: viaStdin,
+          })
         } ${request.command}`,
       );
+      let program = this.#bwrap;
+      let streams = streamsOf(request);
+      if (seccomp && viaStdin) {
+        args.unshift("--seccomp", "0");
+        streams = { ...streams, stdin: bytesStream(seccomp) };
+      } else if (seccomp) {
+        args.unshift(this.#bwrap, "--seccomp", "9");
+        args.unshift(
+          "-c",
+          'exec 9< <(printf "$1"); shift; exec "$@"',
+          "skillrun-seccomp",
+          printfEscaped(seccomp),
+        );
+        program = "bash";
+      }
       const result = await runProcessGroup({
-        program: this.#bwrap,
+        program,
         args,
         cwd,
         env: this.#environment(request.env),
@@ -538,7 +598,7 @@ export class BubblewrapLauncher implements ProcessLauncher {
         graceMs: this.#graceMs,
         groupSignal: this.#groupSignal,
         ...(request.signal ? { signal: request.signal } : {}),
-        ...streamsOf(request),
+        ...streams,
       });
       // A command that ended by itself took its PID namespace with it: its
       // cgroups are empty and serve the next command. After a kill the
@@ -677,6 +737,11 @@ function baseArgs(options: {
   args.push(
     "--proc",
     "/proc",
+    // PID 1 inside is bwrap: its command line names host paths (the
+    // workspace, the cgroups, this process's id); reading it is refused.
+    "--ro-bind",
+    "/dev/null",
+    "/proc/1/cmdline",
     "--dev",
     "/dev",
     "--size",
@@ -699,8 +764,18 @@ function prelude(
   limits: Required<IsolationLimits>,
   cgroups: readonly string[],
   report: IsolationReport,
+  options: { closeDescriptors: boolean; stdinToNull: boolean },
 ): string {
   const lines: string[] = [];
+  if (options.closeDescriptors) {
+    // Nothing but the standard streams: a descriptor this process inherited
+    // without close-on-exec (a host file, a socket) must not reach the
+    // command. (bwrap's own init, PID 1 inside, keeps none of them.)
+    lines.push(
+      "for __skillrun_fd in /proc/self/fd/*; do __skillrun_fd=${__skillrun_fd##*/}; case $__skillrun_fd in 0|1|2) ;; *) exec {__skillrun_fd}>&- ;; esac; done; unset __skillrun_fd",
+    );
+  }
+  if (options.stdinToNull) lines.push("exec 0</dev/null");
   for (const kind of cgroups) {
     lines.push(
       `printf '%s\\n' "$$" > ${CGROUP_MOUNT}/${kind}.procs || { echo "skillrun: cannot enter the ${kind} cgroup" >&2; exit 125; }`,
@@ -719,6 +794,23 @@ function prelude(
     } || { echo "skillrun: cannot set the limits" >&2; exit 125; }`,
   );
   return lines.map((line) => `${line};`).join(" ");
+}
+
+/** A stream of one chunk. */
+function bytesStream(bytes: Uint8Array): ReadableStream<Uint8Array> {
+  return new ReadableStream({
+    start(controller) {
+      controller.enqueue(bytes.slice());
+      controller.close();
+    },
+  });
+}
+
+/** Bytes as a `printf` format that writes them (`\xHH` each). */
+function printfEscaped(bytes: Uint8Array): string {
+  let text = "";
+  for (const byte of bytes) text += `\\x${byte.toString(16).padStart(2, "0")}`;
+  return text;
 }
 
 function checkWritable(paths: readonly string[]): string[] {

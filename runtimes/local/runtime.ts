@@ -10,6 +10,7 @@
 import { checkEnv } from "../config.ts";
 import { checkExecuteRequest, checkMaxOutputBytes } from "../request.ts";
 import { hostPath } from "../../_internal/std.ts";
+import { removeTree } from "../../_internal/remove_tree.ts";
 import { toPermissionError } from "../../_internal/permissions.ts";
 import {
   ensureWorkspace,
@@ -528,6 +529,41 @@ export class LocalSkillRuntime implements SkillRuntime {
       this.#engine.clear();
     }
     return Promise.resolve();
+  }
+
+  /**
+   * Conversation mode: closes the runtime and deletes the conversation's
+   * workspace (everything in it). Explicit: `close()` never does it.
+   * Idempotent.
+   *
+   * Permissions: `--allow-write` (and `--allow-read`) of the workspace.
+   *
+   * @example Ending a conversation for good
+   * ```ts
+   * import { assert } from "@std/assert";
+   * import { LocalSkillRuntime } from "./runtime.ts";
+   * const root = await Deno.makeTempDir();
+   * const runtime = await LocalSkillRuntime.create({
+   *   conversationsRoot: root,
+   *   conversationId: "done",
+   * });
+   * await runtime.fs.writeText("notes.txt", "bye");
+   * await runtime.destroy();
+   * assert((await Deno.stat(`${root}/done`).catch(() => null)) === null);
+   * await Deno.remove(root, { recursive: true });
+   * ```
+   *
+   * @returns When done.
+   * @throws {Error} The runtime is in plain mode (it has no workspace of its own).
+   */
+  async destroy(): Promise<void> {
+    if (this.#workspace === undefined) {
+      throw new Error(
+        "Cannot destroy: the local runtime in plain mode has no workspace of its own",
+      );
+    }
+    await this.close();
+    await removeTree(this.#workspace);
   }
 
   /**

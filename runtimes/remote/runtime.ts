@@ -36,6 +36,7 @@ import type {
 import { skillDigest } from "../../workspace/conversation_store.ts";
 import { ShellSearch } from "../../search/shell.ts";
 import { posix } from "../../_internal/std.ts";
+import { redactError, Redactor } from "../../_internal/redact.ts";
 import { type RemoteFileOps, RemoteFileSystem } from "./fs.ts";
 import { resolveRemotePath } from "./paths.ts";
 import { collectUploadEntries } from "./upload.ts";
@@ -290,6 +291,8 @@ export class RemoteSkillRuntime implements SkillRuntime {
   readonly #maxOutputBytes: number;
   readonly #copyPolicy: CopyPolicy | undefined;
   readonly #fs: RemoteFileSystem;
+  /** {@linkcode fs} as the application and the search see it: errors redacted. */
+  readonly #cleanFs: SkillRuntimeFileSystem;
   readonly #search: SearchEngine;
   readonly #engine: PreparationEngine;
   /** The configuration each skill is being prepared with (for its digest). */
@@ -343,12 +346,13 @@ export class RemoteSkillRuntime implements SkillRuntime {
         ? { fenceRoot: this.#defaultWorkingDirectory }
         : {}),
     });
+    this.#cleanFs = redactingProxy(this.#fs, (error) => this.#clean(error));
     const parts: RemoteSearchParts = {
       execute: (request) => this.execute(request),
-      fs: this.#fs,
+      fs: this.#cleanFs,
     };
     this.#search = options.search?.(parts) ?? new ShellSearch({
-      fs: this.#fs,
+      fs: this.#cleanFs,
       shell: {
         exec: (command, execOptions) =>
           this.execute({
@@ -388,7 +392,7 @@ export class RemoteSkillRuntime implements SkillRuntime {
    * conversation mode, lexically, refusing with no request).
    */
   get fs(): SkillRuntimeFileSystem {
-    return this.#fs;
+    return this.#cleanFs;
   }
 
   /** The search engine behind `grep`, `glob` and `ls`. */
@@ -412,7 +416,11 @@ export class RemoteSkillRuntime implements SkillRuntime {
    */
   async connect(signal?: AbortSignal): Promise<void> {
     this.#checkOpen("connect");
-    await this.#connect(signal);
+    try {
+      await this.#connect(signal);
+    } catch (error) {
+      throw this.#clean(error);
+    }
   }
 
   /**
@@ -449,6 +457,14 @@ export class RemoteSkillRuntime implements SkillRuntime {
    * @throws {Error} The runtime is closed.
    */
   async prepare(request: PrepareRequest): Promise<PreparedSkill[]> {
+    try {
+      return await this.#prepare(request);
+    } catch (error) {
+      throw this.#clean(error);
+    }
+  }
+
+  async #prepare(request: PrepareRequest): Promise<PreparedSkill[]> {
     this.#checkOpen("prepare skills");
     const prepared: PreparedSkill[] = [];
     for (const entry of request.skills) {
@@ -488,6 +504,19 @@ export class RemoteSkillRuntime implements SkillRuntime {
    * @throws {Error} The sandbox cannot be reached or refused the command.
    */
   async execute(request: ExecuteRequest): Promise<ExecuteResult> {
+    try {
+      return await this.#execute(request);
+    } catch (error) {
+      throw this.#clean(
+        error,
+        request?.env && typeof request.env === "object"
+          ? Object.values(request.env)
+          : [],
+      );
+    }
+  }
+
+  async #execute(request: ExecuteRequest): Promise<ExecuteResult> {
     this.#checkOpen("run a command");
     const { command, timeoutMs, maxOutputBytes, env: requestEnv } =
       checkExecuteRequest(request, {
@@ -543,7 +572,9 @@ export class RemoteSkillRuntime implements SkillRuntime {
       this.#closing = (async () => {
         // Let a connection under way finish, so the backend knows what it owns.
         await this.#session?.catch(() => {});
-        await this.#backend.close();
+        await this.#backend.close().catch((error) => {
+          throw this.#clean(error);
+        });
       })();
     }
     return this.#closing;
@@ -572,7 +603,23 @@ export class RemoteSkillRuntime implements SkillRuntime {
       );
     }
     await this.close();
-    await this.#backend.destroy();
+    await this.#backend.destroy().catch((error) => {
+      throw this.#clean(error);
+    });
+  }
+
+  /**
+   * Removes every configured value (the `env` option, every configuration a
+   * skill was given, `extra`) from an error leaving for the application: a
+   * server may echo what it was sent in its error answers.
+   */
+  #clean(error: unknown, extra: readonly unknown[] = []): unknown {
+    const values: unknown[] = [...Object.values(this.#env), ...extra];
+    values.push(...Object.values(this.#engine.environment()));
+    for (const config of this.#configs.values()) {
+      if (config) values.push(...Object.values(config.env));
+    }
+    return redactError(error, new Redactor(values as string[]));
   }
 
   /** Connects once (again after a failure); the caller's signal only stops its wait. */
@@ -660,6 +707,35 @@ export class RemoteSkillRuntime implements SkillRuntime {
       throw new Error(`Cannot ${action}: the ${this.name} runtime is closed`);
     }
   }
+}
+
+/**
+ * `target` whose methods' errors (thrown, or rejected promises) pass through
+ * `clean` first.
+ */
+function redactingProxy<T extends object>(
+  target: T,
+  clean: (error: unknown) => unknown,
+): T {
+  return new Proxy(target, {
+    get(object, key) {
+      const value = Reflect.get(object, key, object);
+      if (typeof value !== "function") return value;
+      return (...args: unknown[]) => {
+        let result: unknown;
+        try {
+          result = value.apply(object, args);
+        } catch (error) {
+          throw clean(error);
+        }
+        return result instanceof Promise
+          ? result.catch((error) => {
+            throw clean(error);
+          })
+          : result;
+      };
+    },
+  });
 }
 
 function keyOf(skill: Skill): string {

@@ -25,6 +25,7 @@ import type { Skill } from "../../skill/types.ts";
 import type { CopyPolicy } from "../../workspace/copy.ts";
 import type { Tool } from "../types.ts";
 import { SkillCatalog } from "./_skills.ts";
+import { redactDeep, redactError, Redactor } from "../../_internal/redact.ts";
 
 /** The server name announced to MCP clients: the package's name. */
 export const MCP_SERVER_NAME: string = denoJson.name;
@@ -53,6 +54,13 @@ export interface McpServerOptions {
    * (secrets such as `.env` and keys left out). Symlinks never are.
    */
   readonly copyPolicy?: CopyPolicy;
+  /**
+   * The values kept out of every answer (tools, prompts, resources, errors),
+   * asked at each answer, by the rule of the tools' outputs: typically the
+   * tools' `context.secrets()` and the server's own token. Base64 resource
+   * data (`blob`) is sent as it is.
+   */
+  readonly secrets?: () => Iterable<string>;
 }
 
 /** Counts the tool calls running, to let them answer before closing. */
@@ -88,6 +96,9 @@ export class InFlight {
     } while (this.#count > 0);
   }
 }
+
+/** Keys of base64 data, sent as they are. */
+const BLOB_KEYS: ReadonlySet<string> = new Set(["blob"]);
 
 type McpInputSchema = ListToolsResult["tools"][number]["inputSchema"];
 
@@ -125,6 +136,24 @@ export function createMcpServer(
       ...(options.copyPolicy ? { copyPolicy: options.copyPolicy } : {}),
     },
   );
+  // Every answer leaves through here, like the tools' outputs.
+  const redactor = (): Redactor => {
+    try {
+      return new Redactor(options.secrets?.() ?? []);
+    } catch {
+      return new Redactor([]);
+    }
+  };
+  const clean = <A extends unknown[], R>(
+    handler: (...args: A) => R | Promise<R>,
+  ) =>
+  async (...args: A): Promise<R> => {
+    try {
+      return redactDeep(await handler(...args), redactor(), BLOB_KEYS);
+    } catch (error) {
+      throw redactError(error, redactor());
+    }
+  };
   const server = new Server(
     {
       name: options.name ?? MCP_SERVER_NAME,
@@ -141,18 +170,18 @@ export function createMcpServer(
   );
   server.setRequestHandler(
     ListToolsRequestSchema,
-    (): ListToolsResult => ({
+    clean((): ListToolsResult => ({
       tools: tools.map((tool) => ({
         name: tool.name,
         description: tool.description,
         // Passed through unchanged (the SDK's type is mutable, ours readonly).
         inputSchema: tool.inputSchema as unknown as McpInputSchema,
       })),
-    }),
+    })),
   );
   server.setRequestHandler(
     CallToolRequestSchema,
-    async (request, extra): Promise<CallToolResult> => {
+    clean(async (request, extra): Promise<CallToolResult> => {
       const { name, arguments: input } = request.params;
       const tool = byName.get(name);
       if (tool === undefined) {
@@ -177,31 +206,34 @@ export function createMcpServer(
           }`,
         );
       }
-    },
+    }),
   );
   if (catalog) {
     server.setRequestHandler(
       ListPromptsRequestSchema,
-      (): ListPromptsResult => catalog.listPrompts(),
+      clean((): ListPromptsResult => catalog.listPrompts()),
     );
     server.setRequestHandler(
       GetPromptRequestSchema,
-      (request): GetPromptResult =>
-        catalog.getPrompt(request.params.name, request.params.arguments),
+      clean((request): GetPromptResult =>
+        catalog.getPrompt(request.params.name, request.params.arguments)
+      ),
     );
     server.setRequestHandler(
       ListResourceTemplatesRequestSchema,
-      (): ListResourceTemplatesResult => catalog.listResourceTemplates(),
+      clean((): ListResourceTemplatesResult => catalog.listResourceTemplates()),
     );
     server.setRequestHandler(
       ListResourcesRequestSchema,
-      (request, extra): Promise<ListResourcesResult> =>
-        catalog.listResources(request.params?.cursor, extra.signal),
+      clean((request, extra): Promise<ListResourcesResult> =>
+        catalog.listResources(request.params?.cursor, extra.signal)
+      ),
     );
     server.setRequestHandler(
       ReadResourceRequestSchema,
-      (request): Promise<ReadResourceResult> =>
-        catalog.readResource(request.params.uri),
+      clean((request): Promise<ReadResourceResult> =>
+        catalog.readResource(request.params.uri)
+      ),
     );
   }
   return server;
