@@ -1,0 +1,162 @@
+import { assert, assertEquals, assertRejects } from "@std/assert";
+import { hostPath } from "../_internal/std.ts";
+import { walkSkillFiles } from "../workspace/copy.ts";
+import { loadSkills } from "../skill/load.ts";
+import {
+  installPackage,
+  PackageError,
+  packSkill,
+  verifyInstalled,
+} from "./mod.ts";
+import { skillMd } from "./_testing.ts";
+
+const CORPUS = hostPath.fromFileUrl(
+  new URL("../../shared/corpora/anthropics-skills/skills/", import.meta.url),
+);
+
+async function sameFiles(source: string, installed: string): Promise<void> {
+  const expected = await Array.fromAsync(walkSkillFiles(source));
+  const got = await Array.fromAsync(walkSkillFiles(installed));
+  assertEquals(
+    got.map((f) => f.relativePath),
+    expected.map((f) => f.relativePath),
+  );
+  for (let i = 0; i < expected.length; i++) {
+    const a = await Deno.readFile(expected[i]!.path);
+    const b = await Deno.readFile(got[i]!.path);
+    assertEquals(b, a, expected[i]!.relativePath);
+    assertEquals(got[i]!.executable, expected[i]!.executable);
+  }
+}
+
+for (const format of ["zip", "tar.gz"] as const) {
+  Deno.test(`every corpus skill round-trips as ${format}: packed twice the same, installed, loaded, byte-identical`, async () => {
+    const root = await Deno.makeTempDir();
+    try {
+      const names = [...Deno.readDirSync(CORPUS)].map((e) => e.name).sort();
+      assert(names.length >= 10);
+      for (const name of names) {
+        const dir = `${CORPUS}${name}`;
+        const a = await packSkill(dir, { format });
+        const b = await packSkill(dir, { format });
+        assertEquals(a.digest, b.digest, `${name} is reproducible`);
+        assertEquals(a.name, name);
+        const pkg = await installPackage(a.bytes!, {
+          root,
+          digest: a.digest,
+        });
+        assertEquals(pkg.name, name);
+        await sameFiles(dir, pkg.path);
+        const loaded = await loadSkills(pkg.path);
+        assertEquals(loaded.skills.map((s) => s.name), [name]);
+        assert((await verifyInstalled(pkg)).ok);
+      }
+    } finally {
+      await Deno.remove(root, { recursive: true });
+    }
+  });
+}
+
+Deno.test("packSkill leaves secrets out, keeps modes, fixes times, refuses links", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const skill = `${dir}/demo`;
+    await Deno.mkdir(`${skill}/scripts`, { recursive: true });
+    await Deno.writeTextFile(`${skill}/SKILL.md`, skillMd("demo"));
+    await Deno.writeTextFile(`${skill}/scripts/run.sh`, "echo hi\n", {
+      mode: 0o755,
+    });
+    await Deno.writeTextFile(`${skill}/.env`, "TOKEN=secret");
+    await Deno.writeTextFile(`${skill}/id_rsa`, "KEY");
+    const first = await packSkill(skill, { output: `${dir}/a.zip` });
+    await Deno.utime(`${skill}/SKILL.md`, 1_000_000, 1_000_000);
+    const second = await packSkill(skill, { output: `${dir}/b.zip` });
+    assertEquals(first.digest, second.digest, "times do not count");
+    assertEquals(first.files, 2);
+    const listing = new TextDecoder().decode(
+      (await new Deno.Command("unzip", { args: ["-Z", `${dir}/a.zip`] })
+        .output()).stdout,
+    );
+    assert(
+      listing.includes("-rwxr-xr-x") && listing.includes("demo/scripts/run.sh"),
+    );
+    assert(!listing.includes(".env") && !listing.includes("id_rsa"));
+    await Deno.symlink("/etc/passwd", `${skill}/link`);
+    const error = await assertRejects(() => packSkill(skill), PackageError);
+    assertEquals(error.code, "link");
+    assert(error.message.includes('"link"'));
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("a ZIP made by Debian's zip command installs", async () => {
+  const zip = await new Deno.Command("zip", { args: ["-v"] }).output().catch(
+    () => null,
+  );
+  if (!zip?.success) {
+    throw new Error(
+      "the `zip` command is missing: install it (apt-get install zip), .ci/run does",
+    );
+  }
+  const dir = await Deno.makeTempDir();
+  try {
+    const made = await new Deno.Command("zip", {
+      args: ["-r", "-X", "-q", `${dir}/canvas.zip`, "canvas-design"],
+      cwd: CORPUS,
+    }).output();
+    assert(made.success);
+    const pkg = await installPackage({ path: `${dir}/canvas.zip` }, {
+      root: `${dir}/root`,
+    });
+    assertEquals(pkg.name, "canvas-design");
+    await sameFiles(`${CORPUS}canvas-design`, pkg.path);
+    // The files are installed read-only.
+    const info = await Deno.stat(`${pkg.path}/SKILL.md`);
+    assertEquals(info.mode! & 0o222, 0);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("concurrent installs of one digest from several processes end with one copy", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const packed = await packSkill(`${CORPUS}claude-api`, {
+      output: `${dir}/p.zip`,
+    });
+    const script = `${dir}/install.ts`;
+    await Deno.writeTextFile(
+      script,
+      `import { installPackage } from ${
+        JSON.stringify(new URL("./mod.ts", import.meta.url).href)
+      };
+const pkg = await installPackage({ path: Deno.args[0] }, { root: Deno.args[1], digest: Deno.args[2] });
+console.log(pkg.path);`,
+    );
+    const runs = await Promise.all(
+      Array.from({ length: 4 }, () =>
+        new Deno.Command(Deno.execPath(), {
+          args: [
+            "run",
+            "-A",
+            "--config",
+            hostPath.fromFileUrl(new URL("../deno.json", import.meta.url)),
+            script,
+            `${dir}/p.zip`,
+            `${dir}/root`,
+            packed.digest,
+          ],
+        }).output()),
+    );
+    const paths = runs.map((run) => {
+      assert(run.success, new TextDecoder().decode(run.stderr));
+      return new TextDecoder().decode(run.stdout).trim();
+    });
+    assertEquals(new Set(paths).size, 1);
+    const entries = [...Deno.readDirSync(`${dir}/root`)].map((e) => e.name);
+    assertEquals(entries, [`sha256-${packed.digest.slice(7)}`]);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
