@@ -33,3 +33,6 @@ export {
   type ResolvedLimits,
 } from "./_entries.ts";
 export type { CopyPolicy } from "../workspace/copy.ts";
+export * from "./store.ts";
+export * from "./s3.ts";
+export * from "./sources.ts";
