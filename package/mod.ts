@@ -36,3 +36,5 @@ export type { CopyPolicy } from "../workspace/copy.ts";
 export * from "./store.ts";
 export * from "./s3.ts";
 export * from "./sources.ts";
+export * from "./lock.ts";
+export * from "./index_file.ts";
