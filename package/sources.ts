@@ -252,6 +252,12 @@ export async function installFromIndex(
       })`,
     );
   }
+  if (options.digest !== undefined && options.digest !== entry.digest) {
+    throw new PackageError(
+      "digest-mismatch",
+      `the index "${url}" gives ${entry.digest} for "${name}", expected ${options.digest}`,
+    );
+  }
   const artifact = new URL(entry.url, url);
   checkUrl(artifact);
   if (entry.type === "archive") {
@@ -275,8 +281,9 @@ export async function installFromIndex(
     );
   }
   checkSkillFolderName(name);
+  const { digest: _digest, ...rest } = options;
   return await installPackage(wrapSkillMd(name, bytes), {
-    ...options,
+    ...rest,
     source: `${url}#${name}`,
   });
 }
