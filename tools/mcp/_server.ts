@@ -25,6 +25,8 @@ import type { Skill } from "../../skill/types.ts";
 import type { CopyPolicy } from "../../workspace/copy.ts";
 import type { Tool } from "../types.ts";
 import { SkillCatalog } from "./_skills.ts";
+import { SKILLS_EXTENSION } from "./_skill_digests.ts";
+import { z } from "zod";
 
 /** The server name announced to MCP clients: the package's name. */
 export const MCP_SERVER_NAME: string = denoJson.name;
@@ -89,6 +91,18 @@ export class InFlight {
   }
 }
 
+/** `skills/list` of the draft skills extension. */
+const SkillsListRequestSchema = z.object({
+  method: z.literal("skills/list"),
+  params: z.object({ cursor: z.string().optional() }).passthrough().optional(),
+});
+
+/** `skills/get` of the draft skills extension. */
+const SkillsGetRequestSchema = z.object({
+  method: z.literal("skills/get"),
+  params: z.object({ uri: z.string() }).passthrough(),
+});
+
 type McpInputSchema = ListToolsResult["tools"][number]["inputSchema"];
 
 function errorResult(text: string): CallToolResult {
@@ -132,7 +146,15 @@ export function createMcpServer(
     },
     {
       capabilities: catalog
-        ? { tools: {}, prompts: {}, resources: {} }
+        ? {
+          tools: {},
+          prompts: {},
+          resources: {},
+          // The draft skills extension (SEP-2640): `extensions` per the
+          // draft, `experimental` too, since SDK clients keep only that.
+          experimental: { [SKILLS_EXTENSION]: {} },
+          ...{ extensions: { [SKILLS_EXTENSION]: {} } },
+        }
         : { tools: {} },
       ...(options.instructions === undefined
         ? {}
@@ -202,6 +224,14 @@ export function createMcpServer(
       ReadResourceRequestSchema,
       (request): Promise<ReadResourceResult> =>
         catalog.readResource(request.params.uri),
+    );
+    server.setRequestHandler(
+      SkillsListRequestSchema,
+      (_request, extra) => catalog.listSkills(extra.signal),
+    );
+    server.setRequestHandler(
+      SkillsGetRequestSchema,
+      (request) => catalog.getSkill(request.params.uri),
     );
   }
   return server;
