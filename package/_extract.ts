@@ -19,6 +19,7 @@ import {
 import { unzipSync } from "fflate";
 import { createTarDecoder } from "modern-tar";
 import { hostPath } from "../_internal/std.ts";
+import { mapLimited } from "../_internal/pool.ts";
 import { PackageError } from "./errors.ts";
 import { Sha256, sha256Of } from "./_digest.ts";
 import {
@@ -222,6 +223,8 @@ function zipMode(entry: Entry): number {
   return entry.executable ? 0o755 : 0o644;
 }
 
+/** Files created at once. */
+const WRITE_CONCURRENCY = 16;
 /** Archives up to this size are read into memory (one read instead of many). */
 const IN_MEMORY_ARCHIVE_BYTES = 64 * 1024 ** 2;
 /** Declared contents up to this size are inflated in one pass (fflate). */
@@ -308,6 +311,7 @@ async function extractZip(
         );
       }
       let at = 0;
+      const writes: { path: string; data: Uint8Array; mode: number }[] = [];
       for (const { entry, path, name, file } of listed) {
         if (!file) continue;
         signal?.throwIfAborted();
@@ -324,10 +328,7 @@ async function extractZip(
         }
         budget.add(data.byteLength, name);
         const mode = zipMode(entry);
-        Deno.writeFileSync(hostPath.join(target, path), data, {
-          createNew: true,
-          mode: mode & 0o555,
-        });
+        writes.push({ path, data, mode });
         files.set(path, {
           path,
           size: data.byteLength,
@@ -335,6 +336,18 @@ async function extractZip(
           digest: sha256Of(data),
         });
       }
+      // Files are created in parallel: creating a file costs more than
+      // writing a small one, and the system overlaps the creations.
+      await mapLimited(
+        writes,
+        WRITE_CONCURRENCY,
+        ({ path, data, mode }) =>
+          Deno.writeFile(hostPath.join(target, path), data, {
+            createNew: true,
+            mode: mode & 0o555,
+          }),
+        signal ? { signal } : {},
+      );
       return { set, files };
     }
     for (const { entry, path, name, file } of listed) {
