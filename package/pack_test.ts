@@ -160,3 +160,47 @@ console.log(pkg.path);`,
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("long paths, Unicode names and empty files round-trip in both formats", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const deep = `${"deep/".repeat(30)}${"n".repeat(120)}.txt`;
+    await Deno.mkdir(hostPath.dirname(`${dir}/s/${deep}`), { recursive: true });
+    await Deno.writeTextFile(`${dir}/s/SKILL.md`, skillMd("s"));
+    await Deno.writeTextFile(`${dir}/s/${deep}`, "long");
+    await Deno.writeTextFile(`${dir}/s/héllo wörld ✓.md`, "unicode");
+    await Deno.writeFile(`${dir}/s/empty`, new Uint8Array(0));
+    for (const format of ["zip", "tar.gz"] as const) {
+      const packed = await packSkill(`${dir}/s`, { format });
+      const pkg = await installPackage(packed.bytes!, {
+        root: `${dir}/r-${format}`,
+      });
+      await sameFiles(`${dir}/s`, pkg.path);
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("tar.gz archives made by GNU tar install (with folder entries, ./ and pax headers)", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const made = [
+      ["-czf", `${dir}/a.tgz`, "-C", CORPUS, "canvas-design"],
+      ["-czf", `${dir}/b.tgz`, "-C", `${CORPUS}canvas-design`, "."],
+      ["--format=pax", "-czf", `${dir}/c.tgz`, "-C", CORPUS, "canvas-design"],
+    ];
+    for (const args of made) {
+      assert((await new Deno.Command("tar", { args }).output()).success);
+    }
+    for (const name of ["a", "b", "c"]) {
+      const pkg = await installPackage({ path: `${dir}/${name}.tgz` }, {
+        root: `${dir}/root-${name}`,
+      });
+      assertEquals(pkg.name, "canvas-design");
+      await sameFiles(`${CORPUS}canvas-design`, pkg.path);
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
