@@ -10,6 +10,7 @@
  */
 import { crc32 } from "node:zlib";
 import {
+  configure,
   type Entry,
   type FileEntry,
   Reader,
@@ -152,8 +153,26 @@ export async function extractArchive(
     : await extractTarGz(archivePath, target, budget, signal);
 }
 
+/** Reads of at most this size come from a ring of reused buffers. */
+const RING_CHUNK = 32 * 1024;
+/** Buffers in the ring: far more than the chunks zip.js's pipeline holds. */
+const RING_SIZE = 64;
+
+/**
+ * Random access to a spooled archive for zip.js. Chunk-sized reads (the data
+ * of large entries) land in a ring of reused buffers, so streaming a 1 GiB
+ * entry allocates almost nothing (fresh buffers per chunk let the heap grow
+ * by some 80 MiB before the collector runs). A buffer is reused only after
+ * 63 later reads, while zip.js holds at most a few chunks per stage; and
+ * every entry's CRC-32 is checked, so a chunk overwritten too early would
+ * fail the entry, never pass wrong bytes.
+ */
 class FileRangeReader extends Reader<Deno.FsFile> {
   readonly #file: Deno.FsFile;
+  readonly #ring: Uint8Array[] = [];
+  #next = 0;
+  /** Whether chunk reads use the ring (only while entries' data streams). */
+  streaming = false;
   constructor(file: Deno.FsFile, size: number) {
     super(file);
     this.#file = file;
@@ -166,7 +185,17 @@ class FileRangeReader extends Reader<Deno.FsFile> {
     index: number,
     length: number,
   ): Promise<Uint8Array> {
-    const out = new Uint8Array(length);
+    let out: Uint8Array;
+    if (this.streaming && length <= RING_CHUNK) {
+      const slot = this.#next;
+      this.#next = (slot + 1) % RING_SIZE;
+      out = (this.#ring[slot] ??= new Uint8Array(RING_CHUNK)).subarray(
+        0,
+        length,
+      );
+    } else {
+      out = new Uint8Array(length);
+    }
     await this.#file.seek(index, Deno.SeekMode.Start);
     let offset = 0;
     while (offset < length) {
@@ -223,6 +252,10 @@ function zipMode(entry: Entry): number {
   return entry.executable ? 0o755 : 0o644;
 }
 
+// Smaller chunks than zip.js's 256 KiB default: each stage of an entry's
+// pipeline holds one, and a 1 GiB entry then streams in flat memory.
+configure({ chunkSize: 32 * 1024 });
+
 /** Files created at once. */
 const WRITE_CONCURRENCY = 16;
 /** Archives up to this size are read into memory (one read instead of many). */
@@ -241,10 +274,9 @@ async function extractZip(
   const bytes = archiveBytes <= IN_MEMORY_ARCHIVE_BYTES
     ? await Deno.readFile(archivePath)
     : undefined;
+  const ranges = bytes ? undefined : new FileRangeReader(file, archiveBytes);
   const reader = new ZipReader(
-    bytes
-      ? new Uint8ArrayReader(bytes)
-      : new FileRangeReader(file, archiveBytes),
+    ranges ?? new Uint8ArrayReader(bytes!),
     {
       useWebWorkers: false,
       strictness: "strict",
@@ -350,6 +382,7 @@ async function extractZip(
       );
       return { set, files };
     }
+    if (ranges) ranges.streaming = true;
     for (const { entry, path, name, file } of listed) {
       if (!file) continue;
       signal?.throwIfAborted();

@@ -7,7 +7,7 @@
 import { hostPath } from "../_internal/std.ts";
 import { parseSkillMd } from "../skill/parse.ts";
 import { PackageError } from "./errors.ts";
-import { checkDigest, hashingStream } from "./_digest.ts";
+import { checkDigest, Sha256 } from "./_digest.ts";
 import {
   checkSkillFolderName,
   locateSkill,
@@ -107,18 +107,32 @@ export async function installPackage(
   try {
     // 1. Spool while hashing: nothing is extracted before the digest is known.
     const spool = hostPath.join(temp, "package");
-    const hashing = hashingStream(expected);
-    const limited = stream.pipeThrough(hashing.stream).pipeThrough(
-      sizeLimit(limits.maxBytes),
-    );
+    const hash = new Sha256();
+    let archiveBytes = 0;
     try {
       using file = await Deno.open(spool, {
         write: true,
         createNew: true,
         mode: 0o600,
       });
-      await limited.pipeTo(file.writable, signal ? { signal } : {});
+      // A plain loop, one buffer reused for a file: streaming 1 GiB leaves
+      // no garbage behind (peak memory stays flat).
+      for await (const chunk of chunksOf(input, stream, signal)) {
+        archiveBytes += chunk.byteLength;
+        if (archiveBytes > limits.maxBytes) {
+          throw new PackageError(
+            "too-large",
+            `the archive is larger than ${limits.maxBytes} bytes`,
+          );
+        }
+        hash.update(chunk);
+        let offset = 0;
+        while (offset < chunk.byteLength) {
+          offset += await file.write(chunk.subarray(offset));
+        }
+      }
     } catch (error) {
+      await stream.cancel().catch(() => {});
       if (error instanceof PackageError) throw error;
       if (signal?.aborted) throw signal.reason;
       throw new PackageError(
@@ -127,8 +141,13 @@ export async function installPackage(
         { cause: error },
       );
     }
-    const digest = await hashing.digest;
-    const archiveBytes = hashing.bytes();
+    const digest = hash.digest();
+    if (expected !== undefined && digest !== expected) {
+      throw new PackageError(
+        "digest-mismatch",
+        `its digest is ${digest}, expected ${expected}`,
+      );
+    }
     const hex = digest.slice("sha256:".length);
     const existing = await readInstalled(root, digest).catch(() => undefined);
     if (existing) return existing;
@@ -268,19 +287,37 @@ function toStream(input: PackageInput): ReadableStream<Uint8Array> {
   );
 }
 
-/** Refuses an archive larger than the uncompressed limit, while streaming. */
-function sizeLimit(max: number): TransformStream<Uint8Array, Uint8Array> {
-  let total = 0;
-  return new TransformStream({
-    transform(chunk, controller) {
-      total += chunk.byteLength;
-      if (total > max) {
-        throw new PackageError(
-          "too-large",
-          `the archive is larger than ${max} bytes`,
-        );
-      }
-      controller.enqueue(chunk);
-    },
-  });
+/**
+ * The bytes of the input: a file is read into one reused buffer (each chunk
+ * is consumed before the next read), a stream chunk by chunk.
+ */
+async function* chunksOf(
+  input: PackageInput,
+  stream: ReadableStream<Uint8Array>,
+  signal: AbortSignal | undefined,
+): AsyncGenerator<Uint8Array> {
+  if (
+    !(input instanceof ReadableStream) && !(input instanceof Uint8Array)
+  ) {
+    await stream.cancel().catch(() => {});
+    using file = await Deno.open(input.path);
+    const buffer = new Uint8Array(1 << 20);
+    while (true) {
+      signal?.throwIfAborted();
+      const n = await file.read(buffer);
+      if (n === null) return;
+      yield buffer.subarray(0, n);
+    }
+  }
+  const reader = stream.getReader();
+  try {
+    while (true) {
+      signal?.throwIfAborted();
+      const { value, done } = await reader.read();
+      if (done) return;
+      yield value;
+    }
+  } finally {
+    reader.releaseLock();
+  }
 }
