@@ -163,8 +163,10 @@ Deno.test("the lock detects a changed package: verify fails and buildSkillTools 
     const [check] = await verifyLock(into);
     assert(!check!.ok);
     assert(check!.problems.some((p) => p.startsWith("SKILL.md: changed")));
-    const error = await assertRejects(async () =>
-      await buildSkillTools({ skills: await loadLockedPackages(into) })
+    const error = await assertRejects(
+      async () =>
+        await buildSkillTools({ skills: await loadLockedPackages(into) }),
+      Error,
     );
     assertStringIncludes(error.message, "SKILL.md: changed");
     // An added file is found too.
