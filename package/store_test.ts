@@ -178,6 +178,44 @@ console.log(pkg.path);`,
     );
 
     await t.step(
+      "cli add s3://bucket/prefix#digest installs from the store and locks it",
+      async () => {
+        const packed = await packSkill(`${CORPUS}frontend-design`);
+        await store.put(packed.digest, packed.bytes!);
+        const run = await new Deno.Command(Deno.execPath(), {
+          args: [
+            "run",
+            "-A",
+            "--config",
+            hostPath.fromFileUrl(new URL("../deno.json", import.meta.url)),
+            hostPath.fromFileUrl(new URL("../cli.ts", import.meta.url)),
+            "add",
+            `s3://${s3.bucket}/packages#${packed.digest}`,
+            "--into",
+            `${dir}/cli-skills`,
+          ],
+          env: {
+            AWS_ENDPOINT_URL: s3.endpoint,
+            AWS_ACCESS_KEY_ID: S3_CREDENTIALS.accessKeyId,
+            AWS_SECRET_ACCESS_KEY: S3_CREDENTIALS.secretAccessKey,
+          },
+          stdin: "null",
+        }).output();
+        const stderr = new TextDecoder().decode(run.stderr);
+        assert(run.success, stderr);
+        assertEquals(
+          new TextDecoder().decode(run.stdout).trim(),
+          `frontend-design ${packed.digest}`,
+        );
+        const lock = JSON.parse(
+          await Deno.readTextFile(`${dir}/cli-skills/skills.lock.json`),
+        );
+        assertEquals(lock.skills["frontend-design"].digest, packed.digest);
+        assert(!stderr.includes(S3_CREDENTIALS.secretAccessKey));
+      },
+    );
+
+    await t.step(
       "installPackage straight from the store's stream",
       async () => {
         const packed = await packSkill(`${CORPUS}theme-factory`, {
