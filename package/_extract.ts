@@ -256,6 +256,9 @@ function zipMode(entry: Entry): number {
 // pipeline holds one, and a 1 GiB entry then streams in flat memory.
 configure({ chunkSize: 32 * 1024 });
 
+/** Entries larger than this inflate with bounded memory (see below). */
+const LARGE_ENTRY_BYTES = 64 * 1024 ** 2;
+
 /** Files created at once. */
 const WRITE_CONCURRENCY = 16;
 /** Archives up to this size are read into memory (one read instead of many). */
@@ -399,7 +402,17 @@ async function extractZip(
           new WritableStream<Uint8Array>({
             write: (chunk) => sink.write(chunk),
           }),
-          signal ? { signal } : {},
+          {
+            ...(signal ? { signal } : {}),
+            // Large entries go through zip.js's own inflater, which reuses
+            // its buffers: the runtime's DecompressionStream makes a fresh
+            // buffer per chunk, and 1 GiB of them grows the heap by some 100
+            // MiB before the collector runs (measured for one 1 GiB entry:
+            // 157 vs 86 MiB peak), for about twice the time.
+            ...(entry.uncompressedSize > LARGE_ENTRY_BYTES
+              ? { useCompressionStream: false }
+              : {}),
+          },
         );
       } catch (error) {
         sink.abort();

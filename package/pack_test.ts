@@ -204,3 +204,31 @@ Deno.test("tar.gz archives made by GNU tar install (with folder entries, ./ and 
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("a package over 64 MiB streams from disk (ring of read buffers, bounded inflater) and installs byte for byte", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.mkdir(`${dir}/big`);
+    await Deno.writeTextFile(`${dir}/big/SKILL.md`, skillMd("big"));
+    const data = new Uint8Array(70 * 1024 * 1024);
+    for (let i = 0; i < data.length; i += 65536) {
+      crypto.getRandomValues(data.subarray(i, i + 65536));
+    }
+    data.fill(7, 0, 1 << 20); // some compressible bytes too
+    await Deno.writeFile(`${dir}/big/data.bin`, data);
+    for (const format of ["zip", "tar.gz"] as const) {
+      const packed = await packSkill(`${dir}/big`, {
+        format,
+        output: `${dir}/big.${format}`,
+      });
+      assert(packed.size > 64 * 1024 * 1024);
+      const pkg = await installPackage({ path: `${dir}/big.${format}` }, {
+        root: `${dir}/root-${format}`,
+        digest: packed.digest,
+      });
+      await sameFiles(`${dir}/big`, pkg.path);
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
