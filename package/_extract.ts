@@ -156,14 +156,14 @@ export async function extractArchive(
 /** Reads of at most this size come from a ring of reused buffers. */
 const RING_CHUNK = 32 * 1024;
 /** Buffers in the ring: far more than the chunks zip.js's pipeline holds. */
-const RING_SIZE = 64;
+const RING_SIZE = 32;
 
 /**
  * Random access to a spooled archive for zip.js. Chunk-sized reads (the data
  * of large entries) land in a ring of reused buffers, so streaming a 1 GiB
  * entry allocates almost nothing (fresh buffers per chunk let the heap grow
  * by some 80 MiB before the collector runs). A buffer is reused only after
- * 63 later reads, while zip.js holds at most a few chunks per stage; and
+ * 31 later reads, while zip.js holds at most a few chunks per stage; and
  * every entry's CRC-32 is checked, so a chunk overwritten too early would
  * fail the entry, never pass wrong bytes.
  */

@@ -301,7 +301,7 @@ async function* chunksOf(
   ) {
     await stream.cancel().catch(() => {});
     using file = await Deno.open(input.path);
-    const buffer = new Uint8Array(1 << 20);
+    const buffer = new Uint8Array(256 * 1024);
     while (true) {
       signal?.throwIfAborted();
       const n = await file.read(buffer);
