@@ -9,6 +9,10 @@
  * deno run -A cli.ts doctor [--isolate] [--json]    # what the runtime can reach
  * deno run -A cli.ts run --isolate <dir> <skill> -- <command>  # in a sandbox
  * deno run -A cli.ts list --catalog <dir>           # the catalog text a system prompt carries
+ * deno run -A cli.ts pack <skill-dir> [-o FILE] [--format zip|tar.gz]  # prints the digest
+ * deno run -A cli.ts add <source> [--into DIR] [--digest sha256:...]   # install + lock
+ * deno run -A cli.ts verify [DIR]                   # lock vs disk; exit 1 on a mismatch
+ * deno run -A cli.ts index <dir-of-packages> [--base-url URL]  # well-known index.json
  * deno run -A cli.ts --version
  * deno run -A cli.ts <command> --help
  * ```
@@ -41,6 +45,7 @@ import {
 import { RUN_HELP, runCommand } from "./cli/run.ts";
 import { MCP_HELP, mcpCommand } from "./cli/mcp.ts";
 import { DOCTOR_HELP, doctorCommand } from "./cli/doctor.ts";
+import { PACKAGE_COMMANDS } from "./cli/package.ts";
 
 /** One subcommand: its help and what it does. */
 export interface CliCommand {
@@ -285,6 +290,7 @@ const COMMANDS: Readonly<Record<string, CliCommand>> = {
   run: runCliCommand,
   mcp: mcpCliCommand,
   doctor: doctorCliCommand,
+  ...PACKAGE_COMMANDS,
 };
 
 function mainHelp(): string {

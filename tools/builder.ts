@@ -18,6 +18,10 @@ import {
   selectSkills,
 } from "../skill/load.ts";
 import type { Skill } from "../skill/types.ts";
+import {
+  type InstalledSkillPackage,
+  verifyInstalled,
+} from "../package/installed.ts";
 import { createBashTool } from "./bash.ts";
 import {
   createToolContext,
@@ -59,11 +63,17 @@ export interface SkillSource {
   readonly names?: readonly string[];
 }
 
-/** Where skills come from: root paths, sources with names, or loaded skills. */
+/**
+ * Where skills come from: root paths, sources with names, loaded skills, or
+ * installed skill packages (from `@skillrun/skillrun/package`: loaded
+ * read-only after their files are checked against their digests, and against
+ * the lock when they come from `loadLockedPackages`).
+ */
 export type SkillsInput =
   | string
   | SkillSource
-  | readonly (string | SkillSource | Skill)[];
+  | InstalledSkillPackage
+  | readonly (string | SkillSource | Skill | InstalledSkillPackage)[];
 
 /** A configuration as given: built, or the options to build one. */
 export type SkillRuntimeConfigInput =
@@ -318,6 +328,39 @@ function isSkill(value: unknown): value is Skill {
     typeof v.basePath === "string" && typeof v.instructions === "string";
 }
 
+function isInstalledPackage(value: unknown): value is InstalledSkillPackage {
+  return (value as Partial<InstalledSkillPackage> | null)?.kind ===
+    "installed-skill-package";
+}
+
+/**
+ * Loads an installed package after checking its files against its digests
+ * (and against the lock's tree digest when it came from a lock).
+ */
+async function loadInstalledPackage(
+  pkg: InstalledSkillPackage,
+  options: LoadSkillsOptions,
+): Promise<{ skills: readonly Skill[]; warnings: readonly string[] }> {
+  const locked = (pkg as { locked?: { tree?: string } }).locked?.tree;
+  const result = await verifyInstalled(pkg, locked ?? pkg.tree);
+  if (!result.ok) {
+    throw new Error(
+      `Cannot load the installed skill package "${pkg.name}" (${pkg.digest}): it is not what was ${
+        locked ? "locked" : "installed"
+      }: ${result.problems.join("; ")}`,
+    );
+  }
+  const loaded = await loadSkills(pkg.path, { ...options, maxDepth: 0 });
+  if (loaded.skills.length !== 1) {
+    throw new Error(
+      `Cannot load the installed skill package "${pkg.name}" (${pkg.digest}): ${
+        loaded.warnings.join("; ") || "it holds no skill"
+      }`,
+    );
+  }
+  return loaded;
+}
+
 async function gatherSkills(
   options: BuildSkillToolsOptions,
 ): Promise<{ skills: readonly Skill[]; warnings: readonly string[] }> {
@@ -325,8 +368,13 @@ async function gatherSkills(
   const items = input === undefined
     ? []
     : typeof input === "string" || !Array.isArray(input)
-    ? [input as string | SkillSource]
-    : input as readonly (string | SkillSource | Skill)[];
+    ? [input as string | SkillSource | InstalledSkillPackage]
+    : input as readonly (
+      | string
+      | SkillSource
+      | Skill
+      | InstalledSkillPackage
+    )[];
   const warnings: string[] = [];
   const byName = new Map<string, Skill>();
   const add = (skill: Skill) => {
@@ -354,6 +402,11 @@ async function gatherSkills(
   for (const item of items) {
     if (typeof item === "string") {
       roots.push(item);
+    } else if (isInstalledPackage(item)) {
+      await flush();
+      const loaded = await loadInstalledPackage(item, loadOptions);
+      warnings.push(...loaded.warnings);
+      loaded.skills.forEach(add);
     } else if (isSkill(item)) {
       await flush();
       add(item);
@@ -371,7 +424,7 @@ async function gatherSkills(
       picked.forEach(add);
     } else {
       throw new TypeError(
-        `Cannot build the tools: each skills entry must be a path, { root, names } or a loaded skill`,
+        `Cannot build the tools: each skills entry must be a path, { root, names }, a loaded skill or an installed skill package`,
       );
     }
   }

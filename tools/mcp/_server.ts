@@ -26,6 +26,8 @@ import type { CopyPolicy } from "../../workspace/copy.ts";
 import type { Tool } from "../types.ts";
 import { SkillCatalog } from "./_skills.ts";
 import { redactDeep, redactError, Redactor } from "../../_internal/redact.ts";
+import { SKILLS_EXTENSION } from "./_skill_digests.ts";
+import { z } from "zod";
 
 /** The server name announced to MCP clients: the package's name. */
 export const MCP_SERVER_NAME: string = denoJson.name;
@@ -99,6 +101,17 @@ export class InFlight {
 
 /** Keys of base64 data, sent as they are. */
 const BLOB_KEYS: ReadonlySet<string> = new Set(["blob"]);
+/** `skills/list` of the draft skills extension. */
+const SkillsListRequestSchema = z.object({
+  method: z.literal("skills/list"),
+  params: z.object({ cursor: z.string().optional() }).passthrough().optional(),
+});
+
+/** `skills/get` of the draft skills extension. */
+const SkillsGetRequestSchema = z.object({
+  method: z.literal("skills/get"),
+  params: z.object({ uri: z.string() }).passthrough(),
+});
 
 type McpInputSchema = ListToolsResult["tools"][number]["inputSchema"];
 
@@ -161,7 +174,15 @@ export function createMcpServer(
     },
     {
       capabilities: catalog
-        ? { tools: {}, prompts: {}, resources: {} }
+        ? {
+          tools: {},
+          prompts: {},
+          resources: {},
+          // The draft skills extension (SEP-2640): `extensions` per the
+          // draft, `experimental` too, since SDK clients keep only that.
+          experimental: { [SKILLS_EXTENSION]: {} },
+          ...{ extensions: { [SKILLS_EXTENSION]: {} } },
+        }
         : { tools: {} },
       ...(options.instructions === undefined
         ? {}
@@ -234,6 +255,14 @@ export function createMcpServer(
       clean((request): Promise<ReadResourceResult> =>
         catalog.readResource(request.params.uri)
       ),
+    );
+    server.setRequestHandler(
+      SkillsListRequestSchema,
+      (_request, extra) => catalog.listSkills(extra.signal),
+    );
+    server.setRequestHandler(
+      SkillsGetRequestSchema,
+      (request) => catalog.getSkill(request.params.uri),
     );
   }
   return server;
