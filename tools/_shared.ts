@@ -12,6 +12,7 @@ import {
 } from "../runtimes/errors.ts";
 import { type ToolInput, validateInput } from "./_input.ts";
 import type { ToolContext } from "./context.ts";
+import type { EventSink } from "../observe/events.ts";
 import type { JsonSchema, Tool, ToolCallOptions, ToolResult } from "./types.ts";
 
 /** What a tool's body gets. */
@@ -20,6 +21,8 @@ export interface ToolCall {
   readonly input: ToolInput;
   /** The caller's signal, when given. */
   readonly signal?: AbortSignal;
+  /** The call's id, when the application listens to events. */
+  readonly callId?: string;
 }
 
 /** The parts of a tool that {@linkcode defineTool} wraps. */
@@ -60,10 +63,22 @@ export function defineTool(
     name: definition.name,
     description: definition.description,
     inputSchema: definition.inputSchema,
-    async execute(
+    execute(
       input: unknown,
       options: ToolCallOptions = {},
     ): Promise<ToolResult> {
+      const events = context.events;
+      if (!events) return call(input, options);
+      return observedCall(events, definition.name, options, call, input);
+    },
+  });
+
+  async function call(
+    input: unknown,
+    options: ToolCallOptions,
+    callId?: string,
+  ): Promise<ToolResult> {
+    {
       try {
         const { signal } = options;
         if (signal?.aborted) return errorResult(cancelledText(signal));
@@ -80,6 +95,7 @@ export function defineTool(
           const result = await definition.run({
             input: checked.value,
             ...(bodySignal ? { signal: bodySignal } : {}),
+            ...(callId !== undefined ? { callId } : {}),
           });
           return clean(result);
         } catch (error) {
@@ -97,8 +113,39 @@ export function defineTool(
           return errorResult("The tool failed with an unreadable error");
         }
       }
-    },
+    }
+  }
+}
+
+const encoder = new TextEncoder();
+
+/** One call with its start and end events. */
+async function observedCall(
+  events: EventSink,
+  tool: string,
+  options: ToolCallOptions,
+  call: (
+    input: unknown,
+    options: ToolCallOptions,
+    callId?: string,
+  ) => Promise<ToolResult>,
+  input: unknown,
+): Promise<ToolResult> {
+  const callId = typeof options.toolCallId === "string"
+    ? options.toolCallId
+    : crypto.randomUUID();
+  events.emit({ type: "tool_call_start", tool, callId });
+  const startedAt = performance.now();
+  const result = await call(input, options, callId);
+  events.emit({
+    type: "tool_call_end",
+    tool,
+    callId,
+    durationMs: performance.now() - startedAt,
+    isError: result.isError,
+    bytesOut: encoder.encode(result.text).length,
   });
+  return result;
 }
 
 function safeSecrets(context: ToolContext): string[] {

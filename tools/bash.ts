@@ -7,6 +7,7 @@ import type { ToolContext } from "./context.ts";
 import type { Tool } from "./types.ts";
 import { redactSecrets } from "../_internal/redact.ts";
 import { cutMiddle, defineTool, pathError } from "./_shared.ts";
+import { outputEmitter } from "../observe/events.ts";
 
 /** The most bytes of each stream the runtime keeps in memory for `bash`. */
 const MAX_OUTPUT_BYTES = 512 * 1024;
@@ -70,7 +71,7 @@ export function createBashTool(context: ToolContext): Tool {
       required: ["command"],
       additionalProperties: false,
     },
-    async run({ input, signal }) {
+    async run({ input, signal, callId }) {
       const command = input.command as string;
       if (command.trim() === "") {
         return {
@@ -93,13 +94,25 @@ export function createBashTool(context: ToolContext): Tool {
           return pathError("run in", given, "it is not a folder");
         }
       }
-      const result = await runtime.execute({
-        command,
-        timeoutMs,
-        maxOutputBytes: MAX_OUTPUT_BYTES,
-        ...(workingDirectory !== undefined ? { workingDirectory } : {}),
-        ...(signal ? { signal } : {}),
-      });
+      const { events } = context;
+      const stdout = events && outputEmitter(events, "stdout", callId);
+      const stderr = events && outputEmitter(events, "stderr", callId);
+      let result;
+      try {
+        result = await runtime.execute({
+          command,
+          timeoutMs,
+          maxOutputBytes: MAX_OUTPUT_BYTES,
+          ...(workingDirectory !== undefined ? { workingDirectory } : {}),
+          ...(signal ? { signal } : {}),
+          ...(stdout && stderr
+            ? { onStdout: stdout.write, onStderr: stderr.write }
+            : {}),
+        });
+      } finally {
+        stdout?.flush();
+        stderr?.flush();
+      }
       let text = result.stdout;
       if (result.stdoutTruncated) {
         text = noteCut(text, "stdout", result.stdoutBytes);

@@ -33,6 +33,7 @@ import { createPublishFileTool } from "./publish_file.ts";
 import { createReadTool } from "./read.ts";
 import { createSkillTool, type SkillDescription } from "./skill_tool.ts";
 import type { Tool } from "./types.ts";
+import type { SkillEventListener } from "../observe/events.ts";
 import { createWriteTool } from "./write.ts";
 
 /** The names of the tools, in the order they are built. */
@@ -108,6 +109,13 @@ export interface BuildSkillToolsOptions {
   readonly tools?: readonly ToolName[];
   /** Stops loading the skills. */
   readonly signal?: AbortSignal;
+  /**
+   * Receives the tools' events: tool calls, preparation progress, command
+   * output (see `observe/events.ts`); configured values are redacted, and a
+   * listener that throws breaks nothing. Give the runtime its own `onEvent`
+   * for its HTTP and lifecycle events.
+   */
+  readonly onEvent?: SkillEventListener;
 }
 
 /** What {@linkcode buildSkillTools} returns. */
@@ -222,6 +230,7 @@ export async function buildSkillTools(
     configs,
     ...(options.limits ? { limits: options.limits } : {}),
     ...(options.publisher ? { publisher: options.publisher } : {}),
+    ...(options.onEvent ? { onEvent: options.onEvent } : {}),
   });
   const factories: Record<ToolName, () => Tool | undefined> = {
     skill: () =>

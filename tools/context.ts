@@ -9,6 +9,7 @@ import type { SkillRuntimeConfig } from "../runtimes/config.ts";
 import type { PreparedSkill, SkillRuntime } from "../runtimes/types.ts";
 import type { Skill } from "../skill/types.ts";
 import { type Flight, startFlight, waitFor } from "../_internal/flight.ts";
+import { EventSink, type SkillEventListener } from "../observe/events.ts";
 
 /** The limits of the tools. Every field has a default in {@linkcode DEFAULT_TOOL_LIMITS}. */
 export interface ToolLimits {
@@ -132,6 +133,8 @@ export interface ToolContext {
    * every configuration's environment.
    */
   secrets(): string[];
+  /** Where the tools' events go, when the application listens. */
+  readonly events?: EventSink;
 }
 
 /** Options of {@linkcode createToolContext}. */
@@ -144,6 +147,8 @@ export interface ToolContextOptions {
   readonly limits?: Partial<ToolLimits>;
   /** The file publisher. */
   readonly publisher?: FilePublisher;
+  /** Receives the tools' events (see `observe/events.ts`). */
+  readonly onEvent?: SkillEventListener;
 }
 
 /**
@@ -186,6 +191,10 @@ export function createToolContext(
   // Successful preparations of this tool set, and the ones under way.
   const prepared = new Map<string, PreparedSkill>();
   const flights = new Map<string, Flight<PreparedSkill>>();
+  const secrets = () => [...configured, ...runtimeSecrets(runtime)];
+  const events = options.onEvent
+    ? new EventSink(options.onEvent, secrets)
+    : undefined;
   return {
     runtime,
     skills: options.skills ?? [],
@@ -198,7 +207,7 @@ export function createToolContext(
         // None under way, or every caller left the one under way and it is
         // still stopping: start again once it has settled.
         const started = startFlight(
-          (signal) => prepareOnce(runtime, skill, configs, signal),
+          (signal) => prepareOnce(runtime, skill, configs, signal, events),
           flight?.promise,
         );
         flight = started;
@@ -217,7 +226,8 @@ export function createToolContext(
     },
     limits: Object.freeze(limits),
     ...(options.publisher ? { publisher: options.publisher } : {}),
-    secrets: () => [...configured, ...runtimeSecrets(runtime)],
+    secrets,
+    ...(events ? { events } : {}),
   };
 }
 
@@ -227,11 +237,18 @@ async function prepareOnce(
   skill: Skill,
   configs: ReadonlyMap<string, SkillRuntimeConfig>,
   signal: AbortSignal,
+  events: EventSink | undefined,
 ): Promise<PreparedSkill> {
   const config = configs.get(skill.name);
   const [prepared] = await runtime.prepare({
     skills: [config ? { skill, config } : { skill }],
     signal,
+    ...(events
+      ? {
+        onProgress: (progress) =>
+          events.emit({ type: "prepare_progress", ...progress }),
+      }
+      : {}),
   });
   if (!prepared) {
     throw new Error(

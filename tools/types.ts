@@ -30,6 +30,8 @@ export interface ToolResult {
 export interface ToolCallOptions {
   /** Stops the call (e.g. the agent loop was cancelled). */
   readonly signal?: AbortSignal;
+  /** The call's id (the model's tool call id), carried by its events. */
+  readonly toolCallId?: string;
 }
 
 /**

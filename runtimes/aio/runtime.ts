@@ -240,6 +240,8 @@ class AioBackend implements RemoteBackend {
       timeoutMs: command.timeoutMs,
       maxOutputBytes: command.maxOutputBytes,
       ...(command.signal ? { signal: command.signal } : {}),
+      ...(command.onStdout ? { onStdout: command.onStdout } : {}),
+      ...(command.onStderr ? { onStderr: command.onStderr } : {}),
       ...(this.#options.pollSeconds !== undefined
         ? { pollSeconds: this.#options.pollSeconds }
         : {}),
