@@ -318,3 +318,106 @@ export function outputEmitter(
     },
   };
 }
+
+/** What {@linkcode observeExecute} returns. */
+export interface ObservedExecute<R> {
+  /** The request with its output also sent to the events. */
+  readonly request: R;
+  /** Emits what the output emitters held back (call once the command ended). */
+  flush(): void;
+}
+
+/**
+ * Adds `command_output` events to a runtime's execute request, beside the
+ * caller's own `onStdout` and `onStderr` (a runtime's `onEvent` uses it).
+ *
+ * @example
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { EventSink, observeExecute, type SkillEvent } from "./events.ts";
+ * const seen: SkillEvent[] = [];
+ * const sink = new EventSink((e) => seen.push(e));
+ * const mine: string[] = [];
+ * const observed = observeExecute({
+ *   command: "x",
+ *   onStdout: (c: Uint8Array) => mine.push(new TextDecoder().decode(c)),
+ * }, sink);
+ * observed.request.onStdout!(new TextEncoder().encode("hi"));
+ * observed.flush();
+ * assertEquals(mine, ["hi"]);
+ * assertEquals(seen, [{ type: "command_output", stream: "stdout", text: "hi" }]);
+ * ```
+ *
+ * @param request The request.
+ * @param sink Where the events go; without one the request is unchanged.
+ * @returns The request to run and the flush to call at its end.
+ */
+export function observeExecute<
+  R extends {
+    readonly onStdout?: (chunk: Uint8Array) => void;
+    readonly onStderr?: (chunk: Uint8Array) => void;
+  },
+>(request: R, sink: EventSink | undefined): ObservedExecute<R> {
+  if (!sink) return { request, flush: () => {} };
+  const out = outputEmitter(sink, "stdout");
+  const err = outputEmitter(sink, "stderr");
+  const { onStdout, onStderr } = request;
+  return {
+    request: {
+      ...request,
+      onStdout: onStdout
+        ? (chunk: Uint8Array) => {
+          out.write(chunk);
+          onStdout(chunk);
+        }
+        : out.write,
+      onStderr: onStderr
+        ? (chunk: Uint8Array) => {
+          err.write(chunk);
+          onStderr(chunk);
+        }
+        : err.write,
+    },
+    flush: () => {
+      out.flush();
+      err.flush();
+    },
+  };
+}
+
+/**
+ * Adds `prepare_progress` events to a runtime's prepare request, beside the
+ * caller's own `onProgress`.
+ *
+ * @example
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { EventSink, observePrepare, type SkillEvent } from "./events.ts";
+ * const seen: SkillEvent[] = [];
+ * const request = observePrepare({ skills: [] }, new EventSink((e) => seen.push(e)));
+ * request.onProgress!({ skillName: "a", stage: "done" });
+ * assertEquals(seen, [{ type: "prepare_progress", skillName: "a", stage: "done" }]);
+ * ```
+ *
+ * @param request The request.
+ * @param sink Where the events go; without one the request is unchanged.
+ * @returns The request to run.
+ */
+export function observePrepare<
+  R extends {
+    readonly onProgress?: (progress: PrepareProgressLike) => void;
+  },
+>(request: R, sink: EventSink | undefined): R {
+  if (!sink) return request;
+  const { onProgress } = request;
+  return {
+    ...request,
+    onProgress: (progress: PrepareProgressLike) => {
+      sink.emit({ ...progress, type: "prepare_progress" });
+      onProgress?.(progress);
+    },
+  };
+}
+
+/** The fields of a runtime's preparation progress. */
+export type PrepareProgressLike = Omit<PrepareProgressEvent, "type">;

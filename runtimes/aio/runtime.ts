@@ -101,6 +101,7 @@ export class AioSkillRuntime extends RemoteSkillRuntime {
         ? { timeoutMs: options.requestTimeoutMs }
         : {}),
       ...(options.fetch ? { fetch: options.fetch } : {}),
+      ...(options.onEvent ? { onEvent: options.onEvent } : {}),
     });
     const conversation = options.conversationId === undefined
       ? undefined

@@ -7,6 +7,13 @@
  *
  * @module
  */
+import {
+  type EventSink,
+  eventSink,
+  observeExecute,
+  observePrepare,
+  type SkillEventListener,
+} from "../../observe/events.ts";
 import { checkEnv } from "../config.ts";
 import { checkExecuteRequest, checkMaxOutputBytes } from "../request.ts";
 import { hostPath } from "../../_internal/std.ts";
@@ -104,6 +111,12 @@ export interface LocalSkillRuntimeOptions {
    * fallback; `true` requires ripgrep; `false` always uses the fallback.
    */
   readonly useRipgrep?: "auto" | boolean;
+  /**
+   * Receives the runtime's events: preparation progress and command output
+   * (see `observe/events.ts`); the runtime's environment values are
+   * redacted, and a listener that throws breaks nothing.
+   */
+  readonly onEvent?: SkillEventListener;
 }
 
 /**
@@ -210,6 +223,7 @@ export class LocalSkillRuntime implements SkillRuntime {
   readonly #denoDir: string | undefined;
   readonly #denoExecPath: string | undefined;
   #inheritedPath: string | undefined;
+  readonly #events: EventSink | undefined;
   /** Plain mode: the skill folders prepared in place (writable in a sandbox). */
   readonly #skillFolders = new Set<string>();
   #closed = false;
@@ -264,6 +278,13 @@ export class LocalSkillRuntime implements SkillRuntime {
         : {}),
     });
     this.#env = checkEnv(options.env ?? {}, "env option");
+    this.#events = eventSink(options.onEvent, () => {
+      try {
+        return Object.values(this.environment());
+      } catch {
+        return Object.values(this.#env);
+      }
+    });
     this.#maxOutputBytes = checkMaxOutputBytes(
       options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES,
     );
@@ -404,7 +425,7 @@ export class LocalSkillRuntime implements SkillRuntime {
     } catch (error) {
       return Promise.reject(error);
     }
-    return this.#engine.prepare(request);
+    return this.#engine.prepare(observePrepare(request, this.#events));
   }
 
   /**
@@ -434,7 +455,7 @@ export class LocalSkillRuntime implements SkillRuntime {
       checkExecuteRequest(request, { maxOutputBytes: this.#maxOutputBytes });
     const cwd = await this.#workingDirectory(request.workingDirectory);
     const env = this.#environmentFor(requestEnv);
-    return await this.#launcher.launch({
+    const observed = observeExecute({
       command,
       cwd,
       env,
@@ -445,7 +466,12 @@ export class LocalSkillRuntime implements SkillRuntime {
         : [this.#defaultWorkingDirectory, ...this.#skillFolders],
       ...(request.signal ? { signal: request.signal } : {}),
       ...streamsOf(request),
-    });
+    }, this.#events);
+    try {
+      return await this.#launcher.launch(observed.request);
+    } finally {
+      observed.flush();
+    }
   }
 
   /**

@@ -7,6 +7,13 @@
  *
  * @module
  */
+import {
+  type EventSink,
+  eventSink,
+  observeExecute,
+  observePrepare,
+  type SkillEventListener,
+} from "../../observe/events.ts";
 import type { Skill } from "../../skill/types.ts";
 import { checkEnv, type SkillRuntimeConfig } from "../config.ts";
 import { checkExecuteRequest, checkMaxOutputBytes } from "../request.ts";
@@ -138,6 +145,8 @@ export interface RemoteSkillRuntimeOptions {
    * so nothing is downloaded to search.
    */
   readonly search?: (parts: RemoteSearchParts) => SearchEngine;
+  /** Receives preparation progress and command output events. */
+  readonly onEvent?: SkillEventListener;
 }
 
 /**
@@ -172,6 +181,12 @@ export interface RemoteRuntimeCommonOptions {
   readonly fetch?: typeof fetch;
   /** The search engine factory (see {@linkcode RemoteSkillRuntimeOptions.search}). */
   readonly search?: RemoteSkillRuntimeOptions["search"];
+  /**
+   * Receives the runtime's events: preparation progress, command output,
+   * each HTTP request and the sandbox's lifecycle (see `observe/events.ts`);
+   * the runtime's environment values and credentials are redacted.
+   */
+  readonly onEvent?: SkillEventListener;
 }
 
 /**
@@ -201,7 +216,13 @@ export function runtimeOptionsOf(
   },
 ): Pick<
   RemoteSkillRuntimeOptions,
-  "cwd" | "skillsRoot" | "env" | "maxOutputBytes" | "copyPolicy" | "search"
+  | "cwd"
+  | "skillsRoot"
+  | "env"
+  | "maxOutputBytes"
+  | "copyPolicy"
+  | "search"
+  | "onEvent"
 > {
   return {
     ...(options.cwd !== undefined ? { cwd: options.cwd } : {}),
@@ -214,6 +235,7 @@ export function runtimeOptionsOf(
       : {}),
     ...(options.copyPolicy ? { copyPolicy: options.copyPolicy } : {}),
     ...(options.search ? { search: options.search } : {}),
+    ...(options.onEvent ? { onEvent: options.onEvent } : {}),
   };
 }
 
@@ -299,6 +321,7 @@ export class RemoteSkillRuntime implements SkillRuntime {
   #session: Promise<RemoteSession> | undefined;
   #closed = false;
   #closing: Promise<void> | undefined;
+  readonly #events: EventSink | undefined;
 
   /**
    * Makes the runtime; makes no request.
@@ -309,6 +332,13 @@ export class RemoteSkillRuntime implements SkillRuntime {
    */
   constructor(options: RemoteSkillRuntimeOptions) {
     this.name = options.name;
+    this.#events = eventSink(options.onEvent, () => {
+      try {
+        return Object.values(this.environment());
+      } catch {
+        return Object.values(this.#env);
+      }
+    });
     this.#backend = options.backend;
     this.#conversation = options.conversation;
     if (options.conversation) {
@@ -436,7 +466,9 @@ export class RemoteSkillRuntime implements SkillRuntime {
       if (!this.#engine.isPrepared(entry.skill)) {
         this.#configs.set(key, entry.config);
       }
-      const [one] = await this.#engine.prepare({ ...request, skills: [entry] });
+      const [one] = await this.#engine.prepare(
+        observePrepare({ ...request, skills: [entry] }, this.#events),
+      );
       prepared.push(one!);
       const uploaded = this.#uploaded.get(key);
       if (uploaded && this.#conversation && this.#key) {
@@ -483,7 +515,7 @@ export class RemoteSkillRuntime implements SkillRuntime {
       ...requestEnv,
     };
     const session = await this.#connect(request.signal);
-    return await session.execute({
+    const observed = observeExecute({
       command,
       cwd,
       env,
@@ -492,7 +524,12 @@ export class RemoteSkillRuntime implements SkillRuntime {
       ...(request.signal ? { signal: request.signal } : {}),
       ...(request.onStdout ? { onStdout: request.onStdout } : {}),
       ...(request.onStderr ? { onStderr: request.onStderr } : {}),
-    });
+    }, this.#events);
+    try {
+      return await session.execute(observed.request);
+    } finally {
+      observed.flush();
+    }
   }
 
   /**
