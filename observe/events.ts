@@ -12,6 +12,7 @@
  * @module
  */
 import { Redactor } from "../_internal/redact.ts";
+import type { PrepareProgress, PrepareRequest } from "../runtimes/types.ts";
 
 /** A tool call began. */
 export interface ToolCallStartEvent {
@@ -403,21 +404,17 @@ export function observeExecute<
  * @param sink Where the events go; without one the request is unchanged.
  * @returns The request to run.
  */
-export function observePrepare<
-  R extends {
-    readonly onProgress?: (progress: PrepareProgressLike) => void;
-  },
->(request: R, sink: EventSink | undefined): R {
+export function observePrepare(
+  request: PrepareRequest,
+  sink: EventSink | undefined,
+): PrepareRequest {
   if (!sink) return request;
   const { onProgress } = request;
   return {
     ...request,
-    onProgress: (progress: PrepareProgressLike) => {
+    onProgress: (progress: PrepareProgress) => {
       sink.emit({ ...progress, type: "prepare_progress" });
       onProgress?.(progress);
     },
   };
 }
-
-/** The fields of a runtime's preparation progress. */
-export type PrepareProgressLike = Omit<PrepareProgressEvent, "type">;

@@ -9,7 +9,6 @@ import { OpenSandboxSkillRuntime } from "../runtimes/opensandbox/mod.ts";
 import { AioSkillRuntime } from "../runtimes/aio/mod.ts";
 import { startOpenSandboxServer } from "../tests/servers/opensandbox.ts";
 import { startAioServer } from "../tests/servers/aio.ts";
-import { MemoryConversationStore } from "../workspace/conversation_store.ts";
 import { loadSkills } from "../skill/load.ts";
 import type { SkillRuntime } from "../runtimes/types.ts";
 import type { SkillEvent, SkillEventListener } from "./events.ts";
