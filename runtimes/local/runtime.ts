@@ -7,6 +7,7 @@
  *
  * @module
  */
+import { closeBackgroundCommands } from "../background.ts";
 import {
   type EventSink,
   eventSink,
@@ -224,6 +225,7 @@ export class LocalSkillRuntime implements SkillRuntime {
   readonly #denoExecPath: string | undefined;
   #inheritedPath: string | undefined;
   readonly #events: EventSink | undefined;
+  #closing: Promise<void> | undefined;
   /** Plain mode: the skill folders prepared in place (writable in a sandbox). */
   readonly #skillFolders = new Set<string>();
   #closed = false;
@@ -496,9 +498,12 @@ export class LocalSkillRuntime implements SkillRuntime {
   close(): Promise<void> {
     if (!this.#closed) {
       this.#closed = true;
-      this.#engine.clear();
+      // Background commands end first (their process groups stopped).
+      this.#closing = closeBackgroundCommands(this).finally(() =>
+        this.#engine.clear()
+      );
     }
-    return Promise.resolve();
+    return this.#closing ?? Promise.resolve();
   }
 
   /**

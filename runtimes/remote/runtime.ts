@@ -7,6 +7,7 @@
  *
  * @module
  */
+import { closeBackgroundCommands } from "../background.ts";
 import {
   type EventSink,
   eventSink,
@@ -557,6 +558,8 @@ export class RemoteSkillRuntime implements SkillRuntime {
       this.#closed = true;
       this.#engine.clear();
       this.#closing = (async () => {
+        // Background commands end first, while the sandbox is still there.
+        await closeBackgroundCommands(this);
         // Let a connection under way finish, so the backend knows what it owns.
         await this.#session?.catch(() => {});
         await this.#backend.close();
