@@ -8,6 +8,7 @@ import type { Tool } from "./types.ts";
 import { redactSecrets } from "../_internal/redact.ts";
 import { cutMiddle, defineTool, pathError } from "./_shared.ts";
 import { outputEmitter } from "../observe/events.ts";
+import { contextBackground } from "./background.ts";
 
 /** The most bytes of each stream the runtime keeps in memory for `bash`. */
 const MAX_OUTPUT_BYTES = 512 * 1024;
@@ -67,6 +68,15 @@ export function createBashTool(context: ToolContext): Tool {
           description:
             "Folder to run in (absolute, or relative to the default working directory).",
         },
+        ...(context.background
+          ? {
+            run_in_background: {
+              type: "boolean",
+              description:
+                `Start the command and return its id at once (for servers and watchers); read its output with bash_output, stop it with kill_bash. At most ${limits.backgroundCommands} at once; the timeout applies only when given.`,
+            },
+          }
+          : {}),
       },
       required: ["command"],
       additionalProperties: false,
@@ -93,6 +103,18 @@ export function createBashTool(context: ToolContext): Tool {
         if (info.type !== "directory") {
           return pathError("run in", given, "it is not a folder");
         }
+      }
+      if (input.run_in_background === true) {
+        const info = contextBackground(context).start({
+          command,
+          ...(input.timeout !== undefined ? { timeoutMs } : {}),
+          ...(workingDirectory !== undefined ? { workingDirectory } : {}),
+        });
+        return {
+          text:
+            `Started background command with id "${info.id}". Read its output with bash_output {"id": "${info.id}"}; stop it with kill_bash {"id": "${info.id}"}.`,
+          isError: false,
+        };
       }
       const { events } = context;
       const stdout = events && outputEmitter(events, "stdout", callId);

@@ -19,6 +19,7 @@ import {
 } from "../skill/load.ts";
 import type { Skill } from "../skill/types.ts";
 import { createBashTool } from "./bash.ts";
+import { createBashOutputTool, createKillBashTool } from "./background.ts";
 import {
   createToolContext,
   type FilePublisher,
@@ -116,6 +117,13 @@ export interface BuildSkillToolsOptions {
    * for its HTTP and lifecycle events.
    */
   readonly onEvent?: SkillEventListener;
+  /**
+   * Offer background commands: `bash` takes `run_in_background: true`, and
+   * the `bash_output` and `kill_bash` tools come right after `bash`. At most
+   * `limits.backgroundCommands` (default 4) at once; the runtime's `close()`
+   * stops them. Default false.
+   */
+  readonly background?: boolean;
 }
 
 /** What {@linkcode buildSkillTools} returns. */
@@ -231,6 +239,7 @@ export async function buildSkillTools(
     ...(options.limits ? { limits: options.limits } : {}),
     ...(options.publisher ? { publisher: options.publisher } : {}),
     ...(options.onEvent ? { onEvent: options.onEvent } : {}),
+    ...(options.background ? { background: true } : {}),
   });
   const factories: Record<ToolName, () => Tool | undefined> = {
     skill: () =>
@@ -258,6 +267,9 @@ export async function buildSkillTools(
     if (!wanted.has(name)) continue;
     const tool = factories[name]();
     if (tool) tools.push(tool);
+    if (name === "bash" && tool && options.background) {
+      tools.push(createBashOutputTool(context), createKillBashTool(context));
+    }
   }
   Object.freeze(tools);
 

@@ -44,6 +44,8 @@ export interface ToolLimits {
   readonly searchTimeoutMs: number;
   /** `publish_file`: the time limit of one publication, in ms. Default 600 000. */
   readonly publishTimeoutMs: number;
+  /** `bash` with `run_in_background`: the most running at once. Default 4. */
+  readonly backgroundCommands: number;
 }
 
 /** The default limits. */
@@ -62,6 +64,7 @@ export const DEFAULT_TOOL_LIMITS: ToolLimits = Object.freeze({
   fileTimeoutMs: 30_000,
   searchTimeoutMs: 30_000,
   publishTimeoutMs: 600_000,
+  backgroundCommands: 4,
 });
 
 /** What {@linkcode FilePublisher.publish} takes. */
@@ -135,6 +138,8 @@ export interface ToolContext {
   secrets(): string[];
   /** Where the tools' events go, when the application listens. */
   readonly events?: EventSink;
+  /** Whether `bash` offers `run_in_background`. */
+  readonly background?: boolean;
 }
 
 /** Options of {@linkcode createToolContext}. */
@@ -149,6 +154,11 @@ export interface ToolContextOptions {
   readonly publisher?: FilePublisher;
   /** Receives the tools' events (see `observe/events.ts`). */
   readonly onEvent?: SkillEventListener;
+  /**
+   * Whether `bash` offers `run_in_background` (with the `bash_output` and
+   * `kill_bash` tools). Default false.
+   */
+  readonly background?: boolean;
 }
 
 /**
@@ -228,6 +238,7 @@ export function createToolContext(
     ...(options.publisher ? { publisher: options.publisher } : {}),
     secrets,
     ...(events ? { events } : {}),
+    ...(options.background ? { background: true } : {}),
   };
 }
 
