@@ -12,7 +12,7 @@ import {
 } from "../runtimes/errors.ts";
 import { type ToolInput, validateInput } from "./_input.ts";
 import type { ToolContext } from "./context.ts";
-import type { EventSink } from "../observe/events.ts";
+import { EventSink } from "../observe/events.ts";
 import type { JsonSchema, Tool, ToolCallOptions, ToolResult } from "./types.ts";
 
 /** What a tool's body gets. */
@@ -23,6 +23,10 @@ export interface ToolCall {
   readonly signal?: AbortSignal;
   /** The call's id, when the application listens to events. */
   readonly callId?: string;
+  /** Where this call's events go (the tool set's and the call's listeners). */
+  readonly events?: EventSink;
+  /** The call's own listener alone (for events the tool set gets otherwise). */
+  readonly callEvents?: EventSink;
 }
 
 /** The parts of a tool that {@linkcode defineTool} wraps. */
@@ -67,7 +71,7 @@ export function defineTool(
       input: unknown,
       options: ToolCallOptions = {},
     ): Promise<ToolResult> {
-      const events = context.events;
+      const events = callEvents(context, options);
       if (!events) return call(input, options);
       return observedCall(events, definition.name, options, call, input);
     },
@@ -77,6 +81,7 @@ export function defineTool(
     input: unknown,
     options: ToolCallOptions,
     callId?: string,
+    events?: EventSink,
   ): Promise<ToolResult> {
     {
       try {
@@ -96,6 +101,13 @@ export function defineTool(
             input: checked.value,
             ...(bodySignal ? { signal: bodySignal } : {}),
             ...(callId !== undefined ? { callId } : {}),
+            ...(events ? { events } : {}),
+            ...(events && typeof options.onEvent === "function"
+              ? {
+                callEvents: new EventSink(options.onEvent, () =>
+                  safeSecrets(context)),
+              }
+              : {}),
           });
           return clean(result);
         } catch (error) {
@@ -119,6 +131,20 @@ export function defineTool(
 
 const encoder = new TextEncoder();
 
+/** The events of one call: the tool set's listener and the call's own. */
+function callEvents(
+  context: ToolContext,
+  options: ToolCallOptions,
+): EventSink | undefined {
+  const own = options?.onEvent;
+  if (typeof own !== "function") return context.events;
+  const shared = context.events;
+  return new EventSink((event) => {
+    shared?.emit(event);
+    own(event);
+  }, () => safeSecrets(context));
+}
+
 /** One call with its start and end events. */
 async function observedCall(
   events: EventSink,
@@ -128,6 +154,7 @@ async function observedCall(
     input: unknown,
     options: ToolCallOptions,
     callId?: string,
+    events?: EventSink,
   ) => Promise<ToolResult>,
   input: unknown,
 ): Promise<ToolResult> {
@@ -136,7 +163,7 @@ async function observedCall(
     : crypto.randomUUID();
   events.emit({ type: "tool_call_start", tool, callId });
   const startedAt = performance.now();
-  const result = await call(input, options, callId);
+  const result = await call(input, options, callId, events);
   events.emit({
     type: "tool_call_end",
     tool,

@@ -81,7 +81,7 @@ export function createBashTool(context: ToolContext): Tool {
       required: ["command"],
       additionalProperties: false,
     },
-    async run({ input, signal, callId }) {
+    async run({ input, signal, callId, events }) {
       const command = input.command as string;
       if (command.trim() === "") {
         return {
@@ -116,7 +116,6 @@ export function createBashTool(context: ToolContext): Tool {
           isError: false,
         };
       }
-      const { events } = context;
       const stdout = events && outputEmitter(events, "stdout", callId);
       const stderr = events && outputEmitter(events, "stderr", callId);
       let result;

@@ -6,7 +6,11 @@
  * @module
  */
 import type { SkillRuntimeConfig } from "../runtimes/config.ts";
-import type { PreparedSkill, SkillRuntime } from "../runtimes/types.ts";
+import type {
+  PreparedSkill,
+  PrepareProgress,
+  SkillRuntime,
+} from "../runtimes/types.ts";
 import type { Skill } from "../skill/types.ts";
 import { type Flight, startFlight, waitFor } from "../_internal/flight.ts";
 import { EventSink, type SkillEventListener } from "../observe/events.ts";
@@ -111,6 +115,8 @@ export interface PrepareSkillOptions {
    * for it any more.
    */
   readonly signal?: AbortSignal;
+  /** Also receives this preparation's progress events while waiting. */
+  readonly events?: EventSink;
 }
 
 /** What every tool of one tool set shares. */
@@ -205,35 +211,67 @@ export function createToolContext(
   const events = options.onEvent
     ? new EventSink(options.onEvent, secrets)
     : undefined;
+  const listeners = new Map<string, Set<EventSink>>();
+  const prepare: ToolContext["prepare"] = (
+    skill,
+    { signal, events: waiting } = {},
+  ) => {
+    const key = `${skill.name}\u0000${skill.basePath}`;
+    const done = prepared.get(key);
+    if (done) return Promise.resolve(done);
+    if (waiting) {
+      let set = listeners.get(key);
+      if (!set) listeners.set(key, set = new Set());
+      set.add(waiting);
+      const leave = () => {
+        set!.delete(waiting);
+        if (set!.size === 0 && listeners.get(key) === set) {
+          listeners.delete(key);
+        }
+      };
+      const result = prepareKey(skill, key, signal);
+      result.then(leave, leave);
+      return result;
+    }
+    return prepareKey(skill, key, signal);
+  };
+  function prepareKey(
+    skill: Skill,
+    key: string,
+    signal: AbortSignal | undefined,
+  ): Promise<PreparedSkill> {
+    let flight = flights.get(key);
+    if (!flight || flight.controller.signal.aborted) {
+      // None under way, or every caller left the one under way and it is
+      // still stopping: start again once it has settled.
+      const started = startFlight(
+        (signal) =>
+          prepareOnce(runtime, skill, configs, signal, (progress) => {
+            events?.emit({ type: "prepare_progress", ...progress });
+            for (const sink of listeners.get(key) ?? []) {
+              sink.emit({ type: "prepare_progress", ...progress });
+            }
+          }),
+        flight?.promise,
+      );
+      flight = started;
+      flights.set(key, started);
+      // First to hear of the outcome, before any caller: a caller that
+      // retries at once after a failure starts a new preparation.
+      const settle = () => {
+        if (flights.get(key) === started) flights.delete(key);
+      };
+      started.promise.then((skill) => {
+        prepared.set(key, skill);
+        settle();
+      }, settle);
+    }
+    return waitFor(flight, signal);
+  }
   return {
     runtime,
     skills: options.skills ?? [],
-    prepare: (skill, { signal } = {}) => {
-      const key = `${skill.name}\u0000${skill.basePath}`;
-      const done = prepared.get(key);
-      if (done) return Promise.resolve(done);
-      let flight = flights.get(key);
-      if (!flight || flight.controller.signal.aborted) {
-        // None under way, or every caller left the one under way and it is
-        // still stopping: start again once it has settled.
-        const started = startFlight(
-          (signal) => prepareOnce(runtime, skill, configs, signal, events),
-          flight?.promise,
-        );
-        flight = started;
-        flights.set(key, started);
-        // First to hear of the outcome, before any caller: a caller that
-        // retries at once after a failure starts a new preparation.
-        const settle = () => {
-          if (flights.get(key) === started) flights.delete(key);
-        };
-        started.promise.then((skill) => {
-          prepared.set(key, skill);
-          settle();
-        }, settle);
-      }
-      return waitFor(flight, signal);
-    },
+    prepare,
     limits: Object.freeze(limits),
     ...(options.publisher ? { publisher: options.publisher } : {}),
     secrets,
@@ -248,18 +286,13 @@ async function prepareOnce(
   skill: Skill,
   configs: ReadonlyMap<string, SkillRuntimeConfig>,
   signal: AbortSignal,
-  events: EventSink | undefined,
+  onProgress: (progress: PrepareProgress) => void,
 ): Promise<PreparedSkill> {
   const config = configs.get(skill.name);
   const [prepared] = await runtime.prepare({
     skills: [config ? { skill, config } : { skill }],
     signal,
-    ...(events
-      ? {
-        onProgress: (progress) =>
-          events.emit({ type: "prepare_progress", ...progress }),
-      }
-      : {}),
+    onProgress,
   });
   if (!prepared) {
     throw new Error(
