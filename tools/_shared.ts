@@ -13,6 +13,7 @@ import {
 import { type ToolInput, validateInput } from "./_input.ts";
 import type { ToolContext } from "./context.ts";
 import { EventSink } from "../observe/events.ts";
+import { inSpan, markError } from "../observe/otel.ts";
 import type { JsonSchema, Tool, ToolCallOptions, ToolResult } from "./types.ts";
 
 /** What a tool's body gets. */
@@ -71,9 +72,25 @@ export function defineTool(
       input: unknown,
       options: ToolCallOptions = {},
     ): Promise<ToolResult> {
-      const events = callEvents(context, options);
-      if (!events) return call(input, options);
-      return observedCall(events, definition.name, options, call, input);
+      const name = definition.name;
+      const callId = typeof options?.toolCallId === "string"
+        ? options.toolCallId
+        : undefined;
+      return inSpan(`execute_tool ${name}`, {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": name,
+        ...(callId !== undefined ? { "gen_ai.tool.call.id": callId } : {}),
+      }, async (span) => {
+        const events = callEvents(context, options ?? {});
+        const result = events
+          ? await observedCall(events, name, options ?? {}, call, input)
+          : await call(input, options ?? {});
+        if (result.isError) {
+          span.setAttribute("error.type", "tool_error");
+          markError(span, result.text.split("\n", 1)[0]!.slice(0, 200));
+        }
+        return result;
+      });
     },
   });
 

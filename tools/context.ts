@@ -13,6 +13,7 @@ import type {
 } from "../runtimes/types.ts";
 import type { Skill } from "../skill/types.ts";
 import { type Flight, startFlight, waitFor } from "../_internal/flight.ts";
+import { inSpan } from "../observe/otel.ts";
 import { EventSink, type SkillEventListener } from "../observe/events.ts";
 
 /** The limits of the tools. Every field has a default in {@linkcode DEFAULT_TOOL_LIMITS}. */
@@ -289,11 +290,16 @@ async function prepareOnce(
   onProgress: (progress: PrepareProgress) => void,
 ): Promise<PreparedSkill> {
   const config = configs.get(skill.name);
-  const [prepared] = await runtime.prepare({
-    skills: [config ? { skill, config } : { skill }],
-    signal,
-    onProgress,
-  });
+  const [prepared] = await inSpan(
+    `prepare_skill ${skill.name}`,
+    { "skillrun.skill.name": skill.name, "skillrun.runtime": runtime.name },
+    () =>
+      runtime.prepare({
+        skills: [config ? { skill, config } : { skill }],
+        signal,
+        onProgress,
+      }),
+  );
   if (!prepared) {
     throw new Error(
       `Cannot prepare skill "${skill.name}": the runtime returned no prepared skill`,

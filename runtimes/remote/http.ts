@@ -13,6 +13,7 @@ import denoJson from "../../deno.json" with { type: "json" };
 import { REDACTED, redactSecrets } from "../../_internal/redact.ts";
 import { RemoteHttpError } from "./errors.ts";
 import { EventSink, type SkillEventListener } from "../../observe/events.ts";
+import { injectTraceContext, inSpan, SpanKind } from "../../observe/otel.ts";
 
 /** The default deadline of a call: 30 000 ms. */
 export const DEFAULT_HTTP_TIMEOUT_MS = 30_000;
@@ -262,10 +263,34 @@ export class HttpClient {
    * assert(calls === 1);
    * ```
    */
-  async request(request: HttpRequest): Promise<Response> {
+  request(request: HttpRequest): Promise<Response> {
+    const method = typeof request?.method === "string"
+      ? request.method.toUpperCase()
+      : "HTTP";
+    return inSpan(method, { "http.request.method": method }, async (span) => {
+      const stats: CallStats = { retries: 0 };
+      try {
+        return await this.#observed(request, stats);
+      } finally {
+        if (stats.call) {
+          span.setAttribute(
+            "url.full",
+            redactSecrets(stats.call.shownUrl, stats.call.secrets),
+          );
+        }
+        if (stats.status !== undefined) {
+          span.setAttribute("http.response.status_code", stats.status);
+        }
+        if (stats.retries > 0) {
+          span.setAttribute("http.request.resend_count", stats.retries);
+        }
+      }
+    }, SpanKind.CLIENT);
+  }
+
+  async #observed(request: HttpRequest, stats: CallStats): Promise<Response> {
     const events = this.#events();
-    if (!events) return await this.#request(request);
-    const stats: CallStats = { retries: 0 };
+    if (!events) return await this.#request(request, stats);
     const startedAt = performance.now();
     try {
       const response = await this.#request(request, stats);
@@ -325,6 +350,7 @@ export class HttpClient {
   async #request(request: HttpRequest, stats?: CallStats): Promise<Response> {
     const call = this.#prepare(request);
     if (stats) stats.call = call;
+    injectTraceContext(call.headers);
     const { method, signal } = call;
     signal?.throwIfAborted();
     const controller = new AbortController();
