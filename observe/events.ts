@@ -190,10 +190,30 @@ export class EventSink {
     return this.#current().redact(text);
   }
 
-  /** How many characters a stream must hold back so no secret is cut: the longest secret's length less one. */
-  get holdChars(): number {
-    return Math.max(0, this.#current().longest - 1);
+  /**
+   * How many characters at the end of `text` a stream must hold back until
+   * more comes: the longest end of it that starts a configured value (so a
+   * value written across two chunks is redacted whole, and nothing else
+   * waits).
+   *
+   * @param text Redacted text.
+   * @returns The number of characters to hold back.
+   */
+  heldTail(text: string): number {
+    this.#current();
+    let best = 0;
+    for (const value of this.#values) {
+      for (let k = Math.min(value.length - 1, text.length); k > best; k--) {
+        if (text.endsWith(value.slice(0, k))) {
+          best = k;
+          break;
+        }
+      }
+    }
+    return best;
   }
+
+  #values: string[] = [];
 
   #current(): Redactor {
     let values: string[];
@@ -205,6 +225,9 @@ export class EventSink {
     const key = values.join("\u0000");
     if (!this.#redactor || key !== this.#key) {
       this.#redactor = new Redactor(values);
+      this.#values = values.filter((v) =>
+        typeof v === "string" && v.length >= 4
+      );
       this.#key = key;
     }
     return this.#redactor;
@@ -257,7 +280,7 @@ export interface OutputEmitter {
 /**
  * Decodes a stream's chunks to text for `command_output` events, keeping a
  * UTF-8 sequence cut between chunks whole, and holding back the last
- * characters (the longest secret's length less one) until more comes (or
+ * characters that could start a configured value until more comes (or
  * {@linkcode OutputEmitter.flush}), so a secret written across two chunks is
  * redacted whole.
  *
@@ -301,14 +324,10 @@ export function outputEmitter(
   };
   return {
     write(chunk) {
-      const hold = sink.holdChars;
       const text = sink.redactText(
         carry + decoder.decode(chunk, { stream: true }),
       );
-      if (text.length <= hold) {
-        carry = text;
-        return;
-      }
+      const hold = sink.heldTail(text);
       carry = hold === 0 ? "" : text.slice(text.length - hold);
       send(hold === 0 ? text : text.slice(0, text.length - hold));
     },
