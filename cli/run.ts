@@ -4,6 +4,8 @@
  *
  * @module
  */
+import type { SkillEventListener } from "../observe/events.ts";
+import { debugLogWanted, formatEvent } from "../observe/log.ts";
 import { hostPath } from "../_internal/std.ts";
 import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
 import type { SkillRuntimeConfig } from "../runtimes/config.ts";
@@ -68,7 +70,9 @@ Options:
                        entry for a skill not under <skills-dir> is an error
   --timeout <ms>       Stop the command (and all it started) after <ms>;
                        exit code ${TIMEOUT_EXIT_CODE} (default: ${DEFAULT_EXECUTE_TIMEOUT_MS})
-${ISOLATE_HELP}  -h, --help           Show this help
+${ISOLATE_HELP}  --verbose            Print the runtime's events on stderr (preparation steps,
+                       configured values removed); also SKILLRUN_LOG=debug
+  -h, --help           Show this help
 
 Exit codes: the command's own; ${TIMEOUT_EXIT_CODE} on timeout; ${INTERRUPTED_EXIT_CODE} on Ctrl-C;
 1 when the skill cannot be found or prepared; ${USAGE_EXIT_CODE} on a command-line mistake
@@ -150,6 +154,7 @@ export async function runCommand(
       config: "string",
       isolate: "boolean",
       "allow-net": "boolean",
+      verbose: "boolean",
     });
     if (parsed.flags.help === true) {
       await out(RUN_HELP);
@@ -187,7 +192,18 @@ export async function runCommand(
     const configs = typeof parsed.flags.config === "string"
       ? await readConfigFile(parsed.flags.config)
       : new Map<string, SkillRuntimeConfig>();
-    runtime = await createRuntime(parsed.flags);
+    runtime = await createRuntime(
+      parsed.flags,
+      undefined,
+      parsed.flags.verbose === true || debugLogWanted()
+        ? (event) => {
+          // The command's own output is already streamed as it comes.
+          if (event.type !== "command_output") {
+            void err(`${formatEvent(event)}\n`);
+          }
+        }
+        : undefined,
+    );
     const skill = await findSkill(
       skillsDir,
       skillName,
@@ -302,13 +318,17 @@ export function checkIsolateFlags(
 export async function createRuntime(
   flags: Readonly<Record<string, string | boolean>>,
   defaultRoot: () => string = () => DEFAULT_CONVERSATIONS_ROOT,
+  onEvent?: SkillEventListener,
 ): Promise<LocalSkillRuntime> {
   const conversation = flags.conversation;
   const root = flags.root;
   checkIsolateFlags(flags);
-  const isolate = flags.isolate === true
-    ? { isolate: { allowNet: flags["allow-net"] === true } }
-    : {};
+  const isolate = {
+    ...(flags.isolate === true
+      ? { isolate: { allowNet: flags["allow-net"] === true } }
+      : {}),
+    ...(onEvent ? { onEvent } : {}),
+  };
   if (typeof conversation !== "string") {
     if (typeof root === "string") {
       throw new UsageError('Option "--root" needs "--conversation"');

@@ -626,3 +626,34 @@ Deno.test("run passes this process's stdin to the command", async () => {
     assertEquals(new TextDecoder().decode(output.stdout).trim(), "3");
   });
 });
+
+Deno.test("run --verbose prints the preparation's events on stderr, the configured value removed", async () => {
+  await withSkills(async (skills, temp) => {
+    const config = hostPath.join(temp, "config.json");
+    const secret = "verbose-s3cr3t-value-9";
+    await Deno.writeTextFile(
+      config,
+      JSON.stringify({
+        probe: { env: { PROBE_KEY: secret }, bootstrap: [`echo ${secret}`] },
+      }),
+    );
+    const result = await skillrun([
+      "run",
+      skills,
+      "probe",
+      "--verbose",
+      "--config",
+      config,
+      "--",
+      "echo ok",
+    ]);
+    assertEquals(result.code, 0, result.stderr);
+    assertEquals(result.stdout, "ok\n");
+    assertMatch(
+      result.stderr,
+      /^\[skillrun\] prepare probe: bootstrap \(command 1 of 1\)$/m,
+    );
+    assertMatch(result.stderr, /^\[skillrun\] prepare probe: done$/m);
+    assert(!result.stderr.includes(secret), result.stderr);
+  });
+});
