@@ -333,6 +333,28 @@ export function backgroundCommands(
 }
 
 /**
+ * The background commands of a runtime, without making its set (so later
+ * options still count): none when it never had any.
+ *
+ * @example
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { LocalSkillRuntime } from "@skillrun/skillrun";
+ * import { listBackgroundCommands } from "@skillrun/skillrun/runtime";
+ * await using runtime = new LocalSkillRuntime();
+ * assertEquals(listBackgroundCommands(runtime), []);
+ * ```
+ *
+ * @param runtime The runtime.
+ * @returns Their states, in start order.
+ */
+export function listBackgroundCommands(
+  runtime: SkillRuntime,
+): BackgroundCommandInfo[] {
+  return sets.get(runtime)?.list() ?? [];
+}
+
+/**
  * Stops the background commands of a runtime, if it has any (what a
  * runtime's `close()` calls first).
  *

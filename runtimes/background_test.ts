@@ -145,3 +145,21 @@ Deno.test("background: unknown ids and bad limits are refused clearly", async ()
     "maxCommands",
   );
 });
+
+Deno.test("background: the doctor's report lists the runtime's background commands", async () => {
+  const { fenceReport, formatFenceReport, LocalSkillRuntime } = await import(
+    "./local/mod.ts"
+  );
+  await using dir = await tempDir();
+  await using runtime = new LocalSkillRuntime({ cwd: dir.path });
+  const before = await fenceReport(runtime);
+  assertEquals(before.backgroundCommands, []);
+  const { id } = backgroundCommands(runtime).start({ command: "sleep 30" });
+  const report = await fenceReport(runtime);
+  assertEquals(report.backgroundCommands?.map((c) => [c.id, c.running]), [
+    [id, true],
+  ]);
+  assert(
+    formatFenceReport(report).includes(`  ${id} running: sleep 30\n`),
+  );
+});
