@@ -74,6 +74,7 @@ async function trueCalls(tool: Tool): Promise<void> {
 
 let events = 0;
 let exported = 0;
+let flush: (() => Promise<void>) | undefined;
 
 /** Registers the official SDK with a batching OTLP/HTTP exporter to a local receiver. */
 async function startTelemetry(): Promise<void> {
@@ -100,6 +101,8 @@ async function startTelemetry(): Promise<void> {
       return Response.json({});
     },
   );
+  // The receiver must not keep the child process alive after its report.
+  server.unref();
   const provider = new BasicTracerProvider({
     spanProcessors: [
       new BatchSpanProcessor(
@@ -113,9 +116,12 @@ async function startTelemetry(): Promise<void> {
     new AsyncLocalStorageContextManager().enable(),
   );
   trace.setGlobalTracerProvider(provider);
+  flush = () => provider.forceFlush();
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   globalThis.addEventListener("unload", () => {
-    if (exported === 0 && events === 0) console.error("nothing observed");
+    if (exported === 0 || events === 0) {
+      console.error(`observed ${events} events, exported ${exported} spans`);
+    }
   });
 }
 
@@ -145,6 +151,8 @@ export const cases: BenchCase[] = [{
       await trueCalls(
         await bashTool(OURS, { onEvent: () => void events++ }),
       );
+      // The spans of the iteration are exported inside it.
+      await flush!();
     },
   },
   baseline: {

@@ -11,7 +11,9 @@
  */
 import {
   context,
+  INVALID_SPAN_CONTEXT,
   propagation,
+  ProxyTracerProvider,
   type Span,
   SpanKind,
   SpanStatusCode,
@@ -29,6 +31,19 @@ function tracer(): Tracer {
   // A ProxyTracer: it follows a provider registered later.
   cached ??= trace.getTracer(TRACER_NAME, denoJson.version);
   return cached;
+}
+
+/** The span given to work when nothing traces (records nothing). */
+const NOOP_SPAN: Span = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
+
+/**
+ * Whether a tracer provider is registered: without one, spans are skipped
+ * altogether (no context switch, no span object), so tracing costs nothing.
+ */
+function tracing(): boolean {
+  const provider = trace.getTracerProvider();
+  return !(provider instanceof ProxyTracerProvider) ||
+    provider.getDelegateTracer(TRACER_NAME, denoJson.version) !== undefined;
 }
 
 /** Attributes of a span: strings, numbers and booleans. */
@@ -59,6 +74,7 @@ export function inSpan<T>(
   fn: (span: Span) => Promise<T>,
   kind: SpanKind = SpanKind.INTERNAL,
 ): Promise<T> {
+  if (!tracing()) return fn(NOOP_SPAN);
   return tracer().startActiveSpan(
     name,
     { kind, attributes },
@@ -107,6 +123,7 @@ export function markError(span: Span, message: string): void {
  * @param headers The request's headers.
  */
 export function injectTraceContext(headers: Headers): void {
+  if (!tracing()) return;
   propagation.inject(context.active(), headers, {
     set: (carrier, key, value) => carrier.set(key, value),
   });
