@@ -119,7 +119,7 @@ async function startTelemetry(): Promise<void> {
   flush = () => provider.forceFlush();
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   globalThis.addEventListener("unload", () => {
-    if (exported === 0 || events === 0) {
+    if (exported === 0 && events === 0) {
       console.error(`observed ${events} events, exported ${exported} spans`);
     }
   });
@@ -159,6 +159,20 @@ export const cases: BenchCase[] = [{
     label: "nothing listening",
     fn: async () => await trueCalls(await bashTool(OURS)),
   },
+  extra: [{
+    label: "events only",
+    fn: async () =>
+      await trueCalls(
+        await bashTool(OURS, { onEvent: () => void events++ }),
+      ),
+  }, {
+    label: "OTel exporter only",
+    fn: async () => {
+      if (!bash) await startTelemetry();
+      await trueCalls(await bashTool(OURS));
+      await flush!();
+    },
+  }],
 }, {
   id: "observe-idle",
   title:
