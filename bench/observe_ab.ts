@@ -89,7 +89,7 @@ for (let round = 0; round < 30; round++) {
 }
 for (const [name, list] of Object.entries(times)) {
   list.sort((a, b) => a - b);
-  console.log(name, list[list.length >> 1].toFixed(3), "ms/call");
+  console.log(name, list[list.length >> 1]!.toFixed(3), "ms/call");
 }
 await provider.forceFlush();
 console.log("exported", exported, "events", n);
