@@ -131,6 +131,32 @@ function progressSender(
 }
 
 /**
+ * The logging notification of an event, if it gets one: preparation steps
+ * (info) and tool calls that failed (warning). Events are already redacted.
+ */
+function logMessage(
+  event: SkillEvent,
+): { level: "info" | "warning"; data: string } | undefined {
+  if (event.type === "prepare_progress") {
+    return {
+      level: "info",
+      data: `Preparing skill "${event.skillName}": ${event.stage}${
+        event.detail ? ` (${event.detail})` : ""
+      }`,
+    };
+  }
+  if (event.type === "tool_call_end" && event.isError) {
+    return {
+      level: "warning",
+      data: `Tool "${event.tool}" returned an error after ${
+        Math.round(event.durationMs)
+      } ms`,
+    };
+  }
+  return undefined;
+}
+
+/**
  * Builds the low-level server: lists the tools with their JSON Schemas, calls
  * them, turns unknown tools and failures into results with `isError: true`,
  * aborts a tool's signal when the client cancels its call; with skills, also
@@ -167,8 +193,8 @@ export function createMcpServer(
     },
     {
       capabilities: catalog
-        ? { tools: {}, prompts: {}, resources: {} }
-        : { tools: {} },
+        ? { tools: {}, prompts: {}, resources: {}, logging: {} }
+        : { tools: {}, logging: {} },
       ...(options.instructions === undefined
         ? {}
         : { instructions: options.instructions }),
@@ -198,12 +224,25 @@ export function createMcpServer(
       }
       try {
         const token = request.params._meta?.progressToken;
+        const progress = token !== undefined
+          ? progressSender(token, extra.sendNotification)
+          : undefined;
+        const log = (event: SkillEvent) => {
+          const message = logMessage(event);
+          if (message) {
+            server.sendLoggingMessage(
+              { ...message, logger: "skillrun" },
+              extra.sessionId,
+            ).catch(() => {});
+          }
+        };
         const result = await calls.track(
           tool.execute(input ?? {}, {
             signal: extra.signal,
-            ...(token !== undefined
-              ? { onEvent: progressSender(token, extra.sendNotification) }
-              : {}),
+            onEvent: (event) => {
+              progress?.(event);
+              log(event);
+            },
           }),
         );
         return {

@@ -1,7 +1,10 @@
 import { Client } from "npm:@modelcontextprotocol/sdk@1.32.2/client";
 import { StdioClientTransport } from "npm:@modelcontextprotocol/sdk@1.32.2/client/stdio.js";
 import { StreamableHTTPClientTransport } from "npm:@modelcontextprotocol/sdk@1.32.2/client/streamableHttp.js";
-import type { Progress } from "npm:@modelcontextprotocol/sdk@1.32.2/types.js";
+import {
+  LoggingMessageNotificationSchema,
+  type Progress,
+} from "npm:@modelcontextprotocol/sdk@1.32.2/types.js";
 import { assert, assertEquals } from "../../_internal/assert.ts";
 import { tempDir, writeSkill } from "../_testing.ts";
 import { serveMcpHttp } from "./http.ts";
@@ -32,6 +35,11 @@ function text(result: Record<string, unknown>): string {
 
 /** Progress, then cancellation, through one connected client. */
 async function progressAndCancel(client: Client, work: string) {
+  const logs: { level: string; data: unknown }[] = [];
+  client.setNotificationHandler(
+    LoggingMessageNotificationSchema,
+    (notification) => void logs.push(notification.params),
+  );
   const preparing: Progress[] = [];
   const loaded = await client.callTool(
     { name: "skill", arguments: { name: "alpha" } },
@@ -67,7 +75,25 @@ async function progressAndCancel(client: Client, work: string) {
     output.map((p) => p.message).join(""),
     "first\ntok=[redacted]\n",
   );
-  assert(!JSON.stringify([preparing, output]).includes(SECRET));
+  const failed = await client.callTool({
+    name: "bash",
+    arguments: { command: "exit 1", working_directory: work },
+  });
+  assert(failed.isError);
+  await until(() => Promise.resolve(logs.some((l) => l.level === "warning")));
+  assert(
+    logs.some((l) =>
+      l.level === "info" && l.data === 'Preparing skill "alpha": done'
+    ),
+    JSON.stringify(logs),
+  );
+  assert(
+    logs.some((l) =>
+      l.level === "warning" &&
+      String(l.data).startsWith('Tool "bash" returned an error')
+    ),
+  );
+  assert(!JSON.stringify([preparing, output, logs]).includes(SECRET));
 
   // Cancelling the request stops the command and what it started.
   const beat = `${work}/beat`;
