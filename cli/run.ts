@@ -88,6 +88,11 @@ Examples:
 export interface CliWriter {
   /** Writes some of the bytes; returns how many. */
   write(bytes: Uint8Array): Promise<number>;
+  /**
+   * Whether it is a terminal: a long preparation then shows one progress
+   * line, rewritten in place, rather than a line per step.
+   */
+  isTerminal?(): boolean;
 }
 
 /** Where the CLI writes; the process's own streams by default. */
@@ -217,6 +222,7 @@ export async function runCommand(
       { skill, ...(config ? { config } : {}) },
       err,
       signal,
+      isTerminal(streams.stderr),
     );
     // The output goes out live, in the order it comes (one queue for both
     // streams keeps their interleaving); the result keeps only a little.
@@ -395,13 +401,23 @@ async function prepareWithProgress(
   skill: SkillToPrepare,
   err: (text: string) => Promise<void>,
   signal: AbortSignal,
+  terminal = false,
 ): Promise<PreparedSkill[]> {
   const started = performance.now();
   let last: PrepareProgress | undefined;
   let shown = false;
+  // On a terminal: one line, rewritten in place (and ticking), ended at the end.
+  const show = (progress: PrepareProgress) =>
+    void err(
+      terminal
+        ? `\r\x1b[K${progressLine(progress, started).trimEnd()}`
+        : progressLine(progress, started),
+    );
+  let ticker: ReturnType<typeof setInterval> | undefined;
   const timer = setTimeout(() => {
     shown = true;
-    if (last) void err(progressLine(last, started));
+    if (last) show(last);
+    if (terminal) ticker = setInterval(() => last && show(last), 500);
   }, QUIET_PREPARATION_MS);
   try {
     return await runtime.prepare({
@@ -409,11 +425,21 @@ async function prepareWithProgress(
       signal,
       onProgress: (progress) => {
         last = progress;
-        if (shown) void err(progressLine(progress, started));
+        if (shown) show(progress);
       },
     });
   } finally {
     clearTimeout(timer);
+    clearInterval(ticker);
+    if (terminal && shown) void err("\r\x1b[K");
+  }
+}
+
+function isTerminal(writer: CliWriter): boolean {
+  try {
+    return writer.isTerminal?.() === true;
+  } catch {
+    return false;
   }
 }
 

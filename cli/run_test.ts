@@ -657,3 +657,40 @@ Deno.test("run --verbose prints the preparation's events on stderr, the configur
     assert(!result.stderr.includes(secret), result.stderr);
   });
 });
+
+Deno.test("on a terminal a long preparation shows one progress line, rewritten in place and cleared", async () => {
+  await withSkills(async (skills, temp) => {
+    const config = hostPath.join(temp, "config.json");
+    await Deno.writeTextFile(
+      config,
+      JSON.stringify({ probe: { bootstrap: ["sleep 2", "true"] } }),
+    );
+    const out: string[] = [];
+    const err: string[] = [];
+    const sink = (into: string[], terminal: boolean) => ({
+      write: (bytes: Uint8Array) => {
+        into.push(new TextDecoder().decode(bytes));
+        return Promise.resolve(bytes.length);
+      },
+      isTerminal: () => terminal,
+    });
+    const code = await runCommand(
+      [skills, "probe", "--config", config, "--", "echo done"],
+      {
+        streams: { stdout: sink(out, false), stderr: sink(err, true) },
+        stdin: null,
+      },
+    );
+    assertEquals(code, 0, err.join(""));
+    assertEquals(out.join(""), "done\n");
+    const text = err.join("");
+    // Rewritten (more than one update), never a new line, cleared at the end.
+    assert(
+      (text.match(/\r\x1b\[Kskillrun: preparing "probe" \(bootstrap/g) ?? [])
+        .length >= 2,
+      JSON.stringify(text),
+    );
+    assert(!text.includes("\n"), JSON.stringify(text));
+    assert(text.endsWith("\r\x1b[K"), JSON.stringify(text));
+  });
+});
