@@ -47,9 +47,18 @@ function checkCommon(events: SkillEvent[]) {
   assert(
     progress.some((e) =>
       e.type === "prepare_progress" && e.stage === "bootstrap" &&
-      e.detail === "command 1 of 1"
+      e.detail === "command 1 of 1" && e.step === 1 && e.steps === 1
     ),
   );
+  // Copy or upload counts files (and bytes, for an upload).
+  for (const e of progress) {
+    if (e.type !== "prepare_progress") continue;
+    if (e.stage === "upload") {
+      assertEquals([e.files, e.bytes], [2, e.bytes]);
+      assert(e.bytes! > 0);
+    }
+    if (e.stage === "copy" && e.files !== undefined) assert(e.files <= 2);
+  }
   const output = events.filter((e) => e.type === "command_output");
   const text = (stream: string) =>
     output.map((e) =>
@@ -248,4 +257,33 @@ Deno.test("an HTTP call that fails emits its event with the error and retries, n
   assert(event.error?.includes("503"), event.error);
   assert(!JSON.stringify(events).includes(API_KEY));
   assert(!JSON.stringify(events).includes(TOKEN));
+});
+
+Deno.test("a failing bootstrap command's progress carries its output tail, redacted", async () => {
+  await using dir = await tempDir();
+  const events: SkillEvent[] = [];
+  await using runtime = new LocalSkillRuntime({
+    cwd: dir.path,
+    onEvent: (event) => events.push(event),
+  });
+  await writeSkill(`${dir.path}/skills`, "gamma");
+  const { skills } = await loadSkills(`${dir.path}/skills`);
+  await runtime.prepare({
+    skills: [{
+      skill: skills[0]!,
+      config: new SkillRuntimeConfig({
+        env: { GAMMA_KEY: SECRET },
+        bootstrap: ["true", 'echo "key=$GAMMA_KEY"; echo broke >&2; exit 4'],
+      }),
+    }],
+  }).then(() => assert(false, "prepared"), () => {});
+  const failed = events.filter((e) =>
+    e.type === "prepare_progress" && e.outputTail !== undefined
+  );
+  assertEquals(failed.length, 1);
+  const event = failed[0]!;
+  assert(event.type === "prepare_progress");
+  assertEquals([event.step, event.steps], [2, 2]);
+  assertEquals(event.outputTail, "key=[redacted]\nbroke\n");
+  assert(!JSON.stringify(events).includes(SECRET));
 });

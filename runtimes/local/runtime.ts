@@ -554,6 +554,7 @@ export class LocalSkillRuntime implements SkillRuntime {
               skillName: skill.name,
               stage: "copy",
               detail: `${stats.files} files copied`,
+              files: stats.files,
             }),
         }
         : {}),

@@ -663,6 +663,8 @@ export class RemoteSkillRuntime implements SkillRuntime {
       skillName: skill.name,
       stage: "upload",
       detail: `uploading ${files.length} files into ${basePath}`,
+      files: files.length,
+      bytes: files.reduce((sum, file) => sum + file.size, 0),
     });
     const session = await this.#connect(signal);
     await session.files.upload(
