@@ -24,6 +24,7 @@ const FILES = [
   "./hosted_bench.ts",
   "./mcp_bench.ts",
   "./package_bench.ts",
+  "./observe_bench.ts",
 ] as const;
 
 const filter = Deno.args[0];

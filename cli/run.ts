@@ -4,6 +4,8 @@
  *
  * @module
  */
+import type { SkillEventListener } from "../observe/events.ts";
+import { debugLogWanted, formatEvent } from "../observe/log.ts";
 import { hostPath } from "../_internal/std.ts";
 import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
 import { checkRuntimeFlag, remoteRuntime, RUNTIME_HELP } from "./_remote.ts";
@@ -78,7 +80,9 @@ ${SKILLS_OPTION_HELP}
                        entry for a skill not under <skills-dir> is an error
   --timeout <ms>       Stop the command (and all it started) after <ms>;
                        exit code ${TIMEOUT_EXIT_CODE} (default: ${DEFAULT_EXECUTE_TIMEOUT_MS})
-${ISOLATE_HELP}${RUNTIME_HELP}  -h, --help           Show this help
+${ISOLATE_HELP}${RUNTIME_HELP}  --verbose            Print the runtime's events on stderr (preparation steps,
+                       configured values removed); also SKILLRUN_LOG=debug
+  -h, --help           Show this help
 
 Exit codes: the command's own; ${TIMEOUT_EXIT_CODE} on timeout; ${INTERRUPTED_EXIT_CODE} on Ctrl-C;
 1 when the skill cannot be found or prepared; ${USAGE_EXIT_CODE} on a command-line mistake
@@ -94,6 +98,11 @@ Examples:
 export interface CliWriter {
   /** Writes some of the bytes; returns how many. */
   write(bytes: Uint8Array): Promise<number>;
+  /**
+   * Whether it is a terminal: a long preparation then shows one progress
+   * line, rewritten in place, rather than a line per step.
+   */
+  isTerminal?(): boolean;
 }
 
 /** Where the CLI writes; the process's own streams by default. */
@@ -162,6 +171,7 @@ export async function runCommand(
       isolate: "boolean",
       "allow-net": "boolean",
       runtime: "string",
+      verbose: "boolean",
     });
     if (parsed.flags.help === true) {
       await out(RUN_HELP);
@@ -208,7 +218,18 @@ export async function runCommand(
       ? await readConfigFile(parsed.flags.config)
       : new Map<string, SkillRuntimeConfig>();
     const remote = remoteRuntime(parsed.flags);
-    runtime = remote ?? await createRuntime(parsed.flags);
+    runtime = remote ?? await createRuntime(
+      parsed.flags,
+      undefined,
+      parsed.flags.verbose === true || debugLogWanted()
+        ? (event) => {
+          // The command's own output is already streamed as it comes.
+          if (event.type !== "command_output") {
+            void err(`${formatEvent(event)}\n`);
+          }
+        }
+        : undefined,
+    );
     const skill = await findSkill(
       skillsDirs,
       skillName,
@@ -222,6 +243,7 @@ export async function runCommand(
       { skill, ...(config ? { config } : {}) },
       err,
       signal,
+      isTerminal(streams.stderr),
     );
     // The output goes out live, in the order it comes (one queue for both
     // streams keeps their interleaving); the result keeps only a little.
@@ -326,13 +348,17 @@ export function checkIsolateFlags(
 export async function createRuntime(
   flags: Readonly<Record<string, string | boolean>>,
   defaultRoot: () => string = () => DEFAULT_CONVERSATIONS_ROOT,
+  onEvent?: SkillEventListener,
 ): Promise<LocalSkillRuntime> {
   const conversation = flags.conversation;
   const root = flags.root;
   checkIsolateFlags(flags);
-  const isolate = flags.isolate === true
-    ? { isolate: { allowNet: flags["allow-net"] === true } }
-    : {};
+  const isolate = {
+    ...(flags.isolate === true
+      ? { isolate: { allowNet: flags["allow-net"] === true } }
+      : {}),
+    ...(onEvent ? { onEvent } : {}),
+  };
   if (typeof conversation !== "string") {
     if (typeof root === "string") {
       throw new UsageError('Option "--root" needs "--conversation"');
@@ -399,13 +425,23 @@ async function prepareWithProgress(
   skill: SkillToPrepare,
   err: (text: string) => Promise<void>,
   signal: AbortSignal,
+  terminal = false,
 ): Promise<PreparedSkill[]> {
   const started = performance.now();
   let last: PrepareProgress | undefined;
   let shown = false;
+  // On a terminal: one line, rewritten in place (and ticking), ended at the end.
+  const show = (progress: PrepareProgress) =>
+    void err(
+      terminal
+        ? `\r\x1b[K${progressLine(progress, started).trimEnd()}`
+        : progressLine(progress, started),
+    );
+  let ticker: ReturnType<typeof setInterval> | undefined;
   const timer = setTimeout(() => {
     shown = true;
-    if (last) void err(progressLine(last, started));
+    if (last) show(last);
+    if (terminal) ticker = setInterval(() => last && show(last), 500);
   }, QUIET_PREPARATION_MS);
   try {
     return await runtime.prepare({
@@ -413,11 +449,21 @@ async function prepareWithProgress(
       signal,
       onProgress: (progress) => {
         last = progress;
-        if (shown) void err(progressLine(progress, started));
+        if (shown) show(progress);
       },
     });
   } finally {
     clearTimeout(timer);
+    clearInterval(ticker);
+    if (terminal && shown) void err("\r\x1b[K");
+  }
+}
+
+function isTerminal(writer: CliWriter): boolean {
+  try {
+    return writer.isTerminal?.() === true;
+  } catch {
+    return false;
   }
 }
 

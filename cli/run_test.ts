@@ -683,3 +683,71 @@ Deno.test("run passes this process's stdin to the command", async () => {
     assertEquals(new TextDecoder().decode(output.stdout).trim(), "3");
   });
 });
+
+Deno.test("run --verbose prints the preparation's events on stderr, the configured value removed", async () => {
+  await withSkills(async (skills, temp) => {
+    const config = hostPath.join(temp, "config.json");
+    const secret = "verbose-s3cr3t-value-9";
+    await Deno.writeTextFile(
+      config,
+      JSON.stringify({
+        probe: { env: { PROBE_KEY: secret }, bootstrap: [`echo ${secret}`] },
+      }),
+    );
+    const result = await skillrun([
+      "run",
+      skills,
+      "probe",
+      "--verbose",
+      "--config",
+      config,
+      "--",
+      "echo ok",
+    ]);
+    assertEquals(result.code, 0, result.stderr);
+    assertEquals(result.stdout, "ok\n");
+    assertMatch(
+      result.stderr,
+      /^\[skillrun\] prepare probe: bootstrap \(command 1 of 1\)$/m,
+    );
+    assertMatch(result.stderr, /^\[skillrun\] prepare probe: done$/m);
+    assert(!result.stderr.includes(secret), result.stderr);
+  });
+});
+
+Deno.test("on a terminal a long preparation shows one progress line, rewritten in place and cleared", async () => {
+  await withSkills(async (skills, temp) => {
+    const config = hostPath.join(temp, "config.json");
+    await Deno.writeTextFile(
+      config,
+      JSON.stringify({ probe: { bootstrap: ["sleep 2", "true"] } }),
+    );
+    const out: string[] = [];
+    const err: string[] = [];
+    const sink = (into: string[], terminal: boolean) => ({
+      write: (bytes: Uint8Array) => {
+        into.push(new TextDecoder().decode(bytes));
+        return Promise.resolve(bytes.length);
+      },
+      isTerminal: () => terminal,
+    });
+    const code = await runCommand(
+      [skills, "probe", "--config", config, "--", "echo done"],
+      {
+        streams: { stdout: sink(out, false), stderr: sink(err, true) },
+        stdin: null,
+      },
+    );
+    assertEquals(code, 0, err.join(""));
+    assertEquals(out.join(""), "done\n");
+    const text = err.join("");
+    // Rewritten (more than one update), never a new line, cleared at the end.
+    assert(
+      (text.match(/\r\x1b\[Kskillrun: preparing "probe" \(bootstrap/g) ?? [])
+        .length >= 2,
+      JSON.stringify(text),
+    );
+    assert(!text.includes("\n"), JSON.stringify(text));
+    assert(text.endsWith("\r\x1b[K"), JSON.stringify(text));
+  });
+});

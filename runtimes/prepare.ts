@@ -266,6 +266,8 @@ export class PreparationEngine {
             skillName: skill.name,
             stage: "bootstrap",
             detail: `command ${index + 1} of ${commands.length}`,
+            step: index + 1,
+            steps: commands.length,
           });
           const result = await this.#hooks.run({
             command: bootstrap.command,
@@ -274,6 +276,15 @@ export class PreparationEngine {
             ...(signal ? { signal } : {}),
           });
           if (result.exitCode !== 0 || result.timedOut || result.aborted) {
+            const output = `${result.stdout}${result.stderr}`;
+            onProgress?.({
+              skillName: skill.name,
+              stage: "bootstrap",
+              detail: `command ${index + 1} of ${commands.length} failed`,
+              step: index + 1,
+              steps: commands.length,
+              outputTail: this.#clean(output.slice(-OUTPUT_TAIL_CHARS)),
+            });
             throw this.#bootstrapError(
               skill,
               index,

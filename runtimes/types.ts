@@ -32,6 +32,16 @@ export interface PrepareProgress {
   readonly stage: "copy" | "upload" | "bootstrap" | "done";
   /** A short human-readable detail (never environment values). */
   readonly detail?: string;
+  /** Files copied or uploaded so far (copy, upload), when known. */
+  readonly files?: number;
+  /** Bytes to upload or uploaded (upload), when known. */
+  readonly bytes?: number;
+  /** The bootstrap command under way, 1-based (bootstrap). */
+  readonly step?: number;
+  /** How many bootstrap commands there are (bootstrap). */
+  readonly steps?: number;
+  /** The end of a failed bootstrap command's output (bootstrap). */
+  readonly outputTail?: string;
 }
 
 /** What {@linkcode SkillRuntime.prepare} takes. */

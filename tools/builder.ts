@@ -23,6 +23,7 @@ import {
   verifyInstalled,
 } from "../package/installed.ts";
 import { createBashTool } from "./bash.ts";
+import { createBashOutputTool, createKillBashTool } from "./background.ts";
 import {
   createToolContext,
   type FilePublisher,
@@ -37,6 +38,7 @@ import { createPublishFileTool } from "./publish_file.ts";
 import { createReadTool } from "./read.ts";
 import { createSkillTool, type SkillDescription } from "./skill_tool.ts";
 import type { Tool } from "./types.ts";
+import type { SkillEventListener } from "../observe/events.ts";
 import { createWriteTool } from "./write.ts";
 
 /** The names of the tools, in the order they are built. */
@@ -118,6 +120,20 @@ export interface BuildSkillToolsOptions {
   readonly tools?: readonly ToolName[];
   /** Stops loading the skills. */
   readonly signal?: AbortSignal;
+  /**
+   * Receives the tools' events: tool calls, preparation progress, command
+   * output (see `observe/events.ts`); configured values are redacted, and a
+   * listener that throws breaks nothing. Give the runtime its own `onEvent`
+   * for its HTTP and lifecycle events.
+   */
+  readonly onEvent?: SkillEventListener;
+  /**
+   * Offer background commands: `bash` takes `run_in_background: true`, and
+   * the `bash_output` and `kill_bash` tools come right after `bash`. At most
+   * `limits.backgroundCommands` (default 4) at once; the runtime's `close()`
+   * stops them. Default false.
+   */
+  readonly background?: boolean;
 }
 
 /** What {@linkcode buildSkillTools} returns. */
@@ -232,6 +248,8 @@ export async function buildSkillTools(
     configs,
     ...(options.limits ? { limits: options.limits } : {}),
     ...(options.publisher ? { publisher: options.publisher } : {}),
+    ...(options.onEvent ? { onEvent: options.onEvent } : {}),
+    ...(options.background ? { background: true } : {}),
   });
   const factories: Record<ToolName, () => Tool | undefined> = {
     skill: () =>
@@ -259,6 +277,9 @@ export async function buildSkillTools(
     if (!wanted.has(name)) continue;
     const tool = factories[name]();
     if (tool) tools.push(tool);
+    if (name === "bash" && tool && options.background) {
+      tools.push(createBashOutputTool(context), createKillBashTool(context));
+    }
   }
   Object.freeze(tools);
 

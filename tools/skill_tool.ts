@@ -116,11 +116,14 @@ export function createSkillTool(
       required: ["name"],
       additionalProperties: false,
     },
-    async run({ input, signal }) {
+    async run({ input, signal, callEvents }) {
       const skill = byName.get(input.name as string)!;
       let basePath: string;
       try {
-        basePath = (await context.prepare(skill, signal ? { signal } : {}))
+        basePath = (await context.prepare(skill, {
+          ...(signal ? { signal } : {}),
+          ...(callEvents ? { events: callEvents } : {}),
+        }))
           .basePath;
       } catch (error) {
         return errorResult(

@@ -14,6 +14,7 @@
  *
  * @module
  */
+import type { SkillEventListener } from "../../observe/events.ts";
 import { HttpClient, type HttpRequest } from "../remote/http.ts";
 import { RemoteHttpError } from "../remote/errors.ts";
 import { multipartBody, type MultipartPart } from "../remote/upload.ts";
@@ -168,6 +169,8 @@ export interface AioClientOptions {
   readonly retries?: number;
   /** The `fetch` to use. */
   readonly fetch?: typeof fetch;
+  /** Receives an `http_request` event per call. */
+  readonly onEvent?: SkillEventListener;
 }
 
 /** Options of {@linkcode AioOperationError}. */
@@ -292,6 +295,7 @@ export class AioClient {
         : { timeoutMs: options.timeoutMs }),
       ...(options.retries === undefined ? {} : { retries: options.retries }),
       ...(options.fetch === undefined ? {} : { fetch: options.fetch }),
+      ...(options.onEvent === undefined ? {} : { onEvent: options.onEvent }),
     });
   }
 

@@ -106,6 +106,10 @@ export interface AioCommandRequest {
   readonly maxOutputBytes: number;
   /** The longest soft timeout or long poll per request, in s. Default 20. */
   readonly pollSeconds?: number;
+  /** Receives standard output as each poll brings it. */
+  readonly onStdout?: (chunk: Uint8Array) => void;
+  /** Receives standard error as each poll brings it. */
+  readonly onStderr?: (chunk: Uint8Array) => void;
 }
 
 const encoder = new TextEncoder();
@@ -118,14 +122,18 @@ class StreamOutput {
   /** The server's byte offset after what we have. */
   offset = 0;
 
-  constructor(maxBytes: number) {
+  readonly #onChunk: ((chunk: Uint8Array) => void) | undefined;
+
+  constructor(maxBytes: number, onChunk?: (chunk: Uint8Array) => void) {
     this.collector = new OutputCollector({ maxBytes });
+    this.#onChunk = onChunk;
   }
 
   /** Adds text that covers the server's bytes up to `offset`. */
   add(text: string | null | undefined, offset: number | undefined): void {
     const bytes = encoder.encode(text ?? "");
     this.collector.push(bytes);
+    if (bytes.length > 0) this.#onChunk?.(bytes);
     const end = offset ?? this.offset + bytes.length;
     if (end - this.offset > bytes.length) {
       this.cut += end - this.offset - bytes.length;
@@ -173,8 +181,8 @@ export async function runAioCommand(
   sessions: AioSessionPool,
   request: AioCommandRequest,
 ): Promise<ExecuteResult> {
-  const out = new StreamOutput(request.maxOutputBytes);
-  const err = new StreamOutput(request.maxOutputBytes);
+  const out = new StreamOutput(request.maxOutputBytes, request.onStdout);
+  const err = new StreamOutput(request.maxOutputBytes, request.onStderr);
   // At our deadline or the caller's abort every request of the command is
   // cut short and the session's process killed.
   using run = new CommandRun({

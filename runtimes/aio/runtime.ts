@@ -101,6 +101,7 @@ export class AioSkillRuntime extends RemoteSkillRuntime {
         ? { timeoutMs: options.requestTimeoutMs }
         : {}),
       ...(options.fetch ? { fetch: options.fetch } : {}),
+      ...(options.onEvent ? { onEvent: options.onEvent } : {}),
     });
     const conversation = options.conversationId === undefined
       ? undefined
@@ -240,6 +241,8 @@ class AioBackend implements RemoteBackend {
       timeoutMs: command.timeoutMs,
       maxOutputBytes: command.maxOutputBytes,
       ...(command.signal ? { signal: command.signal } : {}),
+      ...(command.onStdout ? { onStdout: command.onStdout } : {}),
+      ...(command.onStderr ? { onStderr: command.onStderr } : {}),
       ...(this.#options.pollSeconds !== undefined
         ? { pollSeconds: this.#options.pollSeconds }
         : {}),

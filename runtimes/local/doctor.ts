@@ -7,6 +7,10 @@
  *
  * @module
  */
+import {
+  type BackgroundCommandInfo,
+  listBackgroundCommands,
+} from "../background.ts";
 import { hostPath } from "../../_internal/std.ts";
 import { commandSucceeds } from "../../_internal/command.ts";
 import { detectRipgrep } from "../../search/ripgrep.ts";
@@ -103,6 +107,8 @@ export interface FenceReport {
   readonly warnings: readonly string[];
   /** Things that stop the runtime from working. */
   readonly errors: readonly string[];
+  /** The runtime's background commands (running or not yet forgotten). */
+  readonly backgroundCommands?: readonly BackgroundCommandInfo[];
 }
 
 /** Options of {@linkcode fenceReport}. */
@@ -261,6 +267,7 @@ export async function fenceReport(
     tools,
     warnings,
     errors,
+    backgroundCommands: listBackgroundCommands(runtime),
   };
 }
 
@@ -368,6 +375,18 @@ export function formatFenceReport(report: FenceReport): string {
     );
   }
   lines.push("");
+  const background = report.backgroundCommands ?? [];
+  if (background.length) {
+    lines.push("background commands:");
+    for (const command of background) {
+      lines.push(
+        `  ${command.id} ${
+          command.running ? "running" : `exit ${command.exitCode}`
+        }: ${command.command}`,
+      );
+    }
+    lines.push("");
+  }
   // Each fact once: what a section above already shows is only counted.
   const shown = new Set([
     ...report.permissions.map((check) => check.note),

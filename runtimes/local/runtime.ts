@@ -7,6 +7,14 @@
  *
  * @module
  */
+import { closeBackgroundCommands } from "../background.ts";
+import {
+  type EventSink,
+  eventSink,
+  observeExecute,
+  observePrepare,
+  type SkillEventListener,
+} from "../../observe/events.ts";
 import { checkEnv } from "../config.ts";
 import { checkExecuteRequest, checkMaxOutputBytes } from "../request.ts";
 import { hostPath } from "../../_internal/std.ts";
@@ -109,6 +117,12 @@ export interface LocalSkillRuntimeOptions {
    * fallback; `true` requires ripgrep; `false` always uses the fallback.
    */
   readonly useRipgrep?: "auto" | boolean;
+  /**
+   * Receives the runtime's events: preparation progress and command output
+   * (see `observe/events.ts`); the runtime's environment values are
+   * redacted, and a listener that throws breaks nothing.
+   */
+  readonly onEvent?: SkillEventListener;
 }
 
 /**
@@ -215,6 +229,8 @@ export class LocalSkillRuntime implements SkillRuntime {
   readonly #denoDir: string | undefined;
   readonly #denoExecPath: string | undefined;
   #inheritedPath: string | undefined;
+  readonly #events: EventSink | undefined;
+  #closing: Promise<void> | undefined;
   /** Plain mode: the skill folders prepared in place (writable in a sandbox). */
   readonly #skillFolders = new Set<string>();
   /** Conversation mode: the record of prepared skills, by digest. */
@@ -278,6 +294,13 @@ export class LocalSkillRuntime implements SkillRuntime {
         : {}),
     });
     this.#env = checkEnv(options.env ?? {}, "env option");
+    this.#events = eventSink(options.onEvent, () => {
+      try {
+        return Object.values(this.environment());
+      } catch {
+        return Object.values(this.#env);
+      }
+    });
     this.#maxOutputBytes = checkMaxOutputBytes(
       options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES,
     );
@@ -435,8 +458,9 @@ export class LocalSkillRuntime implements SkillRuntime {
     } catch (error) {
       return Promise.reject(error);
     }
-    if (this.#record === undefined) return this.#engine.prepare(request);
-    return this.#prepareRecorded(request, this.#record);
+    const observed = observePrepare(request, this.#events);
+    if (this.#record === undefined) return this.#engine.prepare(observed);
+    return this.#prepareRecorded(observed, this.#record);
   }
 
   // Conversation mode: one skill at a time, each recorded with its digest
@@ -490,7 +514,7 @@ export class LocalSkillRuntime implements SkillRuntime {
       checkExecuteRequest(request, { maxOutputBytes: this.#maxOutputBytes });
     const cwd = await this.#workingDirectory(request.workingDirectory);
     const env = this.#environmentFor(requestEnv);
-    return await this.#launcher.launch({
+    const observed = observeExecute({
       command,
       cwd,
       env,
@@ -501,7 +525,12 @@ export class LocalSkillRuntime implements SkillRuntime {
         : [this.#defaultWorkingDirectory, ...this.#skillFolders],
       ...(request.signal ? { signal: request.signal } : {}),
       ...streamsOf(request),
-    });
+    }, this.#events);
+    try {
+      return await this.#launcher.launch(observed.request);
+    } finally {
+      observed.flush();
+    }
   }
 
   /**
@@ -526,9 +555,12 @@ export class LocalSkillRuntime implements SkillRuntime {
   close(): Promise<void> {
     if (!this.#closed) {
       this.#closed = true;
-      this.#engine.clear();
+      // Background commands end first (their process groups stopped).
+      this.#closing = closeBackgroundCommands(this).finally(() =>
+        this.#engine.clear()
+      );
     }
-    return Promise.resolve();
+    return this.#closing ?? Promise.resolve();
   }
 
   /**
@@ -638,6 +670,7 @@ export class LocalSkillRuntime implements SkillRuntime {
               skillName: skill.name,
               stage: "copy",
               detail: `${stats.files} files copied`,
+              files: stats.files,
             }),
         }
         : {}),

@@ -7,6 +7,14 @@
  *
  * @module
  */
+import { closeBackgroundCommands } from "../background.ts";
+import {
+  type EventSink,
+  eventSink,
+  observeExecute,
+  observePrepare,
+  type SkillEventListener,
+} from "../../observe/events.ts";
 import type { Skill } from "../../skill/types.ts";
 import { checkEnv, type SkillRuntimeConfig } from "../config.ts";
 import { checkExecuteRequest, checkMaxOutputBytes } from "../request.ts";
@@ -139,6 +147,8 @@ export interface RemoteSkillRuntimeOptions {
    * so nothing is downloaded to search.
    */
   readonly search?: (parts: RemoteSearchParts) => SearchEngine;
+  /** Receives preparation progress and command output events. */
+  readonly onEvent?: SkillEventListener;
 }
 
 /**
@@ -173,6 +183,12 @@ export interface RemoteRuntimeCommonOptions {
   readonly fetch?: typeof fetch;
   /** The search engine factory (see {@linkcode RemoteSkillRuntimeOptions.search}). */
   readonly search?: RemoteSkillRuntimeOptions["search"];
+  /**
+   * Receives the runtime's events: preparation progress, command output,
+   * each HTTP request and the sandbox's lifecycle (see `observe/events.ts`);
+   * the runtime's environment values and credentials are redacted.
+   */
+  readonly onEvent?: SkillEventListener;
 }
 
 /**
@@ -202,7 +218,13 @@ export function runtimeOptionsOf(
   },
 ): Pick<
   RemoteSkillRuntimeOptions,
-  "cwd" | "skillsRoot" | "env" | "maxOutputBytes" | "copyPolicy" | "search"
+  | "cwd"
+  | "skillsRoot"
+  | "env"
+  | "maxOutputBytes"
+  | "copyPolicy"
+  | "search"
+  | "onEvent"
 > {
   return {
     ...(options.cwd !== undefined ? { cwd: options.cwd } : {}),
@@ -215,6 +237,7 @@ export function runtimeOptionsOf(
       : {}),
     ...(options.copyPolicy ? { copyPolicy: options.copyPolicy } : {}),
     ...(options.search ? { search: options.search } : {}),
+    ...(options.onEvent ? { onEvent: options.onEvent } : {}),
   };
 }
 
@@ -302,6 +325,7 @@ export class RemoteSkillRuntime implements SkillRuntime {
   #session: Promise<RemoteSession> | undefined;
   #closed = false;
   #closing: Promise<void> | undefined;
+  readonly #events: EventSink | undefined;
 
   /**
    * Makes the runtime; makes no request.
@@ -312,6 +336,13 @@ export class RemoteSkillRuntime implements SkillRuntime {
    */
   constructor(options: RemoteSkillRuntimeOptions) {
     this.name = options.name;
+    this.#events = eventSink(options.onEvent, () => {
+      try {
+        return Object.values(this.environment());
+      } catch {
+        return Object.values(this.#env);
+      }
+    });
     this.#backend = options.backend;
     this.#conversation = options.conversation;
     if (options.conversation) {
@@ -473,7 +504,9 @@ export class RemoteSkillRuntime implements SkillRuntime {
       if (!this.#engine.isPrepared(entry.skill)) {
         this.#configs.set(key, entry.config);
       }
-      const [one] = await this.#engine.prepare({ ...request, skills: [entry] });
+      const [one] = await this.#engine.prepare(
+        observePrepare({ ...request, skills: [entry] }, this.#events),
+      );
       prepared.push(one!);
       const uploaded = this.#uploaded.get(key);
       if (uploaded && this.#conversation && this.#key) {
@@ -533,7 +566,7 @@ export class RemoteSkillRuntime implements SkillRuntime {
       ...requestEnv,
     };
     const session = await this.#connect(request.signal);
-    return await session.execute({
+    const observed = observeExecute({
       command,
       cwd,
       env,
@@ -542,7 +575,12 @@ export class RemoteSkillRuntime implements SkillRuntime {
       ...(request.signal ? { signal: request.signal } : {}),
       ...(request.onStdout ? { onStdout: request.onStdout } : {}),
       ...(request.onStderr ? { onStderr: request.onStderr } : {}),
-    });
+    }, this.#events);
+    try {
+      return await session.execute(observed.request);
+    } finally {
+      observed.flush();
+    }
   }
 
   /**
@@ -570,6 +608,8 @@ export class RemoteSkillRuntime implements SkillRuntime {
       this.#closed = true;
       this.#engine.clear();
       this.#closing = (async () => {
+        // Background commands end first, while the sandbox is still there.
+        await closeBackgroundCommands(this);
         // Let a connection under way finish, so the backend knows what it owns.
         await this.#session?.catch(() => {});
         await this.#backend.close().catch((error) => {
@@ -688,6 +728,8 @@ export class RemoteSkillRuntime implements SkillRuntime {
       skillName: skill.name,
       stage: "upload",
       detail: `uploading ${files.length} files into ${basePath}`,
+      files: files.length,
+      bytes: files.reduce((sum, file) => sum + file.size, 0),
     });
     const session = await this.#connect(signal);
     await session.files.upload(

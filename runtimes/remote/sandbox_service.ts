@@ -30,6 +30,7 @@
  *
  * @module
  */
+import { EventSink, type SkillEventListener } from "../../observe/events.ts";
 import { posix } from "../../_internal/std.ts";
 import { validateConversationId } from "../../workspace/conversation.ts";
 import {
@@ -243,6 +244,10 @@ export interface SandboxServiceBackendOptions<S extends ServiceSandbox> {
   readonly readyTimeoutMs?: number;
   /** What answers when the sandbox is ready, for messages. Default `the sandbox`. */
   readonly readinessName?: string;
+  /** Receives `runtime_lifecycle` events (created, attached, renewed, deleted). */
+  readonly onEvent?: SkillEventListener;
+  /** The runtime's kind, named in lifecycle events. Default `sandbox`. */
+  readonly runtimeName?: string;
 }
 
 /** The metadata entry naming a conversation's sandbox. */
@@ -431,7 +436,7 @@ export class SandboxServiceBackend<S extends ServiceSandbox = ServiceSandbox>
     this.#closed = true;
     await this.#renewing?.catch(() => {});
     if (this.#owned && !this.#options.conversation && this.#sandboxId) {
-      await this.#service.delete(this.#sandboxId);
+      await this.#delete(this.#sandboxId);
     } else if (
       this.#options.conversation && this.#connected && this.#sandboxId &&
       this.#service.release
@@ -450,7 +455,7 @@ export class SandboxServiceBackend<S extends ServiceSandbox = ServiceSandbox>
     const { conversation } = this.#options;
     if (!conversation) {
       const id = this.#sandboxId;
-      if (id !== undefined) await this.#service.delete(id);
+      if (id !== undefined) await this.#delete(id);
       return;
     }
     const record = await conversation.store.get(conversation.key);
@@ -458,7 +463,7 @@ export class SandboxServiceBackend<S extends ServiceSandbox = ServiceSandbox>
     await conversation.store.delete(conversation.key, {
       sandboxId: record.sandboxId,
     });
-    await this.#service.delete(record.sandboxId);
+    await this.#delete(record.sandboxId);
   }
 
   /** The conversation's sandbox: the recorded one, or a new one recorded. */
@@ -494,7 +499,30 @@ export class SandboxServiceBackend<S extends ServiceSandbox = ServiceSandbox>
     return await this.#attach(winner.sandboxId);
   }
 
+  #lifecycle(
+    action: "created" | "attached" | "renewed" | "deleted",
+    sandboxId: string,
+  ): void {
+    const listener = this.#options.onEvent;
+    if (!listener) return;
+    this.#events ??= new EventSink(listener);
+    this.#events.emit({
+      type: "runtime_lifecycle",
+      action,
+      runtime: this.#options.runtimeName ?? "sandbox",
+      sandboxId,
+    });
+  }
+
+  #events: EventSink | undefined;
+
+  async #delete(id: string): Promise<void> {
+    await this.#service.delete(id);
+    this.#lifecycle("deleted", id);
+  }
+
   #created(sandbox: S): void {
+    this.#lifecycle("created", sandbox.id);
     this.#expiresAt = sandbox.expiresAt;
     this.#lastRenewal = Date.now();
   }
@@ -518,6 +546,7 @@ export class SandboxServiceBackend<S extends ServiceSandbox = ServiceSandbox>
 
   async #attached(found: S, renew: boolean): Promise<S> {
     this.#sandboxId = found.id;
+    this.#lifecycle("attached", found.id);
     this.#expiresAt = found.expiresAt;
     if (renew) await this.#renew();
     return found;
@@ -579,6 +608,7 @@ export class SandboxServiceBackend<S extends ServiceSandbox = ServiceSandbox>
     }
     this.#expiresAt = await renew(id, wanted);
     this.#lastRenewal = Date.now();
+    this.#lifecycle("renewed", id);
     const conversation = this.#options.conversation;
     if (conversation) {
       await conversation.store.renew(
@@ -677,7 +707,9 @@ export class SandboxServiceRuntime<S extends ServiceSandbox = ServiceSandbox>
         renewIntervalMs: options.renewIntervalMs,
         readyTimeoutMs: options.readyTimeoutMs,
         readinessName: options.readinessName,
+        onEvent: options.onEvent,
       }),
+      runtimeName: options.name,
     });
     super({
       name: options.name,

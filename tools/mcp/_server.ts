@@ -19,7 +19,9 @@ import {
   type ListToolsResult,
   ReadResourceRequestSchema,
   type ReadResourceResult,
+  type ServerNotification,
 } from "npm:@modelcontextprotocol/sdk@1.32.2/types.js";
+import type { SkillEvent } from "../../observe/events.ts";
 import denoJson from "../../deno.json" with { type: "json" };
 import type { Skill } from "../../skill/types.ts";
 import type { CopyPolicy } from "../../workspace/copy.ts";
@@ -119,6 +121,65 @@ function errorResult(text: string): CallToolResult {
   return { content: [{ type: "text", text }], isError: true };
 }
 
+/** The most characters of output one progress notification carries. */
+const PROGRESS_OUTPUT_CHARS = 2000;
+
+/**
+ * Turns a call's events into `notifications/progress` for the client's
+ * progress token: each preparation step, and the command's output as it
+ * comes (its last characters). The events are already redacted.
+ */
+function progressSender(
+  progressToken: string | number,
+  send: (notification: ServerNotification) => Promise<void>,
+): (event: SkillEvent) => void {
+  let progress = 0;
+  return (event) => {
+    let message: string | undefined;
+    if (event.type === "prepare_progress") {
+      message = `Preparing skill "${event.skillName}": ${event.stage}${
+        event.detail ? ` (${event.detail})` : ""
+      }`;
+    } else if (event.type === "command_output") {
+      message = event.text.length > PROGRESS_OUTPUT_CHARS
+        ? event.text.slice(-PROGRESS_OUTPUT_CHARS)
+        : event.text;
+    }
+    if (message === undefined) return;
+    progress++;
+    send({
+      method: "notifications/progress",
+      params: { progressToken, progress, message },
+    }).catch(() => {});
+  };
+}
+
+/**
+ * The logging notification of an event, if it gets one: preparation steps
+ * (info) and tool calls that failed (warning). Events are already redacted.
+ */
+function logMessage(
+  event: SkillEvent,
+): { level: "info" | "warning"; data: string } | undefined {
+  if (event.type === "prepare_progress") {
+    return {
+      level: "info",
+      data: `Preparing skill "${event.skillName}": ${event.stage}${
+        event.detail ? ` (${event.detail})` : ""
+      }`,
+    };
+  }
+  if (event.type === "tool_call_end" && event.isError) {
+    return {
+      level: "warning",
+      data: `Tool "${event.tool}" returned an error after ${
+        Math.round(event.durationMs)
+      } ms`,
+    };
+  }
+  return undefined;
+}
+
 /**
  * Builds the low-level server: lists the tools with their JSON Schemas, calls
  * them, turns unknown tools and failures into results with `isError: true`,
@@ -178,12 +239,13 @@ export function createMcpServer(
           tools: {},
           prompts: {},
           resources: {},
+          logging: {},
           // The draft skills extension (SEP-2640): `extensions` per the
           // draft, `experimental` too, since SDK clients keep only that.
           experimental: { [SKILLS_EXTENSION]: {} },
           ...{ extensions: { [SKILLS_EXTENSION]: {} } },
         }
-        : { tools: {} },
+        : { tools: {}, logging: {} },
       ...(options.instructions === undefined
         ? {}
         : { instructions: options.instructions }),
@@ -212,8 +274,27 @@ export function createMcpServer(
         );
       }
       try {
+        const token = request.params._meta?.progressToken;
+        const progress = token !== undefined
+          ? progressSender(token, extra.sendNotification)
+          : undefined;
+        const log = (event: SkillEvent) => {
+          const message = logMessage(event);
+          if (message) {
+            server.sendLoggingMessage(
+              { ...message, logger: "skillrun" },
+              extra.sessionId,
+            ).catch(() => {});
+          }
+        };
         const result = await calls.track(
-          tool.execute(input ?? {}, { signal: extra.signal }),
+          tool.execute(input ?? {}, {
+            signal: extra.signal,
+            onEvent: (event) => {
+              progress?.(event);
+              log(event);
+            },
+          }),
         );
         return {
           content: [{ type: "text", text: result.text }],
