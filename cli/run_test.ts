@@ -743,6 +743,7 @@ Deno.test("on a terminal a long preparation shows one progress line, rewritten i
     const text = err.join("");
     // Rewritten (more than one update), never a new line, cleared at the end.
     assert(
+      // deno-lint-ignore no-control-regex
       (text.match(/\r\x1b\[Kskillrun: preparing "probe" \(bootstrap/g) ?? [])
         .length >= 2,
       JSON.stringify(text),
