@@ -75,6 +75,6 @@ export function sessionBashArgs(command: string): string[] {
 const SESSION_WRAPPER = [
   `__p=`,
   `trap '[ -n "$__p" ] && kill -TERM -- -$__p 2>/dev/null; ([ -n "$__p" ] && sleep 2 && kill -KILL -- -$__p) >/dev/null 2>&1 & exit 143' TERM`,
-  `setsid bash -c "$1" skillrun & __p=$!`,
+  `setsid bash -c -- "$1" skillrun & __p=$!`,
   `wait "$__p"`,
 ].join("\n");
