@@ -150,7 +150,7 @@ export class PreparationEngine {
    * @returns `true` once its preparation succeeded.
    */
   isPrepared(skill: Skill): boolean {
-    return this.#prepared.has(keyOf(skill));
+    return this.#prepared.has(skillKey(skill));
   }
 
   /**
@@ -184,7 +184,7 @@ export class PreparationEngine {
     config: SkillRuntimeConfig | undefined,
     request: PrepareRequest,
   ): Promise<PreparedSkill> {
-    const key = keyOf(skill);
+    const key = skillKey(skill);
     const fingerprint = fingerprintOf(config);
     const done = this.#prepared.get(key);
     if (done) {
@@ -377,8 +377,6 @@ function differentConfigError(skill: Skill): SkillPreparationError {
     { skillName: skill.name },
   );
 }
-
-const keyOf = skillKey;
 
 function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);

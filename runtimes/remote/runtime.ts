@@ -15,6 +15,7 @@ import {
   observePrepare,
   type SkillEventListener,
 } from "../../observe/events.ts";
+import { skillKey } from "../_skill_key.ts";
 import type { Skill } from "../../skill/types.ts";
 import { checkEnv, type SkillRuntimeConfig } from "../config.ts";
 import { checkExecuteRequest, checkMaxOutputBytes } from "../request.ts";
@@ -500,7 +501,7 @@ export class RemoteSkillRuntime implements SkillRuntime {
     const prepared: PreparedSkill[] = [];
     for (const entry of request.skills) {
       request.signal?.throwIfAborted();
-      const key = keyOf(entry.skill);
+      const key = skillKey(entry.skill);
       if (!this.#engine.isPrepared(entry.skill)) {
         this.#configs.set(key, entry.config);
       }
@@ -697,7 +698,7 @@ export class RemoteSkillRuntime implements SkillRuntime {
     options: MaterializeOptions,
   ): Promise<MaterializeResult> {
     this.#checkOpen("prepare skills");
-    const key = keyOf(skill);
+    const key = skillKey(skill);
     const basePath = this.#skillFolder(skill);
     const { signal, onProgress } = options;
     let digest: string | undefined;
@@ -778,10 +779,6 @@ function redactingProxy<T extends object>(
       };
     },
   });
-}
-
-function keyOf(skill: Skill): string {
-  return `${skill.name}\u0000${skill.basePath}`;
 }
 
 function absolutePosix(path: string, what: string): string {
