@@ -86,6 +86,22 @@ function shellName(s: string): [string, number] {
   return [s.slice(0, i), i];
 }
 
+/**
+ * The environment a sandbox's execd starts with, taken from this process's:
+ * only names a shell could define. `deno task` exports `?` (the status of
+ * its previous command, e.g. `?=0` after `a && b`), which no container holds
+ * and which `os.Expand` would then put into every path holding `$?`.
+ */
+function sandboxEnvironment(
+  env: Readonly<Record<string, string>>,
+): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(env).filter(([name]) =>
+      /^[A-Za-z_][A-Za-z0-9_]*$/.test(name)
+    ),
+  );
+}
+
 /** Go's `os.Expand`. */
 export function goExpand(s: string, mapping: (name: string) => string): string {
   let buffer: string | undefined;
@@ -259,7 +275,7 @@ export class OpenSandboxState {
   constructor(options: OpenSandboxServerOptions, faults: FaultInjector) {
     this.options = options;
     this.faults = faults;
-    this.env = options.env ?? Deno.env.toObject();
+    this.env = options.env ?? sandboxEnvironment(Deno.env.toObject());
     this.cwd = options.cwd ?? Deno.cwd();
     this.lingerMs = options.streamLingerMs ?? 1000;
     this.pingMs = options.pingIntervalMs ?? 3000;

@@ -158,6 +158,24 @@ Deno.test("upload: at most 1000 multipart parts: 500 pairs are written, 501 pair
   assertEquals(written, false, "nothing of a refused form is written");
 });
 
+Deno.test("paths: the server's environment holds only shell names: a `?` that `deno task` exports (`a && b`) does not reach `os.Expand`", async () => {
+  const before = Deno.env.get("?");
+  Deno.env.set("?", "0");
+  try {
+    await using started = await start();
+    const uploaded = await upload(started.execd, [{
+      path: `${started.dir}/q$?.txt`,
+      content: "q",
+    }]);
+    assertEquals(uploaded.status, 200);
+    assertEquals(await Deno.readTextFile(`${started.dir}/q.txt`), "q");
+    assertEquals(exists(`${started.dir}/q0.txt`), false);
+  } finally {
+    if (before === undefined) Deno.env.delete("?");
+    else Deno.env.set("?", before);
+  }
+});
+
 function exists(path: string): boolean {
   try {
     Deno.lstatSync(path);
