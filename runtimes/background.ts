@@ -112,9 +112,13 @@ class Entry {
  * import { backgroundCommands } from "@skillrun/skillrun/runtime";
  * await using runtime = new LocalSkillRuntime();
  * const commands = backgroundCommands(runtime);
- * const { id } = commands.start({ command: "echo one; sleep 0.2; echo two; exit 3" });
- * await new Promise((resolve) => setTimeout(resolve, 100));
- * assertEquals(commands.read(id).stdout, "one\n");
+ * const { id } = commands.start({ command: "echo one; sleep 0.5; echo two; exit 3" });
+ * let first = "";
+ * while (first === "") {
+ *   await new Promise((resolve) => setTimeout(resolve, 20));
+ *   first = commands.read(id).stdout;
+ * }
+ * assertEquals(first, "one\n");
  * await commands.wait(id);
  * const last = commands.read(id);
  * assertEquals([last.stdout, last.running, last.exitCode], ["two\n", false, 3]);

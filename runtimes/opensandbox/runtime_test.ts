@@ -261,7 +261,8 @@ Deno.test("a failed or timed-out bootstrap is not cached: a later call uploads a
   const config = new SkillRuntimeConfig({
     bootstrap: [
       { command: `test -e '${flag}' || exit 7`, timeoutMs: 10_000 },
-      { command: `test -e '${flag}.slow' || sleep 30`, timeoutMs: 300 },
+      // Room for a loaded machine's process start (300 ms was not).
+      { command: `test -e '${flag}.slow' || sleep 30`, timeoutMs: 1500 },
     ],
   });
   const failed = await assertRejects(
@@ -274,7 +275,7 @@ Deno.test("a failed or timed-out bootstrap is not cached: a later call uploads a
   const timedOut = await assertRejects(
     () => runtime.prepare({ skills: [{ skill, config }] }),
     SkillPreparationError,
-    "bootstrap command 2 of 2 timed out after 300 ms",
+    "bootstrap command 2 of 2 timed out after 1500 ms",
   );
   assert(timedOut.timedOut);
   await Deno.writeTextFile(`${flag}.slow`, "");
