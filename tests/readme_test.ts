@@ -31,8 +31,12 @@ import {
 const ROOT = hostPath.fromFileUrl(new URL("../", import.meta.url));
 const DENO = "npx -y deno@2.9.6";
 
-/** Whether this test runs under `deno.official.json` (`task test:official`). */
-const OFFICIAL = import.meta.resolve("@std/assert").startsWith("jsr:");
+/**
+ * Whether this test runs under `deno.official.json` (`task test:official`):
+ * there `@std/assert` is the official package (a `jsr:` specifier, or its
+ * linked source), in development `npm:deno-std`.
+ */
+const OFFICIAL = !import.meta.resolve("@std/assert").includes("/deno-std/");
 
 async function git(...args: string[]): Promise<string[]> {
   const out = await new Deno.Command("git", {
