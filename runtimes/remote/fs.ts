@@ -19,6 +19,8 @@ import { RemotePathFence, resolveRemotePath } from "./paths.ts";
 import { downloadToFile } from "./download.ts";
 import { RemoteHttpError } from "./errors.ts";
 import { WorkspaceEscapeError } from "../errors.ts";
+import type { ShellRunner } from "./_shell_files.ts";
+import { fencedRealPath, fencedWrite } from "./_fenced_files.ts";
 
 /** One file for {@linkcode RemoteFileOps.upload}. */
 export interface RemoteUploadFile {
@@ -71,6 +73,14 @@ export interface RemoteFileSystemOptions {
   readonly defaultDirectory: string;
   /** A remote workspace root: paths outside are refused, with no request. */
   readonly fenceRoot?: string;
+  /**
+   * Runs one helper command in the sandbox (never retried). With a fence,
+   * writes go through it (the check of what is there, a temporary file and
+   * the rename over the target in one command) and so does
+   * {@linkcode RemoteFileSystem.realPath}; without it, a fenced write checks
+   * with `stat` and uploads in place.
+   */
+  readonly shell?: ShellRunner;
 }
 
 /** The default depth of {@linkcode RemoteFileSystem.list}: 1. */
@@ -123,6 +133,7 @@ export class RemoteFileSystem implements SkillRuntimeFileSystem {
   #pending: Promise<RemoteFileOps> | undefined;
   readonly #defaultDirectory: string;
   readonly #fence: RemotePathFence | undefined;
+  readonly #shell: ShellRunner | undefined;
 
   /**
    * Makes the file system; makes no request.
@@ -142,6 +153,7 @@ export class RemoteFileSystem implements SkillRuntimeFileSystem {
       throw new TypeError("Cannot make a remote file system: ops are missing");
     }
     this.#ops = ops;
+    this.#shell = options.shell;
     this.#fence = options.fenceRoot === undefined
       ? undefined
       : new RemotePathFence(options.fenceRoot);
@@ -250,9 +262,55 @@ export class RemoteFileSystem implements SkillRuntimeFileSystem {
       throw new TypeError(`Cannot write "${path}": the content is not text`);
     }
     options.signal?.throwIfAborted();
+    if (this.#fence && this.#shell) {
+      const ops = await this.#getOps();
+      await fencedWrite({
+        shell: this.#shell,
+        upload: (path, bytes, signal) =>
+          ops.upload(
+            [{ remotePath: path, content: bytes, mode: 0o644 }],
+            signal,
+          ),
+        root: this.#fence.root,
+        target: remotePath,
+        given: path,
+        bytes: new TextEncoder().encode(content),
+        signal: options.signal,
+      });
+      return;
+    }
     await this.#checkPlaced(path, "write", options.signal);
     const ops = await this.#getOps();
     await ops.upload([{ remotePath, content }], options.signal);
+  }
+
+  /**
+   * Where a path really leads, for a search root: with a fence (and a
+   * shell), resolved in the sandbox by `realpath`, refused when it leads
+   * outside the workspace (a symbolic link to a place inside is followed,
+   * as the local runtime does); otherwise the lexical path.
+   *
+   * @param path The path.
+   * @param options A signal.
+   * @returns The absolute path it leads to, or `null` when nothing is there.
+   * @throws {WorkspaceEscapeError} With a fence: it leads outside.
+   * @throws {Error} The command failed.
+   */
+  async realPath(
+    path: string,
+    options: SignalOptions = {},
+  ): Promise<string | null> {
+    const remotePath = this.#resolve(path);
+    options.signal?.throwIfAborted();
+    if (!this.#fence || !this.#shell) return remotePath;
+    await this.#getOps();
+    return await fencedRealPath(
+      this.#shell,
+      this.#fence.root,
+      remotePath,
+      path,
+      options.signal,
+    );
   }
 
   /**

@@ -11,6 +11,8 @@
 import { assert, assertEquals } from "../../_internal/assert.ts";
 import { startTestServer } from "../../runtimes/opensandbox/_testing.ts";
 import { startAioTestServer } from "../../runtimes/aio/_testing.ts";
+import { startE2BTestServer } from "../../runtimes/e2b/_testing.ts";
+import { startVercelTestServer } from "../../runtimes/vercel/_testing.ts";
 import { MemoryConversationStore } from "../../workspace/conversation_store.ts";
 import { buildSkillTools, type SkillTools } from "../../tools/builder.ts";
 import type { SkillRuntime } from "../../runtimes/types.ts";
@@ -108,6 +110,50 @@ export const REMOTE_KINDS: readonly RemoteKind[] = [
     },
     async start(_base, conversationsRoot) {
       const server = await startAioTestServer();
+      const runtime = server.runtime({
+        conversationId: "victim",
+        conversationsRoot,
+        store: new MemoryConversationStore(),
+      });
+      return {
+        runtime,
+        faults: server.server.faults,
+        close: async () => await server[Symbol.asyncDispose](),
+      };
+    },
+  },
+  {
+    name: "e2b",
+    routes: {
+      exec: "/process.Process/Start",
+      download: "/files",
+      upload: "/files",
+      destroy: { method: "DELETE", path: "/sandboxes/{id}" },
+    },
+    async start(_base, conversationsRoot) {
+      const server = await startE2BTestServer();
+      const runtime = server.runtime({
+        conversationId: "victim",
+        conversationsRoot,
+        store: new MemoryConversationStore(),
+      });
+      return {
+        runtime,
+        faults: server.server.faults,
+        close: async () => await server[Symbol.asyncDispose](),
+      };
+    },
+  },
+  {
+    name: "vercel",
+    routes: {
+      exec: "/v2/sandboxes/sessions/{id}/cmd",
+      download: "/v2/sandboxes/sessions/{id}/fs/read",
+      upload: "/v2/sandboxes/sessions/{id}/fs/write",
+      destroy: { method: "DELETE", path: "/v2/sandboxes/{id}" },
+    },
+    async start(_base, conversationsRoot) {
+      const server = await startVercelTestServer();
       const runtime = server.runtime({
         conversationId: "victim",
         conversationsRoot,
