@@ -60,6 +60,10 @@ export interface RemoteWorld extends AsyncDisposable {
   call(name: string, input: Record<string, unknown>): Promise<ToolResult>;
   /** Runs a command in the workspace (through the bash tool). */
   sh(command: string): Promise<ToolResult>;
+  /** What the publisher received: file name → size announced, bytes read. */
+  readonly published: Map<string, { announced?: number; streamed: number }>;
+  /** Called by the publisher before it reads a stream (set by a case). */
+  beforePublishRead?: () => Promise<void>;
 }
 
 /** A remote runtime kind: how to start its server and a conversation on it. */
@@ -191,13 +195,21 @@ export async function makeRemoteWorld(kind: RemoteKind): Promise<RemoteWorld> {
   const skills = await writeApiSkill(base);
   const started = await kind.start(base, root);
   const { runtime } = started;
+  const published = new Map<string, { announced?: number; streamed: number }>();
+  let world: RemoteWorld | undefined;
   const kit = await buildSkillTools({
     skills,
     runtime,
     configs: apiConfigs(),
     publisher: {
-      async publish({ stream, fileName }) {
-        for await (const _ of stream) { /* drained */ }
+      async publish({ stream, fileName, size }) {
+        await world?.beforePublishRead?.();
+        const record: { announced?: number; streamed: number } = {
+          ...(size !== undefined ? { announced: size } : {}),
+          streamed: 0,
+        };
+        published.set(fileName, record);
+        for await (const chunk of stream) record.streamed += chunk.length;
         return { url: `https://files.example/${fileName}` };
       },
     },
@@ -212,8 +224,9 @@ export async function makeRemoteWorld(kind: RemoteKind): Promise<RemoteWorld> {
   assertOk(
     await tool("write").execute({ file_path: "alive.txt", content: "alive\n" }),
   );
-  return {
+  world = {
     kind: kind.name,
+    published,
     base,
     workspace,
     outside,
@@ -229,6 +242,7 @@ export async function makeRemoteWorld(kind: RemoteKind): Promise<RemoteWorld> {
       await Deno.remove(base, { recursive: true }).catch(() => {});
     },
   };
+  return world;
 }
 
 /** One adversarial case on every remote kind. */
