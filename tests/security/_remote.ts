@@ -196,14 +196,13 @@ export async function makeRemoteWorld(kind: RemoteKind): Promise<RemoteWorld> {
   const started = await kind.start(base, root);
   const { runtime } = started;
   const published = new Map<string, { announced?: number; streamed: number }>();
-  let world: RemoteWorld | undefined;
   const kit = await buildSkillTools({
     skills,
     runtime,
     configs: apiConfigs(),
     publisher: {
       async publish({ stream, fileName, size }) {
-        await world?.beforePublishRead?.();
+        await world.beforePublishRead?.();
         const record: { announced?: number; streamed: number } = {
           ...(size !== undefined ? { announced: size } : {}),
           streamed: 0,
@@ -224,7 +223,7 @@ export async function makeRemoteWorld(kind: RemoteKind): Promise<RemoteWorld> {
   assertOk(
     await tool("write").execute({ file_path: "alive.txt", content: "alive\n" }),
   );
-  world = {
+  const world: RemoteWorld = {
     kind: kind.name,
     published,
     base,
