@@ -24,6 +24,9 @@ import { runChecked, type ShellRunner } from "./_shell_files.ts";
  */
 export const INLINE_WRITE_BYTES = 32 * 1024;
 
+/** The longest content literal put in the one command (escapes counted). */
+const INLINE_LITERAL_CHARS = 64 * 1024;
+
 /** What the script prints when it refuses (never with exit code 0 otherwise). */
 const REFUSED = "skillrun-refused";
 
@@ -161,13 +164,16 @@ export async function fencedWrite(options: FencedWriteOptions): Promise<void> {
     const result = await runChecked(shell, script, `write "${given}"`, signal);
     throwRefusal(result.stdout, steps, given, "write", root);
   };
-  if (bytes.length <= INLINE_WRITE_BYTES) {
+  const literal = bytes.length <= INLINE_WRITE_BYTES
+    ? bashLiteral(bytes)
+    : undefined;
+  if (literal !== undefined && literal.length <= INLINE_LITERAL_CHARS) {
+    // bash's own printf writes the bytes: no process but chmod and mv.
     await run([
       check,
-      `mkdir -p -- ${d} || exit 1`,
-      `(umask 022 && set -C && printf '%s' '${
-        toBase64(bytes)
-      }' | base64 -d > ${f}) || { rm -f -- ${f}; exit 1; }`,
+      `[ -d ${d} ] || mkdir -p -- ${d} || exit 1`,
+      `umask 022; set -C`,
+      `printf '%s' ${literal} > ${f} || { rm -f -- ${f}; exit 1; }`,
       rename,
     ].join("\n"));
     return;
@@ -258,10 +264,19 @@ function fromBase64Line(text: string): string {
   return new TextDecoder().decode(bytes).replace(/\n$/, "");
 }
 
-function toBase64(bytes: Uint8Array): string {
-  let binary = "";
-  for (let i = 0; i < bytes.length; i += 0x8000) {
-    binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+/**
+ * Bytes as a bash `$'...'` literal (printable ASCII as is, the rest as
+ * `\xHH`), or `undefined` when they hold a NUL byte (a bash string cannot).
+ */
+function bashLiteral(bytes: Uint8Array): string | undefined {
+  let out = "$'";
+  for (const byte of bytes) {
+    if (byte === 0) return undefined;
+    if (byte >= 0x20 && byte < 0x7f && byte !== 0x27 && byte !== 0x5c) {
+      out += String.fromCharCode(byte);
+    } else {
+      out += `\\x${byte.toString(16).padStart(2, "0")}`;
+    }
   }
-  return btoa(binary);
+  return `${out}'`;
 }

@@ -20,7 +20,7 @@ import { downloadToFile } from "./download.ts";
 import { RemoteHttpError } from "./errors.ts";
 import { WorkspaceEscapeError } from "../errors.ts";
 import type { ShellRunner } from "./_shell_files.ts";
-import { fencedRealPath, fencedWrite } from "./_fenced_files.ts";
+import { fencedRealPath, fencedWrite, fenceSteps } from "./_fenced_files.ts";
 
 /** One file for {@linkcode RemoteFileOps.upload}. */
 export interface RemoteUploadFile {
@@ -56,6 +56,15 @@ export interface RemoteOpenOptions {
 export interface RemoteFileOps {
   /** Facts about a path (symlinks not followed), or `null` when missing. */
   stat(path: string, signal?: AbortSignal): Promise<FileInfo | null>;
+  /**
+   * Facts about several paths in their order (symlinks not followed, `null`
+   * for a missing one), in one request where the server allows; without
+   * it, {@linkcode RemoteFileOps.stat} is called for each, in parallel.
+   */
+  statMany?(
+    paths: readonly string[],
+    signal?: AbortSignal,
+  ): Promise<(FileInfo | null)[]>;
   /** The entries below a folder, down to `depth` levels, in any order. */
   list(path: string, options: RemoteListOptions): Promise<FileInfo[]>;
   /** A 2xx response whose body is the file from `offset` (206 when ranged). */
@@ -470,23 +479,18 @@ export class RemoteFileSystem implements SkillRuntimeFileSystem {
     if (!this.#fence) return;
     const remotePath = this.#resolve(path);
     const root = this.#fence.root;
-    const steps = [root];
-    if (remotePath !== root) {
-      let at = root;
-      for (const part of remotePath.slice(root.length + 1).split("/")) {
-        at = `${at}/${part}`;
-        steps.push(at);
-      }
-    }
+    const steps = fenceSteps(root, remotePath);
     const ops = await this.#getOps();
-    const infos = await Promise.all(
-      steps.map((step) =>
-        ops.stat(step, signal).catch((error) => {
-          if (isMissing(error)) return null;
-          throw error;
-        })
-      ),
-    );
+    const infos = ops.statMany
+      ? await ops.statMany(steps, signal)
+      : await Promise.all(
+        steps.map((step) =>
+          ops.stat(step, signal).catch((error) => {
+            if (isMissing(error)) return null;
+            throw error;
+          })
+        ),
+      );
     for (let i = 0; i < steps.length; i++) {
       const info = infos[i];
       if (info === null || info === undefined) {

@@ -94,12 +94,21 @@ const hardLinks: RemoteSecurityCase = {
     assertEquals(await modeOf(`${world.workspace}/run.sh`), 0o750);
     await world.runtime.fs.writeText("run.sh", "z".repeat(40 * 1024));
     assertEquals(await modeOf(`${world.workspace}/run.sh`), 0o750);
-    const text = "with 'quotes', $HOME, `ticks` and \\ back\n";
-    await world.runtime.fs.writeText("odd $1 name's.txt", text);
-    assertEquals(
-      await Deno.readTextFile(`${world.workspace}/odd $1 name's.txt`),
-      text,
-    );
+    for (
+      const text of [
+        "with 'quotes', $HOME, `ticks`, %s and \\x41 back\r\n",
+        "héllo — ✓ \u{1F600}\n\n",
+        "a\0b (a NUL byte: uploaded, then renamed)",
+        "",
+        "-n",
+      ]
+    ) {
+      await world.runtime.fs.writeText("odd $1 name's.txt", text);
+      assertEquals(
+        await Deno.readTextFile(`${world.workspace}/odd $1 name's.txt`),
+        text,
+      );
+    }
   },
 };
 
