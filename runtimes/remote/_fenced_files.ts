@@ -197,9 +197,9 @@ export async function fencedWrite(options: FencedWriteOptions): Promise<void> {
 
 /**
  * Resolves a path in a fenced workspace the way the local runtime does
- * before a search: every step looked at, and when a symbolic link is on the
- * way, the path resolved by `realpath -e` in the sandbox; a result outside
- * the root is refused. One command.
+ * before a search: `realpath -e` in the sandbox (links on the way followed),
+ * a result outside the root's real path refused, and so is a root that is
+ * itself a symbolic link. One command.
  *
  * @param shell Runs one helper command.
  * @param root The fence root.

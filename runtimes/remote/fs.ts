@@ -101,8 +101,13 @@ const DEFAULT_LIST_LIMIT = 1000;
  * The file system of a remote runtime, shared by every server kind: paths
  * are POSIX and resolved here (relative ones against `defaultDirectory`);
  * with `fenceRoot`, a path outside the remote workspace is refused with a
- * `WorkspaceEscapeError` before any request (the fence is lexical: the
- * sandbox is the boundary for symlinks inside it). The server's calls come
+ * `WorkspaceEscapeError` before any request, and what is really there is
+ * looked at before each use: a read stats every step (a symbolic link on the
+ * way, or a file that is not a regular one, is refused); with a `shell`, a
+ * write checks the same and renames a temporary file over the target in one
+ * command (a hard link keeps its other name's bytes), and
+ * {@linkcode RemoteFileSystem.realPath} resolves a search root in the
+ * sandbox. The server's calls come
  * from a {@linkcode RemoteFileOps}, which may be given lazily (a function
  * called on first real use, again after it failed), so that constructing the
  * file system makes no request.
@@ -468,8 +473,10 @@ export class RemoteFileSystem implements SkillRuntimeFileSystem {
    * would take the sandbox's word, and it may swap the link between our
    * check and the server's use), and so is a file that is not a regular one
    * (a FIFO would block the server's open; a device or a socket is no file).
-   * The check and the use are two requests:
-   * a command swapping a folder for a link between them is not stopped.
+   * One request where the server can stat several paths at once. The check
+   * and the use are two requests: a command swapping a folder for a link
+   * between them is not stopped (writes with a shell make the check and the
+   * rename in one command instead).
    */
   async #checkPlaced(
     path: string,

@@ -308,8 +308,8 @@ export interface RemoteSearchParts {
  * preparation the record is read again, so a skill another runtime object
  * or another process prepared with the same digest is neither uploaded nor
  * bootstrapped again; a changed skill is uploaded and bootstrapped again.
- * The file system and working directories are fenced (lexically) inside the
- * workspace.
+ * The file system and working directories are fenced inside the workspace
+ * (lexically, and by what is there: see {@linkcode RemoteFileSystem}).
  *
  * @example A runtime over a backend of your own
  * ```ts
