@@ -66,6 +66,8 @@ const SEP = "|";
 export class AioFileOps implements RemoteFileOps {
   readonly #client: AioClient;
   readonly #shell: AioShell;
+  /** There is no stat endpoint: `stat` is a command. */
+  readonly statsByCommand = true;
 
   /**
    * @param client The container's client.

@@ -196,6 +196,78 @@ export async function fencedWrite(options: FencedWriteOptions): Promise<void> {
 }
 
 /**
+ * The largest file {@linkcode fencedRead} brings back in its command's
+ * output (base64); a larger one is read by a download after a check.
+ */
+export const INLINE_READ_BYTES = 192 * 1024;
+
+/**
+ * Reads a small file in a fenced workspace in one command that checks and
+ * reads in the same invocation: every step looked at (a symbolic link, a
+ * step that is not a folder, a file that is not a regular one refused),
+ * the file opened, then the steps looked at again and the opened file
+ * compared with the path (`-ef`: same device and inode), so that a swap
+ * around the open is refused rather than read. For servers whose `stat` is
+ * a command anyway (AIO, Vercel): the same cost, no window.
+ *
+ * @param shell Runs one helper command.
+ * @param root The fence root.
+ * @param target The file (absolute, lexically inside the root).
+ * @param given The path as the caller gave it.
+ * @param limit The most bytes wanted (the caller's limit + 1), if any.
+ * @param signal Stops it.
+ * @returns The bytes (at most `limit`), `null` when the file is missing, or
+ * `"large"` when it is larger than {@linkcode INLINE_READ_BYTES} and the
+ * caller wants more (checked: read it by download).
+ * @throws {WorkspaceEscapeError} A step is a symbolic link.
+ * @throws {TypeError} It is a folder or not a regular file.
+ */
+export async function fencedRead(
+  shell: ShellRunner,
+  root: string,
+  target: string,
+  given: string,
+  limit: number | undefined,
+  signal?: AbortSignal,
+): Promise<Uint8Array | null | "large"> {
+  const steps = fenceSteps(root, target);
+  const t = shellQuote(target);
+  const last = steps.length - 1;
+  const take = Math.min(limit ?? Infinity, INLINE_READ_BYTES + 1);
+  const check = checkLines(steps, true);
+  const result = await runChecked(
+    shell,
+    [
+      check,
+      `if [ ! -e ${t} ]; then echo skillrun-missing; exit 0; fi`,
+      `exec 3< ${t} || exit 1`,
+      check.replace(/^__r\(\) \{[^\n]*\n/, ""),
+      `[ ${t} -ef /proc/self/fd/3 ] || __r link ${last}`,
+      `[ -f /proc/self/fd/3 ] || __r special ${last}`,
+      `printf 'skillrun-bytes '; head -c ${take} <&3 | base64 -w0; echo`,
+    ].join("\n"),
+    `read "${given}"`,
+    signal,
+  );
+  throwRefusal(result.stdout, steps, given, "read", root);
+  const out = result.stdout.trim();
+  if (out === "skillrun-missing") return null;
+  if (!out.startsWith("skillrun-bytes")) {
+    throw new Error(
+      `Cannot read "${given}": the sandbox answered ${
+        JSON.stringify(out.slice(0, 200))
+      }`,
+    );
+  }
+  const binary = atob(out.slice("skillrun-bytes".length).trim());
+  const bytes = Uint8Array.from(binary, (c) => c.charCodeAt(0));
+  if (bytes.length > INLINE_READ_BYTES && (limit ?? Infinity) > bytes.length) {
+    return "large";
+  }
+  return bytes;
+}
+
+/**
  * Resolves a path in a fenced workspace the way the local runtime does
  * before a search: `realpath -e` in the sandbox (links on the way followed),
  * a result outside the root's real path refused, and so is a root that is

@@ -20,7 +20,12 @@ import { downloadToFile } from "./download.ts";
 import { RemoteHttpError } from "./errors.ts";
 import { WorkspaceEscapeError } from "../errors.ts";
 import type { ShellRunner } from "./_shell_files.ts";
-import { fencedRealPath, fencedWrite, fenceSteps } from "./_fenced_files.ts";
+import {
+  fencedRead,
+  fencedRealPath,
+  fencedWrite,
+  fenceSteps,
+} from "./_fenced_files.ts";
 
 /** One file for {@linkcode RemoteFileOps.upload}. */
 export interface RemoteUploadFile {
@@ -65,6 +70,12 @@ export interface RemoteFileOps {
     paths: readonly string[],
     signal?: AbortSignal,
   ): Promise<(FileInfo | null)[]>;
+  /**
+   * Whether `stat` runs a command in the sandbox (no stat endpoint): in a
+   * fenced workspace a read of a small file is then one command that checks
+   * and reads (the same cost, and no window between the check and the use).
+   */
+  readonly statsByCommand?: boolean;
   /** The entries below a folder, down to `depth` levels, in any order. */
   list(path: string, options: RemoteListOptions): Promise<FileInfo[]>;
   /** A 2xx response whose body is the file from `offset` (206 when ranged). */
@@ -227,8 +238,11 @@ export class RemoteFileSystem implements SkillRuntimeFileSystem {
    */
   async readText(path: string, options: ReadTextOptions): Promise<string> {
     checkLimit(options?.maxBytes, "maxBytes");
-    await this.#checkPlaced(path, "read", options.signal);
-    const bytes = await this.#read(path, options.maxBytes, options.signal);
+    const bytes = await this.#checkedRead(
+      path,
+      options.maxBytes,
+      options.signal,
+    );
     return new TextDecoder("utf-8", { ignoreBOM: true }).decode(bytes);
   }
 
@@ -251,8 +265,41 @@ export class RemoteFileSystem implements SkillRuntimeFileSystem {
     if (options.maxBytes !== undefined) {
       checkLimit(options.maxBytes, "maxBytes");
     }
-    await this.#checkPlaced(path, "read", options.signal);
-    return await this.#read(path, options.maxBytes, options.signal);
+    return await this.#checkedRead(path, options.maxBytes, options.signal);
+  }
+
+  /** A whole read, fenced: in one command where stat is one anyway. */
+  async #checkedRead(
+    path: string,
+    limit: number | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<Uint8Array> {
+    if (this.#fence && this.#shell) {
+      const remotePath = this.#resolve(path);
+      signal?.throwIfAborted();
+      const ops = await this.#getOps();
+      if (ops.statsByCommand) {
+        const read = await fencedRead(
+          this.#shell,
+          this.#fence.root,
+          remotePath,
+          path,
+          limit === undefined ? undefined : limit + 1,
+          signal,
+        );
+        if (read === null) {
+          throw new Deno.errors.NotFound(`Cannot read "${path}": no such file`);
+        }
+        if (read !== "large") {
+          if (limit !== undefined && read.length > limit) {
+            throw tooLargeError(path, limit);
+          }
+          return read;
+        }
+      }
+    }
+    await this.#checkPlaced(path, "read", signal);
+    return await this.#read(path, limit, signal);
   }
 
   /**

@@ -237,6 +237,7 @@ class VercelService implements SandboxService<VercelSandbox> {
       files: {
         stat: (path, signal) => shellStat(shell, path, signal),
         statMany: (paths, signal) => shellStatMany(shell, paths, signal),
+        statsByCommand: true,
         list: (path, options) =>
           shellList(shell, path, options.depth, options.signal),
         open: (path, options) =>

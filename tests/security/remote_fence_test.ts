@@ -235,7 +235,45 @@ const publishSize: RemoteSecurityCase = {
   },
 };
 
+const readSizes: RemoteSecurityCase = {
+  name:
+    "reads bring back exactly the file, small or large, and refuse one over the limit",
+  async attack(world) {
+    await Deno.writeTextFile(`${world.workspace}/big.txt`, "b".repeat(300_000));
+    let refused = "";
+    try {
+      await world.runtime.fs.readText("big.txt", { maxBytes: 1000 });
+    } catch (error) {
+      refused = String(error);
+    }
+    assert(refused.includes("larger than"), refused);
+    await Deno.link(
+      `${world.outside}/secret.txt`,
+      `${world.workspace}/hard.txt`,
+    );
+    // A hard link is the same file: reading it is reading the workspace's.
+    assertEquals(
+      await world.runtime.fs.readText("hard.txt", { maxBytes: 100 }),
+      "outside secret\n",
+    );
+  },
+  async control(world) {
+    assertEquals(
+      await world.runtime.fs.readText("big.txt", { maxBytes: 1 << 20 }),
+      "b".repeat(300_000),
+    );
+    const bytes = new Uint8Array(256).map((_, i) => i);
+    await Deno.writeFile(`${world.workspace}/all.bin`, bytes);
+    assertEquals(await world.runtime.fs.readBytes("all.bin"), bytes);
+    assertEquals(
+      await world.runtime.fs.readText("alive.txt", { maxBytes: 6 }),
+      "alive\n",
+    );
+  },
+};
+
 remoteSecurityCases("remote fence", [
+  readSizes,
   hardLinks,
   swappedWhileWriting,
   searchRoots,
