@@ -145,7 +145,10 @@ remoteSecurityCases("remote errors", [
   {
     name: "fs.writeText and the search: an error answer with the secrets",
     async attack(world) {
+      // A conversation's write is a command (check, temporary file, rename),
+      // with an upload for large content.
       echoOn(world, world.routes.upload);
+      echoOn(world, world.routes.exec);
       assertNoSecret(
         textsOf(
           await thrown(() => world.runtime.fs.writeText("new.txt", "x")),

@@ -129,9 +129,13 @@ const swappedWhileWriting: RemoteSecurityCase = {
       content: "pwned\n",
     });
     await new Promise((resolve) => setTimeout(resolve, 400));
-    await Deno.remove(`${world.workspace}/target.txt`);
+    // An atomic swap (a rename), as a command's `mv -T` would do it.
     await Deno.symlink(
       `${world.outside}/secret.txt`,
+      `${world.workspace}/swap.tmp`,
+    );
+    await Deno.rename(
+      `${world.workspace}/swap.tmp`,
       `${world.workspace}/target.txt`,
     );
     const result = await write;
