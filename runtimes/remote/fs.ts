@@ -7,6 +7,7 @@
 import { checkPositiveInteger, tooLargeError } from "../../_internal/format.ts";
 import type {
   DownloadResult,
+  ExecuteResult,
   FileInfo,
   ListOptions,
   ListResult,
@@ -100,7 +101,10 @@ export interface RemoteFileSystemOptions {
    * {@linkcode RemoteFileSystem.realPath}; without it, a fenced write checks
    * with `stat` and uploads in place.
    */
-  readonly shell?: ShellRunner;
+  readonly shell?: (
+    command: string,
+    signal?: AbortSignal,
+  ) => Promise<ExecuteResult>;
 }
 
 /** The default depth of {@linkcode RemoteFileSystem.list}: 1. */
