@@ -215,7 +215,7 @@ function fsReady(): Promise<
 cases.push({
   id: "aio-fs-link-check-read",
   title:
-    "AIO read of a 1 KiB file: conversation (link check: 2 stat commands in parallel, then the download) vs plain (one download)",
+    "AIO read of a 1 KiB file: conversation (one command that checks and reads) vs plain (one download)",
   module: import.meta.url,
   iterations: 10,
   rounds: 3,

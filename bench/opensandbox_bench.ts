@@ -386,7 +386,7 @@ async function readSmall(runtime: OpenSandboxSkillRuntime): Promise<void> {
 cases.push({
   id: "opensandbox-fs-link-check-read",
   title:
-    "OpenSandbox read of a 1 KiB file: conversation (link check: +1 round trip of 2 parallel /files/info) vs plain (one download)",
+    "OpenSandbox read of a 1 KiB file: conversation (link check: one /files/info naming every step, then the download) vs plain (one download)",
   module: import.meta.url,
   iterations: 20,
   rounds: 5,
