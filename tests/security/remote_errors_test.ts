@@ -111,7 +111,9 @@ remoteSecurityCases("remote errors", [
   {
     name: "fs.readText: an error answer with the secrets, whole or cut",
     async attack(world) {
+      // (A conversation's small read is one command on AIO and Vercel.)
       echoOn(world, world.routes.download);
+      echoOn(world, world.routes.exec);
       assertNoSecret(
         textsOf(
           await thrown(() =>
@@ -120,10 +122,12 @@ remoteSecurityCases("remote errors", [
         ),
       );
       world.faults.clear();
-      world.faults.add({
-        path: world.routes.download,
-        fault: { kind: "status", status: 400, body: cutAnswer() },
-      });
+      for (const path of [world.routes.download, world.routes.exec]) {
+        world.faults.add({
+          path,
+          fault: { kind: "status", status: 400, body: cutAnswer() },
+        });
+      }
       const cut = textsOf(
         await thrown(() =>
           world.runtime.fs.readText("alive.txt", { maxBytes: 100 })
