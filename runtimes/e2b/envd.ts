@@ -62,6 +62,7 @@ interface EntryInfo {
   path?: string;
   size?: string | number;
   mode?: number;
+  permissions?: string;
   modifiedTime?: string;
 }
 
@@ -605,9 +606,22 @@ function plainName(path: string): boolean {
   return /^[\x20-\x7e]*$/.test(path) && !/["\\%]/.test(path);
 }
 
+/**
+ * Go's `os.FileMode` bits of what is no regular file (named pipe, socket,
+ * device, character device, irregular): envd sends the mode as Go has it,
+ * so a FIFO may come as a "file" whose mode says otherwise.
+ */
+const GO_SPECIAL_MODE = (1 << 25) | (1 << 24) | (1 << 26) | (1 << 21) |
+  (1 << 19);
+
 function toFileInfo(entry: EntryInfo, fallbackPath?: string): FileInfo {
   const path = entry.path || fallbackPath || "";
-  const type = entry.type === "FILE_TYPE_FILE"
+  const special = (typeof entry.mode === "number" &&
+    ((entry.mode >>> 0) & GO_SPECIAL_MODE) !== 0) ||
+    /^[pSDcu?]/.test(entry.permissions ?? "");
+  const type = special
+    ? "other"
+    : entry.type === "FILE_TYPE_FILE"
     ? "file"
     : entry.type === "FILE_TYPE_DIRECTORY"
     ? "directory"

@@ -237,3 +237,49 @@ Deno.test("a conversation whose sandbox is gone starts anew in a new sandbox", a
   assertNotEquals(second.sandboxId, gone);
   assertEquals(uploads(counted.requests), 1);
 });
+
+Deno.test("a conversation's file calls: a write is one command, a read one /files/info (every step at once) and the download", async () => {
+  await using server = await startTestServer();
+  const counted = countingFetch();
+  const runtime = server.runtime({
+    conversationId: "counted",
+    conversationsRoot: `${server.dir}/conversations`,
+    store: new MemoryConversationStore(),
+    fetch: counted.fetch,
+  });
+  await runtime.execute({ command: "mkdir -p a/b" });
+  const execd = (from: number) =>
+    counted.requests.slice(from).filter((r) => !r.path.startsWith("/v1/"))
+      .map((r) => `${r.method} ${r.path.replace(/^.*\/port\/\d+/, "")}`);
+  let from = counted.requests.length;
+  await runtime.fs.writeText("a/b/c.txt", "content\n");
+  assertEquals(execd(from), ["POST /command"]);
+  from = counted.requests.length;
+  assertEquals(
+    await runtime.fs.readText("a/b/c.txt", { maxBytes: 100 }),
+    "content\n",
+  );
+  assertEquals(execd(from), ["GET /files/info", "GET /files/download"]);
+  // A missing file: the 404 of the whole call asks again, step by step.
+  from = counted.requests.length;
+  await assertRejects(
+    () => runtime.fs.readText("a/b/none.txt", { maxBytes: 100 }),
+    Deno.errors.NotFound,
+  );
+  assertEquals(execd(from), [
+    ...Array(5).fill("GET /files/info"), // all 4 steps, then each
+    "GET /files/download",
+  ]);
+  // Content over 32 KiB: a check, the upload to a temporary name, the rename.
+  from = counted.requests.length;
+  await runtime.fs.writeText("a/b/c.txt", "z".repeat(40_000));
+  assertEquals(execd(from), [
+    "POST /command",
+    "POST /files/upload",
+    "POST /command",
+  ]);
+  assertEquals(
+    (await Deno.stat(`${server.dir}/conversations/counted/a/b/c.txt`)).size,
+    40_000,
+  );
+});

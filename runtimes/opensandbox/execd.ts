@@ -18,6 +18,7 @@ import {
   runChecked,
   shellList,
   shellStat,
+  shellStatMany,
 } from "../remote/_shell_files.ts";
 import type { ExecuteResult, FileInfo, FileType } from "../types.ts";
 import { ExecdProtocolError, readExecdEvents } from "./_events.ts";
@@ -367,6 +368,41 @@ export class ExecdClient implements RemoteFileOps {
       if (error instanceof RemoteHttpError && error.status === 404) return null;
       throw error;
     }
+  }
+
+  /**
+   * Facts about several paths in one `GET /files/info` (the path repeated);
+   * since any missing path makes that call 404, a 404 asks again path by
+   * path (in parallel). Paths holding `$` go through one quoted command.
+   *
+   * @param paths Absolute POSIX paths.
+   * @param signal Stops the call.
+   * @returns The facts in order, `null` for each missing path.
+   */
+  async statMany(
+    paths: readonly string[],
+    signal?: AbortSignal,
+  ): Promise<(FileInfo | null)[]> {
+    if (paths.some(needsShellPath)) {
+      return await shellStatMany(this.#shell, paths, signal);
+    }
+    try {
+      const map = await this.http.json<Record<string, ExecdFileInfo>>({
+        method: "GET",
+        path: "/files/info",
+        query: { path: [...paths] },
+        ...(signal ? { signal } : {}),
+      });
+      // Every path answered (a 200 means each exists): else ask one by one.
+      if (paths.every((path) => map[path] !== undefined)) {
+        return paths.map((path) => toFileInfo(map[path]!, path));
+      }
+    } catch (error) {
+      if (!(error instanceof RemoteHttpError && error.status === 404)) {
+        throw error;
+      }
+    }
+    return await Promise.all(paths.map((path) => this.stat(path, signal)));
   }
 
   /**

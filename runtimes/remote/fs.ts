@@ -7,6 +7,7 @@
 import { checkPositiveInteger, tooLargeError } from "../../_internal/format.ts";
 import type {
   DownloadResult,
+  ExecuteResult,
   FileInfo,
   ListOptions,
   ListResult,
@@ -19,6 +20,13 @@ import { RemotePathFence, resolveRemotePath } from "./paths.ts";
 import { downloadToFile } from "./download.ts";
 import { RemoteHttpError } from "./errors.ts";
 import { WorkspaceEscapeError } from "../errors.ts";
+import type { ShellRunner } from "./_shell_files.ts";
+import {
+  fencedRead,
+  fencedRealPath,
+  fencedWrite,
+  fenceSteps,
+} from "./_fenced_files.ts";
 
 /** One file for {@linkcode RemoteFileOps.upload}. */
 export interface RemoteUploadFile {
@@ -54,6 +62,21 @@ export interface RemoteOpenOptions {
 export interface RemoteFileOps {
   /** Facts about a path (symlinks not followed), or `null` when missing. */
   stat(path: string, signal?: AbortSignal): Promise<FileInfo | null>;
+  /**
+   * Facts about several paths in their order (symlinks not followed, `null`
+   * for a missing one), in one request where the server allows; without
+   * it, {@linkcode RemoteFileOps.stat} is called for each, in parallel.
+   */
+  statMany?(
+    paths: readonly string[],
+    signal?: AbortSignal,
+  ): Promise<(FileInfo | null)[]>;
+  /**
+   * Whether `stat` runs a command in the sandbox (no stat endpoint): in a
+   * fenced workspace a read of a small file is then one command that checks
+   * and reads (the same cost, and no window between the check and the use).
+   */
+  readonly statsByCommand?: boolean;
   /** The entries below a folder, down to `depth` levels, in any order. */
   list(path: string, options: RemoteListOptions): Promise<FileInfo[]>;
   /** A 2xx response whose body is the file from `offset` (206 when ranged). */
@@ -71,6 +94,17 @@ export interface RemoteFileSystemOptions {
   readonly defaultDirectory: string;
   /** A remote workspace root: paths outside are refused, with no request. */
   readonly fenceRoot?: string;
+  /**
+   * Runs one helper command in the sandbox (never retried). With a fence,
+   * writes go through it (the check of what is there, a temporary file and
+   * the rename over the target in one command) and so does
+   * {@linkcode RemoteFileSystem.realPath}; without it, a fenced write checks
+   * with `stat` and uploads in place.
+   */
+  readonly shell?: (
+    command: string,
+    signal?: AbortSignal,
+  ) => Promise<ExecuteResult>;
 }
 
 /** The default depth of {@linkcode RemoteFileSystem.list}: 1. */
@@ -82,8 +116,13 @@ const DEFAULT_LIST_LIMIT = 1000;
  * The file system of a remote runtime, shared by every server kind: paths
  * are POSIX and resolved here (relative ones against `defaultDirectory`);
  * with `fenceRoot`, a path outside the remote workspace is refused with a
- * `WorkspaceEscapeError` before any request (the fence is lexical: the
- * sandbox is the boundary for symlinks inside it). The server's calls come
+ * `WorkspaceEscapeError` before any request, and what is really there is
+ * looked at before each use: a read stats every step (a symbolic link on the
+ * way, or a file that is not a regular one, is refused); with a `shell`, a
+ * write checks the same and renames a temporary file over the target in one
+ * command (a hard link keeps its other name's bytes), and
+ * {@linkcode RemoteFileSystem.realPath} resolves a search root in the
+ * sandbox. The server's calls come
  * from a {@linkcode RemoteFileOps}, which may be given lazily (a function
  * called on first real use, again after it failed), so that constructing the
  * file system makes no request.
@@ -123,6 +162,7 @@ export class RemoteFileSystem implements SkillRuntimeFileSystem {
   #pending: Promise<RemoteFileOps> | undefined;
   readonly #defaultDirectory: string;
   readonly #fence: RemotePathFence | undefined;
+  readonly #shell: ShellRunner | undefined;
 
   /**
    * Makes the file system; makes no request.
@@ -142,6 +182,7 @@ export class RemoteFileSystem implements SkillRuntimeFileSystem {
       throw new TypeError("Cannot make a remote file system: ops are missing");
     }
     this.#ops = ops;
+    this.#shell = options.shell;
     this.#fence = options.fenceRoot === undefined
       ? undefined
       : new RemotePathFence(options.fenceRoot);
@@ -201,8 +242,11 @@ export class RemoteFileSystem implements SkillRuntimeFileSystem {
    */
   async readText(path: string, options: ReadTextOptions): Promise<string> {
     checkLimit(options?.maxBytes, "maxBytes");
-    await this.#checkPlaced(path, "read", options.signal);
-    const bytes = await this.#read(path, options.maxBytes, options.signal);
+    const bytes = await this.#checkedRead(
+      path,
+      options.maxBytes,
+      options.signal,
+    );
     return new TextDecoder("utf-8", { ignoreBOM: true }).decode(bytes);
   }
 
@@ -225,8 +269,41 @@ export class RemoteFileSystem implements SkillRuntimeFileSystem {
     if (options.maxBytes !== undefined) {
       checkLimit(options.maxBytes, "maxBytes");
     }
-    await this.#checkPlaced(path, "read", options.signal);
-    return await this.#read(path, options.maxBytes, options.signal);
+    return await this.#checkedRead(path, options.maxBytes, options.signal);
+  }
+
+  /** A whole read, fenced: in one command where stat is one anyway. */
+  async #checkedRead(
+    path: string,
+    limit: number | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<Uint8Array> {
+    if (this.#fence && this.#shell) {
+      const remotePath = this.#resolve(path);
+      signal?.throwIfAborted();
+      const ops = await this.#getOps();
+      if (ops.statsByCommand) {
+        const read = await fencedRead(
+          this.#shell,
+          this.#fence.root,
+          remotePath,
+          path,
+          limit === undefined ? undefined : limit + 1,
+          signal,
+        );
+        if (read === null) {
+          throw new Deno.errors.NotFound(`Cannot read "${path}": no such file`);
+        }
+        if (read !== "large") {
+          if (limit !== undefined && read.length > limit) {
+            throw tooLargeError(path, limit);
+          }
+          return read;
+        }
+      }
+    }
+    await this.#checkPlaced(path, "read", signal);
+    return await this.#read(path, limit, signal);
   }
 
   /**
@@ -250,9 +327,55 @@ export class RemoteFileSystem implements SkillRuntimeFileSystem {
       throw new TypeError(`Cannot write "${path}": the content is not text`);
     }
     options.signal?.throwIfAborted();
+    if (this.#fence && this.#shell) {
+      const ops = await this.#getOps();
+      await fencedWrite({
+        shell: this.#shell,
+        upload: (path, bytes, signal) =>
+          ops.upload(
+            [{ remotePath: path, content: bytes, mode: 0o644 }],
+            signal,
+          ),
+        root: this.#fence.root,
+        target: remotePath,
+        given: path,
+        bytes: new TextEncoder().encode(content),
+        signal: options.signal,
+      });
+      return;
+    }
     await this.#checkPlaced(path, "write", options.signal);
     const ops = await this.#getOps();
     await ops.upload([{ remotePath, content }], options.signal);
+  }
+
+  /**
+   * Where a path really leads, for a search root: with a fence (and a
+   * shell), resolved in the sandbox by `realpath`, refused when it leads
+   * outside the workspace (a symbolic link to a place inside is followed,
+   * as the local runtime does); otherwise the lexical path.
+   *
+   * @param path The path.
+   * @param options A signal.
+   * @returns The absolute path it leads to, or `null` when nothing is there.
+   * @throws {WorkspaceEscapeError} With a fence: it leads outside.
+   * @throws {Error} The command failed.
+   */
+  async realPath(
+    path: string,
+    options: SignalOptions = {},
+  ): Promise<string | null> {
+    const remotePath = this.#resolve(path);
+    options.signal?.throwIfAborted();
+    if (!this.#fence || !this.#shell) return remotePath;
+    await this.#getOps();
+    return await fencedRealPath(
+      this.#shell,
+      this.#fence.root,
+      remotePath,
+      path,
+      options.signal,
+    );
   }
 
   /**
@@ -401,8 +524,10 @@ export class RemoteFileSystem implements SkillRuntimeFileSystem {
    * would take the sandbox's word, and it may swap the link between our
    * check and the server's use), and so is a file that is not a regular one
    * (a FIFO would block the server's open; a device or a socket is no file).
-   * The check and the use are two requests:
-   * a command swapping a folder for a link between them is not stopped.
+   * One request where the server can stat several paths at once. The check
+   * and the use are two requests: a command swapping a folder for a link
+   * between them is not stopped (writes with a shell make the check and the
+   * rename in one command instead).
    */
   async #checkPlaced(
     path: string,
@@ -412,23 +537,18 @@ export class RemoteFileSystem implements SkillRuntimeFileSystem {
     if (!this.#fence) return;
     const remotePath = this.#resolve(path);
     const root = this.#fence.root;
-    const steps = [root];
-    if (remotePath !== root) {
-      let at = root;
-      for (const part of remotePath.slice(root.length + 1).split("/")) {
-        at = `${at}/${part}`;
-        steps.push(at);
-      }
-    }
+    const steps = fenceSteps(root, remotePath);
     const ops = await this.#getOps();
-    const infos = await Promise.all(
-      steps.map((step) =>
-        ops.stat(step, signal).catch((error) => {
-          if (isMissing(error)) return null;
-          throw error;
-        })
-      ),
-    );
+    const infos = ops.statMany
+      ? await ops.statMany(steps, signal)
+      : await Promise.all(
+        steps.map((step) =>
+          ops.stat(step, signal).catch((error) => {
+            if (isMissing(error)) return null;
+            throw error;
+          })
+        ),
+      );
     for (let i = 0; i < steps.length; i++) {
       const info = infos[i];
       if (info === null || info === undefined) {

@@ -242,6 +242,44 @@ export function runtimeOptionsOf(
   };
 }
 
+/** How long one of the file system's own commands may run, in ms. */
+const HELPER_TIMEOUT_MS = 60_000;
+/** The most output of one of the file system's own commands. */
+const HELPER_OUTPUT_BYTES = 1024 * 1024;
+
+/**
+ * A conversation's search engine: the path of `grep`, `glob` and `ls` is
+ * resolved in the sandbox first ({@linkcode RemoteFileSystem.realPath}), so
+ * a symbolic link given as the path (or on its way) is followed only to a
+ * place inside the workspace, as on the local runtime; links inside the
+ * searched folder are never followed by the engines themselves.
+ */
+function fencedSearch(
+  engine: SearchEngine,
+  fs: RemoteFileSystem,
+  clean: (error: unknown) => unknown,
+): SearchEngine {
+  const real = async <R extends { path?: string; signal?: AbortSignal }>(
+    request: R,
+  ): Promise<R> => {
+    let resolved: string | null;
+    try {
+      resolved = await fs.realPath(
+        request.path ?? ".",
+        request.signal ? { signal: request.signal } : {},
+      );
+    } catch (error) {
+      throw clean(error);
+    }
+    return resolved === null ? request : { ...request, path: resolved };
+  };
+  return {
+    grep: async (request) => engine.grep(await real(request)),
+    glob: async (request) => engine.glob(await real(request)),
+    ls: async (request) => engine.ls(await real(request)),
+  };
+}
+
 /** What a search engine of a remote runtime may use. */
 export interface RemoteSearchParts {
   /** Runs a command in the sandbox through the runtime. */
@@ -270,8 +308,8 @@ export interface RemoteSearchParts {
  * preparation the record is read again, so a skill another runtime object
  * or another process prepared with the same digest is neither uploaded nor
  * bootstrapped again; a changed skill is uploaded and bootstrapped again.
- * The file system and working directories are fenced (lexically) inside the
- * workspace.
+ * The file system and working directories are fenced inside the workspace
+ * (lexically, and by what is there: see {@linkcode RemoteFileSystem}).
  *
  * @example A runtime over a backend of your own
  * ```ts
@@ -377,13 +415,14 @@ export class RemoteSkillRuntime implements SkillRuntime {
       ...(options.conversation
         ? { fenceRoot: this.#defaultWorkingDirectory }
         : {}),
+      shell: (command, signal) => this.#helper(command, signal),
     });
     this.#cleanFs = redactingProxy(this.#fs, (error) => this.#clean(error));
     const parts: RemoteSearchParts = {
       execute: (request) => this.execute(request),
       fs: this.#cleanFs,
     };
-    this.#search = options.search?.(parts) ?? new ShellSearch({
+    const search = options.search?.(parts) ?? new ShellSearch({
       fs: this.#cleanFs,
       shell: {
         exec: (command, execOptions) =>
@@ -397,6 +436,9 @@ export class RemoteSkillRuntime implements SkillRuntime {
           }),
       },
     });
+    this.#search = options.conversation
+      ? fencedSearch(search, this.#fs, (error) => this.#clean(error))
+      : search;
     this.#engine = new PreparationEngine({
       materialize: (skill, materializeOptions) =>
         this.#materialize(skill, materializeOptions),
@@ -685,6 +727,23 @@ export class RemoteSkillRuntime implements SkillRuntime {
       touched.then(resolve, reject).finally(() =>
         signal.removeEventListener("abort", onAbort)
       );
+    });
+  }
+
+  /** Runs one of our own commands (no skill environment), never retried. */
+  async #helper(
+    command: string,
+    signal?: AbortSignal,
+  ): Promise<ExecuteResult> {
+    this.#checkOpen("use the file system");
+    const session = await this.#connect(signal);
+    return await session.execute({
+      command,
+      cwd: "/",
+      env: {},
+      timeoutMs: HELPER_TIMEOUT_MS,
+      maxOutputBytes: HELPER_OUTPUT_BYTES,
+      ...(signal ? { signal } : {}),
     });
   }
 

@@ -11,7 +11,7 @@ import {
   type ServiceCreateOptions,
   type ServiceSession,
 } from "../remote/sandbox_service.ts";
-import { shellList, shellStat } from "../remote/_shell_files.ts";
+import { shellList, shellStat, shellStatMany } from "../remote/_shell_files.ts";
 import { RemoteHttpError } from "../remote/errors.ts";
 import type { ExecuteResult } from "../types.ts";
 import {
@@ -236,6 +236,8 @@ class VercelService implements SandboxService<VercelSandbox> {
         inSession((id) => api.run(id, command)),
       files: {
         stat: (path, signal) => shellStat(shell, path, signal),
+        statMany: (paths, signal) => shellStatMany(shell, paths, signal),
+        statsByCommand: true,
         list: (path, options) =>
           shellList(shell, path, options.depth, options.signal),
         open: (path, options) =>
