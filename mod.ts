@@ -36,96 +36,78 @@
  */
 export type { Skill } from "./skill/types.ts";
 export {
-  DEFAULT_CATALOG_BUDGET,
-  formatCatalog,
-  type FormatCatalogOptions,
-} from "./skill/catalog.ts";
-export {
-  DEFAULT_MAX_DEPTH,
-  DEFAULT_MAX_FOLDERS,
-  type FindResult,
-  findSkillFolders,
   type LoadResult,
   loadSkills,
   type LoadSkillsOptions,
   selectSkills,
 } from "./skill/load.ts";
 export {
-  parseSkillMd,
-  type ParseSkillMdOptions,
-  type SkillDocument,
-} from "./skill/parse.ts";
-export {
   validateSkill,
   type ValidateSkillOptions,
   type ValidationProblem,
 } from "./skill/validate.ts";
-export { HEAVY_FOLDERS } from "./search/rules.ts";
-export * from "./runtimes/config.ts";
-export * from "./runtimes/errors.ts";
-export type * from "./runtimes/types.ts";
+export { formatCatalog, type FormatCatalogOptions } from "./skill/catalog.ts";
 export {
-  DEFAULT_EXECUTE_TIMEOUT_MS,
-  DEFAULT_MAX_OUTPUT_BYTES,
-} from "./runtimes/types.ts";
+  type BootstrapCommand,
+  type BootstrapCommandInput,
+  SkillRuntimeConfig,
+  SkillRuntimeConfigBuilder,
+  type SkillRuntimeConfigOptions,
+} from "./runtimes/config.ts";
+export type { SkillRuntime } from "./runtimes/types.ts";
 export {
   LocalSkillRuntime,
   type LocalSkillRuntimeOptions,
 } from "./runtimes/local/runtime.ts";
 export {
-  BubblewrapLauncher,
-  type BubblewrapLauncherOptions,
-  type IsolationLimits,
-  type IsolationProblem,
-  type IsolationReport,
-  IsolationUnavailableError,
-  type LimitReport,
-} from "./runtimes/local/isolated.ts";
-export {
-  type CommandReach,
   type FenceReport,
   fenceReport,
   type FenceReportOptions,
-  type FileToolReach,
   formatFenceReport,
-  type PermissionCheck,
-  type ReportedPermission,
-  type ToolCheck,
 } from "./runtimes/local/doctor.ts";
-export type { CopyPolicy } from "./workspace/copy.ts";
-export { DEFAULT_COPY_EXCLUDES } from "./workspace/copy.ts";
-export type * from "./tools/types.ts";
-export * from "./tools/builder.ts";
 export {
-  DEFAULT_TOOL_LIMITS,
-  type FilePublisher,
-  type PrepareSkillOptions,
-  type PublishedFile,
-  type PublishRequest,
-  type ToolContext,
-  type ToolLimits,
+  type ConversationStore,
+  KvConversationStore,
+  MemoryConversationStore,
+} from "./workspace/conversation_store.ts";
+export {
+  RuntimePermissionError,
+  SkillPreparationError,
+  WorkspaceEscapeError,
+} from "./runtimes/errors.ts";
+export { IsolationUnavailableError } from "./runtimes/local/isolated.ts";
+export { RemoteHttpError } from "./runtimes/remote/errors.ts";
+export {
+  buildSkillTools,
+  type BuildSkillToolsOptions,
+  type SkillTools,
+  SkillToolsBuilder,
+  TOOL_NAMES,
+  type ToolName,
+} from "./tools/builder.ts";
+export type { JsonSchema, Tool, ToolResult } from "./tools/types.ts";
+export type {
+  FilePublisher,
+  PublishedFile,
+  PublishRequest,
 } from "./tools/context.ts";
 export {
-  DEFAULT_SKILL_DESCRIPTION,
-  type SkillDescription,
-  type SkillDescriptionContext,
-} from "./tools/skill_tool.ts";
-export { PUBLISH_GUIDANCE } from "./tools/publish_file.ts";
-export * from "./tools/adapters/mod.ts";
-export type {
-  CommandOutputEvent,
-  HttpRequestEvent,
-  PrepareProgressEvent,
-  RuntimeLifecycleEvent,
-  SkillEvent,
-  SkillEventListener,
-  ToolCallEndEvent,
-  ToolCallStartEvent,
-} from "./observe/events.ts";
-export { EventSink } from "./observe/events.ts";
-export { formatEvent } from "./observe/log.ts";
+  dispatchToolCall,
+  type ToolCallRequest,
+} from "./tools/adapters/dispatch.ts";
 export {
-  type BackgroundCommandInfo,
-  backgroundCommands,
-  type BackgroundOutput,
-} from "./runtimes/background.ts";
+  toOpenAIChatToolMessage,
+  toOpenAIChatTools,
+  toOpenAIFunctionCallOutput,
+  toOpenAIResponsesTools,
+} from "./tools/adapters/openai.ts";
+export {
+  toAnthropicToolResult,
+  toAnthropicTools,
+} from "./tools/adapters/anthropic.ts";
+export {
+  toAISDKStreamingTools,
+  toAISDKTools,
+} from "./tools/adapters/ai_sdk.ts";
+export type { SkillEvent, SkillEventListener } from "./observe/events.ts";
+export { formatEvent } from "./observe/log.ts";

@@ -117,7 +117,7 @@ export function checkExecuteRequest(
  * @example
  * ```ts
  * import { assertThrows } from "@std/assert";
- * import { checkPathText } from "@skillrun/skillrun/runtime";
+ * import { checkPathText } from "./request.ts";
  * checkPathText("notes/a.txt");
  * assertThrows(() => checkPathText("a\0b"), TypeError, "NUL");
  * ```
@@ -146,7 +146,7 @@ export function checkPathText(path: string): void {
  * @example
  * ```ts
  * import { assertThrows } from "@std/assert";
- * import { checkMaxOutputBytes } from "@skillrun/skillrun/runtime";
+ * import { checkMaxOutputBytes } from "./request.ts";
  * checkMaxOutputBytes(0);
  * assertThrows(() => checkMaxOutputBytes(-1), RangeError, '"-1"');
  * ```

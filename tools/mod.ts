@@ -42,9 +42,5 @@ export { createEditTool } from "./edit.ts";
 export { createLsTool } from "./ls.ts";
 export { createGlobTool } from "./glob.ts";
 export { createGrepTool } from "./grep.ts";
-export {
-  createPublishFileTool,
-  guessContentType,
-  PUBLISH_GUIDANCE,
-} from "./publish_file.ts";
+export { createPublishFileTool, PUBLISH_GUIDANCE } from "./publish_file.ts";
 export * from "./adapters/mod.ts";

@@ -51,8 +51,8 @@ import {
   type ConversationStore,
   KvConversationStore,
   MemoryConversationStore,
-  OpenSandboxSkillRuntime,
-} from "@skillrun/skillrun/opensandbox";
+} from "@skillrun/skillrun";
+import { OpenSandboxSkillRuntime } from "@skillrun/skillrun/opensandbox";
 import { AioSkillRuntime } from "@skillrun/skillrun/aio";
 import { E2BSkillRuntime } from "@skillrun/skillrun/e2b";
 import { VercelSandboxSkillRuntime } from "@skillrun/skillrun/vercel";

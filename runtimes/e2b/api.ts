@@ -60,7 +60,7 @@ export interface E2BApiClientOptions {
  * @example Making a client (no request is made)
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { E2BApiClient } from "@skillrun/skillrun/e2b";
+ * import { E2BApiClient } from "./api.ts";
  * const api = new E2BApiClient({ apiKey: "e2b_123" });
  * assertEquals(api.apiUrl, "https://api.e2b.app");
  * ```

@@ -202,7 +202,7 @@ export interface RemoteRuntimeCommonOptions {
  * @example A kind passes its common options on
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { runtimeOptionsOf } from "@skillrun/skillrun/runtime";
+ * import { runtimeOptionsOf } from "./runtime.ts";
  * assertEquals(
  *   runtimeOptionsOf({ cwd: "/w", env: { A: "1" }, fetch }),
  *   { cwd: "/w", env: { A: "1" } },

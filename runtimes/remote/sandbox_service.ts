@@ -63,7 +63,7 @@ let defaultStore: ConversationStore | undefined;
  * @example One store for every kind
  * ```ts
  * import { assert } from "@std/assert";
- * import { defaultConversationStore } from "@skillrun/skillrun/runtime";
+ * import { defaultConversationStore } from "./sandbox_service.ts";
  * assert(defaultConversationStore() === defaultConversationStore());
  * ```
  *
@@ -103,7 +103,7 @@ export interface ResolvedRemoteConversation extends RemoteConversation {
  * @example A conversation's workspace and key
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { remoteConversation } from "@skillrun/skillrun/runtime";
+ * import { remoteConversation } from "./sandbox_service.ts";
  * const conversation = remoteConversation({
  *   serverUrl: "http://sandbox.invalid/v1",
  *   conversationId: "thread-1",

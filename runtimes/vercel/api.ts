@@ -79,7 +79,7 @@ const KILL_GRACE_MS = 6_000;
  * @example Making a client (no request is made)
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { VercelApiClient } from "@skillrun/skillrun/vercel";
+ * import { VercelApiClient } from "./api.ts";
  * const api = new VercelApiClient({ token: "t", teamId: "team_1", projectId: "prj_1" });
  * assertEquals(api.baseUrl, "https://vercel.com/api");
  * ```
