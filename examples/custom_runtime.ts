@@ -58,7 +58,7 @@ export class FolderSkillRuntime implements SkillRuntime {
   /** The runtime's name. */
   readonly name = "folder";
   /** Where commands run by default: the root. */
-  readonly defaultWorkingDirectory: string;
+  readonly cwd: string;
   /** The root's file system (relative paths resolve against the root). */
   readonly fs: SkillRuntimeFileSystem;
   readonly #engine: PreparationEngine;
@@ -73,8 +73,8 @@ export class FolderSkillRuntime implements SkillRuntime {
    */
   constructor(options: FolderSkillRuntimeOptions) {
     const root = options.root;
-    this.fs = new LocalFileSystem({ root });
-    this.defaultWorkingDirectory = root;
+    this.fs = new LocalFileSystem({ cwd: root });
+    this.cwd = root;
     this.#engine = new PreparationEngine({
       // A fresh copy for each runtime object: the bootstrap runs after it.
       materialize: async (skill, { signal }) => {
@@ -111,9 +111,9 @@ export class FolderSkillRuntime implements SkillRuntime {
   async execute(request: ExecuteRequest): Promise<ExecuteResult> {
     this.#checkOpen("run a command");
     const checked = checkExecuteRequest(request);
-    const cwd = request.workingDirectory === undefined
-      ? this.defaultWorkingDirectory
-      : await this.fs.resolve(request.workingDirectory);
+    const cwd = request.cwd === undefined
+      ? this.cwd
+      : await this.fs.resolve(request.cwd);
     return await this.#launcher.launch({
       command: checked.command,
       cwd,

@@ -107,7 +107,7 @@ export {
   LocalSkillRuntime,
   type LocalSkillRuntimeOptions,
 } from "./local/runtime.ts";
-export { LocalFileSystem } from "./local/fs.ts";
+export { LocalFileSystem, type LocalFileSystemOptions } from "./local/fs.ts";
 export {
   DenoCommandLauncher,
   type DenoCommandLauncherOptions,

@@ -58,7 +58,7 @@ export interface CheckExecuteRequestOptions {
  * assertEquals(checked.timeoutMs, MAX_EXECUTE_TIMEOUT_MS);
  * assertThrows(() => checkExecuteRequest({ command: " " }), TypeError, "blank");
  * assertThrows(
- *   () => checkExecuteRequest({ command: "pwd", workingDirectory: "" }),
+ *   () => checkExecuteRequest({ command: "pwd", cwd: "" }),
  *   TypeError,
  *   "the path is empty",
  * );
@@ -99,8 +99,8 @@ export function checkExecuteRequest(
     request.maxOutputBytes ?? options.maxOutputBytes ??
       DEFAULT_MAX_OUTPUT_BYTES,
   );
-  if (request.workingDirectory !== undefined) {
-    checkPathText(request.workingDirectory);
+  if (request.cwd !== undefined) {
+    checkPathText(request.cwd);
   }
   const env = request.env ? checkEnv(request.env, "request env") : {};
   return { command, timeoutMs, maxOutputBytes, env };

@@ -490,7 +490,7 @@ export async function conversationContext(
   return {
     context: createToolContext(runtime, options),
     runtime,
-    workspace: runtime.defaultWorkingDirectory,
+    workspace: runtime.cwd,
   };
 }
 
@@ -520,7 +520,7 @@ export function contextWithEngine(
   const real = new LocalSkillRuntime({ cwd });
   const runtime: SkillRuntime & { search: SearchEngine } = {
     name: real.name,
-    defaultWorkingDirectory: real.defaultWorkingDirectory,
+    cwd: real.cwd,
     fs: real.fs,
     prepare: (request) => real.prepare(request),
     execute: (request) => real.execute(request),

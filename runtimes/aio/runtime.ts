@@ -78,7 +78,7 @@ export interface AioRuntimeOptions extends RemoteRuntimeCommonOptions {
  *     return Promise.reject(new TypeError("offline"));
  *   },
  * });
- * assert(runtime.name === "aio-sandbox" && runtime.defaultWorkingDirectory === "/home/gem");
+ * assert(runtime.name === "aio-sandbox" && runtime.cwd === "/home/gem");
  * await runtime.close();
  * assert(calls === 0);
  * ```
@@ -123,7 +123,7 @@ export class AioSkillRuntime extends RemoteSkillRuntime {
           conversation: {
             ...conversation,
             marker: posix.join(
-              conversation.root,
+              conversation.conversationsRoot,
               `.skillrun-${conversation.conversationId}.id`,
             ),
           },

@@ -75,7 +75,7 @@ export interface E2BRuntimeOptions extends RemoteRuntimeCommonOptions {
  * import { assertEquals } from "@std/assert";
  * import { E2BSkillRuntime } from "@skillrun/skillrun/e2b";
  * const runtime = new E2BSkillRuntime({ apiKey: "e2b_test", conversationId: "t1" });
- * assertEquals(runtime.defaultWorkingDirectory, "/home/user/conversations/t1");
+ * assertEquals(runtime.cwd, "/home/user/conversations/t1");
  * await runtime.close(); // never used: no request
  * ```
  */

@@ -102,7 +102,7 @@ Deno.test("execute() reports a folder envd refuses (invalid_argument) before any
   await using server = await startE2BTestServer();
   const runtime = server.runtime();
   const error = await assertRejects(
-    () => runtime.execute({ command: "touch ran", workingDirectory: "nope" }),
+    () => runtime.execute({ command: "touch ran", cwd: "nope" }),
     EnvdError,
     `Cannot run the command in "${server.dir}/nope"`,
   );

@@ -95,7 +95,7 @@ export interface OpenSandboxRuntimeOptions extends RemoteRuntimeCommonOptions {
  *   baseUrl: "http://127.0.0.1:9", // nothing listens here
  *   conversationId: "thread-1",
  * });
- * assert(runtime.defaultWorkingDirectory === "/workspace/conversations/thread-1");
+ * assert(runtime.cwd === "/workspace/conversations/thread-1");
  * await runtime.close(); // never used: no request
  * ```
  */

@@ -307,7 +307,7 @@ export class RemoteSkillRuntime implements SkillRuntime {
   /** The runtime's name. */
   readonly name: string;
   readonly #backend: RemoteBackend;
-  readonly #defaultWorkingDirectory: string;
+  readonly #cwd: string;
   readonly #skillsRoot: string;
   readonly #conversation: RemoteConversation | undefined;
   readonly #key: ConversationKey | undefined;
@@ -351,14 +351,14 @@ export class RemoteSkillRuntime implements SkillRuntime {
         options.conversation.workspace,
         "workspace",
       );
-      this.#defaultWorkingDirectory = workspace;
+      this.#cwd = workspace;
       this.#skillsRoot = posix.join(workspace, "skills");
       this.#key = {
         serverUrl: options.backend.serverUrl,
         conversationId: options.conversation.conversationId,
       };
     } else {
-      this.#defaultWorkingDirectory = absolutePosix(
+      this.#cwd = absolutePosix(
         options.cwd ?? "/workspace",
         "cwd",
       );
@@ -373,10 +373,8 @@ export class RemoteSkillRuntime implements SkillRuntime {
     );
     this.#copyPolicy = options.copyPolicy;
     this.#fs = new RemoteFileSystem(() => this.#files(), {
-      defaultDirectory: this.#defaultWorkingDirectory,
-      ...(options.conversation
-        ? { fenceRoot: this.#defaultWorkingDirectory }
-        : {}),
+      cwd: this.#cwd,
+      ...(options.conversation ? { fenceRoot: this.#cwd } : {}),
     });
     this.#cleanFs = redactingProxy(this.#fs, (error) => this.#clean(error));
     const parts: RemoteSearchParts = {
@@ -405,13 +403,13 @@ export class RemoteSkillRuntime implements SkillRuntime {
   }
 
   /** Where commands run when a request names none (absolute POSIX). */
-  get defaultWorkingDirectory(): string {
-    return this.#defaultWorkingDirectory;
+  get cwd(): string {
+    return this.#cwd;
   }
 
   /** The conversation's workspace, or `undefined` in plain mode. */
   get workspace(): string | undefined {
-    return this.#conversation ? this.#defaultWorkingDirectory : undefined;
+    return this.#conversation ? this.#cwd : undefined;
   }
 
   /** The folder skills are uploaded into. */
@@ -558,9 +556,9 @@ export class RemoteSkillRuntime implements SkillRuntime {
         stdin: false,
         runtimeName: this.name,
       });
-    const cwd = request.workingDirectory === undefined
-      ? this.#defaultWorkingDirectory
-      : await this.#fs.resolve(request.workingDirectory);
+    const cwd = request.cwd === undefined
+      ? this.#cwd
+      : await this.#fs.resolve(request.cwd);
     const env = {
       ...this.#env,
       ...this.#engine.environment(),

@@ -90,7 +90,7 @@ export interface ResolvedRemoteConversation extends RemoteConversation {
   /** The record's key in the store. */
   readonly key: ConversationKey;
   /** The conversations root, normalised. */
-  readonly root: string;
+  readonly conversationsRoot: string;
 }
 
 /**
@@ -139,7 +139,7 @@ export function remoteConversation(
       serverUrl: options.serverUrl,
       conversationId: options.conversationId,
     }),
-    root,
+    conversationsRoot: root,
   };
 }
 

@@ -72,7 +72,7 @@ export interface VercelRuntimeOptions extends RemoteRuntimeCommonOptions {
  * import { assertEquals } from "@std/assert";
  * import { VercelSandboxSkillRuntime } from "@skillrun/skillrun/vercel";
  * const runtime = new VercelSandboxSkillRuntime({ token: "t", teamId: "team_1", projectId: "prj_1" });
- * assertEquals(runtime.defaultWorkingDirectory, "/vercel/sandbox");
+ * assertEquals(runtime.cwd, "/vercel/sandbox");
  * await runtime.close(); // never used: no request
  * ```
  */

@@ -21,5 +21,5 @@ await built.close();
 await conversation.close();
 await plain.close();
 console.log(
-  `ok ${plain.defaultWorkingDirectory} ${conversation.defaultWorkingDirectory}`,
+  `ok ${plain.cwd} ${conversation.cwd}`,
 );
