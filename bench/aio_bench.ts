@@ -56,7 +56,7 @@ let runtime: AioSkillRuntime | undefined;
 async function aio(): Promise<AioSkillRuntime> {
   return runtime ??= new AioSkillRuntime({
     baseUrl: await server(),
-    token: TOKEN,
+    apiKey: TOKEN,
     cwd: DATA,
   });
 }

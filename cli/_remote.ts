@@ -109,7 +109,7 @@ export function remoteRuntime(
     });
   }
   return new VercelSandboxSkillRuntime({
-    token: need("VERCEL_TOKEN"),
+    apiKey: need("VERCEL_TOKEN"),
     ...optional("VERCEL_TEAM_ID", "teamId"),
     ...optional("VERCEL_PROJECT_ID", "projectId"),
     ...optional("VERCEL_API_URL", "baseUrl"),

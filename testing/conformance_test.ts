@@ -94,7 +94,7 @@ testRuntimeConformance<
   ({ dir, conversationId, context }) =>
     new AioSkillRuntime({
       baseUrl: context.server.server.baseUrl,
-      token: TEST_TOKEN,
+      apiKey: TEST_TOKEN,
       ...(conversationId === undefined
         ? { cwd: dir, skillsRoot: `${dir}/.skills` }
         : {
@@ -143,7 +143,7 @@ testRuntimeConformance<
   "vercel",
   ({ dir, conversationId, context }) =>
     new VercelSandboxSkillRuntime({
-      token: "conformance-token",
+      apiKey: "conformance-token",
       teamId: "team_c",
       projectId: "prj_c",
       baseUrl: context.server.url,

@@ -216,7 +216,7 @@ export const AIO_KIND: RuntimeKind = {
         made(
           new AioSkillRuntime({
             baseUrl: server.baseUrl,
-            token,
+            apiKey: token,
             cwd,
             skillsRoot: `${home}/skills`,
           }),
@@ -230,7 +230,7 @@ export const AIO_KIND: RuntimeKind = {
         const runtime = made(
           new AioSkillRuntime({
             baseUrl: server.baseUrl,
-            token,
+            apiKey: token,
             conversationId,
             conversationsRoot,
             store,

@@ -51,7 +51,7 @@ export async function startAioTestServer(
     runtime(overrides = {}) {
       const runtime = new AioSkillRuntime({
         baseUrl: server.baseUrl,
-        token: TEST_TOKEN,
+        apiKey: TEST_TOKEN,
         cwd: dir,
         skillsRoot: `${dir}/.skills`,
         ...overrides,

@@ -8,7 +8,7 @@
  *
  * await using runtime = new AioSkillRuntime({
  *   baseUrl: "http://127.0.0.1:8080",
- *   token: Deno.env.get("AIO_TOKEN"),
+ *   apiKey: Deno.env.get("AIO_TOKEN"),
  * });
  * const result = await runtime.execute({ command: "uname -a" });
  * console.log(result.stdout);

@@ -31,8 +31,8 @@ const HELPER_TIMEOUT_MS = 60_000;
 export interface AioRuntimeOptions extends RemoteRuntimeCommonOptions {
   /** The container's base URL, e.g. `http://127.0.0.1:8080` (may carry a path). */
   readonly baseUrl: string;
-  /** Sent as `Authorization: Bearer <token>`; never shown in errors or logs. */
-  readonly token?: string | undefined;
+  /** The API key, sent as `Authorization: Bearer <apiKey>`; never shown in errors or logs. */
+  readonly apiKey?: string | undefined;
   /** Where conversation workspaces live. Default `/home/gem/conversations`. */
   readonly conversationsRoot?: string;
   /** Plain mode: where commands run. Default `/home/gem`. */
@@ -72,7 +72,7 @@ export interface AioRuntimeOptions extends RemoteRuntimeCommonOptions {
  * let calls = 0;
  * const runtime = new AioSkillRuntime({
  *   baseUrl: "http://aio.invalid:8080",
- *   token: "secret-token",
+ *   apiKey: "secret-token",
  *   fetch: () => {
  *     calls++;
  *     return Promise.reject(new TypeError("offline"));
@@ -95,7 +95,7 @@ export class AioSkillRuntime extends RemoteSkillRuntime {
   constructor(options: AioRuntimeOptions) {
     const client = new AioClient({
       baseUrl: options.baseUrl,
-      ...(options.token !== undefined ? { token: options.token } : {}),
+      ...(options.apiKey !== undefined ? { apiKey: options.apiKey } : {}),
       ...(options.headers ? { headers: options.headers } : {}),
       ...(options.requestTimeoutMs !== undefined
         ? { timeoutMs: options.requestTimeoutMs }

@@ -362,7 +362,7 @@ Deno.test("aio: the token goes as a bearer header and never into an error", asyn
     counted.requests[0]!.headers.get("authorization"),
     `Bearer ${TEST_TOKEN}`,
   );
-  const wrong = aio.runtime({ token: "wrong-token-value" });
+  const wrong = aio.runtime({ apiKey: "wrong-token-value" });
   const error = await assertRejects(
     () => wrong.execute({ command: "true" }),
     RemoteHttpError,

@@ -56,7 +56,7 @@ export async function startVercelTestServer(
     dir,
     runtime(options = {}) {
       const runtime = new VercelSandboxSkillRuntime({
-        token: TEST_TOKEN,
+        apiKey: TEST_TOKEN,
         teamId: "team_test",
         projectId: "prj_test",
         baseUrl: server.url,

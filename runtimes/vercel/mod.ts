@@ -10,7 +10,7 @@
  * ```ts ignore
  * import { VercelSandboxSkillRuntime } from "@skillrun/skillrun/vercel";
  * await using runtime = new VercelSandboxSkillRuntime({
- *   token: Deno.env.get("VERCEL_TOKEN"),
+ *   apiKey: Deno.env.get("VERCEL_TOKEN"),
  *   teamId: Deno.env.get("VERCEL_TEAM_ID"),
  *   projectId: Deno.env.get("VERCEL_PROJECT_ID"),
  * });

@@ -22,8 +22,8 @@ import {
 
 /** Options of {@linkcode VercelSandboxSkillRuntime}. */
 export interface VercelRuntimeOptions extends RemoteRuntimeCommonOptions {
-  /** The token (`VERCEL_TOKEN`); never shown in errors. */
-  readonly token?: string;
+  /** The API key (the access token, `VERCEL_TOKEN`); never shown in errors. */
+  readonly apiKey?: string;
   /** The team (`VERCEL_TEAM_ID`). */
   readonly teamId?: string;
   /** The project (`VERCEL_PROJECT_ID`). */
@@ -71,7 +71,7 @@ export interface VercelRuntimeOptions extends RemoteRuntimeCommonOptions {
  * ```ts
  * import { assertEquals } from "@std/assert";
  * import { VercelSandboxSkillRuntime } from "@skillrun/skillrun/vercel";
- * const runtime = new VercelSandboxSkillRuntime({ token: "t", teamId: "team_1", projectId: "prj_1" });
+ * const runtime = new VercelSandboxSkillRuntime({ apiKey: "t", teamId: "team_1", projectId: "prj_1" });
  * assertEquals(runtime.cwd, "/vercel/sandbox");
  * await runtime.close(); // never used: no request
  * ```
@@ -113,7 +113,7 @@ class VercelService implements SandboxService<VercelSandbox> {
   constructor(options: VercelRuntimeOptions, spec: VercelSandboxSpec) {
     this.#api = new VercelApiClient({
       ...(options.baseUrl !== undefined ? { baseUrl: options.baseUrl } : {}),
-      ...(options.token !== undefined ? { token: options.token } : {}),
+      ...(options.apiKey !== undefined ? { apiKey: options.apiKey } : {}),
       ...(options.teamId !== undefined ? { teamId: options.teamId } : {}),
       ...(options.projectId !== undefined
         ? { projectId: options.projectId }
