@@ -49,7 +49,7 @@ function e2bExec(): Promise<ExecSetup> {
     const server = startE2BServer({ apiKey: KEY });
     const runtime = new E2BSkillRuntime({
       apiKey: KEY,
-      apiUrl: server.url,
+      baseUrl: server.url,
       sandboxUrl: server.url,
       cwd,
     });

@@ -102,7 +102,7 @@ export function remoteRuntime(
     const template = env("E2B_TEMPLATE");
     return new E2BSkillRuntime({
       apiKey: need("E2B_API_KEY"),
-      ...optional("E2B_API_URL", "apiUrl"),
+      ...optional("E2B_API_URL", "baseUrl"),
       ...optional("E2B_SANDBOX_URL", "sandboxUrl"),
       ...(template ? { sandbox: { template } } : {}),
       ...conversation,

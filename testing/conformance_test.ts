@@ -117,7 +117,7 @@ testRuntimeConformance<{ server: E2BServer; store: MemoryConversationStore }>(
   ({ dir, conversationId, context }) =>
     new E2BSkillRuntime({
       apiKey: "conformance-key",
-      apiUrl: context.server.url,
+      baseUrl: context.server.url,
       sandboxUrl: context.server.url,
       ...(conversationId === undefined
         ? { cwd: dir, skillsRoot: `${dir}/.skills` }

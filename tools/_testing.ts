@@ -270,7 +270,7 @@ export const E2B_KIND: RuntimeKind = {
       runtimes.push(runtime);
       return runtime;
     };
-    const common = { apiKey, apiUrl: server.url, sandboxUrl: server.url };
+    const common = { apiKey, baseUrl: server.url, sandboxUrl: server.url };
     return {
       plain: (cwd: string) =>
         made(new E2BSkillRuntime({ ...common, cwd, skillsRoot })),

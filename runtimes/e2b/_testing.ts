@@ -54,7 +54,7 @@ export async function startE2BTestServer(
     runtime(options = {}) {
       const runtime = new E2BSkillRuntime({
         apiKey: TEST_API_KEY,
-        apiUrl: server.url,
+        baseUrl: server.url,
         sandboxUrl: server.url,
         cwd: dir,
         skillsRoot: `${dir}/.skills`,

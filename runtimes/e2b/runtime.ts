@@ -21,7 +21,7 @@ export interface E2BRuntimeOptions extends RemoteRuntimeCommonOptions {
   /** The API key (`X-API-Key`; the SDK's `E2B_API_KEY`); never shown in errors. */
   readonly apiKey?: string;
   /** The control plane. Default `https://api.e2b.app` (the SDK's `E2B_API_URL`). */
-  readonly apiUrl?: string;
+  readonly baseUrl?: string;
   /**
    * One URL for envd of every sandbox, routed by the `E2b-Sandbox-Id` and
    * `E2b-Sandbox-Port` headers (the SDK's `sandboxUrl`; a test server, a
@@ -116,14 +116,14 @@ class E2BService implements SandboxService<E2BSandbox> {
 
   constructor(options: E2BRuntimeOptions, spec: E2BSandboxSpec) {
     this.#api = new E2BApiClient({
-      ...(options.apiUrl !== undefined ? { apiUrl: options.apiUrl } : {}),
+      ...(options.baseUrl !== undefined ? { baseUrl: options.baseUrl } : {}),
       ...(options.apiKey !== undefined ? { apiKey: options.apiKey } : {}),
       ...(options.fetch ? { fetch: options.fetch } : {}),
       ...(options.requestTimeoutMs !== undefined
         ? { timeoutMs: options.requestTimeoutMs }
         : {}),
     });
-    this.serverUrl = this.#api.apiUrl;
+    this.serverUrl = this.#api.baseUrl;
     this.#options = options;
     this.#spec = spec;
   }
