@@ -21,5 +21,5 @@
  *
  * @module
  */
-export { type AioRuntimeOptions, AioSkillRuntime } from "./runtime.ts";
+export { AioSkillRuntime, type AioSkillRuntimeOptions } from "./runtime.ts";
 export { AioOperationError, type AioOperationErrorOptions } from "./client.ts";

@@ -28,7 +28,7 @@ import { AioFileOps } from "./files.ts";
 const HELPER_TIMEOUT_MS = 60_000;
 
 /** Options of {@linkcode AioSkillRuntime}. */
-export interface AioRuntimeOptions extends RemoteRuntimeCommonOptions {
+export interface AioSkillRuntimeOptions extends RemoteRuntimeCommonOptions {
   /** The container's base URL, e.g. `http://127.0.0.1:8080` (may carry a path). */
   readonly baseUrl: string;
   /** The API key, sent as `Authorization: Bearer <apiKey>`; never shown in errors or logs. */
@@ -92,7 +92,7 @@ export class AioSkillRuntime extends RemoteSkillRuntime {
    * @param options Base URL, token, mode, environment.
    * @throws {TypeError} A bad base URL, path, conversation id or variable.
    */
-  constructor(options: AioRuntimeOptions) {
+  constructor(options: AioSkillRuntimeOptions) {
     const client = new AioClient({
       baseUrl: options.baseUrl,
       ...(options.apiKey !== undefined ? { apiKey: options.apiKey } : {}),

@@ -21,6 +21,6 @@
  *
  * @module
  */
-export { type E2BRuntimeOptions, E2BSkillRuntime } from "./runtime.ts";
+export { E2BSkillRuntime, type E2BSkillRuntimeOptions } from "./runtime.ts";
 export type { E2BSandbox, E2BSandboxSpec } from "./api.ts";
 export { EnvdError } from "./envd.ts";

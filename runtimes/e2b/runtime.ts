@@ -17,7 +17,7 @@ import { E2BApiClient, type E2BSandbox, type E2BSandboxSpec } from "./api.ts";
 import { ENVD_PORT, EnvdClient } from "./envd.ts";
 
 /** Options of {@linkcode E2BSkillRuntime}. */
-export interface E2BRuntimeOptions extends RemoteRuntimeCommonOptions {
+export interface E2BSkillRuntimeOptions extends RemoteRuntimeCommonOptions {
   /** The API key (`X-API-Key`; the SDK's `E2B_API_KEY`); never shown in errors. */
   readonly apiKey?: string;
   /** The control plane. Default `https://api.e2b.app` (the SDK's `E2B_API_URL`). */
@@ -87,7 +87,7 @@ export class E2BSkillRuntime extends SandboxServiceRuntime<E2BSandbox> {
    * @throws {TypeError} A bad URL, conversation id, path or variable, or
    * `sandboxId` together with a conversation.
    */
-  constructor(options: E2BRuntimeOptions) {
+  constructor(options: E2BSkillRuntimeOptions) {
     const spec = options.sandbox ?? {};
     super({
       ...options,
@@ -107,14 +107,14 @@ export class E2BSkillRuntime extends SandboxServiceRuntime<E2BSandbox> {
 class E2BService implements SandboxService<E2BSandbox> {
   readonly serverUrl: string;
   readonly #api: E2BApiClient;
-  readonly #options: E2BRuntimeOptions;
+  readonly #options: E2BSkillRuntimeOptions;
   readonly #spec: E2BSandboxSpec;
   /** envd tokens and domains of sandboxes seen (create, connect). */
   readonly #known = new Map<string, E2BSandbox>();
   /** Sandboxes found paused: renewing one resumes it. */
   readonly #paused = new Set<string>();
 
-  constructor(options: E2BRuntimeOptions, spec: E2BSandboxSpec) {
+  constructor(options: E2BSkillRuntimeOptions, spec: E2BSandboxSpec) {
     this.#api = new E2BApiClient({
       ...(options.baseUrl !== undefined ? { baseUrl: options.baseUrl } : {}),
       ...(options.apiKey !== undefined ? { apiKey: options.apiKey } : {}),

@@ -23,8 +23,8 @@
  * @module
  */
 export {
-  type OpenSandboxRuntimeOptions,
   OpenSandboxSkillRuntime,
+  type OpenSandboxSkillRuntimeOptions,
 } from "./runtime.ts";
 export type { SandboxInfo, SandboxSpec } from "./lifecycle.ts";
 export { SandboxCommandError } from "./execd.ts";

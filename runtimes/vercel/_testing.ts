@@ -10,8 +10,8 @@ import {
   type VercelServerOptions,
 } from "../../tests/servers/vercel.ts";
 import {
-  type VercelRuntimeOptions,
   VercelSandboxSkillRuntime,
+  type VercelSandboxSkillRuntimeOptions,
 } from "./runtime.ts";
 
 export {
@@ -33,7 +33,9 @@ export interface VercelTestServer extends AsyncDisposable {
   /** A temporary folder (real path), removed on dispose. */
   readonly dir: string;
   /** Makes a runtime on this server (closed on dispose). */
-  runtime(options?: Partial<VercelRuntimeOptions>): VercelSandboxSkillRuntime;
+  runtime(
+    options?: Partial<VercelSandboxSkillRuntimeOptions>,
+  ): VercelSandboxSkillRuntime;
 }
 
 /**

@@ -25,7 +25,7 @@
  * @module
  */
 export {
-  type VercelRuntimeOptions,
   VercelSandboxSkillRuntime,
+  type VercelSandboxSkillRuntimeOptions,
 } from "./runtime.ts";
 export type { VercelSandbox, VercelSandboxSpec } from "./api.ts";

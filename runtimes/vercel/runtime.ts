@@ -21,7 +21,8 @@ import {
 } from "./api.ts";
 
 /** Options of {@linkcode VercelSandboxSkillRuntime}. */
-export interface VercelRuntimeOptions extends RemoteRuntimeCommonOptions {
+export interface VercelSandboxSkillRuntimeOptions
+  extends RemoteRuntimeCommonOptions {
   /** The API key (the access token, `VERCEL_TOKEN`); never shown in errors. */
   readonly apiKey?: string;
   /** The team (`VERCEL_TEAM_ID`). */
@@ -85,7 +86,7 @@ export class VercelSandboxSkillRuntime
    * @throws {TypeError} A bad conversation id, path or variable, or
    * `sandboxId` together with a conversation.
    */
-  constructor(options: VercelRuntimeOptions) {
+  constructor(options: VercelSandboxSkillRuntimeOptions) {
     const spec = options.sandbox ?? {};
     super({
       ...options,
@@ -110,7 +111,10 @@ class VercelService implements SandboxService<VercelSandbox> {
   /** The current session of each sandbox seen. */
   readonly #sessions = new Map<string, VercelSandbox>();
 
-  constructor(options: VercelRuntimeOptions, spec: VercelSandboxSpec) {
+  constructor(
+    options: VercelSandboxSkillRuntimeOptions,
+    spec: VercelSandboxSpec,
+  ) {
     this.#api = new VercelApiClient({
       ...(options.baseUrl !== undefined ? { baseUrl: options.baseUrl } : {}),
       ...(options.apiKey !== undefined ? { apiKey: options.apiKey } : {}),
