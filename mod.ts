@@ -9,13 +9,22 @@
  * - The embedded default runtime: {@linkcode LocalSkillRuntime} (plain, or in a
  *   conversation workspace fenced by path checks; isolated in a bubblewrap
  *   sandbox with `isolate`), and its fence report {@linkcode fenceReport}.
+ * - Conversation stores for the runtimes that keep conversations
+ *   ({@linkcode KvConversationStore}, {@linkcode MemoryConversationStore}).
  * - Tools for models: {@linkcode buildSkillTools}, adapters for OpenAI,
  *   Anthropic and the AI SDK, and {@linkcode dispatchToolCall}.
+ * - The errors an application catches: {@linkcode SkillPreparationError},
+ *   {@linkcode RuntimePermissionError}, {@linkcode WorkspaceEscapeError},
+ *   {@linkcode IsolationUnavailableError}, {@linkcode RemoteHttpError}.
  *
- * Other entry points: `./runtime` (for writing a runtime: the contract, the
- * preparation engine, the process-launcher seam, the path fence and copy
- * policy), `./search` (the search engine behind `grep`, `glob` and `ls`),
- * `./mcp` (the MCP server) and `./cli` (the command line).
+ * Other entry points: `./tools` (the tool layer in detail: every adapter type,
+ * the tool factories and context, limits and descriptions), `./runtime` (for
+ * writing a runtime: the contract, the preparation engine, the process-launcher
+ * seam, the path fence and copy policy, the remote kit), `./opensandbox`,
+ * `./aio`, `./e2b`, `./vercel` (each remote kind: its runtime, options and
+ * errors), `./search` (the search engine behind `grep`, `glob` and `ls`),
+ * `./mcp` (the MCP server), `./testing` (the conformance kit), `./package`
+ * (skill packages) and `./cli` (the command line).
  *
  * Importing this module needs no permission; each function says what it needs.
  *

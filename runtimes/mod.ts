@@ -1,18 +1,19 @@
 /**
  * For people writing a runtime (`@skillrun/skillrun/runtime`): the
  * {@linkcode SkillRuntime} contract and its request and result types, the
- * errors, the preparation engine every runtime shares
- * ({@linkcode PreparationEngine}), the local runtime with its process-launcher
- * seam ({@linkcode ProcessLauncher}, {@linkcode runProcessGroup}) and file
- * system, the workspace parts (conversation ids, the path fence, the copy
- * policy), and the machinery every remote runtime shares
- * ({@linkcode RemoteSkillRuntime}, {@linkcode HttpClient},
- * {@linkcode RemoteFileSystem}, streamed upload and resumable download, shell
- * quoting, POSIX remote paths, and the kit of services that create sandboxes
- * on demand: {@linkcode SandboxService}, {@linkcode SandboxServiceRuntime}),
- * the command core every executor shares ({@linkcode CommandRun},
- * {@linkcode checkTimeoutMs}) and the request checks every runtime shares
- * ({@linkcode checkExecuteRequest}).
+ * errors, the request checks every runtime makes
+ * ({@linkcode checkExecuteRequest}), the preparation engine every runtime
+ * shares ({@linkcode PreparationEngine}), the events a runtime emits
+ * ({@linkcode EventSink}), background commands, the local runtime with its
+ * process-launcher seam ({@linkcode ProcessLauncher},
+ * {@linkcode DenoCommandLauncher}, {@linkcode BubblewrapLauncher}), its file
+ * system and fence report, the workspace parts (conversation ids, the path
+ * fence, the copy policy, the conversation stores), and the kit every remote
+ * runtime shares ({@linkcode RemoteSkillRuntime}, {@linkcode HttpClient},
+ * {@linkcode RemoteFileSystem}, resumable download, POSIX remote paths, and
+ * the services that create sandboxes on demand: {@linkcode SandboxService},
+ * {@linkcode SandboxServiceRuntime}). The conformance checklist is
+ * `@skillrun/skillrun/testing`.
  *
  * Importing this module needs no permission.
  *

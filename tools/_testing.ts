@@ -319,7 +319,7 @@ export const VERCEL_KIND: RuntimeKind = {
       return runtime;
     };
     const common = {
-      token,
+      apiKey: token,
       teamId: "team_tools",
       projectId: "prj_tools",
       baseUrl: server.url,

@@ -13,7 +13,7 @@
  *
  * A new kind (a folder beside `opensandbox/`) writes:
  *
- * - its options (`interface XRuntimeOptions extends RemoteRuntimeCommonOptions`:
+ * - its options (`interface XSkillRuntimeOptions extends RemoteRuntimeCommonOptions`:
  *   address, credentials, what a sandbox is made of);
  * - a {@linkcode SandboxService}: `create`, `get`, `gone`, `delete`, `renew`
  *   (optional) and `open`, which returns the sandbox's session: `execute`
@@ -22,7 +22,9 @@
  *   `upload` for writing) and `isReady`;
  * - `class XSkillRuntime extends SandboxServiceRuntime<XSandbox>` whose
  *   constructor calls `super({ ...options, name, service, conversationsRoot })`;
- * - a `mod.ts` exporting these and `export * from "../remote/kind_exports.ts"`;
+ * - a `mod.ts` exporting its own runtime, options and errors only (what the
+ *   kinds share comes from `@skillrun/skillrun` and
+ *   `@skillrun/skillrun/runtime`, once);
  * - its test server in `tests/servers/`.
  *
  * Upload batching, resumable downloads, the workspace fence, in-sandbox
