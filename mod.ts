@@ -56,6 +56,7 @@ export {
   type ValidationProblem,
 } from "./skill/validate.ts";
 export { formatCatalog, type FormatCatalogOptions } from "./skill/catalog.ts";
+export { HEAVY_FOLDERS } from "./search/rules.ts";
 export {
   type BootstrapCommand,
   type BootstrapCommandInput,
