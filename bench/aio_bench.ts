@@ -56,7 +56,7 @@ let runtime: AioSkillRuntime | undefined;
 async function aio(): Promise<AioSkillRuntime> {
   return runtime ??= new AioSkillRuntime({
     baseUrl: await server(),
-    token: TOKEN,
+    apiKey: TOKEN,
     cwd: DATA,
   });
 }
@@ -195,7 +195,7 @@ function fsReady(): Promise<
     const root = `${DATA}conversations`;
     const fenced = new AioSkillRuntime({
       baseUrl: await server(),
-      token: TOKEN,
+      apiKey: TOKEN,
       conversationId: "bench",
       conversationsRoot: root,
       store: new MemoryConversationStore(),
@@ -203,7 +203,7 @@ function fsReady(): Promise<
     await fenced.execute({ command: "true" });
     const plain = new AioSkillRuntime({
       baseUrl: await server(),
-      token: TOKEN,
+      apiKey: TOKEN,
       cwd: `${root}/bench`,
     });
     await fenced.fs.writeText("small.txt", SMALL);

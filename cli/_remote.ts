@@ -102,14 +102,14 @@ export function remoteRuntime(
     const template = env("E2B_TEMPLATE");
     return new E2BSkillRuntime({
       apiKey: need("E2B_API_KEY"),
-      ...optional("E2B_API_URL", "apiUrl"),
+      ...optional("E2B_API_URL", "baseUrl"),
       ...optional("E2B_SANDBOX_URL", "sandboxUrl"),
       ...(template ? { sandbox: { template } } : {}),
       ...conversation,
     });
   }
   return new VercelSandboxSkillRuntime({
-    token: need("VERCEL_TOKEN"),
+    apiKey: need("VERCEL_TOKEN"),
     ...optional("VERCEL_TEAM_ID", "teamId"),
     ...optional("VERCEL_PROJECT_ID", "projectId"),
     ...optional("VERCEL_API_URL", "baseUrl"),

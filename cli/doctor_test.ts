@@ -379,7 +379,7 @@ Deno.test({
         mode: "conversation",
         isolated: true,
         launcher: "bubblewrap",
-        defaultWorkingDirectory: hostPath.join(p.root, "c1"),
+        cwd: hostPath.join(p.root, "c1"),
         workspace: hostPath.join(p.root, "c1"),
         skillRoots: [p.skills],
       });

@@ -239,7 +239,7 @@ export async function mcpCommand(
       skills: built.skills,
       secrets: () => built.context.secrets(),
       instructions: mcpInstructions(
-        runtime.defaultWorkingDirectory,
+        runtime.cwd,
         parsed.flags.isolate === true,
         parsed.flags["allow-net"] === true,
       ),
@@ -263,13 +263,13 @@ export async function mcpCommand(
 }
 
 function mcpInstructions(
-  workingDirectory: string,
+  cwd: string,
   isolated: boolean,
   allowNet: boolean,
 ): string {
   return "These tools give you Agent Skills: when a task matches a skill in the skill tool's list, " +
     "call the skill tool with its name first, then follow its instructions with the other tools. " +
-    `Commands run, and relative paths resolve, in ${workingDirectory}.` +
+    `Commands run, and relative paths resolve, in ${cwd}.` +
     (isolated
       ? ` Commands run in a sandbox: only that folder (and the skills' folders) and /tmp are writable, /tmp is emptied after each command, and ${
         allowNet ? "the network is available" : "there is no network"

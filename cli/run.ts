@@ -260,7 +260,7 @@ export async function runCommand(
       : options.stdin;
     const result = await runtime.execute({
       command,
-      workingDirectory: prepared!.basePath,
+      cwd: prepared!.basePath,
       timeoutMs,
       maxOutputBytes: CLI_KEPT_OUTPUT_BYTES,
       signal,
@@ -342,7 +342,7 @@ export function checkIsolateFlags(
  * import { createRuntime } from "./run.ts";
  * import { assert } from "@std/assert";
  * await using runtime = await createRuntime({});
- * assert(runtime.defaultWorkingDirectory === Deno.cwd());
+ * assert(runtime.cwd === Deno.cwd());
  * ```
  */
 export async function createRuntime(

@@ -175,7 +175,7 @@ Deno.test("AIO runtime onEvent: HTTP requests with status, output, no secret", a
   try {
     await using runtime = new AioSkillRuntime({
       baseUrl: server.baseUrl,
-      token: TOKEN,
+      apiKey: TOKEN,
       cwd: dir.path,
       skillsRoot: `${dir.path}/uploaded`,
       onEvent: (event) => events.push(event),

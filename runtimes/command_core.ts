@@ -52,7 +52,7 @@ export interface OutputTally {
  * import {
  *   checkTimeoutMs,
  *   MAX_EXECUTE_TIMEOUT_MS,
- * } from "@skillrun/skillrun/runtime";
+ * } from "./command_core.ts";
  * assertEquals(checkTimeoutMs(30 * 24 * 3600_000), MAX_EXECUTE_TIMEOUT_MS);
  * assertEquals(checkTimeoutMs(1500), 1500);
  * assertThrows(() => checkTimeoutMs(0), RangeError, 'timeout "0"');

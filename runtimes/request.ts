@@ -58,7 +58,7 @@ export interface CheckExecuteRequestOptions {
  * assertEquals(checked.timeoutMs, MAX_EXECUTE_TIMEOUT_MS);
  * assertThrows(() => checkExecuteRequest({ command: " " }), TypeError, "blank");
  * assertThrows(
- *   () => checkExecuteRequest({ command: "pwd", workingDirectory: "" }),
+ *   () => checkExecuteRequest({ command: "pwd", cwd: "" }),
  *   TypeError,
  *   "the path is empty",
  * );
@@ -99,8 +99,8 @@ export function checkExecuteRequest(
     request.maxOutputBytes ?? options.maxOutputBytes ??
       DEFAULT_MAX_OUTPUT_BYTES,
   );
-  if (request.workingDirectory !== undefined) {
-    checkPathText(request.workingDirectory);
+  if (request.cwd !== undefined) {
+    checkPathText(request.cwd);
   }
   const env = request.env ? checkEnv(request.env, "request env") : {};
   return { command, timeoutMs, maxOutputBytes, env };
@@ -117,7 +117,7 @@ export function checkExecuteRequest(
  * @example
  * ```ts
  * import { assertThrows } from "@std/assert";
- * import { checkPathText } from "@skillrun/skillrun/runtime";
+ * import { checkPathText } from "./request.ts";
  * checkPathText("notes/a.txt");
  * assertThrows(() => checkPathText("a\0b"), TypeError, "NUL");
  * ```
@@ -146,7 +146,7 @@ export function checkPathText(path: string): void {
  * @example
  * ```ts
  * import { assertThrows } from "@std/assert";
- * import { checkMaxOutputBytes } from "@skillrun/skillrun/runtime";
+ * import { checkMaxOutputBytes } from "./request.ts";
  * checkMaxOutputBytes(0);
  * assertThrows(() => checkMaxOutputBytes(-1), RangeError, '"-1"');
  * ```

@@ -68,8 +68,8 @@ export interface PreparedSkill {
 export interface ExecuteRequest {
   /** The shell command, run with `bash -c` (Windows: `cmd.exe /c`). */
   readonly command: string;
-  /** Where it runs; default {@linkcode SkillRuntime.defaultWorkingDirectory}. */
-  readonly workingDirectory?: string;
+  /** Where it runs; default {@linkcode SkillRuntime.cwd}. */
+  readonly cwd?: string;
   /**
    * How long it may run, in ms (> 0); default 120 000. Longer than about 24.8
    * days (`MAX_EXECUTE_TIMEOUT_MS`, the longest timer) is clamped to it, on
@@ -245,7 +245,7 @@ export interface SkillRuntime extends AsyncDisposable {
   /** The runtime's name, e.g. `local`, `opensandbox`, `aio-sandbox`. */
   readonly name: string;
   /** Where commands run when a request names no working directory. */
-  readonly defaultWorkingDirectory: string;
+  readonly cwd: string;
   /** The runtime's file system. */
   readonly fs: SkillRuntimeFileSystem;
   /**

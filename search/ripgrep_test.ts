@@ -13,7 +13,7 @@ if (!rg) {
 
 engineSuite(
   "RipgrepSearch",
-  (root) => new RipgrepSearch({ fs: new LocalFileSystem({ root: root }) }),
+  (root) => new RipgrepSearch({ fs: new LocalFileSystem({ cwd: root }) }),
   { backtracks: false, ignore: !rg },
 );
 
@@ -23,7 +23,7 @@ engineSuite(
   "RipgrepSearch (parallel content only)",
   (root) =>
     new RipgrepSearch({
-      fs: new LocalFileSystem({ root: root }),
+      fs: new LocalFileSystem({ cwd: root }),
       sortedAttemptMs: 0,
     }),
   { backtracks: false, ignore: !rg },
@@ -51,7 +51,7 @@ Deno.test({
           `x\nneedle ${i}\n${i % 7 === 0 ? "\u0000" : ""}\nneedle again\n`,
         );
       }
-      const fs = new LocalFileSystem({ root: dir });
+      const fs = new LocalFileSystem({ cwd: dir });
       const sorted = new RipgrepSearch({ fs, sortedAttemptMs: 60_000 });
       const parallel = new RipgrepSearch({ fs, sortedAttemptMs: 0 });
       for (
@@ -108,7 +108,7 @@ Deno.test({
           line.repeat(250),
         );
       }
-      const fs = new LocalFileSystem({ root: dir });
+      const fs = new LocalFileSystem({ cwd: dir });
       const sorted = new RipgrepSearch({ fs, sortedAttemptMs: 60_000 });
       const parallel = new RipgrepSearch({ fs, sortedAttemptMs: 0 });
       for (
@@ -143,7 +143,7 @@ Deno.test({
       const line = "abcdefghij".repeat(10) + "\n";
       await Deno.writeTextFile(`${dir}/big.txt`, line.repeat(600_000));
       const search = new RipgrepSearch({
-        fs: new LocalFileSystem({ root: dir }),
+        fs: new LocalFileSystem({ cwd: dir }),
       });
       let message = "";
       try {

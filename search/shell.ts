@@ -179,7 +179,7 @@ const encoder = new TextEncoder();
  *         timedOut: false, stdoutTruncated: false };
  *     },
  *   };
- *   const search = new ShellSearch({ shell, fs: new LocalFileSystem({ root: dir }) });
+ *   const search = new ShellSearch({ shell, fs: new LocalFileSystem({ cwd: dir }) });
  *   const result = await search.grep({ pattern: "needle", outputMode: "count" });
  *   assert(result.mode === "count" && result.counts[0]?.count === 1);
  * } finally {

@@ -161,7 +161,7 @@ export async function loadSkills(
  * @example Finding skill folders
  * ```ts
  * import { assert } from "@std/assert";
- * import { findSkillFolders } from "@skillrun/skillrun";
+ * import { findSkillFolders } from "./load.ts";
  * const root = await Deno.makeTempDir();
  * await Deno.mkdir(`${root}/broken`);
  * await Deno.writeTextFile(`${root}/broken/SKILL.md`, "no front matter");

@@ -80,7 +80,7 @@ async function run(
   h: Harness,
   runtime: SkillRuntime,
   command: string,
-  options: { workingDirectory?: string; env?: Record<string, string> } = {},
+  options: { cwd?: string; env?: Record<string, string> } = {},
 ): Promise<string> {
   const result = await runtime.execute({
     command,
@@ -186,7 +186,7 @@ const prepareIdempotent: ConformanceCheck = {
   modes: "each",
   async run(h, mode) {
     const runtime = await h.open(mode);
-    const log = join(runtime.defaultWorkingDirectory, "idempotent-boot.log");
+    const log = join(runtime.cwd, "idempotent-boot.log");
     const skill = await h.skill("idem");
     const config = new SkillRuntimeConfig({
       env: { CONFORMANCE_LOG: log },
@@ -251,7 +251,7 @@ const environmentInjected: ConformanceCheck = {
       );
     }
     const inBase = await run(h, runtime, echo, {
-      workingDirectory: prepared.basePath,
+      cwd: prepared.basePath,
     });
     h.expect(
       inBase === value,
@@ -296,7 +296,7 @@ const bootstrapAfterUpload: ConformanceCheck = {
   modes: "each",
   async run(h, mode) {
     const first = await h.open(mode);
-    const log = join(first.defaultWorkingDirectory, "upload-boot.log");
+    const log = join(first.cwd, "upload-boot.log");
     const skill = await h.skill("upload", { "data.txt": "source v1" });
     const config = new SkillRuntimeConfig({
       env: { CONFORMANCE_LOG: log },
@@ -356,7 +356,7 @@ const failedBootstrapNotCached: ConformanceCheck = {
   modes: "each",
   async run(h, mode) {
     const runtime = await h.open(mode);
-    const wd = runtime.defaultWorkingDirectory;
+    const wd = runtime.cwd;
     const secret = `sk-conformance-${crypto.randomUUID()}`;
     const skill = await h.skill("failing");
     const config = new SkillRuntimeConfig({
@@ -422,7 +422,7 @@ const timedOutBootstrapNotCached: ConformanceCheck = {
   modes: "each",
   async run(h, mode) {
     const runtime = await h.open(mode);
-    const wd = runtime.defaultWorkingDirectory;
+    const wd = runtime.cwd;
     const skill = await h.skill("slow");
     const config = new SkillRuntimeConfig({
       env: {
@@ -472,7 +472,7 @@ const timeoutStopsCommand: ConformanceCheck = {
   modes: "one",
   async run(h, mode) {
     const runtime = await h.open(mode);
-    const wd = runtime.defaultWorkingDirectory;
+    const wd = runtime.cwd;
     const late = (name: string) =>
       `(sleep 3; echo late > ${name}-child.txt) & sleep 3; echo late > ${name}.txt`;
     const started = performance.now();
@@ -627,7 +627,7 @@ const binaryIdentical: ConformanceCheck = {
       } of ${info?.size} bytes, not ${blob.length}`,
     );
     const size = await run(h, runtime, "wc -c < assets/blob.bin", {
-      workingDirectory: prepared.basePath,
+      cwd: prepared.basePath,
     });
     h.expect(
       Number(size.trim()) === blob.length,
@@ -653,7 +653,7 @@ const binaryIdentical: ConformanceCheck = {
       "the downloaded file differs from the source file",
     );
     await run(h, runtime, "cp assets/blob.bin made.bin", {
-      workingDirectory: prepared.basePath,
+      cwd: prepared.basePath,
     });
     h.expect(
       sameBytes(
@@ -824,7 +824,7 @@ const pathsQuoted: ConformanceCheck = {
     );
     const inside = await runtime.execute({
       command: 'pwd; printf "%s\\n" *',
-      workingDirectory: ODD_DIR,
+      cwd: ODD_DIR,
     });
     const [pwd, name] = inside.stdout.split("\n");
     h.expect(
@@ -966,7 +966,7 @@ const workspaceLayout: ConformanceCheck = {
   modes: "workspace",
   async run(h) {
     const runtime = await h.open("workspace", "layout-1");
-    const ws = runtime.defaultWorkingDirectory;
+    const ws = runtime.cwd;
     h.expect(
       ws.startsWith("/") && ws.split("/").at(-1) === "layout-1",
       `the workspace of conversation "layout-1" is "${ws}"`,
@@ -985,7 +985,7 @@ const workspaceLayout: ConformanceCheck = {
       "commands must run in the workspace by default",
     );
     h.expect(
-      (await run(h, runtime, "pwd", { workingDirectory: "notes" })).trim() ===
+      (await run(h, runtime, "pwd", { cwd: "notes" })).trim() ===
         `${ws}/notes`,
       "a relative working directory must resolve inside the workspace",
     );
@@ -1005,7 +1005,7 @@ const workspaceFence: ConformanceCheck = {
   modes: "workspace",
   async run(h) {
     const runtime = await h.open("workspace", "fence-1");
-    const ws = runtime.defaultWorkingDirectory;
+    const ws = runtime.cwd;
     const parent = ws.slice(0, ws.lastIndexOf("/")) || "/";
     const fs = runtime.fs;
     await refusedByFence(h, 'resolve("../x")', () => fs.resolve("../x"));
@@ -1043,8 +1043,8 @@ const workspaceFence: ConformanceCheck = {
     );
     await refusedByFence(
       h,
-      'execute({ workingDirectory: ".." })',
-      () => runtime.execute({ command: "true", workingDirectory: ".." }),
+      'execute({ cwd: ".." })',
+      () => runtime.execute({ command: "true", cwd: ".." }),
     );
     h.expect(
       (await run(h, runtime, "test -e ../escape.txt && echo yes || echo no"))
@@ -1102,7 +1102,7 @@ const workspaceReuse: ConformanceCheck = {
     await first.close();
     const second = await h.open("workspace", "reuse-a");
     h.expect(
-      second.defaultWorkingDirectory === first.defaultWorkingDirectory,
+      second.cwd === first.cwd,
       "a conversation opened again must have the same workspace",
     );
     const kept = await settle(
@@ -1114,7 +1114,7 @@ const workspaceReuse: ConformanceCheck = {
     );
     const other = await h.open("workspace", "reuse-b");
     h.expect(
-      other.defaultWorkingDirectory !== first.defaultWorkingDirectory,
+      other.cwd !== first.cwd,
       "two conversations share one workspace",
     );
     h.expect(

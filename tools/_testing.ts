@@ -216,7 +216,7 @@ export const AIO_KIND: RuntimeKind = {
         made(
           new AioSkillRuntime({
             baseUrl: server.baseUrl,
-            token,
+            apiKey: token,
             cwd,
             skillsRoot: `${home}/skills`,
           }),
@@ -230,7 +230,7 @@ export const AIO_KIND: RuntimeKind = {
         const runtime = made(
           new AioSkillRuntime({
             baseUrl: server.baseUrl,
-            token,
+            apiKey: token,
             conversationId,
             conversationsRoot,
             store,
@@ -270,7 +270,7 @@ export const E2B_KIND: RuntimeKind = {
       runtimes.push(runtime);
       return runtime;
     };
-    const common = { apiKey, apiUrl: server.url, sandboxUrl: server.url };
+    const common = { apiKey, baseUrl: server.url, sandboxUrl: server.url };
     return {
       plain: (cwd: string) =>
         made(new E2BSkillRuntime({ ...common, cwd, skillsRoot })),
@@ -319,7 +319,7 @@ export const VERCEL_KIND: RuntimeKind = {
       return runtime;
     };
     const common = {
-      token,
+      apiKey: token,
       teamId: "team_tools",
       projectId: "prj_tools",
       baseUrl: server.url,
@@ -490,7 +490,7 @@ export async function conversationContext(
   return {
     context: createToolContext(runtime, options),
     runtime,
-    workspace: runtime.defaultWorkingDirectory,
+    workspace: runtime.cwd,
   };
 }
 
@@ -520,7 +520,7 @@ export function contextWithEngine(
   const real = new LocalSkillRuntime({ cwd });
   const runtime: SkillRuntime & { search: SearchEngine } = {
     name: real.name,
-    defaultWorkingDirectory: real.defaultWorkingDirectory,
+    cwd: real.cwd,
     fs: real.fs,
     prepare: (request) => real.prepare(request),
     execute: (request) => real.execute(request),

@@ -43,7 +43,7 @@ export function createBashTool(context: ToolContext): Tool {
     description:
       `Runs a bash command in the "${runtime.name}" runtime and returns its output: stdout, then "STDERR:" and stderr when not empty, then the exit code when it is not 0. ` +
       `Commands run in ${
-        JSON.stringify(runtime.defaultWorkingDirectory)
+        JSON.stringify(runtime.cwd)
       } unless working_directory says otherwise; use a skill's base directory to run its scripts. ` +
       `The environment configured for the skills is set for every command (do not print it). ` +
       `Default timeout ${limits.bashDefaultTimeoutMs} ms, at most ${limits.bashMaxTimeoutMs} ms. ` +
@@ -92,12 +92,12 @@ export function createBashTool(context: ToolContext): Tool {
       }
       const timeoutMs = (input.timeout as number | undefined) ??
         limits.bashDefaultTimeoutMs;
-      let workingDirectory: string | undefined;
+      let cwd: string | undefined;
       if (input.working_directory !== undefined) {
         const given = input.working_directory as string;
-        workingDirectory = await runtime.fs.resolve(given);
+        cwd = await runtime.fs.resolve(given);
         const info = await runtime.fs.stat(
-          workingDirectory,
+          cwd,
           signal ? { signal } : {},
         );
         if (!info) return pathError("run in", given, "no such folder");
@@ -109,7 +109,7 @@ export function createBashTool(context: ToolContext): Tool {
         const info = contextBackground(context).start({
           command,
           ...(input.timeout !== undefined ? { timeoutMs } : {}),
-          ...(workingDirectory !== undefined ? { workingDirectory } : {}),
+          ...(cwd !== undefined ? { cwd: cwd } : {}),
         });
         return {
           text:
@@ -129,7 +129,7 @@ export function createBashTool(context: ToolContext): Tool {
               command,
               timeoutMs,
               maxOutputBytes: MAX_OUTPUT_BYTES,
-              ...(workingDirectory !== undefined ? { workingDirectory } : {}),
+              ...(cwd !== undefined ? { cwd: cwd } : {}),
               ...(signal ? { signal } : {}),
               ...(stdout && stderr
                 ? { onStdout: stdout.write, onStderr: stderr.write }

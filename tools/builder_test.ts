@@ -89,7 +89,7 @@ Deno.test("building prepares nothing: no bootstrap runs, nothing is copied", asy
     configs: { marker: config },
     runtime,
   });
-  const copies = `${runtime.defaultWorkingDirectory}/skills`;
+  const copies = `${runtime.cwd}/skills`;
   assertEquals(await Array.fromAsync(Deno.readDir(copies)), []);
   assertFalse(await exists(`${folder}/bootstrapped.marker`));
 

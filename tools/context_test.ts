@@ -41,7 +41,7 @@ Deno.test("the configured secrets are still redacted when the runtime cannot giv
   await using real = new LocalSkillRuntime({ cwd: dir.path });
   const runtime: SkillRuntime = {
     name: real.name,
-    defaultWorkingDirectory: real.defaultWorkingDirectory,
+    cwd: real.cwd,
     fs: real.fs,
     prepare: (request) => real.prepare(request),
     execute: (request) => real.execute(request),

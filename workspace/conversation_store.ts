@@ -174,7 +174,7 @@ export interface ConversationStore {
  * @example Keys that name the same conversation
  * ```ts
  * import { assert } from "@std/assert";
- * import { normalizeConversationKey } from "@skillrun/skillrun/runtime";
+ * import { normalizeConversationKey } from "./conversation_store.ts";
  * const a = normalizeConversationKey({ serverUrl: "HTTP://Sandbox:80/api/", conversationId: "c1" });
  * const b = normalizeConversationKey({ serverUrl: "http://user:key@sandbox/api", conversationId: "c1" });
  * assert(a.serverUrl === "http://sandbox/api" && b.serverUrl === a.serverUrl);
@@ -869,7 +869,7 @@ const HASH_PIECE = 4 * 1024 * 1024;
  * @example A digest changes with the configuration
  * ```ts
  * import { assert } from "@std/assert";
- * import { skillDigest } from "@skillrun/skillrun/runtime";
+ * import { skillDigest } from "./conversation_store.ts";
  * const skill = await Deno.makeTempDir();
  * try {
  *   await Deno.writeTextFile(`${skill}/SKILL.md`, "---\nname: x\n---\n");

@@ -9,7 +9,7 @@ import {
   loadAioContract,
   startAioServer,
 } from "../../tests/servers/aio.ts";
-import { type AioRuntimeOptions, AioSkillRuntime } from "./runtime.ts";
+import { AioSkillRuntime, type AioSkillRuntimeOptions } from "./runtime.ts";
 
 /** The bearer token the test servers check. */
 export const TEST_TOKEN = "aio-test-token-0123456789";
@@ -21,7 +21,7 @@ export interface AioTestServer extends AsyncDisposable {
   /** The container's home: a temporary folder (real path). */
   readonly dir: string;
   /** Makes a runtime on this server (closed on dispose). */
-  runtime(options?: Partial<AioRuntimeOptions>): AioSkillRuntime;
+  runtime(options?: Partial<AioSkillRuntimeOptions>): AioSkillRuntime;
 }
 
 /**
@@ -51,7 +51,7 @@ export async function startAioTestServer(
     runtime(overrides = {}) {
       const runtime = new AioSkillRuntime({
         baseUrl: server.baseUrl,
-        token: TEST_TOKEN,
+        apiKey: TEST_TOKEN,
         cwd: dir,
         skillsRoot: `${dir}/.skills`,
         ...overrides,

@@ -43,7 +43,7 @@ const SEP = "|";
  * @example Stat runs one quoted shell command
  * ```ts
  * import { assert } from "@std/assert";
- * import { AioClient } from "@skillrun/skillrun/aio";
+ * import { AioClient } from "./client.ts";
  * import { AioFileOps } from "./files.ts";
  *
  * const seen: string[] = [];

@@ -28,11 +28,11 @@ import { AioFileOps } from "./files.ts";
 const HELPER_TIMEOUT_MS = 60_000;
 
 /** Options of {@linkcode AioSkillRuntime}. */
-export interface AioRuntimeOptions extends RemoteRuntimeCommonOptions {
+export interface AioSkillRuntimeOptions extends RemoteRuntimeCommonOptions {
   /** The container's base URL, e.g. `http://127.0.0.1:8080` (may carry a path). */
   readonly baseUrl: string;
-  /** Sent as `Authorization: Bearer <token>`; never shown in errors or logs. */
-  readonly token?: string | undefined;
+  /** The API key, sent as `Authorization: Bearer <apiKey>`; never shown in errors or logs. */
+  readonly apiKey?: string | undefined;
   /** Where conversation workspaces live. Default `/home/gem/conversations`. */
   readonly conversationsRoot?: string;
   /** Plain mode: where commands run. Default `/home/gem`. */
@@ -72,13 +72,13 @@ export interface AioRuntimeOptions extends RemoteRuntimeCommonOptions {
  * let calls = 0;
  * const runtime = new AioSkillRuntime({
  *   baseUrl: "http://aio.invalid:8080",
- *   token: "secret-token",
+ *   apiKey: "secret-token",
  *   fetch: () => {
  *     calls++;
  *     return Promise.reject(new TypeError("offline"));
  *   },
  * });
- * assert(runtime.name === "aio-sandbox" && runtime.defaultWorkingDirectory === "/home/gem");
+ * assert(runtime.name === "aio-sandbox" && runtime.cwd === "/home/gem");
  * await runtime.close();
  * assert(calls === 0);
  * ```
@@ -92,10 +92,10 @@ export class AioSkillRuntime extends RemoteSkillRuntime {
    * @param options Base URL, token, mode, environment.
    * @throws {TypeError} A bad base URL, path, conversation id or variable.
    */
-  constructor(options: AioRuntimeOptions) {
+  constructor(options: AioSkillRuntimeOptions) {
     const client = new AioClient({
       baseUrl: options.baseUrl,
-      ...(options.token !== undefined ? { token: options.token } : {}),
+      ...(options.apiKey !== undefined ? { apiKey: options.apiKey } : {}),
       ...(options.headers ? { headers: options.headers } : {}),
       ...(options.requestTimeoutMs !== undefined
         ? { timeoutMs: options.requestTimeoutMs }
@@ -123,7 +123,7 @@ export class AioSkillRuntime extends RemoteSkillRuntime {
           conversation: {
             ...conversation,
             marker: posix.join(
-              conversation.root,
+              conversation.conversationsRoot,
               `.skillrun-${conversation.conversationId}.id`,
             ),
           },

@@ -9,7 +9,7 @@ import {
   type E2BServerOptions,
   startE2BServer,
 } from "../../tests/servers/e2b.ts";
-import { type E2BRuntimeOptions, E2BSkillRuntime } from "./runtime.ts";
+import { E2BSkillRuntime, type E2BSkillRuntimeOptions } from "./runtime.ts";
 
 export {
   countingFetch,
@@ -30,7 +30,7 @@ export interface E2BTestServer extends AsyncDisposable {
   /** A temporary folder (real path), removed on dispose. */
   readonly dir: string;
   /** Makes a runtime on this server (closed on dispose). */
-  runtime(options?: Partial<E2BRuntimeOptions>): E2BSkillRuntime;
+  runtime(options?: Partial<E2BSkillRuntimeOptions>): E2BSkillRuntime;
 }
 
 /**
@@ -54,7 +54,7 @@ export async function startE2BTestServer(
     runtime(options = {}) {
       const runtime = new E2BSkillRuntime({
         apiKey: TEST_API_KEY,
-        apiUrl: server.url,
+        baseUrl: server.url,
         sandboxUrl: server.url,
         cwd: dir,
         skillsRoot: `${dir}/.skills`,

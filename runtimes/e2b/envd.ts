@@ -72,7 +72,7 @@ interface EntryInfo {
  * @example
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { connectEnvelope } from "@skillrun/skillrun/e2b";
+ * import { connectEnvelope } from "./envd.ts";
  * assertEquals([...connectEnvelope({}, 2)], [2, 0, 0, 0, 2, 123, 125]);
  * ```
  *
@@ -98,7 +98,7 @@ export function connectEnvelope(
  * @example
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { connectEnvelope, readConnectStream } from "@skillrun/skillrun/e2b";
+ * import { connectEnvelope, readConnectStream } from "./envd.ts";
  * const body = new Blob([connectEnvelope({ a: 1 }), connectEnvelope({}, 2)]).stream();
  * const seen = [];
  * for await (const message of readConnectStream(body)) seen.push(message);
@@ -146,7 +146,7 @@ export async function* readConnectStream(
  * @example Making a client (no request is made)
  * ```ts
  * import { assert } from "@std/assert";
- * import { EnvdClient } from "@skillrun/skillrun/e2b";
+ * import { EnvdClient } from "./envd.ts";
  * import { HttpClient } from "@skillrun/skillrun/runtime";
  * const envd = new EnvdClient(new HttpClient({ baseUrl: "http://127.0.0.1:9" }));
  * assert(envd.http.baseUrl === "http://127.0.0.1:9");

@@ -102,7 +102,7 @@ Deno.test("execute() reports a folder envd refuses (invalid_argument) before any
   await using server = await startE2BTestServer();
   const runtime = server.runtime();
   const error = await assertRejects(
-    () => runtime.execute({ command: "touch ran", workingDirectory: "nope" }),
+    () => runtime.execute({ command: "touch ran", cwd: "nope" }),
     EnvdError,
     `Cannot run the command in "${server.dir}/nope"`,
   );
@@ -166,7 +166,7 @@ Deno.test("a server that cannot be reached is a network error naming the URL, wi
   const port = (listener.addr as Deno.NetAddr).port;
   listener.close();
   await using runtime = new E2BSkillRuntime({
-    apiUrl: `http://127.0.0.1:${port}`,
+    baseUrl: `http://127.0.0.1:${port}`,
     apiKey: "secret-key-123456",
     requestTimeoutMs: 2_000,
   });
@@ -356,7 +356,7 @@ Deno.test("a conversation whose sandbox was killed starts anew in a new sandbox"
   const first = server.runtime(options);
   await first.execute({ command: "true" });
   const gone = first.sandboxId!;
-  await new E2BApiClient({ apiUrl: server.url, apiKey: TEST_API_KEY }).kill(
+  await new E2BApiClient({ baseUrl: server.url, apiKey: TEST_API_KEY }).kill(
     gone,
   );
   const second = server.runtime(options);
@@ -535,7 +535,7 @@ Deno.test("a sandbox paused behind the runtime's back (auto-pause, another runti
     store: new MemoryConversationStore(),
   });
   await runtime.fs.writeText("kept.txt", "still here");
-  const api = new E2BApiClient({ apiUrl: server.url, apiKey: TEST_API_KEY });
+  const api = new E2BApiClient({ baseUrl: server.url, apiKey: TEST_API_KEY });
   await api.pause(runtime.sandboxId!);
   assertEquals(
     (await runtime.execute({ command: "cat kept.txt" })).stdout,

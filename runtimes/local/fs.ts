@@ -47,13 +47,13 @@ const STAT_BATCH = 64;
 /** Options of {@linkcode LocalFileSystem}. */
 export interface LocalFileSystemOptions {
   /** The folder relative paths resolve against (absolute). */
-  readonly root: string;
+  readonly cwd: string;
   /** The workspace's fence: when given, every path must stay inside it. */
   readonly fence?: PathFence;
 }
 
 /**
- * The local file system of a runtime. Relative paths resolve against `root`;
+ * The local file system of a runtime. Relative paths resolve against `cwd`;
  * with a `fence` (workspace mode) every path must lie inside the workspace,
  * lexically and once its symlinks are resolved. Permission denials become
  * {@linkcode RuntimePermissionError}s naming the flag to add; missing files
@@ -67,7 +67,7 @@ export interface LocalFileSystemOptions {
  * import { LocalFileSystem } from "@skillrun/skillrun/runtime";
  * const root = await Deno.makeTempDir();
  * try {
- *   const fs = new LocalFileSystem({ root });
+ *   const fs = new LocalFileSystem({ cwd: root });
  *   await fs.writeText("notes/a.txt", "hello");
  *   assert(await fs.readText("notes/a.txt", { maxBytes: 1024 }) === "hello");
  *   const { entries } = await fs.list(".", { depth: 2 });
@@ -78,36 +78,36 @@ export interface LocalFileSystemOptions {
  * ```
  */
 export class LocalFileSystem implements SkillRuntimeFileSystem {
-  readonly #root: string;
+  readonly #cwd: string;
   readonly #fence: PathFence | undefined;
 
   /**
    * Makes the file system.
    *
-   * @param options The root for relative paths, and the fence in workspace mode.
-   * @throws {TypeError} The root is not absolute.
+   * @param options The folder relative paths resolve against, and the fence in workspace mode.
+   * @throws {TypeError} The folder is not absolute.
    */
   constructor(options: LocalFileSystemOptions) {
     if (
-      typeof options?.root !== "string" || !hostPath.isAbsolute(options.root)
+      typeof options?.cwd !== "string" || !hostPath.isAbsolute(options.cwd)
     ) {
       throw new TypeError(
-        `Cannot use file-system root ${
-          JSON.stringify(options?.root)
+        `Cannot use file-system folder ${
+          JSON.stringify(options?.cwd)
         }: it must be an absolute path`,
       );
     }
-    this.#root = hostPath.normalize(options.root);
+    this.#cwd = hostPath.normalize(options.cwd);
     this.#fence = options.fence;
   }
 
   /** The folder relative paths resolve against. */
-  get root(): string {
-    return this.#root;
+  get cwd(): string {
+    return this.#cwd;
   }
 
   /**
-   * Resolves a path: relative paths against the root; with a fence, a path
+   * Resolves a path: relative paths against `cwd`; with a fence, a path
    * outside the workspace is refused.
    *
    * Needs `--allow-read` for the workspace in workspace mode, else nothing.
@@ -122,7 +122,7 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
    * import { assert } from "@std/assert";
    * import { LocalFileSystem } from "./fs.ts";
    * if (Deno.build.os !== "windows") {
-   *   const fs = new LocalFileSystem({ root: "/srv/data" });
+   *   const fs = new LocalFileSystem({ cwd: "/srv/data" });
    *   assert(await fs.resolve("a/../b.txt") === "/srv/data/b.txt");
    * }
    * ```
@@ -132,7 +132,7 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
     checkPathText(path);
     const absolute = hostPath.isAbsolute(path)
       ? hostPath.normalize(path)
-      : hostPath.join(this.#root, path);
+      : hostPath.join(this.#cwd, path);
     if (!this.#fence) return absolute;
     const candidate = hostPath.isAbsolute(path) ? path : absolute;
     try {
@@ -174,7 +174,7 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
    * import { LocalFileSystem } from "./fs.ts";
    * const root = await Deno.makeTempDir();
    * try {
-   *   const fs = new LocalFileSystem({ root });
+   *   const fs = new LocalFileSystem({ cwd: root });
    *   await fs.writeText("big.txt", "x".repeat(2048));
    *   let message = "";
    *   try { await fs.readText("big.txt", { maxBytes: 1024 }); } catch (e) { message = String(e); }
@@ -212,7 +212,7 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
    * const root = await Deno.makeTempDir();
    * try {
    *   await Deno.writeFile(`${root}/b.bin`, new Uint8Array([0, 255]));
-   *   const bytes = await new LocalFileSystem({ root }).readBytes("b.bin");
+   *   const bytes = await new LocalFileSystem({ cwd: root }).readBytes("b.bin");
    *   assert(bytes.length === 2 && bytes[1] === 255);
    * } finally {
    *   await Deno.remove(root, { recursive: true });
@@ -257,7 +257,7 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
    * import { LocalFileSystem } from "./fs.ts";
    * const root = await Deno.makeTempDir();
    * try {
-   *   await new LocalFileSystem({ root }).writeText("a/b/c.txt", "x");
+   *   await new LocalFileSystem({ cwd: root }).writeText("a/b/c.txt", "x");
    *   assert(await Deno.readTextFile(`${root}/a/b/c.txt`) === "x");
    * } finally {
    *   await Deno.remove(root, { recursive: true });
@@ -355,7 +355,7 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
    * import { LocalFileSystem } from "./fs.ts";
    * const root = await Deno.makeTempDir();
    * try {
-   *   assert(await new LocalFileSystem({ root }).stat("missing") === null);
+   *   assert(await new LocalFileSystem({ cwd: root }).stat("missing") === null);
    * } finally {
    *   await Deno.remove(root, { recursive: true });
    * }
@@ -397,7 +397,7 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
    * import { LocalFileSystem } from "./fs.ts";
    * const root = await Deno.makeTempDir();
    * try {
-   *   const fs = new LocalFileSystem({ root });
+   *   const fs = new LocalFileSystem({ cwd: root });
    *   await fs.writeText("b.txt", "");
    *   await fs.writeText("a/c.txt", "");
    *   const { entries } = await fs.list(".", { depth: 2, filesOnly: true });
@@ -497,7 +497,7 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
    * const root = await Deno.makeTempDir();
    * try {
    *   await Deno.writeTextFile(`${root}/a.txt`, "streamed");
-   *   const stream = await new LocalFileSystem({ root }).readStream("a.txt");
+   *   const stream = await new LocalFileSystem({ cwd: root }).readStream("a.txt");
    *   assert(await new Response(stream).text() === "streamed");
    * } finally {
    *   await Deno.remove(root, { recursive: true });
@@ -538,7 +538,7 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
    * import { LocalFileSystem } from "./fs.ts";
    * const root = await Deno.makeTempDir();
    * try {
-   *   const fs = new LocalFileSystem({ root });
+   *   const fs = new LocalFileSystem({ cwd: root });
    *   await fs.writeText("out/report.txt", "done");
    *   const result = await fs.download("out/report.txt", `${root}/copy.txt`);
    *   assert(result.bytes === 4);

@@ -98,7 +98,7 @@ let denoKillRefused = false;
  * @example Stopping a background job with its parent
  * ```ts
  * import { assert } from "@std/assert";
- * import { signalProcessGroup } from "@skillrun/skillrun/runtime";
+ * import { signalProcessGroup } from "./launcher.ts";
  *
  * const child = new Deno.Command("bash", {
  *   args: ["-c", "sleep 30 & sleep 30; wait"],
@@ -177,7 +177,7 @@ export async function signalProcessGroup(
  * @example Choosing the shell
  * ```ts
  * import { assert } from "@std/assert";
- * import { defaultShell } from "@skillrun/skillrun/runtime";
+ * import { defaultShell } from "./launcher.ts";
  * const shell = defaultShell();
  * assert(shell === "bash" || shell === "/bin/bash" || shell === "cmd.exe");
  * ```
@@ -248,7 +248,7 @@ export interface ProcessGroupRequest {
  * @example Running bash in its own process group
  * ```ts
  * import { assert } from "@std/assert";
- * import { runProcessGroup } from "@skillrun/skillrun/runtime";
+ * import { runProcessGroup } from "./launcher.ts";
  *
  * const result = await runProcessGroup({
  *   program: "bash",

@@ -13,8 +13,8 @@ import {
 import type { FaultInjector } from "../../tests/servers/_faults.ts";
 import type { Skill } from "../../skill/types.ts";
 import {
-  type OpenSandboxRuntimeOptions,
   OpenSandboxSkillRuntime,
+  type OpenSandboxSkillRuntimeOptions,
 } from "./runtime.ts";
 
 /** The API key the test servers are started with. */
@@ -32,7 +32,7 @@ export interface TestServer extends AsyncDisposable {
   readonly dir: string;
   /** Makes a runtime on this server (closed on dispose). */
   runtime(
-    options?: Partial<OpenSandboxRuntimeOptions>,
+    options?: Partial<OpenSandboxSkillRuntimeOptions>,
   ): OpenSandboxSkillRuntime;
   /** Stops the server (the runtimes' later calls meet a refused connection). */
   stop(): Promise<void>;

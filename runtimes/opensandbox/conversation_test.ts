@@ -132,8 +132,8 @@ Deno.test("conversations are isolated: their own sandbox and workspace, fenced f
   await a.fs.writeText("secret.txt", "only a");
   await b.execute({ command: "true" });
   assertNotEquals(a.sandboxId, b.sandboxId);
-  assertEquals(a.defaultWorkingDirectory, `${root}/a`);
-  assertEquals(b.defaultWorkingDirectory, `${root}/b`);
+  assertEquals(a.cwd, `${root}/a`);
+  assertEquals(b.cwd, `${root}/b`);
   await assertRejects(
     () => b.fs.readText(`${root}/a/secret.txt`, { maxBytes: 100 }),
     WorkspaceEscapeError,

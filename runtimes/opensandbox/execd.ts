@@ -123,7 +123,8 @@ export class SandboxCommandError extends Error {
  * @example Making a client (no request is made)
  * ```ts
  * import { assert } from "@std/assert";
- * import { ExecdClient, HttpClient } from "@skillrun/skillrun/opensandbox";
+ * import { HttpClient } from "@skillrun/skillrun/runtime";
+ * import { ExecdClient } from "./execd.ts";
  * const execd = new ExecdClient(new HttpClient({ baseUrl: "http://127.0.0.1:1/proxy/44772" }));
  * assert(execd.http.baseUrl.endsWith("/proxy/44772"));
  * ```

@@ -103,7 +103,7 @@ Deno.test("execute() reports a folder the sandbox refuses, before anything runs"
   await using server = await startTestServer();
   const runtime = server.runtime();
   const error = await assertRejects(
-    () => runtime.execute({ command: "touch ran", workingDirectory: "nope" }),
+    () => runtime.execute({ command: "touch ran", cwd: "nope" }),
     SandboxCommandError,
     `Cannot run the command in "${server.dir}/nope": the sandbox refused it`,
   );
@@ -128,7 +128,7 @@ Deno.test("no request is made before real use, nor for a refused path", async ()
     WorkspaceEscapeError,
   );
   await assertRejects(
-    () => runtime.execute({ command: "pwd", workingDirectory: "../other" }),
+    () => runtime.execute({ command: "pwd", cwd: "../other" }),
     WorkspaceEscapeError,
   );
   await runtime.close();
@@ -326,7 +326,7 @@ Deno.test("uploads are binary-safe: the corpus fonts and a .tar.gz come back byt
   assertEquals(bytes, (await Deno.stat(tarball)).size);
   const listed = await runtime.execute({
     command: "tar -tzf data/components.tar.gz | head -n 1",
-    workingDirectory: archive!.basePath,
+    cwd: archive!.basePath,
   });
   assertEquals(listed.exitCode, 0);
 });
@@ -351,7 +351,7 @@ Deno.test("uploads leave secrets out, skip symlinks and keep the executable bit"
   }
   assertEquals((await runtime.fs.stat(`${base}/run.sh`))?.executable, true);
   assertEquals(
-    (await runtime.execute({ command: "./run.sh", workingDirectory: base }))
+    (await runtime.execute({ command: "./run.sh", cwd: base }))
       .stdout,
     "run\n",
   );
@@ -372,7 +372,7 @@ Deno.test("paths with spaces, quotes, $() and backticks mean themselves", async 
   );
   const result = await runtime.execute({
     command: "ls",
-    workingDirectory: name,
+    cwd: name,
   });
   assertEquals(result.stdout, "file $(x).txt\n");
   const skill = await makeSkill(`${server.dir}/src dir's $(x)`, "odd", {

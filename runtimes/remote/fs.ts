@@ -91,7 +91,7 @@ export interface RemoteFileOps {
 /** Options of {@linkcode RemoteFileSystem}. */
 export interface RemoteFileSystemOptions {
   /** Where relative paths resolve (absolute POSIX path). */
-  readonly defaultDirectory: string;
+  readonly cwd: string;
   /** A remote workspace root: paths outside are refused, with no request. */
   readonly fenceRoot?: string;
   /**
@@ -114,7 +114,7 @@ const DEFAULT_LIST_LIMIT = 1000;
 
 /**
  * The file system of a remote runtime, shared by every server kind: paths
- * are POSIX and resolved here (relative ones against `defaultDirectory`);
+ * are POSIX and resolved here (relative ones against `cwd`);
  * with `fenceRoot`, a path outside the remote workspace is refused with a
  * `WorkspaceEscapeError` before any request, and what is really there is
  * looked at before each use: a read stats every step (a symbolic link on the
@@ -149,7 +149,7 @@ const DEFAULT_LIST_LIMIT = 1000;
  * const fs = new RemoteFileSystem(() => {
  *   calls++;
  *   return Promise.resolve(ops);
- * }, { defaultDirectory: "/w", fenceRoot: "/w" });
+ * }, { cwd: "/w", fenceRoot: "/w" });
  * let refused = false;
  * try { await fs.readText("../etc/passwd", { maxBytes: 100 }); } catch { refused = true; }
  * assert(refused && calls === 0);
@@ -160,7 +160,7 @@ const DEFAULT_LIST_LIMIT = 1000;
 export class RemoteFileSystem implements SkillRuntimeFileSystem {
   readonly #ops: RemoteFileOps | (() => Promise<RemoteFileOps>);
   #pending: Promise<RemoteFileOps> | undefined;
-  readonly #defaultDirectory: string;
+  readonly #cwd: string;
   readonly #fence: RemotePathFence | undefined;
   readonly #shell: ShellRunner | undefined;
 
@@ -186,7 +186,7 @@ export class RemoteFileSystem implements SkillRuntimeFileSystem {
     this.#fence = options.fenceRoot === undefined
       ? undefined
       : new RemotePathFence(options.fenceRoot);
-    const directory = options.defaultDirectory;
+    const directory = options.cwd;
     if (typeof directory !== "string" || !directory.startsWith("/")) {
       throw new TypeError(
         `Cannot use default directory ${
@@ -194,8 +194,8 @@ export class RemoteFileSystem implements SkillRuntimeFileSystem {
         }: it must be an absolute POSIX path`,
       );
     }
-    this.#defaultDirectory = resolveRemotePath("/", directory);
-    if (this.#fence && !this.#fence.contains(this.#defaultDirectory)) {
+    this.#cwd = resolveRemotePath("/", directory);
+    if (this.#fence && !this.#fence.contains(this.#cwd)) {
       throw new TypeError(
         `Cannot use default directory "${directory}": it is outside the workspace "${this.#fence.root}"`,
       );
@@ -511,9 +511,9 @@ export class RemoteFileSystem implements SkillRuntimeFileSystem {
   #resolve(path: string): string {
     return this.#fence
       ? this.#fence.resolve(
-        resolveRemotePath(this.#defaultDirectory, path),
+        resolveRemotePath(this.#cwd, path),
       )
-      : resolveRemotePath(this.#defaultDirectory, path);
+      : resolveRemotePath(this.#cwd, path);
   }
 
   /**

@@ -249,7 +249,7 @@ async function harness(): Promise<Harness> {
 
 function fenced(ops: RemoteFileOps | (() => Promise<RemoteFileOps>)) {
   return new RemoteFileSystem(ops, {
-    defaultDirectory: REMOTE_ROOT,
+    cwd: REMOTE_ROOT,
     fenceRoot: REMOTE_ROOT,
   });
 }
@@ -400,7 +400,7 @@ Deno.test("RemoteFileSystem list matches the local file system's order, depth, l
     await Deno.mkdir(hostPath.dirname(target), { recursive: true });
     await Deno.writeTextFile(target, path);
   }
-  const localFs = new LocalFileSystem({ root: h.root });
+  const localFs = new LocalFileSystem({ cwd: h.root });
   const rel = (p: string, base: string) => p.slice(base.length + 1);
   for (
     const options of [
@@ -474,7 +474,7 @@ Deno.test("RemoteFileSystem download resumes after a drop and leaves nothing on 
 
 Deno.test("RemoteFileSystem without a fence resolves against its default directory", async () => {
   await using h = await harness();
-  const fs = new RemoteFileSystem(h.ops, { defaultDirectory: "/w/skills" });
+  const fs = new RemoteFileSystem(h.ops, { cwd: "/w/skills" });
   assertEquals(fs.fenceRoot, undefined);
   assertEquals(await fs.resolve("pdf/SKILL.md"), "/w/skills/pdf/SKILL.md");
   assertEquals(await fs.resolve("../x"), "/w/x");
@@ -482,7 +482,7 @@ Deno.test("RemoteFileSystem without a fence resolves against its default directo
   let error: unknown;
   try {
     new RemoteFileSystem(h.ops, {
-      defaultDirectory: "/other",
+      cwd: "/other",
       fenceRoot: "/w",
     });
   } catch (e) {

@@ -890,7 +890,7 @@ export class HttpClient {
  * @example The shapes servers use
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { parseServerError } from "@skillrun/skillrun/runtime";
+ * import { parseServerError } from "./http.ts";
  * assertEquals(parseServerError('{"code":"FILE_NOT_FOUND","message":"gone"}'), {
  *   code: "FILE_NOT_FOUND",
  *   message: "gone",

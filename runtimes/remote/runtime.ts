@@ -202,7 +202,7 @@ export interface RemoteRuntimeCommonOptions {
  * @example A kind passes its common options on
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { runtimeOptionsOf } from "@skillrun/skillrun/runtime";
+ * import { runtimeOptionsOf } from "./runtime.ts";
  * assertEquals(
  *   runtimeOptionsOf({ cwd: "/w", env: { A: "1" }, fetch }),
  *   { cwd: "/w", env: { A: "1" } },
@@ -345,7 +345,7 @@ export class RemoteSkillRuntime implements SkillRuntime {
   /** The runtime's name. */
   readonly name: string;
   readonly #backend: RemoteBackend;
-  readonly #defaultWorkingDirectory: string;
+  readonly #cwd: string;
   readonly #skillsRoot: string;
   readonly #conversation: RemoteConversation | undefined;
   readonly #key: ConversationKey | undefined;
@@ -389,14 +389,14 @@ export class RemoteSkillRuntime implements SkillRuntime {
         options.conversation.workspace,
         "workspace",
       );
-      this.#defaultWorkingDirectory = workspace;
+      this.#cwd = workspace;
       this.#skillsRoot = posix.join(workspace, "skills");
       this.#key = {
         serverUrl: options.backend.serverUrl,
         conversationId: options.conversation.conversationId,
       };
     } else {
-      this.#defaultWorkingDirectory = absolutePosix(
+      this.#cwd = absolutePosix(
         options.cwd ?? "/workspace",
         "cwd",
       );
@@ -411,10 +411,8 @@ export class RemoteSkillRuntime implements SkillRuntime {
     );
     this.#copyPolicy = options.copyPolicy;
     this.#fs = new RemoteFileSystem(() => this.#files(), {
-      defaultDirectory: this.#defaultWorkingDirectory,
-      ...(options.conversation
-        ? { fenceRoot: this.#defaultWorkingDirectory }
-        : {}),
+      cwd: this.#cwd,
+      ...(options.conversation ? { fenceRoot: this.#cwd } : {}),
       shell: (command, signal) => this.#helper(command, signal),
     });
     this.#cleanFs = redactingProxy(this.#fs, (error) => this.#clean(error));
@@ -447,13 +445,13 @@ export class RemoteSkillRuntime implements SkillRuntime {
   }
 
   /** Where commands run when a request names none (absolute POSIX). */
-  get defaultWorkingDirectory(): string {
-    return this.#defaultWorkingDirectory;
+  get cwd(): string {
+    return this.#cwd;
   }
 
   /** The conversation's workspace, or `undefined` in plain mode. */
   get workspace(): string | undefined {
-    return this.#conversation ? this.#defaultWorkingDirectory : undefined;
+    return this.#conversation ? this.#cwd : undefined;
   }
 
   /** The folder skills are uploaded into. */
@@ -600,9 +598,9 @@ export class RemoteSkillRuntime implements SkillRuntime {
         stdin: false,
         runtimeName: this.name,
       });
-    const cwd = request.workingDirectory === undefined
-      ? this.#defaultWorkingDirectory
-      : await this.#fs.resolve(request.workingDirectory);
+    const cwd = request.cwd === undefined
+      ? this.#cwd
+      : await this.#fs.resolve(request.cwd);
     const env = {
       ...this.#env,
       ...this.#engine.environment(),

@@ -13,7 +13,7 @@
  *
  * A new kind (a folder beside `opensandbox/`) writes:
  *
- * - its options (`interface XRuntimeOptions extends RemoteRuntimeCommonOptions`:
+ * - its options (`interface XSkillRuntimeOptions extends RemoteRuntimeCommonOptions`:
  *   address, credentials, what a sandbox is made of);
  * - a {@linkcode SandboxService}: `create`, `get`, `gone`, `delete`, `renew`
  *   (optional) and `open`, which returns the sandbox's session: `execute`
@@ -22,7 +22,9 @@
  *   `upload` for writing) and `isReady`;
  * - `class XSkillRuntime extends SandboxServiceRuntime<XSandbox>` whose
  *   constructor calls `super({ ...options, name, service, conversationsRoot })`;
- * - a `mod.ts` exporting these and `export * from "../remote/kind_exports.ts"`;
+ * - a `mod.ts` exporting its own runtime, options and errors only (what the
+ *   kinds share comes from `@skillrun/skillrun` and
+ *   `@skillrun/skillrun/runtime`, once);
  * - its test server in `tests/servers/`.
  *
  * Upload batching, resumable downloads, the workspace fence, in-sandbox
@@ -63,7 +65,7 @@ let defaultStore: ConversationStore | undefined;
  * @example One store for every kind
  * ```ts
  * import { assert } from "@std/assert";
- * import { defaultConversationStore } from "@skillrun/skillrun/runtime";
+ * import { defaultConversationStore } from "./sandbox_service.ts";
  * assert(defaultConversationStore() === defaultConversationStore());
  * ```
  *
@@ -90,7 +92,7 @@ export interface ResolvedRemoteConversation extends RemoteConversation {
   /** The record's key in the store. */
   readonly key: ConversationKey;
   /** The conversations root, normalised. */
-  readonly root: string;
+  readonly conversationsRoot: string;
 }
 
 /**
@@ -103,7 +105,7 @@ export interface ResolvedRemoteConversation extends RemoteConversation {
  * @example A conversation's workspace and key
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { remoteConversation } from "@skillrun/skillrun/runtime";
+ * import { remoteConversation } from "./sandbox_service.ts";
  * const conversation = remoteConversation({
  *   serverUrl: "http://sandbox.invalid/v1",
  *   conversationId: "thread-1",
@@ -139,7 +141,7 @@ export function remoteConversation(
       serverUrl: options.serverUrl,
       conversationId: options.conversationId,
     }),
-    root,
+    conversationsRoot: root,
   };
 }
 

@@ -260,7 +260,10 @@ Deno.test("remoteConversation() checks the id and root and shares one default st
     conversationId: "a",
     conversationsRoot: "/srv/conv/",
   });
-  assertEquals([a.workspace, a.root], ["/srv/conv/a", "/srv/conv"]);
+  assertEquals([a.workspace, a.conversationsRoot], [
+    "/srv/conv/a",
+    "/srv/conv",
+  ]);
   assert(a.store === defaultConversationStore());
   assertThrows(
     () =>

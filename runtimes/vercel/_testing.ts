@@ -10,8 +10,8 @@ import {
   type VercelServerOptions,
 } from "../../tests/servers/vercel.ts";
 import {
-  type VercelRuntimeOptions,
   VercelSandboxSkillRuntime,
+  type VercelSandboxSkillRuntimeOptions,
 } from "./runtime.ts";
 
 export {
@@ -33,7 +33,9 @@ export interface VercelTestServer extends AsyncDisposable {
   /** A temporary folder (real path), removed on dispose. */
   readonly dir: string;
   /** Makes a runtime on this server (closed on dispose). */
-  runtime(options?: Partial<VercelRuntimeOptions>): VercelSandboxSkillRuntime;
+  runtime(
+    options?: Partial<VercelSandboxSkillRuntimeOptions>,
+  ): VercelSandboxSkillRuntime;
 }
 
 /**
@@ -56,7 +58,7 @@ export async function startVercelTestServer(
     dir,
     runtime(options = {}) {
       const runtime = new VercelSandboxSkillRuntime({
-        token: TEST_TOKEN,
+        apiKey: TEST_TOKEN,
         teamId: "team_test",
         projectId: "prj_test",
         baseUrl: server.url,

@@ -135,7 +135,7 @@ Deno.test("a sandbox is created with runtime, resources, timeout, network policy
   }
   await runtime.close();
   assertFalse(server.server.sandboxes.has(sandbox.name));
-  const wrong = server.runtime({ token: "wrong-token-abcdef" });
+  const wrong = server.runtime({ apiKey: "wrong-token-abcdef" });
   const error = await assertRejects(
     () => wrong.execute({ command: "true" }),
     RemoteHttpError,
@@ -258,7 +258,7 @@ Deno.test("a conversation whose sandbox was deleted starts anew", async () => {
   const gone = first.sandboxId!;
   await new VercelApiClient({
     baseUrl: server.url,
-    token: TEST_TOKEN,
+    apiKey: TEST_TOKEN,
     projectId: "prj_test",
   }).delete(gone);
   const second = server.runtime(options);
@@ -333,7 +333,7 @@ Deno.test("a missing file is NotFound; a server that cannot be reached is a netw
   listener.close();
   await using offline = new VercelSandboxSkillRuntime({
     baseUrl: `http://127.0.0.1:${port}`,
-    token: "secret-token-123456",
+    apiKey: "secret-token-123456",
     requestTimeoutMs: 2_000,
   });
   const error = await assertRejects(

@@ -798,7 +798,7 @@ function isLoopback(hostname: string): boolean {
 function defaultInstructions(runtime: SkillRuntime): string {
   return "These tools give you Agent Skills: when a task matches a skill in the skill tool's list, " +
     "call the skill tool with its name first, then follow its instructions with the other tools. " +
-    `Commands run, and relative paths resolve, in ${runtime.defaultWorkingDirectory}.`;
+    `Commands run, and relative paths resolve, in ${runtime.cwd}.`;
 }
 
 function positiveInteger(name: string, value: unknown): void {
@@ -1025,7 +1025,7 @@ function refuse(): Promise<never> {
 // session; it never runs anything.
 const CATALOG_ONLY: SkillRuntime = {
   name: "none",
-  defaultWorkingDirectory: "/",
+  cwd: "/",
   fs: new Proxy({}, { get: () => refuse }) as SkillRuntimeFileSystem,
   prepare: refuse,
   execute: refuse,

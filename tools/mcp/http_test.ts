@@ -57,7 +57,7 @@ function watched(
 ): SkillRuntime {
   return {
     name: runtime.name,
-    defaultWorkingDirectory: runtime.defaultWorkingDirectory,
+    cwd: runtime.cwd,
     fs: runtime.fs,
     search: runtime.search,
     prepare: (request) => runtime.prepare(request),
