@@ -13,7 +13,10 @@ import { constants as fsConstants } from "node:fs";
 import { type FileHandle, open as openNode } from "node:fs/promises";
 import { hostPath } from "../../_internal/std.ts";
 import { toPermissionError } from "../../_internal/permissions.ts";
-import { writeStreamAtomically } from "../../_internal/atomic_write.ts";
+import {
+  writeBytesAtomically,
+  writeStreamAtomically,
+} from "../../_internal/atomic_write.ts";
 import { WorkspaceEscapeError } from "../errors.ts";
 import { checkPathText } from "../request.ts";
 import type { PathFence } from "../../workspace/fence.ts";
@@ -287,20 +290,23 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
       }
       throw toPermissionError(error, { operation: "write", path });
     }
-    const { target, mode } = await this.#writeTarget(path, absolute);
-    await writeViaRename(path, target, content, mode, options.signal);
+    const target = await this.#writeTarget(path, absolute);
+    await writeBytesAtomically(target, new TextEncoder().encode(content), {
+      displayPath: path,
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
   }
 
-  /** The file a write replaces (a symlink's target) and the mode to keep. */
+  /** The file a write replaces (a symlink's target), checked to be one. */
   async #writeTarget(
     path: string,
     absolute: string,
-  ): Promise<{ target: string; mode: number }> {
+  ): Promise<string> {
     let target: string;
     try {
       target = await Deno.realPath(absolute);
     } catch (error) {
-      if (isMissing(error)) return { target: absolute, mode: 0o644 };
+      if (isMissing(error)) return absolute;
       throw toPermissionError(error, { operation: "write", path });
     }
     if (
@@ -321,7 +327,7 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
     try {
       info = await Deno.stat(target);
     } catch (error) {
-      if (isMissing(error)) return { target, mode: 0o644 };
+      if (isMissing(error)) return target;
       throw toPermissionError(error, { operation: "write", path });
     }
     if (info.isDirectory) {
@@ -334,7 +340,7 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
         `Cannot write "${path}": it is ${kindOf(info)}, not a regular file`,
       );
     }
-    return { target, mode: info.mode === null ? 0o644 : info.mode & 0o7777 };
+    return target;
   }
 
   /**
@@ -692,58 +698,6 @@ class OpenedFile {
     if (this.#closed) return;
     this.#closed = true;
     await this.#handle.close().catch(() => {});
-  }
-}
-
-/**
- * Writes `content` into a new temporary file beside `target` (created
- * exclusively, with `mode`), then renames it over `target`. The temporary file
- * is removed on any failure or abort; `target` is left as it was.
- */
-async function writeViaRename(
-  path: string,
-  target: string,
-  content: string,
-  mode: number,
-  signal: AbortSignal | undefined,
-): Promise<void> {
-  const dir = hostPath.dirname(target);
-  const base = hostPath.basename(target);
-  let temp: string | undefined;
-  try {
-    const bytes = new TextEncoder().encode(content);
-    for (let attempt = 0; temp === undefined; attempt++) {
-      const candidate = hostPath.join(
-        dir,
-        `.${base.slice(0, 200)}.${crypto.randomUUID().slice(0, 8)}.tmp`,
-      );
-      try {
-        await Deno.writeFile(candidate, bytes, {
-          createNew: true,
-          mode,
-          ...(signal ? { signal } : {}),
-        });
-        temp = candidate;
-      } catch (error) {
-        if (!(error instanceof Deno.errors.AlreadyExists) || attempt > 8) {
-          throw error;
-        }
-      }
-    }
-    // The umask may have narrowed the mode given at creation.
-    if (Deno.build.os !== "windows") await Deno.chmod(temp, mode);
-    signal?.throwIfAborted();
-    await Deno.rename(temp, target);
-    temp = undefined;
-  } catch (error) {
-    if (error instanceof Deno.errors.IsADirectory) {
-      throw new Deno.errors.IsADirectory(
-        `Cannot write "${path}": it is a folder`,
-      );
-    }
-    throw toPermissionError(error, { operation: "write", path });
-  } finally {
-    if (temp !== undefined) await Deno.remove(temp).catch(() => {});
   }
 }
 
