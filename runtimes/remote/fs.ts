@@ -18,6 +18,7 @@ import type { MultipartPart } from "./upload.ts";
 import { RemotePathFence, resolveRemotePath } from "./paths.ts";
 import { downloadToFile } from "./download.ts";
 import { RemoteHttpError } from "./errors.ts";
+import { BodyTooLargeError, readCapped } from "../../_internal/body.ts";
 import { WorkspaceEscapeError } from "../errors.ts";
 
 /** One file for {@linkcode RemoteFileOps.upload}. */
@@ -515,31 +516,15 @@ export class RemoteFileSystem implements SkillRuntimeFileSystem {
       await body.cancel().catch(() => {});
       throw tooLargeError(path, limit);
     }
-    const reader = body.getReader();
-    const chunks: Uint8Array[] = [];
-    let length = 0;
     try {
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        length += value.length;
-        if (limit !== undefined && length > limit) {
-          throw tooLargeError(path, limit);
-        }
-        chunks.push(value);
-      }
+      return await readCapped(body, {
+        maxBytes: limit ?? Infinity,
+        overflow: "error",
+      });
     } catch (error) {
-      reader.cancel().catch(() => {});
+      if (error instanceof BodyTooLargeError) throw tooLargeError(path, limit!);
       throw error;
     }
-    if (chunks.length === 1) return chunks[0]!;
-    const bytes = new Uint8Array(length);
-    let offset = 0;
-    for (const chunk of chunks) {
-      bytes.set(chunk, offset);
-      offset += chunk.length;
-    }
-    return bytes;
   }
 }
 

@@ -13,6 +13,7 @@ import denoJson from "../../deno.json" with { type: "json" };
 import { REDACTED, redactSecrets } from "../../_internal/redact.ts";
 import { RemoteHttpError } from "./errors.ts";
 import { toPermissionError } from "../../_internal/permissions.ts";
+import { readCapped } from "../../_internal/body.ts";
 import { EventSink, type SkillEventListener } from "../../observe/events.ts";
 import { injectTraceContext, inSpan, SpanKind } from "../../observe/otel.ts";
 
@@ -838,7 +839,12 @@ export class HttpClient {
     call: PreparedCall,
     response: Response,
   ): Promise<RemoteHttpError> {
-    const text = await readBounded(response, MAX_ERROR_BODY_BYTES);
+    const text = new TextDecoder().decode(
+      await readCapped(response.body, {
+        maxBytes: MAX_ERROR_BODY_BYTES,
+        overflow: "truncate",
+      }),
+    );
     const parsed = parseServerError(text);
     const code = parsed.code === undefined
       ? undefined
@@ -1082,34 +1088,4 @@ function requestIdOf(headers: Headers): string | undefined {
     if (value) return excerptOf(value);
   }
   return undefined;
-}
-
-/** Reads at most `limit` bytes of a body as text, then cancels the rest. */
-async function readBounded(response: Response, limit: number): Promise<string> {
-  const body = response.body;
-  if (body === null) return "";
-  const reader = body.getReader();
-  const chunks: Uint8Array[] = [];
-  let length = 0;
-  try {
-    while (length < limit) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      chunks.push(value);
-      length += value.length;
-    }
-  } catch {
-    // A broken error body still gives its status; keep what arrived.
-  } finally {
-    reader.cancel().catch(() => {});
-  }
-  const bytes = new Uint8Array(Math.min(length, limit));
-  let offset = 0;
-  for (const chunk of chunks) {
-    const part = chunk.subarray(0, bytes.length - offset);
-    bytes.set(part, offset);
-    offset += part.length;
-    if (offset >= bytes.length) break;
-  }
-  return new TextDecoder().decode(bytes);
 }

@@ -21,6 +21,7 @@ import {
 } from "../../_internal/redact.ts";
 import { hostPath } from "../../_internal/std.ts";
 import { removeTree } from "../../_internal/remove_tree.ts";
+import { BodyTooLargeError, readCapped } from "../../_internal/body.ts";
 import { defaultMcpConversationsRoot } from "./_conversations_root.ts";
 import { LocalSkillRuntime } from "../../runtimes/local/mod.ts";
 import type {
@@ -983,30 +984,19 @@ async function readJson(request: Request): Promise<unknown | Response> {
       "Payload too large: at most 1 MiB to start a session",
     );
   }
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  if (request.body) {
-    const reader = request.body.getReader();
-    while (true) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      total += value.length;
-      if (total > MAX_INIT_BODY) {
-        await reader.cancel();
-        return jsonError(
-          413,
-          -32000,
-          "Payload too large: at most 1 MiB to start a session",
-        );
-      }
-      chunks.push(value);
-    }
-  }
-  const bytes = new Uint8Array(total);
-  let offset = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, offset);
-    offset += chunk.length;
+  let bytes: Uint8Array;
+  try {
+    bytes = await readCapped(request.body, {
+      maxBytes: MAX_INIT_BODY,
+      overflow: "error",
+    });
+  } catch (error) {
+    if (!(error instanceof BodyTooLargeError)) throw error;
+    return jsonError(
+      413,
+      -32000,
+      "Payload too large: at most 1 MiB to start a session",
+    );
   }
   try {
     return JSON.parse(new TextDecoder().decode(bytes));
