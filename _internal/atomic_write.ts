@@ -7,6 +7,7 @@
  */
 import { hostPath } from "./std.ts";
 import { toPermissionError } from "./permissions.ts";
+import { checkPathText } from "./path_text.ts";
 
 /** Options of {@linkcode writeStreamAtomically}. */
 export interface WriteStreamAtomicallyOptions {
@@ -61,11 +62,11 @@ export async function writeStreamAtomically(
   options: WriteStreamAtomicallyOptions = {},
 ): Promise<number> {
   const { signal } = options;
-  if (typeof localPath !== "string" || localPath === "") {
+  try {
+    checkPathText(localPath, "write");
+  } catch (error) {
     await stream.cancel().catch(() => {});
-    throw new TypeError(
-      `Cannot write ${JSON.stringify(localPath)}: the path is empty`,
-    );
+    throw error;
   }
   const reader = stream.getReader();
   const onAbort = () => {
@@ -121,7 +122,7 @@ export async function writeStreamAtomically(
  * number of bytes it holds.
  * @param options A signal.
  * @returns What `write` returned.
- * @throws {TypeError} The path is empty.
+ * @throws {TypeError} The path is empty or holds NUL.
  * @throws {Deno.errors.IsADirectory} The target is a folder.
  * @throws {RuntimePermissionError} Deno or the system refused a write.
  * @throws {DOMException} The signal's reason, when it aborted.
@@ -150,11 +151,7 @@ export async function writeFileAtomically(
   options: WriteStreamAtomicallyOptions = {},
 ): Promise<number> {
   const { signal } = options;
-  if (typeof localPath !== "string" || localPath === "") {
-    throw new TypeError(
-      `Cannot write ${JSON.stringify(localPath)}: the path is empty`,
-    );
-  }
+  checkPathText(localPath, "write");
   const shown = options.displayPath ?? localPath;
   const target = hostPath.resolve(localPath);
   let temp: string | undefined;
@@ -231,7 +228,7 @@ export async function writeFileAtomically(
  * @param bytes The content.
  * @param options A signal, the path to name in errors.
  * @returns How many bytes were written.
- * @throws {TypeError} The path is empty.
+ * @throws {TypeError} The path is empty or holds NUL.
  * @throws {Deno.errors.IsADirectory} The target is a folder.
  * @throws {RuntimePermissionError} Deno or the system refused a write.
  * @throws {DOMException} The signal's reason, when it aborted.

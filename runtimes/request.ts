@@ -8,6 +8,7 @@
  * @module
  */
 import { checkEnv } from "./config.ts";
+import { checkPathText as checkPath } from "../_internal/path_text.ts";
 import { checkTimeoutMs } from "./command_core.ts";
 import {
   DEFAULT_EXECUTE_TIMEOUT_MS,
@@ -126,16 +127,7 @@ export function checkExecuteRequest(
  * @throws {TypeError} It is not a string, is empty, or holds NUL.
  */
 export function checkPathText(path: string): void {
-  if (typeof path !== "string" || path === "") {
-    throw new TypeError(
-      `Cannot use ${JSON.stringify(path)}: the path is empty`,
-    );
-  }
-  if (path.includes("\0")) {
-    throw new TypeError(
-      `Cannot use ${JSON.stringify(path)}: the path holds a NUL character`,
-    );
-  }
+  checkPath(path);
 }
 
 /**
