@@ -7,6 +7,7 @@
  *
  * @module
  */
+import { checkNumber } from "../_internal/check_number.ts";
 import { checkEnv } from "./config.ts";
 import { checkPathText as checkPath } from "../_internal/path_text.ts";
 import { checkTimeoutMs } from "./command_core.ts";
@@ -148,10 +149,5 @@ export function checkPathText(path: string): void {
  * @throws {RangeError} It is not a non-negative integer.
  */
 export function checkMaxOutputBytes(value: number): number {
-  if (!Number.isSafeInteger(value) || value < 0) {
-    throw new RangeError(
-      `Cannot use maxOutputBytes "${value}": it must be a non-negative integer`,
-    );
-  }
-  return value;
+  return checkNumber(value, "maxOutputBytes", "non-negative integer");
 }

@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { checkNumber } from "../_internal/check_number.ts";
 import type { SkillRuntimeConfig } from "../runtimes/config.ts";
 import type {
   PreparedSkill,
@@ -197,11 +198,7 @@ export function createToolContext(
 ): ToolContext {
   const limits = { ...DEFAULT_TOOL_LIMITS, ...options.limits };
   for (const [key, value] of Object.entries(limits)) {
-    if (!Number.isInteger(value) || value <= 0) {
-      throw new RangeError(
-        `Cannot use limit "${key}": expected a positive integer, got ${value}`,
-      );
-    }
+    checkNumber(value, `limit ${key}`, "positive integer");
   }
   const configs = options.configs ?? new Map<string, SkillRuntimeConfig>();
   const configured = [...configs.values()].flatMap((c) => Object.values(c.env));

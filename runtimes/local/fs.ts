@@ -8,7 +8,8 @@
  *
  * @module
  */
-import { checkPositiveInteger, tooLargeError } from "../../_internal/format.ts";
+import { tooLargeError } from "../../_internal/format.ts";
+import { checkNumber } from "../../_internal/check_number.ts";
 import { constants as fsConstants } from "node:fs";
 import { type FileHandle, open as openNode } from "node:fs/promises";
 import { hostPath } from "../../_internal/std.ts";
@@ -188,7 +189,7 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
    * ```
    */
   async readText(path: string, options: ReadTextOptions): Promise<string> {
-    checkLimit(options?.maxBytes, "maxBytes");
+    checkNumber(options?.maxBytes, "maxBytes", "non-negative integer");
     const bytes = await this.#read(path, options.maxBytes, options.signal);
     return new TextDecoder("utf-8", { ignoreBOM: true }).decode(bytes);
   }
@@ -227,7 +228,7 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
     options: SignalOptions & { maxBytes?: number } = {},
   ): Promise<Uint8Array> {
     if (options.maxBytes !== undefined) {
-      checkLimit(options.maxBytes, "maxBytes");
+      checkNumber(options.maxBytes, "maxBytes", "non-negative integer");
     }
     return await this.#read(path, options.maxBytes, options.signal);
   }
@@ -416,8 +417,8 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
   async list(path: string, options: ListOptions = {}): Promise<ListResult> {
     const depth = options.depth ?? DEFAULT_LIST_DEPTH;
     const limit = options.limit ?? DEFAULT_LIST_LIMIT;
-    checkPositiveInteger(depth, "depth");
-    checkPositiveInteger(limit, "limit");
+    checkNumber(depth, "depth", "positive integer");
+    checkNumber(limit, "limit", "positive integer");
     const { signal } = options;
     const absolute = await this.resolve(path);
     let info: Deno.FileInfo;
@@ -808,16 +809,6 @@ function fileStream(
 function isMissing(error: unknown): boolean {
   return error instanceof Deno.errors.NotFound ||
     error instanceof Deno.errors.NotADirectory;
-}
-
-function checkLimit(value: unknown, name: string): void {
-  if (
-    typeof value !== "number" || !Number.isSafeInteger(value) || value < 0
-  ) {
-    throw new RangeError(
-      `Cannot use ${name} ${String(value)}: it must be a non-negative integer`,
-    );
-  }
 }
 
 function compareNames(a: string, b: string): number {

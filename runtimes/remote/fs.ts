@@ -4,7 +4,8 @@
  *
  * @module
  */
-import { checkPositiveInteger, tooLargeError } from "../../_internal/format.ts";
+import { tooLargeError } from "../../_internal/format.ts";
+import { checkNumber } from "../../_internal/check_number.ts";
 import type {
   DownloadResult,
   FileInfo,
@@ -201,7 +202,7 @@ export class RemoteFileSystem implements SkillRuntimeFileSystem {
    * @throws {RemoteHttpError} The server failed.
    */
   async readText(path: string, options: ReadTextOptions): Promise<string> {
-    checkLimit(options?.maxBytes, "maxBytes");
+    checkNumber(options?.maxBytes, "maxBytes", "non-negative integer");
     await this.#checkPlaced(path, "read", options.signal);
     const bytes = await this.#read(path, options.maxBytes, options.signal);
     return new TextDecoder("utf-8", { ignoreBOM: true }).decode(bytes);
@@ -224,7 +225,7 @@ export class RemoteFileSystem implements SkillRuntimeFileSystem {
     options: SignalOptions & { maxBytes?: number } = {},
   ): Promise<Uint8Array> {
     if (options.maxBytes !== undefined) {
-      checkLimit(options.maxBytes, "maxBytes");
+      checkNumber(options.maxBytes, "maxBytes", "non-negative integer");
     }
     await this.#checkPlaced(path, "read", options.signal);
     return await this.#read(path, options.maxBytes, options.signal);
@@ -298,8 +299,8 @@ export class RemoteFileSystem implements SkillRuntimeFileSystem {
   async list(path: string, options: ListOptions = {}): Promise<ListResult> {
     const depth = options.depth ?? DEFAULT_LIST_DEPTH;
     const limit = options.limit ?? DEFAULT_LIST_LIMIT;
-    checkPositiveInteger(depth, "depth");
-    checkPositiveInteger(limit, "limit");
+    checkNumber(depth, "depth", "positive integer");
+    checkNumber(limit, "limit", "positive integer");
     const remotePath = this.#resolve(path);
     options.signal?.throwIfAborted();
     const ops = await this.#getOps();
@@ -541,14 +542,4 @@ function compareKeys(a: readonly string[], b: readonly string[]): number {
     if (x !== y) return x < y ? -1 : 1;
   }
   return a.length - b.length;
-}
-
-function checkLimit(value: unknown, name: string): void {
-  if (
-    typeof value !== "number" || !Number.isSafeInteger(value) || value < 0
-  ) {
-    throw new RangeError(
-      `Cannot use ${name} ${String(value)}: it must be a non-negative integer`,
-    );
-  }
 }

@@ -9,6 +9,7 @@
  *
  * @module
  */
+import { checkNumber } from "../../_internal/check_number.ts";
 import denoJson from "../../deno.json" with { type: "json" };
 import { REDACTED, redactSecrets } from "../../_internal/redact.ts";
 import { RemoteHttpError } from "./errors.ts";
@@ -173,26 +174,25 @@ export class HttpClient {
   constructor(options: HttpClientOptions) {
     this.#options = options;
     this.baseUrl = checkBaseUrl(options?.baseUrl);
-    this.#timeoutMs = checkPositiveMs(
+    this.#timeoutMs = checkNumber(
       options.timeoutMs ?? DEFAULT_HTTP_TIMEOUT_MS,
       "timeoutMs",
+      "positive number of ms",
     );
-    const retries = options.retries ?? DEFAULT_HTTP_RETRIES;
-    if (!Number.isSafeInteger(retries) || retries < 0) {
-      throw new RangeError(
-        `Cannot use retries ${
-          String(retries)
-        }: it must be a non-negative integer`,
-      );
-    }
-    this.#retries = retries;
-    this.#retryDelayMs = checkNonNegativeMs(
+    this.#retries = checkNumber(
+      options.retries ?? DEFAULT_HTTP_RETRIES,
+      "retries",
+      "non-negative integer",
+    );
+    this.#retryDelayMs = checkNumber(
       options.retryDelayMs ?? DEFAULT_RETRY_DELAY_MS,
       "retryDelayMs",
+      "non-negative number of ms",
     );
-    this.#maxRetryAfterMs = checkNonNegativeMs(
+    this.#maxRetryAfterMs = checkNumber(
       options.maxRetryAfterMs ?? DEFAULT_MAX_RETRY_AFTER_MS,
       "maxRetryAfterMs",
+      "non-negative number of ms",
     );
     this.#fetch = options.fetch ?? ((input, init) => fetch(input, init));
     this.#secretHeaderNames = new Set(
@@ -368,7 +368,7 @@ export class HttpClient {
       ? this.#timeoutMs
       : request.timeoutMs === null
       ? null
-      : checkPositiveMs(request.timeoutMs, "timeoutMs");
+      : checkNumber(request.timeoutMs, "timeoutMs", "positive number of ms");
     const headMs = overallMs ?? this.#timeoutMs;
     const startedAt = Date.now();
     let timer: ReturnType<typeof setTimeout> | undefined = setTimeout(
@@ -672,7 +672,11 @@ export class HttpClient {
     }
     const idleMs = options.idleTimeoutMs === undefined
       ? undefined
-      : checkPositiveMs(options.idleTimeoutMs, "idleTimeoutMs");
+      : checkNumber(
+        options.idleTimeoutMs,
+        "idleTimeoutMs",
+        "positive number of ms",
+      );
     const idleReason = new DOMException("Stalled", "TimeoutError");
     let byob: ReadableStreamBYOBReader | undefined;
     let plain: ReadableStreamDefaultReader<Uint8Array> | undefined;
@@ -1034,26 +1038,6 @@ function checkBaseUrl(baseUrl: unknown): string {
     /\/+$/,
     "",
   );
-}
-
-function checkPositiveMs(value: unknown, name: string): number {
-  if (typeof value !== "number" || !Number.isFinite(value) || value <= 0) {
-    throw new RangeError(
-      `Cannot use ${name} ${String(value)}: it must be a positive number of ms`,
-    );
-  }
-  return value;
-}
-
-function checkNonNegativeMs(value: unknown, name: string): number {
-  if (typeof value !== "number" || !Number.isFinite(value) || value < 0) {
-    throw new RangeError(
-      `Cannot use ${name} ${
-        String(value)
-      }: it must be a non-negative number of ms`,
-    );
-  }
-  return value;
 }
 
 function isRetryableStatus(status: number): boolean {

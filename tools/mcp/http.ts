@@ -10,6 +10,7 @@
  *
  * @module
  */
+import { checkNumber } from "../../_internal/check_number.ts";
 // @ts-types="npm:@modelcontextprotocol/sdk@1.32.2/server/webStandardStreamableHttp"
 import { WebStandardStreamableHTTPServerTransport } from "npm:@modelcontextprotocol/sdk@1.32.2/server/webStandardStreamableHttp.js";
 // @ts-types="npm:@modelcontextprotocol/sdk@1.32.2/types"
@@ -313,10 +314,12 @@ export async function createMcpHttpHandler(
     copyPolicy,
     ...buildOptions
   } = options;
-  positiveInteger("idleTimeoutMs", idleTimeoutMs);
-  positiveInteger("maxSessions", maxSessions);
-  positiveInteger("maxSessionsPerClient", maxSessionsPerClient);
-  if (sweepAfterMs !== false) positiveInteger("sweepAfterMs", sweepAfterMs);
+  checkNumber(idleTimeoutMs, "idleTimeoutMs", "positive integer");
+  checkNumber(maxSessions, "maxSessions", "positive integer");
+  checkNumber(maxSessionsPerClient, "maxSessionsPerClient", "positive integer");
+  if (sweepAfterMs !== false) {
+    checkNumber(sweepAfterMs, "sweepAfterMs", "positive integer");
+  }
   if (factoryOption !== undefined && typeof factoryOption !== "function") {
     throw new TypeError(
       "Cannot make the MCP handler: runtime must be a function (sessionId) => Promise<SkillRuntime>",
@@ -800,14 +803,6 @@ function defaultInstructions(runtime: SkillRuntime): string {
   return "These tools give you Agent Skills: when a task matches a skill in the skill tool's list, " +
     "call the skill tool with its name first, then follow its instructions with the other tools. " +
     `Commands run, and relative paths resolve, in ${runtime.defaultWorkingDirectory}.`;
-}
-
-function positiveInteger(name: string, value: unknown): void {
-  if (!Number.isSafeInteger(value) || (value as number) <= 0) {
-    throw new RangeError(
-      `Cannot use ${name} ${String(value)}: expected a positive integer`,
-    );
-  }
 }
 
 function lowerHost(host: string): string {

@@ -636,12 +636,12 @@ Deno.test("createMcpHttpHandler() checks its options before serving", async () =
   await assertRejects(
     () => createMcpHttpHandler({ idleTimeoutMs: 0 }),
     RangeError,
-    "Cannot use idleTimeoutMs 0: expected a positive integer",
+    'Cannot use idleTimeoutMs "0": it must be a positive integer',
   );
   await assertRejects(
     () => createMcpHttpHandler({ maxResourceBytes: -1 }),
     RangeError,
-    "Cannot use maxResourceBytes -1: expected a positive integer",
+    'Cannot use maxResourceBytes "-1": it must be a positive integer',
   );
   await assertRejects(
     () => createMcpHttpHandler({ token: "" }),
