@@ -7,6 +7,7 @@
  *
  * @module
  */
+import { delay } from "../_internal/async.ts";
 import { SkillRuntimeConfig } from "../runtimes/config.ts";
 import type {
   ExecuteResult,
@@ -20,7 +21,6 @@ import {
   messageOf,
   type RuntimeMode,
   settle,
-  sleep,
 } from "./_harness.ts";
 
 /** Which modes a check needs. */
@@ -505,7 +505,7 @@ const timeoutStopsCommand: ConformanceCheck = {
       took < 2_500,
       `the results came ${Math.round(took)} ms after the start (300 ms limits)`,
     );
-    await sleep(Math.max(0, 4_000 - (performance.now() - started)));
+    await delay(Math.max(0, 4_000 - (performance.now() - started)));
     for (const name of ["timeout", "abort"]) {
       for (const file of [`${name}.txt`, `${name}-child.txt`]) {
         h.expect(

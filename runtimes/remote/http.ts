@@ -9,6 +9,7 @@
  *
  * @module
  */
+import { delay } from "../../_internal/async.ts";
 import { checkNumber } from "../../_internal/check_number.ts";
 import denoJson from "../../deno.json" with { type: "json" };
 import { REDACTED, redactSecrets } from "../../_internal/redact.ts";
@@ -417,10 +418,9 @@ export class HttpClient {
             throw toPermissionError(error, { operation: "reach" });
           }
           if (attempt < call.retries) {
-            await this.#pause(
-              this.#backoff(attempt),
-              controller.signal,
-            ).catch(fail);
+            await delay(this.#backoff(attempt), {
+              signal: controller.signal,
+            }).catch(fail);
             continue;
           }
           throw this.#networkError(call, error);
@@ -443,11 +443,11 @@ export class HttpClient {
           const retryAfter = parseRetryAfter(
             response.headers.get("retry-after"),
           );
-          const delay = retryAfter ?? this.#backoff(attempt);
+          const wait = retryAfter ?? this.#backoff(attempt);
           const remaining = headMs - (Date.now() - startedAt);
-          if (delay <= this.#maxRetryAfterMs && delay < remaining) {
+          if (wait <= this.#maxRetryAfterMs && wait < remaining) {
             await response.body?.cancel().catch(() => {});
-            await this.#pause(delay, controller.signal).catch(fail);
+            await delay(wait, { signal: controller.signal }).catch(fail);
             continue;
           }
         }
@@ -631,21 +631,6 @@ export class HttpClient {
       this.#retryDelayMs * 2 ** attempt,
     );
     return Math.round(ceiling / 2 + Math.random() * ceiling / 2);
-  }
-
-  #pause(ms: number, signal: AbortSignal): Promise<void> {
-    return new Promise((resolve, reject) => {
-      if (signal.aborted) return reject(signal.reason);
-      const onAbort = () => {
-        clearTimeout(timer);
-        reject(signal.reason);
-      };
-      const timer = setTimeout(() => {
-        signal.removeEventListener("abort", onAbort);
-        resolve();
-      }, ms);
-      signal.addEventListener("abort", onAbort, { once: true });
-    });
   }
 
   /**

@@ -7,6 +7,7 @@
  *
  * @module
  */
+import { abortable } from "../../_internal/async.ts";
 import { closeBackgroundCommands } from "../background.ts";
 import {
   type EventSink,
@@ -679,13 +680,7 @@ export class RemoteSkillRuntime implements SkillRuntime {
     });
     if (!signal) return touched;
     signal.throwIfAborted();
-    return new Promise((resolve, reject) => {
-      const onAbort = () => reject(signal.reason);
-      signal.addEventListener("abort", onAbort, { once: true });
-      touched.then(resolve, reject).finally(() =>
-        signal.removeEventListener("abort", onAbort)
-      );
-    });
+    return abortable(touched, signal);
   }
 
   async #files(): Promise<RemoteFileOps> {

@@ -23,6 +23,7 @@ import {
 import { hostPath } from "../../_internal/std.ts";
 import { removeTree } from "../../_internal/remove_tree.ts";
 import { BodyTooLargeError, readCapped } from "../../_internal/body.ts";
+import { delay } from "../../_internal/async.ts";
 import { defaultMcpConversationsRoot } from "./_conversations_root.ts";
 import { LocalSkillRuntime } from "../../runtimes/local/mod.ts";
 import type {
@@ -415,7 +416,10 @@ export async function createMcpHttpHandler(
       clearTimeout(session.timer);
       await session.connection.close();
       // The calls were aborted; let them end before their runtime closes.
-      await Promise.race([session.calls.idle(), delay(CLOSE_GRACE_MS)]);
+      await Promise.race([
+        session.calls.idle(),
+        delay(CLOSE_GRACE_MS, { persistent: false }),
+      ]);
       try {
         await session.tools.close();
         await session.runtime.close();
@@ -812,14 +816,6 @@ function lowerHost(host: string): string {
     );
   }
   return host.toLowerCase();
-}
-
-function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    // Not a reason to keep a process alive.
-    Deno.unrefTimer?.(timer);
-  });
 }
 
 function jsonError(
