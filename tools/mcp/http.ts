@@ -25,10 +25,7 @@ import {
 import { hostPath } from "../../_internal/std.ts";
 import { defaultMcpConversationsRoot } from "./_conversations_root.ts";
 import { LocalSkillRuntime } from "../../runtimes/local/mod.ts";
-import type {
-  SkillRuntime,
-  SkillRuntimeFileSystem,
-} from "../../runtimes/types.ts";
+import type { SkillRuntime } from "../../runtimes/types.ts";
 import type { Skill } from "../../skill/types.ts";
 import {
   buildSkillTools,
@@ -37,6 +34,7 @@ import {
 } from "../builder.ts";
 import { connect, type McpServerOptions } from "./_server.ts";
 import { SkillCatalog } from "./_skills.ts";
+import { loadToolInput } from "../_tool_input.ts";
 import {
   clientOf,
   guardRequest,
@@ -332,13 +330,14 @@ export async function createMcpHttpHandler(
 
   // Loading once, for every session: the skills and the configurations are
   // checked now, so a mistake fails here and not at a client's first call.
-  const probe = await buildSkillTools({
+  const loaded = await loadToolInput({
     ...buildOptions,
-    runtime: CATALOG_ONLY,
-    tools: [],
     ...(signal ? { signal } : {}),
   });
-  const skills = probe.skills;
+  const skills = loaded.skills;
+  const configured = [...loaded.configs.values()].flatMap((c) =>
+    Object.values(c.env)
+  );
   const { names: _names, ...sessionBuild } = buildOptions;
 
   let resolvedRoot: string | undefined;
@@ -375,7 +374,7 @@ export async function createMcpHttpHandler(
       // Reported (often logged) without the token or a configured value.
       const redactor = new Redactor([
         ...(token ? [token] : []),
-        ...probe.context.secrets(),
+        ...configured,
       ]);
       const clean = redactError(
         error instanceof Error ? error : new Error(String(error)),
@@ -417,7 +416,7 @@ export async function createMcpHttpHandler(
         // Told to the client: without the token or a configured value.
         const reason = redactSecrets(
           error instanceof Error ? error.message : String(error),
-          [...(token ? [token] : []), ...probe.context.secrets()],
+          [...(token ? [token] : []), ...configured],
         );
         return jsonError(500, -32603, `Cannot start a session: ${reason}`);
       }
@@ -551,7 +550,7 @@ export async function createMcpHttpHandler(
   };
   return Object.assign(handle, {
     skills,
-    warnings: probe.warnings,
+    warnings: loaded.warnings,
     sessionIds: () => sessions.ids(),
     close,
     [Symbol.asyncDispose]: close,
@@ -678,22 +677,3 @@ function defaultInstructions(runtime: SkillRuntime): string {
     "call the skill tool with its name first, then follow its instructions with the other tools. " +
     `Commands run, and relative paths resolve, in ${runtime.defaultWorkingDirectory}.`;
 }
-
-function refuse(): Promise<never> {
-  return Promise.reject(
-    new Error("The skills catalog has no runtime: it only loads skills"),
-  );
-}
-
-// The runtime of the one build that loads and checks the skills for every
-// session; it never runs anything.
-const CATALOG_ONLY: SkillRuntime = {
-  name: "none",
-  defaultWorkingDirectory: "/",
-  fs: new Proxy({}, { get: () => refuse }) as SkillRuntimeFileSystem,
-  prepare: refuse,
-  execute: refuse,
-  environment: () => ({}),
-  close: () => Promise.resolve(),
-  [Symbol.asyncDispose]: () => Promise.resolve(),
-};

@@ -663,4 +663,23 @@ Deno.test("createMcpHttpHandler() checks its options before serving", async () =
     RangeError,
     'Cannot bind a configuration to skill "nope"',
   );
+  // Checked at creation too, as building the tools checks them.
+  await assertRejects(
+    () =>
+      createMcpHttpHandler({
+        skills: files.skills,
+        limits: { readMaxBytes: 0 },
+      }),
+    RangeError,
+    'Cannot use limit readMaxBytes "0": it must be a positive integer',
+  );
+  await assertRejects(
+    () =>
+      createMcpHttpHandler({
+        skills: files.skills,
+        publisher: {} as FilePublisher,
+      }),
+    TypeError,
+    "publisher must have a publish() method",
+  );
 });
