@@ -10,13 +10,11 @@ import {
 } from "../../_internal/assert.ts";
 import { runDenoScript } from "../../_internal/testing.ts";
 import { SkillRuntimeConfig } from "../config.ts";
-import { WorkspaceEscapeError } from "../errors.ts";
 import { RemoteHttpError } from "../remote/errors.ts";
 import {
   KvConversationStore,
   MemoryConversationStore,
 } from "../../workspace/conversation_store.ts";
-import { buildSkillTools } from "../../tools/builder.ts";
 import { E2BApiClient } from "./api.ts";
 import { EnvdError } from "./envd.ts";
 import { E2BSkillRuntime } from "./runtime.ts";
@@ -28,11 +26,6 @@ import {
   TEST_API_KEY,
   waitFor,
 } from "./_testing.ts";
-
-const CORPUS = new URL(
-  "../../../shared/corpora/anthropics-skills/skills/",
-  import.meta.url,
-);
 
 const ENVD_PATHS = /^\/(files|health|process\.|filesystem\.)/;
 
@@ -108,27 +101,6 @@ Deno.test("execute() reports a folder envd refuses (invalid_argument) before any
   );
   assertEquals(error.code, "invalid_argument");
   assertEquals(await runtime.fs.stat("ran"), null);
-});
-
-Deno.test("no request is made before real use, nor for a refused path", async () => {
-  await using server = await startE2BTestServer();
-  const counted = countingFetch();
-  const skill = await makeSkill(`${server.dir}/src`, "idle");
-  const runtime = server.runtime({
-    fetch: counted.fetch,
-    conversationId: "idle-1",
-    conversationsRoot: `${server.dir}/conversations`,
-    store: new MemoryConversationStore(),
-  });
-  await using tools = await buildSkillTools({ skills: [skill], runtime });
-  assert(tools.tools.length > 0);
-  await assertRejects(
-    () => runtime.fs.readText("/etc/passwd", { maxBytes: 100 }),
-    WorkspaceEscapeError,
-  );
-  await runtime.close();
-  await runtime.close();
-  assertEquals(counted.requests.length, 0);
 });
 
 Deno.test("the API key goes in X-API-Key, envd's token and routing headers on every envd call, neither in an error", async () => {
@@ -362,49 +334,6 @@ Deno.test("a conversation whose sandbox was killed starts anew in a new sandbox"
   const second = server.runtime(options);
   await second.execute({ command: "true" });
   assertNotEquals(second.sandboxId, gone);
-});
-
-Deno.test("uploads are binary-safe: the corpus fonts and a .tar.gz come back byte-identical", async () => {
-  await using server = await startE2BTestServer();
-  const runtime = server.runtime();
-  const canvas = new URL("canvas-design/", CORPUS).pathname;
-  const [prepared] = await runtime.prepare({
-    skills: [{
-      skill: {
-        name: "canvas-design",
-        description: "Fonts",
-        basePath: canvas.replace(/\/$/, ""),
-        location: `${canvas}SKILL.md`,
-        instructions: "",
-        frontMatter: {},
-        warnings: [],
-      },
-    }],
-  });
-  let fonts = 0;
-  for await (const entry of Deno.readDir(`${canvas}canvas-fonts`)) {
-    if (!entry.name.endsWith(".ttf")) continue;
-    fonts++;
-    const remote = `${prepared!.basePath}/canvas-fonts/${entry.name}`;
-    const original = await Deno.readFile(`${canvas}canvas-fonts/${entry.name}`);
-    assertEquals(await runtime.fs.readBytes(remote), original);
-  }
-  assertGreater(fonts, 5);
-  const tarball = new URL(
-    "web-artifacts-builder/scripts/shadcn-components.tar.gz",
-    CORPUS,
-  ).pathname;
-  const skill = await makeSkill(`${server.dir}/src`, "archive", {
-    "data/components.tar.gz": await Deno.readFile(tarball),
-  });
-  const [archive] = await runtime.prepare({ skills: [{ skill }] });
-  const local = `${server.dir}/back/components.tar.gz`;
-  const { bytes } = await runtime.fs.download(
-    `${archive!.basePath}/data/components.tar.gz`,
-    local,
-  );
-  assertEquals(await Deno.readFile(local), await Deno.readFile(tarball));
-  assertEquals(bytes, (await Deno.stat(tarball)).size);
 });
 
 Deno.test("odd names (quotes, %, backslash, newline, $, unicode) are uploaded, read and listed as themselves", async () => {

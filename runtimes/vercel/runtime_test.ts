@@ -2,7 +2,6 @@ import {
   assert,
   assertEquals,
   assertFalse,
-  assertGreater,
   assertLess,
   assertNotEquals,
   assertRejects,
@@ -10,13 +9,11 @@ import {
 } from "../../_internal/assert.ts";
 import { runDenoScript } from "../../_internal/testing.ts";
 import { SkillRuntimeConfig } from "../config.ts";
-import { WorkspaceEscapeError } from "../errors.ts";
 import { RemoteHttpError } from "../remote/errors.ts";
 import {
   KvConversationStore,
   MemoryConversationStore,
 } from "../../workspace/conversation_store.ts";
-import { buildSkillTools } from "../../tools/builder.ts";
 import { VercelApiClient } from "./api.ts";
 import { VercelSandboxSkillRuntime } from "./runtime.ts";
 import {
@@ -27,11 +24,6 @@ import {
   TEST_TOKEN,
   waitFor,
 } from "./_testing.ts";
-
-const CORPUS = new URL(
-  "../../../shared/corpora/anthropics-skills/skills/",
-  import.meta.url,
-);
 
 Deno.test("execute() runs bash -c through the command API: exact output, stderr apart, the exit code", async () => {
   await using server = await startVercelTestServer();
@@ -81,26 +73,6 @@ Deno.test("execute() kills the command and everything it started at the timeout 
   assertEquals([aborted.aborted, aborted.exitCode], [true, -1]);
   const second = Number(await Deno.readTextFile(pidFile));
   assert(await waitFor(() => !processAlive(second)), "sleep still runs");
-});
-
-Deno.test("no request is made before real use, nor for a refused path", async () => {
-  await using server = await startVercelTestServer();
-  const counted = countingFetch();
-  const skill = await makeSkill(`${server.dir}/src`, "idle");
-  const runtime = server.runtime({
-    fetch: counted.fetch,
-    conversationId: "idle-1",
-    conversationsRoot: `${server.dir}/conversations`,
-    store: new MemoryConversationStore(),
-  });
-  await using tools = await buildSkillTools({ skills: [skill], runtime });
-  assert(tools.tools.length > 0);
-  await assertRejects(
-    () => runtime.fs.readText("/etc/passwd", { maxBytes: 100 }),
-    WorkspaceEscapeError,
-  );
-  await runtime.close();
-  assertEquals(counted.requests.length, 0);
 });
 
 Deno.test("a sandbox is created with runtime, resources, timeout, network policy, environment and tags; the token never shows", async () => {
@@ -264,60 +236,6 @@ Deno.test("a conversation whose sandbox was deleted starts anew", async () => {
   const second = server.runtime(options);
   await second.execute({ command: "true" });
   assertNotEquals(second.sandboxId, gone);
-});
-
-Deno.test("uploads are one gzipped tar, binary-safe: the corpus fonts and a .tar.gz come back byte-identical", async () => {
-  await using server = await startVercelTestServer();
-  const counted = countingFetch();
-  const runtime = server.runtime({ fetch: counted.fetch });
-  const canvas = new URL("canvas-design/", CORPUS).pathname;
-  const [prepared] = await runtime.prepare({
-    skills: [{
-      skill: {
-        name: "canvas-design",
-        description: "Fonts",
-        basePath: canvas.replace(/\/$/, ""),
-        location: `${canvas}SKILL.md`,
-        instructions: "",
-        frontMatter: {},
-        warnings: [],
-      },
-    }],
-  });
-  assertEquals(
-    counted.requests.filter((r) => r.path.endsWith("/fs/write")).length,
-    1,
-  );
-  let fonts = 0;
-  for await (const entry of Deno.readDir(`${canvas}canvas-fonts`)) {
-    if (!entry.name.endsWith(".ttf")) continue;
-    fonts++;
-    const remote = `${prepared!.basePath}/canvas-fonts/${entry.name}`;
-    const original = await Deno.readFile(`${canvas}canvas-fonts/${entry.name}`);
-    assertEquals(await runtime.fs.readBytes(remote), original);
-  }
-  assertGreater(fonts, 5);
-  const tarball = new URL(
-    "web-artifacts-builder/scripts/shadcn-components.tar.gz",
-    CORPUS,
-  ).pathname;
-  const skill = await makeSkill(`${server.dir}/src`, "archive", {
-    "data/components.tar.gz": await Deno.readFile(tarball),
-    [`${"deep/".repeat(40)}long-name.txt`]: "long",
-  });
-  const [archive] = await runtime.prepare({ skills: [{ skill }] });
-  const local = `${server.dir}/back/components.tar.gz`;
-  await runtime.fs.download(
-    `${archive!.basePath}/data/components.tar.gz`,
-    local,
-  );
-  assertEquals(await Deno.readFile(local), await Deno.readFile(tarball));
-  assertEquals(
-    await Deno.readTextFile(
-      `${archive!.basePath}/${"deep/".repeat(40)}long-name.txt`,
-    ),
-    "long",
-  );
 });
 
 Deno.test("a missing file is NotFound; a server that cannot be reached is a network error without the token", async () => {
