@@ -17,8 +17,6 @@ import {
 } from "../remote/_testing.ts";
 import { type AioRuntimeOptions, AioSkillRuntime } from "./runtime.ts";
 
-export { countingFetch, makeSkill, waitFor } from "../remote/_testing.ts";
-
 /** The bearer token the test servers check. */
 export const TEST_TOKEN = "aio-test-token-0123456789";
 

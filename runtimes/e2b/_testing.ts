@@ -16,13 +16,6 @@ import {
 } from "../remote/_testing.ts";
 import { type E2BRuntimeOptions, E2BSkillRuntime } from "./runtime.ts";
 
-export {
-  countingFetch,
-  makeSkill,
-  processAlive,
-  waitFor,
-} from "../remote/_testing.ts";
-
 /** The API key the test servers are started with. */
 export const TEST_API_KEY = "e2b_test_key_0123456789";
 

@@ -18,14 +18,13 @@ import {
 import { E2BApiClient } from "./api.ts";
 import { EnvdError } from "./envd.ts";
 import { E2BSkillRuntime } from "./runtime.ts";
+import { startE2BTestServer, TEST_API_KEY } from "./_testing.ts";
 import {
   countingFetch,
   makeSkill,
   processAlive,
-  startE2BTestServer,
-  TEST_API_KEY,
   waitFor,
-} from "./_testing.ts";
+} from "../remote/_testing.ts";
 
 const ENVD_PATHS = /^\/(files|health|process\.|filesystem\.)/;
 

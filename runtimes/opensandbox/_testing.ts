@@ -20,13 +20,6 @@ import {
   OpenSandboxSkillRuntime,
 } from "./runtime.ts";
 
-export {
-  countingFetch,
-  makeSkill,
-  processAlive,
-  waitFor,
-} from "../remote/_testing.ts";
-
 /** The API key the test servers are started with. */
 export const TEST_API_KEY = "test-key-0123456789";
 

@@ -13,12 +13,8 @@ import {
 } from "../../workspace/conversation_store.ts";
 import type { Skill } from "../../skill/types.ts";
 import { LifecycleClient } from "./lifecycle.ts";
-import {
-  countingFetch,
-  makeSkill,
-  startTestServer,
-  TEST_API_KEY,
-} from "./_testing.ts";
+import { startTestServer, TEST_API_KEY } from "./_testing.ts";
+import { countingFetch, makeSkill } from "../remote/_testing.ts";
 
 const BOOTSTRAP = new SkillRuntimeConfig({
   env: { MODE: "conversation" },

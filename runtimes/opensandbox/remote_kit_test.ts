@@ -9,7 +9,8 @@ import { assert, assertEquals, assertRejects } from "../../_internal/assert.ts";
 import { SkillRuntimeConfig } from "../config.ts";
 import { SkillPreparationError } from "../errors.ts";
 import { MemoryConversationStore } from "../../workspace/conversation_store.ts";
-import { countingFetch, makeSkill, startTestServer } from "./_testing.ts";
+import { startTestServer } from "./_testing.ts";
+import { countingFetch, makeSkill } from "../remote/_testing.ts";
 import { RemoteSkillRuntime } from "../remote/runtime.ts";
 
 Deno.test("RemoteSkillRuntime connects once for concurrent first calls", async () => {

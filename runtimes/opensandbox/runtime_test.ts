@@ -16,14 +16,13 @@ import { MemoryConversationStore } from "../../workspace/conversation_store.ts";
 import { LifecycleClient } from "./lifecycle.ts";
 import { SandboxCommandError } from "./execd.ts";
 import { OpenSandboxSkillRuntime } from "./runtime.ts";
+import { startTestServer, TEST_API_KEY } from "./_testing.ts";
 import {
   countingFetch,
   makeSkill,
   processAlive,
-  startTestServer,
-  TEST_API_KEY,
   waitFor,
-} from "./_testing.ts";
+} from "../remote/_testing.ts";
 
 Deno.test("execute() runs bash in the sandbox with exact output, stderr and the exit code", async () => {
   await using server = await startTestServer();

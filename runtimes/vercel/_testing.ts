@@ -19,13 +19,6 @@ import {
   VercelSandboxSkillRuntime,
 } from "./runtime.ts";
 
-export {
-  countingFetch,
-  makeSkill,
-  processAlive,
-  waitFor,
-} from "../remote/_testing.ts";
-
 /** The token the test servers are started with. */
 export const TEST_TOKEN = "vercel_test_token_0123456789";
 

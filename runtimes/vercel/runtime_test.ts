@@ -16,14 +16,13 @@ import {
 } from "../../workspace/conversation_store.ts";
 import { VercelApiClient } from "./api.ts";
 import { VercelSandboxSkillRuntime } from "./runtime.ts";
+import { startVercelTestServer, TEST_TOKEN } from "./_testing.ts";
 import {
   countingFetch,
   makeSkill,
   processAlive,
-  startVercelTestServer,
-  TEST_TOKEN,
   waitFor,
-} from "./_testing.ts";
+} from "../remote/_testing.ts";
 
 Deno.test("execute() runs bash -c through the command API: exact output, stderr apart, the exit code", async () => {
   await using server = await startVercelTestServer();
