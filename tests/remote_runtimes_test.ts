@@ -19,7 +19,13 @@ import {
   makeSkill,
   type RemoteTestServer,
 } from "../runtimes/remote/_testing.ts";
-import { MemoryConversationStore } from "../workspace/conversation_store.ts";
+import {
+  KvConversationStore,
+  MemoryConversationStore,
+} from "../workspace/conversation_store.ts";
+import type { OpenSandboxServer } from "./servers/opensandbox.ts";
+import type { E2BServer } from "./servers/e2b.ts";
+import type { VercelServer } from "./servers/vercel.ts";
 import { buildSkillTools } from "../tools/builder.ts";
 import { startTestServer } from "../runtimes/opensandbox/_testing.ts";
 import { startE2BTestServer } from "../runtimes/e2b/_testing.ts";
@@ -35,21 +41,54 @@ interface CommonOptions {
   readonly fetch: typeof fetch;
   readonly conversationId: string;
   readonly conversationsRoot: string;
-  readonly store: MemoryConversationStore;
+  readonly store: MemoryConversationStore | KvConversationStore;
 }
 
 /** One kind of runtime on its test server. */
 interface Kind {
   readonly name: string;
-  start(): Promise<RemoteTestServer<unknown, CommonOptions, SkillRuntime>>;
+  start(): Promise<
+    RemoteTestServer<unknown, CommonOptions, SkillRuntime & SandboxId>
+  >;
   /** The path of the one request an upload makes, when it makes one. */
   readonly uploadPath?: string;
+  /** How many sandboxes the server was asked to create. */
+  creates(server: unknown): number;
+  /** The sandboxes the server holds. */
+  sandboxes(server: unknown): ReadonlyMap<string, unknown>;
+  /** Further options of a conversation runtime. */
+  readonly conversation?: Record<string, unknown>;
+}
+
+/** The sandbox a remote runtime uses, once it has one. */
+interface SandboxId {
+  readonly sandboxId?: string | undefined;
 }
 
 const KINDS: readonly Kind[] = [
-  { name: "OpenSandbox", start: startTestServer },
-  { name: "E2B", start: startE2BTestServer },
-  { name: "Vercel", start: startVercelTestServer, uploadPath: "/fs/write" },
+  {
+    name: "OpenSandbox",
+    start: startTestServer,
+    creates: (s) => (s as OpenSandboxServer).count("POST", "/v1/sandboxes"),
+    sandboxes: (s) => (s as OpenSandboxServer).sandboxes,
+  },
+  {
+    name: "E2B",
+    start: startE2BTestServer,
+    creates: (s) =>
+      (s as E2BServer).calls.filter((c) => c === "POST /sandboxes").length,
+    sandboxes: (s) => (s as E2BServer).sandboxes,
+    conversation: { pauseOnClose: false },
+  },
+  {
+    name: "Vercel",
+    start: startVercelTestServer,
+    uploadPath: "/fs/write",
+    creates: (s) =>
+      (s as VercelServer).calls.filter((c) => c === "POST /v3/sandboxes")
+        .length,
+    sandboxes: (s) => (s as VercelServer).sandboxes,
+  },
 ];
 
 for (const kind of KINDS) {
@@ -142,5 +181,35 @@ for (const kind of KINDS) {
       workingDirectory: archive!.basePath,
     });
     assertEquals(listed.exitCode, 0);
+  });
+
+  Deno.test(`${kind.name}: two runtimes racing to start a conversation share one sandbox; the loser's is removed`, async () => {
+    await using server = await kind.start();
+    const kvPath = `${server.dir}/race.kv`;
+    // Two KV connections on one file: as two processes would be.
+    const stores = [
+      await KvConversationStore.open(kvPath),
+      await KvConversationStore.open(kvPath),
+    ];
+    try {
+      const runtimes = stores.map((store) =>
+        server.runtime({
+          conversationId: "raced",
+          conversationsRoot: `${server.dir}/conversations`,
+          store,
+          ...kind.conversation,
+        })
+      );
+      await Promise.all(
+        runtimes.map((runtime) => runtime.execute({ command: "true" })),
+      );
+      assertEquals(runtimes[0]!.sandboxId, runtimes[1]!.sandboxId);
+      assertEquals(kind.creates(server.server), 2);
+      const sandboxes = kind.sandboxes(server.server);
+      assertEquals(sandboxes.size, 1);
+      assert(sandboxes.has(runtimes[0]!.sandboxId!));
+    } finally {
+      for (const store of stores) store.close();
+    }
   });
 }

@@ -11,10 +11,7 @@ import {
 import { runDenoScript } from "../../_internal/testing.ts";
 import { SkillRuntimeConfig } from "../config.ts";
 import { RemoteHttpError } from "../remote/errors.ts";
-import {
-  KvConversationStore,
-  MemoryConversationStore,
-} from "../../workspace/conversation_store.ts";
+import { MemoryConversationStore } from "../../workspace/conversation_store.ts";
 import { E2BApiClient } from "./api.ts";
 import { EnvdError } from "./envd.ts";
 import { E2BSkillRuntime } from "./runtime.ts";
@@ -252,36 +249,6 @@ Deno.test("pauseOnClose: false leaves a conversation's sandbox running", async (
     server.server.sandboxes.get(runtime.sandboxId!)?.state,
     "running",
   );
-});
-
-Deno.test("two runtimes racing to start a conversation share one sandbox; the loser's is killed", async () => {
-  await using server = await startE2BTestServer();
-  const kvPath = `${server.dir}/race.kv`;
-  const stores = [
-    await KvConversationStore.open(kvPath),
-    await KvConversationStore.open(kvPath),
-  ];
-  try {
-    const runtimes = stores.map((store) =>
-      server.runtime({
-        conversationId: "raced",
-        conversationsRoot: `${server.dir}/conversations`,
-        store,
-        pauseOnClose: false,
-      })
-    );
-    await Promise.all(
-      runtimes.map((runtime) => runtime.execute({ command: "true" })),
-    );
-    assertEquals(runtimes[0]!.sandboxId, runtimes[1]!.sandboxId);
-    assertEquals(
-      server.server.calls.filter((c) => c === "POST /sandboxes").length,
-      2,
-    );
-    assertEquals(server.server.sandboxes.size, 1);
-  } finally {
-    for (const store of stores) store.close();
-  }
 });
 
 Deno.test("a conversation resumes across processes through Deno KV (paused between them)", async () => {

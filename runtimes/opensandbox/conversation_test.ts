@@ -141,34 +141,6 @@ Deno.test("conversations are isolated: their own sandbox and workspace, fenced f
   assertEquals(await b.fs.stat("secret.txt"), null);
 });
 
-Deno.test("two runtimes racing to start a conversation share one sandbox; the loser's is deleted", async () => {
-  await using server = await startTestServer();
-  const kvPath = `${server.dir}/race.kv`;
-  // Two KV connections on one file: as two processes would be.
-  const stores = [
-    await KvConversationStore.open(kvPath),
-    await KvConversationStore.open(kvPath),
-  ];
-  try {
-    const runtimes = stores.map((store) =>
-      server.runtime({
-        conversationId: "raced",
-        conversationsRoot: `${server.dir}/conversations`,
-        store,
-      })
-    );
-    await Promise.all(
-      runtimes.map((runtime) => runtime.execute({ command: "true" })),
-    );
-    assertEquals(runtimes[0]!.sandboxId, runtimes[1]!.sandboxId);
-    assertEquals(server.server.count("POST", "/v1/sandboxes"), 2);
-    assertEquals(server.server.sandboxes.size, 1);
-    assert(server.server.sandboxes.has(runtimes[0]!.sandboxId!));
-  } finally {
-    for (const store of stores) store.close();
-  }
-});
-
 Deno.test("a conversation resumes across processes through Deno KV", async () => {
   await using server = await startTestServer();
   const kvPath = `${server.dir}/conversations.kv`;

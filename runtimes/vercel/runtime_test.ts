@@ -10,10 +10,7 @@ import {
 import { runDenoScript } from "../../_internal/testing.ts";
 import { SkillRuntimeConfig } from "../config.ts";
 import { RemoteHttpError } from "../remote/errors.ts";
-import {
-  KvConversationStore,
-  MemoryConversationStore,
-} from "../../workspace/conversation_store.ts";
+import { MemoryConversationStore } from "../../workspace/conversation_store.ts";
 import { VercelApiClient } from "./api.ts";
 import { VercelSandboxSkillRuntime } from "./runtime.ts";
 import { startVercelTestServer, TEST_TOKEN } from "./_testing.ts";
@@ -153,35 +150,6 @@ Deno.test("a conversation's session is stopped on close and resumed from its sna
   );
   await second.destroy();
   assertFalse(server.server.sandboxes.has(name));
-});
-
-Deno.test("two runtimes racing to start a conversation share one sandbox; the loser's is deleted", async () => {
-  await using server = await startVercelTestServer();
-  const kvPath = `${server.dir}/race.kv`;
-  const stores = [
-    await KvConversationStore.open(kvPath),
-    await KvConversationStore.open(kvPath),
-  ];
-  try {
-    const runtimes = stores.map((store) =>
-      server.runtime({
-        conversationId: "raced",
-        conversationsRoot: `${server.dir}/conversations`,
-        store,
-      })
-    );
-    await Promise.all(
-      runtimes.map((runtime) => runtime.execute({ command: "true" })),
-    );
-    assertEquals(runtimes[0]!.sandboxId, runtimes[1]!.sandboxId);
-    assertEquals(
-      server.server.calls.filter((c) => c === "POST /v3/sandboxes").length,
-      2,
-    );
-    assertEquals(server.server.sandboxes.size, 1);
-  } finally {
-    for (const store of stores) store.close();
-  }
 });
 
 Deno.test("a conversation resumes across processes through Deno KV (stopped between them)", async () => {
