@@ -10,6 +10,7 @@ import {
   assert,
   assertEquals,
   assertGreater,
+  assertLess,
   assertRejects,
 } from "../_internal/assert.ts";
 import { WorkspaceEscapeError } from "../runtimes/errors.ts";
@@ -17,7 +18,9 @@ import type { SkillRuntime } from "../runtimes/types.ts";
 import {
   countingFetch,
   makeSkill,
+  processAlive,
   type RemoteTestServer,
+  waitFor,
 } from "../runtimes/remote/_testing.ts";
 import {
   KvConversationStore,
@@ -58,6 +61,8 @@ interface Kind {
   sandboxes(server: unknown): ReadonlyMap<string, unknown>;
   /** Further options of a conversation runtime. */
   readonly conversation?: Record<string, unknown>;
+  /** Whether a request is the one that stops a command, when it has one. */
+  stops?(path: string): boolean;
 }
 
 /** The sandbox a remote runtime uses, once it has one. */
@@ -79,6 +84,7 @@ const KINDS: readonly Kind[] = [
       (s as E2BServer).calls.filter((c) => c === "POST /sandboxes").length,
     sandboxes: (s) => (s as E2BServer).sandboxes,
     conversation: { pauseOnClose: false },
+    stops: (path) => path === "/process.Process/SendSignal",
   },
   {
     name: "Vercel",
@@ -88,6 +94,7 @@ const KINDS: readonly Kind[] = [
       (s as VercelServer).calls.filter((c) => c === "POST /v3/sandboxes")
         .length,
     sandboxes: (s) => (s as VercelServer).sandboxes,
+    stops: (path) => path.endsWith("/kill"),
   },
 ];
 
@@ -211,5 +218,39 @@ for (const kind of KINDS) {
     } finally {
       for (const store of stores) store.close();
     }
+  });
+
+  Deno.test(`${kind.name}: execute() stops the command and everything it started at the timeout and when the caller aborts`, async () => {
+    await using server = await kind.start();
+    const counted = countingFetch();
+    const runtime = server.runtime({ fetch: counted.fetch });
+    const pidFile = `${server.dir}/pid`;
+    const started = Date.now();
+    const result = await runtime.execute({
+      command: `sleep 30 & echo $! > '${pidFile}'; echo begun; wait`,
+      timeoutMs: 500,
+    });
+    assertLess(Date.now() - started, 10_000);
+    assertEquals(
+      [result.timedOut, result.aborted, result.exitCode, result.stdout],
+      [true, false, -1, "begun\n"],
+    );
+    const pid = Number(await Deno.readTextFile(pidFile));
+    assert(await waitFor(() => !processAlive(pid)), "sleep still runs");
+    if (kind.stops) {
+      assert(counted.requests.some((r) => kind.stops!(r.path)));
+    }
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 300);
+    const aborted = await runtime.execute({
+      command: `sleep 30 & echo $! > '${pidFile}'; wait`,
+      signal: controller.signal,
+    });
+    assertEquals(
+      [aborted.aborted, aborted.timedOut, aborted.exitCode],
+      [true, false, -1],
+    );
+    const second = Number(await Deno.readTextFile(pidFile));
+    assert(await waitFor(() => !processAlive(second)), "sleep still runs");
   });
 }
