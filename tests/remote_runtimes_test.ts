@@ -9,10 +9,16 @@
 import {
   assert,
   assertEquals,
+  assertFalse,
   assertGreater,
   assertLess,
   assertRejects,
+  assertStringIncludes,
 } from "../_internal/assert.ts";
+import { RemoteHttpError } from "../runtimes/remote/errors.ts";
+import { OpenSandboxSkillRuntime } from "../runtimes/opensandbox/mod.ts";
+import { E2BSkillRuntime } from "../runtimes/e2b/mod.ts";
+import { VercelSandboxSkillRuntime } from "../runtimes/vercel/mod.ts";
 import { WorkspaceEscapeError } from "../runtimes/errors.ts";
 import type { SkillRuntime } from "../runtimes/types.ts";
 import {
@@ -63,6 +69,8 @@ interface Kind {
   readonly conversation?: Record<string, unknown>;
   /** Whether a request is the one that stops a command, when it has one. */
   stops?(path: string): boolean;
+  /** A runtime of a server at `url`, with `secret` as its credential. */
+  offline(url: string, secret: string): SkillRuntime;
 }
 
 /** The sandbox a remote runtime uses, once it has one. */
@@ -75,6 +83,8 @@ const KINDS: readonly Kind[] = [
     name: "OpenSandbox",
     start: startTestServer,
     creates: (s) => (s as OpenSandboxServer).count("POST", "/v1/sandboxes"),
+    offline: (baseUrl, apiKey) =>
+      new OpenSandboxSkillRuntime({ baseUrl, apiKey, requestTimeoutMs: 2_000 }),
     sandboxes: (s) => (s as OpenSandboxServer).sandboxes,
   },
   {
@@ -85,6 +95,8 @@ const KINDS: readonly Kind[] = [
     sandboxes: (s) => (s as E2BServer).sandboxes,
     conversation: { pauseOnClose: false },
     stops: (path) => path === "/process.Process/SendSignal",
+    offline: (apiUrl, apiKey) =>
+      new E2BSkillRuntime({ apiUrl, apiKey, requestTimeoutMs: 2_000 }),
   },
   {
     name: "Vercel",
@@ -95,6 +107,12 @@ const KINDS: readonly Kind[] = [
         .length,
     sandboxes: (s) => (s as VercelServer).sandboxes,
     stops: (path) => path.endsWith("/kill"),
+    offline: (baseUrl, token) =>
+      new VercelSandboxSkillRuntime({
+        baseUrl,
+        token,
+        requestTimeoutMs: 2_000,
+      }),
   },
 ];
 
@@ -252,5 +270,22 @@ for (const kind of KINDS) {
     );
     const second = Number(await Deno.readTextFile(pidFile));
     assert(await waitFor(() => !processAlive(second)), "sleep still runs");
+  });
+
+  Deno.test(`${kind.name}: a server that cannot be reached is a network error naming the URL, without the credential`, async () => {
+    const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+    const port = (listener.addr as Deno.NetAddr).port;
+    listener.close();
+    const secret = "secret-value-123456";
+    await using runtime = kind.offline(`http://127.0.0.1:${port}`, secret);
+    const error = await assertRejects(
+      () => runtime.execute({ command: "true" }),
+      RemoteHttpError,
+    );
+    assertEquals(error.status, 0);
+    assertStringIncludes(error.message, `127.0.0.1:${port}`);
+    assertFalse(error.message.includes(secret));
+    // Nothing was created: close() has nothing to delete and does not throw.
+    await runtime.close();
   });
 }
