@@ -11,6 +11,7 @@
  *
  * @module
  */
+import { checkNumber } from "../_internal/check_number.ts";
 import { OutputCollector } from "../_internal/collector.ts";
 import { MAX_EXECUTE_TIMEOUT_MS } from "./command_core.ts";
 import type { ExecuteRequest, ExecuteResult, SkillRuntime } from "./types.ts";
@@ -141,13 +142,17 @@ export class BackgroundCommands {
    */
   constructor(runtime: SkillRuntime, options: BackgroundCommandsOptions = {}) {
     this.#runtime = runtime;
-    this.#max = positive(
+    this.#max = checkNumber(
       options.maxCommands ?? DEFAULT_MAX_BACKGROUND_COMMANDS,
       "maxCommands",
+      "positive integer",
+      "use background commands with",
     );
-    this.#maxBytes = positive(
+    this.#maxBytes = checkNumber(
       options.maxOutputBytes ?? DEFAULT_BACKGROUND_OUTPUT_BYTES,
       "maxOutputBytes",
+      "positive integer",
+      "use background commands with",
     );
   }
 
@@ -378,13 +383,4 @@ export async function closeBackgroundCommands(
   runtime: SkillRuntime,
 ): Promise<void> {
   await sets.get(runtime)?.close();
-}
-
-function positive(value: number, name: string): number {
-  if (!Number.isSafeInteger(value) || value <= 0) {
-    throw new RangeError(
-      `Cannot use background commands with ${name} "${value}": it must be a positive integer`,
-    );
-  }
-  return value;
 }

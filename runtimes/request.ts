@@ -7,7 +7,9 @@
  *
  * @module
  */
+import { checkNumber } from "../_internal/check_number.ts";
 import { checkEnv } from "./config.ts";
+import { checkPathText as checkPath } from "../_internal/path_text.ts";
 import { checkTimeoutMs } from "./command_core.ts";
 import {
   DEFAULT_EXECUTE_TIMEOUT_MS,
@@ -126,16 +128,7 @@ export function checkExecuteRequest(
  * @throws {TypeError} It is not a string, is empty, or holds NUL.
  */
 export function checkPathText(path: string): void {
-  if (typeof path !== "string" || path === "") {
-    throw new TypeError(
-      `Cannot use ${JSON.stringify(path)}: the path is empty`,
-    );
-  }
-  if (path.includes("\0")) {
-    throw new TypeError(
-      `Cannot use ${JSON.stringify(path)}: the path holds a NUL character`,
-    );
-  }
+  checkPath(path);
 }
 
 /**
@@ -156,10 +149,5 @@ export function checkPathText(path: string): void {
  * @throws {RangeError} It is not a non-negative integer.
  */
 export function checkMaxOutputBytes(value: number): number {
-  if (!Number.isSafeInteger(value) || value < 0) {
-    throw new RangeError(
-      `Cannot use maxOutputBytes "${value}": it must be a non-negative integer`,
-    );
-  }
-  return value;
+  return checkNumber(value, "maxOutputBytes", "non-negative integer");
 }

@@ -205,7 +205,7 @@ Deno.test({
       const error = await assertRejects(() => search.grep({ pattern: "x" }));
       assertStringIncludes(
         (error as Error).message,
-        "the answer in the sandbox passed the 1024 bytes output cap",
+        "the answer in the sandbox passed the 1 KiB output cap",
       );
     } finally {
       await Deno.remove(root, { recursive: true });

@@ -21,7 +21,7 @@ Deno.test("createToolContext() merges limits and refuses bad ones", () => {
   assertThrows(
     () => createToolContext(runtime, { limits: { readMaxBytes: 0 } }),
     RangeError,
-    'Cannot use limit "readMaxBytes": expected a positive integer, got 0',
+    'Cannot use limit readMaxBytes "0": it must be a positive integer',
   );
 });
 

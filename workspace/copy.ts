@@ -8,6 +8,7 @@
  *
  * @module
  */
+import { checkPathText } from "../_internal/path_text.ts";
 import { hostPath } from "../_internal/std.ts";
 import { toPermissionError } from "../_internal/permissions.ts";
 import { isInside, realLocation } from "./_paths.ts";
@@ -582,11 +583,7 @@ function excludes(
 }
 
 async function sourceFolder(source: string, operation: string) {
-  if (typeof source !== "string" || source === "") {
-    throw new TypeError(
-      `Cannot ${operation} ${JSON.stringify(source)}: the path is empty`,
-    );
-  }
+  checkPathText(source, operation);
   let root: string;
   let info: Deno.FileInfo;
   try {

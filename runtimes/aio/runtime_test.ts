@@ -15,8 +15,8 @@ import { SkillRuntimeConfig } from "../config.ts";
 import { SkillPreparationError, WorkspaceEscapeError } from "../errors.ts";
 import { RemoteHttpError } from "../remote/errors.ts";
 import { MemoryConversationStore } from "../../workspace/conversation_store.ts";
-import { countingFetch, makeSkill, waitFor } from "../opensandbox/_testing.ts";
 import { startAioTestServer, TEST_TOKEN } from "./_testing.ts";
+import { countingFetch, makeSkill, waitFor } from "../remote/_testing.ts";
 
 const CORPUS = new URL(
   "../../../shared/corpora/anthropics-skills/skills/",

@@ -424,7 +424,7 @@ export class EnvdClient implements RemoteFileOps {
       return (answer.entries ?? []).map((entry) => toFileInfo(entry));
     } catch (error) {
       if (error instanceof EnvdError && error.code === "not_found") {
-        throw new Deno.errors.NotFound(`No such folder: "${path}"`);
+        throw new Deno.errors.NotFound(`Cannot list "${path}": no such folder`);
       }
       throw error;
     }

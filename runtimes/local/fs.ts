@@ -8,12 +8,16 @@
  *
  * @module
  */
-import { checkPositiveInteger, tooLargeError } from "../../_internal/format.ts";
+import { tooLargeError } from "../../_internal/format.ts";
+import { checkNumber } from "../../_internal/check_number.ts";
 import { constants as fsConstants } from "node:fs";
 import { type FileHandle, open as openNode } from "node:fs/promises";
 import { hostPath } from "../../_internal/std.ts";
 import { toPermissionError } from "../../_internal/permissions.ts";
-import { writeStreamAtomically } from "../../_internal/atomic_write.ts";
+import {
+  writeBytesAtomically,
+  writeStreamAtomically,
+} from "../../_internal/atomic_write.ts";
 import { WorkspaceEscapeError } from "../errors.ts";
 import { checkPathText } from "../request.ts";
 import type { PathFence } from "../../workspace/fence.ts";
@@ -185,7 +189,7 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
    * ```
    */
   async readText(path: string, options: ReadTextOptions): Promise<string> {
-    checkLimit(options?.maxBytes, "maxBytes");
+    checkNumber(options?.maxBytes, "maxBytes", "non-negative integer");
     const bytes = await this.#read(path, options.maxBytes, options.signal);
     return new TextDecoder("utf-8", { ignoreBOM: true }).decode(bytes);
   }
@@ -224,7 +228,7 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
     options: SignalOptions & { maxBytes?: number } = {},
   ): Promise<Uint8Array> {
     if (options.maxBytes !== undefined) {
-      checkLimit(options.maxBytes, "maxBytes");
+      checkNumber(options.maxBytes, "maxBytes", "non-negative integer");
     }
     return await this.#read(path, options.maxBytes, options.signal);
   }
@@ -287,20 +291,23 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
       }
       throw toPermissionError(error, { operation: "write", path });
     }
-    const { target, mode } = await this.#writeTarget(path, absolute);
-    await writeViaRename(path, target, content, mode, options.signal);
+    const target = await this.#writeTarget(path, absolute);
+    await writeBytesAtomically(target, new TextEncoder().encode(content), {
+      displayPath: path,
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
   }
 
-  /** The file a write replaces (a symlink's target) and the mode to keep. */
+  /** The file a write replaces (a symlink's target), checked to be one. */
   async #writeTarget(
     path: string,
     absolute: string,
-  ): Promise<{ target: string; mode: number }> {
+  ): Promise<string> {
     let target: string;
     try {
       target = await Deno.realPath(absolute);
     } catch (error) {
-      if (isMissing(error)) return { target: absolute, mode: 0o644 };
+      if (isMissing(error)) return absolute;
       throw toPermissionError(error, { operation: "write", path });
     }
     if (
@@ -321,7 +328,7 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
     try {
       info = await Deno.stat(target);
     } catch (error) {
-      if (isMissing(error)) return { target, mode: 0o644 };
+      if (isMissing(error)) return target;
       throw toPermissionError(error, { operation: "write", path });
     }
     if (info.isDirectory) {
@@ -334,7 +341,7 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
         `Cannot write "${path}": it is ${kindOf(info)}, not a regular file`,
       );
     }
-    return { target, mode: info.mode === null ? 0o644 : info.mode & 0o7777 };
+    return target;
   }
 
   /**
@@ -410,8 +417,8 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
   async list(path: string, options: ListOptions = {}): Promise<ListResult> {
     const depth = options.depth ?? DEFAULT_LIST_DEPTH;
     const limit = options.limit ?? DEFAULT_LIST_LIMIT;
-    checkPositiveInteger(depth, "depth");
-    checkPositiveInteger(limit, "limit");
+    checkNumber(depth, "depth", "positive integer");
+    checkNumber(limit, "limit", "positive integer");
     const { signal } = options;
     const absolute = await this.resolve(path);
     let info: Deno.FileInfo;
@@ -695,58 +702,6 @@ class OpenedFile {
   }
 }
 
-/**
- * Writes `content` into a new temporary file beside `target` (created
- * exclusively, with `mode`), then renames it over `target`. The temporary file
- * is removed on any failure or abort; `target` is left as it was.
- */
-async function writeViaRename(
-  path: string,
-  target: string,
-  content: string,
-  mode: number,
-  signal: AbortSignal | undefined,
-): Promise<void> {
-  const dir = hostPath.dirname(target);
-  const base = hostPath.basename(target);
-  let temp: string | undefined;
-  try {
-    const bytes = new TextEncoder().encode(content);
-    for (let attempt = 0; temp === undefined; attempt++) {
-      const candidate = hostPath.join(
-        dir,
-        `.${base.slice(0, 200)}.${crypto.randomUUID().slice(0, 8)}.tmp`,
-      );
-      try {
-        await Deno.writeFile(candidate, bytes, {
-          createNew: true,
-          mode,
-          ...(signal ? { signal } : {}),
-        });
-        temp = candidate;
-      } catch (error) {
-        if (!(error instanceof Deno.errors.AlreadyExists) || attempt > 8) {
-          throw error;
-        }
-      }
-    }
-    // The umask may have narrowed the mode given at creation.
-    if (Deno.build.os !== "windows") await Deno.chmod(temp, mode);
-    signal?.throwIfAborted();
-    await Deno.rename(temp, target);
-    temp = undefined;
-  } catch (error) {
-    if (error instanceof Deno.errors.IsADirectory) {
-      throw new Deno.errors.IsADirectory(
-        `Cannot write "${path}": it is a folder`,
-      );
-    }
-    throw toPermissionError(error, { operation: "write", path });
-  } finally {
-    if (temp !== undefined) await Deno.remove(temp).catch(() => {});
-  }
-}
-
 /** A node:fs error (or a Deno one) as the file system's clear error. */
 function readError(error: unknown, path: string): unknown {
   const code = (error as { code?: unknown } | null)?.code;
@@ -854,16 +809,6 @@ function fileStream(
 function isMissing(error: unknown): boolean {
   return error instanceof Deno.errors.NotFound ||
     error instanceof Deno.errors.NotADirectory;
-}
-
-function checkLimit(value: unknown, name: string): void {
-  if (
-    typeof value !== "number" || !Number.isSafeInteger(value) || value < 0
-  ) {
-    throw new RangeError(
-      `Cannot use ${name} ${String(value)}: it must be a non-negative integer`,
-    );
-  }
 }
 
 function compareNames(a: string, b: string): number {

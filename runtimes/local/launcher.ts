@@ -7,6 +7,7 @@
  *
  * @module
  */
+import { checkNumber } from "../../_internal/check_number.ts";
 import { collectStream, OutputCollector } from "../../_internal/collector.ts";
 import { CommandRun } from "../command_core.ts";
 import { RuntimePermissionError } from "../errors.ts";
@@ -273,7 +274,7 @@ export async function runProcessGroup(
   request: ProcessGroupRequest,
 ): Promise<ExecuteResult> {
   const graceMs = request.graceMs ?? DEFAULT_GRACE_MS;
-  checkNonNegative("graceMs", graceMs);
+  checkNumber(graceMs, "graceMs", "non-negative number", "run a command with");
   const outCollector = new OutputCollector({
     maxBytes: request.maxOutputBytes,
   });
@@ -441,7 +442,12 @@ export class DenoCommandLauncher implements ProcessLauncher {
   constructor(options: DenoCommandLauncherOptions = {}) {
     this.#shell = options.shell ?? defaultShell();
     this.#graceMs = options.graceMs ?? DEFAULT_GRACE_MS;
-    checkNonNegative("graceMs", this.#graceMs);
+    checkNumber(
+      this.#graceMs,
+      "graceMs",
+      "non-negative number",
+      "run a command with",
+    );
     this.#groupSignal = options.groupSignal ?? "auto";
   }
 
@@ -500,14 +506,6 @@ function spawnError(error: unknown, program: string, cwd: string): Error {
     return new Deno.errors.NotFound(message, { cause: error });
   }
   return error instanceof Error ? error : new Error(String(error));
-}
-
-function checkNonNegative(name: string, value: number): void {
-  if (!Number.isFinite(value) || value < 0) {
-    throw new RangeError(
-      `Cannot run a command with ${name} "${value}": it must be a non-negative number`,
-    );
-  }
 }
 
 /**

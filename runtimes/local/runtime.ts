@@ -68,7 +68,7 @@ import {
 } from "./isolated.ts";
 import { LocalFileSystem } from "./fs.ts";
 import { PreparedRecord } from "./_prepared_record.ts";
-import { skillDigest } from "../../workspace/conversation_store.ts";
+import { skillDigest } from "../../workspace/skill_digest.ts";
 import type { SkillRuntimeConfig } from "../config.ts";
 
 /** Handed from `create()` to the constructor (synchronously, never shared). */

@@ -13,12 +13,8 @@ import {
 } from "../../workspace/conversation_store.ts";
 import type { Skill } from "../../skill/types.ts";
 import { LifecycleClient } from "./lifecycle.ts";
-import {
-  countingFetch,
-  makeSkill,
-  startTestServer,
-  TEST_API_KEY,
-} from "./_testing.ts";
+import { startTestServer, TEST_API_KEY } from "./_testing.ts";
+import { countingFetch, makeSkill } from "../remote/_testing.ts";
 
 const BOOTSTRAP = new SkillRuntimeConfig({
   env: { MODE: "conversation" },
@@ -143,34 +139,6 @@ Deno.test("conversations are isolated: their own sandbox and workspace, fenced f
     WorkspaceEscapeError,
   );
   assertEquals(await b.fs.stat("secret.txt"), null);
-});
-
-Deno.test("two runtimes racing to start a conversation share one sandbox; the loser's is deleted", async () => {
-  await using server = await startTestServer();
-  const kvPath = `${server.dir}/race.kv`;
-  // Two KV connections on one file: as two processes would be.
-  const stores = [
-    await KvConversationStore.open(kvPath),
-    await KvConversationStore.open(kvPath),
-  ];
-  try {
-    const runtimes = stores.map((store) =>
-      server.runtime({
-        conversationId: "raced",
-        conversationsRoot: `${server.dir}/conversations`,
-        store,
-      })
-    );
-    await Promise.all(
-      runtimes.map((runtime) => runtime.execute({ command: "true" })),
-    );
-    assertEquals(runtimes[0]!.sandboxId, runtimes[1]!.sandboxId);
-    assertEquals(server.server.count("POST", "/v1/sandboxes"), 2);
-    assertEquals(server.server.sandboxes.size, 1);
-    assert(server.server.sandboxes.has(runtimes[0]!.sandboxId!));
-  } finally {
-    for (const store of stores) store.close();
-  }
 });
 
 Deno.test("a conversation resumes across processes through Deno KV", async () => {

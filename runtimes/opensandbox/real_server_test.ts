@@ -10,7 +10,8 @@ import {
   assertLess,
   assertRejects,
 } from "../../_internal/assert.ts";
-import { makeSkill, startTestServer } from "./_testing.ts";
+import { startTestServer } from "./_testing.ts";
+import { makeSkill } from "../remote/_testing.ts";
 import { SandboxCommandError } from "./execd.ts";
 import { startAioTestServer } from "../aio/_testing.ts";
 import { LocalSkillRuntime } from "../local/runtime.ts";

@@ -4,7 +4,8 @@
  *
  * @module
  */
-import { checkPositiveInteger, tooLargeError } from "../../_internal/format.ts";
+import { tooLargeError } from "../../_internal/format.ts";
+import { checkNumber } from "../../_internal/check_number.ts";
 import type {
   DownloadResult,
   ExecuteResult,
@@ -19,6 +20,7 @@ import type { MultipartPart } from "./upload.ts";
 import { RemotePathFence, resolveRemotePath } from "./paths.ts";
 import { downloadToFile } from "./download.ts";
 import { RemoteHttpError } from "./errors.ts";
+import { BodyTooLargeError, readCapped } from "../../_internal/body.ts";
 import { WorkspaceEscapeError } from "../errors.ts";
 import type { ShellRunner } from "./_shell_files.ts";
 import {
@@ -241,7 +243,7 @@ export class RemoteFileSystem implements SkillRuntimeFileSystem {
    * @throws {RemoteHttpError} The server failed.
    */
   async readText(path: string, options: ReadTextOptions): Promise<string> {
-    checkLimit(options?.maxBytes, "maxBytes");
+    checkNumber(options?.maxBytes, "maxBytes", "non-negative integer");
     const bytes = await this.#checkedRead(
       path,
       options.maxBytes,
@@ -267,7 +269,7 @@ export class RemoteFileSystem implements SkillRuntimeFileSystem {
     options: SignalOptions & { maxBytes?: number } = {},
   ): Promise<Uint8Array> {
     if (options.maxBytes !== undefined) {
-      checkLimit(options.maxBytes, "maxBytes");
+      checkNumber(options.maxBytes, "maxBytes", "non-negative integer");
     }
     return await this.#checkedRead(path, options.maxBytes, options.signal);
   }
@@ -420,8 +422,8 @@ export class RemoteFileSystem implements SkillRuntimeFileSystem {
   async list(path: string, options: ListOptions = {}): Promise<ListResult> {
     const depth = options.depth ?? DEFAULT_LIST_DEPTH;
     const limit = options.limit ?? DEFAULT_LIST_LIMIT;
-    checkPositiveInteger(depth, "depth");
-    checkPositiveInteger(limit, "limit");
+    checkNumber(depth, "depth", "positive integer");
+    checkNumber(limit, "limit", "positive integer");
     const remotePath = this.#resolve(path);
     options.signal?.throwIfAborted();
     const ops = await this.#getOps();
@@ -635,31 +637,15 @@ export class RemoteFileSystem implements SkillRuntimeFileSystem {
       await body.cancel().catch(() => {});
       throw tooLargeError(path, limit);
     }
-    const reader = body.getReader();
-    const chunks: Uint8Array[] = [];
-    let length = 0;
     try {
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        length += value.length;
-        if (limit !== undefined && length > limit) {
-          throw tooLargeError(path, limit);
-        }
-        chunks.push(value);
-      }
+      return await readCapped(body, {
+        maxBytes: limit ?? Infinity,
+        overflow: "error",
+      });
     } catch (error) {
-      reader.cancel().catch(() => {});
+      if (error instanceof BodyTooLargeError) throw tooLargeError(path, limit!);
       throw error;
     }
-    if (chunks.length === 1) return chunks[0]!;
-    const bytes = new Uint8Array(length);
-    let offset = 0;
-    for (const chunk of chunks) {
-      bytes.set(chunk, offset);
-      offset += chunk.length;
-    }
-    return bytes;
   }
 }
 
@@ -676,14 +662,4 @@ function compareKeys(a: readonly string[], b: readonly string[]): number {
     if (x !== y) return x < y ? -1 : 1;
   }
   return a.length - b.length;
-}
-
-function checkLimit(value: unknown, name: string): void {
-  if (
-    typeof value !== "number" || !Number.isSafeInteger(value) || value < 0
-  ) {
-    throw new RangeError(
-      `Cannot use ${name} ${String(value)}: it must be a non-negative integer`,
-    );
-  }
 }

@@ -13,7 +13,8 @@ import { LocalFileSystem } from "../local/fs.ts";
 import { HttpClient } from "./http.ts";
 import { multipartBody } from "./upload.ts";
 import { type RemoteFileOps, RemoteFileSystem } from "./fs.ts";
-import { serve, sleep } from "./_test_servers.ts";
+import { serve } from "./_test_servers.ts";
+import { delay } from "../../_internal/async.ts";
 
 const FONT = hostPath.fromFileUrl(
   new URL(
@@ -145,7 +146,7 @@ async function harness(): Promise<Harness> {
             controller.enqueue(rest.slice(0, drop));
             return;
           }
-          await sleep(30);
+          await delay(30);
           controller.error(new Error("test server: reset on purpose"));
         },
       });
@@ -339,7 +340,7 @@ Deno.test("RemoteFileSystem caps text reads while streaming and cancels the rest
     RangeError,
     "larger than the 1 MiB limit",
   );
-  for (let i = 0; i < 50 && !h.endless.cancelled; i++) await sleep(20);
+  for (let i = 0; i < 50 && !h.endless.cancelled; i++) await delay(20);
   assert(h.endless.cancelled, "the endless body was not cancelled");
   assertLess(h.endless.sent, 16 << 20);
   await assertRejects(

@@ -7,6 +7,7 @@
  *
  * @module
  */
+import { abortable } from "../../_internal/async.ts";
 import { closeBackgroundCommands } from "../background.ts";
 import {
   type EventSink,
@@ -42,7 +43,7 @@ import type {
   ConversationKey,
   ConversationStore,
 } from "../../workspace/conversation_store.ts";
-import { skillDigest } from "../../workspace/conversation_store.ts";
+import { skillDigest } from "../../workspace/skill_digest.ts";
 import { ShellSearch } from "../../search/shell.ts";
 import { posix } from "../../_internal/std.ts";
 import { redactError, Redactor } from "../../_internal/redact.ts";
@@ -719,13 +720,7 @@ export class RemoteSkillRuntime implements SkillRuntime {
     });
     if (!signal) return touched;
     signal.throwIfAborted();
-    return new Promise((resolve, reject) => {
-      const onAbort = () => reject(signal.reason);
-      signal.addEventListener("abort", onAbort, { once: true });
-      touched.then(resolve, reject).finally(() =>
-        signal.removeEventListener("abort", onAbort)
-      );
-    });
+    return abortable(touched, signal);
   }
 
   /** Runs one of our own commands (no skill environment), never retried. */

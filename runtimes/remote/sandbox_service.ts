@@ -32,6 +32,7 @@
  *
  * @module
  */
+import { checkNumber } from "../../_internal/check_number.ts";
 import { EventSink, type SkillEventListener } from "../../observe/events.ts";
 import { posix } from "../../_internal/std.ts";
 import { validateConversationId } from "../../workspace/conversation.ts";
@@ -362,11 +363,7 @@ export class SandboxServiceBackend<S extends ServiceSandbox = ServiceSandbox>
         ["readyTimeoutMs", this.#readyTimeoutMs],
       ] as const
     ) {
-      if (!Number.isFinite(value) || value < 0) {
-        throw new RangeError(
-          `Cannot use ${name} "${value}": it must be a non-negative number`,
-        );
-      }
+      checkNumber(value, name, "non-negative number");
     }
   }
 

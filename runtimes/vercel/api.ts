@@ -393,7 +393,7 @@ export class VercelApiClient {
       });
     } catch (error) {
       if (error instanceof RemoteHttpError && error.status === 404) {
-        throw new Deno.errors.NotFound(`No such file: "${path}"`);
+        throw new Deno.errors.NotFound(`Cannot read "${path}": no such file`);
       }
       throw error;
     }

@@ -636,12 +636,12 @@ Deno.test("createMcpHttpHandler() checks its options before serving", async () =
   await assertRejects(
     () => createMcpHttpHandler({ idleTimeoutMs: 0 }),
     RangeError,
-    "Cannot use idleTimeoutMs 0: expected a positive integer",
+    'Cannot use idleTimeoutMs "0": it must be a positive integer',
   );
   await assertRejects(
     () => createMcpHttpHandler({ maxResourceBytes: -1 }),
     RangeError,
-    "Cannot use maxResourceBytes -1: expected a positive integer",
+    'Cannot use maxResourceBytes "-1": it must be a positive integer',
   );
   await assertRejects(
     () => createMcpHttpHandler({ token: "" }),
@@ -662,5 +662,24 @@ Deno.test("createMcpHttpHandler() checks its options before serving", async () =
       }),
     RangeError,
     'Cannot bind a configuration to skill "nope"',
+  );
+  // Checked at creation too, as building the tools checks them.
+  await assertRejects(
+    () =>
+      createMcpHttpHandler({
+        skills: files.skills,
+        limits: { readMaxBytes: 0 },
+      }),
+    RangeError,
+    'Cannot use limit readMaxBytes "0": it must be a positive integer',
+  );
+  await assertRejects(
+    () =>
+      createMcpHttpHandler({
+        skills: files.skills,
+        publisher: {} as FilePublisher,
+      }),
+    TypeError,
+    "publisher must have a publish() method",
   );
 });
