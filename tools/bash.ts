@@ -106,7 +106,7 @@ export function createBashTool(context: ToolContext): Tool {
         }
       }
       if (input.run_in_background === true) {
-        const info = contextBackground(context).start({
+        const info = await contextBackground(context).start({
           command,
           ...(input.timeout !== undefined ? { timeoutMs } : {}),
           ...(workingDirectory !== undefined ? { workingDirectory } : {}),
