@@ -22,6 +22,7 @@ import { remoteConversation } from "../remote/sandbox_service.ts";
 import { posix } from "../../_internal/std.ts";
 import { AioClient } from "./client.ts";
 import { AioSessionPool, runAioCommand } from "./execute.ts";
+import { startAioBackground } from "./_background.ts";
 import { AioFileOps } from "./files.ts";
 
 /** The deadline of the runtime's own helper commands (stat, mkdir, chmod): 60 s. */
@@ -195,6 +196,19 @@ class AioBackend implements RemoteBackend {
       files: this.#files,
       execute: (command: RemoteCommand): Promise<ExecuteResult> =>
         this.#run(command),
+      startBackground: (command: RemoteCommand) =>
+        startAioBackground(this.#options.client, this.sessions, {
+          command: command.command,
+          cwd: command.cwd,
+          env: command.env,
+          timeoutMs: command.timeoutMs,
+          ...(command.signal ? { signal: command.signal } : {}),
+          ...(command.onStdout ? { onStdout: command.onStdout } : {}),
+          ...(command.onStderr ? { onStderr: command.onStderr } : {}),
+          ...(this.#options.pollSeconds !== undefined
+            ? { pollSeconds: this.#options.pollSeconds }
+            : {}),
+        }),
     };
   }
 
