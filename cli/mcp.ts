@@ -22,9 +22,10 @@ import {
 /** The help of `skillrun mcp`. */
 export const MCP_HELP: string = `Usage: skillrun mcp --skills <dir> [options]
 
-Serves the skill tools (skill, bash, read, write, edit, ls, glob, grep) to an
-MCP client over stdio, with the local runtime. Stdout carries only MCP
-messages; warnings go to stderr. It ends when the client closes stdin.
+Serves the skill tools (skill, bash, bash_output, kill_bash, read, write,
+edit, ls, glob, grep) to an MCP client over stdio, with the local runtime.
+Stdout carries only MCP messages; warnings go to stderr. It ends when the
+client closes stdin.
 Each skill is also an MCP prompt (its instructions) and its files are
 resources (skill://<name>/<path>).
 

@@ -92,7 +92,18 @@ Deno.test("mcp serves the skill tools with their JSON Schemas to an MCP client o
     const { tools } = await client.listTools();
     assertEquals(
       tools.map((t) => t.name),
-      ["skill", "bash", "read", "write", "edit", "ls", "glob", "grep"],
+      [
+        "skill",
+        "bash",
+        "bash_output",
+        "kill_bash",
+        "read",
+        "write",
+        "edit",
+        "ls",
+        "glob",
+        "grep",
+      ],
     );
     for (const tool of tools) {
       const ours = expected.tool(tool.name);
@@ -394,7 +405,18 @@ Deno.test("mcp --http serves the tools, prompts and resources over HTTP, one wor
         const { tools } = await client.listTools();
         assertEquals(
           tools.map((t) => t.name),
-          ["skill", "bash", "read", "write", "edit", "ls", "glob", "grep"],
+          [
+            "skill",
+            "bash",
+            "bash_output",
+            "kill_bash",
+            "read",
+            "write",
+            "edit",
+            "ls",
+            "glob",
+            "grep",
+          ],
         );
         const ran = await client.callTool({
           name: "bash",
@@ -449,7 +471,7 @@ Deno.test("mcp --http asks for the bearer token of SKILLRUN_MCP_TOKEN", async ()
     const client = new Client({ name: "cli-http-test", version: "1.0.0" });
     await client.connect(transport);
     try {
-      assertEquals((await client.listTools()).tools.length, 8);
+      assertEquals((await client.listTools()).tools.length, 10);
     } finally {
       await client.close();
     }

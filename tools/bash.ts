@@ -47,7 +47,10 @@ export function createBashTool(context: ToolContext): Tool {
       } unless working_directory says otherwise; use a skill's base directory to run its scripts. ` +
       `The environment configured for the skills is set for every command (do not print it). ` +
       `Default timeout ${limits.bashDefaultTimeoutMs} ms, at most ${limits.bashMaxTimeoutMs} ms. ` +
-      `Output over ${limits.bashOutputChars} characters is cut in the middle. Each call is a new shell: cd and export do not carry over.`,
+      `Output over ${limits.bashOutputChars} characters is cut in the middle. Each call is a new shell: cd and export do not carry over.` +
+      (context.background
+        ? ` For a server or a watcher, set run_in_background: the id comes back at once; read the output with bash_output and stop it with kill_bash.`
+        : ""),
     inputSchema: {
       type: "object",
       properties: {
@@ -74,7 +77,7 @@ export function createBashTool(context: ToolContext): Tool {
             run_in_background: {
               type: "boolean",
               description:
-                `Start the command and return its id at once (for servers and watchers); read its output with bash_output, stop it with kill_bash. At most ${limits.backgroundCommands} at once; the timeout applies only when given.`,
+                `Start the command and return its id at once (for servers and watchers); read what it wrote since the last read with bash_output, stop it and everything it started with kill_bash. At most ${limits.backgroundCommands} at once; the timeout applies only when given; every one ends when the session ends.`,
             },
           }
           : {}),
