@@ -619,3 +619,94 @@ Deno.test({
     );
   },
 });
+
+Deno.test("mcp --verbose prints the tool calls, preparation and output events on stderr, the configured value removed (stdio)", async () => {
+  const root = await Deno.realPath(await Deno.makeTempDir());
+  const secret = "mcp-verbose-s3cr3t-41";
+  const config = hostPath.join(root, "config.json");
+  await Deno.writeTextFile(
+    config,
+    JSON.stringify({ "json-to-table": { env: { TABLE_KEY: secret } } }),
+  );
+  const transport = new StdioClientTransport({
+    command: Deno.execPath(),
+    args: [
+      "run",
+      "--quiet",
+      "--no-prompt",
+      `--allow-read=${repo},${root}`,
+      `--allow-write=${root}`,
+      "--allow-run",
+      "--allow-env",
+      cli,
+      "mcp",
+      "--skills",
+      "examples/skills",
+      "--conversation",
+      "verbose",
+      "--root",
+      root,
+      "--config",
+      config,
+      "--verbose",
+    ],
+    cwd: repo,
+    env: { ...Deno.env.toObject(), NO_COLOR: "1" },
+    stderr: "pipe",
+  });
+  let stderr = "";
+  const client = new Client({ name: "cli-verbose", version: "1.0.0" });
+  try {
+    const reading = (async () => {
+      for await (
+        const chunk of transport.stderr! as unknown as AsyncIterable<Uint8Array>
+      ) {
+        stderr += new TextDecoder().decode(chunk);
+      }
+    })();
+    await client.connect(transport);
+    await client.callTool({
+      name: "skill",
+      arguments: { name: "json-to-table" },
+    });
+    const ran = await client.callTool({
+      name: "bash",
+      arguments: { command: 'echo "key=$TABLE_KEY"' },
+    });
+    assertStringIncludes(texts(ran), "key=[redacted]");
+    await client.close();
+    await reading;
+  } finally {
+    await client.close().catch(() => {});
+    await Deno.remove(root, { recursive: true });
+  }
+  assertMatch(stderr, /^\[skillrun\] tool skill \(\S+\) started$/m);
+  assertMatch(stderr, /^\[skillrun\] prepare json-to-table: done$/m);
+  assertMatch(stderr, /^\[skillrun\] tool bash \(\S+\) done in \d+ ms/m);
+  assertMatch(stderr, /^\[skillrun\] stdout: "key=\[redacted\]\\n"$/m);
+  assert(!stderr.includes(secret), stderr);
+});
+
+Deno.test("mcp --http with SKILLRUN_LOG=debug prints the events of each session on stderr; without it, none", async () => {
+  for (const env of [{ SKILLRUN_LOG: "debug" }, { SKILLRUN_LOG: "" }]) {
+    const { stderr } = await withHttpServer(async (url) => {
+      const transport = new StreamableHTTPClientTransport(url);
+      const client = new Client({ name: "cli-http-verbose", version: "1" });
+      await client.connect(transport);
+      try {
+        await client.callTool({
+          name: "bash",
+          arguments: { command: "echo hello-events" },
+        });
+      } finally {
+        await client.close();
+      }
+    }, env);
+    if (env.SKILLRUN_LOG === "debug") {
+      assertMatch(stderr, /^\[skillrun\] tool bash \(\S+\) started$/m);
+      assertMatch(stderr, /^\[skillrun\] stdout: "hello-events\\n"$/m);
+    } else {
+      assert(!stderr.includes("[skillrun]"), stderr);
+    }
+  }
+});
