@@ -8,7 +8,9 @@ import type { Tool } from "./types.ts";
 import { redactSecrets } from "../_internal/redact.ts";
 import { cutMiddle, defineTool, pathError } from "./_shared.ts";
 import { outputEmitter } from "../observe/events.ts";
-import { inSpan } from "../observe/otel.ts";
+import { inSpan, tracingActive } from "../observe/otel.ts";
+import type { Span } from "@opentelemetry/api";
+import type { ExecuteResult } from "../runtimes/types.ts";
 import { contextBackground } from "./background.ts";
 
 /** The most bytes of each stream the runtime keeps in memory for `bash`. */
@@ -124,24 +126,28 @@ export function createBashTool(context: ToolContext): Tool {
       const stderr = events && outputEmitter(events, "stderr", callId);
       let result;
       try {
-        result = await inSpan(
-          "runtime.execute",
-          { "skillrun.runtime": runtime.name },
-          async (span) => {
-            const result = await runtime.execute({
-              command,
-              timeoutMs,
-              maxOutputBytes: MAX_OUTPUT_BYTES,
-              ...(workingDirectory !== undefined ? { workingDirectory } : {}),
-              ...(signal ? { signal } : {}),
-              ...(stdout && stderr
-                ? { onStdout: stdout.write, onStderr: stderr.write }
-                : {}),
-            });
-            span.setAttribute("process.exit.code", result.exitCode);
-            return result;
-          },
-        );
+        const run = async (span?: Span): Promise<ExecuteResult> => {
+          const result = await runtime.execute({
+            command,
+            timeoutMs,
+            maxOutputBytes: MAX_OUTPUT_BYTES,
+            ...(workingDirectory !== undefined ? { workingDirectory } : {}),
+            ...(signal ? { signal } : {}),
+            ...(stdout && stderr
+              ? { onStdout: stdout.write, onStderr: stderr.write }
+              : {}),
+          });
+          span?.setAttribute("process.exit.code", result.exitCode);
+          return result;
+        };
+        // Nothing listening: no span, not even its attributes.
+        result = tracingActive()
+          ? await inSpan(
+            "runtime.execute",
+            { "skillrun.runtime": runtime.name },
+            run,
+          )
+          : await run();
       } finally {
         stdout?.flush();
         stderr?.flush();
