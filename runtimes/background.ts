@@ -403,7 +403,16 @@ export class BackgroundCommands {
   async close(): Promise<void> {
     this.#closed = true;
     await Promise.all(
-      [...this.#entries.keys()].map((id) => this.kill(id).catch(() => {})),
+      [...this.#entries.entries()].map(([id, entry]) =>
+        this.kill(id).catch((error) => {
+          // The server could not be told: it is no longer ours to watch.
+          if (entry.running) {
+            entry.error = `the runtime closed and could not stop it: ${
+              error instanceof Error ? error.message : String(error)
+            }`;
+          }
+        })
+      ),
     );
   }
 

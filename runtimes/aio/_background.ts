@@ -38,6 +38,8 @@ export interface AioBackgroundRequest {
 const KILL_WAIT_MS = 10_000;
 /** The pause after a failed poll before the next, in ms. */
 const RETRY_MS = 500;
+/** Failed polls in a row after which the poller gives up (about a minute). */
+const MAX_FAILURES = 120;
 
 const encoder = new TextEncoder();
 
@@ -55,7 +57,7 @@ export async function startAioBackground(
   client: AioClient,
   sessions: AioSessionPool,
   request: AioBackgroundRequest,
-): Promise<BackgroundProcess> {
+): Promise<BackgroundProcess & { stop(): Promise<void> }> {
   const sessionId = sessions.take();
   const options = {
     timeoutMs: 30_000,
@@ -108,6 +110,8 @@ class AioBackground implements BackgroundProcess {
   #offset = 0;
   #stderrOffset = 0;
   #error: unknown;
+  /** Why the poller gave up, when it did. */
+  #failed: string | undefined;
   readonly #ended: Promise<void>;
 
   constructor(
@@ -138,6 +142,7 @@ class AioBackground implements BackgroundProcess {
   /** Long polls while it runs; gives the session back once it has ended. */
   async #pollLoop(): Promise<void> {
     const wait = this.#request.pollSeconds ?? DEFAULT_POLL_SECONDS;
+    let failures = 0;
     while (!this.#stop.signal.aborted) {
       const wasRunning = this.#running;
       try {
@@ -157,10 +162,17 @@ class AioBackground implements BackgroundProcess {
           this.#exitCode = answer.command.exit_code;
         }
         this.#error = undefined;
+        failures = 0;
         if (!wasRunning) break;
       } catch (error) {
         if (this.#stop.signal.aborted) break;
         this.#error = error;
+        if (++failures >= MAX_FAILURES) {
+          // The container stopped answering: its state is unknown.
+          this.#status = "killed";
+          this.#failed = error instanceof Error ? error.message : String(error);
+          break;
+        }
         await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
       }
     }
@@ -198,7 +210,16 @@ class AioBackground implements BackgroundProcess {
       running: false,
       exitCode: this.#status === "completed" ? this.#exitCode ?? -1 : -1,
       ...(this.#status === "timed_out" ? { timedOut: true } : {}),
+      ...(this.#failed !== undefined
+        ? { error: `the container stopped answering: ${this.#failed}` }
+        : {}),
     };
+  }
+
+  /** Stops polling (the runtime closes); the command is not touched. */
+  async stop(): Promise<void> {
+    this.#stop.abort();
+    await this.#ended;
   }
 
   async kill(): Promise<void> {
@@ -207,9 +228,16 @@ class AioBackground implements BackgroundProcess {
       return;
     }
     // The session runs this command alone: its process group is killed.
-    await this.#client.kill(this.#sessionId, "SIGKILL", {
-      timeoutMs: KILL_WAIT_MS,
-    });
+    try {
+      await this.#client.kill(this.#sessionId, "SIGKILL", {
+        timeoutMs: KILL_WAIT_MS,
+      });
+    } catch (error) {
+      // Unreachable: stop asking too (the runtime is likely closing).
+      this.#stop.abort();
+      await this.#ended;
+      throw error;
+    }
     let timer: ReturnType<typeof setTimeout> | undefined;
     await Promise.race([
       this.#ended,

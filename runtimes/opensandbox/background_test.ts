@@ -4,7 +4,7 @@ import {
   assertRejects,
   assertStringIncludes,
 } from "../../_internal/assert.ts";
-import { BackgroundCommands } from "../background.ts";
+import { BackgroundCommands, backgroundCommands } from "../background.ts";
 import { startTestServer } from "./_testing.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -77,7 +77,8 @@ Deno.test("opensandbox background: a command execd does not know yet right after
 Deno.test("opensandbox background: kill interrupts the process group; close() leaves no process", async () => {
   await using server = await startTestServer({ killGraceMs: 500 });
   const runtime = server.runtime();
-  const commands = new BackgroundCommands(runtime);
+  // The runtime's own set: its close() ends them.
+  const commands = backgroundCommands(runtime);
   const started = [];
   for (let i = 0; i < 3; i++) {
     started.push(
