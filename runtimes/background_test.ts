@@ -26,9 +26,10 @@ testEachRuntime(
     const commands = new BackgroundCommands(runtime);
     const started = performance.now();
     const { id, running } = await commands.start({
-      command: "echo one; echo e1 >&2; sleep 1; echo two; exit 7",
+      command: "echo one; echo e1 >&2; sleep 2; echo two; exit 7",
     });
-    assert(performance.now() - started < 500);
+    // At once: long before the command's end (a loaded machine is slow).
+    assert(performance.now() - started < 1500);
     assert(running);
     // The server's own background facility names the command.
     const ids: Record<string, RegExp> = {
