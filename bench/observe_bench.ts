@@ -82,6 +82,16 @@ async function trueCalls(tool: Tool): Promise<void> {
 
 let events = 0;
 let exported = 0;
+
+/** An OTLP/HTTP receiver that prints its port and answers every export. */
+const RECEIVER = `
+const server = Deno.serve({ port: 0, hostname: "127.0.0.1", onListen({ port }) {
+  console.log(port);
+} }, async (request) => {
+  await request.arrayBuffer();
+  return Response.json({});
+});
+`;
 let telemetry: { on(): void; off(): void } | undefined;
 
 /**
@@ -102,26 +112,40 @@ async function startTelemetry(): Promise<{ on(): void; off(): void }> {
   const { BasicTracerProvider, BatchSpanProcessor } = await import(
     "@opentelemetry/sdk-trace-base"
   );
-  const server = Deno.serve(
-    { port: 0, hostname: "127.0.0.1", onListen() {} },
-    async (request) => {
-      const body = await request.json() as {
-        resourceSpans: { scopeSpans: { spans: unknown[] }[] }[];
-      };
-      for (const r of body.resourceSpans) {
-        for (const s of r.scopeSpans) exported += s.spans.length;
-      }
-      return Response.json({});
-    },
-  );
-  // The receiver must not keep the child process alive after its report.
-  server.unref();
+  // The receiver runs in a process of its own, as a collector would: the
+  // timed process pays for making and sending spans, not for receiving them.
+  const receiver = new Deno.Command(Deno.execPath(), {
+    args: ["eval", RECEIVER],
+    stdin: "null",
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  receiver.unref();
+  const reader = receiver.stdout.pipeThrough(new TextDecoderStream())
+    .getReader();
+  let first = "";
+  while (!first.includes("\n")) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error("The OTLP receiver did not start");
+    first += value;
+  }
+  reader.releaseLock();
+  receiver.stdout.cancel().catch(() => {});
+  const port = Number(first.trim());
+  globalThis.addEventListener("unload", () => {
+    try {
+      receiver.kill("SIGTERM");
+    } catch {
+      // already gone
+    }
+  });
+  exported = -1; // counted by the receiver, in its own process
   const provider = new BasicTracerProvider({
     spanProcessors: [
       // Exports every 100 ms, so that exports happen while calls are timed.
       new BatchSpanProcessor(
         new OTLPTraceExporter({
-          url: `http://127.0.0.1:${server.addr.port}/v1/traces`,
+          url: `http://127.0.0.1:${port}/v1/traces`,
         }),
         { scheduledDelayMillis: 100 },
       ),
