@@ -136,3 +136,21 @@ Deno.test("opensandbox background: a 1 MiB burst reads back bounded, with its st
   assert(read.stdout.startsWith("START") && read.stdout.endsWith("END"));
   assert(read.stdout.length < 4096 + 200, `${read.stdout.length}`);
 });
+
+Deno.test("opensandbox background: its output fetched by each read is a command_output event of the runtime, the configured value removed", async () => {
+  await using server = await startTestServer();
+  const secret = "bg-s3cr3t-value-77";
+  const seen: { type: string; text?: string }[] = [];
+  const runtime = server.runtime({
+    env: { BG_KEY: secret },
+    onEvent: (event) => void seen.push(event as { type: string }),
+  });
+  const commands = new BackgroundCommands(runtime);
+  const { id } = await commands.start({ command: 'echo "k=$BG_KEY"' });
+  await commands.wait(id);
+  const read = await commands.read(id);
+  assertEquals(read.stdout, `k=${secret}\n`);
+  const output = seen.filter((e) => e.type === "command_output")
+    .map((e) => e.text).join("");
+  assertEquals(output, "k=[redacted]\n");
+});

@@ -621,7 +621,8 @@ export class RemoteSkillRuntime implements SkillRuntime {
         : await this.#fs.resolve(request.workingDirectory);
       const session = await this.#connect(request.signal);
       if (!session.startBackground) return undefined;
-      const process = await session.startBackground({
+      // Its output, as each poll fetches it, is a command's output event too.
+      const observed = observeExecute({
         command,
         cwd,
         env: { ...this.#env, ...this.#engine.environment(), ...requestEnv },
@@ -630,13 +631,19 @@ export class RemoteSkillRuntime implements SkillRuntime {
         ...(request.signal ? { signal: request.signal } : {}),
         ...(request.onStdout ? { onStdout: request.onStdout } : {}),
         ...(request.onStderr ? { onStderr: request.onStderr } : {}),
-      });
+      }, this.#events);
+      const process = await session.startBackground(observed.request);
       const clean = (error: unknown) => {
         throw this.#clean(error, Object.values(requestEnv ?? {}));
       };
       return {
         id: process.id,
-        poll: () => process.poll().catch(clean),
+        poll: () =>
+          process.poll().then((state) => {
+            // Held back only a tail that could start a secret: out at the end.
+            if (!state.running) observed.flush();
+            return state;
+          }, clean),
         kill: () => process.kill().catch(clean),
       };
     } catch (error) {
