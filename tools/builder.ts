@@ -39,6 +39,8 @@ import { createWriteTool } from "./write.ts";
 export const TOOL_NAMES = [
   "skill",
   "bash",
+  "bash_output",
+  "kill_bash",
   "read",
   "write",
   "edit",
@@ -122,10 +124,12 @@ export interface BuildSkillToolsOptions {
    */
   readonly onEvent?: SkillEventListener;
   /**
-   * Offer background commands: `bash` takes `run_in_background: true`, and
-   * the `bash_output` and `kill_bash` tools come right after `bash`. At most
-   * `limits.backgroundCommands` (default 4) at once; the runtime's `close()`
-   * stops them. Default false.
+   * Background commands (default on): `bash` takes `run_in_background:
+   * true`, and the `bash_output` and `kill_bash` tools come right after
+   * `bash`. At most `limits.backgroundCommands` (default 4) at once; the
+   * runtime's `close()` stops them. `false` turns them off (`bash` without
+   * `run_in_background`, no `bash_output` nor `kill_bash`); so does a `tools`
+   * list without `bash_output`.
    */
   readonly background?: boolean;
 }
@@ -233,6 +237,13 @@ export async function buildSkillTools(
   const wanted = checkToolNames(options.tools);
   const { skills, warnings, configs } = await loadToolInput(options);
 
+  // Background commands need bash to start them and bash_output to read them.
+  const background = options.background !== false && wanted.has("bash") &&
+    wanted.has("bash_output");
+  if (!background) {
+    wanted.delete("bash_output");
+    wanted.delete("kill_bash");
+  }
   const owned = options.runtime === undefined;
   const runtime = options.runtime ?? new LocalSkillRuntime();
   const context = createToolContext(runtime, {
@@ -241,7 +252,7 @@ export async function buildSkillTools(
     ...(options.limits ? { limits: options.limits } : {}),
     ...(options.publisher ? { publisher: options.publisher } : {}),
     ...(options.onEvent ? { onEvent: options.onEvent } : {}),
-    ...(options.background ? { background: true } : {}),
+    ...(background ? { background: true } : {}),
   });
   const factories: Record<ToolName, () => Tool | undefined> = {
     skill: () =>
@@ -256,6 +267,8 @@ export async function buildSkillTools(
         ),
       }),
     bash: () => createBashTool(context),
+    bash_output: () => createBashOutputTool(context),
+    kill_bash: () => createKillBashTool(context),
     read: () => createReadTool(context),
     write: () => createWriteTool(context),
     edit: () => createEditTool(context),
@@ -269,9 +282,6 @@ export async function buildSkillTools(
     if (!wanted.has(name)) continue;
     const tool = factories[name]();
     if (tool) tools.push(tool);
-    if (name === "bash" && tool && options.background) {
-      tools.push(createBashOutputTool(context), createKillBashTool(context));
-    }
   }
   Object.freeze(tools);
 

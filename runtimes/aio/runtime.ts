@@ -22,6 +22,7 @@ import { remoteConversation } from "../remote/sandbox_service.ts";
 import { posix } from "../../_internal/std.ts";
 import { AioClient } from "./client.ts";
 import { AioSessionPool, runAioCommand } from "./execute.ts";
+import { startAioBackground } from "./_background.ts";
 import { AioFileOps } from "./files.ts";
 
 /** The deadline of the runtime's own helper commands (stat, mkdir, chmod): 60 s. */
@@ -167,6 +168,7 @@ interface BackendOptions {
 class AioBackend implements RemoteBackend {
   readonly serverUrl: string;
   readonly sessions = new AioSessionPool();
+  readonly #background = new Set<{ stop(): Promise<void> }>();
   readonly #options: BackendOptions;
   readonly #files: AioFileOps;
   #closed = false;
@@ -195,12 +197,37 @@ class AioBackend implements RemoteBackend {
       files: this.#files,
       execute: (command: RemoteCommand): Promise<ExecuteResult> =>
         this.#run(command),
+      startBackground: async (command: RemoteCommand) => {
+        const started = await startAioBackground(
+          this.#options.client,
+          this.sessions,
+          {
+            command: command.command,
+            cwd: command.cwd,
+            env: command.env,
+            timeoutMs: command.timeoutMs,
+            ...(command.signal ? { signal: command.signal } : {}),
+            ...(command.onStdout ? { onStdout: command.onStdout } : {}),
+            ...(command.onStderr ? { onStderr: command.onStderr } : {}),
+            ...(this.#options.pollSeconds !== undefined
+              ? { pollSeconds: this.#options.pollSeconds }
+              : {}),
+          },
+        );
+        this.#background.add(started);
+        return started;
+      },
     };
   }
 
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    // Pollers of background commands nobody stopped (their sessions are
+    // closed next, which ends the commands).
+    const pollers = [...this.#background];
+    this.#background.clear();
+    await Promise.all(pollers.map((poller) => poller.stop()));
     const ids = this.sessions.ids;
     this.sessions.clear();
     await Promise.all(

@@ -20,7 +20,13 @@ import {
   shellStat,
   shellStatMany,
 } from "../remote/_shell_files.ts";
-import type { ExecuteResult, FileInfo, FileType } from "../types.ts";
+import type {
+  BackgroundProcess,
+  ExecuteResult,
+  FileInfo,
+  FileType,
+} from "../types.ts";
+import { startExecdBackground } from "./_background.ts";
 import { ExecdProtocolError, readExecdEvents } from "./_events.ts";
 
 /** How long we wait for the stream to end after an interrupt, in ms. */
@@ -317,6 +323,38 @@ export class ExecdClient implements RemoteFileOps {
       );
     }
     return result(exitCode);
+  }
+
+  /**
+   * Starts a command with execd's own background commands and returns once
+   * execd gave its id (`init`). Its output (standard output and error in one
+   * log, in the order written) goes to `onStdout` as each
+   * {@linkcode BackgroundProcess.poll} reads it from the log's cursor; its
+   * state comes from `GET /command/status/{id}`; `kill` interrupts its
+   * process group. Never retried.
+   *
+   * @param request The command (`timeoutMs` is the server's timeout; none
+   * at the longest one).
+   * @returns The command.
+   * @throws {SandboxCommandError} The server refused it or could not start it.
+   * @throws {RemoteHttpError} The server could not be reached.
+   */
+  startBackground(request: ExecdCommand): Promise<BackgroundProcess> {
+    return startExecdBackground(
+      {
+        http: this.http,
+        interrupt: (id) => this.interrupt(id),
+        refused: (message, reason, cause) =>
+          new SandboxCommandError(message, {
+            reason,
+            ...(cause !== undefined ? { cause } : {}),
+          }),
+      },
+      backgroundCommandBody(request),
+      request.timeoutMs,
+      request.onStdout ? { onStdout: request.onStdout } : {},
+      request.signal,
+    );
   }
 
   /**
@@ -722,6 +760,52 @@ export function commandBody(
       Math.ceil(request.timeoutMs) + 5_000,
       MAX_EXECUTE_TIMEOUT_MS,
     ),
+  };
+}
+
+/**
+ * The JSON body of `POST /command` for a background command
+ * (`background: true`): its output goes raw into execd's log (no lines to
+ * rejoin), so the wrapper only enters a folder holding `$`, runs the
+ * command with `eval` (a leading `-` stays a command) and, on SIGTERM
+ * (execd's interrupt), waits for its children so that none is left to pid 1
+ * as a zombie, which the interrupt would wait for. The server's timeout is
+ * the command's own; none at the longest timeout.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { backgroundCommandBody } from "./execd.ts";
+ * const body = backgroundCommandBody({ command: "serve", cwd: "/w", env: {}, timeoutMs: 1000 });
+ * assert(body.background && body.timeout === 1000 && body.cwd === "/w");
+ * ```
+ *
+ * @param request The command, folder, environment and timeout.
+ * @returns The body.
+ */
+export function backgroundCommandBody(
+  request: Pick<ExecdCommand, "command" | "cwd" | "env" | "timeoutMs">,
+): {
+  command: string;
+  cwd: string;
+  envs: Readonly<Record<string, string>>;
+  background: true;
+  timeout?: number;
+} {
+  const viaShell = needsShellPath(request.cwd);
+  const enter = viaShell
+    ? `cd -- ${shellQuote(request.cwd)} || exit ${NO_FOLDER_STATUS}\n`
+    : "";
+  return {
+    command: `trap 'wait; exit 143' TERM\n${enter}eval -- ${
+      shellQuote(request.command)
+    }`,
+    cwd: viaShell ? "/" : request.cwd,
+    envs: request.env,
+    background: true,
+    ...(request.timeoutMs < MAX_EXECUTE_TIMEOUT_MS
+      ? { timeout: Math.max(1, Math.ceil(request.timeoutMs)) }
+      : {}),
   };
 }
 

@@ -26,6 +26,7 @@ import {
   PreparationEngine,
 } from "../prepare.ts";
 import {
+  type BackgroundProcess,
   DEFAULT_MAX_OUTPUT_BYTES,
   type ExecuteRequest,
   type ExecuteResult,
@@ -75,6 +76,14 @@ export interface RemoteCommand {
 export interface RemoteSession {
   /** Runs one command (never retried); stops it remotely on deadline or abort. */
   execute(command: RemoteCommand): Promise<ExecuteResult>;
+  /**
+   * Starts a command with the server's own background facility and returns
+   * once the server has it (its id): the output goes to the command's
+   * `onStdout`/`onStderr` as each poll fetches it, bounded by the caller;
+   * `timeoutMs` is the command's whole life (the longest timeout: none).
+   * Without it, background commands run on {@linkcode RemoteSession.execute}.
+   */
+  startBackground?(command: RemoteCommand): Promise<BackgroundProcess>;
   /** The server's file calls. */
   readonly files: RemoteFileOps;
   /** Called on each use of the runtime (e.g. to renew the sandbox's expiry). */
@@ -622,6 +631,69 @@ export class RemoteSkillRuntime implements SkillRuntime {
       return await session.execute(observed.request);
     } finally {
       observed.flush();
+    }
+  }
+
+  /**
+   * Starts a command with the server's own background facility (OpenSandbox's
+   * background commands, AIO's asynchronous exec) and returns once the
+   * server has it; `undefined` when the server kind has none (background
+   * commands then run on {@linkcode execute}). Checked as `execute` checks.
+   *
+   * @param request The command, working directory, timeout, variables and
+   * the streams its fetched output goes to.
+   * @returns The command, or `undefined`.
+   * @throws {TypeError} A bad request (see {@linkcode execute}).
+   * @throws {Error} The sandbox cannot be reached or refused the command.
+   */
+  async startBackground(
+    request: ExecuteRequest,
+  ): Promise<BackgroundProcess | undefined> {
+    try {
+      this.#checkOpen("run a command");
+      const { command, timeoutMs, maxOutputBytes, env: requestEnv } =
+        checkExecuteRequest(request, {
+          maxOutputBytes: this.#maxOutputBytes,
+          stdin: false,
+          runtimeName: this.name,
+        });
+      const cwd = request.cwd === undefined
+        ? this.#cwd
+        : await this.#fs.resolve(request.cwd);
+      const session = await this.#connect(request.signal);
+      if (!session.startBackground) return undefined;
+      // Its output, as each poll fetches it, is a command's output event too.
+      const observed = observeExecute({
+        command,
+        cwd,
+        env: { ...this.#env, ...this.#engine.environment(), ...requestEnv },
+        timeoutMs,
+        maxOutputBytes,
+        ...(request.signal ? { signal: request.signal } : {}),
+        ...(request.onStdout ? { onStdout: request.onStdout } : {}),
+        ...(request.onStderr ? { onStderr: request.onStderr } : {}),
+      }, this.#events);
+      const process = await session.startBackground(observed.request);
+      const clean = (error: unknown) => {
+        throw this.#clean(error, Object.values(requestEnv ?? {}));
+      };
+      return {
+        id: process.id,
+        poll: () =>
+          process.poll().then((state) => {
+            // Held back only a tail that could start a secret: out at the end.
+            if (!state.running) observed.flush();
+            return state;
+          }, clean),
+        kill: () => process.kill().catch(clean),
+      };
+    } catch (error) {
+      throw this.#clean(
+        error,
+        request?.env && typeof request.env === "object"
+          ? Object.values(request.env)
+          : [],
+      );
     }
   }
 

@@ -42,7 +42,7 @@ import {
   MemoryConversationStore,
   normalizeConversationKey,
 } from "../../workspace/conversation_store.ts";
-import type { ExecuteResult } from "../types.ts";
+import type { BackgroundProcess, ExecuteResult } from "../types.ts";
 import type { RemoteFileOps } from "./fs.ts";
 import {
   type RemoteBackend,
@@ -158,6 +158,12 @@ export interface ServiceSandbox {
 export interface ServiceSession {
   /** Runs one command (never retried); stops it remotely on deadline or abort. */
   execute(command: RemoteCommand): Promise<ExecuteResult>;
+  /**
+   * Starts a command with the server's own background facility (see
+   * {@linkcode RemoteSession.startBackground}); without it, background
+   * commands run on {@linkcode ServiceSession.execute}.
+   */
+  startBackground?(command: RemoteCommand): Promise<BackgroundProcess>;
   /** The file calls: stat and list, open (read), upload (write). */
   readonly files: RemoteFileOps;
   /**
@@ -410,6 +416,12 @@ export class SandboxServiceBackend<S extends ServiceSandbox = ServiceSandbox>
       return {
         files: session.files,
         execute: (command) => session.execute(command),
+        ...(session.startBackground
+          ? {
+            startBackground: (command: RemoteCommand) =>
+              session.startBackground!(command),
+          }
+          : {}),
         touch: () => this.#touch(),
       };
     } catch (error) {

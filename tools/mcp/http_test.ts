@@ -232,6 +232,8 @@ Deno.test("the SDK client over HTTP lists and calls every tool in its session's 
   assertEquals(tools.map((t) => t.name), [
     "skill",
     "bash",
+    "bash_output",
+    "kill_bash",
     "read",
     "write",
     "edit",
@@ -461,7 +463,7 @@ Deno.test("a wrong or missing bearer token gets 401 and starts nothing", async (
   await using ok = await connectClient(served.url, {
     authorization: `Bearer ${token}`,
   });
-  assertEquals((await ok.client.listTools()).tools.length, 9);
+  assertEquals((await ok.client.listTools()).tools.length, 11);
   // Every request of the session needs it, not only the first.
   const unauthorised = await post(
     served.url,
