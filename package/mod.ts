@@ -38,3 +38,4 @@ export * from "./s3.ts";
 export * from "./sources.ts";
 export * from "./lock.ts";
 export * from "./index_file.ts";
+export * from "./remote.ts";
