@@ -14,6 +14,7 @@ import {
 } from "@std/assert";
 import { hostPath } from "../_internal/std.ts";
 import {
+  installPackage,
   loadPackageSkill,
   type PackageArchiveSource,
   packageSource,
@@ -22,7 +23,11 @@ import {
 import { gzip, makeTar, makeZip, skillMd } from "../package/_testing.ts";
 import { sha256Of } from "../package/_digest.ts";
 import { packageOrigin } from "../package/remote.ts";
-import { startTestServer } from "../runtimes/opensandbox/_testing.ts";
+import {
+  countingFetch,
+  startTestServer,
+  TEST_API_KEY,
+} from "../runtimes/opensandbox/_testing.ts";
 import { startAioTestServer } from "../runtimes/aio/_testing.ts";
 import type { RemoteSkillRuntime } from "../runtimes/remote/runtime.ts";
 import { buildSkillTools, dispatchToolCall } from "../mod.ts";
@@ -289,4 +294,74 @@ Deno.test("buildSkillTools: a package from a URL on an OpenSandbox runtime is pr
   });
   assertStringIncludes(listing.text, "SKILL.md");
   assertStringIncludes(listing.text, "run.sh");
+});
+
+Deno.test("an edge-like process (network only: no file, env or run permission) prepares a package in the OpenSandbox server", async () => {
+  await using server = await startTestServer();
+  const folder = await skillFolder(server.dir, "internal-comms");
+  const packed = await packSkill(folder, { format: "tar.gz" });
+  await using http = Deno.serve(
+    { port: 0, hostname: "127.0.0.1", onListen: () => {} },
+    () => new Response(packed.bytes! as Uint8Array<ArrayBuffer>),
+  );
+  const skillsRoot = `${server.dir}/edge-skills`;
+  const output = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "--no-prompt",
+      "--allow-net=127.0.0.1",
+      hostPath.fromFileUrl(
+        new URL("./testdata/package_edge.ts", import.meta.url),
+      ),
+      `http://127.0.0.1:${http.addr.port}/p.tar.gz`,
+      packed.digest,
+      server.url,
+      TEST_API_KEY,
+      skillsRoot,
+    ],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const stderr = new TextDecoder().decode(output.stderr);
+  assert(output.success, stderr);
+  const basePath = new TextDecoder().decode(output.stdout).trim();
+  assert(basePath.startsWith(`${skillsRoot}/internal-comms-`), basePath);
+  assertSameTree(await tree(folder), await tree(basePath));
+});
+
+Deno.test("buildSkillTools: an installed package on a remote runtime streams its kept archive (one upload), a package skill on a local runtime is refused", async () => {
+  await using server = await startTestServer();
+  const folder = await skillFolder(server.dir, "brand-guidelines");
+  const packed = await packSkill(folder, { format: "zip" });
+  const pkg = await installPackage(packed.bytes!, {
+    root: `${server.dir}/cache`,
+    digest: packed.digest,
+  });
+  assert(pkg.archivePath !== undefined);
+  const counted = countingFetch();
+  const runtime = server.runtime({ fetch: counted.fetch });
+  await using kit = await buildSkillTools({ skills: [pkg], runtime });
+  const loaded = await dispatchToolCall(kit.tools, {
+    name: "skill",
+    arguments: { name: "brand-guidelines" },
+  });
+  assert(!loaded.isError, loaded.text);
+  const uploads = counted.requests.filter((r) =>
+    r.path.endsWith("/files/upload")
+  );
+  assertEquals(uploads.length, 1);
+  const [prepared] = await runtime.prepare({
+    skills: [{ skill: kit.skills[0]! }],
+  });
+  assertSameTree(await tree(folder), await tree(prepared!.basePath));
+
+  const skill = await loadPackageSkill({
+    bytes: packed.bytes!,
+    digest: packed.digest,
+  });
+  await assertRejects(
+    () => buildSkillTools({ skills: [skill] }),
+    TypeError,
+    "only a remote runtime prepares",
+  );
 });

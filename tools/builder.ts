@@ -11,6 +11,11 @@ import {
 } from "../runtimes/config.ts";
 import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
 import type { SkillRuntime } from "../runtimes/types.ts";
+import {
+  acceptsRemoteOrigins,
+  remoteOriginOf,
+  type RemoteSkillOrigin,
+} from "../runtimes/remote/origin.ts";
 import type { FormatCatalogOptions } from "../skill/catalog.ts";
 import {
   loadSkills,
@@ -239,6 +244,7 @@ export async function buildSkillTools(
   checkPublisher(options.publisher);
   const wanted = checkToolNames(options.tools);
   const { skills, warnings } = await gatherSkills(options);
+  checkPackageSkills(skills, options.runtime);
   const configs = bindConfigs(skills, options.configs);
 
   const owned = options.runtime === undefined;
@@ -379,7 +385,46 @@ async function loadInstalledPackage(
       }`,
     );
   }
-  return loaded;
+  const archivePath = pkg.archivePath;
+  if (archivePath === undefined) return loaded;
+  // A remote runtime streams the kept archive into its sandbox (its digest
+  // checked again in the stream) instead of uploading file by file.
+  const origin: RemoteSkillOrigin = {
+    digest: pkg.digest,
+    materialize: async (target) => {
+      const { packageSource, preparePackageInSandbox } = await import(
+        "../package/remote.ts"
+      );
+      await preparePackageInSandbox(
+        packageSource({ path: archivePath, digest: pkg.digest }),
+        target,
+      );
+    },
+  };
+  return {
+    skills: loaded.skills.map((skill) =>
+      Object.freeze({ ...skill, remoteOrigin: origin })
+    ),
+    warnings: loaded.warnings,
+  };
+}
+
+/**
+ * A skill from a package that is not on this host (`loadPackageSkill`) can
+ * only be prepared by a remote runtime, straight inside its sandbox.
+ */
+function checkPackageSkills(
+  skills: readonly Skill[],
+  runtime: SkillRuntime | undefined,
+): void {
+  if (acceptsRemoteOrigins(runtime)) return;
+  for (const skill of skills) {
+    if (remoteOriginOf(skill) && "package" in skill) {
+      throw new TypeError(
+        `Cannot build the tools: the skill "${skill.name}" comes from a package that is not extracted on this host, which only a remote runtime prepares; give a remote runtime, or install the package (installPackage) and pass the installed package`,
+      );
+    }
+  }
 }
 
 async function gatherSkills(

@@ -83,3 +83,31 @@ export function remoteOriginOf(skill: Skill): RemoteSkillOrigin | undefined {
     ? origin
     : undefined;
 }
+
+/**
+ * The key a runtime sets to `true` when it prepares skills through their
+ * {@linkcode RemoteSkillOrigin} (every `RemoteSkillRuntime` does).
+ */
+export const ACCEPTS_REMOTE_ORIGINS: unique symbol = Symbol.for(
+  "skillrun.acceptsRemoteOrigins",
+);
+
+/**
+ * Whether a runtime prepares skills through their origins.
+ *
+ * @param runtime The runtime.
+ * @returns `true` for a remote runtime.
+ *
+ * @example A plain object does not
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { acceptsRemoteOrigins } from "@skillrun/skillrun/runtime";
+ * assert(!acceptsRemoteOrigins({}));
+ * ```
+ */
+export function acceptsRemoteOrigins(runtime: unknown): boolean {
+  return runtime !== null && typeof runtime === "object" &&
+    (runtime as { [ACCEPTS_REMOTE_ORIGINS]?: unknown })[
+        ACCEPTS_REMOTE_ORIGINS
+      ] === true;
+}

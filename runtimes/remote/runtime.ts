@@ -49,7 +49,11 @@ import { redactError, Redactor } from "../../_internal/redact.ts";
 import { type RemoteFileOps, RemoteFileSystem } from "./fs.ts";
 import { resolveRemotePath } from "./paths.ts";
 import { collectUploadEntries } from "./upload.ts";
-import { remoteOriginOf, type RemoteSkillOrigin } from "./origin.ts";
+import {
+  ACCEPTS_REMOTE_ORIGINS,
+  remoteOriginOf,
+  type RemoteSkillOrigin,
+} from "./origin.ts";
 
 /** A command as a backend runs it: everything resolved. */
 export interface RemoteCommand {
@@ -307,6 +311,8 @@ export interface RemoteSearchParts {
 export class RemoteSkillRuntime implements SkillRuntime {
   /** The runtime's name. */
   readonly name: string;
+  /** Skills carrying a `remoteOrigin` are prepared through it. */
+  readonly [ACCEPTS_REMOTE_ORIGINS]: true = true;
   readonly #backend: RemoteBackend;
   readonly #defaultWorkingDirectory: string;
   readonly #skillsRoot: string;
