@@ -465,7 +465,7 @@ export async function preparePackageInSandbox(
 
     // 2. Join, check again inside, extract into the staging folder, list.
     const extracted = await target.run(
-      extractScript(staging, checked),
+      extractScript(staging, checked, pieces),
       {
         timeoutMs: options.extractTimeoutMs ?? 600_000,
         maxOutputBytes: 64 * 1024 * 1024,
@@ -526,37 +526,40 @@ export async function preparePackageInSandbox(
 }
 
 /** The command that joins, checks and extracts the archive, then lists it. */
-function extractScript(staging: string, checked: CheckedPackage): string {
+function extractScript(
+  staging: string,
+  checked: CheckedPackage,
+  pieces: number,
+): string {
   const S = shellQuote(staging);
   const hex = checked.digest.slice("sha256:".length);
   const largest = checked.files.reduce((max, f) => Math.max(max, f.size), 0);
   // ulimit -f counts blocks of 512 or 1024 bytes: this caps each file at
   // its declared size or twice it, never more.
   const blocks = Math.ceil(largest / 512) + 2;
-  const extract = checked.format === "tar.gz"
-    ? `tar -x -z -o -f archive -C x`
-    : [
-      `if command -v unzip >/dev/null 2>&1; then unzip -qq archive -d x`,
-      `elif command -v python3 >/dev/null 2>&1; then python3 -c ${
-        shellQuote(PYTHON_UNZIP)
-      } archive x`,
-      `elif command -v bsdtar >/dev/null 2>&1; then bsdtar -x -o -f archive -C x`,
-      `else echo "the sandbox has neither unzip, python3 nor bsdtar to extract a ZIP package (a tar.gz package needs only tar)" >&2; exit 69; fi`,
-    ].join("\n");
+  const extract = checked.format === "tar.gz" ? `tar -x -z -o -f "$a" -C x` : [
+    `if command -v unzip >/dev/null 2>&1; then unzip -qq "$a" -d x`,
+    `elif command -v python3 >/dev/null 2>&1; then python3 -c ${
+      shellQuote(PYTHON_UNZIP)
+    } "$a" x`,
+    `elif command -v bsdtar >/dev/null 2>&1; then bsdtar -x -o -f "$a" -C x`,
+    `else echo "the sandbox has neither unzip, python3 nor bsdtar to extract a ZIP package (a tar.gz package needs only tar)" >&2; exit 69; fi`,
+  ].join("\n");
+  // Few processes: each one costs a spawn in the sandbox, which dominates
+  // on a busy machine. One piece is used where it lies.
+  const join = pieces === 1
+    ? `a=parts/00000000`
+    : `a=archive; cat parts/* > archive`;
   return [
     "set -eu",
     "umask 022",
     `cd ${S}`,
-    // The pieces are named in order (zero-padded); each goes once joined.
-    `for p in parts/*; do cat "$p" >> archive; rm -f "$p"; done`,
-    `rmdir parts`,
-    `n=$(wc -c < archive | tr -d ' ')`,
-    `[ "$n" = ${checked.size} ] || { echo "the archive in the sandbox has $n bytes, not ${checked.size}" >&2; exit 65; }`,
-    `if command -v sha256sum >/dev/null 2>&1; then h=$(sha256sum archive); h=\${h%% *}; [ "$h" = ${hex} ] || { echo "the archive in the sandbox has digest sha256:$h, not ${checked.digest}" >&2; exit 65; }; fi`,
+    join,
+    `if command -v sha256sum >/dev/null 2>&1; then h=$(sha256sum "$a"); h=\${h%% *}; [ "$h" = ${hex} ] || { echo "the archive in the sandbox has digest sha256:$h, not ${checked.digest}" >&2; exit 65; }; else n=$(wc -c < "$a" | tr -d ' '); [ "$n" = ${checked.size} ] || { echo "the archive in the sandbox has $n bytes, not ${checked.size}" >&2; exit 65; }; fi`,
     `mkdir x`,
     `( ulimit -f ${blocks}\n${extract}\n)`,
-    `rm -f archive`,
-    `cd x && find . -mindepth 1 -exec stat -c '%f %s %n' {} +`,
+    // GNU find prints the listing itself; elsewhere stat does.
+    `cd x && { find . -mindepth 1 -printf '%y %m %s ./%P\\n' 2>/dev/null || find . -mindepth 1 -exec stat -c '%f %s %n' {} +; }`,
   ].join("\n");
 }
 
@@ -602,25 +605,37 @@ function compareListing(
   };
   for (const line of listing.split("\n")) {
     if (line === "") continue;
-    const match = /^([0-9a-f]+) (\d+) \.\/(.+)$/.exec(line);
+    // GNU find: "<type letter> <octal mode> <size> ./<path>"; stat:
+    // "<hex st_mode> <size> ./<path>".
+    const gnu = /^([a-zA-Z]) ([0-7]+) (\d+) \.\/(.+)$/.exec(line);
+    const match = gnu ?? /^([0-9a-f]{4,}) (\d+) \.\/(.+)$/.exec(line);
     if (!match) refuse(line, "an unexpected name");
-    const [, rawMode, rawSize, path] = match!;
-    const mode = parseInt(rawMode!, 16);
-    const type = mode & 0o170000;
+    let mode: number, type: number, rawSize: string, path: string;
+    if (gnu) {
+      mode = parseInt(gnu[2]!, 8);
+      type = gnu[1] === "d" ? 0o040000 : gnu[1] === "f" ? 0o100000 : -1;
+      rawSize = gnu[3]!;
+      path = gnu[4]!;
+    } else {
+      mode = parseInt(match![1]!, 16);
+      type = mode & 0o170000;
+      rawSize = match![2]!;
+      path = match![3]!;
+    }
     if (type === 0o040000) {
-      if (!checked.set.folders.has(path!)) refuse(path!, "an extra folder");
+      if (!checked.set.folders.has(path)) refuse(path, "an extra folder");
       continue;
     }
-    if (type !== 0o100000) refuse(path!, "not a regular file or folder");
-    const file = files.get(path!);
-    if (!file) refuse(path!, "an extra file");
+    if (type !== 0o100000) refuse(path, "not a regular file or folder");
+    const file = files.get(path);
+    if (!file) refuse(path, "an extra file");
     if (Number(rawSize) !== file!.size) {
-      refuse(path!, `${rawSize} bytes instead of ${file!.size}`);
+      refuse(path, `${rawSize} bytes instead of ${file!.size}`);
     }
-    seen.add(path!);
+    seen.add(path);
     const executable = (file!.mode & 0o100) !== 0;
     if (((mode & 0o100) !== 0) !== executable) {
-      fixes.push({ path: path!, executable });
+      fixes.push({ path, executable });
     }
   }
   for (const path of files.keys()) {
