@@ -292,4 +292,9 @@ for (
   });
 }
 
-if (import.meta.main) await runChild(cases);
+if (import.meta.main) {
+  await runChild(cases);
+  // The in-process test server would keep the child alive.
+  if (sandbox) await (await sandbox).server.close();
+  Deno.exit(0);
+}
