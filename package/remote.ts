@@ -302,7 +302,7 @@ export interface PrepareInSandboxOptions {
   readonly limits?: PackageLimits;
   /**
    * The archive goes into the sandbox in uploads of this many bytes (held
-   * in memory: at most two at once). Default 8 MiB.
+   * in memory: one gathering while the one before is sent). Default 8 MiB.
    */
   readonly pieceBytes?: number;
   /** The deadline of the extraction command in the sandbox, ms. Default 10 minutes. */
@@ -416,24 +416,32 @@ export async function preparePackageInSandbox(
     const reader = stream.getReader();
     let pieces = 0;
     let uploading: Promise<void> | undefined;
-    let buffer = new Uint8Array(pieceBytes);
+    // The chunks of the piece being gathered (sent as one upload).
+    let gathered: Uint8Array[] = [];
     let filled = 0;
     const send = async () => {
-      const piece = buffer.subarray(0, filled);
+      const piece = new Uint8Array(filled);
+      let offset = 0;
+      for (const chunk of gathered) {
+        piece.set(chunk, offset);
+        offset += chunk.byteLength;
+      }
+      gathered = [];
+      filled = 0;
       const path = posix.join(
         staging,
         "parts",
         String(pieces++).padStart(8, "0"),
       );
+      // One upload at a time; the next piece gathers meanwhile.
       await uploading;
       staged = true;
       uploading = target.files.upload(
         [{ remotePath: path, content: piece, mode: 0o600 }],
         signal,
       );
-      // The next piece fills another buffer while this one goes.
-      buffer = new Uint8Array(pieceBytes);
-      filled = 0;
+      // Its failure is seen at the next await; never unhandled meanwhile.
+      uploading.catch(() => {});
     };
     try {
       while (true) {
@@ -444,7 +452,7 @@ export async function preparePackageInSandbox(
         let offset = 0;
         while (offset < value.byteLength) {
           const take = Math.min(value.byteLength - offset, pieceBytes - filled);
-          buffer.set(value.subarray(offset, offset + take), filled);
+          gathered.push(value.subarray(offset, offset + take));
           filled += take;
           offset += take;
           if (filled === pieceBytes) await send();

@@ -32,6 +32,7 @@ import { startAioTestServer } from "../runtimes/aio/_testing.ts";
 import type { RemoteSkillRuntime } from "../runtimes/remote/runtime.ts";
 import { buildSkillTools, dispatchToolCall } from "../mod.ts";
 import { loadSkills } from "../skill/load.ts";
+import { MemoryConversationStore } from "../workspace/conversation_store.ts";
 
 const CORPUS = hostPath.fromFileUrl(
   new URL("../../shared/corpora/anthropics-skills/skills/", import.meta.url),
@@ -364,4 +365,35 @@ Deno.test("buildSkillTools: an installed package on a remote runtime streams its
     TypeError,
     "only a remote runtime prepares",
   );
+});
+
+Deno.test("conversation mode: a package prepared by one runtime is not streamed again by the next one of the conversation", async () => {
+  await using server = await startTestServer();
+  const folder = await skillFolder(server.dir, "internal-comms");
+  const packed = await packSkill(folder, { format: "tar.gz" });
+  let opened = 0;
+  const source: PackageArchiveSource = {
+    ...packageSource({ bytes: packed.bytes!, digest: packed.digest }),
+    open: () => {
+      opened++;
+      return Promise.resolve(ReadableStream.from([packed.bytes!]));
+    },
+  };
+  const skill = await loadPackageSkill(source);
+  assertEquals(opened, 1);
+  const store = new MemoryConversationStore();
+  const options = {
+    conversationId: "thread-1",
+    conversationsRoot: `${server.dir}/conversations`,
+    store,
+  };
+  const first = server.runtime(options);
+  const [a] = await first.prepare({ skills: [{ skill }] });
+  assertEquals(opened, 2);
+  await first.close();
+  const second = server.runtime(options);
+  const [b] = await second.prepare({ skills: [{ skill }] });
+  assertEquals(opened, 2);
+  assertEquals(b!.basePath, a!.basePath);
+  assertSameTree(await tree(folder), await tree(b!.basePath));
 });
