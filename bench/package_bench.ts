@@ -174,6 +174,8 @@ async function prepareIn(dir: string, side: "folder" | "pkg"): Promise<void> {
     sandboxId: setup.sandboxId,
     cwd: setup.cwd,
     skillsRoot: `${setup.cwd}/s${counter++}`,
+    // A loaded machine's disk can take longer than the default 30 s.
+    requestTimeoutMs: 600_000,
   });
   await runtime.prepare({ skills: [{ skill }] });
   await runtime.close();
