@@ -223,20 +223,25 @@ export async function loadPackageSkill(
     readSkillMd: true,
     keepZipBytes: options.maxZipBytes ?? 64 * 1024 * 1024,
   });
-  const stream = await source.open(options.signal);
+  const { signal } = options;
+  const stream = await source.open(signal);
   const reader = stream.getReader();
+  const onAbort = () => reader.cancel(signal?.reason).catch(() => {});
+  signal?.addEventListener("abort", onAbort, { once: true });
   try {
     while (true) {
-      options.signal?.throwIfAborted();
+      signal?.throwIfAborted();
       const { value, done } = await reader.read();
+      signal?.throwIfAborted();
       if (done) break;
       await check.push(value);
     }
   } catch (error) {
     check.abort(error);
     await reader.cancel(error).catch(() => {});
-    throw sourceError(error, options.signal);
+    throw sourceError(error, signal);
   } finally {
+    signal?.removeEventListener("abort", onAbort);
     reader.releaseLock();
   }
   const checked = await check.finish();
@@ -414,6 +419,9 @@ export async function preparePackageInSandbox(
     });
     const stream = await source.open(signal);
     const reader = stream.getReader();
+    // A read waiting on a stalled source ends at the abort.
+    const onAbort = () => reader.cancel(signal?.reason).catch(() => {});
+    signal?.addEventListener("abort", onAbort, { once: true });
     let pieces = 0;
     let uploading: Promise<void> | undefined;
     // The chunks of the piece being gathered (sent as one upload).
@@ -447,6 +455,7 @@ export async function preparePackageInSandbox(
       while (true) {
         signal?.throwIfAborted();
         const { value, done } = await reader.read();
+        signal?.throwIfAborted();
         if (done) break;
         await check.push(value);
         let offset = 0;
@@ -466,6 +475,7 @@ export async function preparePackageInSandbox(
       await uploading?.catch(() => {});
       throw sourceError(error, signal);
     } finally {
+      signal?.removeEventListener("abort", onAbort);
       reader.releaseLock();
     }
     // The digest and the rest of the entries: nothing is extracted before.
@@ -477,6 +487,7 @@ export async function preparePackageInSandbox(
       {
         timeoutMs: options.extractTimeoutMs ?? 600_000,
         maxOutputBytes: 64 * 1024 * 1024,
+        ...(signal ? { signal } : {}),
       },
     );
     if (extracted.exitCode !== 0) {
@@ -507,7 +518,7 @@ export async function preparePackageInSandbox(
         `mv -- ${shellQuote(from)} ${F}`,
         `rm -rf -- ${S}`,
       ].join("\n"),
-      { timeoutMs: 120_000 },
+      { timeoutMs: 120_000, ...(signal ? { signal } : {}) },
     );
     if (placed.exitCode !== 0) {
       throw new Error(

@@ -27,6 +27,7 @@ import {
   countingFetch,
   startTestServer,
   TEST_API_KEY,
+  waitFor,
 } from "../runtimes/opensandbox/_testing.ts";
 import { startAioTestServer } from "../runtimes/aio/_testing.ts";
 import type { RemoteSkillRuntime } from "../runtimes/remote/runtime.ts";
@@ -396,4 +397,44 @@ Deno.test("conversation mode: a package prepared by one runtime is not streamed 
   assertEquals(opened, 2);
   assertEquals(b!.basePath, a!.basePath);
   assertSameTree(await tree(folder), await tree(b!.basePath));
+});
+
+Deno.test("opensandbox: a preparation aborted mid-stream leaves nothing in the sandbox", async () => {
+  await using server = await startTestServer();
+  const runtime = server.runtime();
+  const bytes = makeZip([
+    { name: "x/SKILL.md", data: skillMd("x") },
+    { name: "x/data.bin", data: crypto.getRandomValues(new Uint8Array(60000)) },
+  ]);
+  const good = await loadPackageSkill({ bytes, digest: sha256Of(bytes) });
+  const controller = new AbortController();
+  const stalled: PackageArchiveSource = {
+    digest: sha256Of(bytes),
+    source: "stalled",
+    open: () =>
+      Promise.resolve(
+        new ReadableStream<Uint8Array>({
+          start(stream) {
+            // More than one piece, then nothing more: the upload is under way.
+            stream.enqueue(bytes.slice(0, 20000));
+            setTimeout(() => controller.abort(new Error("stop")), 500);
+          },
+        }),
+      ),
+  };
+  const skill = Object.freeze({
+    ...good,
+    remoteOrigin: packageOrigin(stalled, { pieceBytes: 8192 }),
+  });
+  await assertRejects(
+    () => runtime.prepare({ skills: [{ skill }], signal: controller.signal }),
+    Error,
+  );
+  // The clean-up may finish just after the preparation gave up.
+  assert(
+    await waitFor(async () =>
+      (await entriesOf(runtime.skillsRoot)).length === 0
+    ),
+    `left: ${await entriesOf(runtime.skillsRoot)}`,
+  );
 });

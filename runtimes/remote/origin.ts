@@ -21,12 +21,14 @@ export interface RemoteMaterializeTarget {
   /**
    * Runs one helper command in the sandbox with `bash -c` (cwd `/`, no
    * configured variables); a failing command is a result, not an error.
+   * Only the signal given here stops it (a clean-up after an abort runs).
    */
   run(
     command: string,
     options?: {
       readonly timeoutMs?: number;
       readonly maxOutputBytes?: number;
+      readonly signal?: AbortSignal;
     },
   ): Promise<ExecuteResult>;
   /** Stops the work. */

@@ -745,7 +745,7 @@ export class RemoteSkillRuntime implements SkillRuntime {
             env: {},
             timeoutMs: runOptions.timeoutMs ?? 600_000,
             maxOutputBytes: runOptions.maxOutputBytes ?? 64 * 1024,
-            ...(signal ? { signal } : {}),
+            ...(runOptions.signal ? { signal: runOptions.signal } : {}),
           }),
         ...(signal ? { signal } : {}),
         ...(onProgress ? { onProgress } : {}),
