@@ -2,13 +2,24 @@
  * Skill packages: `packSkill` (ZIP) against `zip -r -X -q` of the same
  * folder, for a real skill with fonts (`canvas-design`) and the generated
  * 5,000-file skill; verify + install of the 5,000-file package against
- * `unzip -q`; installing a 1 GiB package (peak memory).
+ * `unzip -q`; installing a 1 GiB package (peak memory); preparing a skill
+ * in the OpenSandbox test server straight from its package against
+ * preparing it from its folder (canvas-design, the 5,000-file skill).
  *
  * @module
  */
 import { type BenchCase, runChild } from "./_harness.ts";
 import { generateManyFiles, MANY } from "./workspace_bench.ts";
-import { installPackage, packSkill } from "../package/mod.ts";
+import {
+  installPackage,
+  loadPackageSkill,
+  type PackageSkill,
+  packSkill,
+} from "../package/mod.ts";
+import { loadSkills } from "../skill/load.ts";
+import type { Skill } from "../skill/types.ts";
+import { OpenSandboxSkillRuntime } from "../runtimes/opensandbox/runtime.ts";
+import { startOpenSandboxServer } from "../tests/servers/opensandbox.ts";
 
 const CANVAS = new URL(
   "../../shared/corpora/anthropics-skills/skills/canvas-design",
@@ -111,6 +122,65 @@ function skipWithoutZip(): string | undefined {
   }
 }
 
+interface SandboxSetup {
+  server: Awaited<ReturnType<typeof startOpenSandboxServer>>;
+  sandboxId: string;
+  cwd: string;
+  skills: Map<string, { folder: Skill; pkg: PackageSkill }>;
+}
+
+let sandbox: Promise<SandboxSetup> | undefined;
+
+/** One OpenSandbox test server and sandbox per child process. */
+function sandboxReady(): Promise<SandboxSetup> {
+  sandbox ??= (async () => {
+    const cwd = fresh();
+    await Deno.mkdir(cwd);
+    const server = await startOpenSandboxServer();
+    const runtime = new OpenSandboxSkillRuntime({ baseUrl: server.url, cwd });
+    await runtime.execute({ command: "true" });
+    const sandboxId = runtime.sandboxId!;
+    // Not closed: closing deletes the sandbox it created.
+    return { server, sandboxId, cwd, skills: new Map() };
+  })();
+  return sandbox;
+}
+
+/** The folder skill and the package skill (packed as tar.gz, in memory) of a folder. */
+async function skillsOf(
+  dir: string,
+): Promise<{ folder: Skill; pkg: PackageSkill }> {
+  const setup = await sandboxReady();
+  let found = setup.skills.get(dir);
+  if (!found) {
+    const packed = await packSkill(dir, { format: "tar.gz" });
+    const pkg = await loadPackageSkill({
+      bytes: packed.bytes!,
+      digest: packed.digest,
+    });
+    const [folder] = (await loadSkills(dir, { maxDepth: 0 })).skills;
+    found = { folder: folder!, pkg };
+    setup.skills.set(dir, found);
+  }
+  return found;
+}
+
+/** Prepares a skill into a fresh folder of the sandbox (a new runtime attached to it). */
+async function prepareIn(dir: string, side: "folder" | "pkg"): Promise<void> {
+  const setup = await sandboxReady();
+  const skill = (await skillsOf(dir))[side];
+  const runtime = new OpenSandboxSkillRuntime({
+    baseUrl: setup.server.url,
+    sandboxId: setup.sandboxId,
+    cwd: setup.cwd,
+    skillsRoot: `${setup.cwd}/s${counter++}`,
+    // A loaded machine's disk can take longer than the default 30 s.
+    requestTimeoutMs: 600_000,
+  });
+  await runtime.prepare({ skills: [{ skill }] });
+  await runtime.close();
+}
+
 /** The cases. */
 export const cases: BenchCase[] = [
   {
@@ -188,4 +258,45 @@ export const cases: BenchCase[] = [
   },
 ];
 
-if (import.meta.main) await runChild(cases);
+for (
+  const [id, title, dir, setup, iterations] of [
+    [
+      "package-prepare-opensandbox-canvas-design",
+      "prepare canvas-design (83 files, 5.5 MB) in the OpenSandbox test server",
+      CANVAS,
+      undefined,
+      5,
+    ],
+    [
+      "package-prepare-opensandbox-5000-files",
+      "prepare the generated 5,000-file skill in the OpenSandbox test server",
+      MANY,
+      generateManyFiles,
+      3,
+    ],
+  ] as const
+) {
+  cases.push({
+    id,
+    title,
+    module: import.meta.url,
+    ...(setup ? { setup } : {}),
+    ours: {
+      label: "straight from its package (tar.gz streamed, extracted there)",
+      fn: () => prepareIn(dir, "pkg"),
+    },
+    baseline: {
+      label: "from its folder (uploaded file by file)",
+      fn: () => prepareIn(dir, "folder"),
+    },
+    iterations,
+    rounds: 2,
+  });
+}
+
+if (import.meta.main) {
+  await runChild(cases);
+  // The in-process test server would keep the child alive.
+  if (sandbox) await (await sandbox).server.close();
+  Deno.exit(0);
+}

@@ -56,12 +56,16 @@ const S_IFDIR = 0o040000;
 const S_IFLNK = 0o120000;
 
 /** Counts uncompressed bytes against the limits. */
-class Budget {
+export class Budget {
   total = 0;
   constructor(
     readonly limits: ResolvedLimits,
-    readonly archiveBytes: number,
+    /** The archive's size, or a function giving the bytes read so far. */
+    readonly archive: number | (() => number),
   ) {}
+  get archiveBytes(): number {
+    return typeof this.archive === "number" ? this.archive : this.archive();
+  }
   add(bytes: number, entry: string): void {
     this.total += bytes;
     this.check(this.total, entry);
@@ -209,7 +213,7 @@ class FileRangeReader extends Reader<Deno.FsFile> {
 
 const UTF8 = new TextDecoder("utf-8", { fatal: true });
 
-function zipEntryName(entry: Entry): string {
+export function zipEntryName(entry: Entry): string {
   try {
     return UTF8.decode(entry.rawFilename);
   } catch {
@@ -219,7 +223,7 @@ function zipEntryName(entry: Entry): string {
   }
 }
 
-function zipKind(entry: Entry, name: string): "file" | "folder" {
+export function zipKind(entry: Entry, name: string): "file" | "folder" {
   if (entry.encrypted) {
     throw new PackageError("corrupt", "it is encrypted", { entry: name });
   }
@@ -246,7 +250,7 @@ function zipKind(entry: Entry, name: string): "file" | "folder" {
   return entry.directory || type === S_IFDIR ? "folder" : "file";
 }
 
-function zipMode(entry: Entry): number {
+export function zipMode(entry: Entry): number {
   const unix = (entry.externalFileAttributes >>> 16) & 0o777;
   if (unix !== 0) return unix;
   return entry.executable ? 0o755 : 0o644;
@@ -547,7 +551,7 @@ async function extractTarGz(
   return { set, files };
 }
 
-function asPackageError(error: unknown, entry?: string): unknown {
+export function asPackageError(error: unknown, entry?: string): unknown {
   if (error instanceof PackageError) return error;
   const unsafe = (error as { filename?: unknown } | null)?.filename;
   if (typeof unsafe === "string") {

@@ -18,6 +18,7 @@ import {
 } from "./_entries.ts";
 import { extractArchive } from "./_extract.ts";
 import {
+  archiveFileName,
   type InstalledSkillPackage,
   MANIFEST_FILE,
   type PackageManifest,
@@ -175,12 +176,15 @@ export async function installPackage(
       limits,
       signal,
     );
-    await Deno.remove(spool);
     const prefix = locateSkill(extracted.set);
 
-    // 3. Lay it out as <out>/<name>/ beside the manifest.
+    // 3. Lay it out as <out>/<name>/ beside the manifest and the archive
+    //    (kept: a remote runtime streams it into its sandbox).
     const out = hostPath.join(temp, "out");
     await Deno.mkdir(out);
+    const archive = archiveFileName(format);
+    await Deno.rename(spool, hostPath.join(out, archive));
+    await Deno.chmod(hostPath.join(out, archive), 0o444);
     const skillMd = await Deno.readTextFile(
       hostPath.join(tree, prefix, "SKILL.md"),
     );
@@ -214,6 +218,7 @@ export async function installPackage(
       format: format satisfies PackageFormat,
       ...(options.source !== undefined ? { source: options.source } : {}),
       tree: treeDigest(files),
+      archive,
       files,
     };
     await Deno.writeTextFile(

@@ -13,6 +13,23 @@ import { checkDigest, Sha256, sha256Of } from "./_digest.ts";
 /** The manifest file beside an installed skill folder. */
 export const MANIFEST_FILE = ".skillrun-package.json";
 
+/**
+ * The archive's file name beside an installed skill folder and its manifest.
+ *
+ * @param format The archive's format.
+ * @returns `.skillrun-package.zip` or `.skillrun-package.tar.gz`.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { archiveFileName } from "@skillrun/skillrun/package";
+ * assert(archiveFileName("zip") === ".skillrun-package.zip");
+ * ```
+ */
+export function archiveFileName(format: "zip" | "tar.gz"): string {
+  return `.skillrun-package.${format}`;
+}
+
 /** One file of an installed package. */
 export interface PackageFile {
   /** Path from the skill's folder, `/`-separated. */
@@ -37,6 +54,8 @@ export interface PackageManifest {
   readonly source?: string;
   /** The digest of the extracted files (see {@linkcode treeDigest}). */
   readonly tree: string;
+  /** The archive's file name beside the manifest (packages installed before it was kept have none). */
+  readonly archive?: string;
   /** Every file, sorted by path. */
   readonly files: readonly PackageFile[];
 }
@@ -57,6 +76,11 @@ export interface InstalledSkillPackage {
   readonly packagePath: string;
   /** Where it came from, when known. */
   readonly source?: string;
+  /**
+   * The archive itself, kept beside the skill (a remote runtime streams it
+   * into its sandbox); absent for packages installed before it was kept.
+   */
+  readonly archivePath?: string;
   /** Every file with its size, mode and digest. */
   readonly files: readonly PackageFile[];
 }
@@ -136,6 +160,11 @@ export async function readInstalled(
     path: hostPath.join(packagePath, manifest.name),
     packagePath,
     ...(manifest.source !== undefined ? { source: manifest.source } : {}),
+    ...(typeof manifest.archive === "string" &&
+        (manifest.archive === archiveFileName("zip") ||
+          manifest.archive === archiveFileName("tar.gz"))
+      ? { archivePath: hostPath.join(packagePath, manifest.archive) }
+      : {}),
     files: Object.freeze(manifest.files.map((f) => Object.freeze({ ...f }))),
   });
 }

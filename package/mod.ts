@@ -3,7 +3,12 @@
  * install packages safely (digest checked while streaming, every entry
  * checked, atomic), keep them in stores (a folder, or S3-compatible object
  * storage over `fetch`), fetch them from URLs and well-known indexes, and pin
- * them in `skills.lock.json`.
+ * them in `skills.lock.json`. A remote runtime prepares a package straight
+ * inside its sandbox, with no local extraction and no local disk: give
+ * `buildSkillTools` a skill from {@linkcode loadPackageSkill} (a store, a URL,
+ * a file) or an installed package (its kept archive is streamed), and the
+ * archive streams into the sandbox, checked in the stream, and is extracted
+ * there ({@linkcode preparePackageInSandbox}).
  *
  * @example Pack, install, verify
  * ```ts
@@ -38,3 +43,4 @@ export * from "./s3.ts";
 export * from "./sources.ts";
 export * from "./lock.ts";
 export * from "./index_file.ts";
+export * from "./remote.ts";

@@ -27,6 +27,7 @@ import type {
   SkillSource,
 } from "./builder.ts";
 import { checkToolLimits, type FilePublisher } from "./context.ts";
+import type { RemoteSkillOrigin } from "../runtimes/remote/origin.ts";
 
 /** What {@linkcode loadToolInput} gives. */
 export interface ToolInput {
@@ -103,7 +104,28 @@ async function loadInstalledPackage(
       }`,
     );
   }
-  return loaded;
+  const archivePath = pkg.archivePath;
+  if (archivePath === undefined) return loaded;
+  // A remote runtime streams the kept archive into its sandbox (its digest
+  // checked again in the stream) instead of uploading file by file.
+  const origin: RemoteSkillOrigin = {
+    digest: pkg.digest,
+    materialize: async (target) => {
+      const { packageSource, preparePackageInSandbox } = await import(
+        "../package/remote.ts"
+      );
+      await preparePackageInSandbox(
+        packageSource({ path: archivePath, digest: pkg.digest }),
+        target,
+      );
+    },
+  };
+  return {
+    skills: loaded.skills.map((skill) =>
+      Object.freeze({ ...skill, remoteOrigin: origin })
+    ),
+    warnings: loaded.warnings,
+  };
 }
 
 async function gatherSkills(

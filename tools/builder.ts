@@ -11,6 +11,10 @@ import type {
 } from "../runtimes/config.ts";
 import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
 import type { SkillRuntime } from "../runtimes/types.ts";
+import {
+  acceptsRemoteOrigins,
+  remoteOriginOf,
+} from "../runtimes/remote/origin.ts";
 import type { FormatCatalogOptions } from "../skill/catalog.ts";
 import type { LoadSkillsOptions } from "../skill/load.ts";
 import type { Skill } from "../skill/types.ts";
@@ -236,6 +240,7 @@ export async function buildSkillTools(
   checkRuntime(options.runtime);
   const wanted = checkToolNames(options.tools);
   const { skills, warnings, configs } = await loadToolInput(options);
+  checkPackageSkills(skills, options.runtime);
 
   // Background commands need bash to start them and bash_output to read them.
   const background = options.background !== false && wanted.has("bash") &&
@@ -333,6 +338,24 @@ function checkToolNames(names: readonly ToolName[] | undefined): Set<string> {
     }
   }
   return new Set(names);
+}
+
+/**
+ * A skill from a package that is not on this host (`loadPackageSkill`) can
+ * only be prepared by a remote runtime, straight inside its sandbox.
+ */
+function checkPackageSkills(
+  skills: readonly Skill[],
+  runtime: SkillRuntime | undefined,
+): void {
+  if (acceptsRemoteOrigins(runtime)) return;
+  for (const skill of skills) {
+    if (remoteOriginOf(skill) && "package" in skill) {
+      throw new TypeError(
+        `Cannot build the tools: the skill "${skill.name}" comes from a package that is not extracted on this host, which only a remote runtime prepares; give a remote runtime, or install the package (installPackage) and pass the installed package`,
+      );
+    }
+  }
 }
 
 /**

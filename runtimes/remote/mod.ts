@@ -25,3 +25,4 @@ export * from "./paths.ts";
 export * from "./fs.ts";
 export * from "./runtime.ts";
 export * from "./sandbox_service.ts";
+export * from "./origin.ts";

@@ -51,6 +51,11 @@ import { redactError, Redactor } from "../../_internal/redact.ts";
 import { type RemoteFileOps, RemoteFileSystem } from "./fs.ts";
 import { resolveRemotePath } from "./paths.ts";
 import { collectUploadEntries } from "./upload.ts";
+import {
+  ACCEPTS_REMOTE_ORIGINS,
+  remoteOriginOf,
+  type RemoteSkillOrigin,
+} from "./origin.ts";
 
 /** A command as a backend runs it: everything resolved. */
 export interface RemoteCommand {
@@ -354,6 +359,8 @@ export interface RemoteSearchParts {
 export class RemoteSkillRuntime implements SkillRuntime {
   /** The runtime's name. */
   readonly name: string;
+  /** Skills carrying a `remoteOrigin` are prepared through it. */
+  readonly [ACCEPTS_REMOTE_ORIGINS]: true = true;
   readonly #backend: RemoteBackend;
   readonly #cwd: string;
   readonly #skillsRoot: string;
@@ -825,16 +832,19 @@ export class RemoteSkillRuntime implements SkillRuntime {
     const key = skillKey(skill);
     const basePath = this.#skillFolder(skill);
     const { signal, onProgress } = options;
+    const origin = remoteOriginOf(skill);
     let digest: string | undefined;
     if (this.#conversation && this.#key) {
       const config = this.#configs.get(key);
-      digest = await skillDigest(skill.basePath, {
-        config: config
-          ? { env: config.env, bootstrap: config.bootstrap }
-          : undefined,
-        policy: this.#copyPolicy,
-        signal,
-      });
+      digest = origin
+        ? await originDigest(origin, config)
+        : await skillDigest(skill.basePath, {
+          config: config
+            ? { env: config.env, bootstrap: config.bootstrap }
+            : undefined,
+          policy: this.#copyPolicy,
+          signal,
+        });
       await this.#connect(signal);
       // Read the record again: another runtime may have prepared it meanwhile.
       const record = await this.#conversation.store.get(this.#key);
@@ -844,6 +854,28 @@ export class RemoteSkillRuntime implements SkillRuntime {
       }
       // Forget it first: a failed upload is never taken for a prepared skill.
       await this.#conversation.store.forgetPrepared(this.#key, skill.name);
+    }
+    if (origin) {
+      // Its files come from its origin (a package streamed into the sandbox).
+      const session = await this.#connect(signal);
+      await origin.materialize({
+        skillName: skill.name,
+        basePath,
+        files: session.files,
+        run: (command, runOptions = {}) =>
+          session.execute({
+            command,
+            cwd: "/",
+            env: {},
+            timeoutMs: runOptions.timeoutMs ?? 600_000,
+            maxOutputBytes: runOptions.maxOutputBytes ?? 64 * 1024,
+            ...(runOptions.signal ? { signal: runOptions.signal } : {}),
+          }),
+        ...(signal ? { signal } : {}),
+        ...(onProgress ? { onProgress } : {}),
+      });
+      if (digest !== undefined) this.#uploaded.set(key, { digest, basePath });
+      return { basePath, bootstrap: true };
     }
     const files = await collectUploadEntries(skill.basePath, {
       ...(this.#copyPolicy ? { policy: this.#copyPolicy } : {}),
@@ -903,6 +935,27 @@ function redactingProxy<T extends object>(
       };
     },
   });
+}
+
+/** The conversation digest of a skill from an origin: its content and configuration. */
+async function originDigest(
+  origin: RemoteSkillOrigin,
+  config: SkillRuntimeConfig | undefined,
+): Promise<string> {
+  const text = JSON.stringify([
+    "skillrun remote origin v1",
+    origin.digest,
+    config ? Object.entries(config.env).sort() : null,
+    config ? config.bootstrap.map((s) => [s.timeoutMs, s.command]) : null,
+  ]);
+  const hash = await crypto.subtle.digest(
+    "SHA-256",
+    new TextEncoder().encode(text),
+  );
+  return `sha256:${
+    Array.from(new Uint8Array(hash), (b) => b.toString(16).padStart(2, "0"))
+      .join("")
+  }`;
 }
 
 function absolutePosix(path: string, what: string): string {
