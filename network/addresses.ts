@@ -9,7 +9,7 @@
 import { isIPv4, isIPv6 } from "./policy.ts";
 
 const V4_RANGES: readonly [string, number, string][] = [
-  ["0.0.0.0", 8, "an unspecified (\"this network\") address"],
+  ["0.0.0.0", 8, 'an unspecified ("this network") address'],
   ["10.0.0.0", 8, "a private address"],
   ["100.64.0.0", 10, "a shared (CGNAT) address"],
   ["127.0.0.0", 8, "a loopback address"],
@@ -53,7 +53,9 @@ function v6Groups(ip: string): number[] {
   const [head, tail] = text.split("::") as [string, string | undefined];
   const h = head ? head.split(":") : [];
   const t = tail ? tail.split(":") : [];
-  const fill = tail === undefined ? [] : Array(8 - h.length - t.length).fill("0");
+  const fill = tail === undefined
+    ? []
+    : Array(8 - h.length - t.length).fill("0");
   return [...h, ...fill, ...t].map((g) => parseInt(g, 16));
 }
 

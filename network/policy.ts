@@ -288,7 +288,7 @@ export class EgressPolicy {
     const { network, allowNet, secrets, resolve } = options;
     if (allowNet === true && network !== undefined) {
       throw new RangeError(
-        "Cannot use allowNet together with network: allowNet is the shorthand of network: { allow: [\"*:*\"] }; give one",
+        'Cannot use allowNet together with network: allowNet is the shorthand of network: { allow: ["*:*"] }; give one',
       );
     }
     if (network !== undefined) {
@@ -409,9 +409,10 @@ export class EgressPolicy {
     if (hostOnly) {
       return {
         allowed: false,
-        reason: `${name}: port ${port} is not allowed (the pattern "${hostOnly.source}" allows ${
-          hostOnly.port === undefined ? "80 and 443" : hostOnly.port
-        })`,
+        reason:
+          `${name}: port ${port} is not allowed (the pattern "${hostOnly.source}" allows ${
+            hostOnly.port === undefined ? "80 and 443" : hostOnly.port
+          })`,
       };
     }
     return {
@@ -428,7 +429,9 @@ export class EgressPolicy {
    */
   secretsFor(host: string): CompiledSecret[] {
     const name = normalizeHost(host);
-    return this.secrets.filter((s) => s.hosts.some((p) => hostMatches(p, name)));
+    return this.secrets.filter((s) =>
+      s.hosts.some((p) => hostMatches(p, name))
+    );
   }
 
   /** A description without secret values, for reports. */

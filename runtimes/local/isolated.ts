@@ -17,6 +17,12 @@
  * @module
  */
 import { hostPath } from "../../_internal/std.ts";
+import {
+  type EgressOptions,
+  type EgressReport,
+  SandboxEgress,
+  wantsEgress,
+} from "../../network/sandbox.ts";
 import { RuntimePermissionError } from "../errors.ts";
 import type { ExecuteResult } from "../types.ts";
 import {
@@ -113,9 +119,19 @@ export interface IsolationLimits {
   readonly tmpBytes?: number;
 }
 
-/** Options of {@linkcode BubblewrapLauncher.create}. */
-export interface BubblewrapLauncherOptions {
-  /** Whether commands may use the network (the host's). Default `false`: none at all, loopback included. */
+/**
+ * Options of {@linkcode BubblewrapLauncher.create}. With `network`, `secrets`
+ * or `resolve`, the sandbox keeps no network but its own loopback and goes
+ * out only through the egress proxy on the host (see `network/sandbox.ts`).
+ */
+export interface BubblewrapLauncherOptions extends EgressOptions {
+  /**
+   * Whether commands may use the network (the host's). Default `false`: none
+   * at all, loopback included. `true` is the shorthand of allowing every
+   * host; with `secrets` it goes through the egress proxy (every host
+   * tunnelled, the secrets' hosts intercepted); it cannot be given with
+   * `network`.
+   */
   readonly allowNet?: boolean;
   /** Limits on each command. */
   readonly limits?: IsolationLimits;
@@ -158,6 +174,8 @@ export interface IsolationReport {
   readonly version: string;
   /** Whether the command may use the host's network. */
   readonly allowNet: boolean;
+  /** The egress policy and where it is enforced, when a proxy mediates the network. */
+  readonly egress: EgressReport | null;
   /** The namespaces each command gets. */
   readonly namespaces: readonly string[];
   /** The host folders mounted read-only (those that exist). */
@@ -340,6 +358,7 @@ export class BubblewrapLauncher implements ProcessLauncher {
   readonly #limits: Required<IsolationLimits>;
   readonly #report: IsolationReport;
   readonly #deno: string | undefined;
+  readonly #egress: SandboxEgress | undefined;
   /** Empty cgroups of finished commands, ready for the next ones. */
   readonly #freeLeaves: Leaf[][] = [];
 
@@ -350,9 +369,12 @@ export class BubblewrapLauncher implements ProcessLauncher {
     probe: Probe,
     controllers: readonly CgroupController[],
     version: string,
+    egress: SandboxEgress | undefined,
   ) {
     this.#bwrap = bwrap;
-    this.#allowNet = options.allowNet ?? false;
+    this.#egress = egress;
+    // With an egress proxy the host's network is never shared.
+    this.#allowNet = (options.allowNet ?? false) && !egress;
     this.#graceMs = options.graceMs ?? DEFAULT_GRACE_MS;
     this.#groupSignal = options.groupSignal ?? "auto";
     this.#limits = limits;
@@ -369,6 +391,7 @@ export class BubblewrapLauncher implements ProcessLauncher {
       ),
       deno: this.#deno,
       tmpBytes: limits.tmpBytes,
+      extra: egress?.bwrapArgs ?? [],
     });
     const cgroupOf = (kind: "pids" | "memory") =>
       controllers.some((c) => c.kind === kind);
@@ -377,6 +400,7 @@ export class BubblewrapLauncher implements ProcessLauncher {
       kind: "bubblewrap",
       version,
       allowNet: this.#allowNet,
+      egress: egress?.report ?? null,
       namespaces: [
         "user",
         "pid",
@@ -445,28 +469,43 @@ export class BubblewrapLauncher implements ProcessLauncher {
     const controllers = options.cgroups === false
       ? []
       : await findCgroups(limits);
-    const launcher = new BubblewrapLauncher(
-      bwrap,
-      options,
-      limits,
-      probe,
-      controllers,
-      version,
-    );
-    // The real sandbox once, so that a problem shows now, not at the first command.
-    const check = await launcher.launch({
-      command: "true",
-      cwd: "/",
-      env: {},
-      writablePaths: [],
-      timeoutMs: 30_000,
-      maxOutputBytes: 4096,
-      ...(options.signal ? { signal: options.signal } : {}),
-    });
-    if (check.exitCode !== 0) {
-      throw unavailable(check.stderr, `exit code ${check.exitCode}`);
+    if (wantsEgress(options) && denoBinary() === undefined) {
+      throw new IsolationUnavailableError(
+        "Cannot make an isolated runtime with a network policy: the bridge inside the sandbox runs the deno binary, and its path is unknown here",
+        { problem: "unsupported" },
+      );
     }
-    return launcher;
+    const egress = wantsEgress(options)
+      ? await SandboxEgress.start(options)
+      : undefined;
+    try {
+      const launcher = new BubblewrapLauncher(
+        bwrap,
+        options,
+        limits,
+        probe,
+        controllers,
+        version,
+        egress,
+      );
+      // The real sandbox once, so that a problem shows now, not at the first command.
+      const check = await launcher.launch({
+        command: "true",
+        cwd: "/",
+        env: {},
+        writablePaths: [],
+        timeoutMs: 30_000,
+        maxOutputBytes: 4096,
+        ...(options.signal ? { signal: options.signal } : {}),
+      });
+      if (check.exitCode !== 0) {
+        throw unavailable(check.stderr, `exit code ${check.exitCode}`);
+      }
+      return launcher;
+    } catch (error) {
+      await egress?.close();
+      throw error;
+    }
   }
 
   /** What the sandbox is and how each limit is enforced. */
@@ -474,9 +513,19 @@ export class BubblewrapLauncher implements ProcessLauncher {
     return this.#report;
   }
 
-  /** Whether commands may use the network. */
+  /** Whether commands may use the host's network directly. */
   get allowNet(): boolean {
     return this.#allowNet;
+  }
+
+  /**
+   * Stops the egress proxy, when there is one (the runtime that made the
+   * launcher calls it when closed). Idempotent.
+   *
+   * @returns When done.
+   */
+  async close(): Promise<void> {
+    await this.#egress?.close();
   }
 
   /**
@@ -523,8 +572,8 @@ export class BubblewrapLauncher implements ProcessLauncher {
       args.push(
         "bash",
         "-c",
-        `${
-          prelude(this.#limits, leaves.map((l) => l.kind), this.#report)
+        `${prelude(this.#limits, leaves.map((l) => l.kind), this.#report)} ${
+          this.#egress?.prelude(this.#deno!) ?? ""
         } ${request.command}`,
       );
       const result = await runProcessGroup({
@@ -567,6 +616,7 @@ export class BubblewrapLauncher implements ProcessLauncher {
       HOME: SANDBOX_HOME,
       LANG: SANDBOX_LANG,
       ...env,
+      ...this.#egress?.environment,
     };
   }
 
@@ -641,6 +691,7 @@ function baseArgs(options: {
   maskedFolders: ReadonlySet<string>;
   deno: string | undefined;
   tmpBytes: number;
+  extra: readonly string[];
 }): string[] {
   const args = [
     "--unshare-all",
@@ -674,6 +725,7 @@ function baseArgs(options: {
   ) {
     args.push("--ro-bind", options.deno, options.deno);
   }
+  args.push(...options.extra);
   args.push(
     "--proc",
     "/proc",

@@ -301,12 +301,18 @@ export class LocalSkillRuntime implements SkillRuntime {
         );
       }
       const { isolate: _, ...rest } = options;
-      return await LocalSkillRuntime.create({
-        ...rest,
-        launcher: await BubblewrapLauncher.create(
-          isolate === true ? {} : isolate,
-        ),
-      });
+      const launcher = await BubblewrapLauncher.create(
+        isolate === true ? {} : isolate,
+      );
+      try {
+        const runtime = await LocalSkillRuntime.create({ ...rest, launcher });
+        // Made here, so closed with the runtime (its egress proxy).
+        ownedLaunchers.add(launcher);
+        return runtime;
+      } catch (error) {
+        await launcher.close();
+        throw error;
+      }
     }
     const { conversationsRoot, conversationId } = options;
     if (conversationsRoot === undefined && conversationId === undefined) {
@@ -474,12 +480,18 @@ export class LocalSkillRuntime implements SkillRuntime {
    *
    * @returns When done.
    */
-  close(): Promise<void> {
+  async close(): Promise<void> {
     if (!this.#closed) {
       this.#closed = true;
       this.#engine.clear();
+      const launcher = this.#launcher;
+      if (
+        launcher instanceof BubblewrapLauncher && ownedLaunchers.has(launcher)
+      ) {
+        ownedLaunchers.delete(launcher);
+        await launcher.close();
+      }
     }
-    return Promise.resolve();
   }
 
   /**
@@ -575,6 +587,9 @@ export class LocalSkillRuntime implements SkillRuntime {
     }
   }
 }
+
+/** Launchers made by {@linkcode LocalSkillRuntime.create} from `isolate`. */
+const ownedLaunchers = new WeakSet<BubblewrapLauncher>();
 
 /**
  * A file system that refuses every call once its runtime is closed.
