@@ -59,6 +59,11 @@ export interface EgressProxyOptions {
   readonly placeholders?: Readonly<Record<string, string>>;
   /** Further roots trusted for the real hosts of intercepted tunnels. */
   readonly upstreamCaCerts?: readonly string[];
+  /**
+   * Resolves a name instead of DNS (`Deno.resolveDns`, A and AAAA): its
+   * answers are checked like DNS answers (unlike the policy's `resolve`).
+   */
+  readonly lookup?: (host: string) => Promise<readonly string[]>;
   /** How long a connection to a real host may take. Default 15 s. */
   readonly connectTimeoutMs?: number;
 }
@@ -380,10 +385,18 @@ export class EgressProxy {
       if (why) throw new Refusal(403, `${host} is ${why}`);
       return host;
     }
-    const answers = await Promise.allSettled([
-      Deno.resolveDns(host, "A"),
-      Deno.resolveDns(host, "AAAA"),
-    ]);
+    const lookup = this.#options.lookup;
+    const answers = lookup
+      ? [
+        await lookup(host).then(
+          (value) => ({ status: "fulfilled" as const, value: [...value] }),
+          (reason) => ({ status: "rejected" as const, reason }),
+        ),
+      ]
+      : await Promise.allSettled([
+        Deno.resolveDns(host, "A"),
+        Deno.resolveDns(host, "AAAA"),
+      ]);
     const addresses = answers.flatMap((a) =>
       a.status === "fulfilled" ? a.value : []
     );
@@ -443,7 +456,7 @@ export class EgressProxy {
     try {
       ({ host, port } = splitAuthority(head.target));
       target = await this.#check(host, port);
-      if (port === 443) secrets.push(...this.#options.policy.secretsFor(host));
+      secrets.push(...this.#options.policy.secretsFor(host));
       upstream = await this.#dial(target);
     } catch (error) {
       const refusal = error instanceof Refusal

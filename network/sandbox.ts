@@ -112,6 +112,11 @@ export interface EgressOptions {
   readonly secrets?: SecretsOption;
   /** Names the proxy resolves to fixed addresses (loopback allowed). */
   readonly resolve?: ResolveOption;
+  /**
+   * Resolves names instead of DNS; its answers are checked like DNS answers
+   * (loopback, private and metadata addresses refused).
+   */
+  readonly lookup?: (host: string) => Promise<readonly string[]>;
   /** Told of every decision, without secret values. */
   readonly onNetwork?: (event: NetworkEvent) => void;
   /** Further roots trusted for the real hosts of intercepted tunnels. */
@@ -258,6 +263,7 @@ export class SandboxEgress {
         ...(options.upstreamCaCerts
           ? { upstreamCaCerts: options.upstreamCaCerts }
           : {}),
+        ...(options.lookup ? { lookup: options.lookup } : {}),
       });
       return new SandboxEgress(directory, policy, proxy, environment);
     } catch (error) {

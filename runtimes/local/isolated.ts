@@ -23,6 +23,7 @@ import {
   SandboxEgress,
   wantsEgress,
 } from "../../network/sandbox.ts";
+import { EgressPolicy } from "../../network/policy.ts";
 import { RuntimePermissionError } from "../errors.ts";
 import type { ExecuteResult } from "../types.ts";
 import {
@@ -457,6 +458,8 @@ export class BubblewrapLauncher implements ProcessLauncher {
     options: BubblewrapLauncherOptions = {},
   ): Promise<BubblewrapLauncher> {
     const limits = checkLimits(options.limits ?? {});
+    // A bad pattern is refused before anything is probed or started.
+    if (wantsEgress(options)) EgressPolicy.create(options);
     if (Deno.build.os !== "linux") {
       throw new IsolationUnavailableError(
         `Cannot make an isolated runtime on "${Deno.build.os}": the isolated mode needs Linux and bubblewrap; use a remote sandbox runtime instead`,
