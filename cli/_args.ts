@@ -6,8 +6,8 @@
  * @module
  */
 
-/** The kind of value a flag takes. */
-export type FlagKind = "string" | "boolean";
+/** The kind of value a flag takes (`strings`: repeatable, kept in `lists`). */
+export type FlagKind = "string" | "boolean" | "strings";
 
 /** What {@linkcode parseArgs} returns. */
 export interface ParsedArgs {
@@ -17,6 +17,8 @@ export interface ParsedArgs {
   readonly positionals: readonly string[];
   /** Everything after the first `--`, untouched; `undefined` without `--`. */
   readonly rest: readonly string[] | undefined;
+  /** The values of the repeatable (`strings`) flags given, in order. */
+  readonly lists: Readonly<Record<string, readonly string[]>>;
 }
 
 /** A command-line mistake; the CLI prints its message and exits with 2. */
@@ -50,6 +52,7 @@ export function parseArgs(
   known: Readonly<Record<string, FlagKind>>,
 ): ParsedArgs {
   const flags: Record<string, string | boolean> = {};
+  const lists: Record<string, string[]> = {};
   const positionals: string[] = [];
   let rest: string[] | undefined;
   for (let i = 0; i < args.length; i++) {
@@ -73,7 +76,7 @@ export function parseArgs(
     const name = arg.slice(2, eq === -1 ? undefined : eq);
     const kind = name === "help" ? "boolean" : known[name];
     if (kind === undefined) throw new UsageError(`Unknown option "--${name}"`);
-    if (Object.hasOwn(flags, name)) {
+    if (Object.hasOwn(flags, name) && kind !== "strings") {
       throw new UsageError(`Option "--${name}" is given more than once`);
     }
     if (kind === "boolean") {
@@ -93,9 +96,10 @@ export function parseArgs(
       }
       i++;
     }
-    flags[name] = value;
+    if (kind === "strings") (lists[name] ??= []).push(value);
+    else flags[name] = value;
   }
-  return { flags, positionals, rest };
+  return { flags, positionals, rest, lists };
 }
 
 /**

@@ -7,6 +7,7 @@
 import type { SkillRuntimeConfig } from "../runtimes/config.ts";
 import { UsageError } from "./_args.ts";
 import { createRuntime } from "./run.ts";
+import type { EgressOptions } from "../network/sandbox.ts";
 import { defaultMcpConversationsRoot } from "../tools/mcp/_conversations_root.ts";
 
 /** The variable holding the bearer token that `mcp --http` asks for. */
@@ -52,6 +53,8 @@ export function parseListenAddress(value: string): ListenAddress {
 export interface McpHttpCommandOptions {
   /** The parsed flags of `skillrun mcp`. */
   readonly flags: Readonly<Record<string, string | boolean>>;
+  /** The egress options of the isolated runtimes (from the egress flags). */
+  readonly egress?: EgressOptions;
   /** The skills' configurations from `--config`. */
   readonly configs?: ReadonlyMap<string, SkillRuntimeConfig>;
   /** Prints a line on stdout. */
@@ -72,7 +75,7 @@ export interface McpHttpCommandOptions {
 export async function serveMcpHttpCommand(
   options: McpHttpCommandOptions,
 ): Promise<void> {
-  const { flags, out, err, signal } = options;
+  const { flags, out, err, signal, egress } = options;
   const address = parseListenAddress(flags.http as string);
   if (typeof flags.conversation === "string") {
     throw new UsageError(
@@ -93,6 +96,7 @@ export async function serveMcpHttpCommand(
       createRuntime(
         { ...flags, conversation: sessionId },
         defaultMcpConversationsRoot,
+        egress,
       ),
     onError: (error) => void err(`skillrun mcp: ${error.message}\n`),
   });

@@ -10,6 +10,8 @@ import { hostPath } from "../_internal/std.ts";
 import { fenceReport, formatFenceReport } from "../runtimes/local/doctor.ts";
 import type { LocalSkillRuntime } from "../runtimes/local/runtime.ts";
 import { parseArgs, UsageError } from "./_args.ts";
+import { EGRESS_FLAGS, egressOptions } from "./_egress.ts";
+import type { EgressOptions } from "../network/sandbox.ts";
 import {
   type CliStreams,
   createRuntime,
@@ -94,6 +96,7 @@ export async function doctorCommand(
   const out = (text: string) => write(streams.stdout, text);
   const err = (text: string) => write(streams.stderr, text);
   let parsed;
+  let egress: EgressOptions;
   try {
     parsed = parseArgs(args, {
       skills: "string",
@@ -102,6 +105,7 @@ export async function doctorCommand(
       isolate: "boolean",
       "allow-net": "boolean",
       json: "boolean",
+      ...EGRESS_FLAGS,
     });
     if (parsed.flags.help === true) {
       await out(DOCTOR_HELP);
@@ -112,6 +116,7 @@ export async function doctorCommand(
         `Unexpected argument "${parsed.positionals[0] ?? "--"}"`,
       );
     }
+    egress = egressOptions(parsed.lists, parsed.flags);
   } catch (error) {
     if (!(error instanceof UsageError)) throw error;
     await err(`skillrun doctor: ${error.message}\n\n${DOCTOR_HELP}`);
@@ -124,7 +129,7 @@ export async function doctorCommand(
     : [];
   let runtime: LocalSkillRuntime | undefined;
   try {
-    runtime = await createRuntime(parsed.flags);
+    runtime = await createRuntime(parsed.flags, undefined, egress);
     const report = await fenceReport(runtime, {
       skillRoots,
       ...(options.signal ? { signal: options.signal } : {}),

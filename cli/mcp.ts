@@ -8,6 +8,8 @@ import { buildSkillTools } from "../tools/mod.ts";
 import type { SkillRuntime } from "../runtimes/types.ts";
 import { parseArgs, UsageError } from "./_args.ts";
 import { readConfigFile } from "./_config.ts";
+import { EGRESS_FLAGS, egressOptions } from "./_egress.ts";
+import type { EgressOptions } from "../network/sandbox.ts";
 import { serveMcpHttpCommand } from "./_mcp_http.ts";
 import { defaultMcpConversationsRoot } from "../tools/mcp/_conversations_root.ts";
 import {
@@ -112,6 +114,7 @@ export async function mcpCommand(
     await streams.stderr.write(encoder.encode(text));
   };
   let parsed;
+  let egress: EgressOptions;
   try {
     parsed = parseArgs(args, {
       skills: "string",
@@ -122,6 +125,7 @@ export async function mcpCommand(
       "json-response": "boolean",
       isolate: "boolean",
       "allow-net": "boolean",
+      ...EGRESS_FLAGS,
     });
     if (parsed.flags.help === true) {
       await out(MCP_HELP);
@@ -149,6 +153,7 @@ export async function mcpCommand(
       throw new UsageError('Option "--json-response" needs "--http"');
     }
     checkIsolateFlags(parsed.flags);
+    egress = egressOptions(parsed.lists, parsed.flags);
   } catch (error) {
     if (!(error instanceof UsageError)) throw error;
     await err(`skillrun mcp: ${error.message}\n\n${MCP_HELP}`);
@@ -163,6 +168,7 @@ export async function mcpCommand(
     if (typeof parsed.flags.http === "string") {
       await serveMcpHttpCommand({
         flags: parsed.flags,
+        egress,
         ...(configs ? { configs } : {}),
         out,
         err,
@@ -170,7 +176,11 @@ export async function mcpCommand(
       });
       return 0;
     }
-    runtime = await createRuntime(parsed.flags, defaultMcpConversationsRoot);
+    runtime = await createRuntime(
+      parsed.flags,
+      defaultMcpConversationsRoot,
+      egress,
+    );
     const built = await buildSkillTools({
       skills: parsed.flags.skills,
       runtime,
@@ -192,6 +202,7 @@ export async function mcpCommand(
         runtime.defaultWorkingDirectory,
         parsed.flags.isolate === true,
         parsed.flags["allow-net"] === true,
+        egress,
       ),
       ...(options.signal ? { signal: options.signal } : {}),
     });
@@ -216,13 +227,23 @@ function mcpInstructions(
   workingDirectory: string,
   isolated: boolean,
   allowNet: boolean,
+  egress: EgressOptions,
 ): string {
   return "These tools give you Agent Skills: when a task matches a skill in the skill tool's list, " +
     "call the skill tool with its name first, then follow its instructions with the other tools. " +
     `Commands run, and relative paths resolve, in ${workingDirectory}.` +
     (isolated
       ? ` Commands run in a sandbox: only that folder (and the skills' folders) and /tmp are writable, /tmp is emptied after each command, and ${
-        allowNet ? "the network is available" : "there is no network"
+        egress.network || egress.secrets
+          ? `the network goes through a policy proxy (HTTP_PROXY) that allows only ${
+            [
+              ...(egress.network?.allow ?? []),
+              ...Object.values(egress.secrets ?? {}).flatMap((s) => s.hosts),
+            ].join(", ") || "no host"
+          }; a refused request gets 403 with the reason`
+          : allowNet
+          ? "the network is available"
+          : "there is no network"
       }.`
       : "");
 }

@@ -18,6 +18,8 @@ import { loadSkills, selectSkills } from "../skill/mod.ts";
 import type { Skill } from "../skill/types.ts";
 import { commandLine, parseArgs, UsageError } from "./_args.ts";
 import { readConfigFile } from "./_config.ts";
+import { EGRESS_FLAGS, EGRESS_HELP, egressOptions } from "./_egress.ts";
+import type { EgressOptions } from "../network/sandbox.ts";
 
 /** The exit code of a command stopped by `--timeout` (as `timeout(1)`). */
 export const TIMEOUT_EXIT_CODE = 124;
@@ -43,7 +45,7 @@ export const ISOLATE_HELP: string =
                        host processes or environment; fails if bwrap is
                        missing or user namespaces are off (never falls back)
   --allow-net          With --isolate: let commands use the network
-`;
+${EGRESS_HELP}`;
 
 /** The help of `skillrun run`. */
 export const RUN_HELP: string =
@@ -142,6 +144,7 @@ export async function runCommand(
   let parsed;
   let command: string;
   let timeoutMs: number;
+  let egress: EgressOptions;
   try {
     parsed = parseArgs(args, {
       conversation: "string",
@@ -150,6 +153,7 @@ export async function runCommand(
       config: "string",
       isolate: "boolean",
       "allow-net": "boolean",
+      ...EGRESS_FLAGS,
     });
     if (parsed.flags.help === true) {
       await out(RUN_HELP);
@@ -172,6 +176,7 @@ export async function runCommand(
       throw new UsageError('Option "--root" needs "--conversation"');
     }
     checkIsolateFlags(parsed.flags);
+    egress = egressOptions(parsed.lists, parsed.flags);
     command = commandLine(parsed.rest);
     timeoutMs = parseTimeout(parsed.flags.timeout);
   } catch (error) {
@@ -187,7 +192,7 @@ export async function runCommand(
     const configs = typeof parsed.flags.config === "string"
       ? await readConfigFile(parsed.flags.config)
       : new Map<string, SkillRuntimeConfig>();
-    runtime = await createRuntime(parsed.flags);
+    runtime = await createRuntime(parsed.flags, undefined, egress);
     const skill = await findSkill(
       skillsDir,
       skillName,
@@ -284,6 +289,8 @@ export function checkIsolateFlags(
  * `--allow-net` flags.
  * @param defaultRoot The conversations root without `--root` (default
  * {@linkcode DEFAULT_CONVERSATIONS_ROOT} of the current directory).
+ * @param egress The network policy, secrets and resolutions of the isolated
+ * runtime (from {@linkcode egressOptions}).
  * @returns A new local runtime.
  * @throws {UsageError} `--root` without `--conversation`, `--allow-net`
  * without `--isolate`.
@@ -302,12 +309,13 @@ export function checkIsolateFlags(
 export async function createRuntime(
   flags: Readonly<Record<string, string | boolean>>,
   defaultRoot: () => string = () => DEFAULT_CONVERSATIONS_ROOT,
+  egress: EgressOptions = {},
 ): Promise<LocalSkillRuntime> {
   const conversation = flags.conversation;
   const root = flags.root;
   checkIsolateFlags(flags);
   const isolate = flags.isolate === true
-    ? { isolate: { allowNet: flags["allow-net"] === true } }
+    ? { isolate: { allowNet: flags["allow-net"] === true, ...egress } }
     : {};
   if (typeof conversation !== "string") {
     if (typeof root === "string") {

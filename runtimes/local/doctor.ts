@@ -11,6 +11,7 @@ import { hostPath } from "../../_internal/std.ts";
 import { commandSucceeds } from "../../_internal/command.ts";
 import { detectRipgrep } from "../../search/ripgrep.ts";
 import { BubblewrapLauncher, type IsolationReport } from "./isolated.ts";
+import type { EgressReport } from "../../network/sandbox.ts";
 import type { LocalSkillRuntime } from "./runtime.ts";
 
 /** The permissions the report looks at. */
@@ -56,8 +57,13 @@ export interface CommandReach {
   readonly read: readonly string[];
   /** What commands can write. */
   readonly write: readonly string[];
-  /** `none`, `host` (the host's network), or `unrestricted` (not isolated). */
-  readonly network: "none" | "host" | "unrestricted";
+  /**
+   * `none`, `host` (the host's network), `proxy` (only through the egress
+   * proxy, by policy: see `egress`), or `unrestricted` (not isolated).
+   */
+  readonly network: "none" | "host" | "proxy" | "unrestricted";
+  /** The egress policy and where it is enforced, with `proxy`. */
+  readonly egress: EgressReport | null;
 }
 
 /** Where the file tools (read, write, edit, ls, glob, grep) can go. */
@@ -179,12 +185,14 @@ export async function fenceReport(
     ? {
       read: [...sandbox.readOnly, ...writable],
       write: [...writable, "a private /tmp"],
-      network: sandbox.allowNet ? "host" : "none",
+      network: sandbox.egress ? "proxy" : sandbox.allowNet ? "host" : "none",
+      egress: sandbox.egress,
     }
     : {
       read: ["everything the user running Deno may read"],
       write: ["everything the user running Deno may write"],
       network: "unrestricted",
+      egress: null,
     };
   const fileTools: FileToolReach = workspace === undefined
     ? { scope: "process", paths: [runtime.defaultWorkingDirectory] }
@@ -195,7 +203,11 @@ export async function fenceReport(
     summary = `isolated with ${sandbox.version}: namespaces ${
       sandbox.namespaces.join(", ")
     }; ${
-      sandbox.allowNet ? "the host's network" : "no network, loopback included"
+      sandbox.egress
+        ? "no network but its own loopback; out only through the egress proxy, by policy"
+        : sandbox.allowNet
+        ? "the host's network"
+        : "no network, loopback included"
     }`;
     for (const [name, limit] of Object.entries(sandbox.limits)) {
       if (limit.mechanism === "none") {
@@ -322,9 +334,31 @@ export function formatFenceReport(report: FenceReport): string {
     {
       none: "none (loopback included)",
       host: "the host's network",
+      proxy: "only through the egress proxy, by policy",
       unrestricted: "whatever the user may reach",
     }[report.commands.network]
   }`);
+  const egress = report.commands.egress;
+  if (egress) {
+    const list = (items: readonly string[]) =>
+      items.length ? items.join(", ") : "none";
+    lines.push(`    enforced by: ${egress.enforcedBy}`);
+    lines.push(`    allow: ${list(egress.allow)}`);
+    lines.push(`    deny: ${list(egress.deny)}`);
+    lines.push(
+      "    refused always: loopback, private, link-local and metadata addresses (unless mapped with resolve)",
+    );
+    for (const [name, hosts] of Object.entries(egress.secrets)) {
+      lines.push(
+        `    secret ${name}: a placeholder inside; the value only in HTTPS request headers to ${
+          hosts.join(", ")
+        } (intercepted with the runtime's own CA)`,
+      );
+    }
+    for (const [host, address] of Object.entries(egress.resolve)) {
+      lines.push(`    resolve: ${host} -> ${address}`);
+    }
+  }
   lines.push(
     report.fileTools.scope === "workspace"
       ? `file tools can reach: only ${
