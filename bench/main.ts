@@ -22,6 +22,7 @@ const FILES = [
   "./remote_bench.ts",
   "./aio_bench.ts",
   "./mcp_bench.ts",
+  "./egress_bench.ts",
 ] as const;
 
 const filter = Deno.args[0];
