@@ -81,6 +81,14 @@ export {
   IsolationUnavailableError,
   type LimitReport,
 } from "./runtimes/local/isolated.ts";
+export type {
+  NetworkPolicy,
+  ResolveOption,
+  SecretsOption,
+  SecretSpec,
+} from "./network/policy.ts";
+export type { NetworkEvent } from "./network/proxy.ts";
+export type { EgressOptions, EgressReport } from "./network/sandbox.ts";
 export {
   type CommandReach,
   type FenceReport,
