@@ -91,7 +91,20 @@ interface Head {
 
 type Stream = Deno.Conn | Deno.TlsConn;
 
+/** How long a client may take to send a request head: 30 s. */
+const HEAD_TIMEOUT_MS = 30_000;
+
+/** Reads a request head; the connection is closed when it takes too long. */
 async function readHead(conn: Stream): Promise<Head | null> {
+  const timer = setTimeout(() => closeQuietly(conn), HEAD_TIMEOUT_MS);
+  try {
+    return await readHeadNow(conn);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function readHeadNow(conn: Stream): Promise<Head | null> {
   let data = new Uint8Array(0);
   const chunk = new Uint8Array(16 * 1024);
   while (true) {
