@@ -345,6 +345,9 @@ export class EgressProxy {
     (async () => {
       try {
         for await (const conn of listener) {
+          if (conn.localAddr.transport === "tcp") {
+            (conn as Deno.TcpConn).setNoDelay(true);
+          }
           this.#track(conn);
           this.#handle(conn).catch(() => {}).finally(() => {
             this.#conns.delete(conn);
@@ -443,11 +446,14 @@ export class EgressProxy {
       this.#options.connectTimeoutMs ?? 15_000,
     );
     try {
-      return await Deno.connect({
+      const conn = await Deno.connect({
         hostname: target.address,
         port: target.port,
         signal,
       });
+      // Small writes (a head, then a body) go out at once, not after an ACK.
+      conn.setNoDelay(true);
+      return conn;
     } catch (error) {
       throw new Refusal(
         502,

@@ -81,6 +81,7 @@ async function pump(from, to) {
   }
 }
 async function handle(conn) {
+  conn.setNoDelay(true);
   let up;
   try {
     up = await Deno.connect({ transport: "unix", path: SOCKET });
