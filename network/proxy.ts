@@ -519,6 +519,7 @@ export class EgressProxy {
         hostname: "127.0.0.1",
         port: (listener.addr as Deno.NetAddr).port,
       });
+      inner.setNoDelay(true);
       this.#track(inner);
       this.#handOver((inner.localAddr as Deno.NetAddr).port, {
         target,
