@@ -475,7 +475,8 @@ export class LocalSkillRuntime implements SkillRuntime {
   }
 
   /**
-   * Forgets the merged environment and the prepared skills. Idempotent;
+   * Forgets the merged environment and the prepared skills, and stops the
+   * egress proxy of an isolated launcher this runtime made. Idempotent;
    * deletes nothing.
    *
    * @returns When done.
