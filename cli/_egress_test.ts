@@ -136,3 +136,19 @@ Deno.test("cli: run --isolate --allow-host reaches the allowed host through the 
     await Deno.remove(temp, { recursive: true });
   }
 });
+
+Deno.test("cli args: a repeatable flag keeps every value in order, others stay single", async () => {
+  const { parseArgs } = await import("./_args.ts");
+  const parsed = parseArgs(
+    ["--allow-host", "a.com", "--isolate", "--allow-host=b.com", "x"],
+    { "allow-host": "strings", isolate: "boolean" },
+  );
+  assertEquals(parsed.lists["allow-host"], ["a.com", "b.com"]);
+  assertEquals(parsed.flags.isolate, true);
+  assertEquals(parsed.positionals, ["x"]);
+  assertThrows(
+    () => parseArgs(["--isolate", "--isolate"], { isolate: "boolean" }),
+    UsageError,
+    "more than once",
+  );
+});
