@@ -80,6 +80,44 @@ function egressRuntime(): Promise<LocalSkillRuntime> {
 }
 
 let plain: LocalSkillRuntime | undefined;
+let relayPort: number | undefined;
+
+/**
+ * A bare TCP relay in Deno (one hop, no policy, no bridge) to the HTTP
+ * server: the floor of any user-space proxy written in Deno.
+ */
+async function relay(): Promise<number> {
+  if (relayPort !== undefined) return relayPort;
+  const target = (await servers()).http;
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const pump = async (a: Deno.Conn, b: Deno.Conn) => {
+    const buf = new Uint8Array(256 * 1024);
+    try {
+      for (;;) {
+        const n = await a.read(buf);
+        if (n === null) break;
+        let o = 0;
+        while (o < n) o += await b.write(buf.subarray(o, n));
+      }
+      await b.closeWrite();
+    } catch { /* closed */ }
+  };
+  (async () => {
+    for await (const conn of listener) {
+      const up = await Deno.connect({ hostname: "127.0.0.1", port: target });
+      Promise.all([pump(conn, up), pump(up, conn)]).finally(() => {
+        try {
+          conn.close();
+        } catch { /* closed */ }
+        try {
+          up.close();
+        } catch { /* closed */ }
+      });
+    }
+  })();
+  listener.unref();
+  return relayPort = (listener.addr as Deno.NetAddr).port;
+}
 let shared: Promise<LocalSkillRuntime> | undefined;
 
 async function run(runtime: LocalSkillRuntime, command: string): Promise<void> {
@@ -158,6 +196,14 @@ export const cases: BenchCase[] = [
           }/big`,
         ),
     },
+    extra: [{
+      label: "curl through a bare Deno TCP relay (one hop, plain execute)",
+      fn: async () =>
+        await run(
+          plain ??= new LocalSkillRuntime(),
+          `curl -sf -o /dev/null http://127.0.0.1:${await relay()}/big`,
+        ),
+    }],
   },
   {
     id: "egress-intercepted-secret",

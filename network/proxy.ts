@@ -280,7 +280,15 @@ export class EgressProxy {
   readonly #options: EgressProxyOptions;
   readonly #listeners: Deno.Listener[] = [];
   readonly #conns = new Set<Stream>();
-  readonly #interceptors = new Map<string, Promise<Deno.TlsListener>>();
+  /**
+   * The TLS listener of each intercepted host, open while a tunnel to it is
+   * (Deno 2.9's `TlsListener.unref()` does not let the program end, so an
+   * idle one is closed rather than kept).
+   */
+  readonly #interceptors = new Map<
+    string,
+    { listener: Promise<Deno.TlsListener>; active: number }
+  >();
   readonly #pending = new Map<number, Pending>();
   readonly #waiting = new Map<number, (pending: Pending | undefined) => void>();
   #closed = false;
@@ -328,8 +336,9 @@ export class EgressProxy {
     this.#closed = true;
     for (const listener of this.#listeners) closeQuietly(listener as never);
     for (const interceptor of this.#interceptors.values()) {
-      interceptor.then((l) => closeQuietly(l as never), () => {});
+      interceptor.listener.then((l) => closeQuietly(l as never), () => {});
     }
+    this.#interceptors.clear();
     for (const conn of this.#conns) closeQuietly(conn);
     for (const pending of this.#pending.values()) {
       closeQuietly(pending.upstream);
@@ -514,21 +523,33 @@ export class EgressProxy {
       if (head.rest.length > 0) await writeAll(upstream, head.rest);
       if (!intercepted) return await splice(client, upstream);
       // Intercepted: the client's TLS ends at our listener for this host.
-      const listener = await this.#interceptor(host);
-      const inner = await Deno.connect({
-        hostname: "127.0.0.1",
-        port: (listener.addr as Deno.NetAddr).port,
-      });
-      inner.setNoDelay(true);
-      this.#track(inner);
-      this.#handOver((inner.localAddr as Deno.NetAddr).port, {
-        target,
-        upstream,
-        secrets,
-      });
-      upstream = undefined; // the interceptor owns it now
-      await splice(client, inner);
-      this.#conns.delete(inner);
+      const interceptor = this.#interceptor(host);
+      interceptor.active++;
+      try {
+        const listener = await interceptor.listener;
+        const inner = await Deno.connect({
+          hostname: "127.0.0.1",
+          port: (listener.addr as Deno.NetAddr).port,
+        });
+        inner.setNoDelay(true);
+        this.#track(inner);
+        this.#handOver((inner.localAddr as Deno.NetAddr).port, {
+          target,
+          upstream,
+          secrets,
+        });
+        upstream = undefined; // the interceptor owns it now
+        await splice(client, inner);
+        this.#conns.delete(inner);
+      } finally {
+        if (
+          --interceptor.active === 0 &&
+          this.#interceptors.get(host) === interceptor
+        ) {
+          this.#interceptors.delete(host);
+          interceptor.listener.then((l) => closeQuietly(l as never), () => {});
+        }
+      }
     } finally {
       if (upstream) {
         this.#conns.delete(upstream);
@@ -565,10 +586,12 @@ export class EgressProxy {
     });
   }
 
-  #interceptor(host: string): Promise<Deno.TlsListener> {
-    let listener = this.#interceptors.get(host);
-    if (!listener) {
-      listener = this.#options.authority!.issue(host).then((issued) => {
+  #interceptor(
+    host: string,
+  ): { listener: Promise<Deno.TlsListener>; active: number } {
+    let interceptor = this.#interceptors.get(host);
+    if (!interceptor) {
+      const listener = this.#options.authority!.issue(host).then((issued) => {
         const l = Deno.listenTls({
           hostname: "127.0.0.1",
           port: 0,
@@ -576,13 +599,13 @@ export class EgressProxy {
           key: issued.key,
           alpnProtocols: ["http/1.1"],
         });
-        l.unref();
         this.#acceptIntercepted(l);
         return l;
       });
-      this.#interceptors.set(host, listener);
+      interceptor = { listener, active: 0 };
+      this.#interceptors.set(host, interceptor);
     }
-    return listener;
+    return interceptor;
   }
 
   #acceptIntercepted(listener: Deno.TlsListener): void {
