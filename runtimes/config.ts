@@ -304,7 +304,8 @@ function describe(value: unknown): string {
  * @param env The variables.
  * @param what Whose they are, for the message (e.g. `request`).
  * @returns The same variables.
- * @throws {TypeError} A bad name, or a value that is not a string.
+ * @throws {TypeError} A bad name, or a value that is not a string or holds
+ * NUL (no process can receive it).
  */
 export function checkEnv(
   env: Readonly<Record<string, string>>,
@@ -319,6 +320,11 @@ export function checkEnv(
     if (typeof value !== "string") {
       throw new TypeError(
         `Cannot use variable "${name}" of the ${what}: its value must be a string`,
+      );
+    }
+    if (value.includes("\0")) {
+      throw new TypeError(
+        `Cannot use variable "${name}" of the ${what}: its value holds a NUL character`,
       );
     }
   }

@@ -8,7 +8,11 @@
  * policy), and the machinery every remote runtime shares
  * ({@linkcode RemoteSkillRuntime}, {@linkcode HttpClient},
  * {@linkcode RemoteFileSystem}, streamed upload and resumable download, shell
- * quoting, POSIX remote paths).
+ * quoting, POSIX remote paths, and the kit of services that create sandboxes
+ * on demand: {@linkcode SandboxService}, {@linkcode SandboxServiceRuntime}),
+ * the command core every executor shares ({@linkcode CommandRun},
+ * {@linkcode checkTimeoutMs}) and the request checks every runtime shares
+ * ({@linkcode checkExecuteRequest}).
  *
  * Importing this module needs no permission.
  *
@@ -44,6 +48,8 @@ export {
   DEFAULT_MAX_OUTPUT_BYTES,
 } from "./types.ts";
 export * from "./config.ts";
+export * from "./command_core.ts";
+export * from "./request.ts";
 export * from "./errors.ts";
 export * from "./prepare.ts";
 export * from "./local/mod.ts";

@@ -17,6 +17,11 @@ import type {
   PrepareRequest,
 } from "./types.ts";
 import { redactSecrets } from "../_internal/redact.ts";
+import {
+  type Flight as SharedFlight,
+  startFlight,
+  waitFor,
+} from "../_internal/flight.ts";
 
 /** What {@linkcode PreparationHooks.materialize} returns. */
 export interface MaterializeResult {
@@ -195,7 +200,7 @@ export class PreparationEngine {
       // still stopping: start again once it has settled.
       flight = this.#start(key, skill, config, request, flight?.promise);
     }
-    return wait(flight, request.signal);
+    return waitFor(flight, request.signal);
   }
 
   /**
@@ -210,25 +215,20 @@ export class PreparationEngine {
     request: PrepareRequest,
     after: Promise<unknown> | undefined,
   ): Flight {
-    const controller = new AbortController();
-    const settled = after ? after.then(() => {}, () => {}) : Promise.resolve();
-    const promise = settled.then(() =>
-      this.#prepared.get(key)?.prepared ??
-        this.#run(key, skill, config, {
-          ...request,
-          signal: controller.signal,
-        })
-    ).finally(() => {
-      if (this.#inFlight.get(key) === flight) this.#inFlight.delete(key);
-    });
-    // A failure with no caller left must not become an unhandled rejection.
-    promise.catch(() => {});
     const flight: Flight = {
-      promise,
-      controller,
-      waiters: 0,
+      ...startFlight(
+        (signal) =>
+          Promise.resolve(
+            this.#prepared.get(key)?.prepared ??
+              this.#run(key, skill, config, { ...request, signal }),
+          ),
+        after,
+      ),
       fingerprint: fingerprintOf(config),
     };
+    flight.promise.finally(() => {
+      if (this.#inFlight.get(key) === flight) this.#inFlight.delete(key);
+    }).catch(() => {});
     this.#inFlight.set(key, flight);
     return flight;
   }
@@ -374,43 +374,7 @@ function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-/** A preparation under way, and how many callers wait for it. */
-interface Flight {
-  readonly promise: Promise<PreparedSkill>;
-  readonly controller: AbortController;
-  waiters: number;
+/** A preparation under way, with the configuration it was started with. */
+interface Flight extends SharedFlight<PreparedSkill> {
   readonly fingerprint: string;
-}
-
-/**
- * Waits for a shared preparation. A caller whose signal aborts leaves with
- * its reason; the preparation itself is aborted when the last caller leaves.
- */
-function wait(
-  flight: Flight,
-  signal: AbortSignal | undefined,
-): Promise<PreparedSkill> {
-  if (signal?.aborted) return Promise.reject(signal.reason);
-  flight.waiters++;
-  if (!signal) return flight.promise.finally(() => flight.waiters--);
-  return new Promise<PreparedSkill>((resolve, reject) => {
-    let settled = false;
-    const leave = (): boolean => {
-      if (settled) return false;
-      settled = true;
-      flight.waiters--;
-      signal.removeEventListener("abort", onAbort);
-      return true;
-    };
-    const onAbort = () => {
-      if (!leave()) return;
-      if (flight.waiters === 0) flight.controller.abort(signal.reason);
-      reject(signal.reason);
-    };
-    signal.addEventListener("abort", onAbort, { once: true });
-    flight.promise.then(
-      (prepared) => leave() && resolve(prepared),
-      (error) => leave() && reject(error),
-    );
-  });
 }

@@ -60,7 +60,11 @@ export interface ExecuteRequest {
   readonly command: string;
   /** Where it runs; default {@linkcode SkillRuntime.defaultWorkingDirectory}. */
   readonly workingDirectory?: string;
-  /** How long it may run, in ms (> 0); default 120 000. */
+  /**
+   * How long it may run, in ms (> 0); default 120 000. Longer than about 24.8
+   * days (`MAX_EXECUTE_TIMEOUT_MS`, the longest timer) is clamped to it, on
+   * every runtime.
+   */
   readonly timeoutMs?: number;
   /** Variables for this execution alone; they override every other source. */
   readonly env?: Readonly<Record<string, string>>;

@@ -8,6 +8,7 @@
 import type { SkillRuntimeConfig } from "../runtimes/config.ts";
 import type { PreparedSkill, SkillRuntime } from "../runtimes/types.ts";
 import type { Skill } from "../skill/types.ts";
+import { type Flight, startFlight, waitFor } from "../_internal/flight.ts";
 
 /** The limits of the tools. Every field has a default in {@linkcode DEFAULT_TOOL_LIMITS}. */
 export interface ToolLimits {
@@ -115,9 +116,11 @@ export interface ToolContext {
   /** The skills offered to the model, in catalog order. */
   readonly skills: readonly Skill[];
   /**
-   * Prepares a skill through the runtime with its configuration. The runtime
-   * prepares each skill once, shares a preparation under way between callers
-   * and keeps nothing that failed (the next call retries).
+   * Prepares a skill through the runtime with its configuration, once per
+   * context (so once per tool set) even with a runtime that caches nothing:
+   * a successful preparation is kept, concurrent callers share one
+   * `runtime.prepare` call, and a failure is kept by neither (the next call
+   * retries).
    */
   prepare(skill: Skill, options?: PrepareSkillOptions): Promise<PreparedSkill>;
   /** The limits. */
@@ -180,26 +183,62 @@ export function createToolContext(
   }
   const configs = options.configs ?? new Map<string, SkillRuntimeConfig>();
   const configured = [...configs.values()].flatMap((c) => Object.values(c.env));
+  // Successful preparations of this tool set, and the ones under way.
+  const prepared = new Map<string, PreparedSkill>();
+  const flights = new Map<string, Flight<PreparedSkill>>();
   return {
     runtime,
     skills: options.skills ?? [],
-    prepare: async (skill, { signal } = {}) => {
-      const config = configs.get(skill.name);
-      const [prepared] = await runtime.prepare({
-        skills: [config ? { skill, config } : { skill }],
-        ...(signal ? { signal } : {}),
-      });
-      if (!prepared) {
-        throw new Error(
-          `Cannot prepare skill "${skill.name}": the runtime returned no prepared skill`,
+    prepare: (skill, { signal } = {}) => {
+      const key = `${skill.name}\u0000${skill.basePath}`;
+      const done = prepared.get(key);
+      if (done) return Promise.resolve(done);
+      let flight = flights.get(key);
+      if (!flight || flight.controller.signal.aborted) {
+        // None under way, or every caller left the one under way and it is
+        // still stopping: start again once it has settled.
+        const started = startFlight(
+          (signal) => prepareOnce(runtime, skill, configs, signal),
+          flight?.promise,
         );
+        flight = started;
+        flights.set(key, started);
+        // First to hear of the outcome, before any caller: a caller that
+        // retries at once after a failure starts a new preparation.
+        const settle = () => {
+          if (flights.get(key) === started) flights.delete(key);
+        };
+        started.promise.then((skill) => {
+          prepared.set(key, skill);
+          settle();
+        }, settle);
       }
-      return prepared;
+      return waitFor(flight, signal);
     },
     limits: Object.freeze(limits),
     ...(options.publisher ? { publisher: options.publisher } : {}),
     secrets: () => [...configured, ...runtimeSecrets(runtime)],
   };
+}
+
+/** One call of the runtime's `prepare` for one skill with its configuration. */
+async function prepareOnce(
+  runtime: SkillRuntime,
+  skill: Skill,
+  configs: ReadonlyMap<string, SkillRuntimeConfig>,
+  signal: AbortSignal,
+): Promise<PreparedSkill> {
+  const config = configs.get(skill.name);
+  const [prepared] = await runtime.prepare({
+    skills: [config ? { skill, config } : { skill }],
+    signal,
+  });
+  if (!prepared) {
+    throw new Error(
+      `Cannot prepare skill "${skill.name}": the runtime returned no prepared skill`,
+    );
+  }
+  return prepared;
 }
 
 // The runtime's merged environment; none when it cannot say (e.g. closed),

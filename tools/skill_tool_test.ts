@@ -6,6 +6,10 @@ import {
 } from "../_internal/assert.ts";
 import { SkillRuntimeConfig } from "../runtimes/config.ts";
 import { loadSkills } from "../skill/load.ts";
+import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
+import type { PreparedSkill, SkillRuntime } from "../runtimes/types.ts";
+import { buildSkillTools } from "./builder.ts";
+import { createToolContext } from "./context.ts";
 import { createSkillTool, DEFAULT_SKILL_DESCRIPTION } from "./skill_tool.ts";
 import {
   conversationContext,
@@ -148,3 +152,120 @@ testEachRuntime(
     );
   },
 );
+
+/**
+ * A user's own runtime that caches nothing: every `prepare` call is counted
+ * (per skill), waits a little, and fails while `failing` holds the skill.
+ */
+function countingRuntime(cwd: string): {
+  runtime: SkillRuntime;
+  calls: Map<string, number>;
+  failing: Set<string>;
+} {
+  const real = new LocalSkillRuntime({ cwd });
+  const calls = new Map<string, number>();
+  const failing = new Set<string>();
+  const runtime: SkillRuntime = {
+    name: "counting",
+    defaultWorkingDirectory: real.defaultWorkingDirectory,
+    fs: real.fs,
+    async prepare(request) {
+      const prepared: PreparedSkill[] = [];
+      for (const { skill } of request.skills) {
+        calls.set(skill.name, (calls.get(skill.name) ?? 0) + 1);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        if (failing.has(skill.name)) {
+          throw new Error(`Cannot prepare skill "${skill.name}": no network`);
+        }
+        prepared.push({ name: skill.name, basePath: skill.basePath, skill });
+      }
+      return prepared;
+    },
+    execute: (request) => real.execute(request),
+    environment: () => real.environment(),
+    close: () => real.close(),
+    [Symbol.asyncDispose]: () => real.close(),
+  };
+  return { runtime, calls, failing };
+}
+
+Deno.test("the skill tool prepares each skill once per tool kit with a runtime that does not cache", async () => {
+  await using dir = await tempDir();
+  await writeSkill(dir.path, "alpha");
+  await writeSkill(dir.path, "beta");
+  const { runtime, calls } = countingRuntime(dir.path);
+  await using kit = await buildSkillTools({ skills: dir.path, runtime });
+  const skill = kit.tool("skill")!;
+  for (const name of ["alpha", "beta", "alpha", "alpha", "beta"]) {
+    const result = await skill.execute({ name });
+    assertEquals(result.isError, false, result.text);
+    assertStringIncludes(result.text, `Instructions of ${name}.`);
+  }
+  assertEquals(Object.fromEntries(calls), { alpha: 1, beta: 1 });
+  // Another tool kit on the same runtime has its own cache.
+  await using other = await buildSkillTools({ skills: dir.path, runtime });
+  await other.tool("skill")!.execute({ name: "alpha" });
+  await other.tool("skill")!.execute({ name: "alpha" });
+  assertEquals(Object.fromEntries(calls), { alpha: 2, beta: 1 });
+  await runtime.close();
+});
+
+Deno.test("concurrent skill calls for one skill share one prepare call", async () => {
+  await using dir = await tempDir();
+  await writeSkill(dir.path, "alpha");
+  await writeSkill(dir.path, "beta");
+  const { runtime, calls } = countingRuntime(dir.path);
+  await using kit = await buildSkillTools({ skills: dir.path, runtime });
+  const skill = kit.tool("skill")!;
+  const results = await Promise.all(
+    ["alpha", "alpha", "beta", "alpha", "beta"].map((name) =>
+      skill.execute({ name })
+    ),
+  );
+  for (const result of results) assertEquals(result.isError, false);
+  assertEquals(Object.fromEntries(calls), { alpha: 1, beta: 1 });
+  await runtime.close();
+});
+
+Deno.test("a failed preparation is not cached by the tools: the next skill call retries", async () => {
+  await using dir = await tempDir();
+  await writeSkill(dir.path, "alpha");
+  const { runtime, calls, failing } = countingRuntime(dir.path);
+  await using kit = await buildSkillTools({ skills: dir.path, runtime });
+  const skill = kit.tool("skill")!;
+  failing.add("alpha");
+  const failed = await Promise.all([
+    skill.execute({ name: "alpha" }),
+    skill.execute({ name: "alpha" }),
+  ]);
+  for (const result of failed) {
+    assertEquals(result.isError, true);
+    assertStringIncludes(result.text, "no network");
+  }
+  assertEquals(calls.get("alpha"), 1);
+  failing.delete("alpha");
+  const retried = await skill.execute({ name: "alpha" });
+  assertEquals(retried.isError, false, retried.text);
+  assertEquals(calls.get("alpha"), 2);
+  await skill.execute({ name: "alpha" });
+  assertEquals(calls.get("alpha"), 2);
+  await runtime.close();
+});
+
+Deno.test("a caller that retries as soon as a preparation failed gets a new preparation", async () => {
+  await using dir = await tempDir();
+  await writeSkill(dir.path, "alpha");
+  const { skills } = await loadSkills(dir.path);
+  const { runtime, calls, failing } = countingRuntime(dir.path);
+  const context = createToolContext(runtime, { skills });
+  failing.add("alpha");
+  const first = context.prepare(skills[0]!);
+  // Retries in the failure's own reaction, before anything else runs.
+  const retried = first.catch(() => {
+    failing.delete("alpha");
+    return context.prepare(skills[0]!);
+  });
+  assertEquals((await retried).name, "alpha");
+  assertEquals(calls.get("alpha"), 2);
+  await runtime.close();
+});

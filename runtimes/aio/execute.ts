@@ -8,6 +8,7 @@
  * @module
  */
 import { OutputCollector } from "../../_internal/collector.ts";
+import { CommandRun, MAX_EXECUTE_TIMEOUT_MS } from "../command_core.ts";
 import { RemoteHttpError } from "../remote/errors.ts";
 import type { ExecuteResult } from "../types.ts";
 import type {
@@ -132,8 +133,13 @@ class StreamOutput {
     this.offset = Math.max(end, this.offset);
   }
 
-  get bytes(): number {
+  /** Every byte the command wrote: kept, dropped by us, cut by the server. */
+  get totalBytes(): number {
     return this.collector.totalBytes + this.cut;
+  }
+
+  text(): string {
+    return this.collector.text();
   }
 
   get truncated(): boolean {
@@ -157,42 +163,23 @@ export async function runAioCommand(
   sessions: AioSessionPool,
   request: AioCommandRequest,
 ): Promise<ExecuteResult> {
-  const started = performance.now();
   const out = new StreamOutput(request.maxOutputBytes);
   const err = new StreamOutput(request.maxOutputBytes);
-  const result = (
-    exitCode: number,
-    reason?: "timeout" | "abort",
-  ): ExecuteResult => ({
-    stdout: out.collector.text(),
-    stderr: err.collector.text(),
-    exitCode: reason ? -1 : exitCode,
-    timedOut: reason === "timeout",
-    aborted: reason === "abort",
-    stdoutBytes: out.bytes,
-    stderrBytes: err.bytes,
-    stdoutTruncated: out.truncated,
-    stderrTruncated: err.truncated,
-    durationMs: performance.now() - started,
+  // At our deadline or the caller's abort every request of the command is
+  // cut short and the session's process killed.
+  using run = new CommandRun({
+    timeoutMs: request.timeoutMs,
+    signal: request.signal,
   });
-  if (request.signal?.aborted) return result(-1, "abort");
+  const result = (exitCode: number): ExecuteResult =>
+    run.result(exitCode, out, err);
+  if (run.reason) return result(-1);
 
   const poll = request.pollSeconds ?? DEFAULT_POLL_SECONDS;
-  const deadline = Date.now() + request.timeoutMs;
-  const stop = new AbortController();
-  let reason: "timeout" | "abort" | undefined;
-  const timer = setTimeout(() => {
-    reason ??= "timeout";
-    stop.abort();
-  }, Math.min(request.timeoutMs, 2 ** 31 - 1));
-  const onAbort = (): void => {
-    reason ??= "abort";
-    stop.abort();
-  };
-  request.signal?.addEventListener("abort", onAbort, { once: true });
+  const stop = run.stopSignal;
   const sessionId = sessions.take();
   const leftSeconds = (): number =>
-    Math.max(0.001, Math.min(poll, (deadline - Date.now()) / 1000));
+    Math.max(0.001, Math.min(poll, run.remainingMs() / 1000));
   let sent = false;
   let commandId: string | undefined;
   try {
@@ -202,7 +189,7 @@ export async function runAioCommand(
       // A session of our own id, made once: the spec lets /exec make one
       // only without an id, and a kill needs the id before /exec answers.
       await client.createSession(sessionId, {
-        signal: stop.signal,
+        signal: stop,
         timeoutMs: 30_000,
       });
       sessions.created(sessionId);
@@ -217,9 +204,13 @@ export async function runAioCommand(
         env: request.env,
         timeout: soft,
         // A backstop on the server in case we vanish; our deadline acts first.
-        hard_timeout: Math.ceil(request.timeoutMs / 1000) + 5,
+        // (never past the longest timer, in case the server keeps it in one).
+        hard_timeout: Math.min(
+          Math.ceil(run.timeoutMs / 1000) + 5,
+          Math.floor(MAX_EXECUTE_TIMEOUT_MS / 1000),
+        ),
         max_output_length: Math.max(1, request.maxOutputBytes),
-      }, { signal: stop.signal, timeoutMs: soft * 1000 + 15_000 });
+      }, { signal: stop, timeoutMs: soft * 1000 + 15_000 });
       out.add(answer.stdout, answer.offset);
       err.add(answer.stderr, answer.stderr_offset);
       status = answer.status;
@@ -237,7 +228,7 @@ export async function runAioCommand(
           wait: true,
         },
         leftSeconds,
-        stop.signal,
+        stop,
       );
       out.add(answer.stdout, answer.offset);
       err.add(answer.stderr, answer.stderr_offset);
@@ -255,14 +246,17 @@ export async function runAioCommand(
       exitCode = answer.command.exit_code;
     }
     sessions.give(sessionId);
-    if (status === "timed_out") return result(-1, "timeout");
+    if (status === "timed_out") {
+      run.stop("timeout");
+      return result(-1);
+    }
     return result(status === "completed" ? exitCode ?? -1 : -1);
   } catch (error) {
-    if (reason !== undefined) {
+    if (run.reason !== undefined) {
       if (!sent) {
         // Nothing ran; the session may or may not exist: use a new one.
         sessions.drop(sessionId);
-        return result(-1, reason);
+        return result(-1);
       }
       const killed = await killSession(client, sessions, sessionId);
       // What the command wrote before it was stopped is part of the result.
@@ -278,14 +272,11 @@ export async function runAioCommand(
           err.add(answer.stderr, answer.stderr_offset);
         }, () => {});
       }
-      return result(-1, reason);
+      return result(-1);
     }
     // The command may have started: stop it before reporting the failure.
     if (sent) await killSession(client, sessions, sessionId);
     throw error;
-  } finally {
-    clearTimeout(timer);
-    request.signal?.removeEventListener("abort", onAbort);
   }
 }
 

@@ -32,38 +32,4 @@ export {
   type AioOutputRequest,
   type AioOutputResult,
 } from "./client.ts";
-export {
-  type ConversationKey,
-  type ConversationRecord,
-  type ConversationStore,
-  type CreateConversationResult,
-  type DeleteConversationOptions,
-  KvConversationStore,
-  MemoryConversationStore,
-  type NewConversation,
-  type PreparedSkillRecord,
-} from "../../workspace/conversation_store.ts";
-export { RemoteHttpError } from "../remote/errors.ts";
-export {
-  HttpClient,
-  type HttpClientOptions,
-  type HttpQuery,
-  type HttpRequest,
-} from "../remote/http.ts";
-export type { FileContent, MultipartPart } from "../remote/upload.ts";
-export {
-  type RemoteBackend,
-  type RemoteCommand,
-  type RemoteConversation,
-  type RemoteRuntimeCommonOptions,
-  type RemoteSearchParts,
-  type RemoteSession,
-  RemoteSkillRuntime,
-  type RemoteSkillRuntimeOptions,
-} from "../remote/runtime.ts";
-export type * from "../types.ts";
-export type * from "../remote/fs.ts";
-export type * from "../../search/types.ts";
-export type * from "../../skill/types.ts";
-export type { BootstrapCommand, SkillRuntimeConfig } from "../config.ts";
-export type { CopyPolicy } from "../../workspace/copy.ts";
+export * from "../remote/kind_exports.ts";

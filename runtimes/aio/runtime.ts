@@ -11,23 +11,19 @@ import {
   type RemoteRuntimeCommonOptions,
   type RemoteSession,
   RemoteSkillRuntime,
-  type RemoteSkillRuntimeOptions,
+  runtimeOptionsOf,
 } from "../remote/runtime.ts";
 import { shellQuote } from "../remote/shell.ts";
 import type { ExecuteResult } from "../types.ts";
-import { validateConversationId } from "../../workspace/conversation.ts";
-import {
-  type ConversationKey,
-  type ConversationStore,
-  MemoryConversationStore,
-  normalizeConversationKey,
+import type {
+  ConversationKey,
+  ConversationStore,
 } from "../../workspace/conversation_store.ts";
+import { remoteConversation } from "../remote/sandbox_service.ts";
 import { posix } from "../../_internal/std.ts";
 import { AioClient } from "./client.ts";
 import { AioSessionPool, runAioCommand } from "./execute.ts";
 import { AioFileOps } from "./files.ts";
-
-let defaultStore: ConversationStore | undefined;
 
 /** The deadline of the runtime's own helper commands (stat, mkdir, chmod): 60 s. */
 const HELPER_TIMEOUT_MS = 60_000;
@@ -124,45 +120,28 @@ export class AioSkillRuntime extends RemoteSkillRuntime {
         : {}),
       ...(options.fetch ? { fetch: options.fetch } : {}),
     });
-    let conversation: RemoteSkillRuntimeOptions["conversation"];
-    let key: ConversationKey | undefined;
-    let root: string | undefined;
-    if (options.conversationId !== undefined) {
-      validateConversationId(options.conversationId);
-      root = options.conversationsRoot ?? "/home/gem/conversations";
-      if (!root.startsWith("/") || posix.normalize(root) === "/") {
-        throw new TypeError(
-          `Cannot use conversationsRoot "${root}": it must be an absolute POSIX path other than /`,
-        );
-      }
-      root = posix.normalize(root).replace(/\/$/, "");
-      const store = options.store ??
-        (defaultStore ??= new MemoryConversationStore());
-      key = normalizeConversationKey({
+    const conversation = options.conversationId === undefined
+      ? undefined
+      : remoteConversation({
         serverUrl: client.baseUrl,
         conversationId: options.conversationId,
+        conversationsRoot: options.conversationsRoot ??
+          "/home/gem/conversations",
+        store: options.store,
       });
-      conversation = {
-        store,
-        conversationId: options.conversationId,
-        workspace: posix.join(root, options.conversationId),
-      };
-    }
     const cwd = options.cwd ?? "/home/gem";
     const backend = new AioBackend({
       client,
       ...(options.pollSeconds !== undefined
         ? { pollSeconds: options.pollSeconds }
         : {}),
-      ...(conversation && key && root
+      ...(conversation
         ? {
           conversation: {
-            store: conversation.store,
-            key,
-            workspace: conversation.workspace,
+            ...conversation,
             marker: posix.join(
-              root,
-              `.skillrun-${options.conversationId}.id`,
+              conversation.root,
+              `.skillrun-${conversation.conversationId}.id`,
             ),
           },
         }
@@ -172,14 +151,9 @@ export class AioSkillRuntime extends RemoteSkillRuntime {
       name: "aio-sandbox",
       backend,
       ...(conversation ? { conversation } : {}),
+      ...runtimeOptionsOf(options),
       cwd,
       skillsRoot: options.skillsRoot ?? posix.join(cwd, ".skills"),
-      ...(options.env ? { env: options.env } : {}),
-      ...(options.maxOutputBytes !== undefined
-        ? { maxOutputBytes: options.maxOutputBytes }
-        : {}),
-      ...(options.copyPolicy ? { copyPolicy: options.copyPolicy } : {}),
-      ...(options.search ? { search: options.search } : {}),
     });
     this.#backend = backend;
   }

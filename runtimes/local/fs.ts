@@ -15,6 +15,7 @@ import { hostPath } from "../../_internal/std.ts";
 import { toPermissionError } from "../../_internal/permissions.ts";
 import { writeStreamAtomically } from "../../_internal/atomic_write.ts";
 import { WorkspaceEscapeError } from "../errors.ts";
+import { checkPathText } from "../request.ts";
 import type { PathFence } from "../../workspace/fence.ts";
 import type {
   DownloadResult,
@@ -127,17 +128,8 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
    * ```
    */
   async resolve(path: string): Promise<string> {
-    if (typeof path !== "string" || path === "") {
-      throw new TypeError(
-        `Cannot use ${JSON.stringify(path)}: the path is empty`,
-      );
-    }
     // Before any normalisation: `a\0/..` must not become a harmless path.
-    if (path.includes("\0")) {
-      throw new TypeError(
-        `Cannot use ${JSON.stringify(path)}: the path holds a NUL character`,
-      );
-    }
+    checkPathText(path);
     const absolute = hostPath.isAbsolute(path)
       ? hostPath.normalize(path)
       : hostPath.join(this.#root, path);

@@ -8,14 +8,12 @@
  * @module
  */
 import { collectStream, OutputCollector } from "../../_internal/collector.ts";
+import { CommandRun } from "../command_core.ts";
 import { RuntimePermissionError } from "../errors.ts";
 import type { ExecuteResult } from "../types.ts";
 
 /** The default grace period between SIGTERM and SIGKILL: 750 ms. */
 export const DEFAULT_GRACE_MS = 750;
-
-/** setTimeout fires at once beyond this: longer timeouts are clamped (~24.8 days). */
-const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** What a {@linkcode ProcessLauncher} runs. Every field is already resolved. */
 export interface LaunchRequest {
@@ -275,7 +273,6 @@ export async function runProcessGroup(
   request: ProcessGroupRequest,
 ): Promise<ExecuteResult> {
   const graceMs = request.graceMs ?? DEFAULT_GRACE_MS;
-  checkPositive("timeoutMs", request.timeoutMs);
   checkNonNegative("graceMs", graceMs);
   const outCollector = new OutputCollector({
     maxBytes: request.maxOutputBytes,
@@ -283,11 +280,12 @@ export async function runProcessGroup(
   const errCollector = new OutputCollector({
     maxBytes: request.maxOutputBytes,
   });
-  const start = performance.now();
-  const { signal } = request;
-  if (signal?.aborted) {
-    return resultOf(outCollector, errCollector, -1, "abort", start);
-  }
+  using run = new CommandRun({
+    timeoutMs: request.timeoutMs,
+    signal: request.signal,
+    graceMs,
+  });
+  if (run.reason) return run.result(-1, outCollector, errCollector);
 
   let child: Deno.ChildProcess;
   try {
@@ -329,9 +327,7 @@ export async function runProcessGroup(
     ...(request.groupSignal ? { method: request.groupSignal } : {}),
     ...(request.shell ? { shell: request.shell } : {}),
   };
-  let reason: "timeout" | "abort" | undefined;
   let killed = false;
-  let killTimer: ReturnType<typeof setTimeout> | undefined;
   let drainTimer: ReturnType<typeof setTimeout> | undefined;
   const kill = (sig: "SIGTERM" | "SIGKILL"): Promise<void> => {
     if (Deno.build.os === "windows") {
@@ -352,37 +348,30 @@ export async function runProcessGroup(
     });
   };
   const pending: Promise<void>[] = [];
-  const stop = (why: "timeout" | "abort") => {
-    if (reason) return;
-    reason = why;
-    pending.push(kill("SIGTERM"));
-    killTimer = setTimeout(() => {
-      killed = true;
-      pending.push(kill("SIGKILL"));
-      drainTimer = setTimeout(() => drainStop.abort(), graceMs);
-    }, graceMs);
-  };
-  const timeoutTimer = setTimeout(
-    () => stop("timeout"),
-    Math.min(request.timeoutMs, MAX_TIMER_MS),
-  );
-  const onAbort = () => stop("abort");
-  signal?.addEventListener("abort", onAbort, { once: true });
+  // Stop: SIGTERM; the grace period over: SIGKILL, and one more grace period
+  // later reading stops (a process that escaped the group may hold a pipe).
+  run.onStop(() => pending.push(kill("SIGTERM")));
+  run.onGraceOver(() => {
+    killed = true;
+    pending.push(kill("SIGKILL"));
+    drainTimer = setTimeout(() => drainStop.abort(), graceMs);
+  });
 
   let status: Deno.CommandStatus;
   try {
     [status] = await Promise.all([child.status, drained]);
   } finally {
     feedStop.abort();
-    clearTimeout(timeoutTimer);
-    clearTimeout(killTimer);
+    run[Symbol.dispose]();
     clearTimeout(drainTimer);
-    signal?.removeEventListener("abort", onAbort);
   }
-  if (reason && !killed) pending.push(kill("SIGKILL"));
+  if (run.reason && !killed) pending.push(kill("SIGKILL"));
   await Promise.all([...pending, fed]);
-  const exitCode = reason || status.signal !== null ? -1 : status.code;
-  return resultOf(outCollector, errCollector, exitCode, reason, start);
+  return run.result(
+    status.signal !== null ? -1 : status.code,
+    outCollector,
+    errCollector,
+  );
 }
 
 /** Options of {@linkcode DenoCommandLauncher}. */
@@ -490,27 +479,6 @@ export class DenoCommandLauncher implements ProcessLauncher {
   }
 }
 
-function resultOf(
-  out: OutputCollector,
-  err: OutputCollector,
-  exitCode: number,
-  reason: "timeout" | "abort" | undefined,
-  start: number,
-): ExecuteResult {
-  return {
-    stdout: out.text(),
-    stderr: err.text(),
-    exitCode,
-    timedOut: reason === "timeout",
-    aborted: reason === "abort",
-    stdoutBytes: out.totalBytes,
-    stderrBytes: err.totalBytes,
-    stdoutTruncated: out.truncated,
-    stderrTruncated: err.truncated,
-    durationMs: performance.now() - start,
-  };
-}
-
 function spawnError(error: unknown, program: string, cwd: string): Error {
   if (error instanceof Deno.errors.NotCapable) {
     return new RuntimePermissionError(
@@ -531,14 +499,6 @@ function spawnError(error: unknown, program: string, cwd: string): Error {
     return new Deno.errors.NotFound(message, { cause: error });
   }
   return error instanceof Error ? error : new Error(String(error));
-}
-
-function checkPositive(name: string, value: number): void {
-  if (!Number.isFinite(value) || value <= 0) {
-    throw new RangeError(
-      `Cannot run a command with ${name} "${value}": it must be a positive number`,
-    );
-  }
 }
 
 function checkNonNegative(name: string, value: number): void {

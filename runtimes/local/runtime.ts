@@ -8,6 +8,7 @@
  * @module
  */
 import { checkEnv } from "../config.ts";
+import { checkExecuteRequest, checkMaxOutputBytes } from "../request.ts";
 import { hostPath } from "../../_internal/std.ts";
 import { toPermissionError } from "../../_internal/permissions.ts";
 import {
@@ -30,7 +31,6 @@ import {
   PreparationEngine,
 } from "../prepare.ts";
 import {
-  DEFAULT_EXECUTE_TIMEOUT_MS,
   DEFAULT_MAX_OUTPUT_BYTES,
   type DownloadResult,
   type ExecuteRequest,
@@ -424,8 +424,11 @@ export class LocalSkillRuntime implements SkillRuntime {
    *
    * @param request The command, working directory, timeout, variables, signal, cap.
    * @returns The result; a failing command is not an error.
-   * @throws {TypeError} A blank command or a bad variable.
-   * @throws {RangeError} A bad timeout or cap.
+   * @throws {TypeError} A blank command or one holding NUL, a bad variable,
+   * or an empty working directory or one holding NUL (see
+   * `checkExecuteRequest`, the same on every runtime).
+   * @throws {RangeError} A bad timeout or cap (a timeout beyond
+   * `MAX_EXECUTE_TIMEOUT_MS`, about 24.8 days, is clamped to it).
    * @throws {WorkspaceEscapeError} The working directory is outside the workspace.
    * @throws {RuntimePermissionError} Deno refuses to run the shell.
    * @throws {Deno.errors.NotFound} The working directory does not exist.
@@ -433,22 +436,12 @@ export class LocalSkillRuntime implements SkillRuntime {
    */
   async execute(request: ExecuteRequest): Promise<ExecuteResult> {
     this.#checkOpen("run a command");
-    if (typeof request.command !== "string" || !request.command.trim()) {
-      throw new TypeError("Cannot run a command: the command is blank");
-    }
-    const timeoutMs = request.timeoutMs ?? DEFAULT_EXECUTE_TIMEOUT_MS;
-    if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) {
-      throw new RangeError(
-        `Cannot run a command with timeout "${timeoutMs}": it must be a positive number of ms`,
-      );
-    }
-    const maxOutputBytes = request.maxOutputBytes === undefined
-      ? this.#maxOutputBytes
-      : checkMaxOutputBytes(request.maxOutputBytes);
+    const { command, timeoutMs, maxOutputBytes, env: requestEnv } =
+      checkExecuteRequest(request, { maxOutputBytes: this.#maxOutputBytes });
     const cwd = await this.#workingDirectory(request.workingDirectory);
-    const env = this.#environmentFor(request.env);
+    const env = this.#environmentFor(requestEnv);
     return await this.#launcher.launch({
-      command: request.command,
+      command,
       cwd,
       env,
       timeoutMs,
@@ -562,12 +555,12 @@ export class LocalSkillRuntime implements SkillRuntime {
   }
 
   #environmentFor(
-    requestEnv: Readonly<Record<string, string>> | undefined,
+    requestEnv: Readonly<Record<string, string>>,
   ): Record<string, string> {
     const env: Record<string, string> = {
       ...this.#env,
       ...this.#engine.environment(),
-      ...(requestEnv ? checkEnv(requestEnv, "request env") : {}),
+      ...requestEnv,
     };
     if (this.#denoExecPath !== undefined && env.DENO_EXEC_PATH === undefined) {
       env.DENO_EXEC_PATH = this.#denoExecPath;
@@ -657,15 +650,6 @@ class ClosableFileSystem implements SkillRuntimeFileSystem {
     this.#check();
     return await this.#inner.download(path, localPath, options);
   }
-}
-
-function checkMaxOutputBytes(value: number): number {
-  if (!Number.isSafeInteger(value) || value < 0) {
-    throw new RangeError(
-      `Cannot use maxOutputBytes "${value}": it must be a non-negative integer`,
-    );
-  }
-  return value;
 }
 
 /**

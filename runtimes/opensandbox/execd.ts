@@ -6,6 +6,7 @@
  * @module
  */
 import { OutputCollector } from "../../_internal/collector.ts";
+import { CommandRun, MAX_EXECUTE_TIMEOUT_MS } from "../command_core.ts";
 import { posix } from "../../_internal/std.ts";
 import type { HttpClient } from "../remote/http.ts";
 import { RemoteHttpError } from "../remote/errors.ts";
@@ -152,49 +153,20 @@ export class ExecdClient implements RemoteFileOps {
    * @throws {RemoteHttpError} The server could not be reached.
    */
   async run(request: ExecdCommand): Promise<ExecuteResult> {
-    const started = performance.now();
     const stdout = new LineJoiner(request.maxOutputBytes, request.onStdout);
     const stderr = new LineJoiner(request.maxOutputBytes, request.onStderr);
-    const result = (exitCode: number, why?: "timeout" | "abort") => ({
-      stdout: stdout.text(),
-      stderr: stderr.text(),
-      exitCode,
-      timedOut: why === "timeout",
-      aborted: why === "abort",
-      stdoutBytes: stdout.totalBytes,
-      stderrBytes: stderr.totalBytes,
-      stdoutTruncated: stdout.truncated,
-      stderrTruncated: stderr.truncated,
-      durationMs: Math.round(performance.now() - started),
-    });
-    if (request.signal?.aborted) return result(-1, "abort");
-
     // Our deadline and the caller's signal: whichever comes first. Then the
     // command is interrupted (its id arrives in the stream, so the stream is
     // read on) and, past a grace period, we stop waiting for the stream.
-    let stopped: "timeout" | "abort" | undefined;
-    const stop = new AbortController();
-    const giveUp = new AbortController();
-    let giveUpTimer: ReturnType<typeof setTimeout> | undefined;
-    const timer = setTimeout(() => {
-      stopped ??= "timeout";
-      stop.abort();
-    }, request.timeoutMs);
-    const onAbort = () => {
-      stopped ??= "abort";
-      stop.abort();
-    };
-    request.signal?.addEventListener("abort", onAbort, { once: true });
-    const onStop = () => {
-      giveUpTimer = setTimeout(() => giveUp.abort(), INTERRUPT_GRACE_MS);
-    };
-    stop.signal.addEventListener("abort", onStop, { once: true });
-    const cleanUp = () => {
-      clearTimeout(timer);
-      clearTimeout(giveUpTimer);
-      request.signal?.removeEventListener("abort", onAbort);
-      stop.signal.removeEventListener("abort", onStop);
-    };
+    using run = new CommandRun({
+      timeoutMs: request.timeoutMs,
+      signal: request.signal,
+      graceMs: INTERRUPT_GRACE_MS,
+    });
+    const result = (exitCode: number) => run.result(exitCode, stdout, stderr);
+    if (run.reason) return result(-1);
+    const stop = run.stopSignal;
+    const giveUp = run.graceSignal;
 
     let response: Response;
     try {
@@ -205,13 +177,12 @@ export class ExecdClient implements RemoteFileOps {
         headers: { accept: "text/event-stream" },
         idempotent: false,
         timeoutMs: null,
-        signal: giveUp.signal,
+        signal: giveUp,
       });
     } catch (error) {
-      cleanUp();
       // Stopped before the server even answered: the server's own timeout
       // (a little after ours) stops a command it may have started.
-      if (stopped && giveUp.signal.aborted) return result(-1, stopped);
+      if (run.reason && giveUp.aborted) return result(-1);
       if (error instanceof RemoteHttpError && error.status === 400) {
         throw new SandboxCommandError(
           `Cannot run the command in "${request.cwd}": the sandbox refused it: ${
@@ -230,12 +201,8 @@ export class ExecdClient implements RemoteFileOps {
       if (id === undefined || interrupting) return;
       interrupting = this.interrupt(id);
     };
-    stop.signal.addEventListener("abort", interrupt, { once: true });
-    giveUp.signal.addEventListener(
-      "abort",
-      () => body?.cancel().catch(() => {}),
-      { once: true },
-    );
+    stop.addEventListener("abort", interrupt, { once: true });
+    run.onGraceOver(() => void body?.cancel().catch(() => {}));
     let exitCode: number | undefined;
     let startFailure: string | undefined;
     try {
@@ -244,7 +211,7 @@ export class ExecdClient implements RemoteFileOps {
         switch (event.type) {
           case "init":
             id = typeof event.text === "string" ? event.text : undefined;
-            if (stop.signal.aborted) interrupt();
+            if (stop.aborted) interrupt();
             break;
           case "stdout":
             stdout.line(event.text);
@@ -269,11 +236,11 @@ export class ExecdClient implements RemoteFileOps {
         if (exitCode !== undefined) break;
       }
     } catch (error) {
-      if (stopped) {
+      if (run.reason) {
         await interrupting?.catch(() => {});
         stdout.end(false);
         stderr.end(false);
-        return result(-1, stopped);
+        return result(-1);
       }
       await this.#interruptQuietly(id);
       throw new SandboxCommandError(
@@ -285,15 +252,15 @@ export class ExecdClient implements RemoteFileOps {
         { reason: "stream", cause: error },
       );
     } finally {
-      cleanUp();
-      stop.signal.removeEventListener("abort", interrupt);
+      run[Symbol.dispose]();
+      stop.removeEventListener("abort", interrupt);
       await body?.cancel().catch(() => {});
     }
-    if (stopped) {
+    if (run.reason) {
       await interrupting?.catch(() => {});
       stdout.end(false);
       stderr.end(false);
-      return result(-1, stopped);
+      return result(-1);
     }
     // Our wrapper ended each stream with a newline of its own: dropping it
     // gives the output exactly, with or without a final newline. A process
@@ -510,7 +477,12 @@ export function commandBody(
     command: wrapCommand(request.command),
     cwd: request.cwd,
     envs: request.env,
-    timeout: Math.ceil(request.timeoutMs) + 5_000,
+    // Never past the longest timer (a server that keeps time in a 32-bit
+    // timer would fire at once).
+    timeout: Math.min(
+      Math.ceil(request.timeoutMs) + 5_000,
+      MAX_EXECUTE_TIMEOUT_MS,
+    ),
   };
 }
 

@@ -40,48 +40,4 @@ export {
   type ExecdEventError,
   ExecdProtocolError,
 } from "./_events.ts";
-export {
-  type RemoteBackend,
-  type RemoteCommand,
-  type RemoteConversation,
-  type RemoteRuntimeCommonOptions,
-  type RemoteSearchParts,
-  type RemoteSession,
-  RemoteSkillRuntime,
-  type RemoteSkillRuntimeOptions,
-} from "../remote/runtime.ts";
-export {
-  type ConversationKey,
-  type ConversationRecord,
-  type ConversationStore,
-  KvConversationStore,
-  MemoryConversationStore,
-} from "../../workspace/conversation_store.ts";
-export type {
-  CreateConversationResult,
-  DeleteConversationOptions,
-  NewConversation,
-  PreparedSkillRecord,
-} from "../../workspace/conversation_store.ts";
-export type * from "../types.ts";
-export type * from "../../search/types.ts";
-export type * from "../../skill/types.ts";
-export type { CopyPolicy } from "../../workspace/copy.ts";
-export {
-  HttpClient,
-  type HttpQuery,
-  type HttpRequest,
-} from "../remote/http.ts";
-export type {
-  RemoteFileOps,
-  RemoteListOptions,
-  RemoteOpenOptions,
-  RemoteUploadFile,
-} from "../remote/fs.ts";
-export type { FileContent, MultipartPart } from "../remote/upload.ts";
-export {
-  type BootstrapCommand,
-  type BootstrapCommandInput,
-  SkillRuntimeConfig,
-  type SkillRuntimeConfigOptions,
-} from "../config.ts";
+export * from "../remote/kind_exports.ts";

@@ -5,23 +5,13 @@
  * @module
  */
 import { HttpClient } from "../remote/http.ts";
+import type { RemoteRuntimeCommonOptions } from "../remote/runtime.ts";
 import {
-  type RemoteBackend,
-  type RemoteCommand,
-  type RemoteRuntimeCommonOptions,
-  type RemoteSession,
-  RemoteSkillRuntime,
-  type RemoteSkillRuntimeOptions,
-} from "../remote/runtime.ts";
-import type { ExecuteResult } from "../types.ts";
-import { validateConversationId } from "../../workspace/conversation.ts";
-import {
-  type ConversationKey,
-  type ConversationStore,
-  MemoryConversationStore,
-  normalizeConversationKey,
-} from "../../workspace/conversation_store.ts";
-import { posix } from "../../_internal/std.ts";
+  type SandboxService,
+  SandboxServiceRuntime,
+  type ServiceCreateOptions,
+  type ServiceSession,
+} from "../remote/sandbox_service.ts";
 import { ExecdClient } from "./execd.ts";
 import {
   EXECD_PORT,
@@ -32,9 +22,6 @@ import {
 
 /** States after which a sandbox never runs again. */
 const GONE_STATES = new Set(["Stopping", "Terminated", "Failed"]);
-
-/** The store conversations use when none is given: one per process. */
-let defaultStore: ConversationStore | undefined;
 
 /** Options of {@linkcode OpenSandboxSkillRuntime}. */
 export interface OpenSandboxRuntimeOptions extends RemoteRuntimeCommonOptions {
@@ -112,9 +99,8 @@ export interface OpenSandboxRuntimeOptions extends RemoteRuntimeCommonOptions {
  * await runtime.close(); // never used: no request
  * ```
  */
-export class OpenSandboxSkillRuntime extends RemoteSkillRuntime {
-  readonly #backend: OpenSandboxBackend;
-
+export class OpenSandboxSkillRuntime
+  extends SandboxServiceRuntime<SandboxInfo> {
   /**
    * Makes the runtime; makes no request.
    *
@@ -131,332 +117,90 @@ export class OpenSandboxSkillRuntime extends RemoteSkillRuntime {
         ? { timeoutMs: options.requestTimeoutMs }
         : {}),
     });
-    let conversation: RemoteSkillRuntimeOptions["conversation"];
-    let key: ConversationKey | undefined;
-    if (options.conversationId !== undefined) {
-      if (options.sandboxId !== undefined) {
-        throw new TypeError(
-          "Cannot attach a conversation to a given sandboxId: the store names the conversation's sandbox",
-        );
-      }
-      validateConversationId(options.conversationId);
-      const root = options.conversationsRoot ?? "/workspace/conversations";
-      if (!root.startsWith("/") || posix.normalize(root) === "/") {
-        throw new TypeError(
-          `Cannot use conversationsRoot "${root}": it must be an absolute POSIX path other than /`,
-        );
-      }
-      const store = options.store ??
-        (defaultStore ??= new MemoryConversationStore());
-      key = normalizeConversationKey({
-        serverUrl: lifecycle.baseUrl,
-        conversationId: options.conversationId,
-      });
-      conversation = {
-        store,
-        conversationId: options.conversationId,
-        workspace: posix.join(posix.normalize(root), options.conversationId),
-      };
-    }
-    const backend = new OpenSandboxBackend({
-      lifecycle,
-      spec: options.sandbox ?? {},
-      readyTimeoutMs: options.readyTimeoutMs ?? 120_000,
-      ...(options.renewIntervalMs !== undefined
-        ? { renewIntervalMs: options.renewIntervalMs }
-        : {}),
-      ...(options.fetch ? { fetch: options.fetch } : {}),
-      ...(options.requestTimeoutMs !== undefined
-        ? { requestTimeoutMs: options.requestTimeoutMs }
-        : {}),
-      ...(options.sandboxId !== undefined
-        ? { sandboxId: options.sandboxId }
-        : {}),
-      ...(conversation && key
-        ? {
-          conversation: {
-            store: conversation.store,
-            key,
-            workspace: conversation.workspace,
-          },
-        }
-        : {}),
-    });
+    const spec = options.sandbox ?? {};
     super({
+      ...options,
       name: "opensandbox",
-      backend,
-      ...(conversation ? { conversation } : {}),
-      ...(options.cwd !== undefined ? { cwd: options.cwd } : {}),
-      ...(options.skillsRoot !== undefined
-        ? { skillsRoot: options.skillsRoot }
-        : {}),
-      ...(options.env ? { env: options.env } : {}),
-      ...(options.maxOutputBytes !== undefined
-        ? { maxOutputBytes: options.maxOutputBytes }
-        : {}),
-      ...(options.copyPolicy ? { copyPolicy: options.copyPolicy } : {}),
-      ...(options.search ? { search: options.search } : {}),
+      service: new OpenSandboxService(lifecycle, spec, options),
+      conversationsRoot: options.conversationsRoot ??
+        "/workspace/conversations",
+      timeoutSeconds: spec.timeoutSeconds,
+      readinessName: "execd",
     });
-    this.#backend = backend;
-  }
-
-  /**
-   * The sandbox's id once the runtime is connected (or was given one), else
-   * `undefined`.
-   */
-  get sandboxId(): string | undefined {
-    return this.#backend.sandboxId;
-  }
-
-  /**
-   * Whether `close()` deletes the sandbox: only a sandbox this runtime
-   * created in plain mode (never an attached one, never a conversation's).
-   */
-  get ownsSandbox(): boolean {
-    return this.#backend.owned;
   }
 }
 
-interface BackendOptions {
-  readonly lifecycle: LifecycleClient;
-  readonly spec: SandboxSpec;
-  readonly readyTimeoutMs: number;
-  readonly renewIntervalMs?: number;
-  readonly fetch?: typeof fetch;
-  readonly requestTimeoutMs?: number;
-  readonly sandboxId?: string;
-  readonly conversation?: {
-    readonly store: ConversationStore;
-    readonly key: ConversationKey;
-    readonly workspace: string;
-  };
-}
-
-/** Creates or attaches to a sandbox, and keeps its expiry renewed. */
-class OpenSandboxBackend implements RemoteBackend {
+/** OpenSandbox as a sandbox service: the lifecycle API and each sandbox's execd. */
+class OpenSandboxService implements SandboxService<SandboxInfo> {
   readonly serverUrl: string;
-  readonly #options: BackendOptions;
-  #sandboxId: string | undefined;
-  #owned = false;
-  #timeoutSeconds: number | null;
-  #expiresAt: Date | null = null;
-  #lastRenewal = 0;
-  #renewing: Promise<void> | undefined;
-  #closed = false;
+  readonly #lifecycle: LifecycleClient;
+  readonly #spec: SandboxSpec;
+  readonly #http: Pick<OpenSandboxRuntimeOptions, "fetch" | "requestTimeoutMs">;
 
-  constructor(options: BackendOptions) {
-    this.#options = options;
-    this.serverUrl = options.lifecycle.baseUrl;
-    this.#sandboxId = options.sandboxId;
-    const timeout = options.spec.timeoutSeconds;
-    this.#timeoutSeconds = timeout === undefined ? 600 : timeout;
+  constructor(
+    lifecycle: LifecycleClient,
+    spec: SandboxSpec,
+    http: Pick<OpenSandboxRuntimeOptions, "fetch" | "requestTimeoutMs">,
+  ) {
+    this.serverUrl = lifecycle.baseUrl;
+    this.#lifecycle = lifecycle;
+    this.#spec = spec;
+    this.#http = http;
   }
 
-  get sandboxId(): string | undefined {
-    return this.#sandboxId;
-  }
-
-  get owned(): boolean {
-    return this.#owned;
-  }
-
-  async connect(): Promise<RemoteSession> {
-    const { lifecycle, conversation } = this.#options;
-    let sandbox: SandboxInfo;
-    if (conversation) {
-      sandbox = await this.#conversationSandbox();
-    } else if (this.#options.sandboxId !== undefined) {
-      sandbox = await this.#attach(this.#options.sandboxId);
-    } else {
-      sandbox = await lifecycle.create(this.#options.spec);
-      this.#sandboxId = sandbox.id;
-      this.#owned = true;
-      this.#expiresAt = sandbox.expiresAt;
-      this.#lastRenewal = Date.now();
-    }
-    try {
-      const execd = await this.#execd(sandbox);
-      if (conversation) {
-        await execd.makeDirectories([
-          posix.join(conversation.workspace, "skills"),
-        ]);
-      }
-      return {
-        files: execd,
-        execute: (command: RemoteCommand): Promise<ExecuteResult> =>
-          execd.run(command),
-        touch: () => this.#touch(),
-      };
-    } catch (error) {
-      // A sandbox made for a plain runtime that never became usable is ours
-      // to remove; a conversation's stays for the next attempt.
-      if (this.#owned && !conversation) {
-        await lifecycle.delete(sandbox.id).catch(() => {});
-        this.#owned = false;
-        this.#sandboxId = undefined;
-      }
-      throw error;
-    }
-  }
-
-  async close(): Promise<void> {
-    if (this.#closed) return;
-    this.#closed = true;
-    await this.#renewing?.catch(() => {});
-    if (this.#owned && !this.#options.conversation && this.#sandboxId) {
-      await this.#options.lifecycle.delete(this.#sandboxId);
-    }
-  }
-
-  async destroy(): Promise<void> {
-    const { lifecycle, conversation } = this.#options;
-    if (!conversation) {
-      const id = this.#sandboxId;
-      if (id !== undefined) await lifecycle.delete(id);
-      return;
-    }
-    const record = await conversation.store.get(conversation.key);
-    if (!record) return;
-    await conversation.store.delete(conversation.key, {
-      sandboxId: record.sandboxId,
-    });
-    await lifecycle.delete(record.sandboxId);
-  }
-
-  /** The conversation's sandbox: the recorded one, or a new one recorded. */
-  async #conversationSandbox(): Promise<SandboxInfo> {
-    const { lifecycle } = this.#options;
-    const { store, key, workspace } = this.#options.conversation!;
-    const record = await store.get(key);
-    if (record) {
-      const found = await lifecycle.get(record.sandboxId);
-      if (found && !GONE_STATES.has(found.state)) {
-        return await this.#attached(found, true);
-      }
-      // Its sandbox is gone (expired, deleted): start the conversation anew.
-      await store.delete(key, { sandboxId: record.sandboxId });
-    }
-    const created = await lifecycle.create({
-      ...this.#options.spec,
-      metadata: {
-        ...this.#options.spec.metadata,
-        "skillrun.conversation": key.conversationId,
+  create(options: ServiceCreateOptions): Promise<SandboxInfo> {
+    return this.#lifecycle.create(
+      Object.keys(options.metadata).length === 0 ? this.#spec : {
+        ...this.#spec,
+        metadata: { ...this.#spec.metadata, ...options.metadata },
       },
-    });
-    const { record: winner, created: inserted } = await store.create(key, {
-      sandboxId: created.id,
-      workspaceRoot: workspace,
-      expiresAt: created.expiresAt?.getTime() ?? null,
-    });
-    if (inserted) {
-      this.#sandboxId = created.id;
-      this.#expiresAt = created.expiresAt;
-      this.#lastRenewal = Date.now();
-      return created;
-    }
-    // Another runtime recorded its sandbox first: use that one, drop ours.
-    await lifecycle.delete(created.id).catch(() => {});
-    return await this.#attach(winner.sandboxId);
-  }
-
-  async #attach(id: string): Promise<SandboxInfo> {
-    const found = await this.#options.lifecycle.get(id);
-    if (!found) {
-      throw new Error(
-        `Cannot attach to sandbox "${id}": the server does not know it`,
-      );
-    }
-    if (GONE_STATES.has(found.state)) {
-      throw new Error(
-        `Cannot attach to sandbox "${id}": it is ${found.state}${
-          found.detail ? ` (${found.detail})` : ""
-        }`,
-      );
-    }
-    return await this.#attached(
-      found,
-      this.#options.conversation !== undefined,
+      options.signal,
     );
   }
 
-  async #attached(found: SandboxInfo, renew: boolean): Promise<SandboxInfo> {
-    this.#sandboxId = found.id;
-    this.#expiresAt = found.expiresAt;
-    if (renew) await this.#renew();
-    return found;
+  get(id: string, signal?: AbortSignal): Promise<SandboxInfo | null> {
+    return this.#lifecycle.get(id, signal);
   }
 
-  /** Resolves execd's endpoint and waits until `/ping` answers. */
-  async #execd(sandbox: SandboxInfo): Promise<ExecdClient> {
-    const { lifecycle, readyTimeoutMs } = this.#options;
-    const deadline = Date.now() + readyTimeoutMs;
-    const endpoint = await lifecycle.endpoint(sandbox.id, EXECD_PORT);
+  gone(sandbox: SandboxInfo): string | undefined {
+    if (!GONE_STATES.has(sandbox.state)) return undefined;
+    return `${sandbox.state}${sandbox.detail ? ` (${sandbox.detail})` : ""}`;
+  }
+
+  delete(id: string, signal?: AbortSignal): Promise<boolean> {
+    return this.#lifecycle.delete(id, signal);
+  }
+
+  renew(id: string, expiresAt: Date, signal?: AbortSignal): Promise<Date> {
+    return this.#lifecycle.renew(id, expiresAt, signal);
+  }
+
+  /** Resolves execd's endpoint; ready once it answers `/ping`. */
+  async open(
+    sandbox: SandboxInfo,
+    signal?: AbortSignal,
+  ): Promise<ServiceSession> {
+    const endpoint = await this.#lifecycle.endpoint(
+      sandbox.id,
+      EXECD_PORT,
+      signal,
+    );
     const execd = new ExecdClient(
       new HttpClient({
         baseUrl: endpoint.url,
         headers: endpoint.headers,
         secretHeaders: Object.keys(endpoint.headers),
-        ...(this.#options.fetch ? { fetch: this.#options.fetch } : {}),
-        ...(this.#options.requestTimeoutMs !== undefined
-          ? { timeoutMs: this.#options.requestTimeoutMs }
+        ...(this.#http.fetch ? { fetch: this.#http.fetch } : {}),
+        ...(this.#http.requestTimeoutMs !== undefined
+          ? { timeoutMs: this.#http.requestTimeoutMs }
           : {}),
       }),
     );
-    let delay = 50;
-    let polls = 0;
-    while (!(await execd.ping())) {
-      polls++;
-      if (polls % 10 === 0) {
-        const now = await lifecycle.get(sandbox.id);
-        if (!now || GONE_STATES.has(now.state)) {
-          throw new Error(
-            `Cannot use sandbox "${sandbox.id}": it is ${
-              now ? now.state : "gone"
-            }${now?.detail ? ` (${now.detail})` : ""}`,
-          );
-        }
-      }
-      if (Date.now() + delay > deadline) {
-        throw new Error(
-          `Cannot use sandbox "${sandbox.id}": execd did not answer within ${readyTimeoutMs} ms`,
-        );
-      }
-      await new Promise((resolve) => setTimeout(resolve, delay));
-      delay = Math.min(delay * 2, 1_000);
-    }
-    return execd;
-  }
-
-  /** On each use: renew once half of the timeout has passed. */
-  #touch(): void {
-    if (this.#timeoutSeconds === null || this.#closed || this.#renewing) {
-      return;
-    }
-    const interval = this.#options.renewIntervalMs ??
-      this.#timeoutSeconds * 500;
-    if (Date.now() - this.#lastRenewal < interval) return;
-    this.#renewing = this.#renew().catch(() => {}).finally(() => {
-      this.#renewing = undefined;
-    });
-  }
-
-  async #renew(): Promise<void> {
-    const id = this.#sandboxId;
-    if (id === undefined || this.#timeoutSeconds === null) return;
-    const wanted = new Date(Date.now() + this.#timeoutSeconds * 1000);
-    // A sandbox without expiry, or already expiring later, needs nothing.
-    if (!this.#expiresAt || this.#expiresAt.getTime() >= wanted.getTime()) {
-      this.#lastRenewal = Date.now();
-      return;
-    }
-    this.#expiresAt = await this.#options.lifecycle.renew(id, wanted);
-    this.#lastRenewal = Date.now();
-    const conversation = this.#options.conversation;
-    if (conversation) {
-      await conversation.store.renew(
-        conversation.key,
-        this.#expiresAt.getTime(),
-      );
-    }
+    return {
+      files: execd,
+      execute: (command) => execd.run(command),
+      isReady: (signal) => execd.ping(signal),
+      makeDirectories: (paths, signal) => execd.makeDirectories(paths, signal),
+    };
   }
 }

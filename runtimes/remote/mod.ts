@@ -2,7 +2,9 @@
  * The machinery every remote runtime shares: an HTTP client with safe
  * retries and secret-free errors, streamed uploads of skill folders,
  * resumable streamed downloads, shell quoting, POSIX remote paths with a
- * lexical workspace fence, and a file system over a few per-server calls.
+ * lexical workspace fence, a file system over a few per-server calls, and the
+ * kit of services that create sandboxes on demand (create or attach, the
+ * conversation race, readiness, renewal).
  *
  * @example Quoting a remote path for a command line
  * ```ts
@@ -22,3 +24,4 @@ export * from "./shell.ts";
 export * from "./paths.ts";
 export * from "./fs.ts";
 export * from "./runtime.ts";
+export * from "./sandbox_service.ts";

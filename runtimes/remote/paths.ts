@@ -6,6 +6,7 @@
  */
 import { hostPath, posix } from "../../_internal/std.ts";
 import { WorkspaceEscapeError } from "../errors.ts";
+import { checkPathText } from "../request.ts";
 
 /**
  * Turns a path relative to a host folder (e.g. a file of a skill as the host
@@ -103,7 +104,7 @@ export function remoteJoin(...segments: string[]): string {
  * ```
  */
 export function resolveRemotePath(base: string, path: string): string {
-  checkPath(path);
+  checkPathText(path);
   if (typeof base !== "string" || !base.startsWith("/")) {
     throw new TypeError(
       `Cannot resolve "${path}" against ${
@@ -199,19 +200,6 @@ export class RemotePathFence {
       );
     }
     return absolute;
-  }
-}
-
-function checkPath(path: string): void {
-  if (typeof path !== "string" || path === "") {
-    throw new TypeError(
-      `Cannot use ${JSON.stringify(path)}: the path is empty`,
-    );
-  }
-  if (path.includes("\0")) {
-    throw new TypeError(
-      `Cannot use ${JSON.stringify(path)}: the path holds a NUL character`,
-    );
   }
 }
 

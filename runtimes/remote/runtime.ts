@@ -9,13 +9,13 @@
  */
 import type { Skill } from "../../skill/types.ts";
 import { checkEnv, type SkillRuntimeConfig } from "../config.ts";
+import { checkExecuteRequest, checkMaxOutputBytes } from "../request.ts";
 import {
   type MaterializeOptions,
   type MaterializeResult,
   PreparationEngine,
 } from "../prepare.ts";
 import {
-  DEFAULT_EXECUTE_TIMEOUT_MS,
   DEFAULT_MAX_OUTPUT_BYTES,
   type ExecuteRequest,
   type ExecuteResult,
@@ -172,6 +172,49 @@ export interface RemoteRuntimeCommonOptions {
   readonly fetch?: typeof fetch;
   /** The search engine factory (see {@linkcode RemoteSkillRuntimeOptions.search}). */
   readonly search?: RemoteSkillRuntimeOptions["search"];
+}
+
+/**
+ * The options of a kind that {@linkcode RemoteSkillRuntime} takes as they
+ * are (folders of plain mode, variables, output cap, copy policy, search),
+ * only those given: what a kind's constructor spreads into `super()`.
+ *
+ * Needs no permission.
+ *
+ * @example A kind passes its common options on
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { runtimeOptionsOf } from "@skillrun/skillrun/runtime";
+ * assertEquals(
+ *   runtimeOptionsOf({ cwd: "/w", env: { A: "1" }, fetch }),
+ *   { cwd: "/w", env: { A: "1" } },
+ * );
+ * ```
+ *
+ * @param options A kind's options.
+ * @returns The options for {@linkcode RemoteSkillRuntime}, only those given.
+ */
+export function runtimeOptionsOf(
+  options: RemoteRuntimeCommonOptions & {
+    readonly cwd?: string | undefined;
+    readonly skillsRoot?: string | undefined;
+  },
+): Pick<
+  RemoteSkillRuntimeOptions,
+  "cwd" | "skillsRoot" | "env" | "maxOutputBytes" | "copyPolicy" | "search"
+> {
+  return {
+    ...(options.cwd !== undefined ? { cwd: options.cwd } : {}),
+    ...(options.skillsRoot !== undefined
+      ? { skillsRoot: options.skillsRoot }
+      : {}),
+    ...(options.env ? { env: options.env } : {}),
+    ...(options.maxOutputBytes !== undefined
+      ? { maxOutputBytes: options.maxOutputBytes }
+      : {}),
+    ...(options.copyPolicy ? { copyPolicy: options.copyPolicy } : {}),
+    ...(options.search ? { search: options.search } : {}),
+  };
 }
 
 /** What a search engine of a remote runtime may use. */
@@ -415,41 +458,33 @@ export class RemoteSkillRuntime implements SkillRuntime {
    *
    * @param request The command, working directory, timeout, variables, signal, cap.
    * @returns The result; a failing command is not an error.
-   * @throws {TypeError} A blank command or a bad variable.
-   * @throws {RangeError} A bad timeout or cap.
+   * @throws {TypeError} A blank command or one holding NUL, a bad variable,
+   * or an empty working directory or one holding NUL (see
+   * `checkExecuteRequest`, the same on every runtime).
+   * @throws {RangeError} A bad timeout or cap (a timeout beyond
+   * `MAX_EXECUTE_TIMEOUT_MS`, about 24.8 days, is clamped to it).
    * @throws {WorkspaceEscapeError} The working directory is outside the workspace.
    * @throws {Error} The sandbox cannot be reached or refused the command.
    */
   async execute(request: ExecuteRequest): Promise<ExecuteResult> {
     this.#checkOpen("run a command");
-    if (typeof request.command !== "string" || !request.command.trim()) {
-      throw new TypeError("Cannot run a command: the command is blank");
-    }
-    if (request.stdin !== undefined) {
-      throw new TypeError(
-        `Cannot run a command with stdin: the ${this.name} runtime cannot pipe standard input`,
-      );
-    }
-    const timeoutMs = request.timeoutMs ?? DEFAULT_EXECUTE_TIMEOUT_MS;
-    if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) {
-      throw new RangeError(
-        `Cannot run a command with timeout "${timeoutMs}": it must be a positive number of ms`,
-      );
-    }
-    const maxOutputBytes = request.maxOutputBytes === undefined
-      ? this.#maxOutputBytes
-      : checkMaxOutputBytes(request.maxOutputBytes);
+    const { command, timeoutMs, maxOutputBytes, env: requestEnv } =
+      checkExecuteRequest(request, {
+        maxOutputBytes: this.#maxOutputBytes,
+        stdin: false,
+        runtimeName: this.name,
+      });
     const cwd = request.workingDirectory === undefined
       ? this.#defaultWorkingDirectory
       : await this.#fs.resolve(request.workingDirectory);
     const env = {
       ...this.#env,
       ...this.#engine.environment(),
-      ...(request.env ? checkEnv(request.env, "request env") : {}),
+      ...requestEnv,
     };
     const session = await this.#connect(request.signal);
     return await session.execute({
-      command: request.command,
+      command,
       cwd,
       env,
       timeoutMs,
@@ -622,13 +657,4 @@ function absolutePosix(path: string, what: string): string {
     );
   }
   return resolveRemotePath("/", path);
-}
-
-function checkMaxOutputBytes(value: number): number {
-  if (!Number.isSafeInteger(value) || value < 0) {
-    throw new RangeError(
-      `Cannot use maxOutputBytes "${value}": it must be a non-negative integer`,
-    );
-  }
-  return value;
 }

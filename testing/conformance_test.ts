@@ -1,0 +1,106 @@
+// The project's own runtimes pass the conformance kit: local (plain and
+// workspace), isolated (bubblewrap; ignored, saying so, where it cannot
+// run), OpenSandbox and AIO Sandbox (on their test servers, real bash on
+// this host, so the sandbox's paths are host paths under the check's folder).
+import { testRuntimeConformance } from "./mod.ts";
+import {
+  BubblewrapLauncher,
+  IsolationUnavailableError,
+  LocalSkillRuntime,
+} from "../runtimes/local/mod.ts";
+import { OpenSandboxSkillRuntime } from "../runtimes/opensandbox/mod.ts";
+import { AioSkillRuntime } from "../runtimes/aio/mod.ts";
+import { MemoryConversationStore } from "../workspace/conversation_store.ts";
+import {
+  startTestServer,
+  TEST_API_KEY,
+  type TestServer,
+} from "../runtimes/opensandbox/_testing.ts";
+import {
+  type AioTestServer,
+  startAioTestServer,
+  TEST_TOKEN,
+} from "../runtimes/aio/_testing.ts";
+
+testRuntimeConformance(
+  "local",
+  (setup) =>
+    setup.conversationId === undefined
+      ? new LocalSkillRuntime({ cwd: setup.dir })
+      : LocalSkillRuntime.create({
+        conversationsRoot: `${setup.dir}/conversations`,
+        conversationId: setup.conversationId,
+      }),
+);
+
+// Said loudly when bubblewrap cannot run: the isolated runtime is then not checked.
+const launcher = await BubblewrapLauncher.create().catch((error) => {
+  if (error instanceof IsolationUnavailableError) return error;
+  throw error;
+});
+
+testRuntimeConformance(
+  "isolated",
+  (setup) => {
+    if (launcher instanceof Error) throw launcher;
+    return setup.conversationId === undefined
+      ? new LocalSkillRuntime({ cwd: setup.dir, launcher })
+      : LocalSkillRuntime.create({
+        conversationsRoot: `${setup.dir}/conversations`,
+        conversationId: setup.conversationId,
+        launcher,
+      });
+  },
+  {
+    ignore: launcher instanceof Error &&
+      `bubblewrap cannot run here, the isolated runtime is NOT checked: ${launcher.message}`,
+  },
+);
+
+testRuntimeConformance<{ server: TestServer; store: MemoryConversationStore }>(
+  "opensandbox",
+  ({ dir, conversationId, context }) =>
+    new OpenSandboxSkillRuntime({
+      baseUrl: context.server.url,
+      apiKey: TEST_API_KEY,
+      ...(conversationId === undefined
+        ? { cwd: dir, skillsRoot: `${dir}/.skills` }
+        : {
+          conversationId,
+          conversationsRoot: `${dir}/conversations`,
+          store: context.store,
+        }),
+    }),
+  {
+    setUp: async () => ({
+      server: await startTestServer(),
+      store: new MemoryConversationStore(),
+    }),
+    tearDown: ({ server }) => server[Symbol.asyncDispose](),
+  },
+);
+
+testRuntimeConformance<
+  { server: AioTestServer; store: MemoryConversationStore }
+>(
+  "aio",
+  ({ dir, conversationId, context }) =>
+    new AioSkillRuntime({
+      baseUrl: context.server.server.baseUrl,
+      token: TEST_TOKEN,
+      ...(conversationId === undefined
+        ? { cwd: dir, skillsRoot: `${dir}/.skills` }
+        : {
+          conversationId,
+          conversationsRoot: `${dir}/conversations`,
+          store: context.store,
+        }),
+    }),
+  {
+    setUp: async () => ({
+      server: await startAioTestServer(),
+      store: new MemoryConversationStore(),
+    }),
+    tearDown: ({ server }) => server[Symbol.asyncDispose](),
+  },
+);
