@@ -30,6 +30,11 @@ export {
   type SandboxInfo,
   type SandboxSpec,
 } from "./lifecycle.ts";
+export type {
+  OpenSandboxNetworkPolicy,
+  OpenSandboxNetworkRule,
+} from "../../network/remote.ts";
+export type { NetworkPolicy } from "../../network/policy.ts";
 export {
   ExecdClient,
   type ExecdCommand,

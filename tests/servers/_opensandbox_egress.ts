@@ -16,8 +16,8 @@ import { EgressProxy } from "../../network/proxy.ts";
 export interface SandboxEgressRecord {
   /** The policy as the creation request gave it. */
   readonly networkPolicy: unknown;
-  /** The proxy enforcing it. */
-  readonly proxy: EgressProxy;
+  /** Stops the proxy enforcing it. */
+  close(): Promise<void>;
   /** The variables its commands get. */
   readonly env: Readonly<Record<string, string>>;
 }
@@ -67,14 +67,12 @@ export function networkPolicyProblem(value: unknown): string | undefined {
  * @param networkPolicy The checked `networkPolicy` of the creation request.
  * @param resolve Names the proxy resolves to fixed addresses (the tests'
  * own loopback servers).
- * @param socketDir Where the proxy's Unix socket goes.
  * @returns The record, or `undefined` for an empty policy (allow-all, as
  * the real sidecar starts).
  */
 export async function startSandboxEgress(
   networkPolicy: unknown,
   resolve: Readonly<Record<string, string>>,
-  socketDir: string,
 ): Promise<SandboxEgressRecord | undefined> {
   const policy = networkPolicy as
     | {
@@ -98,6 +96,7 @@ export async function startSandboxEgress(
     (rule.action === "allow" ? allow : deny).push(`${rule.target}:*`);
   }
   if ((policy.defaultAction ?? "deny") === "allow") allow.push("*:*");
+  const socketDir = await Deno.makeTempDir({ prefix: "skillrun-os-egress-" });
   const proxy = await EgressProxy.start({
     policy: EgressPolicy.create({
       network: { allow, deny },
@@ -109,7 +108,10 @@ export async function startSandboxEgress(
   const url = `http://127.0.0.1:${proxy.tcpAddress!.port}`;
   return {
     networkPolicy,
-    proxy,
+    close: async () => {
+      await proxy.close();
+      await Deno.remove(socketDir, { recursive: true }).catch(() => {});
+    },
     env: {
       HTTP_PROXY: url,
       HTTPS_PROXY: url,
