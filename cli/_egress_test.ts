@@ -152,3 +152,46 @@ Deno.test("cli args: a repeatable flag keeps every value in order, others stay s
     "more than once",
   );
 });
+
+Deno.test("cli: doctor --isolate with egress flags reports the policy and where it is enforced, never a secret value", async () => {
+  const run = (json: boolean) =>
+    new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "--quiet",
+        "-A",
+        cli,
+        "doctor",
+        "--isolate",
+        "--allow-host",
+        "pypi.org",
+        "--deny-host",
+        "evil.pypi.org",
+        "--secret",
+        "DOCTOR_TOKEN=api.example.com",
+        ...(json ? ["--json"] : []),
+      ],
+      env: { NO_COLOR: "1", DOCTOR_TOKEN: "doctor-secret-value-7" },
+      stdin: "null",
+    }).output();
+  const json = await run(true);
+  const text = new TextDecoder().decode(json.stdout);
+  const report = JSON.parse(text);
+  assertEquals(report.commands.network, "proxy");
+  assertEquals(report.commands.egress.allow, ["pypi.org"]);
+  assertEquals(report.commands.egress.deny, ["evil.pypi.org"]);
+  assertEquals(report.commands.egress.secrets, {
+    DOCTOR_TOKEN: ["api.example.com"],
+  });
+  assertStringIncludes(report.commands.egress.enforcedBy, "Unix socket");
+  assertFalse(text.includes("doctor-secret-value-7"));
+  const human = await run(false);
+  const lines = new TextDecoder().decode(human.stdout);
+  assertStringIncludes(
+    lines,
+    "network: only through the egress proxy, by policy",
+  );
+  assertStringIncludes(lines, "allow: pypi.org");
+  assertStringIncludes(lines, "secret DOCTOR_TOKEN: a placeholder inside");
+  assertFalse(lines.includes("doctor-secret-value-7"));
+});
