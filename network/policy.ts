@@ -75,6 +75,13 @@ export const DEFAULT_PORTS: readonly number[] = [80, 443];
  *
  * @param text The string.
  * @returns `true` for four decimal octets of at most 255.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { isIPv4 } from "./policy.ts";
+ * assert(isIPv4("10.0.0.1") && !isIPv4("2130706433") && !isIPv4("1.2.3.256"));
+ * ```
  */
 export function isIPv4(text: string): boolean {
   const m = IPV4.exec(text);
@@ -86,6 +93,13 @@ export function isIPv4(text: string): boolean {
  *
  * @param text The string.
  * @returns `true` when it parses as IPv6.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { isIPv6 } from "./policy.ts";
+ * assert(isIPv6("fd00:ec2::254") && !isIPv6("example.com"));
+ * ```
  */
 export function isIPv6(text: string): boolean {
   if (!text.includes(":") || !/^[0-9a-fA-F:.]+$/.test(text)) return false;
@@ -102,6 +116,14 @@ export function isIPv6(text: string): boolean {
  *
  * @param host The host.
  * @returns The normal form.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { normalizeHost } from "./policy.ts";
+ * assert(normalizeHost("PyPI.org.") === "pypi.org");
+ * assert(normalizeHost("[::1]") === "::1");
+ * ```
  */
 export function normalizeHost(host: string): string {
   let h = host.trim().toLowerCase();

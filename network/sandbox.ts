@@ -136,6 +136,14 @@ export interface SandboxEgressOptions extends EgressOptions {
  *
  * @param options The options.
  * @returns `true` when an egress proxy is needed.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { wantsEgress } from "./sandbox.ts";
+ * assert(wantsEgress({ network: { allow: [] } }));
+ * assert(!wantsEgress({ allowNet: true }));
+ * ```
  */
 export function wantsEgress(options: SandboxEgressOptions): boolean {
   return options.network !== undefined || options.secrets !== undefined ||
