@@ -70,6 +70,7 @@ export interface EgressProxyOptions {
 
 const MAX_HEAD_BYTES = 64 * 1024;
 const BUFFER_BYTES = 256 * 1024;
+const FIRST_BUFFER_BYTES = 16 * 1024;
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
@@ -155,14 +156,21 @@ async function writeAll(conn: Stream, bytes: Uint8Array): Promise<void> {
   while (off < bytes.length) off += await conn.write(bytes.subarray(off));
 }
 
-/** Copies one direction; half-closes the other side at the end. */
+/**
+ * Copies one direction; half-closes the other side at the end. The buffer
+ * starts small (most connections carry a few KiB) and grows to
+ * {@linkcode BUFFER_BYTES} once a read fills it.
+ */
 async function pump(from: Stream, to: Stream): Promise<boolean> {
-  const buf = new Uint8Array(BUFFER_BYTES);
+  let buf = new Uint8Array(FIRST_BUFFER_BYTES);
   try {
     while (true) {
       const n = await from.read(buf);
       if (n === null) break;
       await writeAll(to, buf.subarray(0, n));
+      if (n === buf.length && buf.length < BUFFER_BYTES) {
+        buf = new Uint8Array(BUFFER_BYTES);
+      }
     }
   } catch {
     return false;

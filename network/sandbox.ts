@@ -66,13 +66,14 @@ try {
 }
 console.log("ready");
 async function pump(from, to) {
-  const buf = new Uint8Array(256 * 1024);
+  let buf = new Uint8Array(16 * 1024);
   try {
     for (;;) {
       const n = await from.read(buf);
       if (n === null) break;
       let o = 0;
       while (o < n) o += await to.write(buf.subarray(o, n));
+      if (n === buf.length && n < 256 * 1024) buf = new Uint8Array(256 * 1024);
     }
     await to.closeWrite();
     return true;
