@@ -9,6 +9,10 @@
  * deno run -A cli.ts doctor [--isolate] [--json]    # what the runtime can reach
  * deno run -A cli.ts run --isolate <dir> <skill> -- <command>  # in a sandbox
  * deno run -A cli.ts list --catalog <dir>           # the catalog text a system prompt carries
+ * deno run -A cli.ts pack <skill-dir> [-o FILE] [--format zip|tar.gz]  # prints the digest
+ * deno run -A cli.ts add <source> [--into DIR] [--digest sha256:...]   # install + lock
+ * deno run -A cli.ts verify [DIR]                   # lock vs disk; exit 1 on a mismatch
+ * deno run -A cli.ts index <dir-of-packages> [--base-url URL]  # well-known index.json
  * deno run -A cli.ts --version
  * deno run -A cli.ts <command> --help
  * ```
@@ -32,10 +36,16 @@ import { formatCatalog } from "./skill/catalog.ts";
 import { findSkillFolders, loadSkills } from "./skill/load.ts";
 import { validateSkill, type ValidationProblem } from "./skill/validate.ts";
 import type { Skill } from "./skill/types.ts";
-import { parseArgs, UsageError } from "./cli/_args.ts";
+import {
+  parseArgs,
+  SKILLS_OPTION_HELP,
+  splitList,
+  UsageError,
+} from "./cli/_args.ts";
 import { RUN_HELP, runCommand } from "./cli/run.ts";
 import { MCP_HELP, mcpCommand } from "./cli/mcp.ts";
 import { DOCTOR_HELP, doctorCommand } from "./cli/doctor.ts";
+import { PACKAGE_COMMANDS } from "./cli/package.ts";
 
 /** One subcommand: its help and what it does. */
 export interface CliCommand {
@@ -81,29 +91,37 @@ function skillJson(skill: Skill): Record<string, unknown> {
 
 const listCommand: CliCommand = {
   summary: "List the skills found in folders, with their warnings",
-  help: `Usage: skillrun list [--json] <dir>...
+  help:
+    `Usage: skillrun list [--json | --catalog] [--skills <dir>]... [<dir>...]
 
 List the skills found in each folder (a skill folder or a folder of skills,
 searched to 5 levels), leniently: skills that break the Agent Skills rules are
 listed with warnings; files that cannot be used are reported on stderr.
+Folders are given with --skills or as arguments, by the same rule.
 
 Options:
-  --json     Print a JSON array of {name, description, location, basePath,
-             license?, compatibility?, metadata?, allowedTools?, warnings}
-  --catalog  Print the catalog a model is given (the text the skill tool's
-             description and a system prompt carry)
-  --help     Show this help`,
+${SKILLS_OPTION_HELP}
+  --json               Print a JSON array of {name, description, location,
+                       basePath, license?, compatibility?, metadata?,
+                       allowedTools?, warnings}
+  --catalog            Print the catalog a model is given (the text the skill
+                       tool's description and a system prompt carry)
+  --help               Show this help`,
   async run(args) {
-    const { flags, positionals, rest } = parseArgs(args, {
+    const { flags, lists, positionals, rest } = parseArgs(args, {
       json: "boolean",
       catalog: "boolean",
+      skills: "list",
     });
     if (flags.json && flags.catalog) {
       throw new UsageError(
         'Options "--json" and "--catalog" exclude each other',
       );
     }
-    const dirs = [...positionals, ...(rest ?? [])];
+    const dirs = [
+      ...(lists.skills ?? []),
+      ...[...positionals, ...(rest ?? [])].flatMap(splitList),
+    ];
     if (dirs.length === 0) {
       throw new UsageError("Missing argument: at least one folder");
     }
@@ -253,7 +271,8 @@ const runCliCommand: CliCommand = {
 };
 
 const mcpCliCommand: CliCommand = {
-  summary: "Serve the skill tools to an MCP client over stdio",
+  summary:
+    "Serve the skill tools to an MCP client (stdio, or HTTP with --http)",
   help: MCP_HELP.trimEnd(),
   run: (args) => mcpCommand(args),
 };
@@ -271,6 +290,7 @@ const COMMANDS: Readonly<Record<string, CliCommand>> = {
   run: runCliCommand,
   mcp: mcpCliCommand,
   doctor: doctorCliCommand,
+  ...PACKAGE_COMMANDS,
 };
 
 function mainHelp(): string {

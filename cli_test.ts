@@ -218,7 +218,7 @@ Deno.test("cli --help lists the commands and each command has --help", async () 
   for (const command of ["list", "validate"]) {
     const run = await cli(command, "--help");
     assertEquals(run.code, 0, command);
-    assertStringIncludes(run.stdout, `Usage: skillrun ${command} [--json]`);
+    assertStringIncludes(run.stdout, `Usage: skillrun ${command} [--json`);
     assertEquals((await cli("help", command)).stdout, run.stdout);
   }
 });
@@ -315,4 +315,72 @@ Deno.test("cli installs from a clone as the README says, and the installed comma
     assertEquals(installed.code, 0, new TextDecoder().decode(installed.stderr));
     assertMatch(stdout, /^skillrun \d+\.\d+\.\d+\n$/);
   });
+});
+
+Deno.test("cli: several skill folders follow one rule on every command (repeated --skills, comma lists), shown in every --help", async () => {
+  const a = "examples/skills";
+  const b = "examples/edge/skills";
+  for (
+    const args of [["--skills", a, "--skills", b], ["--skills", `${a},${b}`], [
+      `${a},${b}`,
+    ], [a, b]]
+  ) {
+    const listed = await cli("list", "--json", ...args);
+    assertEquals(listed.code, 0, listed.stderr);
+    assertEquals(
+      (JSON.parse(listed.stdout) as { name: string }[]).map((s) => s.name),
+      ["csv-report", "json-to-table", "sandbox-facts", "word-count"],
+      args.join(" "),
+    );
+  }
+  for (
+    const args of [["--skills", a, "--skills", b], ["--skills", `${a},${b}`]]
+  ) {
+    const doctor = await cli("doctor", "--json", ...args);
+    const report = JSON.parse(doctor.stdout) as { skillRoots?: string[] };
+    assertStringIncludes(
+      JSON.stringify(report),
+      "examples/edge/skills",
+      args.join(" "),
+    );
+    assertStringIncludes(
+      JSON.stringify(report),
+      "examples/skills",
+      args.join(" "),
+    );
+  }
+  for (
+    const args of [
+      ["--skills", a, "--skills", b, "word-count"],
+      ["--skills", `${a},${b}`, "word-count"],
+      [`${a},${b}`, "word-count"],
+    ]
+  ) {
+    const ran = await cli("run", ...args, "--", "basename $PWD");
+    assertEquals(ran.code, 0, `${args.join(" ")}: ${ran.stderr}`);
+    assertEquals(ran.stdout, "word-count\n");
+  }
+  for (const command of ["list", "doctor", "run", "mcp"]) {
+    const help = await cli(command, "--help");
+    assertEquals(help.code, 0);
+    assertStringIncludes(
+      help.stdout.replace(/\s+/g, " "),
+      "several: repeat --skills or separate folders with commas",
+      command,
+    );
+  }
+});
+
+Deno.test("cli --help says mcp serves over stdio or HTTP, and list's usage names --catalog", async () => {
+  const top = await cli("--help");
+  const mcpLine = top.stdout.split("\n").find((l) =>
+    l.trim().startsWith("mcp ")
+  );
+  assert(mcpLine, top.stdout);
+  assert(!/over stdio$/.test(mcpLine), mcpLine);
+  assertStringIncludes(mcpLine, "HTTP");
+  const list = await cli("list", "--help");
+  const usage = list.stdout.split("\n", 1)[0]!;
+  assertStringIncludes(usage, "--catalog");
+  assertStringIncludes(usage, "--json");
 });

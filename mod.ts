@@ -120,3 +120,20 @@ export {
 } from "./tools/skill_tool.ts";
 export { PUBLISH_GUIDANCE } from "./tools/publish_file.ts";
 export * from "./tools/adapters/mod.ts";
+export type {
+  CommandOutputEvent,
+  HttpRequestEvent,
+  PrepareProgressEvent,
+  RuntimeLifecycleEvent,
+  SkillEvent,
+  SkillEventListener,
+  ToolCallEndEvent,
+  ToolCallStartEvent,
+} from "./observe/events.ts";
+export { EventSink } from "./observe/events.ts";
+export { formatEvent } from "./observe/log.ts";
+export {
+  type BackgroundCommandInfo,
+  backgroundCommands,
+  type BackgroundOutput,
+} from "./runtimes/background.ts";

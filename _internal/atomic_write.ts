@@ -16,7 +16,7 @@ export interface WriteStreamAtomicallyOptions {
 
 /**
  * Streams `stream` into `localPath` through a temporary file in the same
- * folder (`.<name>.<random>.part`), flushed to disk, then renamed over the
+ * folder (`.skillrun-<random>.part`, whatever the target's name), flushed to disk, then renamed over the
  * target. On any failure (the stream errors, the signal aborts, the disk
  * refuses) the temporary file is removed and the target is left as it was: an
  * existing target is replaced only on success, in one rename. Missing parent
@@ -177,7 +177,9 @@ export async function writeFileAtomically(
     await Deno.mkdir(dir, { recursive: true });
     temp = await Deno.makeTempFile({
       dir,
-      prefix: `.${hostPath.basename(target)}.`,
+      // Not built from the target's name: any name is valid for the target
+      // (quotes, `*`, `?`, 255 bytes), not necessarily inside a prefix.
+      prefix: ".skillrun-",
       suffix: ".part",
     });
     file = await Deno.open(temp, { read: true, write: true, truncate: true });

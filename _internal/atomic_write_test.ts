@@ -92,7 +92,7 @@ Deno.test("writeStreamAtomically() replaces an existing target only when complet
   const writing = writeStreamAtomically(source.stream, target);
   source.push(new TextEncoder().encode("new "));
   const part = await waitForPart(dir.path);
-  assert(part.startsWith(".report.txt."), part);
+  assert(part.startsWith(".skillrun-"), part);
   assertEquals(await Deno.readTextFile(target), "old", "untouched meanwhile");
   source.push(new TextEncoder().encode("content"));
   source.end();
@@ -170,4 +170,20 @@ Deno.test("writeStreamAtomically() refuses a folder as target and leaves it as i
   );
   assertEquals(await names(dir.path), ["folder"]);
   assertEquals(await names(`${dir.path}/folder`), ["inside.txt"]);
+});
+
+Deno.test("writeStreamAtomically() writes a target whatever characters or length its name has", async () => {
+  await using dir = await tempDir();
+  const odd = `report "final" v2: a*b?.txt`;
+  const long = `${"x".repeat(250)}.txt`; // 254 bytes: a name built on it would be too long
+  for (const name of POSIX ? [odd, long, "\\back<slash>|.txt"] : [long]) {
+    const target = `${dir.path}/${name}`;
+    const bytes = await writeStreamAtomically(
+      ReadableStream.from([new TextEncoder().encode("content")]),
+      target,
+    );
+    assertEquals(bytes, 7);
+    assertEquals(await Deno.readTextFile(target), "content");
+  }
+  assertEquals((await names(dir.path)).some((n) => n.endsWith(".part")), false);
 });

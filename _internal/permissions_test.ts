@@ -4,9 +4,8 @@ import {
   assertStrictEquals,
   assertStringIncludes,
 } from "./assert.ts";
-import { toPermissionError } from "./permissions.ts";
+import { RuntimePermissionError, toPermissionError } from "./permissions.ts";
 import { runDenoScript } from "./testing.ts";
-import { RuntimePermissionError } from "../runtimes/errors.ts";
 
 const MODULE = new URL("./permissions.ts", import.meta.url).href;
 

@@ -3,6 +3,7 @@ import {
   MIN_FRAGMENT_LENGTH,
   MIN_SECRET_LENGTH,
   REDACTED,
+  redactError,
   Redactor,
   redactSecrets,
 } from "./redact.ts";
@@ -98,4 +99,51 @@ Deno.test("redact: at every cut position no fragment of 3+ characters survives",
 Deno.test("redact: regular-expression characters in words mean themselves", () => {
   assertEquals(redactSecrets("a+b* a+b*c", ["a+b*"]), `${REDACTED} a+b*c`);
   assertEquals(redactSecrets("(x-y)", ["x-y1"]), "(x-y)");
+});
+
+Deno.test("redact: an excerpt's ellipsis is a cut: a secret's start before it goes", () => {
+  const redactor = new Redactor(["abcd1234efgh"]);
+  assertEquals(redactor.redact("echo: abcd1…"), `echo: ${REDACTED}…`);
+  assertEquals(redactor.redact("echo: ab…"), "echo: ab…");
+  assertEquals(redactor.redact("wait… abcd1234efgh"), `wait… ${REDACTED}`);
+});
+
+Deno.test("redact: a secret given back collapsed or JSON-escaped is found", () => {
+  const redactor = new Redactor(['p4ss "word"\tand\\more']);
+  assertEquals(
+    redactor.redact('{"v":"p4ss \\"word\\"\\tand\\\\more"}'),
+    `{"v":"${REDACTED}"}`,
+  );
+  assertEquals(redactor.redact('p4ss "word" and\\more'), REDACTED);
+});
+
+Deno.test("redact: redactError cleans every string of an error and its causes", () => {
+  const secret = "abcd1234efgh";
+  const inner = new Error(`inner ${secret}`);
+  const error = Object.assign(
+    new AggregateError([new Error(`one ${secret}`)], `outer ${secret}`, {
+      cause: inner,
+    }),
+    { serverMessage: `server ${secret}`, status: 500 },
+  );
+  redactError(error, new Redactor([secret]));
+  for (
+    const text of [
+      error.message,
+      error.stack ?? "",
+      error.serverMessage,
+      inner.message,
+      inner.stack ?? "",
+      (error.errors[0] as Error).message,
+      Deno.inspect(error),
+    ]
+  ) {
+    assert(!text.includes(secret), text);
+    assert(!text.includes("abcd1234"), text);
+  }
+  assertEquals(error.status, 500);
+  assertEquals(
+    redactError(`x ${secret}`, new Redactor([secret])),
+    `x ${REDACTED}`,
+  );
 });

@@ -98,6 +98,14 @@ function isolatedLauncher(): Promise<BubblewrapLauncher> {
   return launcher ??= BubblewrapLauncher.create();
 }
 
+let unhardened: Promise<LocalSkillRuntime> | undefined;
+/** An isolated runtime without the descriptor and seccomp fences (for their cost). */
+function unhardenedRuntime(): Promise<LocalSkillRuntime> {
+  return unhardened ??= BubblewrapLauncher.create({ hardening: false }).then(
+    (launcher) => new LocalSkillRuntime({ launcher }),
+  );
+}
+
 let isolated: Promise<LocalSkillRuntime> | undefined;
 function isolatedRuntime(): Promise<LocalSkillRuntime> {
   return isolated ??= isolatedLauncher().then((launcher) =>
@@ -362,6 +370,34 @@ export const cases: BenchCase[] = [
           ],
         }).output(),
     }],
+  },
+  {
+    id: "local-isolated-hardening",
+    title:
+      'isolated execute({ command: "true" }): with the descriptor and setuid/AF_UNIX fences vs without',
+    module: import.meta.url,
+    iterations: 30,
+    rounds: 5,
+    maxRatio: 1.1,
+    skipReason: noBwrap,
+    ours: {
+      label: "hardened (stdio only, seccomp)",
+      fn: async () => {
+        const result = await (await isolatedRuntime()).execute({
+          command: "true",
+        });
+        if (result.exitCode !== 0) throw new Error(result.stderr);
+      },
+    },
+    baseline: {
+      label: "hardening: false",
+      fn: async () => {
+        const result = await (await unhardenedRuntime()).execute({
+          command: "true",
+        });
+        if (result.exitCode !== 0) throw new Error(result.stderr);
+      },
+    },
   },
   {
     id: "local-isolated-prepare-canvas-design",

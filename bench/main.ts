@@ -21,8 +21,11 @@ const FILES = [
   "./opensandbox_bench.ts",
   "./remote_bench.ts",
   "./aio_bench.ts",
+  "./hosted_bench.ts",
   "./mcp_bench.ts",
   "./egress_bench.ts",
+  "./package_bench.ts",
+  "./observe_bench.ts",
 ] as const;
 
 const filter = Deno.args[0];

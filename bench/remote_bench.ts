@@ -22,14 +22,17 @@ const CANVAS = new URL(
   import.meta.url,
 ).pathname;
 const DATA = new URL("./.data/", import.meta.url).pathname;
-const BIG = `${DATA}remote-1gib.bin`;
-const BIG_SIZE = 1024 * 1024 * 1024;
-const MANY = `${DATA}remote-many-files-skill`;
+/** The 1 GiB file (also downloaded by `hosted_bench.ts`). */
+export const BIG = `${DATA}remote-1gib.bin`;
+/** Its size. */
+export const BIG_SIZE = 1024 * 1024 * 1024;
+/** The generated 5,000-file skill (also uploaded by `opensandbox_bench.ts`). */
+export const MANY = `${DATA}remote-many-files-skill`;
 const MANY_FOLDERS = 50;
 const MANY_PER_FOLDER = 100;
 
 /** Writes the 1 GiB file once (a marker says it is whole). */
-async function generateBig(): Promise<void> {
+export async function generateBig(): Promise<void> {
   const marker = `${BIG}.complete`;
   try {
     await Deno.stat(marker);
@@ -61,7 +64,7 @@ async function generateBig(): Promise<void> {
 }
 
 /** Generates the 5,000-file skill once (a marker says it is whole). */
-async function generateMany(): Promise<void> {
+export async function generateMany(): Promise<void> {
   const marker = `${MANY}/.complete`;
   try {
     await Deno.stat(marker);
@@ -260,7 +263,8 @@ async function curlDownload(options: { sync?: boolean } = {}): Promise<void> {
   if (size !== BIG_SIZE) throw new Error("short download");
 }
 
-const POLICY = { extraExcludes: ["/.complete"] };
+/** Leaves the generation marker out of an upload of {@linkcode MANY}. */
+export const POLICY = { extraExcludes: ["/.complete"] };
 
 /** Uploads a skill as one multipart request with our code. */
 async function oursUpload(source: string): Promise<void> {

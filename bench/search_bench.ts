@@ -209,7 +209,8 @@ async function callTool(
   minLines: number,
 ): Promise<number> {
   const result = await (await toolOf(name, useRipgrep)).execute(input);
-  const lines = result.text.split("\n").filter((l) => l.startsWith(TREE));
+  const root = String(input.path);
+  const lines = result.text.split("\n").filter((l) => l.startsWith(root));
   if (result.isError || lines.length < minLines) {
     throw new Error(`Unexpected ${name} result: ${result.text.slice(0, 200)}`);
   }
@@ -268,8 +269,161 @@ async function expectSandboxFiles(search: SearchEngine): Promise<number> {
   return result.files.length;
 }
 
+/** The small tree of the peer comparison: 20,000 small files. */
+export const SMALL_TREE: string = hostPath.fromFileUrl(
+  new URL("./.data/tree-20k/", import.meta.url),
+).replace(/\/$/, "");
+const SMALL_FILES = 20_000;
+/** Files holding the literal: every 328th from the 6th, 61 in all. */
+const SMALL_NEEDLE_EVERY = 328;
+const SMALL_VERSION = `v1 ${SMALL_FILES} ${SMALL_NEEDLE_EVERY}`;
+
+/**
+ * Writes the small tree once: 20 folders of 10 folders of 100 files, each a
+ * few hundred bytes to 2 KB of text; 61 of them hold the literal once.
+ */
+export async function setupSmallTree(): Promise<void> {
+  const marker = hostPath.join(SMALL_TREE, ".complete");
+  try {
+    if ((await Deno.readTextFile(marker)).trim() === SMALL_VERSION) return;
+  } catch {
+    // Not generated yet.
+  }
+  await Deno.remove(SMALL_TREE, { recursive: true }).catch(() => {});
+  const rnd = random(7);
+  const encoder = new TextEncoder();
+  const line = (): string => {
+    const n = 4 + Math.floor(rnd() * 10);
+    return Array.from(
+      { length: n },
+      () => WORDS[Math.floor(rnd() * WORDS.length)]!,
+    ).join(" ") + "\n";
+  };
+  let written = 0;
+  for (let top = 0; top < SMALL_FILES / 1000; top++) {
+    for (let sub = 0; sub < 10; sub++) {
+      const folder = hostPath.join(
+        SMALL_TREE,
+        `d${String(top).padStart(2, "0")}`,
+        `s${sub}`,
+      );
+      await Deno.mkdir(folder, { recursive: true });
+      await Promise.all(Array.from({ length: 100 }, (_, k) => {
+        const i = top * 1000 + sub * 100 + k;
+        const lines = Array.from(
+          { length: 5 + Math.floor(rnd() * 30) },
+          line,
+        );
+        if (i % SMALL_NEEDLE_EVERY === 5) {
+          lines.splice(lines.length >> 1, 0, `found ${NEEDLE} here\n`);
+          written++;
+        }
+        return Deno.writeFile(
+          hostPath.join(folder, `f${String(i).padStart(5, "0")}.txt`),
+          encoder.encode(lines.join("")),
+        );
+      }));
+    }
+  }
+  if (written !== 61) throw new Error(`${written} needle files, not 61`);
+  await Deno.writeTextFile(marker, SMALL_VERSION);
+}
+
+/** The grep tool as a model calls it, checking the number of lines found. */
+function grepTool(
+  tree: string,
+  mode: "files_with_matches" | "content",
+  minLines: number,
+): () => Promise<number> {
+  return () =>
+    callTool("grep", true, {
+      pattern: NEEDLE,
+      path: tree,
+      output_mode: mode,
+    }, minLines);
+}
+
+/**
+ * The peer comparison: the `grep` tool (files mode, content mode; sorted,
+ * bounded output) against what a peer library runs for the same search (a
+ * bare `rg --json -F`, unsorted, unbounded, output only drained) and against
+ * the cheapest bare form (`rg -l -F`, `rg -n -F`).
+ */
+function peerCases(
+  name: string,
+  tree: string,
+  setup: () => Promise<void>,
+  matching: number,
+): BenchCase[] {
+  const common = {
+    module: import.meta.url,
+    setup,
+    skipReason: ripgrepMissing,
+    iterations: 5,
+    rounds: 4,
+  };
+  const json = {
+    label: "rg --json -F (a peer's search)",
+    fn: () => bareRipgrep(["--json", "-F", NEEDLE, tree]),
+  };
+  return [
+    {
+      ...common,
+      id: `search-peer-${name}-files-json`,
+      title: `grep tool, files with a literal, ${name} files vs rg --json -F`,
+      maxRatio: 0.95,
+      ours: {
+        label: "grep tool, files mode",
+        fn: grepTool(tree, "files_with_matches", matching),
+      },
+      baseline: json,
+    },
+    {
+      ...common,
+      id: `search-peer-${name}-files-bare`,
+      title: `grep tool, files with a literal, ${name} files vs rg -l -F`,
+      maxRatio: 1.05,
+      ours: {
+        label: "grep tool, files mode",
+        fn: grepTool(tree, "files_with_matches", matching),
+      },
+      baseline: {
+        label: "rg -l -F",
+        fn: () => bareRipgrep(["-l", "-F", NEEDLE, tree]),
+      },
+    },
+    {
+      ...common,
+      id: `search-peer-${name}-content-json`,
+      title: `grep tool, content of a literal, ${name} files vs rg --json -F`,
+      maxRatio: 0.95,
+      ours: {
+        label: "grep tool, content mode",
+        fn: grepTool(tree, "content", matching),
+      },
+      baseline: json,
+    },
+    {
+      ...common,
+      id: `search-peer-${name}-content-bare`,
+      title: `grep tool, content of a literal, ${name} files vs rg -n -F`,
+      maxRatio: 1.05,
+      ours: {
+        label: "grep tool, content mode",
+        fn: grepTool(tree, "content", matching),
+      },
+      baseline: {
+        label: "rg -n -F",
+        fn: () => bareRipgrep(["-n", "-F", NEEDLE, tree]),
+      },
+    },
+  ];
+}
+
 /** The cases. */
 export const cases: BenchCase[] = [
+  ...peerCases("20k", SMALL_TREE, setupSmallTree, 61),
+  ...peerCases("100k", TREE, setupTree, 300),
   {
     id: "search-shell-grep",
     title:

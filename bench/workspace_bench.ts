@@ -14,12 +14,13 @@ const CANVAS = new URL(
   import.meta.url,
 ).pathname;
 const DATA = new URL("./.data/", import.meta.url).pathname;
-const MANY = `${DATA}many-small-files-skill`;
+/** The generated 5,000-file skill (other bench files reuse it). */
+export const MANY = `${DATA}many-small-files-skill`;
 const MANY_FOLDERS = 50;
 const MANY_PER_FOLDER = 100;
 
 /** Generates the 5,000-file skill once (idempotent: a marker says it is whole). */
-async function generateManyFiles(): Promise<void> {
+export async function generateManyFiles(): Promise<void> {
   const marker = `${MANY}/.complete`;
   try {
     await Deno.stat(marker);

@@ -6,19 +6,22 @@
  * @module
  */
 
-/** The kind of value a flag takes (`strings`: repeatable, kept in `lists`). */
-export type FlagKind = "string" | "boolean" | "strings";
+/**
+ * The kind of value a flag takes: `list` may be repeated, and each of its
+ * values may be a comma-separated list (`--skills a --skills b,c`).
+ */
+export type FlagKind = "string" | "boolean" | "list";
 
 /** What {@linkcode parseArgs} returns. */
 export interface ParsedArgs {
-  /** The flags given, by name (without dashes). */
+  /** The flags given, by name (without dashes); a `list` flag is not here. */
   readonly flags: Readonly<Record<string, string | boolean>>;
+  /** The values of each `list` flag given, commas split, in order. */
+  readonly lists: Readonly<Record<string, readonly string[]>>;
   /** The arguments that are not flags, before `--`. */
   readonly positionals: readonly string[];
   /** Everything after the first `--`, untouched; `undefined` without `--`. */
   readonly rest: readonly string[] | undefined;
-  /** The values of the repeatable (`strings`) flags given, in order. */
-  readonly lists: Readonly<Record<string, readonly string[]>>;
 }
 
 /** A command-line mistake; the CLI prints its message and exits with 2. */
@@ -76,7 +79,7 @@ export function parseArgs(
     const name = arg.slice(2, eq === -1 ? undefined : eq);
     const kind = name === "help" ? "boolean" : known[name];
     if (kind === undefined) throw new UsageError(`Unknown option "--${name}"`);
-    if (Object.hasOwn(flags, name) && kind !== "strings") {
+    if (kind !== "list" && Object.hasOwn(flags, name)) {
       throw new UsageError(`Option "--${name}" is given more than once`);
     }
     if (kind === "boolean") {
@@ -96,11 +99,42 @@ export function parseArgs(
       }
       i++;
     }
-    if (kind === "strings") (lists[name] ??= []).push(value);
-    else flags[name] = value;
+    if (kind === "list") {
+      const values = splitList(value);
+      if (values.length === 0) {
+        throw new UsageError(`Option "--${name}" needs a value`);
+      }
+      (lists[name] ??= []).push(...values);
+      continue;
+    }
+    flags[name] = value;
   }
-  return { flags, positionals, rest, lists };
+  return { flags, lists, positionals, rest };
 }
+
+/**
+ * The one rule for naming several skill folders, on every command: repeat
+ * `--skills`, or separate folders with commas (in `--skills` and in a
+ * positional folder alike). Empty items are dropped.
+ *
+ * @param value One argument.
+ * @returns The folders it names.
+ *
+ * @example Splitting a comma list
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { splitList } from "./_args.ts";
+ * assert(splitList("a,b,,c").join(" ") === "a b c");
+ * ```
+ */
+export function splitList(value: string): string[] {
+  return value.split(",").filter((item) => item !== "");
+}
+
+/** The line of every command's help that states the rule of {@linkcode splitList}. */
+export const SKILLS_OPTION_HELP: string =
+  `  --skills <dir>       A skill folder or a folder of skills (several: repeat
+                       --skills or separate folders with commas)`;
 
 /**
  * Turns the words after `--` into one shell command: a single word is used as

@@ -1,7 +1,9 @@
 /**
  * The egress flags shared by `run`, `mcp` and `doctor`: `--allow-host`,
  * `--deny-host`, `--secret NAME=HOST[,HOST...]` and `--resolve HOST=IP`
- * (each repeatable), turned into the isolated runtime's options. A secret's
+ * (each repeatable, and each a comma list as every list flag of the CLI:
+ * in `--secret A=h1,h2,B=h3` an item without `=` is one more host of the
+ * secret before it), turned into the isolated runtime's options. A secret's
  * value comes from the CLI's own environment variable of that name and never
  * appears in a message.
  *
@@ -9,14 +11,14 @@
  */
 import type { EgressOptions } from "../network/sandbox.ts";
 import { EgressPolicy, type SecretSpec } from "../network/policy.ts";
-import { type FlagKind, UsageError } from "./_args.ts";
+import { type FlagKind, splitList, UsageError } from "./_args.ts";
 
 /** The egress flags and their kinds, for {@linkcode parseArgs}. */
 export const EGRESS_FLAGS: Readonly<Record<string, FlagKind>> = {
-  "allow-host": "strings",
-  "deny-host": "strings",
-  secret: "strings",
-  resolve: "strings",
+  "allow-host": "list",
+  "deny-host": "list",
+  secret: "list",
+  resolve: "list",
 };
 
 /** The help lines of the egress flags. */
@@ -89,14 +91,32 @@ export function egressOptions(
       'Option "--allow-net" allows every host: give it or "--allow-host"/"--deny-host", not both',
     );
   }
+  // The parser split every value at its commas (the CLI's one rule for list
+  // flags): an item without "=" is one more host of the secret before it.
+  const grouped: { name: string; flag: string; hosts: string[] }[] = [];
+  for (const item of secretFlags.flatMap(splitList)) {
+    const eq = item.indexOf("=");
+    const last = grouped.at(-1);
+    if (eq === -1 && last !== undefined) {
+      last.hosts.push(item.trim());
+      last.flag += `,${item}`;
+      continue;
+    }
+    if (eq <= 0) {
+      throw new UsageError(
+        `Option "--secret ${item}" must be NAME=HOST[,HOST...]`,
+      );
+    }
+    const host = item.slice(eq + 1).trim();
+    grouped.push({
+      name: item.slice(0, eq),
+      flag: item,
+      hosts: host === "" ? [] : [host],
+    });
+  }
   const secrets: Record<string, SecretSpec> = {};
-  for (const flag of secretFlags) {
-    const eq = flag.indexOf("=");
-    const name = flag.slice(0, eq);
-    const hosts = flag.slice(eq + 1).split(",").map((h) => h.trim()).filter(
-      Boolean,
-    );
-    if (eq <= 0 || hosts.length === 0) {
+  for (const { name, flag, hosts } of grouped) {
+    if (hosts.length === 0) {
       throw new UsageError(
         `Option "--secret ${flag}" must be NAME=HOST[,HOST...]`,
       );

@@ -7,7 +7,7 @@ import {
 } from "../_internal/assert.ts";
 import { hostPath } from "../_internal/std.ts";
 import { UsageError } from "./_args.ts";
-import { egressOptions } from "./_egress.ts";
+import { EGRESS_FLAGS, egressOptions } from "./_egress.ts";
 
 const repo = hostPath.fromFileUrl(new URL("../", import.meta.url));
 const cli = hostPath.join(repo, "cli.ts");
@@ -137,13 +137,40 @@ Deno.test("cli: run --isolate --allow-host reaches the allowed host through the 
   }
 });
 
+const EGRESS_FLAGS_AND_ISOLATE = {
+  ...EGRESS_FLAGS,
+  isolate: "boolean",
+} as const;
+
 Deno.test("cli args: a repeatable flag keeps every value in order, others stay single", async () => {
   const { parseArgs } = await import("./_args.ts");
   const parsed = parseArgs(
     ["--allow-host", "a.com", "--isolate", "--allow-host=b.com", "x"],
-    { "allow-host": "strings", isolate: "boolean" },
+    { "allow-host": "list", isolate: "boolean" },
   );
   assertEquals(parsed.lists["allow-host"], ["a.com", "b.com"]);
+  // The CLI's one list rule splits at commas; a secret's hosts stay together.
+  const secrets = parseArgs(
+    [
+      "--secret",
+      "A=h1.com,h2.com",
+      "--secret=B=h3.com",
+      "--isolate",
+      "--allow-host",
+      "h1.com,h3.com",
+    ],
+    EGRESS_FLAGS_AND_ISOLATE,
+  );
+  assertEquals(
+    egressOptions(secrets.lists, secrets.flags, (name) => `value-of-${name}`),
+    {
+      network: { allow: ["h1.com", "h3.com"] },
+      secrets: {
+        A: { hosts: ["h1.com", "h2.com"], value: "value-of-A" },
+        B: { hosts: ["h3.com"], value: "value-of-B" },
+      },
+    },
+  );
   assertEquals(parsed.flags.isolate, true);
   assertEquals(parsed.positionals, ["x"]);
   assertThrows(

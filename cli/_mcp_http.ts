@@ -55,6 +55,8 @@ export interface McpHttpCommandOptions {
   readonly flags: Readonly<Record<string, string | boolean>>;
   /** The egress options of the isolated runtimes (from the egress flags). */
   readonly egress?: EgressOptions;
+  /** The skill folders of `--skills`. */
+  readonly skills: readonly string[];
   /** The skills' configurations from `--config`. */
   readonly configs?: ReadonlyMap<string, SkillRuntimeConfig>;
   /** Prints a line on stdout. */
@@ -83,19 +85,39 @@ export async function serveMcpHttpCommand(
     );
   }
   const token = await readToken(err);
+  const allowedHosts = typeof flags["allowed-hosts"] === "string"
+    ? flags["allowed-hosts"].split(",").map((h) => h.trim()).filter(Boolean)
+    : undefined;
+  const sweepAfterMs = parseSweepAfter(flags["sweep-after"]);
+  const keepWorkspaces = flags["keep-workspaces"] === true;
+  // The root whose left session workspaces are swept (none when unknown).
+  let root: string | undefined;
+  try {
+    root = typeof flags.root === "string"
+      ? flags.root
+      : defaultMcpConversationsRoot();
+  } catch {
+    root = undefined;
+  }
   // Loaded here so that the other subcommands never load the MCP SDK.
   const { serveMcpHttp } = await import("../tools/mcp/mod.ts");
   const server = await serveMcpHttp({
     hostname: address.hostname,
     port: address.port,
-    skills: flags.skills as string,
+    skills: options.skills,
     ...(options.configs ? { configs: options.configs } : {}),
     ...(token !== undefined ? { token } : {}),
     jsonResponse: flags["json-response"] === true,
+    allowPublicWithoutToken: flags["allow-public-without-token"] === true,
+    ...(allowedHosts ? { allowedHosts } : {}),
+    keepWorkspaces,
+    ...(sweepAfterMs !== undefined ? { sweepAfterMs } : {}),
+    ...(root !== undefined ? { conversationsRoot: root } : {}),
     runtime: (sessionId) =>
       createRuntime(
         { ...flags, conversation: sessionId },
         defaultMcpConversationsRoot,
+        undefined,
         egress,
       ),
     onError: (error) => void err(`skillrun mcp: ${error.message}\n`),
@@ -105,7 +127,9 @@ export async function serveMcpHttpCommand(
   }
   if (server.handler.skills.length === 0) {
     await err(
-      `skillrun mcp: no skills found under "${flags.skills}"; serving the file tools only\n`,
+      `skillrun mcp: no skills found under "${
+        options.skills.join(",")
+      }"; serving the file tools only\n`,
     );
   }
   await out(`${server.url}\n`);
@@ -114,7 +138,7 @@ export async function serveMcpHttpCommand(
     !server.url.match(/^http:\/\/(127\.|\[::1\]|localhost)/)
   ) {
     await err(
-      `skillrun mcp: warning: listening beyond loopback without a token: anyone who reaches ${server.url} can run commands (set ${MCP_TOKEN_VARIABLE})\n`,
+      `skillrun mcp: warning: listening beyond loopback without a token (--allow-public-without-token): anyone who reaches ${server.url} can run commands (set ${MCP_TOKEN_VARIABLE})\n`,
     );
   }
   const stop = () => void server.close();
@@ -133,6 +157,44 @@ export async function serveMcpHttpCommand(
   }
 }
 
+/** `--sweep-after <hours>` in ms: `false` for 0, `undefined` when not given. */
+function parseSweepAfter(
+  value: string | boolean | undefined,
+): number | false | undefined {
+  if (value === undefined) return undefined;
+  const hours = Number(value);
+  if (typeof value !== "string" || !Number.isFinite(hours) || hours < 0) {
+    throw new UsageError(
+      `Cannot use --sweep-after "${
+        String(value)
+      }": expected a number of hours (0: never)`,
+    );
+  }
+  return hours === 0 ? false : Math.max(1, Math.round(hours * 3_600_000));
+}
+
+/**
+ * Takes {@linkcode MCP_TOKEN_VARIABLE} out of this process's environment
+ * (when `--allow-env` lets it be read): the server's own credential never
+ * reaches a command, and commands inherit this process's environment.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { forgetMcpToken, MCP_TOKEN_VARIABLE } from "./_mcp_http.ts";
+ * Deno.env.set(MCP_TOKEN_VARIABLE, "example-token-123");
+ * forgetMcpToken();
+ * assert(Deno.env.get(MCP_TOKEN_VARIABLE) === undefined);
+ * ```
+ */
+export function forgetMcpToken(): void {
+  const state = Deno.permissions.querySync({
+    name: "env",
+    variable: MCP_TOKEN_VARIABLE,
+  }).state;
+  if (state === "granted") Deno.env.delete(MCP_TOKEN_VARIABLE);
+}
+
 // The token comes from the environment, never from the command line (which
 // other users can see in the process list).
 async function readToken(
@@ -149,5 +211,6 @@ async function readToken(
     return undefined;
   }
   const token = Deno.env.get(MCP_TOKEN_VARIABLE);
+  forgetMcpToken();
   return token === undefined || token === "" ? undefined : token;
 }

@@ -9,7 +9,7 @@
 import { hostPath } from "../_internal/std.ts";
 import { fenceReport, formatFenceReport } from "../runtimes/local/doctor.ts";
 import type { LocalSkillRuntime } from "../runtimes/local/runtime.ts";
-import { parseArgs, UsageError } from "./_args.ts";
+import { parseArgs, SKILLS_OPTION_HELP, UsageError } from "./_args.ts";
 import { EGRESS_FLAGS, egressOptions } from "./_egress.ts";
 import type { EgressOptions } from "../network/sandbox.ts";
 import {
@@ -32,8 +32,7 @@ deno on the commands' PATH) and what their absence costs.
 Run it with the same deno flags as "run" or "mcp" to check those flags.
 
 Options:
-  --skills <dir>       The folder of skills the runtime will use (several:
-                       separated by commas)
+${SKILLS_OPTION_HELP}
   --conversation <id>  Report on the conversation workspace <root>/<id>
                        (created if missing)
   --root <dir>         The conversations root (default: .skillrun/conversations)
@@ -99,7 +98,7 @@ export async function doctorCommand(
   let egress: EgressOptions;
   try {
     parsed = parseArgs(args, {
-      skills: "string",
+      skills: "list",
       conversation: "string",
       root: "string",
       isolate: "boolean",
@@ -122,14 +121,12 @@ export async function doctorCommand(
     await err(`skillrun doctor: ${error.message}\n\n${DOCTOR_HELP}`);
     return USAGE_EXIT_CODE;
   }
-  const skillRoots = typeof parsed.flags.skills === "string"
-    ? parsed.flags.skills.split(",").filter(Boolean).map((p) =>
-      hostPath.resolve(p)
-    )
-    : [];
+  const skillRoots = (parsed.lists.skills ?? []).map((p) =>
+    hostPath.resolve(p)
+  );
   let runtime: LocalSkillRuntime | undefined;
   try {
-    runtime = await createRuntime(parsed.flags, undefined, egress);
+    runtime = await createRuntime(parsed.flags, undefined, undefined, egress);
     const report = await fenceReport(runtime, {
       skillRoots,
       ...(options.signal ? { signal: options.signal } : {}),

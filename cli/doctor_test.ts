@@ -148,9 +148,12 @@ function expected(c: Case, p: Paths): string[] {
     "",
     "Deno permissions (this process):",
   ];
+  // Warnings shown in a section above are counted, not listed again.
+  const shown = new Set<string>();
   const permission = (word: string, name: string, note: string) => {
     lines.push(`  ${word.padEnd(5)} ${name.padEnd(5)} ${note}`);
     if (word === "warn") warnings.push(note);
+    shown.add(note);
   };
   if (c.narrowed) {
     permission("ok", "read", `read of ${p.skills}, ${home}`);
@@ -192,7 +195,11 @@ function expected(c: Case, p: Paths): string[] {
     : [workspace];
   if (c.isolated) {
     lines.push(
-      `shell: isolated with ${BWRAP}: namespaces user, pid, ipc, uts, cgroup, net; no network, loopback included`,
+      `shell: isolated with ${BWRAP}: namespaces user, pid, ipc, uts, cgroup, net; no network, loopback included; standard streams only; ${
+        Deno.build.arch === "x86_64" || Deno.build.arch === "aarch64"
+          ? "seccomp refuses setuid-setgid-modes, unix-sockets"
+          : "no seccomp filter"
+      }`,
       `  system, read-only: ${readOnly.join(", ")}`,
       `  hidden: ${MASKED_PATHS.filter(exists).join(", ")}`,
       `  deno, read-only: ${Deno.execPath()}`,
@@ -251,20 +258,28 @@ function expected(c: Case, p: Paths): string[] {
       "grep and glob use the TypeScript fallback: the same answers, slower on large folders (install ripgrep and allow --allow-run=rg)";
     lines.push(`  missing rg    this process (grep, glob): ${cost}`);
     warnings.push(`rg is not available: ${cost}`);
+    shown.add(`rg is not available: ${cost}`);
   }
-  const bwrapRuns = BWRAP !== null && (c.isolated || !c.narrowed);
-  if (bwrapRuns) {
+  const bwrapPermitted = c.isolated || !c.narrowed;
+  if (BWRAP !== null && bwrapPermitted) {
     lines.push("  ok      bwrap this process: the isolated mode is available");
-  } else {
+  } else if (bwrapPermitted) {
     const cost =
       "no isolated mode: the shell reaches whatever the user may (install bubblewrap and allow --allow-run=bwrap)";
     lines.push(`  missing bwrap this process: ${cost}`);
     warnings.push(`bwrap is not available: ${cost}`);
+    shown.add(`bwrap is not available: ${cost}`);
+  } else {
+    const cost =
+      "no isolated mode: the shell reaches whatever the user may (run with --allow-run=bwrap to use bubblewrap where it is installed)";
+    lines.push(`  not permitted bwrap this process: ${cost}`);
+    warnings.push(`bwrap is not permitted: ${cost}`);
+    shown.add(`bwrap is not permitted: ${cost}`);
   }
   lines.push(
     `  ok      deno  ${where}: skills written for Deno can run deno`,
     "",
-    ...warnings.map((w) => `warning: ${w}`),
+    ...warnings.filter((w) => !shown.has(w)).map((w) => `warning: ${w}`),
     `0 errors, ${warnings.length} warning${warnings.length === 1 ? "" : "s"}`,
   );
   return lines;
@@ -336,7 +351,6 @@ Deno.test("doctor exits 1 and says which permission is missing", async () => {
     const note =
       `write of ${p.work} is not granted: run with --allow-write=${p.work}`;
     assert(lines.includes(`  error write ${note}`), result.stdout);
-    assert(lines.includes(`error: ${note}`), result.stdout);
     assert(
       lines.includes(
         "  warn  env   env of PATH is not granted: commands keep the inherited PATH without the running deno's folder (--allow-env=PATH)",
@@ -400,5 +414,53 @@ Deno.test("doctor refuses bad usage with exit code 2", async () => {
     const net = await doctor(["-A"], ["--allow-net"], p.work);
     assertEquals(net.code, 2);
     assertStringIncludes(net.stderr, 'Option "--allow-net" needs "--isolate"');
+  });
+});
+
+Deno.test("doctor exits 1 for a skills folder that does not exist", async () => {
+  await withPaths(async (p) => {
+    const missing = hostPath.join(p.work, "nonexistent");
+    const result = await doctor(["-A"], ["--skills", missing], p.work);
+    assertEquals(result.code, 1, result.stdout);
+    assertStringIncludes(
+      result.stdout,
+      `error: the skills folder "${missing}" does not exist`,
+    );
+  });
+});
+
+Deno.test("doctor says rg and bwrap are not permitted, not missing, without --allow-run for them; no warning or error is printed twice", async () => {
+  await withPaths(async (p) => {
+    const result = await doctor(
+      [
+        `--allow-read=${p.skills},${p.work}`,
+        `--allow-write=${p.work}`,
+        "--allow-run=bash",
+        "--allow-env=PATH",
+      ],
+      ["--skills", p.skills],
+      p.work,
+    );
+    assertEquals(result.code, 0, result.stdout);
+    const lines = result.stdout.split("\n");
+    for (const tool of ["rg", "bwrap"]) {
+      const line = lines.find((l) =>
+        l.includes(` ${tool.padEnd(5)} this process`)
+      );
+      assert(line?.trimStart().startsWith("not permitted"), result.stdout);
+      assertStringIncludes(line!, `--allow-run=${tool}`);
+      assert(!/install (ripgrep|bubblewrap)/.test(line!), line);
+    }
+    assert(!/\bmissing\b|not available/.test(result.stdout), result.stdout);
+    // Each fact once: a warning shown in its section is not listed again.
+    for (const line of lines) {
+      const fact = /^(?:warning|error): (.*)$/.exec(line)?.[1];
+      if (fact === undefined) continue;
+      assertEquals(
+        result.stdout.split(fact).length - 1,
+        1,
+        `printed twice: ${fact}\n${result.stdout}`,
+      );
+    }
   });
 });

@@ -6,11 +6,12 @@
  */
 import { buildSkillTools } from "../tools/mod.ts";
 import type { SkillRuntime } from "../runtimes/types.ts";
-import { parseArgs, UsageError } from "./_args.ts";
+import { parseArgs, SKILLS_OPTION_HELP, UsageError } from "./_args.ts";
 import { readConfigFile } from "./_config.ts";
+import { checkRuntimeFlag, remoteRuntime, RUNTIME_HELP } from "./_remote.ts";
 import { EGRESS_FLAGS, egressOptions } from "./_egress.ts";
 import type { EgressOptions } from "../network/sandbox.ts";
-import { serveMcpHttpCommand } from "./_mcp_http.ts";
+import { forgetMcpToken, serveMcpHttpCommand } from "./_mcp_http.ts";
 import { defaultMcpConversationsRoot } from "../tools/mcp/_conversations_root.ts";
 import {
   checkIsolateFlags,
@@ -33,11 +34,18 @@ With --http it serves MCP over Streamable HTTP instead, at
 http://<host>:<port>/mcp (printed as the first line of stdout), until
 interrupted: each MCP session gets its own conversation workspace
 <root>/<session id>, closed when the session ends or after 30 minutes idle.
-On loopback, requests naming another Host or Origin are refused (DNS
-rebinding). A bearer token is asked when SKILLRUN_MCP_TOKEN is set.
+A bearer token is asked when SKILLRUN_MCP_TOKEN is set (it then leaves the
+server's environment: no command sees it). Beyond loopback a token is
+required unless --allow-public-without-token. Requests naming another Host or
+Origin are refused (DNS rebinding): on loopback only loopback names pass;
+elsewhere, without a token, only IP addresses and localhost, plus
+--allowed-hosts. A session's workspace is deleted when the session ends
+(--keep-workspaces keeps it), and workspaces of sessions left behind are
+swept after --sweep-after hours (default 24).
 
 Options:
-  --skills <dir>       Where the skills are (required)
+${SKILLS_OPTION_HELP}.
+                       Required
   --conversation <id>  Work in the conversation workspace <root>/<id>: skills
                        are copied into it and the file tools stay inside it
   --root <dir>         The conversations root (default:
@@ -48,10 +56,21 @@ Options:
   --json-response      With --http: answer each request with plain JSON
                        instead of an SSE stream (cheaper; no keep-alive
                        while a long call runs)
+  --allow-public-without-token
+                       With --http: serve beyond loopback without a token
+                       (anyone who reaches the address can run commands)
+  --allowed-hosts <h,h>
+                       With --http: the names clients may use in Host and
+                       Origin (e.g. mcp.example.com; "*" for any)
+  --keep-workspaces    With --http: keep each session's workspace after the
+                       session ends (default: deleted)
+  --sweep-after <hours>
+                       With --http: delete session workspaces left unchanged
+                       this long (default 24; 0: never)
   --config <file>      A JSON file with each skill's environment and bootstrap
                        commands: {"<skill>": {"env": {"NAME": "value"},
                        "bootstrap": ["command", ...]}}; never shown to the model
-${ISOLATE_HELP}  -h, --help           Show this help
+${ISOLATE_HELP}${RUNTIME_HELP}  -h, --help           Show this help
 
 Example (an MCP client's server entry):
   { "command": "deno", "args": ["run", "-A", "/path/to/skillrun/cli.ts",
@@ -117,15 +136,20 @@ export async function mcpCommand(
   let egress: EgressOptions;
   try {
     parsed = parseArgs(args, {
-      skills: "string",
+      skills: "list",
       conversation: "string",
       root: "string",
       config: "string",
       http: "string",
       "json-response": "boolean",
+      "allow-public-without-token": "boolean",
+      "allowed-hosts": "string",
+      "keep-workspaces": "boolean",
+      "sweep-after": "string",
       isolate: "boolean",
       "allow-net": "boolean",
       ...EGRESS_FLAGS,
+      runtime: "string",
     });
     if (parsed.flags.help === true) {
       await out(MCP_HELP);
@@ -136,7 +160,7 @@ export async function mcpCommand(
         `Unexpected argument "${parsed.positionals[0] ?? "--"}"`,
       );
     }
-    if (typeof parsed.flags.skills !== "string") {
+    if (parsed.lists.skills === undefined) {
       throw new UsageError('Option "--skills" is required');
     }
     if (
@@ -146,14 +170,33 @@ export async function mcpCommand(
     ) {
       throw new UsageError('Option "--root" needs "--conversation"');
     }
-    if (
-      parsed.flags["json-response"] === true &&
-      typeof parsed.flags.http !== "string"
+    for (
+      const flag of [
+        "json-response",
+        "allow-public-without-token",
+        "allowed-hosts",
+        "keep-workspaces",
+        "sweep-after",
+      ]
     ) {
-      throw new UsageError('Option "--json-response" needs "--http"');
+      if (
+        parsed.flags[flag] !== undefined &&
+        typeof parsed.flags.http !== "string"
+      ) {
+        throw new UsageError(`Option "--${flag}" needs "--http"`);
+      }
     }
     checkIsolateFlags(parsed.flags);
     egress = egressOptions(parsed.lists, parsed.flags);
+    if (
+      parsed.flags.runtime !== undefined &&
+      typeof parsed.flags.http === "string"
+    ) {
+      throw new UsageError(
+        'Option "--runtime" is for stdio (not with "--http")',
+      );
+    }
+    checkRuntimeFlag(parsed.flags);
   } catch (error) {
     if (!(error instanceof UsageError)) throw error;
     await err(`skillrun mcp: ${error.message}\n\n${MCP_HELP}`);
@@ -169,6 +212,7 @@ export async function mcpCommand(
       await serveMcpHttpCommand({
         flags: parsed.flags,
         egress,
+        skills: parsed.lists.skills!,
         ...(configs ? { configs } : {}),
         out,
         err,
@@ -176,13 +220,17 @@ export async function mcpCommand(
       });
       return 0;
     }
-    runtime = await createRuntime(
-      parsed.flags,
-      defaultMcpConversationsRoot,
-      egress,
-    );
+    forgetMcpToken();
+    runtime = remoteRuntime(parsed.flags) ??
+      await createRuntime(
+        parsed.flags,
+        defaultMcpConversationsRoot,
+        undefined,
+        egress,
+      );
+    const skills = parsed.lists.skills!;
     const built = await buildSkillTools({
-      skills: parsed.flags.skills,
+      skills,
       runtime,
       ...(configs ? { configs } : {}),
     });
@@ -191,13 +239,16 @@ export async function mcpCommand(
     }
     if (built.skills.length === 0) {
       await err(
-        `skillrun mcp: no skills found under "${parsed.flags.skills}"; serving the file tools only\n`,
+        `skillrun mcp: no skills found under "${
+          skills.join(",")
+        }"; serving the file tools only\n`,
       );
     }
     // Loaded here so that the other subcommands never load the MCP SDK.
     const { serveMcp } = await import("../tools/mcp/mod.ts");
     await serveMcp(built.tools, {
       skills: built.skills,
+      secrets: () => built.context.secrets(),
       instructions: mcpInstructions(
         runtime.defaultWorkingDirectory,
         parsed.flags.isolate === true,

@@ -113,6 +113,27 @@ Deno.test("mcp serves the skill tools with their JSON Schemas to an MCP client o
   });
 });
 
+Deno.test("mcp takes several skill folders: --skills repeated and comma lists", async () => {
+  for (
+    const flags of [["--skills", "examples/edge/skills"], [
+      "--skills",
+      "examples/edge/skills/word-count,examples/edge/skills/sandbox-facts",
+    ]]
+  ) {
+    await withServer(
+      async (client) => {
+        const { tools } = await client.listTools();
+        const skill = tools.find((t) => t.name === "skill")!;
+        for (const name of ["csv-report", "word-count", "sandbox-facts"]) {
+          assertStringIncludes(skill.description ?? "", `<name>${name}</name>`);
+        }
+      },
+      undefined,
+      flags,
+    );
+  }
+});
+
 Deno.test("mcp calls skill and bash in the conversation workspace", async () => {
   await withServer(async (client, root) => {
     const loaded = await client.callTool({

@@ -4,8 +4,11 @@
  *
  * @module
  */
+import type { SkillEventListener } from "../observe/events.ts";
+import { debugLogWanted, formatEvent } from "../observe/log.ts";
 import { hostPath } from "../_internal/std.ts";
 import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
+import { checkRuntimeFlag, remoteRuntime, RUNTIME_HELP } from "./_remote.ts";
 import type { SkillRuntimeConfig } from "../runtimes/config.ts";
 import type {
   PreparedSkill,
@@ -16,7 +19,13 @@ import type {
 import { DEFAULT_EXECUTE_TIMEOUT_MS } from "../runtimes/types.ts";
 import { loadSkills, selectSkills } from "../skill/mod.ts";
 import type { Skill } from "../skill/types.ts";
-import { commandLine, parseArgs, UsageError } from "./_args.ts";
+import {
+  commandLine,
+  parseArgs,
+  SKILLS_OPTION_HELP,
+  splitList,
+  UsageError,
+} from "./_args.ts";
 import { readConfigFile } from "./_config.ts";
 import { EGRESS_FLAGS, EGRESS_HELP, egressOptions } from "./_egress.ts";
 import type { EgressOptions } from "../network/sandbox.ts";
@@ -50,8 +59,10 @@ ${EGRESS_HELP}`;
 /** The help of `skillrun run`. */
 export const RUN_HELP: string =
   `Usage: skillrun run <skills-dir> <skill> [options] -- <command>
+       skillrun run --skills <dir>... <skill> [options] -- <command>
 
-Prepares <skill> (found under <skills-dir>) with the local runtime, then runs
+Prepares <skill> (found under <skills-dir>, or the --skills folders; both by
+the same rule) with the local runtime, then runs
 <command> with bash in the skill's folder. Its stdout and stderr go to this
 program's stdout and stderr as it writes them, this program's stdin goes to it,
 and its exit code becomes this program's.
@@ -60,6 +71,7 @@ One word after "--" is a shell line as it is ('ls | wc -l'); several words are
 quoted one by one (python3 x.py "a b" passes "a b" as one argument).
 
 Options:
+${SKILLS_OPTION_HELP}
   --conversation <id>  Work in the conversation workspace <root>/<id>: the skill
                        is copied into it and the command runs in the copy
   --root <dir>         The conversations root (default: .skillrun/conversations)
@@ -70,7 +82,9 @@ Options:
                        entry for a skill not under <skills-dir> is an error
   --timeout <ms>       Stop the command (and all it started) after <ms>;
                        exit code ${TIMEOUT_EXIT_CODE} (default: ${DEFAULT_EXECUTE_TIMEOUT_MS})
-${ISOLATE_HELP}  -h, --help           Show this help
+${ISOLATE_HELP}${RUNTIME_HELP}  --verbose            Print the runtime's events on stderr (preparation steps,
+                       configured values removed); also SKILLRUN_LOG=debug
+  -h, --help           Show this help
 
 Exit codes: the command's own; ${TIMEOUT_EXIT_CODE} on timeout; ${INTERRUPTED_EXIT_CODE} on Ctrl-C;
 1 when the skill cannot be found or prepared; ${USAGE_EXIT_CODE} on a command-line mistake
@@ -86,6 +100,11 @@ Examples:
 export interface CliWriter {
   /** Writes some of the bytes; returns how many. */
   write(bytes: Uint8Array): Promise<number>;
+  /**
+   * Whether it is a terminal: a long preparation then shows one progress
+   * line, rewritten in place, rather than a line per step.
+   */
+  isTerminal?(): boolean;
 }
 
 /** Where the CLI writes; the process's own streams by default. */
@@ -147,6 +166,7 @@ export async function runCommand(
   let egress: EgressOptions;
   try {
     parsed = parseArgs(args, {
+      skills: "list",
       conversation: "string",
       root: "string",
       timeout: "string",
@@ -154,14 +174,19 @@ export async function runCommand(
       isolate: "boolean",
       "allow-net": "boolean",
       ...EGRESS_FLAGS,
+      runtime: "string",
+      verbose: "boolean",
     });
     if (parsed.flags.help === true) {
       await out(RUN_HELP);
       return 0;
     }
-    if (parsed.positionals.length !== 2) {
+    const expected = parsed.lists.skills === undefined ? 2 : 1;
+    if (parsed.positionals.length !== expected) {
       throw new UsageError(
-        `Expected <skills-dir> and <skill>, got ${parsed.positionals.length} argument${
+        `Expected ${
+          expected === 2 ? "<skills-dir> and <skill>" : "<skill> after --skills"
+        }, got ${parsed.positionals.length} argument${
           parsed.positionals.length === 1 ? "" : "s"
         }`,
       );
@@ -176,6 +201,7 @@ export async function runCommand(
       throw new UsageError('Option "--root" needs "--conversation"');
     }
     checkIsolateFlags(parsed.flags);
+    checkRuntimeFlag(parsed.flags);
     egress = egressOptions(parsed.lists, parsed.flags);
     command = commandLine(parsed.rest);
     timeoutMs = parseTimeout(parsed.flags.timeout);
@@ -185,16 +211,33 @@ export async function runCommand(
     return USAGE_EXIT_CODE;
   }
 
-  const [skillsDir, skillName] = parsed.positionals as [string, string];
+  const skillsDirs = [
+    ...(parsed.lists.skills ?? []),
+    ...parsed.positionals.slice(0, -1).flatMap(splitList),
+  ];
+  const skillName = parsed.positionals.at(-1)!;
   const { signal, stopListening } = interruptSignal(options.signal);
   let runtime: SkillRuntime | undefined;
   try {
     const configs = typeof parsed.flags.config === "string"
       ? await readConfigFile(parsed.flags.config)
       : new Map<string, SkillRuntimeConfig>();
-    runtime = await createRuntime(parsed.flags, undefined, egress);
+    const remote = remoteRuntime(parsed.flags);
+    runtime = remote ?? await createRuntime(
+      parsed.flags,
+      undefined,
+      parsed.flags.verbose === true || debugLogWanted()
+        ? (event) => {
+          // The command's own output is already streamed as it comes.
+          if (event.type !== "command_output") {
+            void err(`${formatEvent(event)}\n`);
+          }
+        }
+        : undefined,
+      egress,
+    );
     const skill = await findSkill(
-      skillsDir,
+      skillsDirs,
       skillName,
       [...configs.keys()],
       err,
@@ -206,6 +249,7 @@ export async function runCommand(
       { skill, ...(config ? { config } : {}) },
       err,
       signal,
+      isTerminal(streams.stderr),
     );
     // The output goes out live, in the order it comes (one queue for both
     // streams keeps their interleaving); the result keeps only a little.
@@ -214,7 +258,10 @@ export async function runCommand(
       const copy = chunk.slice();
       written = written.then(() => writeBytes(stream, copy));
     };
-    const stdin = options.stdin === undefined
+    // A remote sandbox takes no standard input.
+    const stdin = remote
+      ? null
+      : options.stdin === undefined
       ? Deno.stdin.readable
       : options.stdin;
     const result = await runtime.execute({
@@ -289,6 +336,7 @@ export function checkIsolateFlags(
  * `--allow-net` flags.
  * @param defaultRoot The conversations root without `--root` (default
  * {@linkcode DEFAULT_CONVERSATIONS_ROOT} of the current directory).
+ * @param onEvent Receives the runtime's events (`--verbose`).
  * @param egress The network policy, secrets and resolutions of the isolated
  * runtime (from {@linkcode egressOptions}).
  * @returns A new local runtime.
@@ -309,14 +357,18 @@ export function checkIsolateFlags(
 export async function createRuntime(
   flags: Readonly<Record<string, string | boolean>>,
   defaultRoot: () => string = () => DEFAULT_CONVERSATIONS_ROOT,
+  onEvent?: SkillEventListener,
   egress: EgressOptions = {},
 ): Promise<LocalSkillRuntime> {
   const conversation = flags.conversation;
   const root = flags.root;
   checkIsolateFlags(flags);
-  const isolate = flags.isolate === true
-    ? { isolate: { allowNet: flags["allow-net"] === true, ...egress } }
-    : {};
+  const isolate = {
+    ...(flags.isolate === true
+      ? { isolate: { allowNet: flags["allow-net"] === true, ...egress } }
+      : {}),
+    ...(onEvent ? { onEvent } : {}),
+  };
   if (typeof conversation !== "string") {
     if (typeof root === "string") {
       throw new UsageError('Option "--root" needs "--conversation"');
@@ -333,12 +385,12 @@ export async function createRuntime(
 }
 
 async function findSkill(
-  skillsDir: string,
+  skillsDirs: readonly string[],
   name: string,
   configured: readonly string[],
   err: (text: string) => Promise<void>,
 ): Promise<Skill | undefined> {
-  const { skills, warnings } = await loadSkills(skillsDir);
+  const { skills, warnings } = await loadSkills(skillsDirs);
   try {
     // As the tools builder does: a configuration for no skill is a mistake
     // (a misspelt name would silently lose its environment).
@@ -383,13 +435,23 @@ async function prepareWithProgress(
   skill: SkillToPrepare,
   err: (text: string) => Promise<void>,
   signal: AbortSignal,
+  terminal = false,
 ): Promise<PreparedSkill[]> {
   const started = performance.now();
   let last: PrepareProgress | undefined;
   let shown = false;
+  // On a terminal: one line, rewritten in place (and ticking), ended at the end.
+  const show = (progress: PrepareProgress) =>
+    void err(
+      terminal
+        ? `\r\x1b[K${progressLine(progress, started).trimEnd()}`
+        : progressLine(progress, started),
+    );
+  let ticker: ReturnType<typeof setInterval> | undefined;
   const timer = setTimeout(() => {
     shown = true;
-    if (last) void err(progressLine(last, started));
+    if (last) show(last);
+    if (terminal) ticker = setInterval(() => last && show(last), 500);
   }, QUIET_PREPARATION_MS);
   try {
     return await runtime.prepare({
@@ -397,11 +459,21 @@ async function prepareWithProgress(
       signal,
       onProgress: (progress) => {
         last = progress;
-        if (shown) void err(progressLine(progress, started));
+        if (shown) show(progress);
       },
     });
   } finally {
     clearTimeout(timer);
+    clearInterval(ticker);
+    if (terminal && shown) void err("\r\x1b[K");
+  }
+}
+
+function isTerminal(writer: CliWriter): boolean {
+  try {
+    return writer.isTerminal?.() === true;
+  } catch {
+    return false;
   }
 }
 

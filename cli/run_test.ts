@@ -143,6 +143,16 @@ Deno.test("run quotes several words after -- one by one", async () => {
   });
 });
 
+Deno.test("run runs a command that starts with a dash as the command", async () => {
+  await withSkills(async (skills) => {
+    for (const word of ["--help", "-x"]) {
+      const result = await skillrun(["run", skills, "probe", "--", word]);
+      assertEquals(result.code, 127, result.stderr);
+      assertStringIncludes(result.stderr, `${word}: command not found`);
+    }
+  });
+});
+
 Deno.test("run --timeout stops the command, exits with 124 and says so", async () => {
   await withSkills(async (skills) => {
     const result = await skillrun([
@@ -349,6 +359,53 @@ Deno.test("run --config gives the skill its environment and bootstraps it once b
     assertEquals(result.code, 0, result.stderr);
     assertEquals(result.stdout, "from config\nbooted\n");
     assertEquals(result.stderr, "", "a quick preparation shows no progress");
+  });
+});
+
+Deno.test("run --conversation resumed does not bootstrap an unchanged skill again, and does a changed one", async () => {
+  await withSkills(async (skills, temp) => {
+    const root = hostPath.join(temp, "conversations");
+    const config = hostPath.join(temp, "config.json");
+    // The log lives in the workspace, beside skills/: a new copy keeps it.
+    await Deno.writeTextFile(
+      config,
+      JSON.stringify({
+        probe: { bootstrap: ["echo booted >> ../../boot.log"] },
+      }),
+    );
+    const run = () =>
+      skillrun([
+        "run",
+        skills,
+        "probe",
+        "--conversation",
+        "c1",
+        "--root",
+        root,
+        "--config",
+        config,
+        "--",
+        "cat ../../boot.log",
+      ]);
+    const first = await run();
+    assertEquals(first.code, 0, first.stderr);
+    assertEquals(first.stdout, "booted\n");
+    const second = await run();
+    assertEquals(second.code, 0, second.stderr);
+    assertEquals(
+      second.stdout,
+      "booted\n",
+      "an unchanged skill was bootstrapped again",
+    );
+    await Deno.writeTextFile(
+      hostPath.join(skills, "probe", "data.txt"),
+      "changed\n",
+    );
+    const third = await run();
+    assertEquals(third.code, 0, third.stderr);
+    assertEquals(third.stdout, "booted\nbooted\n");
+    const fourth = await run();
+    assertEquals(fourth.stdout, "booted\nbooted\n");
   });
 });
 
@@ -624,5 +681,74 @@ Deno.test("run passes this process's stdin to the command", async () => {
     const output = await child.output();
     assertEquals(output.code, 0, new TextDecoder().decode(output.stderr));
     assertEquals(new TextDecoder().decode(output.stdout).trim(), "3");
+  });
+});
+
+Deno.test("run --verbose prints the preparation's events on stderr, the configured value removed", async () => {
+  await withSkills(async (skills, temp) => {
+    const config = hostPath.join(temp, "config.json");
+    const secret = "verbose-s3cr3t-value-9";
+    await Deno.writeTextFile(
+      config,
+      JSON.stringify({
+        probe: { env: { PROBE_KEY: secret }, bootstrap: [`echo ${secret}`] },
+      }),
+    );
+    const result = await skillrun([
+      "run",
+      skills,
+      "probe",
+      "--verbose",
+      "--config",
+      config,
+      "--",
+      "echo ok",
+    ]);
+    assertEquals(result.code, 0, result.stderr);
+    assertEquals(result.stdout, "ok\n");
+    assertMatch(
+      result.stderr,
+      /^\[skillrun\] prepare probe: bootstrap \(command 1 of 1\)$/m,
+    );
+    assertMatch(result.stderr, /^\[skillrun\] prepare probe: done$/m);
+    assert(!result.stderr.includes(secret), result.stderr);
+  });
+});
+
+Deno.test("on a terminal a long preparation shows one progress line, rewritten in place and cleared", async () => {
+  await withSkills(async (skills, temp) => {
+    const config = hostPath.join(temp, "config.json");
+    await Deno.writeTextFile(
+      config,
+      JSON.stringify({ probe: { bootstrap: ["sleep 2", "true"] } }),
+    );
+    const out: string[] = [];
+    const err: string[] = [];
+    const sink = (into: string[], terminal: boolean) => ({
+      write: (bytes: Uint8Array) => {
+        into.push(new TextDecoder().decode(bytes));
+        return Promise.resolve(bytes.length);
+      },
+      isTerminal: () => terminal,
+    });
+    const code = await runCommand(
+      [skills, "probe", "--config", config, "--", "echo done"],
+      {
+        streams: { stdout: sink(out, false), stderr: sink(err, true) },
+        stdin: null,
+      },
+    );
+    assertEquals(code, 0, err.join(""));
+    assertEquals(out.join(""), "done\n");
+    const text = err.join("");
+    // Rewritten (more than one update), never a new line, cleared at the end.
+    assert(
+      // deno-lint-ignore no-control-regex
+      (text.match(/\r\x1b\[Kskillrun: preparing "probe" \(bootstrap/g) ?? [])
+        .length >= 2,
+      JSON.stringify(text),
+    );
+    assert(!text.includes("\n"), JSON.stringify(text));
+    assert(text.endsWith("\r\x1b[K"), JSON.stringify(text));
   });
 });

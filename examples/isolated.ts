@@ -73,10 +73,12 @@ await call("bash", {
     `deno run --allow-read --allow-write ${jsonBase}/scripts/json_to_table.ts ${jsonBase}/data/tasks.json tasks.md --sort estimate && head -n 3 tasks.md`,
 });
 
-// Nothing else of the host: the repository, the network, its processes.
+// Nothing else of the host: the repository, the network, its processes. The
+// host's folders are read-only (the system) or absent (the repository; under
+// /tmp, a write lands in the sandbox's private /tmp and vanishes with it).
 await call("bash", {
   command:
-    `cat ${repo}/README.md; echo x > ${repo}/escape.txt; exec 3<>/dev/tcp/1.1.1.1/80; ls /proc | grep -c '^[0-9]'; echo "HOME=$HOME"`,
+    `cat ${repo}/README.md; echo x > ${repo}/escape.txt; echo x > /usr/escape.txt; exec 3<>/dev/tcp/1.1.1.1/80; ls /proc | grep -c '^[0-9]'; echo "HOME=$HOME"`,
 });
 
 console.log(

@@ -81,16 +81,21 @@ Deno.test({
         stdout,
         `cat: ${repo}/README.md: No such file or directory`,
       );
-      assertStringIncludes(stdout, "Read-only file system");
+      assertStringIncludes(
+        stdout,
+        "/usr/escape.txt: Read-only file system",
+      );
       assertStringIncludes(stdout, "Network is unreachable");
       assertStringIncludes(stdout, "HOME=/tmp/home");
-      assertEquals(
-        await Deno.stat(hostPath.join(repo, "escape.txt")).then(
-          () => true,
-          () => false,
-        ),
-        false,
-      );
+      for (
+        const escape of [hostPath.join(repo, "escape.txt"), "/usr/escape.txt"]
+      ) {
+        assertEquals(
+          await Deno.stat(escape).then(() => true, () => false),
+          false,
+          escape,
+        );
+      }
       // The fence report at the end.
       assertStringIncludes(
         stdout,

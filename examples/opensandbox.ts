@@ -5,16 +5,19 @@
  * would make) resumes the conversation: same sandbox, the skill neither
  * uploaded nor bootstrapped again.
  *
- * By default it starts the OpenSandbox test server in this process (a
- * faithful stand-in that runs real `bash` on this machine), so it runs
- * anywhere. With `OPEN_SANDBOX_URL` and `OPEN_SANDBOX_API_KEY` set it talks
- * to a real OpenSandbox server instead (`OPEN_SANDBOX_IMAGE` picks the image,
- * default `ubuntu:24.04`; it needs `bash` and `awk`).
+ * It talks to the server at `OPEN_SANDBOX_URL` with `OPEN_SANDBOX_API_KEY`
+ * (`OPEN_SANDBOX_IMAGE` picks the image, default `ubuntu:24.04`; it needs
+ * `bash` and `awk`). `SKILLRUN_CONVERSATIONS_ROOT` sets where conversation
+ * workspaces go in the sandbox (default `/workspace/conversations`), as in the
+ * edge example. Without a real server, start the OpenSandbox test server (a
+ * faithful stand-in that runs real `bash` on this machine: its sandbox paths
+ * are this machine's, so give it a root of your own):
  *
  * ```sh
- * deno run -A examples/opensandbox.ts
- * OPEN_SANDBOX_URL=http://localhost:8080 OPEN_SANDBOX_API_KEY=... \
- *   deno run --allow-net --allow-read=examples/skills --allow-env --allow-write=/tmp examples/opensandbox.ts
+ * deno run -A tests/servers/opensandbox.ts    # prints its URL; leave it running
+ * OPEN_SANDBOX_URL=http://127.0.0.1:<port> OPEN_SANDBOX_API_KEY=any \
+ *   SKILLRUN_CONVERSATIONS_ROOT=/tmp/skillrun-conversations \
+ *   deno run --allow-net --allow-read=examples/skills,/tmp --allow-env --allow-write=/tmp examples/opensandbox.ts
  * ```
  *
  * @module
@@ -32,18 +35,24 @@ import {
 
 /** Options of {@linkcode runOpenSandboxExample}. */
 export interface OpenSandboxExampleOptions {
-  /** A real server; default: `OPEN_SANDBOX_URL`, else the test server. */
-  readonly baseUrl?: string;
-  /** Its API key; default: `OPEN_SANDBOX_API_KEY`. */
+  /** The server. */
+  readonly baseUrl: string;
+  /** Its API key, if it needs one. */
   readonly apiKey?: string;
+  /**
+   * Where conversation workspaces go in the sandbox. Default
+   * `/workspace/conversations`; against the test server (whose sandbox paths
+   * are this machine's) give a folder of your own.
+   */
+  readonly conversationsRoot?: string;
+  /** The sandbox image. Default `ubuntu:24.04`. */
+  readonly image?: string;
   /** Where the transcript goes. Default `console.log`. */
   readonly print?: (line: string) => void;
 }
 
 /** What {@linkcode runOpenSandboxExample} returns. */
 export interface OpenSandboxExampleResult {
-  /** Whether it ran against the in-process test server. */
-  readonly testServer: boolean;
   /** The sandbox of the conversation. */
   readonly sandboxId: string;
   /** The sandbox the second runtime object attached to. */
@@ -60,66 +69,39 @@ export interface OpenSandboxExampleResult {
  * Runs the example and destroys the conversation at the end.
  *
  * Permissions: `--allow-net` (the server), `--allow-read` of
- * `examples/skills`, `--allow-write` of a temporary folder; with the test
- * server also `--allow-run=bash` and read/write of its temporary folder.
+ * `examples/skills`, `--allow-read` and `--allow-write` of the temporary
+ * folder (where the report is downloaded).
  *
- * @param options A server and a printer.
+ * @param options The server, where conversations go, a printer.
  * @returns What happened.
  * @throws {Error} The server cannot be reached or the skills cannot be loaded.
  *
  * @example Running against the test server
  * ```ts ignore
  * import { runOpenSandboxExample } from "./opensandbox.ts";
- * const result = await runOpenSandboxExample({ print: () => {} });
+ * const result = await runOpenSandboxExample({
+ *   baseUrl: "http://127.0.0.1:8080",
+ *   conversationsRoot: "/tmp/skillrun-conversations",
+ *   print: () => {},
+ * });
  * console.log(result.sandboxId === result.resumedSandboxId);
  * ```
  */
 export async function runOpenSandboxExample(
-  options: OpenSandboxExampleOptions = {},
+  options: OpenSandboxExampleOptions,
 ): Promise<OpenSandboxExampleResult> {
   const print = options.print ?? ((line: string) => console.log(line));
-  const envUrl = options.baseUrl ?? readEnv("OPEN_SANDBOX_URL");
-  const apiKey = options.apiKey ?? readEnv("OPEN_SANDBOX_API_KEY");
-  const temp = await Deno.realPath(
-    await Deno.makeTempDir({ prefix: "skillrun-opensandbox-example-" }),
-  );
-  let server: { url: string; close(): Promise<void> } | undefined;
+  const { baseUrl, apiKey, conversationsRoot } = options;
+  let temp: string | undefined;
   try {
-    let baseUrl: string;
-    let conversationsRoot: string | undefined;
-    let image: string | undefined;
-    if (envUrl) {
-      baseUrl = envUrl;
-      image = readEnv("OPEN_SANDBOX_IMAGE") ?? "ubuntu:24.04";
-    } else {
-      // Test-only code (not published), loaded only when no real server is given.
-      const testServer = new URL(
-        "../tests/servers/opensandbox.ts",
-        import.meta.url,
-      ).href;
-      const { startOpenSandboxServer } = await import(testServer) as {
-        startOpenSandboxServer: (
-          options: { apiKey?: string },
-        ) => Promise<{ url: string; close(): Promise<void> }>;
-      };
-      server = await startOpenSandboxServer(apiKey ? { apiKey } : {});
-      baseUrl = server.url;
-      // The test server runs commands on this machine: its "sandbox" paths
-      // are this machine's, so the conversations live in a temporary folder.
-      conversationsRoot = `${temp}/conversations`;
-    }
-    print(
-      `OpenSandbox example against ${
-        envUrl ? baseUrl : `the in-process test server (${baseUrl})`
-      }`,
-    );
+    print(`OpenSandbox example against ${baseUrl}`);
     const store = new MemoryConversationStore();
     const runtimeOptions = {
       baseUrl,
       ...(apiKey ? { apiKey } : {}),
       conversationId: `example-${Date.now()}`,
       ...(conversationsRoot ? { conversationsRoot } : {}),
-      ...(image ? { sandbox: { image } } : {}),
+      sandbox: { image: options.image ?? "ubuntu:24.04" },
       store,
     };
     const skills = fromFileUrl(new URL("./skills/", import.meta.url));
@@ -166,6 +148,9 @@ export async function runOpenSandboxExample(
           `mkdir -p out && bash ${base}/scripts/report.sh ${base}/data/sales.csv out/report.md`,
       });
       await call(built.tools, "read", { file_path: "out/report.md" });
+      temp = await Deno.makeTempDir({
+        prefix: "skillrun-opensandbox-example-",
+      });
       const local = `${temp}/report.md`;
       await first.fs.download("out/report.md", local);
       reportTitle = (await Deno.readTextFile(local)).split("\n", 1)[0] ?? "";
@@ -204,7 +189,6 @@ export async function runOpenSandboxExample(
       await second.destroy();
     }
     return {
-      testServer: server !== undefined,
       sandboxId,
       resumedSandboxId,
       reportTitle,
@@ -212,8 +196,9 @@ export async function runOpenSandboxExample(
       errors,
     };
   } finally {
-    await server?.close();
-    await Deno.remove(temp, { recursive: true }).catch(() => {});
+    if (temp !== undefined) {
+      await Deno.remove(temp, { recursive: true }).catch(() => {});
+    }
   }
 }
 
@@ -226,6 +211,29 @@ function readEnv(name: string): string | undefined {
 }
 
 if (import.meta.main) {
-  const result = await runOpenSandboxExample();
-  if (result.errors > 0) Deno.exit(1);
+  const baseUrl = readEnv("OPEN_SANDBOX_URL");
+  if (!baseUrl) {
+    console.error(
+      "Cannot run the OpenSandbox example: OPEN_SANDBOX_URL is not set. Give a server " +
+        "(OPEN_SANDBOX_URL, OPEN_SANDBOX_API_KEY), or start the test server " +
+        "(`deno run -A tests/servers/opensandbox.ts` prints its URL) and set " +
+        "SKILLRUN_CONVERSATIONS_ROOT to a folder of yours: see this file's header.",
+    );
+    Deno.exit(2);
+  }
+  const apiKey = readEnv("OPEN_SANDBOX_API_KEY");
+  const conversationsRoot = readEnv("SKILLRUN_CONVERSATIONS_ROOT");
+  const image = readEnv("OPEN_SANDBOX_IMAGE");
+  try {
+    const result = await runOpenSandboxExample({
+      baseUrl,
+      ...(apiKey ? { apiKey } : {}),
+      ...(conversationsRoot ? { conversationsRoot } : {}),
+      ...(image ? { image } : {}),
+    });
+    if (result.errors > 0) Deno.exit(1);
+  } catch (error) {
+    console.error(error instanceof Error ? error.message : String(error));
+    Deno.exit(1);
+  }
 }

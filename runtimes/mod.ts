@@ -49,6 +49,7 @@ export {
 } from "./types.ts";
 export * from "./config.ts";
 export * from "./command_core.ts";
+export * from "./background.ts";
 export * from "./request.ts";
 export * from "./errors.ts";
 export * from "./prepare.ts";

@@ -22,6 +22,7 @@ import {
   startFlight,
   waitFor,
 } from "../_internal/flight.ts";
+import { skillKey } from "./_skill_key.ts";
 
 /** What {@linkcode PreparationHooks.materialize} returns. */
 export interface MaterializeResult {
@@ -149,7 +150,7 @@ export class PreparationEngine {
    * @returns `true` once its preparation succeeded.
    */
   isPrepared(skill: Skill): boolean {
-    return this.#prepared.has(keyOf(skill));
+    return this.#prepared.has(skillKey(skill));
   }
 
   /**
@@ -183,7 +184,7 @@ export class PreparationEngine {
     config: SkillRuntimeConfig | undefined,
     request: PrepareRequest,
   ): Promise<PreparedSkill> {
-    const key = keyOf(skill);
+    const key = skillKey(skill);
     const fingerprint = fingerprintOf(config);
     const done = this.#prepared.get(key);
     if (done) {
@@ -265,6 +266,8 @@ export class PreparationEngine {
             skillName: skill.name,
             stage: "bootstrap",
             detail: `command ${index + 1} of ${commands.length}`,
+            step: index + 1,
+            steps: commands.length,
           });
           const result = await this.#hooks.run({
             command: bootstrap.command,
@@ -273,6 +276,15 @@ export class PreparationEngine {
             ...(signal ? { signal } : {}),
           });
           if (result.exitCode !== 0 || result.timedOut || result.aborted) {
+            const output = `${result.stdout}${result.stderr}`;
+            onProgress?.({
+              skillName: skill.name,
+              stage: "bootstrap",
+              detail: `command ${index + 1} of ${commands.length} failed`,
+              step: index + 1,
+              steps: commands.length,
+              outputTail: this.#clean(output.slice(-OUTPUT_TAIL_CHARS)),
+            });
             throw this.#bootstrapError(
               skill,
               index,
@@ -364,10 +376,6 @@ function differentConfigError(skill: Skill): SkillPreparationError {
     `Cannot prepare skill "${skill.name}": it is already prepared in this runtime with a different configuration; use a new runtime to apply another`,
     { skillName: skill.name },
   );
-}
-
-function keyOf(skill: Skill): string {
-  return `${skill.name}\u0000${skill.basePath}`;
 }
 
 function messageOf(error: unknown): string {

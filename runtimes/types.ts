@@ -32,6 +32,16 @@ export interface PrepareProgress {
   readonly stage: "copy" | "upload" | "bootstrap" | "done";
   /** A short human-readable detail (never environment values). */
   readonly detail?: string;
+  /** Files copied or uploaded so far (copy, upload), when known. */
+  readonly files?: number;
+  /** Bytes to upload or uploaded (upload), when known. */
+  readonly bytes?: number;
+  /** The bootstrap command under way, 1-based (bootstrap). */
+  readonly step?: number;
+  /** How many bootstrap commands there are (bootstrap). */
+  readonly steps?: number;
+  /** The end of a failed bootstrap command's output (bootstrap). */
+  readonly outputTail?: string;
 }
 
 /** What {@linkcode SkillRuntime.prepare} takes. */
@@ -252,6 +262,13 @@ export interface SkillRuntime extends AsyncDisposable {
    * `SkillPreparationError` rather than ignored.
    */
   prepare(request: PrepareRequest): Promise<PreparedSkill[]>;
+  /**
+   * Where a skill's `SKILL.md` is once prepared, as this runtime's commands
+   * and file tools see it (a workspace copy, a sandbox path); known before
+   * preparing. The catalog shows it to the model. Without it, the catalog
+   * shows the skill's own `location`.
+   */
+  skillLocation?(skill: Skill): string;
   /** Runs one command. Never throws for a failing command: see the result. */
   execute(request: ExecuteRequest): Promise<ExecuteResult>;
   /** The merged runtime environment (base excluded) that every command gets. */

@@ -120,12 +120,13 @@ const SORTED_ATTEMPT_MS = 60;
  * path order.
  */
 const DENSE_MATCHES = 256;
-/** Files in the first batch of a content search (grown 4 times per batch). */
-const CONTENT_FIRST_BATCH = 16;
-/** The most files in one batch of a content search. */
-const CONTENT_MAX_BATCH = 4096;
-/** The most characters of paths on one rg command line. */
-const CONTENT_BATCH_CHARS = 64 * 1024;
+/**
+ * The bytes of matched lines a content search holds before it gives up its
+ * parallel pass for the sorted one: this many times the output cap...
+ */
+const CONTENT_BUDGET_FACTOR = 8;
+/** ...and at least this much. */
+const CONTENT_MIN_BUDGET_BYTES = 1024 * 1024;
 
 /** Arguments shared by every ripgrep run. */
 export const COMMON_ARGS: readonly string[] = [
@@ -217,6 +218,11 @@ export interface RipgrepGrepArgsOptions {
    * regular file); read them with the engine's debug reader.
    */
   readonly debug?: boolean;
+  /**
+   * Content mode over the root: search in parallel, without `--sort path`
+   * (each file's lines still come together; the caller sorts the files).
+   */
+  readonly unsorted?: boolean;
 }
 
 /**
@@ -269,7 +275,7 @@ export function ripgrepGrepArgs(
         "--with-filename",
         "--no-heading",
         "--no-context-separator",
-        ...(files ? [] : ["--sort", "path"]),
+        ...(files || options.unsorted ? [] : ["--sort", "path"]),
         "--before-context",
         String(plan.before),
         "--after-context",
@@ -317,9 +323,10 @@ function relativeOf(path: string, rootIsFile: boolean): string {
  *
  * @example Searching with ripgrep
  * ```ts ignore
- * import { RipgrepSearch } from "./ripgrep.ts";
- * import { LocalFileSystem } from "../runtimes/local/fs.ts";
- * const search = new RipgrepSearch({ fs: new LocalFileSystem({ root: Deno.cwd() }) });
+ * import { LocalSkillRuntime } from "@skillrun/skillrun";
+ * import { RipgrepSearch } from "@skillrun/skillrun/search";
+ * await using runtime = new LocalSkillRuntime();
+ * const search = new RipgrepSearch({ fs: runtime.fs });
  * const result = await search.grep({ pattern: "TODO", outputMode: "count" });
  * ```
  */
@@ -507,36 +514,56 @@ export class RipgrepSearch implements SearchEngine {
 
   /**
    * Content mode over a folder, in path order without `--sort path` (which
-   * makes ripgrep single-threaded): the matching files are found in parallel
-   * (`rg -l`, unsorted), sorted, then their lines are read in batches of
-   * files (each batch searched in parallel, put back in path order) until the
-   * output cap is reached. When the first pass finds matching files densely
-   * (a common pattern), a sorted search takes its place after a moment: the
-   * first files in path order then soon fill the output.
+   * makes ripgrep single-threaded): one parallel, unsorted pass collects each
+   * matching file's lines (one rg run, as a bare `rg -n` would), then the
+   * files are put in path order and kept until the output cap. When that
+   * pass finds matching files densely (a common pattern) within a moment, or
+   * its lines outgrow a budget (a multiple of the output cap), a sorted
+   * search takes its place: the first files in path order then soon fill
+   * the output, and memory stays bounded.
    */
   async #grepContent(
     plan: GrepPlan,
     deadline: ReturnType<typeof startDeadline>,
   ): Promise<GrepResult> {
     const what = `Search for "${plan.regex.pattern}"`;
-    // What the first pass skipped (each file once); the batch passes name
-    // files, so rg skips nothing there.
+    // What the pass skipped (each file once).
     const skipped: [string, "too-large" | "not-regular", number | undefined][] =
       [];
     const cwd = plan.root.path;
     const sniff = new Uint8Array(BINARY_SNIFF_BYTES);
     const firstPass = new AbortController();
-    const matching: string[] = [];
+    // One parallel, unsorted content pass; each file's lines are kept (up to
+    // a budget), then the files are put in path order.
+    const found = new Map<string, MatchedLine[]>();
+    const budget = Math.max(
+      CONTENT_MIN_BUDGET_BYTES,
+      plan.maxOutputChars * CONTENT_BUDGET_FACTOR,
+    );
+    let bytes = 0;
+    let overBudget = false;
     let onDense: (() => void) | undefined;
     const listing = this.#runRipgrep(
-      ripgrepGrepArgs({ ...plan, mode: "files_with_matches" }, { debug: true }),
+      ripgrepGrepArgs(plan, { debug: true, unsorted: true }),
       cwd,
       plan,
       AbortSignal.any([deadline.signal, firstPass.signal]),
-      false,
-      (path) => {
-        matching.push(path);
-        if (matching.length === DENSE_MATCHES) onDense?.();
+      true,
+      (path, rest, decoder) => {
+        let lines = found.get(path);
+        if (!lines) {
+          found.set(path, lines = []);
+          if (found.size === DENSE_MATCHES) onDense?.();
+        }
+        bytes += path.length + rest.length + 16;
+        if (bytes > budget) {
+          // Too much to hold: the sorted search stops at the output cap.
+          overBudget = true;
+          return false;
+        }
+        if (lines.length < plan.maxLinesPerFile) {
+          lines.push(parseLine(rest, decoder, plan));
+        }
         return true;
       },
       (path, reason, size) => skipped.push([path, reason, size]),
@@ -560,57 +587,24 @@ export class RipgrepSearch implements SearchEngine {
         clearTimeout(timer);
         onDense = undefined;
       }
+      if (!dense) {
+        await listing;
+        dense = overBudget;
+      }
       if (dense) {
         firstPass.abort();
         await listing.catch(() => {});
         return await this.#sortedContent(plan, deadline.signal, sniff);
       }
-      await listing;
-      matching.sort(comparePaths);
       const collector = new GrepCollector(plan);
       for (const [path, reason, size] of skipped) {
         collector.skip(path, reason, size);
       }
-      let next = 0;
-      let size = CONTENT_FIRST_BATCH;
-      while (next < matching.length && !collector.stopped) {
-        const batch: string[] = [];
-        let chars = 0;
-        while (
-          next < matching.length && batch.length < size &&
-          chars < CONTENT_BATCH_CHARS
-        ) {
-          const path = matching[next++]!;
-          // Binary files are dropped before rg reads them again.
-          if (binaryFileSync(joinPath(cwd, path), sniff)) continue;
-          batch.push(path);
-          chars += path.length + 1;
-        }
-        size = Math.min(size * 4, CONTENT_MAX_BATCH);
-        if (batch.length === 0) continue;
-        const found = new Map<string, MatchedLine[]>();
-        await this.#runRipgrep(
-          ripgrepGrepArgs(plan, {
-            files: batch.map((p) => p.startsWith("-") ? `./${p}` : p),
-          }),
-          cwd,
-          plan,
-          deadline.signal,
-          true,
-          (path, rest, decoder) => {
-            let lines = found.get(path);
-            if (!lines) found.set(path, lines = []);
-            if (lines.length < plan.maxLinesPerFile) {
-              lines.push(parseLine(rest, decoder, plan));
-            }
-            return true;
-          },
-        );
-        for (const path of batch) {
-          const lines = found.get(path);
-          if (!lines) continue; // Changed since the first pass.
-          if (!collector.add({ path, count: lines.length, lines })) break;
-        }
+      const paths = [...found.keys()].sort(comparePaths);
+      for (const path of paths) {
+        if (binaryFileSync(joinPath(cwd, path), sniff)) continue;
+        const lines = found.get(path)!;
+        if (!collector.add({ path, count: lines.length, lines })) break;
       }
       return collector.result("ripgrep");
     } catch (error) {

@@ -17,8 +17,8 @@ engineSuite(
   { backtracks: false, ignore: !rg },
 );
 
-// Content mode without the sorted attempt: always the parallel first pass
-// (`rg -l`) and the batches of files.
+// Content mode without the sorted attempt: always the parallel, unsorted pass
+// (unless its lines outgrow the budget).
 engineSuite(
   "RipgrepSearch (parallel content only)",
   (root) =>
@@ -87,6 +87,43 @@ Deno.test({
       // Binary files (a NUL in the first 8 KiB) are left out; order is path order.
       assertEquals(paths.length, names.filter((_, i) => i % 7 !== 0).length);
       assertEquals(paths, [...paths].sort(comparePaths));
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "RipgrepSearch: a parallel content pass whose lines outgrow the budget gives way to the sorted search, same answer",
+  ignore: !rg,
+  async fn() {
+    const dir = await Deno.makeTempDir();
+    try {
+      // About 1.5 MB of matching lines: over the 1 MiB the pass may hold.
+      const line = `needle ${"x".repeat(90)}\n`;
+      for (let i = 0; i < 60; i++) {
+        await Deno.writeTextFile(
+          `${dir}/f${String(i).padStart(2, "0")}.txt`,
+          line.repeat(250),
+        );
+      }
+      const fs = new LocalFileSystem({ root: dir });
+      const sorted = new RipgrepSearch({ fs, sortedAttemptMs: 60_000 });
+      const parallel = new RipgrepSearch({ fs, sortedAttemptMs: 0 });
+      for (
+        const request of [
+          { pattern: "needle", outputMode: "content" },
+          { pattern: "needle", outputMode: "content", offset: 14_000 },
+        ] as const
+      ) {
+        const a = await sorted.grep(request);
+        const b = await parallel.grep(request);
+        assertEquals(b, a, JSON.stringify(request));
+        assert(
+          a.mode === "content" && a.lines.length > 0 && a.outputLimitReached,
+        );
+      }
     } finally {
       await Deno.remove(dir, { recursive: true });
     }

@@ -6,6 +6,7 @@
 import { hostPath } from "../_internal/std.ts";
 import { HEAVY_FOLDER_NAMES } from "../_internal/heavy_folders.ts";
 import { mapLimited } from "../_internal/pool.ts";
+import { toPermissionError } from "../_internal/permissions.ts";
 import type { Skill } from "./types.ts";
 import { parseSkillMd, type SkillDocument } from "./parse.ts";
 import { checkFrontMatter, describeValue } from "./_fields.ts";
@@ -96,6 +97,8 @@ const CONCURRENCY = 64;
  * @throws {TypeError} A root is not a string or is a file other than a `SKILL.md`.
  * @throws {RangeError} `maxDepth` or `maxFolders` is not a non-negative integer.
  * @throws {Deno.errors.NotFound} A root does not exist.
+ * @throws {RuntimePermissionError} Deno or the system denies reading a root
+ * (the message names the `--allow-read` flag to add).
  *
  * @example Loading a folder of skills
  * ```ts
@@ -152,6 +155,8 @@ export async function loadSkills(
  * @throws {TypeError} A root is not a string or is a file other than a `SKILL.md`.
  * @throws {RangeError} `maxDepth` or `maxFolders` is not a non-negative integer.
  * @throws {Deno.errors.NotFound} A root does not exist.
+ * @throws {RuntimePermissionError} Deno or the system denies reading a root
+ * (the message names the `--allow-read` flag to add).
  *
  * @example Finding skill folders
  * ```ts
@@ -405,7 +410,10 @@ async function resolveRoot(root: string): Promise<string> {
         { cause: error },
       );
     }
-    throw error;
+    throw toPermissionError(error, {
+      operation: "load skills from",
+      path: root,
+    });
   }
   if (info.isDirectory) return real;
   if (info.isFile && hostPath.basename(real).toUpperCase() === "SKILL.MD") {

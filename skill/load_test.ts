@@ -439,3 +439,49 @@ Deno.test("selectSkills() refuses a name given twice (after trimming) or blank",
     "the name is blank",
   );
 });
+
+Deno.test("loadSkills() without read permission on the folder is a RuntimePermissionError naming the flag", async () => {
+  const temp = await Deno.realPath(await Deno.makeTempDir());
+  try {
+    await Deno.mkdir(`${temp}/skills/probe`, { recursive: true });
+    await Deno.writeTextFile(
+      `${temp}/skills/probe/SKILL.md`,
+      "---\nname: probe\ndescription: d\n---\n",
+    );
+    const load = new URL("./load.ts", import.meta.url).href;
+    await Deno.writeTextFile(
+      `${temp}/probe.ts`,
+      `import { loadSkills } from ${JSON.stringify(load)};\n` +
+        "try { await loadSkills(Deno.args[0]!); console.log('loaded'); }\n" +
+        "catch (e) { console.log(e.name); console.log(e.permission); console.log(e.message); }\n",
+    );
+    const output = await new Deno.Command(Deno.execPath(), {
+      // Reading this clone only: not the skills folder.
+      args: [
+        "run",
+        "--quiet",
+        "--no-lock",
+        "--config",
+        hostPath.fromFileUrl(new URL("../deno.json", import.meta.url)),
+        `--allow-read=${hostPath.fromFileUrl(new URL("../", import.meta.url))}`,
+        `${temp}/probe.ts`,
+        `${temp}/skills`,
+      ],
+      stdin: "null",
+    }).output();
+    const [name, permission, message] = new TextDecoder().decode(
+      output.stdout,
+    ).split("\n");
+    assertEquals(
+      [name, permission],
+      ["RuntimePermissionError", "read"],
+      new TextDecoder().decode(output.stderr),
+    );
+    assertEquals(
+      message,
+      `Cannot load skills from "${temp}/skills": Deno denies read access; run with --allow-read=${temp}/skills (or a parent)`,
+    );
+  } finally {
+    await Deno.remove(temp, { recursive: true });
+  }
+});

@@ -191,9 +191,12 @@ function stringifyMetadata(
 }
 
 function yamlError(error: unknown): SyntaxError {
-  const detail = error instanceof Error
-    ? error.message.split("\n")[0]!.trim()
-    : String(error);
+  // The parser's first line ends with ":" before a quote of the source,
+  // which is not kept: the reason ends the message.
+  const detail =
+    (error instanceof Error
+      ? error.message.split("\n")[0]!.trim()
+      : String(error)).replace(/\s*:$/, "");
   return new SyntaxError(
     `Cannot parse SKILL.md: the front matter is not valid YAML: ${detail}`,
     { cause: error },

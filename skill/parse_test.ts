@@ -1,4 +1,5 @@
 import {
+  assert,
   assertEquals,
   assertStringIncludes,
   assertThrows,
@@ -153,4 +154,17 @@ Deno.test("parseSkillMd() warns about fields of the wrong type", () => {
     'metadata: ignored "text"',
     "allowed-tools: ignored a map",
   ]);
+});
+
+Deno.test("parseSkillMd() YAML errors end on the reason, never on a dangling colon", () => {
+  for (
+    const front of ["description: [a", 'description: "a', "a: b\n c: d"]
+  ) {
+    const error = assertThrows(
+      () => parseSkillMd(`---\nname: x\n${front}\n---\n`),
+      SyntaxError,
+    );
+    assertStringIncludes(error.message, "not valid YAML: ");
+    assert(!/[:\s]$/.test(error.message), JSON.stringify(error.message));
+  }
 });

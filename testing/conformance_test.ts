@@ -1,6 +1,6 @@
 // The project's own runtimes pass the conformance kit: local (plain and
 // workspace), isolated (bubblewrap; ignored, saying so, where it cannot
-// run), OpenSandbox and AIO Sandbox (on their test servers, real bash on
+// run), OpenSandbox, AIO Sandbox, E2B and Vercel Sandbox (on their test servers, real bash on
 // this host, so the sandbox's paths are host paths under the check's folder).
 import { testRuntimeConformance } from "./mod.ts";
 import {
@@ -10,6 +10,13 @@ import {
 } from "../runtimes/local/mod.ts";
 import { OpenSandboxSkillRuntime } from "../runtimes/opensandbox/mod.ts";
 import { AioSkillRuntime } from "../runtimes/aio/mod.ts";
+import { E2BSkillRuntime } from "../runtimes/e2b/mod.ts";
+import { type E2BServer, startE2BServer } from "../tests/servers/e2b.ts";
+import { VercelSandboxSkillRuntime } from "../runtimes/vercel/mod.ts";
+import {
+  startVercelServer,
+  type VercelServer,
+} from "../tests/servers/vercel.ts";
 import { MemoryConversationStore } from "../workspace/conversation_store.ts";
 import {
   startTestServer,
@@ -102,5 +109,58 @@ testRuntimeConformance<
       store: new MemoryConversationStore(),
     }),
     tearDown: ({ server }) => server[Symbol.asyncDispose](),
+  },
+);
+
+testRuntimeConformance<{ server: E2BServer; store: MemoryConversationStore }>(
+  "e2b",
+  ({ dir, conversationId, context }) =>
+    new E2BSkillRuntime({
+      apiKey: "conformance-key",
+      apiUrl: context.server.url,
+      sandboxUrl: context.server.url,
+      ...(conversationId === undefined
+        ? { cwd: dir, skillsRoot: `${dir}/.skills` }
+        : {
+          conversationId,
+          conversationsRoot: `${dir}/conversations`,
+          store: context.store,
+        }),
+    }),
+  {
+    setUp: () =>
+      Promise.resolve({
+        server: startE2BServer({ apiKey: "conformance-key" }),
+        store: new MemoryConversationStore(),
+      }),
+    tearDown: ({ server }) => server.close(),
+  },
+);
+
+testRuntimeConformance<
+  { server: VercelServer; store: MemoryConversationStore }
+>(
+  "vercel",
+  ({ dir, conversationId, context }) =>
+    new VercelSandboxSkillRuntime({
+      token: "conformance-token",
+      teamId: "team_c",
+      projectId: "prj_c",
+      baseUrl: context.server.url,
+      ...(conversationId === undefined
+        ? { cwd: dir, skillsRoot: `${dir}/.skills` }
+        : {
+          conversationId,
+          conversationsRoot: `${dir}/conversations`,
+          store: context.store,
+        }),
+    }),
+  {
+    setUp: () =>
+      Promise.resolve({
+        server: startVercelServer({ token: "conformance-token" }),
+        store: new MemoryConversationStore(),
+      }),
+    tearDown: ({ server }) => server.close(),
   },
 );

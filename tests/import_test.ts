@@ -89,3 +89,31 @@ Deno.test("a permission check in this harness does fail without flags", async ()
     .catch((e) => e);
   assertEquals(error instanceof Error, true);
 });
+
+Deno.test("every @ts-types comment stands right before the import it types, in code and in doc examples", async () => {
+  const misplaced: string[] = [];
+  let seen = 0;
+  const walk = async (dir: URL): Promise<void> => {
+    for await (const entry of Deno.readDir(dir)) {
+      if (entry.name.startsWith(".") || entry.name === "node_modules") continue;
+      const url = new URL(entry.name + (entry.isDirectory ? "/" : ""), dir);
+      if (entry.isDirectory) await walk(url);
+      else if (entry.name.endsWith(".ts")) {
+        const lines = (await Deno.readTextFile(url)).split("\n")
+          .map((line) => line.replace(/^\s*\*\s?/, "").trim());
+        lines.forEach((line, i) => {
+          if (!line.startsWith("// @ts-types=")) return;
+          seen++;
+          if (!lines[i + 1]?.startsWith("import ")) {
+            misplaced.push(
+              `${url.pathname.slice(ROOT.pathname.length)}:${i + 1}`,
+            );
+          }
+        });
+      }
+    }
+  };
+  await walk(ROOT);
+  assertGreater(seen, 5);
+  assertEquals(misplaced, []);
+});

@@ -74,3 +74,34 @@ Deno.test({
     }
   },
 });
+
+Deno.test("connect() of a remote runtime without --allow-net fails at once with a RuntimePermissionError naming the flag", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const script = `${dir}/connect.ts`;
+    const entry = new URL("../runtimes/opensandbox/mod.ts", import.meta.url);
+    await Deno.writeTextFile(
+      script,
+      `import { OpenSandboxSkillRuntime } from ${
+        JSON.stringify(entry.href)
+      };\n` +
+        "const runtime = new OpenSandboxSkillRuntime({ baseUrl: 'http://127.0.0.1:18089', apiKey: 'k' });\n" +
+        "const started = performance.now();\n" +
+        "try { await runtime.connect(); } catch (e) {\n" +
+        "  console.log(JSON.stringify({ name: e.name, ms: performance.now() - started, message: e.message }));\n" +
+        "}\n",
+    );
+    const { stdout, stderr } = await runDenoScript(script, []);
+    const report = JSON.parse(stdout || "{}") as {
+      name?: string;
+      ms?: number;
+      message?: string;
+    };
+    assertEquals(report.name, "RuntimePermissionError", stderr);
+    assertStringIncludes(report.message!, "--allow-net=127.0.0.1:18089");
+    // Never retried: no back-off of a denial that cannot change.
+    assert(report.ms! < 500, `${report.ms} ms`);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

@@ -12,6 +12,8 @@ import {
 } from "../runtimes/errors.ts";
 import { type ToolInput, validateInput } from "./_input.ts";
 import type { ToolContext } from "./context.ts";
+import { EventSink } from "../observe/events.ts";
+import { inSpan, markError } from "../observe/otel.ts";
 import type { JsonSchema, Tool, ToolCallOptions, ToolResult } from "./types.ts";
 
 /** What a tool's body gets. */
@@ -20,6 +22,12 @@ export interface ToolCall {
   readonly input: ToolInput;
   /** The caller's signal, when given. */
   readonly signal?: AbortSignal;
+  /** The call's id, when the application listens to events. */
+  readonly callId?: string;
+  /** Where this call's events go (the tool set's and the call's listeners). */
+  readonly events?: EventSink;
+  /** The call's own listener alone (for events the tool set gets otherwise). */
+  readonly callEvents?: EventSink;
 }
 
 /** The parts of a tool that {@linkcode defineTool} wraps. */
@@ -60,10 +68,39 @@ export function defineTool(
     name: definition.name,
     description: definition.description,
     inputSchema: definition.inputSchema,
-    async execute(
+    execute(
       input: unknown,
       options: ToolCallOptions = {},
     ): Promise<ToolResult> {
+      const name = definition.name;
+      const callId = typeof options?.toolCallId === "string"
+        ? options.toolCallId
+        : undefined;
+      return inSpan(`execute_tool ${name}`, {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": name,
+        ...(callId !== undefined ? { "gen_ai.tool.call.id": callId } : {}),
+      }, async (span) => {
+        const events = callEvents(context, options ?? {});
+        const result = events
+          ? await observedCall(events, name, options ?? {}, call, input)
+          : await call(input, options ?? {});
+        if (result.isError) {
+          span.setAttribute("error.type", "tool_error");
+          markError(span, result.text.split("\n", 1)[0]!.slice(0, 200));
+        }
+        return result;
+      });
+    },
+  });
+
+  async function call(
+    input: unknown,
+    options: ToolCallOptions,
+    callId?: string,
+    events?: EventSink,
+  ): Promise<ToolResult> {
+    {
       try {
         const { signal } = options;
         if (signal?.aborted) return errorResult(cancelledText(signal));
@@ -80,6 +117,14 @@ export function defineTool(
           const result = await definition.run({
             input: checked.value,
             ...(bodySignal ? { signal: bodySignal } : {}),
+            ...(callId !== undefined ? { callId } : {}),
+            ...(events ? { events } : {}),
+            ...(events && typeof options.onEvent === "function"
+              ? {
+                callEvents: new EventSink(options.onEvent, () =>
+                  safeSecrets(context)),
+              }
+              : {}),
           });
           return clean(result);
         } catch (error) {
@@ -97,8 +142,54 @@ export function defineTool(
           return errorResult("The tool failed with an unreadable error");
         }
       }
-    },
+    }
+  }
+}
+
+const encoder = new TextEncoder();
+
+/** The events of one call: the tool set's listener and the call's own. */
+function callEvents(
+  context: ToolContext,
+  options: ToolCallOptions,
+): EventSink | undefined {
+  const own = options?.onEvent;
+  if (typeof own !== "function") return context.events;
+  const shared = context.events;
+  return new EventSink((event) => {
+    shared?.emit(event);
+    own(event);
+  }, () => safeSecrets(context));
+}
+
+/** One call with its start and end events. */
+async function observedCall(
+  events: EventSink,
+  tool: string,
+  options: ToolCallOptions,
+  call: (
+    input: unknown,
+    options: ToolCallOptions,
+    callId?: string,
+    events?: EventSink,
+  ) => Promise<ToolResult>,
+  input: unknown,
+): Promise<ToolResult> {
+  const callId = typeof options.toolCallId === "string"
+    ? options.toolCallId
+    : crypto.randomUUID();
+  events.emit({ type: "tool_call_start", tool, callId });
+  const startedAt = performance.now();
+  const result = await call(input, options, callId, events);
+  events.emit({
+    type: "tool_call_end",
+    tool,
+    callId,
+    durationMs: performance.now() - startedAt,
+    isError: result.isError,
+    bytesOut: encoder.encode(result.text).length,
   });
+  return result;
 }
 
 function safeSecrets(context: ToolContext): string[] {

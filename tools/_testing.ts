@@ -14,6 +14,10 @@ import { MemoryConversationStore } from "../workspace/conversation_store.ts";
 import { startOpenSandboxServer } from "../tests/servers/opensandbox.ts";
 import { AioSkillRuntime } from "../runtimes/aio/mod.ts";
 import { startAioServer } from "../tests/servers/aio.ts";
+import { E2BSkillRuntime } from "../runtimes/e2b/mod.ts";
+import { startE2BServer } from "../tests/servers/e2b.ts";
+import { VercelSandboxSkillRuntime } from "../runtimes/vercel/mod.ts";
+import { startVercelServer } from "../tests/servers/vercel.ts";
 import type { SkillRuntime } from "../runtimes/types.ts";
 import {
   createToolContext,
@@ -245,6 +249,109 @@ export const AIO_KIND: RuntimeKind = {
 };
 
 /**
+ * The E2B runtime against the E2B test server (started per test, real `bash`
+ * on this host, control plane and envd on one origin): as for OpenSandbox,
+ * paths inside the sandbox are host paths. A conversation runtime is
+ * connected on return (the workspace exists), and pauses its sandbox on
+ * close.
+ */
+export const E2B_KIND: RuntimeKind = {
+  name: "e2b",
+  unavailable: OPENSANDBOX_KIND.unavailable,
+  start: async () => {
+    const apiKey = "tools-suite-e2b-key";
+    const server = startE2BServer({ apiKey });
+    const skillsRoot = await Deno.realPath(
+      await Deno.makeTempDir({ prefix: "skillrun-e2b-skills-" }),
+    );
+    const store = new MemoryConversationStore();
+    const runtimes: E2BSkillRuntime[] = [];
+    const made = (runtime: E2BSkillRuntime) => {
+      runtimes.push(runtime);
+      return runtime;
+    };
+    const common = { apiKey, apiUrl: server.url, sandboxUrl: server.url };
+    return {
+      plain: (cwd: string) =>
+        made(new E2BSkillRuntime({ ...common, cwd, skillsRoot })),
+      conversation: async (
+        conversationsRoot: string,
+        conversationId: string,
+      ) => {
+        const runtime = made(
+          new E2BSkillRuntime({
+            ...common,
+            conversationId,
+            conversationsRoot,
+            store,
+          }),
+        );
+        await runtime.connect();
+        return runtime;
+      },
+      [Symbol.asyncDispose]: async () => {
+        for (const runtime of runtimes) await runtime.close().catch(() => {});
+        await server.close();
+        await Deno.remove(skillsRoot, { recursive: true }).catch(() => {});
+      },
+    };
+  },
+};
+
+/**
+ * The Vercel Sandbox runtime against the Vercel test server (started per
+ * test, real `bash` on this host, the sandbox's `/` at the host's `/`): as
+ * for OpenSandbox, paths inside the sandbox are host paths.
+ */
+export const VERCEL_KIND: RuntimeKind = {
+  name: "vercel",
+  unavailable: OPENSANDBOX_KIND.unavailable,
+  start: async () => {
+    const token = "tools-suite-vercel-token";
+    const server = startVercelServer({ token });
+    const skillsRoot = await Deno.realPath(
+      await Deno.makeTempDir({ prefix: "skillrun-vercel-skills-" }),
+    );
+    const store = new MemoryConversationStore();
+    const runtimes: VercelSandboxSkillRuntime[] = [];
+    const made = (runtime: VercelSandboxSkillRuntime) => {
+      runtimes.push(runtime);
+      return runtime;
+    };
+    const common = {
+      token,
+      teamId: "team_tools",
+      projectId: "prj_tools",
+      baseUrl: server.url,
+    };
+    return {
+      plain: (cwd: string) =>
+        made(new VercelSandboxSkillRuntime({ ...common, cwd, skillsRoot })),
+      conversation: async (
+        conversationsRoot: string,
+        conversationId: string,
+      ) => {
+        const runtime = made(
+          new VercelSandboxSkillRuntime({
+            ...common,
+            conversationId,
+            conversationsRoot,
+            store,
+          }),
+        );
+        await runtime.connect();
+        return runtime;
+      },
+      [Symbol.asyncDispose]: async () => {
+        for (const runtime of runtimes) await runtime.close().catch(() => {});
+        await server.close();
+        await Deno.remove(skillsRoot, { recursive: true }).catch(() => {});
+      },
+    };
+  },
+};
+
+/**
  * The local runtime in isolated mode (bubblewrap): every command in a
  * sandbox. Unavailable, saying why, where sandboxes cannot start.
  */
@@ -284,6 +391,8 @@ export const RUNTIME_KINDS: readonly RuntimeKind[] = [
   LOCAL_KIND,
   OPENSANDBOX_KIND,
   AIO_KIND,
+  E2B_KIND,
+  VERCEL_KIND,
   ISOLATED_KIND,
 ];
 

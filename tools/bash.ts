@@ -7,6 +7,9 @@ import type { ToolContext } from "./context.ts";
 import type { Tool } from "./types.ts";
 import { redactSecrets } from "../_internal/redact.ts";
 import { cutMiddle, defineTool, pathError } from "./_shared.ts";
+import { outputEmitter } from "../observe/events.ts";
+import { inSpan } from "../observe/otel.ts";
+import { contextBackground } from "./background.ts";
 
 /** The most bytes of each stream the runtime keeps in memory for `bash`. */
 const MAX_OUTPUT_BYTES = 512 * 1024;
@@ -66,11 +69,20 @@ export function createBashTool(context: ToolContext): Tool {
           description:
             "Folder to run in (absolute, or relative to the default working directory).",
         },
+        ...(context.background
+          ? {
+            run_in_background: {
+              type: "boolean",
+              description:
+                `Start the command and return its id at once (for servers and watchers); read its output with bash_output, stop it with kill_bash. At most ${limits.backgroundCommands} at once; the timeout applies only when given.`,
+            },
+          }
+          : {}),
       },
       required: ["command"],
       additionalProperties: false,
     },
-    async run({ input, signal }) {
+    async run({ input, signal, callId, events }) {
       const command = input.command as string;
       if (command.trim() === "") {
         return {
@@ -93,13 +105,44 @@ export function createBashTool(context: ToolContext): Tool {
           return pathError("run in", given, "it is not a folder");
         }
       }
-      const result = await runtime.execute({
-        command,
-        timeoutMs,
-        maxOutputBytes: MAX_OUTPUT_BYTES,
-        ...(workingDirectory !== undefined ? { workingDirectory } : {}),
-        ...(signal ? { signal } : {}),
-      });
+      if (input.run_in_background === true) {
+        const info = contextBackground(context).start({
+          command,
+          ...(input.timeout !== undefined ? { timeoutMs } : {}),
+          ...(workingDirectory !== undefined ? { workingDirectory } : {}),
+        });
+        return {
+          text:
+            `Started background command with id "${info.id}". Read its output with bash_output {"id": "${info.id}"}; stop it with kill_bash {"id": "${info.id}"}.`,
+          isError: false,
+        };
+      }
+      const stdout = events && outputEmitter(events, "stdout", callId);
+      const stderr = events && outputEmitter(events, "stderr", callId);
+      let result;
+      try {
+        result = await inSpan(
+          "runtime.execute",
+          { "skillrun.runtime": runtime.name },
+          async (span) => {
+            const result = await runtime.execute({
+              command,
+              timeoutMs,
+              maxOutputBytes: MAX_OUTPUT_BYTES,
+              ...(workingDirectory !== undefined ? { workingDirectory } : {}),
+              ...(signal ? { signal } : {}),
+              ...(stdout && stderr
+                ? { onStdout: stdout.write, onStderr: stderr.write }
+                : {}),
+            });
+            span.setAttribute("process.exit.code", result.exitCode);
+            return result;
+          },
+        );
+      } finally {
+        stdout?.flush();
+        stderr?.flush();
+      }
       let text = result.stdout;
       if (result.stdoutTruncated) {
         text = noteCut(text, "stdout", result.stdoutBytes);

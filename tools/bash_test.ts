@@ -238,3 +238,23 @@ testEachRuntime(
     assertStringIncludes(escape.text, "outside the workspace");
   },
 );
+
+testEachRuntime(
+  "bash runs a command that starts with a dash as a command",
+  async () => {
+    await using dir = await tempDir();
+    const bash = createBashTool(plainContext(dir.path).context);
+    for (const command of ["--help", "-x", "-c", "+x"]) {
+      const result = await bash.execute({ command });
+      // The shell looks the word up as a command, as a terminal would; it is
+      // never taken as an option of the shell itself.
+      assert(result.isError, command);
+      assertStringIncludes(result.text, `${command}: command not found`);
+      assertStringIncludes(result.text, "Exit code: 127");
+    }
+    const dashed = await bash.execute({
+      command: "-x 2>/dev/null; echo after",
+    });
+    assertEquals(dashed, { text: "after\n", isError: false });
+  },
+);

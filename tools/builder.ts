@@ -18,7 +18,12 @@ import {
   selectSkills,
 } from "../skill/load.ts";
 import type { Skill } from "../skill/types.ts";
+import {
+  type InstalledSkillPackage,
+  verifyInstalled,
+} from "../package/installed.ts";
 import { createBashTool } from "./bash.ts";
+import { createBashOutputTool, createKillBashTool } from "./background.ts";
 import {
   createToolContext,
   type FilePublisher,
@@ -33,6 +38,7 @@ import { createPublishFileTool } from "./publish_file.ts";
 import { createReadTool } from "./read.ts";
 import { createSkillTool, type SkillDescription } from "./skill_tool.ts";
 import type { Tool } from "./types.ts";
+import type { SkillEventListener } from "../observe/events.ts";
 import { createWriteTool } from "./write.ts";
 
 /** The names of the tools, in the order they are built. */
@@ -59,11 +65,17 @@ export interface SkillSource {
   readonly names?: readonly string[];
 }
 
-/** Where skills come from: root paths, sources with names, or loaded skills. */
+/**
+ * Where skills come from: root paths, sources with names, loaded skills, or
+ * installed skill packages (from `@skillrun/skillrun/package`: loaded
+ * read-only after their files are checked against their digests, and against
+ * the lock when they come from `loadLockedPackages`).
+ */
 export type SkillsInput =
   | string
   | SkillSource
-  | readonly (string | SkillSource | Skill)[];
+  | InstalledSkillPackage
+  | readonly (string | SkillSource | Skill | InstalledSkillPackage)[];
 
 /** A configuration as given: built, or the options to build one. */
 export type SkillRuntimeConfigInput =
@@ -108,6 +120,20 @@ export interface BuildSkillToolsOptions {
   readonly tools?: readonly ToolName[];
   /** Stops loading the skills. */
   readonly signal?: AbortSignal;
+  /**
+   * Receives the tools' events: tool calls, preparation progress, command
+   * output (see `observe/events.ts`); configured values are redacted, and a
+   * listener that throws breaks nothing. Give the runtime its own `onEvent`
+   * for its HTTP and lifecycle events.
+   */
+  readonly onEvent?: SkillEventListener;
+  /**
+   * Offer background commands: `bash` takes `run_in_background: true`, and
+   * the `bash_output` and `kill_bash` tools come right after `bash`. At most
+   * `limits.backgroundCommands` (default 4) at once; the runtime's `close()`
+   * stops them. Default false.
+   */
+  readonly background?: boolean;
 }
 
 /** What {@linkcode buildSkillTools} returns. */
@@ -222,6 +248,8 @@ export async function buildSkillTools(
     configs,
     ...(options.limits ? { limits: options.limits } : {}),
     ...(options.publisher ? { publisher: options.publisher } : {}),
+    ...(options.onEvent ? { onEvent: options.onEvent } : {}),
+    ...(options.background ? { background: true } : {}),
   });
   const factories: Record<ToolName, () => Tool | undefined> = {
     skill: () =>
@@ -249,6 +277,9 @@ export async function buildSkillTools(
     if (!wanted.has(name)) continue;
     const tool = factories[name]();
     if (tool) tools.push(tool);
+    if (name === "bash" && tool && options.background) {
+      tools.push(createBashOutputTool(context), createKillBashTool(context));
+    }
   }
   Object.freeze(tools);
 
@@ -318,6 +349,39 @@ function isSkill(value: unknown): value is Skill {
     typeof v.basePath === "string" && typeof v.instructions === "string";
 }
 
+function isInstalledPackage(value: unknown): value is InstalledSkillPackage {
+  return (value as Partial<InstalledSkillPackage> | null)?.kind ===
+    "installed-skill-package";
+}
+
+/**
+ * Loads an installed package after checking its files against its digests
+ * (and against the lock's tree digest when it came from a lock).
+ */
+async function loadInstalledPackage(
+  pkg: InstalledSkillPackage,
+  options: LoadSkillsOptions,
+): Promise<{ skills: readonly Skill[]; warnings: readonly string[] }> {
+  const locked = (pkg as { locked?: { tree?: string } }).locked?.tree;
+  const result = await verifyInstalled(pkg, locked ?? pkg.tree);
+  if (!result.ok) {
+    throw new Error(
+      `Cannot load the installed skill package "${pkg.name}" (${pkg.digest}): it is not what was ${
+        locked ? "locked" : "installed"
+      }: ${result.problems.join("; ")}`,
+    );
+  }
+  const loaded = await loadSkills(pkg.path, { ...options, maxDepth: 0 });
+  if (loaded.skills.length !== 1) {
+    throw new Error(
+      `Cannot load the installed skill package "${pkg.name}" (${pkg.digest}): ${
+        loaded.warnings.join("; ") || "it holds no skill"
+      }`,
+    );
+  }
+  return loaded;
+}
+
 async function gatherSkills(
   options: BuildSkillToolsOptions,
 ): Promise<{ skills: readonly Skill[]; warnings: readonly string[] }> {
@@ -325,8 +389,13 @@ async function gatherSkills(
   const items = input === undefined
     ? []
     : typeof input === "string" || !Array.isArray(input)
-    ? [input as string | SkillSource]
-    : input as readonly (string | SkillSource | Skill)[];
+    ? [input as string | SkillSource | InstalledSkillPackage]
+    : input as readonly (
+      | string
+      | SkillSource
+      | Skill
+      | InstalledSkillPackage
+    )[];
   const warnings: string[] = [];
   const byName = new Map<string, Skill>();
   const add = (skill: Skill) => {
@@ -354,6 +423,11 @@ async function gatherSkills(
   for (const item of items) {
     if (typeof item === "string") {
       roots.push(item);
+    } else if (isInstalledPackage(item)) {
+      await flush();
+      const loaded = await loadInstalledPackage(item, loadOptions);
+      warnings.push(...loaded.warnings);
+      loaded.skills.forEach(add);
     } else if (isSkill(item)) {
       await flush();
       add(item);
@@ -371,7 +445,7 @@ async function gatherSkills(
       picked.forEach(add);
     } else {
       throw new TypeError(
-        `Cannot build the tools: each skills entry must be a path, { root, names } or a loaded skill`,
+        `Cannot build the tools: each skills entry must be a path, { root, names }, a loaded skill or an installed skill package`,
       );
     }
   }

@@ -6,9 +6,15 @@
  * @module
  */
 import type { SkillRuntimeConfig } from "../runtimes/config.ts";
-import type { PreparedSkill, SkillRuntime } from "../runtimes/types.ts";
+import type {
+  PreparedSkill,
+  PrepareProgress,
+  SkillRuntime,
+} from "../runtimes/types.ts";
 import type { Skill } from "../skill/types.ts";
 import { type Flight, startFlight, waitFor } from "../_internal/flight.ts";
+import { inSpan } from "../observe/otel.ts";
+import { EventSink, type SkillEventListener } from "../observe/events.ts";
 
 /** The limits of the tools. Every field has a default in {@linkcode DEFAULT_TOOL_LIMITS}. */
 export interface ToolLimits {
@@ -43,6 +49,8 @@ export interface ToolLimits {
   readonly searchTimeoutMs: number;
   /** `publish_file`: the time limit of one publication, in ms. Default 600 000. */
   readonly publishTimeoutMs: number;
+  /** `bash` with `run_in_background`: the most running at once. Default 4. */
+  readonly backgroundCommands: number;
 }
 
 /** The default limits. */
@@ -61,6 +69,7 @@ export const DEFAULT_TOOL_LIMITS: ToolLimits = Object.freeze({
   fileTimeoutMs: 30_000,
   searchTimeoutMs: 30_000,
   publishTimeoutMs: 600_000,
+  backgroundCommands: 4,
 });
 
 /** What {@linkcode FilePublisher.publish} takes. */
@@ -107,6 +116,8 @@ export interface PrepareSkillOptions {
    * for it any more.
    */
   readonly signal?: AbortSignal;
+  /** Also receives this preparation's progress events while waiting. */
+  readonly events?: EventSink;
 }
 
 /** What every tool of one tool set shares. */
@@ -132,6 +143,10 @@ export interface ToolContext {
    * every configuration's environment.
    */
   secrets(): string[];
+  /** Where the tools' events go, when the application listens. */
+  readonly events?: EventSink;
+  /** Whether `bash` offers `run_in_background`. */
+  readonly background?: boolean;
 }
 
 /** Options of {@linkcode createToolContext}. */
@@ -144,6 +159,13 @@ export interface ToolContextOptions {
   readonly limits?: Partial<ToolLimits>;
   /** The file publisher. */
   readonly publisher?: FilePublisher;
+  /** Receives the tools' events (see `observe/events.ts`). */
+  readonly onEvent?: SkillEventListener;
+  /**
+   * Whether `bash` offers `run_in_background` (with the `bash_output` and
+   * `kill_bash` tools). Default false.
+   */
+  readonly background?: boolean;
 }
 
 /**
@@ -186,38 +208,76 @@ export function createToolContext(
   // Successful preparations of this tool set, and the ones under way.
   const prepared = new Map<string, PreparedSkill>();
   const flights = new Map<string, Flight<PreparedSkill>>();
+  const secrets = () => [...configured, ...runtimeSecrets(runtime)];
+  const events = options.onEvent
+    ? new EventSink(options.onEvent, secrets)
+    : undefined;
+  const listeners = new Map<string, Set<EventSink>>();
+  const prepare: ToolContext["prepare"] = (
+    skill,
+    { signal, events: waiting } = {},
+  ) => {
+    const key = `${skill.name}\u0000${skill.basePath}`;
+    const done = prepared.get(key);
+    if (done) return Promise.resolve(done);
+    if (waiting) {
+      let set = listeners.get(key);
+      if (!set) listeners.set(key, set = new Set());
+      set.add(waiting);
+      const leave = () => {
+        set!.delete(waiting);
+        if (set!.size === 0 && listeners.get(key) === set) {
+          listeners.delete(key);
+        }
+      };
+      const result = prepareKey(skill, key, signal);
+      result.then(leave, leave);
+      return result;
+    }
+    return prepareKey(skill, key, signal);
+  };
+  function prepareKey(
+    skill: Skill,
+    key: string,
+    signal: AbortSignal | undefined,
+  ): Promise<PreparedSkill> {
+    let flight = flights.get(key);
+    if (!flight || flight.controller.signal.aborted) {
+      // None under way, or every caller left the one under way and it is
+      // still stopping: start again once it has settled.
+      const started = startFlight(
+        (signal) =>
+          prepareOnce(runtime, skill, configs, signal, (progress) => {
+            events?.emit({ type: "prepare_progress", ...progress });
+            for (const sink of listeners.get(key) ?? []) {
+              sink.emit({ type: "prepare_progress", ...progress });
+            }
+          }),
+        flight?.promise,
+      );
+      flight = started;
+      flights.set(key, started);
+      // First to hear of the outcome, before any caller: a caller that
+      // retries at once after a failure starts a new preparation.
+      const settle = () => {
+        if (flights.get(key) === started) flights.delete(key);
+      };
+      started.promise.then((skill) => {
+        prepared.set(key, skill);
+        settle();
+      }, settle);
+    }
+    return waitFor(flight, signal);
+  }
   return {
     runtime,
     skills: options.skills ?? [],
-    prepare: (skill, { signal } = {}) => {
-      const key = `${skill.name}\u0000${skill.basePath}`;
-      const done = prepared.get(key);
-      if (done) return Promise.resolve(done);
-      let flight = flights.get(key);
-      if (!flight || flight.controller.signal.aborted) {
-        // None under way, or every caller left the one under way and it is
-        // still stopping: start again once it has settled.
-        const started = startFlight(
-          (signal) => prepareOnce(runtime, skill, configs, signal),
-          flight?.promise,
-        );
-        flight = started;
-        flights.set(key, started);
-        // First to hear of the outcome, before any caller: a caller that
-        // retries at once after a failure starts a new preparation.
-        const settle = () => {
-          if (flights.get(key) === started) flights.delete(key);
-        };
-        started.promise.then((skill) => {
-          prepared.set(key, skill);
-          settle();
-        }, settle);
-      }
-      return waitFor(flight, signal);
-    },
+    prepare,
     limits: Object.freeze(limits),
     ...(options.publisher ? { publisher: options.publisher } : {}),
-    secrets: () => [...configured, ...runtimeSecrets(runtime)],
+    secrets,
+    ...(events ? { events } : {}),
+    ...(options.background ? { background: true } : {}),
   };
 }
 
@@ -227,12 +287,19 @@ async function prepareOnce(
   skill: Skill,
   configs: ReadonlyMap<string, SkillRuntimeConfig>,
   signal: AbortSignal,
+  onProgress: (progress: PrepareProgress) => void,
 ): Promise<PreparedSkill> {
   const config = configs.get(skill.name);
-  const [prepared] = await runtime.prepare({
-    skills: [config ? { skill, config } : { skill }],
-    signal,
-  });
+  const [prepared] = await inSpan(
+    `prepare_skill ${skill.name}`,
+    { "skillrun.skill.name": skill.name, "skillrun.runtime": runtime.name },
+    () =>
+      runtime.prepare({
+        skills: [config ? { skill, config } : { skill }],
+        signal,
+        onProgress,
+      }),
+  );
   if (!prepared) {
     throw new Error(
       `Cannot prepare skill "${skill.name}": the runtime returned no prepared skill`,

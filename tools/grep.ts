@@ -230,8 +230,12 @@ function redactResult(result: GrepResult, redactor: Redactor): GrepResult {
         path,
         skipped,
         lines: result.lines.map((line) => {
+          // A line the engine cut may end in a piece of a secret: it goes
+          // too, before the cut below (which earlier redactions move).
           const { text, cut } = cutLine(
-            redactor.redact(line.text),
+            line.cut
+              ? redactor.redactCutEnd(line.text)
+              : redactor.redact(line.text),
             DEFAULT_GREP_MAX_LINE_CHARS,
           );
           return {

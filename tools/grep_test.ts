@@ -293,6 +293,33 @@ testEachEngine(
   },
 );
 
+testEachEngine(
+  "grep leaves no fragment of a secret when earlier secrets on its line shift the cut",
+  async (engine) => {
+    await using dir = await tempDir();
+    const secret = "tok-0123456789-abcdefghij-0123456789-xyz"; // 40 characters
+    // The engine cuts the line 40 characters (the longest secret) past the
+    // usual 2000, in the middle of the last secret; the ten before it shrink
+    // by 30 characters each when redacted, which pulls the piece left of that
+    // cut well inside the 2000 kept.
+    const line = `${secret.repeat(10)}${"a".repeat(2020 - 400)}${secret}`;
+    await Deno.writeTextFile(`${dir.path}/env.txt`, `${line}\n`);
+    const grep = createGrepTool(contextWithEngine(dir.path, engine, {
+      configs: new Map([[
+        "x",
+        new SkillRuntimeConfig({ env: { TOKEN: secret } }),
+      ]]),
+    }));
+    const { text } = await grep.execute({
+      pattern: "a+",
+      output_mode: "content",
+    });
+    assert(!text.includes(secret.slice(0, 8)), text);
+    assertStringIncludes(text, `${"[redacted]".repeat(10)}aaaa`);
+    assert(text.endsWith(" [… line cut]"), text.slice(-80));
+  },
+);
+
 testEachRuntime(
   "grep in a conversation refuses a path outside the workspace",
   async () => {

@@ -116,11 +116,14 @@ export function createSkillTool(
       required: ["name"],
       additionalProperties: false,
     },
-    async run({ input, signal }) {
+    async run({ input, signal, callEvents }) {
       const skill = byName.get(input.name as string)!;
       let basePath: string;
       try {
-        basePath = (await context.prepare(skill, signal ? { signal } : {}))
+        basePath = (await context.prepare(skill, {
+          ...(signal ? { signal } : {}),
+          ...(callEvents ? { events: callEvents } : {}),
+        }))
           .basePath;
       } catch (error) {
         return errorResult(
@@ -153,7 +156,12 @@ export function createSkillTool(
 
 function describe(context: ToolContext, options: SkillToolOptions): string {
   // Configured values never reach the model through a skill's description.
+  // The path the model can read: where the runtime prepares the skill.
+  const { runtime } = context;
   const catalog = formatCatalog(context.skills, {
+    ...(runtime.skillLocation
+      ? { locationOf: (skill: Skill) => runtime.skillLocation!(skill) }
+      : {}),
     ...options.catalog,
     secrets: [...context.secrets(), ...(options.catalog?.secrets ?? [])],
   });

@@ -1,6 +1,7 @@
 import {
   assert,
   assertEquals,
+  assertFalse,
   assertStringIncludes,
   assertThrows,
 } from "../_internal/assert.ts";
@@ -269,3 +270,44 @@ Deno.test("a caller that retries as soon as a preparation failed gets a new prep
   assertEquals(calls.get("alpha"), 2);
   await runtime.close();
 });
+testEachRuntime(
+  "the catalog shows each skill where the runtime prepares it, never its host source",
+  async () => {
+    await using dir = await tempDir();
+    const source = await writeSkill(`${dir.path}/skills`, "where");
+    const { skills } = await loadSkills(`${dir.path}/skills`);
+    const { context, workspace } = await conversationContext(dir.path, {
+      skills,
+    });
+    const tool = createSkillTool(context)!;
+    const location = /<location>(.*)<\/location>/.exec(tool.description)?.[1];
+    assert(location !== undefined, tool.description);
+    assertFalse(location.startsWith(source), location);
+    assert(location.startsWith(`${workspace}/skills/`), location);
+    // The path shown is the one the prepared skill's SKILL.md then has.
+    const result = await tool.execute({ name: "where" });
+    assertEquals(result.isError, false, result.text);
+    const base = /Base directory: (.*)\n/.exec(result.text)?.[1] ?? "";
+    assertEquals(location, `${base}/SKILL.md`);
+    assertStringIncludes(
+      await context.runtime.fs.readText(location, { maxBytes: 4096 }),
+      "name: where",
+    );
+  },
+);
+
+testEachRuntime(
+  "the catalog of a runtime without a workspace shows the path its commands see",
+  async () => {
+    await using dir = await tempDir();
+    await writeSkill(`${dir.path}/skills`, "here");
+    const { skills } = await loadSkills(`${dir.path}/skills`);
+    const { context } = plainContext(dir.path, { skills });
+    const tool = createSkillTool(context)!;
+    const location = /<location>(.*)<\/location>/.exec(tool.description)?.[1];
+    const result = await tool.execute({ name: "here" });
+    assertEquals(result.isError, false, result.text);
+    const base = /Base directory: (.*)\n/.exec(result.text)?.[1] ?? "";
+    assertEquals(location, `${base}/SKILL.md`);
+  },
+);

@@ -3,6 +3,7 @@
  *
  * @module
  */
+import type { SkillEvent } from "../observe/events.ts";
 
 /** A JSON Schema object describing a tool's input. */
 export interface JsonSchema {
@@ -30,6 +31,14 @@ export interface ToolResult {
 export interface ToolCallOptions {
   /** Stops the call (e.g. the agent loop was cancelled). */
   readonly signal?: AbortSignal;
+  /** The call's id (the model's tool call id), carried by its events. */
+  readonly toolCallId?: string;
+  /**
+   * Receives this call's events alone (its start and end, the preparation
+   * it waits for, its command's output), besides the tool set's `onEvent`:
+   * what an MCP server turns into progress notifications.
+   */
+  readonly onEvent?: (event: SkillEvent) => unknown;
 }
 
 /**

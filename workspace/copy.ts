@@ -153,6 +153,21 @@ export interface SkillFileEntry {
 export interface WalkSkillFilesOptions {
   /** Stops the walk. */
   readonly signal?: AbortSignal;
+  /**
+   * Called for each entry the walk leaves out because it is not a regular
+   * file or a folder (a symlink, a socket, a pipe, a device) and the policy
+   * does not exclude it anyway; throwing stops the walk (a package refuses
+   * links this way).
+   */
+  readonly onSkipped?: (entry: SkippedEntry) => void;
+}
+
+/** An entry {@linkcode walkSkillFiles} leaves out: not a regular file or folder. */
+export interface SkippedEntry {
+  /** The path from the skill's folder, always `/`-separated. */
+  readonly relativePath: string;
+  /** A symlink, or something else (socket, pipe, device). */
+  readonly kind: "symlink" | "other";
 }
 
 /**
@@ -191,7 +206,7 @@ export async function* walkSkillFiles(
   policy?: CopyPolicy,
   options: WalkSkillFilesOptions = {},
 ): AsyncGenerator<SkillFileEntry> {
-  const { signal } = options;
+  const { signal, onSkipped } = options;
   const compiled = compilePolicy(policy);
   const root = await sourceFolder(source, "walk");
   const pending: { dir: string; rel: string }[] = [{ dir: root, rel: "" }];
@@ -204,14 +219,20 @@ export async function* walkSkillFiles(
     const files: { name: string; rel: string }[] = [];
     for (const entry of entries) {
       const entryRel = rel === "" ? entry.name : `${rel}/${entry.name}`;
-      if (entry.isSymlink) continue;
+      if (entry.isSymlink || (!entry.isDirectory && !entry.isFile)) {
+        if (onSkipped && !excludes(compiled, entry.name, entryRel, false)) {
+          onSkipped({
+            relativePath: entryRel,
+            kind: entry.isSymlink ? "symlink" : "other",
+          });
+        }
+        continue;
+      }
       if (entry.isDirectory) {
         if (!excludes(compiled, entry.name, entryRel, true)) {
           folders.push({ dir: hostPath.join(dir, entry.name), rel: entryRel });
         }
-      } else if (
-        entry.isFile && !excludes(compiled, entry.name, entryRel, false)
-      ) {
+      } else if (!excludes(compiled, entry.name, entryRel, false)) {
         files.push({ name: entry.name, rel: entryRel });
       }
     }

@@ -504,3 +504,24 @@ Deno.test("stableSkillFolderName() is stable across processes and distinct per s
     new TextDecoder().decode(output.stderr),
   );
 });
+
+Deno.test("walkSkillFiles reports what it leaves out (links, not excluded ones) to onSkipped", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.writeTextFile(`${dir}/SKILL.md`, "x");
+    await Deno.symlink("SKILL.md", `${dir}/link`);
+    await Deno.symlink("SKILL.md", `${dir}/.env`); // excluded anyway
+    const skipped: string[] = [];
+    const files: string[] = [];
+    for await (
+      const file of walkSkillFiles(dir, undefined, {
+        onSkipped: (entry) =>
+          skipped.push(`${entry.kind}:${entry.relativePath}`),
+      })
+    ) files.push(file.relativePath);
+    assertEquals(files, ["SKILL.md"]);
+    assertEquals(skipped, ["symlink:link"]);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

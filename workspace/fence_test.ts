@@ -6,7 +6,7 @@ import {
   assertStringIncludes,
 } from "../_internal/assert.ts";
 import { hostPath } from "../_internal/std.ts";
-import { WorkspaceEscapeError } from "../runtimes/errors.ts";
+import { WorkspaceEscapeError } from "./errors.ts";
 import { PathFence } from "./fence.ts";
 
 const POSIX = Deno.build.os !== "windows";

@@ -1,8 +1,8 @@
 /**
  * An edge function (Supabase Edge Functions / Deno Deploy style) that serves
  * the skill tools over MCP's Streamable HTTP transport and runs every
- * session's commands in a remote sandbox: OpenSandbox or AIO Sandbox, chosen
- * by environment variables. Each MCP session gets its own conversation
+ * session's commands in a remote sandbox: OpenSandbox, AIO Sandbox, E2B or
+ * Vercel Sandbox, chosen by environment variables. Each MCP session gets its own conversation
  * workspace (an OpenSandbox sandbox of its own, or a folder of its own in the
  * AIO container). With Deno KV available (`--unstable-kv`, or Deno Deploy),
  * conversations are recorded there; otherwise in memory.
@@ -20,10 +20,23 @@
  * - `OPEN_SANDBOX_URL`, `OPEN_SANDBOX_API_KEY`, `OPEN_SANDBOX_IMAGE`
  *   (default `ubuntu:24.04`): an OpenSandbox lifecycle server;
  * - or `AIO_SANDBOX_URL`, `AIO_SANDBOX_TOKEN`: an AIO Sandbox container;
- * - `SKILLRUN_SANDBOX`: `opensandbox` or `aio` when both are set;
+ * - or `E2B_API_KEY` (and `E2B_API_URL`, `E2B_SANDBOX_URL`, `E2B_TEMPLATE`):
+ *   E2B, a sandbox per session, paused when the session ends;
+ * - or `VERCEL_TOKEN`, `VERCEL_TEAM_ID`, `VERCEL_PROJECT_ID` (and
+ *   `VERCEL_API_URL`): Vercel Sandbox, a persistent sandbox per session;
+ * - `SANDBOX` (or `SKILLRUN_SANDBOX`): `opensandbox`, `aio`, `e2b` or
+ *   `vercel` when several are set;
  * - `SKILLRUN_CONVERSATIONS_ROOT`: where conversation workspaces go in the
  *   sandbox (default: the runtime's own);
- * - `MCP_TOKEN`: the bearer token clients must send (recommended);
+ * - `MCP_TOKEN`: the bearer token clients must send (recommended). Without
+ *   it the function listens on loopback only (`127.0.0.1`), unless
+ *   `MCP_ALLOW_PUBLIC_WITHOUT_TOKEN=1` says otherwise, and only IP addresses
+ *   and `localhost` are accepted as `Host`;
+ * - `MCP_ALLOWED_HOSTS`: the names clients may use in `Host`/`Origin`
+ *   (comma-separated, e.g. `mcp.example.com`; `*` for any);
+ * - `SKILLRUN_KEEP_WORKSPACES=1`: keep each session's workspace (and
+ *   OpenSandbox sandbox) when the session ends; by default it is deleted;
+ * - `HOSTNAME`: the address to listen on with a token (default `0.0.0.0`);
  * - `PORT`: the port to listen on (default 8000; Deno Deploy sets its own).
  *
  * @module
@@ -41,6 +54,8 @@ import {
   OpenSandboxSkillRuntime,
 } from "@skillrun/skillrun/opensandbox";
 import { AioSkillRuntime } from "@skillrun/skillrun/aio";
+import { E2BSkillRuntime } from "@skillrun/skillrun/e2b";
+import { VercelSandboxSkillRuntime } from "@skillrun/skillrun/vercel";
 
 /** The skills this function bundles (beside it). */
 export const SKILLS_FOLDER: string = fromFileUrl(
@@ -55,7 +70,21 @@ export type EdgeSandbox =
     readonly apiKey?: string;
     readonly image: string;
   }
-  | { readonly kind: "aio"; readonly url: string; readonly token?: string };
+  | { readonly kind: "aio"; readonly url: string; readonly token?: string }
+  | {
+    readonly kind: "e2b";
+    readonly apiKey: string;
+    readonly apiUrl?: string;
+    readonly sandboxUrl?: string;
+    readonly template?: string;
+  }
+  | {
+    readonly kind: "vercel";
+    readonly token: string;
+    readonly teamId?: string;
+    readonly projectId?: string;
+    readonly baseUrl?: string;
+  };
 
 /** The function's configuration, read from its environment. */
 export interface EdgeConfig {
@@ -65,6 +94,12 @@ export interface EdgeConfig {
   readonly conversationsRoot?: string;
   /** The bearer token clients must send, if any. */
   readonly token?: string;
+  /** The names accepted in `Host`/`Origin` (default: see the handler). */
+  readonly allowedHosts?: readonly string[];
+  /** Keep each session's workspace when it ends (default: deleted). */
+  readonly keepWorkspaces?: boolean;
+  /** Where to listen: loopback without a token unless told otherwise. */
+  readonly hostname: string;
 }
 
 /**
@@ -93,8 +128,22 @@ export function configFromEnv(
   };
   const openSandbox = value("OPEN_SANDBOX_URL");
   const aio = value("AIO_SANDBOX_URL");
-  const chosen = value("SKILLRUN_SANDBOX") ??
-    (openSandbox ? "opensandbox" : aio ? "aio" : undefined);
+  const e2b = value("E2B_API_KEY");
+  const vercel = value("VERCEL_TOKEN");
+  const chosen = value("SKILLRUN_SANDBOX") ?? value("SANDBOX") ??
+    (openSandbox
+      ? "opensandbox"
+      : aio
+      ? "aio"
+      : e2b
+      ? "e2b"
+      : vercel
+      ? "vercel"
+      : undefined);
+  const some = (entries: Record<string, string | undefined>) =>
+    Object.fromEntries(
+      Object.entries(entries).filter(([, v]) => v !== undefined),
+    );
   let sandbox: EdgeSandbox;
   if (chosen === "opensandbox" && openSandbox) {
     const apiKey = value("OPEN_SANDBOX_API_KEY");
@@ -107,21 +156,53 @@ export function configFromEnv(
   } else if (chosen === "aio" && aio) {
     const token = value("AIO_SANDBOX_TOKEN");
     sandbox = { kind: "aio", url: aio, ...(token ? { token } : {}) };
+  } else if (chosen === "e2b" && e2b) {
+    sandbox = {
+      kind: "e2b",
+      apiKey: e2b,
+      ...some({
+        apiUrl: value("E2B_API_URL"),
+        sandboxUrl: value("E2B_SANDBOX_URL"),
+        template: value("E2B_TEMPLATE"),
+      }),
+    };
+  } else if (chosen === "vercel" && vercel) {
+    sandbox = {
+      kind: "vercel",
+      token: vercel,
+      ...some({
+        teamId: value("VERCEL_TEAM_ID"),
+        projectId: value("VERCEL_PROJECT_ID"),
+        baseUrl: value("VERCEL_API_URL"),
+      }),
+    };
   } else if (chosen === undefined) {
     throw new TypeError(
       "Cannot start the edge function: set OPEN_SANDBOX_URL (OpenSandbox) or AIO_SANDBOX_URL (AIO Sandbox)",
     );
   } else {
     throw new TypeError(
-      `Cannot use SKILLRUN_SANDBOX "${chosen}": it must be "opensandbox" (with OPEN_SANDBOX_URL) or "aio" (with AIO_SANDBOX_URL)`,
+      `Cannot use SKILLRUN_SANDBOX "${chosen}": it must be "opensandbox" (with OPEN_SANDBOX_URL), "aio" (with AIO_SANDBOX_URL), "e2b" (with E2B_API_KEY) or "vercel" (with VERCEL_TOKEN)`,
     );
   }
   const conversationsRoot = value("SKILLRUN_CONVERSATIONS_ROOT");
   const token = value("MCP_TOKEN");
+  const yes = (name: string) => /^(1|true|yes)$/i.test(value(name) ?? "");
+  const allowedHosts = value("MCP_ALLOWED_HOSTS")?.split(",").map((h) =>
+    h.trim()
+  ).filter(Boolean);
+  // Without a token, loopback only unless told: anyone who reached a public
+  // address could run commands in the sandbox.
+  const hostname = token || yes("MCP_ALLOW_PUBLIC_WITHOUT_TOKEN")
+    ? value("HOSTNAME") ?? "0.0.0.0"
+    : "127.0.0.1";
   return {
     sandbox,
+    hostname,
     ...(conversationsRoot ? { conversationsRoot } : {}),
     ...(token ? { token } : {}),
+    ...(allowedHosts ? { allowedHosts } : {}),
+    ...(yes("SKILLRUN_KEEP_WORKSPACES") ? { keepWorkspaces: true } : {}),
   };
 }
 
@@ -155,29 +236,57 @@ export async function createEdgeHandler(
   store: ConversationStore,
 ): Promise<McpHttpHandler> {
   const { sandbox, conversationsRoot } = config;
-  const runtime: McpRuntimeFactory = (sessionId) =>
-    Promise.resolve(
-      sandbox.kind === "opensandbox"
-        ? new OpenSandboxSkillRuntime({
-          baseUrl: sandbox.url,
-          ...(sandbox.apiKey ? { apiKey: sandbox.apiKey } : {}),
-          sandbox: { image: sandbox.image },
-          conversationId: sessionId,
-          store,
-          ...(conversationsRoot ? { conversationsRoot } : {}),
-        })
-        : new AioSkillRuntime({
-          baseUrl: sandbox.url,
-          ...(sandbox.token ? { token: sandbox.token } : {}),
-          conversationId: sessionId,
-          store,
-          ...(conversationsRoot ? { conversationsRoot } : {}),
-        }),
-    );
+  const conversation = (sessionId: string) => ({
+    conversationId: sessionId,
+    store,
+    ...(conversationsRoot ? { conversationsRoot } : {}),
+  });
+  const runtime: McpRuntimeFactory = (sessionId) => {
+    switch (sandbox.kind) {
+      case "opensandbox":
+        return Promise.resolve(
+          new OpenSandboxSkillRuntime({
+            baseUrl: sandbox.url,
+            ...(sandbox.apiKey ? { apiKey: sandbox.apiKey } : {}),
+            sandbox: { image: sandbox.image },
+            ...conversation(sessionId),
+          }),
+        );
+      case "aio":
+        return Promise.resolve(
+          new AioSkillRuntime({
+            baseUrl: sandbox.url,
+            ...(sandbox.token ? { token: sandbox.token } : {}),
+            ...conversation(sessionId),
+          }),
+        );
+      case "e2b": {
+        const { kind: _, template, ...rest } = sandbox;
+        return Promise.resolve(
+          new E2BSkillRuntime({
+            ...rest,
+            ...(template ? { sandbox: { template } } : {}),
+            ...conversation(sessionId),
+          }),
+        );
+      }
+      case "vercel": {
+        const { kind: _, ...rest } = sandbox;
+        return Promise.resolve(
+          new VercelSandboxSkillRuntime({
+            ...rest,
+            ...conversation(sessionId),
+          }),
+        );
+      }
+    }
+  };
   return await createMcpHttpHandler({
     skills: SKILLS_FOLDER,
     runtime,
     ...(config.token ? { token: config.token } : {}),
+    ...(config.allowedHosts ? { allowedHosts: config.allowedHosts } : {}),
+    keepWorkspaces: config.keepWorkspaces ?? false,
     onError: (error) => console.error(`edge: ${error.message}`),
   });
 }
@@ -193,7 +302,15 @@ if (import.meta.main) {
   const { store, kind } = await openStore();
   const handler = await createEdgeHandler(config, store);
   const port = Number(Deno.env.get("PORT") ?? 8000);
+  if (!config.token) {
+    console.error(
+      config.hostname === "127.0.0.1"
+        ? "edge: no MCP_TOKEN: listening on loopback only (set MCP_TOKEN to serve beyond it)"
+        : "edge: warning: no MCP_TOKEN and MCP_ALLOW_PUBLIC_WITHOUT_TOKEN set: anyone who reaches this address can run commands",
+    );
+  }
   Deno.serve({
+    hostname: config.hostname,
     port,
     onListen: ({ hostname, port }) =>
       console.log(

@@ -1,5 +1,5 @@
 // The edge example runs under exactly its documented flags against the
-// OpenSandbox and AIO test servers, driven by the MCP SDK's own client over
+// OpenSandbox, AIO, E2B and Vercel test servers, driven by the MCP SDK's own client over
 // HTTP: a skill is loaded, a command runs in the sandbox, a file is written
 // and read back.
 import { Client } from "npm:@modelcontextprotocol/sdk@1.32.2/client";
@@ -13,6 +13,8 @@ import {
 import { hostPath } from "../../_internal/std.ts";
 import { startOpenSandboxServer } from "../../tests/servers/opensandbox.ts";
 import { startAioServer } from "../../tests/servers/aio.ts";
+import { startE2BServer } from "../../tests/servers/e2b.ts";
+import { startVercelServer } from "../../tests/servers/vercel.ts";
 import { configFromEnv } from "./main.ts";
 
 const REPO = hostPath.fromFileUrl(new URL("../../", import.meta.url));
@@ -170,12 +172,9 @@ Deno.test("the edge function drives OpenSandbox over MCP HTTP under exactly its 
     assertStringIncludes(done.counted, "3 beta");
     assertStringIncludes(done.counted, workspace);
     assertStringIncludes(done.read, "edge beta beta");
-    // The command ran in the sandbox the session's conversation made.
-    assertEquals(server.sandboxes.size, 1);
-    assertEquals(
-      await Deno.readTextFile(`${workspace}/notes.txt`),
-      "edge beta beta\nalpha beta\n",
-    );
+    // The command ran in the sandbox the session's conversation made, and
+    // the session's end deleted that sandbox (the default retention).
+    assertEquals(server.sandboxes.size, 0);
     // A wrong token gets 401 before anything is made.
     const refused = await fetch(edge.url, {
       method: "POST",
@@ -211,12 +210,95 @@ Deno.test("the edge function drives AIO Sandbox over MCP HTTP under exactly its 
     assertStringIncludes(done.counted, "words: 5");
     assertStringIncludes(done.counted, workspace);
     assertStringIncludes(done.read, "alpha beta");
-    assertEquals(
-      await Deno.readTextFile(`${workspace}/notes.txt`),
-      "edge beta beta\nalpha beta\n",
-    );
+    // The session's end removed its workspace (the default retention).
+    assertEquals(await Deno.stat(workspace).catch(() => null), null);
     assertEquals(edge.stderr().includes("aio-token"), false, edge.stderr());
   } finally {
     await Deno.remove(root, { recursive: true });
   }
+});
+
+for (const kind of ["e2b", "vercel"] as const) {
+  Deno.test(`the edge function drives ${kind} (SANDBOX=${kind}) over MCP HTTP under exactly its documented flags`, async () => {
+    const root = await Deno.realPath(await Deno.makeTempDir());
+    try {
+      await using server = kind === "e2b"
+        ? startE2BServer({ apiKey: "e2b-key" })
+        : startVercelServer({ token: "vercel-token" });
+      const env: Record<string, string> = kind === "e2b"
+        ? {
+          E2B_API_KEY: "e2b-key",
+          E2B_API_URL: server.url,
+          E2B_SANDBOX_URL: server.url,
+        }
+        : {
+          VERCEL_TOKEN: "vercel-token",
+          VERCEL_TEAM_ID: "team_edge",
+          VERCEL_PROJECT_ID: "prj_edge",
+          VERCEL_API_URL: server.url,
+        };
+      await using edge = await startFunction({
+        ...env,
+        SANDBOX: kind,
+        SKILLRUN_KEEP_WORKSPACES: "1",
+        SKILLRUN_CONVERSATIONS_ROOT: `${root}/conversations`,
+        MCP_TOKEN: "edge-token",
+      });
+      assertStringIncludes(edge.banner, `(${kind}, memory store, 2 skills)`);
+      const done = await session(edge.url, "edge-token");
+      const workspace = `${root}/conversations/${done.sessionId}`;
+      assert(
+        done.base.startsWith(`${workspace}/skills/word-count-`),
+        done.base,
+      );
+      assertStringIncludes(done.counted, "words: 5");
+      assertStringIncludes(done.read, "alpha beta");
+      assertEquals(
+        await Deno.readTextFile(`${workspace}/notes.txt`),
+        "edge beta beta\nalpha beta\n",
+      );
+      const secret = kind === "e2b" ? "e2b-key" : "vercel-token";
+      assertEquals(edge.stderr().includes(secret), false, edge.stderr());
+    } finally {
+      await Deno.remove(root, { recursive: true });
+    }
+  });
+}
+Deno.test("the edge function keeps workspaces on request, and without a token listens on loopback only", async () => {
+  const root = await Deno.realPath(await Deno.makeTempDir());
+  try {
+    await using server = startAioServer({ home: root });
+    await using edge = await startFunction({
+      AIO_SANDBOX_URL: server.baseUrl,
+      SKILLRUN_CONVERSATIONS_ROOT: `${root}/conversations`,
+      SKILLRUN_KEEP_WORKSPACES: "1",
+    });
+    assert(edge.banner.startsWith("http://127.0.0.1:"), edge.banner);
+    const done = await session(edge.url, "");
+    assertEquals(
+      await Deno.readTextFile(
+        `${root}/conversations/${done.sessionId}/notes.txt`,
+      ),
+      "edge beta beta\nalpha beta\n",
+    );
+    assertStringIncludes(edge.stderr(), "listening on loopback only");
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+  const config = configFromEnv((name) =>
+    ({
+      AIO_SANDBOX_URL: "http://aio:8080",
+      HOSTNAME: "0.0.0.0",
+    })[name]
+  );
+  assertEquals(config.hostname, "127.0.0.1");
+  const told = configFromEnv((name) =>
+    ({
+      AIO_SANDBOX_URL: "http://aio:8080",
+      MCP_ALLOW_PUBLIC_WITHOUT_TOKEN: "1",
+      MCP_ALLOWED_HOSTS: "mcp.example.com, other.example",
+    })[name]
+  );
+  assertEquals(told.hostname, "0.0.0.0");
+  assertEquals(told.allowedHosts, ["mcp.example.com", "other.example"]);
 });

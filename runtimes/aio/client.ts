@@ -14,6 +14,7 @@
  *
  * @module
  */
+import type { SkillEventListener } from "../../observe/events.ts";
 import { HttpClient, type HttpRequest } from "../remote/http.ts";
 import { RemoteHttpError } from "../remote/errors.ts";
 import { multipartBody, type MultipartPart } from "../remote/upload.ts";
@@ -168,6 +169,8 @@ export interface AioClientOptions {
   readonly retries?: number;
   /** The `fetch` to use. */
   readonly fetch?: typeof fetch;
+  /** Receives an `http_request` event per call. */
+  readonly onEvent?: SkillEventListener;
 }
 
 /** Options of {@linkcode AioOperationError}. */
@@ -292,6 +295,7 @@ export class AioClient {
         : { timeoutMs: options.timeoutMs }),
       ...(options.retries === undefined ? {} : { retries: options.retries }),
       ...(options.fetch === undefined ? {} : { fetch: options.fetch }),
+      ...(options.onEvent === undefined ? {} : { onEvent: options.onEvent }),
     });
   }
 
@@ -422,7 +426,8 @@ export class AioClient {
   /**
    * Opens a file for download (`GET /v1/file/download?path=`). With
    * `offset > 0` it sends `Range: bytes=<offset>-`; the server may answer
-   * 206 (the rest) or 200 (the whole file): check the status.
+   * 206 (the rest) or 200 (the whole file), or 416 at the end of the file:
+   * check the status.
    *
    * @param path The absolute remote path.
    * @param options Offset, signal.
@@ -437,7 +442,10 @@ export class AioClient {
       method: "GET",
       path: "/v1/file/download",
       query: { path },
-      ...(offset > 0 ? { headers: { range: `bytes=${offset}-` } } : {}),
+      // From the end of the file: a 416 with its size (see downloadToFile).
+      ...(offset > 0
+        ? { headers: { range: `bytes=${offset}-` }, acceptStatuses: [416] }
+        : {}),
       timeoutMs: null,
       ...(options.signal ? { signal: options.signal } : {}),
     });

@@ -106,6 +106,10 @@ export interface AioCommandRequest {
   readonly maxOutputBytes: number;
   /** The longest soft timeout or long poll per request, in s. Default 20. */
   readonly pollSeconds?: number;
+  /** Receives standard output as each poll brings it. */
+  readonly onStdout?: (chunk: Uint8Array) => void;
+  /** Receives standard error as each poll brings it. */
+  readonly onStderr?: (chunk: Uint8Array) => void;
 }
 
 const encoder = new TextEncoder();
@@ -118,14 +122,18 @@ class StreamOutput {
   /** The server's byte offset after what we have. */
   offset = 0;
 
-  constructor(maxBytes: number) {
+  readonly #onChunk: ((chunk: Uint8Array) => void) | undefined;
+
+  constructor(maxBytes: number, onChunk?: (chunk: Uint8Array) => void) {
     this.collector = new OutputCollector({ maxBytes });
+    this.#onChunk = onChunk;
   }
 
   /** Adds text that covers the server's bytes up to `offset`. */
   add(text: string | null | undefined, offset: number | undefined): void {
     const bytes = encoder.encode(text ?? "");
     this.collector.push(bytes);
+    if (bytes.length > 0) this.#onChunk?.(bytes);
     const end = offset ?? this.offset + bytes.length;
     if (end - this.offset > bytes.length) {
       this.cut += end - this.offset - bytes.length;
@@ -148,6 +156,16 @@ class StreamOutput {
 }
 
 /**
+ * The command as the server's `bash -c` gets it. The server puts it right
+ * after `-c`, where bash would read a leading `-` or `+` as an option of its
+ * own (`--help`, `-x`): such a command gets a leading space, which changes
+ * nothing else.
+ */
+function commandArgument(command: string): string {
+  return /^[-+]/.test(command) ? ` ${command}` : command;
+}
+
+/**
  * Runs one command on an AIO container and waits for its end, our deadline or
  * the signal. Never throws for a failing command; throws a `RemoteHttpError`
  * when the server cannot be asked (the command is then killed when it may have
@@ -163,8 +181,8 @@ export async function runAioCommand(
   sessions: AioSessionPool,
   request: AioCommandRequest,
 ): Promise<ExecuteResult> {
-  const out = new StreamOutput(request.maxOutputBytes);
-  const err = new StreamOutput(request.maxOutputBytes);
+  const out = new StreamOutput(request.maxOutputBytes, request.onStdout);
+  const err = new StreamOutput(request.maxOutputBytes, request.onStderr);
   // At our deadline or the caller's abort every request of the command is
   // cut short and the session's process killed.
   using run = new CommandRun({
@@ -182,6 +200,7 @@ export async function runAioCommand(
     Math.max(0.001, Math.min(poll, run.remainingMs() / 1000));
   let sent = false;
   let commandId: string | undefined;
+  const command = commandArgument(request.command);
   try {
     let status: AioCommandStatus;
     let exitCode: number | null | undefined;
@@ -198,7 +217,7 @@ export async function runAioCommand(
       const soft = leftSeconds();
       sent = true;
       const answer = await client.exec({
-        command: request.command,
+        command,
         session_id: sessionId,
         exec_dir: request.cwd,
         env: request.env,
@@ -267,7 +286,7 @@ export async function runAioCommand(
           offset: out.offset,
           stderr_offset: err.offset,
         }, { timeoutMs: 5_000 }).then((answer) => {
-          if (answer.command?.command !== request.command) return;
+          if (answer.command?.command !== command) return;
           out.add(answer.stdout, answer.offset);
           err.add(answer.stderr, answer.stderr_offset);
         }, () => {});

@@ -119,6 +119,7 @@ export class AioSkillRuntime extends RemoteSkillRuntime {
         ? { timeoutMs: options.requestTimeoutMs }
         : {}),
       ...(options.fetch ? { fetch: options.fetch } : {}),
+      ...(options.onEvent ? { onEvent: options.onEvent } : {}),
     });
     const conversation = options.conversationId === undefined
       ? undefined
@@ -258,6 +259,8 @@ class AioBackend implements RemoteBackend {
       timeoutMs: command.timeoutMs,
       maxOutputBytes: command.maxOutputBytes,
       ...(command.signal ? { signal: command.signal } : {}),
+      ...(command.onStdout ? { onStdout: command.onStdout } : {}),
+      ...(command.onStderr ? { onStderr: command.onStderr } : {}),
       ...(this.#options.pollSeconds !== undefined
         ? { pollSeconds: this.#options.pollSeconds }
         : {}),

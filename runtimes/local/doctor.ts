@@ -7,6 +7,10 @@
  *
  * @module
  */
+import {
+  type BackgroundCommandInfo,
+  listBackgroundCommands,
+} from "../background.ts";
 import { hostPath } from "../../_internal/std.ts";
 import { commandSucceeds } from "../../_internal/command.ts";
 import { detectRipgrep } from "../../search/ripgrep.ts";
@@ -45,6 +49,11 @@ export interface ToolCheck {
   readonly name: string;
   /** Whether it runs. */
   readonly present: boolean;
+  /**
+   * Whether Deno lets this process run it. When not, whether it is installed
+   * is unknown (`present` is `false`) and the report says "not permitted".
+   */
+  readonly permitted: boolean;
   /** Where it was looked for. */
   readonly where: string;
   /** What its absence costs (or what it gives when present). */
@@ -104,6 +113,8 @@ export interface FenceReport {
   readonly warnings: readonly string[];
   /** Things that stop the runtime from working. */
   readonly errors: readonly string[];
+  /** The runtime's background commands (running or not yet forgotten). */
+  readonly backgroundCommands?: readonly BackgroundCommandInfo[];
 }
 
 /** Options of {@linkcode fenceReport}. */
@@ -166,6 +177,11 @@ export async function fenceReport(
   const warnings: string[] = [];
   const errors: string[] = [];
 
+  for (const root of skillRoots) {
+    const problem = await skillRootProblem(root);
+    if (problem) errors.push(problem);
+  }
+
   const permissions: PermissionCheck[] = [
     await checkPaths("read", [...skillRoots, home]),
     await checkPaths("write", [home]),
@@ -208,7 +224,24 @@ export async function fenceReport(
         : sandbox.allowNet
         ? "the host's network"
         : "no network, loopback included"
+    }; ${
+      sandbox.descriptors === "stdio"
+        ? "standard streams only"
+        : "inherited descriptors reach commands"
+    }; ${
+      sandbox.syscallFilter
+        ? `seccomp refuses ${sandbox.syscallFilter.join(", ")}${
+          sandbox.egress
+            ? " (for the command; the egress bridge before it may reach the proxy's socket)"
+            : ""
+        }`
+        : "no seccomp filter"
     }`;
+    if (!sandbox.syscallFilter) {
+      warnings.push(
+        "No seccomp filter here: commands can make setuid/setgid files and reach Unix sockets of host services under the mounted folders",
+      );
+    }
     for (const [name, limit] of Object.entries(sandbox.limits)) {
       if (limit.mechanism === "none") {
         warnings.push(
@@ -230,9 +263,7 @@ export async function fenceReport(
   const tools = await checkTools(runtime, sandbox, options.signal);
   for (const tool of tools) {
     if (tool.present) continue;
-    (tool.name === "bash" ? errors : warnings).push(
-      `${tool.name} is not available: ${tool.cost}`,
-    );
+    (tool.name === "bash" ? errors : warnings).push(toolProblem(tool));
   }
 
   return {
@@ -252,6 +283,7 @@ export async function fenceReport(
     tools,
     warnings,
     errors,
+    backgroundCommands: listBackgroundCommands(runtime),
   };
 }
 
@@ -371,15 +403,39 @@ export function formatFenceReport(report: FenceReport): string {
   lines.push("");
   lines.push("optional tools:");
   for (const tool of report.tools) {
+    const word = tool.present
+      ? "ok"
+      : tool.permitted
+      ? "missing"
+      : "not permitted";
     lines.push(
-      `  ${(tool.present ? "ok" : "missing").padEnd(7)} ${
-        tool.name.padEnd(5)
-      } ${tool.where}: ${tool.cost}`,
+      `  ${word.padEnd(7)} ${tool.name.padEnd(5)} ${tool.where}: ${tool.cost}`,
     );
   }
   lines.push("");
-  for (const warning of report.warnings) lines.push(`warning: ${warning}`);
-  for (const error of report.errors) lines.push(`error: ${error}`);
+  const background = report.backgroundCommands ?? [];
+  if (background.length) {
+    lines.push("background commands:");
+    for (const command of background) {
+      lines.push(
+        `  ${command.id} ${
+          command.running ? "running" : `exit ${command.exitCode}`
+        }: ${command.command}`,
+      );
+    }
+    lines.push("");
+  }
+  // Each fact once: what a section above already shows is only counted.
+  const shown = new Set([
+    ...report.permissions.map((check) => check.note),
+    ...report.tools.filter((tool) => !tool.present).map(toolProblem),
+  ]);
+  for (const warning of report.warnings) {
+    if (!shown.has(warning)) lines.push(`warning: ${warning}`);
+  }
+  for (const error of report.errors) {
+    if (!shown.has(error)) lines.push(`error: ${error}`);
+  }
   lines.push(
     `${report.errors.length} error${
       report.errors.length === 1 ? "" : "s"
@@ -597,13 +653,14 @@ async function checkTools(
   } catch {
     bash = false;
   }
-  const rg = state({ name: "run", command: "rg" })
-    ? await detectRipgrep()
-    : null;
+  const rgPermitted = state({ name: "run", command: "rg" });
+  const rg = rgPermitted ? await detectRipgrep() : null;
+  const bwrapPermitted = sandbox !== undefined ||
+    state({ name: "run", command: "bwrap" });
   let bwrap: boolean;
   if (sandbox) {
     bwrap = true;
-  } else if (state({ name: "run", command: "bwrap" })) {
+  } else if (bwrapPermitted) {
     bwrap = await commandSucceeds("bwrap", ["--version"]);
   } else {
     bwrap = false;
@@ -612,28 +669,36 @@ async function checkTools(
     {
       name: "bash",
       present: bash && found.has("bash"),
+      permitted: true,
       where,
       cost: "required: without it no command runs (the bash tool, bootstrap)",
     },
     {
       name: "rg",
       present: rg !== null,
+      permitted: rgPermitted,
       where: "this process (grep, glob)",
       cost: rg
         ? `ripgrep ${rg.version} answers grep and glob`
-        : "grep and glob use the TypeScript fallback: the same answers, slower on large folders (install ripgrep and allow --allow-run=rg)",
+        : rgPermitted
+        ? "grep and glob use the TypeScript fallback: the same answers, slower on large folders (install ripgrep and allow --allow-run=rg)"
+        : "grep and glob use the TypeScript fallback: the same answers, slower on large folders (run with --allow-run=rg to use ripgrep where it is installed)",
     },
     {
       name: "bwrap",
       present: bwrap,
+      permitted: bwrapPermitted,
       where: "this process",
       cost: bwrap
         ? "the isolated mode is available"
-        : "no isolated mode: the shell reaches whatever the user may (install bubblewrap and allow --allow-run=bwrap)",
+        : bwrapPermitted
+        ? "no isolated mode: the shell reaches whatever the user may (install bubblewrap and allow --allow-run=bwrap)"
+        : "no isolated mode: the shell reaches whatever the user may (run with --allow-run=bwrap to use bubblewrap where it is installed)",
     },
     {
       name: "deno",
       present: found.has("deno"),
+      permitted: true,
       where,
       cost: found.has("deno")
         ? "skills written for Deno can run deno"
@@ -644,4 +709,30 @@ async function checkTools(
 
 function inside(path: string, folder: string): boolean {
   return path === folder || path.startsWith(`${folder}/`);
+}
+
+/** How a tool that does not run is reported among the warnings or errors. */
+function toolProblem(tool: ToolCheck): string {
+  return `${tool.name} is ${
+    tool.permitted ? "not available" : "not permitted"
+  }: ${tool.cost}`;
+}
+
+/** Why a skills folder cannot be used, or `undefined` (also when unreadable: the read check says so). */
+async function skillRootProblem(root: string): Promise<string | undefined> {
+  // Never a prompt: without read permission the read check reports it.
+  if (!state({ name: "read", path: root })) return undefined;
+  try {
+    const info = await Deno.stat(root);
+    if (info.isDirectory) return undefined;
+    if (info.isFile && hostPath.basename(root).toUpperCase() === "SKILL.MD") {
+      return undefined;
+    }
+    return `the skills folder "${root}" is not a folder or a SKILL.md`;
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) {
+      return `the skills folder "${root}" does not exist`;
+    }
+    return undefined;
+  }
 }

@@ -16,15 +16,18 @@
  *
  * @module
  */
+import { shellQuote } from "../../_internal/shell_quote.ts";
 import { hostPath } from "../../_internal/std.ts";
 import {
   type EgressOptions,
   type EgressReport,
+  INSIDE_DIR,
   SandboxEgress,
   wantsEgress,
 } from "../../network/sandbox.ts";
 import { EgressPolicy } from "../../network/policy.ts";
 import { RuntimePermissionError } from "../errors.ts";
+import { seccompFilter } from "./_seccomp.ts";
 import type { ExecuteResult } from "../types.ts";
 import {
   DEFAULT_GRACE_MS,
@@ -150,6 +153,15 @@ export interface BubblewrapLauncherOptions extends EgressOptions {
   readonly groupSignal?: GroupSignalMethod;
   /** Stops the checks made while creating. */
   readonly signal?: AbortSignal;
+  /**
+   * The fences against what a sandbox could otherwise carry out or reach.
+   * Default `true`: every command starts with no file descriptor but its
+   * standard streams (none inherited from this process), and a seccomp
+   * filter (x86_64, aarch64) refuses setuid and setgid modes and
+   * `socket(AF_UNIX)` (see `_seccomp.ts`). `false` only to measure what they
+   * cost: never where the sandbox matters.
+   */
+  readonly hardening?: boolean;
 }
 
 /** How one limit is enforced. */
@@ -198,6 +210,17 @@ export interface IsolationReport {
   readonly environment: Readonly<Record<string, string>>;
   /** Which optional programs exist inside the sandbox's `PATH`. */
   readonly tools: Readonly<Record<string, boolean>>;
+  /**
+   * The file descriptors a command starts with: `stdio` (0, 1 and 2 only)
+   * or `inherited` (also those this process left open without close-on-exec).
+   */
+  readonly descriptors: "stdio" | "inherited";
+  /**
+   * What the seccomp filter refuses (`setuid-setgid-modes`,
+   * `unix-sockets`), or `null` without one (hardening off, or an
+   * architecture other than x86_64 and aarch64).
+   */
+  readonly syscallFilter: readonly string[] | null;
 }
 
 /** Why an isolated runtime cannot be made. */
@@ -351,6 +374,8 @@ export class BubblewrapLauncher implements ProcessLauncher {
   /** Commands start from an empty environment. */
   readonly inheritsEnvironment = false;
   readonly #bwrap: string;
+  /** The `bwrap` the nested step runs inside the sandbox. */
+  readonly #bwrapInside: string;
   readonly #allowNet: boolean;
   readonly #graceMs: number;
   readonly #groupSignal: GroupSignalMethod;
@@ -360,6 +385,16 @@ export class BubblewrapLauncher implements ProcessLauncher {
   readonly #report: IsolationReport;
   readonly #deno: string | undefined;
   readonly #egress: SandboxEgress | undefined;
+  /** The seccomp program, when there is one. */
+  readonly #seccomp: Uint8Array | undefined;
+  /**
+   * With an egress proxy: the command's own seccomp program (the sandbox's
+   * lets the bridge make Unix sockets; this one refuses them), loaded by a
+   * nested bwrap step from {@linkcode COMMAND_FILTER} inside.
+   */
+  readonly #commandSeccomp: Uint8Array | undefined;
+  /** Whether inherited descriptors are closed before the command. */
+  readonly #closeDescriptors: boolean;
   /** Empty cgroups of finished commands, ready for the next ones. */
   readonly #freeLeaves: Leaf[][] = [];
 
@@ -381,10 +416,32 @@ export class BubblewrapLauncher implements ProcessLauncher {
     this.#limits = limits;
     this.#controllers = controllers;
     this.#deno = denoBinary();
+    const hardening = options.hardening ?? true;
+    this.#closeDescriptors = hardening;
+    // The egress bridge inside must make Unix sockets (to the proxy's socket)
+    // for its whole life; the command must not. So with an egress the
+    // sandbox's filter allows them, the bridge starts, and the command runs
+    // under a nested bwrap step that adds the full filter (and forbids user
+    // namespaces, which the sandbox then allows for that step only).
+    this.#seccomp = hardening
+      ? seccompFilter(Deno.build.arch, { refuseUnixSockets: !egress })
+      : undefined;
+    this.#commandSeccomp = this.#seccomp && egress
+      ? seccompFilter(Deno.build.arch, { refuseUnixSockets: true })
+      : undefined;
     const readOnly = SYSTEM_PATHS.filter((path) => probe.existing.has(path));
     const masked = MASKED_PATHS.filter((path) => probe.existing.has(path));
+    // A bwrap outside the system folders is bound in at its own path for the
+    // nested step; a bare name is looked up on the sandbox's PATH.
+    this.#bwrapInside = bwrap;
+    const bwrapBinding = this.#commandSeccomp && hostPath.isAbsolute(bwrap) &&
+        !readOnly.some((path) => inside(bwrap, path))
+      ? ["--ro-bind", bwrap, bwrap]
+      : [];
     this.#baseArgs = baseArgs({
       allowNet: this.#allowNet,
+      // The nested step needs a user namespace of its own; it disables them.
+      disableUserns: this.#commandSeccomp === undefined,
       readOnly,
       masked,
       maskedFolders: new Set(
@@ -392,7 +449,7 @@ export class BubblewrapLauncher implements ProcessLauncher {
       ),
       deno: this.#deno,
       tmpBytes: limits.tmpBytes,
-      extra: egress?.bwrapArgs ?? [],
+      extra: [...(egress?.bwrapArgs ?? []), ...bwrapBinding],
     });
     const cgroupOf = (kind: "pids" | "memory") =>
       controllers.some((c) => c.kind === kind);
@@ -441,6 +498,10 @@ export class BubblewrapLauncher implements ProcessLauncher {
         LANG: SANDBOX_LANG,
       },
       tools: probe.tools,
+      descriptors: hardening ? "stdio" : "inherited",
+      syscallFilter: this.#seccomp
+        ? ["setuid-setgid-modes", "unix-sockets"]
+        : null,
     };
   }
 
@@ -491,6 +552,12 @@ export class BubblewrapLauncher implements ProcessLauncher {
         version,
         egress,
       );
+      if (egress && launcher.#commandSeccomp) {
+        await Deno.writeFile(
+          hostPath.join(egress.directory, COMMAND_FILTER_FILE),
+          launcher.#commandSeccomp,
+        );
+      }
       // The real sandbox once, so that a problem shows now, not at the first command.
       const check = await launcher.launch({
         command: "true",
@@ -570,17 +637,45 @@ export class BubblewrapLauncher implements ProcessLauncher {
         );
       }
       args.push("--remount-ro", "/", "--chdir", cwd, "--");
+      // The seccomp program reaches bwrap on a descriptor: standard input
+      // when the command has none of its own (bwrap reads it to the end and
+      // closes it; the prelude gives the command /dev/null instead), else a
+      // pipe that a bash in front of bwrap opens (one more process).
+      const seccomp = this.#seccomp;
+      const viaStdin = seccomp !== undefined && !request.stdin;
       // The limits are set on the command's own line, so that it runs in the
       // same shell (no second exec) and its line numbers stay its own.
       args.push(
         "bash",
         "-c",
-        `${prelude(this.#limits, leaves.map((l) => l.kind), this.#report)} ${
-          this.#egress?.prelude(this.#deno!) ?? ""
-        } ${request.command}`,
+        `${
+          prelude(this.#limits, leaves.map((l) => l.kind), this.#report, {
+            closeDescriptors: this.#closeDescriptors,
+            stdinToNull: viaStdin,
+          })
+        } ${this.#egress?.prelude(this.#deno!) ?? ""} ${
+          this.#commandSeccomp
+            ? nestedCommand(this.#bwrapInside, cwd, request.command)
+            : request.command
+        }`,
       );
+      let program = this.#bwrap;
+      let streams = streamsOf(request);
+      if (seccomp && viaStdin) {
+        args.unshift("--seccomp", "0");
+        streams = { ...streams, stdin: bytesStream(seccomp) };
+      } else if (seccomp) {
+        args.unshift(this.#bwrap, "--seccomp", "9");
+        args.unshift(
+          "-c",
+          'exec 9< <(printf "$1"); shift; exec "$@"',
+          "skillrun-seccomp",
+          printfEscaped(seccomp),
+        );
+        program = "bash";
+      }
       const result = await runProcessGroup({
-        program: this.#bwrap,
+        program,
         args,
         cwd,
         env: this.#environment(request.env),
@@ -590,7 +685,7 @@ export class BubblewrapLauncher implements ProcessLauncher {
         graceMs: this.#graceMs,
         groupSignal: this.#groupSignal,
         ...(request.signal ? { signal: request.signal } : {}),
-        ...streamsOf(request),
+        ...streams,
       });
       // A command that ended by itself took its PID namespace with it: its
       // cgroups are empty and serve the next command. After a kill the
@@ -695,12 +790,13 @@ function baseArgs(options: {
   deno: string | undefined;
   tmpBytes: number;
   extra: readonly string[];
+  disableUserns: boolean;
 }): string[] {
   const args = [
     "--unshare-all",
     "--unshare-user",
     ...(options.allowNet ? ["--share-net"] : []),
-    "--disable-userns",
+    ...(options.disableUserns ? ["--disable-userns"] : []),
     "--cap-drop",
     "ALL",
     "--die-with-parent",
@@ -732,6 +828,11 @@ function baseArgs(options: {
   args.push(
     "--proc",
     "/proc",
+    // PID 1 inside is bwrap: its command line names host paths (the
+    // workspace, the cgroups, this process's id); reading it is refused.
+    "--ro-bind",
+    "/dev/null",
+    "/proc/1/cmdline",
     "--dev",
     "/dev",
     "--size",
@@ -754,8 +855,18 @@ function prelude(
   limits: Required<IsolationLimits>,
   cgroups: readonly string[],
   report: IsolationReport,
+  options: { closeDescriptors: boolean; stdinToNull: boolean },
 ): string {
   const lines: string[] = [];
+  if (options.closeDescriptors) {
+    // Nothing but the standard streams: a descriptor this process inherited
+    // without close-on-exec (a host file, a socket) must not reach the
+    // command. (bwrap's own init, PID 1 inside, keeps none of them.)
+    lines.push(
+      "for __skillrun_fd in /proc/self/fd/*; do __skillrun_fd=${__skillrun_fd##*/}; case $__skillrun_fd in 0|1|2) ;; *) exec {__skillrun_fd}>&- ;; esac; done; unset __skillrun_fd",
+    );
+  }
+  if (options.stdinToNull) lines.push("exec 0</dev/null");
   for (const kind of cgroups) {
     lines.push(
       `printf '%s\\n' "$$" > ${CGROUP_MOUNT}/${kind}.procs || { echo "skillrun: cannot enter the ${kind} cgroup" >&2; exit 125; }`,
@@ -774,6 +885,47 @@ function prelude(
     } || { echo "skillrun: cannot set the limits" >&2; exit 125; }`,
   );
   return lines.map((line) => `${line};`).join(" ");
+}
+
+/** The command's seccomp program in the egress folder (see {@linkcode nestedCommand}). */
+const COMMAND_FILTER_FILE = "command.bpf";
+
+/** Where the command's seccomp program is inside the sandbox. */
+const COMMAND_FILTER = `${INSIDE_DIR}/${COMMAND_FILTER_FILE}`;
+
+/**
+ * The command run by a nested bwrap step that loads the command's seccomp
+ * program (refusing Unix sockets) on top of the sandbox's: what the
+ * sandbox's own shell started before (the egress bridge) keeps its Unix
+ * sockets, the command's whole process tree never gets one. The step adds
+ * a user namespace (with no capability, further ones disabled) and a mount
+ * namespace that binds the sandbox's root as it is (read-only parts stay
+ * read-only); it replaces the sandbox's shell, so exit codes, signals and
+ * the standard streams pass as before.
+ */
+function nestedCommand(bwrap: string, cwd: string, command: string): string {
+  return `exec ${
+    shellQuote(bwrap)
+  } --unshare-user --disable-userns --cap-drop ALL --die-with-parent --bind / / --chdir ${
+    shellQuote(cwd)
+  } --seccomp 9 -- bash -c ${shellQuote(command)} 9<${COMMAND_FILTER}`;
+}
+
+/** A stream of one chunk. */
+function bytesStream(bytes: Uint8Array): ReadableStream<Uint8Array> {
+  return new ReadableStream({
+    start(controller) {
+      controller.enqueue(bytes.slice());
+      controller.close();
+    },
+  });
+}
+
+/** Bytes as a `printf` format that writes them (`\xHH` each). */
+function printfEscaped(bytes: Uint8Array): string {
+  let text = "";
+  for (const byte of bytes) text += `\\x${byte.toString(16).padStart(2, "0")}`;
+  return text;
 }
 
 function checkWritable(paths: readonly string[]): string[] {

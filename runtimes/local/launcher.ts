@@ -462,10 +462,11 @@ export class DenoCommandLauncher implements ProcessLauncher {
     const windows = Deno.build.os === "windows";
     return runProcessGroup({
       program: this.#shell,
-      args: windows ? ["/d", "/s", "/c", request.command] : [
-        "-c",
-        request.command,
-      ],
+      // `--` ends the shell's own options: a command such as `--help` or
+      // `-x` is then the command, never an option of the shell.
+      args: windows
+        ? ["/d", "/s", "/c", request.command]
+        : ["-c", "--", request.command],
       cwd: request.cwd,
       env: request.env,
       timeoutMs: request.timeoutMs,

@@ -7,9 +7,18 @@
  *
  * @module
  */
+import { closeBackgroundCommands } from "../background.ts";
+import {
+  type EventSink,
+  eventSink,
+  observeExecute,
+  observePrepare,
+  type SkillEventListener,
+} from "../../observe/events.ts";
 import { checkEnv } from "../config.ts";
 import { checkExecuteRequest, checkMaxOutputBytes } from "../request.ts";
 import { hostPath } from "../../_internal/std.ts";
+import { removeTree } from "../../_internal/remove_tree.ts";
 import { toPermissionError } from "../../_internal/permissions.ts";
 import {
   ensureWorkspace,
@@ -30,6 +39,7 @@ import {
   type MaterializeResult,
   PreparationEngine,
 } from "../prepare.ts";
+import { skillKey } from "../_skill_key.ts";
 import {
   DEFAULT_MAX_OUTPUT_BYTES,
   type DownloadResult,
@@ -57,6 +67,9 @@ import {
   type BubblewrapLauncherOptions,
 } from "./isolated.ts";
 import { LocalFileSystem } from "./fs.ts";
+import { PreparedRecord } from "./_prepared_record.ts";
+import { skillDigest } from "../../workspace/conversation_store.ts";
+import type { SkillRuntimeConfig } from "../config.ts";
 
 /** Handed from `create()` to the constructor (synchronously, never shared). */
 let pendingConversation: { fence: PathFence } | undefined;
@@ -104,6 +117,12 @@ export interface LocalSkillRuntimeOptions {
    * fallback; `true` requires ripgrep; `false` always uses the fallback.
    */
   readonly useRipgrep?: "auto" | boolean;
+  /**
+   * Receives the runtime's events: preparation progress and command output
+   * (see `observe/events.ts`); the runtime's environment values are
+   * redacted, and a listener that throws breaks nothing.
+   */
+  readonly onEvent?: SkillEventListener;
 }
 
 /**
@@ -210,8 +229,16 @@ export class LocalSkillRuntime implements SkillRuntime {
   readonly #denoDir: string | undefined;
   readonly #denoExecPath: string | undefined;
   #inheritedPath: string | undefined;
+  readonly #events: EventSink | undefined;
+  #closing: Promise<void> | undefined;
   /** Plain mode: the skill folders prepared in place (writable in a sandbox). */
   readonly #skillFolders = new Set<string>();
+  /** Conversation mode: the record of prepared skills, by digest. */
+  readonly #record: PreparedRecord | undefined;
+  /** Conversation mode: each skill's configuration, for its digest. */
+  readonly #configs = new Map<string, SkillRuntimeConfig | undefined>();
+  /** Conversation mode: digests of skills copied, recorded once bootstrapped. */
+  readonly #copied = new Map<string, { folder: string; digest: string }>();
   #closed = false;
 
   /**
@@ -244,6 +271,9 @@ export class LocalSkillRuntime implements SkillRuntime {
     }
     this.#workspace = conversation?.fence.root;
     this.#fence = conversation?.fence;
+    this.#record = conversation === undefined
+      ? undefined
+      : new PreparedRecord(conversation.fence);
     this.#defaultWorkingDirectory = this.#workspace ??
       hostPath.resolve(options.cwd ?? Deno.cwd());
     const inner = conversation
@@ -264,6 +294,13 @@ export class LocalSkillRuntime implements SkillRuntime {
         : {}),
     });
     this.#env = checkEnv(options.env ?? {}, "env option");
+    this.#events = eventSink(options.onEvent, () => {
+      try {
+        return Object.values(this.environment());
+      } catch {
+        return Object.values(this.#env);
+      }
+    });
     this.#maxOutputBytes = checkMaxOutputBytes(
       options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES,
     );
@@ -393,6 +430,23 @@ export class LocalSkillRuntime implements SkillRuntime {
   }
 
   /**
+   * Where a skill's `SKILL.md` is once prepared: in plain mode its own
+   * location, in conversation mode the copy's in the workspace.
+   *
+   * @param skill The skill.
+   * @returns The absolute path.
+   */
+  skillLocation(skill: Skill): string {
+    if (this.#fence === undefined) return skill.location;
+    return hostPath.join(
+      this.#fence.root,
+      "skills",
+      stableSkillFolderName({ name: skill.name, basePath: skill.basePath }),
+      hostPath.basename(skill.location),
+    );
+  }
+
+  /**
    * Prepares skills in order and returns them in the same number and order:
    * in plain mode in place, in conversation mode copied into the workspace;
    * then their bootstrap commands run in the prepared folder. Idempotent per
@@ -410,7 +464,33 @@ export class LocalSkillRuntime implements SkillRuntime {
     } catch (error) {
       return Promise.reject(error);
     }
-    return this.#engine.prepare(request);
+    const observed = observePrepare(request, this.#events);
+    if (this.#record === undefined) return this.#engine.prepare(observed);
+    return this.#prepareRecorded(observed, this.#record);
+  }
+
+  // Conversation mode: one skill at a time, each recorded with its digest
+  // once its bootstrap succeeded.
+  async #prepareRecorded(
+    request: PrepareRequest,
+    record: PreparedRecord,
+  ): Promise<PreparedSkill[]> {
+    const prepared: PreparedSkill[] = [];
+    for (const entry of request.skills) {
+      request.signal?.throwIfAborted();
+      const key = skillKey(entry.skill);
+      if (!this.#engine.isPrepared(entry.skill)) {
+        this.#configs.set(key, entry.config);
+      }
+      const [one] = await this.#engine.prepare({ ...request, skills: [entry] });
+      prepared.push(one!);
+      const copied = this.#copied.get(key);
+      if (copied) {
+        this.#copied.delete(key);
+        await record.mark(entry.skill.name, copied);
+      }
+    }
+    return prepared;
   }
 
   /**
@@ -440,7 +520,7 @@ export class LocalSkillRuntime implements SkillRuntime {
       checkExecuteRequest(request, { maxOutputBytes: this.#maxOutputBytes });
     const cwd = await this.#workingDirectory(request.workingDirectory);
     const env = this.#environmentFor(requestEnv);
-    return await this.#launcher.launch({
+    const observed = observeExecute({
       command,
       cwd,
       env,
@@ -451,7 +531,12 @@ export class LocalSkillRuntime implements SkillRuntime {
         : [this.#defaultWorkingDirectory, ...this.#skillFolders],
       ...(request.signal ? { signal: request.signal } : {}),
       ...streamsOf(request),
-    });
+    }, this.#events);
+    try {
+      return await this.#launcher.launch(observed.request);
+    } finally {
+      observed.flush();
+    }
   }
 
   /**
@@ -474,18 +559,59 @@ export class LocalSkillRuntime implements SkillRuntime {
    *
    * @returns When done.
    */
-  async close(): Promise<void> {
+  close(): Promise<void> {
     if (!this.#closed) {
       this.#closed = true;
-      this.#engine.clear();
-      const launcher = this.#launcher;
-      if (
-        launcher instanceof BubblewrapLauncher && ownedLaunchers.has(launcher)
-      ) {
-        ownedLaunchers.delete(launcher);
-        await launcher.close();
-      }
+      // Background commands end first (their process groups stopped), then
+      // the egress proxy of a launcher this runtime made.
+      this.#closing = closeBackgroundCommands(this).finally(async () => {
+        this.#engine.clear();
+        const launcher = this.#launcher;
+        if (
+          launcher instanceof BubblewrapLauncher &&
+          ownedLaunchers.has(launcher)
+        ) {
+          ownedLaunchers.delete(launcher);
+          await launcher.close();
+        }
+      });
     }
+    return this.#closing ?? Promise.resolve();
+  }
+
+  /**
+   * Conversation mode: closes the runtime and deletes the conversation's
+   * workspace (everything in it). Explicit: `close()` never does it.
+   * Idempotent.
+   *
+   * Permissions: `--allow-write` (and `--allow-read`) of the workspace.
+   *
+   * @example Ending a conversation for good
+   * ```ts
+   * import { assert } from "@std/assert";
+   * import { LocalSkillRuntime } from "./runtime.ts";
+   * const root = await Deno.makeTempDir();
+   * const runtime = await LocalSkillRuntime.create({
+   *   conversationsRoot: root,
+   *   conversationId: "done",
+   * });
+   * await runtime.fs.writeText("notes.txt", "bye");
+   * await runtime.destroy();
+   * assert((await Deno.stat(`${root}/done`).catch(() => null)) === null);
+   * await Deno.remove(root, { recursive: true });
+   * ```
+   *
+   * @returns When done.
+   * @throws {Error} The runtime is in plain mode (it has no workspace of its own).
+   */
+  async destroy(): Promise<void> {
+    if (this.#workspace === undefined) {
+      throw new Error(
+        "Cannot destroy: the local runtime in plain mode has no workspace of its own",
+      );
+    }
+    await this.close();
+    await removeTree(this.#workspace);
   }
 
   /**
@@ -515,12 +641,36 @@ export class LocalSkillRuntime implements SkillRuntime {
     }
     // Through the fence: a command may have replaced the copy (or `skills/`)
     // with a symlink to a folder outside, which the copy would write into.
+    const folder = stableSkillFolderName({
+      name: skill.name,
+      basePath: skill.basePath,
+    });
     const target = await this.#fence.resolve(hostPath.join(
       this.#fence.root,
       "skills",
-      stableSkillFolderName({ name: skill.name, basePath: skill.basePath }),
+      folder,
     ));
     const { onProgress } = options;
+    // A skill this conversation prepared before, unchanged (files and
+    // configuration) and still there, is neither copied nor bootstrapped.
+    const key = skillKey(skill);
+    const config = this.#configs.get(key);
+    const digest = await skillDigest(skill.basePath, {
+      config: config
+        ? { env: config.env, bootstrap: config.bootstrap }
+        : undefined,
+      policy: this.#copyPolicy,
+      signal: options.signal,
+    });
+    const record = this.#record!;
+    if (
+      await record.digestOf(skill.name, folder) === digest &&
+      await exists(hostPath.join(target, hostPath.basename(skill.location)))
+    ) {
+      return { basePath: target, bootstrap: false };
+    }
+    // Forget it first: a failed copy is never taken for a prepared skill.
+    await record.forget(skill.name);
     onProgress?.({
       skillName: skill.name,
       stage: "copy",
@@ -536,10 +686,12 @@ export class LocalSkillRuntime implements SkillRuntime {
               skillName: skill.name,
               stage: "copy",
               detail: `${stats.files} files copied`,
+              files: stats.files,
             }),
         }
         : {}),
     });
+    this.#copied.set(key, { folder, digest });
     return { basePath: target, bootstrap: true };
   }
 
@@ -683,4 +835,14 @@ function denoLocation(): [
     execPath === undefined ? undefined : hostPath.dirname(execPath),
     path,
   ];
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await Deno.lstat(path);
+    return true;
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return false;
+    throw error;
+  }
 }

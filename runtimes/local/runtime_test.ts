@@ -596,7 +596,10 @@ Deno.test("close() is idempotent, deletes nothing, and later calls fail clearly"
     assertThrows(() => runtime.environment(), Error, "closed");
     // Nothing deleted.
     assertEquals(await Deno.readTextFile(`${root}/c1/output.txt`), "result");
-    const copies = [...Deno.readDirSync(`${root}/c1/skills`)];
+    // The skill copies (beside them, the record of what was prepared).
+    const copies = [...Deno.readDirSync(`${root}/c1/skills`)].filter((e) =>
+      e.isDirectory
+    );
     assertEquals(copies.length, 1);
     const copy = `${root}/c1/skills/${copies[0]!.name}`;
     await Deno.stat(`${copy}/made-by-bootstrap`);
@@ -648,5 +651,38 @@ Deno.test("search finds files in the workspace, fenced, with either engine", asy
         "closed",
       );
     }
+  });
+});
+
+Deno.test("a resumed conversation never follows its prepared-skills record out of the workspace", async () => {
+  await withTemp(async (dir) => {
+    const skill = await makeSkill(`${dir}/src`, "rec");
+    const root = `${dir}/conversations`;
+    const config = new SkillRuntimeConfig({
+      bootstrap: ["echo booted >> ../../boot.log"],
+    });
+    const prepare = async () => {
+      await using runtime = await LocalSkillRuntime.create({
+        conversationsRoot: root,
+        conversationId: "c1",
+      });
+      await runtime.prepare({ skills: [{ skill, config }] });
+    };
+    await prepare();
+    await prepare();
+    assertEquals(await Deno.readTextFile(`${root}/c1/boot.log`), "booted\n");
+    // A command replaces the record with a link to a file outside.
+    const outside = `${dir}/outside.json`;
+    await Deno.writeTextFile(outside, "kept");
+    const record = `${root}/c1/skills/.skillrun-prepared.json`;
+    await Deno.remove(record);
+    await Deno.symlink(outside, record);
+    await prepare();
+    assertEquals(await Deno.readTextFile(outside), "kept");
+    assertEquals(
+      await Deno.readTextFile(`${root}/c1/boot.log`),
+      "booted\nbooted\n",
+    );
+    assert(!(await Deno.lstat(record)).isSymlink);
   });
 });

@@ -13,11 +13,34 @@ import { RemoteHttpError } from "../remote/errors.ts";
 import type { RemoteFileOps, RemoteUploadFile } from "../remote/fs.ts";
 import { multipartBody, type MultipartPart } from "../remote/upload.ts";
 import { shellQuote } from "../remote/shell.ts";
+import {
+  needsShellPath,
+  runChecked,
+  shellList,
+  shellStat,
+} from "../remote/_shell_files.ts";
 import type { ExecuteResult, FileInfo, FileType } from "../types.ts";
 import { ExecdProtocolError, readExecdEvents } from "./_events.ts";
 
 /** How long we wait for the stream to end after an interrupt, in ms. */
 const INTERRUPT_GRACE_MS = 6_000;
+
+/**
+ * The most files of one upload request: Go's `mime/multipart` reads at most
+ * 1000 parts of a form, and each file takes two (`metadata` and `file`);
+ * past that the real execd answers 400 `multipart form is empty`.
+ */
+export const EXECD_MAX_UPLOAD_FILES = 500;
+
+/** How many upload requests run at once. */
+const UPLOAD_CONCURRENCY = 3;
+
+/** How many paths one helper command names at most. */
+const PATHS_PER_COMMAND = 200;
+/** The deadline of a helper command (file calls on `$` paths), in ms. */
+const HELPER_TIMEOUT_MS = 120_000;
+/** The most output of a helper command kept (a listing), in bytes. */
+const HELPER_OUTPUT_BYTES = 64 * 1024 * 1024;
 
 /** A FileInfo as execd sends it. */
 interface ExecdFileInfo {
@@ -280,6 +303,17 @@ export class ExecdClient implements RemoteFileOps {
         { reason: "stream" },
       );
     }
+    if (
+      exitCode === NO_FOLDER_STATUS && stderr.text() === NO_FOLDER_MARK &&
+      stdout.text() === "" && needsShellPath(request.cwd)
+    ) {
+      // The wrapper could not enter a folder holding `$` (execd refuses a
+      // missing folder itself, before running anything, for the others).
+      throw new SandboxCommandError(
+        `Cannot run the command in "${request.cwd}": the sandbox refused it: the working directory does not exist or is not a folder`,
+        { reason: "refused" },
+      );
+    }
     return result(exitCode);
   }
 
@@ -319,6 +353,7 @@ export class ExecdClient implements RemoteFileOps {
    * @returns The facts.
    */
   async stat(path: string, signal?: AbortSignal): Promise<FileInfo | null> {
+    if (needsShellPath(path)) return await shellStat(this.#shell, path, signal);
     try {
       const map = await this.http.json<Record<string, ExecdFileInfo>>({
         method: "GET",
@@ -345,6 +380,9 @@ export class ExecdClient implements RemoteFileOps {
     path: string,
     options: { depth: number; signal?: AbortSignal },
   ): Promise<FileInfo[]> {
+    if (needsShellPath(path)) {
+      return await shellList(this.#shell, path, options.depth, options.signal);
+    }
     const entries = await this.http.json<ExecdFileInfo[]>({
       method: "GET",
       path: "/directories/list",
@@ -359,9 +397,30 @@ export class ExecdClient implements RemoteFileOps {
    *
    * @param path An absolute POSIX path.
    * @param options The offset and a signal.
-   * @returns The response (200, or 206 from an offset).
+   * @returns The response (200, or 206 from an offset; 416 from the end).
    */
-  open(
+  async open(
+    path: string,
+    options: { offset: number; signal?: AbortSignal },
+  ): Promise<Response> {
+    if (!needsShellPath(path)) return await this.#download(path, options);
+    // execd would expand the `$`: download through a `$`-free symlink, removed
+    // once the server has opened the file (the answer's head came).
+    const alias = `/tmp/.skillrun-link-${crypto.randomUUID()}`;
+    await runChecked(
+      this.#shell,
+      `ln -sfn -- ${shellQuote(path)} ${shellQuote(alias)}`,
+      `read "${path}"`,
+      options.signal,
+    );
+    try {
+      return await this.#download(alias, options);
+    } finally {
+      await this.#shell(`rm -f -- ${shellQuote(alias)}`).catch(() => {});
+    }
+  }
+
+  #download(
     path: string,
     options: { offset: number; signal?: AbortSignal },
   ): Promise<Response> {
@@ -369,8 +428,12 @@ export class ExecdClient implements RemoteFileOps {
       method: "GET",
       path: "/files/download",
       query: { path },
+      // From the end of the file: a 416 with its size (see downloadToFile).
       ...(options.offset > 0
-        ? { headers: { range: `bytes=${options.offset}-` } }
+        ? {
+          headers: { range: `bytes=${options.offset}-` },
+          acceptStatuses: [416],
+        }
         : {}),
       timeoutMs: null,
       ...(options.signal ? { signal: options.signal } : {}),
@@ -388,10 +451,22 @@ export class ExecdClient implements RemoteFileOps {
     paths: readonly string[],
     signal?: AbortSignal,
   ): Promise<void> {
+    const shellPaths = paths.filter(needsShellPath);
+    for (let i = 0; i < shellPaths.length; i += PATHS_PER_COMMAND) {
+      const chunk = shellPaths.slice(i, i + PATHS_PER_COMMAND);
+      await runChecked(
+        this.#shell,
+        `mkdir -p -- ${chunk.map(shellQuote).join(" ")}`,
+        `make the folder "${chunk[0]}"`,
+        signal,
+      );
+    }
+    const plain = paths.filter((path) => !needsShellPath(path));
+    if (plain.length === 0) return;
     const response = await this.http.request({
       method: "POST",
       path: "/directories",
-      json: Object.fromEntries(paths.map((path) => [path, { mode: 755 }])),
+      json: Object.fromEntries(plain.map((path) => [path, { mode: 755 }])),
       idempotent: true,
       ...(signal ? { signal } : {}),
     });
@@ -399,14 +474,138 @@ export class ExecdClient implements RemoteFileOps {
   }
 
   /**
-   * Uploads files in one multipart request of `metadata`/`file` pairs;
-   * parents are created by the server.
+   * Uploads files in multipart requests of `metadata`/`file` pairs, at most
+   * {@linkcode EXECD_MAX_UPLOAD_FILES} files each (execd reads at most 1000
+   * parts), three requests at a time, each streamed from disk; parents are
+   * created by the server. A target holding `$` (which execd would expand)
+   * goes to a `$`-free staging path first and is moved into place by one
+   * quoted command; a file without a mode gets 0644, or keeps the mode of
+   * the file it replaces.
    *
    * @param files The files, their absolute POSIX targets and modes.
    * @param signal Stops the upload.
    * @returns When done.
    */
   async upload(
+    files: readonly RemoteUploadFile[],
+    signal?: AbortSignal,
+  ): Promise<void> {
+    // execd would expand a `$` in a target: such files go to `$`-free
+    // temporary paths, then one quoted command moves them into place.
+    const moves: { from: string; to: string; keepMode: boolean }[] = [];
+    const staging = `/tmp/.skillrun-upload-${crypto.randomUUID()}`;
+    const sent: RemoteUploadFile[] = [];
+    for (const file of files) {
+      let { remotePath, mode } = file;
+      if (needsShellPath(remotePath)) {
+        const from = `${staging}/${moves.length}`;
+        moves.push({ from, to: remotePath, keepMode: mode === undefined });
+        remotePath = from;
+        mode ??= 0o644;
+      } else if (mode === undefined) {
+        // Without a mode execd creates 0755 (Go's os.ModePerm): a new file
+        // gets 0644 and a replaced one keeps its mode, as on every runtime.
+        mode = await this.#modeOf(remotePath, signal) ?? 0o644;
+      }
+      sent.push({ ...file, remotePath, mode });
+    }
+    // A few requests at once: the server writes one batch while the next
+    // is streamed. The first failure stops the others.
+    const batches: RemoteUploadFile[][] = [];
+    for (let i = 0; i < sent.length; i += EXECD_MAX_UPLOAD_FILES) {
+      batches.push(sent.slice(i, i + EXECD_MAX_UPLOAD_FILES));
+    }
+    const stop = new AbortController();
+    const batchSignal = signal
+      ? AbortSignal.any([signal, stop.signal])
+      : stop.signal;
+    let next = 0;
+    const worker = async (): Promise<void> => {
+      while (next < batches.length) {
+        batchSignal.throwIfAborted();
+        const batch = batches[next++]!;
+        try {
+          await this.#uploadBatch(batch, batchSignal);
+        } catch (error) {
+          stop.abort(error);
+          throw error;
+        }
+      }
+    };
+    const results = await Promise.allSettled(
+      Array.from(
+        { length: Math.min(UPLOAD_CONCURRENCY, batches.length) },
+        worker,
+      ),
+    );
+    signal?.throwIfAborted();
+    const failed = results.find((r) => r.status === "rejected");
+    if (failed) throw stop.signal.reason ?? failed.reason;
+    if (moves.length === 0) return;
+    try {
+      for (let i = 0; i < moves.length; i += PATHS_PER_COMMAND) {
+        const chunk = moves.slice(i, i + PATHS_PER_COMMAND);
+        await runChecked(
+          this.#shell,
+          chunk.map(({ from, to, keepMode }) => {
+            const [f, t] = [shellQuote(from), shellQuote(to)];
+            return `mkdir -p -- ${shellQuote(posix.dirname(to))} && ${
+              keepMode
+                ? `{ [ ! -f ${t} ] || chmod --reference=${t} -- ${f}; } && `
+                : ""
+            }mv -f -- ${f} ${t}`;
+          }).join(" && "),
+          `upload "${chunk[0]!.to}"`,
+          signal,
+        );
+      }
+    } finally {
+      await this.#shell(`rm -rf -- ${shellQuote(staging)}`).catch(() => {});
+    }
+  }
+
+  /** The permission bits of an existing file (`/files/info`), or `undefined`. */
+  async #modeOf(
+    path: string,
+    signal?: AbortSignal,
+  ): Promise<number | undefined> {
+    try {
+      const map = await this.http.json<Record<string, ExecdFileInfo>>({
+        method: "GET",
+        path: "/files/info",
+        query: { path },
+        ...(signal ? { signal } : {}),
+      });
+      const info = map[path] ?? Object.values(map)[0];
+      if (info?.type !== "file" || typeof info.mode !== "number") {
+        return undefined;
+      }
+      const mode = parseInt(String(info.mode), 8);
+      return Number.isNaN(mode) ? undefined : mode;
+    } catch (error) {
+      if (error instanceof RemoteHttpError && error.status === 404) {
+        return undefined;
+      }
+      throw error;
+    }
+  }
+
+  /** Runs a helper command (never retried): file calls on `$` paths. */
+  readonly #shell = (
+    command: string,
+    signal?: AbortSignal,
+  ): Promise<ExecuteResult> =>
+    this.run({
+      command,
+      cwd: "/",
+      env: {},
+      timeoutMs: HELPER_TIMEOUT_MS,
+      maxOutputBytes: HELPER_OUTPUT_BYTES,
+      ...(signal ? { signal } : {}),
+    });
+
+  /** One multipart request of at most {@linkcode EXECD_MAX_UPLOAD_FILES} files. */
+  async #uploadBatch(
     files: readonly RemoteUploadFile[],
     signal?: AbortSignal,
   ): Promise<void> {
@@ -452,7 +651,8 @@ export class ExecdClient implements RemoteFileOps {
 /**
  * The JSON body of `POST /command` for a command: the command wrapped (see
  * below), its folder, its environment, and the server's own timeout as a
- * backstop a little later than ours.
+ * backstop a little later than ours. A folder holding `$` (which execd would
+ * expand) is entered by the wrapper instead, quoted.
  *
  * @example The body of a command
  * ```ts
@@ -460,6 +660,7 @@ export class ExecdClient implements RemoteFileOps {
  * import { commandBody } from "./execd.ts";
  * const body = commandBody({ command: "true", cwd: "/w", env: {}, timeoutMs: 1000 });
  * assert(body.cwd === "/w" && body.timeout === 6000);
+ * assert(commandBody({ command: "true", cwd: "/w/a$1", env: {}, timeoutMs: 1 }).cwd === "/");
  * ```
  *
  * @param request The command, folder, environment and timeout.
@@ -473,9 +674,10 @@ export function commandBody(
   envs: Readonly<Record<string, string>>;
   timeout: number;
 } {
+  const viaShell = needsShellPath(request.cwd);
   return {
-    command: wrapCommand(request.command),
-    cwd: request.cwd,
+    command: wrapCommand(request.command, viaShell ? request.cwd : undefined),
+    cwd: viaShell ? "/" : request.cwd,
     envs: request.env,
     // Never past the longest timer (a server that keeps time in a 32-bit
     // timer would fire at once).
@@ -487,15 +689,58 @@ export function commandBody(
 }
 
 /**
- * The command sent to execd: the caller's, run by a bash of its own (so that
- * `exit` in it still reaches the end), then one newline on each stream and
- * its exit status. execd strips each line's newline, so without this marker a
- * last line printed without a newline could not be told from one with it.
+ * What the wrapper prints, on its own line, when a stream's last byte was a
+ * `\r`: execd ends a line at a `\r` and swallows the `\n` after it, so the
+ * wrapper's own newline could not tell `abc\r` from `abc`.
  */
-function wrapCommand(command: string): string {
-  return `bash -c ${
-    shellQuote(command)
-  }; __skillrun_status=$?; printf '\\n'; printf '\\n' >&2; exit "$__skillrun_status"`;
+const TRAILING_CR_MARK = "\u0000skillrun:trailing-cr\u0000";
+
+/**
+ * What the wrapper writes on standard error when SIGTERM stops it (execd's
+ * interrupt), after its subshell, which outlived its foreground child to
+ * reap the rest, reported that child's signal ({@linkcode SIGTERM_REPORT}).
+ */
+const STOPPED_MARK = "\u0000skillrun:stopped\u0000";
+/** bash's report of a foreground child killed by SIGTERM (`j_strsignal`). */
+const SIGTERM_REPORT = "Terminated";
+
+/** What the wrapper writes (and its status) when it cannot enter a `$` folder. */
+const NO_FOLDER_MARK = "\u0000skillrun:no-folder\u0000";
+const NO_FOLDER_STATUS = 1;
+
+/**
+ * The command sent to execd. The caller's command runs with `eval` in a
+ * subshell of the wrapper (so that `exit` in it still reaches the end), then
+ * the wrapper writes one newline on each stream and exits with the command's
+ * status: execd strips each line's newline, so without this marker a last
+ * line printed without a newline could not be told from one with it. When a
+ * stream's last byte was a `\r` (read back from execd's output file),
+ * {@linkcode TRAILING_CR_MARK} is written instead.
+ *
+ * On SIGTERM (execd's interrupt signals the whole group), each shell first
+ * waits for its own children and only then dies of the signal: every process
+ * of the group is reaped by its parent, none is left to pid 1 as a zombie,
+ * which execd's interrupt would wait for (it polls `kill(-pgid, 0)`).
+ */
+function wrapCommand(command: string, cwd?: string): string {
+  const enter = cwd === undefined
+    ? ""
+    : `{ cd -- ${
+      shellQuote(cwd)
+    } 2>/dev/null || { printf '\\000skillrun:no-folder\\000' >&2; exit ${NO_FOLDER_STATUS}; }; } && `;
+  const end = (fd: 1 | 2) =>
+    `if [ -f /proc/$$/fd/${fd} ] && [ -s /proc/$$/fd/${fd} ] && [ "$(tail -c 1 /proc/$$/fd/${fd} | tr -d '\\000')" = "$(printf '\\r')" ]; then printf '\\000skillrun:trailing-cr\\000\\n'${
+      fd === 2 ? " >&2" : ""
+    }; else printf '\\n'${fd === 2 ? " >&2" : ""}; fi`;
+  return [
+    `__skillrun_stopped() { printf '\\000skillrun:stopped\\000\\n' >&2; trap - TERM; kill -TERM $$; }`,
+    `trap __skillrun_stopped TERM`,
+    `(trap 'wait; exit 143' TERM; ${enter}eval -- ${shellQuote(command)})`,
+    `__skillrun_status=$?`,
+    end(1),
+    end(2),
+    `exit "$__skillrun_status"`,
+  ].join("\n");
 }
 
 /**
@@ -507,6 +752,8 @@ class LineJoiner {
   readonly #collector: OutputCollector;
   readonly #onChunk: ((chunk: Uint8Array) => void) | undefined;
   #pendingNewline = false;
+  /** A line held back until the next one tells what it was (see `line`). */
+  #held: string | undefined;
 
   constructor(maxBytes: number, onChunk?: (chunk: Uint8Array) => void) {
     this.#collector = new OutputCollector({ maxBytes });
@@ -515,15 +762,51 @@ class LineJoiner {
 
   line(text: string | undefined): void {
     if (text === undefined) return;
+    if (text === STOPPED_MARK) {
+      // The wrapper was stopped (SIGTERM): the shell's own report of its
+      // child's signal just before is not the command's output.
+      if (this.#held === SIGTERM_REPORT) this.#held = undefined;
+      else this.#release();
+      return;
+    }
+    this.#release();
+    if (text === TRAILING_CR_MARK || text === SIGTERM_REPORT) {
+      // Held: the wrapper's mark only when nothing follows it; the shell's
+      // report only when the wrapper's stop mark follows it.
+      this.#held = text;
+      return;
+    }
+    this.#emit(text);
+  }
+
+  /**
+   * Ends the stream: with the wrapper's newline dropped (its mark says the
+   * last line ended with `\r`), or every newline kept.
+   */
+  end(dropLastNewline: boolean): void {
+    if (this.#held === TRAILING_CR_MARK && dropLastNewline) {
+      this.#held = undefined;
+      this.#push(CARRIAGE_RETURN);
+      this.#pendingNewline = false;
+      return;
+    }
+    this.#release();
+    if (this.#pendingNewline && !dropLastNewline) this.#push(NEWLINE);
+    this.#pendingNewline = false;
+  }
+
+  #emit(text: string): void {
     if (this.#pendingNewline) this.#push(NEWLINE);
     if (text !== "\n" && text !== "") this.#push(ENCODER.encode(text));
     this.#pendingNewline = true;
   }
 
-  /** Ends the stream: with the wrapper's newline dropped, or every newline kept. */
-  end(dropLastNewline: boolean): void {
-    if (this.#pendingNewline && !dropLastNewline) this.#push(NEWLINE);
-    this.#pendingNewline = false;
+  /** A held line that turned out to be the command's own text. */
+  #release(): void {
+    const held = this.#held;
+    if (held === undefined) return;
+    this.#held = undefined;
+    this.#emit(held);
   }
 
   #push(bytes: Uint8Array): void {
@@ -546,6 +829,7 @@ class LineJoiner {
 
 const ENCODER = new TextEncoder();
 const NEWLINE = new Uint8Array([10]);
+const CARRIAGE_RETURN = new Uint8Array([13]);
 
 function toFileInfo(info: ExecdFileInfo, fallbackPath?: string): FileInfo {
   const path = info.path || fallbackPath || "";

@@ -5,6 +5,7 @@
  * @module
  */
 import type { OpenSandboxNetworkPolicy } from "../../network/remote.ts";
+import type { SkillEventListener } from "../../observe/events.ts";
 import { HttpClient } from "../remote/http.ts";
 import { RemoteHttpError } from "../remote/errors.ts";
 
@@ -79,6 +80,8 @@ export interface LifecycleClientOptions {
   readonly fetch?: typeof fetch;
   /** The timeout of one call, in ms. Default 30 000. */
   readonly timeoutMs?: number;
+  /** Receives an `http_request` event per call. */
+  readonly onEvent?: SkillEventListener;
 }
 
 interface RawSandbox {
@@ -122,6 +125,7 @@ export class LifecycleClient {
       },
       secretHeaders: [API_KEY_HEADER],
       ...(options.fetch ? { fetch: options.fetch } : {}),
+      ...(options.onEvent ? { onEvent: options.onEvent } : {}),
       ...(options.timeoutMs !== undefined
         ? { timeoutMs: options.timeoutMs }
         : {}),

@@ -133,6 +133,7 @@ export class OpenSandboxSkillRuntime
       ...(options.requestTimeoutMs !== undefined
         ? { timeoutMs: options.requestTimeoutMs }
         : {}),
+      ...(options.onEvent ? { onEvent: options.onEvent } : {}),
     });
     const spec = withNetwork(options);
     super({
@@ -152,12 +153,18 @@ class OpenSandboxService implements SandboxService<SandboxInfo> {
   readonly serverUrl: string;
   readonly #lifecycle: LifecycleClient;
   readonly #spec: SandboxSpec;
-  readonly #http: Pick<OpenSandboxRuntimeOptions, "fetch" | "requestTimeoutMs">;
+  readonly #http: Pick<
+    OpenSandboxRuntimeOptions,
+    "fetch" | "requestTimeoutMs" | "onEvent"
+  >;
 
   constructor(
     lifecycle: LifecycleClient,
     spec: SandboxSpec,
-    http: Pick<OpenSandboxRuntimeOptions, "fetch" | "requestTimeoutMs">,
+    http: Pick<
+      OpenSandboxRuntimeOptions,
+      "fetch" | "requestTimeoutMs" | "onEvent"
+    >,
   ) {
     this.serverUrl = lifecycle.baseUrl;
     this.#lifecycle = lifecycle;
@@ -211,6 +218,7 @@ class OpenSandboxService implements SandboxService<SandboxInfo> {
         ...(this.#http.requestTimeoutMs !== undefined
           ? { timeoutMs: this.#http.requestTimeoutMs }
           : {}),
+        ...(this.#http.onEvent ? { onEvent: this.#http.onEvent } : {}),
       }),
     );
     return {

@@ -12,7 +12,9 @@ export type { DownloadResult };
 
 /**
  * Opens the remote file from a byte offset: for `offset > 0` the call sends
- * `Range: bytes=<offset>-`. It answers a 2xx response (error statuses throw).
+ * `Range: bytes=<offset>-`. It answers a 2xx response, or (for an offset at
+ * the end of the file) a `416` whose `Content-Range` gives the file's size
+ * (an unsatisfied range); other error statuses throw.
  */
 export type OpenAtOffset = (
   offset: number,
@@ -44,6 +46,10 @@ export const DEFAULT_MAX_RESUMES = 5;
  *   `Range: bytes=<n>-`; a `206` answer must carry a `Content-Range` that
  *   starts at that byte; a server that ignores `Range` and answers `200`
  *   starts the file over from zero (never appended after the partial);
+ * - when the connection dropped after the last byte (no length was
+ *   announced), the resumption from the end answers `416` whose
+ *   `Content-Range` (an unsatisfied range) gives the file's size: a size
+ *   equal to what is on disk means done, without reading anything again;
  * - the size is verified against the `Content-Length`, the `Content-Range`
  *   total and `expectedSize`: any disagreement, or more bytes than announced,
  *   is an error;
@@ -135,6 +141,24 @@ export async function downloadToFile(
       const response = await open(offset, signal);
       const body = response.body;
       try {
+        if (response.status === 416 && offset > 0) {
+          // The connection dropped after the last byte: asked from the end,
+          // the server says the file has exactly what is on disk.
+          const size = unsatisfiedSize(response.headers.get("content-range"));
+          if (size === offset) {
+            announce(size, "the 416 Content-Range size");
+            await body?.cancel().catch(() => {});
+            await writer.flush().catch((error) => {
+              throw error instanceof WriteError ? error.cause : error;
+            });
+            return writer.written;
+          }
+          throw fail(
+            `the server answered 416 when asked from byte ${offset}${
+              size === undefined ? "" : ` of a ${size}-byte file`
+            }`,
+          );
+        }
         if (response.status === 206) {
           const range = parseContentRange(
             response.headers.get("content-range"),
@@ -350,6 +374,12 @@ function parseContentRange(
   const total = match[3] === "*" ? undefined : Number(match[3]);
   if (end < start || (total !== undefined && end >= total)) return null;
   return { start, end, total };
+}
+
+/** The size an unsatisfied `Content-Range` (of a 416) gives, or `undefined`. */
+function unsatisfiedSize(value: string | null): number | undefined {
+  const match = /^\s*bytes\s+\*\/(\d+)\s*$/i.exec(value ?? "");
+  return match ? Number(match[1]) : undefined;
 }
 
 /** The Content-Length of an unencoded body, or `undefined`. */

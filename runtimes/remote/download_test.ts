@@ -379,3 +379,85 @@ Deno.test("downloadToFile refuses bad options", async () => {
   );
   await assertRejects(() => downloadToFile(open, ""), TypeError);
 });
+
+Deno.test("downloadToFile: a drop after the last byte, then 416 bytes */<size on disk>, is done without reading again", async () => {
+  await using dir = await tempDir();
+  const small = DATA.subarray(0, 100_000);
+  const seen: (number | null)[] = [];
+  // A chunked answer (no Content-Length) whose every byte arrives, but whose
+  // connection drops before the last chunk: the client cannot know it had all.
+  const server = serveRaw(async (request, conn) => {
+    const start = rangeStart(request);
+    seen.push(start);
+    if (start === null) {
+      await writeAll(
+        conn,
+        `HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n${
+          small.length.toString(16)
+        }\r\n`,
+      );
+      await writeAll(conn, small);
+      await writeAll(conn, "\r\n");
+      return; // closed without the last chunk
+    }
+    await writeAll(
+      conn,
+      `HTTP/1.1 416 Requested Range Not Satisfiable\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-range: bytes */${
+        start === small.length ? small.length : small.length + 1
+      }\r\ncontent-length: 33\r\nconnection: close\r\n\r\ninvalid range: failed to overlap\n`,
+    );
+  });
+  await using _ = server;
+  const http = new HttpClient({ baseUrl: server.url, timeoutMs: 5000 });
+  const open: OpenAtOffset = (offset, signal) =>
+    http.request({
+      method: "GET",
+      path: "/file",
+      ...(offset > 0
+        ? { headers: { range: `bytes=${offset}-` }, acceptStatuses: [416] }
+        : {}),
+      timeoutMs: null,
+      ...(signal ? { signal } : {}),
+    });
+  const target = hostPath.join(dir.path, "out.bin");
+  const result = await downloadToFile(open, target);
+  assertEquals(result.bytes, small.length);
+  assertEquals(await Deno.readFile(target), small);
+  assertEquals(seen, [null, small.length], "one answer and one check, no more");
+
+  // A 416 whose size is not what is on disk is an error, and leaves nothing.
+  const other = serveRaw(async (request, conn) => {
+    const start = rangeStart(request);
+    if (start === null) {
+      await writeAll(
+        conn,
+        `HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n10\r\n0123456789abcdef\r\n`,
+      );
+      return;
+    }
+    await writeAll(
+      conn,
+      `HTTP/1.1 416 Requested Range Not Satisfiable\r\ncontent-range: bytes */99\r\ncontent-length: 0\r\nconnection: close\r\n\r\n`,
+    );
+  });
+  await using __ = other;
+  const http2 = new HttpClient({ baseUrl: other.url, timeoutMs: 5000 });
+  const error = await assertRejects(() =>
+    downloadToFile(
+      (offset, signal) =>
+        http2.request({
+          method: "GET",
+          path: "/file",
+          ...(offset > 0
+            ? { headers: { range: `bytes=${offset}-` }, acceptStatuses: [416] }
+            : {}),
+          timeoutMs: null,
+          ...(signal ? { signal } : {}),
+        }),
+      hostPath.join(dir.path, "other.bin"),
+      { maxResumes: 1 },
+    )
+  );
+  assertStringIncludes(String(error), "416");
+  assertEquals(await names(dir.path), ["out.bin"]);
+});

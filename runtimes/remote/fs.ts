@@ -18,6 +18,7 @@ import type { MultipartPart } from "./upload.ts";
 import { RemotePathFence, resolveRemotePath } from "./paths.ts";
 import { downloadToFile } from "./download.ts";
 import { RemoteHttpError } from "./errors.ts";
+import { WorkspaceEscapeError } from "../errors.ts";
 
 /** One file for {@linkcode RemoteFileOps.upload}. */
 export interface RemoteUploadFile {
@@ -200,6 +201,7 @@ export class RemoteFileSystem implements SkillRuntimeFileSystem {
    */
   async readText(path: string, options: ReadTextOptions): Promise<string> {
     checkLimit(options?.maxBytes, "maxBytes");
+    await this.#checkPlaced(path, "read", options.signal);
     const bytes = await this.#read(path, options.maxBytes, options.signal);
     return new TextDecoder("utf-8", { ignoreBOM: true }).decode(bytes);
   }
@@ -223,6 +225,7 @@ export class RemoteFileSystem implements SkillRuntimeFileSystem {
     if (options.maxBytes !== undefined) {
       checkLimit(options.maxBytes, "maxBytes");
     }
+    await this.#checkPlaced(path, "read", options.signal);
     return await this.#read(path, options.maxBytes, options.signal);
   }
 
@@ -247,6 +250,7 @@ export class RemoteFileSystem implements SkillRuntimeFileSystem {
       throw new TypeError(`Cannot write "${path}": the content is not text`);
     }
     options.signal?.throwIfAborted();
+    await this.#checkPlaced(path, "write", options.signal);
     const ops = await this.#getOps();
     await ops.upload([{ remotePath, content }], options.signal);
   }
@@ -342,6 +346,7 @@ export class RemoteFileSystem implements SkillRuntimeFileSystem {
     path: string,
     options: SignalOptions = {},
   ): Promise<ReadableStream<Uint8Array>> {
+    await this.#checkPlaced(path, "read", options.signal);
     const response = await this.#open(path, 0, options.signal);
     return response.body ?? ReadableStream.from<Uint8Array>([]);
   }
@@ -370,6 +375,7 @@ export class RemoteFileSystem implements SkillRuntimeFileSystem {
   ): Promise<DownloadResult> {
     this.#resolve(path);
     options.signal?.throwIfAborted();
+    await this.#checkPlaced(path, "read", options.signal);
     return await downloadToFile(
       (offset, signal) => this.#open(path, offset, signal),
       localPath,
@@ -385,6 +391,75 @@ export class RemoteFileSystem implements SkillRuntimeFileSystem {
         resolveRemotePath(this.#defaultDirectory, path),
       )
       : resolveRemotePath(this.#defaultDirectory, path);
+  }
+
+  /**
+   * With a fence: what is really at `path` in the sandbox. Every existing
+   * folder from the workspace root down, and the file, are looked at
+   * (symlinks not followed, in parallel): a symbolic link anywhere on the
+   * way is refused, even to a place inside (the sandbox made it; resolving it
+   * would take the sandbox's word, and it may swap the link between our
+   * check and the server's use), and so is a file that is not a regular one
+   * (a FIFO would block the server's open; a device or a socket is no file).
+   * The check and the use are two requests:
+   * a command swapping a folder for a link between them is not stopped.
+   */
+  async #checkPlaced(
+    path: string,
+    use: "read" | "write",
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
+    if (!this.#fence) return;
+    const remotePath = this.#resolve(path);
+    const root = this.#fence.root;
+    const steps = [root];
+    if (remotePath !== root) {
+      let at = root;
+      for (const part of remotePath.slice(root.length + 1).split("/")) {
+        at = `${at}/${part}`;
+        steps.push(at);
+      }
+    }
+    const ops = await this.#getOps();
+    const infos = await Promise.all(
+      steps.map((step) =>
+        ops.stat(step, signal).catch((error) => {
+          if (isMissing(error)) return null;
+          throw error;
+        })
+      ),
+    );
+    for (let i = 0; i < steps.length; i++) {
+      const info = infos[i];
+      if (info === null || info === undefined) {
+        // Nothing there (then nothing below either): the server's own
+        // answer says so.
+        break;
+      }
+      if (info.type === "symlink") {
+        throw new WorkspaceEscapeError(
+          `Cannot ${use} "${path}": "${
+            steps[i]
+          }" is a symbolic link, and the remote file tools never follow one`,
+          { path, workspace: root },
+        );
+      }
+      const last = i === steps.length - 1;
+      if (!last && info.type !== "directory") {
+        throw new Deno.errors.NotFound(
+          `Cannot ${use} "${path}": "${steps[i]}" is not a folder`,
+        );
+      }
+      if (last && info.type !== "file") {
+        throw new TypeError(
+          `Cannot ${use} "${path}": it is ${
+            info.type === "directory"
+              ? "a folder"
+              : "not a regular file (a FIFO, a device or a socket)"
+          }`,
+        );
+      }
+    }
   }
 
   #getOps(): Promise<RemoteFileOps> {

@@ -12,6 +12,9 @@
 import denoJson from "../../deno.json" with { type: "json" };
 import { REDACTED, redactSecrets } from "../../_internal/redact.ts";
 import { RemoteHttpError } from "./errors.ts";
+import { toPermissionError } from "../../_internal/permissions.ts";
+import { EventSink, type SkillEventListener } from "../../observe/events.ts";
+import { injectTraceContext, inSpan, SpanKind } from "../../observe/otel.ts";
 
 /** The default deadline of a call: 30 000 ms. */
 export const DEFAULT_HTTP_TIMEOUT_MS = 30_000;
@@ -49,6 +52,11 @@ export interface HttpClientOptions {
   readonly maxRetryAfterMs?: number;
   /** The `fetch` to use; default the global one. */
   readonly fetch?: typeof fetch;
+  /**
+   * Receives an `http_request` event per call, once it answered or failed
+   * (method, URL without secret values, status, retries, duration).
+   */
+  readonly onEvent?: SkillEventListener;
 }
 
 /** A query: each value a string, a list (repeated parameter) or `undefined` (left out). */
@@ -82,6 +90,11 @@ export interface HttpRequest {
   readonly timeoutMs?: number | null;
   /** The longest pause between two chunks of the body, in ms; default none. */
   readonly idleTimeoutMs?: number;
+  /**
+   * Error statuses handed back as the response instead of thrown (never
+   * retried), e.g. `[416]` for a download that resumes at the end.
+   */
+  readonly acceptStatuses?: readonly number[];
   /** Stops the call (and the body). */
   readonly signal?: AbortSignal;
 }
@@ -231,6 +244,8 @@ export class HttpClient {
    * @throws {TypeError} The method or path is invalid, or a header is.
    * @throws {RemoteHttpError} An error status, a network error or the
    * deadline (the body errors with one too, when it fails later).
+   * @throws {RuntimePermissionError} Deno denies the connection (no
+   * `--allow-net` for the host): never retried, the message names the flag.
    * @throws {DOMException} The signal's reason, when it aborted.
    *
    * @example A POST is sent once, even on 503
@@ -256,8 +271,94 @@ export class HttpClient {
    * assert(calls === 1);
    * ```
    */
-  async request(request: HttpRequest): Promise<Response> {
+  request(request: HttpRequest): Promise<Response> {
+    const method = typeof request?.method === "string"
+      ? request.method.toUpperCase()
+      : "HTTP";
+    return inSpan(method, { "http.request.method": method }, async (span) => {
+      const stats: CallStats = { retries: 0 };
+      try {
+        return await this.#observed(request, stats);
+      } finally {
+        if (stats.call) {
+          span.setAttribute(
+            "url.full",
+            redactSecrets(stats.call.shownUrl, stats.call.secrets),
+          );
+        }
+        if (stats.status !== undefined) {
+          span.setAttribute("http.response.status_code", stats.status);
+        }
+        if (stats.retries > 0) {
+          span.setAttribute("http.request.resend_count", stats.retries);
+        }
+      }
+    }, SpanKind.CLIENT);
+  }
+
+  async #observed(request: HttpRequest, stats: CallStats): Promise<Response> {
+    const events = this.#events();
+    if (!events) return await this.#request(request, stats);
+    const startedAt = performance.now();
+    try {
+      const response = await this.#request(request, stats);
+      this.#emit(events, stats, startedAt, response.status);
+      return response;
+    } catch (error) {
+      this.#emit(events, stats, startedAt, stats.status, error);
+      throw error;
+    }
+  }
+
+  #sink: EventSink | null | undefined;
+
+  #events(): EventSink | undefined {
+    if (this.#sink === undefined) {
+      const listener = this.#options.onEvent;
+      const secrets: string[] = [];
+      for (const [name, value] of this.#headers) {
+        if (this.#isSecretHeader(name)) {
+          secrets.push(value);
+          const space = value.indexOf(" ");
+          if (space > 0) secrets.push(value.slice(space + 1).trim());
+        }
+      }
+      this.#sink = listener ? new EventSink(listener, () => secrets) : null;
+    }
+    return this.#sink ?? undefined;
+  }
+
+  #emit(
+    events: EventSink,
+    stats: CallStats,
+    startedAt: number,
+    status: number | undefined,
+    error?: unknown,
+  ): void {
+    if (stats.call === undefined) return;
+    const { call } = stats;
+    const clean = (text: string) => redactSecrets(text, call.secrets);
+    events.emit({
+      type: "http_request",
+      method: call.method,
+      url: clean(call.shownUrl),
+      ...(status !== undefined ? { status } : {}),
+      retries: stats.retries,
+      durationMs: performance.now() - startedAt,
+      ...(error !== undefined
+        ? {
+          error: clean(
+            error instanceof Error ? error.message : String(error),
+          ),
+        }
+        : {}),
+    });
+  }
+
+  async #request(request: HttpRequest, stats?: CallStats): Promise<Response> {
     const call = this.#prepare(request);
+    if (stats) stats.call = call;
+    injectTraceContext(call.headers);
     const { method, signal } = call;
     signal?.throwIfAborted();
     const controller = new AbortController();
@@ -295,6 +396,7 @@ export class HttpClient {
     };
     try {
       for (let attempt = 0;; attempt++) {
+        if (stats) stats.retries = attempt;
         let response: Response;
         try {
           response = await this.#fetch(call.url, {
@@ -306,6 +408,13 @@ export class HttpClient {
           });
         } catch (error) {
           if (controller.signal.aborted) fail(error);
+          // A permission denial never goes away by asking again.
+          if (
+            error instanceof Deno.errors.NotCapable ||
+            error instanceof Deno.errors.PermissionDenied
+          ) {
+            throw toPermissionError(error, { operation: "reach" });
+          }
           if (attempt < call.retries) {
             await this.#pause(
               this.#backoff(attempt),
@@ -315,7 +424,10 @@ export class HttpClient {
           }
           throw this.#networkError(call, error);
         }
-        if (response.ok) {
+        if (stats) stats.status = response.status;
+        if (
+          response.ok || request.acceptStatuses?.includes(response.status)
+        ) {
           // The head came: without an overall deadline the timer stops, but
           // the caller's signal still stops the body.
           if (overallMs === null) clearTimer();
@@ -835,6 +947,13 @@ export function parseServerError(
 
 /** Re-exported for callers that catch it. */
 export { RemoteHttpError };
+
+/** What one call's event says, filled in as the call goes. */
+interface CallStats {
+  call?: PreparedCall;
+  retries: number;
+  status?: number;
+}
 
 interface PreparedCall {
   readonly method: string;

@@ -11,6 +11,7 @@ import {
 import denoJson from "../../deno.json" with { type: "json" };
 import { HttpClient } from "./http.ts";
 import { RemoteHttpError } from "./errors.ts";
+import { RuntimePermissionError } from "../../_internal/permissions.ts";
 import { serve, serveRaw, sleep, writeAll } from "./_test_servers.ts";
 
 const SECRET_KEY = "sk-live-0123456789abcdef";
@@ -146,6 +147,36 @@ Deno.test("HttpClient sends a POST exactly once when the connection drops", asyn
   assertEquals(error.status, 0);
   assertEquals(server.count(), 1);
   assertStringIncludes(error.message, `POST ${server.url}/command: `);
+});
+
+Deno.test("HttpClient never retries a permission denial and names the flag", async () => {
+  for (
+    const denial of [
+      new Deno.errors.NotCapable(
+        'Requires net access to "127.0.0.1:9", run again with the --allow-net flag',
+      ),
+      new Deno.errors.PermissionDenied("Permission denied (os error 13)"),
+    ]
+  ) {
+    let calls = 0;
+    const started = performance.now();
+    const error = await assertRejects(() =>
+      new HttpClient({
+        baseUrl: "http://127.0.0.1:9",
+        fetch: () => {
+          calls++;
+          return Promise.reject(denial);
+        },
+      }).request({ method: "GET", path: "/x" })
+    );
+    assertEquals(calls, 1);
+    assertLess(performance.now() - started, 200);
+    assertInstanceOf(error, RuntimePermissionError);
+    if (denial instanceof Deno.errors.NotCapable) {
+      assertEquals(error.permission, "net");
+      assertStringIncludes(error.message, "--allow-net=127.0.0.1:9");
+    }
+  }
 });
 
 Deno.test("HttpClient retries a GET after dropped connections, and a POST marked idempotent", async () => {

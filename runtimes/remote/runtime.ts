@@ -7,6 +7,15 @@
  *
  * @module
  */
+import { closeBackgroundCommands } from "../background.ts";
+import {
+  type EventSink,
+  eventSink,
+  observeExecute,
+  observePrepare,
+  type SkillEventListener,
+} from "../../observe/events.ts";
+import { skillKey } from "../_skill_key.ts";
 import type { Skill } from "../../skill/types.ts";
 import { checkEnv, type SkillRuntimeConfig } from "../config.ts";
 import { checkExecuteRequest, checkMaxOutputBytes } from "../request.ts";
@@ -36,6 +45,7 @@ import type {
 import { skillDigest } from "../../workspace/conversation_store.ts";
 import { ShellSearch } from "../../search/shell.ts";
 import { posix } from "../../_internal/std.ts";
+import { redactError, Redactor } from "../../_internal/redact.ts";
 import { type RemoteFileOps, RemoteFileSystem } from "./fs.ts";
 import { resolveRemotePath } from "./paths.ts";
 import { collectUploadEntries } from "./upload.ts";
@@ -138,6 +148,8 @@ export interface RemoteSkillRuntimeOptions {
    * so nothing is downloaded to search.
    */
   readonly search?: (parts: RemoteSearchParts) => SearchEngine;
+  /** Receives preparation progress and command output events. */
+  readonly onEvent?: SkillEventListener;
 }
 
 /**
@@ -172,6 +184,12 @@ export interface RemoteRuntimeCommonOptions {
   readonly fetch?: typeof fetch;
   /** The search engine factory (see {@linkcode RemoteSkillRuntimeOptions.search}). */
   readonly search?: RemoteSkillRuntimeOptions["search"];
+  /**
+   * Receives the runtime's events: preparation progress, command output,
+   * each HTTP request and the sandbox's lifecycle (see `observe/events.ts`);
+   * the runtime's environment values and credentials are redacted.
+   */
+  readonly onEvent?: SkillEventListener;
 }
 
 /**
@@ -201,7 +219,13 @@ export function runtimeOptionsOf(
   },
 ): Pick<
   RemoteSkillRuntimeOptions,
-  "cwd" | "skillsRoot" | "env" | "maxOutputBytes" | "copyPolicy" | "search"
+  | "cwd"
+  | "skillsRoot"
+  | "env"
+  | "maxOutputBytes"
+  | "copyPolicy"
+  | "search"
+  | "onEvent"
 > {
   return {
     ...(options.cwd !== undefined ? { cwd: options.cwd } : {}),
@@ -214,6 +238,7 @@ export function runtimeOptionsOf(
       : {}),
     ...(options.copyPolicy ? { copyPolicy: options.copyPolicy } : {}),
     ...(options.search ? { search: options.search } : {}),
+    ...(options.onEvent ? { onEvent: options.onEvent } : {}),
   };
 }
 
@@ -290,6 +315,8 @@ export class RemoteSkillRuntime implements SkillRuntime {
   readonly #maxOutputBytes: number;
   readonly #copyPolicy: CopyPolicy | undefined;
   readonly #fs: RemoteFileSystem;
+  /** {@linkcode fs} as the application and the search see it: errors redacted. */
+  readonly #cleanFs: SkillRuntimeFileSystem;
   readonly #search: SearchEngine;
   readonly #engine: PreparationEngine;
   /** The configuration each skill is being prepared with (for its digest). */
@@ -299,6 +326,7 @@ export class RemoteSkillRuntime implements SkillRuntime {
   #session: Promise<RemoteSession> | undefined;
   #closed = false;
   #closing: Promise<void> | undefined;
+  readonly #events: EventSink | undefined;
 
   /**
    * Makes the runtime; makes no request.
@@ -309,6 +337,13 @@ export class RemoteSkillRuntime implements SkillRuntime {
    */
   constructor(options: RemoteSkillRuntimeOptions) {
     this.name = options.name;
+    this.#events = eventSink(options.onEvent, () => {
+      try {
+        return Object.values(this.environment());
+      } catch {
+        return Object.values(this.#env);
+      }
+    });
     this.#backend = options.backend;
     this.#conversation = options.conversation;
     if (options.conversation) {
@@ -343,12 +378,13 @@ export class RemoteSkillRuntime implements SkillRuntime {
         ? { fenceRoot: this.#defaultWorkingDirectory }
         : {}),
     });
+    this.#cleanFs = redactingProxy(this.#fs, (error) => this.#clean(error));
     const parts: RemoteSearchParts = {
       execute: (request) => this.execute(request),
-      fs: this.#fs,
+      fs: this.#cleanFs,
     };
     this.#search = options.search?.(parts) ?? new ShellSearch({
-      fs: this.#fs,
+      fs: this.#cleanFs,
       shell: {
         exec: (command, execOptions) =>
           this.execute({
@@ -388,7 +424,7 @@ export class RemoteSkillRuntime implements SkillRuntime {
    * conversation mode, lexically, refusing with no request).
    */
   get fs(): SkillRuntimeFileSystem {
-    return this.#fs;
+    return this.#cleanFs;
   }
 
   /** The search engine behind `grep`, `glob` and `ls`. */
@@ -412,7 +448,32 @@ export class RemoteSkillRuntime implements SkillRuntime {
    */
   async connect(signal?: AbortSignal): Promise<void> {
     this.#checkOpen("connect");
-    await this.#connect(signal);
+    try {
+      await this.#connect(signal);
+    } catch (error) {
+      throw this.#clean(error);
+    }
+  }
+
+  /**
+   * Where a skill's `SKILL.md` is in the sandbox once uploaded (under
+   * {@linkcode RemoteSkillRuntime.skillsRoot}).
+   *
+   * @param skill The skill.
+   * @returns The absolute POSIX path in the sandbox.
+   */
+  skillLocation(skill: Skill): string {
+    return posix.join(
+      this.#skillFolder(skill),
+      posix.basename(skill.location.replaceAll("\\", "/")),
+    );
+  }
+
+  #skillFolder(skill: Skill): string {
+    return posix.join(
+      this.#skillsRoot,
+      stableSkillFolderName({ name: skill.name, basePath: skill.basePath }),
+    );
   }
 
   /**
@@ -428,15 +489,25 @@ export class RemoteSkillRuntime implements SkillRuntime {
    * @throws {Error} The runtime is closed.
    */
   async prepare(request: PrepareRequest): Promise<PreparedSkill[]> {
+    try {
+      return await this.#prepare(request);
+    } catch (error) {
+      throw this.#clean(error);
+    }
+  }
+
+  async #prepare(request: PrepareRequest): Promise<PreparedSkill[]> {
     this.#checkOpen("prepare skills");
     const prepared: PreparedSkill[] = [];
     for (const entry of request.skills) {
       request.signal?.throwIfAborted();
-      const key = keyOf(entry.skill);
+      const key = skillKey(entry.skill);
       if (!this.#engine.isPrepared(entry.skill)) {
         this.#configs.set(key, entry.config);
       }
-      const [one] = await this.#engine.prepare({ ...request, skills: [entry] });
+      const [one] = await this.#engine.prepare(
+        observePrepare({ ...request, skills: [entry] }, this.#events),
+      );
       prepared.push(one!);
       const uploaded = this.#uploaded.get(key);
       if (uploaded && this.#conversation && this.#key) {
@@ -467,6 +538,19 @@ export class RemoteSkillRuntime implements SkillRuntime {
    * @throws {Error} The sandbox cannot be reached or refused the command.
    */
   async execute(request: ExecuteRequest): Promise<ExecuteResult> {
+    try {
+      return await this.#execute(request);
+    } catch (error) {
+      throw this.#clean(
+        error,
+        request?.env && typeof request.env === "object"
+          ? Object.values(request.env)
+          : [],
+      );
+    }
+  }
+
+  async #execute(request: ExecuteRequest): Promise<ExecuteResult> {
     this.#checkOpen("run a command");
     const { command, timeoutMs, maxOutputBytes, env: requestEnv } =
       checkExecuteRequest(request, {
@@ -483,7 +567,7 @@ export class RemoteSkillRuntime implements SkillRuntime {
       ...requestEnv,
     };
     const session = await this.#connect(request.signal);
-    return await session.execute({
+    const observed = observeExecute({
       command,
       cwd,
       env,
@@ -492,7 +576,12 @@ export class RemoteSkillRuntime implements SkillRuntime {
       ...(request.signal ? { signal: request.signal } : {}),
       ...(request.onStdout ? { onStdout: request.onStdout } : {}),
       ...(request.onStderr ? { onStderr: request.onStderr } : {}),
-    });
+    }, this.#events);
+    try {
+      return await session.execute(observed.request);
+    } finally {
+      observed.flush();
+    }
   }
 
   /**
@@ -520,9 +609,13 @@ export class RemoteSkillRuntime implements SkillRuntime {
       this.#closed = true;
       this.#engine.clear();
       this.#closing = (async () => {
+        // Background commands end first, while the sandbox is still there.
+        await closeBackgroundCommands(this);
         // Let a connection under way finish, so the backend knows what it owns.
         await this.#session?.catch(() => {});
-        await this.#backend.close();
+        await this.#backend.close().catch((error) => {
+          throw this.#clean(error);
+        });
       })();
     }
     return this.#closing;
@@ -551,7 +644,23 @@ export class RemoteSkillRuntime implements SkillRuntime {
       );
     }
     await this.close();
-    await this.#backend.destroy();
+    await this.#backend.destroy().catch((error) => {
+      throw this.#clean(error);
+    });
+  }
+
+  /**
+   * Removes every configured value (the `env` option, every configuration a
+   * skill was given, `extra`) from an error leaving for the application: a
+   * server may echo what it was sent in its error answers.
+   */
+  #clean(error: unknown, extra: readonly unknown[] = []): unknown {
+    const values: unknown[] = [...Object.values(this.#env), ...extra];
+    values.push(...Object.values(this.#engine.environment()));
+    for (const config of this.#configs.values()) {
+      if (config) values.push(...Object.values(config.env));
+    }
+    return redactError(error, new Redactor(values as string[]));
   }
 
   /** Connects once (again after a failure); the caller's signal only stops its wait. */
@@ -589,11 +698,8 @@ export class RemoteSkillRuntime implements SkillRuntime {
     options: MaterializeOptions,
   ): Promise<MaterializeResult> {
     this.#checkOpen("prepare skills");
-    const key = keyOf(skill);
-    const basePath = posix.join(
-      this.#skillsRoot,
-      stableSkillFolderName({ name: skill.name, basePath: skill.basePath }),
-    );
+    const key = skillKey(skill);
+    const basePath = this.#skillFolder(skill);
     const { signal, onProgress } = options;
     let digest: string | undefined;
     if (this.#conversation && this.#key) {
@@ -623,6 +729,8 @@ export class RemoteSkillRuntime implements SkillRuntime {
       skillName: skill.name,
       stage: "upload",
       detail: `uploading ${files.length} files into ${basePath}`,
+      files: files.length,
+      bytes: files.reduce((sum, file) => sum + file.size, 0),
     });
     const session = await this.#connect(signal);
     await session.files.upload(
@@ -644,8 +752,33 @@ export class RemoteSkillRuntime implements SkillRuntime {
   }
 }
 
-function keyOf(skill: Skill): string {
-  return `${skill.name}\u0000${skill.basePath}`;
+/**
+ * `target` whose methods' errors (thrown, or rejected promises) pass through
+ * `clean` first.
+ */
+function redactingProxy<T extends object>(
+  target: T,
+  clean: (error: unknown) => unknown,
+): T {
+  return new Proxy(target, {
+    get(object, key) {
+      const value = Reflect.get(object, key, object);
+      if (typeof value !== "function") return value;
+      return (...args: unknown[]) => {
+        let result: unknown;
+        try {
+          result = value.apply(object, args);
+        } catch (error) {
+          throw clean(error);
+        }
+        return result instanceof Promise
+          ? result.catch((error) => {
+            throw clean(error);
+          })
+          : result;
+      };
+    },
+  });
 }
 
 function absolutePosix(path: string, what: string): string {

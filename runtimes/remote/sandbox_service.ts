@@ -30,6 +30,7 @@
  *
  * @module
  */
+import { EventSink, type SkillEventListener } from "../../observe/events.ts";
 import { posix } from "../../_internal/std.ts";
 import { validateConversationId } from "../../workspace/conversation.ts";
 import {
@@ -208,6 +209,12 @@ export interface SandboxService<S extends ServiceSandbox = ServiceSandbox> {
    * it the expiry is never renewed.
    */
   renew?(id: string, expiresAt: Date, signal?: AbortSignal): Promise<Date>;
+  /**
+   * Called by `close()` for a sandbox the backend keeps (a conversation's)
+   * once it was used, e.g. to pause it until the next attach (E2B). Without
+   * it the sandbox is left running until its expiry.
+   */
+  release?(id: string, signal?: AbortSignal): Promise<void>;
 }
 
 /** Options of {@linkcode SandboxServiceBackend}. */
@@ -237,6 +244,10 @@ export interface SandboxServiceBackendOptions<S extends ServiceSandbox> {
   readonly readyTimeoutMs?: number;
   /** What answers when the sandbox is ready, for messages. Default `the sandbox`. */
   readonly readinessName?: string;
+  /** Receives `runtime_lifecycle` events (created, attached, renewed, deleted). */
+  readonly onEvent?: SkillEventListener;
+  /** The runtime's kind, named in lifecycle events. Default `sandbox`. */
+  readonly runtimeName?: string;
 }
 
 /** The metadata entry naming a conversation's sandbox. */
@@ -320,6 +331,7 @@ export class SandboxServiceBackend<S extends ServiceSandbox = ServiceSandbox>
   #lastRenewal = 0;
   #renewing: Promise<void> | undefined;
   #closed = false;
+  #connected = false;
 
   /**
    * Makes the backend; makes no request.
@@ -395,6 +407,7 @@ export class SandboxServiceBackend<S extends ServiceSandbox = ServiceSandbox>
           posix.join(conversation.workspace, "skills"),
         ]);
       }
+      this.#connected = true;
       return {
         files: session.files,
         execute: (command) => session.execute(command),
@@ -423,7 +436,12 @@ export class SandboxServiceBackend<S extends ServiceSandbox = ServiceSandbox>
     this.#closed = true;
     await this.#renewing?.catch(() => {});
     if (this.#owned && !this.#options.conversation && this.#sandboxId) {
-      await this.#service.delete(this.#sandboxId);
+      await this.#delete(this.#sandboxId);
+    } else if (
+      this.#options.conversation && this.#connected && this.#sandboxId &&
+      this.#service.release
+    ) {
+      await this.#service.release(this.#sandboxId);
     }
   }
 
@@ -437,7 +455,7 @@ export class SandboxServiceBackend<S extends ServiceSandbox = ServiceSandbox>
     const { conversation } = this.#options;
     if (!conversation) {
       const id = this.#sandboxId;
-      if (id !== undefined) await this.#service.delete(id);
+      if (id !== undefined) await this.#delete(id);
       return;
     }
     const record = await conversation.store.get(conversation.key);
@@ -445,7 +463,7 @@ export class SandboxServiceBackend<S extends ServiceSandbox = ServiceSandbox>
     await conversation.store.delete(conversation.key, {
       sandboxId: record.sandboxId,
     });
-    await this.#service.delete(record.sandboxId);
+    await this.#delete(record.sandboxId);
   }
 
   /** The conversation's sandbox: the recorded one, or a new one recorded. */
@@ -481,7 +499,30 @@ export class SandboxServiceBackend<S extends ServiceSandbox = ServiceSandbox>
     return await this.#attach(winner.sandboxId);
   }
 
+  #lifecycle(
+    action: "created" | "attached" | "renewed" | "deleted",
+    sandboxId: string,
+  ): void {
+    const listener = this.#options.onEvent;
+    if (!listener) return;
+    this.#events ??= new EventSink(listener);
+    this.#events.emit({
+      type: "runtime_lifecycle",
+      action,
+      runtime: this.#options.runtimeName ?? "sandbox",
+      sandboxId,
+    });
+  }
+
+  #events: EventSink | undefined;
+
+  async #delete(id: string): Promise<void> {
+    await this.#service.delete(id);
+    this.#lifecycle("deleted", id);
+  }
+
   #created(sandbox: S): void {
+    this.#lifecycle("created", sandbox.id);
     this.#expiresAt = sandbox.expiresAt;
     this.#lastRenewal = Date.now();
   }
@@ -505,6 +546,7 @@ export class SandboxServiceBackend<S extends ServiceSandbox = ServiceSandbox>
 
   async #attached(found: S, renew: boolean): Promise<S> {
     this.#sandboxId = found.id;
+    this.#lifecycle("attached", found.id);
     this.#expiresAt = found.expiresAt;
     if (renew) await this.#renew();
     return found;
@@ -566,6 +608,7 @@ export class SandboxServiceBackend<S extends ServiceSandbox = ServiceSandbox>
     }
     this.#expiresAt = await renew(id, wanted);
     this.#lastRenewal = Date.now();
+    this.#lifecycle("renewed", id);
     const conversation = this.#options.conversation;
     if (conversation) {
       await conversation.store.renew(
@@ -664,7 +707,9 @@ export class SandboxServiceRuntime<S extends ServiceSandbox = ServiceSandbox>
         renewIntervalMs: options.renewIntervalMs,
         readyTimeoutMs: options.readyTimeoutMs,
         readinessName: options.readinessName,
+        onEvent: options.onEvent,
       }),
+      runtimeName: options.name,
     });
     super({
       name: options.name,

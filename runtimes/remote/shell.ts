@@ -46,3 +46,35 @@ export function shellAssignments(
   }
   return line;
 }
+
+/**
+ * The arguments of `bash` that run `command` in a session of its own
+ * (`setsid`), so that SIGTERM to that bash (a service that signals only the
+ * process it started: E2B's envd, Vercel's command kill) stops every process
+ * the command started: the trap signals the session's group, then SIGKILLs
+ * it 2 s later, and bash exits 143. The command is passed as `$1`, never
+ * spliced into the script.
+ *
+ * Needs no permission.
+ *
+ * @param command The command line.
+ * @returns The arguments after `bash`.
+ *
+ * @example
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { sessionBashArgs } from "./shell.ts";
+ * const args = sessionBashArgs("echo hi");
+ * assertEquals([args[0], args.at(-1)], ["-c", "echo hi"]);
+ * ```
+ */
+export function sessionBashArgs(command: string): string[] {
+  return ["-c", SESSION_WRAPPER, "skillrun", command];
+}
+
+const SESSION_WRAPPER = [
+  `__p=`,
+  `trap '[ -n "$__p" ] && kill -TERM -- -$__p 2>/dev/null; ([ -n "$__p" ] && sleep 2 && kill -KILL -- -$__p) >/dev/null 2>&1 & exit 143' TERM`,
+  `setsid bash -c -- "$1" skillrun & __p=$!`,
+  `wait "$__p"`,
+].join("\n");

@@ -61,6 +61,8 @@ export interface WorldOptions {
   readonly maxOutputBytes?: number;
   /** Bootstrap commands of the configured skill. */
   readonly bootstrap?: readonly string[];
+  /** Every command in a bubblewrap sandbox (the isolated mode). */
+  readonly isolate?: boolean;
 }
 
 /**
@@ -84,12 +86,7 @@ export async function makeWorld(options: WorldOptions = {}): Promise<World> {
   await Deno.chmod(`${outside}/script.sh`, 0o755);
   await Deno.mkdir(`${root}/other`, { recursive: true });
   await Deno.writeTextFile(`${root}/other/notes.txt`, "other conversation\n");
-  const skills = `${base}/skills`;
-  await Deno.mkdir(`${skills}/api`, { recursive: true });
-  await Deno.writeTextFile(
-    `${skills}/api/SKILL.md`,
-    `---\nname: api\ndescription: Calls the API with ${SECRET_TOKEN} for ${WORD_VALUE} production data.\n---\nUse $API_TOKEN.\n`,
-  );
+  const skills = await writeApiSkill(base);
   const runtime = await LocalSkillRuntime.create({
     conversationsRoot: root,
     conversationId: "victim",
@@ -99,21 +96,13 @@ export async function makeWorld(options: WorldOptions = {}): Promise<World> {
     ...(options.maxOutputBytes === undefined
       ? {}
       : { maxOutputBytes: options.maxOutputBytes }),
+    ...(options.isolate ? { isolate: true } : {}),
   });
   const published = new Map<string, number>();
   const kit = await buildSkillTools({
     skills,
     runtime,
-    configs: {
-      api: new SkillRuntimeConfig({
-        env: {
-          API_TOKEN: SECRET_TOKEN,
-          API_KEY_PEM: SECRET_PEM,
-          MODE: WORD_VALUE,
-        },
-        bootstrap: [...(options.bootstrap ?? [])],
-      }),
-    },
+    configs: apiConfigs(options.bootstrap),
     publisher: {
       async publish({ stream, fileName }: PublishRequest) {
         let size = 0;
@@ -150,6 +139,44 @@ export async function makeWorld(options: WorldOptions = {}): Promise<World> {
 }
 
 /**
+ * Writes the skill `api` (its description names the secret token and the
+ * word) into `<base>/skills`.
+ *
+ * @param base The world's base folder.
+ * @returns The skills folder.
+ */
+export async function writeApiSkill(base: string): Promise<string> {
+  const skills = `${base}/skills`;
+  await Deno.mkdir(`${skills}/api`, { recursive: true });
+  await Deno.writeTextFile(
+    `${skills}/api/SKILL.md`,
+    `---\nname: api\ndescription: Calls the API with ${SECRET_TOKEN} for ${WORD_VALUE} production data.\n---\nUse $API_TOKEN.\n`,
+  );
+  return skills;
+}
+
+/**
+ * The configuration of the skill `api`: the secrets in its environment.
+ *
+ * @param bootstrap Its bootstrap commands.
+ * @returns The configurations by skill name.
+ */
+export function apiConfigs(
+  bootstrap: readonly string[] = [],
+): Record<string, SkillRuntimeConfig> {
+  return {
+    api: new SkillRuntimeConfig({
+      env: {
+        API_TOKEN: SECRET_TOKEN,
+        API_KEY_PEM: SECRET_PEM,
+        MODE: WORD_VALUE,
+      },
+      bootstrap: [...bootstrap],
+    }),
+  };
+}
+
+/**
  * Everything under `base` except the victim's workspace: path → type, mode,
  * size, modification time, content (files) or target (links).
  *
@@ -157,7 +184,7 @@ export async function makeWorld(options: WorldOptions = {}): Promise<World> {
  * @returns The snapshot.
  */
 export async function snapshotOutside(
-  world: World,
+  world: Pick<World, "base" | "workspace">,
 ): Promise<Map<string, string>> {
   const snapshot = new Map<string, string>();
   const visit = async (dir: string): Promise<void> => {
@@ -186,7 +213,7 @@ export async function snapshotOutside(
  *
  * @param world The world.
  */
-export async function assertAlive(world: World): Promise<void> {
+export async function assertAlive(world: Pick<World, "call">): Promise<void> {
   const read = await world.call("read", { file_path: "alive.txt" });
   assert(!read.isError && read.text.includes("alive"), read.text);
   const ls = await world.call("ls", {});

@@ -32,6 +32,15 @@ export interface StatusFault {
   readonly contentType?: string;
   /** Extra headers, e.g. `retry-after`. */
   readonly headers?: Readonly<Record<string, string>>;
+  /**
+   * Echo what was sent, as a careless server does: the body is
+   * `{"code":"ECHO","message":"<echoed> <method> <URL> <request body>"}`
+   * (the body read up to 64 KiB; `echoed`, when given, is what the server
+   * remembers from earlier requests). Overrides `body`.
+   */
+  readonly echo?: boolean;
+  /** A text the echo adds (see `echo`). */
+  readonly echoed?: string;
 }
 
 /**
@@ -341,15 +350,29 @@ export class FaultInjector {
       const fault = this.take(request);
       if (fault === undefined) return await handler(request, info);
       switch (fault.kind) {
-        case "status":
+        case "status": {
+          let body = fault.body ?? this.#errorBody(fault.status);
+          if (fault.echo) {
+            const sent = (await request.text().catch(() => "")).slice(
+              0,
+              64 * 1024,
+            );
+            body = JSON.stringify({
+              code: "ECHO",
+              message: `${
+                fault.echoed ?? ""
+              } ${request.method} ${request.url} ${sent}`,
+            });
+          }
           await request.body?.cancel().catch(() => {});
-          return new Response(fault.body ?? this.#errorBody(fault.status), {
+          return new Response(body, {
             status: fault.status,
             headers: {
               "content-type": fault.contentType ?? "application/json",
               ...fault.headers,
             },
           });
+        }
         case "slow":
           await sleep(fault.delayMs, [request.signal, this.#closing.signal]);
           return await handler(request, info);

@@ -92,20 +92,226 @@ export async function readJson(
   try {
     return { ok: true, value: JSON.parse(text) };
   } catch (error) {
+    // A json.Decoder reads the first value and leaves what follows.
+    const scan = goJsonScan(text, "decoder");
+    if (text.trim() !== "" && scan.error === undefined) {
+      try {
+        return { ok: true, value: JSON.parse(text.slice(0, scan.end)) };
+      } catch {
+        // fall through to the error
+      }
+    }
     return { ok: false, error: goJsonError(text, error) };
   }
 }
 
-/** encoding/json's words for a body that does not decode (as near as JS tells). */
-function goJsonError(text: string, error: unknown): string {
+/** encoding/json's words for a body that does not decode (a json.Decoder, as gin reads it). */
+function goJsonError(text: string, _error: unknown): string {
   if (text.trim() === "") return "EOF";
-  const message = errorText(error);
-  if (/end of JSON input|Unterminated/i.test(message)) return "unexpected EOF";
-  const position = /position (\d+)/.exec(message);
-  const at = position === null ? undefined : text[Number(position[1])];
-  return at === undefined
-    ? "unexpected EOF"
-    : `invalid character '${at}' looking for beginning of value`;
+  return goJsonSyntax(text, "decoder") ?? "unexpected EOF";
+}
+
+/**
+ * The syntax error encoding/json's scanner reports for `text`, in its words
+ * (`invalid character 'n' looking for beginning of object key string`), or
+ * `undefined` when the text is valid up to its end. A `json.Decoder` reads
+ * one value and ignores what follows; `json.Unmarshal` refuses it
+ * (`after top-level value`) and says `unexpected end of JSON input` where a
+ * decoder says `unexpected EOF`.
+ */
+export function goJsonSyntax(
+  text: string,
+  mode: "decoder" | "unmarshal",
+): string | undefined {
+  return goJsonScan(text, mode).error;
+}
+
+/** {@linkcode goJsonSyntax}, and where the first value ends. */
+function goJsonScan(
+  text: string,
+  mode: "decoder" | "unmarshal",
+): { error: string | undefined; end: number } {
+  // Go's quoteChar: strconv.Quote's escapes inside single quotes.
+  const named: Record<string, string> = {
+    "\x07": "\\a",
+    "\b": "\\b",
+    "\f": "\\f",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\t": "\\t",
+    "\v": "\\v",
+    "\\": "\\\\",
+  };
+  const quote = (c: string) =>
+    c === "'" ? "'\\''" : c === '"' ? "'\"'" : `'${
+      named[c] ??
+        (c < " " || c === "\x7f"
+          ? `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`
+          : c)
+    }'`;
+  const bad = (c: string, context: string) =>
+    `invalid character ${quote(c)} ${context}`;
+  const space = (c: string | undefined) =>
+    c === " " || c === "\t" || c === "\n" || c === "\r";
+  let i = 0;
+  const skip = () => {
+    while (space(text[i])) i++;
+  };
+  const value = (): string | undefined => {
+    skip();
+    const c = text[i];
+    if (c === undefined) return "";
+    if (c === "{") {
+      i++;
+      skip();
+      if (text[i] === "}") {
+        i++;
+        return undefined;
+      }
+      for (;;) {
+        skip();
+        if (text[i] === undefined) return "";
+        if (text[i] !== '"') {
+          return bad(text[i]!, "looking for beginning of object key string");
+        }
+        const key = string();
+        if (key !== undefined) return key;
+        skip();
+        if (text[i] === undefined) return "";
+        if (text[i] !== ":") return bad(text[i]!, "after object key");
+        i++;
+        const inner = value();
+        if (inner !== undefined) return inner;
+        skip();
+        if (text[i] === undefined) return "";
+        if (text[i] === ",") {
+          i++;
+          continue;
+        }
+        if (text[i] === "}") {
+          i++;
+          return undefined;
+        }
+        return bad(text[i]!, "after object key:value pair");
+      }
+    }
+    if (c === "[") {
+      i++;
+      skip();
+      if (text[i] === "]") {
+        i++;
+        return undefined;
+      }
+      for (;;) {
+        const inner = value();
+        if (inner !== undefined) return inner;
+        skip();
+        if (text[i] === undefined) return "";
+        if (text[i] === ",") {
+          i++;
+          continue;
+        }
+        if (text[i] === "]") {
+          i++;
+          return undefined;
+        }
+        return bad(text[i]!, "after array element");
+      }
+    }
+    if (c === '"') return string();
+    if (c === "-" || (c >= "0" && c <= "9")) {
+      const digit = (d: string | undefined) =>
+        d !== undefined && d >= "0" && d <= "9";
+      if (c === "-") {
+        i++;
+        if (text[i] === undefined) return "";
+        if (!digit(text[i])) return bad(text[i]!, "in numeric literal");
+      }
+      if (text[i] === "0") i++;
+      else while (digit(text[i])) i++;
+      if (text[i] === ".") {
+        i++;
+        if (text[i] === undefined) return "";
+        if (!digit(text[i])) {
+          return bad(text[i]!, "after decimal point in numeric literal");
+        }
+        while (digit(text[i])) i++;
+      }
+      if (text[i] === "e" || text[i] === "E") {
+        i++;
+        if (text[i] === "+" || text[i] === "-") i++;
+        if (text[i] === undefined) return "";
+        if (!digit(text[i])) {
+          return bad(text[i]!, "in exponent of numeric literal");
+        }
+        while (digit(text[i])) i++;
+      }
+      return undefined;
+    }
+    for (const literal of ["true", "false", "null"]) {
+      if (c === literal[0]) {
+        for (let k = 1; k < literal.length; k++) {
+          const d = text[i + k];
+          if (d === undefined) return "";
+          if (d !== literal[k]) {
+            return bad(d, `in literal ${literal} (expecting '${literal[k]}')`);
+          }
+        }
+        i += literal.length;
+        return undefined;
+      }
+    }
+    return bad(c, "looking for beginning of value");
+  };
+  const string = (): string | undefined => {
+    i++; // the opening quote
+    for (;;) {
+      const c = text[i];
+      if (c === undefined) return "";
+      if (c === '"') {
+        i++;
+        return undefined;
+      }
+      if (c < " ") return bad(c, "in string literal");
+      if (c === "\\") {
+        const e = text[i + 1];
+        if (e === undefined) return "";
+        if (e === "u") {
+          for (let k = 2; k < 6; k++) {
+            const h = text[i + k];
+            if (h === undefined) return "";
+            if (!/[0-9a-fA-F]/.test(h)) {
+              return bad(h, "in \\u hexadecimal character escape");
+            }
+          }
+          i += 6;
+          continue;
+        }
+        if (!'"\\/bfnrt'.includes(e)) return bad(e, "in string escape code");
+        i += 2;
+        continue;
+      }
+      i++;
+    }
+  };
+  const error = value();
+  if (error === "") {
+    return {
+      error: mode === "decoder"
+        ? "unexpected EOF"
+        : "unexpected end of JSON input",
+      end: i,
+    };
+  }
+  if (error !== undefined) return { error, end: i };
+  const end = i;
+  if (mode === "unmarshal") {
+    skip();
+    if (text[i] !== undefined) {
+      return { error: bad(text[i]!, "after top-level value"), end };
+    }
+  }
+  return { error: undefined, end };
 }
 
 /** The JSON type of a value, in encoding/json's words. */
@@ -116,8 +322,8 @@ export function goJsonType(value: unknown): string {
   return typeof value;
 }
 
-/** A Deno file-system error in Go's words: `open /p: no such file or directory`. */
-function goFsError(op: string, path: string, error: unknown): string {
+/** A Deno file error as Go's `*PathError` writes it: `open /p: no such file or directory`. */
+export function goFsError(op: string, path: string, error: unknown): string {
   const reason = error instanceof Deno.errors.NotFound
     ? "no such file or directory"
     : error instanceof Deno.errors.PermissionDenied

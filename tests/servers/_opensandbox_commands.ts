@@ -50,7 +50,9 @@ export async function runCommand(
     return invalidBody(
       `error parsing request, MAYBE invalid body format. ${
         body.ok
-          ? "json: cannot unmarshal into Go value of type model.RunCommandRequest"
+          ? `json: cannot unmarshal ${
+            goJsonType(body.value)
+          } into Go value of type model.RunCommandRequest`
           : body.error
       }`,
     );
@@ -86,12 +88,17 @@ export async function runCommand(
       return typeError(field, "uint32");
     }
   }
-  if (
-    value.envs !== undefined && value.envs !== null &&
-    (!isObject(value.envs) ||
-      Object.values(value.envs).some((v) => typeof v !== "string"))
-  ) {
-    return typeError("envs", "map[string]string");
+  if (value.envs !== undefined && value.envs !== null) {
+    if (!isObject(value.envs)) return typeError("envs", "map[string]string");
+    // Go names the element that does not fit, and the element's type.
+    const wrong = Object.values(value.envs).find((v) => typeof v !== "string");
+    if (wrong !== undefined) {
+      return invalidBody(
+        `error parsing request, MAYBE invalid body format. json: cannot unmarshal ${
+          goJsonType(wrong)
+        } into Go struct field RunCommandRequest.envs of type string`,
+      );
+    }
   }
   const command = (value.command as string | undefined) ?? "";
   if (command === "") {
@@ -165,15 +172,32 @@ export async function runCommand(
   stream.onClose(() => state.streams.delete(stream));
   let child: Deno.ChildProcess | undefined;
   let startError: string | undefined;
+  const script = ignoreSigterm ? ignoreSigtermCommand(command) : command;
+  // A foreground command writes into two regular files, as on the real
+  // server (`/tmp/<id>.stdout`, `.stderr`), which are then tailed: a command
+  // sees files, not pipes. A first bash opens them and execs the command's
+  // own `bash -c` (same pid, so the group is the same; its line numbers too).
+  const outputs = background ? undefined : {
+    stdout: `${await state.outputDir()}/${id}.stdout`,
+    stderr: `${await state.outputDir()}/${id}.stderr`,
+  };
+  // A background command writes both streams into one file,
+  // `/tmp/<id>.output`, in the order written; its logs are read from there.
+  const combined = background
+    ? `${await state.outputDir()}/${id}.output`
+    : undefined;
+  if (combined !== undefined) state.output.files.add(combined);
   try {
     child = new Deno.Command("bash", {
-      // A background command writes both streams into one file on the real
-      // server, in the order written: one pipe here.
-      args: [
-        "-c",
-        (background ? "exec 2>&1\n" : "") +
-        (ignoreSigterm ? ignoreSigtermCommand(command) : command),
-      ],
+      args: outputs === undefined
+        ? ["-c", 'exec >"$0" 2>&1 && exec bash -c "$1"', combined!, script]
+        : [
+          "-c",
+          'exec >"$0" 2>"$1" && exec bash -c "$2"',
+          outputs.stdout,
+          outputs.stderr,
+          script,
+        ],
       cwd,
       // A sandbox with a networkPolicy: its commands go out through its
       // egress proxy (set before the request's own variables, as the
@@ -185,8 +209,8 @@ export async function runCommand(
       },
       clearEnv: true,
       stdin: "null",
-      stdout: "piped",
-      stderr: background ? "null" : "piped",
+      stdout: "null",
+      stderr: "null",
       detached: true,
       ...(typeof value.uid === "number" ? { uid: value.uid } : {}),
       ...(typeof value.gid === "number" ? { gid: value.gid } : {}),
@@ -276,17 +300,6 @@ export async function runCommand(
     });
   }
 
-  const collect = async (
-    readable: ReadableStream<Uint8Array>,
-    onChunk: (chunk: Uint8Array) => void,
-  ): Promise<void> => {
-    try {
-      for await (const chunk of readable) onChunk(chunk);
-    } catch {
-      // the pipe closed under us
-    }
-  };
-
   const finish = async (
     pipes: Promise<unknown>,
   ): Promise<{ exitCode: number; error: string }> => {
@@ -306,27 +319,27 @@ export async function runCommand(
     record.exitCode = exitCode;
     if (error !== "") record.error = error;
     record.finishedAt = new Date();
-    // Output still held by a process that left the group: stop waiting soon.
-    let waitTimer: ReturnType<typeof setTimeout> | undefined;
-    await Promise.race([
-      pipes,
-      new Promise<void>((resolve) => waitTimer = setTimeout(resolve, 250)),
-    ]);
-    clearTimeout(waitTimer);
+    if (background) {
+      // Output still held by a process that left the group: stop waiting soon.
+      let waitTimer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([
+        pipes,
+        new Promise<void>((resolve) => waitTimer = setTimeout(resolve, 250)),
+      ]);
+      clearTimeout(waitTimer);
+    }
     return { exitCode, error };
   };
 
   if (background) {
-    const append = (chunk: Uint8Array) => {
-      running.output.push(chunk.slice());
-      running.outputLength += chunk.length;
-    };
-    const pipes = collect(child.stdout, append);
+    if (combined !== undefined) running.outputFile = combined;
+    const pipes = Promise.resolve();
     stream.send({ type: "init", text: id, timestamp: now() });
     ping();
     stream.send({
       type: "execution_complete",
-      execution_time: Date.now() - startedAt.getTime(),
+      // Go's omitempty: no execution_time when it is 0 ms.
+      ...executionTime(startedAt),
       timestamp: now(),
     });
     lingerThenClose();
@@ -342,18 +355,30 @@ export async function runCommand(
   );
   stream.send({ type: "init", text: id, timestamp: now() });
   ping();
-  const pipes = Promise.all([
-    collect(child.stdout, (chunk) => stdout.push(chunk)),
-    collect(child.stderr, (chunk) => stderr.push(chunk)),
-  ]);
+  // Tailed every 100 ms as execd does, and once more at the exit.
+  const tails = [
+    new FileTail(outputs!.stdout, (chunk) => stdout.push(chunk)),
+    new FileTail(outputs!.stderr, (chunk) => stderr.push(chunk)),
+  ];
+  let tailTimer: ReturnType<typeof setTimeout> | undefined;
+  let tailing = true;
+  const poll = async () => {
+    for (const tail of tails) await tail.read();
+    if (tailing) tailTimer = state.later(state.tailMs, poll);
+  };
+  tailTimer = state.later(state.tailMs, poll);
   (async () => {
-    const { exitCode, error } = await finish(pipes);
+    const { exitCode, error } = await finish(Promise.resolve());
+    tailing = false;
+    state.cancelLater(tailTimer);
+    for (const tail of tails) await tail.close();
     stdout.end();
     stderr.end();
     if (error === "") {
       stream.send({
         type: "execution_complete",
-        execution_time: Date.now() - startedAt.getTime(),
+        // Go's omitempty: no execution_time when it is 0 ms.
+        ...executionTime(startedAt),
         timestamp: now(),
       });
     } else {
@@ -370,6 +395,59 @@ export async function runCommand(
     lingerThenClose();
   })().finally(resolveFinished);
   return sseResponse(stream);
+}
+
+/**
+ * Reads what was appended to an output file since the last read, as execd's
+ * tail of `/tmp/<id>.stdout` does; the file is removed at the end.
+ */
+class FileTail {
+  readonly #path: string;
+  readonly #onChunk: (chunk: Uint8Array) => void;
+  #position = 0;
+  #reading: Promise<void> = Promise.resolve();
+
+  constructor(path: string, onChunk: (chunk: Uint8Array) => void) {
+    this.#path = path;
+    this.#onChunk = onChunk;
+  }
+
+  read(): Promise<void> {
+    this.#reading = this.#reading.then(() => this.#readNow());
+    return this.#reading;
+  }
+
+  async #readNow(): Promise<void> {
+    let file: Deno.FsFile;
+    try {
+      file = await Deno.open(this.#path, { read: true });
+    } catch {
+      return; // not created yet
+    }
+    try {
+      await file.seek(this.#position, Deno.SeekMode.Start);
+      const buffer = new Uint8Array(256 * 1024);
+      for (;;) {
+        const read = await file.read(buffer);
+        if (read === null || read === 0) break;
+        this.#position += read;
+        this.#onChunk(buffer.slice(0, read));
+      }
+    } finally {
+      file.close();
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.read();
+    await Deno.remove(this.#path).catch(() => {});
+  }
+}
+
+/** `execution_time` in ms, left out when 0 (`omitempty`, as the real execd). */
+function executionTime(startedAt: Date): { execution_time?: number } {
+  const ms = Date.now() - startedAt.getTime();
+  return ms > 0 ? { execution_time: ms } : {};
 }
 
 function sseResponse(stream: EventStream): Response {
@@ -405,7 +483,7 @@ export async function interruptCommand(
   if (!command.record.running || pgid <= 1) {
     return fail(`command session ${id} is not running`);
   }
-  const gone = () => !state.groupAlive(pgid);
+  const gone = () => !state.groupObservable(pgid);
   const waitGone = async (ms: number): Promise<boolean> => {
     const deadline = Date.now() + ms;
     while (Date.now() < deadline) {
@@ -454,11 +532,11 @@ export function commandStatus(state: OpenSandboxState, id: string): Response {
 }
 
 /** `GET /command/{id}/logs?cursor=`: a background command's output from a byte cursor. */
-export function commandLogs(
+export async function commandLogs(
   state: OpenSandboxState,
   id: string,
   url: URL,
-): Response {
+): Promise<Response> {
   const command = state.commands.get(id);
   if (command === undefined) {
     return execdError(400, "INVALID_REQUEST_BODY", `command not found: ${id}`);
@@ -479,11 +557,16 @@ export function commandLogs(
       `error seek file: seek /tmp/${id}.output: invalid argument`,
     );
   }
-  const all = new Uint8Array(command.outputLength);
-  let offset = 0;
-  for (const chunk of command.output) {
-    all.set(chunk, offset);
-    offset += chunk.length;
+  let all = new Uint8Array();
+  if (command.outputFile !== undefined) {
+    all = await Deno.readFile(command.outputFile).catch(() => new Uint8Array());
+  } else {
+    all = new Uint8Array(command.outputLength);
+    let offset = 0;
+    for (const chunk of command.output) {
+      all.set(chunk, offset);
+      offset += chunk.length;
+    }
   }
   const part = cursor >= all.length ? new Uint8Array() : all.subarray(cursor);
   return new Response(part, {

@@ -9,6 +9,7 @@ import { errorText, isObject } from "./_common.ts";
 import {
   execdError,
   fileError,
+  goJsonType,
   invalidBody,
   isNotFound,
   json,
@@ -41,7 +42,8 @@ export async function listDirectory(
     return execdError(
       500,
       "RUNTIME_ERROR",
-      `error converting path ${raw} to absolute. ${errorText(error)}`,
+      // The real message names an empty path here (two spaces).
+      `error converting path  to absolute. ${errorText(error)}`,
     );
   }
   let info: Deno.FileInfo;
@@ -93,13 +95,27 @@ export async function makeDirs(
   if (!body.ok) return body.response;
   if (!isObject(body.value)) {
     return invalidBody(
-      "error parsing request, MAYBE invalid body format. json: cannot unmarshal into Go value of type map[string]model.Permission",
+      `error parsing request, MAYBE invalid body format. json: cannot unmarshal ${
+        goJsonType(body.value)
+      } into Go value of type map[string]model.Permission`,
     );
   }
   for (const [path, permission] of Object.entries(body.value)) {
     try {
       const absolute = state.absolute(path);
-      await Deno.mkdir(absolute, { recursive: true, mode: 0o777 });
+      try {
+        await Deno.mkdir(absolute, { recursive: true, mode: 0o777 });
+      } catch (error) {
+        // Go's MkdirAll over a file: `mkdir <p>: not a directory`.
+        const existing = await Deno.stat(absolute).catch(() => null);
+        return fileError(
+          existing !== null && !existing.isDirectory
+            ? new Deno.errors.NotADirectory(absolute)
+            : error,
+          "mkdir",
+          absolute,
+        );
+      }
       await state.chmodFile(absolute, isObject(permission) ? permission : {});
     } catch (error) {
       return fileError(error);
@@ -114,8 +130,18 @@ export async function removeDirs(
   url: URL,
 ): Promise<Response> {
   for (const path of url.searchParams.getAll("path")) {
+    let absolute: string;
     try {
-      await Deno.remove(state.absolute(path), { recursive: true });
+      absolute = state.absolute(path);
+    } catch (error) {
+      return execdError(
+        500,
+        "RUNTIME_ERROR",
+        `error resolving directory ${path}. ${errorText(error)}`,
+      );
+    }
+    try {
+      await Deno.remove(absolute, { recursive: true });
     } catch (error) {
       if (isNotFound(error)) continue;
       return execdError(

@@ -9,7 +9,6 @@
 import {
   type ByteRange,
   byteRange,
-  encoder,
   errorText,
   fileStream,
   isObject,
@@ -17,6 +16,9 @@ import {
 import {
   execdError,
   fileError,
+  goFsError,
+  goJsonSyntax,
+  goJsonType,
   invalidBody,
   isNotFound,
   json,
@@ -38,6 +40,20 @@ function globToRegExp(pattern: string): RegExp {
       if (next === undefined) throw new SyntaxError("syntax error in pattern");
       source += next.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
     } else if (c === "*") {
+      const segmentStart = i === 0 || pattern[i - 1] === "/";
+      if (pattern[i + 1] === "*" && segmentStart) {
+        // doublestar: `**/` also matches no folder at all, a final `**` anything.
+        while (pattern[i + 1] === "*") i++;
+        if (pattern[i + 1] === "/") {
+          source += "(?:.*/)?";
+          i++;
+        } else if (i + 1 >= pattern.length) {
+          source += ".*";
+        } else {
+          source += "[^/]*";
+        }
+        continue;
+      }
       while (pattern[i + 1] === "*") i++;
       source += "[^/]*";
     } else if (c === "?") {
@@ -143,7 +159,10 @@ export async function removeFiles(
   return new Response(null, { status: 200 });
 }
 
-/** `POST /files/upload`: multipart `metadata` and `file` parts, in pairs. */
+/** The most parts Go's `mime/multipart` reads from one form. */
+export const MAX_MULTIPART_PARTS = 1000;
+
+/** `POST /files/upload`: multipart `metadata` and `file` parts, in pairs (500 at most). */
 export async function upload(
   state: OpenSandboxState,
   request: Request,
@@ -152,6 +171,13 @@ export async function upload(
   try {
     form = await request.formData();
   } catch {
+    return execdError(400, "INVALID_FILE", "multipart form is empty");
+  }
+  // Go's mime/multipart reads at most 1000 parts (so 500 metadata/file
+  // pairs); past that ParseMultipartForm fails and execd says the form is empty.
+  let parts = 0;
+  for (const _ of form.keys()) parts++;
+  if (parts > MAX_MULTIPART_PARTS) {
     return execdError(400, "INVALID_FILE", "multipart form is empty");
   }
   // Go's multipart form: only parts with a file name are files.
@@ -176,20 +202,39 @@ export async function upload(
   }
   for (let i = 0; i < metadataParts.length; i++) {
     let meta: unknown;
+    const metaText = await metadataParts[i]!.text();
     try {
-      meta = JSON.parse(await metadataParts[i]!.text());
+      meta = JSON.parse(metaText);
     } catch (error) {
       return execdError(
         400,
         "INVALID_FILE_METADATA",
-        `invalid metadata format. ${errorText(error)}`,
+        `invalid metadata format. ${
+          goJsonSyntax(metaText, "unmarshal") ?? errorText(error)
+        }`,
       );
     }
     if (!isObject(meta)) {
       return execdError(
         400,
         "INVALID_FILE_METADATA",
-        "invalid metadata format. json: cannot unmarshal into model.FileMetadata",
+        `invalid metadata format. json: cannot unmarshal ${
+          goJsonType(meta)
+        } into Go value of type model.FileMetadata`,
+      );
+    }
+    // json.Unmarshal into model.FileMetadata: `mode` is a Go int.
+    const mode = meta.mode;
+    if (
+      mode !== undefined && mode !== null &&
+      (typeof mode !== "number" || !Number.isInteger(mode))
+    ) {
+      return execdError(
+        400,
+        "INVALID_FILE_METADATA",
+        `invalid metadata format. json: cannot unmarshal ${goJsonType(mode)}${
+          typeof mode === "number" ? ` ${mode}` : ""
+        } into Go struct field FileMetadata.Permission.mode of type int`,
       );
     }
     const target = typeof meta.path === "string" ? meta.path : "";
@@ -198,7 +243,11 @@ export async function upload(
     }
     let resolved: string;
     try {
-      resolved = hostPath.resolve(state.cwd, state.expand(target));
+      // Not cleaned: a target ending in `/` stays so (Go opens it as given).
+      const expanded = state.expand(target);
+      resolved = expanded.startsWith("/")
+        ? expanded
+        : `${state.cwd}/${expanded}`;
     } catch (error) {
       return execdError(
         500,
@@ -206,14 +255,17 @@ export async function upload(
         `error resolving target path ${target}. ${errorText(error)}`,
       );
     }
-    const directory = hostPath.dirname(resolved);
+    const directory = goDir(resolved);
     try {
       await Deno.mkdir(directory, { recursive: true, mode: 0o777 });
     } catch (error) {
       return execdError(
         500,
         "RUNTIME_ERROR",
-        `error creating target directory ${directory}. ${errorText(error)}`,
+        `error creating target directory ${directory}. ${await goMkdirAllError(
+          directory,
+          error,
+        )}`,
       );
     }
     try {
@@ -222,7 +274,9 @@ export async function upload(
       return execdError(
         500,
         "RUNTIME_ERROR",
-        `error opening destination file ${resolved}. ${errorText(error)}`,
+        `error opening destination file ${resolved}. ${
+          goFsError("open", resolved, error)
+        }`,
       );
     }
     try {
@@ -238,12 +292,66 @@ export async function upload(
   return new Response(null, { status: 200 });
 }
 
+/** Go's `filepath.Dir`: all but the last element (after the last `/`), cleaned. */
+function goDir(path: string): string {
+  const cut = path.slice(0, path.lastIndexOf("/") + 1);
+  if (cut === "") return ".";
+  const clean = hostPath.normalize(cut);
+  return clean.length > 1 && clean.endsWith("/") ? clean.slice(0, -1) : clean;
+}
+
+/**
+ * Go's `os.MkdirAll` error: over an existing file it names that file
+ * (`mkdir <file>: not a directory`), whatever lies below it.
+ */
+async function goMkdirAllError(path: string, error: unknown): Promise<string> {
+  for (let at = path; at !== "/" && at !== "."; at = hostPath.dirname(at)) {
+    const info = await Deno.stat(at).catch(() => null);
+    if (info === null) continue;
+    if (!info.isDirectory) {
+      return goFsError("mkdir", at, new Deno.errors.NotADirectory(at));
+    }
+    break;
+  }
+  return goFsError("mkdir", path, error);
+}
+
 function contentDisposition(name: string): string {
   if (![...name].some((c) => c.codePointAt(0)! > 127)) {
-    return `attachment; filename="${name}"`;
+    // Go writes a header value's CR and LF as spaces (a file name may hold them).
+    return `attachment; filename="${name.replace(/[\r\n]/g, " ")}"`;
   }
   const encoded = encodeURIComponent(name).replace(/%2F/gi, "/");
   return `attachment; filename="${encoded}"; filename*=UTF-8''${encoded}`;
+}
+
+/**
+ * http.ServeContent first seeks to the end for the size; a file that cannot
+ * seek there (`/proc/*`, whose stat says size 0) is answered 500 `seeker
+ * can't seek` (http.Error: text/plain, no Content-Length).
+ */
+async function unseekable(
+  file: Deno.FsFile,
+  disposition: string,
+  mtime: Date | null,
+): Promise<Response | undefined> {
+  try {
+    await file.seek(0, Deno.SeekMode.End);
+    await file.seek(0, Deno.SeekMode.Start);
+    return undefined;
+  } catch {
+    file.close();
+    return new Response("seeker can't seek\n", {
+      status: 500,
+      headers: {
+        "content-type": "text/plain; charset=utf-8",
+        "content-disposition": disposition,
+        "x-content-type-options": "nosniff",
+        // Set before the size is asked for, and kept (measured).
+        ...(mtime === null ? {} : { "last-modified": mtime.toUTCString() }),
+      },
+    });
+  }
 }
 
 /** ParseRange of execd: null on a syntax error, else satisfiable ranges. */
@@ -342,9 +450,10 @@ export async function download(
       // already; its JSON error goes out under them, so the body is cut
       // short of the announced length (or cut at it) and the connection
       // closes: a client sees a broken body.
+      // Go refuses to write a body longer than the Content-Length already
+      // set, so not one byte of the JSON error goes out.
       file.close();
-      const error = encoder.encode(JSON.stringify({ code: "UNKNOWN" }));
-      return new Response(shortBody(error.subarray(0, size)), {
+      return new Response(shortBody(new Uint8Array()), {
         status: 416,
         headers,
       });
@@ -362,8 +471,42 @@ export async function download(
         headers,
       });
     }
-    if (size > 0) {
-      // http.ServeContent: no range overlaps the file.
+    const failed = await unseekable(
+      file,
+      headers.get("content-disposition")!,
+      info.mtime,
+    );
+    if (failed) return failed;
+    // http.ServeContent's own parseRange keeps a suffix of length 0 (which
+    // execd's copy skips): alone it is a 206 of no byte; beside other
+    // ranges the real server answered 200 with the whole file (measured).
+    const parts = rangeHeader.slice(6).split(",").filter((part) =>
+      part.trim() !== ""
+    );
+    const emptySuffixes = parts.filter((part) =>
+      /^\s*-\s*0+\s*$/.test(part)
+    ).length;
+    const several = rangeHeader.includes(",");
+    if (size > 0 && emptySuffixes === 1 && !several) {
+      file.close();
+      return new Response(null, {
+        status: 206,
+        headers: {
+          "accept-ranges": "bytes",
+          "content-disposition": headers.get("content-disposition")!,
+          "content-type": "application/octet-stream",
+          "content-range": `bytes ${size}-${size - 1}/${size}`,
+          "content-length": "0",
+          ...(info.mtime === null
+            ? {}
+            : { "last-modified": info.mtime.toUTCString() }),
+        },
+      });
+    }
+    if (size > 0 && emptySuffixes === 0 && !several) {
+      // http.ServeContent: the range does not overlap the file. (A header
+      // with a comma, none of whose ranges overlaps, got the whole file:
+      // measured.)
       file.close();
       return new Response("invalid range: failed to overlap\n", {
         status: 416,
@@ -372,10 +515,19 @@ export async function download(
           "content-disposition": headers.get("content-disposition")!,
           "x-content-type-options": "nosniff",
           "content-range": `bytes */${size}`,
+          ...(info.mtime === null
+            ? {}
+            : { "last-modified": info.mtime.toUTCString() }),
         },
       });
     }
   }
+  const failed = await unseekable(
+    file,
+    headers.get("content-disposition")!,
+    info.mtime,
+  );
+  if (failed) return failed;
   headers.set("accept-ranges", "bytes");
   if (info.mtime !== null) {
     headers.set("last-modified", info.mtime.toUTCString());
@@ -400,7 +552,8 @@ export async function searchFiles(
     return execdError(
       500,
       "RUNTIME_ERROR",
-      `error converting path ${path} to absolute. ${errorText(error)}`,
+      // The real message names an empty path here (two spaces).
+      `error converting path  to absolute. ${errorText(error)}`,
     );
   }
   try {
@@ -469,7 +622,9 @@ export async function moveFiles(
   if (!body.ok) return body.response;
   if (!Array.isArray(body.value)) {
     return invalidBody(
-      "error parsing request, MAYBE invalid body format. json: cannot unmarshal object into Go value of type []model.RenameFileItem",
+      `error parsing request, MAYBE invalid body format. json: cannot unmarshal ${
+        goJsonType(body.value)
+      } into Go value of type []model.RenameFileItem`,
     );
   }
   for (const item of body.value) {
@@ -516,20 +671,26 @@ export async function chmodFiles(
   if (!body.ok) return body.response;
   if (!isObject(body.value)) {
     return invalidBody(
-      "error parsing request, MAYBE invalid body format. json: cannot unmarshal into Go value of type map[string]model.Permission",
+      `error parsing request, MAYBE invalid body format. json: cannot unmarshal ${
+        goJsonType(body.value)
+      } into Go value of type map[string]model.Permission`,
     );
   }
   for (const [path, permission] of Object.entries(body.value)) {
+    let absolute: string;
     try {
-      await state.chmodFile(
-        state.absolute(path),
-        isObject(permission) ? permission : {},
-      );
+      absolute = state.absolute(path);
+      await state.chmodFile(absolute, isObject(permission) ? permission : {});
     } catch (error) {
       return execdError(
         500,
         "RUNTIME_ERROR",
-        `error changing permissions for ${path}. ${errorText(error)}`,
+        `error changing permissions for ${path}. ${
+          error instanceof Deno.errors.NotFound ||
+            error instanceof Deno.errors.PermissionDenied
+            ? goFsError("chmod", state.absolute(path), error)
+            : errorText(error)
+        }`,
       );
     }
   }
@@ -547,7 +708,9 @@ export async function replaceContent(
   if (!body.ok) return body.response;
   if (!isObject(body.value)) {
     return invalidBody(
-      "error parsing request, MAYBE invalid body format. json: cannot unmarshal into Go value of type map[string]model.ReplaceFileContentItem",
+      `error parsing request, MAYBE invalid body format. json: cannot unmarshal ${
+        goJsonType(body.value)
+      } into Go value of type map[string]model.ReplaceFileContentItem`,
     );
   }
   const results: Record<string, { replacedCount: number }> = {};

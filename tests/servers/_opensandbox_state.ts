@@ -67,6 +67,65 @@ class Names {
   }
 }
 
+const SHELL_SPECIAL = new Set("*#$@!?-0123456789");
+const ALPHANUMERIC = /^[A-Za-z0-9_]$/;
+
+/** Go's `os.getShellName`: the name after a `$` and how many bytes it took. */
+function shellName(s: string): [string, number] {
+  if (s[0] === "{") {
+    if (s.length > 2 && SHELL_SPECIAL.has(s[1]!) && s[2] === "}") {
+      return [s[1]!, 3];
+    }
+    for (let i = 1; i < s.length; i++) {
+      if (s[i] === "}") return i === 1 ? ["", 2] : [s.slice(1, i), i + 1];
+    }
+    return ["", 1]; // bad syntax: "${" is eaten
+  }
+  if (SHELL_SPECIAL.has(s[0]!)) return [s[0]!, 1];
+  let i = 0;
+  while (i < s.length && ALPHANUMERIC.test(s[i]!)) i++;
+  return [s.slice(0, i), i];
+}
+
+/**
+ * The environment a sandbox's execd starts with, taken from this process's:
+ * only names a shell could define. `deno task` exports `?` (the status of
+ * its previous command, e.g. `?=0` after `a && b`), which no container holds
+ * and which `os.Expand` would then put into every path holding `$?`.
+ */
+function sandboxEnvironment(
+  env: Readonly<Record<string, string>>,
+): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(env).filter(([name]) =>
+      /^[A-Za-z_][A-Za-z0-9_]*$/.test(name)
+    ),
+  );
+}
+
+/** Go's `os.Expand`. */
+export function goExpand(s: string, mapping: (name: string) => string): string {
+  let buffer: string | undefined;
+  let i = 0;
+  for (let j = 0; j < s.length; j++) {
+    if (s[j] === "$" && j + 1 < s.length) {
+      buffer ??= "";
+      buffer += s.slice(i, j);
+      const [name, width] = shellName(s.slice(j + 1));
+      if (name === "" && width > 0) {
+        // bad syntax: eaten
+      } else if (name === "") {
+        buffer += "$"; // not followed by a name: kept
+      } else {
+        buffer += mapping(name);
+      }
+      j += width;
+      i = j + 1;
+    }
+  }
+  return buffer === undefined ? s : buffer + s.slice(i);
+}
+
 function fileType(info: Deno.FileInfo): string {
   if (info.isSymlink) return "symlink";
   if (info.isDirectory) return "directory";
@@ -185,6 +244,8 @@ export interface RunningCommand {
   status?: Promise<Deno.CommandStatus>;
   output: Uint8Array[];
   outputLength: number;
+  /** A background command's combined output file. */
+  outputFile?: string;
   finished: Promise<void>;
 }
 
@@ -204,6 +265,12 @@ export class OpenSandboxState {
   readonly lingerMs: number;
   readonly pingMs: number;
   readonly graceMs: number;
+  /** How often a command's output files are read, in ms (execd: 100). */
+  readonly tailMs: number;
+  /** Shared with the per-sandbox views (`forSandbox`), so not private. */
+  readonly output: { dir?: Promise<string>; files: Set<string> } = {
+    files: new Set(),
+  };
   readonly faults: FaultInjector;
   host = "";
   closed = false;
@@ -211,11 +278,22 @@ export class OpenSandboxState {
   constructor(options: OpenSandboxServerOptions, faults: FaultInjector) {
     this.options = options;
     this.faults = faults;
-    this.env = options.env ?? Deno.env.toObject();
+    this.env = options.env ?? sandboxEnvironment(Deno.env.toObject());
     this.cwd = options.cwd ?? Deno.cwd();
     this.lingerMs = options.streamLingerMs ?? 1000;
     this.pingMs = options.pingIntervalMs ?? 3000;
     this.graceMs = options.killGraceMs ?? 3000;
+    this.tailMs = options.tailIntervalMs ?? 100;
+  }
+
+  /**
+   * The folder of the commands' output files: `os.TempDir()` as execd uses
+   * it (`$TMPDIR`, else `/tmp`), files named `<id>.stdout`, `<id>.stderr`
+   * (removed once read to the end, unlike execd, which leaves them).
+   */
+  outputDir(): Promise<string> {
+    this.output.dir ??= Promise.resolve(Deno.env.get("TMPDIR") || "/tmp");
+    return this.output.dir;
   }
 
   later(ms: number, callback: () => void): ReturnType<typeof setTimeout> {
@@ -235,7 +313,12 @@ export class OpenSandboxState {
 
   // -- paths ----------------------------------------------------------------
 
-  /** pathutil.ExpandPath: `$VAR`/`${VAR}` (undefined → error) and `~`. */
+  /**
+   * pathutil.ExpandPathWithEnv, as the real execd runs it on every path it
+   * receives: a `$NAME`/`${NAME}` whose name is not defined is an error; then
+   * Go's `os.Expand` replaces every `$` name, the special ones (`$1`, `$$`,
+   * `$#`, `$?`, `${1}`...) included, by its value or `""`; then a leading `~`.
+   */
   expand(
     path: string,
     overrides: Readonly<Record<string, string>> = {},
@@ -245,11 +328,10 @@ export class OpenSandboxState {
     const missing = new Set<string>();
     const pattern =
       /\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)/g;
-    const expanded = path.replace(pattern, (_, braced, bare) => {
-      const name = (braced ?? bare) as string;
+    for (const match of path.matchAll(pattern)) {
+      const name = match[1] ?? match[2]!;
       if (!Object.hasOwn(env, name)) missing.add(name);
-      return env[name] ?? "";
-    });
+    }
     if (missing.size > 0) {
       throw new Error(
         `path references undefined environment variables: ${
@@ -257,12 +339,32 @@ export class OpenSandboxState {
         }`,
       );
     }
+    const expanded = goExpand(
+      path,
+      (name) => Object.hasOwn(env, name) ? env[name]! : "",
+    );
     const home = env.HOME ?? "/";
     if (expanded === "~") return home;
     if (expanded.startsWith("~/")) {
       return hostPath.join(home, expanded.slice(2));
     }
     return expanded;
+  }
+
+  /**
+   * This state as seen from one sandbox: its creation `env` is part of the
+   * environment of execd there (of every command and of path expansion).
+   */
+  forSandbox(sandboxId: string | undefined): OpenSandboxState {
+    const sandbox = sandboxId === undefined
+      ? undefined
+      : this.sandboxes.get(sandboxId);
+    if (sandbox === undefined || Object.keys(sandbox.env).length === 0) {
+      return this;
+    }
+    return Object.create(this, {
+      env: { value: { ...this.env, ...sandbox.env } },
+    });
   }
 
   /** ExpandAbsPath. */
@@ -426,6 +528,28 @@ export class OpenSandboxState {
     return pgid > 1 && liveGroupMembers(pgid).length > 0;
   }
 
+  /**
+   * Whether `kill(-pgid, 0)` still succeeds, as execd's interrupt probes it:
+   * zombies count (a process orphaned to pid 1 counts until pid 1 reaps it),
+   * unless the server was started with `zombies: false`.
+   */
+  groupObservable(pgid: number): boolean {
+    if (pgid <= 1) return false;
+    if (this.options.zombies === false) return this.groupAlive(pgid);
+    for (const entry of Deno.readDirSync("/proc")) {
+      if (!/^\d+$/.test(entry.name)) continue;
+      let stat: string;
+      try {
+        stat = Deno.readTextFileSync(`/proc/${entry.name}/stat`);
+      } catch {
+        continue;
+      }
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      if (Number(fields[2]) === pgid) return true;
+    }
+    return false;
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     for (const command of this.commands.values()) {
@@ -441,5 +565,10 @@ export class OpenSandboxState {
     this.timers.clear();
     for (const egress of this.egress.values()) await egress.close();
     this.egress.clear();
+    // Background output files (execd leaves them in /tmp; the tests do not).
+    for (const file of this.output.files) {
+      await Deno.remove(file).catch(() => {});
+    }
+    this.output.files.clear();
   }
 }

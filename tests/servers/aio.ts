@@ -51,6 +51,21 @@ import {
   output,
 } from "./_aio_bash.ts";
 import { download, list, read, upload, write } from "./_aio_files.ts";
+import {
+  closeShells,
+  shellCreateSession,
+  shellDeleteSession,
+  shellDeleteSessions,
+  shellExec,
+  shellKill,
+  shellListSessions,
+  shellSessionStats,
+  shellTerminalUrl,
+  shellUpdateSession,
+  shellView,
+  shellWait,
+  shellWrite,
+} from "./_aio_shell.ts";
 
 /** A command's state, as the spec names it. */
 export type AioCommandStatus =
@@ -300,6 +315,27 @@ export function startAioServer(options: AioServerOptions = {}): AioServer {
     "/v1/file/list": { method: "POST", handle: list },
     "/v1/file/read": { method: "POST", handle: read },
     "/v1/file/write": { method: "POST", handle: write },
+    "/v1/shell/exec": { method: "POST", handle: (r) => shellExec(state, r) },
+    "/v1/shell/view": { method: "POST", handle: (r) => shellView(state, r) },
+    "/v1/shell/wait": { method: "POST", handle: (r) => shellWait(state, r) },
+    "/v1/shell/write": { method: "POST", handle: (r) => shellWrite(state, r) },
+    "/v1/shell/kill": { method: "POST", handle: (r) => shellKill(state, r) },
+    "/v1/shell/sessions/create": {
+      method: "POST",
+      handle: (r) => shellCreateSession(state, r),
+    },
+    "/v1/shell/sessions/update": {
+      method: "POST",
+      handle: (r) => shellUpdateSession(state, r),
+    },
+    "/v1/shell/sessions/stats": {
+      method: "GET",
+      handle: () => shellSessionStats(state),
+    },
+    "/v1/shell/terminal-url": {
+      method: "GET",
+      handle: (_r, url) => shellTerminalUrl(url),
+    },
   };
 
   function route(request: Request, url: URL): Promise<Response> {
@@ -307,6 +343,18 @@ export function startAioServer(options: AioServerOptions = {}): AioServer {
     if (close) {
       if (request.method !== "POST") return methodNotAllowed();
       return closeSession(state, decodeURIComponent(close[1]!));
+    }
+    if (url.pathname === "/v1/shell/sessions") {
+      if (request.method === "GET") return shellListSessions(state);
+      if (request.method === "DELETE") return shellDeleteSessions(state);
+      return methodNotAllowed();
+    }
+    const shellSession = /^\/v1\/shell\/sessions\/([^/]+)$/.exec(
+      url.pathname,
+    );
+    if (shellSession && !routes[url.pathname]) {
+      if (request.method !== "DELETE") return methodNotAllowed();
+      return shellDeleteSession(state, decodeURIComponent(shellSession[1]!));
     }
     const entry = routes[url.pathname];
     if (!entry) {
@@ -350,6 +398,7 @@ export function startAioServer(options: AioServerOptions = {}): AioServer {
       closing ??= (async () => {
         for (const command of allCommands) command.kill("SIGKILL", "killed");
         await Promise.all([...allCommands].map((c) => c.finished));
+        await closeShells(state);
         await httpServer.close();
       })();
       return closing;

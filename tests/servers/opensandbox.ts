@@ -89,8 +89,20 @@ export interface OpenSandboxServerOptions {
   streamLingerMs?: number;
   /** Interval of `ping` events; default 3000 ms. */
   pingIntervalMs?: number;
+  /**
+   * How often a foreground command's output files are read, in ms; default
+   * 100 (execd's tail). The output arrives at the latest at the exit.
+   */
+  tailIntervalMs?: number;
   /** How long an interrupt waits after SIGTERM before SIGKILL; default 3000 ms. */
   killGraceMs?: number;
+  /**
+   * Zombie semantics of the interrupt (default on, as the real execd): it
+   * answers once `kill(-pgid, 0)` fails, so a zombie of the group (a process
+   * orphaned to pid 1, not yet reaped) holds it up to the SIGKILL after
+   * `killGraceMs`. `false`: only live members count.
+   */
+  zombies?: boolean;
   /** The environment of commands; default this process's environment. */
   env?: Readonly<Record<string, string>>;
   /** The folder of commands without `cwd` and of relative paths; default `Deno.cwd()`. */
@@ -254,10 +266,50 @@ async function execd(
     return commandStatus(state, decodeURIComponent(match[1]!));
   }
   if (method === "GET" && (match = /^\/command\/([^/]+)\/logs$/.exec(route))) {
-    return commandLogs(state, decodeURIComponent(match[1]!), url);
+    return await commandLogs(state, decodeURIComponent(match[1]!), url);
+  }
+  // gin's RedirectTrailingSlash: a known route with a trailing slash moves.
+  if (route.length > 1 && route.endsWith("/")) {
+    const bare = route.replace(/\/+$/, "");
+    if (EXECD_ROUTES.has(`${method} ${bare}`)) {
+      const location = bare.slice(bare.lastIndexOf("/"));
+      return new Response(
+        method === "GET"
+          ? `<a href="${location}">Moved Permanently</a>.\n\n`
+          : null,
+        {
+          status: method === "GET" ? 301 : 307,
+          headers: {
+            location,
+            ...(method === "GET"
+              ? { "content-type": "text/html; charset=utf-8" }
+              : {}),
+          },
+        },
+      );
+    }
   }
   return notFoundText();
 }
+
+/** The fixed routes of execd (`METHOD /path`). */
+const EXECD_ROUTES = new Set([
+  "GET /ping",
+  "POST /command",
+  "DELETE /command",
+  "GET /files/info",
+  "DELETE /files",
+  "POST /files/upload",
+  "GET /files/download",
+  "GET /files/search",
+  "POST /files/mv",
+  "POST /files/permissions",
+  "POST /files/replace",
+  "GET /directories/list",
+  "POST /directories",
+  "DELETE /directories",
+  "GET /metrics",
+]);
 
 function metrics(): Response {
   const memory = Deno.systemMemoryInfo();
@@ -379,7 +431,7 @@ export function startOpenSandboxServer(
         });
       }
     }
-    return await execd(state, request, route, sandboxId);
+    return await execd(state.forSandbox(sandboxId), request, route, sandboxId);
   };
   const logged = faults.wrap(handler);
   const listener = serveWithFaults({
@@ -543,8 +595,8 @@ if (import.meta.main) {
   console.log(server.url);
   console.error(
     `OpenSandbox test server: lifecycle ${server.url}, execd at http://${
-      server.endpoint("<id>")
-    }${
+      // The placeholder is shown as it is, not URL-encoded.
+      server.endpoint("SANDBOXID").replace("SANDBOXID", "<id>")}${
       server.apiKey === undefined ? "" : ", API key required"
     }; faults: ${server.origin}/__faults`,
   );

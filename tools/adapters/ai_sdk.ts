@@ -220,10 +220,14 @@ export function toAISDKTools<S = AISDKSchema>(
       async execute(input, callOptions = {}) {
         let result: ToolResult;
         try {
-          result = await tool.execute(
-            input,
-            callOptions.abortSignal ? { signal: callOptions.abortSignal } : {},
-          );
+          result = await tool.execute(input, {
+            ...(callOptions.abortSignal
+              ? { signal: callOptions.abortSignal }
+              : {}),
+            ...(typeof callOptions.toolCallId === "string"
+              ? { toolCallId: callOptions.toolCallId }
+              : {}),
+          });
         } catch (error) {
           result = {
             text: error instanceof Error ? error.message : String(error),
@@ -234,6 +238,115 @@ export function toAISDKTools<S = AISDKSchema>(
         return result.text;
       },
       toModelOutput,
+    };
+  }
+  return set;
+}
+
+/**
+ * A tool whose `execute` is an async generator, as the AI SDK takes for
+ * streaming tool results: every value but the last is a preliminary result
+ * (shown in the UI while the tool runs), the last is the output.
+ */
+export interface AISDKStreamingTool<S = AISDKSchema>
+  extends Omit<AISDKTool<S>, "execute"> {
+  /**
+   * Runs the tool, yielding the command output so far (its last
+   * `maxPreviewChars` characters) as it comes, then the tool's text. A
+   * failed call throws an {@linkcode AISDKToolError} after its previews.
+   */
+  execute(
+    input: unknown,
+    options?: AISDKToolCallOptions,
+  ): AsyncGenerator<string, void, void>;
+}
+
+/** Options of {@linkcode toAISDKStreamingTools}. */
+export interface ToAISDKStreamingToolsOptions<S>
+  extends ToAISDKToolsOptions<S> {
+  /** The most characters of output in one preliminary result. Default 4000. */
+  readonly maxPreviewChars?: number;
+}
+
+/**
+ * Like {@linkcode toAISDKTools}, with streaming tool results: `bash` yields
+ * its output as it comes (preliminary results), then its text. Events go
+ * through the tools' redaction, so no configured secret appears.
+ *
+ * @example Output before the end
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { buildSkillTools, toAISDKStreamingTools } from "@skillrun/skillrun";
+ * await using set = await buildSkillTools({ tools: ["bash"] });
+ * const tools = toAISDKStreamingTools(set.tools);
+ * const seen: string[] = [];
+ * for await (const value of tools.bash!.execute({ command: "echo a; sleep 0.2; echo b" })) {
+ *   seen.push(value);
+ * }
+ * assertEquals(seen.at(-1), "a\nb\n");
+ * assertEquals(seen[0], "a\n");
+ * ```
+ *
+ * @typeParam S The schema type.
+ * @param tools The tools.
+ * @param options The AI SDK's `jsonSchema`; the preview size.
+ * @returns The tool set, keyed by tool name.
+ */
+export function toAISDKStreamingTools<S = AISDKSchema>(
+  tools: readonly Tool[],
+  options: ToAISDKStreamingToolsOptions<S> = {},
+): Record<string, AISDKStreamingTool<S>> {
+  const plain = toAISDKTools(tools, options);
+  const max = options.maxPreviewChars ?? 4000;
+  const set: Record<string, AISDKStreamingTool<S>> = {};
+  for (const tool of tools) {
+    const base = plain[tool.name]!;
+    set[tool.name] = {
+      description: base.description,
+      inputSchema: base.inputSchema,
+      toModelOutput: base.toModelOutput,
+      async *execute(input, callOptions = {}) {
+        let output = "";
+        let changed = false;
+        let wake: (() => void) | undefined;
+        const running = tool.execute(input, {
+          ...(callOptions.abortSignal
+            ? { signal: callOptions.abortSignal }
+            : {}),
+          ...(callOptions.toolCallId !== undefined
+            ? { toolCallId: callOptions.toolCallId }
+            : {}),
+          onEvent: (event) => {
+            if (event.type !== "command_output") return;
+            output = (output + event.text).slice(-max);
+            changed = true;
+            wake?.();
+          },
+        }).then(
+          (result) => result,
+          (error): ToolResult => ({
+            text: error instanceof Error ? error.message : String(error),
+            isError: true,
+          }),
+        );
+        let result: ToolResult | undefined;
+        void running.then((r) => {
+          result = r;
+          wake?.();
+        });
+        while (result === undefined) {
+          if (!changed) {
+            await new Promise<void>((resolve) => wake = resolve);
+            wake = undefined;
+          }
+          if (changed && result === undefined) {
+            changed = false;
+            yield output;
+          }
+        }
+        if (result.isError) throw new AISDKToolError(tool.name, result.text);
+        yield result.text;
+      },
     };
   }
   return set;

@@ -53,7 +53,7 @@ export type ToolCallRequest =
 export async function dispatchToolCall(
   tools: readonly Tool[],
   call: ToolCallRequest,
-  options: ToolCallOptions = {},
+  options?: ToolCallOptions,
 ): Promise<ToolResult> {
   try {
     const { name, raw } = unpack(call);

@@ -1,4 +1,4 @@
-import { assertEquals } from "../../_internal/assert.ts";
+import { assertEquals, assertStringIncludes } from "../../_internal/assert.ts";
 import { dispatchToolCall } from "./dispatch.ts";
 import { echoTool } from "./_fixture.ts";
 import type { Tool } from "../types.ts";
@@ -147,4 +147,18 @@ Deno.test("dispatchToolCall() runs the real tools from every provider's call sha
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test("dispatchToolCall()'s options show as optional in deno doc", async () => {
+  const output = await new Deno.Command(Deno.execPath(), {
+    args: ["doc", "--filter", "dispatchToolCall", "tools/adapters/dispatch.ts"],
+    cwd: new URL("../../", import.meta.url),
+    env: { NO_COLOR: "1" },
+  }).output();
+  const text = new TextDecoder().decode(output.stdout);
+  const signature = text.split("\n").find((l) =>
+    l.includes("function dispatchToolCall")
+  );
+  assertEquals(output.code, 0, new TextDecoder().decode(output.stderr));
+  assertStringIncludes(signature ?? text, "options?: ToolCallOptions");
 });

@@ -19,12 +19,17 @@ import {
   type ListToolsResult,
   ReadResourceRequestSchema,
   type ReadResourceResult,
+  type ServerNotification,
 } from "npm:@modelcontextprotocol/sdk@1.32.2/types.js";
+import type { SkillEvent } from "../../observe/events.ts";
 import denoJson from "../../deno.json" with { type: "json" };
 import type { Skill } from "../../skill/types.ts";
 import type { CopyPolicy } from "../../workspace/copy.ts";
 import type { Tool } from "../types.ts";
 import { SkillCatalog } from "./_skills.ts";
+import { redactDeep, redactError, Redactor } from "../../_internal/redact.ts";
+import { SKILLS_EXTENSION } from "./_skill_digests.ts";
+import { z } from "zod";
 
 /** The server name announced to MCP clients: the package's name. */
 export const MCP_SERVER_NAME: string = denoJson.name;
@@ -53,6 +58,13 @@ export interface McpServerOptions {
    * (secrets such as `.env` and keys left out). Symlinks never are.
    */
   readonly copyPolicy?: CopyPolicy;
+  /**
+   * The values kept out of every answer (tools, prompts, resources, errors),
+   * asked at each answer, by the rule of the tools' outputs: typically the
+   * tools' `context.secrets()` and the server's own token. Base64 resource
+   * data (`blob`) is sent as it is.
+   */
+  readonly secrets?: () => Iterable<string>;
 }
 
 /** Counts the tool calls running, to let them answer before closing. */
@@ -89,10 +101,83 @@ export class InFlight {
   }
 }
 
+/** Keys of base64 data, sent as they are. */
+const BLOB_KEYS: ReadonlySet<string> = new Set(["blob"]);
+/** `skills/list` of the draft skills extension. */
+const SkillsListRequestSchema = z.object({
+  method: z.literal("skills/list"),
+  params: z.object({ cursor: z.string().optional() }).passthrough().optional(),
+});
+
+/** `skills/get` of the draft skills extension. */
+const SkillsGetRequestSchema = z.object({
+  method: z.literal("skills/get"),
+  params: z.object({ uri: z.string() }).passthrough(),
+});
+
 type McpInputSchema = ListToolsResult["tools"][number]["inputSchema"];
 
 function errorResult(text: string): CallToolResult {
   return { content: [{ type: "text", text }], isError: true };
+}
+
+/** The most characters of output one progress notification carries. */
+const PROGRESS_OUTPUT_CHARS = 2000;
+
+/**
+ * Turns a call's events into `notifications/progress` for the client's
+ * progress token: each preparation step, and the command's output as it
+ * comes (its last characters). The events are already redacted.
+ */
+function progressSender(
+  progressToken: string | number,
+  send: (notification: ServerNotification) => Promise<void>,
+): (event: SkillEvent) => void {
+  let progress = 0;
+  return (event) => {
+    let message: string | undefined;
+    if (event.type === "prepare_progress") {
+      message = `Preparing skill "${event.skillName}": ${event.stage}${
+        event.detail ? ` (${event.detail})` : ""
+      }`;
+    } else if (event.type === "command_output") {
+      message = event.text.length > PROGRESS_OUTPUT_CHARS
+        ? event.text.slice(-PROGRESS_OUTPUT_CHARS)
+        : event.text;
+    }
+    if (message === undefined) return;
+    progress++;
+    send({
+      method: "notifications/progress",
+      params: { progressToken, progress, message },
+    }).catch(() => {});
+  };
+}
+
+/**
+ * The logging notification of an event, if it gets one: preparation steps
+ * (info) and tool calls that failed (warning). Events are already redacted.
+ */
+function logMessage(
+  event: SkillEvent,
+): { level: "info" | "warning"; data: string } | undefined {
+  if (event.type === "prepare_progress") {
+    return {
+      level: "info",
+      data: `Preparing skill "${event.skillName}": ${event.stage}${
+        event.detail ? ` (${event.detail})` : ""
+      }`,
+    };
+  }
+  if (event.type === "tool_call_end" && event.isError) {
+    return {
+      level: "warning",
+      data: `Tool "${event.tool}" returned an error after ${
+        Math.round(event.durationMs)
+      } ms`,
+    };
+  }
+  return undefined;
 }
 
 /**
@@ -125,6 +210,24 @@ export function createMcpServer(
       ...(options.copyPolicy ? { copyPolicy: options.copyPolicy } : {}),
     },
   );
+  // Every answer leaves through here, like the tools' outputs.
+  const redactor = (): Redactor => {
+    try {
+      return new Redactor(options.secrets?.() ?? []);
+    } catch {
+      return new Redactor([]);
+    }
+  };
+  const clean = <A extends unknown[], R>(
+    handler: (...args: A) => R | Promise<R>,
+  ) =>
+  async (...args: A): Promise<R> => {
+    try {
+      return redactDeep(await handler(...args), redactor(), BLOB_KEYS);
+    } catch (error) {
+      throw redactError(error, redactor());
+    }
+  };
   const server = new Server(
     {
       name: options.name ?? MCP_SERVER_NAME,
@@ -132,8 +235,17 @@ export function createMcpServer(
     },
     {
       capabilities: catalog
-        ? { tools: {}, prompts: {}, resources: {} }
-        : { tools: {} },
+        ? {
+          tools: {},
+          prompts: {},
+          resources: {},
+          logging: {},
+          // The draft skills extension (SEP-2640): `extensions` per the
+          // draft, `experimental` too, since SDK clients keep only that.
+          experimental: { [SKILLS_EXTENSION]: {} },
+          ...{ extensions: { [SKILLS_EXTENSION]: {} } },
+        }
+        : { tools: {}, logging: {} },
       ...(options.instructions === undefined
         ? {}
         : { instructions: options.instructions }),
@@ -141,18 +253,18 @@ export function createMcpServer(
   );
   server.setRequestHandler(
     ListToolsRequestSchema,
-    (): ListToolsResult => ({
+    clean((): ListToolsResult => ({
       tools: tools.map((tool) => ({
         name: tool.name,
         description: tool.description,
         // Passed through unchanged (the SDK's type is mutable, ours readonly).
         inputSchema: tool.inputSchema as unknown as McpInputSchema,
       })),
-    }),
+    })),
   );
   server.setRequestHandler(
     CallToolRequestSchema,
-    async (request, extra): Promise<CallToolResult> => {
+    clean(async (request, extra): Promise<CallToolResult> => {
       const { name, arguments: input } = request.params;
       const tool = byName.get(name);
       if (tool === undefined) {
@@ -162,8 +274,27 @@ export function createMcpServer(
         );
       }
       try {
+        const token = request.params._meta?.progressToken;
+        const progress = token !== undefined
+          ? progressSender(token, extra.sendNotification)
+          : undefined;
+        const log = (event: SkillEvent) => {
+          const message = logMessage(event);
+          if (message) {
+            server.sendLoggingMessage(
+              { ...message, logger: "skillrun" },
+              extra.sessionId,
+            ).catch(() => {});
+          }
+        };
         const result = await calls.track(
-          tool.execute(input ?? {}, { signal: extra.signal }),
+          tool.execute(input ?? {}, {
+            signal: extra.signal,
+            onEvent: (event) => {
+              progress?.(event);
+              log(event);
+            },
+          }),
         );
         return {
           content: [{ type: "text", text: result.text }],
@@ -177,31 +308,42 @@ export function createMcpServer(
           }`,
         );
       }
-    },
+    }),
   );
   if (catalog) {
     server.setRequestHandler(
       ListPromptsRequestSchema,
-      (): ListPromptsResult => catalog.listPrompts(),
+      clean((): ListPromptsResult => catalog.listPrompts()),
     );
     server.setRequestHandler(
       GetPromptRequestSchema,
-      (request): GetPromptResult =>
-        catalog.getPrompt(request.params.name, request.params.arguments),
+      clean((request): GetPromptResult =>
+        catalog.getPrompt(request.params.name, request.params.arguments)
+      ),
     );
     server.setRequestHandler(
       ListResourceTemplatesRequestSchema,
-      (): ListResourceTemplatesResult => catalog.listResourceTemplates(),
+      clean((): ListResourceTemplatesResult => catalog.listResourceTemplates()),
     );
     server.setRequestHandler(
       ListResourcesRequestSchema,
-      (request, extra): Promise<ListResourcesResult> =>
-        catalog.listResources(request.params?.cursor, extra.signal),
+      clean((request, extra): Promise<ListResourcesResult> =>
+        catalog.listResources(request.params?.cursor, extra.signal)
+      ),
     );
     server.setRequestHandler(
       ReadResourceRequestSchema,
-      (request): Promise<ReadResourceResult> =>
-        catalog.readResource(request.params.uri),
+      clean((request): Promise<ReadResourceResult> =>
+        catalog.readResource(request.params.uri)
+      ),
+    );
+    server.setRequestHandler(
+      SkillsListRequestSchema,
+      (_request, extra) => catalog.listSkills(extra.signal),
+    );
+    server.setRequestHandler(
+      SkillsGetRequestSchema,
+      (request) => catalog.getSkill(request.params.uri),
     );
   }
   return server;

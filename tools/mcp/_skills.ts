@@ -11,6 +11,11 @@ import {
   walkSkillFiles,
 } from "../../workspace/copy.ts";
 import { PathFence } from "../../workspace/fence.ts";
+import {
+  DIGEST_META_KEY,
+  SkillDigests,
+  type SkillEntry,
+} from "./_skill_digests.ts";
 
 /** The default largest skill file `resources/read` returns: 4 MiB. */
 export const DEFAULT_MAX_RESOURCE_BYTES = 4 * 1024 * 1024;
@@ -165,6 +170,8 @@ export interface ResourceEntry {
   description?: string;
   mimeType?: string;
   size: number;
+  /** The file's SHA-256, for installed skill packages. */
+  _meta?: Record<string, string>;
 }
 
 /** The contents `resources/read` returns for one file. */
@@ -179,6 +186,7 @@ export class SkillCatalog {
   readonly #policy: CopyPolicy | undefined;
   readonly #hasSkillTool: boolean;
   readonly #fences = new Map<string, Promise<PathFence>>();
+  readonly #digests: SkillDigests;
 
   constructor(skills: readonly Skill[], options: SkillCatalogOptions = {}) {
     const maxBytes = options.maxResourceBytes ?? DEFAULT_MAX_RESOURCE_BYTES;
@@ -191,6 +199,35 @@ export class SkillCatalog {
     this.#maxBytes = maxBytes;
     this.#policy = options.copyPolicy;
     this.#hasSkillTool = options.hasSkillTool ?? false;
+    this.#digests = new SkillDigests(options.copyPolicy);
+  }
+
+  /** `skills/list` (draft skills extension): every skill with its files' digests. */
+  async listSkills(signal?: AbortSignal): Promise<{ skills: SkillEntry[] }> {
+    const skills: SkillEntry[] = [];
+    for (const skill of this.#skills.values()) {
+      skills.push(await this.#digests.entry(skill, skillResourceUri, signal));
+    }
+    return { skills };
+  }
+
+  /** `skills/get` (draft skills extension): one skill by its SKILL.md's URI. */
+  async getSkill(uri: string): Promise<{ skill: SkillEntry }> {
+    const parsed = /^skill:\/\/([^/?#]+)\/SKILL\.md$/.exec(uri);
+    let name: string | undefined;
+    try {
+      name = parsed ? decodeURIComponent(parsed[1]!) : undefined;
+    } catch {
+      name = undefined;
+    }
+    const skill = name === undefined ? undefined : this.#skills.get(name);
+    if (skill === undefined) {
+      throw new McpRequestError(
+        INVALID_PARAMS,
+        `Unknown skill "${uri}": expected skill://<name>/SKILL.md of ${this.#names()}`,
+      );
+    }
+    return { skill: await this.#digests.entry(skill, skillResourceUri) };
   }
 
   /** `prompts/list`: one prompt per skill, named as the skill. */
@@ -293,6 +330,7 @@ export class SkillCatalog {
     const resources: ResourceEntry[] = [];
     let index = 0;
     for (const skill of this.#skills.values()) {
+      const installed = await this.#digests.installed(skill);
       for await (
         const file of walkSkillFiles(
           skill.basePath,
@@ -313,6 +351,11 @@ export class SkillCatalog {
             : {}),
           ...(mimeType ? { mimeType } : {}),
           size: file.size,
+          ...(installed?.has(file.relativePath)
+            ? {
+              _meta: { [DIGEST_META_KEY]: installed.get(file.relativePath)! },
+            }
+            : {}),
         });
       }
     }
@@ -373,6 +416,7 @@ export class SkillCatalog {
       file = await Deno.open(target, { read: true });
       const bytes = await readAtMost(file, this.#maxBytes);
       if (bytes === undefined) throw this.#tooLarge(uri);
+      await this.#digests.check(skill, path, bytes);
       const mimeType = mimeTypeOf(path);
       const text = decodeText(bytes);
       return {

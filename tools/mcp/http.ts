@@ -14,8 +14,13 @@
 import { WebStandardStreamableHTTPServerTransport } from "npm:@modelcontextprotocol/sdk@1.32.2/server/webStandardStreamableHttp.js";
 // @ts-types="npm:@modelcontextprotocol/sdk@1.32.2/types"
 import { isInitializeRequest } from "npm:@modelcontextprotocol/sdk@1.32.2/types.js";
-import { redactSecrets } from "../../_internal/redact.ts";
+import {
+  redactError,
+  Redactor,
+  redactSecrets,
+} from "../../_internal/redact.ts";
 import { hostPath } from "../../_internal/std.ts";
+import { removeTree } from "../../_internal/remove_tree.ts";
 import { defaultMcpConversationsRoot } from "./_conversations_root.ts";
 import { LocalSkillRuntime } from "../../runtimes/local/mod.ts";
 import type {
@@ -48,6 +53,12 @@ export const DEFAULT_MCP_SESSION_IDLE_MS = 30 * 60 * 1000;
 
 /** The default most MCP sessions open at once: 64. */
 export const DEFAULT_MAX_MCP_SESSIONS = 64;
+
+/** The default most MCP sessions one client has open at once: 16. */
+export const DEFAULT_MAX_MCP_SESSIONS_PER_CLIENT = 16;
+
+/** The default age after which left session workspaces are swept: 24 hours. */
+export const DEFAULT_MCP_SWEEP_AFTER_MS = 24 * 60 * 60 * 1000;
 
 export { defaultMcpConversationsRoot } from "./_conversations_root.ts";
 
@@ -94,9 +105,12 @@ export interface McpHttpHandlerOptions
   readonly token?: string;
   /**
    * Hostnames (without port; IPv6 in brackets) accepted in the `Host` header,
-   * against DNS rebinding; any other gets 403. Default: any. Serving on
-   * loopback, pass {@linkcode LOOPBACK_HOSTNAMES} (as
-   * {@linkcode serveMcpHttp} does by itself).
+   * against DNS rebinding; any other gets 403; `"*"` accepts any. Default:
+   * without a token, only IP addresses and `localhost` (a page that rebinds
+   * its own name to this machine sends its name, never an address); with a
+   * token, any (the page cannot send the token). Serving on loopback, pass
+   * {@linkcode LOOPBACK_HOSTNAMES} (as {@linkcode serveMcpHttp} does by
+   * itself); behind a name (a proxy, a platform), list that name.
    */
   readonly allowedHosts?: readonly string[];
   /**
@@ -111,8 +125,35 @@ export interface McpHttpHandlerOptions
    * closed, and its runtime with it. Default 30 minutes.
    */
   readonly idleTimeoutMs?: number;
-  /** The most sessions open at once; one more gets 503. Default 64. */
+  /**
+   * The most sessions open at once. At the limit the oldest session idle for
+   * a minute or more (no request, no running call) is closed to make room;
+   * when none is, a new one gets 503. Default 64.
+   */
   readonly maxSessions?: number;
+  /**
+   * The most sessions one client (one remote address) has open at once. At
+   * the limit its own oldest idle session is closed to make room; when none
+   * is, its new one gets 503. Default 16: one client cannot take every
+   * session.
+   */
+  readonly maxSessionsPerClient?: number;
+  /**
+   * Keep each session's workspace when the session ends. Default `false`:
+   * when a session ends (`DELETE`, idle timeout, reclaimed, or the handler
+   * closing) its runtime is destroyed if it can be (`destroy()`: a local
+   * conversation's folder is deleted, an OpenSandbox conversation's sandbox
+   * deleted, an AIO conversation's folder removed).
+   */
+  readonly keepWorkspaces?: boolean;
+  /**
+   * With the default runtime or a `conversationsRoot`: session workspaces
+   * (folders named by a session id, never another conversation) left in the
+   * root and unchanged for this long (ms) are deleted, when the handler
+   * starts and then hourly (e.g. after a crash). `false`: never. Default 24
+   * hours, or `false` with `keepWorkspaces`.
+   */
+  readonly sweepAfterMs?: number | false;
   /** The one path served (e.g. `/mcp`); others get 404. Default: any path. */
   readonly path?: string;
   /** Answer with plain JSON instead of an SSE stream per request. Default false. */
@@ -130,9 +171,11 @@ export interface McpHttpHandlerOptions
 export interface McpHttpHandler extends AsyncDisposable {
   /**
    * Answers one HTTP request (`POST`, `GET` or `DELETE` of the Streamable
-   * HTTP transport). Never throws: failures are HTTP errors.
+   * HTTP transport). Never throws: failures are HTTP errors. `info` (what
+   * `Deno.serve` passes) names the client for the per-client session limit;
+   * without it every request counts as one client.
    */
-  (request: Request): Promise<Response>;
+  (request: Request, info?: McpClientInfo): Promise<Response>;
   /** The skills offered, loaded once for every session. */
   readonly skills: readonly Skill[];
   /** What loading the skills skipped or noticed. */
@@ -146,8 +189,16 @@ export interface McpHttpHandler extends AsyncDisposable {
   close(): Promise<void>;
 }
 
+/** What the handler reads of `Deno.serve`'s handler info. */
+export interface McpClientInfo {
+  /** The client's address. */
+  readonly remoteAddr?: Deno.Addr;
+}
+
 interface Session {
   readonly id: string;
+  /** The client (remote address) that started it. */
+  readonly client: string;
   readonly runtime: SkillRuntime;
   readonly tools: SkillTools;
   readonly transport: WebStandardStreamableHTTPServerTransport;
@@ -159,6 +210,11 @@ interface Session {
   timer: ReturnType<typeof setTimeout> | undefined;
   closing: Promise<void> | undefined;
 }
+
+/** How long a session must be idle before another client's start reclaims it. */
+const RECLAIM_IDLE_MS = 60_000;
+/** The longest time between two sweeps of session workspaces: 1 hour. */
+const SWEEP_EVERY_MS = 60 * 60 * 1000;
 
 /** Largest initialisation request read by the handler itself. */
 const MAX_INIT_BODY = 1024 * 1024;
@@ -193,10 +249,10 @@ const CLOSE_GRACE_MS = 10_000;
  * import { assert } from "@std/assert";
  * import { createMcpHttpHandler } from "@skillrun/skillrun/mcp";
  * import { Client } from "npm:@modelcontextprotocol/sdk@1.32.2/client";
+ * // @ts-types="npm:@modelcontextprotocol/sdk@1.32.2/client/streamableHttp"
  * import {
  *   StreamableHTTPClientTransport,
  * } from "npm:@modelcontextprotocol/sdk@1.32.2/client/streamableHttp.js";
- * // @ts-types="npm:@modelcontextprotocol/sdk@1.32.2/client/streamableHttp"
  *
  * const root = await Deno.makeTempDir();
  * await Deno.mkdir(`${root}/skills/greet`, { recursive: true });
@@ -243,6 +299,9 @@ export async function createMcpHttpHandler(
     allowedOrigins,
     idleTimeoutMs = DEFAULT_MCP_SESSION_IDLE_MS,
     maxSessions = DEFAULT_MAX_MCP_SESSIONS,
+    maxSessionsPerClient = DEFAULT_MAX_MCP_SESSIONS_PER_CLIENT,
+    keepWorkspaces = false,
+    sweepAfterMs = keepWorkspaces ? false : DEFAULT_MCP_SWEEP_AFTER_MS,
     path,
     jsonResponse = false,
     onError,
@@ -255,6 +314,8 @@ export async function createMcpHttpHandler(
   } = options;
   positiveInteger("idleTimeoutMs", idleTimeoutMs);
   positiveInteger("maxSessions", maxSessions);
+  positiveInteger("maxSessionsPerClient", maxSessionsPerClient);
+  if (sweepAfterMs !== false) positiveInteger("sweepAfterMs", sweepAfterMs);
   if (factoryOption !== undefined && typeof factoryOption !== "function") {
     throw new TypeError(
       "Cannot make the MCP handler: runtime must be a function (sessionId) => Promise<SkillRuntime>",
@@ -292,19 +353,26 @@ export async function createMcpHttpHandler(
   const skills = probe.skills;
   const { names: _names, ...sessionBuild } = buildOptions;
 
+  let resolvedRoot: string | undefined;
+  const rootOf = (): string =>
+    resolvedRoot ??= conversationsRoot === undefined
+      ? defaultMcpConversationsRoot()
+      : hostPath.resolve(conversationsRoot);
   const factory: McpRuntimeFactory = factoryOption ?? (() => {
-    let root: string | undefined;
     return (sessionId: string) => {
-      root ??= conversationsRoot === undefined
-        ? defaultMcpConversationsRoot()
-        : hostPath.resolve(conversationsRoot);
+      const root = rootOf();
       return LocalSkillRuntime.create({
         conversationsRoot: root,
         conversationId: sessionId,
       });
     };
   })();
-  const serverOptions = (runtime: SkillRuntime): McpServerOptions => ({
+  const serverOptions = (
+    runtime: SkillRuntime,
+    kit: SkillTools,
+  ): McpServerOptions => ({
+    // Every answer: without the token or a configured value.
+    secrets: () => [...(token ? [token] : []), ...kit.context.secrets()],
     ...(name !== undefined ? { name } : {}),
     ...(version !== undefined ? { version } : {}),
     ...(maxResourceBytes !== undefined ? { maxResourceBytes } : {}),
@@ -316,7 +384,16 @@ export async function createMcpHttpHandler(
   });
   const report = (error: unknown) => {
     try {
-      onError?.(error instanceof Error ? error : new Error(String(error)));
+      // Reported (often logged) without the token or a configured value.
+      const redactor = new Redactor([
+        ...(token ? [token] : []),
+        ...probe.context.secrets(),
+      ]);
+      const clean = redactError(
+        error instanceof Error ? error : new Error(String(error)),
+        redactor,
+      );
+      onError?.(clean);
     } catch {
       // A failing reporter must not break serving.
     }
@@ -324,6 +401,7 @@ export async function createMcpHttpHandler(
 
   const sessions = new Map<string, Session>();
   let starting = 0;
+  const startingBy = new Map<string, number>();
   const shutdown = new AbortController();
   let closed: Promise<void> | undefined;
 
@@ -337,6 +415,7 @@ export async function createMcpHttpHandler(
       try {
         await session.tools.close();
         await session.runtime.close();
+        if (!keepWorkspaces) await destroyRuntime(session.runtime);
       } catch (error) {
         report(error);
       }
@@ -361,18 +440,59 @@ export async function createMcpHttpHandler(
     }, Math.max(left, 0));
   };
 
+  /** The oldest session that `which` accepts and that is idle enough. */
+  const oldestIdle = (
+    which: (session: Session) => boolean,
+    idleForMs: number,
+  ): Session | undefined => {
+    let oldest: Session | undefined;
+    const now = Date.now();
+    for (const session of sessions.values()) {
+      if (
+        which(session) && !session.closing && session.requests === 0 &&
+        session.calls.count === 0 && now - session.lastSeen >= idleForMs &&
+        (oldest === undefined || session.lastSeen < oldest.lastSeen)
+      ) {
+        oldest = session;
+      }
+    }
+    return oldest;
+  };
+
+  /** Makes room for one more session of `client`, or says why not. */
+  const makeRoom = (client: string): string | undefined => {
+    let mine = startingBy.get(client) ?? 0;
+    for (const session of sessions.values()) {
+      if (session.client === client) mine++;
+    }
+    if (mine >= maxSessionsPerClient) {
+      const own = oldestIdle((s) => s.client === client, 0);
+      if (own === undefined) {
+        return `this client already has ${maxSessionsPerClient} sessions open and busy`;
+      }
+      void closeSession(own);
+    }
+    if (sessions.size + starting >= maxSessions) {
+      const any = oldestIdle(() => true, RECLAIM_IDLE_MS);
+      if (any === undefined) {
+        return `the server already has ${maxSessions} sessions open and none idle`;
+      }
+      void closeSession(any);
+    }
+    return undefined;
+  };
+
   const startSession = async (
     request: Request,
     body: unknown,
+    client: string,
   ): Promise<Response> => {
-    if (sessions.size + starting >= maxSessions) {
-      return jsonError(
-        503,
-        -32000,
-        `Cannot start a session: the server already has ${maxSessions} sessions open`,
-      );
+    const full = makeRoom(client);
+    if (full !== undefined) {
+      return jsonError(503, -32000, `Cannot start a session: ${full}`);
     }
     starting++;
+    startingBy.set(client, (startingBy.get(client) ?? 0) + 1);
     const id = crypto.randomUUID();
     let session: Session;
     try {
@@ -404,10 +524,11 @@ export async function createMcpHttpHandler(
         const { connection, calls } = await connect(
           tools.tools,
           transport,
-          serverOptions(runtime),
+          serverOptions(runtime, tools),
         );
         session = current = {
           id,
+          client,
           runtime,
           tools,
           transport,
@@ -430,6 +551,9 @@ export async function createMcpHttpHandler(
       sessions.set(id, session);
     } finally {
       starting--;
+      const left = (startingBy.get(client) ?? 1) - 1;
+      if (left > 0) startingBy.set(client, left);
+      else startingBy.delete(client);
     }
     const response = await handleInSession(session, request, body);
     // A refused initialisation (wrong headers...) leaves no session behind.
@@ -456,14 +580,23 @@ export async function createMcpHttpHandler(
     }
   };
 
-  const handle = async (request: Request): Promise<Response> => {
+  const handle = async (
+    request: Request,
+    info?: McpClientInfo,
+  ): Promise<Response> => {
     try {
       if (closed) return jsonError(503, -32000, "The server is closing");
       const url = new URL(request.url);
       if (path !== undefined && url.pathname !== path) {
         return jsonError(404, -32000, `Not found: MCP is served at ${path}`);
       }
-      const refused = checkHostAndOrigin(request, url, hosts, origins);
+      const refused = checkHostAndOrigin(
+        request,
+        url,
+        hosts,
+        origins,
+        token !== undefined,
+      );
       if (refused) return refused;
       if (token !== undefined && !(await hasToken(request, token))) {
         return jsonError(
@@ -502,15 +635,37 @@ export async function createMcpHttpHandler(
           "Bad Request: Mcp-Session-Id header is required",
         );
       }
-      return await startSession(request, body);
+      return await startSession(request, body, clientOf(info));
     } catch (error) {
       report(error);
       return jsonError(500, -32603, "Internal error");
     }
   };
 
+  // The sweep of session workspaces left behind (a crash, a kill).
+  const sweepsRoot = factoryOption === undefined ||
+    conversationsRoot !== undefined;
+  let sweepTimer: ReturnType<typeof setTimeout> | undefined;
+  const sweep = async (): Promise<void> => {
+    if (sweepAfterMs === false || !sweepsRoot || closed) return;
+    try {
+      await sweepSessionWorkspaces(
+        rootOf(),
+        sweepAfterMs,
+        new Set(sessions.keys()),
+      );
+    } catch (error) {
+      report(error);
+    }
+    if (closed) return;
+    sweepTimer = setTimeout(sweep, Math.min(sweepAfterMs, SWEEP_EVERY_MS));
+    Deno.unrefTimer?.(sweepTimer);
+  };
+  await sweep();
+
   const close = (): Promise<void> => {
     closed ??= (async () => {
+      clearTimeout(sweepTimer);
       shutdown.abort();
       await Promise.all([...sessions.values()].map(closeSession));
     })();
@@ -531,6 +686,13 @@ export interface ServeMcpHttpOptions extends McpHttpHandlerOptions {
   readonly hostname?: string;
   /** The port; default 0 (any free port). */
   readonly port?: number;
+  /**
+   * Serve beyond loopback without a `token`. Default `false`: that is
+   * refused, since anyone who reaches the address could run commands. Even
+   * then the `Host` check refuses names that are not IP addresses or
+   * `localhost` unless `allowedHosts` lists them.
+   */
+  readonly allowPublicWithoutToken?: boolean;
 }
 
 /** An MCP HTTP server listening with `Deno.serve`. */
@@ -550,13 +712,16 @@ export interface McpHttpServer extends AsyncDisposable {
  * `path` says otherwise). On a loopback address the `Host` header must name
  * loopback ({@linkcode LOOPBACK_HOSTNAMES}) unless `allowedHosts` says
  * otherwise, and so must a browser's `Origin`: a page from another site that
- * rebinds its name to this machine is refused.
+ * rebinds its name to this machine is refused. Beyond loopback a `token` is
+ * required (unless `allowPublicWithoutToken`), and without one the `Host`
+ * must be an IP address, `localhost` or a name of `allowedHosts`.
  *
  * Permissions: `--allow-net` for the address, and what the handler needs.
  *
  * @param options The handler's options, the hostname and the port.
  * @returns The running server; `close()` it when done.
- * @throws {TypeError} See {@linkcode createMcpHttpHandler}.
+ * @throws {TypeError} See {@linkcode createMcpHttpHandler}; or a public
+ * address without a token nor `allowPublicWithoutToken`.
  * @throws {Deno.errors.AddrInUse} The port is taken.
  *
  * @example Listening on a free port of loopback
@@ -577,8 +742,18 @@ export interface McpHttpServer extends AsyncDisposable {
 export async function serveMcpHttp(
   options: ServeMcpHttpOptions = {},
 ): Promise<McpHttpServer> {
-  const { hostname = "127.0.0.1", port = 0, ...rest } = options;
+  const {
+    hostname = "127.0.0.1",
+    port = 0,
+    allowPublicWithoutToken = false,
+    ...rest
+  } = options;
   const loopback = isLoopback(hostname);
+  if (!loopback && rest.token === undefined && !allowPublicWithoutToken) {
+    throw new TypeError(
+      `Cannot serve MCP on ${hostname} without a token: anyone who reaches it could run commands; give a token, serve on loopback, or set allowPublicWithoutToken (--allow-public-without-token)`,
+    );
+  }
   const handler = await createMcpHttpHandler({
     path: "/mcp",
     ...(loopback && rest.allowedHosts === undefined
@@ -677,13 +852,23 @@ function checkHostAndOrigin(
   url: URL,
   hosts: readonly string[] | undefined,
   origins: readonly string[] | undefined,
+  hasToken: boolean,
 ): Response | undefined {
   const host = request.headers.get("host") ?? url.host;
-  if (hosts !== undefined) {
-    const name = hostnameOf(host);
-    if (name === undefined || !hosts.includes(name)) {
-      return jsonError(403, -32000, `Forbidden: Host "${host}" is not allowed`);
-    }
+  const name = hostnameOf(host);
+  const hostAllowed = hosts !== undefined
+    ? hosts.includes("*") || (name !== undefined && hosts.includes(name))
+    : hasToken || (name !== undefined && isAddressOrLocalhost(name));
+  if (!hostAllowed) {
+    return jsonError(
+      403,
+      -32000,
+      `Forbidden: Host "${host}" is not allowed${
+        hosts === undefined
+          ? " (without a token only IP addresses and localhost are; list the server's names in allowedHosts, --allowed-hosts)"
+          : ""
+      }`,
+    );
   }
   const origin = request.headers.get("origin");
   if (origin === null) return undefined;
@@ -699,13 +884,75 @@ function checkHostAndOrigin(
     }
     allowed = parsed !== undefined &&
       (parsed.protocol === "http:" || parsed.protocol === "https:") &&
-      (hosts !== undefined
+      (hosts !== undefined && !hosts.includes("*")
         ? hosts.includes(parsed.hostname.toLowerCase())
         : parsed.host.toLowerCase() === host.toLowerCase());
   }
   return allowed
     ? undefined
     : jsonError(403, -32000, `Forbidden: Origin "${origin}" is not allowed`);
+}
+
+/** Whether a `Host` name is an IP address (v4, or v6 in brackets) or `localhost`. */
+function isAddressOrLocalhost(name: string): boolean {
+  return name === "localhost" || /^\d{1,3}(\.\d{1,3}){3}$/.test(name) ||
+    /^\[[0-9a-f:.]+\]$/.test(name);
+}
+
+/** The client a request comes from: its remote address, else one for all. */
+function clientOf(info: McpClientInfo | undefined): string {
+  const addr = info?.remoteAddr;
+  if (addr && (addr.transport === "tcp" || addr.transport === "udp")) {
+    return addr.hostname;
+  }
+  return "unknown";
+}
+
+/** Destroys a session's runtime when it can be (see `keepWorkspaces`). */
+async function destroyRuntime(runtime: SkillRuntime): Promise<void> {
+  const destroy = (runtime as { destroy?: () => Promise<void> }).destroy;
+  if (typeof destroy !== "function") return;
+  try {
+    await destroy.call(runtime);
+  } catch (error) {
+    // A runtime that has nothing to destroy (a plain one) is not a failure.
+    if (error instanceof Error && error.message.startsWith("Cannot destroy")) {
+      return;
+    }
+    throw error;
+  }
+}
+
+const SESSION_FOLDER =
+  /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/**
+ * Deletes the session workspaces (folders named like a session id) in
+ * `root` that are not open and have not changed for `olderThanMs`.
+ */
+async function sweepSessionWorkspaces(
+  root: string,
+  olderThanMs: number,
+  open: ReadonlySet<string>,
+): Promise<void> {
+  let entries: Deno.DirEntry[];
+  try {
+    entries = await Array.fromAsync(Deno.readDir(root));
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return;
+    throw error;
+  }
+  const limit = Date.now() - olderThanMs;
+  for (const entry of entries) {
+    if (!entry.isDirectory || !SESSION_FOLDER.test(entry.name)) continue;
+    if (open.has(entry.name)) continue;
+    const path = hostPath.join(root, entry.name);
+    const info = await Deno.lstat(path).catch(() => null);
+    if (!info?.isDirectory || (info.mtime?.getTime() ?? Infinity) > limit) {
+      continue;
+    }
+    await removeTree(path);
+  }
 }
 
 /** Compares the bearer token in constant time (through SHA-256 digests). */

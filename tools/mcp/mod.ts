@@ -21,10 +21,10 @@
  * import { assert } from "@std/assert";
  * import { connectMcpServer } from "@skillrun/skillrun/mcp";
  * import { Client } from "npm:@modelcontextprotocol/sdk@1.32.2/client";
+ * // @ts-types="npm:@modelcontextprotocol/sdk@1.32.2/inMemory"
  * import {
  *   InMemoryTransport,
  * } from "npm:@modelcontextprotocol/sdk@1.32.2/inMemory.js";
- * // @ts-types="npm:@modelcontextprotocol/sdk@1.32.2/inMemory"
  *
  * const echo = {
  *   name: "echo",
@@ -92,10 +92,10 @@ export * from "./http.ts";
  * @example Connecting and closing
  * ```ts
  * import { connectMcpServer } from "@skillrun/skillrun/mcp";
+ * // @ts-types="npm:@modelcontextprotocol/sdk@1.32.2/inMemory"
  * import {
  *   InMemoryTransport,
  * } from "npm:@modelcontextprotocol/sdk@1.32.2/inMemory.js";
- * // @ts-types="npm:@modelcontextprotocol/sdk@1.32.2/inMemory"
  * const [, serverSide] = InMemoryTransport.createLinkedPair();
  * const connection = await connectMcpServer([], serverSide);
  * await connection.close();
@@ -134,10 +134,10 @@ export interface ServeMcpOptions extends McpServerOptions {
  * @example Serving until aborted
  * ```ts
  * import { serveMcp } from "@skillrun/skillrun/mcp";
+ * // @ts-types="npm:@modelcontextprotocol/sdk@1.32.2/inMemory"
  * import {
  *   InMemoryTransport,
  * } from "npm:@modelcontextprotocol/sdk@1.32.2/inMemory.js";
- * // @ts-types="npm:@modelcontextprotocol/sdk@1.32.2/inMemory"
  * const [, serverSide] = InMemoryTransport.createLinkedPair();
  * const controller = new AbortController();
  * const serving = serveMcp([], { transport: serverSide, signal: controller.signal });

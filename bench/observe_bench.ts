@@ -1,0 +1,221 @@
+/**
+ * Benchmarks of issue 18 (events, OpenTelemetry, live output):
+ *
+ * - `bash` tool `true` with an event listener and an active OpenTelemetry
+ *   exporter (the official SDK, batching to an OTLP/HTTP receiver on
+ *   loopback) against the same tools with nothing listening (target <= 1.05);
+ * - `bash` tool `true` with nothing listening against the tools of the
+ *   commit before this work (`BASE_COMMIT`, extracted by `git archive` into
+ *   `bench/.data/`) (target <= 1.01);
+ * - 1 GiB to stdout through the `bash` tool with a live-output listener
+ *   against without one (target <= 1.2, memory flat).
+ *
+ * Each side runs in its own processes (see `_harness.ts`), so a tracer
+ * provider registered by one side never reaches the other.
+ *
+ * @module
+ */
+import { type BenchCase, runChild } from "./_harness.ts";
+import type { Tool } from "../tools/types.ts";
+
+/** The commit before the observability work: the baseline of the tools. */
+const BASE_COMMIT = "48d2201";
+const DATA = new URL("./.data/", import.meta.url).pathname;
+const BASE = `${DATA}observe_base_${BASE_COMMIT}/`;
+const CALLS = 40;
+
+async function extractBase(): Promise<void> {
+  if (await Deno.stat(`${BASE}tools/builder.ts`).catch(() => null)) return;
+  await Deno.mkdir(BASE, { recursive: true });
+  const root = new URL("../", import.meta.url).pathname;
+  const archive = new Deno.Command("git", {
+    args: ["-C", root, "archive", BASE_COMMIT],
+    stdout: "piped",
+  }).spawn();
+  const untar = new Deno.Command("tar", {
+    args: ["-x", "-C", BASE],
+    stdin: "piped",
+  }).spawn();
+  await archive.stdout.pipeTo(untar.stdin);
+  if (!(await archive.status).success || !(await untar.status).success) {
+    throw new Error(`Cannot extract ${BASE_COMMIT} into ${BASE}`);
+  }
+}
+
+type Builder = (options: Record<string, unknown>) => Promise<{
+  tool(name: string): Tool | undefined;
+}>;
+
+let bash: Tool | undefined;
+
+async function bashTool(
+  builderUrl: string,
+  options: Record<string, unknown> = {},
+): Promise<Tool> {
+  if (bash) return bash;
+  const { buildSkillTools } = await import(builderUrl) as {
+    buildSkillTools: Builder;
+  };
+  const set = await buildSkillTools({ tools: ["bash"], ...options });
+  bash = set.tool("bash")!;
+  return bash;
+}
+
+const OURS = new URL("../tools/builder.ts", import.meta.url).href;
+
+async function trueCalls(tool: Tool): Promise<void> {
+  for (let i = 0; i < CALLS; i++) {
+    const result = await tool.execute({ command: "true" }, {
+      toolCallId: `call-${i}`,
+    });
+    if (result.isError) throw new Error(result.text);
+  }
+}
+
+let events = 0;
+let exported = 0;
+
+/** Registers the official SDK with a batching OTLP/HTTP exporter to a local receiver. */
+async function startTelemetry(): Promise<void> {
+  const { context, propagation, trace } = await import("@opentelemetry/api");
+  const { AsyncLocalStorageContextManager } = await import(
+    "@opentelemetry/context-async-hooks"
+  );
+  const { W3CTraceContextPropagator } = await import("@opentelemetry/core");
+  const { OTLPTraceExporter } = await import(
+    "@opentelemetry/exporter-trace-otlp-http"
+  );
+  const { BasicTracerProvider, BatchSpanProcessor } = await import(
+    "@opentelemetry/sdk-trace-base"
+  );
+  const server = Deno.serve(
+    { port: 0, hostname: "127.0.0.1", onListen() {} },
+    async (request) => {
+      const body = await request.json() as {
+        resourceSpans: { scopeSpans: { spans: unknown[] }[] }[];
+      };
+      for (const r of body.resourceSpans) {
+        for (const s of r.scopeSpans) exported += s.spans.length;
+      }
+      return Response.json({});
+    },
+  );
+  // The receiver must not keep the child process alive after its report.
+  server.unref();
+  const provider = new BasicTracerProvider({
+    spanProcessors: [
+      // Exports every 100 ms, so that exports happen while calls are timed.
+      new BatchSpanProcessor(
+        new OTLPTraceExporter({
+          url: `http://127.0.0.1:${server.addr.port}/v1/traces`,
+        }),
+        { scheduledDelayMillis: 100 },
+      ),
+    ],
+  });
+  context.setGlobalContextManager(
+    new AsyncLocalStorageContextManager().enable(),
+  );
+  trace.setGlobalTracerProvider(provider);
+  propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+  globalThis.addEventListener("unload", () => {
+    if (exported === 0 && events === 0) {
+      console.error(`observed ${events} events, exported ${exported} spans`);
+    }
+  });
+}
+
+const ONE_GIB = 1024 * 1024 * 1024;
+const BIG_COMMAND = `head -c ${ONE_GIB} /dev/zero | tr '\\0' a`;
+
+async function bigOutput(tool: Tool): Promise<void> {
+  const result = await tool.execute({ command: BIG_COMMAND });
+  if (result.isError) throw new Error(result.text);
+}
+
+let outputBytes = 0;
+
+/** The cases of this file. */
+export const cases: BenchCase[] = [{
+  id: "observe-events-otel",
+  title:
+    `bash tool "true" x${CALLS}: onEvent listener + active OTel SDK exporter (OTLP/HTTP, batched) vs nothing listening`,
+  module: import.meta.url,
+  iterations: 5,
+  rounds: 3,
+  maxRatio: 1.05,
+  ours: {
+    label: "events + OTel exporter",
+    fn: async () => {
+      if (!bash) await startTelemetry();
+      await trueCalls(
+        await bashTool(OURS, { onEvent: () => void events++ }),
+      );
+    },
+  },
+  baseline: {
+    label: "nothing listening",
+    fn: async () => await trueCalls(await bashTool(OURS)),
+  },
+  extra: [{
+    label: "events only",
+    fn: async () =>
+      await trueCalls(
+        await bashTool(OURS, { onEvent: () => void events++ }),
+      ),
+  }, {
+    label: "OTel exporter only",
+    fn: async () => {
+      if (!bash) await startTelemetry();
+      await trueCalls(await bashTool(OURS));
+    },
+  }],
+}, {
+  id: "observe-idle",
+  title:
+    `bash tool "true" x${CALLS} with nothing listening: this branch vs ${BASE_COMMIT} (before events and spans)`,
+  module: import.meta.url,
+  setup: extractBase,
+  iterations: 5,
+  rounds: 3,
+  maxRatio: 1.01,
+  ours: {
+    label: "this branch, no listener",
+    fn: async () => await trueCalls(await bashTool(OURS)),
+  },
+  baseline: {
+    label: `tools at ${BASE_COMMIT}`,
+    fn: async () =>
+      await trueCalls(
+        await bashTool(new URL(`${BASE}tools/builder.ts`, "file:").href),
+      ),
+  },
+}, {
+  id: "observe-live-1gib",
+  title: "1 GiB to stdout through the bash tool: live-output listener vs none",
+  module: import.meta.url,
+  iterations: 2,
+  rounds: 2,
+  noWarmup: true,
+  maxRatio: 1.2,
+  maxRssDeltaMiB: 32,
+  ours: {
+    label: "command_output listener",
+    fn: async () =>
+      await bigOutput(
+        await bashTool(OURS, {
+          onEvent: (event: { type: string; text?: string }) => {
+            if (event.type === "command_output") {
+              outputBytes += event.text!.length;
+            }
+          },
+        }),
+      ),
+  },
+  baseline: {
+    label: "no listener",
+    fn: async () => await bigOutput(await bashTool(OURS)),
+  },
+}];
+
+if (import.meta.main) await runChild(cases);

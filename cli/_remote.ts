@@ -1,0 +1,118 @@
+/**
+ * `--runtime e2b|vercel` of `skillrun run` and `skillrun mcp`: a remote
+ * runtime whose options come from the environment.
+ *
+ * @module
+ */
+import { UsageError } from "./_args.ts";
+import type { SkillRuntime } from "../runtimes/types.ts";
+import { E2BSkillRuntime } from "../runtimes/e2b/mod.ts";
+import { VercelSandboxSkillRuntime } from "../runtimes/vercel/mod.ts";
+
+/** The remote kinds `--runtime` takes. */
+export const REMOTE_RUNTIMES: readonly string[] = ["e2b", "vercel"];
+
+/** The help lines of `--runtime`, shared by `run` and `mcp`. */
+export const RUNTIME_HELP: string =
+  `  --runtime <kind>     local (default), e2b or vercel: run in a hosted sandbox,
+                       with options from the environment: E2B_API_KEY,
+                       E2B_API_URL, E2B_SANDBOX_URL, E2B_TEMPLATE; VERCEL_TOKEN,
+                       VERCEL_TEAM_ID, VERCEL_PROJECT_ID, VERCEL_API_URL.
+                       With --conversation, --root is the folder inside the
+                       sandbox (default the kind's own)
+`;
+
+/**
+ * Checks `--runtime` (and that `--isolate` is not given with a remote kind).
+ *
+ * @param flags The parsed flags.
+ * @returns The remote kind, or `undefined` for the local runtime.
+ * @throws {UsageError} An unknown kind, or `--isolate` with a remote one.
+ *
+ * @example
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { checkRuntimeFlag } from "./_remote.ts";
+ * assertEquals(checkRuntimeFlag({ runtime: "e2b" }), "e2b");
+ * ```
+ */
+export function checkRuntimeFlag(
+  flags: Readonly<Record<string, string | boolean>>,
+): string | undefined {
+  const kind = flags.runtime;
+  if (kind === undefined || kind === "local") return undefined;
+  if (typeof kind !== "string" || !REMOTE_RUNTIMES.includes(kind)) {
+    throw new UsageError(
+      `Unknown runtime "${String(kind)}": expected local, e2b or vercel`,
+    );
+  }
+  if (flags.isolate === true) {
+    throw new UsageError(
+      `Option "--isolate" is for the local runtime; "${kind}" is a sandbox already`,
+    );
+  }
+  return kind;
+}
+
+/**
+ * The remote runtime `--runtime` names, or `undefined` for the local one.
+ *
+ * Permissions: `--allow-env` of the variables above, `--allow-net` of the
+ * service.
+ *
+ * @param flags The parsed flags (`runtime`, `conversation`, `root`, `isolate`).
+ * @param env Reads a variable; default `Deno.env.get`.
+ * @returns The runtime (no request made yet), or `undefined`.
+ * @throws {UsageError} An unknown kind, a missing credential, or `--isolate`
+ * with a remote kind.
+ *
+ * @example The local runtime stays the default
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { remoteRuntime } from "./_remote.ts";
+ * assertEquals(remoteRuntime({}), undefined);
+ * ```
+ */
+export function remoteRuntime(
+  flags: Readonly<Record<string, string | boolean>>,
+  env: (name: string) => string | undefined = (name) => Deno.env.get(name),
+): SkillRuntime | undefined {
+  const kind = checkRuntimeFlag(flags);
+  if (kind === undefined) return undefined;
+  const conversation = typeof flags.conversation === "string"
+    ? {
+      conversationId: flags.conversation,
+      ...(typeof flags.root === "string"
+        ? { conversationsRoot: flags.root }
+        : {}),
+    }
+    : {};
+  const need = (name: string): string => {
+    const value = env(name);
+    if (!value) {
+      throw new UsageError(`--runtime ${kind} needs the variable ${name}`);
+    }
+    return value;
+  };
+  const optional = (name: string, key: string) => {
+    const value = env(name);
+    return value ? { [key]: value } : {};
+  };
+  if (kind === "e2b") {
+    const template = env("E2B_TEMPLATE");
+    return new E2BSkillRuntime({
+      apiKey: need("E2B_API_KEY"),
+      ...optional("E2B_API_URL", "apiUrl"),
+      ...optional("E2B_SANDBOX_URL", "sandboxUrl"),
+      ...(template ? { sandbox: { template } } : {}),
+      ...conversation,
+    });
+  }
+  return new VercelSandboxSkillRuntime({
+    token: need("VERCEL_TOKEN"),
+    ...optional("VERCEL_TEAM_ID", "teamId"),
+    ...optional("VERCEL_PROJECT_ID", "projectId"),
+    ...optional("VERCEL_API_URL", "baseUrl"),
+    ...conversation,
+  });
+}

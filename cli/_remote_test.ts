@@ -1,0 +1,110 @@
+import { assertEquals, assertStringIncludes } from "../_internal/assert.ts";
+import { PROJECT_CONFIG } from "../_internal/testing.ts";
+import { startE2BServer } from "../tests/servers/e2b.ts";
+import { startVercelServer } from "../tests/servers/vercel.ts";
+import { remoteRuntime } from "./_remote.ts";
+import { UsageError } from "./_args.ts";
+import { assertThrows } from "../_internal/assert.ts";
+
+const CLI = new URL("../cli.ts", import.meta.url).pathname;
+const SKILLS = new URL("../examples/skills", import.meta.url).pathname;
+
+async function cli(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  const output = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", `--config=${PROJECT_CONFIG}`, CLI, ...args],
+    env,
+    stdin: "null",
+  }).output();
+  const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
+  return {
+    code: output.code,
+    stdout: decode(output.stdout),
+    stderr: decode(output.stderr),
+  };
+}
+
+Deno.test("cli run --runtime e2b prepares the skill in an E2B sandbox (options from the environment) and runs the command there", async () => {
+  await using server = startE2BServer({ apiKey: "cli-key" });
+  const dir = await Deno.makeTempDir();
+  try {
+    const result = await cli(
+      [
+        "run",
+        "--runtime",
+        "e2b",
+        "--conversation",
+        "cli-1",
+        "--root",
+        `${dir}/conversations`,
+        SKILLS,
+        "json-to-table",
+        "--",
+        "pwd; ls",
+      ],
+      {
+        E2B_API_KEY: "cli-key",
+        E2B_API_URL: server.url,
+        E2B_SANDBOX_URL: server.url,
+      },
+    );
+    assertEquals(result.code, 0, result.stderr);
+    assertStringIncludes(result.stdout, `${dir}/conversations/cli-1/skills/`);
+    assertStringIncludes(result.stdout, "SKILL.md");
+    assertEquals(server.calls.includes("POST /sandboxes"), true);
+    // Closing paused the conversation's sandbox.
+    assertEquals([...server.sandboxes.values()][0]?.state, "paused");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("cli run --runtime vercel runs in a Vercel sandbox; a missing token is a usage error naming the variable", async () => {
+  await using server = startVercelServer({ token: "cli-token" });
+  const dir = await Deno.makeTempDir();
+  try {
+    const result = await cli(
+      [
+        "run",
+        "--runtime",
+        "vercel",
+        "--conversation",
+        "cli-2",
+        "--root",
+        `${dir}/conversations`,
+        SKILLS,
+        "json-to-table",
+        "--",
+        "ls",
+      ],
+      {
+        VERCEL_TOKEN: "cli-token",
+        VERCEL_TEAM_ID: "team_cli",
+        VERCEL_PROJECT_ID: "prj_cli",
+        VERCEL_API_URL: server.url,
+      },
+    );
+    assertEquals(result.code, 0, result.stderr);
+    assertStringIncludes(result.stdout, "SKILL.md");
+    assertEquals(server.calls.includes("POST /v3/sandboxes"), true);
+    const missing = await cli(
+      ["run", "--runtime", "vercel", SKILLS, "json-to-table", "--", "ls"],
+      {},
+    );
+    assertEquals(missing.code, 2);
+    assertStringIncludes(missing.stderr, "VERCEL_TOKEN");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("--runtime refuses an unknown kind and --isolate with a remote kind", () => {
+  assertThrows(() => remoteRuntime({ runtime: "docker" }), UsageError);
+  assertThrows(
+    () => remoteRuntime({ runtime: "e2b", isolate: true }),
+    UsageError,
+  );
+  assertEquals(remoteRuntime({ runtime: "local" }), undefined);
+});

@@ -1,0 +1,234 @@
+import { assert, assertEquals, assertRejects } from "@std/assert";
+import { hostPath } from "../_internal/std.ts";
+import { walkSkillFiles } from "../workspace/copy.ts";
+import { loadSkills } from "../skill/load.ts";
+import {
+  installPackage,
+  PackageError,
+  packSkill,
+  verifyInstalled,
+} from "./mod.ts";
+import { skillMd } from "./_testing.ts";
+
+const CORPUS = hostPath.fromFileUrl(
+  new URL("../../shared/corpora/anthropics-skills/skills/", import.meta.url),
+);
+
+async function sameFiles(source: string, installed: string): Promise<void> {
+  const expected = await Array.fromAsync(walkSkillFiles(source));
+  const got = await Array.fromAsync(walkSkillFiles(installed));
+  assertEquals(
+    got.map((f) => f.relativePath),
+    expected.map((f) => f.relativePath),
+  );
+  for (let i = 0; i < expected.length; i++) {
+    const a = await Deno.readFile(expected[i]!.path);
+    const b = await Deno.readFile(got[i]!.path);
+    assertEquals(b, a, expected[i]!.relativePath);
+    assertEquals(got[i]!.executable, expected[i]!.executable);
+  }
+}
+
+for (const format of ["zip", "tar.gz"] as const) {
+  Deno.test(`every corpus skill round-trips as ${format}: packed twice the same, installed, loaded, byte-identical`, async () => {
+    const root = await Deno.makeTempDir();
+    try {
+      const names = [...Deno.readDirSync(CORPUS)].map((e) => e.name).sort();
+      assert(names.length >= 10);
+      for (const name of names) {
+        const dir = `${CORPUS}${name}`;
+        const a = await packSkill(dir, { format });
+        const b = await packSkill(dir, { format });
+        assertEquals(a.digest, b.digest, `${name} is reproducible`);
+        assertEquals(a.name, name);
+        const pkg = await installPackage(a.bytes!, {
+          root,
+          digest: a.digest,
+        });
+        assertEquals(pkg.name, name);
+        await sameFiles(dir, pkg.path);
+        const loaded = await loadSkills(pkg.path);
+        assertEquals(loaded.skills.map((s) => s.name), [name]);
+        assert((await verifyInstalled(pkg)).ok);
+      }
+    } finally {
+      await Deno.remove(root, { recursive: true });
+    }
+  });
+}
+
+Deno.test("packSkill leaves secrets out, keeps modes, fixes times, refuses links", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const skill = `${dir}/demo`;
+    await Deno.mkdir(`${skill}/scripts`, { recursive: true });
+    await Deno.writeTextFile(`${skill}/SKILL.md`, skillMd("demo"));
+    await Deno.writeTextFile(`${skill}/scripts/run.sh`, "echo hi\n", {
+      mode: 0o755,
+    });
+    await Deno.writeTextFile(`${skill}/.env`, "TOKEN=secret");
+    await Deno.writeTextFile(`${skill}/id_rsa`, "KEY");
+    const first = await packSkill(skill, { output: `${dir}/a.zip` });
+    await Deno.utime(`${skill}/SKILL.md`, 1_000_000, 1_000_000);
+    const second = await packSkill(skill, { output: `${dir}/b.zip` });
+    assertEquals(first.digest, second.digest, "times do not count");
+    assertEquals(first.files, 2);
+    const listing = new TextDecoder().decode(
+      (await new Deno.Command("unzip", { args: ["-Z", `${dir}/a.zip`] })
+        .output()).stdout,
+    );
+    assert(
+      listing.includes("-rwxr-xr-x") && listing.includes("demo/scripts/run.sh"),
+    );
+    assert(!listing.includes(".env") && !listing.includes("id_rsa"));
+    await Deno.symlink("/etc/passwd", `${skill}/link`);
+    const error = await assertRejects(() => packSkill(skill), PackageError);
+    assertEquals(error.code, "link");
+    assert(error.message.includes('"link"'));
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("a ZIP made by Debian's zip command installs", async () => {
+  const zip = await new Deno.Command("zip", { args: ["-v"] }).output().catch(
+    () => null,
+  );
+  if (!zip?.success) {
+    throw new Error(
+      "the `zip` command is missing: install it (apt-get install zip), .ci/run does",
+    );
+  }
+  const dir = await Deno.makeTempDir();
+  try {
+    const made = await new Deno.Command("zip", {
+      args: ["-r", "-X", "-q", `${dir}/canvas.zip`, "canvas-design"],
+      cwd: CORPUS,
+    }).output();
+    assert(made.success);
+    const pkg = await installPackage({ path: `${dir}/canvas.zip` }, {
+      root: `${dir}/root`,
+    });
+    assertEquals(pkg.name, "canvas-design");
+    await sameFiles(`${CORPUS}canvas-design`, pkg.path);
+    // The files are installed read-only.
+    const info = await Deno.stat(`${pkg.path}/SKILL.md`);
+    assertEquals(info.mode! & 0o222, 0);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("concurrent installs of one digest from several processes end with one copy", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const packed = await packSkill(`${CORPUS}claude-api`, {
+      output: `${dir}/p.zip`,
+    });
+    const script = `${dir}/install.ts`;
+    await Deno.writeTextFile(
+      script,
+      `import { installPackage } from ${
+        JSON.stringify(new URL("./mod.ts", import.meta.url).href)
+      };
+const pkg = await installPackage({ path: Deno.args[0] }, { root: Deno.args[1], digest: Deno.args[2] });
+console.log(pkg.path);`,
+    );
+    const runs = await Promise.all(
+      Array.from({ length: 4 }, () =>
+        new Deno.Command(Deno.execPath(), {
+          args: [
+            "run",
+            "-A",
+            "--config",
+            hostPath.fromFileUrl(new URL("../deno.json", import.meta.url)),
+            script,
+            `${dir}/p.zip`,
+            `${dir}/root`,
+            packed.digest,
+          ],
+        }).output()),
+    );
+    const paths = runs.map((run) => {
+      assert(run.success, new TextDecoder().decode(run.stderr));
+      return new TextDecoder().decode(run.stdout).trim();
+    });
+    assertEquals(new Set(paths).size, 1);
+    const entries = [...Deno.readDirSync(`${dir}/root`)].map((e) => e.name);
+    assertEquals(entries, [`sha256-${packed.digest.slice(7)}`]);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("long paths, Unicode names and empty files round-trip in both formats", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const deep = `${"deep/".repeat(30)}${"n".repeat(120)}.txt`;
+    await Deno.mkdir(hostPath.dirname(`${dir}/s/${deep}`), { recursive: true });
+    await Deno.writeTextFile(`${dir}/s/SKILL.md`, skillMd("s"));
+    await Deno.writeTextFile(`${dir}/s/${deep}`, "long");
+    await Deno.writeTextFile(`${dir}/s/héllo wörld ✓.md`, "unicode");
+    await Deno.writeFile(`${dir}/s/empty`, new Uint8Array(0));
+    for (const format of ["zip", "tar.gz"] as const) {
+      const packed = await packSkill(`${dir}/s`, { format });
+      const pkg = await installPackage(packed.bytes!, {
+        root: `${dir}/r-${format}`,
+      });
+      await sameFiles(`${dir}/s`, pkg.path);
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("tar.gz archives made by GNU tar install (with folder entries, ./ and pax headers)", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const made = [
+      ["-czf", `${dir}/a.tgz`, "-C", CORPUS, "canvas-design"],
+      ["-czf", `${dir}/b.tgz`, "-C", `${CORPUS}canvas-design`, "."],
+      ["--format=pax", "-czf", `${dir}/c.tgz`, "-C", CORPUS, "canvas-design"],
+    ];
+    for (const args of made) {
+      assert((await new Deno.Command("tar", { args }).output()).success);
+    }
+    for (const name of ["a", "b", "c"]) {
+      const pkg = await installPackage({ path: `${dir}/${name}.tgz` }, {
+        root: `${dir}/root-${name}`,
+      });
+      assertEquals(pkg.name, "canvas-design");
+      await sameFiles(`${CORPUS}canvas-design`, pkg.path);
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("a package over 64 MiB streams from disk (ring of read buffers, bounded inflater) and installs byte for byte", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.mkdir(`${dir}/big`);
+    await Deno.writeTextFile(`${dir}/big/SKILL.md`, skillMd("big"));
+    const data = new Uint8Array(70 * 1024 * 1024);
+    for (let i = 0; i < data.length; i += 65536) {
+      crypto.getRandomValues(data.subarray(i, i + 65536));
+    }
+    data.fill(7, 0, 1 << 20); // some compressible bytes too
+    await Deno.writeFile(`${dir}/big/data.bin`, data);
+    for (const format of ["zip", "tar.gz"] as const) {
+      const packed = await packSkill(`${dir}/big`, {
+        format,
+        output: `${dir}/big.${format}`,
+      });
+      assert(packed.size > 64 * 1024 * 1024);
+      const pkg = await installPackage({ path: `${dir}/big.${format}` }, {
+        root: `${dir}/root-${format}`,
+        digest: packed.digest,
+      });
+      await sameFiles(`${dir}/big`, pkg.path);
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

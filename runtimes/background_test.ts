@@ -1,0 +1,165 @@
+import {
+  assert,
+  assertEquals,
+  assertRejects,
+  assertThrows,
+} from "../_internal/assert.ts";
+import { plainContext, tempDir, testEachRuntime } from "../tools/_testing.ts";
+import { BackgroundCommands, backgroundCommands } from "./background.ts";
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function until(check: () => boolean | Promise<boolean>, ms = 10_000) {
+  const end = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error("timed out waiting");
+    await sleep(50);
+  }
+}
+
+testEachRuntime(
+  "background: starts at once, each read gives only new output, then the exit code",
+  async () => {
+    await using dir = await tempDir();
+    const { runtime } = plainContext(dir.path);
+    await using _ = runtime;
+    const commands = new BackgroundCommands(runtime);
+    const started = performance.now();
+    const { id, running } = commands.start({
+      command: "echo one; echo e1 >&2; sleep 1; echo two; exit 7",
+    });
+    assert(performance.now() - started < 500);
+    assert(running);
+    let out = "";
+    let err = "";
+    await until(() => {
+      const read = commands.read(id);
+      out += read.stdout;
+      err += read.stderr;
+      return out.includes("one");
+    });
+    await commands.wait(id);
+    const second = commands.read(id);
+    // Only what came since: never "one" again.
+    assert(!second.stdout.includes("one"), second.stdout);
+    out += second.stdout;
+    err += second.stderr;
+    assertEquals([out, err], ["one\ntwo\n", "e1\n"]);
+    assertEquals([second.running, second.exitCode], [false, 7]);
+    const third = commands.read(id);
+    assertEquals([third.stdout, third.stderr, third.exitCode], ["", "", 7]);
+  },
+);
+
+/** A command whose process group writes a heartbeat file every 100 ms. */
+function heartbeat(file: string): string {
+  return `(while :; do date +%s%N > ${file}; sleep 0.1; done) & wait`;
+}
+
+async function beating(file: string): Promise<boolean> {
+  const before = await Deno.readTextFile(file).catch(() => "");
+  await sleep(600);
+  const after = await Deno.readTextFile(file).catch(() => "");
+  return after !== "" && after !== before;
+}
+
+testEachRuntime(
+  "background: kill stops the whole process group",
+  async () => {
+    await using dir = await tempDir();
+    const { runtime } = plainContext(dir.path);
+    await using _ = runtime;
+    const commands = new BackgroundCommands(runtime);
+    const beat = `${dir.path}/beat`;
+    const { id } = commands.start({ command: heartbeat(beat) });
+    await until(() => beating(beat));
+    const info = await commands.kill(id);
+    assertEquals([info.running, info.exitCode], [false, -1]);
+    assert(commands.read(id).killed);
+    await until(async () => !(await beating(beat)));
+  },
+);
+
+testEachRuntime(
+  "background: at most maxCommands at once; close() stops every one",
+  async () => {
+    await using dir = await tempDir();
+    const { runtime } = plainContext(dir.path);
+    const commands = backgroundCommands(runtime, { maxCommands: 2 });
+    const files = [`${dir.path}/a`, `${dir.path}/b`];
+    for (const file of files) commands.start({ command: heartbeat(file) });
+    assertThrows(
+      () => commands.start({ command: "true" }),
+      RangeError,
+      "2 are running",
+    );
+    for (const file of files) await until(() => beating(file));
+    await runtime.close();
+    assert(commands.list().every((c) => !c.running));
+    for (const file of files) await until(async () => !(await beating(file)));
+    assertThrows(() => commands.start({ command: "true" }), Error, "closed");
+  },
+);
+
+testEachRuntime(
+  "background: a command printing forever stays bounded in memory",
+  async () => {
+    await using dir = await tempDir();
+    const { runtime } = plainContext(dir.path);
+    await using _ = runtime;
+    const maxOutputBytes = 4 * 1024;
+    const commands = new BackgroundCommands(runtime, { maxOutputBytes });
+    // About 200 KB/s, forever (a flood would measure the test server).
+    const { id } = commands.start({
+      command:
+        "while :; do head -c 2000 /dev/zero | tr '\\0' x; echo; sleep 0.01; done",
+    });
+    let total = 0;
+    let cut = false;
+    await until(async () => {
+      await sleep(300);
+      const read = commands.read(id);
+      // Each read holds at most the cap (its start and end) and a notice.
+      assert(
+        read.stdout.length <= maxOutputBytes + 200,
+        `${read.stdout.length}`,
+      );
+      total += read.stdoutBytes;
+      cut ||= read.truncated;
+      return cut && total > 16 * maxOutputBytes;
+    }, 40_000);
+    await commands.kill(id);
+  },
+);
+
+Deno.test("background: unknown ids and bad limits are refused clearly", async () => {
+  await using dir = await tempDir();
+  const { runtime } = plainContext(dir.path);
+  await using _ = runtime;
+  const commands = new BackgroundCommands(runtime);
+  assertThrows(() => commands.read("bg9"), RangeError, "none was started");
+  await assertRejects(() => commands.kill("nope"), RangeError, "No background");
+  assertThrows(
+    () => new BackgroundCommands(runtime, { maxCommands: 0 }),
+    RangeError,
+    "maxCommands",
+  );
+});
+
+Deno.test("background: the doctor's report lists the runtime's background commands", async () => {
+  const { fenceReport, formatFenceReport, LocalSkillRuntime } = await import(
+    "./local/mod.ts"
+  );
+  await using dir = await tempDir();
+  await using runtime = new LocalSkillRuntime({ cwd: dir.path });
+  const before = await fenceReport(runtime);
+  assertEquals(before.backgroundCommands, []);
+  const { id } = backgroundCommands(runtime).start({ command: "sleep 30" });
+  const report = await fenceReport(runtime);
+  assertEquals(report.backgroundCommands?.map((c) => [c.id, c.running]), [
+    [id, true],
+  ]);
+  assert(
+    formatFenceReport(report).includes(`  ${id} running: sleep 30\n`),
+  );
+});

@@ -1,0 +1,628 @@
+/**
+ * The client of envd, the daemon inside an E2B sandbox: processes and the
+ * file system over the Connect protocol (JSON codec) on `fetch`, file bytes
+ * through its HTTP `/files`.
+ *
+ * @module
+ */
+import { OutputCollector } from "../../_internal/collector.ts";
+import { posix } from "../../_internal/std.ts";
+import { CommandRun, MAX_EXECUTE_TIMEOUT_MS } from "../command_core.ts";
+import type { HttpClient } from "../remote/http.ts";
+import { RemoteHttpError } from "../remote/errors.ts";
+import type { RemoteFileOps, RemoteUploadFile } from "../remote/fs.ts";
+import { multipartBody, type MultipartPart } from "../remote/upload.ts";
+import { sessionBashArgs, shellQuote } from "../remote/shell.ts";
+import type { ExecuteResult, FileInfo } from "../types.ts";
+import type { RemoteCommand } from "../remote/runtime.ts";
+
+/** The port envd listens on inside every sandbox. */
+export const ENVD_PORT = 49983;
+
+/** How long we wait for the stream to end after the stop signal, in ms. */
+const STOP_GRACE_MS = 6_000;
+/** Files per multipart upload request. */
+const UPLOAD_BATCH = 200;
+/** Upload requests at once. */
+const UPLOAD_CONCURRENCY = 3;
+
+/**
+ * An envd call failed with a Connect error (`not_found`,
+ * `invalid_argument`, ...), or a command stream broke.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { EnvdError } from "@skillrun/skillrun/e2b";
+ * assert(new EnvdError("not_found", "no such file").code === "not_found");
+ * ```
+ */
+export class EnvdError extends Error {
+  /** The error's name. */
+  override readonly name = "EnvdError";
+  /** The Connect code (`not_found`, `invalid_argument`, ...) or `stream`. */
+  readonly code: string;
+
+  /**
+   * Makes the error.
+   *
+   * @param code The Connect code.
+   * @param message What failed.
+   */
+  constructor(code: string, message: string) {
+    super(message);
+    this.code = code;
+  }
+}
+
+/** An `EntryInfo` in its JSON form. */
+interface EntryInfo {
+  name?: string;
+  type?: string;
+  path?: string;
+  size?: string | number;
+  mode?: number;
+  modifiedTime?: string;
+}
+
+/**
+ * Frames one Connect message: `[flags:1][length:4 big-endian][JSON]`.
+ *
+ * @example
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { connectEnvelope } from "@skillrun/skillrun/e2b";
+ * assertEquals([...connectEnvelope({}, 2)], [2, 0, 0, 0, 2, 123, 125]);
+ * ```
+ *
+ * @param message The message.
+ * @param flags `0`, or `2` for the end of a stream.
+ * @returns The bytes.
+ */
+export function connectEnvelope(
+  message: unknown,
+  flags = 0,
+): Uint8Array<ArrayBuffer> {
+  const json = new TextEncoder().encode(JSON.stringify(message));
+  const bytes = new Uint8Array(5 + json.length);
+  bytes[0] = flags;
+  new DataView(bytes.buffer).setUint32(1, json.length);
+  bytes.set(json, 5);
+  return bytes;
+}
+
+/**
+ * Reads the enveloped messages of a Connect stream.
+ *
+ * @example
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { connectEnvelope, readConnectStream } from "@skillrun/skillrun/e2b";
+ * const body = new Blob([connectEnvelope({ a: 1 }), connectEnvelope({}, 2)]).stream();
+ * const seen = [];
+ * for await (const message of readConnectStream(body)) seen.push(message);
+ * assertEquals(seen, [{ flags: 0, message: { a: 1 } }, { flags: 2, message: {} }]);
+ * ```
+ *
+ * @param body The response body.
+ * @returns Each message with its flags.
+ * @throws {EnvdError} A frame that is cut or not JSON (code `stream`).
+ */
+export async function* readConnectStream(
+  body: ReadableStream<Uint8Array>,
+): AsyncGenerator<{ flags: number; message: Record<string, unknown> }> {
+  let buffer = new Uint8Array(0);
+  const decoder = new TextDecoder();
+  for await (const chunk of body) {
+    const joined = new Uint8Array(buffer.length + chunk.length);
+    joined.set(buffer);
+    joined.set(chunk, buffer.length);
+    buffer = joined;
+    while (buffer.length >= 5) {
+      const length = new DataView(buffer.buffer, buffer.byteOffset)
+        .getUint32(1);
+      if (buffer.length < 5 + length) break;
+      const flags = buffer[0]!;
+      let message: Record<string, unknown>;
+      try {
+        message = JSON.parse(decoder.decode(buffer.subarray(5, 5 + length)));
+      } catch {
+        throw new EnvdError("stream", "a stream message is not JSON");
+      }
+      buffer = buffer.slice(5 + length);
+      yield { flags, message };
+    }
+  }
+  if (buffer.length > 0) {
+    throw new EnvdError("stream", "the stream ended inside a message");
+  }
+}
+
+/**
+ * Talks to one sandbox's envd through the given client (whose headers carry
+ * the access token and the routing headers).
+ *
+ * @example Making a client (no request is made)
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { EnvdClient } from "@skillrun/skillrun/e2b";
+ * import { HttpClient } from "@skillrun/skillrun/runtime";
+ * const envd = new EnvdClient(new HttpClient({ baseUrl: "http://127.0.0.1:9" }));
+ * assert(envd.http.baseUrl === "http://127.0.0.1:9");
+ * ```
+ */
+export class EnvdClient implements RemoteFileOps {
+  /** The HTTP client of envd. */
+  readonly http: HttpClient;
+
+  /**
+   * Makes the client.
+   *
+   * @param http The HTTP client on envd's base URL.
+   */
+  constructor(http: HttpClient) {
+    this.http = http;
+  }
+
+  /**
+   * Whether envd answers `GET /health`.
+   *
+   * @param signal Stops the call.
+   * @returns `true` when it does.
+   */
+  async health(signal?: AbortSignal): Promise<boolean> {
+    try {
+      const response = await this.http.request({
+        method: "GET",
+        path: "/health",
+        idempotent: false,
+        timeoutMs: 5_000,
+        ...(signal ? { signal } : {}),
+      });
+      await response.body?.cancel();
+      return true;
+    } catch (error) {
+      if (signal?.aborted) throw error;
+      return false;
+    }
+  }
+
+  /**
+   * One unary Connect call (`POST /<service>/<method>`, JSON).
+   *
+   * @param method E.g. `filesystem.Filesystem/Stat`.
+   * @param message The request message.
+   * @param signal Stops the call.
+   * @returns The answer message.
+   * @throws {EnvdError} A Connect error (its code and message).
+   */
+  async call<T>(
+    method: string,
+    message: unknown,
+    signal?: AbortSignal,
+  ): Promise<T> {
+    try {
+      return await this.http.json<T>({
+        method: "POST",
+        path: `/${method}`,
+        json: message,
+        headers: { "connect-protocol-version": "1" },
+        idempotent: !/\/(SendSignal)$/.test(method),
+        ...(signal ? { signal } : {}),
+      });
+    } catch (error) {
+      if (error instanceof RemoteHttpError && error.code !== undefined) {
+        throw new EnvdError(error.code, error.serverMessage ?? error.message);
+      }
+      throw error;
+    }
+  }
+
+  /**
+   * Runs one command to its end, the deadline or the caller's signal; on the
+   * last two the command is sent SIGTERM (its whole session stops) and the
+   * result says so. Never retried.
+   *
+   * @param request The command.
+   * @returns The result.
+   * @throws {EnvdError} envd refused the command (`invalid_argument` for a
+   * missing folder) or the stream broke (the command was stopped).
+   * @throws {RemoteHttpError} envd could not be reached.
+   */
+  async run(request: RemoteCommand): Promise<ExecuteResult> {
+    const stdout = new OutputCollector({ maxBytes: request.maxOutputBytes });
+    const stderr = new OutputCollector({ maxBytes: request.maxOutputBytes });
+    using run = new CommandRun({
+      timeoutMs: request.timeoutMs,
+      signal: request.signal,
+      graceMs: STOP_GRACE_MS,
+    });
+    const result = (code: number) => run.result(code, stdout, stderr);
+    if (run.reason) return result(-1);
+    let response: Response;
+    try {
+      response = await this.http.request({
+        method: "POST",
+        path: "/process.Process/Start",
+        body: connectEnvelope({
+          process: {
+            cmd: "/bin/bash",
+            args: sessionBashArgs(request.command),
+            envs: request.env,
+            cwd: request.cwd,
+          },
+        }),
+        headers: {
+          "content-type": "application/connect+json",
+          "connect-protocol-version": "1",
+          // envd's own deadline, a backstop later than ours.
+          "connect-timeout-ms": String(
+            Math.min(Math.ceil(run.timeoutMs) + 10_000, MAX_EXECUTE_TIMEOUT_MS),
+          ),
+        },
+        idempotent: false,
+        timeoutMs: null,
+        signal: run.graceSignal,
+      });
+    } catch (error) {
+      if (run.reason && run.graceSignal.aborted) return result(-1);
+      if (error instanceof RemoteHttpError && error.code !== undefined) {
+        throw new EnvdError(
+          error.code,
+          `Cannot run the command in "${request.cwd}": ${
+            error.serverMessage ?? error.message
+          }`,
+        );
+      }
+      throw error;
+    }
+    const body = response.body;
+    let pid: number | undefined;
+    let signalling: Promise<unknown> | undefined;
+    const stop = () => {
+      if (pid === undefined || signalling) return;
+      signalling = this.signal(pid, "SIGNAL_SIGTERM").catch(() => {});
+    };
+    run.stopSignal.addEventListener("abort", stop, { once: true });
+    run.onGraceOver(() => void body?.cancel().catch(() => {}));
+    let exitCode: number | undefined;
+    try {
+      if (!body) throw new EnvdError("stream", "the answer has no body");
+      for await (const { flags, message } of readConnectStream(body)) {
+        if (flags & 2) {
+          const error = message.error as
+            | { code?: string; message?: string }
+            | undefined;
+          if (error) {
+            throw new EnvdError(
+              error.code ?? "unknown",
+              `Cannot run the command in "${request.cwd}": ${
+                error.message ?? error.code
+              }`,
+            );
+          }
+          break;
+        }
+        const event = (message.event ?? {}) as Record<
+          string,
+          Record<string, unknown>
+        >;
+        if (event.start) {
+          pid = Number(event.start.pid);
+          if (run.stopSignal.aborted) stop();
+        } else if (event.data) {
+          for (
+            const [name, sink, on] of [
+              ["stdout", stdout, request.onStdout],
+              ["stderr", stderr, request.onStderr],
+            ] as const
+          ) {
+            const text = event.data[name];
+            if (typeof text !== "string") continue;
+            const bytes = Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
+            sink.push(bytes);
+            on?.(bytes);
+          }
+        } else if (event.end) {
+          exitCode = Number(event.end.exitCode ?? 0);
+        }
+      }
+    } catch (error) {
+      if (run.reason) {
+        await signalling;
+        return result(-1);
+      }
+      if (pid !== undefined) {
+        await this.signal(pid, "SIGNAL_SIGTERM").catch(() => {});
+      }
+      if (error instanceof EnvdError && error.code !== "stream") throw error;
+      throw new EnvdError(
+        "stream",
+        `Cannot run the command: ${
+          error instanceof EnvdError
+            ? error.message
+            : "the connection broke before the command finished"
+        }; it was stopped`,
+      );
+    } finally {
+      run.stopSignal.removeEventListener("abort", stop);
+      await body?.cancel().catch(() => {});
+    }
+    if (run.reason) {
+      await signalling;
+      return result(-1);
+    }
+    if (exitCode === undefined) {
+      if (pid !== undefined) {
+        await this.signal(pid, "SIGNAL_SIGTERM").catch(() => {});
+      }
+      throw new EnvdError(
+        "stream",
+        "Cannot run the command: the stream ended before the command finished; it was stopped",
+      );
+    }
+    return result(exitCode);
+  }
+
+  /**
+   * Sends a signal to a process (`process.Process/SendSignal`).
+   *
+   * @param pid The process.
+   * @param signal `SIGNAL_SIGTERM` or `SIGNAL_SIGKILL`.
+   * @returns When sent.
+   */
+  async signal(
+    pid: number,
+    signal: "SIGNAL_SIGTERM" | "SIGNAL_SIGKILL",
+  ): Promise<void> {
+    await this.call("process.Process/SendSignal", {
+      process: { pid },
+      signal,
+    });
+  }
+
+  /**
+   * Facts about a path, symlinks not followed (`filesystem.Filesystem/Stat`),
+   * or `null` when missing.
+   *
+   * @param path An absolute POSIX path.
+   * @param signal Stops the call.
+   * @returns The facts.
+   */
+  async stat(path: string, signal?: AbortSignal): Promise<FileInfo | null> {
+    try {
+      const answer = await this.call<{ entry?: EntryInfo }>(
+        "filesystem.Filesystem/Stat",
+        { path },
+        signal,
+      );
+      return answer.entry ? toFileInfo(answer.entry, path) : null;
+    } catch (error) {
+      if (error instanceof EnvdError && error.code === "not_found") return null;
+      throw error;
+    }
+  }
+
+  /**
+   * Lists a folder down to `depth` levels (`filesystem.Filesystem/ListDir`).
+   *
+   * @param path An absolute POSIX path.
+   * @param options The depth and a signal.
+   * @returns The entries.
+   */
+  async list(
+    path: string,
+    options: { depth: number; signal?: AbortSignal },
+  ): Promise<FileInfo[]> {
+    try {
+      const answer = await this.call<{ entries?: EntryInfo[] }>(
+        "filesystem.Filesystem/ListDir",
+        { path, depth: options.depth },
+        options.signal,
+      );
+      return (answer.entries ?? []).map((entry) => toFileInfo(entry));
+    } catch (error) {
+      if (error instanceof EnvdError && error.code === "not_found") {
+        throw new Deno.errors.NotFound(`No such folder: "${path}"`);
+      }
+      throw error;
+    }
+  }
+
+  /**
+   * Opens a file's bytes from an offset (`GET /files?path=`, with `Range`).
+   *
+   * @param path An absolute POSIX path.
+   * @param options The offset and a signal.
+   * @returns The response.
+   */
+  open(
+    path: string,
+    options: { offset: number; signal?: AbortSignal },
+  ): Promise<Response> {
+    return this.http.request({
+      method: "GET",
+      path: "/files",
+      query: { path },
+      ...(options.offset > 0
+        ? {
+          headers: { range: `bytes=${options.offset}-` },
+          acceptStatuses: [416],
+        }
+        : {}),
+      timeoutMs: null,
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+  }
+
+  /**
+   * Makes folders and their parents (`filesystem.Filesystem/MakeDir`; one
+   * that exists is no error).
+   *
+   * @param paths Absolute POSIX paths.
+   * @param signal Stops the calls.
+   * @returns When done.
+   */
+  async makeDirectories(
+    paths: readonly string[],
+    signal?: AbortSignal,
+  ): Promise<void> {
+    for (const path of paths) {
+      try {
+        await this.call("filesystem.Filesystem/MakeDir", { path }, signal);
+      } catch (error) {
+        if (!(error instanceof EnvdError && error.code === "already_exists")) {
+          throw error;
+        }
+      }
+    }
+  }
+
+  /**
+   * Removes a path (`filesystem.Filesystem/Remove`; a missing one is no error).
+   *
+   * @param path An absolute POSIX path.
+   * @param signal Stops the call.
+   * @returns When done.
+   */
+  async remove(path: string, signal?: AbortSignal): Promise<void> {
+    await this.call("filesystem.Filesystem/Remove", { path }, signal);
+  }
+
+  /**
+   * Uploads files through `POST /files`: files with plain names go
+   * {@linkcode UPLOAD_BATCH} to a multipart request (each part's file name is
+   * its path), others one by one with `?path=`; parents are made by envd.
+   * Modes are set afterwards by one `chmod` per mode (a file without a mode
+   * keeps envd's default, or the mode of the file it replaces).
+   *
+   * @param files The files, their absolute POSIX targets and modes.
+   * @param signal Stops the upload.
+   * @returns When done.
+   */
+  async upload(
+    files: readonly RemoteUploadFile[],
+    signal?: AbortSignal,
+  ): Promise<void> {
+    const requests: RemoteUploadFile[][] = [];
+    let batch: RemoteUploadFile[] = [];
+    for (const file of files) {
+      if (!plainName(file.remotePath)) requests.push([file]);
+      else {
+        batch.push(file);
+        if (batch.length === UPLOAD_BATCH) {
+          requests.push(batch);
+          batch = [];
+        }
+      }
+    }
+    if (batch.length > 0) requests.push(batch);
+    const stop = new AbortController();
+    const each = signal ? AbortSignal.any([signal, stop.signal]) : stop.signal;
+    let next = 0;
+    const worker = async () => {
+      while (next < requests.length) {
+        each.throwIfAborted();
+        try {
+          await this.#send(requests[next++]!, each);
+        } catch (error) {
+          stop.abort(error);
+          throw error;
+        }
+      }
+    };
+    const settled = await Promise.allSettled(
+      Array.from(
+        { length: Math.min(UPLOAD_CONCURRENCY, requests.length) },
+        worker,
+      ),
+    );
+    signal?.throwIfAborted();
+    const failed = settled.find((s) => s.status === "rejected");
+    if (failed) throw stop.signal.reason ?? failed.reason;
+    const byMode = new Map<number, string[]>();
+    for (const file of files) {
+      if (file.mode === undefined) continue;
+      const list = byMode.get(file.mode & 0o7777) ?? [];
+      list.push(file.remotePath);
+      byMode.set(file.mode & 0o7777, list);
+    }
+    for (const [mode, paths] of byMode) {
+      for (let i = 0; i < paths.length; i += 200) {
+        const chunk = paths.slice(i, i + 200);
+        const done = await this.run({
+          command: `chmod ${mode.toString(8)} -- ${
+            chunk.map(shellQuote).join(" ")
+          }`,
+          cwd: "/",
+          env: {},
+          timeoutMs: 120_000,
+          maxOutputBytes: 64 * 1024,
+          ...(signal ? { signal } : {}),
+        });
+        if (done.exitCode !== 0) {
+          throw new Error(
+            `Cannot set the mode of "${chunk[0]}": ${
+              done.stderr.trim().slice(0, 300)
+            }`,
+          );
+        }
+      }
+    }
+  }
+
+  async #send(
+    files: readonly RemoteUploadFile[],
+    signal: AbortSignal,
+  ): Promise<void> {
+    const single = !plainName(files[0]!.remotePath);
+    const parts: MultipartPart[] = files.map((file) => ({
+      name: "file",
+      filename: single ? posix.basename(file.remotePath) : file.remotePath,
+      contentType: "application/octet-stream",
+      content: file.content,
+    }));
+    const { body, contentType, length } = multipartBody(parts);
+    const response = await this.http.request({
+      method: "POST",
+      path: "/files",
+      ...(single ? { query: { path: files[0]!.remotePath } } : {}),
+      body,
+      headers: {
+        "content-type": contentType,
+        "content-length": String(length),
+      },
+      idempotent: false,
+      timeoutMs: null,
+      signal,
+    });
+    await response.body?.cancel();
+  }
+}
+
+/** A path that a multipart file name carries as is (Go reads it back whole). */
+function plainName(path: string): boolean {
+  return /^[\x20-\x7e]*$/.test(path) && !/["\\%]/.test(path);
+}
+
+function toFileInfo(entry: EntryInfo, fallbackPath?: string): FileInfo {
+  const path = entry.path || fallbackPath || "";
+  const type = entry.type === "FILE_TYPE_FILE"
+    ? "file"
+    : entry.type === "FILE_TYPE_DIRECTORY"
+    ? "directory"
+    : entry.type === "FILE_TYPE_SYMLINK"
+    ? "symlink"
+    : "other";
+  const modified = entry.modifiedTime ? new Date(entry.modifiedTime) : null;
+  return {
+    path,
+    name: entry.name || posix.basename(path),
+    type,
+    size: Number(entry.size ?? 0),
+    modifiedAt: modified && !Number.isNaN(modified.getTime()) ? modified : null,
+    ...(typeof entry.mode === "number"
+      ? { executable: (entry.mode & 0o100) !== 0 }
+      : {}),
+  };
+}

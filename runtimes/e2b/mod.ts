@@ -1,0 +1,34 @@
+/**
+ * The E2B runtime: skills run in an E2B sandbox (created from a template,
+ * attached by id, or a conversation's, paused on close and resumed on
+ * attach), spoken to with `fetch` only: the control plane and envd over the
+ * Connect protocol. No SDK, no local disk. Importing this module needs no
+ * permission; using the runtime needs `--allow-net` (and `--allow-read` for
+ * the skills it uploads).
+ *
+ * @example Plain mode: a sandbox for this runtime alone
+ * ```ts ignore
+ * import { E2BSkillRuntime } from "@skillrun/skillrun/e2b";
+ * await using runtime = new E2BSkillRuntime({ apiKey: Deno.env.get("E2B_API_KEY") });
+ * const result = await runtime.execute({ command: "uname -a" });
+ * console.log(result.stdout);
+ * ```
+ *
+ * @module
+ */
+export { type E2BRuntimeOptions, E2BSkillRuntime } from "./runtime.ts";
+export {
+  E2B_API_URL,
+  E2BApiClient,
+  type E2BApiClientOptions,
+  type E2BSandbox,
+  type E2BSandboxSpec,
+} from "./api.ts";
+export {
+  connectEnvelope,
+  ENVD_PORT,
+  EnvdClient,
+  EnvdError,
+  readConnectStream,
+} from "./envd.ts";
+export * from "../remote/kind_exports.ts";

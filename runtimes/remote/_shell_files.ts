@@ -1,0 +1,169 @@
+/**
+ * File calls done by one quoted shell command inside the sandbox, for the
+ * paths a server's own file API cannot take: execd runs every path it
+ * receives through Go's `os.Expand`, so a path holding `$` (`Outer$Inner.class`,
+ * `cost $5.txt`, `f$1.txt`) is refused or rewritten there; inside a command
+ * quoted with `shellQuote` it means itself. Needs GNU `stat`, `find -printf`
+ * and `chmod --reference` in the sandbox (as the in-sandbox search does).
+ *
+ * @module
+ */
+import { shellQuote } from "../../_internal/shell_quote.ts";
+import { posix } from "../../_internal/std.ts";
+import type { ExecuteResult, FileInfo, FileType } from "../types.ts";
+
+/** Runs one helper command in the sandbox (never retried). */
+export type ShellRunner = (
+  command: string,
+  signal?: AbortSignal,
+) => Promise<ExecuteResult>;
+
+/**
+ * Whether a path must go through a shell command on a server that expands
+ * `$` in paths (execd): any path that holds a `$`.
+ *
+ * @param path The absolute remote path.
+ * @returns Whether it holds a `$`.
+ */
+export function needsShellPath(path: string): boolean {
+  return path.includes("$");
+}
+
+/** The separator of the fields of a `stat`/`find` line: no `%F` word holds it. */
+const SEP = "|";
+
+/**
+ * Runs a helper command and checks it succeeded.
+ *
+ * @param run The runner.
+ * @param command The command line (values quoted).
+ * @param what What it does, for the error (`stat "/p"`).
+ * @param signal Stops it.
+ * @returns The result.
+ * @throws {Error} The command failed or timed out.
+ */
+export async function runChecked(
+  run: ShellRunner,
+  command: string,
+  what: string,
+  signal?: AbortSignal,
+): Promise<ExecuteResult> {
+  const result = await run(command, signal);
+  if (result.aborted) signal?.throwIfAborted();
+  if (result.exitCode !== 0 || result.timedOut || result.aborted) {
+    const reason = result.timedOut
+      ? "the command timed out"
+      : result.stderr.trim().slice(0, 500) || `exit code ${result.exitCode}`;
+    throw new Error(`Cannot ${what}: ${reason}`);
+  }
+  return result;
+}
+
+/**
+ * Facts about a path (symlinks not followed) by `stat`, or `null` when
+ * nothing is there.
+ *
+ * @param run The runner.
+ * @param path The absolute path.
+ * @param signal Stops it.
+ * @returns The facts.
+ */
+export async function shellStat(
+  run: ShellRunner,
+  path: string,
+  signal?: AbortSignal,
+): Promise<FileInfo | null> {
+  const q = shellQuote(path);
+  const result = await runChecked(
+    run,
+    `if [ -e ${q} ] || [ -L ${q} ]; then LC_ALL=C stat -c '%F${SEP}%s${SEP}%Y${SEP}%a' -- ${q}; else echo missing; fi`,
+    `stat "${path}"`,
+    signal,
+  );
+  const line = result.stdout.trim();
+  if (line === "missing") return null;
+  const [kind, size, mtime, mode] = line.split(SEP);
+  if (mode === undefined) {
+    throw new Error(
+      `Cannot stat "${path}": the sandbox answered ${
+        JSON.stringify(line.slice(0, 200))
+      }`,
+    );
+  }
+  const type: FileType = kind === "directory"
+    ? "directory"
+    : kind === "symbolic link"
+    ? "symlink"
+    : kind!.startsWith("regular")
+    ? "file"
+    : "other";
+  return {
+    path,
+    name: posix.basename(path),
+    type,
+    size: type === "file" ? Number(size) : 0,
+    modifiedAt: new Date(Number(mtime) * 1000),
+    executable: (parseInt(mode, 8) & 0o100) !== 0,
+  };
+}
+
+/**
+ * The entries below a folder down to `depth` levels (`find -printf`),
+ * symlinks not followed.
+ *
+ * @param run The runner.
+ * @param path The absolute folder.
+ * @param depth How deep.
+ * @param signal Stops it.
+ * @returns The entries (paths absolute).
+ * @throws {Deno.errors.NotFound} The folder is missing.
+ * @throws {Deno.errors.NotADirectory} It is not a folder.
+ */
+export async function shellList(
+  run: ShellRunner,
+  path: string,
+  depth: number,
+  signal?: AbortSignal,
+): Promise<FileInfo[]> {
+  const q = shellQuote(path);
+  const result = await runChecked(
+    run,
+    `if [ ! -e ${q} ]; then echo missing; elif [ -L ${q} ] || [ ! -d ${q} ]; then echo not-a-folder; else LC_ALL=C find ${q} -mindepth 1 -maxdepth ${
+      Math.max(1, Math.floor(depth))
+    } -printf '%y${SEP}%s${SEP}%T@${SEP}%m${SEP}%p\\0'; fi`,
+    `list "${path}"`,
+    signal,
+  );
+  const out = result.stdout;
+  if (out.trim() === "missing") {
+    throw new Deno.errors.NotFound(`Cannot list "${path}": no such folder`);
+  }
+  if (out.trim() === "not-a-folder") {
+    throw new Deno.errors.NotADirectory(
+      `Cannot list "${path}": it is not a folder`,
+    );
+  }
+  const entries: FileInfo[] = [];
+  for (const record of out.split("\0")) {
+    const fields = record.split(SEP);
+    if (fields.length < 5) continue;
+    const [kind, size, mtime, mode] = fields;
+    const entryPath = fields.slice(4).join(SEP);
+    const type: FileType = kind === "d"
+      ? "directory"
+      : kind === "l"
+      ? "symlink"
+      : kind === "f"
+      ? "file"
+      : "other";
+    entries.push({
+      path: entryPath,
+      name: posix.basename(entryPath),
+      type,
+      size: type === "file" ? Number(size) : 0,
+      modifiedAt: new Date(Math.trunc(Number(mtime) * 1000)),
+      executable: (parseInt(mode!, 8) & 0o100) !== 0,
+    });
+  }
+  return entries;
+}

@@ -1,0 +1,253 @@
+/**
+ * The Vercel Sandbox runtime: skills uploaded into a Vercel sandbox and
+ * commands run there, spoken to with `fetch` only.
+ *
+ * @module
+ */
+import type { RemoteRuntimeCommonOptions } from "../remote/runtime.ts";
+import {
+  type SandboxService,
+  SandboxServiceRuntime,
+  type ServiceCreateOptions,
+  type ServiceSession,
+} from "../remote/sandbox_service.ts";
+import { shellList, shellStat } from "../remote/_shell_files.ts";
+import { RemoteHttpError } from "../remote/errors.ts";
+import type { ExecuteResult } from "../types.ts";
+import {
+  VercelApiClient,
+  type VercelSandbox,
+  type VercelSandboxSpec,
+} from "./api.ts";
+
+/** Options of {@linkcode VercelSandboxSkillRuntime}. */
+export interface VercelRuntimeOptions extends RemoteRuntimeCommonOptions {
+  /** The token (`VERCEL_TOKEN`); never shown in errors. */
+  readonly token?: string;
+  /** The team (`VERCEL_TEAM_ID`). */
+  readonly teamId?: string;
+  /** The project (`VERCEL_PROJECT_ID`). */
+  readonly projectId?: string;
+  /** The API. Default `https://vercel.com/api` (a test server, a proxy). */
+  readonly baseUrl?: string;
+  /** Attach to this sandbox (by name) instead of creating one; never deleted by `close()`. */
+  readonly sandboxId?: string;
+  /** What a sandbox the runtime creates is made of. */
+  readonly sandbox?: VercelSandboxSpec;
+  /**
+   * Conversation mode: the folder holding each conversation's workspace.
+   * Default `/vercel/sandbox/conversations`.
+   */
+  readonly conversationsRoot?: string;
+  /** Plain mode: where commands run. Default `/vercel/sandbox`. */
+  readonly cwd?: string;
+  /** Plain mode: where skills are uploaded. Default `/vercel/sandbox/skills`. */
+  readonly skillsRoot?: string;
+  /** Time between timeout extensions while used, in ms. */
+  readonly renewIntervalMs?: number;
+  /** How long to wait for the session to run, in ms. Default 120 000. */
+  readonly readyTimeoutMs?: number;
+}
+
+/**
+ * The Vercel Sandbox runtime (`name: "vercel"`).
+ *
+ * **Plain**: on first real use it creates a sandbox (runtime image, vCPUs,
+ * timeout, network policy, environment) or attaches to `sandboxId`, then
+ * runs commands (`bash -c`, NDJSON logs) and writes files (one gzipped tar
+ * per upload). `close()` deletes only a sandbox it created.
+ *
+ * **Conversation** (`conversationId`): the sandbox is created `persistent`
+ * and recorded in the store (insert-if-absent: the loser of a creation race
+ * deletes its own). `close()` stops its session (Vercel snapshots a
+ * persistent sandbox's files); the next runtime on the conversation resumes
+ * it (`GET ?resume=true`, a new session from the snapshot) and finds its
+ * files; {@linkcode destroy} removes the record and deletes the sandbox.
+ *
+ * No request is made before real use. Needs `--allow-net` for the API and
+ * `--allow-read` of the skills it uploads.
+ *
+ * @example A runtime is made without any request
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { VercelSandboxSkillRuntime } from "@skillrun/skillrun/vercel";
+ * const runtime = new VercelSandboxSkillRuntime({ token: "t", teamId: "team_1", projectId: "prj_1" });
+ * assertEquals(runtime.defaultWorkingDirectory, "/vercel/sandbox");
+ * await runtime.close(); // never used: no request
+ * ```
+ */
+export class VercelSandboxSkillRuntime
+  extends SandboxServiceRuntime<VercelSandbox> {
+  /**
+   * Makes the runtime; makes no request.
+   *
+   * @param options The API, the sandbox, the mode.
+   * @throws {TypeError} A bad conversation id, path or variable, or
+   * `sandboxId` together with a conversation.
+   */
+  constructor(options: VercelRuntimeOptions) {
+    const spec = options.sandbox ?? {};
+    super({
+      ...options,
+      cwd: options.cwd ?? "/vercel/sandbox",
+      skillsRoot: options.skillsRoot ?? "/vercel/sandbox/skills",
+      name: "vercel",
+      service: new VercelService(options, spec),
+      conversationsRoot: options.conversationsRoot ??
+        "/vercel/sandbox/conversations",
+      timeoutSeconds: spec.timeoutSeconds ?? 600,
+      readinessName: "the sandbox session",
+    });
+  }
+}
+
+/** Vercel Sandbox as a sandbox service. */
+class VercelService implements SandboxService<VercelSandbox> {
+  readonly serverUrl: string;
+  readonly #api: VercelApiClient;
+  readonly #spec: VercelSandboxSpec;
+  readonly #persistent: boolean;
+  /** The current session of each sandbox seen. */
+  readonly #sessions = new Map<string, VercelSandbox>();
+
+  constructor(options: VercelRuntimeOptions, spec: VercelSandboxSpec) {
+    this.#api = new VercelApiClient({
+      ...(options.baseUrl !== undefined ? { baseUrl: options.baseUrl } : {}),
+      ...(options.token !== undefined ? { token: options.token } : {}),
+      ...(options.teamId !== undefined ? { teamId: options.teamId } : {}),
+      ...(options.projectId !== undefined
+        ? { projectId: options.projectId }
+        : {}),
+      ...(options.fetch ? { fetch: options.fetch } : {}),
+      ...(options.requestTimeoutMs !== undefined
+        ? { timeoutMs: options.requestTimeoutMs }
+        : {}),
+    });
+    // Conversations keep their files across stops (snapshots).
+    this.#persistent = options.conversationId !== undefined;
+    // The key of conversations: the API, the team and the project.
+    this.serverUrl = this.#api.baseUrl +
+      (options.teamId ? `/teams/${encodeURIComponent(options.teamId)}` : "") +
+      (options.projectId
+        ? `/projects/${encodeURIComponent(options.projectId)}`
+        : "");
+    this.#spec = spec;
+  }
+
+  async create(options: ServiceCreateOptions): Promise<VercelSandbox> {
+    const tags = { ...this.#spec.tags, ...options.metadata };
+    const sandbox = await this.#api.create(
+      Object.keys(tags).length === 0 ? this.#spec : { ...this.#spec, tags },
+      this.#persistent,
+      options.signal,
+    );
+    this.#sessions.set(sandbox.id, sandbox);
+    return sandbox;
+  }
+
+  get(id: string, signal?: AbortSignal): Promise<VercelSandbox | null> {
+    return this.#api.get(id, false, signal);
+  }
+
+  gone(sandbox: VercelSandbox): string | undefined {
+    if (sandbox.status === "failed" || sandbox.status === "aborted") {
+      return sandbox.status;
+    }
+    if (sandbox.status === "stopped" && !sandbox.persistent) return "stopped";
+    return undefined;
+  }
+
+  delete(id: string, signal?: AbortSignal): Promise<boolean> {
+    this.#sessions.delete(id);
+    return this.#api.delete(id, signal);
+  }
+
+  async renew(
+    id: string,
+    expiresAt: Date,
+    signal?: AbortSignal,
+  ): Promise<Date> {
+    const current = await this.#current(id, signal);
+    const end = current.expiresAt?.getTime() ?? Date.now();
+    const extended = await this.#api.extendTimeout(
+      current.sessionId,
+      expiresAt.getTime() - end,
+      signal,
+    );
+    return extended ?? expiresAt;
+  }
+
+  async release(id: string, signal?: AbortSignal): Promise<void> {
+    const current = this.#sessions.get(id);
+    if (!current) return;
+    await this.#api.stop(current.sessionId, signal);
+    this.#sessions.delete(id);
+  }
+
+  /** The running session of a sandbox, resuming a stopped one. */
+  async #current(id: string, signal?: AbortSignal): Promise<VercelSandbox> {
+    const known = this.#sessions.get(id);
+    if (known && known.status === "running") return known;
+    const resumed = await this.#api.get(id, true, signal);
+    if (!resumed) {
+      throw new Error(
+        `Cannot use sandbox "${id}": the server does not know it`,
+      );
+    }
+    this.#sessions.set(id, resumed);
+    return resumed;
+  }
+
+  async open(
+    sandbox: VercelSandbox,
+    signal?: AbortSignal,
+  ): Promise<ServiceSession> {
+    if (sandbox.status === "running") this.#sessions.set(sandbox.id, sandbox);
+    let current = await this.#current(sandbox.id, signal);
+    const api = this.#api;
+    // A session that stopped behind our back (its timeout passed while the
+    // runtime was idle) answers 410: resume the sandbox and call again once
+    // (nothing ran in the stopped session).
+    const inSession = async <T>(call: (id: string) => Promise<T>) => {
+      try {
+        return await call(current.sessionId);
+      } catch (error) {
+        if (!(error instanceof RemoteHttpError && error.status === 410)) {
+          throw error;
+        }
+        this.#sessions.delete(sandbox.id);
+        current = await this.#current(sandbox.id);
+        return await call(current.sessionId);
+      }
+    };
+    const shell = (command: string, signal?: AbortSignal) =>
+      inSession((id) =>
+        api.run(id, {
+          command,
+          cwd: "/",
+          env: {},
+          timeoutMs: 120_000,
+          maxOutputBytes: 64 * 1024 * 1024,
+          ...(signal ? { signal } : {}),
+        })
+      );
+    return {
+      execute: (command): Promise<ExecuteResult> =>
+        inSession((id) => api.run(id, command)),
+      files: {
+        stat: (path, signal) => shellStat(shell, path, signal),
+        list: (path, options) =>
+          shellList(shell, path, options.depth, options.signal),
+        open: (path, options) =>
+          inSession((id) => api.read(id, path, options.signal)),
+        upload: (files, signal) =>
+          inSession((id) => api.write(id, files, signal)),
+      },
+      isReady: async (signal) => {
+        if (current.status === "running") return true;
+        current = await this.#current(sandbox.id, signal);
+        return current.status === "running";
+      },
+    };
+  }
+}

@@ -1,0 +1,240 @@
+/**
+ * The security suite's remote worlds: the same world as `_harness.ts` (a
+ * conversation with every tool, the skill `api` configured with secrets, an
+ * outside snapshotted before and after) on each remote runtime kind, served
+ * by its test server on loopback, with that server's fault injector. A case
+ * written once with {@linkcode remoteSecurityCases} runs on every kind in
+ * {@linkcode REMOTE_KINDS}: a new kind gets the suite by being added there.
+ *
+ * @module
+ */
+import { assert, assertEquals } from "../../_internal/assert.ts";
+import { startTestServer } from "../../runtimes/opensandbox/_testing.ts";
+import { startAioTestServer } from "../../runtimes/aio/_testing.ts";
+import { MemoryConversationStore } from "../../workspace/conversation_store.ts";
+import { buildSkillTools, type SkillTools } from "../../tools/builder.ts";
+import type { SkillRuntime } from "../../runtimes/types.ts";
+import type { Tool, ToolResult } from "../../tools/types.ts";
+import type { FaultInjector } from "../servers/_faults.ts";
+import {
+  apiConfigs,
+  assertAlive,
+  assertOk,
+  snapshotOutside,
+  writeApiSkill,
+} from "./_harness.ts";
+
+/** The routes of a kind's server that the cases break on purpose. */
+export interface RemoteRoutes {
+  /** Starting a command. */
+  readonly exec: string;
+  /** Reading a file's bytes. */
+  readonly download: string;
+  /** Writing files. */
+  readonly upload: string;
+  /** What `destroy()` calls (method and route). */
+  readonly destroy: { readonly method: string; readonly path: string };
+}
+
+/** One case's world on a remote kind. */
+export interface RemoteWorld extends AsyncDisposable {
+  /** The kind's name. */
+  readonly kind: string;
+  /** The temporary base folder (real path): the server's files live there. */
+  readonly base: string;
+  /** The workspace of the conversation under attack (host path = sandbox path). */
+  readonly workspace: string;
+  /** A folder outside the workspace. */
+  readonly outside: string;
+  /** The runtime (conversation mode). */
+  readonly runtime: SkillRuntime;
+  /** The tools. */
+  readonly kit: SkillTools;
+  /** The server's fault injector. */
+  readonly faults: FaultInjector;
+  /** The routes as the injector names them. */
+  readonly routes: RemoteRoutes;
+  /** Calls a tool. */
+  call(name: string, input: Record<string, unknown>): Promise<ToolResult>;
+  /** Runs a command in the workspace (through the bash tool). */
+  sh(command: string): Promise<ToolResult>;
+}
+
+/** A remote runtime kind: how to start its server and a conversation on it. */
+export interface RemoteKind {
+  /** Its name. */
+  readonly name: string;
+  /** Its routes. */
+  readonly routes: RemoteRoutes;
+  /** Starts a server in `base` and a conversation runtime on it. */
+  start(base: string, conversationsRoot: string): Promise<{
+    readonly runtime: SkillRuntime;
+    readonly faults: FaultInjector;
+    readonly close: () => Promise<void>;
+  }>;
+}
+
+/** The remote kinds every remote case runs on. */
+export const REMOTE_KINDS: readonly RemoteKind[] = [
+  {
+    name: "opensandbox",
+    routes: {
+      exec: "/command",
+      download: "/files/download",
+      upload: "/files/upload",
+      destroy: { method: "DELETE", path: "/v1/sandboxes/{id}" },
+    },
+    async start(_base, conversationsRoot) {
+      const server = await startTestServer();
+      const runtime = server.runtime({
+        conversationId: "victim",
+        conversationsRoot,
+        store: new MemoryConversationStore(),
+      });
+      return {
+        runtime,
+        faults: server.faults,
+        close: async () => await server[Symbol.asyncDispose](),
+      };
+    },
+  },
+  {
+    name: "aio",
+    routes: {
+      exec: "/v1/bash/exec",
+      download: "/v1/file/download",
+      upload: "/v1/file/upload",
+      destroy: { method: "POST", path: "/v1/bash/exec" },
+    },
+    async start(_base, conversationsRoot) {
+      const server = await startAioTestServer();
+      const runtime = server.runtime({
+        conversationId: "victim",
+        conversationsRoot,
+        store: new MemoryConversationStore(),
+      });
+      return {
+        runtime,
+        faults: server.server.faults,
+        close: async () => await server[Symbol.asyncDispose](),
+      };
+    },
+  },
+];
+
+/**
+ * Makes a remote world: `<base>/outside` (a secret file, a folder), the
+ * conversations root `<base>/conversations` with another conversation in it,
+ * and the conversation `victim` on the kind's test server, its skill `api`
+ * prepared (so the workspace exists and the secrets are in its environment).
+ *
+ * @param kind The kind.
+ * @returns The world (dispose it).
+ */
+export async function makeRemoteWorld(kind: RemoteKind): Promise<RemoteWorld> {
+  const base = await Deno.realPath(
+    await Deno.makeTempDir({ prefix: "skillrun-security-remote-" }),
+  );
+  const outside = `${base}/outside`;
+  const root = `${base}/conversations`;
+  await Deno.mkdir(`${outside}/dir`, { recursive: true });
+  await Deno.writeTextFile(`${outside}/secret.txt`, "outside secret\n");
+  await Deno.writeTextFile(`${outside}/dir/inner.txt`, "inner\n");
+  await Deno.mkdir(`${root}/other`, { recursive: true });
+  await Deno.writeTextFile(`${root}/other/notes.txt`, "other conversation\n");
+  const skills = await writeApiSkill(base);
+  const started = await kind.start(base, root);
+  const { runtime } = started;
+  const kit = await buildSkillTools({
+    skills,
+    runtime,
+    configs: apiConfigs(),
+    publisher: {
+      async publish({ stream, fileName }) {
+        for await (const _ of stream) { /* drained */ }
+        return { url: `https://files.example/${fileName}` };
+      },
+    },
+  });
+  const tool = (name: string): Tool => {
+    const found = kit.tool(name);
+    assert(found, `no tool ${name}`);
+    return found;
+  };
+  const workspace = `${root}/victim`;
+  assertOk(await tool("skill").execute({ name: "api" }), "Base directory");
+  assertOk(
+    await tool("write").execute({ file_path: "alive.txt", content: "alive\n" }),
+  );
+  return {
+    kind: kind.name,
+    base,
+    workspace,
+    outside,
+    runtime,
+    kit,
+    faults: started.faults,
+    routes: kind.routes,
+    call: (name, input) => tool(name).execute(input),
+    sh: (command) => tool("bash").execute({ command }),
+    async [Symbol.asyncDispose]() {
+      await kit.close();
+      await started.close();
+      await Deno.remove(base, { recursive: true }).catch(() => {});
+    },
+  };
+}
+
+/** One adversarial case on every remote kind. */
+export interface RemoteSecurityCase {
+  /** What is tried. */
+  readonly name: string;
+  /** Prepares the world. */
+  readonly setup?: (world: RemoteWorld) => Promise<void>;
+  /** The attack: asserts it was refused or harmless. */
+  readonly attack: (world: RemoteWorld) => Promise<void>;
+  /** The paired control: the legitimate call, which must succeed. */
+  readonly control: (world: RemoteWorld) => Promise<void>;
+}
+
+/**
+ * Registers cases on every kind of {@linkcode REMOTE_KINDS}: each in a fresh
+ * world, the outside snapshotted after the setup and compared after the
+ * attack and after the control (faults cleared in between); the runtime must
+ * still answer.
+ *
+ * @param group The group's name, prefixed to each case.
+ * @param cases The cases.
+ */
+export function remoteSecurityCases(
+  group: string,
+  cases: readonly RemoteSecurityCase[],
+): void {
+  for (const kind of REMOTE_KINDS) {
+    for (const c of cases) {
+      Deno.test({
+        name: `security: ${group} (${kind.name}): ${c.name}`,
+        ignore: Deno.build.os !== "linux",
+        async fn() {
+          await using world = await makeRemoteWorld(kind);
+          await c.setup?.(world);
+          const before = await snapshotOutside(world);
+          await c.attack(world);
+          world.faults.clear();
+          assertEquals(
+            await snapshotOutside(world),
+            before,
+            "the attack changed something outside the workspace",
+          );
+          await c.control(world);
+          assertEquals(
+            await snapshotOutside(world),
+            before,
+            "the control changed something outside the workspace",
+          );
+          await assertAlive(world);
+        },
+      });
+    }
+  }
+}
