@@ -9,15 +9,14 @@
  * the CA variables name a bundle of the system's roots plus the runtime's
  * authority.
  *
- * What the bridge needs (for whoever adds a seccomp filter): it is `deno`
- * (the running binary, mounted read-only) running {@linkcode INSIDE_DIR}
- * `/bridge.js`, started by the command's shell before the command, as a
- * grandchild of that shell (not a job of it). It must be able to create
- * `AF_INET` sockets (listen on 127.0.0.1:3128) and `AF_UNIX` stream sockets
- * (one `connect` to `INSIDE_DIR/proxy.sock` per proxied connection) for its
- * whole life, so a filter refusing `socket(AF_UNIX, ...)` must apply to the
- * command only (installed after the bridge starts, e.g. by the exec of the
- * command), not to the whole sandbox.
+ * The bridge is `deno` (the running binary, mounted read-only) running
+ * {@linkcode INSIDE_DIR}`/bridge.js`, started by the sandbox's shell before
+ * the command, as a grandchild of that shell (not a job of it). It makes a
+ * Unix socket to `INSIDE_DIR/proxy.sock` for every proxied connection, so
+ * the sandbox's seccomp filter lets Unix sockets be made, and the isolated
+ * launcher starts the command itself under a nested bwrap step whose filter
+ * refuses them: the command's whole process tree can reach neither that
+ * socket nor any other (see `runtimes/local/isolated.ts`).
  *
  * @module
  */

@@ -442,6 +442,10 @@ export class BubblewrapLauncher implements ProcessLauncher {
       allowNet: this.#allowNet,
       // The nested step needs a user namespace of its own; it disables them.
       disableUserns: this.#commandSeccomp === undefined,
+      // Root inside maps root again in the nested step, which the kernel
+      // allows only to a creator holding CAP_SETFCAP (verify_root_map); the
+      // step drops every capability before the command.
+      keepSetfcap: this.#commandSeccomp !== undefined && probe.uid === 0,
       readOnly,
       masked,
       maskedFolders: new Set(
@@ -791,6 +795,7 @@ function baseArgs(options: {
   tmpBytes: number;
   extra: readonly string[];
   disableUserns: boolean;
+  keepSetfcap: boolean;
 }): string[] {
   const args = [
     "--unshare-all",
@@ -799,6 +804,7 @@ function baseArgs(options: {
     ...(options.disableUserns ? ["--disable-userns"] : []),
     "--cap-drop",
     "ALL",
+    ...(options.keepSetfcap ? ["--cap-add", "CAP_SETFCAP"] : []),
     "--die-with-parent",
     "--new-session",
     "--hostname",
