@@ -26,7 +26,13 @@ import {
   wantsEgress,
 } from "../../network/sandbox.ts";
 import { EgressPolicy } from "../../network/policy.ts";
-import { RuntimePermissionError } from "../errors.ts";
+import {
+  bwrapVersion,
+  IsolationUnavailableError,
+  type Probe,
+  probeHost,
+  unavailable,
+} from "./_bwrap_probe.ts";
 import { seccompFilter } from "./_seccomp.ts";
 import type { ExecuteResult } from "../types.ts";
 import {
@@ -37,6 +43,11 @@ import {
   runProcessGroup,
   streamsOf,
 } from "./launcher.ts";
+
+export {
+  type IsolationProblem,
+  IsolationUnavailableError,
+} from "./_bwrap_probe.ts";
 
 /** The default most processes (and threads) one command may have at once: 1024. */
 export const DEFAULT_MAX_PROCESSES = 1024;
@@ -223,55 +234,6 @@ export interface IsolationReport {
   readonly syscallFilter: readonly string[] | null;
 }
 
-/** Why an isolated runtime cannot be made. */
-export type IsolationProblem =
-  | "unsupported"
-  | "missing"
-  | "namespaces"
-  | "permission"
-  | "failed";
-
-/**
- * The isolated mode cannot work here: not Linux, `bwrap` missing, user
- * namespaces off, Deno refusing to run it, or a sandbox that does not start.
- * The message says what to install or enable. Nothing falls back to the
- * plain mode.
- *
- * @example Telling a missing bwrap apart
- * ```ts
- * import { assert } from "@std/assert";
- * import { IsolationUnavailableError } from "@skillrun/skillrun/runtime";
- * const error = new IsolationUnavailableError(
- *   'Cannot make an isolated runtime: "bwrap" is not installed; install bubblewrap (apt-get install bubblewrap)',
- *   { problem: "missing" },
- * );
- * assert(error.problem === "missing");
- * ```
- */
-export class IsolationUnavailableError extends Error {
-  /** The error's name. */
-  override readonly name = "IsolationUnavailableError";
-  /** What is wrong. */
-  readonly problem: IsolationProblem;
-
-  /**
-   * Makes the error.
-   *
-   * @param message What is wrong and what to do.
-   * @param options The problem and the underlying error.
-   */
-  constructor(
-    message: string,
-    options: { problem: IsolationProblem; cause?: unknown },
-  ) {
-    super(
-      message,
-      options.cause === undefined ? undefined : { cause: options.cause },
-    );
-    this.problem = options.problem;
-  }
-}
-
 interface CgroupController {
   /** `pids` or `memory`. */
   readonly kind: "pids" | "memory";
@@ -279,12 +241,6 @@ interface CgroupController {
   readonly parent: string;
   /** The file that takes the limit. */
   readonly limitFile: string;
-}
-
-interface Probe {
-  readonly uid: number;
-  readonly existing: ReadonlySet<string>;
-  readonly tools: Readonly<Record<string, boolean>>;
 }
 
 let launchCounter = 0;
@@ -533,7 +489,12 @@ export class BubblewrapLauncher implements ProcessLauncher {
     }
     const bwrap = options.bwrap ?? "bwrap";
     const version = await bwrapVersion(bwrap, options.signal);
-    const probe = await probeHost(bwrap, options.signal);
+    const probe = await probeHost(bwrap, options.signal, {
+      candidates: [...SYSTEM_PATHS, ...MASKED_PATHS],
+      sandboxPath: SANDBOX_PATH,
+      lang: SANDBOX_LANG,
+      deno: denoBinary() !== undefined,
+    });
     const controllers = options.cgroups === false
       ? []
       : await findCgroups(limits);
@@ -999,158 +960,6 @@ async function removeLeaf(path: string): Promise<void> {
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
   }
-}
-
-const RUN_HINT = "run with --allow-run=bwrap,bash";
-
-async function bwrapVersion(
-  bwrap: string,
-  signal: AbortSignal | undefined,
-): Promise<string> {
-  let output: Deno.CommandOutput;
-  try {
-    output = await new Deno.Command(bwrap, {
-      args: ["--version"],
-      stdin: "null",
-      stdout: "piped",
-      stderr: "piped",
-      ...(signal ? { signal } : {}),
-    }).output();
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound) {
-      throw new IsolationUnavailableError(
-        `Cannot make an isolated runtime: "${bwrap}" is not installed; install bubblewrap (Debian and Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap)`,
-        { problem: "missing", cause: error },
-      );
-    }
-    if (error instanceof Deno.errors.NotCapable) {
-      throw new IsolationUnavailableError(
-        `Cannot make an isolated runtime: Deno denies run access to "${bwrap}"; ${RUN_HINT}`,
-        {
-          problem: "permission",
-          cause: new RuntimePermissionError(error.message, {
-            permission: "run",
-            path: bwrap,
-            source: "deno",
-            cause: error,
-          }),
-        },
-      );
-    }
-    throw new IsolationUnavailableError(
-      `Cannot make an isolated runtime: "${bwrap}" cannot be run: ${
-        error instanceof Error ? error.message : String(error)
-      }`,
-      { problem: "failed", cause: error },
-    );
-  }
-  const text = new TextDecoder().decode(output.stdout).trim();
-  if (!output.success || !text) {
-    throw new IsolationUnavailableError(
-      `Cannot make an isolated runtime: "${bwrap} --version" failed: ${
-        new TextDecoder().decode(output.stderr).trim() ||
-        `exit code ${output.code}`
-      }`,
-      { problem: "failed" },
-    );
-  }
-  return text.split("\n", 1)[0]!;
-}
-
-const OPTIONAL_TOOLS = ["bash", "rg", "deno", "python3", "git"] as const;
-
-/**
- * Starts one minimal sandbox that sees the host read-only, to learn whether
- * namespaces work, the user id, which system folders and secrets exist (no
- * Deno read permission needed), and which tools exist.
- */
-async function probeHost(
-  bwrap: string,
-  signal: AbortSignal | undefined,
-): Promise<Probe> {
-  const candidates = [...SYSTEM_PATHS, ...MASKED_PATHS];
-  const script = [
-    'echo "uid=$(id -u)"',
-    `for p in ${candidates.join(" ")}; do`,
-    '  if [ -d "$p" ] && [ ! -L "$p" ]; then echo "dir=$p"; elif [ -e "$p" ]; then echo "file=$p"; fi',
-    "done",
-    `for t in ${OPTIONAL_TOOLS.filter((t) => t !== "deno").join(" ")}; do`,
-    `  PATH=${SANDBOX_PATH} command -v "$t" >/dev/null && echo "tool=$t"`,
-    "done",
-  ].join("\n");
-  let output: Deno.CommandOutput;
-  try {
-    output = await new Deno.Command(bwrap, {
-      args: [
-        "--unshare-all",
-        "--unshare-user",
-        "--die-with-parent",
-        "--ro-bind",
-        "/",
-        "/",
-        "--proc",
-        "/proc",
-        "--dev",
-        "/dev",
-        "--",
-        "bash",
-        "-c",
-        script,
-      ],
-      clearEnv: true,
-      env: { PATH: SANDBOX_PATH, LANG: SANDBOX_LANG },
-      stdin: "null",
-      stdout: "piped",
-      stderr: "piped",
-      ...(signal ? { signal } : {}),
-    }).output();
-  } catch (error) {
-    throw new IsolationUnavailableError(
-      `Cannot make an isolated runtime: "${bwrap}" cannot be run: ${
-        error instanceof Error ? error.message : String(error)
-      }`,
-      { problem: "failed", cause: error },
-    );
-  }
-  const stdout = new TextDecoder().decode(output.stdout);
-  const stderr = new TextDecoder().decode(output.stderr);
-  if (!output.success) throw unavailable(stderr, `exit code ${output.code}`);
-  const existing = new Set<string>();
-  const tools: Record<string, boolean> = {};
-  for (const tool of OPTIONAL_TOOLS) tools[tool] = false;
-  let uid = -1;
-  for (const line of stdout.split("\n")) {
-    const [key, value] = [
-      line.slice(0, line.indexOf("=")),
-      line.slice(line.indexOf("=") + 1),
-    ];
-    if (key === "uid") uid = Number(value);
-    if (key === "dir") existing.add(value).add(`${value}/`);
-    if (key === "file") existing.add(value);
-    if (key === "tool") tools[value] = true;
-  }
-  tools.deno = denoBinary() !== undefined;
-  return { uid, existing, tools };
-}
-
-function unavailable(
-  stderr: string,
-  fallback: string,
-): IsolationUnavailableError {
-  const said = stderr.trim().split("\n").slice(-3).join("; ") || fallback;
-  if (
-    /namespace|uid map|setting up uid|Operation not permitted|Permission denied|No permission/i
-      .test(stderr)
-  ) {
-    return new IsolationUnavailableError(
-      `Cannot make an isolated runtime: bubblewrap cannot create user namespaces (${said}); enable them: sysctl -w user.max_user_namespaces=15000 (and kernel.unprivileged_userns_clone=1 on older Debian kernels, or kernel.apparmor_restrict_unprivileged_userns=0 on Ubuntu 24.04 without a bwrap AppArmor profile); in a container, allow unshare (e.g. Docker --security-opt seccomp=unconfined)`,
-      { problem: "namespaces" },
-    );
-  }
-  return new IsolationUnavailableError(
-    `Cannot make an isolated runtime: the sandbox does not start: ${said}`,
-    { problem: "failed" },
-  );
 }
 
 /**
