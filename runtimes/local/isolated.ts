@@ -866,14 +866,15 @@ const COMMAND_FILTER = `${INSIDE_DIR}/${COMMAND_FILTER_FILE}`;
  * sandbox's own shell started before (the egress bridge) keeps its Unix
  * sockets, the command's whole process tree never gets one. The step adds
  * a user namespace (with no capability, further ones disabled) and a mount
- * namespace that binds the sandbox's root as it is (read-only parts stay
- * read-only); it replaces the sandbox's shell, so exit codes, signals and
+ * namespace that binds the sandbox's root as it is, devices included
+ * (`--dev-bind`: a plain `--bind` would make `/dev/null` unusable;
+ * read-only parts stay read-only, `nodev` ones `nodev`); it replaces the sandbox's shell, so exit codes, signals and
  * the standard streams pass as before.
  */
 function nestedCommand(bwrap: string, cwd: string, command: string): string {
   return `exec ${
     shellQuote(bwrap)
-  } --unshare-user --disable-userns --cap-drop ALL --die-with-parent --bind / / --chdir ${
+  } --unshare-user --disable-userns --cap-drop ALL --die-with-parent --dev-bind / / --chdir ${
     shellQuote(cwd)
   } --seccomp 9 -- bash -c ${shellQuote(command)} 9<${COMMAND_FILTER}`;
 }

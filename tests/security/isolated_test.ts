@@ -203,6 +203,13 @@ for (
             `curl -s --max-time 20 -o /dev/null -w '%{http_code}' http://not-listed.example/; echo`,
           );
           assertOk(proxied, "403");
+          // The nested step keeps the sandbox's devices usable.
+          assertOk(
+            await world.sh(
+              "echo x > /dev/null && head -c 3 /dev/urandom | wc -c && echo devices-ok",
+            ),
+            "devices-ok",
+          );
           // The nested step that loads the command's filter leaves it no
           // capability and no way to make a user namespace of its own.
           const powers = await world.sh(
