@@ -65,3 +65,6 @@ console.log(JSON.stringify({
   secret: secretServer.addr.port,
   other: otherServer.addr.port,
 }));
+// Ends with the bench: its standard input is the bench's pipe.
+for await (const _ of Deno.stdin.readable) { /* nothing is sent */ }
+Deno.exit(0);

@@ -31,7 +31,9 @@ function servers(): Promise<Ports> {
     await Deno.mkdir(DATA, { recursive: true });
     const child = new Deno.Command(Deno.execPath(), {
       args: ["run", "-A", SERVER, `${CA}.${Deno.pid}`],
-      stdin: "null",
+      // The server ends when this process does (its stdin closes), even
+      // after an uncaught error.
+      stdin: "piped",
       stdout: "piped",
       stderr: "inherit",
     }).spawn();
