@@ -69,7 +69,13 @@ export interface EgressProxyOptions {
 }
 
 const MAX_HEAD_BYTES = 64 * 1024;
-const BUFFER_BYTES = 256 * 1024;
+/**
+ * The largest copy buffer: 1 MiB. A read from a TCP socket returns up to
+ * about that much on a fast download (a Unix socket's, about 210 KiB
+ * whatever the buffer), so a bulk transfer takes a quarter of the reads and
+ * writes of a 256 KiB buffer; only a direction that fills its buffer grows.
+ */
+const BUFFER_BYTES = 1024 * 1024;
 const FIRST_BUFFER_BYTES = 16 * 1024;
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
