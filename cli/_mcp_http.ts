@@ -8,6 +8,7 @@ import type { SkillRuntimeConfig } from "../runtimes/config.ts";
 import { UsageError } from "./_args.ts";
 import { createRuntime, eventPrinter } from "./run.ts";
 import type { SkillEventListener } from "../observe/events.ts";
+import type { EgressOptions } from "../network/sandbox.ts";
 import { defaultMcpConversationsRoot } from "../tools/mcp/_conversations_root.ts";
 
 /** The variable holding the bearer token that `mcp --http` asks for. */
@@ -53,6 +54,8 @@ export function parseListenAddress(value: string): ListenAddress {
 export interface McpHttpCommandOptions {
   /** The parsed flags of `skillrun mcp`. */
   readonly flags: Readonly<Record<string, string | boolean>>;
+  /** The egress options of the isolated runtimes (from the egress flags). */
+  readonly egress?: EgressOptions;
   /** The skill folders of `--skills`. */
   readonly skills: readonly string[];
   /** The skills' configurations from `--config`. */
@@ -75,7 +78,7 @@ export interface McpHttpCommandOptions {
 export async function serveMcpHttpCommand(
   options: McpHttpCommandOptions,
 ): Promise<void> {
-  const { flags, out, err, signal } = options;
+  const { flags, out, err, signal, egress } = options;
   const address = parseListenAddress(flags.http as string);
   if (typeof flags.conversation === "string") {
     throw new UsageError(
@@ -118,6 +121,7 @@ export async function serveMcpHttpCommand(
         { ...flags, conversation: sessionId },
         defaultMcpConversationsRoot,
         verbose?.runtime,
+        egress,
       ),
     onError: (error) => void err(`skillrun mcp: ${error.message}\n`),
   });

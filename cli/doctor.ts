@@ -10,6 +10,8 @@ import { hostPath } from "../_internal/std.ts";
 import { fenceReport, formatFenceReport } from "../runtimes/local/doctor.ts";
 import type { LocalSkillRuntime } from "../runtimes/local/runtime.ts";
 import { parseArgs, SKILLS_OPTION_HELP, UsageError } from "./_args.ts";
+import { EGRESS_FLAGS, egressOptions } from "./_egress.ts";
+import type { EgressOptions } from "../network/sandbox.ts";
 import {
   type CliStreams,
   createRuntime,
@@ -97,6 +99,7 @@ export async function doctorCommand(
   const out = (text: string) => write(streams.stdout, text);
   const err = (text: string) => write(streams.stderr, text);
   let parsed;
+  let egress: EgressOptions;
   try {
     parsed = parseArgs(args, {
       skills: "list",
@@ -106,6 +109,7 @@ export async function doctorCommand(
       "allow-net": "boolean",
       json: "boolean",
       verbose: "boolean",
+      ...EGRESS_FLAGS,
     });
     if (parsed.flags.help === true) {
       await out(DOCTOR_HELP);
@@ -116,6 +120,7 @@ export async function doctorCommand(
         `Unexpected argument "${parsed.positionals[0] ?? "--"}"`,
       );
     }
+    egress = egressOptions(parsed.lists, parsed.flags);
   } catch (error) {
     if (!(error instanceof UsageError)) throw error;
     await err(`skillrun doctor: ${error.message}\n\n${DOCTOR_HELP}`);
@@ -130,6 +135,7 @@ export async function doctorCommand(
       parsed.flags,
       undefined,
       eventPrinter(parsed.flags, err),
+      egress,
     );
     const report = await fenceReport(runtime, {
       skillRoots,

@@ -14,6 +14,8 @@ import {
   serveMcpHttpCommand,
   verboseListeners,
 } from "./_mcp_http.ts";
+import { EGRESS_FLAGS, egressOptions } from "./_egress.ts";
+import type { EgressOptions } from "../network/sandbox.ts";
 import { defaultMcpConversationsRoot } from "../tools/mcp/_conversations_root.ts";
 import {
   checkIsolateFlags,
@@ -139,6 +141,7 @@ export async function mcpCommand(
     await streams.stderr.write(encoder.encode(text));
   };
   let parsed;
+  let egress: EgressOptions;
   try {
     parsed = parseArgs(args, {
       skills: "list",
@@ -153,6 +156,7 @@ export async function mcpCommand(
       "sweep-after": "string",
       isolate: "boolean",
       "allow-net": "boolean",
+      ...EGRESS_FLAGS,
       runtime: "string",
       verbose: "boolean",
     });
@@ -192,6 +196,7 @@ export async function mcpCommand(
       }
     }
     checkIsolateFlags(parsed.flags);
+    egress = egressOptions(parsed.lists, parsed.flags);
     if (
       parsed.flags.runtime !== undefined &&
       typeof parsed.flags.http === "string"
@@ -215,6 +220,7 @@ export async function mcpCommand(
     if (typeof parsed.flags.http === "string") {
       await serveMcpHttpCommand({
         flags: parsed.flags,
+        egress,
         skills: parsed.lists.skills!,
         ...(configs ? { configs } : {}),
         out,
@@ -230,6 +236,7 @@ export async function mcpCommand(
         parsed.flags,
         defaultMcpConversationsRoot,
         verbose?.runtime,
+        egress,
       );
     const skills = parsed.lists.skills!;
     const built = await buildSkillTools({
@@ -257,6 +264,7 @@ export async function mcpCommand(
         runtime.cwd,
         parsed.flags.isolate === true,
         parsed.flags["allow-net"] === true,
+        egress,
       ),
       ...(options.signal ? { signal: options.signal } : {}),
     });
@@ -281,13 +289,23 @@ function mcpInstructions(
   cwd: string,
   isolated: boolean,
   allowNet: boolean,
+  egress: EgressOptions,
 ): string {
   return "These tools give you Agent Skills: when a task matches a skill in the skill tool's list, " +
     "call the skill tool with its name first, then follow its instructions with the other tools. " +
     `Commands run, and relative paths resolve, in ${cwd}.` +
     (isolated
       ? ` Commands run in a sandbox: only that folder (and the skills' folders) and /tmp are writable, /tmp is emptied after each command, and ${
-        allowNet ? "the network is available" : "there is no network"
+        egress.network || egress.secrets
+          ? `the network goes through a policy proxy (HTTP_PROXY) that allows only ${
+            [
+              ...(egress.network?.allow ?? []),
+              ...Object.values(egress.secrets ?? {}).flatMap((s) => s.hosts),
+            ].join(", ") || "no host"
+          }; a refused request gets 403 with the reason`
+          : allowNet
+          ? "the network is available"
+          : "there is no network"
       }.`
       : "");
 }

@@ -27,6 +27,8 @@ import {
   UsageError,
 } from "./_args.ts";
 import { readConfigFile } from "./_config.ts";
+import { EGRESS_FLAGS, EGRESS_HELP, egressOptions } from "./_egress.ts";
+import type { EgressOptions } from "../network/sandbox.ts";
 
 /** The exit code of a command stopped by `--timeout` (as `timeout(1)`). */
 export const TIMEOUT_EXIT_CODE = 124;
@@ -52,7 +54,7 @@ export const ISOLATE_HELP: string =
                        host processes or environment; fails if bwrap is
                        missing or user namespaces are off (never falls back)
   --allow-net          With --isolate: let commands use the network
-`;
+${EGRESS_HELP}`;
 
 /** The help of `skillrun run`. */
 export const RUN_HELP: string =
@@ -161,6 +163,7 @@ export async function runCommand(
   let parsed;
   let command: string;
   let timeoutMs: number;
+  let egress: EgressOptions;
   try {
     parsed = parseArgs(args, {
       skills: "list",
@@ -170,6 +173,7 @@ export async function runCommand(
       config: "string",
       isolate: "boolean",
       "allow-net": "boolean",
+      ...EGRESS_FLAGS,
       runtime: "string",
       verbose: "boolean",
     });
@@ -198,6 +202,7 @@ export async function runCommand(
     }
     checkIsolateFlags(parsed.flags);
     checkRuntimeFlag(parsed.flags);
+    egress = egressOptions(parsed.lists, parsed.flags);
     command = commandLine(parsed.rest);
     timeoutMs = parseTimeout(parsed.flags.timeout);
   } catch (error) {
@@ -228,6 +233,7 @@ export async function runCommand(
       parsed.flags,
       undefined,
       verbose,
+      egress,
     );
     const skill = await findSkill(
       skillsDirs,
@@ -360,6 +366,9 @@ export function eventPrinter(
  * `--allow-net` flags.
  * @param defaultRoot The conversations root without `--root` (default
  * {@linkcode DEFAULT_CONVERSATIONS_ROOT} of the current directory).
+ * @param onEvent Receives the runtime's events (`--verbose`).
+ * @param egress The network policy, secrets and resolutions of the isolated
+ * runtime (from {@linkcode egressOptions}).
  * @returns A new local runtime.
  * @throws {UsageError} `--root` without `--conversation`, `--allow-net`
  * without `--isolate`.
@@ -379,13 +388,14 @@ export async function createRuntime(
   flags: Readonly<Record<string, string | boolean>>,
   defaultRoot: () => string = () => DEFAULT_CONVERSATIONS_ROOT,
   onEvent?: SkillEventListener,
+  egress: EgressOptions = {},
 ): Promise<LocalSkillRuntime> {
   const conversation = flags.conversation;
   const root = flags.root;
   checkIsolateFlags(flags);
   const isolate = {
     ...(flags.isolate === true
-      ? { isolate: { allowNet: flags["allow-net"] === true } }
+      ? { isolate: { allowNet: flags["allow-net"] === true, ...egress } }
       : {}),
     ...(onEvent ? { onEvent } : {}),
   };

@@ -119,12 +119,24 @@ export {
 export {
   BubblewrapLauncher,
   type BubblewrapLauncherOptions,
+  type EgressOptions,
+  type EgressReport,
   type IsolationLimits,
   type IsolationProblem,
   type IsolationReport,
   IsolationUnavailableError,
   type LimitReport,
+  type NetworkEvent,
+  type NetworkPolicy,
+  type ResolveOption,
+  type SecretsOption,
+  type SecretSpec,
 } from "./local/isolated.ts";
+export type {
+  RemoteMaterializeTarget,
+  RemoteSkillOrigin,
+  SkillWithOrigin,
+} from "./remote/origin.ts";
 export {
   type CommandReach,
   type FenceReport,

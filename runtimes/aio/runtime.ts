@@ -4,6 +4,7 @@
  *
  * @module
  */
+import type { NetworkPolicy, SecretsOption } from "../../network/policy.ts";
 import {
   type RemoteBackend,
   type RemoteCommand,
@@ -44,6 +45,16 @@ export interface AioSkillRuntimeOptions extends RemoteRuntimeCommonOptions {
   readonly pollSeconds?: number;
   /** More headers on every call (e.g. a gateway's). */
   readonly headers?: Readonly<Record<string, string>>;
+  /**
+   * Refused: an AIO container has no egress policy to set, so a `network`
+   * policy (the shape every runtime shares) cannot be enforced; the
+   * constructor throws rather than ignore it. Fence the container's network
+   * outside (its own firewall), or use OpenSandbox or the isolated local
+   * runtime.
+   */
+  readonly network?: NetworkPolicy;
+  /** Refused, as `network`: secrets at the egress need a proxy AIO does not have. */
+  readonly secrets?: SecretsOption;
 }
 
 /**
@@ -94,6 +105,13 @@ export class AioSkillRuntime extends RemoteSkillRuntime {
    * @throws {TypeError} A bad base URL, path, conversation id or variable.
    */
   constructor(options: AioSkillRuntimeOptions) {
+    for (const option of ["network", "secrets"] as const) {
+      if (options[option] !== undefined) {
+        throw new TypeError(
+          `Cannot use the ${option} option with AIO Sandbox: the service has no egress policy to enforce it (fence the container's network outside, or use OpenSandbox or the isolated local runtime)`,
+        );
+      }
+    }
     const client = new AioClient({
       baseUrl: options.baseUrl,
       ...(options.apiKey !== undefined ? { apiKey: options.apiKey } : {}),

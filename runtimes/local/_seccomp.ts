@@ -3,7 +3,9 @@
  * `bwrap --seccomp <fd>` loads (what `seccomp_export_bpf` writes): a few
  * rules, written by hand so that nothing is compiled at run time.
  *
- * What it refuses, in every process of the sandbox:
+ * What it refuses, in every process of the sandbox (with an egress proxy,
+ * the Unix socket rule only in the command's processes: the launcher loads
+ * it in a nested step after the bridge to the proxy has started):
  *
  * - a mode with the setuid or setgid bit (`S_ISUID`, `S_ISGID`), in `chmod`,
  *   `fchmod`, `fchmodat`, `fchmodat2`, `open`, `openat`, `creat`, `mknod`

@@ -15,6 +15,7 @@ import { hostPath } from "../../_internal/std.ts";
 import { commandSucceeds } from "../../_internal/command.ts";
 import { detectRipgrep } from "../../search/ripgrep.ts";
 import { BubblewrapLauncher, type IsolationReport } from "./isolated.ts";
+import type { EgressReport } from "../../network/sandbox.ts";
 import type { LocalSkillRuntime } from "./runtime.ts";
 
 /** The permissions the report looks at. */
@@ -65,8 +66,13 @@ export interface CommandReach {
   readonly read: readonly string[];
   /** What commands can write. */
   readonly write: readonly string[];
-  /** `none`, `host` (the host's network), or `unrestricted` (not isolated). */
-  readonly network: "none" | "host" | "unrestricted";
+  /**
+   * `none`, `host` (the host's network), `proxy` (only through the egress
+   * proxy, by policy: see `egress`), or `unrestricted` (not isolated).
+   */
+  readonly network: "none" | "host" | "proxy" | "unrestricted";
+  /** The egress policy and where it is enforced, with `proxy`. */
+  readonly egress: EgressReport | null;
 }
 
 /** Where the file tools (read, write, edit, ls, glob, grep) can go. */
@@ -195,12 +201,14 @@ export async function fenceReport(
     ? {
       read: [...sandbox.readOnly, ...writable],
       write: [...writable, "a private /tmp"],
-      network: sandbox.allowNet ? "host" : "none",
+      network: sandbox.egress ? "proxy" : sandbox.allowNet ? "host" : "none",
+      egress: sandbox.egress,
     }
     : {
       read: ["everything the user running Deno may read"],
       write: ["everything the user running Deno may write"],
       network: "unrestricted",
+      egress: null,
     };
   const fileTools: FileToolReach = workspace === undefined
     ? { scope: "process", paths: [runtime.cwd] }
@@ -211,14 +219,22 @@ export async function fenceReport(
     summary = `isolated with ${sandbox.version}: namespaces ${
       sandbox.namespaces.join(", ")
     }; ${
-      sandbox.allowNet ? "the host's network" : "no network, loopback included"
+      sandbox.egress
+        ? "no network but its own loopback; out only through the egress proxy, by policy"
+        : sandbox.allowNet
+        ? "the host's network"
+        : "no network, loopback included"
     }; ${
       sandbox.descriptors === "stdio"
         ? "standard streams only"
         : "inherited descriptors reach commands"
     }; ${
       sandbox.syscallFilter
-        ? `seccomp refuses ${sandbox.syscallFilter.join(", ")}`
+        ? `seccomp refuses ${sandbox.syscallFilter.join(", ")}${
+          sandbox.egress
+            ? " (for the command; the egress bridge before it may reach the proxy's socket)"
+            : ""
+        }`
         : "no seccomp filter"
     }`;
     if (!sandbox.syscallFilter) {
@@ -350,9 +366,31 @@ export function formatFenceReport(report: FenceReport): string {
     {
       none: "none (loopback included)",
       host: "the host's network",
+      proxy: "only through the egress proxy, by policy",
       unrestricted: "whatever the user may reach",
     }[report.commands.network]
   }`);
+  const egress = report.commands.egress;
+  if (egress) {
+    const list = (items: readonly string[]) =>
+      items.length ? items.join(", ") : "none";
+    lines.push(`    enforced by: ${egress.enforcedBy}`);
+    lines.push(`    allow: ${list(egress.allow)}`);
+    lines.push(`    deny: ${list(egress.deny)}`);
+    lines.push(
+      "    refused always: loopback, private, link-local and metadata addresses (unless mapped with resolve)",
+    );
+    for (const [name, hosts] of Object.entries(egress.secrets)) {
+      lines.push(
+        `    secret ${name}: a placeholder inside; the value only in HTTPS request headers to ${
+          hosts.join(", ")
+        } (intercepted with the runtime's own CA)`,
+      );
+    }
+    for (const [host, address] of Object.entries(egress.resolve)) {
+      lines.push(`    resolve: ${host} -> ${address}`);
+    }
+  }
   lines.push(
     report.fileTools.scope === "workspace"
       ? `file tools can reach: only ${

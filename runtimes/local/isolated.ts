@@ -16,8 +16,31 @@
  *
  * @module
  */
+import { shellQuote } from "../../_internal/shell_quote.ts";
 import { hostPath } from "../../_internal/std.ts";
-import { RuntimePermissionError } from "../errors.ts";
+import {
+  type EgressOptions,
+  type EgressReport,
+  INSIDE_DIR,
+  SandboxEgress,
+  wantsEgress,
+} from "../../network/sandbox.ts";
+import { EgressPolicy } from "../../network/policy.ts";
+export type {
+  NetworkPolicy,
+  ResolveOption,
+  SecretsOption,
+  SecretSpec,
+} from "../../network/policy.ts";
+export type { NetworkEvent } from "../../network/proxy.ts";
+export type { EgressOptions, EgressReport } from "../../network/sandbox.ts";
+import {
+  bwrapVersion,
+  IsolationUnavailableError,
+  type Probe,
+  probeHost,
+  unavailable,
+} from "./_bwrap_probe.ts";
 import { seccompFilter } from "./_seccomp.ts";
 import type { ExecuteResult } from "../types.ts";
 import {
@@ -28,6 +51,11 @@ import {
   runProcessGroup,
   streamsOf,
 } from "./launcher.ts";
+
+export {
+  type IsolationProblem,
+  IsolationUnavailableError,
+} from "./_bwrap_probe.ts";
 
 /** The default most processes (and threads) one command may have at once: 1024. */
 export const DEFAULT_MAX_PROCESSES = 1024;
@@ -114,9 +142,19 @@ export interface IsolationLimits {
   readonly tmpBytes?: number;
 }
 
-/** Options of {@linkcode BubblewrapLauncher.create}. */
-export interface BubblewrapLauncherOptions {
-  /** Whether commands may use the network (the host's). Default `false`: none at all, loopback included. */
+/**
+ * Options of {@linkcode BubblewrapLauncher.create}. With `network`, `secrets`
+ * or `resolve`, the sandbox keeps no network but its own loopback and goes
+ * out only through the egress proxy on the host (see `network/sandbox.ts`).
+ */
+export interface BubblewrapLauncherOptions extends EgressOptions {
+  /**
+   * Whether commands may use the network (the host's). Default `false`: none
+   * at all, loopback included. `true` is the shorthand of allowing every
+   * host; with `secrets` it goes through the egress proxy (every host
+   * tunnelled, the secrets' hosts intercepted); it cannot be given with
+   * `network`.
+   */
   readonly allowNet?: boolean;
   /** Limits on each command. */
   readonly limits?: IsolationLimits;
@@ -168,6 +206,8 @@ export interface IsolationReport {
   readonly version: string;
   /** Whether the command may use the host's network. */
   readonly allowNet: boolean;
+  /** The egress policy and where it is enforced, when a proxy mediates the network. */
+  readonly egress: EgressReport | null;
   /** The namespaces each command gets. */
   readonly namespaces: readonly string[];
   /** The host folders mounted read-only (those that exist). */
@@ -202,55 +242,6 @@ export interface IsolationReport {
   readonly syscallFilter: readonly string[] | null;
 }
 
-/** Why an isolated runtime cannot be made. */
-export type IsolationProblem =
-  | "unsupported"
-  | "missing"
-  | "namespaces"
-  | "permission"
-  | "failed";
-
-/**
- * The isolated mode cannot work here: not Linux, `bwrap` missing, user
- * namespaces off, Deno refusing to run it, or a sandbox that does not start.
- * The message says what to install or enable. Nothing falls back to the
- * plain mode.
- *
- * @example Telling a missing bwrap apart
- * ```ts
- * import { assert } from "@std/assert";
- * import { IsolationUnavailableError } from "@skillrun/skillrun/runtime";
- * const error = new IsolationUnavailableError(
- *   'Cannot make an isolated runtime: "bwrap" is not installed; install bubblewrap (apt-get install bubblewrap)',
- *   { problem: "missing" },
- * );
- * assert(error.problem === "missing");
- * ```
- */
-export class IsolationUnavailableError extends Error {
-  /** The error's name. */
-  override readonly name = "IsolationUnavailableError";
-  /** What is wrong. */
-  readonly problem: IsolationProblem;
-
-  /**
-   * Makes the error.
-   *
-   * @param message What is wrong and what to do.
-   * @param options The problem and the underlying error.
-   */
-  constructor(
-    message: string,
-    options: { problem: IsolationProblem; cause?: unknown },
-  ) {
-    super(
-      message,
-      options.cause === undefined ? undefined : { cause: options.cause },
-    );
-    this.problem = options.problem;
-  }
-}
-
 interface CgroupController {
   /** `pids` or `memory`. */
   readonly kind: "pids" | "memory";
@@ -258,12 +249,6 @@ interface CgroupController {
   readonly parent: string;
   /** The file that takes the limit. */
   readonly limitFile: string;
-}
-
-interface Probe {
-  readonly uid: number;
-  readonly existing: ReadonlySet<string>;
-  readonly tools: Readonly<Record<string, boolean>>;
 }
 
 let launchCounter = 0;
@@ -353,6 +338,8 @@ export class BubblewrapLauncher implements ProcessLauncher {
   /** Commands start from an empty environment. */
   readonly inheritsEnvironment = false;
   readonly #bwrap: string;
+  /** The `bwrap` the nested step runs inside the sandbox. */
+  readonly #bwrapInside: string;
   readonly #allowNet: boolean;
   readonly #graceMs: number;
   readonly #groupSignal: GroupSignalMethod;
@@ -361,8 +348,15 @@ export class BubblewrapLauncher implements ProcessLauncher {
   readonly #limits: Required<IsolationLimits>;
   readonly #report: IsolationReport;
   readonly #deno: string | undefined;
+  readonly #egress: SandboxEgress | undefined;
   /** The seccomp program, when there is one. */
   readonly #seccomp: Uint8Array | undefined;
+  /**
+   * With an egress proxy: the command's own seccomp program (the sandbox's
+   * lets the bridge make Unix sockets; this one refuses them), loaded by a
+   * nested bwrap step from {@linkcode COMMAND_FILTER} inside.
+   */
+  readonly #commandSeccomp: Uint8Array | undefined;
   /** Whether inherited descriptors are closed before the command. */
   readonly #closeDescriptors: boolean;
   /** Empty cgroups of finished commands, ready for the next ones. */
@@ -375,9 +369,12 @@ export class BubblewrapLauncher implements ProcessLauncher {
     probe: Probe,
     controllers: readonly CgroupController[],
     version: string,
+    egress: SandboxEgress | undefined,
   ) {
     this.#bwrap = bwrap;
-    this.#allowNet = options.allowNet ?? false;
+    this.#egress = egress;
+    // With an egress proxy the host's network is never shared.
+    this.#allowNet = (options.allowNet ?? false) && !egress;
     this.#graceMs = options.graceMs ?? DEFAULT_GRACE_MS;
     this.#groupSignal = options.groupSignal ?? "auto";
     this.#limits = limits;
@@ -385,15 +382,34 @@ export class BubblewrapLauncher implements ProcessLauncher {
     this.#deno = denoBinary();
     const hardening = options.hardening ?? true;
     this.#closeDescriptors = hardening;
-    // (A process inside that needs Unix sockets, e.g. a bridge to a proxy on
-    // the host, needs refuseUnixSockets: false; nothing does today.)
+    // The egress bridge inside must make Unix sockets (to the proxy's socket)
+    // for its whole life; the command must not. So with an egress the
+    // sandbox's filter allows them, the bridge starts, and the command runs
+    // under a nested bwrap step that adds the full filter (and forbids user
+    // namespaces, which the sandbox then allows for that step only).
     this.#seccomp = hardening
+      ? seccompFilter(Deno.build.arch, { refuseUnixSockets: !egress })
+      : undefined;
+    this.#commandSeccomp = this.#seccomp && egress
       ? seccompFilter(Deno.build.arch, { refuseUnixSockets: true })
       : undefined;
     const readOnly = SYSTEM_PATHS.filter((path) => probe.existing.has(path));
     const masked = MASKED_PATHS.filter((path) => probe.existing.has(path));
+    // A bwrap outside the system folders is bound in at its own path for the
+    // nested step; a bare name is looked up on the sandbox's PATH.
+    this.#bwrapInside = bwrap;
+    const bwrapBinding = this.#commandSeccomp && hostPath.isAbsolute(bwrap) &&
+        !readOnly.some((path) => inside(bwrap, path))
+      ? ["--ro-bind", bwrap, bwrap]
+      : [];
     this.#baseArgs = baseArgs({
       allowNet: this.#allowNet,
+      // The nested step needs a user namespace of its own; it disables them.
+      disableUserns: this.#commandSeccomp === undefined,
+      // Root inside maps root again in the nested step, which the kernel
+      // allows only to a creator holding CAP_SETFCAP (verify_root_map); the
+      // step drops every capability before the command.
+      keepSetfcap: this.#commandSeccomp !== undefined && probe.uid === 0,
       readOnly,
       masked,
       maskedFolders: new Set(
@@ -401,6 +417,7 @@ export class BubblewrapLauncher implements ProcessLauncher {
       ),
       deno: this.#deno,
       tmpBytes: limits.tmpBytes,
+      extra: [...(egress?.bwrapArgs ?? []), ...bwrapBinding],
     });
     const cgroupOf = (kind: "pids" | "memory") =>
       controllers.some((c) => c.kind === kind);
@@ -409,6 +426,7 @@ export class BubblewrapLauncher implements ProcessLauncher {
       kind: "bubblewrap",
       version,
       allowNet: this.#allowNet,
+      egress: egress?.report ?? null,
       namespaces: [
         "user",
         "pid",
@@ -469,6 +487,8 @@ export class BubblewrapLauncher implements ProcessLauncher {
     options: BubblewrapLauncherOptions = {},
   ): Promise<BubblewrapLauncher> {
     const limits = checkLimits(options.limits ?? {});
+    // A bad pattern is refused before anything is probed or started.
+    if (wantsEgress(options)) EgressPolicy.create(options);
     if (Deno.build.os !== "linux") {
       throw new IsolationUnavailableError(
         `Cannot make an isolated runtime on "${Deno.build.os}": the isolated mode needs Linux and bubblewrap; use a remote sandbox runtime instead`,
@@ -477,32 +497,58 @@ export class BubblewrapLauncher implements ProcessLauncher {
     }
     const bwrap = options.bwrap ?? "bwrap";
     const version = await bwrapVersion(bwrap, options.signal);
-    const probe = await probeHost(bwrap, options.signal);
+    const probe = await probeHost(bwrap, options.signal, {
+      candidates: [...SYSTEM_PATHS, ...MASKED_PATHS],
+      sandboxPath: SANDBOX_PATH,
+      lang: SANDBOX_LANG,
+      deno: denoBinary() !== undefined,
+    });
     const controllers = options.cgroups === false
       ? []
       : await findCgroups(limits);
-    const launcher = new BubblewrapLauncher(
-      bwrap,
-      options,
-      limits,
-      probe,
-      controllers,
-      version,
-    );
-    // The real sandbox once, so that a problem shows now, not at the first command.
-    const check = await launcher.launch({
-      command: "true",
-      cwd: "/",
-      env: {},
-      writablePaths: [],
-      timeoutMs: 30_000,
-      maxOutputBytes: 4096,
-      ...(options.signal ? { signal: options.signal } : {}),
-    });
-    if (check.exitCode !== 0) {
-      throw unavailable(check.stderr, `exit code ${check.exitCode}`);
+    if (wantsEgress(options) && denoBinary() === undefined) {
+      throw new IsolationUnavailableError(
+        "Cannot make an isolated runtime with a network policy: the bridge inside the sandbox runs the deno binary, and its path is unknown here",
+        { problem: "unsupported" },
+      );
     }
-    return launcher;
+    const egress = wantsEgress(options)
+      ? await SandboxEgress.start(options)
+      : undefined;
+    try {
+      const launcher = new BubblewrapLauncher(
+        bwrap,
+        options,
+        limits,
+        probe,
+        controllers,
+        version,
+        egress,
+      );
+      if (egress && launcher.#commandSeccomp) {
+        await Deno.writeFile(
+          hostPath.join(egress.directory, COMMAND_FILTER_FILE),
+          launcher.#commandSeccomp,
+        );
+      }
+      // The real sandbox once, so that a problem shows now, not at the first command.
+      const check = await launcher.launch({
+        command: "true",
+        cwd: "/",
+        env: {},
+        writablePaths: [],
+        timeoutMs: 30_000,
+        maxOutputBytes: 4096,
+        ...(options.signal ? { signal: options.signal } : {}),
+      });
+      if (check.exitCode !== 0) {
+        throw unavailable(check.stderr, `exit code ${check.exitCode}`);
+      }
+      return launcher;
+    } catch (error) {
+      await egress?.close();
+      throw error;
+    }
   }
 
   /** What the sandbox is and how each limit is enforced. */
@@ -510,9 +556,19 @@ export class BubblewrapLauncher implements ProcessLauncher {
     return this.#report;
   }
 
-  /** Whether commands may use the network. */
+  /** Whether commands may use the host's network directly. */
   get allowNet(): boolean {
     return this.#allowNet;
+  }
+
+  /**
+   * Stops the egress proxy, when there is one (the runtime that made the
+   * launcher calls it when closed). Idempotent.
+   *
+   * @returns When done.
+   */
+  async close(): Promise<void> {
+    await this.#egress?.close();
   }
 
   /**
@@ -570,7 +626,11 @@ export class BubblewrapLauncher implements ProcessLauncher {
             closeDescriptors: this.#closeDescriptors,
             stdinToNull: viaStdin,
           })
-        } ${request.command}`,
+        } ${this.#egress?.prelude(this.#deno!) ?? ""} ${
+          this.#commandSeccomp
+            ? nestedCommand(this.#bwrapInside, cwd, request.command)
+            : request.command
+        }`,
       );
       let program = this.#bwrap;
       let streams = streamsOf(request);
@@ -627,6 +687,7 @@ export class BubblewrapLauncher implements ProcessLauncher {
       HOME: SANDBOX_HOME,
       LANG: SANDBOX_LANG,
       ...env,
+      ...this.#egress?.environment,
     };
   }
 
@@ -701,14 +762,18 @@ function baseArgs(options: {
   maskedFolders: ReadonlySet<string>;
   deno: string | undefined;
   tmpBytes: number;
+  extra: readonly string[];
+  disableUserns: boolean;
+  keepSetfcap: boolean;
 }): string[] {
   const args = [
     "--unshare-all",
     "--unshare-user",
     ...(options.allowNet ? ["--share-net"] : []),
-    "--disable-userns",
+    ...(options.disableUserns ? ["--disable-userns"] : []),
     "--cap-drop",
     "ALL",
+    ...(options.keepSetfcap ? ["--cap-add", "CAP_SETFCAP"] : []),
     "--die-with-parent",
     "--new-session",
     "--hostname",
@@ -734,6 +799,7 @@ function baseArgs(options: {
   ) {
     args.push("--ro-bind", options.deno, options.deno);
   }
+  args.push(...options.extra);
   args.push(
     "--proc",
     "/proc",
@@ -794,6 +860,31 @@ function prelude(
     } || { echo "skillrun: cannot set the limits" >&2; exit 125; }`,
   );
   return lines.map((line) => `${line};`).join(" ");
+}
+
+/** The command's seccomp program in the egress folder (see {@linkcode nestedCommand}). */
+const COMMAND_FILTER_FILE = "command.bpf";
+
+/** Where the command's seccomp program is inside the sandbox. */
+const COMMAND_FILTER = `${INSIDE_DIR}/${COMMAND_FILTER_FILE}`;
+
+/**
+ * The command run by a nested bwrap step that loads the command's seccomp
+ * program (refusing Unix sockets) on top of the sandbox's: what the
+ * sandbox's own shell started before (the egress bridge) keeps its Unix
+ * sockets, the command's whole process tree never gets one. The step adds
+ * a user namespace (with no capability, further ones disabled) and a mount
+ * namespace that binds the sandbox's root as it is, devices included
+ * (`--dev-bind`: a plain `--bind` would make `/dev/null` unusable;
+ * read-only parts stay read-only, `nodev` ones `nodev`); it replaces the sandbox's shell, so exit codes, signals and
+ * the standard streams pass as before.
+ */
+function nestedCommand(bwrap: string, cwd: string, command: string): string {
+  return `exec ${
+    shellQuote(bwrap)
+  } --unshare-user --disable-userns --cap-drop ALL --die-with-parent --dev-bind / / --chdir ${
+    shellQuote(cwd)
+  } --seccomp 9 -- bash -c ${shellQuote(command)} 9<${COMMAND_FILTER}`;
 }
 
 /** A stream of one chunk. */
@@ -878,158 +969,6 @@ async function removeLeaf(path: string): Promise<void> {
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
   }
-}
-
-const RUN_HINT = "run with --allow-run=bwrap,bash";
-
-async function bwrapVersion(
-  bwrap: string,
-  signal: AbortSignal | undefined,
-): Promise<string> {
-  let output: Deno.CommandOutput;
-  try {
-    output = await new Deno.Command(bwrap, {
-      args: ["--version"],
-      stdin: "null",
-      stdout: "piped",
-      stderr: "piped",
-      ...(signal ? { signal } : {}),
-    }).output();
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound) {
-      throw new IsolationUnavailableError(
-        `Cannot make an isolated runtime: "${bwrap}" is not installed; install bubblewrap (Debian and Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap)`,
-        { problem: "missing", cause: error },
-      );
-    }
-    if (error instanceof Deno.errors.NotCapable) {
-      throw new IsolationUnavailableError(
-        `Cannot make an isolated runtime: Deno denies run access to "${bwrap}"; ${RUN_HINT}`,
-        {
-          problem: "permission",
-          cause: new RuntimePermissionError(error.message, {
-            permission: "run",
-            path: bwrap,
-            source: "deno",
-            cause: error,
-          }),
-        },
-      );
-    }
-    throw new IsolationUnavailableError(
-      `Cannot make an isolated runtime: "${bwrap}" cannot be run: ${
-        error instanceof Error ? error.message : String(error)
-      }`,
-      { problem: "failed", cause: error },
-    );
-  }
-  const text = new TextDecoder().decode(output.stdout).trim();
-  if (!output.success || !text) {
-    throw new IsolationUnavailableError(
-      `Cannot make an isolated runtime: "${bwrap} --version" failed: ${
-        new TextDecoder().decode(output.stderr).trim() ||
-        `exit code ${output.code}`
-      }`,
-      { problem: "failed" },
-    );
-  }
-  return text.split("\n", 1)[0]!;
-}
-
-const OPTIONAL_TOOLS = ["bash", "rg", "deno", "python3", "git"] as const;
-
-/**
- * Starts one minimal sandbox that sees the host read-only, to learn whether
- * namespaces work, the user id, which system folders and secrets exist (no
- * Deno read permission needed), and which tools exist.
- */
-async function probeHost(
-  bwrap: string,
-  signal: AbortSignal | undefined,
-): Promise<Probe> {
-  const candidates = [...SYSTEM_PATHS, ...MASKED_PATHS];
-  const script = [
-    'echo "uid=$(id -u)"',
-    `for p in ${candidates.join(" ")}; do`,
-    '  if [ -d "$p" ] && [ ! -L "$p" ]; then echo "dir=$p"; elif [ -e "$p" ]; then echo "file=$p"; fi',
-    "done",
-    `for t in ${OPTIONAL_TOOLS.filter((t) => t !== "deno").join(" ")}; do`,
-    `  PATH=${SANDBOX_PATH} command -v "$t" >/dev/null && echo "tool=$t"`,
-    "done",
-  ].join("\n");
-  let output: Deno.CommandOutput;
-  try {
-    output = await new Deno.Command(bwrap, {
-      args: [
-        "--unshare-all",
-        "--unshare-user",
-        "--die-with-parent",
-        "--ro-bind",
-        "/",
-        "/",
-        "--proc",
-        "/proc",
-        "--dev",
-        "/dev",
-        "--",
-        "bash",
-        "-c",
-        script,
-      ],
-      clearEnv: true,
-      env: { PATH: SANDBOX_PATH, LANG: SANDBOX_LANG },
-      stdin: "null",
-      stdout: "piped",
-      stderr: "piped",
-      ...(signal ? { signal } : {}),
-    }).output();
-  } catch (error) {
-    throw new IsolationUnavailableError(
-      `Cannot make an isolated runtime: "${bwrap}" cannot be run: ${
-        error instanceof Error ? error.message : String(error)
-      }`,
-      { problem: "failed", cause: error },
-    );
-  }
-  const stdout = new TextDecoder().decode(output.stdout);
-  const stderr = new TextDecoder().decode(output.stderr);
-  if (!output.success) throw unavailable(stderr, `exit code ${output.code}`);
-  const existing = new Set<string>();
-  const tools: Record<string, boolean> = {};
-  for (const tool of OPTIONAL_TOOLS) tools[tool] = false;
-  let uid = -1;
-  for (const line of stdout.split("\n")) {
-    const [key, value] = [
-      line.slice(0, line.indexOf("=")),
-      line.slice(line.indexOf("=") + 1),
-    ];
-    if (key === "uid") uid = Number(value);
-    if (key === "dir") existing.add(value).add(`${value}/`);
-    if (key === "file") existing.add(value);
-    if (key === "tool") tools[value] = true;
-  }
-  tools.deno = denoBinary() !== undefined;
-  return { uid, existing, tools };
-}
-
-function unavailable(
-  stderr: string,
-  fallback: string,
-): IsolationUnavailableError {
-  const said = stderr.trim().split("\n").slice(-3).join("; ") || fallback;
-  if (
-    /namespace|uid map|setting up uid|Operation not permitted|Permission denied|No permission/i
-      .test(stderr)
-  ) {
-    return new IsolationUnavailableError(
-      `Cannot make an isolated runtime: bubblewrap cannot create user namespaces (${said}); enable them: sysctl -w user.max_user_namespaces=15000 (and kernel.unprivileged_userns_clone=1 on older Debian kernels, or kernel.apparmor_restrict_unprivileged_userns=0 on Ubuntu 24.04 without a bwrap AppArmor profile); in a container, allow unshare (e.g. Docker --security-opt seccomp=unconfined)`,
-      { problem: "namespaces" },
-    );
-  }
-  return new IsolationUnavailableError(
-    `Cannot make an isolated runtime: the sandbox does not start: ${said}`,
-    { problem: "failed" },
-  );
 }
 
 /**

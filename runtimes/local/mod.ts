@@ -48,6 +48,14 @@ export {
   SANDBOX_PATH,
   SYSTEM_PATHS,
 } from "./isolated.ts";
+export type {
+  NetworkPolicy,
+  ResolveOption,
+  SecretsOption,
+  SecretSpec,
+} from "../../network/policy.ts";
+export type { NetworkEvent } from "../../network/proxy.ts";
+export type { EgressOptions, EgressReport } from "../../network/sandbox.ts";
 export {
   type CommandReach,
   type FenceReport,

@@ -338,12 +338,18 @@ export class LocalSkillRuntime implements SkillRuntime {
         );
       }
       const { isolate: _, ...rest } = options;
-      return await LocalSkillRuntime.create({
-        ...rest,
-        launcher: await BubblewrapLauncher.create(
-          isolate === true ? {} : isolate,
-        ),
-      });
+      const launcher = await BubblewrapLauncher.create(
+        isolate === true ? {} : isolate,
+      );
+      try {
+        const runtime = await LocalSkillRuntime.create({ ...rest, launcher });
+        // Made here, so closed with the runtime (its egress proxy).
+        ownedLaunchers.add(launcher);
+        return runtime;
+      } catch (error) {
+        await launcher.close();
+        throw error;
+      }
     }
     const { conversationsRoot, conversationId } = options;
     if (conversationsRoot === undefined && conversationId === undefined) {
@@ -547,7 +553,8 @@ export class LocalSkillRuntime implements SkillRuntime {
   }
 
   /**
-   * Forgets the merged environment and the prepared skills. Idempotent;
+   * Forgets the merged environment and the prepared skills, and stops the
+   * egress proxy of an isolated launcher this runtime made. Idempotent;
    * deletes nothing.
    *
    * @returns When done.
@@ -555,10 +562,19 @@ export class LocalSkillRuntime implements SkillRuntime {
   close(): Promise<void> {
     if (!this.#closed) {
       this.#closed = true;
-      // Background commands end first (their process groups stopped).
-      this.#closing = closeBackgroundCommands(this).finally(() =>
-        this.#engine.clear()
-      );
+      // Background commands end first (their process groups stopped), then
+      // the egress proxy of a launcher this runtime made.
+      this.#closing = closeBackgroundCommands(this).finally(async () => {
+        this.#engine.clear();
+        const launcher = this.#launcher;
+        if (
+          launcher instanceof BubblewrapLauncher &&
+          ownedLaunchers.has(launcher)
+        ) {
+          ownedLaunchers.delete(launcher);
+          await launcher.close();
+        }
+      });
     }
     return this.#closing ?? Promise.resolve();
   }
@@ -715,6 +731,9 @@ export class LocalSkillRuntime implements SkillRuntime {
     }
   }
 }
+
+/** Launchers made by {@linkcode LocalSkillRuntime.create} from `isolate`. */
+const ownedLaunchers = new WeakSet<BubblewrapLauncher>();
 
 /**
  * A file system that refuses every call once its runtime is closed.

@@ -4,6 +4,7 @@
  *
  * @module
  */
+import type { OpenSandboxNetworkPolicy } from "../../network/remote.ts";
 import type { SkillEventListener } from "../../observe/events.ts";
 import { HttpClient } from "../remote/http.ts";
 import { RemoteHttpError } from "../remote/errors.ts";
@@ -34,6 +35,12 @@ export interface SandboxSpec {
   readonly env?: Readonly<Record<string, string>>;
   /** Metadata for listing and filtering. */
   readonly metadata?: Readonly<Record<string, string>>;
+  /**
+   * The egress policy of the creation request (`networkPolicy`: rules in
+   * order, then the default action). The runtime's `network` option fills
+   * it from the shape every runtime shares.
+   */
+  readonly networkPolicy?: OpenSandboxNetworkPolicy;
 }
 
 /** A sandbox as the lifecycle server describes it. */
@@ -153,6 +160,7 @@ export class LifecycleClient {
           resourceLimits: spec.resourceLimits ??
             { cpu: "500m", memory: "512Mi" },
           ...(spec.env ? { env: spec.env } : {}),
+          ...(spec.networkPolicy ? { networkPolicy: spec.networkPolicy } : {}),
           metadata: { ...spec.metadata, [CREATE_TAG]: tag },
         },
         idempotent: false,

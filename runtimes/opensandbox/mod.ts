@@ -29,3 +29,7 @@ export {
 export type { SandboxInfo, SandboxSpec } from "./lifecycle.ts";
 export { SandboxCommandError } from "./execd.ts";
 export { ExecdProtocolError } from "./_events.ts";
+export type {
+  OpenSandboxNetworkPolicy,
+  OpenSandboxNetworkRule,
+} from "../../network/remote.ts";

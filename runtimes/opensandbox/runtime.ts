@@ -4,6 +4,8 @@
  *
  * @module
  */
+import type { NetworkPolicy, SecretsOption } from "../../network/policy.ts";
+import { toOpenSandboxNetworkPolicy } from "../../network/remote.ts";
 import { HttpClient } from "../remote/http.ts";
 import type { RemoteRuntimeCommonOptions } from "../remote/runtime.ts";
 import {
@@ -40,6 +42,21 @@ export interface OpenSandboxSkillRuntimeOptions
   readonly sandboxId?: string;
   /** What a sandbox the runtime creates is made of. */
   readonly sandbox?: SandboxSpec;
+  /**
+   * The egress policy of a sandbox the runtime creates, in the shape every
+   * runtime shares: sent as OpenSandbox's `networkPolicy` (deny rules, then
+   * allow rules, default deny), which the server's egress sidecar enforces by
+   * host name. Ports and IP addresses cannot be expressed there and are
+   * refused. Not with `sandbox.networkPolicy`, nor with `sandboxId` (an
+   * existing sandbox keeps its own).
+   */
+  readonly network?: NetworkPolicy;
+  /**
+   * Refused: secrets at the egress (placeholders replaced by a proxy) are the
+   * isolated local mode's; OpenSandbox's credential vault is configured on
+   * the server.
+   */
+  readonly secrets?: SecretsOption;
   /**
    * Conversation mode: the folder inside the sandbox that holds the
    * workspace of each conversation (absolute POSIX). Default
@@ -119,7 +136,7 @@ export class OpenSandboxSkillRuntime
         : {}),
       ...(options.onEvent ? { onEvent: options.onEvent } : {}),
     });
-    const spec = options.sandbox ?? {};
+    const spec = withNetwork(options);
     super({
       ...options,
       name: "opensandbox",
@@ -213,4 +230,29 @@ class OpenSandboxService implements SandboxService<SandboxInfo> {
       makeDirectories: (paths, signal) => execd.makeDirectories(paths, signal),
     };
   }
+}
+
+/** The sandbox spec with the `network` option as its `networkPolicy`. */
+function withNetwork(options: OpenSandboxSkillRuntimeOptions): SandboxSpec {
+  const spec = options.sandbox ?? {};
+  if (options.secrets !== undefined) {
+    throw new TypeError(
+      "Cannot use the secrets option with OpenSandbox: secrets at the egress are the isolated local runtime's; configure OpenSandbox's credential vault on its server",
+    );
+  }
+  if (options.network === undefined) return spec;
+  if (spec.networkPolicy !== undefined) {
+    throw new TypeError(
+      "Cannot use network together with sandbox.networkPolicy: give one",
+    );
+  }
+  if (options.sandboxId !== undefined) {
+    throw new TypeError(
+      "Cannot use network with sandboxId: an existing sandbox keeps the policy it was created with",
+    );
+  }
+  return {
+    ...spec,
+    networkPolicy: toOpenSandboxNetworkPolicy(options.network),
+  };
 }

@@ -11,7 +11,10 @@
  * @module
  */
 import { assert, assertEquals } from "../../_internal/assert.ts";
-import { LocalSkillRuntime } from "../../runtimes/local/mod.ts";
+import {
+  type BubblewrapLauncherOptions,
+  LocalSkillRuntime,
+} from "../../runtimes/local/mod.ts";
 import { SkillRuntimeConfig } from "../../runtimes/config.ts";
 import { buildSkillTools, type SkillTools } from "../../tools/builder.ts";
 import type { PublishRequest, ToolLimits } from "../../tools/context.ts";
@@ -61,8 +64,11 @@ export interface WorldOptions {
   readonly maxOutputBytes?: number;
   /** Bootstrap commands of the configured skill. */
   readonly bootstrap?: readonly string[];
-  /** Every command in a bubblewrap sandbox (the isolated mode). */
-  readonly isolate?: boolean;
+  /**
+   * Every command in a bubblewrap sandbox (the isolated mode), with these
+   * launcher options (e.g. an egress `network` policy) when an object.
+   */
+  readonly isolate?: boolean | BubblewrapLauncherOptions;
 }
 
 /**
@@ -96,7 +102,7 @@ export async function makeWorld(options: WorldOptions = {}): Promise<World> {
     ...(options.maxOutputBytes === undefined
       ? {}
       : { maxOutputBytes: options.maxOutputBytes }),
-    ...(options.isolate ? { isolate: true } : {}),
+    ...(options.isolate ? { isolate: options.isolate } : {}),
   });
   const published = new Map<string, number>();
   const kit = await buildSkillTools({

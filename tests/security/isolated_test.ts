@@ -119,72 +119,119 @@ securityCases("isolated", [
   }),
 ]);
 
-Deno.test({
-  name:
-    "security: isolated: a Unix socket of a host service under a read-only folder (/opt) refuses connections from inside",
-  ignore: missing !== undefined,
-  async fn() {
-    let folder: string;
-    try {
-      folder = await Deno.makeTempDir({
-        dir: "/opt",
-        prefix: "skillrun-security-",
-      });
-    } catch (error) {
-      throw new Error(
-        `This case needs to make a folder in /opt (run the tests as root, or where /opt is writable): ${error}`,
+// Both modes: without a network, and with an egress policy (whose bridge
+// inside connects to the proxy's Unix socket for every request: the
+// command under it still cannot make one).
+for (
+  const [mode, isolate] of [
+    ["no network", true],
+    ["egress policy", { network: { allow: ["example.invalid"] } }],
+  ] as const
+) {
+  Deno.test({
+    name:
+      `security: isolated (${mode}): a Unix socket of a host service under a read-only folder (/opt) refuses connections from inside`,
+    ignore: missing !== undefined,
+    async fn() {
+      let folder: string;
+      try {
+        folder = await Deno.makeTempDir({
+          dir: "/opt",
+          prefix: "skillrun-security-",
+        });
+      } catch (error) {
+        throw new Error(
+          `This case needs to make a folder in /opt (run the tests as root, or where /opt is writable): ${error}`,
+        );
+      }
+      const socket = `${folder}/service.sock`;
+      let served = 0;
+      const server = Deno.serve(
+        { path: socket, transport: "unix", onListen() {} },
+        () => {
+          served++;
+          return new Response("host service secret\n");
+        },
       );
-    }
-    const socket = `${folder}/service.sock`;
-    let served = 0;
-    const server = Deno.serve(
-      { path: socket, transport: "unix", onListen() {} },
-      () => {
-        served++;
-        return new Response("host service secret\n");
-      },
-    );
-    try {
-      const { makeWorld, snapshotOutside, assertAlive } = await import(
-        "./_harness.ts"
-      );
-      await using world = await makeWorld({ isolate: true });
-      const before = await snapshotOutside(world);
-      // Control first: the service answers on the host.
-      const direct = await new Deno.Command("curl", {
-        args: ["-s", "--unix-socket", socket, "http://host/"],
-      }).output();
-      assertEquals(
-        new TextDecoder().decode(direct.stdout),
-        "host service secret\n",
-      );
-      const seenByHost = served;
-      // Attack: the socket is visible inside (/opt is mounted read-only)...
-      const visible = await world.sh(`test -S ${socket} && echo visible`);
-      assertOk(visible, "visible");
-      // ...but no connection is made to it.
-      const attack = await world.sh(
-        `curl -sS --max-time 5 --unix-socket ${socket} http://host/ 2>&1; ` +
-          `command -v python3 >/dev/null && python3 -c 'import socket; s=socket.socket(socket.AF_UNIX); s.connect("${socket}"); print(s.recv(100))' 2>&1 | tail -1`,
-      );
-      assert(!attack.text.includes("host service secret"), attack.text);
-      assertEquals(served, seenByHost, "the host service got a connection");
-      // Control: inside, a pair of connected sockets still works, and so
-      // does everything else.
-      assertOk(
-        await world.sh(
-          "command -v python3 >/dev/null && python3 -c 'import socket; a,b=socket.socketpair(); a.send(b\"pair\"); print(b.recv(4).decode())' || echo pair",
-        ),
-        "pair",
-      );
-      assertEquals(await snapshotOutside(world), before);
-      await assertAlive(world);
-    } finally {
-      await server.shutdown();
-      await Deno.remove(folder, { recursive: true });
-    }
-  },
-});
+      try {
+        const { makeWorld, snapshotOutside, assertAlive } = await import(
+          "./_harness.ts"
+        );
+        await using world = await makeWorld({ isolate });
+        const before = await snapshotOutside(world);
+        // Control first: the service answers on the host.
+        const direct = await new Deno.Command("curl", {
+          args: ["-s", "--unix-socket", socket, "http://host/"],
+        }).output();
+        assertEquals(
+          new TextDecoder().decode(direct.stdout),
+          "host service secret\n",
+        );
+        const seenByHost = served;
+        // Attack: the socket is visible inside (/opt is mounted read-only)...
+        const visible = await world.sh(`test -S ${socket} && echo visible`);
+        assertOk(visible, "visible");
+        // ...but no connection is made to it.
+        const attack = await world.sh(
+          `curl -sS --max-time 5 --unix-socket ${socket} http://host/ 2>&1; ` +
+            `command -v python3 >/dev/null && python3 -c 'import socket; s=socket.socket(socket.AF_UNIX); s.connect("${socket}"); print(s.recv(100))' 2>&1 | tail -1`,
+        );
+        assert(!attack.text.includes("host service secret"), attack.text);
+        assertEquals(served, seenByHost, "the host service got a connection");
+        // Control: inside, a pair of connected sockets still works, and so
+        // does everything else.
+        assertOk(
+          await world.sh(
+            "command -v python3 >/dev/null && python3 -c 'import socket; a,b=socket.socketpair(); a.send(b\"pair\"); print(b.recv(4).decode())' || echo pair",
+          ),
+          "pair",
+        );
+        if (typeof isolate === "object") {
+          // The egress proxy's own socket is bound inside; the command cannot
+          // open it either (only the bridge, started before the command's
+          // filter, can)...
+          const proxySocket = "/run/skillrun/egress/proxy.sock";
+          const raw = await world.sh(
+            `test -S ${proxySocket} && echo bound; curl -sS --max-time 5 --unix-socket ${proxySocket} http://example.invalid/ 2>&1; echo "curl=$?"`,
+          );
+          assertOk(raw, "bound");
+          assert(!raw.text.includes("skillrun egress"), raw.text);
+          assert(!raw.text.includes("curl=0"), raw.text);
+          // ...while the bridge carries the command's requests to the proxy:
+          // an unlisted host gets the proxy's 403 with its reason.
+          const proxied = await world.sh(
+            `curl -s --max-time 20 -o /dev/null -w '%{http_code}' http://not-listed.example/; echo`,
+          );
+          assertOk(proxied, "403");
+          // The nested step keeps the sandbox's devices usable.
+          assertOk(
+            await world.sh(
+              "echo x > /dev/null && head -c 3 /dev/urandom | wc -c && echo devices-ok",
+            ),
+            "devices-ok",
+          );
+          // The nested step that loads the command's filter leaves it no
+          // capability and no way to make a user namespace of its own.
+          const powers = await world.sh(
+            `grep -E '^Cap(Eff|Prm|Bnd)' /proc/self/status; unshare -U true 2>&1; echo "unshare=$?"`,
+          );
+          assertOk(powers, "unshare=");
+          assert(!powers.text.includes("unshare=0"), powers.text);
+          for (const line of powers.text.split("\n")) {
+            if (line.startsWith("Cap")) {
+              assert(/:\s+0+$/.test(line), powers.text);
+            }
+          }
+        }
+        assertEquals(await snapshotOutside(world), before);
+        await assertAlive(world);
+      } finally {
+        await server.shutdown();
+        await Deno.remove(folder, { recursive: true });
+      }
+    },
+  });
+}
 
 Deno.test({
   name:

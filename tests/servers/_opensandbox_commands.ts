@@ -199,7 +199,14 @@ export async function runCommand(
           script,
         ],
       cwd,
-      env: { ...state.env, ...envs },
+      // A sandbox with a networkPolicy: its commands go out through its
+      // egress proxy (set before the request's own variables, as the
+      // sidecar's are part of the sandbox).
+      env: {
+        ...state.env,
+        ...(sandboxId === undefined ? {} : state.egress.get(sandboxId)?.env),
+        ...envs,
+      },
       clearEnv: true,
       stdin: "null",
       stdout: "null",

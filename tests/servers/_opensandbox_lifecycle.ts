@@ -5,6 +5,10 @@
  *
  * @module
  */
+import {
+  networkPolicyProblem,
+  startSandboxEgress,
+} from "./_opensandbox_egress.ts";
 import { isObject } from "./_common.ts";
 import { lifecycleError, pyJson, readJson } from "./_opensandbox_answers.ts";
 import type { OpenSandboxState } from "./_opensandbox_state.ts";
@@ -210,7 +214,14 @@ async function createSandbox(
       }
     }
   }
+  const policyProblem = networkPolicyProblem(value.networkPolicy);
+  if (policyProblem !== undefined) return invalid(policyProblem);
   const sandbox = state.createSandbox(value);
+  const egress = await startSandboxEgress(
+    value.networkPolicy,
+    state.options.resolve ?? {},
+  );
+  if (egress) state.egress.set(sandbox.id, egress);
   return pyJson(202, state.sandboxJson(sandbox, false), {
     "x-request-id": crypto.randomUUID(),
     location: `/v1/sandboxes/${sandbox.id}`,

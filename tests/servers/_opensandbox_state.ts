@@ -6,6 +6,7 @@
  *
  * @module
  */
+import type { SandboxEgressRecord } from "./_opensandbox_egress.ts";
 import type {
   CommandRecord,
   OpenSandboxServerOptions,
@@ -257,6 +258,8 @@ export class OpenSandboxState {
   readonly streams = new Set<EventStream>();
   readonly timers = new Set<ReturnType<typeof setTimeout>>();
   readonly names = new Names();
+  /** The egress of each sandbox created with a `networkPolicy`. */
+  readonly egress = new Map<string, SandboxEgressRecord>();
   readonly env: Readonly<Record<string, string>>;
   readonly cwd: string;
   readonly lingerMs: number;
@@ -513,6 +516,8 @@ export class OpenSandboxState {
 
   removeSandbox(id: string): void {
     this.sandboxes.delete(id);
+    this.egress.get(id)?.close();
+    this.egress.delete(id);
     for (const command of this.commands.values()) {
       if (command.record.sandboxId === id && command.record.running) {
         signalGroup(command.record.pgid, "SIGKILL");
@@ -561,6 +566,8 @@ export class OpenSandboxState {
     for (const stream of this.streams) stream.close();
     for (const timer of this.timers) clearTimeout(timer);
     this.timers.clear();
+    for (const egress of this.egress.values()) await egress.close();
+    this.egress.clear();
     // Background output files (execd leaves them in /tmp; the tests do not).
     for (const file of this.output.files) {
       await Deno.remove(file).catch(() => {});

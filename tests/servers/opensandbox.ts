@@ -117,6 +117,11 @@ export interface OpenSandboxServerOptions {
   faults?: FaultInjector;
   /** Serve `/__faults` (see `_faults.ts`); default off. */
   control?: boolean;
+  /**
+   * Names the egress proxy of a sandbox created with a `networkPolicy`
+   * resolves to fixed addresses (the tests' own loopback servers).
+   */
+  resolve?: Readonly<Record<string, string>>;
 }
 
 /** A sandbox the server knows. */
