@@ -21,22 +21,20 @@ import { shellQuote } from "../_internal/shell_quote.ts";
 import { FallbackSearch, listFolder } from "./fallback.ts";
 import {
   GrepCollector,
-  type GrepPlan,
   planGlob,
   planGrep,
   resolveRoot,
   type SearchRoot,
   startDeadline,
 } from "./_plan.ts";
-import type { MatchedLine } from "./_match.ts";
 import {
   parseDebugSkip,
-  parseLine,
+  parseRipgrepOutput,
   RecordParser,
   ripgrepError,
   ripgrepGrepArgs,
   type RipgrepSkip,
-} from "./ripgrep.ts";
+} from "./_ripgrep_protocol.ts";
 import {
   BINARY_SNIFF_BYTES,
   comparePaths,
@@ -932,50 +930,6 @@ class SnapshotFileSystem implements SearchFileSystem {
       );
     }
   }
-}
-
-/** One file's records from ripgrep. */
-interface FileRecords {
-  path: string;
-  count: number;
-  lines: MatchedLine[];
-}
-
-/** Parses ripgrep's `--null` output into files, in output order. */
-function parseRipgrepOutput(bytes: Uint8Array, plan: GrepPlan): FileRecords[] {
-  const parser = new RecordParser(
-    plan.mode !== "files_with_matches",
-    plan.maxLineChars * 3 + 32,
-  );
-  const records: [Uint8Array, Uint8Array][] = [];
-  parser.push(bytes, records);
-  const decoder = new TextDecoder();
-  const files: FileRecords[] = [];
-  let current: FileRecords | null = null;
-  for (const [pathBytes, rest] of records) {
-    let path = decoder.decode(pathBytes);
-    if (plan.root.isFile) path = "";
-    else if (path.startsWith("./")) path = path.slice(2);
-    if (plan.mode !== "content") {
-      files.push({
-        path,
-        count: plan.mode === "count" ? Number(decoder.decode(rest)) : 0,
-        lines: [],
-      });
-      continue;
-    }
-    if (current === null || current.path !== path) {
-      current = { path, count: 0, lines: [] };
-      files.push(current);
-    }
-    if (current.lines.length < plan.maxLinesPerFile) {
-      current.lines.push(parseLine(rest, decoder, plan));
-    }
-  }
-  for (const file of files) {
-    if (plan.mode === "content") file.count = file.lines.length;
-  }
-  return files;
 }
 
 /** Items from `start` whose quoted size stays under one command line. */

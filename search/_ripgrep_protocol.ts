@@ -1,0 +1,314 @@
+/**
+ * ripgrep's protocol, shared by both engines that run it (the local
+ * {@linkcode RipgrepSearch} and the sandbox's `ShellSearch`): the arguments of
+ * a search, and the parsing of what rg prints (`--null` records of `-l`,
+ * `-c` and `-n` output, its `--debug` lines naming skipped files, its
+ * errors). Spawning rg is `_ripgrep_run.ts`'s job.
+ *
+ * @module
+ */
+import { cutLine, type MatchedLine } from "./_match.ts";
+import type { GrepPlan } from "./_plan.ts";
+import { HEAVY_FOLDERS } from "./rules.ts";
+
+/** Arguments shared by every ripgrep run. */
+export const COMMON_ARGS: readonly string[] = [
+  "--no-config",
+  "--hidden",
+  "--no-ignore",
+  "--no-messages",
+  "--color",
+  "never",
+  "--null",
+];
+
+/** The `--glob` arguments that skip heavy folders below the root. */
+export function heavyGlobs(): string[] {
+  return [...HEAVY_FOLDERS].flatMap((name) => ["--glob", `!${name}/`]);
+}
+
+/**
+ * Splits ripgrep's `--null` output into records: a path, then (optionally) the rest
+ * of the line (cut at `maxRestBytes`; the rest of a longer line is dropped as
+ * it streams by, never held).
+ */
+export class RecordParser {
+  readonly #withRest: boolean;
+  readonly #maxRestBytes: number;
+  #parts: Uint8Array[] = [];
+  #size = 0;
+  #path: Uint8Array | null = null;
+
+  constructor(withRest: boolean, maxRestBytes: number) {
+    this.#withRest = withRest;
+    this.#maxRestBytes = maxRestBytes;
+  }
+
+  #take(): Uint8Array {
+    const parts = this.#parts;
+    this.#parts = [];
+    this.#size = 0;
+    if (parts.length === 1) return parts[0]!;
+    const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+    let offset = 0;
+    for (const p of parts) {
+      out.set(p, offset);
+      offset += p.length;
+    }
+    return out;
+  }
+
+  push(chunk: Uint8Array, out: [Uint8Array, Uint8Array][]): void {
+    let start = 0;
+    while (start < chunk.length) {
+      if (this.#path === null) {
+        const zero = chunk.indexOf(0, start);
+        if (zero === -1) {
+          this.#parts.push(chunk.subarray(start));
+          return;
+        }
+        this.#parts.push(chunk.subarray(start, zero));
+        const path = this.#take();
+        start = zero + 1;
+        if (this.#withRest) this.#path = path;
+        else out.push([path, new Uint8Array(0)]);
+      } else {
+        const newline = chunk.indexOf(10, start);
+        const end = newline === -1 ? chunk.length : newline;
+        if (this.#size < this.#maxRestBytes) {
+          const piece = chunk.subarray(
+            start,
+            Math.min(end, start + this.#maxRestBytes - this.#size),
+          );
+          this.#parts.push(piece);
+          this.#size += piece.length;
+        }
+        if (newline === -1) return;
+        out.push([this.#path, this.#take()]);
+        this.#path = null;
+        start = newline + 1;
+      }
+    }
+  }
+}
+
+/** Options of {@linkcode ripgrepGrepArgs}. */
+export interface RipgrepGrepArgsOptions {
+  /**
+   * Content mode: the files to search (relative to the root folder), instead
+   * of walking the root; their output comes unsorted, each file's lines
+   * together.
+   */
+  readonly files?: readonly string[];
+  /**
+   * Add `--debug`, whose lines name the files rg skipped (too large, not a
+   * regular file); read them with the engine's debug reader.
+   */
+  readonly debug?: boolean;
+  /**
+   * Content mode over the root: search in parallel, without `--sort path`
+   * (each file's lines still come together; the caller sorts the files).
+   */
+  readonly unsorted?: boolean;
+  /**
+   * Pass `--max-filesize` (default `true`): rg skips the files over the
+   * plan's limit (and names them under `debug`), which bounds its memory (its
+   * line buffer holds a whole line) but makes it stat every file it walks.
+   * `false` leaves the limit to the caller (a check of the matching files, a
+   * watch over rg's memory).
+   */
+  readonly sizeLimit?: boolean;
+}
+
+/**
+ * The ripgrep arguments of a `grep` (shared with the engine that runs rg in a
+ * sandbox): the search root is `.` (run in the root folder) or the root file;
+ * content mode sorts by path unless given the files to search.
+ *
+ * @param plan The checked request.
+ * @param options The files to search instead of the root, `--debug`, the
+ *   unsorted pass, the size limit.
+ * @returns The arguments, ending with the root (or the files).
+ */
+export function ripgrepGrepArgs(
+  plan: GrepPlan,
+  options: RipgrepGrepArgsOptions = {},
+): string[] {
+  const files = options.files;
+  // Bounds: files over the limit are skipped (rg's line buffer would hold a
+  // whole line of them), unless the caller bounds them otherwise.
+  const args = [
+    ...COMMON_ARGS,
+    "--text",
+    "--encoding",
+    "none",
+    ...(options.sizeLimit === false
+      ? []
+      : ["--max-filesize", String(plan.maxFileBytes)]),
+    ...(options.debug ? ["--debug"] : []),
+  ];
+  args.push(plan.caseInsensitive ? "--ignore-case" : "--case-sensitive");
+  if (plan.multiline) args.push("--multiline", "--multiline-dotall");
+  if (!plan.root.isFile && !files) {
+    if (plan.filters.glob !== null) args.push("--glob", plan.filters.glob);
+    args.push(...heavyGlobs());
+    if (plan.filters.extensions !== null) {
+      for (const extension of plan.filters.extensions) {
+        args.push("--type-add", `skillrun:*.${extension}`);
+      }
+      args.push("--type", "skillrun");
+    }
+  }
+  switch (plan.mode) {
+    case "files_with_matches":
+      args.push("--files-with-matches");
+      break;
+    case "count":
+      args.push("--count", "--with-filename");
+      break;
+    case "content":
+      args.push(
+        "--line-number",
+        "--with-filename",
+        "--no-heading",
+        "--no-context-separator",
+        ...(files || options.unsorted ? [] : ["--sort", "path"]),
+        "--before-context",
+        String(plan.before),
+        "--after-context",
+        String(plan.after),
+      );
+      break;
+  }
+  args.push("--regexp", plan.regex.ripgrepPattern, "--");
+  if (files) args.push(...files);
+  else args.push(plan.root.isFile ? plan.root.path : ".");
+  return args;
+}
+
+/** The relative path of a ripgrep output path (`./x` under a folder). */
+export function relativeOf(path: string, rootIsFile: boolean): string {
+  if (rootIsFile) return "";
+  return path.startsWith("./") ? path.slice(2) : path;
+}
+
+/** Parses the rest of a content record: `12:text` (match) or `12-text` (context). */
+export function parseLine(
+  rest: Uint8Array,
+  decoder: TextDecoder,
+  plan: GrepPlan,
+): MatchedLine {
+  // `12:text` for a match, `12-text` for context.
+  let i = 0;
+  let lineNumber = 0;
+  while (i < rest.length && rest[i]! >= 0x30 && rest[i]! <= 0x39) {
+    lineNumber = lineNumber * 10 + rest[i]! - 0x30;
+    i++;
+  }
+  const match = rest[i] === 0x3a;
+  const { text, cut } = cutLine(
+    decoder.decode(rest.subarray(i + 1)),
+    plan.maxLineChars,
+  );
+  return { lineNumber, text, match, cut };
+}
+
+/** File types in a mode (`st_mode & S_IFMT`). */
+const S_IFMT = 0o170000;
+const S_IFLNK = 0o120000;
+
+/** A file rg skipped, read from one of its `--debug` lines. */
+export interface RipgrepSkip {
+  /** The path as rg printed it (relative to its folder, maybe `./`). */
+  readonly path: string;
+  /** Why: over `--max-filesize`, or not a regular file. */
+  readonly reason: "too-large" | "not-regular";
+  /** Its size, for a file too large. */
+  readonly size?: number;
+}
+
+/**
+ * Reads one line of rg's `--debug` output: the file it skipped for its size
+ * or for not being a regular file (a symlink, not followed, is not one), or
+ * `null` for any other line. Shared with the engine that runs rg in a
+ * sandbox.
+ *
+ * @param text One line of rg's stderr.
+ * @returns The skipped file, or `null`.
+ */
+export function parseDebugSkip(text: string): RipgrepSkip | null {
+  const large = /^DEBUG\|ignore::walk\|\S* ignoring (.*): (\d+) bytes$/
+    .exec(text);
+  if (large) {
+    return { path: large[1]!, reason: "too-large", size: Number(large[2]) };
+  }
+  const subject =
+    /^DEBUG\|rg::subject\|\S* ignoring (.*): failed to pass subject filter: file type: Some\(FileType\(FileType \{ mode: (\d+) \}\)\)/
+      .exec(text);
+  if (subject && (Number(subject[2]) & S_IFMT) !== S_IFLNK) {
+    return { path: subject[1]!, reason: "not-regular" };
+  }
+  return null;
+}
+
+/** The error of a failed rg run, from its stderr. */
+export function ripgrepError(plan: GrepPlan, stderr: string): Error {
+  const lines = stderr.trim().split("\n").map((l) => l.trim()).filter((l) => l);
+  const reason = lines.at(-1)?.replace(/^error:\s*/, "") ?? "unknown error";
+  if (/regex|literal/i.test(stderr)) {
+    return new TypeError(`Invalid regex "${plan.regex.pattern}": ${reason}`);
+  }
+  if (/glob/i.test(stderr)) {
+    return new TypeError(`Invalid glob "${plan.filters.glob}": ${reason}`);
+  }
+  return new Error(
+    `Cannot search "${plan.root.path}": ripgrep failed: ${reason}`,
+  );
+}
+
+/** One file's records from ripgrep. */
+export interface FileRecords {
+  path: string;
+  count: number;
+  lines: MatchedLine[];
+}
+
+/** Parses ripgrep's `--null` output into files, in output order. */
+export function parseRipgrepOutput(
+  bytes: Uint8Array,
+  plan: GrepPlan,
+): FileRecords[] {
+  const parser = new RecordParser(
+    plan.mode !== "files_with_matches",
+    plan.maxLineChars * 3 + 32,
+  );
+  const records: [Uint8Array, Uint8Array][] = [];
+  parser.push(bytes, records);
+  const decoder = new TextDecoder();
+  const files: FileRecords[] = [];
+  let current: FileRecords | null = null;
+  for (const [pathBytes, rest] of records) {
+    let path = decoder.decode(pathBytes);
+    if (plan.root.isFile) path = "";
+    else if (path.startsWith("./")) path = path.slice(2);
+    if (plan.mode !== "content") {
+      files.push({
+        path,
+        count: plan.mode === "count" ? Number(decoder.decode(rest)) : 0,
+        lines: [],
+      });
+      continue;
+    }
+    if (current === null || current.path !== path) {
+      current = { path, count: 0, lines: [] };
+      files.push(current);
+    }
+    if (current.lines.length < plan.maxLinesPerFile) {
+      current.lines.push(parseLine(rest, decoder, plan));
+    }
+  }
+  for (const file of files) {
+    if (plan.mode === "content") file.count = file.lines.length;
+  }
+  return files;
+}
