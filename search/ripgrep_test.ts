@@ -1,4 +1,5 @@
-import { assert, assertEquals } from "../_internal/assert.ts";
+import { assert, assertEquals, assertLess } from "../_internal/assert.ts";
+import { canWatchMemory, runRipgrep } from "./_ripgrep_run.ts";
 import { detectRipgrep, RipgrepSearch } from "./ripgrep.ts";
 import { comparePaths } from "./rules.ts";
 import { LocalFileSystem } from "../runtimes/local/fs.ts";
@@ -160,6 +161,154 @@ Deno.test({
           message.includes("timed out after 5 ms"),
         message,
       );
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "RipgrepSearch: names with newlines and colons, binary files, a name that is not UTF-8, a match line over the bound",
+  ignore: !rg,
+  async fn() {
+    const dir = await Deno.makeTempDir();
+    try {
+      await Deno.writeTextFile(`${dir}/new\nline.txt`, "a\nneedle one\n");
+      await Deno.writeTextFile(`${dir}/c:3:d.txt`, "needle: two\nx\nneedle\n");
+      // A NUL in the first 8 KiB: binary, left out; after them: text.
+      await Deno.writeTextFile(`${dir}/bin.dat`, "needle\n\u0000\n");
+      await Deno.writeTextFile(
+        `${dir}/late.txt`,
+        `${"t\n".repeat(5000)}\u0000\nneedle late\n`,
+      );
+      // A line of 200,000 characters holding the needle near its end.
+      await Deno.writeTextFile(
+        `${dir}/long.txt`,
+        `${"w".repeat(199_990)}needle\nneedle short\n`,
+      );
+      // A name that is not UTF-8 (Deno cannot make one: bash can).
+      const made = await new Deno.Command("bash", {
+        args: ["-c", `printf 'needle\\n' > $'\\xff\\xfe.txt'`],
+        cwd: dir,
+      }).output();
+      assert(made.success);
+      const search = new RipgrepSearch({
+        fs: new LocalFileSystem({ root: dir }),
+      });
+      const files = await search.grep({ pattern: "needle", path: dir });
+      assert(files.mode === "files_with_matches");
+      // The name that is not UTF-8 cannot be opened by its decoded name (nor
+      // by the fallback): it is left out, the others are not.
+      assertEquals(files.files, [
+        `${dir}/c:3:d.txt`,
+        `${dir}/late.txt`,
+        `${dir}/long.txt`,
+        `${dir}/new\nline.txt`,
+      ]);
+      const content = await search.grep({
+        pattern: "needle",
+        path: dir,
+        outputMode: "content",
+        maxLineChars: 100,
+      });
+      assert(content.mode === "content");
+      assertEquals(
+        content.lines.map((l) => [l.path.slice(dir.length + 1), l.lineNumber]),
+        [
+          ["c:3:d.txt", 1],
+          ["c:3:d.txt", 3],
+          ["late.txt", 5002],
+          ["long.txt", 1],
+          ["long.txt", 2],
+          ["new\nline.txt", 2],
+        ],
+      );
+      assertEquals(content.lines[0]!.text, "needle: two");
+      const long = content.lines[3]!;
+      assert(long.cut && long.text.length < 400, long.text);
+      assertEquals(content.lines[4]!.text, "needle short");
+      const counts = await search.grep({
+        pattern: "needle",
+        path: dir,
+        outputMode: "count",
+      });
+      assert(counts.mode === "count");
+      assertEquals(
+        counts.counts.map((c) => [c.path.slice(dir.length + 1), c.count]),
+        [["c:3:d.txt", 2], ["late.txt", 1], ["long.txt", 2], [
+          "new\nline.txt",
+          1,
+        ]],
+      );
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "RipgrepSearch: a matching file over the size limit is listed as skipped in every mode, its lines never shown",
+  ignore: !rg,
+  async fn() {
+    const dir = await Deno.makeTempDir();
+    try {
+      await Deno.writeTextFile(`${dir}/big.txt`, "needle\n".repeat(400));
+      await Deno.writeTextFile(`${dir}/small.txt`, "needle\n");
+      const search = new RipgrepSearch({
+        fs: new LocalFileSystem({ root: dir }),
+      });
+      for (
+        const outputMode of ["files_with_matches", "count", "content"] as const
+      ) {
+        const result = await search.grep({
+          pattern: "needle",
+          path: dir,
+          outputMode,
+          maxFileBytes: 1000,
+        });
+        assertEquals(result.skipped, [
+          { path: `${dir}/big.txt`, reason: "too-large", size: 2800 },
+        ], outputMode);
+        const shown = result.mode === "files_with_matches"
+          ? result.files
+          : result.mode === "count"
+          ? result.counts.map((c) => c.path)
+          : [...new Set(result.lines.map((l) => l.path))];
+        assertEquals(shown, [`${dir}/small.txt`], outputMode);
+      }
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "runRipgrep kills rg past its memory bound and says so (a line of 1 GiB in a sparse file)",
+  ignore: !rg || !canWatchMemory,
+  async fn() {
+    const dir = await Deno.makeTempDir();
+    try {
+      const file = await Deno.open(`${dir}/huge.log`, {
+        write: true,
+        create: true,
+      });
+      await file.truncate(1024 ** 3);
+      file.close();
+      const start = performance.now();
+      const run = await runRipgrep({
+        command: "rg",
+        args: ["--no-config", "--text", "-c", "needle", "huge.log"],
+        cwd: dir,
+        maxMemoryBytes: 64 * 1024 * 1024,
+        onStdout: () => {},
+      });
+      assert(run.overMemory);
+      assertEquals(run.signal, "SIGKILL");
+      assertLess(performance.now() - start, 20_000);
+      // Unwatched, the same run would hold the whole line (1 GiB).
     } finally {
       await Deno.remove(dir, { recursive: true });
     }
