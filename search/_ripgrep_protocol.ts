@@ -251,6 +251,50 @@ export function parseDebugSkip(text: string): RipgrepSkip | null {
   return null;
 }
 
+/**
+ * An `awk` program that keeps, of rg's stderr under `--debug`, the lines
+ * {@linkcode parseDebugSkip} reads and the errors (for a shell that pipes
+ * rg's stderr through it, so that the rest of the debug output is not sent).
+ */
+export const DEBUG_SKIP_AWK =
+  "!/^DEBUG[|]/ || / ignoring .*(: [0-9]+ bytes$|failed to pass subject filter)/";
+
+/**
+ * The rg arguments (the files follow) that print, for each file holding a NUL
+ * byte, its path and the offset of its first NUL (`path\0offset:\0\n`):
+ * the binary sniff where files cannot be opened directly (a sandbox).
+ */
+export const FIRST_NUL_ARGS: readonly string[] = [
+  "--no-config",
+  "--text",
+  "--no-messages",
+  "--null",
+  "--with-filename",
+  "--only-matching",
+  "--byte-offset",
+  "--max-count",
+  "1",
+  "--regexp",
+  "\\x00",
+  "--",
+];
+
+/** Reads the output of {@linkcode FIRST_NUL_ARGS}: each path and its first NUL's offset. */
+export function parseFirstNul(bytes: Uint8Array): Map<string, number> {
+  const parser = new RecordParser(true, 64);
+  const records: [Uint8Array, Uint8Array][] = [];
+  parser.push(bytes, records);
+  const decoder = new TextDecoder();
+  const found = new Map<string, number>();
+  for (const [pathBytes, rest] of records) {
+    const path = decoder.decode(pathBytes);
+    if (!found.has(path)) {
+      found.set(path, Number.parseInt(decoder.decode(rest)));
+    }
+  }
+  return found;
+}
+
 /** The error of a failed rg run, from its stderr. */
 export function ripgrepError(plan: GrepPlan, stderr: string): Error {
   const lines = stderr.trim().split("\n").map((l) => l.trim()).filter((l) => l);

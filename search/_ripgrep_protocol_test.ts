@@ -1,6 +1,8 @@
 import { assert, assertEquals, assertFalse } from "../_internal/assert.ts";
 import {
+  FIRST_NUL_ARGS,
   parseDebugSkip,
+  parseFirstNul,
   parseLine,
   parseRipgrepOutput,
   RecordParser,
@@ -204,6 +206,27 @@ Deno.test("ripgrepGrepArgs passes --max-filesize unless the caller bounds the si
     // Files mode is rg -l; the pattern comes after --regexp, the root last.
     assert(bounded.includes("--files-with-matches"));
     assertEquals(bounded.slice(-3), ["needle", "--", "."]);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("parseFirstNul reads rg's first NUL of each file (the sandbox's binary sniff), names with colons and newlines kept", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.writeTextFile(`${dir}/a:1`, "text\u0000more\u0000");
+    await Deno.writeTextFile(`${dir}/b\nc`, `${"x".repeat(9000)}\u0000`);
+    await Deno.writeTextFile(`${dir}/plain`, "no nul\n");
+    const output = await new Deno.Command("rg", {
+      args: [...FIRST_NUL_ARGS, "./a:1", "./b\nc", "./plain"],
+      cwd: dir,
+      stdout: "piped",
+      stderr: "null",
+    }).output();
+    assertEquals(
+      [...parseFirstNul(output.stdout)].sort(),
+      [["./a:1", 4], ["./b\nc", 9000]],
+    );
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

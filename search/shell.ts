@@ -28,9 +28,11 @@ import {
   startDeadline,
 } from "./_plan.ts";
 import {
+  DEBUG_SKIP_AWK,
+  FIRST_NUL_ARGS,
   parseDebugSkip,
+  parseFirstNul,
   parseRipgrepOutput,
-  RecordParser,
   ripgrepError,
   ripgrepGrepArgs,
   type RipgrepSkip,
@@ -489,7 +491,9 @@ export class ShellSearch implements SearchEngine {
       // regular file); only those lines and real errors reach stderr.
       const rg = `( rg ${
         ripgrepGrepArgs(plan, { debug: true }).map(shellQuote).join(" ")
-      } 2>&1 1>&3 | awk '!/^DEBUG[|]/ || / ignoring .*(: [0-9]+ bytes$|failed to pass subject filter)/' >&2; exit "\${PIPESTATUS[0]}" ) 3>&1`;
+      } 2>&1 1>&3 | awk ${
+        shellQuote(DEBUG_SKIP_AWK)
+      } >&2; exit "\${PIPESTATUS[0]}" ) 3>&1`;
       const body = plan.root.isFile
         ? rg
         : `cd -- ${shellQuote(plan.root.path)} && ${rg}`;
@@ -590,20 +594,13 @@ export class ShellSearch implements SearchEngine {
     if (paths.length === 0) return binary;
     const shown = (path: string): string =>
       root.isFile ? root.path : `./${path}`;
-    const rg =
-      "rg --no-config --text --no-messages --null --with-filename --only-matching --byte-offset --max-count 1 --regexp '\\x00' --";
     const body = `${
       root.isFile ? "" : `cd -- ${shellQuote(root.path)} && `
-    }${rg} ${paths.map((p) => shellQuote(shown(p))).join(" ")}`;
+    }rg ${[...FIRST_NUL_ARGS, ...paths.map(shown)].map(shellQuote).join(" ")}`;
     const run = await this.#framed(body, this.#maxBytes, signal, timeoutMs);
-    const parser = new RecordParser(true, 64);
-    const records: [Uint8Array, Uint8Array][] = [];
-    parser.push(run.bytes, records);
-    const decoder = new TextDecoder();
     const byShown = new Map(paths.map((p) => [shown(p), p]));
-    for (const [pathBytes, rest] of records) {
-      const offset = Number.parseInt(decoder.decode(rest));
-      const path = byShown.get(decoder.decode(pathBytes));
+    for (const [shownPath, offset] of parseFirstNul(run.bytes)) {
+      const path = byShown.get(shownPath);
       if (path !== undefined && offset < BINARY_SNIFF_BYTES) binary.add(path);
     }
     return binary;
