@@ -53,8 +53,13 @@ export interface RipgrepRunResult {
   readonly overMemory: boolean;
 }
 
-/** How often rg's memory is looked at, in ms, when it is watched. */
-export const MEMORY_CHECK_MS = 10;
+/**
+ * How often rg's memory is looked at, in ms, when it is watched: one read of
+ * `/proc/<pid>/statm` (about 50 µs) each time, a fraction of a percent of a
+ * core; rg's line buffer doubles as it grows, so it may pass the bound by as
+ * much again before it is killed.
+ */
+export const MEMORY_CHECK_MS = 25;
 
 /**
  * The bytes of one page of `/proc/<pid>/statm` (found from this process's own
