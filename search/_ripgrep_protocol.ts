@@ -118,6 +118,13 @@ export interface RipgrepGrepArgsOptions {
    * watch over rg's memory).
    */
   readonly sizeLimit?: boolean;
+  /**
+   * Content mode: each line starts with the byte offset of its start
+   * (`--byte-offset`, no line number), which spares rg counting the lines of
+   * every file it reads; {@linkcode lineNumbersAt} turns the offsets of the
+   * files shown into line numbers. Not for multiline searches.
+   */
+  readonly byteOffsets?: boolean;
 }
 
 /**
@@ -168,7 +175,9 @@ export function ripgrepGrepArgs(
       break;
     case "content":
       args.push(
-        "--line-number",
+        ...(options.byteOffsets
+          ? ["--no-line-number", "--byte-offset"]
+          : ["--line-number"]),
         "--with-filename",
         "--no-heading",
         "--no-context-separator",
@@ -293,6 +302,69 @@ export function parseFirstNul(bytes: Uint8Array): Map<string, number> {
     }
   }
   return found;
+}
+
+/**
+ * The line numbers (from 1) of byte offsets where lines start, ascending, in
+ * a local file: its newlines before each offset are counted, reading only up
+ * to the last offset.
+ *
+ * @param path The file.
+ * @param offsets Offsets of line starts, in ascending order.
+ * @returns Their line numbers, or `null` when the file cannot be read or is
+ *   shorter than an offset (it changed).
+ */
+export function lineNumbersAt(
+  path: string,
+  offsets: readonly number[],
+): number[] | null {
+  const out: number[] = [];
+  if (offsets.length === 0) return out;
+  let file: Deno.FsFile;
+  try {
+    file = Deno.openSync(path);
+  } catch {
+    return null;
+  }
+  try {
+    const end = offsets[offsets.length - 1]!;
+    const buffer = new Uint8Array(Math.min(end + 1, 256 * 1024));
+    let position = 0; // Bytes read so far.
+    let newlines = 0;
+    let next = 0; // The next offset to answer.
+    while (next < offsets.length) {
+      const n = file.readSync(buffer);
+      if (n === null || n === 0) return null;
+      const view = buffer.subarray(0, n);
+      const chunkEnd = position + n;
+      let from = 0;
+      while (next < offsets.length && offsets[next]! <= chunkEnd) {
+        const upTo = offsets[next]! - position;
+        let at = view.indexOf(10, from);
+        while (at !== -1 && at < upTo) {
+          newlines++;
+          at = view.indexOf(10, at + 1);
+        }
+        from = upTo;
+        out.push(newlines + 1);
+        next++;
+      }
+      if (next < offsets.length) {
+        // The rest of this chunk's newlines.
+        let at = view.indexOf(10, from);
+        while (at !== -1) {
+          newlines++;
+          at = view.indexOf(10, at + 1);
+        }
+      }
+      position = chunkEnd;
+    }
+    return out;
+  } catch {
+    return null;
+  } finally {
+    file.close();
+  }
 }
 
 /** The error of a failed rg run, from its stderr. */

@@ -1,6 +1,7 @@
 import { assert, assertEquals, assertFalse } from "../_internal/assert.ts";
 import {
   FIRST_NUL_ARGS,
+  lineNumbersAt,
   parseDebugSkip,
   parseFirstNul,
   parseLine,
@@ -227,6 +228,31 @@ Deno.test("parseFirstNul reads rg's first NUL of each file (the sandbox's binary
       [...parseFirstNul(output.stdout)].sort(),
       [["./a:1", 4], ["./b\nc", 9000]],
     );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("lineNumbersAt counts the newlines before each line start, across read chunks, and says null for a file that changed", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    // 100,000 lines of varied length: over 256 KiB, several reads.
+    const lines = Array.from({ length: 100_000 }, (_, i) => "x".repeat(i % 9));
+    const text = lines.join("\n") + "\n";
+    await Deno.writeTextFile(`${dir}/f`, text);
+    const starts: number[] = [];
+    for (let i = 0, offset = 0; i < lines.length; i++) {
+      starts.push(offset);
+      offset += lines[i]!.length + 1;
+    }
+    const wanted = [0, 1, 2, 777, 40_000, 65_432, 99_999];
+    assertEquals(
+      lineNumbersAt(`${dir}/f`, wanted.map((i) => starts[i]!)),
+      wanted.map((i) => i + 1),
+    );
+    assertEquals(lineNumbersAt(`${dir}/f`, []), []);
+    assertEquals(lineNumbersAt(`${dir}/f`, [text.length + 10]), null);
+    assertEquals(lineNumbersAt(`${dir}/missing`, [0]), null);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

@@ -37,6 +37,7 @@ import {
 import {
   COMMON_ARGS,
   heavyGlobs,
+  lineNumbersAt,
   parseLine,
   RecordParser,
   relativeOf,
@@ -333,7 +334,7 @@ export class RipgrepSearch implements SearchEngine {
     plan: GrepPlan,
     signal: AbortSignal,
     watched: boolean,
-    options: { readonly unsorted?: boolean },
+    options: { readonly unsorted?: boolean; readonly byteOffsets?: boolean },
     onRecord: (path: string, rest: Uint8Array, decoder: TextDecoder) => boolean,
     onSkip: (skip: RipgrepSkip) => void,
   ): Promise<RipgrepRunResult> {
@@ -350,6 +351,7 @@ export class RipgrepSearch implements SearchEngine {
         debug: true,
         sizeLimit: !watched,
         ...(options.unsorted ? { unsorted: true } : {}),
+        ...(options.byteOffsets ? { byteOffsets: true } : {}),
       }),
       ...(isFile ? {} : { cwd: plan.root.path }),
       signal,
@@ -460,11 +462,14 @@ export class RipgrepSearch implements SearchEngine {
     let bytes = 0;
     let overBudget = false;
     let onDense: (() => void) | undefined;
+    // Byte offsets instead of line numbers: rg need not count the lines of
+    // every file; those of the files shown are counted after.
+    const byteOffsets = !plan.multiline;
     const listing = this.#run(
       plan,
       AbortSignal.any([signal, firstPass.signal]),
       watched,
-      { unsorted: true },
+      { unsorted: true, byteOffsets },
       (path, rest, decoder) => {
         let lines = found.get(path);
         if (!lines) {
@@ -523,7 +528,18 @@ export class RipgrepSearch implements SearchEngine {
       const paths = [...found.keys()].sort(comparePaths);
       for (const path of paths) {
         if (!check.shown(path)) continue;
-        const lines = found.get(path)!;
+        let lines = found.get(path)!;
+        if (byteOffsets) {
+          const numbers = lineNumbersAt(
+            joinPath(plan.root.path, path),
+            lines.map((line) => line.lineNumber),
+          );
+          if (numbers === null) continue;
+          lines = lines.map((line, i) => ({
+            ...line,
+            lineNumber: numbers[i]!,
+          }));
+        }
         if (!collector.add({ path, count: lines.length, lines })) break;
       }
       return collector.result("ripgrep");

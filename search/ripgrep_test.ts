@@ -314,3 +314,50 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name:
+    "RipgrepSearch: content line numbers deep in a large file (byte offsets counted after) agree with the sorted search",
+  ignore: !rg,
+  async fn() {
+    const dir = await Deno.makeTempDir();
+    try {
+      const lines = Array.from(
+        { length: 120_000 },
+        (_, i) => i % 29_999 === 0 ? `needle ${i}` : "y".repeat(i % 13),
+      );
+      await Deno.writeTextFile(`${dir}/big.txt`, lines.join("\n") + "\n");
+      await Deno.writeTextFile(`${dir}/small.txt`, "a\r\nneedle\r\n");
+      const fs = new LocalFileSystem({ root: dir });
+      const request = {
+        pattern: "needle",
+        outputMode: "content",
+        context: 1,
+      } as const;
+      const parallel = await new RipgrepSearch({ fs, sortedAttemptMs: 0 })
+        .grep(request);
+      assert(parallel.mode === "content");
+      assertEquals(
+        parallel.lines.filter((l) => l.match).map((l) => [
+          l.path.slice(dir.length + 1),
+          l.lineNumber,
+          l.text,
+        ]),
+        [
+          ["big.txt", 1, "needle 0"],
+          ["big.txt", 30_000, "needle 29999"],
+          ["big.txt", 59_999, "needle 59998"],
+          ["big.txt", 89_998, "needle 89997"],
+          ["big.txt", 119_997, "needle 119996"],
+          ["small.txt", 2, "needle"],
+        ],
+      );
+      // The sorted search (rg's own line numbers) gives the same answer.
+      const sorted = await new RipgrepSearch({ fs, sortedAttemptMs: 60_000 })
+        .grep({ ...request, multiline: false });
+      assertEquals(parallel, sorted);
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
