@@ -1,17 +1,10 @@
-import { assert, assertEquals, assertFalse } from "../_internal/assert.ts";
+import { assertEquals } from "../_internal/assert.ts";
 import {
   FIRST_NUL_ARGS,
   lineNumbersAt,
-  parseDebugSkip,
   parseFirstNul,
-  parseLine,
-  parseRipgrepOutput,
   RecordParser,
-  ripgrepGrepArgs,
 } from "./_ripgrep_protocol.ts";
-import type { GrepPlan } from "./_plan.ts";
-import { planGrep } from "./_plan.ts";
-import { LocalFileSystem } from "../runtimes/local/fs.ts";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -98,117 +91,6 @@ Deno.test("RecordParser cuts a line over the bound and drops the rest as it stre
     assertEquals(records[0]![1], long.slice(0, 50));
     assertEquals(decoder.decode(records[1]![0]), "./g");
     assertEquals(records[1]![1], "1:short");
-  }
-});
-
-async function plan(
-  request: Record<string, unknown>,
-  root: string,
-): Promise<GrepPlan> {
-  return await planGrep(
-    new LocalFileSystem({ root }),
-    { pattern: "needle", path: root, ...request },
-    true,
-  );
-}
-
-Deno.test("parseLine reads a match and a context line, colons in the text kept, a long line cut", async () => {
-  const dir = await Deno.makeTempDir();
-  try {
-    const p = await plan({ outputMode: "content", maxLineChars: 10 }, dir);
-    assertEquals(parseLine(encoder.encode("12:a:b"), decoder, p), {
-      lineNumber: 12,
-      text: "a:b",
-      match: true,
-      cut: false,
-    });
-    assertEquals(parseLine(encoder.encode("3-x-1:2"), decoder, p), {
-      lineNumber: 3,
-      text: "x-1:2",
-      match: false,
-      cut: false,
-    });
-    const long = parseLine(encoder.encode(`9:${"z".repeat(40)}`), decoder, p);
-    assertEquals(long.lineNumber, 9);
-    assert(long.cut);
-    assert(long.text.length <= 10 + 20, long.text);
-    assert(long.text.startsWith("zzzzzzzzzz"));
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
-});
-
-Deno.test("parseRipgrepOutput groups content lines per file in output order, ./ dropped", async () => {
-  const dir = await Deno.makeTempDir();
-  try {
-    const p = await plan({ outputMode: "content" }, dir);
-    const files = parseRipgrepOutput(
-      bytes(
-        "./b:c",
-        [0],
-        "1:needle\n",
-        "./b:c",
-        [0],
-        "4:needle 2\n",
-        "./a\nz",
-        [0],
-        "2:needle\n",
-      ),
-      p,
-    );
-    assertEquals(files.map((f) => [f.path, f.count]), [["b:c", 2], [
-      "a\nz",
-      1,
-    ]]);
-    assertEquals(files[0]!.lines.map((l) => l.lineNumber), [1, 4]);
-    const counted = parseRipgrepOutput(
-      bytes("./x", [0], "3\n"),
-      await plan({ outputMode: "count" }, dir),
-    );
-    assertEquals(counted, [{ path: "x", count: 3, lines: [] }]);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
-});
-
-Deno.test("parseDebugSkip reads a file over the size limit and one that is not regular; a symlink and other lines are not skips", () => {
-  assertEquals(
-    parseDebugSkip(
-      "DEBUG|ignore::walk|crates/ignore/src/walk.rs:1730: ignoring ./a: b.txt: 5008 bytes",
-    ),
-    { path: "./a: b.txt", reason: "too-large", size: 5008 },
-  );
-  assertEquals(
-    parseDebugSkip(
-      "DEBUG|rg::subject|crates/core/subject.rs:85: ignoring ./p: failed to pass subject filter: file type: Some(FileType(FileType { mode: 4480 }))",
-    ),
-    { path: "./p", reason: "not-regular" },
-  );
-  // 0o120777: a symlink (not followed), not reported.
-  assertEquals(
-    parseDebugSkip(
-      "DEBUG|rg::subject|crates/core/subject.rs:85: ignoring ./l: failed to pass subject filter: file type: Some(FileType(FileType { mode: 41471 }))",
-    ),
-    null,
-  );
-  assertEquals(parseDebugSkip("DEBUG|globset|x: built glob set"), null);
-  assertEquals(parseDebugSkip("rg: regex parse error"), null);
-});
-
-Deno.test("ripgrepGrepArgs passes --max-filesize unless the caller bounds the size itself", async () => {
-  const dir = await Deno.makeTempDir();
-  try {
-    const p = await plan({ maxFileBytes: 1234 }, dir);
-    const bounded = ripgrepGrepArgs(p);
-    assertEquals(bounded[bounded.indexOf("--max-filesize") + 1], "1234");
-    assertFalse(
-      ripgrepGrepArgs(p, { sizeLimit: false }).includes("--max-filesize"),
-    );
-    // Files mode is rg -l; the pattern comes after --regexp, the root last.
-    assert(bounded.includes("--files-with-matches"));
-    assertEquals(bounded.slice(-3), ["needle", "--", "."]);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
   }
 });
 
