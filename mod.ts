@@ -9,13 +9,22 @@
  * - The embedded default runtime: {@linkcode LocalSkillRuntime} (plain, or in a
  *   conversation workspace fenced by path checks; isolated in a bubblewrap
  *   sandbox with `isolate`), and its fence report {@linkcode fenceReport}.
+ * - Conversation stores for the runtimes that keep conversations
+ *   ({@linkcode KvConversationStore}, {@linkcode MemoryConversationStore}).
  * - Tools for models: {@linkcode buildSkillTools}, adapters for OpenAI,
  *   Anthropic and the AI SDK, and {@linkcode dispatchToolCall}.
+ * - The errors an application catches: {@linkcode SkillPreparationError},
+ *   {@linkcode RuntimePermissionError}, {@linkcode WorkspaceEscapeError},
+ *   {@linkcode IsolationUnavailableError}, {@linkcode RemoteHttpError}.
  *
- * Other entry points: `./runtime` (for writing a runtime: the contract, the
- * preparation engine, the process-launcher seam, the path fence and copy
- * policy), `./search` (the search engine behind `grep`, `glob` and `ls`),
- * `./mcp` (the MCP server) and `./cli` (the command line).
+ * Other entry points: `./tools` (the tool layer in detail: every adapter type,
+ * the tool factories and context, limits and descriptions), `./runtime` (for
+ * writing a runtime: the contract, the preparation engine, the process-launcher
+ * seam, the path fence and copy policy, the remote kit), `./opensandbox`,
+ * `./aio`, `./e2b`, `./vercel` (each remote kind: its runtime, options and
+ * errors), `./search` (the search engine behind `grep`, `glob` and `ls`),
+ * `./mcp` (the MCP server), `./testing` (the conformance kit), `./package`
+ * (skill packages) and `./cli` (the command line).
  *
  * Importing this module needs no permission; each function says what it needs.
  *
@@ -36,96 +45,79 @@
  */
 export type { Skill } from "./skill/types.ts";
 export {
-  DEFAULT_CATALOG_BUDGET,
-  formatCatalog,
-  type FormatCatalogOptions,
-} from "./skill/catalog.ts";
-export {
-  DEFAULT_MAX_DEPTH,
-  DEFAULT_MAX_FOLDERS,
-  type FindResult,
-  findSkillFolders,
   type LoadResult,
   loadSkills,
   type LoadSkillsOptions,
   selectSkills,
 } from "./skill/load.ts";
 export {
-  parseSkillMd,
-  type ParseSkillMdOptions,
-  type SkillDocument,
-} from "./skill/parse.ts";
-export {
   validateSkill,
   type ValidateSkillOptions,
   type ValidationProblem,
 } from "./skill/validate.ts";
+export { formatCatalog, type FormatCatalogOptions } from "./skill/catalog.ts";
 export { HEAVY_FOLDERS } from "./search/rules.ts";
-export * from "./runtimes/config.ts";
-export * from "./runtimes/errors.ts";
-export type * from "./runtimes/types.ts";
 export {
-  DEFAULT_EXECUTE_TIMEOUT_MS,
-  DEFAULT_MAX_OUTPUT_BYTES,
-} from "./runtimes/types.ts";
+  type BootstrapCommand,
+  type BootstrapCommandInput,
+  SkillRuntimeConfig,
+  SkillRuntimeConfigBuilder,
+  type SkillRuntimeConfigOptions,
+} from "./runtimes/config.ts";
+export type { SkillRuntime } from "./runtimes/types.ts";
 export {
   LocalSkillRuntime,
   type LocalSkillRuntimeOptions,
 } from "./runtimes/local/runtime.ts";
 export {
-  BubblewrapLauncher,
-  type BubblewrapLauncherOptions,
-  type IsolationLimits,
-  type IsolationProblem,
-  type IsolationReport,
-  IsolationUnavailableError,
-  type LimitReport,
-} from "./runtimes/local/isolated.ts";
-export {
-  type CommandReach,
   type FenceReport,
   fenceReport,
   type FenceReportOptions,
-  type FileToolReach,
   formatFenceReport,
-  type PermissionCheck,
-  type ReportedPermission,
-  type ToolCheck,
 } from "./runtimes/local/doctor.ts";
-export type { CopyPolicy } from "./workspace/copy.ts";
-export { DEFAULT_COPY_EXCLUDES } from "./workspace/copy.ts";
-export type * from "./tools/types.ts";
-export * from "./tools/builder.ts";
 export {
-  DEFAULT_TOOL_LIMITS,
-  type FilePublisher,
-  type PrepareSkillOptions,
-  type PublishedFile,
-  type PublishRequest,
-  type ToolContext,
-  type ToolLimits,
+  type ConversationStore,
+  KvConversationStore,
+  MemoryConversationStore,
+} from "./workspace/conversation_store.ts";
+export {
+  RuntimePermissionError,
+  SkillPreparationError,
+  WorkspaceEscapeError,
+} from "./runtimes/errors.ts";
+export { IsolationUnavailableError } from "./runtimes/local/isolated.ts";
+export { RemoteHttpError } from "./runtimes/remote/errors.ts";
+export {
+  buildSkillTools,
+  type BuildSkillToolsOptions,
+  type SkillTools,
+  SkillToolsBuilder,
+  TOOL_NAMES,
+  type ToolName,
+} from "./tools/builder.ts";
+export type { JsonSchema, Tool, ToolResult } from "./tools/types.ts";
+export type {
+  FilePublisher,
+  PublishedFile,
+  PublishRequest,
 } from "./tools/context.ts";
 export {
-  DEFAULT_SKILL_DESCRIPTION,
-  type SkillDescription,
-  type SkillDescriptionContext,
-} from "./tools/skill_tool.ts";
-export { PUBLISH_GUIDANCE } from "./tools/publish_file.ts";
-export * from "./tools/adapters/mod.ts";
-export type {
-  CommandOutputEvent,
-  HttpRequestEvent,
-  PrepareProgressEvent,
-  RuntimeLifecycleEvent,
-  SkillEvent,
-  SkillEventListener,
-  ToolCallEndEvent,
-  ToolCallStartEvent,
-} from "./observe/events.ts";
-export { EventSink } from "./observe/events.ts";
-export { formatEvent } from "./observe/log.ts";
+  dispatchToolCall,
+  type ToolCallRequest,
+} from "./tools/adapters/dispatch.ts";
 export {
-  type BackgroundCommandInfo,
-  backgroundCommands,
-  type BackgroundOutput,
-} from "./runtimes/background.ts";
+  toOpenAIChatToolMessage,
+  toOpenAIChatTools,
+  toOpenAIFunctionCallOutput,
+  toOpenAIResponsesTools,
+} from "./tools/adapters/openai.ts";
+export {
+  toAnthropicToolResult,
+  toAnthropicTools,
+} from "./tools/adapters/anthropic.ts";
+export {
+  toAISDKStreamingTools,
+  toAISDKTools,
+} from "./tools/adapters/ai_sdk.ts";
+export type { SkillEvent, SkillEventListener } from "./observe/events.ts";
+export { formatEvent } from "./observe/log.ts";

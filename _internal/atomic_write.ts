@@ -7,11 +7,17 @@
  */
 import { hostPath } from "./std.ts";
 import { toPermissionError } from "./permissions.ts";
+import { checkPathText } from "./path_text.ts";
 
 /** Options of {@linkcode writeStreamAtomically}. */
 export interface WriteStreamAtomicallyOptions {
   /** Stops the write; nothing is left behind. */
   readonly signal?: AbortSignal;
+  /**
+   * The path that error messages name (default: the path written), e.g. the
+   * caller's path when it writes the file a symlink leads to.
+   */
+  readonly displayPath?: string;
 }
 
 /**
@@ -56,11 +62,11 @@ export async function writeStreamAtomically(
   options: WriteStreamAtomicallyOptions = {},
 ): Promise<number> {
   const { signal } = options;
-  if (typeof localPath !== "string" || localPath === "") {
+  try {
+    checkPathText(localPath, "write");
+  } catch (error) {
     await stream.cancel().catch(() => {});
-    throw new TypeError(
-      `Cannot write ${JSON.stringify(localPath)}: the path is empty`,
-    );
+    throw error;
   }
   const reader = stream.getReader();
   const onAbort = () => {
@@ -116,7 +122,7 @@ export async function writeStreamAtomically(
  * number of bytes it holds.
  * @param options A signal.
  * @returns What `write` returned.
- * @throws {TypeError} The path is empty.
+ * @throws {TypeError} The path is empty or holds NUL.
  * @throws {Deno.errors.IsADirectory} The target is a folder.
  * @throws {RuntimePermissionError} Deno or the system refused a write.
  * @throws {DOMException} The signal's reason, when it aborted.
@@ -145,11 +151,8 @@ export async function writeFileAtomically(
   options: WriteStreamAtomicallyOptions = {},
 ): Promise<number> {
   const { signal } = options;
-  if (typeof localPath !== "string" || localPath === "") {
-    throw new TypeError(
-      `Cannot write ${JSON.stringify(localPath)}: the path is empty`,
-    );
-  }
+  checkPathText(localPath, "write");
+  const shown = options.displayPath ?? localPath;
   const target = hostPath.resolve(localPath);
   let temp: string | undefined;
   let file: Deno.FsFile | undefined;
@@ -160,7 +163,7 @@ export async function writeFileAtomically(
       const existing = await Deno.stat(target);
       if (existing.isDirectory) {
         throw new Deno.errors.IsADirectory(
-          `Cannot write "${localPath}": it is a folder`,
+          `Cannot write "${shown}": it is a folder`,
         );
       }
       if (existing.mode !== null) mode = existing.mode & 0o7777;
@@ -194,7 +197,16 @@ export async function writeFileAtomically(
     temp = undefined;
     return bytes;
   } catch (error) {
-    throw toPermissionError(error, { operation: "write", path: localPath });
+    if (
+      error instanceof Deno.errors.IsADirectory &&
+      !error.message.startsWith("Cannot write")
+    ) {
+      // The target became a folder before the rename.
+      throw new Deno.errors.IsADirectory(
+        `Cannot write "${shown}": it is a folder`,
+      );
+    }
+    throw toPermissionError(error, { operation: "write", path: shown });
   } finally {
     try {
       file?.close();
@@ -203,6 +215,46 @@ export async function writeFileAtomically(
     }
     if (temp !== undefined) await Deno.remove(temp).catch(() => {});
   }
+}
+
+/**
+ * Writes `bytes` into a local file atomically, as
+ * {@linkcode writeFileAtomically} does: a temporary file beside the target,
+ * flushed to disk, then renamed over it; the target keeps its mode.
+ *
+ * Needs `--allow-write` (and `--allow-read`) for the target's folder.
+ *
+ * @param localPath The file to write.
+ * @param bytes The content.
+ * @param options A signal, the path to name in errors.
+ * @returns How many bytes were written.
+ * @throws {TypeError} The path is empty or holds NUL.
+ * @throws {Deno.errors.IsADirectory} The target is a folder.
+ * @throws {RuntimePermissionError} Deno or the system refused a write.
+ * @throws {DOMException} The signal's reason, when it aborted.
+ *
+ * @example Writing bytes
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { writeBytesAtomically } from "./atomic_write.ts";
+ * const dir = await Deno.makeTempDir();
+ * try {
+ *   await writeBytesAtomically(`${dir}/a.txt`, new TextEncoder().encode("hi"));
+ *   assert(await Deno.readTextFile(`${dir}/a.txt`) === "hi");
+ * } finally {
+ *   await Deno.remove(dir, { recursive: true });
+ * }
+ * ```
+ */
+export function writeBytesAtomically(
+  localPath: string,
+  bytes: Uint8Array,
+  options: WriteStreamAtomicallyOptions = {},
+): Promise<number> {
+  return writeFileAtomically(localPath, async (file) => {
+    await writeAll(file, bytes);
+    return bytes.length;
+  }, options);
 }
 
 /** Writes all of `data` at the file's position. */

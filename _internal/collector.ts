@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { checkNumber } from "./check_number.ts";
 
 /** Options of {@linkcode OutputCollector}. */
 export interface OutputCollectorOptions {
@@ -57,11 +58,12 @@ export class OutputCollector {
    */
   constructor(options: OutputCollectorOptions) {
     const { maxBytes } = options;
-    if (!Number.isSafeInteger(maxBytes) || maxBytes < 0) {
-      throw new RangeError(
-        `Cannot collect output with maxBytes "${maxBytes}": it must be a non-negative integer`,
-      );
-    }
+    checkNumber(
+      maxBytes,
+      "maxBytes",
+      "non-negative integer",
+      "collect output with",
+    );
     this.#headCap = Math.ceil(maxBytes / 2);
     this.#tailCap = maxBytes - this.#headCap;
   }

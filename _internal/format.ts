@@ -33,23 +33,6 @@ export function formatBytes(bytes: number): string {
 }
 
 /**
- * Checks that an option is a positive integer.
- *
- * @param value The value given.
- * @param name The option's name, for the message.
- * @throws {RangeError} It is not a positive safe integer.
- */
-export function checkPositiveInteger(value: unknown, name: string): void {
-  if (
-    typeof value !== "number" || !Number.isSafeInteger(value) || value < 1
-  ) {
-    throw new RangeError(
-      `Cannot use ${name} ${String(value)}: it must be a positive integer`,
-    );
-  }
-}
-
-/**
  * The error of a text read over its size limit.
  *
  * @param path The file.

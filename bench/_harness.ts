@@ -16,6 +16,8 @@ export interface BenchSide {
   readonly label: string;
   /** One timed iteration. */
   readonly fn: () => Promise<unknown> | unknown;
+  /** Run before each iteration, untimed (e.g. to switch a global on or off). */
+  readonly before?: () => Promise<unknown> | unknown;
 }
 
 /** A comparison of our code against its baseline. */
@@ -40,6 +42,13 @@ export interface BenchCase {
   readonly rounds?: number;
   /** Whether to skip the warm-up iteration (for very long iterations). */
   readonly noWarmup?: boolean;
+  /**
+   * Every side in the same child process, iteration after iteration (the
+   * order reversed every other time), so the machine's load hits every side
+   * alike: for differences of about 1 % on a shared machine. Each round is
+   * one such process; peak memory is then the process's, not a side's.
+   */
+  readonly interleaved?: boolean;
   /** The issue's target for median(ours) / median(baseline). */
   readonly maxRatio?: number;
   /** The issue's target for peak RSS of ours minus baseline, in MiB. */
@@ -120,6 +129,28 @@ export async function runChild(cases: readonly BenchCase[]): Promise<void> {
   if (flag !== "--bench-child") return;
   const benchCase = cases.find((c) => c.id === id);
   if (!benchCase) throw new Error(`Unknown bench case "${id}"`);
+  if (sideIndex === "all") {
+    const sides = sidesOf(benchCase);
+    const times: number[][] = sides.map(() => []);
+    for (let i = -1; i < (benchCase.iterations ?? 5); i++) {
+      const order = sides.map((_, j) => j);
+      if (i % 2) order.reverse();
+      for (const j of order) {
+        await sides[j]!.before?.();
+        const start = performance.now();
+        await sides[j]!.fn();
+        // The first pass warms every side up.
+        if (i >= 0) times[j]!.push(performance.now() - start);
+      }
+    }
+    const peak = peakRssKiB();
+    const reports: SideReport[] = times.map((t) => ({
+      times: t,
+      peakRssKiB: peak,
+    }));
+    console.log(`BENCH-REPORT ${JSON.stringify(reports)}`);
+    return;
+  }
   const side = sidesOf(benchCase)[Number(sideIndex)];
   if (!side) throw new Error(`Unknown side ${sideIndex} of "${id}"`);
   if (!benchCase.noWarmup) await side.fn();
@@ -139,7 +170,7 @@ function sidesOf(benchCase: BenchCase): BenchSide[] {
 
 async function spawnSide(
   benchCase: BenchCase,
-  index: number,
+  index: number | "all",
 ): Promise<SideReport> {
   const path = new URL(benchCase.module).pathname;
   const output = await new Deno.Command(Deno.execPath(), {
@@ -190,6 +221,11 @@ export async function runCase(benchCase: BenchCase): Promise<CaseResult> {
   await benchCase.setup?.();
   const reports: SideReport[][] = sides.map(() => []);
   for (let round = 0; round < (benchCase.rounds ?? 3); round++) {
+    if (benchCase.interleaved) {
+      const all = await spawnSide(benchCase, "all") as unknown as SideReport[];
+      all.forEach((report, i) => reports[i]!.push(report));
+      continue;
+    }
     // Alternate which side goes first, so drift on a noisy machine evens out.
     const order = sides.map((_, i) => i);
     if (round % 2) order.reverse();

@@ -56,7 +56,7 @@ let runtime: AioSkillRuntime | undefined;
 async function aio(): Promise<AioSkillRuntime> {
   return runtime ??= new AioSkillRuntime({
     baseUrl: await server(),
-    token: TOKEN,
+    apiKey: TOKEN,
     cwd: DATA,
   });
 }
@@ -177,6 +177,84 @@ export const cases: BenchCase[] = [
     baseline: { label: "curl -s -o", fn: () => curlDownload() },
   },
 ];
+
+const SMALL = "x".repeat(1024);
+
+let fsSetup:
+  | Promise<{ fenced: AioSkillRuntime; plain: AioSkillRuntime }>
+  | undefined;
+
+/** Two runtimes on the server: a conversation (fenced, link check) and a plain one. */
+function fsReady(): Promise<
+  { fenced: AioSkillRuntime; plain: AioSkillRuntime }
+> {
+  fsSetup ??= (async () => {
+    const { MemoryConversationStore } = await import(
+      "../workspace/conversation_store.ts"
+    );
+    const root = `${DATA}conversations`;
+    const fenced = new AioSkillRuntime({
+      baseUrl: await server(),
+      apiKey: TOKEN,
+      conversationId: "bench",
+      conversationsRoot: root,
+      store: new MemoryConversationStore(),
+    });
+    await fenced.execute({ command: "true" });
+    const plain = new AioSkillRuntime({
+      baseUrl: await server(),
+      apiKey: TOKEN,
+      cwd: `${root}/bench`,
+    });
+    await fenced.fs.writeText("small.txt", SMALL);
+    return { fenced, plain };
+  })();
+  return fsSetup;
+}
+
+cases.push({
+  id: "aio-fs-link-check-read",
+  title:
+    "AIO read of a 1 KiB file: conversation (one command that checks and reads) vs plain (one download)",
+  module: import.meta.url,
+  iterations: 10,
+  rounds: 3,
+  maxRatio: 1.3,
+  ours: {
+    label: "conversation (checked)",
+    fn: async () => {
+      const text = await (await fsReady()).fenced.fs.readText("small.txt", {
+        maxBytes: 4096,
+      });
+      if (text.length !== SMALL.length) throw new Error("short read");
+    },
+  },
+  baseline: {
+    label: "plain (unchecked)",
+    fn: async () => {
+      const text = await (await fsReady()).plain.fs.readText("small.txt", {
+        maxBytes: 4096,
+      });
+      if (text.length !== SMALL.length) throw new Error("short read");
+    },
+  },
+}, {
+  id: "aio-fs-link-check-write",
+  title:
+    "AIO write of a 1 KiB file: conversation (one command: check, temporary file, rename) vs plain (upload in place)",
+  module: import.meta.url,
+  iterations: 10,
+  rounds: 3,
+  maxRatio: 1.3,
+  ours: {
+    label: "conversation (checked, renamed)",
+    fn: async () => (await fsReady()).fenced.fs.writeText("small.txt", SMALL),
+  },
+  baseline: {
+    label: "plain (in place)",
+    fn: async () => (await fsReady()).plain.fs.writeText("small.txt", SMALL),
+  },
+});
 
 /** `curl -s -o` of the big file, optionally flushed to disk afterwards. */
 async function curlDownload(options: { sync?: boolean } = {}): Promise<void> {

@@ -49,7 +49,7 @@ function e2bExec(): Promise<ExecSetup> {
     const server = startE2BServer({ apiKey: KEY });
     const runtime = new E2BSkillRuntime({
       apiKey: KEY,
-      apiUrl: server.url,
+      baseUrl: server.url,
       sandboxUrl: server.url,
       cwd,
     });
@@ -101,7 +101,7 @@ function vercelExec(): Promise<ExecSetup> {
     const cwd = await Deno.makeTempDir({ prefix: "skillrun-bench-vercel-" });
     const server = startVercelServer({ token: KEY });
     const runtime = new VercelSandboxSkillRuntime({
-      token: KEY,
+      apiKey: KEY,
       teamId: "team_bench",
       projectId: "prj_bench",
       baseUrl: server.url,
@@ -286,7 +286,7 @@ async function e2bCurl(atOnce: number): Promise<void> {
 async function vercelUpload(): Promise<void> {
   const { url, session } = await vercelSession();
   files ??= uploadFiles();
-  await new VercelApiClient({ baseUrl: url, token: KEY, teamId: "t" }).write(
+  await new VercelApiClient({ baseUrl: url, apiKey: KEY, teamId: "t" }).write(
     session,
     await files,
   );
@@ -338,7 +338,7 @@ async function e2bDownload(): Promise<void> {
 
 async function vercelDownload(): Promise<void> {
   const { url, session } = await vercelSession();
-  const api = new VercelApiClient({ baseUrl: url, token: KEY, teamId: "t" });
+  const api = new VercelApiClient({ baseUrl: url, apiKey: KEY, teamId: "t" });
   await Deno.mkdir(scratch(), { recursive: true });
   const { downloadToFile } = await import("../runtimes/remote/download.ts");
   const { bytes } = await downloadToFile(

@@ -10,8 +10,12 @@
  * - 1 GiB to stdout through the `bash` tool with a live-output listener
  *   against without one (target <= 1.2, memory flat).
  *
- * Each side runs in its own processes (see `_harness.ts`), so a tracer
- * provider registered by one side never reaches the other.
+ * The first two run their sides interleaved in one process (`interleaved`
+ * in `_harness.ts`), so that the load of a shared machine hits both alike
+ * and about 1 % can be told apart; the OpenTelemetry provider is
+ * registered before each iteration of a side that exports and removed
+ * (`trace.disable()`: the API's no-op again) before the others. The 1 GiB
+ * case runs each side in its own processes (its memory is its own).
  *
  * @module
  */
@@ -22,7 +26,7 @@ import type { Tool } from "../tools/types.ts";
 const BASE_COMMIT = "48d2201";
 const DATA = new URL("./.data/", import.meta.url).pathname;
 const BASE = `${DATA}observe_base_${BASE_COMMIT}/`;
-const CALLS = 40;
+const CALLS = 10;
 
 async function extractBase(): Promise<void> {
   if (await Deno.stat(`${BASE}tools/builder.ts`).catch(() => null)) return;
@@ -46,18 +50,22 @@ type Builder = (options: Record<string, unknown>) => Promise<{
   tool(name: string): Tool | undefined;
 }>;
 
-let bash: Tool | undefined;
+const tools = new Map<string, Tool>();
 
+/** The bash tool of a builder with options, made once per key. */
 async function bashTool(
   builderUrl: string,
   options: Record<string, unknown> = {},
+  key = builderUrl,
 ): Promise<Tool> {
-  if (bash) return bash;
+  const made = tools.get(key);
+  if (made) return made;
   const { buildSkillTools } = await import(builderUrl) as {
     buildSkillTools: Builder;
   };
   const set = await buildSkillTools({ tools: ["bash"], ...options });
-  bash = set.tool("bash")!;
+  const bash = set.tool("bash")!;
+  tools.set(key, bash);
   return bash;
 }
 
@@ -75,8 +83,24 @@ async function trueCalls(tool: Tool): Promise<void> {
 let events = 0;
 let exported = 0;
 
-/** Registers the official SDK with a batching OTLP/HTTP exporter to a local receiver. */
-async function startTelemetry(): Promise<void> {
+/** An OTLP/HTTP receiver that prints its port and answers every export. */
+const RECEIVER = `
+const server = Deno.serve({ port: 0, hostname: "127.0.0.1", onListen({ port }) {
+  console.log(port);
+} }, async (request) => {
+  await request.arrayBuffer();
+  return Response.json({});
+});
+`;
+let telemetry: { on(): void; off(): void } | undefined;
+
+/**
+ * Makes the official SDK with a batching OTLP/HTTP exporter to a local
+ * receiver, registered by `on()` and removed by `off()` (then the API is the
+ * no-op again).
+ */
+async function startTelemetry(): Promise<{ on(): void; off(): void }> {
+  if (telemetry) return telemetry;
   const { context, propagation, trace } = await import("@opentelemetry/api");
   const { AsyncLocalStorageContextManager } = await import(
     "@opentelemetry/context-async-hooks"
@@ -88,42 +112,70 @@ async function startTelemetry(): Promise<void> {
   const { BasicTracerProvider, BatchSpanProcessor } = await import(
     "@opentelemetry/sdk-trace-base"
   );
-  const server = Deno.serve(
-    { port: 0, hostname: "127.0.0.1", onListen() {} },
-    async (request) => {
-      const body = await request.json() as {
-        resourceSpans: { scopeSpans: { spans: unknown[] }[] }[];
-      };
-      for (const r of body.resourceSpans) {
-        for (const s of r.scopeSpans) exported += s.spans.length;
-      }
-      return Response.json({});
-    },
-  );
-  // The receiver must not keep the child process alive after its report.
-  server.unref();
+  // The receiver runs in a process of its own, as a collector would: the
+  // timed process pays for making and sending spans, not for receiving them.
+  const receiver = new Deno.Command(Deno.execPath(), {
+    args: ["eval", RECEIVER],
+    stdin: "null",
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  receiver.unref();
+  const reader = receiver.stdout.pipeThrough(new TextDecoderStream())
+    .getReader();
+  let first = "";
+  while (!first.includes("\n")) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error("The OTLP receiver did not start");
+    first += value;
+  }
+  reader.releaseLock();
+  receiver.stdout.cancel().catch(() => {});
+  const port = Number(first.trim());
+  globalThis.addEventListener("unload", () => {
+    try {
+      receiver.kill("SIGTERM");
+    } catch {
+      // already gone
+    }
+  });
+  exported = -1; // counted by the receiver, in its own process
   const provider = new BasicTracerProvider({
     spanProcessors: [
       // Exports every 100 ms, so that exports happen while calls are timed.
       new BatchSpanProcessor(
         new OTLPTraceExporter({
-          url: `http://127.0.0.1:${server.addr.port}/v1/traces`,
+          url: `http://127.0.0.1:${port}/v1/traces`,
         }),
         { scheduledDelayMillis: 100 },
       ),
     ],
   });
-  context.setGlobalContextManager(
-    new AsyncLocalStorageContextManager().enable(),
-  );
-  trace.setGlobalTracerProvider(provider);
-  propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+  const manager = new AsyncLocalStorageContextManager();
+  const propagator = new W3CTraceContextPropagator();
   globalThis.addEventListener("unload", () => {
     if (exported === 0 && events === 0) {
       console.error(`observed ${events} events, exported ${exported} spans`);
     }
   });
+  telemetry = {
+    on() {
+      manager.enable();
+      context.setGlobalContextManager(manager);
+      trace.setGlobalTracerProvider(provider);
+      propagation.setGlobalPropagator(propagator);
+    },
+    off() {
+      trace.disable();
+      context.disable();
+      propagation.disable();
+      manager.disable();
+    },
+  };
+  return telemetry;
 }
+
+const listening = { onEvent: () => void events++ };
 
 const ONE_GIB = 1024 * 1024 * 1024;
 const BIG_COMMAND = `head -c ${ONE_GIB} /dev/zero | tr '\\0' a`;
@@ -139,44 +191,41 @@ let outputBytes = 0;
 export const cases: BenchCase[] = [{
   id: "observe-events-otel",
   title:
-    `bash tool "true" x${CALLS}: onEvent listener + active OTel SDK exporter (OTLP/HTTP, batched) vs nothing listening`,
+    `bash tool "true" x${CALLS}: onEvent listener + active OTel SDK exporter (OTLP/HTTP, batched) vs nothing listening (no provider: the API's no-op), sides interleaved in one process`,
   module: import.meta.url,
-  iterations: 5,
+  interleaved: true,
+  iterations: 60,
   rounds: 3,
   maxRatio: 1.05,
   ours: {
     label: "events + OTel exporter",
-    fn: async () => {
-      if (!bash) await startTelemetry();
-      await trueCalls(
-        await bashTool(OURS, { onEvent: () => void events++ }),
-      );
-    },
+    before: async () => (await startTelemetry()).on(),
+    fn: async () =>
+      await trueCalls(await bashTool(OURS, listening, "listening")),
   },
   baseline: {
     label: "nothing listening",
+    before: async () => (await startTelemetry()).off(),
     fn: async () => await trueCalls(await bashTool(OURS)),
   },
   extra: [{
     label: "events only",
+    before: async () => (await startTelemetry()).off(),
     fn: async () =>
-      await trueCalls(
-        await bashTool(OURS, { onEvent: () => void events++ }),
-      ),
+      await trueCalls(await bashTool(OURS, listening, "listening")),
   }, {
     label: "OTel exporter only",
-    fn: async () => {
-      if (!bash) await startTelemetry();
-      await trueCalls(await bashTool(OURS));
-    },
+    before: async () => (await startTelemetry()).on(),
+    fn: async () => await trueCalls(await bashTool(OURS)),
   }],
 }, {
   id: "observe-idle",
   title:
-    `bash tool "true" x${CALLS} with nothing listening: this branch vs ${BASE_COMMIT} (before events and spans)`,
+    `bash tool "true" x${CALLS} with nothing listening: this branch vs ${BASE_COMMIT} (before events and spans), sides interleaved in one process`,
   module: import.meta.url,
   setup: extractBase,
-  iterations: 5,
+  interleaved: true,
+  iterations: 100,
   rounds: 3,
   maxRatio: 1.01,
   ours: {

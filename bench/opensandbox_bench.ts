@@ -361,6 +361,7 @@ function fsReady(): Promise<FsSetup> {
       cwd: `${cwd}/conversations/bench`,
     });
     await plain.execute({ command: "true" });
+    await fenced.fs.writeText("small.txt", SMALL);
     globalThis.addEventListener("unload", () => {
       Deno.removeSync(cwd, { recursive: true });
     });
@@ -371,29 +372,55 @@ function fsReady(): Promise<FsSetup> {
 
 const SMALL = "x".repeat(1024);
 
-/** Writes then reads back a 1 KiB file. */
-async function writeRead(runtime: OpenSandboxSkillRuntime): Promise<void> {
+/** Writes a 1 KiB file. */
+async function writeSmall(runtime: OpenSandboxSkillRuntime): Promise<void> {
   await runtime.fs.writeText("small.txt", SMALL);
+}
+
+/** Reads a 1 KiB file back. */
+async function readSmall(runtime: OpenSandboxSkillRuntime): Promise<void> {
   const text = await runtime.fs.readText("small.txt", { maxBytes: 4096 });
   if (text.length !== SMALL.length) throw new Error("short read");
 }
 
 cases.push({
-  id: "opensandbox-fs-link-check",
+  id: "opensandbox-fs-link-check-read",
   title:
-    "OpenSandbox write + read of a 1 KiB file: conversation (link check: +2 stats per call, in parallel) vs plain (none)",
+    "OpenSandbox read of a 1 KiB file: conversation (link check: one /files/info naming every step, then the download) vs plain (one download)",
   module: import.meta.url,
   iterations: 20,
   rounds: 5,
   maxRatio: 1.3,
   ours: {
     label: "conversation (checked)",
-    fn: async () => writeRead((await fsReady()).fenced),
+    fn: async () => readSmall((await fsReady()).fenced),
   },
   baseline: {
     label: "plain (unchecked)",
-    fn: async () => writeRead((await fsReady()).plain),
+    fn: async () => readSmall((await fsReady()).plain),
   },
+}, {
+  id: "opensandbox-fs-link-check-write",
+  title:
+    "OpenSandbox write of a 1 KiB file: conversation (one command: check, temporary file, rename) vs plain (/files/info for the mode + upload in place)",
+  module: import.meta.url,
+  iterations: 20,
+  rounds: 5,
+  maxRatio: 1.3,
+  ours: {
+    label: "conversation (checked, renamed)",
+    fn: async () => writeSmall((await fsReady()).fenced),
+  },
+  baseline: {
+    label: "plain (in place)",
+    fn: async () => writeSmall((await fsReady()).plain),
+  },
+  extra: [{
+    label: 'execute({ command: "true" }) (one command, for scale)',
+    fn: async () => {
+      await (await fsReady()).plain.execute({ command: "true" });
+    },
+  }],
 });
 
 if (import.meta.main) {

@@ -169,7 +169,7 @@ async function bareRipgrep(args: string[]): Promise<number> {
   return bytes;
 }
 
-const fs = new LocalFileSystem({ root: Deno.cwd() });
+const fs = new LocalFileSystem({ cwd: Deno.cwd() });
 const withRipgrep = createSearch({ fs, local: true, useRipgrep: true });
 const fallbackLocal = createSearch({ fs, local: true, useRipgrep: false });
 const fallbackFs = createSearch({ fs, local: false, useRipgrep: false });

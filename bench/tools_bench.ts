@@ -60,7 +60,7 @@ async function makeWriteDir(): Promise<void> {
   await Deno.mkdir(WRITE_DIR, { recursive: true });
 }
 
-const writeFs = new LocalFileSystem({ root: WRITE_DIR });
+const writeFs = new LocalFileSystem({ cwd: WRITE_DIR });
 const writeTool = createWriteTool(
   createToolContext(new LocalSkillRuntime({ cwd: WRITE_DIR })),
 );

@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { shellJoin } from "../_internal/shell_quote.ts";
 
 /**
  * The kind of value a flag takes: `list` may be repeated, and each of its
@@ -158,10 +159,5 @@ export function commandLine(words: readonly string[]): string {
     throw new UsageError('No command given after "--"');
   }
   if (words.length === 1) return words[0]!;
-  return words.map(shellQuote).join(" ");
-}
-
-function shellQuote(word: string): string {
-  if (/^[A-Za-z0-9_@%+=:,./-]+$/.test(word)) return word;
-  return `'${word.replaceAll("'", `'\\''`)}'`;
+  return shellJoin(words);
 }

@@ -6,7 +6,8 @@
  */
 import type { SkillRuntimeConfig } from "../runtimes/config.ts";
 import { UsageError } from "./_args.ts";
-import { createRuntime } from "./run.ts";
+import { createRuntime, eventPrinter } from "./run.ts";
+import type { SkillEventListener } from "../observe/events.ts";
 import { defaultMcpConversationsRoot } from "../tools/mcp/_conversations_root.ts";
 
 /** The variable holding the bearer token that `mcp --http` asks for. */
@@ -82,6 +83,7 @@ export async function serveMcpHttpCommand(
     );
   }
   const token = await readToken(err);
+  const verbose = verboseListeners(flags, err);
   const allowedHosts = typeof flags["allowed-hosts"] === "string"
     ? flags["allowed-hosts"].split(",").map((h) => h.trim()).filter(Boolean)
     : undefined;
@@ -110,10 +112,12 @@ export async function serveMcpHttpCommand(
     keepWorkspaces,
     ...(sweepAfterMs !== undefined ? { sweepAfterMs } : {}),
     ...(root !== undefined ? { conversationsRoot: root } : {}),
+    ...(verbose ? { onEvent: verbose.tools } : {}),
     runtime: (sessionId) =>
       createRuntime(
         { ...flags, conversation: sessionId },
         defaultMcpConversationsRoot,
+        verbose?.runtime,
       ),
     onError: (error) => void err(`skillrun mcp: ${error.message}\n`),
   });
@@ -208,4 +212,28 @@ async function readToken(
   const token = Deno.env.get(MCP_TOKEN_VARIABLE);
   forgetMcpToken();
   return token === undefined || token === "" ? undefined : token;
+}
+
+/**
+ * The `--verbose` listeners of `mcp`: the tools' (tool calls, preparation,
+ * command output) and the runtime's (only its HTTP requests and lifecycle,
+ * which the tools do not see), so no event is printed twice; `undefined`
+ * without `--verbose` or `SKILLRUN_LOG=debug`.
+ *
+ * @param flags The parsed flags.
+ * @param err Writes to stderr.
+ * @returns The listeners, or `undefined`.
+ */
+export function verboseListeners(
+  flags: Readonly<Record<string, string | boolean>>,
+  err: (text: string) => unknown,
+): { tools: SkillEventListener; runtime: SkillEventListener } | undefined {
+  const tools = eventPrinter(flags, err);
+  const runtime = eventPrinter(
+    flags,
+    err,
+    (event) =>
+      event.type === "http_request" || event.type === "runtime_lifecycle",
+  );
+  return tools && runtime ? { tools, runtime } : undefined;
 }

@@ -4,6 +4,7 @@
  *
  * @module
  */
+import type { SkillEventListener } from "../observe/events.ts";
 import { UsageError } from "./_args.ts";
 import type { SkillRuntime } from "../runtimes/types.ts";
 import { E2BSkillRuntime } from "../runtimes/e2b/mod.ts";
@@ -62,6 +63,7 @@ export function checkRuntimeFlag(
  *
  * @param flags The parsed flags (`runtime`, `conversation`, `root`, `isolate`).
  * @param env Reads a variable; default `Deno.env.get`.
+ * @param onEvent Receives the runtime's events (`--verbose`).
  * @returns The runtime (no request made yet), or `undefined`.
  * @throws {UsageError} An unknown kind, a missing credential, or `--isolate`
  * with a remote kind.
@@ -76,6 +78,7 @@ export function checkRuntimeFlag(
 export function remoteRuntime(
   flags: Readonly<Record<string, string | boolean>>,
   env: (name: string) => string | undefined = (name) => Deno.env.get(name),
+  onEvent?: SkillEventListener,
 ): SkillRuntime | undefined {
   const kind = checkRuntimeFlag(flags);
   if (kind === undefined) return undefined;
@@ -102,17 +105,19 @@ export function remoteRuntime(
     const template = env("E2B_TEMPLATE");
     return new E2BSkillRuntime({
       apiKey: need("E2B_API_KEY"),
-      ...optional("E2B_API_URL", "apiUrl"),
+      ...optional("E2B_API_URL", "baseUrl"),
       ...optional("E2B_SANDBOX_URL", "sandboxUrl"),
       ...(template ? { sandbox: { template } } : {}),
       ...conversation,
+      ...(onEvent ? { onEvent } : {}),
     });
   }
   return new VercelSandboxSkillRuntime({
-    token: need("VERCEL_TOKEN"),
+    apiKey: need("VERCEL_TOKEN"),
     ...optional("VERCEL_TEAM_ID", "teamId"),
     ...optional("VERCEL_PROJECT_ID", "projectId"),
     ...optional("VERCEL_API_URL", "baseUrl"),
     ...conversation,
+    ...(onEvent ? { onEvent } : {}),
   });
 }

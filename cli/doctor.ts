@@ -13,6 +13,7 @@ import { parseArgs, SKILLS_OPTION_HELP, UsageError } from "./_args.ts";
 import {
   type CliStreams,
   createRuntime,
+  eventPrinter,
   ISOLATE_HELP,
   USAGE_EXIT_CODE,
 } from "./run.ts";
@@ -35,6 +36,9 @@ ${SKILLS_OPTION_HELP}
                        (created if missing)
   --root <dir>         The conversations root (default: .skillrun/conversations)
 ${ISOLATE_HELP}  --json               Print the report as JSON
+  --verbose            Print the runtime's events on stderr (the probes'
+                       commands and output; configured values removed); also
+                       SKILLRUN_LOG=debug
   -h, --help           Show this help
 
 Exit codes: 0 when the runtime can work (warnings allowed); 1 when something
@@ -101,6 +105,7 @@ export async function doctorCommand(
       isolate: "boolean",
       "allow-net": "boolean",
       json: "boolean",
+      verbose: "boolean",
     });
     if (parsed.flags.help === true) {
       await out(DOCTOR_HELP);
@@ -121,7 +126,11 @@ export async function doctorCommand(
   );
   let runtime: LocalSkillRuntime | undefined;
   try {
-    runtime = await createRuntime(parsed.flags);
+    runtime = await createRuntime(
+      parsed.flags,
+      undefined,
+      eventPrinter(parsed.flags, err),
+    );
     const report = await fenceReport(runtime, {
       skillRoots,
       ...(options.signal ? { signal: options.signal } : {}),

@@ -1,6 +1,7 @@
 import {
   assert,
   assertEquals,
+  assertMatch,
   assertStringIncludes,
 } from "../_internal/assert.ts";
 import { hostPath } from "../_internal/std.ts";
@@ -379,7 +380,7 @@ Deno.test({
         mode: "conversation",
         isolated: true,
         launcher: "bubblewrap",
-        defaultWorkingDirectory: hostPath.join(p.root, "c1"),
+        cwd: hostPath.join(p.root, "c1"),
         workspace: hostPath.join(p.root, "c1"),
         skillRoots: [p.skills],
       });
@@ -463,4 +464,32 @@ Deno.test("doctor says rg and bwrap are not permitted, not missing, without --al
       );
     }
   });
+});
+
+Deno.test("doctor --verbose (or SKILLRUN_LOG=debug) prints the probes' events on stderr, the report on stdout; without, none", async () => {
+  const run = async (args: string[], env: Record<string, string> = {}) => {
+    const output = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", "--quiet", cli, "doctor", ...args],
+      env: { ...Deno.env.toObject(), NO_COLOR: "1", SKILLRUN_LOG: "", ...env },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    return {
+      stdout: new TextDecoder().decode(output.stdout),
+      stderr: new TextDecoder().decode(output.stderr),
+    };
+  };
+  for (
+    const [args, env] of [
+      [["--verbose"], {}],
+      [[], { SKILLRUN_LOG: "debug" }],
+    ] as const
+  ) {
+    const { stdout, stderr } = await run([...args], env);
+    assertMatch(stderr, /^\[skillrun\] stdout: ".*bash/m);
+    assert(!stdout.includes("[skillrun]"), stdout);
+    assertStringIncludes(stdout, "errors");
+  }
+  const quiet = await run([]);
+  assert(!quiet.stderr.includes("[skillrun]"), quiet.stderr);
 });

@@ -9,7 +9,11 @@ import type { SkillRuntime } from "../runtimes/types.ts";
 import { parseArgs, SKILLS_OPTION_HELP, UsageError } from "./_args.ts";
 import { readConfigFile } from "./_config.ts";
 import { checkRuntimeFlag, remoteRuntime, RUNTIME_HELP } from "./_remote.ts";
-import { forgetMcpToken, serveMcpHttpCommand } from "./_mcp_http.ts";
+import {
+  forgetMcpToken,
+  serveMcpHttpCommand,
+  verboseListeners,
+} from "./_mcp_http.ts";
 import { defaultMcpConversationsRoot } from "../tools/mcp/_conversations_root.ts";
 import {
   checkIsolateFlags,
@@ -22,9 +26,10 @@ import {
 /** The help of `skillrun mcp`. */
 export const MCP_HELP: string = `Usage: skillrun mcp --skills <dir> [options]
 
-Serves the skill tools (skill, bash, read, write, edit, ls, glob, grep) to an
-MCP client over stdio, with the local runtime. Stdout carries only MCP
-messages; warnings go to stderr. It ends when the client closes stdin.
+Serves the skill tools (skill, bash, bash_output, kill_bash, read, write,
+edit, ls, glob, grep) to an MCP client over stdio, with the local runtime.
+Stdout carries only MCP messages; warnings go to stderr. It ends when the
+client closes stdin.
 Each skill is also an MCP prompt (its instructions) and its files are
 resources (skill://<name>/<path>).
 
@@ -68,7 +73,10 @@ ${SKILLS_OPTION_HELP}.
   --config <file>      A JSON file with each skill's environment and bootstrap
                        commands: {"<skill>": {"env": {"NAME": "value"},
                        "bootstrap": ["command", ...]}}; never shown to the model
-${ISOLATE_HELP}${RUNTIME_HELP}  -h, --help           Show this help
+${ISOLATE_HELP}${RUNTIME_HELP}  --verbose            Print the events on stderr (tool calls, preparation
+                       steps, command output, HTTP requests; configured
+                       values removed); also SKILLRUN_LOG=debug
+  -h, --help           Show this help
 
 Example (an MCP client's server entry):
   { "command": "deno", "args": ["run", "-A", "/path/to/skillrun/cli.ts",
@@ -146,6 +154,7 @@ export async function mcpCommand(
       isolate: "boolean",
       "allow-net": "boolean",
       runtime: "string",
+      verbose: "boolean",
     });
     if (parsed.flags.help === true) {
       await out(MCP_HELP);
@@ -215,13 +224,19 @@ export async function mcpCommand(
       return 0;
     }
     forgetMcpToken();
-    runtime = remoteRuntime(parsed.flags) ??
-      await createRuntime(parsed.flags, defaultMcpConversationsRoot);
+    const verbose = verboseListeners(parsed.flags, err);
+    runtime = remoteRuntime(parsed.flags, undefined, verbose?.runtime) ??
+      await createRuntime(
+        parsed.flags,
+        defaultMcpConversationsRoot,
+        verbose?.runtime,
+      );
     const skills = parsed.lists.skills!;
     const built = await buildSkillTools({
       skills,
       runtime,
       ...(configs ? { configs } : {}),
+      ...(verbose ? { onEvent: verbose.tools } : {}),
     });
     for (const warning of built.warnings) {
       await err(`skillrun mcp: warning: ${warning}\n`);
@@ -239,7 +254,7 @@ export async function mcpCommand(
       skills: built.skills,
       secrets: () => built.context.secrets(),
       instructions: mcpInstructions(
-        runtime.defaultWorkingDirectory,
+        runtime.cwd,
         parsed.flags.isolate === true,
         parsed.flags["allow-net"] === true,
       ),
@@ -263,13 +278,13 @@ export async function mcpCommand(
 }
 
 function mcpInstructions(
-  workingDirectory: string,
+  cwd: string,
   isolated: boolean,
   allowNet: boolean,
 ): string {
   return "These tools give you Agent Skills: when a task matches a skill in the skill tool's list, " +
     "call the skill tool with its name first, then follow its instructions with the other tools. " +
-    `Commands run, and relative paths resolve, in ${workingDirectory}.` +
+    `Commands run, and relative paths resolve, in ${cwd}.` +
     (isolated
       ? ` Commands run in a sandbox: only that folder (and the skills' folders) and /tmp are writable, /tmp is emptied after each command, and ${
         allowNet ? "the network is available" : "there is no network"

@@ -92,7 +92,18 @@ Deno.test("mcp serves the skill tools with their JSON Schemas to an MCP client o
     const { tools } = await client.listTools();
     assertEquals(
       tools.map((t) => t.name),
-      ["skill", "bash", "read", "write", "edit", "ls", "glob", "grep"],
+      [
+        "skill",
+        "bash",
+        "bash_output",
+        "kill_bash",
+        "read",
+        "write",
+        "edit",
+        "ls",
+        "glob",
+        "grep",
+      ],
     );
     for (const tool of tools) {
       const ours = expected.tool(tool.name);
@@ -394,7 +405,18 @@ Deno.test("mcp --http serves the tools, prompts and resources over HTTP, one wor
         const { tools } = await client.listTools();
         assertEquals(
           tools.map((t) => t.name),
-          ["skill", "bash", "read", "write", "edit", "ls", "glob", "grep"],
+          [
+            "skill",
+            "bash",
+            "bash_output",
+            "kill_bash",
+            "read",
+            "write",
+            "edit",
+            "ls",
+            "glob",
+            "grep",
+          ],
         );
         const ran = await client.callTool({
           name: "bash",
@@ -449,7 +471,7 @@ Deno.test("mcp --http asks for the bearer token of SKILLRUN_MCP_TOKEN", async ()
     const client = new Client({ name: "cli-http-test", version: "1.0.0" });
     await client.connect(transport);
     try {
-      assertEquals((await client.listTools()).tools.length, 8);
+      assertEquals((await client.listTools()).tools.length, 10);
     } finally {
       await client.close();
     }
@@ -596,4 +618,95 @@ Deno.test({
       ["--isolate"],
     );
   },
+});
+
+Deno.test("mcp --verbose prints the tool calls, preparation and output events on stderr, the configured value removed (stdio)", async () => {
+  const root = await Deno.realPath(await Deno.makeTempDir());
+  const secret = "mcp-verbose-s3cr3t-41";
+  const config = hostPath.join(root, "config.json");
+  await Deno.writeTextFile(
+    config,
+    JSON.stringify({ "json-to-table": { env: { TABLE_KEY: secret } } }),
+  );
+  const transport = new StdioClientTransport({
+    command: Deno.execPath(),
+    args: [
+      "run",
+      "--quiet",
+      "--no-prompt",
+      `--allow-read=${repo},${root}`,
+      `--allow-write=${root}`,
+      "--allow-run",
+      "--allow-env",
+      cli,
+      "mcp",
+      "--skills",
+      "examples/skills",
+      "--conversation",
+      "verbose",
+      "--root",
+      root,
+      "--config",
+      config,
+      "--verbose",
+    ],
+    cwd: repo,
+    env: { ...Deno.env.toObject(), NO_COLOR: "1" },
+    stderr: "pipe",
+  });
+  let stderr = "";
+  const client = new Client({ name: "cli-verbose", version: "1.0.0" });
+  try {
+    const reading = (async () => {
+      for await (
+        const chunk of transport.stderr! as unknown as AsyncIterable<Uint8Array>
+      ) {
+        stderr += new TextDecoder().decode(chunk);
+      }
+    })();
+    await client.connect(transport);
+    await client.callTool({
+      name: "skill",
+      arguments: { name: "json-to-table" },
+    });
+    const ran = await client.callTool({
+      name: "bash",
+      arguments: { command: 'echo "key=$TABLE_KEY"' },
+    });
+    assertStringIncludes(texts(ran), "key=[redacted]");
+    await client.close();
+    await reading;
+  } finally {
+    await client.close().catch(() => {});
+    await Deno.remove(root, { recursive: true });
+  }
+  assertMatch(stderr, /^\[skillrun\] tool skill \(\S+\) started$/m);
+  assertMatch(stderr, /^\[skillrun\] prepare json-to-table: done$/m);
+  assertMatch(stderr, /^\[skillrun\] tool bash \(\S+\) done in \d+ ms/m);
+  assertMatch(stderr, /^\[skillrun\] stdout: "key=\[redacted\]\\n"$/m);
+  assert(!stderr.includes(secret), stderr);
+});
+
+Deno.test("mcp --http with SKILLRUN_LOG=debug prints the events of each session on stderr; without it, none", async () => {
+  for (const env of [{ SKILLRUN_LOG: "debug" }, { SKILLRUN_LOG: "" }]) {
+    const { stderr } = await withHttpServer(async (url) => {
+      const transport = new StreamableHTTPClientTransport(url);
+      const client = new Client({ name: "cli-http-verbose", version: "1" });
+      await client.connect(transport);
+      try {
+        await client.callTool({
+          name: "bash",
+          arguments: { command: "echo hello-events" },
+        });
+      } finally {
+        await client.close();
+      }
+    }, env);
+    if (env.SKILLRUN_LOG === "debug") {
+      assertMatch(stderr, /^\[skillrun\] tool bash \(\S+\) started$/m);
+      assertMatch(stderr, /^\[skillrun\] stdout: "hello-events\\n"$/m);
+    } else {
+      assert(!stderr.includes("[skillrun]"), stderr);
+    }
+  }
 });

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { SkillEventListener } from "../observe/events.ts";
+import type { SkillEvent, SkillEventListener } from "../observe/events.ts";
 import { debugLogWanted, formatEvent } from "../observe/log.ts";
 import { hostPath } from "../_internal/std.ts";
 import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
@@ -217,18 +217,17 @@ export async function runCommand(
     const configs = typeof parsed.flags.config === "string"
       ? await readConfigFile(parsed.flags.config)
       : new Map<string, SkillRuntimeConfig>();
-    const remote = remoteRuntime(parsed.flags);
+    // The command's own output is already streamed as it comes.
+    const verbose = eventPrinter(
+      parsed.flags,
+      err,
+      (event) => event.type !== "command_output",
+    );
+    const remote = remoteRuntime(parsed.flags, undefined, verbose);
     runtime = remote ?? await createRuntime(
       parsed.flags,
       undefined,
-      parsed.flags.verbose === true || debugLogWanted()
-        ? (event) => {
-          // The command's own output is already streamed as it comes.
-          if (event.type !== "command_output") {
-            void err(`${formatEvent(event)}\n`);
-          }
-        }
-        : undefined,
+      verbose,
     );
     const skill = await findSkill(
       skillsDirs,
@@ -260,7 +259,7 @@ export async function runCommand(
       : options.stdin;
     const result = await runtime.execute({
       command,
-      workingDirectory: prepared!.basePath,
+      cwd: prepared!.basePath,
       timeoutMs,
       maxOutputBytes: CLI_KEPT_OUTPUT_BYTES,
       signal,
@@ -317,6 +316,37 @@ export function checkIsolateFlags(
 }
 
 /**
+ * The listener of `--verbose` (or `SKILLRUN_LOG=debug`): each event as one
+ * line on stderr (events come with configured values already removed), or
+ * `undefined` when neither asks for it.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { eventPrinter } from "./run.ts";
+ * const lines: string[] = [];
+ * const print = eventPrinter({ verbose: true }, (line) => lines.push(line))!;
+ * print({ type: "runtime_lifecycle", runtime: "local", action: "created" });
+ * assert(lines[0]!.startsWith("[skillrun] local"));
+ * ```
+ *
+ * @param flags The parsed flags (`verbose`).
+ * @param err Writes to stderr.
+ * @param wanted Which events to print; default all.
+ * @returns The listener, or `undefined`.
+ */
+export function eventPrinter(
+  flags: Readonly<Record<string, string | boolean>>,
+  err: (text: string) => unknown,
+  wanted: (event: SkillEvent) => boolean = () => true,
+): SkillEventListener | undefined {
+  if (flags.verbose !== true && !debugLogWanted()) return undefined;
+  return (event) => {
+    if (wanted(event)) void err(`${formatEvent(event)}\n`);
+  };
+}
+
+/**
  * Builds the local runtime the `run`, `mcp` and `doctor` subcommands use:
  * plain, or in a conversation workspace when `--conversation` is given (under
  * `--root`, default `.skillrun/conversations`, resolved against the current
@@ -342,7 +372,7 @@ export function checkIsolateFlags(
  * import { createRuntime } from "./run.ts";
  * import { assert } from "@std/assert";
  * await using runtime = await createRuntime({});
- * assert(runtime.defaultWorkingDirectory === Deno.cwd());
+ * assert(runtime.cwd === Deno.cwd());
  * ```
  */
 export async function createRuntime(

@@ -61,7 +61,7 @@ export async function exampleTools(
   });
   return {
     tools: kit.tools,
-    workspace: runtime.defaultWorkingDirectory,
+    workspace: runtime.cwd,
     async [Symbol.asyncDispose]() {
       await kit.close();
       await runtime.close();

@@ -23,9 +23,11 @@ import {
   exampleTools,
   runMain,
 } from "./_agent_shared.ts";
+import type {
+  AnthropicTool,
+  AnthropicToolResultBlock,
+} from "@skillrun/skillrun/tools";
 import {
-  type AnthropicTool,
-  type AnthropicToolResultBlock,
   dispatchToolCall,
   toAnthropicToolResult,
   toAnthropicTools,

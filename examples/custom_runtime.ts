@@ -8,7 +8,8 @@
  * into `<root>/skills/<stable name>` (secrets left out, symlinks not
  * followed: the shared copy policy), bootstrapped there by the shared
  * preparation engine, and commands run with `bash` in their own process
- * group (killed at the timeout). It has no conversation (workspace) mode.
+ * group (the public launcher, `DenoCommandLauncher`: killed at the
+ * timeout). It has no conversation (workspace) mode.
  *
  * Needs `--allow-read` and `--allow-write` of the skills and of the root, and
  * `--allow-run=bash`.
@@ -16,17 +17,15 @@
  * @module
  */
 import {
-  checkEnv,
+  checkExecuteRequest,
   copySkillFolder,
-  DEFAULT_EXECUTE_TIMEOUT_MS,
-  DEFAULT_MAX_OUTPUT_BYTES,
+  DenoCommandLauncher,
   type ExecuteRequest,
   type ExecuteResult,
   LocalFileSystem,
   PreparationEngine,
   type PreparedSkill,
   type PrepareRequest,
-  runProcessGroup,
   type SkillRuntime,
   type SkillRuntimeFileSystem,
   stableSkillFolderName,
@@ -59,10 +58,11 @@ export class FolderSkillRuntime implements SkillRuntime {
   /** The runtime's name. */
   readonly name = "folder";
   /** Where commands run by default: the root. */
-  readonly defaultWorkingDirectory: string;
+  readonly cwd: string;
   /** The root's file system (relative paths resolve against the root). */
   readonly fs: SkillRuntimeFileSystem;
   readonly #engine: PreparationEngine;
+  readonly #launcher = new DenoCommandLauncher({ shell: "bash" });
   #closed = false;
 
   /**
@@ -73,8 +73,8 @@ export class FolderSkillRuntime implements SkillRuntime {
    */
   constructor(options: FolderSkillRuntimeOptions) {
     const root = options.root;
-    this.fs = new LocalFileSystem({ root });
-    this.defaultWorkingDirectory = root;
+    this.fs = new LocalFileSystem({ cwd: root });
+    this.cwd = root;
     this.#engine = new PreparationEngine({
       // A fresh copy for each runtime object: the bootstrap runs after it.
       materialize: async (skill, { signal }) => {
@@ -110,19 +110,16 @@ export class FolderSkillRuntime implements SkillRuntime {
    */
   async execute(request: ExecuteRequest): Promise<ExecuteResult> {
     this.#checkOpen("run a command");
-    const cwd = request.workingDirectory === undefined
-      ? this.defaultWorkingDirectory
-      : await this.fs.resolve(request.workingDirectory);
-    return await runProcessGroup({
-      program: "bash",
-      args: ["-c", request.command],
+    const checked = checkExecuteRequest(request);
+    const cwd = request.cwd === undefined
+      ? this.cwd
+      : await this.fs.resolve(request.cwd);
+    return await this.#launcher.launch({
+      command: checked.command,
       cwd,
-      env: {
-        ...this.#engine.environment(),
-        ...checkEnv(request.env ?? {}, "request env"),
-      },
-      timeoutMs: request.timeoutMs ?? DEFAULT_EXECUTE_TIMEOUT_MS,
-      maxOutputBytes: request.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES,
+      env: { ...this.#engine.environment(), ...checked.env },
+      timeoutMs: checked.timeoutMs,
+      maxOutputBytes: checked.maxOutputBytes,
       ...(request.signal ? { signal: request.signal } : {}),
       ...(request.onStdout ? { onStdout: request.onStdout } : {}),
       ...(request.onStderr ? { onStderr: request.onStderr } : {}),

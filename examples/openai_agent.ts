@@ -23,9 +23,9 @@ import {
   exampleTools,
   runMain,
 } from "./_agent_shared.ts";
+import type { OpenAIChatTool } from "@skillrun/skillrun/tools";
 import {
   dispatchToolCall,
-  type OpenAIChatTool,
   type Tool,
   toOpenAIChatToolMessage,
   toOpenAIChatTools,

@@ -26,12 +26,10 @@ import { fromFileUrl } from "@std/path";
 import {
   buildSkillTools,
   dispatchToolCall,
+  MemoryConversationStore,
   SkillRuntimeConfig,
 } from "@skillrun/skillrun";
-import {
-  MemoryConversationStore,
-  OpenSandboxSkillRuntime,
-} from "@skillrun/skillrun/opensandbox";
+import { OpenSandboxSkillRuntime } from "@skillrun/skillrun/opensandbox";
 
 /** Options of {@linkcode runOpenSandboxExample}. */
 export interface OpenSandboxExampleOptions {

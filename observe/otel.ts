@@ -37,6 +37,24 @@ function tracer(): Tracer {
 const NOOP_SPAN: Span = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
 
 /**
+ * Whether spans are recorded at all: a tracer provider is registered (by
+ * the application, or Deno's built-in OpenTelemetry). Without one, callers
+ * skip even building a span's attributes.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { tracingActive } from "./otel.ts";
+ * assert(typeof tracingActive() === "boolean");
+ * ```
+ *
+ * @returns Whether a provider is registered.
+ */
+export function tracingActive(): boolean {
+  return tracing();
+}
+
+/**
  * Whether a tracer provider is registered: without one, spans are skipped
  * altogether (no context switch, no span object), so tracing costs nothing.
  */

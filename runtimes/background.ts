@@ -4,16 +4,25 @@
  * with their whole process group, at most a configured number at once, and
  * all stopped by the runtime's `close()`.
  *
- * Built on {@linkcode SkillRuntime.execute} with its live streams and its
- * signal, so every runtime kind has them with the same rules: the command
- * core (`command_core.ts`) of each executor already stops everything a
- * command started when its signal aborts.
+ * A runtime with its own background facility
+ * ({@linkcode SkillRuntime.startBackground}) runs them there; any other on
+ * {@linkcode SkillRuntime.execute} with its live streams and its signal, so
+ * every runtime kind has them with the same rules: the command core
+ * (`command_core.ts`) of each executor already stops everything a command
+ * started when its signal aborts.
  *
  * @module
  */
+import { checkNumber } from "../_internal/check_number.ts";
 import { OutputCollector } from "../_internal/collector.ts";
 import { MAX_EXECUTE_TIMEOUT_MS } from "./command_core.ts";
-import type { ExecuteRequest, ExecuteResult, SkillRuntime } from "./types.ts";
+import type {
+  BackgroundProcess,
+  BackgroundState,
+  ExecuteRequest,
+  ExecuteResult,
+  SkillRuntime,
+} from "./types.ts";
 
 /** The default most background commands running at once per runtime: 4. */
 export const DEFAULT_MAX_BACKGROUND_COMMANDS = 4;
@@ -66,6 +75,9 @@ export interface BackgroundOutput extends BackgroundCommandInfo {
   readonly timedOut: boolean;
 }
 
+/** How often `wait` asks a runtime's own background facility, in ms. */
+const WAIT_POLL_MS = 200;
+
 class Entry {
   readonly controller = new AbortController();
   stdout: OutputCollector;
@@ -74,6 +86,10 @@ class Entry {
   error: string | undefined;
   killed = false;
   done: Promise<void> = Promise.resolve();
+  /** The runtime's own background command, when it has that facility. */
+  process: BackgroundProcess | undefined;
+  /** Its last known state (native only). */
+  state: BackgroundState = { running: true };
 
   constructor(
     readonly id: string,
@@ -86,7 +102,26 @@ class Entry {
   }
 
   get running(): boolean {
+    if (this.process) return this.state.running && this.error === undefined;
     return this.result === undefined && this.error === undefined;
+  }
+
+  get exitCode(): number {
+    // Stopped by kill: -1, as on `execute` (not the shell's 143).
+    if (this.process) return this.killed ? -1 : this.state.exitCode ?? -1;
+    return this.result?.exitCode ?? -1;
+  }
+
+  /** Asks the runtime's own facility for new output and the state. */
+  async poll(): Promise<void> {
+    if (!this.process || !this.running) return;
+    try {
+      this.state = await this.process.poll();
+      if (this.state.error !== undefined) this.error = this.state.error;
+    } catch (error) {
+      if (!this.running) return;
+      throw error;
+    }
   }
 
   info(): BackgroundCommandInfo {
@@ -95,7 +130,7 @@ class Entry {
       command: this.command,
       startedAt: this.startedAt,
       running: this.running,
-      ...(this.running ? {} : { exitCode: this.result?.exitCode ?? -1 }),
+      ...(this.running ? {} : { exitCode: this.exitCode }),
     };
   }
 }
@@ -105,6 +140,12 @@ class Entry {
  * {@linkcode backgroundCommands}, which keeps one set per runtime so that
  * the runtime's `close()` stops them).
  *
+ * A runtime with its own background facility
+ * ({@linkcode SkillRuntime.startBackground}: OpenSandbox's background
+ * commands, AIO's asynchronous exec) runs them there, under the server's
+ * id, and each read fetches the new output from the server; any other runs
+ * them on `execute` with its live streams (ids `bg1`, `bg2`, ...).
+ *
  * @example Start, read, read again, wait for the exit code
  * ```ts
  * import { assertEquals } from "@std/assert";
@@ -112,11 +153,15 @@ class Entry {
  * import { backgroundCommands } from "@skillrun/skillrun/runtime";
  * await using runtime = new LocalSkillRuntime();
  * const commands = backgroundCommands(runtime);
- * const { id } = commands.start({ command: "echo one; sleep 0.2; echo two; exit 3" });
- * await new Promise((resolve) => setTimeout(resolve, 100));
- * assertEquals(commands.read(id).stdout, "one\n");
+ * const { id } = await commands.start({ command: "echo one; sleep 0.5; echo two; exit 3" });
+ * let first = "";
+ * while (first === "") {
+ *   await new Promise((resolve) => setTimeout(resolve, 20));
+ *   first = (await commands.read(id)).stdout;
+ * }
+ * assertEquals(first, "one\n");
  * await commands.wait(id);
- * const last = commands.read(id);
+ * const last = await commands.read(id);
  * assertEquals([last.stdout, last.running, last.exitCode], ["two\n", false, 3]);
  * ```
  */
@@ -125,6 +170,8 @@ export class BackgroundCommands {
   readonly #max: number;
   readonly #maxBytes: number;
   readonly #entries = new Map<string, Entry>();
+  /** Starts under way (they count against the limit). */
+  #starting = 0;
   #next = 1;
   #closed = false;
 
@@ -137,13 +184,17 @@ export class BackgroundCommands {
    */
   constructor(runtime: SkillRuntime, options: BackgroundCommandsOptions = {}) {
     this.#runtime = runtime;
-    this.#max = positive(
+    this.#max = checkNumber(
       options.maxCommands ?? DEFAULT_MAX_BACKGROUND_COMMANDS,
       "maxCommands",
+      "positive integer",
+      "use background commands with",
     );
-    this.#maxBytes = positive(
+    this.#maxBytes = checkNumber(
       options.maxOutputBytes ?? DEFAULT_BACKGROUND_OUTPUT_BYTES,
       "maxOutputBytes",
+      "positive integer",
+      "use background commands with",
     );
   }
 
@@ -153,61 +204,121 @@ export class BackgroundCommands {
   }
 
   /**
-   * Starts a command and returns at once. Its timeout defaults to the
+   * Starts a command and returns as soon as it runs (on a runtime with its
+   * own facility, once the server gave its id). Its timeout defaults to the
    * longest one (it runs until it ends, is killed or the runtime closes).
    *
    * @param request The command, as for `execute` (its own streams and
    * signal are kept: the signal stops it too).
    * @returns Its id and state.
    * @throws {RangeError} As many commands as allowed are running.
-   * @throws {Error} The set was closed.
+   * @throws {Error} The set was closed, or the runtime refused the command.
    */
-  start(request: ExecuteRequest): BackgroundCommandInfo {
-    if (this.#closed) {
-      throw new Error(
-        "Cannot start a background command: the runtime is closed",
-      );
+  async start(request: ExecuteRequest): Promise<BackgroundCommandInfo> {
+    this.#checkOpen();
+    let running = [...this.#entries.values()].filter((e) => e.running);
+    if (running.length + this.#starting >= this.#max) {
+      // A command of the server's own may have ended since we last asked.
+      await Promise.all(running.map((e) => e.poll().catch(() => {})));
+      running = running.filter((e) => e.running);
     }
-    const running = [...this.#entries.values()].filter((e) => e.running);
-    if (running.length >= this.#max) {
+    if (running.length + this.#starting >= this.#max) {
       throw new RangeError(
-        `Cannot start another background command: ${running.length} are running, the most allowed at once (kill one first: ${
+        `Cannot start another background command: ${
+          running.length + this.#starting
+        } are running, the most allowed at once (kill one first: ${
           running.map((e) => e.id).join(", ")
         })`,
       );
     }
-    const id = `bg${this.#next++}`;
-    const entry = new Entry(id, request.command, new Date(), this.#maxBytes);
+    this.#checkOpen();
+    this.#starting++;
+    try {
+      return await this.#start(request);
+    } finally {
+      this.#starting--;
+    }
+  }
+
+  async #start(request: ExecuteRequest): Promise<BackgroundCommandInfo> {
     const { onStdout, onStderr } = request;
-    const signal = request.signal
-      ? AbortSignal.any([request.signal, entry.controller.signal])
-      : entry.controller.signal;
-    entry.done = this.#runtime.execute({
-      ...request,
-      timeoutMs: request.timeoutMs ?? MAX_EXECUTE_TIMEOUT_MS,
-      maxOutputBytes: Math.min(
-        request.maxOutputBytes ?? this.#maxBytes,
+    // The collectors are swapped by each read: always push into the current.
+    let entry: Entry | undefined;
+    const pending = new Entry("", request.command, new Date(), this.#maxBytes);
+    const sinkOut = (chunk: Uint8Array) => {
+      (entry ?? pending).stdout.push(chunk);
+      onStdout?.(chunk);
+    };
+    const sinkErr = (chunk: Uint8Array) => {
+      (entry ?? pending).stderr.push(chunk);
+      onStderr?.(chunk);
+    };
+    const timeoutMs = request.timeoutMs ?? MAX_EXECUTE_TIMEOUT_MS;
+    const maxOutputBytes = Math.min(
+      request.maxOutputBytes ?? this.#maxBytes,
+      this.#maxBytes,
+    );
+    const process = this.#runtime.startBackground
+      ? await this.#runtime.startBackground({
+        ...request,
+        timeoutMs,
+        maxOutputBytes,
+        onStdout: sinkOut,
+        onStderr: sinkErr,
+      })
+      : undefined;
+    if (process) {
+      entry = new Entry(
+        this.#entries.has(process.id)
+          ? `${process.id}-${this.#next++}`
+          : process.id,
+        request.command,
+        pending.startedAt,
         this.#maxBytes,
-      ),
+      );
+      entry.stdout = pending.stdout;
+      entry.stderr = pending.stderr;
+      entry.process = process;
+      const started = entry;
+      this.#entries.set(entry.id, entry);
+      request.signal?.addEventListener(
+        "abort",
+        () => void this.kill(started.id).catch(() => {}),
+        { once: true },
+      );
+      if (this.#closed) await this.kill(entry.id);
+      return entry.info();
+    }
+    const id = `bg${this.#next++}`;
+    const generic = new Entry(
+      id,
+      request.command,
+      pending.startedAt,
+      this.#maxBytes,
+    );
+    generic.stdout = pending.stdout;
+    generic.stderr = pending.stderr;
+    entry = generic;
+    const signal = request.signal
+      ? AbortSignal.any([request.signal, generic.controller.signal])
+      : generic.controller.signal;
+    generic.done = this.#runtime.execute({
+      ...request,
+      timeoutMs,
+      maxOutputBytes,
       signal,
-      onStdout: (chunk) => {
-        entry.stdout.push(chunk);
-        onStdout?.(chunk);
-      },
-      onStderr: (chunk) => {
-        entry.stderr.push(chunk);
-        onStderr?.(chunk);
-      },
+      onStdout: sinkOut,
+      onStderr: sinkErr,
     }).then(
       (result) => {
-        entry.result = result;
+        generic.result = result;
       },
       (error) => {
-        entry.error = error instanceof Error ? error.message : String(error);
+        generic.error = error instanceof Error ? error.message : String(error);
       },
     );
-    this.#entries.set(id, entry);
-    return entry.info();
+    this.#entries.set(id, generic);
+    return generic.info();
   }
 
   /**
@@ -217,9 +328,11 @@ export class BackgroundCommands {
    * @param id The command's id.
    * @returns The new output and the state.
    * @throws {RangeError} No such command.
+   * @throws {Error} The runtime's server could not be asked.
    */
-  read(id: string): BackgroundOutput {
+  async read(id: string): Promise<BackgroundOutput> {
     const entry = this.#get(id);
+    await entry.poll();
     const { stdout, stderr } = entry;
     entry.stdout = new OutputCollector({ maxBytes: this.#maxBytes });
     entry.stderr = new OutputCollector({ maxBytes: this.#maxBytes });
@@ -231,7 +344,7 @@ export class BackgroundCommands {
       stderrBytes: stderr.totalBytes,
       truncated: stdout.truncated || stderr.truncated,
       killed: entry.killed || (entry.result?.aborted ?? false),
-      timedOut: entry.result?.timedOut ?? false,
+      timedOut: entry.result?.timedOut ?? entry.state.timedOut ?? false,
       ...(entry.error !== undefined ? { error: entry.error } : {}),
     };
   }
@@ -246,6 +359,10 @@ export class BackgroundCommands {
   async wait(id: string): Promise<BackgroundCommandInfo> {
     const entry = this.#get(id);
     await entry.done;
+    while (entry.process && entry.running) {
+      await new Promise((resolve) => setTimeout(resolve, WAIT_POLL_MS));
+      await entry.poll();
+    }
     return entry.info();
   }
 
@@ -261,14 +378,24 @@ export class BackgroundCommands {
     const entry = this.#get(id);
     if (entry.running) {
       entry.killed = true;
-      entry.controller.abort(new DOMException("Killed", "AbortError"));
+      if (entry.process) {
+        await entry.process.kill();
+        // The last output, and the state now that it has ended.
+        await entry.poll().catch(() => {});
+        if (entry.state.running) {
+          entry.state = { ...entry.state, running: false };
+        }
+      } else {
+        entry.controller.abort(new DOMException("Killed", "AbortError"));
+      }
     }
     await entry.done;
     return entry.info();
   }
 
   /**
-   * Every command started and not forgotten, in start order.
+   * Every command started and not forgotten, in start order, as last known
+   * (a runtime's own facility is asked on each read).
    *
    * @returns Their states.
    */
@@ -284,7 +411,26 @@ export class BackgroundCommands {
    */
   async close(): Promise<void> {
     this.#closed = true;
-    await Promise.all([...this.#entries.keys()].map((id) => this.kill(id)));
+    await Promise.all(
+      [...this.#entries.entries()].map(([id, entry]) =>
+        this.kill(id).catch((error) => {
+          // The server could not be told: it is no longer ours to watch.
+          if (entry.running) {
+            entry.error = `the runtime closed and could not stop it: ${
+              error instanceof Error ? error.message : String(error)
+            }`;
+          }
+        })
+      ),
+    );
+  }
+
+  #checkOpen(): void {
+    if (this.#closed) {
+      throw new Error(
+        "Cannot start a background command: the runtime is closed",
+      );
+    }
   }
 
   #get(id: string): Entry {
@@ -374,13 +520,4 @@ export async function closeBackgroundCommands(
   runtime: SkillRuntime,
 ): Promise<void> {
   await sets.get(runtime)?.close();
-}
-
-function positive(value: number, name: string): number {
-  if (!Number.isSafeInteger(value) || value <= 0) {
-    throw new RangeError(
-      `Cannot use background commands with ${name} "${value}": it must be a positive integer`,
-    );
-  }
-  return value;
 }

@@ -14,6 +14,7 @@
  *
  * @module
  */
+import { checkNumber } from "../_internal/check_number.ts";
 import type { ExecuteResult } from "./types.ts";
 
 /**
@@ -52,7 +53,7 @@ export interface OutputTally {
  * import {
  *   checkTimeoutMs,
  *   MAX_EXECUTE_TIMEOUT_MS,
- * } from "@skillrun/skillrun/runtime";
+ * } from "./command_core.ts";
  * assertEquals(checkTimeoutMs(30 * 24 * 3600_000), MAX_EXECUTE_TIMEOUT_MS);
  * assertEquals(checkTimeoutMs(1500), 1500);
  * assertThrows(() => checkTimeoutMs(0), RangeError, 'timeout "0"');
@@ -63,14 +64,15 @@ export interface OutputTally {
  * @throws {RangeError} It is not a finite number above 0.
  */
 export function checkTimeoutMs(value: unknown): number {
-  if (typeof value !== "number" || !Number.isFinite(value) || value <= 0) {
-    throw new RangeError(
-      `Cannot run a command with timeout "${
-        String(value)
-      }": it must be a positive number of ms`,
-    );
-  }
-  return Math.min(value, MAX_EXECUTE_TIMEOUT_MS);
+  return Math.min(
+    checkNumber(
+      value,
+      "timeout",
+      "positive number of ms",
+      "run a command with",
+    ),
+    MAX_EXECUTE_TIMEOUT_MS,
+  );
 }
 
 /** Options of {@linkcode CommandRun}. */
@@ -131,12 +133,12 @@ export class CommandRun implements Disposable {
    */
   constructor(options: CommandRunOptions) {
     this.timeoutMs = checkTimeoutMs(options.timeoutMs);
-    const graceMs = options.graceMs ?? 0;
-    if (!Number.isFinite(graceMs) || graceMs < 0) {
-      throw new RangeError(
-        `Cannot run a command with graceMs "${graceMs}": it must be a non-negative number`,
-      );
-    }
+    const graceMs = checkNumber(
+      options.graceMs ?? 0,
+      "graceMs",
+      "non-negative number",
+      "run a command with",
+    );
     this.#graceMs = Math.min(graceMs, MAX_EXECUTE_TIMEOUT_MS);
     this.startedAt = performance.now();
     this.deadline = Date.now() + this.timeoutMs;

@@ -296,7 +296,7 @@ function describe(value: unknown): string {
  * @example A bad name is refused
  * ```ts
  * import { assertThrows } from "@std/assert";
- * import { checkEnv } from "@skillrun/skillrun/runtime";
+ * import { checkEnv } from "./config.ts";
  * checkEnv({ MODE: "fast" }, "request");
  * assertThrows(() => checkEnv({ "A-B": "x" }, "request"), TypeError, '"A-B"');
  * ```

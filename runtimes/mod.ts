@@ -1,18 +1,19 @@
 /**
  * For people writing a runtime (`@skillrun/skillrun/runtime`): the
  * {@linkcode SkillRuntime} contract and its request and result types, the
- * errors, the preparation engine every runtime shares
- * ({@linkcode PreparationEngine}), the local runtime with its process-launcher
- * seam ({@linkcode ProcessLauncher}, {@linkcode runProcessGroup}) and file
- * system, the workspace parts (conversation ids, the path fence, the copy
- * policy), and the machinery every remote runtime shares
- * ({@linkcode RemoteSkillRuntime}, {@linkcode HttpClient},
- * {@linkcode RemoteFileSystem}, streamed upload and resumable download, shell
- * quoting, POSIX remote paths, and the kit of services that create sandboxes
- * on demand: {@linkcode SandboxService}, {@linkcode SandboxServiceRuntime}),
- * the command core every executor shares ({@linkcode CommandRun},
- * {@linkcode checkTimeoutMs}) and the request checks every runtime shares
- * ({@linkcode checkExecuteRequest}).
+ * errors, the request checks every runtime makes
+ * ({@linkcode checkExecuteRequest}), the preparation engine every runtime
+ * shares ({@linkcode PreparationEngine}), the events a runtime emits
+ * ({@linkcode EventSink}), background commands, the local runtime with its
+ * process-launcher seam ({@linkcode ProcessLauncher},
+ * {@linkcode DenoCommandLauncher}, {@linkcode BubblewrapLauncher}), its file
+ * system and fence report, the workspace parts (conversation ids, the path
+ * fence, the copy policy, the conversation stores), and the kit every remote
+ * runtime shares ({@linkcode RemoteSkillRuntime}, {@linkcode HttpClient},
+ * {@linkcode RemoteFileSystem}, resumable download, POSIX remote paths, and
+ * the services that create sandboxes on demand: {@linkcode SandboxService},
+ * {@linkcode SandboxServiceRuntime}). The conformance checklist is
+ * `@skillrun/skillrun/testing`.
  *
  * Importing this module needs no permission.
  *
@@ -47,12 +48,175 @@ export {
   DEFAULT_EXECUTE_TIMEOUT_MS,
   DEFAULT_MAX_OUTPUT_BYTES,
 } from "./types.ts";
-export * from "./config.ts";
-export * from "./command_core.ts";
-export * from "./background.ts";
-export * from "./request.ts";
-export * from "./errors.ts";
-export * from "./prepare.ts";
-export * from "./local/mod.ts";
-export * from "../workspace/mod.ts";
-export * from "./remote/mod.ts";
+export type * from "../search/types.ts";
+export type { Skill } from "../skill/types.ts";
+export {
+  type BootstrapCommand,
+  type BootstrapCommandInput,
+  DEFAULT_BOOTSTRAP_TIMEOUT_MS,
+  SkillRuntimeConfig,
+  SkillRuntimeConfigBuilder,
+  type SkillRuntimeConfigOptions,
+} from "./config.ts";
+export {
+  CommandRun,
+  type CommandRunOptions,
+  MAX_EXECUTE_TIMEOUT_MS,
+  type OutputTally,
+  type StopReason,
+} from "./command_core.ts";
+export {
+  type BackgroundCommandInfo,
+  BackgroundCommands,
+  backgroundCommands,
+  type BackgroundCommandsOptions,
+  type BackgroundOutput,
+  closeBackgroundCommands,
+  DEFAULT_BACKGROUND_OUTPUT_BYTES,
+  DEFAULT_MAX_BACKGROUND_COMMANDS,
+  listBackgroundCommands,
+} from "./background.ts";
+export {
+  type CheckedExecuteRequest,
+  checkExecuteRequest,
+  type CheckExecuteRequestOptions,
+} from "./request.ts";
+export {
+  RuntimePermissionError,
+  SkillPreparationError,
+  type SkillPreparationErrorOptions,
+  WorkspaceEscapeError,
+} from "./errors.ts";
+export {
+  type CommandOutputEvent,
+  EventSink,
+  type HttpRequestEvent,
+  type PrepareProgressEvent,
+  type RuntimeLifecycleEvent,
+  type SkillEvent,
+  type SkillEventListener,
+  type ToolCallEndEvent,
+  type ToolCallStartEvent,
+} from "../observe/events.ts";
+export {
+  type MaterializeOptions,
+  type MaterializeResult,
+  PreparationEngine,
+  type PreparationHooks,
+} from "./prepare.ts";
+export {
+  LocalSkillRuntime,
+  type LocalSkillRuntimeOptions,
+} from "./local/runtime.ts";
+export { LocalFileSystem, type LocalFileSystemOptions } from "./local/fs.ts";
+export {
+  DenoCommandLauncher,
+  type DenoCommandLauncherOptions,
+  type GroupSignalMethod,
+  type LaunchRequest,
+  type ProcessLauncher,
+} from "./local/launcher.ts";
+export {
+  BubblewrapLauncher,
+  type BubblewrapLauncherOptions,
+  type IsolationLimits,
+  type IsolationProblem,
+  type IsolationReport,
+  IsolationUnavailableError,
+  type LimitReport,
+} from "./local/isolated.ts";
+export {
+  type CommandReach,
+  type FenceReport,
+  fenceReport,
+  type FenceReportOptions,
+  type FileToolReach,
+  formatFenceReport,
+  type PermissionCheck,
+  type ReportedPermission,
+  type ToolCheck,
+} from "./local/doctor.ts";
+export {
+  ensureWorkspace,
+  validateConversationId,
+  workspacePath,
+} from "../workspace/conversation.ts";
+export { PathFence } from "../workspace/fence.ts";
+export {
+  type CopyPolicy,
+  copySkillFolder,
+  type CopySkillFolderOptions,
+  type CopyStats,
+  DEFAULT_COPY_EXCLUDES,
+  type SkillFileEntry,
+  type SkippedEntry,
+  stableSkillFolderName,
+  walkSkillFiles,
+  type WalkSkillFilesOptions,
+} from "../workspace/copy.ts";
+export {
+  type ConversationKey,
+  type ConversationRecord,
+  type ConversationStore,
+  type CreateConversationResult,
+  type DeleteConversationOptions,
+  KvConversationStore,
+  type KvConversationStoreOptions,
+  MemoryConversationStore,
+  type NewConversation,
+  type PreparedSkillRecord,
+} from "../workspace/conversation_store.ts";
+export {
+  RemoteHttpError,
+  type RemoteHttpErrorOptions,
+} from "./remote/errors.ts";
+export {
+  DEFAULT_HTTP_RETRIES,
+  DEFAULT_HTTP_TIMEOUT_MS,
+  HttpClient,
+  type HttpClientOptions,
+  type HttpQuery,
+  type HttpRequest,
+} from "./remote/http.ts";
+export type { FileContent, MultipartPart } from "./remote/upload.ts";
+export {
+  downloadToFile,
+  type DownloadToFileOptions,
+  type OpenAtOffset,
+} from "./remote/download.ts";
+export {
+  remoteJoin,
+  RemotePathFence,
+  resolveRemotePath,
+  toRemoteRelative,
+} from "./remote/paths.ts";
+export {
+  type RemoteFileOps,
+  RemoteFileSystem,
+  type RemoteFileSystemOptions,
+  type RemoteListOptions,
+  type RemoteOpenOptions,
+  type RemoteUploadFile,
+} from "./remote/fs.ts";
+export {
+  type RemoteBackend,
+  type RemoteCommand,
+  type RemoteConversation,
+  type RemoteRuntimeCommonOptions,
+  type RemoteSearchParts,
+  type RemoteSession,
+  RemoteSkillRuntime,
+  type RemoteSkillRuntimeOptions,
+} from "./remote/runtime.ts";
+export {
+  type RemoteConversationOptions,
+  type ResolvedRemoteConversation,
+  type SandboxService,
+  SandboxServiceBackend,
+  type SandboxServiceBackendOptions,
+  SandboxServiceRuntime,
+  type SandboxServiceRuntimeOptions,
+  type ServiceCreateOptions,
+  type ServiceSandbox,
+  type ServiceSession,
+} from "./remote/sandbox_service.ts";

@@ -271,7 +271,7 @@ export class PreparationEngine {
           });
           const result = await this.#hooks.run({
             command: bootstrap.command,
-            workingDirectory: materialized.basePath,
+            cwd: materialized.basePath,
             timeoutMs: bootstrap.timeoutMs,
             ...(signal ? { signal } : {}),
           });

@@ -26,7 +26,7 @@ function skill(name: string): Skill {
 
 interface Recorded {
   command: string;
-  workingDirectory: string | undefined;
+  cwd: string | undefined;
   env: Record<string, string>;
 }
 
@@ -59,7 +59,7 @@ class RecordingRuntime {
     const env = { ...this.engine.environment(), ...request.env };
     this.ran.push({
       command: request.command,
-      workingDirectory: request.workingDirectory,
+      cwd: request.cwd,
       env,
     });
     const [word, arg] = request.command.split(" ");
@@ -104,7 +104,7 @@ Deno.test("prepare() runs bootstrap commands in order in the prepared base path"
   await runtime.engine.prepare({ skills: [{ skill: skill("a"), config }] });
   assertEquals(runtime.ran.map((r) => r.command), ["one", "two", "three"]);
   assertEquals(
-    runtime.ran.map((r) => r.workingDirectory),
+    runtime.ran.map((r) => r.cwd),
     Array(3).fill("/ws/skills/a"),
   );
 });

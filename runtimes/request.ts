@@ -7,7 +7,9 @@
  *
  * @module
  */
+import { checkNumber } from "../_internal/check_number.ts";
 import { checkEnv } from "./config.ts";
+import { checkPathText as checkPath } from "../_internal/path_text.ts";
 import { checkTimeoutMs } from "./command_core.ts";
 import {
   DEFAULT_EXECUTE_TIMEOUT_MS,
@@ -58,7 +60,7 @@ export interface CheckExecuteRequestOptions {
  * assertEquals(checked.timeoutMs, MAX_EXECUTE_TIMEOUT_MS);
  * assertThrows(() => checkExecuteRequest({ command: " " }), TypeError, "blank");
  * assertThrows(
- *   () => checkExecuteRequest({ command: "pwd", workingDirectory: "" }),
+ *   () => checkExecuteRequest({ command: "pwd", cwd: "" }),
  *   TypeError,
  *   "the path is empty",
  * );
@@ -99,8 +101,8 @@ export function checkExecuteRequest(
     request.maxOutputBytes ?? options.maxOutputBytes ??
       DEFAULT_MAX_OUTPUT_BYTES,
   );
-  if (request.workingDirectory !== undefined) {
-    checkPathText(request.workingDirectory);
+  if (request.cwd !== undefined) {
+    checkPathText(request.cwd);
   }
   const env = request.env ? checkEnv(request.env, "request env") : {};
   return { command, timeoutMs, maxOutputBytes, env };
@@ -117,7 +119,7 @@ export function checkExecuteRequest(
  * @example
  * ```ts
  * import { assertThrows } from "@std/assert";
- * import { checkPathText } from "@skillrun/skillrun/runtime";
+ * import { checkPathText } from "./request.ts";
  * checkPathText("notes/a.txt");
  * assertThrows(() => checkPathText("a\0b"), TypeError, "NUL");
  * ```
@@ -126,16 +128,7 @@ export function checkExecuteRequest(
  * @throws {TypeError} It is not a string, is empty, or holds NUL.
  */
 export function checkPathText(path: string): void {
-  if (typeof path !== "string" || path === "") {
-    throw new TypeError(
-      `Cannot use ${JSON.stringify(path)}: the path is empty`,
-    );
-  }
-  if (path.includes("\0")) {
-    throw new TypeError(
-      `Cannot use ${JSON.stringify(path)}: the path holds a NUL character`,
-    );
-  }
+  checkPath(path);
 }
 
 /**
@@ -146,7 +139,7 @@ export function checkPathText(path: string): void {
  * @example
  * ```ts
  * import { assertThrows } from "@std/assert";
- * import { checkMaxOutputBytes } from "@skillrun/skillrun/runtime";
+ * import { checkMaxOutputBytes } from "./request.ts";
  * checkMaxOutputBytes(0);
  * assertThrows(() => checkMaxOutputBytes(-1), RangeError, '"-1"');
  * ```
@@ -156,10 +149,5 @@ export function checkPathText(path: string): void {
  * @throws {RangeError} It is not a non-negative integer.
  */
 export function checkMaxOutputBytes(value: number): number {
-  if (!Number.isSafeInteger(value) || value < 0) {
-    throw new RangeError(
-      `Cannot use maxOutputBytes "${value}": it must be a non-negative integer`,
-    );
-  }
-  return value;
+  return checkNumber(value, "maxOutputBytes", "non-negative integer");
 }

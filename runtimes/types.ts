@@ -68,8 +68,8 @@ export interface PreparedSkill {
 export interface ExecuteRequest {
   /** The shell command, run with `bash -c` (Windows: `cmd.exe /c`). */
   readonly command: string;
-  /** Where it runs; default {@linkcode SkillRuntime.defaultWorkingDirectory}. */
-  readonly workingDirectory?: string;
+  /** Where it runs; default {@linkcode SkillRuntime.cwd}. */
+  readonly cwd?: string;
   /**
    * How long it may run, in ms (> 0); default 120 000. Longer than about 24.8
    * days (`MAX_EXECUTE_TIMEOUT_MS`, the longest timer) is clamped to it, on
@@ -237,6 +237,37 @@ export interface SkillRuntimeFileSystem {
   ): Promise<DownloadResult>;
 }
 
+/** The state of a {@linkcode BackgroundProcess} after a poll. */
+export interface BackgroundState {
+  /** Whether it is still running. */
+  readonly running: boolean;
+  /** Its exit code once finished (`-1` when a signal stopped it). */
+  readonly exitCode?: number;
+  /** Whether its timeout stopped it. */
+  readonly timedOut?: boolean;
+  /** Why it failed to run at all, when it did. */
+  readonly error?: string;
+}
+
+/**
+ * A command a runtime runs in the background with its server's own
+ * facility (see {@linkcode SkillRuntime.startBackground}).
+ */
+export interface BackgroundProcess {
+  /** The server's id of the command. */
+  readonly id: string;
+  /**
+   * Fetches the output written since the last poll (handed to the request's
+   * `onStdout`/`onStderr`, never kept here) and the state.
+   */
+  poll(): Promise<BackgroundState>;
+  /**
+   * Stops the command and everything it started (its process group);
+   * resolves once it has ended. Nothing when it already has.
+   */
+  kill(): Promise<void>;
+}
+
 /**
  * A place where skills are prepared and commands run: the local machine or a
  * remote sandbox.
@@ -245,7 +276,7 @@ export interface SkillRuntime extends AsyncDisposable {
   /** The runtime's name, e.g. `local`, `opensandbox`, `aio-sandbox`. */
   readonly name: string;
   /** Where commands run when a request names no working directory. */
-  readonly defaultWorkingDirectory: string;
+  readonly cwd: string;
   /** The runtime's file system. */
   readonly fs: SkillRuntimeFileSystem;
   /**
@@ -271,6 +302,16 @@ export interface SkillRuntime extends AsyncDisposable {
   skillLocation?(skill: Skill): string;
   /** Runs one command. Never throws for a failing command: see the result. */
   execute(request: ExecuteRequest): Promise<ExecuteResult>;
+  /**
+   * Starts a command in the background with the server's own facility and
+   * returns once the server has it (its id). Its output goes to the
+   * request's `onStdout`/`onStderr` as {@linkcode BackgroundProcess.poll}
+   * fetches it. Answers `undefined` when the runtime has no such facility:
+   * background commands then run on {@linkcode SkillRuntime.execute}.
+   */
+  startBackground?(
+    request: ExecuteRequest,
+  ): Promise<BackgroundProcess | undefined>;
   /** The merged runtime environment (base excluded) that every command gets. */
   environment(): Readonly<Record<string, string>>;
   /** Releases what the runtime owns. Idempotent. */

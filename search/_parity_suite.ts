@@ -169,7 +169,7 @@ export async function parity(
       "ripgrep (rg) is not installed: the parity test needs it; install ripgrep (e.g. apt-get install ripgrep) and run again",
     );
   }
-  const fs = new LocalFileSystem({ root: CORPUS });
+  const fs = new LocalFileSystem({ cwd: CORPUS });
   const noRgPath = await pathWithout(["rg"]);
   const withRg = bashShell();
   const withoutRg = bashShell({ path: noRgPath });

@@ -13,7 +13,7 @@ import {
 import { LocalFileSystem } from "../runtimes/local/fs.ts";
 
 Deno.test("planGrep() checks numbers and the output mode", async () => {
-  const fs = new LocalFileSystem({ root: Deno.cwd() });
+  const fs = new LocalFileSystem({ cwd: Deno.cwd() });
   const range = await assertRejects(() =>
     planGrep(fs, { pattern: "a", context: -1 }, true)
   );
@@ -29,7 +29,7 @@ Deno.test("GrepCollector applies offset, head limit and counts the rest", async 
   const dir = await Deno.makeTempDir();
   try {
     const plan = await planGrep(
-      new LocalFileSystem({ root: dir }),
+      new LocalFileSystem({ cwd: dir }),
       { pattern: "a", offset: 1, headLimit: 2 },
       true,
     );

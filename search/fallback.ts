@@ -363,7 +363,7 @@ class WorkerPool implements JobPool {
  * const dir = await Deno.makeTempDir();
  * try {
  *   await Deno.writeTextFile(`${dir}/a.txt`, "one\ntwo\n");
- *   const search = new FallbackSearch({ fs: new LocalFileSystem({ root: dir }) });
+ *   const search = new FallbackSearch({ fs: new LocalFileSystem({ cwd: dir }) });
  *   const result = await search.grep({ pattern: "tw.", outputMode: "count" });
  *   assert(result.mode === "count" && result.counts[0]?.count === 1);
  * } finally {

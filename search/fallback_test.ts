@@ -12,7 +12,7 @@ engineSuite(
   "FallbackSearch (local paths)",
   (root) =>
     new FallbackSearch({
-      fs: new LocalFileSystem({ root: root }),
+      fs: new LocalFileSystem({ cwd: root }),
       local: true,
     }),
   { backtracks: true },
@@ -22,7 +22,7 @@ engineSuite(
   "FallbackSearch (file system interface)",
   (root) =>
     new FallbackSearch({
-      fs: new LocalFileSystem({ root: root }),
+      fs: new LocalFileSystem({ cwd: root }),
       local: false,
     }),
   { backtracks: false },
@@ -44,7 +44,7 @@ import { LocalFileSystem } from ${
           new URL("../runtimes/local/fs.ts", import.meta.url).href,
         )
       };
-const search = new FallbackSearch({ fs: new LocalFileSystem({ root: ${
+const search = new FallbackSearch({ fs: new LocalFileSystem({ cwd: ${
         JSON.stringify(`${dir}/data`)
       } }), local: true });
 const result = await search.grep({ pattern: "needle", outputMode: "count" });
@@ -115,7 +115,7 @@ import { LocalFileSystem } from ${
           new URL("../runtimes/local/fs.ts", import.meta.url).href,
         )
       };
-const search = new FallbackSearch({ fs: new LocalFileSystem({ root: ${
+const search = new FallbackSearch({ fs: new LocalFileSystem({ cwd: ${
         JSON.stringify(dir)
       } }), local: ${local} });
 let message = "";
@@ -239,7 +239,10 @@ Deno.test("FallbackSearch over local paths finds the same through a symlinked ro
     await Deno.writeTextFile(`${dir}/real/sub/b.txt`, "two\nneedle\n");
     await Deno.symlink(`${dir}/real`, `${dir}/link`);
     const search = (root: string) =>
-      new FallbackSearch({ fs: new LocalFileSystem({ root }), local: true })
+      new FallbackSearch({
+        fs: new LocalFileSystem({ cwd: root }),
+        local: true,
+      })
         .grep({ pattern: "needle", outputMode: "count" });
     const real = await search(`${dir}/real`);
     const linked = await search(`${dir}/link`);

@@ -12,7 +12,7 @@
  * const dir = await Deno.makeTempDir();
  * try {
  *   await Deno.writeTextFile(`${dir}/a.py`, "def main():\n    pass\n");
- *   const search = createSearch({ fs: new LocalFileSystem({ root: dir }), local: true });
+ *   const search = createSearch({ fs: new LocalFileSystem({ cwd: dir }), local: true });
  *   const result = await search.grep({ pattern: "def \\w+", type: "py" });
  *   assert(formatGrepResult(result).includes("a.py"));
  * } finally {

@@ -26,7 +26,7 @@ if (!rg) {
 
 engineSuite(
   "RipgrepSearch",
-  (root) => new RipgrepSearch({ fs: new LocalFileSystem({ root: root }) }),
+  (root) => new RipgrepSearch({ fs: new LocalFileSystem({ cwd: root }) }),
   { backtracks: false, ignore: !rg },
 );
 
@@ -36,7 +36,7 @@ engineSuite(
   "RipgrepSearch (parallel content only)",
   (root) =>
     new RipgrepSearch({
-      fs: new LocalFileSystem({ root: root }),
+      fs: new LocalFileSystem({ cwd: root }),
       sortedAttemptMs: 0,
     }),
   { backtracks: false, ignore: !rg },
@@ -64,7 +64,7 @@ Deno.test({
           `x\nneedle ${i}\n${i % 7 === 0 ? "\u0000" : ""}\nneedle again\n`,
         );
       }
-      const fs = new LocalFileSystem({ root: dir });
+      const fs = new LocalFileSystem({ cwd: dir });
       const sorted = new RipgrepSearch({ fs, sortedAttemptMs: 60_000 });
       const parallel = new RipgrepSearch({ fs, sortedAttemptMs: 0 });
       for (
@@ -121,7 +121,7 @@ Deno.test({
           line.repeat(250),
         );
       }
-      const fs = new LocalFileSystem({ root: dir });
+      const fs = new LocalFileSystem({ cwd: dir });
       const sorted = new RipgrepSearch({ fs, sortedAttemptMs: 60_000 });
       const parallel = new RipgrepSearch({ fs, sortedAttemptMs: 0 });
       for (
@@ -156,7 +156,7 @@ Deno.test({
       const line = "abcdefghij".repeat(10) + "\n";
       await Deno.writeTextFile(`${dir}/big.txt`, line.repeat(600_000));
       const search = new RipgrepSearch({
-        fs: new LocalFileSystem({ root: dir }),
+        fs: new LocalFileSystem({ cwd: dir }),
       });
       let message = "";
       try {
@@ -206,7 +206,7 @@ Deno.test({
       }).output();
       assert(made.success);
       const search = new RipgrepSearch({
-        fs: new LocalFileSystem({ root: dir }),
+        fs: new LocalFileSystem({ cwd: dir }),
       });
       const files = await search.grep({ pattern: "needle", path: dir });
       assert(files.mode === "files_with_matches");
@@ -269,7 +269,7 @@ Deno.test({
       await Deno.writeTextFile(`${dir}/big.txt`, "needle\n".repeat(400));
       await Deno.writeTextFile(`${dir}/small.txt`, "needle\n");
       const search = new RipgrepSearch({
-        fs: new LocalFileSystem({ root: dir }),
+        fs: new LocalFileSystem({ cwd: dir }),
       });
       for (
         const outputMode of ["files_with_matches", "count", "content"] as const
@@ -340,7 +340,7 @@ Deno.test({
       );
       await Deno.writeTextFile(`${dir}/big.txt`, lines.join("\n") + "\n");
       await Deno.writeTextFile(`${dir}/small.txt`, "a\r\nneedle\r\n");
-      const fs = new LocalFileSystem({ root: dir });
+      const fs = new LocalFileSystem({ cwd: dir });
       const request = {
         pattern: "needle",
         outputMode: "content",
@@ -398,7 +398,7 @@ async function plan(
   root: string,
 ): Promise<GrepPlan> {
   return await planGrep(
-    new LocalFileSystem({ root }),
+    new LocalFileSystem({ cwd: root }),
     { pattern: "needle", path: root, ...request },
     true,
   );

@@ -58,7 +58,7 @@ export interface CreateSearchOptions {
  * const dir = await Deno.makeTempDir();
  * try {
  *   await Deno.writeTextFile(`${dir}/notes.md`, "# Title\nTODO: write\n");
- *   const search = createSearch({ fs: new LocalFileSystem({ root: dir }), local: true });
+ *   const search = createSearch({ fs: new LocalFileSystem({ cwd: dir }), local: true });
  *   const result = await search.grep({ pattern: "TODO", outputMode: "content" });
  *   assert(result.mode === "content" && result.lines[0]?.lineNumber === 2);
  * } finally {

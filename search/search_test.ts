@@ -10,7 +10,7 @@ import { LocalFileSystem } from "../runtimes/local/fs.ts";
 
 Deno.test("createSearch() uses ripgrep when local and installed", async () => {
   const search = createSearch({
-    fs: new LocalFileSystem({ root: Deno.cwd() }),
+    fs: new LocalFileSystem({ cwd: Deno.cwd() }),
     local: true,
   });
   const rg = await detectRipgrep();
@@ -30,7 +30,7 @@ Deno.test("createSearch() falls back silently when ripgrep is missing", async ()
   try {
     await Deno.writeTextFile(`${dir}/a.txt`, "needle\n");
     const search = createSearch({
-      fs: new LocalFileSystem({ root: dir }),
+      fs: new LocalFileSystem({ cwd: dir }),
       local: true,
       ripgrepPath: "/nonexistent/rg-skillrun",
     });
@@ -50,7 +50,7 @@ Deno.test("createSearch() falls back silently when ripgrep is missing", async ()
 
 Deno.test("createSearch() with useRipgrep true fails clearly when ripgrep is missing", async () => {
   const search = createSearch({
-    fs: new LocalFileSystem({ root: Deno.cwd() }),
+    fs: new LocalFileSystem({ cwd: Deno.cwd() }),
     local: true,
     useRipgrep: true,
     ripgrepPath: "/nonexistent/rg-skillrun",
@@ -64,7 +64,7 @@ Deno.test("createSearch() with useRipgrep true fails clearly when ripgrep is mis
 
 Deno.test("createSearch() uses the fallback for a file system that is not local", async () => {
   const search = createSearch({
-    fs: new LocalFileSystem({ root: Deno.cwd() }),
+    fs: new LocalFileSystem({ cwd: Deno.cwd() }),
   });
   assertEquals(
     (await search.glob({ pattern: "*.md", path: "skill" })).engine,
@@ -73,7 +73,7 @@ Deno.test("createSearch() uses the fallback for a file system that is not local"
   assertThrows(
     () =>
       createSearch({
-        fs: new LocalFileSystem({ root: Deno.cwd() }),
+        fs: new LocalFileSystem({ cwd: Deno.cwd() }),
         useRipgrep: true,
       }),
     TypeError,

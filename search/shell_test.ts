@@ -28,7 +28,7 @@ engineSuite(
   (root) =>
     new ShellSearch({
       shell: bashShell(),
-      fs: new LocalFileSystem({ root }),
+      fs: new LocalFileSystem({ cwd: root }),
       useRipgrep: true,
     }),
   { backtracks: false, ignore: !rg },
@@ -39,7 +39,7 @@ engineSuite(
   (root) =>
     new ShellSearch({
       shell: bashShell({ path: noRgPath }),
-      fs: new LocalFileSystem({ root }),
+      fs: new LocalFileSystem({ cwd: root }),
     }),
   { backtracks: false },
 );
@@ -49,7 +49,7 @@ engineSuite(
   (root) =>
     new ShellSearch({
       shell: bashShell({ path: noBase64Path }),
-      fs: new LocalFileSystem({ root }),
+      fs: new LocalFileSystem({ cwd: root }),
     }),
   { backtracks: false },
 );
@@ -60,7 +60,7 @@ Deno.test("ShellSearch: tools are detected once; a missing rg is reported when r
     const shell = bashShell({ path: noRgPath });
     const search = new ShellSearch({
       shell,
-      fs: new LocalFileSystem({ root }),
+      fs: new LocalFileSystem({ cwd: root }),
     });
     const result = await search.grep({ pattern: "hello" });
     assertEquals(result.engine, "fallback");
@@ -71,7 +71,7 @@ Deno.test("ShellSearch: tools are detected once; a missing rg is reported when r
     assertEquals(search.stats.commands, shell.commands.length);
     const required = new ShellSearch({
       shell: bashShell({ path: noRgPath }),
-      fs: new LocalFileSystem({ root }),
+      fs: new LocalFileSystem({ cwd: root }),
       useRipgrep: true,
     });
     await assertRejects(
@@ -100,7 +100,7 @@ Deno.test({
       for (const name of names) {
         await Deno.writeTextFile(`${root}/${name}`, "needle 'quoted' $(x)\n");
       }
-      const fs = new LocalFileSystem({ root });
+      const fs = new LocalFileSystem({ cwd: root });
       const local = new RipgrepSearch({ fs });
       for (const [label, path] of [["rg", undefined], ["no rg", noRgPath]]) {
         const search = new ShellSearch({
@@ -158,7 +158,7 @@ Deno.test({
           treeBytes += text.length;
         }
       }
-      const fs = new LocalFileSystem({ root });
+      const fs = new LocalFileSystem({ cwd: root });
       // No rg: a find listing plus the files holding the literal (grep -F).
       for (
         const [label, path, factor] of [
@@ -199,13 +199,13 @@ Deno.test({
       }
       const search = new ShellSearch({
         shell: bashShell(),
-        fs: new LocalFileSystem({ root }),
+        fs: new LocalFileSystem({ cwd: root }),
         maxOutputBytes: 1024,
       });
       const error = await assertRejects(() => search.grep({ pattern: "x" }));
       assertStringIncludes(
         (error as Error).message,
-        "the answer in the sandbox passed the 1024 bytes output cap",
+        "the answer in the sandbox passed the 1 KiB output cap",
       );
     } finally {
       await Deno.remove(root, { recursive: true });
@@ -223,7 +223,7 @@ Deno.test({
       const line = `hit ${"x".repeat(60)}\n`;
       await Deno.writeTextFile(`${root}/a.txt`, line.repeat(20_000));
       await Deno.writeTextFile(`${root}/b.txt`, line.repeat(20_000));
-      const fs = new LocalFileSystem({ root });
+      const fs = new LocalFileSystem({ cwd: root });
       const request = {
         pattern: "hit",
         outputMode: "content",
@@ -275,7 +275,7 @@ Deno.test("ShellSearch: a sandbox command past the time limit is stopped and rep
       };
       const search = new ShellSearch({
         shell: slow,
-        fs: new LocalFileSystem({ root }),
+        fs: new LocalFileSystem({ cwd: root }),
       });
       const start = performance.now();
       const error = await assertRejects(() =>
@@ -307,7 +307,7 @@ Deno.test("ShellSearch: an abort during the tool detection is the caller's abort
     };
     const search = new ShellSearch({
       shell: slow,
-      fs: new LocalFileSystem({ root }),
+      fs: new LocalFileSystem({ cwd: root }),
     });
     const error = await assertRejects(() =>
       search.grep({ pattern: "hello", signal: controller.signal })

@@ -3,6 +3,7 @@
  *
  * @module
  */
+import { checkNumber } from "../_internal/check_number.ts";
 import type { Skill } from "./types.ts";
 import { Redactor } from "../_internal/redact.ts";
 
@@ -70,12 +71,12 @@ export function formatCatalog(
   skills: readonly Skill[],
   options: FormatCatalogOptions = {},
 ): string {
-  const budget = options.maxChars ?? DEFAULT_CATALOG_BUDGET;
-  if (!Number.isInteger(budget) || budget < 1) {
-    throw new RangeError(
-      `Cannot format the catalog: maxChars must be a positive integer, got ${budget}`,
-    );
-  }
+  const budget = checkNumber(
+    options.maxChars ?? DEFAULT_CATALOG_BUDGET,
+    "maxChars",
+    "positive integer",
+    "format the catalog with",
+  );
   if (skills.length === 0) return "";
   const locationOf = options.locationOf ?? ((skill: Skill) => skill.location);
   const redactor = new Redactor(options.secrets ?? []);

@@ -116,7 +116,7 @@ Deno.test("formatCatalog() refuses a budget that is not a positive integer", () 
   assertThrows(
     () => formatCatalog([skill("a", "b")], { maxChars: 0 }),
     RangeError,
-    "maxChars must be a positive integer, got 0",
+    'maxChars "0": it must be a positive integer',
   );
 });
 

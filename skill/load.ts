@@ -3,6 +3,7 @@
  *
  * @module
  */
+import { checkNumber } from "../_internal/check_number.ts";
 import { hostPath } from "../_internal/std.ts";
 import { HEAVY_FOLDER_NAMES } from "../_internal/heavy_folders.ts";
 import { mapLimited } from "../_internal/pool.ts";
@@ -161,7 +162,7 @@ export async function loadSkills(
  * @example Finding skill folders
  * ```ts
  * import { assert } from "@std/assert";
- * import { findSkillFolders } from "@skillrun/skillrun";
+ * import { findSkillFolders } from "./load.ts";
  * const root = await Deno.makeTempDir();
  * await Deno.mkdir(`${root}/broken`);
  * await Deno.writeTextFile(`${root}/broken/SKILL.md`, "no front matter");
@@ -267,18 +268,18 @@ function compareStrings(a: string, b: string): number {
 }
 
 function settingsOf(options: LoadSkillsOptions): Settings {
-  const maxDepth = options.maxDepth ?? DEFAULT_MAX_DEPTH;
-  if (!Number.isInteger(maxDepth) || maxDepth < 0) {
-    throw new RangeError(
-      `Cannot load skills: maxDepth must be a non-negative integer, got ${maxDepth}`,
-    );
-  }
-  const maxFolders = options.maxFolders ?? DEFAULT_MAX_FOLDERS;
-  if (!Number.isInteger(maxFolders) || maxFolders < 1) {
-    throw new RangeError(
-      `Cannot load skills: maxFolders must be a positive integer, got ${maxFolders}`,
-    );
-  }
+  const maxDepth = checkNumber(
+    options.maxDepth ?? DEFAULT_MAX_DEPTH,
+    "maxDepth",
+    "non-negative integer",
+    "load skills with",
+  );
+  const maxFolders = checkNumber(
+    options.maxFolders ?? DEFAULT_MAX_FOLDERS,
+    "maxFolders",
+    "positive integer",
+    "load skills with",
+  );
   return {
     maxDepth,
     maxFolders,

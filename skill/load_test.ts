@@ -358,12 +358,12 @@ Deno.test("loadSkills() rejects a missing root, a plain file and bad options", a
     await assertRejects(
       () => loadSkills(root, { maxDepth: -1 }),
       RangeError,
-      "maxDepth must be a non-negative integer, got -1",
+      'maxDepth "-1": it must be a non-negative integer',
     );
     await assertRejects(
       () => loadSkills(root, { maxFolders: 0 }),
       RangeError,
-      "maxFolders must be a positive integer, got 0",
+      'maxFolders "0": it must be a positive integer',
     );
     await assertRejects(() => loadSkills(""), TypeError);
   });

@@ -63,7 +63,7 @@ const CLOSING = /^---[ \t]*$/m;
  * @example Parsing a SKILL.md with CRLF and an unquoted colon
  * ```ts
  * import { assert } from "@std/assert";
- * import { parseSkillMd } from "@skillrun/skillrun";
+ * import { parseSkillMd } from "./parse.ts";
  * const doc = parseSkillMd(
  *   "---\r\nname: csv-report\r\ndescription: Use when: a CSV needs a summary\r\n" +
  *     "metadata:\r\n  version: 1.0\r\n---\r\n# Steps\r\n",

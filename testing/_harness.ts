@@ -312,13 +312,3 @@ export async function settle<T>(
 export function join(base: string, path: string): string {
   return base.endsWith("/") ? `${base}${path}` : `${base}/${path}`;
 }
-
-/**
- * Waits `ms` milliseconds.
- *
- * @param ms How long.
- * @returns When done.
- */
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}

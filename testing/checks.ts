@@ -7,6 +7,7 @@
  *
  * @module
  */
+import { delay } from "../_internal/async.ts";
 import { SkillRuntimeConfig } from "../runtimes/config.ts";
 import type {
   ExecuteResult,
@@ -20,7 +21,6 @@ import {
   messageOf,
   type RuntimeMode,
   settle,
-  sleep,
 } from "./_harness.ts";
 
 /** Which modes a check needs. */
@@ -80,7 +80,7 @@ async function run(
   h: Harness,
   runtime: SkillRuntime,
   command: string,
-  options: { workingDirectory?: string; env?: Record<string, string> } = {},
+  options: { cwd?: string; env?: Record<string, string> } = {},
 ): Promise<string> {
   const result = await runtime.execute({
     command,
@@ -97,6 +97,42 @@ async function run(
 }
 
 /** Whether a prepared skill is the source folder itself (used in place). */
+/** Expects a settled call to have succeeded; the message gets its error. */
+function expectOk(
+  h: Harness,
+  settled: { readonly ok: boolean; readonly error?: unknown },
+  message: string,
+): void {
+  h.expect(
+    settled.ok,
+    settled.ok ? message : `${message}: ${messageOf(settled.error)}`,
+  );
+}
+
+/**
+ * After a preparation that failed (its bootstrap logged one run into
+ * `<name>-boot.log` and waits for `<name>-flag`): sets the flag, checks that
+ * the next `prepare()` retries and succeeds, and that the bootstrap ran twice.
+ */
+async function expectRetried(
+  h: Harness,
+  runtime: SkillRuntime,
+  skill: Skill,
+  config: SkillRuntimeConfig,
+  name: string,
+  failure: string,
+): Promise<void> {
+  const wd = runtime.cwd;
+  await runtime.fs.writeText(join(wd, `${name}-flag`), "");
+  const retried = await settle(prepareOne(runtime, skill, config));
+  expectOk(h, retried, `the next prepare() must retry and succeed`);
+  const runs = await countLines(runtime, join(wd, `${name}-boot.log`));
+  h.expect(
+    runs === 2,
+    `the bootstrap ran ${runs} times over ${failure} and a retried preparation (expected 2: nothing cached)`,
+  );
+}
+
 function inPlace(prepared: PreparedSkill, skill: Skill): boolean {
   return prepared.basePath === skill.basePath;
 }
@@ -186,7 +222,7 @@ const prepareIdempotent: ConformanceCheck = {
   modes: "each",
   async run(h, mode) {
     const runtime = await h.open(mode);
-    const log = join(runtime.defaultWorkingDirectory, "idempotent-boot.log");
+    const log = join(runtime.cwd, "idempotent-boot.log");
     const skill = await h.skill("idem");
     const config = new SkillRuntimeConfig({
       env: { CONFORMANCE_LOG: log },
@@ -251,7 +287,7 @@ const environmentInjected: ConformanceCheck = {
       );
     }
     const inBase = await run(h, runtime, echo, {
-      workingDirectory: prepared.basePath,
+      cwd: prepared.basePath,
     });
     h.expect(
       inBase === value,
@@ -296,7 +332,7 @@ const bootstrapAfterUpload: ConformanceCheck = {
   modes: "each",
   async run(h, mode) {
     const first = await h.open(mode);
-    const log = join(first.defaultWorkingDirectory, "upload-boot.log");
+    const log = join(first.cwd, "upload-boot.log");
     const skill = await h.skill("upload", { "data.txt": "source v1" });
     const config = new SkillRuntimeConfig({
       env: { CONFORMANCE_LOG: log },
@@ -356,7 +392,7 @@ const failedBootstrapNotCached: ConformanceCheck = {
   modes: "each",
   async run(h, mode) {
     const runtime = await h.open(mode);
-    const wd = runtime.defaultWorkingDirectory;
+    const wd = runtime.cwd;
     const secret = `sk-conformance-${crypto.randomUUID()}`;
     const skill = await h.skill("failing");
     const config = new SkillRuntimeConfig({
@@ -395,19 +431,7 @@ const failedBootstrapNotCached: ConformanceCheck = {
       leaked === "unset",
       "a command still gets the variables of a skill that failed to prepare",
     );
-    await runtime.fs.writeText(join(wd, "failing-flag"), "");
-    const retried = await settle(prepareOne(runtime, skill, config));
-    h.expect(
-      retried.ok,
-      `the next prepare() must retry and succeed: ${
-        retried.ok ? "" : messageOf(retried.error)
-      }`,
-    );
-    const runs = await countLines(runtime, join(wd, "failing-boot.log"));
-    h.expect(
-      runs === 2,
-      `the bootstrap ran ${runs} times over a failed and a retried preparation (expected 2: nothing cached)`,
-    );
+    await expectRetried(h, runtime, skill, config, "failing", "a failed");
     h.expect(
       runtime.environment().CONFORMANCE_TOKEN === secret,
       "after the retry succeeded, environment() must hold the skill's variables",
@@ -422,7 +446,7 @@ const timedOutBootstrapNotCached: ConformanceCheck = {
   modes: "each",
   async run(h, mode) {
     const runtime = await h.open(mode);
-    const wd = runtime.defaultWorkingDirectory;
+    const wd = runtime.cwd;
     const skill = await h.skill("slow");
     const config = new SkillRuntimeConfig({
       env: {
@@ -449,19 +473,7 @@ const timedOutBootstrapNotCached: ConformanceCheck = {
       timedOut === undefined || timedOut === true,
       "the error of a timed-out bootstrap says it did not time out",
     );
-    await runtime.fs.writeText(join(wd, "slow-flag"), "");
-    const retried = await settle(prepareOne(runtime, skill, config));
-    h.expect(
-      retried.ok,
-      `the next prepare() must retry and succeed: ${
-        retried.ok ? "" : messageOf(retried.error)
-      }`,
-    );
-    const runs = await countLines(runtime, join(wd, "slow-boot.log"));
-    h.expect(
-      runs === 2,
-      `the bootstrap ran ${runs} times over a timed-out and a retried preparation (expected 2: nothing cached)`,
-    );
+    await expectRetried(h, runtime, skill, config, "slow", "a timed-out");
   },
 };
 
@@ -472,7 +484,7 @@ const timeoutStopsCommand: ConformanceCheck = {
   modes: "one",
   async run(h, mode) {
     const runtime = await h.open(mode);
-    const wd = runtime.defaultWorkingDirectory;
+    const wd = runtime.cwd;
     const late = (name: string) =>
       `(sleep 3; echo late > ${name}-child.txt) & sleep 3; echo late > ${name}.txt`;
     const started = performance.now();
@@ -505,7 +517,7 @@ const timeoutStopsCommand: ConformanceCheck = {
       took < 2_500,
       `the results came ${Math.round(took)} ms after the start (300 ms limits)`,
     );
-    await sleep(Math.max(0, 4_000 - (performance.now() - started)));
+    await delay(Math.max(0, 4_000 - (performance.now() - started)));
     for (const name of ["timeout", "abort"]) {
       for (const file of [`${name}.txt`, `${name}-child.txt`]) {
         h.expect(
@@ -627,7 +639,7 @@ const binaryIdentical: ConformanceCheck = {
       } of ${info?.size} bytes, not ${blob.length}`,
     );
     const size = await run(h, runtime, "wc -c < assets/blob.bin", {
-      workingDirectory: prepared.basePath,
+      cwd: prepared.basePath,
     });
     h.expect(
       Number(size.trim()) === blob.length,
@@ -653,7 +665,7 @@ const binaryIdentical: ConformanceCheck = {
       "the downloaded file differs from the source file",
     );
     await run(h, runtime, "cp assets/blob.bin made.bin", {
-      workingDirectory: prepared.basePath,
+      cwd: prepared.basePath,
     });
     h.expect(
       sameBytes(
@@ -720,35 +732,19 @@ const closeIdempotent: ConformanceCheck = {
       await unused.close();
       await unused.close();
     });
-    h.expect(
-      unusedTwice.ok,
-      `close() twice on a runtime never used must resolve: ${
-        unusedTwice.ok ? "" : messageOf(unusedTwice.error)
-      }`,
+    expectOk(
+      h,
+      unusedTwice,
+      `close() twice on a runtime never used must resolve`,
     );
     const used = await h.open(mode);
     await run(h, used, "true");
     const closing = await settle(Promise.all([used.close(), used.close()]));
-    h.expect(
-      closing.ok,
-      `two close() at once must both resolve: ${
-        closing.ok ? "" : messageOf(closing.error)
-      }`,
-    );
+    expectOk(h, closing, `two close() at once must both resolve`);
     const again = await settle(() => used.close());
-    h.expect(
-      again.ok,
-      `close() of a closed runtime must resolve: ${
-        again.ok ? "" : messageOf(again.error)
-      }`,
-    );
+    expectOk(h, again, `close() of a closed runtime must resolve`);
     const disposed = await settle(() => used[Symbol.asyncDispose]());
-    h.expect(
-      disposed.ok,
-      `dispose after close() must resolve: ${
-        disposed.ok ? "" : messageOf(disposed.error)
-      }`,
-    );
+    expectOk(h, disposed, `dispose after close() must resolve`);
   },
 };
 
@@ -765,19 +761,13 @@ const configNotIgnored: ConformanceCheck = {
     const other = new SkillRuntimeConfig({ env: { CONFORMANCE_CHOICE: "2" } });
     await prepareOne(runtime, skill, first);
     const again = await settle(prepareOne(runtime, skill, same));
-    h.expect(
-      again.ok,
-      `preparing again with an equal configuration must succeed: ${
-        again.ok ? "" : messageOf(again.error)
-      }`,
+    expectOk(
+      h,
+      again,
+      `preparing again with an equal configuration must succeed`,
     );
     const bare = await settle(prepareOne(runtime, skill));
-    h.expect(
-      bare.ok,
-      `preparing again without a configuration must succeed: ${
-        bare.ok ? "" : messageOf(bare.error)
-      }`,
-    );
+    expectOk(h, bare, `preparing again without a configuration must succeed`);
     const changed = await settle(prepareOne(runtime, skill, other));
     h.expect(
       !changed.ok,
@@ -824,7 +814,7 @@ const pathsQuoted: ConformanceCheck = {
     );
     const inside = await runtime.execute({
       command: 'pwd; printf "%s\\n" *',
-      workingDirectory: ODD_DIR,
+      cwd: ODD_DIR,
     });
     const [pwd, name] = inside.stdout.split("\n");
     h.expect(
@@ -966,7 +956,7 @@ const workspaceLayout: ConformanceCheck = {
   modes: "workspace",
   async run(h) {
     const runtime = await h.open("workspace", "layout-1");
-    const ws = runtime.defaultWorkingDirectory;
+    const ws = runtime.cwd;
     h.expect(
       ws.startsWith("/") && ws.split("/").at(-1) === "layout-1",
       `the workspace of conversation "layout-1" is "${ws}"`,
@@ -985,7 +975,7 @@ const workspaceLayout: ConformanceCheck = {
       "commands must run in the workspace by default",
     );
     h.expect(
-      (await run(h, runtime, "pwd", { workingDirectory: "notes" })).trim() ===
+      (await run(h, runtime, "pwd", { cwd: "notes" })).trim() ===
         `${ws}/notes`,
       "a relative working directory must resolve inside the workspace",
     );
@@ -1005,7 +995,7 @@ const workspaceFence: ConformanceCheck = {
   modes: "workspace",
   async run(h) {
     const runtime = await h.open("workspace", "fence-1");
-    const ws = runtime.defaultWorkingDirectory;
+    const ws = runtime.cwd;
     const parent = ws.slice(0, ws.lastIndexOf("/")) || "/";
     const fs = runtime.fs;
     await refusedByFence(h, 'resolve("../x")', () => fs.resolve("../x"));
@@ -1043,8 +1033,8 @@ const workspaceFence: ConformanceCheck = {
     );
     await refusedByFence(
       h,
-      'execute({ workingDirectory: ".." })',
-      () => runtime.execute({ command: "true", workingDirectory: ".." }),
+      'execute({ cwd: ".." })',
+      () => runtime.execute({ command: "true", cwd: ".." }),
     );
     h.expect(
       (await run(h, runtime, "test -e ../escape.txt && echo yes || echo no"))
@@ -1082,12 +1072,7 @@ const workspaceIds: ConformanceCheck = {
       );
     }
     const ok = await settle(() => h.open("workspace", "Thread.2026-07_a"));
-    h.expect(
-      ok.ok,
-      `the valid conversation id "Thread.2026-07_a" was refused: ${
-        ok.ok ? "" : messageOf(ok.error)
-      }`,
-    );
+    expectOk(h, ok, `the valid conversation id "Thread.2026-07_a" was refused`);
   },
 };
 
@@ -1102,7 +1087,7 @@ const workspaceReuse: ConformanceCheck = {
     await first.close();
     const second = await h.open("workspace", "reuse-a");
     h.expect(
-      second.defaultWorkingDirectory === first.defaultWorkingDirectory,
+      second.cwd === first.cwd,
       "a conversation opened again must have the same workspace",
     );
     const kept = await settle(
@@ -1114,7 +1099,7 @@ const workspaceReuse: ConformanceCheck = {
     );
     const other = await h.open("workspace", "reuse-b");
     h.expect(
-      other.defaultWorkingDirectory !== first.defaultWorkingDirectory,
+      other.cwd !== first.cwd,
       "two conversations share one workspace",
     );
     h.expect(

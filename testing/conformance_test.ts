@@ -94,7 +94,7 @@ testRuntimeConformance<
   ({ dir, conversationId, context }) =>
     new AioSkillRuntime({
       baseUrl: context.server.server.baseUrl,
-      token: TEST_TOKEN,
+      apiKey: TEST_TOKEN,
       ...(conversationId === undefined
         ? { cwd: dir, skillsRoot: `${dir}/.skills` }
         : {
@@ -117,7 +117,7 @@ testRuntimeConformance<{ server: E2BServer; store: MemoryConversationStore }>(
   ({ dir, conversationId, context }) =>
     new E2BSkillRuntime({
       apiKey: "conformance-key",
-      apiUrl: context.server.url,
+      baseUrl: context.server.url,
       sandboxUrl: context.server.url,
       ...(conversationId === undefined
         ? { cwd: dir, skillsRoot: `${dir}/.skills` }
@@ -143,7 +143,7 @@ testRuntimeConformance<
   "vercel",
   ({ dir, conversationId, context }) =>
     new VercelSandboxSkillRuntime({
-      token: "conformance-token",
+      apiKey: "conformance-token",
       teamId: "team_c",
       projectId: "prj_c",
       baseUrl: context.server.url,

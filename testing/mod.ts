@@ -156,7 +156,7 @@ function findCheck(id: string): ConformanceCheck {
  *   const real = new LocalSkillRuntime({ cwd: setup.dir });
  *   return {
  *     name: "no-stderr",
- *     defaultWorkingDirectory: real.defaultWorkingDirectory,
+ *     cwd: real.cwd,
  *     fs: real.fs,
  *     prepare: (request) => real.prepare(request),
  *     execute: async (request) => ({ ...await real.execute(request), stderr: "" }),

@@ -76,7 +76,7 @@ function wrap(real: SkillRuntime, faults: Faults): SkillRuntime {
   const close = faults.close ?? (() => real.close());
   return {
     name: "broken",
-    defaultWorkingDirectory: real.defaultWorkingDirectory,
+    cwd: real.cwd,
     fs,
     prepare: faults.prepare ?? ((request) => real.prepare(request)),
     execute: faults.execute ?? ((request) => real.execute(request)),
@@ -151,7 +151,7 @@ const BROKEN: Readonly<Record<string, BrokenCase>> = {
             for (const { command } of config?.bootstrap ?? []) {
               await real.execute({
                 command,
-                workingDirectory: prepared[index]!.basePath,
+                cwd: prepared[index]!.basePath,
               });
             }
           }
@@ -236,7 +236,7 @@ const BROKEN: Readonly<Record<string, BrokenCase>> = {
     make: async (setup) => {
       const real = await local(setup);
       return wrap(real, {
-        execute: async ({ workingDirectory, ...request }) => {
+        execute: async ({ cwd: workingDirectory, ...request }) => {
           if (workingDirectory === undefined) return real.execute(request);
           const folder = await real.fs.resolve(workingDirectory);
           return real.execute({
@@ -399,7 +399,7 @@ const BROKEN: Readonly<Record<string, BrokenCase>> = {
     // A file system without the workspace's fence.
     make: async (setup) => {
       const real = await local(setup);
-      const open = new LocalFileSystem({ root: real.defaultWorkingDirectory });
+      const open = new LocalFileSystem({ cwd: real.cwd });
       return wrap(real, {
         fs: {
           resolve: (path) => open.resolve(path),
@@ -543,7 +543,7 @@ Deno.test('conformance: a conversation runtime that bootstraps again without an 
                   for (const { command } of config?.bootstrap ?? []) {
                     await real.execute({
                       command,
-                      workingDirectory: prepared[index]!.basePath,
+                      cwd: prepared[index]!.basePath,
                     });
                   }
                 }

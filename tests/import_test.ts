@@ -78,8 +78,13 @@ Deno.test("the main entry point exports what an agent author needs, not internal
     assertEquals(name in main, false, `${name} is internal to mod.ts`);
   }
   const runtime = await import(new URL("runtimes/mod.ts", ROOT).href);
-  for (const name of ["PreparationEngine", "runProcessGroup", "PathFence"]) {
+  for (
+    const name of ["PreparationEngine", "DenoCommandLauncher", "PathFence"]
+  ) {
     assertEquals(name in runtime, true, `${name} is missing from ./runtime`);
+  }
+  for (const name of ["runProcessGroup", "shellQuote", "multipartBody"]) {
+    assertEquals(name in runtime, false, `${name} is internal to ./runtime`);
   }
 });
 

@@ -13,7 +13,8 @@ import {
 import { type ToolInput, validateInput } from "./_input.ts";
 import type { ToolContext } from "./context.ts";
 import { EventSink } from "../observe/events.ts";
-import { inSpan, markError } from "../observe/otel.ts";
+import { inSpan, markError, tracingActive } from "../observe/otel.ts";
+import type { Span } from "@opentelemetry/api";
 import type { JsonSchema, Tool, ToolCallOptions, ToolResult } from "./types.ts";
 
 /** What a tool's body gets. */
@@ -76,21 +77,24 @@ export function defineTool(
       const callId = typeof options?.toolCallId === "string"
         ? options.toolCallId
         : undefined;
-      return inSpan(`execute_tool ${name}`, {
-        "gen_ai.operation.name": "execute_tool",
-        "gen_ai.tool.name": name,
-        ...(callId !== undefined ? { "gen_ai.tool.call.id": callId } : {}),
-      }, async (span) => {
+      const body = async (span?: Span): Promise<ToolResult> => {
         const events = callEvents(context, options ?? {});
         const result = events
           ? await observedCall(events, name, options ?? {}, call, input)
           : await call(input, options ?? {});
-        if (result.isError) {
+        if (result.isError && span) {
           span.setAttribute("error.type", "tool_error");
           markError(span, result.text.split("\n", 1)[0]!.slice(0, 200));
         }
         return result;
-      });
+      };
+      // Nothing listening: no span, not even its attributes.
+      if (!tracingActive()) return body();
+      return inSpan(`execute_tool ${name}`, {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": name,
+        ...(callId !== undefined ? { "gen_ai.tool.call.id": callId } : {}),
+      }, body);
     },
   });
 

@@ -27,6 +27,7 @@ import {
 import { createSearch } from "../search/search.ts";
 import type { SearchEngine } from "../search/types.ts";
 import { commandSucceeds } from "../_internal/command.ts";
+import { startRemoteTestServer } from "../runtimes/remote/_testing.ts";
 
 /** A temporary folder removed on dispose. */
 export interface TempDir extends AsyncDisposable {
@@ -127,6 +128,54 @@ export const LOCAL_KIND: RuntimeKind = {
     }),
 };
 
+/** Where a remote kind's runtime works: plain in `cwd`, or a conversation. */
+type RemoteWhere =
+  | { readonly cwd: string; readonly skillsRoot: string }
+  | {
+    readonly conversationsRoot: string;
+    readonly conversationId: string;
+    readonly store: MemoryConversationStore;
+  };
+
+/**
+ * A remote kind's factory: its test server with a temporary folder (plain
+ * runtimes upload their skills below it), runtimes on it, all closed and
+ * removed on dispose. A conversation runtime is opened by `open` on return
+ * (the tests put files into the workspace with Deno calls before its first
+ * call).
+ */
+async function remoteFactory<S, R extends SkillRuntime>(kind: {
+  readonly prefix: string;
+  start(dir: string): S | Promise<S>;
+  close(server: S): Promise<void>;
+  runtime(server: S, where: RemoteWhere): R;
+  skillsRoot?(dir: string): string;
+  open(runtime: R): Promise<unknown>;
+}): Promise<RuntimeFactory> {
+  const store = new MemoryConversationStore();
+  const base = await startRemoteTestServer<S, RemoteWhere, R>({
+    prefix: kind.prefix,
+    start: kind.start,
+    close: kind.close,
+    runtime: (server, _dir, where) =>
+      kind.runtime(server, where as RemoteWhere),
+  });
+  const skillsRoot = kind.skillsRoot?.(base.dir) ?? base.dir;
+  return {
+    plain: (cwd: string) => base.runtime({ cwd, skillsRoot }),
+    conversation: async (conversationsRoot: string, conversationId: string) => {
+      const runtime = base.runtime({
+        conversationsRoot,
+        conversationId,
+        store,
+      });
+      await kind.open(runtime);
+      return runtime;
+    },
+    [Symbol.asyncDispose]: () => base[Symbol.asyncDispose](),
+  };
+}
+
 /**
  * The OpenSandbox runtime against the OpenSandbox test server (started per
  * test, real `bash` on this host): paths inside the sandbox are host paths,
@@ -140,52 +189,16 @@ export const OPENSANDBOX_KIND: RuntimeKind = {
     const bash = await commandSucceeds("bash", ["-c", "true"]);
     return bash ? null : "bash is not installed (the test server runs it)";
   },
-  start: async () => {
+  start: () => {
     const apiKey = "tools-suite-key";
-    const server = await startOpenSandboxServer({ apiKey });
-    const skillsRoot = await Deno.realPath(
-      await Deno.makeTempDir({ prefix: "skillrun-os-skills-" }),
-    );
-    const store = new MemoryConversationStore();
-    const runtimes: OpenSandboxSkillRuntime[] = [];
-    const made = (runtime: OpenSandboxSkillRuntime) => {
-      runtimes.push(runtime);
-      return runtime;
-    };
-    return {
-      plain: (cwd: string) =>
-        made(
-          new OpenSandboxSkillRuntime({
-            baseUrl: server.url,
-            apiKey,
-            cwd,
-            skillsRoot,
-          }),
-        ),
-      conversation: async (
-        conversationsRoot: string,
-        conversationId: string,
-      ) => {
-        const runtime = made(
-          new OpenSandboxSkillRuntime({
-            baseUrl: server.url,
-            apiKey,
-            conversationId,
-            conversationsRoot,
-            store,
-          }),
-        );
-        // The tests put files into the workspace with Deno calls before the
-        // runtime's first call: connect now, which makes the workspace.
-        await runtime.connect();
-        return runtime;
-      },
-      [Symbol.asyncDispose]: async () => {
-        for (const runtime of runtimes) await runtime.close().catch(() => {});
-        await server.close();
-        await Deno.remove(skillsRoot, { recursive: true }).catch(() => {});
-      },
-    };
+    return remoteFactory({
+      prefix: "skillrun-os-skills-",
+      start: () => startOpenSandboxServer({ apiKey }),
+      close: (server) => server.close(),
+      runtime: (server, where) =>
+        new OpenSandboxSkillRuntime({ baseUrl: server.url, apiKey, ...where }),
+      open: (runtime) => runtime.connect(),
+    });
   },
 };
 
@@ -194,57 +207,28 @@ export const OPENSANDBOX_KIND: RuntimeKind = {
  * `bash` on this host, with a bearer token): as for OpenSandbox, paths inside
  * the container are host paths; plain runtimes work in `cwd`, conversation
  * runtimes in `<conversationsRoot>/<id>`, and skills of plain runtimes are
- * uploaded into a temporary folder of the test.
+ * uploaded into a temporary folder of the test (the container's home).
  */
 export const AIO_KIND: RuntimeKind = {
   name: "aio",
   unavailable: OPENSANDBOX_KIND.unavailable,
-  start: async () => {
+  start: () => {
     const token = "tools-suite-aio-token";
-    const home = await Deno.realPath(
-      await Deno.makeTempDir({ prefix: "skillrun-aio-home-" }),
-    );
-    const server = startAioServer({ token, home });
-    const store = new MemoryConversationStore();
-    const runtimes: AioSkillRuntime[] = [];
-    const made = (runtime: AioSkillRuntime) => {
-      runtimes.push(runtime);
-      return runtime;
-    };
-    return {
-      plain: (cwd: string) =>
-        made(
-          new AioSkillRuntime({
-            baseUrl: server.baseUrl,
-            token,
-            cwd,
-            skillsRoot: `${home}/skills`,
-          }),
-        ),
+    return remoteFactory({
+      prefix: "skillrun-aio-home-",
+      start: (home) => startAioServer({ token, home }),
+      close: (server) => server.close(),
+      runtime: (server, where) =>
+        new AioSkillRuntime({
+          baseUrl: server.baseUrl,
+          apiKey: token,
+          ...where,
+        }),
+      skillsRoot: (home) => `${home}/skills`,
       // Opened as the local kind's are: the workspace exists on return (the
       // runtime itself waits for its first use to touch the container).
-      conversation: async (
-        conversationsRoot: string,
-        conversationId: string,
-      ) => {
-        const runtime = made(
-          new AioSkillRuntime({
-            baseUrl: server.baseUrl,
-            token,
-            conversationId,
-            conversationsRoot,
-            store,
-          }),
-        );
-        await runtime.fs.stat(".");
-        return runtime;
-      },
-      [Symbol.asyncDispose]: async () => {
-        for (const runtime of runtimes) await runtime.close().catch(() => {});
-        await server.close();
-        await Deno.remove(home, { recursive: true }).catch(() => {});
-      },
-    };
+      open: (runtime) => runtime.fs.stat("."),
+    });
   },
 };
 
@@ -258,43 +242,21 @@ export const AIO_KIND: RuntimeKind = {
 export const E2B_KIND: RuntimeKind = {
   name: "e2b",
   unavailable: OPENSANDBOX_KIND.unavailable,
-  start: async () => {
+  start: () => {
     const apiKey = "tools-suite-e2b-key";
-    const server = startE2BServer({ apiKey });
-    const skillsRoot = await Deno.realPath(
-      await Deno.makeTempDir({ prefix: "skillrun-e2b-skills-" }),
-    );
-    const store = new MemoryConversationStore();
-    const runtimes: E2BSkillRuntime[] = [];
-    const made = (runtime: E2BSkillRuntime) => {
-      runtimes.push(runtime);
-      return runtime;
-    };
-    const common = { apiKey, apiUrl: server.url, sandboxUrl: server.url };
-    return {
-      plain: (cwd: string) =>
-        made(new E2BSkillRuntime({ ...common, cwd, skillsRoot })),
-      conversation: async (
-        conversationsRoot: string,
-        conversationId: string,
-      ) => {
-        const runtime = made(
-          new E2BSkillRuntime({
-            ...common,
-            conversationId,
-            conversationsRoot,
-            store,
-          }),
-        );
-        await runtime.connect();
-        return runtime;
-      },
-      [Symbol.asyncDispose]: async () => {
-        for (const runtime of runtimes) await runtime.close().catch(() => {});
-        await server.close();
-        await Deno.remove(skillsRoot, { recursive: true }).catch(() => {});
-      },
-    };
+    return remoteFactory({
+      prefix: "skillrun-e2b-skills-",
+      start: () => startE2BServer({ apiKey }),
+      close: (server) => server.close(),
+      runtime: (server, where) =>
+        new E2BSkillRuntime({
+          apiKey,
+          baseUrl: server.url,
+          sandboxUrl: server.url,
+          ...where,
+        }),
+      open: (runtime) => runtime.connect(),
+    });
   },
 };
 
@@ -306,48 +268,22 @@ export const E2B_KIND: RuntimeKind = {
 export const VERCEL_KIND: RuntimeKind = {
   name: "vercel",
   unavailable: OPENSANDBOX_KIND.unavailable,
-  start: async () => {
+  start: () => {
     const token = "tools-suite-vercel-token";
-    const server = startVercelServer({ token });
-    const skillsRoot = await Deno.realPath(
-      await Deno.makeTempDir({ prefix: "skillrun-vercel-skills-" }),
-    );
-    const store = new MemoryConversationStore();
-    const runtimes: VercelSandboxSkillRuntime[] = [];
-    const made = (runtime: VercelSandboxSkillRuntime) => {
-      runtimes.push(runtime);
-      return runtime;
-    };
-    const common = {
-      token,
-      teamId: "team_tools",
-      projectId: "prj_tools",
-      baseUrl: server.url,
-    };
-    return {
-      plain: (cwd: string) =>
-        made(new VercelSandboxSkillRuntime({ ...common, cwd, skillsRoot })),
-      conversation: async (
-        conversationsRoot: string,
-        conversationId: string,
-      ) => {
-        const runtime = made(
-          new VercelSandboxSkillRuntime({
-            ...common,
-            conversationId,
-            conversationsRoot,
-            store,
-          }),
-        );
-        await runtime.connect();
-        return runtime;
-      },
-      [Symbol.asyncDispose]: async () => {
-        for (const runtime of runtimes) await runtime.close().catch(() => {});
-        await server.close();
-        await Deno.remove(skillsRoot, { recursive: true }).catch(() => {});
-      },
-    };
+    return remoteFactory({
+      prefix: "skillrun-vercel-skills-",
+      start: () => startVercelServer({ token }),
+      close: (server) => server.close(),
+      runtime: (server, where) =>
+        new VercelSandboxSkillRuntime({
+          apiKey: token,
+          teamId: "team_tools",
+          projectId: "prj_tools",
+          baseUrl: server.url,
+          ...where,
+        }),
+      open: (runtime) => runtime.connect(),
+    });
   },
 };
 
@@ -490,7 +426,7 @@ export async function conversationContext(
   return {
     context: createToolContext(runtime, options),
     runtime,
-    workspace: runtime.defaultWorkingDirectory,
+    workspace: runtime.cwd,
   };
 }
 
@@ -520,7 +456,7 @@ export function contextWithEngine(
   const real = new LocalSkillRuntime({ cwd });
   const runtime: SkillRuntime & { search: SearchEngine } = {
     name: real.name,
-    defaultWorkingDirectory: real.defaultWorkingDirectory,
+    cwd: real.cwd,
     fs: real.fs,
     prepare: (request) => real.prepare(request),
     execute: (request) => real.execute(request),

@@ -68,12 +68,12 @@ export function createBashOutputTool(context: ToolContext): Tool {
       required: ["id"],
       additionalProperties: false,
     },
-    run({ input }) {
-      const read = contextBackground(context).read(input.id as string);
-      return Promise.resolve({
+    async run({ input }) {
+      const read = await contextBackground(context).read(input.id as string);
+      return {
         text: cutMiddle(outputText(read), context.limits.bashOutputChars),
         isError: false,
-      });
+      };
     },
   });
 }

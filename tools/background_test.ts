@@ -5,12 +5,11 @@ import { tempDir } from "./_testing.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-Deno.test("background tools: bash starts, bash_output reads new output then the exit code, kill_bash stops", async () => {
+Deno.test("background tools (on by default): bash starts, bash_output reads new output then the exit code, kill_bash stops", async () => {
   await using dir = await tempDir();
   const runtime = new LocalSkillRuntime({ cwd: dir.path });
   await using set = await buildSkillTools({
     runtime,
-    background: true,
     limits: { backgroundCommands: 1 },
   });
   assertEquals(set.tools.map((t) => t.name).slice(0, 3), [
@@ -59,13 +58,35 @@ Deno.test("background tools: bash starts, bash_output reads new output then the 
   await runtime.close();
 });
 
-Deno.test("without background: true, bash has no run_in_background and there are no background tools", async () => {
-  await using set = await buildSkillTools({});
-  assert(!("run_in_background" in set.tool("bash")!.inputSchema.properties));
-  assertEquals(set.tool("bash_output"), undefined);
-  const refused = await set.tool("bash")!.execute({
-    command: "true",
-    run_in_background: true,
-  });
-  assert(refused.isError);
+Deno.test("background: false (or a tools list without bash_output): bash has no run_in_background and there are no background tools", async () => {
+  for (
+    const options of [
+      { background: false },
+      { tools: ["bash", "kill_bash"] as const },
+    ]
+  ) {
+    await using set = await buildSkillTools(options);
+    assert(
+      !("run_in_background" in set.tool("bash")!.inputSchema.properties),
+    );
+    assertEquals(set.tool("bash_output"), undefined);
+    assertEquals(set.tool("kill_bash"), undefined);
+    const refused = await set.tool("bash")!.execute({
+      command: "true",
+      run_in_background: true,
+    });
+    assert(refused.isError);
+  }
+  await using all = await buildSkillTools({});
+  assertEquals(all.tools.map((t) => t.name), [
+    "bash",
+    "bash_output",
+    "kill_bash",
+    "read",
+    "write",
+    "edit",
+    "ls",
+    "glob",
+    "grep",
+  ]);
 });

@@ -8,7 +8,9 @@ import type { Tool } from "./types.ts";
 import { redactSecrets } from "../_internal/redact.ts";
 import { cutMiddle, defineTool, pathError } from "./_shared.ts";
 import { outputEmitter } from "../observe/events.ts";
-import { inSpan } from "../observe/otel.ts";
+import { inSpan, tracingActive } from "../observe/otel.ts";
+import type { Span } from "@opentelemetry/api";
+import type { ExecuteResult } from "../runtimes/types.ts";
 import { contextBackground } from "./background.ts";
 
 /** The most bytes of each stream the runtime keeps in memory for `bash`. */
@@ -43,11 +45,14 @@ export function createBashTool(context: ToolContext): Tool {
     description:
       `Runs a bash command in the "${runtime.name}" runtime and returns its output: stdout, then "STDERR:" and stderr when not empty, then the exit code when it is not 0. ` +
       `Commands run in ${
-        JSON.stringify(runtime.defaultWorkingDirectory)
+        JSON.stringify(runtime.cwd)
       } unless working_directory says otherwise; use a skill's base directory to run its scripts. ` +
       `The environment configured for the skills is set for every command (do not print it). ` +
       `Default timeout ${limits.bashDefaultTimeoutMs} ms, at most ${limits.bashMaxTimeoutMs} ms. ` +
-      `Output over ${limits.bashOutputChars} characters is cut in the middle. Each call is a new shell: cd and export do not carry over.`,
+      `Output over ${limits.bashOutputChars} characters is cut in the middle. Each call is a new shell: cd and export do not carry over.` +
+      (context.background
+        ? ` For a server or a watcher, set run_in_background: the id comes back at once; read the output with bash_output and stop it with kill_bash.`
+        : ""),
     inputSchema: {
       type: "object",
       properties: {
@@ -74,7 +79,7 @@ export function createBashTool(context: ToolContext): Tool {
             run_in_background: {
               type: "boolean",
               description:
-                `Start the command and return its id at once (for servers and watchers); read its output with bash_output, stop it with kill_bash. At most ${limits.backgroundCommands} at once; the timeout applies only when given.`,
+                `Start the command and return its id at once (for servers and watchers); read what it wrote since the last read with bash_output, stop it and everything it started with kill_bash. At most ${limits.backgroundCommands} at once; the timeout applies only when given; every one ends when the session ends.`,
             },
           }
           : {}),
@@ -92,12 +97,12 @@ export function createBashTool(context: ToolContext): Tool {
       }
       const timeoutMs = (input.timeout as number | undefined) ??
         limits.bashDefaultTimeoutMs;
-      let workingDirectory: string | undefined;
+      let cwd: string | undefined;
       if (input.working_directory !== undefined) {
         const given = input.working_directory as string;
-        workingDirectory = await runtime.fs.resolve(given);
+        cwd = await runtime.fs.resolve(given);
         const info = await runtime.fs.stat(
-          workingDirectory,
+          cwd,
           signal ? { signal } : {},
         );
         if (!info) return pathError("run in", given, "no such folder");
@@ -106,10 +111,10 @@ export function createBashTool(context: ToolContext): Tool {
         }
       }
       if (input.run_in_background === true) {
-        const info = contextBackground(context).start({
+        const info = await contextBackground(context).start({
           command,
           ...(input.timeout !== undefined ? { timeoutMs } : {}),
-          ...(workingDirectory !== undefined ? { workingDirectory } : {}),
+          ...(cwd !== undefined ? { cwd: cwd } : {}),
         });
         return {
           text:
@@ -121,24 +126,28 @@ export function createBashTool(context: ToolContext): Tool {
       const stderr = events && outputEmitter(events, "stderr", callId);
       let result;
       try {
-        result = await inSpan(
-          "runtime.execute",
-          { "skillrun.runtime": runtime.name },
-          async (span) => {
-            const result = await runtime.execute({
-              command,
-              timeoutMs,
-              maxOutputBytes: MAX_OUTPUT_BYTES,
-              ...(workingDirectory !== undefined ? { workingDirectory } : {}),
-              ...(signal ? { signal } : {}),
-              ...(stdout && stderr
-                ? { onStdout: stdout.write, onStderr: stderr.write }
-                : {}),
-            });
-            span.setAttribute("process.exit.code", result.exitCode);
-            return result;
-          },
-        );
+        const run = async (span?: Span): Promise<ExecuteResult> => {
+          const result = await runtime.execute({
+            command,
+            timeoutMs,
+            maxOutputBytes: MAX_OUTPUT_BYTES,
+            ...(cwd !== undefined ? { cwd } : {}),
+            ...(signal ? { signal } : {}),
+            ...(stdout && stderr
+              ? { onStdout: stdout.write, onStderr: stderr.write }
+              : {}),
+          });
+          span?.setAttribute("process.exit.code", result.exitCode);
+          return result;
+        };
+        // Nothing listening: no span, not even its attributes.
+        result = tracingActive()
+          ? await inSpan(
+            "runtime.execute",
+            { "skillrun.runtime": runtime.name },
+            run,
+          )
+          : await run();
       } finally {
         stdout?.flush();
         stderr?.flush();

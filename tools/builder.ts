@@ -5,23 +5,17 @@
  *
  * @module
  */
-import {
+import type {
   SkillRuntimeConfig,
-  type SkillRuntimeConfigOptions,
+  SkillRuntimeConfigOptions,
 } from "../runtimes/config.ts";
 import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
 import type { SkillRuntime } from "../runtimes/types.ts";
 import type { FormatCatalogOptions } from "../skill/catalog.ts";
-import {
-  loadSkills,
-  type LoadSkillsOptions,
-  selectSkills,
-} from "../skill/load.ts";
+import type { LoadSkillsOptions } from "../skill/load.ts";
 import type { Skill } from "../skill/types.ts";
-import {
-  type InstalledSkillPackage,
-  verifyInstalled,
-} from "../package/installed.ts";
+import type { InstalledSkillPackage } from "../package/installed.ts";
+import { loadToolInput } from "./_tool_input.ts";
 import { createBashTool } from "./bash.ts";
 import { createBashOutputTool, createKillBashTool } from "./background.ts";
 import {
@@ -45,6 +39,8 @@ import { createWriteTool } from "./write.ts";
 export const TOOL_NAMES = [
   "skill",
   "bash",
+  "bash_output",
+  "kill_bash",
   "read",
   "write",
   "edit",
@@ -128,10 +124,12 @@ export interface BuildSkillToolsOptions {
    */
   readonly onEvent?: SkillEventListener;
   /**
-   * Offer background commands: `bash` takes `run_in_background: true`, and
-   * the `bash_output` and `kill_bash` tools come right after `bash`. At most
-   * `limits.backgroundCommands` (default 4) at once; the runtime's `close()`
-   * stops them. Default false.
+   * Background commands (default on): `bash` takes `run_in_background:
+   * true`, and the `bash_output` and `kill_bash` tools come right after
+   * `bash`. At most `limits.backgroundCommands` (default 4) at once; the
+   * runtime's `close()` stops them. `false` turns them off (`bash` without
+   * `run_in_background`, no `bash_output` nor `kill_bash`); so does a `tools`
+   * list without `bash_output`.
    */
   readonly background?: boolean;
 }
@@ -236,11 +234,16 @@ export async function buildSkillTools(
     throw new TypeError(`Cannot build the tools: options must be an object`);
   }
   checkRuntime(options.runtime);
-  checkPublisher(options.publisher);
   const wanted = checkToolNames(options.tools);
-  const { skills, warnings } = await gatherSkills(options);
-  const configs = bindConfigs(skills, options.configs);
+  const { skills, warnings, configs } = await loadToolInput(options);
 
+  // Background commands need bash to start them and bash_output to read them.
+  const background = options.background !== false && wanted.has("bash") &&
+    wanted.has("bash_output");
+  if (!background) {
+    wanted.delete("bash_output");
+    wanted.delete("kill_bash");
+  }
   const owned = options.runtime === undefined;
   const runtime = options.runtime ?? new LocalSkillRuntime();
   const context = createToolContext(runtime, {
@@ -249,7 +252,7 @@ export async function buildSkillTools(
     ...(options.limits ? { limits: options.limits } : {}),
     ...(options.publisher ? { publisher: options.publisher } : {}),
     ...(options.onEvent ? { onEvent: options.onEvent } : {}),
-    ...(options.background ? { background: true } : {}),
+    ...(background ? { background: true } : {}),
   });
   const factories: Record<ToolName, () => Tool | undefined> = {
     skill: () =>
@@ -264,6 +267,8 @@ export async function buildSkillTools(
         ),
       }),
     bash: () => createBashTool(context),
+    bash_output: () => createBashOutputTool(context),
+    kill_bash: () => createKillBashTool(context),
     read: () => createReadTool(context),
     write: () => createWriteTool(context),
     edit: () => createEditTool(context),
@@ -277,9 +282,6 @@ export async function buildSkillTools(
     if (!wanted.has(name)) continue;
     const tool = factories[name]();
     if (tool) tools.push(tool);
-    if (name === "bash" && tool && options.background) {
-      tools.push(createBashOutputTool(context), createKillBashTool(context));
-    }
   }
   Object.freeze(tools);
 
@@ -314,16 +316,6 @@ function checkRuntime(runtime: unknown): void {
   }
 }
 
-function checkPublisher(publisher: unknown): void {
-  if (publisher === undefined) return;
-  const p = publisher as Partial<FilePublisher> | null;
-  if (p === null || typeof p !== "object" || typeof p.publish !== "function") {
-    throw new TypeError(
-      `Cannot build the tools: publisher must have a publish() method`,
-    );
-  }
-}
-
 function checkToolNames(names: readonly ToolName[] | undefined): Set<string> {
   if (names === undefined) return new Set(TOOL_NAMES);
   if (!Array.isArray(names)) {
@@ -341,205 +333,6 @@ function checkToolNames(names: readonly ToolName[] | undefined): Set<string> {
     }
   }
   return new Set(names);
-}
-
-function isSkill(value: unknown): value is Skill {
-  const v = value as Partial<Skill> | null;
-  return v !== null && typeof v === "object" && typeof v.name === "string" &&
-    typeof v.basePath === "string" && typeof v.instructions === "string";
-}
-
-function isInstalledPackage(value: unknown): value is InstalledSkillPackage {
-  return (value as Partial<InstalledSkillPackage> | null)?.kind ===
-    "installed-skill-package";
-}
-
-/**
- * Loads an installed package after checking its files against its digests
- * (and against the lock's tree digest when it came from a lock).
- */
-async function loadInstalledPackage(
-  pkg: InstalledSkillPackage,
-  options: LoadSkillsOptions,
-): Promise<{ skills: readonly Skill[]; warnings: readonly string[] }> {
-  const locked = (pkg as { locked?: { tree?: string } }).locked?.tree;
-  const result = await verifyInstalled(pkg, locked ?? pkg.tree);
-  if (!result.ok) {
-    throw new Error(
-      `Cannot load the installed skill package "${pkg.name}" (${pkg.digest}): it is not what was ${
-        locked ? "locked" : "installed"
-      }: ${result.problems.join("; ")}`,
-    );
-  }
-  const loaded = await loadSkills(pkg.path, { ...options, maxDepth: 0 });
-  if (loaded.skills.length !== 1) {
-    throw new Error(
-      `Cannot load the installed skill package "${pkg.name}" (${pkg.digest}): ${
-        loaded.warnings.join("; ") || "it holds no skill"
-      }`,
-    );
-  }
-  return loaded;
-}
-
-async function gatherSkills(
-  options: BuildSkillToolsOptions,
-): Promise<{ skills: readonly Skill[]; warnings: readonly string[] }> {
-  const input = options.skills;
-  const items = input === undefined
-    ? []
-    : typeof input === "string" || !Array.isArray(input)
-    ? [input as string | SkillSource | InstalledSkillPackage]
-    : input as readonly (
-      | string
-      | SkillSource
-      | Skill
-      | InstalledSkillPackage
-    )[];
-  const warnings: string[] = [];
-  const byName = new Map<string, Skill>();
-  const add = (skill: Skill) => {
-    const first = byName.get(skill.name);
-    if (!first) byName.set(skill.name, skill);
-    else if (first !== skill) {
-      warnings.push(
-        `Skipped "${skill.location}": the skill name "${skill.name}" is already used by "${first.location}"`,
-      );
-    }
-  };
-  const loadOptions: LoadSkillsOptions = {
-    ...options.load,
-    ...(options.signal ? { signal: options.signal } : {}),
-  };
-  // Consecutive plain roots load together, so loadSkills sees them all at once.
-  let roots: string[] = [];
-  const flush = async () => {
-    if (roots.length === 0) return;
-    const loaded = await loadSkills(roots, loadOptions);
-    warnings.push(...loaded.warnings);
-    loaded.skills.forEach(add);
-    roots = [];
-  };
-  for (const item of items) {
-    if (typeof item === "string") {
-      roots.push(item);
-    } else if (isInstalledPackage(item)) {
-      await flush();
-      const loaded = await loadInstalledPackage(item, loadOptions);
-      warnings.push(...loaded.warnings);
-      loaded.skills.forEach(add);
-    } else if (isSkill(item)) {
-      await flush();
-      add(item);
-    } else if (
-      item !== null && typeof item === "object" &&
-      typeof (item as SkillSource).root === "string"
-    ) {
-      await flush();
-      const source = item as SkillSource;
-      const loaded = await loadSkills(source.root, loadOptions);
-      warnings.push(...loaded.warnings);
-      const picked = source.names === undefined
-        ? loaded.skills
-        : selectSkills(loaded.skills, source.names);
-      picked.forEach(add);
-    } else {
-      throw new TypeError(
-        `Cannot build the tools: each skills entry must be a path, { root, names }, a loaded skill or an installed skill package`,
-      );
-    }
-  }
-  await flush();
-  let skills = [...byName.values()];
-  if (options.names !== undefined) skills = selectSkills(skills, options.names);
-  skills.sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
-  return {
-    skills: Object.freeze(skills),
-    warnings: Object.freeze(warnings),
-  };
-}
-
-function bindConfigs(
-  skills: readonly Skill[],
-  input: SkillConfigsInput | undefined,
-): Map<string, SkillRuntimeConfig> {
-  const bound = new Map<string, SkillRuntimeConfig>();
-  if (input === undefined) return bound;
-  let entries: (readonly [unknown, unknown])[];
-  if (Array.isArray(input)) entries = input;
-  else if (input instanceof Map) entries = [...input.entries()];
-  else if (input !== null && typeof input === "object") {
-    entries = Object.entries(input);
-  } else {
-    throw new TypeError(
-      `Cannot bind configurations: configs must be a record, a map or a list of [name, config] entries`,
-    );
-  }
-  const names = new Set(skills.map((skill) => skill.name));
-  for (const entry of entries) {
-    if (!Array.isArray(entry) || entry.length !== 2) {
-      throw new TypeError(
-        `Cannot bind configurations: each entry must be a [name, config] pair`,
-      );
-    }
-    const [rawName, config] = entry;
-    if (typeof rawName !== "string") {
-      throw new TypeError(
-        `Cannot bind a configuration: the skill name must be a string, got ${typeof rawName}`,
-      );
-    }
-    const name = rawName.trim();
-    if (name === "") {
-      throw new TypeError(
-        `Cannot bind a configuration to skill ${
-          JSON.stringify(rawName)
-        }: the name is blank`,
-      );
-    }
-    if (!names.has(name)) {
-      const available = [...names].sort().map((n) => `"${n}"`).join(", ");
-      throw new RangeError(
-        `Cannot bind a configuration to skill "${name}": no such skill (available: ${
-          available || "none"
-        })`,
-      );
-    }
-    bound.set(name, toConfig(name, config));
-  }
-  return bound;
-}
-
-function toConfig(name: string, config: unknown): SkillRuntimeConfig {
-  if (config instanceof SkillRuntimeConfig) return config;
-  if (config === null || config === undefined) {
-    throw new TypeError(
-      `Cannot bind a configuration to skill "${name}": the configuration is missing`,
-    );
-  }
-  if (typeof config !== "object" || Array.isArray(config)) {
-    throw new TypeError(
-      `Cannot bind a configuration to skill "${name}": expected a SkillRuntimeConfig, got ${
-        Array.isArray(config) ? "an array" : typeof config
-      }`,
-    );
-  }
-  const known = new Set(["env", "bootstrap"]);
-  for (const key of Object.keys(config)) {
-    if (!known.has(key)) {
-      throw new TypeError(
-        `Cannot bind a configuration to skill "${name}": unknown field "${key}" (expected env, bootstrap)`,
-      );
-    }
-  }
-  try {
-    return new SkillRuntimeConfig(config as SkillRuntimeConfigOptions);
-  } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
-    throw new TypeError(
-      `Cannot bind a configuration to skill "${name}": ${message}`,
-      { cause: error },
-    );
-  }
 }
 
 /**

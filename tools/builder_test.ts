@@ -37,6 +37,8 @@ Deno.test("buildSkillTools() builds every tool, skill first, publish_file only w
   assertEquals(plain.tools.map((t) => t.name), [
     "skill",
     "bash",
+    "bash_output",
+    "kill_bash",
     "read",
     "write",
     "edit",
@@ -63,6 +65,8 @@ Deno.test("buildSkillTools() without skills has no skill tool", async () => {
   await using set = await buildSkillTools({});
   assertEquals(set.tools.map((t) => t.name), [
     "bash",
+    "bash_output",
+    "kill_bash",
     "read",
     "write",
     "edit",
@@ -89,7 +93,7 @@ Deno.test("building prepares nothing: no bootstrap runs, nothing is copied", asy
     configs: { marker: config },
     runtime,
   });
-  const copies = `${runtime.defaultWorkingDirectory}/skills`;
+  const copies = `${runtime.cwd}/skills`;
   assertEquals(await Array.fromAsync(Deno.readDir(copies)), []);
   assertFalse(await exists(`${folder}/bootstrapped.marker`));
 
@@ -338,7 +342,7 @@ Deno.test("the skill tool's description carries the catalog and the tool rule", 
   );
   assertStringIncludes(
     description,
-    "working only through the tools given with this one (bash, read, write, edit, ls, glob, grep)",
+    "working only through the tools given with this one (bash, bash_output, kill_bash, read, write, edit, ls, glob, grep)",
   );
   assertStringIncludes(
     description,

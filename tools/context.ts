@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { checkNumber } from "../_internal/check_number.ts";
 import type { SkillRuntimeConfig } from "../runtimes/config.ts";
 import type {
   PreparedSkill,
@@ -195,14 +196,7 @@ export function createToolContext(
   runtime: SkillRuntime,
   options: ToolContextOptions = {},
 ): ToolContext {
-  const limits = { ...DEFAULT_TOOL_LIMITS, ...options.limits };
-  for (const [key, value] of Object.entries(limits)) {
-    if (!Number.isInteger(value) || value <= 0) {
-      throw new RangeError(
-        `Cannot use limit "${key}": expected a positive integer, got ${value}`,
-      );
-    }
-  }
+  const limits = checkToolLimits(options.limits);
   const configs = options.configs ?? new Map<string, SkillRuntimeConfig>();
   const configured = [...configs.values()].flatMap((c) => Object.values(c.env));
   // Successful preparations of this tool set, and the ones under way.
@@ -310,6 +304,21 @@ async function prepareOnce(
 
 // The runtime's merged environment; none when it cannot say (e.g. closed),
 // so the configured values are still redacted.
+/**
+ * The tools' limits: the defaults with the given ones, each checked.
+ *
+ * @param limits The limits to change.
+ * @returns Every limit.
+ * @throws {RangeError} A limit is not a positive integer.
+ */
+export function checkToolLimits(limits?: Partial<ToolLimits>): ToolLimits {
+  const all = { ...DEFAULT_TOOL_LIMITS, ...limits };
+  for (const [key, value] of Object.entries(all)) {
+    checkNumber(value, `limit ${key}`, "positive integer");
+  }
+  return all;
+}
+
 function runtimeSecrets(runtime: SkillRuntime): string[] {
   try {
     return Object.values(runtime.environment());

@@ -21,7 +21,7 @@ Deno.test("createToolContext() merges limits and refuses bad ones", () => {
   assertThrows(
     () => createToolContext(runtime, { limits: { readMaxBytes: 0 } }),
     RangeError,
-    'Cannot use limit "readMaxBytes": expected a positive integer, got 0',
+    'Cannot use limit readMaxBytes "0": it must be a positive integer',
   );
 });
 
@@ -41,7 +41,7 @@ Deno.test("the configured secrets are still redacted when the runtime cannot giv
   await using real = new LocalSkillRuntime({ cwd: dir.path });
   const runtime: SkillRuntime = {
     name: real.name,
-    defaultWorkingDirectory: real.defaultWorkingDirectory,
+    cwd: real.cwd,
     fs: real.fs,
     prepare: (request) => real.prepare(request),
     execute: (request) => real.execute(request),

@@ -57,9 +57,7 @@ export function createEditTool(context: ToolContext): Tool {
       `old_string must occur exactly once unless replace_all is true; include enough surrounding text to make it unique. An empty new_string deletes old_string. ` +
       `The file's line endings are kept. Files up to ${
         formatBytes(limits.editMaxBytes)
-      }. Relative paths are resolved against ${
-        JSON.stringify(runtime.defaultWorkingDirectory)
-      }.`,
+      }. Relative paths are resolved against ${JSON.stringify(runtime.cwd)}.`,
     inputSchema: {
       type: "object",
       properties: {

@@ -44,7 +44,7 @@ export function createGlobTool(context: ToolContext): Tool {
       `Finds files by name in the "${runtime.name}" runtime and lists them newest first. ` +
       `Glob syntax: * ? [abc] {a,b} and ** for any depth; a pattern without / matches file names at any depth (e.g. *.py), with / it matches paths relative to path (e.g. src/**/*.ts). ` +
       `path defaults to ${
-        JSON.stringify(runtime.defaultWorkingDirectory)
+        JSON.stringify(runtime.cwd)
       }. At most ${limits.globResults} files are shown.`,
     inputSchema: {
       type: "object",

@@ -56,7 +56,7 @@ export function createGrepTool(context: ToolContext): Tool {
       `output_mode: "files_with_matches" (default) lists matching files, "count" gives matching lines per file, "content" shows matching lines (path:line:text) with optional context lines. ` +
       `Filter files with glob (e.g. "*.{ts,tsx}") or type (e.g. "py"). Binary files and folders such as node_modules and .git are skipped. ` +
       `path defaults to ${
-        JSON.stringify(runtime.defaultWorkingDirectory)
+        JSON.stringify(runtime.cwd)
       }. Page through long results with head_limit and offset; output over ${limits.grepOutputChars} characters is cut.`,
     inputSchema: {
       type: "object",

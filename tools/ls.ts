@@ -44,7 +44,7 @@ export function createLsTool(context: ToolContext): Tool {
     description:
       `Lists a folder in the "${runtime.name}" runtime: folders first (ending with /), then files, as paths relative to the folder. ` +
       `path defaults to ${
-        JSON.stringify(runtime.defaultWorkingDirectory)
+        JSON.stringify(runtime.cwd)
       }; depth 1 lists the folder's own entries, more descends (heavy folders such as node_modules and .git are not descended into). ` +
       `At most ${limits.lsDefaultLimit} entries unless limit says otherwise.`,
     inputSchema: {

@@ -1,8 +1,11 @@
 /**
- * The model-facing tools: the builder that turns skill folders, per-skill
- * configurations and a runtime into `skill`, `bash`, `read`, `write`, `edit`,
- * `ls`, `glob`, `grep` and `publish_file`; the factories of each tool for a
- * custom set; and adapters to the OpenAI, Anthropic and AI SDK tool shapes.
+ * The model-facing tools in detail (`@skillrun/skillrun/tools`): the builder
+ * that turns skill folders, per-skill configurations and a runtime into
+ * `skill`, `bash`, `read`, `write`, `edit`, `ls`, `glob`, `grep` and
+ * `publish_file`, with every option type; the tool context, limits and
+ * descriptions; the factories of each tool for a custom set; and adapters to
+ * the OpenAI, Anthropic and AI SDK tool shapes with all their types. The main
+ * entry (`@skillrun/skillrun`) holds the part of it an agent author uses.
  *
  * @example Building the tools and running a call
  * ```ts
@@ -42,9 +45,5 @@ export { createEditTool } from "./edit.ts";
 export { createLsTool } from "./ls.ts";
 export { createGlobTool } from "./glob.ts";
 export { createGrepTool } from "./grep.ts";
-export {
-  createPublishFileTool,
-  guessContentType,
-  PUBLISH_GUIDANCE,
-} from "./publish_file.ts";
+export { createPublishFileTool, PUBLISH_GUIDANCE } from "./publish_file.ts";
 export * from "./adapters/mod.ts";

@@ -155,18 +155,46 @@ export function createPublishFileTool(context: ToolContext): Tool | undefined {
           } is not a media type like text/plain`,
         );
       }
-      const stream = await runtime.fs.readStream(path, options);
+      const opened = await runtime.fs.readStream(path, options);
+      // The size announced is what stat saw; the stream is measured, and
+      // one that differs (the file changed, or a link led elsewhere) fails
+      // the publisher's read instead of publishing other bytes than announced.
+      const announced = info.type === "file" ? info.size : undefined;
+      let streamed = 0;
+      const changed = () =>
+        new Error(
+          `Cannot publish ${
+            JSON.stringify(given)
+          }: the file changed while it was published (${announced} bytes announced, ${streamed} streamed)`,
+        );
+      const stream = opened.pipeThrough(
+        new TransformStream<Uint8Array, Uint8Array>({
+          transform(chunk, controller) {
+            streamed += chunk.length;
+            if (announced !== undefined && streamed > announced) {
+              throw changed();
+            }
+            controller.enqueue(chunk);
+          },
+          flush() {
+            if (announced !== undefined && streamed !== announced) {
+              throw changed();
+            }
+          },
+        }),
+      );
       let published;
       try {
         published = await publisher.publish({
           stream,
           fileName,
           contentType,
-          ...(info.type === "file" ? { size: info.size } : {}),
+          ...(announced !== undefined ? { size: announced } : {}),
           ...options,
         });
       } catch (error) {
         await stream.cancel().catch(() => {});
+        await opened.cancel().catch(() => {});
         throw new Error(
           `Cannot publish ${JSON.stringify(given)}: ${
             error instanceof Error ? error.message : String(error)
@@ -180,7 +208,7 @@ export function createPublishFileTool(context: ToolContext): Tool | undefined {
       const expires = expiryLine(published.expiresAt);
       return okResult(
         `Published ${fileName} (${contentType}, ${
-          formatBytes(info.size)
+          formatBytes(announced ?? streamed)
         })\nURL: ${published.url}${expires}`,
       );
     },

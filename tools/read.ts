@@ -121,7 +121,7 @@ export function createReadTool(context: ToolContext): Tool {
       `Reads a text file from the "${runtime.name}" runtime and returns its lines numbered like cat -n, under a header naming the file and the line range. ` +
       `Reads ${limits.readDefaultLines} lines from the start by default; use offset (1-based line) and limit for other windows of large files. ` +
       `Lines longer than ${limits.readLineChars} characters are cut. Binary files are not shown. Relative paths are resolved against ${
-        JSON.stringify(runtime.defaultWorkingDirectory)
+        JSON.stringify(runtime.cwd)
       }.`,
     inputSchema: {
       type: "object",

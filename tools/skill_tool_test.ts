@@ -168,7 +168,7 @@ function countingRuntime(cwd: string): {
   const failing = new Set<string>();
   const runtime: SkillRuntime = {
     name: "counting",
-    defaultWorkingDirectory: real.defaultWorkingDirectory,
+    cwd: real.cwd,
     fs: real.fs,
     async prepare(request) {
       const prepared: PreparedSkill[] = [];

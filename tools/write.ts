@@ -37,7 +37,7 @@ export function createWriteTool(context: ToolContext): Tool {
     description:
       `Writes a UTF-8 text file in the "${runtime.name}" runtime, creating missing parent folders and replacing the file if it exists. ` +
       `Prefer edit to change part of an existing file. Relative paths are resolved against ${
-        JSON.stringify(runtime.defaultWorkingDirectory)
+        JSON.stringify(runtime.cwd)
       }.`,
     inputSchema: {
       type: "object",

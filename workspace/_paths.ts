@@ -100,7 +100,9 @@ async function resolvePlain(
   }
   if (link === null) return hostPath.join(real, ...rest);
   if (++state.hops > MAX_LINK_HOPS) {
-    throw new Deno.errors.FilesystemLoop("Too many symbolic links");
+    throw new Deno.errors.FilesystemLoop(
+      `Cannot resolve "${path}": too many levels of symbolic links`,
+    );
   }
   // Keep the target's `..` for resolveReal: no lexical normalisation here.
   const target = hostPath.isAbsolute(link) ? link : `${real}/${link}`;

@@ -72,7 +72,7 @@ export function validateConversationId(id: string): string {
  * @example Normalising a root
  * ```ts
  * import { assert } from "@std/assert";
- * import { validateConversationsRoot } from "@skillrun/skillrun/runtime";
+ * import { validateConversationsRoot } from "./conversation.ts";
  * if (Deno.build.os !== "windows") {
  *   assert(validateConversationsRoot("/srv//conv/./x/../") === "/srv/conv");
  * }

@@ -8,6 +8,7 @@
  *
  * @module
  */
+import { checkPathText } from "../_internal/path_text.ts";
 import { hostPath } from "../_internal/std.ts";
 import { toPermissionError } from "../_internal/permissions.ts";
 import { isInside, realLocation } from "./_paths.ts";
@@ -25,7 +26,7 @@ import { compareNames } from "../_internal/compare.ts";
  * @example Reading the defaults
  * ```ts
  * import { assert } from "@std/assert";
- * import { DEFAULT_COPY_EXCLUDES } from "@skillrun/skillrun";
+ * import { DEFAULT_COPY_EXCLUDES } from "@skillrun/skillrun/runtime";
  * assert(DEFAULT_COPY_EXCLUDES.includes(".env.*"));
  * ```
  */
@@ -67,8 +68,8 @@ export const DEFAULT_COPY_EXCLUDES: readonly string[] = Object.freeze([
  * @example Widening and narrowing the defaults
  * ```ts
  * import { assert } from "@std/assert";
- * import { type CopyPolicy } from "@skillrun/skillrun";
- * import { isExcluded } from "@skillrun/skillrun/runtime";
+ * import { type CopyPolicy } from "@skillrun/skillrun/runtime";
+ * import { isExcluded } from "./copy.ts";
  * const policy: CopyPolicy = {
  *   extraExcludes: ["*.log", "node_modules/"],
  *   includes: [".env.example"],
@@ -109,7 +110,7 @@ export interface IsExcludedOptions {
  * @example Default exclusions
  * ```ts
  * import { assert } from "@std/assert";
- * import { isExcluded } from "@skillrun/skillrun/runtime";
+ * import { isExcluded } from "./copy.ts";
  * assert(isExcluded("sub/.git/config"));
  * assert(isExcluded("keys/server.pem"));
  * assert(isExcluded(".aws/credentials"));
@@ -582,11 +583,7 @@ function excludes(
 }
 
 async function sourceFolder(source: string, operation: string) {
-  if (typeof source !== "string" || source === "") {
-    throw new TypeError(
-      `Cannot ${operation} ${JSON.stringify(source)}: the path is empty`,
-    );
-  }
+  checkPathText(source, operation);
   let root: string;
   let info: Deno.FileInfo;
   try {

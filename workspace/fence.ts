@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { checkPathText } from "../_internal/path_text.ts";
 import { hostPath } from "../_internal/std.ts";
 import { toPermissionError } from "../_internal/permissions.ts";
 import { WorkspaceEscapeError } from "./errors.ts";
@@ -213,16 +214,7 @@ export class PathFence {
 
   /** The absolute lexical path, or a refusal when it lies outside. */
   #lexical(path: string): string {
-    if (typeof path !== "string" || path === "") {
-      throw new TypeError(
-        `Cannot use ${JSON.stringify(path)}: the path is empty`,
-      );
-    }
-    if (path.includes("\0")) {
-      throw new TypeError(
-        `Cannot use ${JSON.stringify(path)}: the path holds a NUL character`,
-      );
-    }
+    checkPathText(path);
     if (hostPath.isAbsolute(path)) {
       const absolute = trimSeparator(hostPath.normalize(path));
       if (isInside(absolute, this.root)) return absolute;

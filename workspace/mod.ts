@@ -39,3 +39,4 @@ export * from "./errors.ts";
 export * from "./fence.ts";
 export * from "./copy.ts";
 export * from "./conversation_store.ts";
+export * from "./skill_digest.ts";

@@ -51,8 +51,8 @@ import {
   type ConversationStore,
   KvConversationStore,
   MemoryConversationStore,
-  OpenSandboxSkillRuntime,
-} from "@skillrun/skillrun/opensandbox";
+} from "@skillrun/skillrun";
+import { OpenSandboxSkillRuntime } from "@skillrun/skillrun/opensandbox";
 import { AioSkillRuntime } from "@skillrun/skillrun/aio";
 import { E2BSkillRuntime } from "@skillrun/skillrun/e2b";
 import { VercelSandboxSkillRuntime } from "@skillrun/skillrun/vercel";
@@ -70,17 +70,17 @@ export type EdgeSandbox =
     readonly apiKey?: string;
     readonly image: string;
   }
-  | { readonly kind: "aio"; readonly url: string; readonly token?: string }
+  | { readonly kind: "aio"; readonly url: string; readonly apiKey?: string }
   | {
     readonly kind: "e2b";
     readonly apiKey: string;
-    readonly apiUrl?: string;
+    readonly baseUrl?: string;
     readonly sandboxUrl?: string;
     readonly template?: string;
   }
   | {
     readonly kind: "vercel";
-    readonly token: string;
+    readonly apiKey: string;
     readonly teamId?: string;
     readonly projectId?: string;
     readonly baseUrl?: string;
@@ -155,13 +155,13 @@ export function configFromEnv(
     };
   } else if (chosen === "aio" && aio) {
     const token = value("AIO_SANDBOX_TOKEN");
-    sandbox = { kind: "aio", url: aio, ...(token ? { token } : {}) };
+    sandbox = { kind: "aio", url: aio, ...(token ? { apiKey: token } : {}) };
   } else if (chosen === "e2b" && e2b) {
     sandbox = {
       kind: "e2b",
       apiKey: e2b,
       ...some({
-        apiUrl: value("E2B_API_URL"),
+        baseUrl: value("E2B_API_URL"),
         sandboxUrl: value("E2B_SANDBOX_URL"),
         template: value("E2B_TEMPLATE"),
       }),
@@ -169,7 +169,7 @@ export function configFromEnv(
   } else if (chosen === "vercel" && vercel) {
     sandbox = {
       kind: "vercel",
-      token: vercel,
+      apiKey: vercel,
       ...some({
         teamId: value("VERCEL_TEAM_ID"),
         projectId: value("VERCEL_PROJECT_ID"),
@@ -256,7 +256,7 @@ export async function createEdgeHandler(
         return Promise.resolve(
           new AioSkillRuntime({
             baseUrl: sandbox.url,
-            ...(sandbox.token ? { token: sandbox.token } : {}),
+            ...(sandbox.apiKey ? { apiKey: sandbox.apiKey } : {}),
             ...conversation(sessionId),
           }),
         );

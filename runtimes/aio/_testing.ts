@@ -1,6 +1,8 @@
 /**
  * Helpers for the AIO runtime's tests: the AIO test server in a temporary
- * home with a bearer token, and runtimes on it closed on dispose. Test-only.
+ * home with a bearer token, and runtimes on it closed on dispose; the
+ * helpers every remote runtime's tests share come from
+ * `../remote/_testing.ts`. Test-only.
  *
  * @module
  */
@@ -9,20 +11,21 @@ import {
   loadAioContract,
   startAioServer,
 } from "../../tests/servers/aio.ts";
-import { type AioRuntimeOptions, AioSkillRuntime } from "./runtime.ts";
+import {
+  type RemoteTestServer,
+  startRemoteTestServer,
+} from "../remote/_testing.ts";
+import { AioSkillRuntime, type AioSkillRuntimeOptions } from "./runtime.ts";
 
 /** The bearer token the test servers check. */
 export const TEST_TOKEN = "aio-test-token-0123456789";
 
-/** A running AIO test server and its temporary home. */
-export interface AioTestServer extends AsyncDisposable {
-  /** The server. */
-  readonly server: AioServer;
-  /** The container's home: a temporary folder (real path). */
-  readonly dir: string;
-  /** Makes a runtime on this server (closed on dispose). */
-  runtime(options?: Partial<AioRuntimeOptions>): AioSkillRuntime;
-}
+/** A running AIO test server and its temporary home (the container's home). */
+export type AioTestServer = RemoteTestServer<
+  AioServer,
+  AioSkillRuntimeOptions,
+  AioSkillRuntime
+>;
 
 /**
  * Starts the AIO test server with {@linkcode TEST_TOKEN} in a temporary home;
@@ -35,41 +38,33 @@ export interface AioTestServer extends AsyncDisposable {
 export async function startAioTestServer(
   options: { range?: boolean } = {},
 ): Promise<AioTestServer> {
-  const dir = await Deno.realPath(
-    await Deno.makeTempDir({ prefix: "skillrun-aio-" }),
-  );
-  const server = startAioServer({
-    home: dir,
-    token: TEST_TOKEN,
-    contract: await loadAioContract(),
-    ...options,
-  });
-  const runtimes: AioSkillRuntime[] = [];
-  return {
-    server,
-    dir,
-    runtime(overrides = {}) {
-      const runtime = new AioSkillRuntime({
+  const contract = await loadAioContract();
+  const base = await startRemoteTestServer({
+    prefix: "skillrun-aio-",
+    start: (dir) =>
+      startAioServer({ home: dir, token: TEST_TOKEN, contract, ...options }),
+    close: (server) => server.close(),
+    runtime: (server, dir, overrides: Partial<AioSkillRuntimeOptions>) =>
+      new AioSkillRuntime({
         baseUrl: server.baseUrl,
-        token: TEST_TOKEN,
+        apiKey: TEST_TOKEN,
         cwd: dir,
         skillsRoot: `${dir}/.skills`,
         ...overrides,
-      });
-      runtimes.push(runtime);
-      return runtime;
-    },
+      }),
+  });
+  const dispose = base[Symbol.asyncDispose].bind(base);
+  return Object.assign(base, {
     async [Symbol.asyncDispose]() {
-      for (const runtime of runtimes) await runtime.close().catch(() => {});
-      await server.close();
-      await Deno.remove(dir, { recursive: true }).catch(() => {});
-      if (server.contractViolations.length > 0) {
+      await dispose();
+      const { contractViolations } = base.server;
+      if (contractViolations.length > 0) {
         throw new Error(
           `The AIO test server answered outside its contract:\n${
-            server.contractViolations.join("\n")
+            contractViolations.join("\n")
           }`,
         );
       }
     },
-  };
+  });
 }

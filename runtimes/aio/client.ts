@@ -159,8 +159,8 @@ export interface AioCallOptions {
 export interface AioClientOptions {
   /** The container's base URL, e.g. `http://127.0.0.1:8080` (may carry a path). */
   readonly baseUrl: string;
-  /** Sent as `Authorization: Bearer <token>`; never shown in errors. */
-  readonly token?: string | undefined;
+  /** The API key, sent as `Authorization: Bearer <apiKey>`; never shown in errors. */
+  readonly apiKey?: string | undefined;
   /** More headers on every call. */
   readonly headers?: Readonly<Record<string, string>>;
   /** The default deadline of a call in ms; default the HTTP client's (30 s). */
@@ -283,8 +283,8 @@ export class AioClient {
    */
   constructor(options: AioClientOptions) {
     const headers: Record<string, string> = { ...options.headers };
-    if (options.token !== undefined) {
-      headers.authorization = `Bearer ${options.token}`;
+    if (options.apiKey !== undefined) {
+      headers.authorization = `Bearer ${options.apiKey}`;
     }
     this.http = new HttpClient({
       baseUrl: options.baseUrl,

@@ -14,7 +14,7 @@ Deno.test("aio client: each file call's success false is an AioOperationError wi
   await using aio = await startAioTestServer();
   const client = new AioClient({
     baseUrl: aio.server.baseUrl,
-    token: TEST_TOKEN,
+    apiKey: TEST_TOKEN,
   });
   const dir = aio.dir;
   await Deno.writeTextFile(`${dir}/file`, "x");
@@ -57,7 +57,7 @@ Deno.test("aio client: a 422 names the refused fields; a non-JSON 200 and a 200 
   await using aio = await startAioTestServer();
   const client = new AioClient({
     baseUrl: aio.server.baseUrl,
-    token: TEST_TOKEN,
+    apiKey: TEST_TOKEN,
   });
   const invalid = await assertRejects(
     () => client.exec({ command: 42 as unknown as string }),
@@ -103,7 +103,7 @@ Deno.test("aio client: exec is sent once even when the server fails; reads are r
   await using aio = await startAioTestServer();
   const client = new AioClient({
     baseUrl: aio.server.baseUrl,
-    token: TEST_TOKEN,
+    apiKey: TEST_TOKEN,
   });
   for (const status of [500, 502, 503, 429, 408]) {
     aio.server.faults.add({
@@ -137,7 +137,7 @@ Deno.test("aio client: bytes written through /v1/file/write come back identical"
   await using aio = await startAioTestServer();
   const client = new AioClient({
     baseUrl: aio.server.baseUrl,
-    token: TEST_TOKEN,
+    apiKey: TEST_TOKEN,
   });
   const bytes = Uint8Array.from({ length: 70_000 }, (_, i) => (i * 13) % 256);
   assertEquals(await client.write(`${aio.dir}/bin/x.bin`, bytes), bytes.length);
@@ -150,7 +150,7 @@ Deno.test("aio client: a 422 that echoes the refused input never shows it", asyn
   await using aio = await startAioTestServer();
   const client = new AioClient({
     baseUrl: aio.server.baseUrl,
-    token: TEST_TOKEN,
+    apiKey: TEST_TOKEN,
   });
   aio.server.faults.add({
     path: "/v1/bash/exec",

@@ -14,6 +14,7 @@ import type {
   RemoteUploadFile,
 } from "../remote/fs.ts";
 import { shellQuote } from "../remote/shell.ts";
+import { shellStatMany } from "../remote/_shell_files.ts";
 import type { ExecuteResult, FileInfo, FileType } from "../types.ts";
 import {
   type AioClient,
@@ -42,7 +43,7 @@ const SEP = "|";
  * @example Stat runs one quoted shell command
  * ```ts
  * import { assert } from "@std/assert";
- * import { AioClient } from "@skillrun/skillrun/aio";
+ * import { AioClient } from "./client.ts";
  * import { AioFileOps } from "./files.ts";
  *
  * const seen: string[] = [];
@@ -65,6 +66,8 @@ const SEP = "|";
 export class AioFileOps implements RemoteFileOps {
   readonly #client: AioClient;
   readonly #shell: AioShell;
+  /** There is no stat endpoint: `stat` is a command. */
+  readonly statsByCommand = true;
 
   /**
    * @param client The container's client.
@@ -114,6 +117,20 @@ export class AioFileOps implements RemoteFileOps {
       modifiedAt: new Date(Number(mtime) * 1000),
       executable: (parseInt(mode, 8) & 0o100) !== 0,
     };
+  }
+
+  /**
+   * Facts about several paths by one command, in their order.
+   *
+   * @param paths The absolute paths.
+   * @param signal Stops the call.
+   * @returns The facts, `null` for each missing path.
+   */
+  statMany(
+    paths: readonly string[],
+    signal?: AbortSignal,
+  ): Promise<(FileInfo | null)[]> {
+    return shellStatMany(this.#shell, paths, signal);
   }
 
   /**

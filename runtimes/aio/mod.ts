@@ -8,28 +8,18 @@
  *
  * await using runtime = new AioSkillRuntime({
  *   baseUrl: "http://127.0.0.1:8080",
- *   token: Deno.env.get("AIO_TOKEN"),
+ *   apiKey: Deno.env.get("AIO_TOKEN"),
  * });
  * const result = await runtime.execute({ command: "uname -a" });
  * console.log(result.stdout);
  * ```
  *
+ * This entry holds what is this kind's own: its runtime, its options and its
+ * errors. What every kind shares (the conversation stores,
+ * `RemoteHttpError`, the runtime contract) comes from
+ * `@skillrun/skillrun` and, for writing a runtime, `@skillrun/skillrun/runtime`.
+ *
  * @module
  */
-export { type AioRuntimeOptions, AioSkillRuntime } from "./runtime.ts";
-export {
-  type AioCallOptions,
-  AioClient,
-  type AioClientOptions,
-  type AioCommandInfo,
-  type AioCommandStatus,
-  type AioExecRequest,
-  type AioExecResult,
-  type AioFileInfo,
-  type AioListRequest,
-  AioOperationError,
-  type AioOperationErrorOptions,
-  type AioOutputRequest,
-  type AioOutputResult,
-} from "./client.ts";
-export * from "../remote/kind_exports.ts";
+export { AioSkillRuntime, type AioSkillRuntimeOptions } from "./runtime.ts";
+export { AioOperationError, type AioOperationErrorOptions } from "./client.ts";

@@ -22,17 +22,18 @@ import { remoteConversation } from "../remote/sandbox_service.ts";
 import { posix } from "../../_internal/std.ts";
 import { AioClient } from "./client.ts";
 import { AioSessionPool, runAioCommand } from "./execute.ts";
+import { startAioBackground } from "./_background.ts";
 import { AioFileOps } from "./files.ts";
 
 /** The deadline of the runtime's own helper commands (stat, mkdir, chmod): 60 s. */
 const HELPER_TIMEOUT_MS = 60_000;
 
 /** Options of {@linkcode AioSkillRuntime}. */
-export interface AioRuntimeOptions extends RemoteRuntimeCommonOptions {
+export interface AioSkillRuntimeOptions extends RemoteRuntimeCommonOptions {
   /** The container's base URL, e.g. `http://127.0.0.1:8080` (may carry a path). */
   readonly baseUrl: string;
-  /** Sent as `Authorization: Bearer <token>`; never shown in errors or logs. */
-  readonly token?: string | undefined;
+  /** The API key, sent as `Authorization: Bearer <apiKey>`; never shown in errors or logs. */
+  readonly apiKey?: string | undefined;
   /** Where conversation workspaces live. Default `/home/gem/conversations`. */
   readonly conversationsRoot?: string;
   /** Plain mode: where commands run. Default `/home/gem`. */
@@ -72,13 +73,13 @@ export interface AioRuntimeOptions extends RemoteRuntimeCommonOptions {
  * let calls = 0;
  * const runtime = new AioSkillRuntime({
  *   baseUrl: "http://aio.invalid:8080",
- *   token: "secret-token",
+ *   apiKey: "secret-token",
  *   fetch: () => {
  *     calls++;
  *     return Promise.reject(new TypeError("offline"));
  *   },
  * });
- * assert(runtime.name === "aio-sandbox" && runtime.defaultWorkingDirectory === "/home/gem");
+ * assert(runtime.name === "aio-sandbox" && runtime.cwd === "/home/gem");
  * await runtime.close();
  * assert(calls === 0);
  * ```
@@ -92,10 +93,10 @@ export class AioSkillRuntime extends RemoteSkillRuntime {
    * @param options Base URL, token, mode, environment.
    * @throws {TypeError} A bad base URL, path, conversation id or variable.
    */
-  constructor(options: AioRuntimeOptions) {
+  constructor(options: AioSkillRuntimeOptions) {
     const client = new AioClient({
       baseUrl: options.baseUrl,
-      ...(options.token !== undefined ? { token: options.token } : {}),
+      ...(options.apiKey !== undefined ? { apiKey: options.apiKey } : {}),
       ...(options.headers ? { headers: options.headers } : {}),
       ...(options.requestTimeoutMs !== undefined
         ? { timeoutMs: options.requestTimeoutMs }
@@ -123,7 +124,7 @@ export class AioSkillRuntime extends RemoteSkillRuntime {
           conversation: {
             ...conversation,
             marker: posix.join(
-              conversation.root,
+              conversation.conversationsRoot,
               `.skillrun-${conversation.conversationId}.id`,
             ),
           },
@@ -167,6 +168,7 @@ interface BackendOptions {
 class AioBackend implements RemoteBackend {
   readonly serverUrl: string;
   readonly sessions = new AioSessionPool();
+  readonly #background = new Set<{ stop(): Promise<void> }>();
   readonly #options: BackendOptions;
   readonly #files: AioFileOps;
   #closed = false;
@@ -195,12 +197,37 @@ class AioBackend implements RemoteBackend {
       files: this.#files,
       execute: (command: RemoteCommand): Promise<ExecuteResult> =>
         this.#run(command),
+      startBackground: async (command: RemoteCommand) => {
+        const started = await startAioBackground(
+          this.#options.client,
+          this.sessions,
+          {
+            command: command.command,
+            cwd: command.cwd,
+            env: command.env,
+            timeoutMs: command.timeoutMs,
+            ...(command.signal ? { signal: command.signal } : {}),
+            ...(command.onStdout ? { onStdout: command.onStdout } : {}),
+            ...(command.onStderr ? { onStderr: command.onStderr } : {}),
+            ...(this.#options.pollSeconds !== undefined
+              ? { pollSeconds: this.#options.pollSeconds }
+              : {}),
+          },
+        );
+        this.#background.add(started);
+        return started;
+      },
     };
   }
 
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    // Pollers of background commands nobody stopped (their sessions are
+    // closed next, which ends the commands).
+    const pollers = [...this.#background];
+    this.#background.clear();
+    await Promise.all(pollers.map((poller) => poller.stop()));
     const ids = this.sessions.ids;
     this.sessions.clear();
     await Promise.all(

@@ -15,8 +15,8 @@ import { SkillRuntimeConfig } from "../config.ts";
 import { SkillPreparationError, WorkspaceEscapeError } from "../errors.ts";
 import { RemoteHttpError } from "../remote/errors.ts";
 import { MemoryConversationStore } from "../../workspace/conversation_store.ts";
-import { countingFetch, makeSkill, waitFor } from "../opensandbox/_testing.ts";
 import { startAioTestServer, TEST_TOKEN } from "./_testing.ts";
+import { countingFetch, makeSkill, waitFor } from "../remote/_testing.ts";
 
 const CORPUS = new URL(
   "../../../shared/corpora/anthropics-skills/skills/",
@@ -29,7 +29,7 @@ Deno.test("aio execute() keeps stdout and stderr apart with the exit code, env a
   await Deno.mkdir(`${aio.dir}/sub`);
   const result = await runtime.execute({
     command: 'printf "%s" "$BASE$EXTRA"; pwd >&2; exit 4',
-    workingDirectory: "sub",
+    cwd: "sub",
     env: { EXTRA: "x" },
   });
   assertEquals(result.stdout, "bx");
@@ -122,7 +122,7 @@ Deno.test("aio: no request before real use, none for a refused path, none for a 
     WorkspaceEscapeError,
   );
   await assertRejects(
-    () => runtime.execute({ command: "true", workingDirectory: "../.." }),
+    () => runtime.execute({ command: "true", cwd: "../.." }),
     WorkspaceEscapeError,
   );
   assertEquals(aio.server.requestCount(), 0);
@@ -270,7 +270,7 @@ Deno.test("aio: uploads leave secrets out, skip symlinks and keep the executable
   }
   assertEquals((await runtime.fs.stat(`${base}/run.sh`))?.executable, true);
   assertEquals(
-    (await runtime.execute({ command: "./run.sh", workingDirectory: base }))
+    (await runtime.execute({ command: "./run.sh", cwd: base }))
       .stdout,
     "run\n",
   );
@@ -297,7 +297,7 @@ Deno.test("aio: paths with spaces, quotes, $() and backticks mean themselves", a
   assertEquals((await runtime.fs.stat(`${name}/file $(x).txt`))?.size, 10);
   const result = await runtime.execute({
     command: "ls",
-    workingDirectory: name,
+    cwd: name,
   });
   assertEquals(result.stdout, "file $(x).txt\n");
   const skill = await makeSkill(`${aio.dir}/src dir's $(x)`, "odd", {
@@ -362,7 +362,7 @@ Deno.test("aio: the token goes as a bearer header and never into an error", asyn
     counted.requests[0]!.headers.get("authorization"),
     `Bearer ${TEST_TOKEN}`,
   );
-  const wrong = aio.runtime({ token: "wrong-token-value" });
+  const wrong = aio.runtime({ apiKey: "wrong-token-value" });
   const error = await assertRejects(
     () => wrong.execute({ command: "true" }),
     RemoteHttpError,

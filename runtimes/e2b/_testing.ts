@@ -1,6 +1,7 @@
 /**
  * Helpers for the E2B runtime's tests: the test server with a temporary
- * folder and a runtime factory. Test-only.
+ * folder and a runtime factory; the helpers every remote runtime's tests
+ * share come from `../remote/_testing.ts`. Test-only.
  *
  * @module
  */
@@ -9,28 +10,20 @@ import {
   type E2BServerOptions,
   startE2BServer,
 } from "../../tests/servers/e2b.ts";
-import { type E2BRuntimeOptions, E2BSkillRuntime } from "./runtime.ts";
-
-export {
-  countingFetch,
-  makeSkill,
-  processAlive,
-  waitFor,
-} from "../opensandbox/_testing.ts";
+import {
+  type RemoteTestServer,
+  startRemoteTestServer,
+} from "../remote/_testing.ts";
+import { E2BSkillRuntime, type E2BSkillRuntimeOptions } from "./runtime.ts";
 
 /** The API key the test servers are started with. */
 export const TEST_API_KEY = "e2b_test_key_0123456789";
 
 /** A running test server and a temporary folder for the test. */
-export interface E2BTestServer extends AsyncDisposable {
+export interface E2BTestServer
+  extends RemoteTestServer<E2BServer, E2BSkillRuntimeOptions, E2BSkillRuntime> {
   /** The base URL (control plane and envd). */
   readonly url: string;
-  /** The server. */
-  readonly server: E2BServer;
-  /** A temporary folder (real path), removed on dispose. */
-  readonly dir: string;
-  /** Makes a runtime on this server (closed on dispose). */
-  runtime(options?: Partial<E2BRuntimeOptions>): E2BSkillRuntime;
 }
 
 /**
@@ -42,31 +35,19 @@ export interface E2BTestServer extends AsyncDisposable {
 export async function startE2BTestServer(
   options: E2BServerOptions = {},
 ): Promise<E2BTestServer> {
-  const server = startE2BServer({ apiKey: TEST_API_KEY, ...options });
-  const dir = await Deno.realPath(
-    await Deno.makeTempDir({ prefix: "skillrun-e2b-" }),
-  );
-  const runtimes: E2BSkillRuntime[] = [];
-  return {
-    url: server.url,
-    server,
-    dir,
-    runtime(options = {}) {
-      const runtime = new E2BSkillRuntime({
+  const base = await startRemoteTestServer({
+    prefix: "skillrun-e2b-",
+    start: () => startE2BServer({ apiKey: TEST_API_KEY, ...options }),
+    close: (server) => server.close(),
+    runtime: (server, dir, overrides: Partial<E2BSkillRuntimeOptions>) =>
+      new E2BSkillRuntime({
         apiKey: TEST_API_KEY,
-        apiUrl: server.url,
+        baseUrl: server.url,
         sandboxUrl: server.url,
         cwd: dir,
         skillsRoot: `${dir}/.skills`,
-        ...options,
-      });
-      runtimes.push(runtime);
-      return runtime;
-    },
-    async [Symbol.asyncDispose]() {
-      for (const runtime of runtimes) await runtime.close().catch(() => {});
-      await server.close();
-      await Deno.remove(dir, { recursive: true }).catch(() => {});
-    },
-  };
+        ...overrides,
+      }),
+  });
+  return Object.assign(base, { url: base.server.url });
 }

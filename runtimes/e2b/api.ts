@@ -45,7 +45,7 @@ export interface E2BSandboxSpec {
 /** Options of {@linkcode E2BApiClient}. */
 export interface E2BApiClientOptions {
   /** The control plane. Default {@linkcode E2B_API_URL}. */
-  readonly apiUrl?: string;
+  readonly baseUrl?: string;
   /** The API key (`X-API-Key`); never shown in errors. */
   readonly apiKey?: string;
   /** The `fetch` to use. */
@@ -60,14 +60,14 @@ export interface E2BApiClientOptions {
  * @example Making a client (no request is made)
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { E2BApiClient } from "@skillrun/skillrun/e2b";
+ * import { E2BApiClient } from "./api.ts";
  * const api = new E2BApiClient({ apiKey: "e2b_123" });
- * assertEquals(api.apiUrl, "https://api.e2b.app");
+ * assertEquals(api.baseUrl, "https://api.e2b.app");
  * ```
  */
 export class E2BApiClient {
   /** The control plane's base URL. */
-  readonly apiUrl: string;
+  readonly baseUrl: string;
   readonly #http: HttpClient;
 
   /**
@@ -76,9 +76,9 @@ export class E2BApiClient {
    * @param options The URL, the key, the fetch.
    */
   constructor(options: E2BApiClientOptions = {}) {
-    this.apiUrl = (options.apiUrl ?? E2B_API_URL).replace(/\/+$/, "");
+    this.baseUrl = (options.baseUrl ?? E2B_API_URL).replace(/\/+$/, "");
     this.#http = new HttpClient({
-      baseUrl: this.apiUrl,
+      baseUrl: this.baseUrl,
       headers: options.apiKey !== undefined
         ? { "x-api-key": options.apiKey }
         : {},

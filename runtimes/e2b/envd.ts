@@ -62,6 +62,7 @@ interface EntryInfo {
   path?: string;
   size?: string | number;
   mode?: number;
+  permissions?: string;
   modifiedTime?: string;
 }
 
@@ -71,7 +72,7 @@ interface EntryInfo {
  * @example
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { connectEnvelope } from "@skillrun/skillrun/e2b";
+ * import { connectEnvelope } from "./envd.ts";
  * assertEquals([...connectEnvelope({}, 2)], [2, 0, 0, 0, 2, 123, 125]);
  * ```
  *
@@ -97,7 +98,7 @@ export function connectEnvelope(
  * @example
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { connectEnvelope, readConnectStream } from "@skillrun/skillrun/e2b";
+ * import { connectEnvelope, readConnectStream } from "./envd.ts";
  * const body = new Blob([connectEnvelope({ a: 1 }), connectEnvelope({}, 2)]).stream();
  * const seen = [];
  * for await (const message of readConnectStream(body)) seen.push(message);
@@ -145,7 +146,7 @@ export async function* readConnectStream(
  * @example Making a client (no request is made)
  * ```ts
  * import { assert } from "@std/assert";
- * import { EnvdClient } from "@skillrun/skillrun/e2b";
+ * import { EnvdClient } from "./envd.ts";
  * import { HttpClient } from "@skillrun/skillrun/runtime";
  * const envd = new EnvdClient(new HttpClient({ baseUrl: "http://127.0.0.1:9" }));
  * assert(envd.http.baseUrl === "http://127.0.0.1:9");
@@ -423,7 +424,7 @@ export class EnvdClient implements RemoteFileOps {
       return (answer.entries ?? []).map((entry) => toFileInfo(entry));
     } catch (error) {
       if (error instanceof EnvdError && error.code === "not_found") {
-        throw new Deno.errors.NotFound(`No such folder: "${path}"`);
+        throw new Deno.errors.NotFound(`Cannot list "${path}": no such folder`);
       }
       throw error;
     }
@@ -605,9 +606,22 @@ function plainName(path: string): boolean {
   return /^[\x20-\x7e]*$/.test(path) && !/["\\%]/.test(path);
 }
 
+/**
+ * Go's `os.FileMode` bits of what is no regular file (named pipe, socket,
+ * device, character device, irregular): envd sends the mode as Go has it,
+ * so a FIFO may come as a "file" whose mode says otherwise.
+ */
+const GO_SPECIAL_MODE = (1 << 25) | (1 << 24) | (1 << 26) | (1 << 21) |
+  (1 << 19);
+
 function toFileInfo(entry: EntryInfo, fallbackPath?: string): FileInfo {
   const path = entry.path || fallbackPath || "";
-  const type = entry.type === "FILE_TYPE_FILE"
+  const special = (typeof entry.mode === "number" &&
+    ((entry.mode >>> 0) & GO_SPECIAL_MODE) !== 0) ||
+    /^[pSDcu?]/.test(entry.permissions ?? "");
+  const type = special
+    ? "other"
+    : entry.type === "FILE_TYPE_FILE"
     ? "file"
     : entry.type === "FILE_TYPE_DIRECTORY"
     ? "directory"

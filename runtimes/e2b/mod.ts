@@ -14,21 +14,13 @@
  * console.log(result.stdout);
  * ```
  *
+ * This entry holds what is this kind's own: its runtime, its options and its
+ * errors. What every kind shares (the conversation stores,
+ * `RemoteHttpError`, the runtime contract) comes from
+ * `@skillrun/skillrun` and, for writing a runtime, `@skillrun/skillrun/runtime`.
+ *
  * @module
  */
-export { type E2BRuntimeOptions, E2BSkillRuntime } from "./runtime.ts";
-export {
-  E2B_API_URL,
-  E2BApiClient,
-  type E2BApiClientOptions,
-  type E2BSandbox,
-  type E2BSandboxSpec,
-} from "./api.ts";
-export {
-  connectEnvelope,
-  ENVD_PORT,
-  EnvdClient,
-  EnvdError,
-  readConnectStream,
-} from "./envd.ts";
-export * from "../remote/kind_exports.ts";
+export { E2BSkillRuntime, type E2BSkillRuntimeOptions } from "./runtime.ts";
+export type { E2BSandbox, E2BSandboxSpec } from "./api.ts";
+export { EnvdError } from "./envd.ts";

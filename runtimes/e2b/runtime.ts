@@ -17,11 +17,11 @@ import { E2BApiClient, type E2BSandbox, type E2BSandboxSpec } from "./api.ts";
 import { ENVD_PORT, EnvdClient } from "./envd.ts";
 
 /** Options of {@linkcode E2BSkillRuntime}. */
-export interface E2BRuntimeOptions extends RemoteRuntimeCommonOptions {
+export interface E2BSkillRuntimeOptions extends RemoteRuntimeCommonOptions {
   /** The API key (`X-API-Key`; the SDK's `E2B_API_KEY`); never shown in errors. */
   readonly apiKey?: string;
   /** The control plane. Default `https://api.e2b.app` (the SDK's `E2B_API_URL`). */
-  readonly apiUrl?: string;
+  readonly baseUrl?: string;
   /**
    * One URL for envd of every sandbox, routed by the `E2b-Sandbox-Id` and
    * `E2b-Sandbox-Port` headers (the SDK's `sandboxUrl`; a test server, a
@@ -75,7 +75,7 @@ export interface E2BRuntimeOptions extends RemoteRuntimeCommonOptions {
  * import { assertEquals } from "@std/assert";
  * import { E2BSkillRuntime } from "@skillrun/skillrun/e2b";
  * const runtime = new E2BSkillRuntime({ apiKey: "e2b_test", conversationId: "t1" });
- * assertEquals(runtime.defaultWorkingDirectory, "/home/user/conversations/t1");
+ * assertEquals(runtime.cwd, "/home/user/conversations/t1");
  * await runtime.close(); // never used: no request
  * ```
  */
@@ -87,7 +87,7 @@ export class E2BSkillRuntime extends SandboxServiceRuntime<E2BSandbox> {
    * @throws {TypeError} A bad URL, conversation id, path or variable, or
    * `sandboxId` together with a conversation.
    */
-  constructor(options: E2BRuntimeOptions) {
+  constructor(options: E2BSkillRuntimeOptions) {
     const spec = options.sandbox ?? {};
     super({
       ...options,
@@ -107,23 +107,23 @@ export class E2BSkillRuntime extends SandboxServiceRuntime<E2BSandbox> {
 class E2BService implements SandboxService<E2BSandbox> {
   readonly serverUrl: string;
   readonly #api: E2BApiClient;
-  readonly #options: E2BRuntimeOptions;
+  readonly #options: E2BSkillRuntimeOptions;
   readonly #spec: E2BSandboxSpec;
   /** envd tokens and domains of sandboxes seen (create, connect). */
   readonly #known = new Map<string, E2BSandbox>();
   /** Sandboxes found paused: renewing one resumes it. */
   readonly #paused = new Set<string>();
 
-  constructor(options: E2BRuntimeOptions, spec: E2BSandboxSpec) {
+  constructor(options: E2BSkillRuntimeOptions, spec: E2BSandboxSpec) {
     this.#api = new E2BApiClient({
-      ...(options.apiUrl !== undefined ? { apiUrl: options.apiUrl } : {}),
+      ...(options.baseUrl !== undefined ? { baseUrl: options.baseUrl } : {}),
       ...(options.apiKey !== undefined ? { apiKey: options.apiKey } : {}),
       ...(options.fetch ? { fetch: options.fetch } : {}),
       ...(options.requestTimeoutMs !== undefined
         ? { timeoutMs: options.requestTimeoutMs }
         : {}),
     });
-    this.serverUrl = this.#api.apiUrl;
+    this.serverUrl = this.#api.baseUrl;
     this.#options = options;
     this.#spec = spec;
   }

@@ -85,7 +85,7 @@ export interface FenceReport {
     readonly mode: "plain" | "conversation";
     readonly isolated: boolean;
     readonly launcher: string;
-    readonly defaultWorkingDirectory: string;
+    readonly cwd: string;
     readonly workspace: string | null;
     readonly skillRoots: readonly string[];
   };
@@ -166,7 +166,7 @@ export async function fenceReport(
     : undefined;
   const isolated = sandbox !== undefined;
   const home = workspace === undefined
-    ? runtime.defaultWorkingDirectory
+    ? runtime.cwd
     : hostPath.dirname(workspace);
   const warnings: string[] = [];
   const errors: string[] = [];
@@ -189,7 +189,7 @@ export async function fenceReport(
   }
 
   const writable = workspace === undefined
-    ? [runtime.defaultWorkingDirectory, "the prepared skills' folders"]
+    ? [runtime.cwd, "the prepared skills' folders"]
     : [workspace];
   const commands: CommandReach = sandbox
     ? {
@@ -203,7 +203,7 @@ export async function fenceReport(
       network: "unrestricted",
     };
   const fileTools: FileToolReach = workspace === undefined
-    ? { scope: "process", paths: [runtime.defaultWorkingDirectory] }
+    ? { scope: "process", paths: [runtime.cwd] }
     : { scope: "workspace", paths: [workspace] };
 
   let summary: string;
@@ -256,7 +256,7 @@ export async function fenceReport(
       mode,
       isolated,
       launcher: launcher.name,
-      defaultWorkingDirectory: runtime.defaultWorkingDirectory,
+      cwd: runtime.cwd,
       workspace: workspace ?? null,
       skillRoots,
     },
@@ -302,7 +302,7 @@ export function formatFenceReport(report: FenceReport): string {
     }`,
   );
   if (r.workspace !== null) lines.push(`workspace: ${r.workspace}`);
-  lines.push(`working directory: ${r.defaultWorkingDirectory}`);
+  lines.push(`working directory: ${r.cwd}`);
   if (r.skillRoots.length) lines.push(`skills: ${r.skillRoots.join(", ")}`);
   lines.push("");
   lines.push("Deno permissions (this process):");

@@ -8,12 +8,16 @@
  *
  * @module
  */
-import { checkPositiveInteger, tooLargeError } from "../../_internal/format.ts";
+import { tooLargeError } from "../../_internal/format.ts";
+import { checkNumber } from "../../_internal/check_number.ts";
 import { constants as fsConstants } from "node:fs";
 import { type FileHandle, open as openNode } from "node:fs/promises";
 import { hostPath } from "../../_internal/std.ts";
 import { toPermissionError } from "../../_internal/permissions.ts";
-import { writeStreamAtomically } from "../../_internal/atomic_write.ts";
+import {
+  writeBytesAtomically,
+  writeStreamAtomically,
+} from "../../_internal/atomic_write.ts";
 import { WorkspaceEscapeError } from "../errors.ts";
 import { checkPathText } from "../request.ts";
 import type { PathFence } from "../../workspace/fence.ts";
@@ -47,13 +51,13 @@ const STAT_BATCH = 64;
 /** Options of {@linkcode LocalFileSystem}. */
 export interface LocalFileSystemOptions {
   /** The folder relative paths resolve against (absolute). */
-  readonly root: string;
+  readonly cwd: string;
   /** The workspace's fence: when given, every path must stay inside it. */
   readonly fence?: PathFence;
 }
 
 /**
- * The local file system of a runtime. Relative paths resolve against `root`;
+ * The local file system of a runtime. Relative paths resolve against `cwd`;
  * with a `fence` (workspace mode) every path must lie inside the workspace,
  * lexically and once its symlinks are resolved. Permission denials become
  * {@linkcode RuntimePermissionError}s naming the flag to add; missing files
@@ -67,7 +71,7 @@ export interface LocalFileSystemOptions {
  * import { LocalFileSystem } from "@skillrun/skillrun/runtime";
  * const root = await Deno.makeTempDir();
  * try {
- *   const fs = new LocalFileSystem({ root });
+ *   const fs = new LocalFileSystem({ cwd: root });
  *   await fs.writeText("notes/a.txt", "hello");
  *   assert(await fs.readText("notes/a.txt", { maxBytes: 1024 }) === "hello");
  *   const { entries } = await fs.list(".", { depth: 2 });
@@ -78,36 +82,36 @@ export interface LocalFileSystemOptions {
  * ```
  */
 export class LocalFileSystem implements SkillRuntimeFileSystem {
-  readonly #root: string;
+  readonly #cwd: string;
   readonly #fence: PathFence | undefined;
 
   /**
    * Makes the file system.
    *
-   * @param options The root for relative paths, and the fence in workspace mode.
-   * @throws {TypeError} The root is not absolute.
+   * @param options The folder relative paths resolve against, and the fence in workspace mode.
+   * @throws {TypeError} The folder is not absolute.
    */
   constructor(options: LocalFileSystemOptions) {
     if (
-      typeof options?.root !== "string" || !hostPath.isAbsolute(options.root)
+      typeof options?.cwd !== "string" || !hostPath.isAbsolute(options.cwd)
     ) {
       throw new TypeError(
-        `Cannot use file-system root ${
-          JSON.stringify(options?.root)
+        `Cannot use file-system folder ${
+          JSON.stringify(options?.cwd)
         }: it must be an absolute path`,
       );
     }
-    this.#root = hostPath.normalize(options.root);
+    this.#cwd = hostPath.normalize(options.cwd);
     this.#fence = options.fence;
   }
 
   /** The folder relative paths resolve against. */
-  get root(): string {
-    return this.#root;
+  get cwd(): string {
+    return this.#cwd;
   }
 
   /**
-   * Resolves a path: relative paths against the root; with a fence, a path
+   * Resolves a path: relative paths against `cwd`; with a fence, a path
    * outside the workspace is refused.
    *
    * Needs `--allow-read` for the workspace in workspace mode, else nothing.
@@ -122,7 +126,7 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
    * import { assert } from "@std/assert";
    * import { LocalFileSystem } from "./fs.ts";
    * if (Deno.build.os !== "windows") {
-   *   const fs = new LocalFileSystem({ root: "/srv/data" });
+   *   const fs = new LocalFileSystem({ cwd: "/srv/data" });
    *   assert(await fs.resolve("a/../b.txt") === "/srv/data/b.txt");
    * }
    * ```
@@ -132,7 +136,7 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
     checkPathText(path);
     const absolute = hostPath.isAbsolute(path)
       ? hostPath.normalize(path)
-      : hostPath.join(this.#root, path);
+      : hostPath.join(this.#cwd, path);
     if (!this.#fence) return absolute;
     const candidate = hostPath.isAbsolute(path) ? path : absolute;
     try {
@@ -174,7 +178,7 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
    * import { LocalFileSystem } from "./fs.ts";
    * const root = await Deno.makeTempDir();
    * try {
-   *   const fs = new LocalFileSystem({ root });
+   *   const fs = new LocalFileSystem({ cwd: root });
    *   await fs.writeText("big.txt", "x".repeat(2048));
    *   let message = "";
    *   try { await fs.readText("big.txt", { maxBytes: 1024 }); } catch (e) { message = String(e); }
@@ -185,7 +189,7 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
    * ```
    */
   async readText(path: string, options: ReadTextOptions): Promise<string> {
-    checkLimit(options?.maxBytes, "maxBytes");
+    checkNumber(options?.maxBytes, "maxBytes", "non-negative integer");
     const bytes = await this.#read(path, options.maxBytes, options.signal);
     return new TextDecoder("utf-8", { ignoreBOM: true }).decode(bytes);
   }
@@ -212,7 +216,7 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
    * const root = await Deno.makeTempDir();
    * try {
    *   await Deno.writeFile(`${root}/b.bin`, new Uint8Array([0, 255]));
-   *   const bytes = await new LocalFileSystem({ root }).readBytes("b.bin");
+   *   const bytes = await new LocalFileSystem({ cwd: root }).readBytes("b.bin");
    *   assert(bytes.length === 2 && bytes[1] === 255);
    * } finally {
    *   await Deno.remove(root, { recursive: true });
@@ -224,7 +228,7 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
     options: SignalOptions & { maxBytes?: number } = {},
   ): Promise<Uint8Array> {
     if (options.maxBytes !== undefined) {
-      checkLimit(options.maxBytes, "maxBytes");
+      checkNumber(options.maxBytes, "maxBytes", "non-negative integer");
     }
     return await this.#read(path, options.maxBytes, options.signal);
   }
@@ -257,7 +261,7 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
    * import { LocalFileSystem } from "./fs.ts";
    * const root = await Deno.makeTempDir();
    * try {
-   *   await new LocalFileSystem({ root }).writeText("a/b/c.txt", "x");
+   *   await new LocalFileSystem({ cwd: root }).writeText("a/b/c.txt", "x");
    *   assert(await Deno.readTextFile(`${root}/a/b/c.txt`) === "x");
    * } finally {
    *   await Deno.remove(root, { recursive: true });
@@ -287,20 +291,23 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
       }
       throw toPermissionError(error, { operation: "write", path });
     }
-    const { target, mode } = await this.#writeTarget(path, absolute);
-    await writeViaRename(path, target, content, mode, options.signal);
+    const target = await this.#writeTarget(path, absolute);
+    await writeBytesAtomically(target, new TextEncoder().encode(content), {
+      displayPath: path,
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
   }
 
-  /** The file a write replaces (a symlink's target) and the mode to keep. */
+  /** The file a write replaces (a symlink's target), checked to be one. */
   async #writeTarget(
     path: string,
     absolute: string,
-  ): Promise<{ target: string; mode: number }> {
+  ): Promise<string> {
     let target: string;
     try {
       target = await Deno.realPath(absolute);
     } catch (error) {
-      if (isMissing(error)) return { target: absolute, mode: 0o644 };
+      if (isMissing(error)) return absolute;
       throw toPermissionError(error, { operation: "write", path });
     }
     if (
@@ -321,7 +328,7 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
     try {
       info = await Deno.stat(target);
     } catch (error) {
-      if (isMissing(error)) return { target, mode: 0o644 };
+      if (isMissing(error)) return target;
       throw toPermissionError(error, { operation: "write", path });
     }
     if (info.isDirectory) {
@@ -334,7 +341,7 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
         `Cannot write "${path}": it is ${kindOf(info)}, not a regular file`,
       );
     }
-    return { target, mode: info.mode === null ? 0o644 : info.mode & 0o7777 };
+    return target;
   }
 
   /**
@@ -355,7 +362,7 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
    * import { LocalFileSystem } from "./fs.ts";
    * const root = await Deno.makeTempDir();
    * try {
-   *   assert(await new LocalFileSystem({ root }).stat("missing") === null);
+   *   assert(await new LocalFileSystem({ cwd: root }).stat("missing") === null);
    * } finally {
    *   await Deno.remove(root, { recursive: true });
    * }
@@ -397,7 +404,7 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
    * import { LocalFileSystem } from "./fs.ts";
    * const root = await Deno.makeTempDir();
    * try {
-   *   const fs = new LocalFileSystem({ root });
+   *   const fs = new LocalFileSystem({ cwd: root });
    *   await fs.writeText("b.txt", "");
    *   await fs.writeText("a/c.txt", "");
    *   const { entries } = await fs.list(".", { depth: 2, filesOnly: true });
@@ -410,8 +417,8 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
   async list(path: string, options: ListOptions = {}): Promise<ListResult> {
     const depth = options.depth ?? DEFAULT_LIST_DEPTH;
     const limit = options.limit ?? DEFAULT_LIST_LIMIT;
-    checkPositiveInteger(depth, "depth");
-    checkPositiveInteger(limit, "limit");
+    checkNumber(depth, "depth", "positive integer");
+    checkNumber(limit, "limit", "positive integer");
     const { signal } = options;
     const absolute = await this.resolve(path);
     let info: Deno.FileInfo;
@@ -497,7 +504,7 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
    * const root = await Deno.makeTempDir();
    * try {
    *   await Deno.writeTextFile(`${root}/a.txt`, "streamed");
-   *   const stream = await new LocalFileSystem({ root }).readStream("a.txt");
+   *   const stream = await new LocalFileSystem({ cwd: root }).readStream("a.txt");
    *   assert(await new Response(stream).text() === "streamed");
    * } finally {
    *   await Deno.remove(root, { recursive: true });
@@ -538,7 +545,7 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
    * import { LocalFileSystem } from "./fs.ts";
    * const root = await Deno.makeTempDir();
    * try {
-   *   const fs = new LocalFileSystem({ root });
+   *   const fs = new LocalFileSystem({ cwd: root });
    *   await fs.writeText("out/report.txt", "done");
    *   const result = await fs.download("out/report.txt", `${root}/copy.txt`);
    *   assert(result.bytes === 4);
@@ -695,58 +702,6 @@ class OpenedFile {
   }
 }
 
-/**
- * Writes `content` into a new temporary file beside `target` (created
- * exclusively, with `mode`), then renames it over `target`. The temporary file
- * is removed on any failure or abort; `target` is left as it was.
- */
-async function writeViaRename(
-  path: string,
-  target: string,
-  content: string,
-  mode: number,
-  signal: AbortSignal | undefined,
-): Promise<void> {
-  const dir = hostPath.dirname(target);
-  const base = hostPath.basename(target);
-  let temp: string | undefined;
-  try {
-    const bytes = new TextEncoder().encode(content);
-    for (let attempt = 0; temp === undefined; attempt++) {
-      const candidate = hostPath.join(
-        dir,
-        `.${base.slice(0, 200)}.${crypto.randomUUID().slice(0, 8)}.tmp`,
-      );
-      try {
-        await Deno.writeFile(candidate, bytes, {
-          createNew: true,
-          mode,
-          ...(signal ? { signal } : {}),
-        });
-        temp = candidate;
-      } catch (error) {
-        if (!(error instanceof Deno.errors.AlreadyExists) || attempt > 8) {
-          throw error;
-        }
-      }
-    }
-    // The umask may have narrowed the mode given at creation.
-    if (Deno.build.os !== "windows") await Deno.chmod(temp, mode);
-    signal?.throwIfAborted();
-    await Deno.rename(temp, target);
-    temp = undefined;
-  } catch (error) {
-    if (error instanceof Deno.errors.IsADirectory) {
-      throw new Deno.errors.IsADirectory(
-        `Cannot write "${path}": it is a folder`,
-      );
-    }
-    throw toPermissionError(error, { operation: "write", path });
-  } finally {
-    if (temp !== undefined) await Deno.remove(temp).catch(() => {});
-  }
-}
-
 /** A node:fs error (or a Deno one) as the file system's clear error. */
 function readError(error: unknown, path: string): unknown {
   const code = (error as { code?: unknown } | null)?.code;
@@ -854,16 +809,6 @@ function fileStream(
 function isMissing(error: unknown): boolean {
   return error instanceof Deno.errors.NotFound ||
     error instanceof Deno.errors.NotADirectory;
-}
-
-function checkLimit(value: unknown, name: string): void {
-  if (
-    typeof value !== "number" || !Number.isSafeInteger(value) || value < 0
-  ) {
-    throw new RangeError(
-      `Cannot use ${name} ${String(value)}: it must be a non-negative integer`,
-    );
-  }
 }
 
 function compareNames(a: string, b: string): number {

@@ -34,7 +34,9 @@ async function setup(options: { fenced?: boolean } = {}): Promise<Setup> {
   await Deno.mkdir(outside);
   await Deno.writeTextFile(hostPath.join(outside, "secret.txt"), "secret");
   const fs = new LocalFileSystem(
-    options.fenced ? { root, fence: await PathFence.create(root) } : { root },
+    options.fenced
+      ? { cwd: root, fence: await PathFence.create(root) }
+      : { cwd: root },
   );
   return {
     base,
@@ -485,8 +487,8 @@ Deno.test({
       `import { LocalFileSystem } from ${JSON.stringify(module)};
 import { PathFence } from ${JSON.stringify(fenceModule)};
 const root = ${JSON.stringify(t.root)};
-const plain = new LocalFileSystem({ root });
-const fenced = new LocalFileSystem({ root, fence: await PathFence.create(root) });
+const plain = new LocalFileSystem({ cwd: root });
+const fenced = new LocalFileSystem({ cwd: root, fence: await PathFence.create(root) });
 const out = {};
 async function probe(name, fn) {
   try { await fn(); out[name] = { ok: true }; }

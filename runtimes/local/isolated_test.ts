@@ -98,7 +98,7 @@ async function fixture(
     workspace: runtime.workspace!,
     skillPath,
     run: (command, timeoutMs = 20_000) =>
-      runtime.execute({ command, workingDirectory: skillPath, timeoutMs }),
+      runtime.execute({ command, cwd: skillPath, timeoutMs }),
     async [Symbol.asyncDispose]() {
       await runtime.close();
       await Deno.remove(root, { recursive: true });
@@ -506,7 +506,7 @@ sandboxTest(
       assertEquals(result.stdout, "a\nb\n");
       assertFalse(await exists(hostPath.join(root, "no.txt")));
       await assertRejects(
-        () => runtime.execute({ command: "true", workingDirectory: root }),
+        () => runtime.execute({ command: "true", cwd: root }),
         RangeError,
         "the isolated shell sees only",
       );

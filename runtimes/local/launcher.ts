@@ -7,6 +7,7 @@
  *
  * @module
  */
+import { checkNumber } from "../../_internal/check_number.ts";
 import { collectStream, OutputCollector } from "../../_internal/collector.ts";
 import { CommandRun } from "../command_core.ts";
 import { RuntimePermissionError } from "../errors.ts";
@@ -98,7 +99,7 @@ let denoKillRefused = false;
  * @example Stopping a background job with its parent
  * ```ts
  * import { assert } from "@std/assert";
- * import { signalProcessGroup } from "@skillrun/skillrun/runtime";
+ * import { signalProcessGroup } from "./launcher.ts";
  *
  * const child = new Deno.Command("bash", {
  *   args: ["-c", "sleep 30 & sleep 30; wait"],
@@ -177,7 +178,7 @@ export async function signalProcessGroup(
  * @example Choosing the shell
  * ```ts
  * import { assert } from "@std/assert";
- * import { defaultShell } from "@skillrun/skillrun/runtime";
+ * import { defaultShell } from "./launcher.ts";
  * const shell = defaultShell();
  * assert(shell === "bash" || shell === "/bin/bash" || shell === "cmd.exe");
  * ```
@@ -248,7 +249,7 @@ export interface ProcessGroupRequest {
  * @example Running bash in its own process group
  * ```ts
  * import { assert } from "@std/assert";
- * import { runProcessGroup } from "@skillrun/skillrun/runtime";
+ * import { runProcessGroup } from "./launcher.ts";
  *
  * const result = await runProcessGroup({
  *   program: "bash",
@@ -273,7 +274,7 @@ export async function runProcessGroup(
   request: ProcessGroupRequest,
 ): Promise<ExecuteResult> {
   const graceMs = request.graceMs ?? DEFAULT_GRACE_MS;
-  checkNonNegative("graceMs", graceMs);
+  checkNumber(graceMs, "graceMs", "non-negative number", "run a command with");
   const outCollector = new OutputCollector({
     maxBytes: request.maxOutputBytes,
   });
@@ -441,7 +442,12 @@ export class DenoCommandLauncher implements ProcessLauncher {
   constructor(options: DenoCommandLauncherOptions = {}) {
     this.#shell = options.shell ?? defaultShell();
     this.#graceMs = options.graceMs ?? DEFAULT_GRACE_MS;
-    checkNonNegative("graceMs", this.#graceMs);
+    checkNumber(
+      this.#graceMs,
+      "graceMs",
+      "non-negative number",
+      "run a command with",
+    );
     this.#groupSignal = options.groupSignal ?? "auto";
   }
 
@@ -500,14 +506,6 @@ function spawnError(error: unknown, program: string, cwd: string): Error {
     return new Deno.errors.NotFound(message, { cause: error });
   }
   return error instanceof Error ? error : new Error(String(error));
-}
-
-function checkNonNegative(name: string, value: number): void {
-  if (!Number.isFinite(value) || value < 0) {
-    throw new RangeError(
-      `Cannot run a command with ${name} "${value}": it must be a non-negative number`,
-    );
-  }
 }
 
 /**

@@ -68,7 +68,7 @@ import {
 } from "./isolated.ts";
 import { LocalFileSystem } from "./fs.ts";
 import { PreparedRecord } from "./_prepared_record.ts";
-import { skillDigest } from "../../workspace/conversation_store.ts";
+import { skillDigest } from "../../workspace/skill_digest.ts";
 import type { SkillRuntimeConfig } from "../config.ts";
 
 /** Handed from `create()` to the constructor (synchronously, never shared). */
@@ -204,7 +204,7 @@ export interface LocalSkillRuntimeOptions {
  *   const [prepared] = await runtime.prepare({
  *     skills: [{ skill, config: new SkillRuntimeConfig({ bootstrap: ["touch built"] }) }],
  *   });
- *   assert(prepared!.basePath.startsWith(runtime.defaultWorkingDirectory));
+ *   assert(prepared!.basePath.startsWith(runtime.cwd));
  *   await runtime.fs.writeText("notes.txt", "kept");
  *   const result = await runtime.execute({ command: "cat notes.txt" });
  *   assert(result.stdout === "kept");
@@ -216,7 +216,7 @@ export interface LocalSkillRuntimeOptions {
 export class LocalSkillRuntime implements SkillRuntime {
   /** The runtime's name. */
   readonly name = "local";
-  readonly #defaultWorkingDirectory: string;
+  readonly #cwd: string;
   readonly #workspace: string | undefined;
   readonly #fence: PathFence | undefined;
   readonly #fs: SkillRuntimeFileSystem;
@@ -274,14 +274,14 @@ export class LocalSkillRuntime implements SkillRuntime {
     this.#record = conversation === undefined
       ? undefined
       : new PreparedRecord(conversation.fence);
-    this.#defaultWorkingDirectory = this.#workspace ??
+    this.#cwd = this.#workspace ??
       hostPath.resolve(options.cwd ?? Deno.cwd());
     const inner = conversation
       ? new LocalFileSystem({
-        root: conversation.fence.root,
+        cwd: conversation.fence.root,
         fence: conversation.fence,
       })
-      : new LocalFileSystem({ root: this.#defaultWorkingDirectory });
+      : new LocalFileSystem({ cwd: this.#cwd });
     this.#fs = new ClosableFileSystem(
       inner,
       () => this.#checkOpen("use the file system"),
@@ -389,8 +389,8 @@ export class LocalSkillRuntime implements SkillRuntime {
   }
 
   /** Where commands run when a request names none. */
-  get defaultWorkingDirectory(): string {
-    return this.#defaultWorkingDirectory;
+  get cwd(): string {
+    return this.#cwd;
   }
 
   /** The conversation's workspace, or `undefined` in plain mode. */
@@ -512,7 +512,7 @@ export class LocalSkillRuntime implements SkillRuntime {
     this.#checkOpen("run a command");
     const { command, timeoutMs, maxOutputBytes, env: requestEnv } =
       checkExecuteRequest(request, { maxOutputBytes: this.#maxOutputBytes });
-    const cwd = await this.#workingDirectory(request.workingDirectory);
+    const cwd = await this.#workingDirectory(request.cwd);
     const env = this.#environmentFor(requestEnv);
     const observed = observeExecute({
       command,
@@ -522,7 +522,7 @@ export class LocalSkillRuntime implements SkillRuntime {
       maxOutputBytes,
       writablePaths: this.#workspace !== undefined
         ? [this.#workspace]
-        : [this.#defaultWorkingDirectory, ...this.#skillFolders],
+        : [this.#cwd, ...this.#skillFolders],
       ...(request.signal ? { signal: request.signal } : {}),
       ...streamsOf(request),
     }, this.#events);
@@ -682,12 +682,10 @@ export class LocalSkillRuntime implements SkillRuntime {
   async #workingDirectory(path: string | undefined): Promise<string> {
     if (this.#fence) {
       return path === undefined
-        ? this.#defaultWorkingDirectory
+        ? this.#cwd
         : await this.#fence.resolveDirectory(path);
     }
-    return path === undefined
-      ? this.#defaultWorkingDirectory
-      : hostPath.resolve(this.#defaultWorkingDirectory, path);
+    return path === undefined ? this.#cwd : hostPath.resolve(this.#cwd, path);
   }
 
   #environmentFor(

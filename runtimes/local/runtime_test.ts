@@ -74,7 +74,7 @@ async function withTemp(fn: (dir: string) => Promise<void>): Promise<void> {
 Deno.test("execute() runs in the process's current folder by default in plain mode", async () => {
   await using runtime = new LocalSkillRuntime();
   assertEquals(runtime.name, "local");
-  assertEquals(runtime.defaultWorkingDirectory, Deno.cwd());
+  assertEquals(runtime.cwd, Deno.cwd());
   const result = await runtime.execute({ command: "pwd" });
   assertEquals(result.stdout.trim(), await Deno.realPath(Deno.cwd()));
 });
@@ -83,10 +83,10 @@ Deno.test("execute() resolves a relative working directory against cwd in plain 
   await withTemp(async (dir) => {
     await Deno.mkdir(`${dir}/sub`);
     await using runtime = new LocalSkillRuntime({ cwd: dir });
-    assertEquals(runtime.defaultWorkingDirectory, dir);
+    assertEquals(runtime.cwd, dir);
     const result = await runtime.execute({
       command: "pwd",
-      workingDirectory: "sub",
+      cwd: "sub",
     });
     assertEquals(result.stdout.trim(), `${dir}/sub`);
     await runtime.fs.writeText("sub/a.txt", "via fs");
@@ -366,7 +366,7 @@ Deno.test("conversation mode copies skills into the workspace and fences paths",
         conversationId: "thread.2026-07",
       });
       assertEquals(runtime.workspace, workspace);
-      assertEquals(runtime.defaultWorkingDirectory, workspace);
+      assertEquals(runtime.cwd, workspace);
       const [prepared] = await runtime.prepare({
         skills: [{
           skill,
@@ -390,17 +390,17 @@ Deno.test("conversation mode copies skills into the workspace and fences paths",
       assertEquals(
         (await runtime.execute({
           command: "pwd",
-          workingDirectory: prepared.basePath,
+          cwd: prepared.basePath,
         })).stdout.trim(),
         prepared.basePath,
       );
       const escape = await assertRejects(
-        () => runtime.execute({ command: "pwd", workingDirectory: dir }),
+        () => runtime.execute({ command: "pwd", cwd: dir }),
         WorkspaceEscapeError,
       );
       assertStringIncludes(escape.message, workspace);
       await assertRejects(
-        () => runtime.execute({ command: "pwd", workingDirectory: "../" }),
+        () => runtime.execute({ command: "pwd", cwd: "../" }),
         WorkspaceEscapeError,
       );
       // The file system is fenced too.
@@ -612,7 +612,7 @@ Deno.test("execute() refuses a missing working directory with a clear error", as
   await withTemp(async (dir) => {
     await using runtime = new LocalSkillRuntime({ cwd: dir });
     const error = await assertRejects(
-      () => runtime.execute({ command: "true", workingDirectory: "missing" }),
+      () => runtime.execute({ command: "true", cwd: "missing" }),
     );
     assertInstanceOf(error, Error);
     assertStringIncludes(error.message, `${dir}/missing`);

@@ -13,12 +13,8 @@ import {
 } from "../../workspace/conversation_store.ts";
 import type { Skill } from "../../skill/types.ts";
 import { LifecycleClient } from "./lifecycle.ts";
-import {
-  countingFetch,
-  makeSkill,
-  startTestServer,
-  TEST_API_KEY,
-} from "./_testing.ts";
+import { startTestServer, TEST_API_KEY } from "./_testing.ts";
+import { countingFetch, makeSkill } from "../remote/_testing.ts";
 
 const BOOTSTRAP = new SkillRuntimeConfig({
   env: { MODE: "conversation" },
@@ -132,8 +128,8 @@ Deno.test("conversations are isolated: their own sandbox and workspace, fenced f
   await a.fs.writeText("secret.txt", "only a");
   await b.execute({ command: "true" });
   assertNotEquals(a.sandboxId, b.sandboxId);
-  assertEquals(a.defaultWorkingDirectory, `${root}/a`);
-  assertEquals(b.defaultWorkingDirectory, `${root}/b`);
+  assertEquals(a.cwd, `${root}/a`);
+  assertEquals(b.cwd, `${root}/b`);
   await assertRejects(
     () => b.fs.readText(`${root}/a/secret.txt`, { maxBytes: 100 }),
     WorkspaceEscapeError,
@@ -143,34 +139,6 @@ Deno.test("conversations are isolated: their own sandbox and workspace, fenced f
     WorkspaceEscapeError,
   );
   assertEquals(await b.fs.stat("secret.txt"), null);
-});
-
-Deno.test("two runtimes racing to start a conversation share one sandbox; the loser's is deleted", async () => {
-  await using server = await startTestServer();
-  const kvPath = `${server.dir}/race.kv`;
-  // Two KV connections on one file: as two processes would be.
-  const stores = [
-    await KvConversationStore.open(kvPath),
-    await KvConversationStore.open(kvPath),
-  ];
-  try {
-    const runtimes = stores.map((store) =>
-      server.runtime({
-        conversationId: "raced",
-        conversationsRoot: `${server.dir}/conversations`,
-        store,
-      })
-    );
-    await Promise.all(
-      runtimes.map((runtime) => runtime.execute({ command: "true" })),
-    );
-    assertEquals(runtimes[0]!.sandboxId, runtimes[1]!.sandboxId);
-    assertEquals(server.server.count("POST", "/v1/sandboxes"), 2);
-    assertEquals(server.server.sandboxes.size, 1);
-    assert(server.server.sandboxes.has(runtimes[0]!.sandboxId!));
-  } finally {
-    for (const store of stores) store.close();
-  }
 });
 
 Deno.test("a conversation resumes across processes through Deno KV", async () => {
@@ -236,4 +204,50 @@ Deno.test("a conversation whose sandbox is gone starts anew in a new sandbox", a
   await second.prepare({ skills: [{ skill }] });
   assertNotEquals(second.sandboxId, gone);
   assertEquals(uploads(counted.requests), 1);
+});
+
+Deno.test("a conversation's file calls: a write is one command, a read one /files/info (every step at once) and the download", async () => {
+  await using server = await startTestServer();
+  const counted = countingFetch();
+  const runtime = server.runtime({
+    conversationId: "counted",
+    conversationsRoot: `${server.dir}/conversations`,
+    store: new MemoryConversationStore(),
+    fetch: counted.fetch,
+  });
+  await runtime.execute({ command: "mkdir -p a/b" });
+  const execd = (from: number) =>
+    counted.requests.slice(from).filter((r) => !r.path.startsWith("/v1/"))
+      .map((r) => `${r.method} ${r.path.replace(/^.*\/port\/\d+/, "")}`);
+  let from = counted.requests.length;
+  await runtime.fs.writeText("a/b/c.txt", "content\n");
+  assertEquals(execd(from), ["POST /command"]);
+  from = counted.requests.length;
+  assertEquals(
+    await runtime.fs.readText("a/b/c.txt", { maxBytes: 100 }),
+    "content\n",
+  );
+  assertEquals(execd(from), ["GET /files/info", "GET /files/download"]);
+  // A missing file: the 404 of the whole call asks again, step by step.
+  from = counted.requests.length;
+  await assertRejects(
+    () => runtime.fs.readText("a/b/none.txt", { maxBytes: 100 }),
+    Deno.errors.NotFound,
+  );
+  assertEquals(execd(from), [
+    ...Array(5).fill("GET /files/info"), // all 4 steps, then each
+    "GET /files/download",
+  ]);
+  // Content over 32 KiB: a check, the upload to a temporary name, the rename.
+  from = counted.requests.length;
+  await runtime.fs.writeText("a/b/c.txt", "z".repeat(40_000));
+  assertEquals(execd(from), [
+    "POST /command",
+    "POST /files/upload",
+    "POST /command",
+  ]);
+  assertEquals(
+    (await Deno.stat(`${server.dir}/conversations/counted/a/b/c.txt`)).size,
+    40_000,
+  );
 });

@@ -18,8 +18,15 @@ import {
   runChecked,
   shellList,
   shellStat,
+  shellStatMany,
 } from "../remote/_shell_files.ts";
-import type { ExecuteResult, FileInfo, FileType } from "../types.ts";
+import type {
+  BackgroundProcess,
+  ExecuteResult,
+  FileInfo,
+  FileType,
+} from "../types.ts";
+import { startExecdBackground } from "./_background.ts";
 import { ExecdProtocolError, readExecdEvents } from "./_events.ts";
 
 /** How long we wait for the stream to end after an interrupt, in ms. */
@@ -122,7 +129,8 @@ export class SandboxCommandError extends Error {
  * @example Making a client (no request is made)
  * ```ts
  * import { assert } from "@std/assert";
- * import { ExecdClient, HttpClient } from "@skillrun/skillrun/opensandbox";
+ * import { HttpClient } from "@skillrun/skillrun/runtime";
+ * import { ExecdClient } from "./execd.ts";
  * const execd = new ExecdClient(new HttpClient({ baseUrl: "http://127.0.0.1:1/proxy/44772" }));
  * assert(execd.http.baseUrl.endsWith("/proxy/44772"));
  * ```
@@ -318,6 +326,38 @@ export class ExecdClient implements RemoteFileOps {
   }
 
   /**
+   * Starts a command with execd's own background commands and returns once
+   * execd gave its id (`init`). Its output (standard output and error in one
+   * log, in the order written) goes to `onStdout` as each
+   * {@linkcode BackgroundProcess.poll} reads it from the log's cursor; its
+   * state comes from `GET /command/status/{id}`; `kill` interrupts its
+   * process group. Never retried.
+   *
+   * @param request The command (`timeoutMs` is the server's timeout; none
+   * at the longest one).
+   * @returns The command.
+   * @throws {SandboxCommandError} The server refused it or could not start it.
+   * @throws {RemoteHttpError} The server could not be reached.
+   */
+  startBackground(request: ExecdCommand): Promise<BackgroundProcess> {
+    return startExecdBackground(
+      {
+        http: this.http,
+        interrupt: (id) => this.interrupt(id),
+        refused: (message, reason, cause) =>
+          new SandboxCommandError(message, {
+            reason,
+            ...(cause !== undefined ? { cause } : {}),
+          }),
+      },
+      backgroundCommandBody(request),
+      request.timeoutMs,
+      request.onStdout ? { onStdout: request.onStdout } : {},
+      request.signal,
+    );
+  }
+
+  /**
    * Interrupts a running command (SIGTERM to its group, SIGKILL after 3 s);
    * answers once the group is gone. An id the server no longer knows (the
    * command already ended) is not an error.
@@ -367,6 +407,41 @@ export class ExecdClient implements RemoteFileOps {
       if (error instanceof RemoteHttpError && error.status === 404) return null;
       throw error;
     }
+  }
+
+  /**
+   * Facts about several paths in one `GET /files/info` (the path repeated);
+   * since any missing path makes that call 404, a 404 asks again path by
+   * path (in parallel). Paths holding `$` go through one quoted command.
+   *
+   * @param paths Absolute POSIX paths.
+   * @param signal Stops the call.
+   * @returns The facts in order, `null` for each missing path.
+   */
+  async statMany(
+    paths: readonly string[],
+    signal?: AbortSignal,
+  ): Promise<(FileInfo | null)[]> {
+    if (paths.some(needsShellPath)) {
+      return await shellStatMany(this.#shell, paths, signal);
+    }
+    try {
+      const map = await this.http.json<Record<string, ExecdFileInfo>>({
+        method: "GET",
+        path: "/files/info",
+        query: { path: [...paths] },
+        ...(signal ? { signal } : {}),
+      });
+      // Every path answered (a 200 means each exists): else ask one by one.
+      if (paths.every((path) => map[path] !== undefined)) {
+        return paths.map((path) => toFileInfo(map[path]!, path));
+      }
+    } catch (error) {
+      if (!(error instanceof RemoteHttpError && error.status === 404)) {
+        throw error;
+      }
+    }
+    return await Promise.all(paths.map((path) => this.stat(path, signal)));
   }
 
   /**
@@ -685,6 +760,52 @@ export function commandBody(
       Math.ceil(request.timeoutMs) + 5_000,
       MAX_EXECUTE_TIMEOUT_MS,
     ),
+  };
+}
+
+/**
+ * The JSON body of `POST /command` for a background command
+ * (`background: true`): its output goes raw into execd's log (no lines to
+ * rejoin), so the wrapper only enters a folder holding `$`, runs the
+ * command with `eval` (a leading `-` stays a command) and, on SIGTERM
+ * (execd's interrupt), waits for its children so that none is left to pid 1
+ * as a zombie, which the interrupt would wait for. The server's timeout is
+ * the command's own; none at the longest timeout.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { backgroundCommandBody } from "./execd.ts";
+ * const body = backgroundCommandBody({ command: "serve", cwd: "/w", env: {}, timeoutMs: 1000 });
+ * assert(body.background && body.timeout === 1000 && body.cwd === "/w");
+ * ```
+ *
+ * @param request The command, folder, environment and timeout.
+ * @returns The body.
+ */
+export function backgroundCommandBody(
+  request: Pick<ExecdCommand, "command" | "cwd" | "env" | "timeoutMs">,
+): {
+  command: string;
+  cwd: string;
+  envs: Readonly<Record<string, string>>;
+  background: true;
+  timeout?: number;
+} {
+  const viaShell = needsShellPath(request.cwd);
+  const enter = viaShell
+    ? `cd -- ${shellQuote(request.cwd)} || exit ${NO_FOLDER_STATUS}\n`
+    : "";
+  return {
+    command: `trap 'wait; exit 143' TERM\n${enter}eval -- ${
+      shellQuote(request.command)
+    }`,
+    cwd: viaShell ? "/" : request.cwd,
+    envs: request.env,
+    background: true,
+    ...(request.timeoutMs < MAX_EXECUTE_TIMEOUT_MS
+      ? { timeout: Math.max(1, Math.ceil(request.timeoutMs)) }
+      : {}),
   };
 }
 

@@ -15,13 +15,13 @@ import type { Fault } from "../../tests/servers/_faults.ts";
 import { SkillPreparationError } from "../errors.ts";
 import { RemoteHttpError } from "../remote/errors.ts";
 import { SandboxCommandError } from "./execd.ts";
+import { startTestServer } from "./_testing.ts";
 import {
   countingFetch,
   makeSkill,
   processAlive,
-  startTestServer,
   waitFor,
-} from "./_testing.ts";
+} from "../remote/_testing.ts";
 
 /** Whether any command the server ran still has a live process. */
 function anyCommandAlive(

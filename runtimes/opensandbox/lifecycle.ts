@@ -90,7 +90,7 @@ interface RawSandbox {
  * @example Making a client (no request is made)
  * ```ts
  * import { assert } from "@std/assert";
- * import { LifecycleClient } from "@skillrun/skillrun/opensandbox";
+ * import { LifecycleClient } from "./lifecycle.ts";
  * const client = new LifecycleClient({ baseUrl: "http://127.0.0.1:1", apiKey: "k" });
  * assert(client.baseUrl === "http://127.0.0.1:1/v1");
  * ```

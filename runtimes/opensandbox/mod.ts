@@ -15,29 +15,17 @@
  * console.log(result.stdout);
  * ```
  *
+ * This entry holds what is this kind's own: its runtime, its options and its
+ * errors. What every kind shares (the conversation stores,
+ * `RemoteHttpError`, the runtime contract) comes from
+ * `@skillrun/skillrun` and, for writing a runtime, `@skillrun/skillrun/runtime`.
+ *
  * @module
  */
 export {
-  type OpenSandboxRuntimeOptions,
   OpenSandboxSkillRuntime,
+  type OpenSandboxSkillRuntimeOptions,
 } from "./runtime.ts";
-export {
-  API_KEY_HEADER,
-  EXECD_PORT,
-  LifecycleClient,
-  type LifecycleClientOptions,
-  type SandboxEndpoint,
-  type SandboxInfo,
-  type SandboxSpec,
-} from "./lifecycle.ts";
-export {
-  ExecdClient,
-  type ExecdCommand,
-  SandboxCommandError,
-} from "./execd.ts";
-export {
-  type ExecdEvent,
-  type ExecdEventError,
-  ExecdProtocolError,
-} from "./_events.ts";
-export * from "../remote/kind_exports.ts";
+export type { SandboxInfo, SandboxSpec } from "./lifecycle.ts";
+export { SandboxCommandError } from "./execd.ts";
+export { ExecdProtocolError } from "./_events.ts";

@@ -10,7 +10,8 @@ import {
   assertLess,
   assertRejects,
 } from "../../_internal/assert.ts";
-import { makeSkill, startTestServer } from "./_testing.ts";
+import { startTestServer } from "./_testing.ts";
+import { makeSkill } from "../remote/_testing.ts";
 import { SandboxCommandError } from "./execd.ts";
 import { startAioTestServer } from "../aio/_testing.ts";
 import { LocalSkillRuntime } from "../local/runtime.ts";
@@ -43,7 +44,7 @@ Deno.test("prepare() uploads a skill of more than 500 files in requests of at mo
   );
   const count = await runtime.execute({
     command: "find . -type f | wc -l",
-    workingDirectory: prepared!.basePath,
+    cwd: prepared!.basePath,
   });
   assertEquals(count.stdout.trim(), "1202");
 });
@@ -128,7 +129,7 @@ Deno.test("paths holding $ are never expanded by the server: every file call and
   // the working directory
   const pwd = await runtime.execute({
     command: "pwd",
-    workingDirectory: "a$1",
+    cwd: "a$1",
   });
   assertEquals([pwd.stdout, pwd.exitCode], [`${server.dir}/a$1\n`, 0]);
   // a skill whose files hold $
@@ -149,7 +150,7 @@ Deno.test("paths holding $ are never expanded by the server: every file call and
   );
   const ran = await runtime.execute({
     command: "./'run$1.sh'",
-    workingDirectory: prepared!.basePath,
+    cwd: prepared!.basePath,
   });
   assertEquals(ran.stdout, "ran\n");
 });
@@ -278,7 +279,7 @@ Deno.test("a missing working directory holding $ is refused as any missing one i
   await Deno.writeTextFile(`${server.dir}/file$1`, "");
   for (const cwd of ["missing$1", "file$1", "missing"]) {
     const error = await assertRejects(
-      () => runtime.execute({ command: "touch ran", workingDirectory: cwd }),
+      () => runtime.execute({ command: "touch ran", cwd: cwd }),
       SandboxCommandError,
     );
     assertEquals(error.reason, "refused", cwd);
@@ -287,7 +288,7 @@ Deno.test("a missing working directory holding $ is refused as any missing one i
   // A command of its own that prints the same and fails is not refused.
   const own = await runtime.execute({
     command: "printf '\\000skillrun:no-folder\\000' >&2; exit 1",
-    workingDirectory: ".",
+    cwd: ".",
   });
   assertEquals([own.exitCode, own.stderr], [1, "\0skillrun:no-folder\0"]);
 });

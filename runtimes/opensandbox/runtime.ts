@@ -24,7 +24,8 @@ import {
 const GONE_STATES = new Set(["Stopping", "Terminated", "Failed"]);
 
 /** Options of {@linkcode OpenSandboxSkillRuntime}. */
-export interface OpenSandboxRuntimeOptions extends RemoteRuntimeCommonOptions {
+export interface OpenSandboxSkillRuntimeOptions
+  extends RemoteRuntimeCommonOptions {
   /**
    * The lifecycle server, e.g. `http://localhost:8080` (`/v1` is added when
    * missing). With the conversation id, it keys a conversation's record.
@@ -95,7 +96,7 @@ export interface OpenSandboxRuntimeOptions extends RemoteRuntimeCommonOptions {
  *   baseUrl: "http://127.0.0.1:9", // nothing listens here
  *   conversationId: "thread-1",
  * });
- * assert(runtime.defaultWorkingDirectory === "/workspace/conversations/thread-1");
+ * assert(runtime.cwd === "/workspace/conversations/thread-1");
  * await runtime.close(); // never used: no request
  * ```
  */
@@ -108,7 +109,7 @@ export class OpenSandboxSkillRuntime
    * @throws {TypeError} A bad URL, conversation id, path or variable, or
    * `sandboxId` together with a conversation.
    */
-  constructor(options: OpenSandboxRuntimeOptions) {
+  constructor(options: OpenSandboxSkillRuntimeOptions) {
     const lifecycle = new LifecycleClient({
       baseUrl: options.baseUrl,
       ...(options.apiKey !== undefined ? { apiKey: options.apiKey } : {}),
@@ -137,7 +138,7 @@ class OpenSandboxService implements SandboxService<SandboxInfo> {
   readonly #lifecycle: LifecycleClient;
   readonly #spec: SandboxSpec;
   readonly #http: Pick<
-    OpenSandboxRuntimeOptions,
+    OpenSandboxSkillRuntimeOptions,
     "fetch" | "requestTimeoutMs" | "onEvent"
   >;
 
@@ -145,7 +146,7 @@ class OpenSandboxService implements SandboxService<SandboxInfo> {
     lifecycle: LifecycleClient,
     spec: SandboxSpec,
     http: Pick<
-      OpenSandboxRuntimeOptions,
+      OpenSandboxSkillRuntimeOptions,
       "fetch" | "requestTimeoutMs" | "onEvent"
     >,
   ) {
@@ -207,6 +208,7 @@ class OpenSandboxService implements SandboxService<SandboxInfo> {
     return {
       files: execd,
       execute: (command) => execd.run(command),
+      startBackground: (command) => execd.startBackground(command),
       isReady: (signal) => execd.ping(signal),
       makeDirectories: (paths, signal) => execd.makeDirectories(paths, signal),
     };

@@ -6,30 +6,16 @@ import {
   assertInstanceOf,
   assertLess,
   assertRejects,
-  assertStringIncludes,
 } from "../../_internal/assert.ts";
 import { posix } from "../../_internal/std.ts";
 import { SkillRuntimeConfig } from "../config.ts";
-import { SkillPreparationError, WorkspaceEscapeError } from "../errors.ts";
+import { SkillPreparationError } from "../errors.ts";
 import { RemoteHttpError } from "../remote/errors.ts";
 import { MemoryConversationStore } from "../../workspace/conversation_store.ts";
-import { buildSkillTools } from "../../tools/builder.ts";
 import { LifecycleClient } from "./lifecycle.ts";
 import { SandboxCommandError } from "./execd.ts";
-import { OpenSandboxSkillRuntime } from "./runtime.ts";
-import {
-  countingFetch,
-  makeSkill,
-  processAlive,
-  startTestServer,
-  TEST_API_KEY,
-  waitFor,
-} from "./_testing.ts";
-
-const CORPUS = new URL(
-  "../../../shared/corpora/anthropics-skills/skills/",
-  import.meta.url,
-);
+import { startTestServer, TEST_API_KEY } from "./_testing.ts";
+import { countingFetch, makeSkill, waitFor } from "../remote/_testing.ts";
 
 Deno.test("execute() runs bash in the sandbox with exact output, stderr and the exit code", async () => {
   await using server = await startTestServer();
@@ -46,43 +32,6 @@ Deno.test("execute() runs bash in the sandbox with exact output, stderr and the 
   assertFalse(failed.timedOut || failed.aborted);
   const pwd = await runtime.execute({ command: "pwd" });
   assertEquals(pwd.stdout, `${server.dir}\n`);
-});
-
-Deno.test("execute() stops the remote command at the timeout, and everything it started", async () => {
-  await using server = await startTestServer();
-  const runtime = server.runtime();
-  const pidFile = `${server.dir}/pid`;
-  const started = Date.now();
-  const result = await runtime.execute({
-    command: `sleep 30 & echo $! > '${pidFile}'; echo begun; wait`,
-    timeoutMs: 500,
-  });
-  assertLess(Date.now() - started, 10_000);
-  assertEquals(
-    [result.timedOut, result.aborted, result.exitCode, result.stdout],
-    [true, false, -1, "begun\n"],
-  );
-  const pid = Number(await Deno.readTextFile(pidFile));
-  assert(await waitFor(() => !processAlive(pid)), "sleep still runs");
-});
-
-Deno.test("execute() stops the remote command when the caller aborts", async () => {
-  await using server = await startTestServer();
-  const runtime = server.runtime();
-  const pidFile = `${server.dir}/pid`;
-  const controller = new AbortController();
-  setTimeout(() => controller.abort(), 300);
-  const result = await runtime.execute({
-    command: `sleep 30 & echo $! > '${pidFile}'; wait`,
-    signal: controller.signal,
-  });
-  assertEquals([result.aborted, result.timedOut, result.exitCode], [
-    true,
-    false,
-    -1,
-  ]);
-  const pid = Number(await Deno.readTextFile(pidFile));
-  assert(await waitFor(() => !processAlive(pid)), "sleep still runs");
 });
 
 Deno.test("execute() keeps the start and the end of long output and counts every byte", async () => {
@@ -103,37 +52,12 @@ Deno.test("execute() reports a folder the sandbox refuses, before anything runs"
   await using server = await startTestServer();
   const runtime = server.runtime();
   const error = await assertRejects(
-    () => runtime.execute({ command: "touch ran", workingDirectory: "nope" }),
+    () => runtime.execute({ command: "touch ran", cwd: "nope" }),
     SandboxCommandError,
     `Cannot run the command in "${server.dir}/nope": the sandbox refused it`,
   );
   assertEquals(error.reason, "refused");
   assertEquals(await runtime.fs.stat("ran"), null);
-});
-
-Deno.test("no request is made before real use, nor for a refused path", async () => {
-  await using server = await startTestServer();
-  const counted = countingFetch();
-  const skill = await makeSkill(`${server.dir}/src`, "idle");
-  const runtime = server.runtime({
-    fetch: counted.fetch,
-    conversationId: "idle-1",
-    conversationsRoot: `${server.dir}/conversations`,
-    store: new MemoryConversationStore(),
-  });
-  await using tools = await buildSkillTools({ skills: [skill], runtime });
-  assert(tools.tools.length > 0);
-  await assertRejects(
-    () => runtime.fs.readText("/etc/passwd", { maxBytes: 100 }),
-    WorkspaceEscapeError,
-  );
-  await assertRejects(
-    () => runtime.execute({ command: "pwd", workingDirectory: "../other" }),
-    WorkspaceEscapeError,
-  );
-  await runtime.close();
-  await runtime.close();
-  assertEquals(counted.requests.length, 0);
 });
 
 Deno.test("the API key goes in OPEN-SANDBOX-API-KEY to the lifecycle server and never into an error", async () => {
@@ -154,26 +78,6 @@ Deno.test("the API key goes in OPEN-SANDBOX-API-KEY to the lifecycle server and 
   assertEquals(error.status, 401);
   assertFalse(error.message.includes("wrong-key-abcdef"));
   assertFalse(JSON.stringify(error).includes("wrong-key-abcdef"));
-});
-
-Deno.test("a server that cannot be reached is a network error naming the URL", async () => {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  await using runtime = new OpenSandboxSkillRuntime({
-    baseUrl: `http://127.0.0.1:${port}`,
-    apiKey: "secret-key-123456",
-    requestTimeoutMs: 2_000,
-  });
-  const error = await assertRejects(
-    () => runtime.execute({ command: "true" }),
-    RemoteHttpError,
-  );
-  assertEquals(error.status, 0);
-  assertStringIncludes(error.message, `127.0.0.1:${port}`);
-  assertFalse(error.message.includes("secret-key-123456"));
-  // Nothing was created: close() has nothing to delete and does not throw.
-  await runtime.close();
 });
 
 Deno.test("attaching to an unknown sandbox is a clear error; the runtime never deletes an attached sandbox", async () => {
@@ -261,7 +165,8 @@ Deno.test("a failed or timed-out bootstrap is not cached: a later call uploads a
   const config = new SkillRuntimeConfig({
     bootstrap: [
       { command: `test -e '${flag}' || exit 7`, timeoutMs: 10_000 },
-      { command: `test -e '${flag}.slow' || sleep 30`, timeoutMs: 300 },
+      // Room for a loaded machine's process start (300 ms was not).
+      { command: `test -e '${flag}.slow' || sleep 30`, timeoutMs: 1500 },
     ],
   });
   const failed = await assertRejects(
@@ -274,60 +179,12 @@ Deno.test("a failed or timed-out bootstrap is not cached: a later call uploads a
   const timedOut = await assertRejects(
     () => runtime.prepare({ skills: [{ skill, config }] }),
     SkillPreparationError,
-    "bootstrap command 2 of 2 timed out after 300 ms",
+    "bootstrap command 2 of 2 timed out after 1500 ms",
   );
   assert(timedOut.timedOut);
   await Deno.writeTextFile(`${flag}.slow`, "");
   const [prepared] = await runtime.prepare({ skills: [{ skill, config }] });
   assert(prepared!.basePath.startsWith(`${server.dir}/.skills/flaky-`));
-});
-
-Deno.test("uploads are binary-safe: the corpus fonts and a .tar.gz come back byte-identical", async () => {
-  await using server = await startTestServer();
-  const runtime = server.runtime();
-  const canvas = new URL("canvas-design/", CORPUS).pathname;
-  const [prepared] = await runtime.prepare({
-    skills: [{
-      skill: {
-        name: "canvas-design",
-        description: "Fonts",
-        basePath: canvas.replace(/\/$/, ""),
-        location: `${canvas}SKILL.md`,
-        instructions: "",
-        frontMatter: {},
-        warnings: [],
-      },
-    }],
-  });
-  let fonts = 0;
-  for await (const entry of Deno.readDir(`${canvas}canvas-fonts`)) {
-    if (!entry.name.endsWith(".ttf")) continue;
-    fonts++;
-    const remote = `${prepared!.basePath}/canvas-fonts/${entry.name}`;
-    const original = await Deno.readFile(`${canvas}canvas-fonts/${entry.name}`);
-    assertEquals(await runtime.fs.readBytes(remote), original);
-  }
-  assertGreater(fonts, 5);
-  const tarball = new URL(
-    "web-artifacts-builder/scripts/shadcn-components.tar.gz",
-    CORPUS,
-  ).pathname;
-  const skill = await makeSkill(`${server.dir}/src`, "archive", {
-    "data/components.tar.gz": await Deno.readFile(tarball),
-  });
-  const [archive] = await runtime.prepare({ skills: [{ skill }] });
-  const local = `${server.dir}/back/components.tar.gz`;
-  const { bytes } = await runtime.fs.download(
-    `${archive!.basePath}/data/components.tar.gz`,
-    local,
-  );
-  assertEquals(await Deno.readFile(local), await Deno.readFile(tarball));
-  assertEquals(bytes, (await Deno.stat(tarball)).size);
-  const listed = await runtime.execute({
-    command: "tar -tzf data/components.tar.gz | head -n 1",
-    workingDirectory: archive!.basePath,
-  });
-  assertEquals(listed.exitCode, 0);
 });
 
 Deno.test("uploads leave secrets out, skip symlinks and keep the executable bit", async () => {
@@ -350,7 +207,7 @@ Deno.test("uploads leave secrets out, skip symlinks and keep the executable bit"
   }
   assertEquals((await runtime.fs.stat(`${base}/run.sh`))?.executable, true);
   assertEquals(
-    (await runtime.execute({ command: "./run.sh", workingDirectory: base }))
+    (await runtime.execute({ command: "./run.sh", cwd: base }))
       .stdout,
     "run\n",
   );
@@ -371,7 +228,7 @@ Deno.test("paths with spaces, quotes, $() and backticks mean themselves", async 
   );
   const result = await runtime.execute({
     command: "ls",
-    workingDirectory: name,
+    cwd: name,
   });
   assertEquals(result.stdout, "file $(x).txt\n");
   const skill = await makeSkill(`${server.dir}/src dir's $(x)`, "odd", {

@@ -108,6 +108,61 @@ export async function shellStat(
 }
 
 /**
+ * Facts about several paths (symlinks not followed) by one `stat` command,
+ * in their order, `null` for each missing one.
+ *
+ * @param run The runner.
+ * @param paths The absolute paths.
+ * @param signal Stops it.
+ * @returns The facts.
+ */
+export async function shellStatMany(
+  run: ShellRunner,
+  paths: readonly string[],
+  signal?: AbortSignal,
+): Promise<(FileInfo | null)[]> {
+  if (paths.length === 0) return [];
+  const result = await runChecked(
+    run,
+    `for __p in ${
+      paths.map(shellQuote).join(" ")
+    }; do if [ -e "$__p" ] || [ -L "$__p" ]; then LC_ALL=C stat -c '%F${SEP}%s${SEP}%Y${SEP}%a' -- "$__p"; else echo missing; fi; done`,
+    `stat "${paths[paths.length - 1]}"`,
+    signal,
+  );
+  const lines = result.stdout.split("\n");
+  return paths.map((path, i) => statLine(path, (lines[i] ?? "").trim()));
+}
+
+/** One `stat -c` line (or `missing`) as facts. */
+function statLine(path: string, line: string): FileInfo | null {
+  if (line === "missing") return null;
+  const [kind, size, mtime, mode] = line.split(SEP);
+  if (mode === undefined) {
+    throw new Error(
+      `Cannot stat "${path}": the sandbox answered ${
+        JSON.stringify(line.slice(0, 200))
+      }`,
+    );
+  }
+  const type: FileType = kind === "directory"
+    ? "directory"
+    : kind === "symbolic link"
+    ? "symlink"
+    : kind!.startsWith("regular")
+    ? "file"
+    : "other";
+  return {
+    path,
+    name: posix.basename(path),
+    type,
+    size: type === "file" ? Number(size) : 0,
+    modifiedAt: new Date(Number(mtime) * 1000),
+    executable: (parseInt(mode, 8) & 0o100) !== 0,
+  };
+}
+
+/**
  * The entries below a folder down to `depth` levels (`find -printf`),
  * symlinks not followed.
  *

@@ -145,8 +145,3 @@ async function readHead(conn: Deno.Conn): Promise<RawRequest | null> {
   }
   return { method: method!, target: target!, headers };
 }
-
-/** Waits `ms` milliseconds. */
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}

@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { checkNumber } from "../../_internal/check_number.ts";
 import { writeFileAtomically } from "../../_internal/atomic_write.ts";
 import type { DownloadResult } from "../types.ts";
 
@@ -110,8 +111,10 @@ export async function downloadToFile(
   }
   const { signal, expectedSize } = options;
   const maxResumes = options.maxResumes ?? DEFAULT_MAX_RESUMES;
-  checkCount(maxResumes, "maxResumes");
-  if (expectedSize !== undefined) checkCount(expectedSize, "expectedSize");
+  checkNumber(maxResumes, "maxResumes", "non-negative integer");
+  if (expectedSize !== undefined) {
+    checkNumber(expectedSize, "expectedSize", "non-negative integer");
+  }
   const what = options.source === undefined
     ? `to "${localPath}"`
     : `"${options.source}" to "${localPath}"`;
@@ -391,12 +394,4 @@ function contentLength(response: Response): number | undefined {
   const value = response.headers.get("content-length");
   if (value === null || !/^\s*\d+\s*$/.test(value)) return undefined;
   return Number(value);
-}
-
-function checkCount(value: unknown, name: string): void {
-  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0) {
-    throw new RangeError(
-      `Cannot use ${name} ${String(value)}: it must be a non-negative integer`,
-    );
-  }
 }

@@ -9,13 +9,8 @@ import { hostPath } from "../../_internal/std.ts";
 import { downloadToFile, type OpenAtOffset } from "./download.ts";
 import { HttpClient } from "./http.ts";
 import { RemoteHttpError } from "./errors.ts";
-import {
-  type RawRequest,
-  serve,
-  serveRaw,
-  sleep,
-  writeAll,
-} from "./_test_servers.ts";
+import { type RawRequest, serve, serveRaw, writeAll } from "./_test_servers.ts";
+import { delay } from "../../_internal/async.ts";
 
 const DATA = (() => {
   const bytes = new Uint8Array(3 * 1024 * 1024 + 17);
@@ -58,7 +53,7 @@ function dropAfter(bytes: Uint8Array): ReadableStream<Uint8Array> {
         controller.enqueue(bytes);
         return;
       }
-      await sleep(50);
+      await delay(50);
       controller.error(new Error("test server: connection reset on purpose"));
     },
   });
@@ -282,7 +277,7 @@ Deno.test("downloadToFile: abort in the middle leaves no file and no temporary f
     new Response(
       new ReadableStream<Uint8Array>({
         async pull(controller) {
-          await sleep(5);
+          await delay(5);
           controller.enqueue(new Uint8Array(64 * 1024));
         },
       }),

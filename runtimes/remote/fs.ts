@@ -4,9 +4,11 @@
  *
  * @module
  */
-import { checkPositiveInteger, tooLargeError } from "../../_internal/format.ts";
+import { tooLargeError } from "../../_internal/format.ts";
+import { checkNumber } from "../../_internal/check_number.ts";
 import type {
   DownloadResult,
+  ExecuteResult,
   FileInfo,
   ListOptions,
   ListResult,
@@ -18,7 +20,15 @@ import type { MultipartPart } from "./upload.ts";
 import { RemotePathFence, resolveRemotePath } from "./paths.ts";
 import { downloadToFile } from "./download.ts";
 import { RemoteHttpError } from "./errors.ts";
+import { BodyTooLargeError, readCapped } from "../../_internal/body.ts";
 import { WorkspaceEscapeError } from "../errors.ts";
+import type { ShellRunner } from "./_shell_files.ts";
+import {
+  fencedRead,
+  fencedRealPath,
+  fencedWrite,
+  fenceSteps,
+} from "./_fenced_files.ts";
 
 /** One file for {@linkcode RemoteFileOps.upload}. */
 export interface RemoteUploadFile {
@@ -54,6 +64,21 @@ export interface RemoteOpenOptions {
 export interface RemoteFileOps {
   /** Facts about a path (symlinks not followed), or `null` when missing. */
   stat(path: string, signal?: AbortSignal): Promise<FileInfo | null>;
+  /**
+   * Facts about several paths in their order (symlinks not followed, `null`
+   * for a missing one), in one request where the server allows; without
+   * it, {@linkcode RemoteFileOps.stat} is called for each, in parallel.
+   */
+  statMany?(
+    paths: readonly string[],
+    signal?: AbortSignal,
+  ): Promise<(FileInfo | null)[]>;
+  /**
+   * Whether `stat` runs a command in the sandbox (no stat endpoint): in a
+   * fenced workspace a read of a small file is then one command that checks
+   * and reads (the same cost, and no window between the check and the use).
+   */
+  readonly statsByCommand?: boolean;
   /** The entries below a folder, down to `depth` levels, in any order. */
   list(path: string, options: RemoteListOptions): Promise<FileInfo[]>;
   /** A 2xx response whose body is the file from `offset` (206 when ranged). */
@@ -68,9 +93,20 @@ export interface RemoteFileOps {
 /** Options of {@linkcode RemoteFileSystem}. */
 export interface RemoteFileSystemOptions {
   /** Where relative paths resolve (absolute POSIX path). */
-  readonly defaultDirectory: string;
+  readonly cwd: string;
   /** A remote workspace root: paths outside are refused, with no request. */
   readonly fenceRoot?: string;
+  /**
+   * Runs one helper command in the sandbox (never retried). With a fence,
+   * writes go through it (the check of what is there, a temporary file and
+   * the rename over the target in one command) and so does
+   * {@linkcode RemoteFileSystem.realPath}; without it, a fenced write checks
+   * with `stat` and uploads in place.
+   */
+  readonly shell?: (
+    command: string,
+    signal?: AbortSignal,
+  ) => Promise<ExecuteResult>;
 }
 
 /** The default depth of {@linkcode RemoteFileSystem.list}: 1. */
@@ -80,10 +116,15 @@ const DEFAULT_LIST_LIMIT = 1000;
 
 /**
  * The file system of a remote runtime, shared by every server kind: paths
- * are POSIX and resolved here (relative ones against `defaultDirectory`);
+ * are POSIX and resolved here (relative ones against `cwd`);
  * with `fenceRoot`, a path outside the remote workspace is refused with a
- * `WorkspaceEscapeError` before any request (the fence is lexical: the
- * sandbox is the boundary for symlinks inside it). The server's calls come
+ * `WorkspaceEscapeError` before any request, and what is really there is
+ * looked at before each use: a read stats every step (a symbolic link on the
+ * way, or a file that is not a regular one, is refused); with a `shell`, a
+ * write checks the same and renames a temporary file over the target in one
+ * command (a hard link keeps its other name's bytes), and
+ * {@linkcode RemoteFileSystem.realPath} resolves a search root in the
+ * sandbox. The server's calls come
  * from a {@linkcode RemoteFileOps}, which may be given lazily (a function
  * called on first real use, again after it failed), so that constructing the
  * file system makes no request.
@@ -110,7 +151,7 @@ const DEFAULT_LIST_LIMIT = 1000;
  * const fs = new RemoteFileSystem(() => {
  *   calls++;
  *   return Promise.resolve(ops);
- * }, { defaultDirectory: "/w", fenceRoot: "/w" });
+ * }, { cwd: "/w", fenceRoot: "/w" });
  * let refused = false;
  * try { await fs.readText("../etc/passwd", { maxBytes: 100 }); } catch { refused = true; }
  * assert(refused && calls === 0);
@@ -121,8 +162,9 @@ const DEFAULT_LIST_LIMIT = 1000;
 export class RemoteFileSystem implements SkillRuntimeFileSystem {
   readonly #ops: RemoteFileOps | (() => Promise<RemoteFileOps>);
   #pending: Promise<RemoteFileOps> | undefined;
-  readonly #defaultDirectory: string;
+  readonly #cwd: string;
   readonly #fence: RemotePathFence | undefined;
+  readonly #shell: ShellRunner | undefined;
 
   /**
    * Makes the file system; makes no request.
@@ -142,10 +184,11 @@ export class RemoteFileSystem implements SkillRuntimeFileSystem {
       throw new TypeError("Cannot make a remote file system: ops are missing");
     }
     this.#ops = ops;
+    this.#shell = options.shell;
     this.#fence = options.fenceRoot === undefined
       ? undefined
       : new RemotePathFence(options.fenceRoot);
-    const directory = options.defaultDirectory;
+    const directory = options.cwd;
     if (typeof directory !== "string" || !directory.startsWith("/")) {
       throw new TypeError(
         `Cannot use default directory ${
@@ -153,8 +196,8 @@ export class RemoteFileSystem implements SkillRuntimeFileSystem {
         }: it must be an absolute POSIX path`,
       );
     }
-    this.#defaultDirectory = resolveRemotePath("/", directory);
-    if (this.#fence && !this.#fence.contains(this.#defaultDirectory)) {
+    this.#cwd = resolveRemotePath("/", directory);
+    if (this.#fence && !this.#fence.contains(this.#cwd)) {
       throw new TypeError(
         `Cannot use default directory "${directory}": it is outside the workspace "${this.#fence.root}"`,
       );
@@ -200,9 +243,12 @@ export class RemoteFileSystem implements SkillRuntimeFileSystem {
    * @throws {RemoteHttpError} The server failed.
    */
   async readText(path: string, options: ReadTextOptions): Promise<string> {
-    checkLimit(options?.maxBytes, "maxBytes");
-    await this.#checkPlaced(path, "read", options.signal);
-    const bytes = await this.#read(path, options.maxBytes, options.signal);
+    checkNumber(options?.maxBytes, "maxBytes", "non-negative integer");
+    const bytes = await this.#checkedRead(
+      path,
+      options.maxBytes,
+      options.signal,
+    );
     return new TextDecoder("utf-8", { ignoreBOM: true }).decode(bytes);
   }
 
@@ -223,10 +269,43 @@ export class RemoteFileSystem implements SkillRuntimeFileSystem {
     options: SignalOptions & { maxBytes?: number } = {},
   ): Promise<Uint8Array> {
     if (options.maxBytes !== undefined) {
-      checkLimit(options.maxBytes, "maxBytes");
+      checkNumber(options.maxBytes, "maxBytes", "non-negative integer");
     }
-    await this.#checkPlaced(path, "read", options.signal);
-    return await this.#read(path, options.maxBytes, options.signal);
+    return await this.#checkedRead(path, options.maxBytes, options.signal);
+  }
+
+  /** A whole read, fenced: in one command where stat is one anyway. */
+  async #checkedRead(
+    path: string,
+    limit: number | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<Uint8Array> {
+    if (this.#fence && this.#shell) {
+      const remotePath = this.#resolve(path);
+      signal?.throwIfAborted();
+      const ops = await this.#getOps();
+      if (ops.statsByCommand) {
+        const read = await fencedRead(
+          this.#shell,
+          this.#fence.root,
+          remotePath,
+          path,
+          limit === undefined ? undefined : limit + 1,
+          signal,
+        );
+        if (read === null) {
+          throw new Deno.errors.NotFound(`Cannot read "${path}": no such file`);
+        }
+        if (read !== "large") {
+          if (limit !== undefined && read.length > limit) {
+            throw tooLargeError(path, limit);
+          }
+          return read;
+        }
+      }
+    }
+    await this.#checkPlaced(path, "read", signal);
+    return await this.#read(path, limit, signal);
   }
 
   /**
@@ -250,9 +329,55 @@ export class RemoteFileSystem implements SkillRuntimeFileSystem {
       throw new TypeError(`Cannot write "${path}": the content is not text`);
     }
     options.signal?.throwIfAborted();
+    if (this.#fence && this.#shell) {
+      const ops = await this.#getOps();
+      await fencedWrite({
+        shell: this.#shell,
+        upload: (path, bytes, signal) =>
+          ops.upload(
+            [{ remotePath: path, content: bytes, mode: 0o644 }],
+            signal,
+          ),
+        root: this.#fence.root,
+        target: remotePath,
+        given: path,
+        bytes: new TextEncoder().encode(content),
+        signal: options.signal,
+      });
+      return;
+    }
     await this.#checkPlaced(path, "write", options.signal);
     const ops = await this.#getOps();
     await ops.upload([{ remotePath, content }], options.signal);
+  }
+
+  /**
+   * Where a path really leads, for a search root: with a fence (and a
+   * shell), resolved in the sandbox by `realpath`, refused when it leads
+   * outside the workspace (a symbolic link to a place inside is followed,
+   * as the local runtime does); otherwise the lexical path.
+   *
+   * @param path The path.
+   * @param options A signal.
+   * @returns The absolute path it leads to, or `null` when nothing is there.
+   * @throws {WorkspaceEscapeError} With a fence: it leads outside.
+   * @throws {Error} The command failed.
+   */
+  async realPath(
+    path: string,
+    options: SignalOptions = {},
+  ): Promise<string | null> {
+    const remotePath = this.#resolve(path);
+    options.signal?.throwIfAborted();
+    if (!this.#fence || !this.#shell) return remotePath;
+    await this.#getOps();
+    return await fencedRealPath(
+      this.#shell,
+      this.#fence.root,
+      remotePath,
+      path,
+      options.signal,
+    );
   }
 
   /**
@@ -297,8 +422,8 @@ export class RemoteFileSystem implements SkillRuntimeFileSystem {
   async list(path: string, options: ListOptions = {}): Promise<ListResult> {
     const depth = options.depth ?? DEFAULT_LIST_DEPTH;
     const limit = options.limit ?? DEFAULT_LIST_LIMIT;
-    checkPositiveInteger(depth, "depth");
-    checkPositiveInteger(limit, "limit");
+    checkNumber(depth, "depth", "positive integer");
+    checkNumber(limit, "limit", "positive integer");
     const remotePath = this.#resolve(path);
     options.signal?.throwIfAborted();
     const ops = await this.#getOps();
@@ -388,9 +513,9 @@ export class RemoteFileSystem implements SkillRuntimeFileSystem {
   #resolve(path: string): string {
     return this.#fence
       ? this.#fence.resolve(
-        resolveRemotePath(this.#defaultDirectory, path),
+        resolveRemotePath(this.#cwd, path),
       )
-      : resolveRemotePath(this.#defaultDirectory, path);
+      : resolveRemotePath(this.#cwd, path);
   }
 
   /**
@@ -401,8 +526,10 @@ export class RemoteFileSystem implements SkillRuntimeFileSystem {
    * would take the sandbox's word, and it may swap the link between our
    * check and the server's use), and so is a file that is not a regular one
    * (a FIFO would block the server's open; a device or a socket is no file).
-   * The check and the use are two requests:
-   * a command swapping a folder for a link between them is not stopped.
+   * One request where the server can stat several paths at once. The check
+   * and the use are two requests: a command swapping a folder for a link
+   * between them is not stopped (writes with a shell make the check and the
+   * rename in one command instead).
    */
   async #checkPlaced(
     path: string,
@@ -412,23 +539,18 @@ export class RemoteFileSystem implements SkillRuntimeFileSystem {
     if (!this.#fence) return;
     const remotePath = this.#resolve(path);
     const root = this.#fence.root;
-    const steps = [root];
-    if (remotePath !== root) {
-      let at = root;
-      for (const part of remotePath.slice(root.length + 1).split("/")) {
-        at = `${at}/${part}`;
-        steps.push(at);
-      }
-    }
+    const steps = fenceSteps(root, remotePath);
     const ops = await this.#getOps();
-    const infos = await Promise.all(
-      steps.map((step) =>
-        ops.stat(step, signal).catch((error) => {
-          if (isMissing(error)) return null;
-          throw error;
-        })
-      ),
-    );
+    const infos = ops.statMany
+      ? await ops.statMany(steps, signal)
+      : await Promise.all(
+        steps.map((step) =>
+          ops.stat(step, signal).catch((error) => {
+            if (isMissing(error)) return null;
+            throw error;
+          })
+        ),
+      );
     for (let i = 0; i < steps.length; i++) {
       const info = infos[i];
       if (info === null || info === undefined) {
@@ -515,31 +637,15 @@ export class RemoteFileSystem implements SkillRuntimeFileSystem {
       await body.cancel().catch(() => {});
       throw tooLargeError(path, limit);
     }
-    const reader = body.getReader();
-    const chunks: Uint8Array[] = [];
-    let length = 0;
     try {
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        length += value.length;
-        if (limit !== undefined && length > limit) {
-          throw tooLargeError(path, limit);
-        }
-        chunks.push(value);
-      }
+      return await readCapped(body, {
+        maxBytes: limit ?? Infinity,
+        overflow: "error",
+      });
     } catch (error) {
-      reader.cancel().catch(() => {});
+      if (error instanceof BodyTooLargeError) throw tooLargeError(path, limit!);
       throw error;
     }
-    if (chunks.length === 1) return chunks[0]!;
-    const bytes = new Uint8Array(length);
-    let offset = 0;
-    for (const chunk of chunks) {
-      bytes.set(chunk, offset);
-      offset += chunk.length;
-    }
-    return bytes;
   }
 }
 
@@ -556,14 +662,4 @@ function compareKeys(a: readonly string[], b: readonly string[]): number {
     if (x !== y) return x < y ? -1 : 1;
   }
   return a.length - b.length;
-}
-
-function checkLimit(value: unknown, name: string): void {
-  if (
-    typeof value !== "number" || !Number.isSafeInteger(value) || value < 0
-  ) {
-    throw new RangeError(
-      `Cannot use ${name} ${String(value)}: it must be a non-negative integer`,
-    );
-  }
 }

@@ -13,7 +13,8 @@ import { LocalFileSystem } from "../local/fs.ts";
 import { HttpClient } from "./http.ts";
 import { multipartBody } from "./upload.ts";
 import { type RemoteFileOps, RemoteFileSystem } from "./fs.ts";
-import { serve, sleep } from "./_test_servers.ts";
+import { serve } from "./_test_servers.ts";
+import { delay } from "../../_internal/async.ts";
 
 const FONT = hostPath.fromFileUrl(
   new URL(
@@ -145,7 +146,7 @@ async function harness(): Promise<Harness> {
             controller.enqueue(rest.slice(0, drop));
             return;
           }
-          await sleep(30);
+          await delay(30);
           controller.error(new Error("test server: reset on purpose"));
         },
       });
@@ -249,7 +250,7 @@ async function harness(): Promise<Harness> {
 
 function fenced(ops: RemoteFileOps | (() => Promise<RemoteFileOps>)) {
   return new RemoteFileSystem(ops, {
-    defaultDirectory: REMOTE_ROOT,
+    cwd: REMOTE_ROOT,
     fenceRoot: REMOTE_ROOT,
   });
 }
@@ -339,7 +340,7 @@ Deno.test("RemoteFileSystem caps text reads while streaming and cancels the rest
     RangeError,
     "larger than the 1 MiB limit",
   );
-  for (let i = 0; i < 50 && !h.endless.cancelled; i++) await sleep(20);
+  for (let i = 0; i < 50 && !h.endless.cancelled; i++) await delay(20);
   assert(h.endless.cancelled, "the endless body was not cancelled");
   assertLess(h.endless.sent, 16 << 20);
   await assertRejects(
@@ -400,7 +401,7 @@ Deno.test("RemoteFileSystem list matches the local file system's order, depth, l
     await Deno.mkdir(hostPath.dirname(target), { recursive: true });
     await Deno.writeTextFile(target, path);
   }
-  const localFs = new LocalFileSystem({ root: h.root });
+  const localFs = new LocalFileSystem({ cwd: h.root });
   const rel = (p: string, base: string) => p.slice(base.length + 1);
   for (
     const options of [
@@ -474,7 +475,7 @@ Deno.test("RemoteFileSystem download resumes after a drop and leaves nothing on 
 
 Deno.test("RemoteFileSystem without a fence resolves against its default directory", async () => {
   await using h = await harness();
-  const fs = new RemoteFileSystem(h.ops, { defaultDirectory: "/w/skills" });
+  const fs = new RemoteFileSystem(h.ops, { cwd: "/w/skills" });
   assertEquals(fs.fenceRoot, undefined);
   assertEquals(await fs.resolve("pdf/SKILL.md"), "/w/skills/pdf/SKILL.md");
   assertEquals(await fs.resolve("../x"), "/w/x");
@@ -482,7 +483,7 @@ Deno.test("RemoteFileSystem without a fence resolves against its default directo
   let error: unknown;
   try {
     new RemoteFileSystem(h.ops, {
-      defaultDirectory: "/other",
+      cwd: "/other",
       fenceRoot: "/w",
     });
   } catch (e) {

@@ -9,10 +9,13 @@
  *
  * @module
  */
+import { delay } from "../../_internal/async.ts";
+import { checkNumber } from "../../_internal/check_number.ts";
 import denoJson from "../../deno.json" with { type: "json" };
 import { REDACTED, redactSecrets } from "../../_internal/redact.ts";
 import { RemoteHttpError } from "./errors.ts";
 import { toPermissionError } from "../../_internal/permissions.ts";
+import { readCapped } from "../../_internal/body.ts";
 import { EventSink, type SkillEventListener } from "../../observe/events.ts";
 import { injectTraceContext, inSpan, SpanKind } from "../../observe/otel.ts";
 
@@ -172,26 +175,25 @@ export class HttpClient {
   constructor(options: HttpClientOptions) {
     this.#options = options;
     this.baseUrl = checkBaseUrl(options?.baseUrl);
-    this.#timeoutMs = checkPositiveMs(
+    this.#timeoutMs = checkNumber(
       options.timeoutMs ?? DEFAULT_HTTP_TIMEOUT_MS,
       "timeoutMs",
+      "positive number of ms",
     );
-    const retries = options.retries ?? DEFAULT_HTTP_RETRIES;
-    if (!Number.isSafeInteger(retries) || retries < 0) {
-      throw new RangeError(
-        `Cannot use retries ${
-          String(retries)
-        }: it must be a non-negative integer`,
-      );
-    }
-    this.#retries = retries;
-    this.#retryDelayMs = checkNonNegativeMs(
+    this.#retries = checkNumber(
+      options.retries ?? DEFAULT_HTTP_RETRIES,
+      "retries",
+      "non-negative integer",
+    );
+    this.#retryDelayMs = checkNumber(
       options.retryDelayMs ?? DEFAULT_RETRY_DELAY_MS,
       "retryDelayMs",
+      "non-negative number of ms",
     );
-    this.#maxRetryAfterMs = checkNonNegativeMs(
+    this.#maxRetryAfterMs = checkNumber(
       options.maxRetryAfterMs ?? DEFAULT_MAX_RETRY_AFTER_MS,
       "maxRetryAfterMs",
+      "non-negative number of ms",
     );
     this.#fetch = options.fetch ?? ((input, init) => fetch(input, init));
     this.#secretHeaderNames = new Set(
@@ -367,7 +369,7 @@ export class HttpClient {
       ? this.#timeoutMs
       : request.timeoutMs === null
       ? null
-      : checkPositiveMs(request.timeoutMs, "timeoutMs");
+      : checkNumber(request.timeoutMs, "timeoutMs", "positive number of ms");
     const headMs = overallMs ?? this.#timeoutMs;
     const startedAt = Date.now();
     let timer: ReturnType<typeof setTimeout> | undefined = setTimeout(
@@ -416,10 +418,9 @@ export class HttpClient {
             throw toPermissionError(error, { operation: "reach" });
           }
           if (attempt < call.retries) {
-            await this.#pause(
-              this.#backoff(attempt),
-              controller.signal,
-            ).catch(fail);
+            await delay(this.#backoff(attempt), {
+              signal: controller.signal,
+            }).catch(fail);
             continue;
           }
           throw this.#networkError(call, error);
@@ -442,11 +443,11 @@ export class HttpClient {
           const retryAfter = parseRetryAfter(
             response.headers.get("retry-after"),
           );
-          const delay = retryAfter ?? this.#backoff(attempt);
+          const wait = retryAfter ?? this.#backoff(attempt);
           const remaining = headMs - (Date.now() - startedAt);
-          if (delay <= this.#maxRetryAfterMs && delay < remaining) {
+          if (wait <= this.#maxRetryAfterMs && wait < remaining) {
             await response.body?.cancel().catch(() => {});
-            await this.#pause(delay, controller.signal).catch(fail);
+            await delay(wait, { signal: controller.signal }).catch(fail);
             continue;
           }
         }
@@ -632,21 +633,6 @@ export class HttpClient {
     return Math.round(ceiling / 2 + Math.random() * ceiling / 2);
   }
 
-  #pause(ms: number, signal: AbortSignal): Promise<void> {
-    return new Promise((resolve, reject) => {
-      if (signal.aborted) return reject(signal.reason);
-      const onAbort = () => {
-        clearTimeout(timer);
-        reject(signal.reason);
-      };
-      const timer = setTimeout(() => {
-        signal.removeEventListener("abort", onAbort);
-        resolve();
-      }, ms);
-      signal.addEventListener("abort", onAbort, { once: true });
-    });
-  }
-
   /**
    * The response with its body wrapped: errors mapped, timers cleared. The
    * wrapped body is a byte stream: a BYOB reader gets the bytes copied into
@@ -671,7 +657,11 @@ export class HttpClient {
     }
     const idleMs = options.idleTimeoutMs === undefined
       ? undefined
-      : checkPositiveMs(options.idleTimeoutMs, "idleTimeoutMs");
+      : checkNumber(
+        options.idleTimeoutMs,
+        "idleTimeoutMs",
+        "positive number of ms",
+      );
     const idleReason = new DOMException("Stalled", "TimeoutError");
     let byob: ReadableStreamBYOBReader | undefined;
     let plain: ReadableStreamDefaultReader<Uint8Array> | undefined;
@@ -838,7 +828,12 @@ export class HttpClient {
     call: PreparedCall,
     response: Response,
   ): Promise<RemoteHttpError> {
-    const text = await readBounded(response, MAX_ERROR_BODY_BYTES);
+    const text = new TextDecoder().decode(
+      await readCapped(response.body, {
+        maxBytes: MAX_ERROR_BODY_BYTES,
+        overflow: "truncate",
+      }),
+    );
     const parsed = parseServerError(text);
     const code = parsed.code === undefined
       ? undefined
@@ -890,7 +885,7 @@ export class HttpClient {
  * @example The shapes servers use
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { parseServerError } from "@skillrun/skillrun/runtime";
+ * import { parseServerError } from "./http.ts";
  * assertEquals(parseServerError('{"code":"FILE_NOT_FOUND","message":"gone"}'), {
  *   code: "FILE_NOT_FOUND",
  *   message: "gone",
@@ -1030,26 +1025,6 @@ function checkBaseUrl(baseUrl: unknown): string {
   );
 }
 
-function checkPositiveMs(value: unknown, name: string): number {
-  if (typeof value !== "number" || !Number.isFinite(value) || value <= 0) {
-    throw new RangeError(
-      `Cannot use ${name} ${String(value)}: it must be a positive number of ms`,
-    );
-  }
-  return value;
-}
-
-function checkNonNegativeMs(value: unknown, name: string): number {
-  if (typeof value !== "number" || !Number.isFinite(value) || value < 0) {
-    throw new RangeError(
-      `Cannot use ${name} ${
-        String(value)
-      }: it must be a non-negative number of ms`,
-    );
-  }
-  return value;
-}
-
 function isRetryableStatus(status: number): boolean {
   return status === 429 ||
     (status >= 500 && status <= 599 && status !== 501 && status !== 505);
@@ -1082,34 +1057,4 @@ function requestIdOf(headers: Headers): string | undefined {
     if (value) return excerptOf(value);
   }
   return undefined;
-}
-
-/** Reads at most `limit` bytes of a body as text, then cancels the rest. */
-async function readBounded(response: Response, limit: number): Promise<string> {
-  const body = response.body;
-  if (body === null) return "";
-  const reader = body.getReader();
-  const chunks: Uint8Array[] = [];
-  let length = 0;
-  try {
-    while (length < limit) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      chunks.push(value);
-      length += value.length;
-    }
-  } catch {
-    // A broken error body still gives its status; keep what arrived.
-  } finally {
-    reader.cancel().catch(() => {});
-  }
-  const bytes = new Uint8Array(Math.min(length, limit));
-  let offset = 0;
-  for (const chunk of chunks) {
-    const part = chunk.subarray(0, bytes.length - offset);
-    bytes.set(part, offset);
-    offset += part.length;
-    if (offset >= bytes.length) break;
-  }
-  return new TextDecoder().decode(bytes);
 }

@@ -12,7 +12,8 @@ import denoJson from "../../deno.json" with { type: "json" };
 import { HttpClient } from "./http.ts";
 import { RemoteHttpError } from "./errors.ts";
 import { RuntimePermissionError } from "../../_internal/permissions.ts";
-import { serve, serveRaw, sleep, writeAll } from "./_test_servers.ts";
+import { serve, serveRaw, writeAll } from "./_test_servers.ts";
+import { delay } from "../../_internal/async.ts";
 
 const SECRET_KEY = "sk-live-0123456789abcdef";
 const SECRET_TOKEN = "eyJhbGciOi.bearer-token-value";
@@ -265,7 +266,7 @@ Deno.test("HttpClient does not retry 4xx other than 429", async () => {
 
 Deno.test("HttpClient times out a slow first byte", async () => {
   await using server = serve(async () => {
-    await sleep(1500);
+    await delay(1500);
     return new Response("late");
   });
   const started = performance.now();
@@ -286,7 +287,7 @@ function stallingBody(firstChunk: string, stallMs: number, rest = "}") {
   return new ReadableStream<Uint8Array>({
     async start(controller) {
       controller.enqueue(new TextEncoder().encode(firstChunk));
-      await sleep(stallMs);
+      await delay(stallMs);
       try {
         controller.enqueue(new TextEncoder().encode(rest));
         controller.close();
@@ -345,7 +346,7 @@ Deno.test("HttpClient's idle timeout counts only the wait for the server", async
         async start(controller) {
           for (let i = 0; i < 16; i++) {
             controller.enqueue(new TextEncoder().encode(String(i % 10)));
-            await sleep(100);
+            await delay(100);
           }
           controller.close();
         },
@@ -358,7 +359,7 @@ Deno.test("HttpClient's idle timeout counts only the wait for the server", async
     timeoutMs: null,
     idleTimeoutMs: 500,
   });
-  await sleep(700);
+  await delay(700);
   assertEquals(await response.text(), "0123456789012345");
 });
 
@@ -545,7 +546,7 @@ Deno.test("HttpClient cancels an endless error body", async () => {
     client(server.url, { retries: 0 }).request({ method: "GET", path: "/" }),
   );
   assertEquals(error.status, 500);
-  for (let i = 0; i < 50 && !cancelled; i++) await sleep(20);
+  for (let i = 0; i < 50 && !cancelled; i++) await delay(20);
   assert(cancelled, "the server's body was not cancelled");
 });
 

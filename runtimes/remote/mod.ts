@@ -9,7 +9,7 @@
  * @example Quoting a remote path for a command line
  * ```ts
  * import { assert } from "@std/assert";
- * import { remoteJoin, shellQuote } from "@skillrun/skillrun/runtime";
+ * import { remoteJoin, shellQuote } from "./mod.ts";
  * const path = remoteJoin("/workspace", "it's here");
  * assert(`cat ${shellQuote(path)}` === "cat '/workspace/it'\\''s here'");
  * ```

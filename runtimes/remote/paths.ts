@@ -33,11 +33,8 @@ export function toRemoteRelative(
   relative: string,
   separator: string = hostPath.SEPARATOR,
 ): string {
-  if (typeof relative !== "string" || relative.includes("\0")) {
-    throw new TypeError(
-      `Cannot use ${JSON.stringify(relative)}: the path holds a NUL character`,
-    );
-  }
+  // The empty path is the folder itself.
+  if (relative !== "") checkPathText(relative);
   const parts = separator === "/"
     ? relative.split("/")
     : relative.split(separator).flatMap((part) => part.split("/"));

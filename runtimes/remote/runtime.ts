@@ -7,6 +7,7 @@
  *
  * @module
  */
+import { abortable } from "../../_internal/async.ts";
 import { closeBackgroundCommands } from "../background.ts";
 import {
   type EventSink,
@@ -25,6 +26,7 @@ import {
   PreparationEngine,
 } from "../prepare.ts";
 import {
+  type BackgroundProcess,
   DEFAULT_MAX_OUTPUT_BYTES,
   type ExecuteRequest,
   type ExecuteResult,
@@ -42,7 +44,7 @@ import type {
   ConversationKey,
   ConversationStore,
 } from "../../workspace/conversation_store.ts";
-import { skillDigest } from "../../workspace/conversation_store.ts";
+import { skillDigest } from "../../workspace/skill_digest.ts";
 import { ShellSearch } from "../../search/shell.ts";
 import { posix } from "../../_internal/std.ts";
 import { redactError, Redactor } from "../../_internal/redact.ts";
@@ -74,6 +76,14 @@ export interface RemoteCommand {
 export interface RemoteSession {
   /** Runs one command (never retried); stops it remotely on deadline or abort. */
   execute(command: RemoteCommand): Promise<ExecuteResult>;
+  /**
+   * Starts a command with the server's own background facility and returns
+   * once the server has it (its id): the output goes to the command's
+   * `onStdout`/`onStderr` as each poll fetches it, bounded by the caller;
+   * `timeoutMs` is the command's whole life (the longest timeout: none).
+   * Without it, background commands run on {@linkcode RemoteSession.execute}.
+   */
+  startBackground?(command: RemoteCommand): Promise<BackgroundProcess>;
   /** The server's file calls. */
   readonly files: RemoteFileOps;
   /** Called on each use of the runtime (e.g. to renew the sandbox's expiry). */
@@ -202,7 +212,7 @@ export interface RemoteRuntimeCommonOptions {
  * @example A kind passes its common options on
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { runtimeOptionsOf } from "@skillrun/skillrun/runtime";
+ * import { runtimeOptionsOf } from "./runtime.ts";
  * assertEquals(
  *   runtimeOptionsOf({ cwd: "/w", env: { A: "1" }, fetch }),
  *   { cwd: "/w", env: { A: "1" } },
@@ -242,6 +252,44 @@ export function runtimeOptionsOf(
   };
 }
 
+/** How long one of the file system's own commands may run, in ms. */
+const HELPER_TIMEOUT_MS = 60_000;
+/** The most output of one of the file system's own commands. */
+const HELPER_OUTPUT_BYTES = 1024 * 1024;
+
+/**
+ * A conversation's search engine: the path of `grep`, `glob` and `ls` is
+ * resolved in the sandbox first ({@linkcode RemoteFileSystem.realPath}), so
+ * a symbolic link given as the path (or on its way) is followed only to a
+ * place inside the workspace, as on the local runtime; links inside the
+ * searched folder are never followed by the engines themselves.
+ */
+function fencedSearch(
+  engine: SearchEngine,
+  fs: RemoteFileSystem,
+  clean: (error: unknown) => unknown,
+): SearchEngine {
+  const real = async <R extends { path?: string; signal?: AbortSignal }>(
+    request: R,
+  ): Promise<R> => {
+    let resolved: string | null;
+    try {
+      resolved = await fs.realPath(
+        request.path ?? ".",
+        request.signal ? { signal: request.signal } : {},
+      );
+    } catch (error) {
+      throw clean(error);
+    }
+    return resolved === null ? request : { ...request, path: resolved };
+  };
+  return {
+    grep: async (request) => engine.grep(await real(request)),
+    glob: async (request) => engine.glob(await real(request)),
+    ls: async (request) => engine.ls(await real(request)),
+  };
+}
+
 /** What a search engine of a remote runtime may use. */
 export interface RemoteSearchParts {
   /** Runs a command in the sandbox through the runtime. */
@@ -270,8 +318,8 @@ export interface RemoteSearchParts {
  * preparation the record is read again, so a skill another runtime object
  * or another process prepared with the same digest is neither uploaded nor
  * bootstrapped again; a changed skill is uploaded and bootstrapped again.
- * The file system and working directories are fenced (lexically) inside the
- * workspace.
+ * The file system and working directories are fenced inside the workspace
+ * (lexically, and by what is there: see {@linkcode RemoteFileSystem}).
  *
  * @example A runtime over a backend of your own
  * ```ts
@@ -307,7 +355,7 @@ export class RemoteSkillRuntime implements SkillRuntime {
   /** The runtime's name. */
   readonly name: string;
   readonly #backend: RemoteBackend;
-  readonly #defaultWorkingDirectory: string;
+  readonly #cwd: string;
   readonly #skillsRoot: string;
   readonly #conversation: RemoteConversation | undefined;
   readonly #key: ConversationKey | undefined;
@@ -351,14 +399,14 @@ export class RemoteSkillRuntime implements SkillRuntime {
         options.conversation.workspace,
         "workspace",
       );
-      this.#defaultWorkingDirectory = workspace;
+      this.#cwd = workspace;
       this.#skillsRoot = posix.join(workspace, "skills");
       this.#key = {
         serverUrl: options.backend.serverUrl,
         conversationId: options.conversation.conversationId,
       };
     } else {
-      this.#defaultWorkingDirectory = absolutePosix(
+      this.#cwd = absolutePosix(
         options.cwd ?? "/workspace",
         "cwd",
       );
@@ -373,17 +421,16 @@ export class RemoteSkillRuntime implements SkillRuntime {
     );
     this.#copyPolicy = options.copyPolicy;
     this.#fs = new RemoteFileSystem(() => this.#files(), {
-      defaultDirectory: this.#defaultWorkingDirectory,
-      ...(options.conversation
-        ? { fenceRoot: this.#defaultWorkingDirectory }
-        : {}),
+      cwd: this.#cwd,
+      ...(options.conversation ? { fenceRoot: this.#cwd } : {}),
+      shell: (command, signal) => this.#helper(command, signal),
     });
     this.#cleanFs = redactingProxy(this.#fs, (error) => this.#clean(error));
     const parts: RemoteSearchParts = {
       execute: (request) => this.execute(request),
       fs: this.#cleanFs,
     };
-    this.#search = options.search?.(parts) ?? new ShellSearch({
+    const search = options.search?.(parts) ?? new ShellSearch({
       fs: this.#cleanFs,
       shell: {
         exec: (command, execOptions) =>
@@ -397,6 +444,9 @@ export class RemoteSkillRuntime implements SkillRuntime {
           }),
       },
     });
+    this.#search = options.conversation
+      ? fencedSearch(search, this.#fs, (error) => this.#clean(error))
+      : search;
     this.#engine = new PreparationEngine({
       materialize: (skill, materializeOptions) =>
         this.#materialize(skill, materializeOptions),
@@ -405,13 +455,13 @@ export class RemoteSkillRuntime implements SkillRuntime {
   }
 
   /** Where commands run when a request names none (absolute POSIX). */
-  get defaultWorkingDirectory(): string {
-    return this.#defaultWorkingDirectory;
+  get cwd(): string {
+    return this.#cwd;
   }
 
   /** The conversation's workspace, or `undefined` in plain mode. */
   get workspace(): string | undefined {
-    return this.#conversation ? this.#defaultWorkingDirectory : undefined;
+    return this.#conversation ? this.#cwd : undefined;
   }
 
   /** The folder skills are uploaded into. */
@@ -558,9 +608,9 @@ export class RemoteSkillRuntime implements SkillRuntime {
         stdin: false,
         runtimeName: this.name,
       });
-    const cwd = request.workingDirectory === undefined
-      ? this.#defaultWorkingDirectory
-      : await this.#fs.resolve(request.workingDirectory);
+    const cwd = request.cwd === undefined
+      ? this.#cwd
+      : await this.#fs.resolve(request.cwd);
     const env = {
       ...this.#env,
       ...this.#engine.environment(),
@@ -581,6 +631,69 @@ export class RemoteSkillRuntime implements SkillRuntime {
       return await session.execute(observed.request);
     } finally {
       observed.flush();
+    }
+  }
+
+  /**
+   * Starts a command with the server's own background facility (OpenSandbox's
+   * background commands, AIO's asynchronous exec) and returns once the
+   * server has it; `undefined` when the server kind has none (background
+   * commands then run on {@linkcode execute}). Checked as `execute` checks.
+   *
+   * @param request The command, working directory, timeout, variables and
+   * the streams its fetched output goes to.
+   * @returns The command, or `undefined`.
+   * @throws {TypeError} A bad request (see {@linkcode execute}).
+   * @throws {Error} The sandbox cannot be reached or refused the command.
+   */
+  async startBackground(
+    request: ExecuteRequest,
+  ): Promise<BackgroundProcess | undefined> {
+    try {
+      this.#checkOpen("run a command");
+      const { command, timeoutMs, maxOutputBytes, env: requestEnv } =
+        checkExecuteRequest(request, {
+          maxOutputBytes: this.#maxOutputBytes,
+          stdin: false,
+          runtimeName: this.name,
+        });
+      const cwd = request.cwd === undefined
+        ? this.#cwd
+        : await this.#fs.resolve(request.cwd);
+      const session = await this.#connect(request.signal);
+      if (!session.startBackground) return undefined;
+      // Its output, as each poll fetches it, is a command's output event too.
+      const observed = observeExecute({
+        command,
+        cwd,
+        env: { ...this.#env, ...this.#engine.environment(), ...requestEnv },
+        timeoutMs,
+        maxOutputBytes,
+        ...(request.signal ? { signal: request.signal } : {}),
+        ...(request.onStdout ? { onStdout: request.onStdout } : {}),
+        ...(request.onStderr ? { onStderr: request.onStderr } : {}),
+      }, this.#events);
+      const process = await session.startBackground(observed.request);
+      const clean = (error: unknown) => {
+        throw this.#clean(error, Object.values(requestEnv ?? {}));
+      };
+      return {
+        id: process.id,
+        poll: () =>
+          process.poll().then((state) => {
+            // Held back only a tail that could start a secret: out at the end.
+            if (!state.running) observed.flush();
+            return state;
+          }, clean),
+        kill: () => process.kill().catch(clean),
+      };
+    } catch (error) {
+      throw this.#clean(
+        error,
+        request?.env && typeof request.env === "object"
+          ? Object.values(request.env)
+          : [],
+      );
     }
   }
 
@@ -679,12 +792,23 @@ export class RemoteSkillRuntime implements SkillRuntime {
     });
     if (!signal) return touched;
     signal.throwIfAborted();
-    return new Promise((resolve, reject) => {
-      const onAbort = () => reject(signal.reason);
-      signal.addEventListener("abort", onAbort, { once: true });
-      touched.then(resolve, reject).finally(() =>
-        signal.removeEventListener("abort", onAbort)
-      );
+    return abortable(touched, signal);
+  }
+
+  /** Runs one of our own commands (no skill environment), never retried. */
+  async #helper(
+    command: string,
+    signal?: AbortSignal,
+  ): Promise<ExecuteResult> {
+    this.#checkOpen("use the file system");
+    const session = await this.#connect(signal);
+    return await session.execute({
+      command,
+      cwd: "/",
+      env: {},
+      timeoutMs: HELPER_TIMEOUT_MS,
+      maxOutputBytes: HELPER_OUTPUT_BYTES,
+      ...(signal ? { signal } : {}),
     });
   }
 

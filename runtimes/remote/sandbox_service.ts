@@ -13,7 +13,7 @@
  *
  * A new kind (a folder beside `opensandbox/`) writes:
  *
- * - its options (`interface XRuntimeOptions extends RemoteRuntimeCommonOptions`:
+ * - its options (`interface XSkillRuntimeOptions extends RemoteRuntimeCommonOptions`:
  *   address, credentials, what a sandbox is made of);
  * - a {@linkcode SandboxService}: `create`, `get`, `gone`, `delete`, `renew`
  *   (optional) and `open`, which returns the sandbox's session: `execute`
@@ -22,7 +22,9 @@
  *   `upload` for writing) and `isReady`;
  * - `class XSkillRuntime extends SandboxServiceRuntime<XSandbox>` whose
  *   constructor calls `super({ ...options, name, service, conversationsRoot })`;
- * - a `mod.ts` exporting these and `export * from "../remote/kind_exports.ts"`;
+ * - a `mod.ts` exporting its own runtime, options and errors only (what the
+ *   kinds share comes from `@skillrun/skillrun` and
+ *   `@skillrun/skillrun/runtime`, once);
  * - its test server in `tests/servers/`.
  *
  * Upload batching, resumable downloads, the workspace fence, in-sandbox
@@ -30,6 +32,7 @@
  *
  * @module
  */
+import { checkNumber } from "../../_internal/check_number.ts";
 import { EventSink, type SkillEventListener } from "../../observe/events.ts";
 import { posix } from "../../_internal/std.ts";
 import { validateConversationId } from "../../workspace/conversation.ts";
@@ -39,7 +42,7 @@ import {
   MemoryConversationStore,
   normalizeConversationKey,
 } from "../../workspace/conversation_store.ts";
-import type { ExecuteResult } from "../types.ts";
+import type { BackgroundProcess, ExecuteResult } from "../types.ts";
 import type { RemoteFileOps } from "./fs.ts";
 import {
   type RemoteBackend,
@@ -63,7 +66,7 @@ let defaultStore: ConversationStore | undefined;
  * @example One store for every kind
  * ```ts
  * import { assert } from "@std/assert";
- * import { defaultConversationStore } from "@skillrun/skillrun/runtime";
+ * import { defaultConversationStore } from "./sandbox_service.ts";
  * assert(defaultConversationStore() === defaultConversationStore());
  * ```
  *
@@ -90,7 +93,7 @@ export interface ResolvedRemoteConversation extends RemoteConversation {
   /** The record's key in the store. */
   readonly key: ConversationKey;
   /** The conversations root, normalised. */
-  readonly root: string;
+  readonly conversationsRoot: string;
 }
 
 /**
@@ -103,7 +106,7 @@ export interface ResolvedRemoteConversation extends RemoteConversation {
  * @example A conversation's workspace and key
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { remoteConversation } from "@skillrun/skillrun/runtime";
+ * import { remoteConversation } from "./sandbox_service.ts";
  * const conversation = remoteConversation({
  *   serverUrl: "http://sandbox.invalid/v1",
  *   conversationId: "thread-1",
@@ -139,7 +142,7 @@ export function remoteConversation(
       serverUrl: options.serverUrl,
       conversationId: options.conversationId,
     }),
-    root,
+    conversationsRoot: root,
   };
 }
 
@@ -155,6 +158,12 @@ export interface ServiceSandbox {
 export interface ServiceSession {
   /** Runs one command (never retried); stops it remotely on deadline or abort. */
   execute(command: RemoteCommand): Promise<ExecuteResult>;
+  /**
+   * Starts a command with the server's own background facility (see
+   * {@linkcode RemoteSession.startBackground}); without it, background
+   * commands run on {@linkcode ServiceSession.execute}.
+   */
+  startBackground?(command: RemoteCommand): Promise<BackgroundProcess>;
   /** The file calls: stat and list, open (read), upload (write). */
   readonly files: RemoteFileOps;
   /**
@@ -360,11 +369,7 @@ export class SandboxServiceBackend<S extends ServiceSandbox = ServiceSandbox>
         ["readyTimeoutMs", this.#readyTimeoutMs],
       ] as const
     ) {
-      if (!Number.isFinite(value) || value < 0) {
-        throw new RangeError(
-          `Cannot use ${name} "${value}": it must be a non-negative number`,
-        );
-      }
+      checkNumber(value, name, "non-negative number");
     }
   }
 
@@ -411,6 +416,12 @@ export class SandboxServiceBackend<S extends ServiceSandbox = ServiceSandbox>
       return {
         files: session.files,
         execute: (command) => session.execute(command),
+        ...(session.startBackground
+          ? {
+            startBackground: (command: RemoteCommand) =>
+              session.startBackground!(command),
+          }
+          : {}),
         touch: () => this.#touch(),
       };
     } catch (error) {

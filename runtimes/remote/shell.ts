@@ -26,7 +26,7 @@ import { ENV_NAME } from "../config.ts";
  * @example Prefixing a command with variables
  * ```ts
  * import { assert } from "@std/assert";
- * import { shellAssignments } from "@skillrun/skillrun/runtime";
+ * import { shellAssignments } from "./shell.ts";
  * assert(shellAssignments({ A: "1", B: "x y" }) === "A=1 B='x y' ");
  * ```
  */

@@ -46,7 +46,7 @@ export interface CollectUploadEntriesOptions {
  * @example Secrets stay home, scripts stay executable
  * ```ts
  * import { assert } from "@std/assert";
- * import { collectUploadEntries } from "@skillrun/skillrun/runtime";
+ * import { collectUploadEntries } from "./upload.ts";
  * const skill = await Deno.makeTempDir();
  * try {
  *   await Deno.writeTextFile(`${skill}/run.sh`, "echo hi\n", { mode: 0o755 });
@@ -143,7 +143,7 @@ export interface MultipartBody {
  * @example Building a body with a file and a JSON part
  * ```ts
  * import { assert } from "@std/assert";
- * import { multipartBody } from "@skillrun/skillrun/runtime";
+ * import { multipartBody } from "./upload.ts";
  * const dir = await Deno.makeTempDir();
  * try {
  *   await Deno.writeFile(`${dir}/a.bin`, new Uint8Array([0, 1, 2, 255]));

@@ -53,8 +53,8 @@ export interface VercelSandboxSpec {
 export interface VercelApiClientOptions {
   /** The API. Default {@linkcode VERCEL_API_URL}. */
   readonly baseUrl?: string;
-  /** The token (`Authorization: Bearer`); never shown in errors. */
-  readonly token?: string;
+  /** The API key (an access token, sent as `Authorization: Bearer`); never shown in errors. */
+  readonly apiKey?: string;
   /** The team (`?teamId=` on every call). */
   readonly teamId?: string;
   /** The project sandboxes belong to. */
@@ -79,8 +79,8 @@ const KILL_GRACE_MS = 6_000;
  * @example Making a client (no request is made)
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { VercelApiClient } from "@skillrun/skillrun/vercel";
- * const api = new VercelApiClient({ token: "t", teamId: "team_1", projectId: "prj_1" });
+ * import { VercelApiClient } from "./api.ts";
+ * const api = new VercelApiClient({ apiKey: "t", teamId: "team_1", projectId: "prj_1" });
  * assertEquals(api.baseUrl, "https://vercel.com/api");
  * ```
  */
@@ -102,8 +102,8 @@ export class VercelApiClient {
     this.#projectId = options.projectId;
     this.#http = new HttpClient({
       baseUrl: this.baseUrl,
-      headers: options.token !== undefined
-        ? { authorization: `Bearer ${options.token}` }
+      headers: options.apiKey !== undefined
+        ? { authorization: `Bearer ${options.apiKey}` }
         : {},
       ...(options.fetch ? { fetch: options.fetch } : {}),
       ...(options.timeoutMs !== undefined
@@ -393,7 +393,7 @@ export class VercelApiClient {
       });
     } catch (error) {
       if (error instanceof RemoteHttpError && error.status === 404) {
-        throw new Deno.errors.NotFound(`No such file: "${path}"`);
+        throw new Deno.errors.NotFound(`Cannot read "${path}": no such file`);
       }
       throw error;
     }

@@ -10,24 +10,22 @@
  * ```ts ignore
  * import { VercelSandboxSkillRuntime } from "@skillrun/skillrun/vercel";
  * await using runtime = new VercelSandboxSkillRuntime({
- *   token: Deno.env.get("VERCEL_TOKEN"),
+ *   apiKey: Deno.env.get("VERCEL_TOKEN"),
  *   teamId: Deno.env.get("VERCEL_TEAM_ID"),
  *   projectId: Deno.env.get("VERCEL_PROJECT_ID"),
  * });
  * console.log((await runtime.execute({ command: "uname -a" })).stdout);
  * ```
  *
+ * This entry holds what is this kind's own: its runtime, its options and its
+ * errors. What every kind shares (the conversation stores,
+ * `RemoteHttpError`, the runtime contract) comes from
+ * `@skillrun/skillrun` and, for writing a runtime, `@skillrun/skillrun/runtime`.
+ *
  * @module
  */
 export {
-  type VercelRuntimeOptions,
   VercelSandboxSkillRuntime,
+  type VercelSandboxSkillRuntimeOptions,
 } from "./runtime.ts";
-export {
-  VERCEL_API_URL,
-  VercelApiClient,
-  type VercelApiClientOptions,
-  type VercelSandbox,
-  type VercelSandboxSpec,
-} from "./api.ts";
-export * from "../remote/kind_exports.ts";
+export type { VercelSandbox, VercelSandboxSpec } from "./api.ts";

@@ -11,7 +11,7 @@ import {
   type ServiceCreateOptions,
   type ServiceSession,
 } from "../remote/sandbox_service.ts";
-import { shellList, shellStat } from "../remote/_shell_files.ts";
+import { shellList, shellStat, shellStatMany } from "../remote/_shell_files.ts";
 import { RemoteHttpError } from "../remote/errors.ts";
 import type { ExecuteResult } from "../types.ts";
 import {
@@ -21,9 +21,10 @@ import {
 } from "./api.ts";
 
 /** Options of {@linkcode VercelSandboxSkillRuntime}. */
-export interface VercelRuntimeOptions extends RemoteRuntimeCommonOptions {
-  /** The token (`VERCEL_TOKEN`); never shown in errors. */
-  readonly token?: string;
+export interface VercelSandboxSkillRuntimeOptions
+  extends RemoteRuntimeCommonOptions {
+  /** The API key (the access token, `VERCEL_TOKEN`); never shown in errors. */
+  readonly apiKey?: string;
   /** The team (`VERCEL_TEAM_ID`). */
   readonly teamId?: string;
   /** The project (`VERCEL_PROJECT_ID`). */
@@ -71,8 +72,8 @@ export interface VercelRuntimeOptions extends RemoteRuntimeCommonOptions {
  * ```ts
  * import { assertEquals } from "@std/assert";
  * import { VercelSandboxSkillRuntime } from "@skillrun/skillrun/vercel";
- * const runtime = new VercelSandboxSkillRuntime({ token: "t", teamId: "team_1", projectId: "prj_1" });
- * assertEquals(runtime.defaultWorkingDirectory, "/vercel/sandbox");
+ * const runtime = new VercelSandboxSkillRuntime({ apiKey: "t", teamId: "team_1", projectId: "prj_1" });
+ * assertEquals(runtime.cwd, "/vercel/sandbox");
  * await runtime.close(); // never used: no request
  * ```
  */
@@ -85,7 +86,7 @@ export class VercelSandboxSkillRuntime
    * @throws {TypeError} A bad conversation id, path or variable, or
    * `sandboxId` together with a conversation.
    */
-  constructor(options: VercelRuntimeOptions) {
+  constructor(options: VercelSandboxSkillRuntimeOptions) {
     const spec = options.sandbox ?? {};
     super({
       ...options,
@@ -110,10 +111,13 @@ class VercelService implements SandboxService<VercelSandbox> {
   /** The current session of each sandbox seen. */
   readonly #sessions = new Map<string, VercelSandbox>();
 
-  constructor(options: VercelRuntimeOptions, spec: VercelSandboxSpec) {
+  constructor(
+    options: VercelSandboxSkillRuntimeOptions,
+    spec: VercelSandboxSpec,
+  ) {
     this.#api = new VercelApiClient({
       ...(options.baseUrl !== undefined ? { baseUrl: options.baseUrl } : {}),
-      ...(options.token !== undefined ? { token: options.token } : {}),
+      ...(options.apiKey !== undefined ? { apiKey: options.apiKey } : {}),
       ...(options.teamId !== undefined ? { teamId: options.teamId } : {}),
       ...(options.projectId !== undefined
         ? { projectId: options.projectId }
@@ -236,6 +240,8 @@ class VercelService implements SandboxService<VercelSandbox> {
         inSession((id) => api.run(id, command)),
       files: {
         stat: (path, signal) => shellStat(shell, path, signal),
+        statMany: (paths, signal) => shellStatMany(shell, paths, signal),
+        statsByCommand: true,
         list: (path, options) =>
           shellList(shell, path, options.depth, options.signal),
         open: (path, options) =>

@@ -332,3 +332,63 @@ export function assertNoSecret(text: string): void {
     );
   }
 }
+
+/** Options of {@linkcode mcpHttpCommand}. */
+export interface McpHttpCommandOptions {
+  /** The conversations root (read and write allowed there). */
+  readonly root: string;
+  /** Where to listen, e.g. `127.0.0.1:0`. */
+  readonly http: string;
+  /** The `--allow-net` value (`""`: any host). */
+  readonly allowNet: string;
+  /** Variables of the child's environment (besides `NO_COLOR=1`). */
+  readonly env?: Record<string, string>;
+  /** Whether the child gets only those (default: this process's too). */
+  readonly clearEnv?: boolean;
+  /** Further arguments of `skillrun mcp`. */
+  readonly extra?: readonly string[];
+  /** Kills the child. */
+  readonly signal?: AbortSignal;
+}
+
+/**
+ * `skillrun mcp --http` of this repository's CLI over `examples/skills`,
+ * under narrowed permissions, with piped output.
+ *
+ * @param options Root, address, network permission, environment, arguments.
+ * @returns The command (not started).
+ */
+export function mcpHttpCommand(options: McpHttpCommandOptions): Deno.Command {
+  const repo = new URL("../../", import.meta.url).pathname.replace(/\/$/, "");
+  const { root } = options;
+  return new Deno.Command(Deno.execPath(), {
+    ...(options.signal ? { signal: options.signal } : {}),
+    args: [
+      "run",
+      "--quiet",
+      "--no-prompt",
+      `--allow-read=${repo},${root}`,
+      `--allow-write=${root}`,
+      "--allow-run",
+      "--allow-env",
+      options.allowNet === ""
+        ? "--allow-net"
+        : `--allow-net=${options.allowNet}`,
+      `${repo}/cli.ts`,
+      "mcp",
+      "--skills",
+      "examples/skills",
+      "--root",
+      root,
+      "--http",
+      options.http,
+      ...(options.extra ?? []),
+    ],
+    cwd: repo,
+    env: { NO_COLOR: "1", ...options.env },
+    clearEnv: options.clearEnv ?? false,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  });
+}

@@ -11,6 +11,8 @@
 import { assert, assertEquals } from "../../_internal/assert.ts";
 import { startTestServer } from "../../runtimes/opensandbox/_testing.ts";
 import { startAioTestServer } from "../../runtimes/aio/_testing.ts";
+import { startE2BTestServer } from "../../runtimes/e2b/_testing.ts";
+import { startVercelTestServer } from "../../runtimes/vercel/_testing.ts";
 import { MemoryConversationStore } from "../../workspace/conversation_store.ts";
 import { buildSkillTools, type SkillTools } from "../../tools/builder.ts";
 import type { SkillRuntime } from "../../runtimes/types.ts";
@@ -58,6 +60,10 @@ export interface RemoteWorld extends AsyncDisposable {
   call(name: string, input: Record<string, unknown>): Promise<ToolResult>;
   /** Runs a command in the workspace (through the bash tool). */
   sh(command: string): Promise<ToolResult>;
+  /** What the publisher received: file name → size announced, bytes read. */
+  readonly published: Map<string, { announced?: number; streamed: number }>;
+  /** Called by the publisher before it reads a stream (set by a case). */
+  beforePublishRead?: () => Promise<void>;
 }
 
 /** A remote runtime kind: how to start its server and a conversation on it. */
@@ -120,6 +126,50 @@ export const REMOTE_KINDS: readonly RemoteKind[] = [
       };
     },
   },
+  {
+    name: "e2b",
+    routes: {
+      exec: "/process.Process/Start",
+      download: "/files",
+      upload: "/files",
+      destroy: { method: "DELETE", path: "/sandboxes/{id}" },
+    },
+    async start(_base, conversationsRoot) {
+      const server = await startE2BTestServer();
+      const runtime = server.runtime({
+        conversationId: "victim",
+        conversationsRoot,
+        store: new MemoryConversationStore(),
+      });
+      return {
+        runtime,
+        faults: server.server.faults,
+        close: async () => await server[Symbol.asyncDispose](),
+      };
+    },
+  },
+  {
+    name: "vercel",
+    routes: {
+      exec: "/v2/sandboxes/sessions/{id}/cmd",
+      download: "/v2/sandboxes/sessions/{id}/fs/read",
+      upload: "/v2/sandboxes/sessions/{id}/fs/write",
+      destroy: { method: "DELETE", path: "/v2/sandboxes/{id}" },
+    },
+    async start(_base, conversationsRoot) {
+      const server = await startVercelTestServer();
+      const runtime = server.runtime({
+        conversationId: "victim",
+        conversationsRoot,
+        store: new MemoryConversationStore(),
+      });
+      return {
+        runtime,
+        faults: server.server.faults,
+        close: async () => await server[Symbol.asyncDispose](),
+      };
+    },
+  },
 ];
 
 /**
@@ -145,13 +195,20 @@ export async function makeRemoteWorld(kind: RemoteKind): Promise<RemoteWorld> {
   const skills = await writeApiSkill(base);
   const started = await kind.start(base, root);
   const { runtime } = started;
+  const published = new Map<string, { announced?: number; streamed: number }>();
   const kit = await buildSkillTools({
     skills,
     runtime,
     configs: apiConfigs(),
     publisher: {
-      async publish({ stream, fileName }) {
-        for await (const _ of stream) { /* drained */ }
+      async publish({ stream, fileName, size }) {
+        await world.beforePublishRead?.();
+        const record: { announced?: number; streamed: number } = {
+          ...(size !== undefined ? { announced: size } : {}),
+          streamed: 0,
+        };
+        published.set(fileName, record);
+        for await (const chunk of stream) record.streamed += chunk.length;
         return { url: `https://files.example/${fileName}` };
       },
     },
@@ -166,8 +223,9 @@ export async function makeRemoteWorld(kind: RemoteKind): Promise<RemoteWorld> {
   assertOk(
     await tool("write").execute({ file_path: "alive.txt", content: "alive\n" }),
   );
-  return {
+  const world: RemoteWorld = {
     kind: kind.name,
+    published,
     base,
     workspace,
     outside,
@@ -183,6 +241,7 @@ export async function makeRemoteWorld(kind: RemoteKind): Promise<RemoteWorld> {
       await Deno.remove(base, { recursive: true }).catch(() => {});
     },
   };
+  return world;
 }
 
 /** One adversarial case on every remote kind. */

@@ -13,13 +13,13 @@ import { serveMcpHttp } from "../../tools/mcp/http.ts";
 import {
   apiConfigs,
   assertNoSecret,
+  mcpHttpCommand,
   SECRET_PEM,
   SECRET_TOKEN,
   writeApiSkill,
 } from "./_harness.ts";
 
 const MCP_TOKEN = "mcp-server-token-7f6e5d4c3b2a";
-const repo = new URL("../../", import.meta.url).pathname.replace(/\/$/, "");
 
 /** Every path under `dir` with its size and content (a snapshot). */
 async function snapshot(dir: string): Promise<string[]> {
@@ -150,34 +150,14 @@ Deno.test({
     const root = await Deno.realPath(
       await Deno.makeTempDir({ prefix: "skillrun-security-mcp-" }),
     );
-    const child = new Deno.Command(Deno.execPath(), {
-      args: [
-        "run",
-        "--quiet",
-        "--no-prompt",
-        `--allow-read=${repo},${root}`,
-        `--allow-write=${root}`,
-        "--allow-run",
-        "--allow-env",
-        "--allow-net=127.0.0.1",
-        `${repo}/cli.ts`,
-        "mcp",
-        "--skills",
-        "examples/skills",
-        "--root",
-        root,
-        "--http",
-        "127.0.0.1:0",
-      ],
-      cwd: repo,
+    const child = mcpHttpCommand({
+      root,
+      http: "127.0.0.1:0",
+      allowNet: "127.0.0.1",
       env: {
-        NO_COLOR: "1",
         SKILLRUN_MCP_TOKEN: MCP_TOKEN,
         OTHER_VARIABLE: "kept-for-the-control",
       },
-      stdin: "null",
-      stdout: "piped",
-      stderr: "piped",
     }).spawn();
     const stderr = new Response(child.stderr).text();
     const lines = child.stdout.pipeThrough(new TextDecoderStream())

@@ -22,7 +22,7 @@ import {
 } from "./_remote.ts";
 import { SkillRuntimeConfig } from "../../runtimes/config.ts";
 import type { Skill } from "../../skill/types.ts";
-import { makeSkill } from "../../runtimes/opensandbox/_testing.ts";
+import { makeSkill } from "../../runtimes/remote/_testing.ts";
 
 /** What the server remembers and gives back: every configured value. */
 const REMEMBERED = `${SECRET_TOKEN} ${SECRET_PEM}`;
@@ -92,7 +92,12 @@ remoteSecurityCases("remote errors", [
           env: { EXTRA_TOKEN: "req-only-secret-5678" },
         })
       );
-      assert(httpErrorOf(error)?.status === 400, String(error));
+      // (E2B's command stream reports the answer as an EnvdError.)
+      assert(
+        httpErrorOf(error)?.status === 400 ||
+          (error instanceof Error && error.name === "EnvdError"),
+        String(error),
+      );
       const texts = textsOf(error);
       assertNoSecret(texts);
       assert(!texts.includes("req-only-secret"), texts);
@@ -106,7 +111,9 @@ remoteSecurityCases("remote errors", [
   {
     name: "fs.readText: an error answer with the secrets, whole or cut",
     async attack(world) {
+      // (A conversation's small read is one command on AIO and Vercel.)
       echoOn(world, world.routes.download);
+      echoOn(world, world.routes.exec);
       assertNoSecret(
         textsOf(
           await thrown(() =>
@@ -115,10 +122,12 @@ remoteSecurityCases("remote errors", [
         ),
       );
       world.faults.clear();
-      world.faults.add({
-        path: world.routes.download,
-        fault: { kind: "status", status: 400, body: cutAnswer() },
-      });
+      for (const path of [world.routes.download, world.routes.exec]) {
+        world.faults.add({
+          path,
+          fault: { kind: "status", status: 400, body: cutAnswer() },
+        });
+      }
       const cut = textsOf(
         await thrown(() =>
           world.runtime.fs.readText("alive.txt", { maxBytes: 100 })
@@ -140,7 +149,10 @@ remoteSecurityCases("remote errors", [
   {
     name: "fs.writeText and the search: an error answer with the secrets",
     async attack(world) {
+      // A conversation's write is a command (check, temporary file, rename),
+      // with an upload for large content.
       echoOn(world, world.routes.upload);
+      echoOn(world, world.routes.exec);
       assertNoSecret(
         textsOf(
           await thrown(() => world.runtime.fs.writeText("new.txt", "x")),

@@ -391,7 +391,7 @@ securityCases("runtime", [
     },
     async attack(world) {
       const search = new FallbackSearch({
-        fs: new LocalFileSystem({ root: world.workspace }),
+        fs: new LocalFileSystem({ cwd: world.workspace }),
         local: false,
       });
       const start = performance.now();
@@ -419,7 +419,7 @@ securityCases("runtime", [
       try {
         await Deno.writeTextFile(`${dir}/evil.txt`, `${"a".repeat(40)}b\n`);
         const result = await new FallbackSearch({
-          fs: new LocalFileSystem({ root: dir }),
+          fs: new LocalFileSystem({ cwd: dir }),
           local: false,
         }).grep({ pattern: "a+b$", outputMode: "count" });
         assertEquals(result.totalEntries, 1);

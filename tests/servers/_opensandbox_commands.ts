@@ -504,9 +504,28 @@ export async function interruptCommand(
   return new Response(null, { status: 200 });
 }
 
+/**
+ * The command of an id, as status and logs see it: unknown for
+ * `registerDelayMs` after its start (the real execd registers it after
+ * sending `init`).
+ */
+function known(
+  state: OpenSandboxState,
+  id: string,
+): RunningCommand | undefined {
+  const command = state.commands.get(id);
+  if (
+    command !== undefined && state.registerDelayMs > 0 &&
+    Date.now() - command.record.startedAt.getTime() < state.registerDelayMs
+  ) {
+    return undefined;
+  }
+  return command;
+}
+
 /** `GET /command/status/{id}`. */
 export function commandStatus(state: OpenSandboxState, id: string): Response {
-  const command = state.commands.get(id);
+  const command = known(state, id);
   if (command === undefined) {
     return execdError(404, "INVALID_REQUEST_BODY", `command not found: ${id}`);
   }
@@ -524,13 +543,19 @@ export function commandStatus(state: OpenSandboxState, id: string): Response {
   });
 }
 
-/** `GET /command/{id}/logs?cursor=`: a background command's output from a byte cursor. */
+/**
+ * `GET /command/{id}/logs?cursor=`: a background command's combined output
+ * from a byte offset (execd seeks its output file there and reads to the
+ * end), the offset after it in `EXECD-COMMANDS-TAIL-CURSOR`. Streamed from
+ * the file up to its size when asked, so that a command printing forever
+ * costs the server no memory.
+ */
 export async function commandLogs(
   state: OpenSandboxState,
   id: string,
   url: URL,
 ): Promise<Response> {
-  const command = state.commands.get(id);
+  const command = known(state, id);
   if (command === undefined) {
     return execdError(400, "INVALID_REQUEST_BODY", `command not found: ${id}`);
   }
@@ -542,6 +567,7 @@ export async function commandLogs(
     );
   }
   const raw = url.searchParams.get("cursor") ?? "";
+  // Gin's QueryInt64 with a default of 0: anything not an integer is 0.
   const cursor = /^-?\d+$/.test(raw) ? Number(raw) : 0;
   if (cursor < 0) {
     return execdError(
@@ -550,23 +576,55 @@ export async function commandLogs(
       `error seek file: seek /tmp/${id}.output: invalid argument`,
     );
   }
-  let all = new Uint8Array();
-  if (command.outputFile !== undefined) {
-    all = await Deno.readFile(command.outputFile).catch(() => new Uint8Array());
-  } else {
-    all = new Uint8Array(command.outputLength);
-    let offset = 0;
-    for (const chunk of command.output) {
-      all.set(chunk, offset);
-      offset += chunk.length;
-    }
+  const headers = (end: number) => ({
+    "content-type": "text/plain; charset=utf-8",
+    // Seeking past the end is allowed: the position stays there.
+    "execd-commands-tail-cursor": String(Math.max(cursor, end)),
+  });
+  if (command.outputFile === undefined) {
+    // A start failure: no output file.
+    return new Response(new Uint8Array(), { status: 200, headers: headers(0) });
   }
-  const part = cursor >= all.length ? new Uint8Array() : all.subarray(cursor);
-  return new Response(part, {
-    status: 200,
-    headers: {
-      "content-type": "text/plain; charset=utf-8",
-      "execd-commands-tail-cursor": String(Math.max(cursor, all.length)),
+  let file: Deno.FsFile;
+  try {
+    file = await Deno.open(command.outputFile, { read: true });
+  } catch (error) {
+    return execdError(
+      400,
+      "INVALID_REQUEST_BODY",
+      `error open combined output file for command ${id}: ${errorText(error)}`,
+    );
+  }
+  const end = (await file.stat()).size;
+  if (cursor >= end) {
+    file.close();
+    return new Response(new Uint8Array(), {
+      status: 200,
+      headers: headers(end),
+    });
+  }
+  await file.seek(cursor, Deno.SeekMode.Start);
+  let left = end - cursor;
+  const buffer = new Uint8Array(256 * 1024);
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const read = left > 0
+        ? await file.read(buffer.subarray(0, Math.min(left, buffer.length)))
+        : null;
+      if (read === null || read === 0) {
+        file.close();
+        controller.close();
+        return;
+      }
+      left -= read;
+      controller.enqueue(buffer.slice(0, read));
     },
+    cancel() {
+      file.close();
+    },
+  });
+  return new Response(body, {
+    status: 200,
+    headers: { ...headers(end), "content-length": String(end - cursor) },
   });
 }

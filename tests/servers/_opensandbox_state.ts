@@ -262,6 +262,8 @@ export class OpenSandboxState {
   readonly lingerMs: number;
   readonly pingMs: number;
   readonly graceMs: number;
+  /** See `OpenSandboxServerOptions.registerDelayMs`. */
+  readonly registerDelayMs: number;
   /** How often a command's output files are read, in ms (execd: 100). */
   readonly tailMs: number;
   /** Shared with the per-sandbox views (`forSandbox`), so not private. */
@@ -280,6 +282,7 @@ export class OpenSandboxState {
     this.lingerMs = options.streamLingerMs ?? 1000;
     this.pingMs = options.pingIntervalMs ?? 3000;
     this.graceMs = options.killGraceMs ?? 3000;
+    this.registerDelayMs = options.registerDelayMs ?? 0;
     this.tailMs = options.tailIntervalMs ?? 100;
   }
 

@@ -487,6 +487,32 @@ Deno.test("aio server: every answer of every endpoint matches openapi.json", asy
       async_mode: true,
       session_id: "k",
     });
+    // A background command: async exec, then output by command id from
+    // the offsets the server gave, long-polled.
+    const started = await post(server, "/v1/bash/exec", {
+      command: "echo a; echo b >&2; sleep 0.2; echo c",
+      async_mode: true,
+      session_id: "bg",
+    });
+    const commandId = started.json.data.command_id;
+    let offsets = { offset: 0, stderr_offset: 0 };
+    let out = "";
+    for (let i = 0; i < 20; i++) {
+      const read = await post(server, "/v1/bash/output", {
+        session_id: "bg",
+        command_id: commandId,
+        ...offsets,
+        wait: true,
+        wait_timeout: 1,
+      });
+      out += read.json.data.stdout;
+      offsets = {
+        offset: read.json.data.offset,
+        stderr_offset: read.json.data.stderr_offset,
+      };
+      if (read.json.data.command.status !== "running") break;
+    }
+    assertEquals([out, offsets], ["a\nc\n", { offset: 4, stderr_offset: 2 }]);
     await post(server, "/v1/bash/kill", { session_id: "k", signal: "SIGKILL" });
     await post(server, "/v1/bash/kill", { session_id: "k" });
     await post(server, "/v1/bash/kill", { session_id: "none" });

@@ -499,14 +499,27 @@ async function entryInfo(path: string): Promise<Record<string, unknown>> {
     ? "FILE_TYPE_DIRECTORY"
     : "FILE_TYPE_FILE";
   const mode = (info.mode ?? 0) & 0o777;
+  // Go's os.FileMode type bits (uint32) and the letter FileMode.String()
+  // writes first: ModeDir, ModeNamedPipe, ModeSocket, ModeDevice (with
+  // ModeCharDevice for a character device).
+  const [bits, letter] = info.isDirectory
+    ? [2 ** 31, "d"]
+    : info.isFifo
+    ? [2 ** 25, "p"]
+    : info.isSocket
+    ? [2 ** 24, "S"]
+    : info.isCharDevice
+    ? [2 ** 26 + 2 ** 21, "Dc"]
+    : info.isBlockDevice
+    ? [2 ** 26, "D"]
+    : [0, "-"];
   const entry: Record<string, unknown> = {
     name: path.slice(path.lastIndexOf("/") + 1),
     type,
     path,
     size: String(info.size),
-    // Go's os.ModeDir (1 << 31) as a uint32.
-    mode: info.isDirectory ? mode + 2 ** 31 : mode,
-    permissions: (info.isDirectory ? "d" : "-") +
+    mode: mode + bits,
+    permissions: letter +
       [...mode.toString(2).padStart(9, "0")].map((bit, i) =>
         bit === "1" ? "rwx"[i % 3] : "-"
       ).join(""),

@@ -97,6 +97,12 @@ export interface OpenSandboxServerOptions {
   /** How long an interrupt waits after SIGTERM before SIGKILL; default 3000 ms. */
   killGraceMs?: number;
   /**
+   * How long after `init` a command stays unknown to its status (404) and
+   * logs (400 `command not found: <id>`), as the real execd, which sends
+   * `init` before it registers the command; default 0 (known at once).
+   */
+  registerDelayMs?: number;
+  /**
    * Zombie semantics of the interrupt (default on, as the real execd): it
    * answers once `kill(-pgid, 0)` fails, so a zombie of the group (a process
    * orphaned to pid 1, not yet reaped) holds it up to the SIGKILL after

@@ -650,6 +650,110 @@ Deno.test("command: background runs answer init + execution_complete at once; lo
   assertEquals(unknown.status, 404);
 });
 
+Deno.test("command: background logs stream from a byte cursor (past the end, bad and negative cursors, foreground and unknown ids), interrupt of a background group, and execd's late registration", async () => {
+  await using started = await start({ killGraceMs: 300 });
+  const { events } = await run(started.execd, {
+    command: "printf 'abc'; sleep 30 & sleep 30 & wait",
+    background: true,
+  });
+  const id = events[0]!.text as string;
+  let logs = await execd(started.execd, "GET", `/command/${id}/logs?cursor=0`);
+  for (let i = 0; i < 50 && logs.body !== "abc"; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    logs = await execd(started.execd, "GET", `/command/${id}/logs?cursor=0`);
+  }
+  assertEquals(logs.body, "abc");
+  // The header the spec declares: an integer, the next cursor.
+  const declared = (await Deno.readTextFile(new URL("execd-api.yaml", SPECS)))
+    .includes("EXECD-COMMANDS-TAIL-CURSOR:");
+  assert(declared);
+  assertEquals(logs.headers.get("EXECD-COMMANDS-TAIL-CURSOR"), "3");
+  const middle = await execd(
+    started.execd,
+    "GET",
+    `/command/${id}/logs?cursor=1`,
+  );
+  assertEquals(
+    [middle.body, middle.headers.get("EXECD-COMMANDS-TAIL-CURSOR")],
+    [
+      "bc",
+      "3",
+    ],
+  );
+  // Past the end: nothing, and the cursor stays where it was put (Go's Seek).
+  const past = await execd(
+    started.execd,
+    "GET",
+    `/command/${id}/logs?cursor=99`,
+  );
+  assertEquals([past.body, past.headers.get("EXECD-COMMANDS-TAIL-CURSOR")], [
+    undefined,
+    "99",
+  ]);
+  // Not an integer: read as 0 (QueryInt64's default).
+  const word = await execd(
+    started.execd,
+    "GET",
+    `/command/${id}/logs?cursor=abc`,
+  );
+  assertEquals(word.body, "abc");
+  const negative = await execd(
+    started.execd,
+    "GET",
+    `/command/${id}/logs?cursor=-1`,
+  );
+  assertEquals(negative.status, 400);
+  assertEquals((negative.body as Event).code, "INVALID_REQUEST_BODY");
+  const unknown = await execd(started.execd, "GET", "/command/nope/logs");
+  assertEquals([unknown.status, (unknown.body as Event).message], [
+    400,
+    "command not found: nope",
+  ]);
+  const foreground = await run(started.execd, { command: "true" });
+  const fgId = foreground.events[0]!.text as string;
+  const fgLogs = await execd(started.execd, "GET", `/command/${fgId}/logs`);
+  assertEquals([fgLogs.status, (fgLogs.body as Event).message], [
+    400,
+    `command ${fgId} is not running in background`,
+  ]);
+  // The interrupt ends the whole background group, then answers 200.
+  const pgid = started.server.commands.get(id)!.pgid;
+  const interrupted = await execd(
+    started.execd,
+    "DELETE",
+    `/command?id=${id}`,
+  );
+  assertEquals(interrupted.status, 200);
+  const alive = new Deno.Command("ps", {
+    args: ["-o", "stat=", "-g", String(pgid)],
+    stdout: "piped",
+  }).outputSync();
+  const states = new TextDecoder().decode(alive.stdout).trim();
+  assert(states === "" || /^Z+$/.test(states.replaceAll(/\s/g, "")), states);
+  const status = await execd(started.execd, "GET", `/command/status/${id}`);
+  assertEquals((status.body as Event).running, false);
+  const again = await execd(started.execd, "DELETE", `/command?id=${id}`);
+  assertEquals(again.status, 500);
+
+  // The real execd sends init before it registers the command.
+  await using late = await start({ registerDelayMs: 300 });
+  const lateRun = await run(late.execd, {
+    command: "echo x",
+    background: true,
+  });
+  const lateId = lateRun.events[0]!.text as string;
+  const early = await execd(late.execd, "GET", `/command/status/${lateId}`);
+  const earlyLogs = await execd(late.execd, "GET", `/command/${lateId}/logs`);
+  assertEquals([early.status, earlyLogs.status], [404, 400]);
+  assertEquals(
+    (earlyLogs.body as Event).message,
+    `command not found: ${lateId}`,
+  );
+  await new Promise((resolve) => setTimeout(resolve, 350));
+  const known = await execd(late.execd, "GET", `/command/status/${lateId}`);
+  assertEquals(known.status, 200);
+});
+
 // ---------------------------------------------------------------------------
 // Files
 

@@ -57,7 +57,7 @@ async function main(args: readonly string[]): Promise<void> {
       conversationsRoot: conversations,
       conversationId: "narrow-1",
     });
-    const workspace = runtime.defaultWorkingDirectory;
+    const workspace = runtime.cwd;
     const [prepared] = await runtime.prepare({
       skills: [{
         skill,
@@ -120,7 +120,7 @@ async function main(args: readonly string[]): Promise<void> {
     check(escape instanceof WorkspaceEscapeError, `escape ${escape}`);
     report.escapeMessage = escape.message;
     const escapeCwd = await errorOf(() =>
-      runtime.execute({ command: "pwd", workingDirectory: outside })
+      runtime.execute({ command: "pwd", cwd: outside })
     );
     check(escapeCwd instanceof WorkspaceEscapeError, `cwd escape ${escapeCwd}`);
 

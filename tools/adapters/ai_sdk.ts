@@ -129,7 +129,7 @@ export class AISDKToolError extends Error {
  * @example Wrapping a JSON Schema
  * ```ts
  * import { assert } from "@std/assert";
- * import { toAISDKSchema } from "@skillrun/skillrun";
+ * import { toAISDKSchema } from "@skillrun/skillrun/tools";
  * const schema = toAISDKSchema({ type: "object", properties: {} });
  * assert(schema[Symbol.for("vercel.ai.schema") as never] === true);
  * assert(schema["~standard"].jsonSchema.input({ target: "draft-07" }).type === "object");
@@ -185,7 +185,7 @@ function toModelOutput(value: unknown): AISDKModelOutput {
  * @example A tool set for generateText
  * ```ts
  * import { assert, assertRejects } from "@std/assert";
- * import { AISDKToolError, toAISDKTools } from "@skillrun/skillrun";
+ * import { AISDKToolError, toAISDKTools } from "@skillrun/skillrun/tools";
  * const tools = toAISDKTools([{
  *   name: "echo", description: "Echoes",
  *   inputSchema: { type: "object", properties: {}, required: [], additionalProperties: false },

@@ -53,7 +53,7 @@ export interface OpenAIToolOptions {
  * @example Making a schema strict
  * ```ts
  * import { assert } from "@std/assert";
- * import { toStrictSchema } from "@skillrun/skillrun";
+ * import { toStrictSchema } from "@skillrun/skillrun/tools";
  * const strict = toStrictSchema({
  *   type: "object",
  *   properties: { a: { type: "string" }, b: { type: "integer" } },

@@ -32,7 +32,7 @@ async function kit() {
     conversationId: "sdk",
   });
   const tools = await buildSkillTools({ skills: SKILLS, runtime });
-  await Deno.writeTextFile(`${runtime.defaultWorkingDirectory}/hi.txt`, "hi\n");
+  await Deno.writeTextFile(`${runtime.cwd}/hi.txt`, "hi\n");
   return {
     tools: tools.tools,
     async [Symbol.asyncDispose]() {

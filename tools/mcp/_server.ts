@@ -132,6 +132,7 @@ const PROGRESS_OUTPUT_CHARS = 2000;
 function progressSender(
   progressToken: string | number,
   send: (notification: ServerNotification) => Promise<void>,
+  pending: Promise<unknown>[],
 ): (event: SkillEvent) => void {
   let progress = 0;
   return (event) => {
@@ -147,10 +148,12 @@ function progressSender(
     }
     if (message === undefined) return;
     progress++;
-    send({
-      method: "notifications/progress",
-      params: { progressToken, progress, message },
-    }).catch(() => {});
+    pending.push(
+      send({
+        method: "notifications/progress",
+        params: { progressToken, progress, message },
+      }).catch(() => {}),
+    );
   };
 }
 
@@ -274,17 +277,24 @@ export function createMcpServer(
         );
       }
       try {
+        // Notifications are written before the answer: a client drops the
+        // progress of a request once it has the answer. (The MCP SDK client
+        // 1.32 also drops a progress notification read in the same chunk as
+        // the answer: it handles notifications a microtask later.)
+        const pending: Promise<unknown>[] = [];
         const token = request.params._meta?.progressToken;
         const progress = token !== undefined
-          ? progressSender(token, extra.sendNotification)
+          ? progressSender(token, extra.sendNotification, pending)
           : undefined;
         const log = (event: SkillEvent) => {
           const message = logMessage(event);
           if (message) {
-            server.sendLoggingMessage(
-              { ...message, logger: "skillrun" },
-              extra.sessionId,
-            ).catch(() => {});
+            pending.push(
+              server.sendLoggingMessage(
+                { ...message, logger: "skillrun" },
+                extra.sessionId,
+              ).catch(() => {}),
+            );
           }
         };
         const result = await calls.track(
@@ -296,6 +306,7 @@ export function createMcpServer(
             },
           }),
         );
+        await Promise.all(pending);
         return {
           content: [{ type: "text", text: result.text }],
           isError: result.isError,

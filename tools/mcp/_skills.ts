@@ -2,6 +2,7 @@
 // each of its files as a resource `skill://<name>/<path>`, read from the
 // skill's own folder (where it was loaded from) through the copy policy and a
 // path fence, so secrets, symlinks and paths outside the folder stay out.
+import { checkNumber } from "../../_internal/check_number.ts";
 import { hostPath } from "../../_internal/std.ts";
 import { WorkspaceEscapeError } from "../../runtimes/errors.ts";
 import type { Skill } from "../../skill/types.ts";
@@ -189,12 +190,11 @@ export class SkillCatalog {
   readonly #digests: SkillDigests;
 
   constructor(skills: readonly Skill[], options: SkillCatalogOptions = {}) {
-    const maxBytes = options.maxResourceBytes ?? DEFAULT_MAX_RESOURCE_BYTES;
-    if (!Number.isSafeInteger(maxBytes) || maxBytes <= 0) {
-      throw new RangeError(
-        `Cannot use maxResourceBytes ${maxBytes}: expected a positive integer`,
-      );
-    }
+    const maxBytes = checkNumber(
+      options.maxResourceBytes ?? DEFAULT_MAX_RESOURCE_BYTES,
+      "maxResourceBytes",
+      "positive integer",
+    );
     this.#skills = new Map(skills.map((skill) => [skill.name, skill]));
     this.#maxBytes = maxBytes;
     this.#policy = options.copyPolicy;

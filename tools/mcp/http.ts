@@ -4,12 +4,15 @@
  * so it runs in `Deno.serve`, Deno Deploy and Supabase alike, with one
  * conversation workspace per MCP session.
  *
- * Why one long file: the handler, its session table (creation, idle
- * timeouts, closing), and the Host, Origin and token checks share the
- * session state; `serveMcpHttp` is the handler on `Deno.serve`.
+ * This file holds the request handler (starting a session, routing a
+ * request to its session) and `serveMcpHttp`, the handler on `Deno.serve`;
+ * the checks before any session is touched (path, Host, Origin, token, the
+ * bounded start body) are in `_http_guards.ts`, the session table (limits,
+ * idle timers, closing, the sweep of left workspaces) in `_http_sessions.ts`.
  *
  * @module
  */
+import { checkNumber } from "../../_internal/check_number.ts";
 // @ts-types="npm:@modelcontextprotocol/sdk@1.32.2/server/webStandardStreamableHttp"
 import { WebStandardStreamableHTTPServerTransport } from "npm:@modelcontextprotocol/sdk@1.32.2/server/webStandardStreamableHttp.js";
 // @ts-types="npm:@modelcontextprotocol/sdk@1.32.2/types"
@@ -20,26 +23,30 @@ import {
   redactSecrets,
 } from "../../_internal/redact.ts";
 import { hostPath } from "../../_internal/std.ts";
-import { removeTree } from "../../_internal/remove_tree.ts";
 import { defaultMcpConversationsRoot } from "./_conversations_root.ts";
 import { LocalSkillRuntime } from "../../runtimes/local/mod.ts";
-import type {
-  SkillRuntime,
-  SkillRuntimeFileSystem,
-} from "../../runtimes/types.ts";
+import type { SkillRuntime } from "../../runtimes/types.ts";
 import type { Skill } from "../../skill/types.ts";
 import {
   buildSkillTools,
   type BuildSkillToolsOptions,
   type SkillTools,
 } from "../builder.ts";
-import {
-  connect,
-  type InFlight,
-  type McpConnection,
-  type McpServerOptions,
-} from "./_server.ts";
+import { connect, type McpServerOptions } from "./_server.ts";
 import { SkillCatalog } from "./_skills.ts";
+import { loadToolInput } from "../_tool_input.ts";
+import {
+  clientOf,
+  guardRequest,
+  jsonError,
+  lowerHost,
+  readJson,
+} from "./_http_guards.ts";
+import {
+  type McpSession,
+  McpSessionTable,
+  sweepSessionWorkspaces,
+} from "./_http_sessions.ts";
 
 /** Hostnames of the loopback interface, as the `Host` header names them. */
 export const LOOPBACK_HOSTNAMES: readonly string[] = Object.freeze([
@@ -195,31 +202,8 @@ export interface McpClientInfo {
   readonly remoteAddr?: Deno.Addr;
 }
 
-interface Session {
-  readonly id: string;
-  /** The client (remote address) that started it. */
-  readonly client: string;
-  readonly runtime: SkillRuntime;
-  readonly tools: SkillTools;
-  readonly transport: WebStandardStreamableHTTPServerTransport;
-  readonly connection: McpConnection;
-  readonly calls: InFlight;
-  /** HTTP requests of this session being handled. */
-  requests: number;
-  lastSeen: number;
-  timer: ReturnType<typeof setTimeout> | undefined;
-  closing: Promise<void> | undefined;
-}
-
-/** How long a session must be idle before another client's start reclaims it. */
-const RECLAIM_IDLE_MS = 60_000;
 /** The longest time between two sweeps of session workspaces: 1 hour. */
 const SWEEP_EVERY_MS = 60 * 60 * 1000;
-
-/** Largest initialisation request read by the handler itself. */
-const MAX_INIT_BODY = 1024 * 1024;
-/** How long closing a session waits for its aborted calls to end. */
-const CLOSE_GRACE_MS = 10_000;
 
 /**
  * Makes a web-standard handler that serves the skill tools over MCP's
@@ -312,10 +296,12 @@ export async function createMcpHttpHandler(
     copyPolicy,
     ...buildOptions
   } = options;
-  positiveInteger("idleTimeoutMs", idleTimeoutMs);
-  positiveInteger("maxSessions", maxSessions);
-  positiveInteger("maxSessionsPerClient", maxSessionsPerClient);
-  if (sweepAfterMs !== false) positiveInteger("sweepAfterMs", sweepAfterMs);
+  checkNumber(idleTimeoutMs, "idleTimeoutMs", "positive integer");
+  checkNumber(maxSessions, "maxSessions", "positive integer");
+  checkNumber(maxSessionsPerClient, "maxSessionsPerClient", "positive integer");
+  if (sweepAfterMs !== false) {
+    checkNumber(sweepAfterMs, "sweepAfterMs", "positive integer");
+  }
   if (factoryOption !== undefined && typeof factoryOption !== "function") {
     throw new TypeError(
       "Cannot make the MCP handler: runtime must be a function (sessionId) => Promise<SkillRuntime>",
@@ -344,13 +330,14 @@ export async function createMcpHttpHandler(
 
   // Loading once, for every session: the skills and the configurations are
   // checked now, so a mistake fails here and not at a client's first call.
-  const probe = await buildSkillTools({
+  const loaded = await loadToolInput({
     ...buildOptions,
-    runtime: CATALOG_ONLY,
-    tools: [],
     ...(signal ? { signal } : {}),
   });
-  const skills = probe.skills;
+  const skills = loaded.skills;
+  const configured = [...loaded.configs.values()].flatMap((c) =>
+    Object.values(c.env)
+  );
   const { names: _names, ...sessionBuild } = buildOptions;
 
   let resolvedRoot: string | undefined;
@@ -387,7 +374,7 @@ export async function createMcpHttpHandler(
       // Reported (often logged) without the token or a configured value.
       const redactor = new Redactor([
         ...(token ? [token] : []),
-        ...probe.context.secrets(),
+        ...configured,
       ]);
       const clean = redactError(
         error instanceof Error ? error : new Error(String(error)),
@@ -399,102 +386,27 @@ export async function createMcpHttpHandler(
     }
   };
 
-  const sessions = new Map<string, Session>();
-  let starting = 0;
-  const startingBy = new Map<string, number>();
+  const sessions = new McpSessionTable({
+    idleTimeoutMs,
+    maxSessions,
+    maxSessionsPerClient,
+    keepWorkspaces,
+    report,
+  });
   const shutdown = new AbortController();
   let closed: Promise<void> | undefined;
-
-  const closeSession = (session: Session): Promise<void> => {
-    session.closing ??= (async () => {
-      sessions.delete(session.id);
-      clearTimeout(session.timer);
-      await session.connection.close();
-      // The calls were aborted; let them end before their runtime closes.
-      await Promise.race([session.calls.idle(), delay(CLOSE_GRACE_MS)]);
-      try {
-        await session.tools.close();
-        await session.runtime.close();
-        if (!keepWorkspaces) await destroyRuntime(session.runtime);
-      } catch (error) {
-        report(error);
-      }
-    })();
-    return session.closing;
-  };
-
-  const arm = (session: Session) => {
-    clearTimeout(session.timer);
-    if (session.closing) return;
-    const left = session.lastSeen + idleTimeoutMs - Date.now();
-    session.timer = setTimeout(() => {
-      session.timer = undefined;
-      if (session.requests > 0 || session.calls.count > 0) {
-        session.lastSeen = Date.now();
-      }
-      if (Date.now() - session.lastSeen >= idleTimeoutMs) {
-        void closeSession(session);
-      } else {
-        arm(session);
-      }
-    }, Math.max(left, 0));
-  };
-
-  /** The oldest session that `which` accepts and that is idle enough. */
-  const oldestIdle = (
-    which: (session: Session) => boolean,
-    idleForMs: number,
-  ): Session | undefined => {
-    let oldest: Session | undefined;
-    const now = Date.now();
-    for (const session of sessions.values()) {
-      if (
-        which(session) && !session.closing && session.requests === 0 &&
-        session.calls.count === 0 && now - session.lastSeen >= idleForMs &&
-        (oldest === undefined || session.lastSeen < oldest.lastSeen)
-      ) {
-        oldest = session;
-      }
-    }
-    return oldest;
-  };
-
-  /** Makes room for one more session of `client`, or says why not. */
-  const makeRoom = (client: string): string | undefined => {
-    let mine = startingBy.get(client) ?? 0;
-    for (const session of sessions.values()) {
-      if (session.client === client) mine++;
-    }
-    if (mine >= maxSessionsPerClient) {
-      const own = oldestIdle((s) => s.client === client, 0);
-      if (own === undefined) {
-        return `this client already has ${maxSessionsPerClient} sessions open and busy`;
-      }
-      void closeSession(own);
-    }
-    if (sessions.size + starting >= maxSessions) {
-      const any = oldestIdle(() => true, RECLAIM_IDLE_MS);
-      if (any === undefined) {
-        return `the server already has ${maxSessions} sessions open and none idle`;
-      }
-      void closeSession(any);
-    }
-    return undefined;
-  };
 
   const startSession = async (
     request: Request,
     body: unknown,
     client: string,
   ): Promise<Response> => {
-    const full = makeRoom(client);
+    const full = sessions.reserve(client);
     if (full !== undefined) {
       return jsonError(503, -32000, `Cannot start a session: ${full}`);
     }
-    starting++;
-    startingBy.set(client, (startingBy.get(client) ?? 0) + 1);
     const id = crypto.randomUUID();
-    let session: Session;
+    let session: McpSession;
     try {
       let runtime: SkillRuntime;
       try {
@@ -504,7 +416,7 @@ export async function createMcpHttpHandler(
         // Told to the client: without the token or a configured value.
         const reason = redactSecrets(
           error instanceof Error ? error.message : String(error),
-          [...(token ? [token] : []), ...probe.context.secrets()],
+          [...(token ? [token] : []), ...configured],
         );
         return jsonError(500, -32603, `Cannot start a session: ${reason}`);
       }
@@ -514,11 +426,11 @@ export async function createMcpHttpHandler(
           skills,
           runtime,
         });
-        let current: Session | undefined;
+        let current: McpSession | undefined;
         const transport = new WebStandardStreamableHTTPServerTransport({
           sessionIdGenerator: () => id,
           enableJsonResponse: jsonResponse,
-          onsessionclosed: () => current && closeSession(current),
+          onsessionclosed: () => current && sessions.close(current),
         });
         transport.onerror = report;
         const { connection, calls } = await connect(
@@ -539,45 +451,23 @@ export async function createMcpHttpHandler(
           timer: undefined,
           closing: undefined,
         };
-        void connection.closed.then(() => closeSession(current!));
+        void connection.closed.then(() => sessions.close(current!));
       } catch (error) {
         await runtime.close().catch(report);
         throw error;
       }
       if (closed) {
-        await closeSession(session);
+        await sessions.close(session);
         return jsonError(503, -32000, "The server is closing");
       }
-      sessions.set(id, session);
+      sessions.add(session);
     } finally {
-      starting--;
-      const left = (startingBy.get(client) ?? 1) - 1;
-      if (left > 0) startingBy.set(client, left);
-      else startingBy.delete(client);
+      sessions.release(client);
     }
-    const response = await handleInSession(session, request, body);
+    const response = await sessions.handle(session, request, body);
     // A refused initialisation (wrong headers...) leaves no session behind.
-    if (session.transport.sessionId !== id) await closeSession(session);
+    if (session.transport.sessionId !== id) await sessions.close(session);
     return response;
-  };
-
-  const handleInSession = async (
-    session: Session,
-    request: Request,
-    parsedBody?: unknown,
-  ): Promise<Response> => {
-    session.requests++;
-    session.lastSeen = Date.now();
-    try {
-      return await session.transport.handleRequest(
-        request,
-        parsedBody === undefined ? undefined : { parsedBody },
-      );
-    } finally {
-      session.requests--;
-      session.lastSeen = Date.now();
-      arm(session);
-    }
   };
 
   const handle = async (
@@ -586,33 +476,20 @@ export async function createMcpHttpHandler(
   ): Promise<Response> => {
     try {
       if (closed) return jsonError(503, -32000, "The server is closing");
-      const url = new URL(request.url);
-      if (path !== undefined && url.pathname !== path) {
-        return jsonError(404, -32000, `Not found: MCP is served at ${path}`);
-      }
-      const refused = checkHostAndOrigin(
-        request,
-        url,
+      const refused = await guardRequest(request, new URL(request.url), {
+        path,
         hosts,
         origins,
-        token !== undefined,
-      );
+        token,
+      });
       if (refused) return refused;
-      if (token !== undefined && !(await hasToken(request, token))) {
-        return jsonError(
-          401,
-          -32000,
-          "Unauthorized: a valid bearer token is required",
-          { "WWW-Authenticate": 'Bearer realm="mcp"' },
-        );
-      }
       const sessionId = request.headers.get("mcp-session-id");
       if (sessionId !== null) {
         const session = sessions.get(sessionId);
-        if (session === undefined || session.closing) {
+        if (session === undefined) {
           return jsonError(404, -32001, "Session not found");
         }
-        return await handleInSession(session, request);
+        return await sessions.handle(session, request);
       }
       if (request.method !== "POST") {
         return request.method === "GET" || request.method === "DELETE"
@@ -635,7 +512,7 @@ export async function createMcpHttpHandler(
           "Bad Request: Mcp-Session-Id header is required",
         );
       }
-      return await startSession(request, body, clientOf(info));
+      return await startSession(request, body, clientOf(info?.remoteAddr));
     } catch (error) {
       report(error);
       return jsonError(500, -32603, "Internal error");
@@ -652,7 +529,7 @@ export async function createMcpHttpHandler(
       await sweepSessionWorkspaces(
         rootOf(),
         sweepAfterMs,
-        new Set(sessions.keys()),
+        new Set(sessions.ids()),
       );
     } catch (error) {
       report(error);
@@ -667,14 +544,14 @@ export async function createMcpHttpHandler(
     closed ??= (async () => {
       clearTimeout(sweepTimer);
       shutdown.abort();
-      await Promise.all([...sessions.values()].map(closeSession));
+      await sessions.closeAll();
     })();
     return closed;
   };
   return Object.assign(handle, {
     skills,
-    warnings: probe.warnings,
-    sessionIds: () => [...sessions.keys()],
+    warnings: loaded.warnings,
+    sessionIds: () => sessions.ids(),
     close,
     [Symbol.asyncDispose]: close,
   });
@@ -798,238 +675,5 @@ function isLoopback(hostname: string): boolean {
 function defaultInstructions(runtime: SkillRuntime): string {
   return "These tools give you Agent Skills: when a task matches a skill in the skill tool's list, " +
     "call the skill tool with its name first, then follow its instructions with the other tools. " +
-    `Commands run, and relative paths resolve, in ${runtime.defaultWorkingDirectory}.`;
+    `Commands run, and relative paths resolve, in ${runtime.cwd}.`;
 }
-
-function positiveInteger(name: string, value: unknown): void {
-  if (!Number.isSafeInteger(value) || (value as number) <= 0) {
-    throw new RangeError(
-      `Cannot use ${name} ${String(value)}: expected a positive integer`,
-    );
-  }
-}
-
-function lowerHost(host: string): string {
-  if (typeof host !== "string" || host === "") {
-    throw new TypeError(
-      `Cannot allow host ${JSON.stringify(host)}: expected a hostname`,
-    );
-  }
-  return host.toLowerCase();
-}
-
-function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    // Not a reason to keep a process alive.
-    Deno.unrefTimer?.(timer);
-  });
-}
-
-function jsonError(
-  status: number,
-  code: number,
-  message: string,
-  headers: Record<string, string> = {},
-): Response {
-  return new Response(
-    JSON.stringify({ jsonrpc: "2.0", error: { code, message }, id: null }),
-    { status, headers: { "content-type": "application/json", ...headers } },
-  );
-}
-
-function hostnameOf(host: string): string | undefined {
-  try {
-    return new URL(`http://${host}`).hostname.toLowerCase();
-  } catch {
-    return undefined;
-  }
-}
-
-/** 403 for a `Host` or `Origin` that DNS rebinding protection refuses. */
-function checkHostAndOrigin(
-  request: Request,
-  url: URL,
-  hosts: readonly string[] | undefined,
-  origins: readonly string[] | undefined,
-  hasToken: boolean,
-): Response | undefined {
-  const host = request.headers.get("host") ?? url.host;
-  const name = hostnameOf(host);
-  const hostAllowed = hosts !== undefined
-    ? hosts.includes("*") || (name !== undefined && hosts.includes(name))
-    : hasToken || (name !== undefined && isAddressOrLocalhost(name));
-  if (!hostAllowed) {
-    return jsonError(
-      403,
-      -32000,
-      `Forbidden: Host "${host}" is not allowed${
-        hosts === undefined
-          ? " (without a token only IP addresses and localhost are; list the server's names in allowedHosts, --allowed-hosts)"
-          : ""
-      }`,
-    );
-  }
-  const origin = request.headers.get("origin");
-  if (origin === null) return undefined;
-  let allowed: boolean;
-  if (origins !== undefined) {
-    allowed = origins.includes(origin.toLowerCase());
-  } else {
-    let parsed: URL | undefined;
-    try {
-      parsed = new URL(origin);
-    } catch {
-      parsed = undefined;
-    }
-    allowed = parsed !== undefined &&
-      (parsed.protocol === "http:" || parsed.protocol === "https:") &&
-      (hosts !== undefined && !hosts.includes("*")
-        ? hosts.includes(parsed.hostname.toLowerCase())
-        : parsed.host.toLowerCase() === host.toLowerCase());
-  }
-  return allowed
-    ? undefined
-    : jsonError(403, -32000, `Forbidden: Origin "${origin}" is not allowed`);
-}
-
-/** Whether a `Host` name is an IP address (v4, or v6 in brackets) or `localhost`. */
-function isAddressOrLocalhost(name: string): boolean {
-  return name === "localhost" || /^\d{1,3}(\.\d{1,3}){3}$/.test(name) ||
-    /^\[[0-9a-f:.]+\]$/.test(name);
-}
-
-/** The client a request comes from: its remote address, else one for all. */
-function clientOf(info: McpClientInfo | undefined): string {
-  const addr = info?.remoteAddr;
-  if (addr && (addr.transport === "tcp" || addr.transport === "udp")) {
-    return addr.hostname;
-  }
-  return "unknown";
-}
-
-/** Destroys a session's runtime when it can be (see `keepWorkspaces`). */
-async function destroyRuntime(runtime: SkillRuntime): Promise<void> {
-  const destroy = (runtime as { destroy?: () => Promise<void> }).destroy;
-  if (typeof destroy !== "function") return;
-  try {
-    await destroy.call(runtime);
-  } catch (error) {
-    // A runtime that has nothing to destroy (a plain one) is not a failure.
-    if (error instanceof Error && error.message.startsWith("Cannot destroy")) {
-      return;
-    }
-    throw error;
-  }
-}
-
-const SESSION_FOLDER =
-  /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-
-/**
- * Deletes the session workspaces (folders named like a session id) in
- * `root` that are not open and have not changed for `olderThanMs`.
- */
-async function sweepSessionWorkspaces(
-  root: string,
-  olderThanMs: number,
-  open: ReadonlySet<string>,
-): Promise<void> {
-  let entries: Deno.DirEntry[];
-  try {
-    entries = await Array.fromAsync(Deno.readDir(root));
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return;
-    throw error;
-  }
-  const limit = Date.now() - olderThanMs;
-  for (const entry of entries) {
-    if (!entry.isDirectory || !SESSION_FOLDER.test(entry.name)) continue;
-    if (open.has(entry.name)) continue;
-    const path = hostPath.join(root, entry.name);
-    const info = await Deno.lstat(path).catch(() => null);
-    if (!info?.isDirectory || (info.mtime?.getTime() ?? Infinity) > limit) {
-      continue;
-    }
-    await removeTree(path);
-  }
-}
-
-/** Compares the bearer token in constant time (through SHA-256 digests). */
-async function hasToken(request: Request, token: string): Promise<boolean> {
-  const header = request.headers.get("authorization") ?? "";
-  const match = /^Bearer\s+(.+)$/i.exec(header.trim());
-  if (!match) return false;
-  const encoder = new TextEncoder();
-  const [given, expected] = await Promise.all([
-    crypto.subtle.digest("SHA-256", encoder.encode(match[1])),
-    crypto.subtle.digest("SHA-256", encoder.encode(token)),
-  ]);
-  const a = new Uint8Array(given);
-  const b = new Uint8Array(expected);
-  let diff = 0;
-  for (let i = 0; i < a.length; i++) diff |= a[i]! ^ b[i]!;
-  return diff === 0;
-}
-
-/** Reads a JSON body of at most 1 MiB, or the error response to give. */
-async function readJson(request: Request): Promise<unknown | Response> {
-  const declared = Number(request.headers.get("content-length") ?? "0");
-  if (declared > MAX_INIT_BODY) {
-    await request.body?.cancel();
-    return jsonError(
-      413,
-      -32000,
-      "Payload too large: at most 1 MiB to start a session",
-    );
-  }
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  if (request.body) {
-    const reader = request.body.getReader();
-    while (true) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      total += value.length;
-      if (total > MAX_INIT_BODY) {
-        await reader.cancel();
-        return jsonError(
-          413,
-          -32000,
-          "Payload too large: at most 1 MiB to start a session",
-        );
-      }
-      chunks.push(value);
-    }
-  }
-  const bytes = new Uint8Array(total);
-  let offset = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, offset);
-    offset += chunk.length;
-  }
-  try {
-    return JSON.parse(new TextDecoder().decode(bytes));
-  } catch {
-    return jsonError(400, -32700, "Parse error: Invalid JSON");
-  }
-}
-
-function refuse(): Promise<never> {
-  return Promise.reject(
-    new Error("The skills catalog has no runtime: it only loads skills"),
-  );
-}
-
-// The runtime of the one build that loads and checks the skills for every
-// session; it never runs anything.
-const CATALOG_ONLY: SkillRuntime = {
-  name: "none",
-  defaultWorkingDirectory: "/",
-  fs: new Proxy({}, { get: () => refuse }) as SkillRuntimeFileSystem,
-  prepare: refuse,
-  execute: refuse,
-  environment: () => ({}),
-  close: () => Promise.resolve(),
-  [Symbol.asyncDispose]: () => Promise.resolve(),
-};

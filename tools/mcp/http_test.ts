@@ -57,7 +57,7 @@ function watched(
 ): SkillRuntime {
   return {
     name: runtime.name,
-    defaultWorkingDirectory: runtime.defaultWorkingDirectory,
+    cwd: runtime.cwd,
     fs: runtime.fs,
     search: runtime.search,
     prepare: (request) => runtime.prepare(request),
@@ -232,6 +232,8 @@ Deno.test("the SDK client over HTTP lists and calls every tool in its session's 
   assertEquals(tools.map((t) => t.name), [
     "skill",
     "bash",
+    "bash_output",
+    "kill_bash",
     "read",
     "write",
     "edit",
@@ -461,7 +463,7 @@ Deno.test("a wrong or missing bearer token gets 401 and starts nothing", async (
   await using ok = await connectClient(served.url, {
     authorization: `Bearer ${token}`,
   });
-  assertEquals((await ok.client.listTools()).tools.length, 9);
+  assertEquals((await ok.client.listTools()).tools.length, 11);
   // Every request of the session needs it, not only the first.
   const unauthorised = await post(
     served.url,
@@ -636,12 +638,12 @@ Deno.test("createMcpHttpHandler() checks its options before serving", async () =
   await assertRejects(
     () => createMcpHttpHandler({ idleTimeoutMs: 0 }),
     RangeError,
-    "Cannot use idleTimeoutMs 0: expected a positive integer",
+    'Cannot use idleTimeoutMs "0": it must be a positive integer',
   );
   await assertRejects(
     () => createMcpHttpHandler({ maxResourceBytes: -1 }),
     RangeError,
-    "Cannot use maxResourceBytes -1: expected a positive integer",
+    'Cannot use maxResourceBytes "-1": it must be a positive integer',
   );
   await assertRejects(
     () => createMcpHttpHandler({ token: "" }),
@@ -662,5 +664,24 @@ Deno.test("createMcpHttpHandler() checks its options before serving", async () =
       }),
     RangeError,
     'Cannot bind a configuration to skill "nope"',
+  );
+  // Checked at creation too, as building the tools checks them.
+  await assertRejects(
+    () =>
+      createMcpHttpHandler({
+        skills: files.skills,
+        limits: { readMaxBytes: 0 },
+      }),
+    RangeError,
+    'Cannot use limit readMaxBytes "0": it must be a positive integer',
+  );
+  await assertRejects(
+    () =>
+      createMcpHttpHandler({
+        skills: files.skills,
+        publisher: {} as FilePublisher,
+      }),
+    TypeError,
+    "publisher must have a publish() method",
   );
 });

@@ -63,7 +63,10 @@ async function progressAndCancel(client: Client, work: string) {
     {
       name: "bash",
       arguments: {
-        command: `echo first; sleep 0.3; echo "tok=$ALPHA_TOKEN"`,
+        // The last output comes well before the answer: the MCP SDK client
+        // drops a progress notification that it reads in the same chunk as
+        // the answer (it handles notifications a microtask later).
+        command: `echo first; sleep 0.3; echo "tok=$ALPHA_TOKEN"; sleep 0.3`,
         working_directory: work,
       },
     },

@@ -10,7 +10,7 @@ import { buildSkillTools } from "../../../mod.ts";
 
 const plain = new AioSkillRuntime({
   baseUrl: "https://aio.example.com/sandbox",
-  token: "token-never-used",
+  apiKey: "token-never-used",
 });
 const conversation = new AioSkillRuntime({
   baseUrl: "https://aio.example.com/sandbox",
@@ -21,5 +21,5 @@ await built.close();
 await conversation.close();
 await plain.close();
 console.log(
-  `ok ${plain.defaultWorkingDirectory} ${conversation.defaultWorkingDirectory}`,
+  `ok ${plain.cwd} ${conversation.cwd}`,
 );

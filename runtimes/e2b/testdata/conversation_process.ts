@@ -18,7 +18,7 @@ const store = await KvConversationStore.open(kvPath);
 try {
   await using runtime = new E2BSkillRuntime({
     apiKey,
-    apiUrl: url,
+    baseUrl: url,
     sandboxUrl: url,
     conversationId,
     conversationsRoot,

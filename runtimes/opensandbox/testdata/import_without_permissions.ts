@@ -16,4 +16,4 @@ const runtime = new OpenSandboxSkillRuntime({
 const built = await buildSkillTools({ skills: [], runtime });
 await built.close();
 await runtime.close();
-console.log(`ok ${runtime.defaultWorkingDirectory}`);
+console.log(`ok ${runtime.cwd}`);

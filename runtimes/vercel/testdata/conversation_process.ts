@@ -17,7 +17,7 @@ const [url, token, kvPath, conversationsRoot, conversationId, basePath, name] =
 const store = await KvConversationStore.open(kvPath);
 try {
   await using runtime = new VercelSandboxSkillRuntime({
-    token,
+    apiKey: token,
     teamId: "team_test",
     projectId: "prj_test",
     baseUrl: url,

@@ -6,11 +6,11 @@ import {
   BasicTracerProvider,
   SimpleSpanProcessor,
 } from "@opentelemetry/sdk-trace-base";
-import { assert, assertEquals } from "../_internal/assert.ts";
-import { OpenSandboxSkillRuntime } from "../runtimes/opensandbox/mod.ts";
-import { startOpenSandboxServer } from "../tests/servers/opensandbox.ts";
-import { buildSkillTools } from "../tools/builder.ts";
-import { tempDir, writeSkill } from "../tools/_testing.ts";
+import { assert, assertEquals } from "../../_internal/assert.ts";
+import { OpenSandboxSkillRuntime } from "../../runtimes/opensandbox/mod.ts";
+import { startOpenSandboxServer } from "../../tests/servers/opensandbox.ts";
+import { buildSkillTools } from "../../tools/builder.ts";
+import { tempDir, writeSkill } from "../../tools/_testing.ts";
 
 interface OtlpSpan {
   traceId: string;

@@ -1,18 +1,18 @@
-import { assert, assertEquals } from "../_internal/assert.ts";
-import { SkillRuntimeConfig } from "../runtimes/config.ts";
+import { assert, assertEquals } from "../../_internal/assert.ts";
+import { SkillRuntimeConfig } from "../../runtimes/config.ts";
 import {
   BubblewrapLauncher,
   IsolationUnavailableError,
   LocalSkillRuntime,
-} from "../runtimes/local/mod.ts";
-import { OpenSandboxSkillRuntime } from "../runtimes/opensandbox/mod.ts";
-import { AioSkillRuntime } from "../runtimes/aio/mod.ts";
-import { startOpenSandboxServer } from "../tests/servers/opensandbox.ts";
-import { startAioServer } from "../tests/servers/aio.ts";
-import { loadSkills } from "../skill/load.ts";
-import type { SkillRuntime } from "../runtimes/types.ts";
-import type { SkillEvent, SkillEventListener } from "./events.ts";
-import { tempDir, writeSkill } from "../tools/_testing.ts";
+} from "../../runtimes/local/mod.ts";
+import { OpenSandboxSkillRuntime } from "../../runtimes/opensandbox/mod.ts";
+import { AioSkillRuntime } from "../../runtimes/aio/mod.ts";
+import { startOpenSandboxServer } from "../../tests/servers/opensandbox.ts";
+import { startAioServer } from "../../tests/servers/aio.ts";
+import { loadSkills } from "../../skill/load.ts";
+import type { SkillRuntime } from "../../runtimes/types.ts";
+import type { SkillEvent, SkillEventListener } from "../../observe/events.ts";
+import { tempDir, writeSkill } from "../../tools/_testing.ts";
 
 const SECRET = "rt-evt-s3cr3t-0123";
 const API_KEY = "os-api-key-abcdef123";
@@ -175,7 +175,7 @@ Deno.test("AIO runtime onEvent: HTTP requests with status, output, no secret", a
   try {
     await using runtime = new AioSkillRuntime({
       baseUrl: server.baseUrl,
-      token: TOKEN,
+      apiKey: TOKEN,
       cwd: dir.path,
       skillsRoot: `${dir.path}/uploaded`,
       onEvent: (event) => events.push(event),
@@ -223,7 +223,7 @@ Deno.test("a runtime's throwing listener breaks neither preparation nor commands
 });
 
 Deno.test("an HTTP call that fails emits its event with the error and retries, no secret", async () => {
-  const { HttpClient } = await import("../runtimes/remote/http.ts");
+  const { HttpClient } = await import("../../runtimes/remote/http.ts");
   let hits = 0;
   await using server = Deno.serve(
     { port: 0, hostname: "127.0.0.1", onListen() {} },

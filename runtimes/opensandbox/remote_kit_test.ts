@@ -1,6 +1,7 @@
 /**
- * The shared remote runtime base, exercised through the OpenSandbox backend
- * on the OpenSandbox test server (real HTTP, real bash).
+ * The shared remote runtime base (`../remote/runtime.ts`), exercised through
+ * the OpenSandbox backend on the OpenSandbox test server (real HTTP, real
+ * bash); here rather than in `remote/`, which may not reach a backend.
  *
  * @module
  */
@@ -8,12 +9,9 @@ import { assert, assertEquals, assertRejects } from "../../_internal/assert.ts";
 import { SkillRuntimeConfig } from "../config.ts";
 import { SkillPreparationError } from "../errors.ts";
 import { MemoryConversationStore } from "../../workspace/conversation_store.ts";
-import {
-  countingFetch,
-  makeSkill,
-  startTestServer,
-} from "../opensandbox/_testing.ts";
-import { RemoteSkillRuntime } from "./runtime.ts";
+import { startTestServer } from "./_testing.ts";
+import { countingFetch, makeSkill } from "../remote/_testing.ts";
+import { RemoteSkillRuntime } from "../remote/runtime.ts";
 
 Deno.test("RemoteSkillRuntime connects once for concurrent first calls", async () => {
   await using server = await startTestServer();

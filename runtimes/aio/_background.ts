@@ -1,0 +1,254 @@
+/**
+ * AIO's own background commands: `POST /v1/bash/exec` with `async_mode:
+ * true` in a session of their own (it answers at once with the command's
+ * id), the output long-polled from the byte offsets the server returns
+ * (`POST /v1/bash/output` with `command_id`, `wait: true`) while the command
+ * runs, so each answer holds only what came since the one before and
+ * nothing piles up between two reads, and `POST /v1/bash/kill` on the
+ * session's process group.
+ *
+ * @module
+ */
+import { MAX_EXECUTE_TIMEOUT_MS } from "../command_core.ts";
+import type { BackgroundProcess, BackgroundState } from "../types.ts";
+import type { AioClient, AioCommandStatus } from "./client.ts";
+import { type AioSessionPool, DEFAULT_POLL_SECONDS } from "./execute.ts";
+
+/** What {@linkcode startAioBackground} runs; every field already resolved. */
+export interface AioBackgroundRequest {
+  /** The shell command (as the server's `bash -c` gets it). */
+  readonly command: string;
+  /** The working directory (absolute POSIX path). */
+  readonly cwd: string;
+  /** Variables for this command. */
+  readonly env: Readonly<Record<string, string>>;
+  /** The command's whole life, in ms (the longest: none). */
+  readonly timeoutMs: number;
+  /** The longest long poll, in s. Default 20. */
+  readonly pollSeconds?: number;
+  /** Stops the start. */
+  readonly signal?: AbortSignal;
+  /** Receives standard output as the polls bring it. */
+  readonly onStdout?: (chunk: Uint8Array) => void;
+  /** Receives standard error as the polls bring it. */
+  readonly onStderr?: (chunk: Uint8Array) => void;
+}
+
+/** How long a kill waits for the poller to see the end, in ms. */
+const KILL_WAIT_MS = 10_000;
+/** The pause after a failed poll before the next, in ms. */
+const RETRY_MS = 500;
+/** Failed polls in a row after which the poller gives up (about a minute). */
+const MAX_FAILURES = 120;
+
+const encoder = new TextEncoder();
+
+/**
+ * Starts a command in the background on an AIO container and returns once
+ * the server answered with its id. Never retried; a session is kept for it
+ * until it ends.
+ *
+ * @param client The container's client.
+ * @param sessions The container's session pool.
+ * @param request The command.
+ * @returns The command.
+ */
+export async function startAioBackground(
+  client: AioClient,
+  sessions: AioSessionPool,
+  request: AioBackgroundRequest,
+): Promise<BackgroundProcess & { stop(): Promise<void> }> {
+  const sessionId = sessions.take();
+  const options = {
+    timeoutMs: 30_000,
+    ...(request.signal ? { signal: request.signal } : {}),
+  };
+  if (!sessions.isCreated(sessionId)) {
+    try {
+      await client.createSession(sessionId, options);
+    } catch (error) {
+      sessions.drop(sessionId);
+      throw error;
+    }
+    sessions.created(sessionId);
+  }
+  let answer;
+  try {
+    answer = await client.exec({
+      // A leading `-` or `+` would be read as an option of the server's bash.
+      command: /^[-+]/.test(request.command)
+        ? ` ${request.command}`
+        : request.command,
+      session_id: sessionId,
+      exec_dir: request.cwd,
+      env: request.env,
+      async_mode: true,
+      ...(request.timeoutMs < MAX_EXECUTE_TIMEOUT_MS
+        ? { hard_timeout: Math.max(0.001, request.timeoutMs / 1000) }
+        : {}),
+    }, options);
+  } catch (error) {
+    // It may have started: stop it, and never reuse the session.
+    await client.kill(sessionId, "SIGKILL", { timeoutMs: 10_000 }).catch(
+      () => {},
+    );
+    sessions.drop(sessionId);
+    throw error;
+  }
+  return new AioBackground(client, sessions, sessionId, answer, request);
+}
+
+class AioBackground implements BackgroundProcess {
+  readonly id: string;
+  readonly #client: AioClient;
+  readonly #sessions: AioSessionPool;
+  readonly #sessionId: string;
+  readonly #request: AioBackgroundRequest;
+  readonly #stop = new AbortController();
+  #status: AioCommandStatus;
+  #exitCode: number | null | undefined;
+  #offset = 0;
+  #stderrOffset = 0;
+  #error: unknown;
+  /** Why the poller gave up, when it did. */
+  #failed: string | undefined;
+  readonly #ended: Promise<void>;
+
+  constructor(
+    client: AioClient,
+    sessions: AioSessionPool,
+    sessionId: string,
+    answer: {
+      command_id: string;
+      status: AioCommandStatus;
+      exit_code?: number | null;
+    },
+    request: AioBackgroundRequest,
+  ) {
+    this.#client = client;
+    this.#sessions = sessions;
+    this.#sessionId = sessionId;
+    this.#request = request;
+    this.id = answer.command_id;
+    this.#status = answer.status;
+    this.#exitCode = answer.exit_code;
+    this.#ended = this.#pollLoop();
+  }
+
+  get #running(): boolean {
+    return this.#status === "running" || this.#status === "pending";
+  }
+
+  /** Long polls while it runs; gives the session back once it has ended. */
+  async #pollLoop(): Promise<void> {
+    const wait = this.#request.pollSeconds ?? DEFAULT_POLL_SECONDS;
+    let failures = 0;
+    while (!this.#stop.signal.aborted) {
+      const wasRunning = this.#running;
+      try {
+        const answer = await this.#client.output({
+          session_id: this.#sessionId,
+          command_id: this.id,
+          offset: this.#offset,
+          stderr_offset: this.#stderrOffset,
+          // Once more without waiting after the end: the last output.
+          wait: wasRunning,
+          wait_timeout: wait,
+        }, { signal: this.#stop.signal, timeoutMs: wait * 1000 + 15_000 });
+        this.#take(answer.stdout, answer.offset, "out");
+        this.#take(answer.stderr, answer.stderr_offset, "err");
+        if (answer.command) {
+          this.#status = answer.command.status;
+          this.#exitCode = answer.command.exit_code;
+        }
+        this.#error = undefined;
+        failures = 0;
+        if (!wasRunning) break;
+      } catch (error) {
+        if (this.#stop.signal.aborted) break;
+        this.#error = error;
+        if (++failures >= MAX_FAILURES) {
+          // The container stopped answering: its state is unknown.
+          this.#status = "killed";
+          this.#failed = error instanceof Error ? error.message : String(error);
+          break;
+        }
+        await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
+      }
+    }
+    if (!this.#running) this.#sessions.give(this.#sessionId);
+    else this.#sessions.drop(this.#sessionId);
+  }
+
+  #take(
+    text: string | null | undefined,
+    offset: number | undefined,
+    stream: "out" | "err",
+  ): void {
+    const bytes = encoder.encode(text ?? "");
+    const at = stream === "out" ? this.#offset : this.#stderrOffset;
+    const next = Math.max(at, offset ?? at + bytes.length);
+    if (stream === "out") this.#offset = next;
+    else this.#stderrOffset = next;
+    if (bytes.length === 0) return;
+    if (stream === "out") this.#request.onStdout?.(bytes);
+    else this.#request.onStderr?.(bytes);
+  }
+
+  poll(): Promise<BackgroundState> {
+    if (this.#running && this.#error !== undefined) {
+      const error = this.#error;
+      this.#error = undefined;
+      return Promise.reject(error);
+    }
+    return Promise.resolve(this.#state());
+  }
+
+  #state(): BackgroundState {
+    if (this.#running) return { running: true };
+    return {
+      running: false,
+      exitCode: this.#status === "completed" ? this.#exitCode ?? -1 : -1,
+      ...(this.#status === "timed_out" ? { timedOut: true } : {}),
+      ...(this.#failed !== undefined
+        ? { error: `the container stopped answering: ${this.#failed}` }
+        : {}),
+    };
+  }
+
+  /** Stops polling (the runtime closes); the command is not touched. */
+  async stop(): Promise<void> {
+    this.#stop.abort();
+    await this.#ended;
+  }
+
+  async kill(): Promise<void> {
+    if (!this.#running) {
+      await this.#ended;
+      return;
+    }
+    // The session runs this command alone: its process group is killed.
+    try {
+      await this.#client.kill(this.#sessionId, "SIGKILL", {
+        timeoutMs: KILL_WAIT_MS,
+      });
+    } catch (error) {
+      // Unreachable: stop asking too (the runtime is likely closing).
+      this.#stop.abort();
+      await this.#ended;
+      throw error;
+    }
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([
+      this.#ended,
+      new Promise((resolve) => timer = setTimeout(resolve, KILL_WAIT_MS)),
+    ]);
+    clearTimeout(timer);
+    if (this.#running) {
+      // The poller never saw the end: stop it; the session is not reused.
+      this.#stop.abort();
+      this.#status = "killed";
+      await this.#ended;
+    }
+  }
+}

@@ -1,0 +1,220 @@
+/**
+ * execd's own background commands: `POST /command` with `background: true`
+ * (it answers `init` with the command's id, then `execution_complete` at
+ * once), the output read from a byte cursor (`GET /command/{id}/logs`, the
+ * next cursor in `EXECD-COMMANDS-TAIL-CURSOR`; standard output and error
+ * in one log, in the order written), the state from
+ * `GET /command/status/{id}`, and the interrupt `DELETE /command?id=`
+ * (SIGTERM to the group, SIGKILL after 3 s, answered once it is gone).
+ *
+ * @module
+ */
+import type { HttpClient } from "../remote/http.ts";
+import { RemoteHttpError } from "../remote/errors.ts";
+import type { BackgroundProcess, BackgroundState } from "../types.ts";
+import { ExecdProtocolError, readExecdEvents } from "./_events.ts";
+
+/**
+ * How long after `init` execd may still not know the command: it sends
+ * `init` before it registers the command, so status and logs answer 404 /
+ * 400 `command not found` for a moment.
+ */
+const REGISTER_GRACE_MS = 5_000;
+
+/** The deadline of one status or logs call (the logs body streamed), in ms. */
+const POLL_TIMEOUT_MS = 120_000;
+
+/** What {@linkcode startExecdBackground} needs from the execd client. */
+export interface ExecdBackgroundParts {
+  /** The HTTP client on execd's base URL. */
+  readonly http: HttpClient;
+  /** Interrupts a command (an unknown or finished id is no error). */
+  readonly interrupt: (id: string) => Promise<void>;
+  /** Makes the error of a refused or failed start. */
+  readonly refused: (
+    message: string,
+    reason: "refused" | "start",
+    cause?: unknown,
+  ) => Error;
+}
+
+/** A status answer of execd. */
+interface ExecdStatus {
+  running?: boolean;
+  exit_code?: number | null;
+  error?: string;
+}
+
+/**
+ * Starts a background command on execd and returns once `init` gave its
+ * id. Never retried.
+ *
+ * @param parts The client's parts.
+ * @param body The `POST /command` body (`background: true`).
+ * @param timeoutMs The command's timeout (to tell a timeout from a kill).
+ * @param sinks Where fetched output goes (combined, as standard output).
+ * @param signal Stops the start.
+ * @returns The command.
+ */
+export async function startExecdBackground(
+  parts: ExecdBackgroundParts,
+  body: Record<string, unknown>,
+  timeoutMs: number,
+  sinks: { onStdout?: (chunk: Uint8Array) => void },
+  signal?: AbortSignal,
+): Promise<BackgroundProcess> {
+  let response: Response;
+  try {
+    response = await parts.http.request({
+      method: "POST",
+      path: "/command",
+      json: body,
+      headers: { accept: "text/event-stream" },
+      idempotent: false,
+      ...(signal ? { signal } : {}),
+    });
+  } catch (error) {
+    if (error instanceof RemoteHttpError && error.status === 400) {
+      throw parts.refused(
+        `Cannot run the command in "${body.cwd}": the sandbox refused it: ${
+          error.serverMessage ?? error.message
+        }`,
+        "refused",
+        error,
+      );
+    }
+    throw error;
+  }
+  let id: string | undefined;
+  let failure: string | undefined;
+  const stream = response.body;
+  try {
+    if (!stream) throw new ExecdProtocolError("the answer has no body");
+    for await (const event of readExecdEvents(stream)) {
+      if (event.type === "init" && typeof event.text === "string") {
+        id = event.text;
+      } else if (event.type === "error") {
+        failure = event.error?.evalue || event.error?.ename || "unknown error";
+        break;
+      } else if (event.type === "execution_complete") {
+        break;
+      }
+    }
+  } catch (error) {
+    // After `init`, a start failure comes as a bare `{code, message}`.
+    if (!(error instanceof ExecdProtocolError) || id === undefined) throw error;
+    failure = error.message;
+  } finally {
+    await stream?.cancel().catch(() => {});
+  }
+  if (failure !== undefined) {
+    if (id !== undefined) await parts.interrupt(id).catch(() => {});
+    throw parts.refused(
+      `Cannot run the command: the sandbox could not start it: ${failure}`,
+      "start",
+    );
+  }
+  if (id === undefined) {
+    throw new ExecdProtocolError(
+      "Cannot run the command: the answer to a background command gave no id",
+    );
+  }
+  return new ExecdBackground(parts, id, timeoutMs, sinks.onStdout);
+}
+
+class ExecdBackground implements BackgroundProcess {
+  readonly id: string;
+  readonly #parts: ExecdBackgroundParts;
+  readonly #timeoutMs: number;
+  readonly #onOutput: ((chunk: Uint8Array) => void) | undefined;
+  readonly #startedAt = Date.now();
+  #cursor = 0;
+  #last: BackgroundState = { running: true };
+  /** Polls one at a time: the cursor moves with each. */
+  #queue: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    parts: ExecdBackgroundParts,
+    id: string,
+    timeoutMs: number,
+    onOutput?: (chunk: Uint8Array) => void,
+  ) {
+    this.#parts = parts;
+    this.id = id;
+    this.#timeoutMs = timeoutMs;
+    this.#onOutput = onOutput;
+  }
+
+  poll(): Promise<BackgroundState> {
+    const next = this.#queue.then(() => this.#poll());
+    this.#queue = next.catch(() => {});
+    return next;
+  }
+
+  async #poll(): Promise<BackgroundState> {
+    if (!this.#last.running) return this.#last;
+    // The state first: once it says finished, the log is complete.
+    const status = await this.#call(() =>
+      this.#parts.http.json<ExecdStatus>({
+        method: "GET",
+        path: `/command/status/${encodeURIComponent(this.id)}`,
+        timeoutMs: POLL_TIMEOUT_MS,
+      })
+    );
+    const logs = await this.#call(() =>
+      this.#parts.http.request({
+        method: "GET",
+        path: `/command/${encodeURIComponent(this.id)}/logs`,
+        query: { cursor: String(this.#cursor) },
+        timeoutMs: POLL_TIMEOUT_MS,
+      })
+    );
+    if (logs) {
+      let read = 0;
+      // Streamed: only the caller's bounded collectors keep anything.
+      for await (const chunk of logs.body ?? []) {
+        read += chunk.length;
+        this.#onOutput?.(chunk);
+      }
+      const next = Number(logs.headers.get("execd-commands-tail-cursor"));
+      this.#cursor = Number.isSafeInteger(next) && next >= this.#cursor
+        ? next
+        : this.#cursor + read;
+    }
+    if (!status || status.running !== false) return this.#last;
+    const exitCode = typeof status.exit_code === "number"
+      ? status.exit_code
+      : -1;
+    this.#last = {
+      running: false,
+      exitCode,
+      ...(exitCode === -1 && /killed/.test(status.error ?? "") &&
+          Date.now() - this.#startedAt >= this.#timeoutMs
+        ? { timedOut: true }
+        : {}),
+    };
+    return this.#last;
+  }
+
+  /** One call, `undefined` while execd does not know the command yet. */
+  async #call<T>(call: () => Promise<T>): Promise<T | undefined> {
+    try {
+      return await call();
+    } catch (error) {
+      if (
+        error instanceof RemoteHttpError &&
+        (error.status === 404 || error.status === 400) &&
+        /command not found/.test(error.serverMessage ?? "") &&
+        Date.now() - this.#startedAt < REGISTER_GRACE_MS
+      ) {
+        return undefined;
+      }
+      throw error;
+    }
+  }
+
+  async kill(): Promise<void> {
+    if (!this.#last.running) return;
+    await this.#parts.interrupt(this.id);
+  }
+}

@@ -1,0 +1,291 @@
+/**
+ * The checklist every sandbox runtime with a lifecycle (OpenSandbox, E2B,
+ * Vercel) passes on its test server, as one parameterised block: nothing is
+ * sent before real use, and uploads are byte-identical. Each kind's own
+ * behaviour (pausing, snapshots, faults) stays in its `runtime_test.ts`.
+ *
+ * @module
+ */
+import {
+  assert,
+  assertEquals,
+  assertFalse,
+  assertGreater,
+  assertLess,
+  assertRejects,
+  assertStringIncludes,
+} from "../_internal/assert.ts";
+import { RemoteHttpError } from "../runtimes/remote/errors.ts";
+import { OpenSandboxSkillRuntime } from "../runtimes/opensandbox/mod.ts";
+import { E2BSkillRuntime } from "../runtimes/e2b/mod.ts";
+import { VercelSandboxSkillRuntime } from "../runtimes/vercel/mod.ts";
+import { WorkspaceEscapeError } from "../runtimes/errors.ts";
+import type { SkillRuntime } from "../runtimes/types.ts";
+import {
+  countingFetch,
+  makeSkill,
+  processAlive,
+  type RemoteTestServer,
+  waitFor,
+} from "../runtimes/remote/_testing.ts";
+import {
+  KvConversationStore,
+  MemoryConversationStore,
+} from "../workspace/conversation_store.ts";
+import type { OpenSandboxServer } from "./servers/opensandbox.ts";
+import type { E2BServer } from "./servers/e2b.ts";
+import type { VercelServer } from "./servers/vercel.ts";
+import { buildSkillTools } from "../tools/builder.ts";
+import { startTestServer } from "../runtimes/opensandbox/_testing.ts";
+import { startE2BTestServer } from "../runtimes/e2b/_testing.ts";
+import { startVercelTestServer } from "../runtimes/vercel/_testing.ts";
+
+const CORPUS = new URL(
+  "../../shared/corpora/anthropics-skills/skills/",
+  import.meta.url,
+);
+
+/** The options every kind's test runtime takes here. */
+interface CommonOptions {
+  readonly fetch: typeof fetch;
+  readonly conversationId: string;
+  readonly conversationsRoot: string;
+  readonly store: MemoryConversationStore | KvConversationStore;
+}
+
+/** One kind of runtime on its test server. */
+interface Kind {
+  readonly name: string;
+  start(): Promise<
+    RemoteTestServer<unknown, CommonOptions, SkillRuntime & SandboxId>
+  >;
+  /** The path of the one request an upload makes, when it makes one. */
+  readonly uploadPath?: string;
+  /** How many sandboxes the server was asked to create. */
+  creates(server: unknown): number;
+  /** The sandboxes the server holds. */
+  sandboxes(server: unknown): ReadonlyMap<string, unknown>;
+  /** Further options of a conversation runtime. */
+  readonly conversation?: Record<string, unknown>;
+  /** Whether a request is the one that stops a command, when it has one. */
+  stops?(path: string): boolean;
+  /** A runtime of a server at `url`, with `secret` as its credential. */
+  offline(url: string, secret: string): SkillRuntime;
+}
+
+/** The sandbox a remote runtime uses, once it has one. */
+interface SandboxId {
+  readonly sandboxId?: string | undefined;
+}
+
+const KINDS: readonly Kind[] = [
+  {
+    name: "OpenSandbox",
+    start: startTestServer,
+    creates: (s) => (s as OpenSandboxServer).count("POST", "/v1/sandboxes"),
+    offline: (baseUrl, apiKey) =>
+      new OpenSandboxSkillRuntime({ baseUrl, apiKey, requestTimeoutMs: 2_000 }),
+    sandboxes: (s) => (s as OpenSandboxServer).sandboxes,
+  },
+  {
+    name: "E2B",
+    start: startE2BTestServer,
+    creates: (s) =>
+      (s as E2BServer).calls.filter((c) => c === "POST /sandboxes").length,
+    sandboxes: (s) => (s as E2BServer).sandboxes,
+    conversation: { pauseOnClose: false },
+    stops: (path) => path === "/process.Process/SendSignal",
+    offline: (baseUrl, apiKey) =>
+      new E2BSkillRuntime({ baseUrl, apiKey, requestTimeoutMs: 2_000 }),
+  },
+  {
+    name: "Vercel",
+    start: startVercelTestServer,
+    uploadPath: "/fs/write",
+    creates: (s) =>
+      (s as VercelServer).calls.filter((c) => c === "POST /v3/sandboxes")
+        .length,
+    sandboxes: (s) => (s as VercelServer).sandboxes,
+    stops: (path) => path.endsWith("/kill"),
+    offline: (baseUrl, apiKey) =>
+      new VercelSandboxSkillRuntime({
+        baseUrl,
+        apiKey,
+        requestTimeoutMs: 2_000,
+      }),
+  },
+];
+
+for (const kind of KINDS) {
+  Deno.test(`${kind.name}: no request is made before real use, nor for a refused path`, async () => {
+    await using server = await kind.start();
+    const counted = countingFetch();
+    const skill = await makeSkill(`${server.dir}/src`, "idle");
+    const runtime = server.runtime({
+      fetch: counted.fetch,
+      conversationId: "idle-1",
+      conversationsRoot: `${server.dir}/conversations`,
+      store: new MemoryConversationStore(),
+    });
+    await using tools = await buildSkillTools({ skills: [skill], runtime });
+    assert(tools.tools.length > 0);
+    await assertRejects(
+      () => runtime.fs.readText("/etc/passwd", { maxBytes: 100 }),
+      WorkspaceEscapeError,
+    );
+    await assertRejects(
+      () => runtime.execute({ command: "pwd", cwd: "../other" }),
+      WorkspaceEscapeError,
+    );
+    await runtime.close();
+    await runtime.close();
+    assertEquals(counted.requests.length, 0);
+  });
+
+  Deno.test(`${kind.name}: uploads are binary-safe: the corpus fonts and a .tar.gz come back byte-identical`, async () => {
+    await using server = await kind.start();
+    const counted = countingFetch();
+    const runtime = server.runtime({ fetch: counted.fetch });
+    const canvas = new URL("canvas-design/", CORPUS).pathname;
+    const [prepared] = await runtime.prepare({
+      skills: [{
+        skill: {
+          name: "canvas-design",
+          description: "Fonts",
+          basePath: canvas.replace(/\/$/, ""),
+          location: `${canvas}SKILL.md`,
+          instructions: "",
+          frontMatter: {},
+          warnings: [],
+        },
+      }],
+    });
+    if (kind.uploadPath !== undefined) {
+      const path = kind.uploadPath;
+      assertEquals(
+        counted.requests.filter((r) => r.path.endsWith(path)).length,
+        1,
+      );
+    }
+    let fonts = 0;
+    for await (const entry of Deno.readDir(`${canvas}canvas-fonts`)) {
+      if (!entry.name.endsWith(".ttf")) continue;
+      fonts++;
+      const remote = `${prepared!.basePath}/canvas-fonts/${entry.name}`;
+      const original = await Deno.readFile(
+        `${canvas}canvas-fonts/${entry.name}`,
+      );
+      assertEquals(await runtime.fs.readBytes(remote), original);
+    }
+    assertGreater(fonts, 5);
+    const tarball = new URL(
+      "web-artifacts-builder/scripts/shadcn-components.tar.gz",
+      CORPUS,
+    ).pathname;
+    const deep = `${"deep/".repeat(40)}long-name.txt`;
+    const skill = await makeSkill(`${server.dir}/src`, "archive", {
+      "data/components.tar.gz": await Deno.readFile(tarball),
+      [deep]: "long",
+    });
+    const [archive] = await runtime.prepare({ skills: [{ skill }] });
+    const local = `${server.dir}/back/components.tar.gz`;
+    const { bytes } = await runtime.fs.download(
+      `${archive!.basePath}/data/components.tar.gz`,
+      local,
+    );
+    assertEquals(await Deno.readFile(local), await Deno.readFile(tarball));
+    assertEquals(bytes, (await Deno.stat(tarball)).size);
+    assertEquals(
+      await runtime.fs.readText(`${archive!.basePath}/${deep}`, {
+        maxBytes: 100,
+      }),
+      "long",
+    );
+    const listed = await runtime.execute({
+      command: "tar -tzf data/components.tar.gz | head -n 1",
+      cwd: archive!.basePath,
+    });
+    assertEquals(listed.exitCode, 0);
+  });
+
+  Deno.test(`${kind.name}: two runtimes racing to start a conversation share one sandbox; the loser's is removed`, async () => {
+    await using server = await kind.start();
+    const kvPath = `${server.dir}/race.kv`;
+    // Two KV connections on one file: as two processes would be.
+    const stores = [
+      await KvConversationStore.open(kvPath),
+      await KvConversationStore.open(kvPath),
+    ];
+    try {
+      const runtimes = stores.map((store) =>
+        server.runtime({
+          conversationId: "raced",
+          conversationsRoot: `${server.dir}/conversations`,
+          store,
+          ...kind.conversation,
+        })
+      );
+      await Promise.all(
+        runtimes.map((runtime) => runtime.execute({ command: "true" })),
+      );
+      assertEquals(runtimes[0]!.sandboxId, runtimes[1]!.sandboxId);
+      assertEquals(kind.creates(server.server), 2);
+      const sandboxes = kind.sandboxes(server.server);
+      assertEquals(sandboxes.size, 1);
+      assert(sandboxes.has(runtimes[0]!.sandboxId!));
+    } finally {
+      for (const store of stores) store.close();
+    }
+  });
+
+  Deno.test(`${kind.name}: execute() stops the command and everything it started at the timeout and when the caller aborts`, async () => {
+    await using server = await kind.start();
+    const counted = countingFetch();
+    const runtime = server.runtime({ fetch: counted.fetch });
+    const pidFile = `${server.dir}/pid`;
+    const started = Date.now();
+    const result = await runtime.execute({
+      command: `sleep 30 & echo $! > '${pidFile}'; echo begun; wait`,
+      timeoutMs: 500,
+    });
+    assertLess(Date.now() - started, 10_000);
+    assertEquals(
+      [result.timedOut, result.aborted, result.exitCode, result.stdout],
+      [true, false, -1, "begun\n"],
+    );
+    const pid = Number(await Deno.readTextFile(pidFile));
+    assert(await waitFor(() => !processAlive(pid)), "sleep still runs");
+    if (kind.stops) {
+      assert(counted.requests.some((r) => kind.stops!(r.path)));
+    }
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 300);
+    const aborted = await runtime.execute({
+      command: `sleep 30 & echo $! > '${pidFile}'; wait`,
+      signal: controller.signal,
+    });
+    assertEquals(
+      [aborted.aborted, aborted.timedOut, aborted.exitCode],
+      [true, false, -1],
+    );
+    const second = Number(await Deno.readTextFile(pidFile));
+    assert(await waitFor(() => !processAlive(second)), "sleep still runs");
+  });
+
+  Deno.test(`${kind.name}: a server that cannot be reached is a network error naming the URL, without the credential`, async () => {
+    const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+    const port = (listener.addr as Deno.NetAddr).port;
+    listener.close();
+    const secret = "secret-value-123456";
+    await using runtime = kind.offline(`http://127.0.0.1:${port}`, secret);
+    const error = await assertRejects(
+      () => runtime.execute({ command: "true" }),
+      RemoteHttpError,
+    );
+    assertEquals(error.status, 0);
+    assertStringIncludes(error.message, `127.0.0.1:${port}`);
+    assertFalse(error.message.includes(secret));
+    // Nothing was created: close() has nothing to delete and does not throw.
+    await runtime.close();
+  });
+}
