@@ -1,19 +1,30 @@
 /**
  * The ripgrep search engine for local runtimes: spawns `rg` (arguments as an
- * array, never a shell) with options that make it agree with the fallback:
- * hidden files searched, ignore files not honoured, heavy folders excluded
- * below the root, globs relative to the searched folder, no transcoding, and
- * binary files (a NUL byte in the first 8 KiB) dropped afterwards.
+ * array, never a shell; through the one runner of `_ripgrep_run.ts`) with
+ * options that make it agree with the fallback: hidden files searched, ignore
+ * files not honoured, heavy folders excluded below the root, globs relative
+ * to the searched folder, no transcoding, and binary files (a NUL byte in the
+ * first 8 KiB) dropped afterwards. Its arguments and the parsing of its output
+ * are `_ripgrep_protocol.ts`, shared with the sandbox engine.
  *
- * Why one long file: building rg's arguments, its passes (parallel, then
- * files in path order, or sorted when matches are dense) and parsing its
- * JSON output share the bounds and skip reporting of one search.
+ * The size limit: rg's `--max-filesize` makes it stat every file it walks (a
+ * fifth of its time over many small files), so a folder is searched without
+ * it; each matching file is checked after (one `open`, `fstat` and read of its
+ * first 8 KiB, the binary sniff), and one over the limit is dropped and listed
+ * as skipped. rg holds a whole line in memory, so its memory is watched: past
+ * a bound (a huge file without line breaks), it is killed and the search runs
+ * again with `--max-filesize`. Without `/proc` (no watch) and for multiline
+ * searches (rg reads whole files), `--max-filesize` is always passed.
+ *
+ * Why one long file: the passes of a search (parallel, then files in path
+ * order, or sorted when matches are dense) share the bounds and skip
+ * reporting of one search.
  *
  * @module
  */
 import type { SearchFileSystem } from "./types.ts";
 import { finishGlob, listFolder } from "./fallback.ts";
-import { cutLine, type MatchedLine } from "./_match.ts";
+import type { MatchedLine } from "./_match.ts";
 import {
   type FileFound,
   GrepCollector,
@@ -24,9 +35,24 @@ import {
   startDeadline,
 } from "./_plan.ts";
 import {
+  COMMON_ARGS,
+  heavyGlobs,
+  lineNumbersAt,
+  parseLine,
+  RecordParser,
+  relativeOf,
+  ripgrepError,
+  ripgrepGrepArgs,
+  type RipgrepSkip,
+} from "./_ripgrep_protocol.ts";
+import {
+  canWatchMemory,
+  type RipgrepRunResult,
+  runRipgrep,
+} from "./_ripgrep_run.ts";
+import {
   BINARY_SNIFF_BYTES,
   comparePaths,
-  HEAVY_FOLDERS,
   isBinary,
   joinPath,
 } from "./rules.ts";
@@ -72,14 +98,16 @@ export function detectRipgrep(path = "rg"): Promise<RipgrepInfo | null> {
   if (!found) {
     found = (async (): Promise<RipgrepInfo | null> => {
       try {
-        const output = await new Deno.Command(path, {
+        const chunks: Uint8Array[] = [];
+        const run = await runRipgrep({
+          command: path,
           args: ["--version"],
-          stdin: "null",
-          stdout: "piped",
-          stderr: "piped",
-        }).output();
-        if (!output.success) return null;
-        const text = new TextDecoder().decode(output.stdout);
+          onStdout: (chunk) => void chunks.push(chunk),
+        });
+        if (run.code !== 0) return null;
+        const decoder = new TextDecoder();
+        const text = chunks.map((c) => decoder.decode(c, { stream: true }))
+          .join("");
         const version = /ripgrep (\S+)/.exec(text)?.[1];
         return version ? { path, version } : null;
       } catch {
@@ -127,196 +155,84 @@ const DENSE_MATCHES = 256;
 const CONTENT_BUDGET_FACTOR = 8;
 /** ...and at least this much. */
 const CONTENT_MIN_BUDGET_BYTES = 1024 * 1024;
+/**
+ * The memory rg may hold when a search runs without `--max-filesize`, in
+ * bytes: this much, or twice the file size limit and this much more (a line
+ * of a file under the limit, as rg's buffer doubles).
+ */
+const MIN_MEMORY_BOUND_BYTES = 256 * 1024 * 1024;
 
-/** Arguments shared by every ripgrep run. */
-export const COMMON_ARGS: readonly string[] = [
-  "--no-config",
-  "--hidden",
-  "--no-ignore",
-  "--no-messages",
-  "--color",
-  "never",
-  "--null",
-];
-
-/** The `--glob` arguments that skip heavy folders below the root. */
-export function heavyGlobs(): string[] {
-  return [...HEAVY_FOLDERS].flatMap((name) => ["--glob", `!${name}/`]);
+/** The memory bound of an rg run without `--max-filesize`. */
+function memoryBound(plan: GrepPlan): number {
+  return Math.max(
+    MIN_MEMORY_BOUND_BYTES,
+    2 * plan.maxFileBytes + MIN_MEMORY_BOUND_BYTES / 4,
+  );
 }
 
-/** Splits ripgrep's `--null` output into records: a path, then (optionally) the rest of the line. */
-export class RecordParser {
-  readonly #withRest: boolean;
-  readonly #maxRestBytes: number;
-  #parts: Uint8Array[] = [];
-  #size = 0;
-  #path: Uint8Array | null = null;
-
-  constructor(withRest: boolean, maxRestBytes: number) {
-    this.#withRest = withRest;
-    this.#maxRestBytes = maxRestBytes;
-  }
-
-  #take(): Uint8Array {
-    const parts = this.#parts;
-    this.#parts = [];
-    this.#size = 0;
-    if (parts.length === 1) return parts[0]!;
-    const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-    let offset = 0;
-    for (const p of parts) {
-      out.set(p, offset);
-      offset += p.length;
-    }
-    return out;
-  }
-
-  push(chunk: Uint8Array, out: [Uint8Array, Uint8Array][]): void {
-    let start = 0;
-    while (start < chunk.length) {
-      if (this.#path === null) {
-        const zero = chunk.indexOf(0, start);
-        if (zero === -1) {
-          this.#parts.push(chunk.subarray(start));
-          return;
-        }
-        this.#parts.push(chunk.subarray(start, zero));
-        const path = this.#take();
-        start = zero + 1;
-        if (this.#withRest) this.#path = path;
-        else out.push([path, new Uint8Array(0)]);
-      } else {
-        const newline = chunk.indexOf(10, start);
-        const end = newline === -1 ? chunk.length : newline;
-        if (this.#size < this.#maxRestBytes) {
-          const piece = chunk.subarray(
-            start,
-            Math.min(end, start + this.#maxRestBytes - this.#size),
-          );
-          this.#parts.push(piece);
-          this.#size += piece.length;
-        }
-        if (newline === -1) return;
-        out.push([this.#path, this.#take()]);
-        this.#path = null;
-        start = newline + 1;
-      }
-    }
-  }
-}
-
-/** Options of {@linkcode ripgrepGrepArgs}. */
-export interface RipgrepGrepArgsOptions {
-  /**
-   * Content mode: the files to search (relative to the root folder), instead
-   * of walking the root; their output comes unsorted, each file's lines
-   * together.
-   */
-  readonly files?: readonly string[];
-  /**
-   * Add `--debug`, whose lines name the files rg skipped (too large, not a
-   * regular file); read them with the engine's debug reader.
-   */
-  readonly debug?: boolean;
-  /**
-   * Content mode over the root: search in parallel, without `--sort path`
-   * (each file's lines still come together; the caller sorts the files).
-   */
-  readonly unsorted?: boolean;
+/** What a matching file is, read once: its size, and whether it is binary. */
+interface Sniffed {
+  readonly size: number;
+  readonly binary: boolean;
 }
 
 /**
- * The ripgrep arguments of a `grep` (shared with the engine that runs rg in a
- * sandbox): the search root is `.` (run in the root folder) or the root file;
- * content mode sorts by path unless given the files to search.
- *
- * @param plan The checked request.
- * @param options The files to search instead of the root.
- * @returns The arguments, ending with the root (or the files).
+ * Opens a local file once: its size (`fstat`) and whether it is binary (a
+ * NUL in its first bytes); `null` when it cannot be read. Synchronous: fast.
  */
-export function ripgrepGrepArgs(
-  plan: GrepPlan,
-  options: RipgrepGrepArgsOptions = {},
-): string[] {
-  const files = options.files;
-  // Bounds: files over the limit are skipped (rg's line buffer would hold a
-  // whole line of them).
-  const args = [
-    ...COMMON_ARGS,
-    "--text",
-    "--encoding",
-    "none",
-    "--max-filesize",
-    String(plan.maxFileBytes),
-    ...(options.debug ? ["--debug"] : []),
-  ];
-  args.push(plan.caseInsensitive ? "--ignore-case" : "--case-sensitive");
-  if (plan.multiline) args.push("--multiline", "--multiline-dotall");
-  if (!plan.root.isFile && !files) {
-    if (plan.filters.glob !== null) args.push("--glob", plan.filters.glob);
-    args.push(...heavyGlobs());
-    if (plan.filters.extensions !== null) {
-      for (const extension of plan.filters.extensions) {
-        args.push("--type-add", `skillrun:*.${extension}`);
-      }
-      args.push("--type", "skillrun");
-    }
-  }
-  switch (plan.mode) {
-    case "files_with_matches":
-      args.push("--files-with-matches");
-      break;
-    case "count":
-      args.push("--count", "--with-filename");
-      break;
-    case "content":
-      args.push(
-        "--line-number",
-        "--with-filename",
-        "--no-heading",
-        "--no-context-separator",
-        ...(files || options.unsorted ? [] : ["--sort", "path"]),
-        "--before-context",
-        String(plan.before),
-        "--after-context",
-        String(plan.after),
-      );
-      break;
-  }
-  args.push("--regexp", plan.regex.ripgrepPattern, "--");
-  if (files) args.push(...files);
-  else args.push(plan.root.isFile ? plan.root.path : ".");
-  return args;
-}
-
-/** Whether a local file is binary (or unreadable); synchronous: fast. */
-function binaryFileSync(path: string, buffer: Uint8Array): boolean {
+function sniffFile(path: string, buffer: Uint8Array): Sniffed | null {
   let file: Deno.FsFile;
   try {
     file = Deno.openSync(path);
   } catch {
-    return true;
+    return null;
   }
   try {
+    const size = file.statSync().size;
     let length = 0;
     while (length < buffer.length) {
       const n = file.readSync(buffer.subarray(length));
       if (n === null || n === 0) break;
       length += n;
     }
-    return isBinary(buffer.subarray(0, length));
+    return { size, binary: isBinary(buffer.subarray(0, length)) };
   } catch {
-    return true;
+    return null;
   } finally {
     file.close();
   }
 }
 
-/** The relative path of a ripgrep output path (`./x` under a folder). */
-function relativeOf(path: string, rootIsFile: boolean): string {
-  if (rootIsFile) return "";
-  return path.startsWith("./") ? path.slice(2) : path;
+/**
+ * The check of each matching file (one per search): binary, unreadable and
+ * over the size limit (listed as skipped) files are not shown.
+ */
+class MatchCheck {
+  readonly #root: string;
+  readonly #maxFileBytes: number;
+  readonly #onSkip: (path: string, size: number) => void;
+  readonly #buffer = new Uint8Array(BINARY_SNIFF_BYTES);
+
+  constructor(plan: GrepPlan, onSkip: (path: string, size: number) => void) {
+    this.#root = plan.root.path;
+    this.#maxFileBytes = plan.maxFileBytes;
+    this.#onSkip = onSkip;
+  }
+
+  /** Whether the file (relative to the root; `""` for the root file) is shown. */
+  shown(path: string): boolean {
+    const found = sniffFile(joinPath(this.#root, path), this.#buffer);
+    if (found === null) return false;
+    if (found.size > this.#maxFileBytes) {
+      this.#onSkip(path, found.size);
+      return false;
+    }
+    return !found.binary;
+  }
 }
+
+/** A rg run killed for its memory: the search runs again with `--max-filesize`. */
+const OVER_MEMORY = Symbol("over memory");
 
 /**
  * The ripgrep engine. Same answers as {@linkcode FallbackSearch}; local only.
@@ -388,128 +304,134 @@ export class RipgrepSearch implements SearchEngine {
       throw deadline.signal.aborted ? deadline.error(what) : error;
     }
     try {
-      if (plan.mode === "content" && !plan.root.isFile) {
-        return await this.#grepContent(plan, deadline);
+      // A single file was checked above; a folder is searched without
+      // --max-filesize where rg's memory can be watched (see the module doc).
+      let watched = plan.root.isFile ||
+        (canWatchMemory && !plan.multiline);
+      for (;;) {
+        const result = plan.mode === "content" && !plan.root.isFile
+          ? await this.#grepContent(plan, deadline.signal, watched)
+          : await this.#grepOnce(plan, deadline.signal, watched);
+        if (result !== OVER_MEMORY) return result;
+        watched = false;
       }
-      return await this.#grepOnce(plan, deadline);
+    } catch (error) {
+      if (deadline.signal.aborted) throw deadline.error(what);
+      throw error;
     } finally {
       release();
       deadline.clear();
     }
   }
 
+  /**
+   * One rg run with the search's arguments, its records handed to
+   * `onRecord` (a path relative to the root, `""` for the root file, and the
+   * rest of its line) until it returns `false`; `watched`: without
+   * `--max-filesize`, rg's memory watched. Throws rg's error.
+   */
+  async #run(
+    plan: GrepPlan,
+    signal: AbortSignal,
+    watched: boolean,
+    options: { readonly unsorted?: boolean; readonly byteOffsets?: boolean },
+    onRecord: (path: string, rest: Uint8Array, decoder: TextDecoder) => boolean,
+    onSkip: (skip: RipgrepSkip) => void,
+  ): Promise<RipgrepRunResult> {
+    const parser = new RecordParser(
+      plan.mode !== "files_with_matches",
+      plan.maxLineChars * 3 + 32,
+    );
+    const decoder = new TextDecoder();
+    const records: [Uint8Array, Uint8Array][] = [];
+    const isFile = plan.root.isFile;
+    const run = await runRipgrep({
+      command: this.#rg,
+      args: ripgrepGrepArgs(plan, {
+        debug: true,
+        sizeLimit: !watched,
+        ...(options.unsorted ? { unsorted: true } : {}),
+        ...(options.byteOffsets ? { byteOffsets: true } : {}),
+      }),
+      ...(isFile ? {} : { cwd: plan.root.path }),
+      signal,
+      ...(watched && !isFile ? { maxMemoryBytes: memoryBound(plan) } : {}),
+      onSkip,
+      onStdout: (chunk) => {
+        parser.push(chunk, records);
+        try {
+          for (const [pathBytes, rest] of records) {
+            const path = relativeOf(decoder.decode(pathBytes), isFile);
+            if (!onRecord(path, rest, decoder)) return false;
+          }
+          return true;
+        } finally {
+          records.length = 0;
+        }
+      },
+    });
+    // Exit code 2 also reports unreadable files (not printed under
+    // --no-messages): only an error message means the search failed.
+    if (
+      !run.stopped && !run.overMemory && run.code === 2 && !run.signal &&
+      run.errors.trim() !== ""
+    ) {
+      throw ripgrepError(plan, run.errors);
+    }
+    return run;
+  }
+
   /** One rg run: files, counts, or the content of a single file. */
   async #grepOnce(
     plan: GrepPlan,
-    deadline: ReturnType<typeof startDeadline>,
-  ): Promise<GrepResult> {
-    const args = ripgrepGrepArgs(plan, { debug: true });
+    signal: AbortSignal,
+    watched: boolean,
+  ): Promise<GrepResult | typeof OVER_MEMORY> {
     const collector = new GrepCollector(plan);
-    const what = `Search for "${plan.regex.pattern}"`;
-    const child = new Deno.Command(this.#rg, {
-      args,
-      ...(plan.root.isFile ? {} : { cwd: plan.root.path }),
-      stdin: "null",
-      stdout: "piped",
-      stderr: "piped",
-    }).spawn();
-    const kill = killer(child);
-    deadline.signal.addEventListener("abort", kill, { once: true });
-    const stderrText = readDebugOutput(
-      child.stderr,
-      (path, reason, size) =>
-        collector.skip(relativeOf(path, plan.root.isFile), reason, size),
+    const check = new MatchCheck(
+      plan,
+      (path, size) => collector.skip(path, "too-large", size),
     );
-    let killedEarly = false;
-    const sniff = new Uint8Array(BINARY_SNIFF_BYTES);
-    try {
-      const parser = new RecordParser(
-        plan.mode !== "files_with_matches",
-        plan.maxLineChars * 3 + 32,
-      );
-      const decoder = new TextDecoder();
-      const records: [Uint8Array, Uint8Array][] = [];
-      const perFile: FileFound[] = [];
-      // Content mode: the current file's lines (records come sorted by path).
-      let currentPath: string | null = null;
-      let currentLines: MatchedLine[] = [];
-      let stop = false;
-      const flushFile = (): void => {
-        if (currentPath === null) return;
-        const path = currentPath;
-        const lines = currentLines;
-        currentPath = null;
-        currentLines = [];
-        if (binaryFileSync(joinPath(plan.root.path, path), sniff)) return;
-        if (!collector.add({ path, count: lines.length, lines })) stop = true;
-      };
-      const reader = child.stdout.getReader();
-      try {
-        while (!stop) {
-          const { value, done } = await reader.read();
-          if (done) break;
-          parser.push(value, records);
-          for (const [pathBytes, rest] of records) {
-            const path = relativeOf(
-              decoder.decode(pathBytes),
-              plan.root.isFile,
-            );
-            if (plan.mode !== "content") {
-              // Sniffed as paths arrive, while rg is still searching.
-              if (binaryFileSync(joinPath(plan.root.path, path), sniff)) {
-                continue;
-              }
-              perFile.push({
-                path,
-                count: plan.mode === "count" ? Number(decoder.decode(rest)) : 0,
-                lines: [],
-              });
-            } else {
-              if (path !== currentPath) {
-                flushFile();
-                if (stop) break;
-                currentPath = path;
-              }
-              if (currentLines.length < plan.maxLinesPerFile) {
-                currentLines.push(parseLine(rest, decoder, plan));
-              }
-            }
+    const perFile: FileFound[] = [];
+    // Content mode (one file): its lines.
+    const lines: MatchedLine[] = [];
+    const run = await this.#run(
+      plan,
+      signal,
+      watched,
+      {},
+      (path, rest, decoder) => {
+        if (plan.mode === "content") {
+          if (lines.length < plan.maxLinesPerFile) {
+            lines.push(parseLine(rest, decoder, plan));
           }
-          records.length = 0;
+        } else if (check.shown(path)) {
+          // Checked as paths arrive, while rg is still searching.
+          perFile.push({
+            path,
+            count: plan.mode === "count" ? Number(decoder.decode(rest)) : 0,
+            lines: [],
+          });
         }
-        if (!stop) flushFile();
-      } finally {
-        if (stop) {
-          killedEarly = true;
-          kill();
-        }
-        await reader.cancel().catch(() => {});
+        return true;
+      },
+      (skip) =>
+        collector.skip(
+          relativeOf(skip.path, plan.root.isFile),
+          skip.reason,
+          skip.size,
+        ),
+    );
+    if (run.overMemory) return OVER_MEMORY;
+    if (plan.mode === "content") {
+      if (lines.length > 0 && check.shown("")) {
+        collector.add({ path: "", count: lines.length, lines });
       }
-      const status = await child.status;
-      const stderr = await stderrText;
-      if (deadline.signal.aborted) throw deadline.error(what);
-      // Exit code 2 also reports unreadable files (not printed under
-      // --no-messages): only an error message means the search failed.
-      if (
-        !killedEarly && status.code === 2 && !status.signal &&
-        stderr.trim() !== ""
-      ) {
-        throw ripgrepError(plan, stderr);
-      }
-      if (plan.mode !== "content") {
-        perFile.sort((a, b) => comparePaths(a.path, b.path));
-        for (const file of perFile) collector.add(file);
-      }
-      return collector.result("ripgrep");
-    } catch (error) {
-      kill();
-      await child.status.catch(() => {});
-      await stderrText.catch(() => "");
-      if (deadline.signal.aborted) throw deadline.error(what);
-      throw error;
-    } finally {
-      deadline.signal.removeEventListener("abort", kill);
+    } else {
+      perFile.sort((a, b) => comparePaths(a.path, b.path));
+      for (const file of perFile) if (!collector.add(file)) break;
     }
+    return collector.result("ripgrep");
   }
 
   /**
@@ -524,17 +446,14 @@ export class RipgrepSearch implements SearchEngine {
    */
   async #grepContent(
     plan: GrepPlan,
-    deadline: ReturnType<typeof startDeadline>,
-  ): Promise<GrepResult> {
-    const what = `Search for "${plan.regex.pattern}"`;
+    signal: AbortSignal,
+    watched: boolean,
+  ): Promise<GrepResult | typeof OVER_MEMORY> {
     // What the pass skipped (each file once).
-    const skipped: [string, "too-large" | "not-regular", number | undefined][] =
-      [];
-    const cwd = plan.root.path;
-    const sniff = new Uint8Array(BINARY_SNIFF_BYTES);
+    const skipped: RipgrepSkip[] = [];
     const firstPass = new AbortController();
-    // One parallel, unsorted content pass; each file's lines are kept (up to
-    // a budget), then the files are put in path order.
+    // One parallel, unsorted pass; each file's lines are kept (up to a
+    // budget), then the files are put in path order.
     const found = new Map<string, MatchedLine[]>();
     const budget = Math.max(
       CONTENT_MIN_BUDGET_BYTES,
@@ -543,12 +462,14 @@ export class RipgrepSearch implements SearchEngine {
     let bytes = 0;
     let overBudget = false;
     let onDense: (() => void) | undefined;
-    const listing = this.#runRipgrep(
-      ripgrepGrepArgs(plan, { debug: true, unsorted: true }),
-      cwd,
+    // Byte offsets instead of line numbers: rg need not count the lines of
+    // every file; those of the files shown are counted after.
+    const byteOffsets = !plan.multiline;
+    const listing = this.#run(
       plan,
-      AbortSignal.any([deadline.signal, firstPass.signal]),
-      true,
+      AbortSignal.any([signal, firstPass.signal]),
+      watched,
+      { unsorted: true, byteOffsets },
       (path, rest, decoder) => {
         let lines = found.get(path);
         if (!lines) {
@@ -566,7 +487,7 @@ export class RipgrepSearch implements SearchEngine {
         }
         return true;
       },
-      (path, reason, size) => skipped.push([path, reason, size]),
+      (skip) => skipped.push(skip),
     );
     listing.catch(() => {});
     try {
@@ -588,29 +509,43 @@ export class RipgrepSearch implements SearchEngine {
         onDense = undefined;
       }
       if (!dense) {
-        await listing;
+        if ((await listing).overMemory) return OVER_MEMORY;
         dense = overBudget;
       }
       if (dense) {
         firstPass.abort();
         await listing.catch(() => {});
-        return await this.#sortedContent(plan, deadline.signal, sniff);
+        return await this.#sortedContent(plan, signal, watched);
       }
       const collector = new GrepCollector(plan);
-      for (const [path, reason, size] of skipped) {
-        collector.skip(path, reason, size);
+      for (const skip of skipped) {
+        collector.skip(relativeOf(skip.path, false), skip.reason, skip.size);
       }
+      const check = new MatchCheck(
+        plan,
+        (path, size) => collector.skip(path, "too-large", size),
+      );
       const paths = [...found.keys()].sort(comparePaths);
       for (const path of paths) {
-        if (binaryFileSync(joinPath(cwd, path), sniff)) continue;
-        const lines = found.get(path)!;
+        if (!check.shown(path)) continue;
+        let lines = found.get(path)!;
+        if (byteOffsets) {
+          const numbers = lineNumbersAt(
+            joinPath(plan.root.path, path),
+            lines.map((line) => line.lineNumber),
+          );
+          if (numbers === null) continue;
+          lines = lines.map((line, i) => ({
+            ...line,
+            lineNumber: numbers[i]!,
+          }));
+        }
         if (!collector.add({ path, count: lines.length, lines })) break;
       }
       return collector.result("ripgrep");
     } catch (error) {
       firstPass.abort();
       await listing.catch(() => {});
-      if (deadline.signal.aborted) throw deadline.error(what);
       throw error;
     }
   }
@@ -619,9 +554,13 @@ export class RipgrepSearch implements SearchEngine {
   async #sortedContent(
     plan: GrepPlan,
     signal: AbortSignal,
-    sniff: Uint8Array,
-  ): Promise<GrepResult> {
+    watched: boolean,
+  ): Promise<GrepResult | typeof OVER_MEMORY> {
     const collector = new GrepCollector(plan);
+    const check = new MatchCheck(
+      plan,
+      (path, size) => collector.skip(path, "too-large", size),
+    );
     let path: string | null = null;
     let lines: MatchedLine[] = [];
     const flush = (): boolean => {
@@ -629,17 +568,14 @@ export class RipgrepSearch implements SearchEngine {
       const file = { path, count: lines.length, lines };
       path = null;
       lines = [];
-      if (binaryFileSync(joinPath(plan.root.path, file.path), sniff)) {
-        return true;
-      }
+      if (!check.shown(file.path)) return true;
       return collector.add(file);
     };
-    await this.#runRipgrep(
-      ripgrepGrepArgs(plan, { debug: true }),
-      plan.root.path,
+    const run = await this.#run(
       plan,
       signal,
-      true,
+      watched,
+      {},
       (recordPath, rest, decoder) => {
         if (recordPath !== path) {
           if (!flush()) return false;
@@ -650,84 +586,12 @@ export class RipgrepSearch implements SearchEngine {
         }
         return true;
       },
-      (skippedPath, reason, size) => collector.skip(skippedPath, reason, size),
+      (skip) =>
+        collector.skip(relativeOf(skip.path, false), skip.reason, skip.size),
     );
+    if (run.overMemory) return OVER_MEMORY;
     if (!collector.stopped) flush();
     return collector.result("ripgrep");
-  }
-
-  /**
-   * Runs rg in `cwd` and hands each record (a path relative to `cwd`, and
-   * the rest of its line) to `onRecord` until it returns `false`. The signal
-   * kills rg; its reason is thrown.
-   */
-  async #runRipgrep(
-    args: string[],
-    cwd: string,
-    plan: GrepPlan,
-    signal: AbortSignal,
-    withRest: boolean,
-    onRecord: (path: string, rest: Uint8Array, decoder: TextDecoder) => boolean,
-    onSkip?: (
-      path: string,
-      reason: "too-large" | "not-regular",
-      size?: number,
-    ) => void,
-  ): Promise<void> {
-    signal.throwIfAborted();
-    const child = new Deno.Command(this.#rg, {
-      args,
-      cwd,
-      stdin: "null",
-      stdout: "piped",
-      stderr: "piped",
-    }).spawn();
-    const kill = killer(child);
-    signal.addEventListener("abort", kill, { once: true });
-    const stderrText = readDebugOutput(
-      child.stderr,
-      (path, reason, size) => onSkip?.(relativeOf(path, false), reason, size),
-    );
-    let stopped = false;
-    try {
-      const parser = new RecordParser(withRest, plan.maxLineChars * 3 + 32);
-      const decoder = new TextDecoder();
-      const records: [Uint8Array, Uint8Array][] = [];
-      const reader = child.stdout.getReader();
-      try {
-        while (!stopped) {
-          const { value, done } = await reader.read();
-          if (done) break;
-          parser.push(value, records);
-          for (const [pathBytes, rest] of records) {
-            const path = relativeOf(decoder.decode(pathBytes), false);
-            if (!onRecord(path, rest, decoder)) {
-              stopped = true;
-              break;
-            }
-          }
-          records.length = 0;
-        }
-      } finally {
-        if (stopped) kill();
-        await reader.cancel().catch(() => {});
-      }
-      const status = await child.status;
-      const stderr = await stderrText;
-      signal.throwIfAborted();
-      if (
-        !stopped && status.code === 2 && !status.signal && stderr.trim() !== ""
-      ) {
-        throw ripgrepError(plan, stderr);
-      }
-    } catch (error) {
-      kill();
-      await child.status.catch(() => {});
-      await stderrText.catch(() => "");
-      throw error;
-    } finally {
-      signal.removeEventListener("abort", kill);
-    }
   }
 
   /**
@@ -752,9 +616,13 @@ export class RipgrepSearch implements SearchEngine {
       deadline.clear();
       throw deadline.signal.aborted ? deadline.error(what) : error;
     }
-    let child: Deno.ChildProcess;
     try {
-      child = new Deno.Command(this.#rg, {
+      const parser = new RecordParser(false, 0);
+      const records: [Uint8Array, Uint8Array][] = [];
+      const decoder = new TextDecoder();
+      const files: GlobFile[] = [];
+      await runRipgrep({
+        command: this.#rg,
         args: [
           "--files",
           ...COMMON_ARGS,
@@ -765,49 +633,30 @@ export class RipgrepSearch implements SearchEngine {
           ".",
         ],
         cwd: plan.root.path,
-        stdin: "null",
-        stdout: "piped",
-        stderr: "null",
-      }).spawn();
-    } catch (error) {
-      deadline.clear();
-      release();
-      throw error;
-    }
-    const kill = killer(child);
-    deadline.signal.addEventListener("abort", kill, { once: true });
-    try {
-      const parser = new RecordParser(false, 0);
-      const records: [Uint8Array, Uint8Array][] = [];
-      const decoder = new TextDecoder();
-      const files: GlobFile[] = [];
-      // Stat each file as its path arrives, while rg is still walking.
-      for await (const chunk of child.stdout) {
-        parser.push(chunk, records);
-        for (const [bytes] of records) {
-          const path = joinPath(
-            plan.root.path,
-            relativeOf(decoder.decode(bytes), false),
-          );
-          try {
-            const info = Deno.lstatSync(path);
-            files.push({ path, modifiedMs: info.mtime?.getTime() ?? null });
-          } catch {
-            files.push({ path, modifiedMs: null });
+        signal: deadline.signal,
+        // Stat each file as its path arrives, while rg is still walking.
+        onStdout: (chunk) => {
+          parser.push(chunk, records);
+          for (const [bytes] of records) {
+            const path = joinPath(
+              plan.root.path,
+              relativeOf(decoder.decode(bytes), false),
+            );
+            try {
+              const info = Deno.lstatSync(path);
+              files.push({ path, modifiedMs: info.mtime?.getTime() ?? null });
+            } catch {
+              files.push({ path, modifiedMs: null });
+            }
           }
-        }
-        records.length = 0;
-      }
-      await child.status;
-      if (deadline.signal.aborted) throw deadline.error(what);
+          records.length = 0;
+        },
+      });
       return finishGlob(plan, files, "ripgrep");
     } catch (error) {
-      kill();
-      await child.status.catch(() => {});
       if (deadline.signal.aborted) throw deadline.error(what);
       throw error;
     } finally {
-      deadline.signal.removeEventListener("abort", kill);
       deadline.clear();
       release();
     }
@@ -827,129 +676,4 @@ export class RipgrepSearch implements SearchEngine {
   ls(request: LsRequest): Promise<LsResult> {
     return listFolder(this.#fs, request, true);
   }
-}
-
-/** Parses the rest of a content record: `12:text` (match) or `12-text` (context). */
-export function parseLine(
-  rest: Uint8Array,
-  decoder: TextDecoder,
-  plan: GrepPlan,
-): MatchedLine {
-  // `12:text` for a match, `12-text` for context.
-  let i = 0;
-  let lineNumber = 0;
-  while (i < rest.length && rest[i]! >= 0x30 && rest[i]! <= 0x39) {
-    lineNumber = lineNumber * 10 + rest[i]! - 0x30;
-    i++;
-  }
-  const match = rest[i] === 0x3a;
-  const { text, cut } = cutLine(
-    decoder.decode(rest.subarray(i + 1)),
-    plan.maxLineChars,
-  );
-  return { lineNumber, text, match, cut };
-}
-
-/** File types in a mode (`st_mode & S_IFMT`). */
-const S_IFMT = 0o170000;
-const S_IFLNK = 0o120000;
-
-/** A file rg skipped, read from one of its `--debug` lines. */
-export interface RipgrepSkip {
-  /** The path as rg printed it (relative to its folder, maybe `./`). */
-  readonly path: string;
-  /** Why: over `--max-filesize`, or not a regular file. */
-  readonly reason: "too-large" | "not-regular";
-  /** Its size, for a file too large. */
-  readonly size?: number;
-}
-
-/**
- * Reads one line of rg's `--debug` output: the file it skipped for its size
- * or for not being a regular file (a symlink, not followed, is not one), or
- * `null` for any other line. Shared with the engine that runs rg in a
- * sandbox.
- *
- * @param text One line of rg's stderr.
- * @returns The skipped file, or `null`.
- */
-export function parseDebugSkip(text: string): RipgrepSkip | null {
-  const large = /^DEBUG\|ignore::walk\|\S* ignoring (.*): (\d+) bytes$/
-    .exec(text);
-  if (large) {
-    return { path: large[1]!, reason: "too-large", size: Number(large[2]) };
-  }
-  const subject =
-    /^DEBUG\|rg::subject\|\S* ignoring (.*): failed to pass subject filter: file type: Some\(FileType\(FileType \{ mode: (\d+) \}\)\)/
-      .exec(text);
-  if (subject && (Number(subject[2]) & S_IFMT) !== S_IFLNK) {
-    return { path: subject[1]!, reason: "not-regular" };
-  }
-  return null;
-}
-
-/**
- * Reads rg's stderr under `--debug`: reports each file rg skipped for its
- * size or for not being a regular file (symlinks, not followed, are not
- * reported), and returns the other lines (errors), at most 64 KiB of them.
- */
-async function readDebugOutput(
-  stderr: ReadableStream<Uint8Array>,
-  onSkip: (
-    path: string,
-    reason: "too-large" | "not-regular",
-    size?: number,
-  ) => void,
-): Promise<string> {
-  const decoder = new TextDecoder();
-  const errors: string[] = [];
-  let errorChars = 0;
-  let pending = "";
-  const line = (text: string): void => {
-    if (!text.startsWith("DEBUG|")) {
-      if (errorChars < 65536 && text.trim() !== "") {
-        errors.push(text);
-        errorChars += text.length + 1;
-      }
-      return;
-    }
-    const skipped = parseDebugSkip(text);
-    if (skipped) onSkip(skipped.path, skipped.reason, skipped.size);
-  };
-  for await (const chunk of stderr) {
-    pending += decoder.decode(chunk, { stream: true });
-    let newline: number;
-    while ((newline = pending.indexOf("\n")) !== -1) {
-      line(pending.slice(0, newline));
-      pending = pending.slice(newline + 1);
-    }
-  }
-  if (pending !== "") line(pending);
-  return errors.join("\n");
-}
-
-/** The error of a failed rg run, from its stderr. */
-export function ripgrepError(plan: GrepPlan, stderr: string): Error {
-  const lines = stderr.trim().split("\n").map((l) => l.trim()).filter((l) => l);
-  const reason = lines.at(-1)?.replace(/^error:\s*/, "") ?? "unknown error";
-  if (/regex|literal/i.test(stderr)) {
-    return new TypeError(`Invalid regex "${plan.regex.pattern}": ${reason}`);
-  }
-  if (/glob/i.test(stderr)) {
-    return new TypeError(`Invalid glob "${plan.filters.glob}": ${reason}`);
-  }
-  return new Error(
-    `Cannot search "${plan.root.path}": ripgrep failed: ${reason}`,
-  );
-}
-
-/** A function that kills rg at once, and does nothing once it has exited. */
-function killer(child: Deno.ChildProcess): () => void {
-  return () => {
-    try {
-      child.kill("SIGKILL");
-    } catch {
-      // Already gone.
-    }
-  };
 }

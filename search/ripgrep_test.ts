@@ -1,4 +1,17 @@
-import { assert, assertEquals } from "../_internal/assert.ts";
+import {
+  assert,
+  assertEquals,
+  assertFalse,
+  assertLess,
+} from "../_internal/assert.ts";
+import { canWatchMemory, runRipgrep } from "./_ripgrep_run.ts";
+import {
+  parseDebugSkip,
+  parseLine,
+  parseRipgrepOutput,
+  ripgrepGrepArgs,
+} from "./_ripgrep_protocol.ts";
+import { type GrepPlan, planGrep } from "./_plan.ts";
 import { detectRipgrep, RipgrepSearch } from "./ripgrep.ts";
 import { comparePaths } from "./rules.ts";
 import { LocalFileSystem } from "../runtimes/local/fs.ts";
@@ -164,4 +177,329 @@ Deno.test({
       await Deno.remove(dir, { recursive: true });
     }
   },
+});
+
+Deno.test({
+  name:
+    "RipgrepSearch: names with newlines and colons, binary files, a name that is not UTF-8, a match line over the bound",
+  ignore: !rg,
+  async fn() {
+    const dir = await Deno.makeTempDir();
+    try {
+      await Deno.writeTextFile(`${dir}/new\nline.txt`, "a\nneedle one\n");
+      await Deno.writeTextFile(`${dir}/c:3:d.txt`, "needle: two\nx\nneedle\n");
+      // A NUL in the first 8 KiB: binary, left out; after them: text.
+      await Deno.writeTextFile(`${dir}/bin.dat`, "needle\n\u0000\n");
+      await Deno.writeTextFile(
+        `${dir}/late.txt`,
+        `${"t\n".repeat(5000)}\u0000\nneedle late\n`,
+      );
+      // A line of 200,000 characters holding the needle near its end.
+      await Deno.writeTextFile(
+        `${dir}/long.txt`,
+        `${"w".repeat(199_990)}needle\nneedle short\n`,
+      );
+      // A name that is not UTF-8 (Deno cannot make one: bash can).
+      const made = await new Deno.Command("bash", {
+        args: ["-c", `printf 'needle\\n' > $'\\xff\\xfe.txt'`],
+        cwd: dir,
+      }).output();
+      assert(made.success);
+      const search = new RipgrepSearch({
+        fs: new LocalFileSystem({ cwd: dir }),
+      });
+      const files = await search.grep({ pattern: "needle", path: dir });
+      assert(files.mode === "files_with_matches");
+      // The name that is not UTF-8 cannot be opened by its decoded name (nor
+      // by the fallback): it is left out, the others are not.
+      assertEquals(files.files, [
+        `${dir}/c:3:d.txt`,
+        `${dir}/late.txt`,
+        `${dir}/long.txt`,
+        `${dir}/new\nline.txt`,
+      ]);
+      const content = await search.grep({
+        pattern: "needle",
+        path: dir,
+        outputMode: "content",
+        maxLineChars: 100,
+      });
+      assert(content.mode === "content");
+      assertEquals(
+        content.lines.map((l) => [l.path.slice(dir.length + 1), l.lineNumber]),
+        [
+          ["c:3:d.txt", 1],
+          ["c:3:d.txt", 3],
+          ["late.txt", 5002],
+          ["long.txt", 1],
+          ["long.txt", 2],
+          ["new\nline.txt", 2],
+        ],
+      );
+      assertEquals(content.lines[0]!.text, "needle: two");
+      const long = content.lines[3]!;
+      assert(long.cut && long.text.length < 400, long.text);
+      assertEquals(content.lines[4]!.text, "needle short");
+      const counts = await search.grep({
+        pattern: "needle",
+        path: dir,
+        outputMode: "count",
+      });
+      assert(counts.mode === "count");
+      assertEquals(
+        counts.counts.map((c) => [c.path.slice(dir.length + 1), c.count]),
+        [["c:3:d.txt", 2], ["late.txt", 1], ["long.txt", 2], [
+          "new\nline.txt",
+          1,
+        ]],
+      );
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "RipgrepSearch: a matching file over the size limit is listed as skipped in every mode, its lines never shown",
+  ignore: !rg,
+  async fn() {
+    const dir = await Deno.makeTempDir();
+    try {
+      await Deno.writeTextFile(`${dir}/big.txt`, "needle\n".repeat(400));
+      await Deno.writeTextFile(`${dir}/small.txt`, "needle\n");
+      const search = new RipgrepSearch({
+        fs: new LocalFileSystem({ cwd: dir }),
+      });
+      for (
+        const outputMode of ["files_with_matches", "count", "content"] as const
+      ) {
+        const result = await search.grep({
+          pattern: "needle",
+          path: dir,
+          outputMode,
+          maxFileBytes: 1000,
+        });
+        assertEquals(result.skipped, [
+          { path: `${dir}/big.txt`, reason: "too-large", size: 2800 },
+        ], outputMode);
+        const shown = result.mode === "files_with_matches"
+          ? result.files
+          : result.mode === "count"
+          ? result.counts.map((c) => c.path)
+          : [...new Set(result.lines.map((l) => l.path))];
+        assertEquals(shown, [`${dir}/small.txt`], outputMode);
+      }
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "runRipgrep kills rg past its memory bound and says so (a line of 1 GiB in a sparse file)",
+  ignore: !rg || !canWatchMemory,
+  async fn() {
+    const dir = await Deno.makeTempDir();
+    try {
+      const file = await Deno.open(`${dir}/huge.log`, {
+        write: true,
+        create: true,
+      });
+      await file.truncate(1024 ** 3);
+      file.close();
+      const start = performance.now();
+      const run = await runRipgrep({
+        command: "rg",
+        args: ["--no-config", "--text", "-c", "needle", "huge.log"],
+        cwd: dir,
+        maxMemoryBytes: 64 * 1024 * 1024,
+        onStdout: () => {},
+      });
+      assert(run.overMemory);
+      assertEquals(run.signal, "SIGKILL");
+      assertLess(performance.now() - start, 20_000);
+      // Unwatched, the same run would hold the whole line (1 GiB).
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "RipgrepSearch: content line numbers deep in a large file (byte offsets counted after) agree with the sorted search",
+  ignore: !rg,
+  async fn() {
+    const dir = await Deno.makeTempDir();
+    try {
+      const lines = Array.from(
+        { length: 120_000 },
+        (_, i) => i % 29_999 === 0 ? `needle ${i}` : "y".repeat(i % 13),
+      );
+      await Deno.writeTextFile(`${dir}/big.txt`, lines.join("\n") + "\n");
+      await Deno.writeTextFile(`${dir}/small.txt`, "a\r\nneedle\r\n");
+      const fs = new LocalFileSystem({ cwd: dir });
+      const request = {
+        pattern: "needle",
+        outputMode: "content",
+        context: 1,
+      } as const;
+      const parallel = await new RipgrepSearch({ fs, sortedAttemptMs: 0 })
+        .grep(request);
+      assert(parallel.mode === "content");
+      assertEquals(
+        parallel.lines.filter((l) => l.match).map((l) => [
+          l.path.slice(dir.length + 1),
+          l.lineNumber,
+          l.text,
+        ]),
+        [
+          ["big.txt", 1, "needle 0"],
+          ["big.txt", 30_000, "needle 29999"],
+          ["big.txt", 59_999, "needle 59998"],
+          ["big.txt", 89_998, "needle 89997"],
+          ["big.txt", 119_997, "needle 119996"],
+          ["small.txt", 2, "needle"],
+        ],
+      );
+      // The sorted search (rg's own line numbers) gives the same answer.
+      const sorted = await new RipgrepSearch({ fs, sortedAttemptMs: 60_000 })
+        .grep({ ...request, multiline: false });
+      assertEquals(parallel, sorted);
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
+// ripgrep's protocol where it needs a plan (a real local file system).
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** Bytes of text and raw bytes, joined. */
+function bytes(...parts: (string | number[])[]): Uint8Array {
+  const chunks = parts.map((p) =>
+    typeof p === "string" ? encoder.encode(p) : new Uint8Array(p)
+  );
+  const out = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
+  let offset = 0;
+  for (const c of chunks) {
+    out.set(c, offset);
+    offset += c.length;
+  }
+  return out;
+}
+
+async function plan(
+  request: Record<string, unknown>,
+  root: string,
+): Promise<GrepPlan> {
+  return await planGrep(
+    new LocalFileSystem({ cwd: root }),
+    { pattern: "needle", path: root, ...request },
+    true,
+  );
+}
+
+Deno.test("parseLine reads a match and a context line, colons in the text kept, a long line cut", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const p = await plan({ outputMode: "content", maxLineChars: 10 }, dir);
+    assertEquals(parseLine(encoder.encode("12:a:b"), decoder, p), {
+      lineNumber: 12,
+      text: "a:b",
+      match: true,
+      cut: false,
+    });
+    assertEquals(parseLine(encoder.encode("3-x-1:2"), decoder, p), {
+      lineNumber: 3,
+      text: "x-1:2",
+      match: false,
+      cut: false,
+    });
+    const long = parseLine(encoder.encode(`9:${"z".repeat(40)}`), decoder, p);
+    assertEquals(long.lineNumber, 9);
+    assert(long.cut);
+    assert(long.text.length <= 10 + 20, long.text);
+    assert(long.text.startsWith("zzzzzzzzzz"));
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("parseRipgrepOutput groups content lines per file in output order, ./ dropped", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const p = await plan({ outputMode: "content" }, dir);
+    const files = parseRipgrepOutput(
+      bytes(
+        "./b:c",
+        [0],
+        "1:needle\n",
+        "./b:c",
+        [0],
+        "4:needle 2\n",
+        "./a\nz",
+        [0],
+        "2:needle\n",
+      ),
+      p,
+    );
+    assertEquals(files.map((f) => [f.path, f.count]), [["b:c", 2], [
+      "a\nz",
+      1,
+    ]]);
+    assertEquals(files[0]!.lines.map((l) => l.lineNumber), [1, 4]);
+    const counted = parseRipgrepOutput(
+      bytes("./x", [0], "3\n"),
+      await plan({ outputMode: "count" }, dir),
+    );
+    assertEquals(counted, [{ path: "x", count: 3, lines: [] }]);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("parseDebugSkip reads a file over the size limit and one that is not regular; a symlink and other lines are not skips", () => {
+  assertEquals(
+    parseDebugSkip(
+      "DEBUG|ignore::walk|crates/ignore/src/walk.rs:1730: ignoring ./a: b.txt: 5008 bytes",
+    ),
+    { path: "./a: b.txt", reason: "too-large", size: 5008 },
+  );
+  assertEquals(
+    parseDebugSkip(
+      "DEBUG|rg::subject|crates/core/subject.rs:85: ignoring ./p: failed to pass subject filter: file type: Some(FileType(FileType { mode: 4480 }))",
+    ),
+    { path: "./p", reason: "not-regular" },
+  );
+  // 0o120777: a symlink (not followed), not reported.
+  assertEquals(
+    parseDebugSkip(
+      "DEBUG|rg::subject|crates/core/subject.rs:85: ignoring ./l: failed to pass subject filter: file type: Some(FileType(FileType { mode: 41471 }))",
+    ),
+    null,
+  );
+  assertEquals(parseDebugSkip("DEBUG|globset|x: built glob set"), null);
+  assertEquals(parseDebugSkip("rg: regex parse error"), null);
+});
+
+Deno.test("ripgrepGrepArgs passes --max-filesize unless the caller bounds the size itself", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const p = await plan({ maxFileBytes: 1234 }, dir);
+    const bounded = ripgrepGrepArgs(p);
+    assertEquals(bounded[bounded.indexOf("--max-filesize") + 1], "1234");
+    assertFalse(
+      ripgrepGrepArgs(p, { sizeLimit: false }).includes("--max-filesize"),
+    );
+    // Files mode is rg -l; the pattern comes after --regexp, the root last.
+    assert(bounded.includes("--files-with-matches"));
+    assertEquals(bounded.slice(-3), ["needle", "--", "."]);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });

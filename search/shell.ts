@@ -24,22 +24,22 @@ import { shellQuote } from "../_internal/shell_quote.ts";
 import { FallbackSearch, listFolder } from "./fallback.ts";
 import {
   GrepCollector,
-  type GrepPlan,
   planGlob,
   planGrep,
   resolveRoot,
   type SearchRoot,
   startDeadline,
 } from "./_plan.ts";
-import type { MatchedLine } from "./_match.ts";
 import {
+  DEBUG_SKIP_AWK,
+  FIRST_NUL_ARGS,
   parseDebugSkip,
-  parseLine,
-  RecordParser,
+  parseFirstNul,
+  parseRipgrepOutput,
   ripgrepError,
   ripgrepGrepArgs,
   type RipgrepSkip,
-} from "./ripgrep.ts";
+} from "./_ripgrep_protocol.ts";
 import {
   BINARY_SNIFF_BYTES,
   comparePaths,
@@ -489,7 +489,9 @@ export class ShellSearch implements SearchEngine {
       // regular file); only those lines and real errors reach stderr.
       const rg = `( rg ${
         ripgrepGrepArgs(plan, { debug: true }).map(shellQuote).join(" ")
-      } 2>&1 1>&3 | awk '!/^DEBUG[|]/ || / ignoring .*(: [0-9]+ bytes$|failed to pass subject filter)/' >&2; exit "\${PIPESTATUS[0]}" ) 3>&1`;
+      } 2>&1 1>&3 | awk ${
+        shellQuote(DEBUG_SKIP_AWK)
+      } >&2; exit "\${PIPESTATUS[0]}" ) 3>&1`;
       const body = plan.root.isFile
         ? rg
         : `cd -- ${shellQuote(plan.root.path)} && ${rg}`;
@@ -590,20 +592,13 @@ export class ShellSearch implements SearchEngine {
     if (paths.length === 0) return binary;
     const shown = (path: string): string =>
       root.isFile ? root.path : `./${path}`;
-    const rg =
-      "rg --no-config --text --no-messages --null --with-filename --only-matching --byte-offset --max-count 1 --regexp '\\x00' --";
     const body = `${
       root.isFile ? "" : `cd -- ${shellQuote(root.path)} && `
-    }${rg} ${paths.map((p) => shellQuote(shown(p))).join(" ")}`;
+    }rg ${[...FIRST_NUL_ARGS, ...paths.map(shown)].map(shellQuote).join(" ")}`;
     const run = await this.#framed(body, this.#maxBytes, signal, timeoutMs);
-    const parser = new RecordParser(true, 64);
-    const records: [Uint8Array, Uint8Array][] = [];
-    parser.push(run.bytes, records);
-    const decoder = new TextDecoder();
     const byShown = new Map(paths.map((p) => [shown(p), p]));
-    for (const [pathBytes, rest] of records) {
-      const offset = Number.parseInt(decoder.decode(rest));
-      const path = byShown.get(decoder.decode(pathBytes));
+    for (const [shownPath, offset] of parseFirstNul(run.bytes)) {
+      const path = byShown.get(shownPath);
       if (path !== undefined && offset < BINARY_SNIFF_BYTES) binary.add(path);
     }
     return binary;
@@ -787,50 +782,6 @@ export class ShellSearch implements SearchEngine {
     while (out.length < paths.length) out.push(null);
     return out;
   }
-}
-
-/** One file's records from ripgrep. */
-interface FileRecords {
-  path: string;
-  count: number;
-  lines: MatchedLine[];
-}
-
-/** Parses ripgrep's `--null` output into files, in output order. */
-function parseRipgrepOutput(bytes: Uint8Array, plan: GrepPlan): FileRecords[] {
-  const parser = new RecordParser(
-    plan.mode !== "files_with_matches",
-    plan.maxLineChars * 3 + 32,
-  );
-  const records: [Uint8Array, Uint8Array][] = [];
-  parser.push(bytes, records);
-  const decoder = new TextDecoder();
-  const files: FileRecords[] = [];
-  let current: FileRecords | null = null;
-  for (const [pathBytes, rest] of records) {
-    let path = decoder.decode(pathBytes);
-    if (plan.root.isFile) path = "";
-    else if (path.startsWith("./")) path = path.slice(2);
-    if (plan.mode !== "content") {
-      files.push({
-        path,
-        count: plan.mode === "count" ? Number(decoder.decode(rest)) : 0,
-        lines: [],
-      });
-      continue;
-    }
-    if (current === null || current.path !== path) {
-      current = { path, count: 0, lines: [] };
-      files.push(current);
-    }
-    if (current.lines.length < plan.maxLinesPerFile) {
-      current.lines.push(parseLine(rest, decoder, plan));
-    }
-  }
-  for (const file of files) {
-    if (plan.mode === "content") file.count = file.lines.length;
-  }
-  return files;
 }
 
 /**

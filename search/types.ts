@@ -148,8 +148,12 @@ export interface GrepRequest {
   /** Time limit in ms. Default 30 000. */
   readonly timeoutMs?: number;
   /**
-   * Files larger than this many bytes are skipped and listed in
-   * `skipped`. Default {@linkcode DEFAULT_GREP_MAX_FILE_BYTES}.
+   * Files larger than this many bytes are never shown: they are skipped and
+   * listed in `skipped`. Default {@linkcode DEFAULT_GREP_MAX_FILE_BYTES}.
+   * Local ripgrep searches a folder without a size filter (one that makes it
+   * stat every file) and checks the matching files after: there, a file over
+   * the limit is listed when it holds a match, and one without a match may be
+   * searched and not listed.
    */
   readonly maxFileBytes?: number;
   /** Stops the search. */

@@ -1,0 +1,430 @@
+/**
+ * ripgrep's protocol, shared by both engines that run it (the local
+ * {@linkcode RipgrepSearch} and the sandbox's `ShellSearch`): the arguments of
+ * a search, and the parsing of what rg prints (`--null` records of `-l`,
+ * `-c` and `-n` output, its `--debug` lines naming skipped files, its
+ * errors). Spawning rg is `_ripgrep_run.ts`'s job.
+ *
+ * @module
+ */
+import { cutLine, type MatchedLine } from "./_match.ts";
+import type { GrepPlan } from "./_plan.ts";
+import { HEAVY_FOLDERS } from "./rules.ts";
+
+/** Arguments shared by every ripgrep run. */
+export const COMMON_ARGS: readonly string[] = [
+  "--no-config",
+  "--hidden",
+  "--no-ignore",
+  "--no-messages",
+  "--color",
+  "never",
+  "--null",
+];
+
+/** The `--glob` arguments that skip heavy folders below the root. */
+export function heavyGlobs(): string[] {
+  return [...HEAVY_FOLDERS].flatMap((name) => ["--glob", `!${name}/`]);
+}
+
+/**
+ * Splits ripgrep's `--null` output into records: a path, then (optionally) the rest
+ * of the line (cut at `maxRestBytes`; the rest of a longer line is dropped as
+ * it streams by, never held).
+ */
+export class RecordParser {
+  readonly #withRest: boolean;
+  readonly #maxRestBytes: number;
+  #parts: Uint8Array[] = [];
+  #size = 0;
+  #path: Uint8Array | null = null;
+
+  constructor(withRest: boolean, maxRestBytes: number) {
+    this.#withRest = withRest;
+    this.#maxRestBytes = maxRestBytes;
+  }
+
+  #take(): Uint8Array {
+    const parts = this.#parts;
+    this.#parts = [];
+    this.#size = 0;
+    if (parts.length === 1) return parts[0]!;
+    const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+    let offset = 0;
+    for (const p of parts) {
+      out.set(p, offset);
+      offset += p.length;
+    }
+    return out;
+  }
+
+  push(chunk: Uint8Array, out: [Uint8Array, Uint8Array][]): void {
+    let start = 0;
+    while (start < chunk.length) {
+      if (this.#path === null) {
+        const zero = chunk.indexOf(0, start);
+        if (zero === -1) {
+          this.#parts.push(chunk.subarray(start));
+          return;
+        }
+        this.#parts.push(chunk.subarray(start, zero));
+        const path = this.#take();
+        start = zero + 1;
+        if (this.#withRest) this.#path = path;
+        else out.push([path, new Uint8Array(0)]);
+      } else {
+        const newline = chunk.indexOf(10, start);
+        const end = newline === -1 ? chunk.length : newline;
+        if (this.#size < this.#maxRestBytes) {
+          const piece = chunk.subarray(
+            start,
+            Math.min(end, start + this.#maxRestBytes - this.#size),
+          );
+          this.#parts.push(piece);
+          this.#size += piece.length;
+        }
+        if (newline === -1) return;
+        out.push([this.#path, this.#take()]);
+        this.#path = null;
+        start = newline + 1;
+      }
+    }
+  }
+}
+
+/** Options of {@linkcode ripgrepGrepArgs}. */
+export interface RipgrepGrepArgsOptions {
+  /**
+   * Content mode: the files to search (relative to the root folder), instead
+   * of walking the root; their output comes unsorted, each file's lines
+   * together.
+   */
+  readonly files?: readonly string[];
+  /**
+   * Add `--debug`, whose lines name the files rg skipped (too large, not a
+   * regular file); read them with the engine's debug reader.
+   */
+  readonly debug?: boolean;
+  /**
+   * Content mode over the root: search in parallel, without `--sort path`
+   * (each file's lines still come together; the caller sorts the files).
+   */
+  readonly unsorted?: boolean;
+  /**
+   * Pass `--max-filesize` (default `true`): rg skips the files over the
+   * plan's limit (and names them under `debug`), which bounds its memory (its
+   * line buffer holds a whole line) but makes it stat every file it walks.
+   * `false` leaves the limit to the caller (a check of the matching files, a
+   * watch over rg's memory).
+   */
+  readonly sizeLimit?: boolean;
+  /**
+   * Content mode: each line starts with the byte offset of its start
+   * (`--byte-offset`, no line number), which spares rg counting the lines of
+   * every file it reads; {@linkcode lineNumbersAt} turns the offsets of the
+   * files shown into line numbers. Not for multiline searches.
+   */
+  readonly byteOffsets?: boolean;
+}
+
+/**
+ * The ripgrep arguments of a `grep` (shared with the engine that runs rg in a
+ * sandbox): the search root is `.` (run in the root folder) or the root file;
+ * content mode sorts by path unless given the files to search.
+ *
+ * @param plan The checked request.
+ * @param options The files to search instead of the root, `--debug`, the
+ *   unsorted pass, the size limit.
+ * @returns The arguments, ending with the root (or the files).
+ */
+export function ripgrepGrepArgs(
+  plan: GrepPlan,
+  options: RipgrepGrepArgsOptions = {},
+): string[] {
+  const files = options.files;
+  // Bounds: files over the limit are skipped (rg's line buffer would hold a
+  // whole line of them), unless the caller bounds them otherwise.
+  const args = [
+    ...COMMON_ARGS,
+    "--text",
+    "--encoding",
+    "none",
+    ...(options.sizeLimit === false
+      ? []
+      : ["--max-filesize", String(plan.maxFileBytes)]),
+    ...(options.debug ? ["--debug"] : []),
+  ];
+  args.push(plan.caseInsensitive ? "--ignore-case" : "--case-sensitive");
+  if (plan.multiline) args.push("--multiline", "--multiline-dotall");
+  if (!plan.root.isFile && !files) {
+    if (plan.filters.glob !== null) args.push("--glob", plan.filters.glob);
+    args.push(...heavyGlobs());
+    if (plan.filters.extensions !== null) {
+      for (const extension of plan.filters.extensions) {
+        args.push("--type-add", `skillrun:*.${extension}`);
+      }
+      args.push("--type", "skillrun");
+    }
+  }
+  switch (plan.mode) {
+    case "files_with_matches":
+      args.push("--files-with-matches");
+      break;
+    case "count":
+      args.push("--count", "--with-filename");
+      break;
+    case "content":
+      args.push(
+        ...(options.byteOffsets
+          ? ["--no-line-number", "--byte-offset"]
+          : ["--line-number"]),
+        "--with-filename",
+        "--no-heading",
+        "--no-context-separator",
+        ...(files || options.unsorted ? [] : ["--sort", "path"]),
+        "--before-context",
+        String(plan.before),
+        "--after-context",
+        String(plan.after),
+      );
+      break;
+  }
+  args.push("--regexp", plan.regex.ripgrepPattern, "--");
+  if (files) args.push(...files);
+  else args.push(plan.root.isFile ? plan.root.path : ".");
+  return args;
+}
+
+/** The relative path of a ripgrep output path (`./x` under a folder). */
+export function relativeOf(path: string, rootIsFile: boolean): string {
+  if (rootIsFile) return "";
+  return path.startsWith("./") ? path.slice(2) : path;
+}
+
+/** Parses the rest of a content record: `12:text` (match) or `12-text` (context). */
+export function parseLine(
+  rest: Uint8Array,
+  decoder: TextDecoder,
+  plan: GrepPlan,
+): MatchedLine {
+  // `12:text` for a match, `12-text` for context.
+  let i = 0;
+  let lineNumber = 0;
+  while (i < rest.length && rest[i]! >= 0x30 && rest[i]! <= 0x39) {
+    lineNumber = lineNumber * 10 + rest[i]! - 0x30;
+    i++;
+  }
+  const match = rest[i] === 0x3a;
+  const { text, cut } = cutLine(
+    decoder.decode(rest.subarray(i + 1)),
+    plan.maxLineChars,
+  );
+  return { lineNumber, text, match, cut };
+}
+
+/** File types in a mode (`st_mode & S_IFMT`). */
+const S_IFMT = 0o170000;
+const S_IFLNK = 0o120000;
+
+/** A file rg skipped, read from one of its `--debug` lines. */
+export interface RipgrepSkip {
+  /** The path as rg printed it (relative to its folder, maybe `./`). */
+  readonly path: string;
+  /** Why: over `--max-filesize`, or not a regular file. */
+  readonly reason: "too-large" | "not-regular";
+  /** Its size, for a file too large. */
+  readonly size?: number;
+}
+
+/**
+ * Reads one line of rg's `--debug` output: the file it skipped for its size
+ * or for not being a regular file (a symlink, not followed, is not one), or
+ * `null` for any other line. Shared with the engine that runs rg in a
+ * sandbox.
+ *
+ * @param text One line of rg's stderr.
+ * @returns The skipped file, or `null`.
+ */
+export function parseDebugSkip(text: string): RipgrepSkip | null {
+  const large = /^DEBUG\|ignore::walk\|\S* ignoring (.*): (\d+) bytes$/
+    .exec(text);
+  if (large) {
+    return { path: large[1]!, reason: "too-large", size: Number(large[2]) };
+  }
+  const subject =
+    /^DEBUG\|rg::subject\|\S* ignoring (.*): failed to pass subject filter: file type: Some\(FileType\(FileType \{ mode: (\d+) \}\)\)/
+      .exec(text);
+  if (subject && (Number(subject[2]) & S_IFMT) !== S_IFLNK) {
+    return { path: subject[1]!, reason: "not-regular" };
+  }
+  return null;
+}
+
+/**
+ * An `awk` program that keeps, of rg's stderr under `--debug`, the lines
+ * {@linkcode parseDebugSkip} reads and the errors (for a shell that pipes
+ * rg's stderr through it, so that the rest of the debug output is not sent).
+ */
+export const DEBUG_SKIP_AWK =
+  "!/^DEBUG[|]/ || / ignoring .*(: [0-9]+ bytes$|failed to pass subject filter)/";
+
+/**
+ * The rg arguments (the files follow) that print, for each file holding a NUL
+ * byte, its path and the offset of its first NUL (`path\0offset:\0\n`):
+ * the binary sniff where files cannot be opened directly (a sandbox).
+ */
+export const FIRST_NUL_ARGS: readonly string[] = [
+  "--no-config",
+  "--text",
+  "--no-messages",
+  "--null",
+  "--with-filename",
+  "--only-matching",
+  "--byte-offset",
+  "--max-count",
+  "1",
+  "--regexp",
+  "\\x00",
+  "--",
+];
+
+/** Reads the output of {@linkcode FIRST_NUL_ARGS}: each path and its first NUL's offset. */
+export function parseFirstNul(bytes: Uint8Array): Map<string, number> {
+  const parser = new RecordParser(true, 64);
+  const records: [Uint8Array, Uint8Array][] = [];
+  parser.push(bytes, records);
+  const decoder = new TextDecoder();
+  const found = new Map<string, number>();
+  for (const [pathBytes, rest] of records) {
+    const path = decoder.decode(pathBytes);
+    if (!found.has(path)) {
+      found.set(path, Number.parseInt(decoder.decode(rest)));
+    }
+  }
+  return found;
+}
+
+/**
+ * The line numbers (from 1) of byte offsets where lines start, ascending, in
+ * a local file: its newlines before each offset are counted, reading only up
+ * to the last offset.
+ *
+ * @param path The file.
+ * @param offsets Offsets of line starts, in ascending order.
+ * @returns Their line numbers, or `null` when the file cannot be read or is
+ *   shorter than an offset (it changed).
+ */
+export function lineNumbersAt(
+  path: string,
+  offsets: readonly number[],
+): number[] | null {
+  const out: number[] = [];
+  if (offsets.length === 0) return out;
+  let file: Deno.FsFile;
+  try {
+    file = Deno.openSync(path);
+  } catch {
+    return null;
+  }
+  try {
+    const end = offsets[offsets.length - 1]!;
+    const buffer = new Uint8Array(Math.min(end + 1, 256 * 1024));
+    let position = 0; // Bytes read so far.
+    let newlines = 0;
+    let next = 0; // The next offset to answer.
+    while (next < offsets.length) {
+      const n = file.readSync(buffer);
+      if (n === null || n === 0) return null;
+      const view = buffer.subarray(0, n);
+      const chunkEnd = position + n;
+      let from = 0;
+      while (next < offsets.length && offsets[next]! <= chunkEnd) {
+        const upTo = offsets[next]! - position;
+        let at = view.indexOf(10, from);
+        while (at !== -1 && at < upTo) {
+          newlines++;
+          at = view.indexOf(10, at + 1);
+        }
+        from = upTo;
+        out.push(newlines + 1);
+        next++;
+      }
+      if (next < offsets.length) {
+        // The rest of this chunk's newlines.
+        let at = view.indexOf(10, from);
+        while (at !== -1) {
+          newlines++;
+          at = view.indexOf(10, at + 1);
+        }
+      }
+      position = chunkEnd;
+    }
+    return out;
+  } catch {
+    return null;
+  } finally {
+    file.close();
+  }
+}
+
+/** The error of a failed rg run, from its stderr. */
+export function ripgrepError(plan: GrepPlan, stderr: string): Error {
+  const lines = stderr.trim().split("\n").map((l) => l.trim()).filter((l) => l);
+  const reason = lines.at(-1)?.replace(/^error:\s*/, "") ?? "unknown error";
+  if (/regex|literal/i.test(stderr)) {
+    return new TypeError(`Invalid regex "${plan.regex.pattern}": ${reason}`);
+  }
+  if (/glob/i.test(stderr)) {
+    return new TypeError(`Invalid glob "${plan.filters.glob}": ${reason}`);
+  }
+  return new Error(
+    `Cannot search "${plan.root.path}": ripgrep failed: ${reason}`,
+  );
+}
+
+/** One file's records from ripgrep. */
+export interface FileRecords {
+  path: string;
+  count: number;
+  lines: MatchedLine[];
+}
+
+/** Parses ripgrep's `--null` output into files, in output order. */
+export function parseRipgrepOutput(
+  bytes: Uint8Array,
+  plan: GrepPlan,
+): FileRecords[] {
+  const parser = new RecordParser(
+    plan.mode !== "files_with_matches",
+    plan.maxLineChars * 3 + 32,
+  );
+  const records: [Uint8Array, Uint8Array][] = [];
+  parser.push(bytes, records);
+  const decoder = new TextDecoder();
+  const files: FileRecords[] = [];
+  let current: FileRecords | null = null;
+  for (const [pathBytes, rest] of records) {
+    let path = decoder.decode(pathBytes);
+    if (plan.root.isFile) path = "";
+    else if (path.startsWith("./")) path = path.slice(2);
+    if (plan.mode !== "content") {
+      files.push({
+        path,
+        count: plan.mode === "count" ? Number(decoder.decode(rest)) : 0,
+        lines: [],
+      });
+      continue;
+    }
+    if (current === null || current.path !== path) {
+      current = { path, count: 0, lines: [] };
+      files.push(current);
+    }
+    if (current.lines.length < plan.maxLinesPerFile) {
+      current.lines.push(parseLine(rest, decoder, plan));
+    }
+  }
+  for (const file of files) {
+    if (plan.mode === "content") file.count = file.lines.length;
+  }
+  return files;
+}

@@ -1,0 +1,225 @@
+/**
+ * The one way this module runs ripgrep on the host: every rg run of the local
+ * engine (searches, globs, the version check) goes through
+ * {@linkcode runRipgrep}. rg starts no children, so it needs no process group
+ * of its own: it is spawned plainly (not detached, the cheaper spawn) and
+ * killed by its own id.
+ *
+ * @module
+ */
+import { parseDebugSkip, type RipgrepSkip } from "./_ripgrep_protocol.ts";
+
+/** Options of {@linkcode runRipgrep}. */
+export interface RipgrepRunOptions {
+  /** The rg command. */
+  readonly command: string;
+  /** Its arguments. */
+  readonly args: readonly string[];
+  /** The folder it runs in (default: this process's). */
+  readonly cwd?: string;
+  /** Kills rg when aborted (the caller throws the reason). */
+  readonly signal?: AbortSignal;
+  /**
+   * Each chunk of stdout, in order; returning `false` stops the run (rg is
+   * killed, the rest of its output dropped).
+   */
+  readonly onStdout: (chunk: Uint8Array) => boolean | void;
+  /**
+   * Each file rg names in a `--debug` line as skipped (too large, not a
+   * regular file); without it, stderr is read as plain error text.
+   */
+  readonly onSkip?: (skip: RipgrepSkip) => void;
+  /**
+   * Kills rg when its resident memory passes this many bytes (checked every
+   * {@linkcode MEMORY_CHECK_MS} ms, Linux only: see
+   * {@linkcode canWatchMemory}) and answers `overMemory`: rg holds a whole
+   * line in memory, so a huge file without line breaks would grow it without
+   * bound when nothing else limits it.
+   */
+  readonly maxMemoryBytes?: number;
+}
+
+/** What one rg run ended with. */
+export interface RipgrepRunResult {
+  /** The exit code (meaningless when `stopped` or `overMemory`). */
+  readonly code: number;
+  /** The signal that ended it, if any. */
+  readonly signal: Deno.Signal | null;
+  /** Its stderr, `--debug` lines left out, at most 64 KiB. */
+  readonly errors: string;
+  /** Whether `onStdout` stopped it. */
+  readonly stopped: boolean;
+  /** Whether it was killed for passing `maxMemoryBytes`. */
+  readonly overMemory: boolean;
+}
+
+/**
+ * How often rg's memory is looked at, in ms, when it is watched: one read of
+ * `/proc/<pid>/statm` (about 50 µs) each time, a fraction of a percent of a
+ * core; rg's line buffer doubles as it grows, so it may pass the bound by as
+ * much again before it is killed.
+ */
+export const MEMORY_CHECK_MS = 25;
+
+/**
+ * The bytes of one page of `/proc/<pid>/statm` (found from this process's own
+ * resident size in both files), or 0 where there is no `/proc`.
+ */
+const PAGE_BYTES: number = (() => {
+  try {
+    const pages = Number(
+      Deno.readTextFileSync("/proc/self/statm").split(" ")[1],
+    );
+    const kib = Number(
+      /VmRSS:\s+(\d+) kB/.exec(Deno.readTextFileSync("/proc/self/status"))
+        ?.[1],
+    );
+    if (!(pages > 0 && kib > 0)) return 0;
+    // 4 KiB, 16 KiB or 64 KiB: the nearest power of two.
+    return 2 ** Math.round(Math.log2((kib * 1024) / pages));
+  } catch {
+    return 0;
+  }
+})();
+
+/** Whether rg's memory can be watched here (Linux: `/proc/<pid>/statm`). */
+export const canWatchMemory: boolean = PAGE_BYTES > 0;
+
+/** The resident memory of a process in bytes, or `null` once it is gone. */
+function residentBytes(pid: number): number | null {
+  try {
+    const text = Deno.readTextFileSync(`/proc/${pid}/statm`);
+    // Size, then resident pages.
+    return Number(text.split(" ")[1]) * PAGE_BYTES;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Runs rg once: streams its stdout to `onStdout`, reads its stderr (its
+ * `--debug` skips to `onSkip`), and kills it on the signal, on `false` from
+ * `onStdout`, or past `maxMemoryBytes`.
+ *
+ * @param options The command, arguments, folder, signal and callbacks.
+ * @returns How it ended.
+ * @throws The signal's reason when aborted; the spawn's error when rg
+ *   cannot start.
+ *
+ * @example Listing files
+ * ```ts ignore
+ * import { runRipgrep } from "./_ripgrep_run.ts";
+ * let bytes = 0;
+ * await runRipgrep({
+ *   command: "rg",
+ *   args: ["--files", "."],
+ *   onStdout: (chunk) => void (bytes += chunk.length),
+ * });
+ * ```
+ */
+export async function runRipgrep(
+  options: RipgrepRunOptions,
+): Promise<RipgrepRunResult> {
+  const signal = options.signal;
+  signal?.throwIfAborted();
+  const child = new Deno.Command(options.command, {
+    args: [...options.args],
+    ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const kill = (): void => {
+    try {
+      child.kill("SIGKILL");
+    } catch {
+      // Already gone.
+    }
+  };
+  signal?.addEventListener("abort", kill, { once: true });
+  let overMemory = false;
+  let watch: ReturnType<typeof setInterval> | undefined;
+  const limit = options.maxMemoryBytes;
+  if (limit !== undefined && canWatchMemory) {
+    watch = setInterval(() => {
+      const bytes = residentBytes(child.pid);
+      if (bytes !== null && bytes > limit) {
+        overMemory = true;
+        kill();
+      }
+    }, MEMORY_CHECK_MS);
+  }
+  const errors = readStderr(child.stderr, options.onSkip);
+  let stopped = false;
+  try {
+    const reader = child.stdout.getReader();
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        if (options.onStdout(value) === false) {
+          stopped = true;
+          kill();
+          break;
+        }
+      }
+    } finally {
+      await reader.cancel().catch(() => {});
+    }
+    const status = await child.status;
+    const text = await errors;
+    signal?.throwIfAborted();
+    return {
+      code: status.code,
+      signal: status.signal,
+      errors: text,
+      stopped,
+      overMemory,
+    };
+  } catch (error) {
+    kill();
+    await child.status.catch(() => {});
+    await errors.catch(() => "");
+    signal?.throwIfAborted();
+    throw error;
+  } finally {
+    if (watch !== undefined) clearInterval(watch);
+    signal?.removeEventListener("abort", kill);
+  }
+}
+
+/**
+ * Reads rg's stderr: `--debug` lines naming a skipped file go to `onSkip`,
+ * other `--debug` lines are dropped, the rest (errors) are returned, at most
+ * 64 KiB of them.
+ */
+async function readStderr(
+  stderr: ReadableStream<Uint8Array>,
+  onSkip: ((skip: RipgrepSkip) => void) | undefined,
+): Promise<string> {
+  const decoder = new TextDecoder();
+  const errors: string[] = [];
+  let errorChars = 0;
+  let pending = "";
+  const line = (text: string): void => {
+    if (!text.startsWith("DEBUG|")) {
+      if (errorChars < 65536 && text.trim() !== "") {
+        errors.push(text);
+        errorChars += text.length + 1;
+      }
+      return;
+    }
+    const skipped = onSkip && parseDebugSkip(text);
+    if (skipped) onSkip(skipped);
+  };
+  for await (const chunk of stderr) {
+    pending += decoder.decode(chunk, { stream: true });
+    let newline: number;
+    while ((newline = pending.indexOf("\n")) !== -1) {
+      line(pending.slice(0, newline));
+      pending = pending.slice(newline + 1);
+    }
+  }
+  if (pending !== "") line(pending);
+  return errors.join("\n");
+}
