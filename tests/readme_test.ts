@@ -280,7 +280,10 @@ Deno.test("the README's quick start runs in a fresh folder under its documented 
     const output = await runLine(run, dir, ["--check", ...config]);
     const stdout = text(output.stdout);
     assertEquals(output.code, 0, `${run}\n${stdout}\n${text(output.stderr)}`);
-    assertStringIncludes(stdout, "skill bash bash_output kill_bash read write edit ls glob grep");
+    assertStringIncludes(
+      stdout,
+      "skill bash bash_output kill_bash read write edit ls glob grep",
+    );
     assertStringIncludes(stdout, "Hello, Ada, from [redacted].");
     // The configured value reached the script, never the output.
     assert(!/from skillrun/.test(stdout), stdout);

@@ -379,7 +379,7 @@ function checkPackageSkills(
  *   .skillRuntimeConfig("report", config)
  *   .build();
  * assert(set.tools.map((t) => t.name).join() ===
- *   "skill,bash,read,write,edit,ls,glob,grep");
+ *   "skill,bash,bash_output,kill_bash,read,write,edit,ls,glob,grep");
  * await Deno.remove(root, { recursive: true });
  * ```
  */

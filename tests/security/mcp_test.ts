@@ -128,7 +128,7 @@ Deno.test({
           "set",
         );
         // Alive.
-        assertEquals((await client.listTools()).tools.length, 8);
+        assertEquals((await client.listTools()).tools.length, 10);
       } finally {
         await client.close();
       }
@@ -195,7 +195,7 @@ Deno.test({
             "kept-for-the-control",
           ].join(""),
         );
-        assertEquals((await client.listTools()).tools.length, 8);
+        assertEquals((await client.listTools()).tools.length, 10);
       } finally {
         await client.close();
       }
@@ -270,7 +270,7 @@ Deno.test({
           requestInit: { headers },
         }),
       );
-      assertEquals((await second.listTools()).tools.length, 8);
+      assertEquals((await second.listTools()).tools.length, 10);
       await second.close();
     } finally {
       await Deno.remove(base, { recursive: true }).catch(() => {});
