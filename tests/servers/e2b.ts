@@ -16,6 +16,10 @@
  * of a missing path is no error; MakeDir of an existing folder is
  * `already_exists`; envd answers 502 while its sandbox is paused or gone.
  * Pause stops the sandbox's processes (SIGSTOP) and resume continues them.
+ * A sandbox created with a `network` that denies by default (`denyOut`
+ * `0.0.0.0/0`, or `allow_internet_access: false`) gets a policy proxy
+ * letting out only the host names of `allowOut`; its commands get the
+ * proxy's variables.
  *
  * Run by hand: `deno run -A tests/servers/e2b.ts [--port N] [--api-key KEY]
  * [--fault SPEC]... [--fault-control]`; prints its base URL (the control

@@ -11,6 +11,9 @@
  * `GET /v2/sandboxes/{name}?resume=true` (its files are kept: they are the
  * host's); a session stops when its timeout passes. Killed commands exit
  * 128 + the signal (SIGTERM: 143), an unknown command 127.
+ * A `networkPolicy` of `deny-all` or `custom` (creation or
+ * `.../network-policy`) gets a policy proxy letting out only its
+ * `allowedDomains`; the sandbox's commands get the proxy's variables.
  *
  * Run by hand: `deno run -A tests/servers/vercel.ts [--port N] [--token T]
  * [--root DIR] [--fault SPEC]... [--fault-control]`; prints its base URL
