@@ -1,7 +1,10 @@
 /**
  * The shared `network` option turned into what remote services take: an
  * OpenSandbox `networkPolicy` (egress rules evaluated in order, default
- * deny). What a service cannot express is refused, never dropped.
+ * deny), E2B's `network` (`allowOut` and `denyOut`) and Vercel's
+ * `networkPolicy` (`allow-all`, `deny-all` or `custom` with
+ * `allowedDomains`). What a service cannot express is refused, never
+ * dropped.
  *
  * @module
  */
@@ -21,6 +24,94 @@ export interface OpenSandboxNetworkPolicy {
   readonly defaultAction: "allow" | "deny";
   /** The rules, evaluated in order. */
   readonly egress: readonly OpenSandboxNetworkRule[];
+}
+
+/** E2B's `network` of the creation request (`SandboxNetworkConfig`). */
+export interface E2BNetworkConfig {
+  /** Allowed destinations (host names, `*.suffix`); they win over `denyOut`. */
+  readonly allowOut: readonly string[];
+  /** Denied address ranges (`0.0.0.0/0`: everything not allowed). */
+  readonly denyOut: readonly string[];
+}
+
+/** Vercel's `networkPolicy` of the creation request. */
+export type VercelNetworkPolicy =
+  | { readonly mode: "allow-all" }
+  | { readonly mode: "deny-all" }
+  | { readonly mode: "custom"; readonly allowedDomains: readonly string[] };
+
+function checkShape(network: NetworkPolicy): void {
+  if (
+    typeof network !== "object" || network === null ||
+    !Array.isArray(network.allow) ||
+    (network.deny !== undefined && !Array.isArray(network.deny))
+  ) {
+    throw new RangeError(
+      "Cannot use the network option: it must be { allow: string[]; deny?: string[] }",
+    );
+  }
+}
+
+/** A pattern as a service's host rule: a name or `*.suffix`, no port, no address. */
+function hostTarget(source: string, service: string): string {
+  const pattern = parseHostPattern(source);
+  if (pattern.port !== undefined) {
+    throw new RangeError(
+      `Cannot give the network pattern "${source}" to ${service}: its egress rules name hosts, not ports`,
+    );
+  }
+  if (!/[a-z]/.test(pattern.host) || pattern.host.includes(":")) {
+    throw new RangeError(
+      `Cannot give the network pattern "${source}" to ${service}: its egress rules take host names and "*.suffix", not IP addresses`,
+    );
+  }
+  return pattern.host;
+}
+
+/** Whether some name matches both host rules (`*.x` covers names below x). */
+function overlaps(a: string, b: string): boolean {
+  const covers = (wild: string, other: string) =>
+    wild.startsWith("*.") &&
+    (other.endsWith(wild.slice(1)) || other === wild);
+  return a === b || covers(a, b) || covers(b, a);
+}
+
+/**
+ * The allow list of a service whose egress is an allow list over default
+ * deny, with no host-name deny rule (E2B, Vercel): `everything` for `*`,
+ * else the allowed hosts. A deny pattern is expressible only when no allow
+ * pattern reaches it (default deny already refuses it); `deny: ["*"]`
+ * allows nothing.
+ */
+function allowList(
+  network: NetworkPolicy,
+  service: string,
+): { everything: boolean; hosts: string[] } {
+  checkShape(network);
+  const denyAll = (network.deny ?? []).includes("*");
+  const deny = (network.deny ?? []).filter((p) => p !== "*")
+    .map((p) => hostTarget(p, service));
+  if (denyAll) return { everything: false, hosts: [] };
+  if (network.allow.includes("*")) {
+    if (deny.length > 0) {
+      throw new RangeError(
+        `Cannot give the network pattern "${
+          network.deny![0]
+        }" to ${service}: its egress denies no host names, and allow "*" lets every host out`,
+      );
+    }
+    return { everything: true, hosts: [] };
+  }
+  const hosts = [...new Set(network.allow.map((p) => hostTarget(p, service)))];
+  for (const d of deny) {
+    const allowed = hosts.find((h) => overlaps(h, d));
+    if (allowed !== undefined) {
+      throw new RangeError(
+        `Cannot give the network pattern "${d}" to ${service}: its egress denies no host names, and "${allowed}" is allowed`,
+      );
+    }
+  }
+  return { everything: false, hosts };
 }
 
 /**
@@ -53,30 +144,12 @@ export interface OpenSandboxNetworkPolicy {
 export function toOpenSandboxNetworkPolicy(
   network: NetworkPolicy,
 ): OpenSandboxNetworkPolicy {
-  if (
-    typeof network !== "object" || network === null ||
-    !Array.isArray(network.allow) ||
-    (network.deny !== undefined && !Array.isArray(network.deny))
-  ) {
-    throw new RangeError(
-      "Cannot use the network option: it must be { allow: string[]; deny?: string[] }",
-    );
-  }
+  checkShape(network);
   const rules = (action: "allow" | "deny", patterns: readonly string[]) =>
-    patterns.map((source) => {
-      const pattern = parseHostPattern(source);
-      if (pattern.port !== undefined) {
-        throw new RangeError(
-          `Cannot give the network pattern "${source}" to OpenSandbox: its egress rules name hosts, not ports`,
-        );
-      }
-      if (!/[a-z]/.test(pattern.host) || pattern.host.includes(":")) {
-        throw new RangeError(
-          `Cannot give the network pattern "${source}" to OpenSandbox: its egress rules take host names and "*.suffix", not IP addresses`,
-        );
-      }
-      return { action, target: pattern.host };
-    });
+    patterns.map((source) => ({
+      action,
+      target: hostTarget(source, "OpenSandbox"),
+    }));
   const deny = rules("deny", (network.deny ?? []).filter((p) => p !== "*"));
   if ((network.deny ?? []).includes("*")) {
     return { defaultAction: "deny", egress: deny };
@@ -89,4 +162,63 @@ export function toOpenSandboxNetworkPolicy(
       ...(everything ? [] : rules("allow", network.allow)),
     ],
   };
+}
+
+/**
+ * Turns a {@linkcode NetworkPolicy} into E2B's `network`: the allowed hosts
+ * in `allowOut` and every address in `denyOut` (`0.0.0.0/0`; E2B's allowed
+ * entries win over denied ones). `*` in `allow` sends empty lists (E2B's
+ * default, everything out).
+ *
+ * @param network The shared policy.
+ * @returns The creation request's `network`.
+ * @throws {RangeError} An invalid pattern, a port, an IP address, or a deny
+ * pattern an allow pattern reaches (E2B's `denyOut` takes address ranges
+ * only).
+ *
+ * @example
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { toE2BNetworkConfig } from "./remote.ts";
+ * assertEquals(toE2BNetworkConfig({ allow: ["pypi.org", "*.github.com"] }), {
+ *   allowOut: ["pypi.org", "*.github.com"],
+ *   denyOut: ["0.0.0.0/0"],
+ * });
+ * ```
+ */
+export function toE2BNetworkConfig(network: NetworkPolicy): E2BNetworkConfig {
+  const { everything, hosts } = allowList(network, "E2B");
+  return everything
+    ? { allowOut: [], denyOut: [] }
+    : { allowOut: hosts, denyOut: ["0.0.0.0/0"] };
+}
+
+/**
+ * Turns a {@linkcode NetworkPolicy} into Vercel's `networkPolicy`:
+ * `custom` with the allowed hosts in `allowedDomains` (Vercel denies the
+ * rest), `deny-all` when nothing is allowed, `allow-all` for `*`.
+ *
+ * @param network The shared policy.
+ * @returns The creation request's `networkPolicy`.
+ * @throws {RangeError} An invalid pattern, a port, an IP address, or a deny
+ * pattern an allow pattern reaches (Vercel denies address ranges only).
+ *
+ * @example
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { toVercelNetworkPolicy } from "./remote.ts";
+ * assertEquals(toVercelNetworkPolicy({ allow: ["pypi.org"] }), {
+ *   mode: "custom",
+ *   allowedDomains: ["pypi.org"],
+ * });
+ * assertEquals(toVercelNetworkPolicy({ allow: [] }), { mode: "deny-all" });
+ * ```
+ */
+export function toVercelNetworkPolicy(
+  network: NetworkPolicy,
+): VercelNetworkPolicy {
+  const { everything, hosts } = allowList(network, "Vercel");
+  if (everything) return { mode: "allow-all" };
+  if (hosts.length === 0) return { mode: "deny-all" };
+  return { mode: "custom", allowedDomains: hosts };
 }

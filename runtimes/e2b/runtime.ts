@@ -13,6 +13,8 @@ import {
   type ServiceCreateOptions,
   type ServiceSession,
 } from "../remote/sandbox_service.ts";
+import type { NetworkPolicy, SecretsOption } from "../../network/policy.ts";
+import { toE2BNetworkConfig } from "../../network/remote.ts";
 import { E2BApiClient, type E2BSandbox, type E2BSandboxSpec } from "./api.ts";
 import { ENVD_PORT, EnvdClient } from "./envd.ts";
 
@@ -32,6 +34,22 @@ export interface E2BSkillRuntimeOptions extends RemoteRuntimeCommonOptions {
   readonly sandboxId?: string;
   /** What a sandbox the runtime creates is made of. */
   readonly sandbox?: E2BSandboxSpec;
+  /**
+   * The egress policy of a sandbox the runtime creates, in the shape every
+   * runtime shares: sent as E2B's `network` (the allowed hosts in
+   * `allowOut`, everything else denied by `denyOut: ["0.0.0.0/0"]`), which
+   * E2B enforces by host name. Ports and IP addresses cannot be expressed,
+   * nor a deny pattern an allowed one reaches (E2B denies address ranges
+   * only, and its allowed entries win): refused. Not with `sandbox.network`
+   * or `sandbox.allowInternetAccess`, nor with `sandboxId` (an existing
+   * sandbox keeps its own).
+   */
+  readonly network?: NetworkPolicy;
+  /**
+   * Refused: secrets at the egress (placeholders replaced by a proxy) are the
+   * isolated local runtime's.
+   */
+  readonly secrets?: SecretsOption;
   /**
    * Conversation mode: pause the sandbox on `close()` (E2B keeps its files
    * and memory) and resume it on the next attach. Default `true`.
@@ -84,11 +102,13 @@ export class E2BSkillRuntime extends SandboxServiceRuntime<E2BSandbox> {
    * Makes the runtime; makes no request.
    *
    * @param options The service, the sandbox, the mode.
-   * @throws {TypeError} A bad URL, conversation id, path or variable, or
-   * `sandboxId` together with a conversation.
+   * @throws {TypeError} A bad URL, conversation id, path or variable,
+   * `sandboxId` together with a conversation, `network` together with the
+   * raw network settings or `sandboxId`, or `secrets`.
+   * @throws {RangeError} A `network` pattern E2B cannot express.
    */
   constructor(options: E2BSkillRuntimeOptions) {
-    const spec = options.sandbox ?? {};
+    const spec = withNetwork(options);
     super({
       ...options,
       cwd: options.cwd ?? "/home/user",
@@ -240,4 +260,28 @@ class E2BService implements SandboxService<E2BSandbox> {
         resumed(() => envd.makeDirectories(paths, signal)),
     };
   }
+}
+
+/** The sandbox spec with the `network` option as its `network`. */
+function withNetwork(options: E2BSkillRuntimeOptions): E2BSandboxSpec {
+  const spec = options.sandbox ?? {};
+  if (options.secrets !== undefined) {
+    throw new TypeError(
+      "Cannot use the secrets option with E2B: secrets at the egress are the isolated local runtime's",
+    );
+  }
+  if (options.network === undefined) return spec;
+  if (spec.network !== undefined || spec.allowInternetAccess !== undefined) {
+    throw new TypeError(
+      `Cannot use network together with sandbox.${
+        spec.network !== undefined ? "network" : "allowInternetAccess"
+      }: give one`,
+    );
+  }
+  if (options.sandboxId !== undefined) {
+    throw new TypeError(
+      "Cannot use network with sandboxId: an existing sandbox keeps the policy it was created with",
+    );
+  }
+  return { ...spec, network: { ...toE2BNetworkConfig(options.network) } };
 }

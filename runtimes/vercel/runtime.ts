@@ -4,6 +4,8 @@
  *
  * @module
  */
+import type { NetworkPolicy, SecretsOption } from "../../network/policy.ts";
+import { toVercelNetworkPolicy } from "../../network/remote.ts";
 import type { RemoteRuntimeCommonOptions } from "../remote/runtime.ts";
 import {
   type SandboxService,
@@ -35,6 +37,22 @@ export interface VercelSandboxSkillRuntimeOptions
   readonly sandboxId?: string;
   /** What a sandbox the runtime creates is made of. */
   readonly sandbox?: VercelSandboxSpec;
+  /**
+   * The egress policy of a sandbox the runtime creates, in the shape every
+   * runtime shares: sent as Vercel's `networkPolicy` (`custom` with the
+   * allowed hosts in `allowedDomains`, the rest denied; `deny-all` when
+   * nothing is allowed; `allow-all` for `*`), which Vercel's firewall
+   * enforces by host name. Ports and IP addresses cannot be expressed, nor a
+   * deny pattern an allowed one reaches (Vercel denies address ranges only):
+   * refused. Not with `sandbox.networkPolicy`, nor with `sandboxId` (an
+   * existing sandbox keeps its own).
+   */
+  readonly network?: NetworkPolicy;
+  /**
+   * Refused: secrets at the egress (placeholders replaced by a proxy) are the
+   * isolated local runtime's.
+   */
+  readonly secrets?: SecretsOption;
   /**
    * Conversation mode: the folder holding each conversation's workspace.
    * Default `/vercel/sandbox/conversations`.
@@ -83,11 +101,13 @@ export class VercelSandboxSkillRuntime
    * Makes the runtime; makes no request.
    *
    * @param options The API, the sandbox, the mode.
-   * @throws {TypeError} A bad conversation id, path or variable, or
-   * `sandboxId` together with a conversation.
+   * @throws {TypeError} A bad conversation id, path or variable,
+   * `sandboxId` together with a conversation, `network` together with
+   * `sandbox.networkPolicy` or `sandboxId`, or `secrets`.
+   * @throws {RangeError} A `network` pattern Vercel cannot express.
    */
   constructor(options: VercelSandboxSkillRuntimeOptions) {
-    const spec = options.sandbox ?? {};
+    const spec = withNetwork(options);
     super({
       ...options,
       cwd: options.cwd ?? "/vercel/sandbox",
@@ -256,4 +276,31 @@ class VercelService implements SandboxService<VercelSandbox> {
       },
     };
   }
+}
+
+/** The sandbox spec with the `network` option as its `networkPolicy`. */
+function withNetwork(
+  options: VercelSandboxSkillRuntimeOptions,
+): VercelSandboxSpec {
+  const spec = options.sandbox ?? {};
+  if (options.secrets !== undefined) {
+    throw new TypeError(
+      "Cannot use the secrets option with Vercel: secrets at the egress are the isolated local runtime's",
+    );
+  }
+  if (options.network === undefined) return spec;
+  if (spec.networkPolicy !== undefined) {
+    throw new TypeError(
+      "Cannot use network together with sandbox.networkPolicy: give one",
+    );
+  }
+  if (options.sandboxId !== undefined) {
+    throw new TypeError(
+      "Cannot use network with sandboxId: an existing sandbox keeps the policy it was created with",
+    );
+  }
+  return {
+    ...spec,
+    networkPolicy: { ...toVercelNetworkPolicy(options.network) },
+  };
 }

@@ -93,21 +93,53 @@ export async function startSandboxEgress(
   for (const rule of policy.egress ?? []) {
     if (seen.has(rule.target)) continue;
     seen.add(rule.target);
-    (rule.action === "allow" ? allow : deny).push(`${rule.target}:*`);
+    (rule.action === "allow" ? allow : deny).push(rule.target);
   }
-  if ((policy.defaultAction ?? "deny") === "allow") allow.push("*:*");
+  const egress = await startHostEgress({
+    allow,
+    deny,
+    defaultAllow: (policy.defaultAction ?? "deny") === "allow",
+    resolve,
+  });
+  return { networkPolicy, ...egress };
+}
+
+/** What {@linkcode startHostEgress} enforces: host rules of a service's egress. */
+export interface HostEgressRules {
+  /** Host names and `*.suffix` let out (any port). */
+  readonly allow: readonly string[];
+  /** Host names and `*.suffix` refused (any port); they win over `allow`. */
+  readonly deny?: readonly string[];
+  /** Whether what no rule names goes out. */
+  readonly defaultAllow?: boolean;
+  /** Names the proxy resolves to fixed addresses (the tests' servers). */
+  readonly resolve: Readonly<Record<string, string>>;
+}
+
+/**
+ * Starts a proxy enforcing host rules, as the egress of a test server's
+ * sandbox (OpenSandbox's `networkPolicy`, E2B's `allowOut`, Vercel's
+ * `allowedDomains`): commands run with its variables.
+ *
+ * @param rules The rules.
+ * @returns How to stop it and the variables of the commands.
+ */
+export async function startHostEgress(
+  rules: HostEgressRules,
+): Promise<Omit<SandboxEgressRecord, "networkPolicy">> {
+  const allow = rules.allow.map((host) => `${host}:*`);
+  if (rules.defaultAllow) allow.push("*:*");
   const socketDir = await Deno.makeTempDir({ prefix: "skillrun-os-egress-" });
   const proxy = await EgressProxy.start({
     policy: EgressPolicy.create({
-      network: { allow, deny },
-      resolve,
+      network: { allow, deny: (rules.deny ?? []).map((host) => `${host}:*`) },
+      resolve: rules.resolve,
     }),
     socketPath: `${socketDir}/egress-${crypto.randomUUID()}.sock`,
     tcp: { hostname: "127.0.0.1", port: 0 },
   });
   const url = `http://127.0.0.1:${proxy.tcpAddress!.port}`;
   return {
-    networkPolicy,
     close: async () => {
       await proxy.close();
       await Deno.remove(socketDir, { recursive: true }).catch(() => {});

@@ -16,6 +16,10 @@
  * of a missing path is no error; MakeDir of an existing folder is
  * `already_exists`; envd answers 502 while its sandbox is paused or gone.
  * Pause stops the sandbox's processes (SIGSTOP) and resume continues them.
+ * A sandbox created with a `network` that denies by default (`denyOut`
+ * `0.0.0.0/0`, or `allow_internet_access: false`) gets a policy proxy
+ * letting out only the host names of `allowOut`; its commands get the
+ * proxy's variables.
  *
  * Run by hand: `deno run -A tests/servers/e2b.ts [--port N] [--api-key KEY]
  * [--fault SPEC]... [--fault-control]`; prints its base URL (the control
@@ -34,6 +38,10 @@ import {
   signalGroup,
   splitFlag,
 } from "./_common.ts";
+import {
+  type SandboxEgressRecord,
+  startHostEgress,
+} from "./_opensandbox_egress.ts";
 
 /** Options of {@linkcode startE2BServer}. */
 export interface E2BServerOptions {
@@ -47,6 +55,11 @@ export interface E2BServerOptions {
   readonly faultControl?: boolean;
   /** Where relative envd paths resolve; default the current directory. */
   readonly home?: string;
+  /**
+   * Names the egress proxy of a sandbox created with a deny-by-default
+   * network resolves to fixed addresses (the tests' own loopback servers).
+   */
+  readonly resolve?: Readonly<Record<string, string>>;
 }
 
 /** One sandbox of the test server. */
@@ -59,6 +72,13 @@ export interface E2BTestSandbox {
   readonly envVars: Record<string, string>;
   readonly network: unknown;
   readonly allowInternetAccess: boolean | null;
+  /**
+   * The egress enforcing `network` when it denies by default (`denyOut`
+   * `0.0.0.0/0` or `allow_internet_access: false`): the hosts of
+   * `allowOut` go out, nothing else. Commands get its proxy variables; the
+   * real service also fences what ignores them, the test server does not.
+   */
+  egress?: Omit<SandboxEgressRecord, "networkPolicy">;
   /** envd's token. */
   readonly token: string;
   /** `running` or `paused`. */
@@ -116,7 +136,7 @@ export function startE2BServer(options: E2BServerOptions = {}): E2BServer {
         return apiError(401, "Invalid API key");
       }
     }
-    return api(sandboxes, request, url);
+    return api(sandboxes, request, url, options.resolve ?? {});
   };
   const faults = options.faults ?? new FaultInjector({
     errorBody: (status) =>
@@ -144,6 +164,43 @@ export function startE2BServer(options: E2BServerOptions = {}): E2BServer {
 
 // --- control plane -------------------------------------------------------
 
+/** Checks `network` as the real API does (`SandboxNetworkConfig`). */
+function networkProblem(value: unknown): string | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (!isObject(value)) return "network must be an object";
+  for (const field of ["allowOut", "denyOut"]) {
+    const list = value[field];
+    if (
+      list !== undefined &&
+      (!Array.isArray(list) || list.some((e) => typeof e !== "string"))
+    ) {
+      return `network.${field} must be a list of strings`;
+    }
+  }
+  return undefined;
+}
+
+/**
+ * The egress of a sandbox whose network denies by default: the host names
+ * and `*.suffix` of `allowOut` (address ranges are not enforced here).
+ */
+function startNetworkEgress(
+  network: unknown,
+  allowInternetAccess: unknown,
+  resolve: Readonly<Record<string, string>>,
+): Promise<Omit<SandboxEgressRecord, "networkPolicy">> | undefined {
+  const config = isObject(network) ? network : {};
+  const denyOut = (config.denyOut ?? []) as string[];
+  if (allowInternetAccess !== false && !denyOut.includes("0.0.0.0/0")) {
+    return undefined;
+  }
+  const allowOut = (config.allowOut ?? []) as string[];
+  return startHostEgress({
+    allow: allowOut.filter((entry) => !entry.includes("/")),
+    resolve,
+  });
+}
+
 function json(value: unknown, status = 200): Response {
   return new Response(JSON.stringify(value), {
     status,
@@ -168,6 +225,7 @@ function kill(
     } catch { /* gone */ }
   }
   sandboxes.delete(sandbox.id);
+  void sandbox.egress?.close();
 }
 
 function setEnd(
@@ -222,6 +280,7 @@ async function api(
   sandboxes: Map<string, E2BTestSandbox>,
   request: Request,
   url: URL,
+  resolve: Readonly<Record<string, string>>,
 ): Promise<Response> {
   const path = url.pathname.replace(/^\/v2(?=\/sandboxes)/, "");
   const method = request.method;
@@ -259,6 +318,14 @@ async function api(
       startedAt: Date.now(),
       processes: new Map(),
     };
+    const problem = networkProblem(given.network);
+    if (problem !== undefined) return apiError(400, problem);
+    const egress = await startNetworkEgress(
+      given.network,
+      given.allow_internet_access,
+      resolve,
+    );
+    if (egress) sandbox.egress = egress;
     sandboxes.set(sandbox.id, sandbox);
     setEnd(
       sandboxes,
@@ -625,6 +692,7 @@ async function start(
       args: Array.isArray(config.args) ? config.args.map(String) : [],
       cwd,
       env: {
+        ...sandbox.egress?.env,
         ...sandbox.envVars,
         ...(isObject(config.envs) ? config.envs as Record<string, string> : {}),
       },

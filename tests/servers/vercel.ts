@@ -11,6 +11,9 @@
  * `GET /v2/sandboxes/{name}?resume=true` (its files are kept: they are the
  * host's); a session stops when its timeout passes. Killed commands exit
  * 128 + the signal (SIGTERM: 143), an unknown command 127.
+ * A `networkPolicy` of `deny-all` or `custom` (creation or
+ * `.../network-policy`) gets a policy proxy letting out only its
+ * `allowedDomains`; the sandbox's commands get the proxy's variables.
  *
  * Run by hand: `deno run -A tests/servers/vercel.ts [--port N] [--token T]
  * [--root DIR] [--fault SPEC]... [--fault-control]`; prints its base URL
@@ -30,6 +33,10 @@ import {
   isObject,
   splitFlag,
 } from "./_common.ts";
+import {
+  type SandboxEgressRecord,
+  startHostEgress,
+} from "./_opensandbox_egress.ts";
 
 /** Options of {@linkcode startVercelServer}. */
 export interface VercelServerOptions {
@@ -43,6 +50,11 @@ export interface VercelServerOptions {
   readonly faults?: FaultInjector;
   /** Serve `/__faults`. */
   readonly faultControl?: boolean;
+  /**
+   * Names the egress proxy of a sandbox whose `networkPolicy` denies by
+   * default resolves to fixed addresses (the tests' own loopback servers).
+   */
+  readonly resolve?: Readonly<Record<string, string>>;
 }
 
 /** One command of a session. */
@@ -128,6 +140,25 @@ export function startVercelServer(
   const sandboxes = new Map<string, VercelTestSandbox>();
   const sessions = new Map<string, VercelTestSession>();
   const calls: string[] = [];
+  // The egress of each sandbox whose policy is `deny-all` or `custom`: its
+  // commands get the proxy's variables (the real firewall also fences what
+  // ignores them; the test server does not).
+  const egress = new Map<string, Omit<SandboxEgressRecord, "networkPolicy">>();
+  const setPolicy = async (name: string, policy: unknown) => {
+    const old = egress.get(name);
+    egress.delete(name);
+    await old?.close();
+    if (!isObject(policy) || policy.mode === "allow-all") return;
+    egress.set(
+      name,
+      await startHostEgress({
+        allow: policy.mode === "custom"
+          ? (policy.allowedDomains ?? []) as string[]
+          : [],
+        resolve: options.resolve ?? {},
+      }),
+    );
+  };
 
   const sessionJson = (session: VercelTestSession) => {
     const sandbox = sandboxes.get(session.sandbox);
@@ -246,6 +277,11 @@ export function startVercelServer(
         const timeout = typeof given.timeout === "number"
           ? given.timeout
           : 300_000;
+        const problem = networkPolicyProblem(given.networkPolicy);
+        if (problem !== undefined) {
+          return apiError(400, "bad_request", problem);
+        }
+        await setPolicy(name, given.networkPolicy);
         const session = newSession(name, timeout);
         const sandbox: VercelTestSandbox = {
           name,
@@ -280,6 +316,7 @@ export function startVercelServer(
         if (request.method === "DELETE") {
           stopSession(sessions.get(sandbox.currentSessionId)!);
           sandboxes.delete(sandbox.name);
+          await setPolicy(sandbox.name, undefined);
           return json({ sandbox: sandboxJson(sandbox) });
         }
         if (request.method === "GET") {
@@ -350,7 +387,11 @@ export function startVercelServer(
       return json({ session: sessionJson(session) });
     }
     if (method === "POST" && rest === "/network-policy") {
-      sandbox.body.networkPolicy = await read();
+      const policy = await read();
+      const problem = networkPolicyProblem(policy);
+      if (problem !== undefined) return apiError(400, "bad_request", problem);
+      sandbox.body.networkPolicy = policy;
+      await setPolicy(sandbox.name, policy);
       return json({ session: sessionJson(session) });
     }
     if (method === "POST" && rest === "/fs/read") {
@@ -482,6 +523,7 @@ export function startVercelServer(
       for (const listener of command.listeners) listener();
     };
     const env = {
+      ...egress.get(sandbox.name)?.env,
       ...sandbox.env,
       ...(isObject(given.env) ? given.env as Record<string, string> : {}),
     };
@@ -545,6 +587,7 @@ export function startVercelServer(
   });
   const close = async () => {
     for (const session of sessions.values()) stopSession(session);
+    for (const name of [...egress.keys()]) await setPolicy(name, undefined);
     await server.close();
   };
   return {
@@ -678,4 +721,22 @@ if (import.meta.main) {
     ...(root !== undefined ? { root } : {}),
   });
   console.log(server.url);
+}
+
+/** Checks a `networkPolicy` as the API does (`allow-all`, `deny-all`, `custom`). */
+function networkPolicyProblem(value: unknown): string | undefined {
+  if (value === undefined) return undefined;
+  if (!isObject(value)) return "networkPolicy must be an object";
+  if (value.mode === "allow-all" || value.mode === "deny-all") return undefined;
+  if (value.mode !== "custom") {
+    return "networkPolicy.mode must be allow-all, deny-all or custom";
+  }
+  const domains = value.allowedDomains;
+  if (
+    domains !== undefined &&
+    (!Array.isArray(domains) || domains.some((d) => typeof d !== "string"))
+  ) {
+    return "networkPolicy.allowedDomains must be a list of strings";
+  }
+  return undefined;
 }
