@@ -244,7 +244,7 @@ export const cases: BenchCase[] = [{
   title: "1 GiB to stdout through the bash tool: live-output listener vs none",
   module: import.meta.url,
   iterations: 2,
-  rounds: 2,
+  rounds: 4,
   noWarmup: true,
   maxRatio: 1.2,
   maxRssDeltaMiB: 32,
