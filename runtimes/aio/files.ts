@@ -14,7 +14,11 @@ import type {
   RemoteUploadFile,
 } from "../remote/fs.ts";
 import { shellQuote } from "../remote/shell.ts";
-import { shellStatMany } from "../remote/_shell_files.ts";
+import {
+  runChecked,
+  shellStat,
+  shellStatMany,
+} from "../remote/_shell_files.ts";
 import type { ExecuteResult, FileInfo, FileType } from "../types.ts";
 import {
   type AioClient,
@@ -33,9 +37,6 @@ const UPLOAD_CONCURRENCY = 4;
 
 /** How many paths one `chmod` or `rm` command names at most. */
 const PATHS_PER_COMMAND = 200;
-
-/** The separator of the `stat` line: a byte no `%F` word holds. */
-const SEP = "|";
 
 /**
  * The file calls of one AIO container.
@@ -85,38 +86,8 @@ export class AioFileOps implements RemoteFileOps {
    * @param signal Stops the call.
    * @returns The facts or `null`.
    */
-  async stat(path: string, signal?: AbortSignal): Promise<FileInfo | null> {
-    const q = shellQuote(path);
-    const result = await this.#run(
-      `if [ -e ${q} ] || [ -L ${q} ]; then LC_ALL=C stat -c '%F${SEP}%s${SEP}%Y${SEP}%a' -- ${q}; else echo missing; fi`,
-      `stat "${path}"`,
-      signal,
-    );
-    const line = result.stdout.trim();
-    if (line === "missing") return null;
-    const [kind, size, mtime, mode] = line.split(SEP);
-    if (mode === undefined) {
-      throw new Error(
-        `Cannot stat "${path}": the container answered ${
-          JSON.stringify(line.slice(0, 200))
-        }`,
-      );
-    }
-    const type: FileType = kind === "directory"
-      ? "directory"
-      : kind === "symbolic link"
-      ? "symlink"
-      : kind!.startsWith("regular")
-      ? "file"
-      : "other";
-    return {
-      path,
-      name: baseName(path),
-      type,
-      size: Number(size),
-      modifiedAt: new Date(Number(mtime) * 1000),
-      executable: (parseInt(mode, 8) & 0o100) !== 0,
-    };
+  stat(path: string, signal?: AbortSignal): Promise<FileInfo | null> {
+    return shellStat(this.#shell, path, signal);
   }
 
   /**
@@ -218,7 +189,8 @@ export class AioFileOps implements RemoteFileOps {
     for (const [mode, paths] of byMode) {
       for (let i = 0; i < paths.length; i += PATHS_PER_COMMAND) {
         const chunk = paths.slice(i, i + PATHS_PER_COMMAND);
-        await this.#run(
+        await runChecked(
+          this.#shell,
           `chmod ${mode.toString(8).padStart(4, "0")} -- ${
             chunk.map(shellQuote).join(" ")
           }`,
@@ -238,7 +210,8 @@ export class AioFileOps implements RemoteFileOps {
   async mkdir(paths: readonly string[], signal?: AbortSignal): Promise<void> {
     for (let i = 0; i < paths.length; i += PATHS_PER_COMMAND) {
       const chunk = paths.slice(i, i + PATHS_PER_COMMAND);
-      await this.#run(
+      await runChecked(
+        this.#shell,
         `mkdir -p -- ${chunk.map(shellQuote).join(" ")}`,
         `make the folder "${chunk[0]}"`,
         signal,
@@ -262,29 +235,13 @@ export class AioFileOps implements RemoteFileOps {
           }": only absolute paths below / can be deleted`,
         );
       }
-      await this.#run(
+      await runChecked(
+        this.#shell,
         `rm -rf -- ${chunk.map(shellQuote).join(" ")}`,
         `delete "${chunk[0]}"`,
         signal,
       );
     }
-  }
-
-  async #run(
-    command: string,
-    what: string,
-    signal?: AbortSignal,
-  ): Promise<ExecuteResult> {
-    const result = await this.#shell(command, signal);
-    if (result.aborted) signal?.throwIfAborted();
-    if (result.exitCode !== 0 || result.timedOut || result.aborted) {
-      const reason = result.timedOut
-        ? "the command timed out"
-        : result.stderr.trim().slice(0, 500) ||
-          `exit code ${result.exitCode}`;
-      throw new Error(`Cannot ${what}: ${reason}`);
-    }
-    return result;
   }
 }
 
@@ -323,9 +280,4 @@ function fileError(error: unknown, what: string): unknown {
     });
   }
   return error;
-}
-
-function baseName(path: string): string {
-  const trimmed = path.length > 1 ? path.replace(/\/+$/, "") : path;
-  return trimmed.slice(trimmed.lastIndexOf("/") + 1) || "/";
 }

@@ -80,31 +80,7 @@ export async function shellStat(
     `stat "${path}"`,
     signal,
   );
-  const line = result.stdout.trim();
-  if (line === "missing") return null;
-  const [kind, size, mtime, mode] = line.split(SEP);
-  if (mode === undefined) {
-    throw new Error(
-      `Cannot stat "${path}": the sandbox answered ${
-        JSON.stringify(line.slice(0, 200))
-      }`,
-    );
-  }
-  const type: FileType = kind === "directory"
-    ? "directory"
-    : kind === "symbolic link"
-    ? "symlink"
-    : kind!.startsWith("regular")
-    ? "file"
-    : "other";
-  return {
-    path,
-    name: posix.basename(path),
-    type,
-    size: type === "file" ? Number(size) : 0,
-    modifiedAt: new Date(Number(mtime) * 1000),
-    executable: (parseInt(mode, 8) & 0o100) !== 0,
-  };
+  return statLine(path, result.stdout.trim());
 }
 
 /**
