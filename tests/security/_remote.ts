@@ -80,6 +80,33 @@ export interface RemoteKind {
   }>;
 }
 
+/** A test server as {@linkcode victim} uses it. */
+interface VictimServer extends AsyncDisposable {
+  runtime(options: {
+    conversationId: string;
+    conversationsRoot: string;
+    store: MemoryConversationStore;
+  }): SkillRuntime;
+}
+
+/** The conversation "victim" on a test server, closed with the server. */
+async function victim<S extends VictimServer>(
+  starting: Promise<S>,
+  faultsOf: (server: S) => FaultInjector,
+  conversationsRoot: string,
+): ReturnType<RemoteKind["start"]> {
+  const server = await starting;
+  return {
+    runtime: server.runtime({
+      conversationId: "victim",
+      conversationsRoot,
+      store: new MemoryConversationStore(),
+    }),
+    faults: faultsOf(server),
+    close: async () => await server[Symbol.asyncDispose](),
+  };
+}
+
 /** The remote kinds every remote case runs on. */
 export const REMOTE_KINDS: readonly RemoteKind[] = [
   {
@@ -90,19 +117,8 @@ export const REMOTE_KINDS: readonly RemoteKind[] = [
       upload: "/files/upload",
       destroy: { method: "DELETE", path: "/v1/sandboxes/{id}" },
     },
-    async start(_base, conversationsRoot) {
-      const server = await startTestServer();
-      const runtime = server.runtime({
-        conversationId: "victim",
-        conversationsRoot,
-        store: new MemoryConversationStore(),
-      });
-      return {
-        runtime,
-        faults: server.faults,
-        close: async () => await server[Symbol.asyncDispose](),
-      };
-    },
+    start: (_base, conversationsRoot) =>
+      victim(startTestServer(), (server) => server.faults, conversationsRoot),
   },
   {
     name: "aio",
@@ -112,19 +128,12 @@ export const REMOTE_KINDS: readonly RemoteKind[] = [
       upload: "/v1/file/upload",
       destroy: { method: "POST", path: "/v1/bash/exec" },
     },
-    async start(_base, conversationsRoot) {
-      const server = await startAioTestServer();
-      const runtime = server.runtime({
-        conversationId: "victim",
+    start: (_base, conversationsRoot) =>
+      victim(
+        startAioTestServer(),
+        (server) => server.server.faults,
         conversationsRoot,
-        store: new MemoryConversationStore(),
-      });
-      return {
-        runtime,
-        faults: server.server.faults,
-        close: async () => await server[Symbol.asyncDispose](),
-      };
-    },
+      ),
   },
   {
     name: "e2b",
@@ -134,19 +143,12 @@ export const REMOTE_KINDS: readonly RemoteKind[] = [
       upload: "/files",
       destroy: { method: "DELETE", path: "/sandboxes/{id}" },
     },
-    async start(_base, conversationsRoot) {
-      const server = await startE2BTestServer();
-      const runtime = server.runtime({
-        conversationId: "victim",
+    start: (_base, conversationsRoot) =>
+      victim(
+        startE2BTestServer(),
+        (server) => server.server.faults,
         conversationsRoot,
-        store: new MemoryConversationStore(),
-      });
-      return {
-        runtime,
-        faults: server.server.faults,
-        close: async () => await server[Symbol.asyncDispose](),
-      };
-    },
+      ),
   },
   {
     name: "vercel",
@@ -156,19 +158,12 @@ export const REMOTE_KINDS: readonly RemoteKind[] = [
       upload: "/v2/sandboxes/sessions/{id}/fs/write",
       destroy: { method: "DELETE", path: "/v2/sandboxes/{id}" },
     },
-    async start(_base, conversationsRoot) {
-      const server = await startVercelTestServer();
-      const runtime = server.runtime({
-        conversationId: "victim",
+    start: (_base, conversationsRoot) =>
+      victim(
+        startVercelTestServer(),
+        (server) => server.server.faults,
         conversationsRoot,
-        store: new MemoryConversationStore(),
-      });
-      return {
-        runtime,
-        faults: server.server.faults,
-        close: async () => await server[Symbol.asyncDispose](),
-      };
-    },
+      ),
   },
 ];
 
