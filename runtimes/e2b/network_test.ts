@@ -3,49 +3,39 @@ import {
   assertStringIncludes,
   assertThrows,
 } from "../../_internal/assert.ts";
+import { recordingWeb } from "../remote/_testing.ts";
 import { startE2BTestServer, TEST_API_KEY } from "./_testing.ts";
 import { E2BSkillRuntime } from "./runtime.ts";
 
 Deno.test("e2b: the network option reaches the creation request as network allowOut/denyOut, and the test server enforces it on commands", async () => {
-  const seen: string[] = [];
-  const web = Deno.serve(
-    { hostname: "127.0.0.1", port: 0, onListen() {} },
-    (request) => {
-      seen.push(new URL(request.url).pathname);
-      return new Response("allowed answer\n");
-    },
-  );
+  await using web = recordingWeb();
   await using server = await startE2BTestServer({
     resolve: { "api.test": "127.0.0.1", "sub.api.test": "127.0.0.1" },
   });
-  try {
-    const runtime = server.runtime({
-      network: { allow: ["api.test", "*.api.test"], deny: ["other.test"] },
-    });
-    const port = web.addr.port;
-    const result = await runtime.execute({
-      command: [
-        `curl -sS http://api.test:${port}/ok`,
-        `curl -sS http://sub.api.test:${port}/sub`,
-        `curl -sS http://other.test:${port}/no`,
-      ].join("; "),
-    });
-    const [sandbox] = [...server.server.sandboxes.values()];
-    assertEquals(sandbox!.network, {
-      allowOut: ["api.test", "*.api.test"],
-      denyOut: ["0.0.0.0/0"],
-    });
-    assertEquals(sandbox!.allowInternetAccess, null);
-    assertStringIncludes(result.stdout, "allowed answer\nallowed answer\n");
-    assertStringIncludes(
-      result.stdout,
-      "skillrun egress: other.test is not in the allowed hosts",
-    );
-    assertEquals(seen, ["/ok", "/sub"]);
-    await runtime.close();
-  } finally {
-    await web.shutdown();
-  }
+  const runtime = server.runtime({
+    network: { allow: ["api.test", "*.api.test"], deny: ["other.test"] },
+  });
+  const port = web.port;
+  const result = await runtime.execute({
+    command: [
+      `curl -sS http://api.test:${port}/ok`,
+      `curl -sS http://sub.api.test:${port}/sub`,
+      `curl -sS http://other.test:${port}/no`,
+    ].join("; "),
+  });
+  const [sandbox] = [...server.server.sandboxes.values()];
+  assertEquals(sandbox!.network, {
+    allowOut: ["api.test", "*.api.test"],
+    denyOut: ["0.0.0.0/0"],
+  });
+  assertEquals(sandbox!.allowInternetAccess, null);
+  assertStringIncludes(result.stdout, "allowed answer\nallowed answer\n");
+  assertStringIncludes(
+    result.stdout,
+    "skillrun egress: other.test is not in the allowed hosts",
+  );
+  assertEquals(web.seen, ["/ok", "/sub"]);
+  await runtime.close();
 });
 
 Deno.test("e2b: allow-all sends empty lists; what E2B cannot express, and the option beside the raw settings, are refused before any request", async () => {

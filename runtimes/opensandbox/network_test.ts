@@ -3,58 +3,48 @@ import {
   assertStringIncludes,
   assertThrows,
 } from "../../_internal/assert.ts";
+import { recordingWeb } from "../remote/_testing.ts";
 import { startTestServer, TEST_API_KEY } from "./_testing.ts";
 import { OpenSandboxSkillRuntime } from "./runtime.ts";
 
 Deno.test("opensandbox: the network option reaches the creation request as networkPolicy, and the test server enforces it on commands", async () => {
-  const seen: string[] = [];
-  const web = Deno.serve(
-    { hostname: "127.0.0.1", port: 0, onListen() {} },
-    (request) => {
-      seen.push(new URL(request.url).pathname);
-      return new Response("allowed answer\n");
-    },
-  );
+  await using web = recordingWeb();
   await using server = await startTestServer({
     resolve: { "api.test": "127.0.0.1", "evil.api.test": "127.0.0.1" },
   });
-  try {
-    const runtime = server.runtime({
-      network: { allow: ["api.test", "*.api.test"], deny: ["evil.api.test"] },
-    });
-    const port = web.addr.port;
-    const result = await runtime.execute({
-      command: [
-        `curl -sS http://api.test:${port}/ok`,
-        `curl -sS http://evil.api.test:${port}/no`,
-        `curl -sS http://other.test:${port}/no`,
-      ].join("; "),
-    });
-    const [sandbox] = [...server.server.sandboxes.values()];
-    assertEquals(
-      (sandbox!.request as Record<string, unknown>).networkPolicy,
-      {
-        defaultAction: "deny",
-        egress: [
-          { action: "deny", target: "evil.api.test" },
-          { action: "allow", target: "api.test" },
-          { action: "allow", target: "*.api.test" },
-        ],
-      },
-    );
-    assertStringIncludes(result.stdout, "allowed answer\n");
-    assertStringIncludes(
-      result.stdout,
-      `skillrun egress: evil.api.test:${port} is denied by the pattern "evil.api.test:*"`,
-    );
-    assertStringIncludes(
-      result.stdout,
-      "skillrun egress: other.test is not in the allowed hosts",
-    );
-    assertEquals(seen, ["/ok"]);
-  } finally {
-    await web.shutdown();
-  }
+  const runtime = server.runtime({
+    network: { allow: ["api.test", "*.api.test"], deny: ["evil.api.test"] },
+  });
+  const port = web.port;
+  const result = await runtime.execute({
+    command: [
+      `curl -sS http://api.test:${port}/ok`,
+      `curl -sS http://evil.api.test:${port}/no`,
+      `curl -sS http://other.test:${port}/no`,
+    ].join("; "),
+  });
+  const [sandbox] = [...server.server.sandboxes.values()];
+  assertEquals(
+    (sandbox!.request as Record<string, unknown>).networkPolicy,
+    {
+      defaultAction: "deny",
+      egress: [
+        { action: "deny", target: "evil.api.test" },
+        { action: "allow", target: "api.test" },
+        { action: "allow", target: "*.api.test" },
+      ],
+    },
+  );
+  assertStringIncludes(result.stdout, "allowed answer\n");
+  assertStringIncludes(
+    result.stdout,
+    `skillrun egress: evil.api.test:${port} is denied by the pattern "evil.api.test:*"`,
+  );
+  assertStringIncludes(
+    result.stdout,
+    "skillrun egress: other.test is not in the allowed hosts",
+  );
+  assertEquals(web.seen, ["/ok"]);
 });
 
 Deno.test("opensandbox: a sandbox created without the option has no networkPolicy; what OpenSandbox cannot express is refused before any request", async () => {

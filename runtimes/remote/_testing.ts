@@ -204,3 +204,33 @@ export async function waitFor(
   }
   return await check();
 }
+
+/** A loopback web server that answers every request and records its path. */
+export interface RecordingWeb extends AsyncDisposable {
+  /** Its port on 127.0.0.1. */
+  readonly port: number;
+  /** The paths requested, in order. */
+  readonly seen: string[];
+}
+
+/**
+ * Starts a loopback web server answering `allowed answer\n` to every request
+ * (the target of the egress tests: what reaches it was let through).
+ *
+ * @returns The server; dispose to stop it.
+ */
+export function recordingWeb(): RecordingWeb {
+  const seen: string[] = [];
+  const web = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    (request) => {
+      seen.push(new URL(request.url).pathname);
+      return new Response("allowed answer\n");
+    },
+  );
+  return {
+    port: web.addr.port,
+    seen,
+    [Symbol.asyncDispose]: () => web.shutdown(),
+  };
+}

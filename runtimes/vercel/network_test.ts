@@ -3,48 +3,38 @@ import {
   assertStringIncludes,
   assertThrows,
 } from "../../_internal/assert.ts";
+import { recordingWeb } from "../remote/_testing.ts";
 import { startVercelTestServer, TEST_TOKEN } from "./_testing.ts";
 import { VercelSandboxSkillRuntime } from "./runtime.ts";
 
 Deno.test("vercel: the network option reaches the creation request as a custom networkPolicy, and the test server enforces it on commands", async () => {
-  const seen: string[] = [];
-  const web = Deno.serve(
-    { hostname: "127.0.0.1", port: 0, onListen() {} },
-    (request) => {
-      seen.push(new URL(request.url).pathname);
-      return new Response("allowed answer\n");
-    },
-  );
+  await using web = recordingWeb();
   await using server = await startVercelTestServer({
     resolve: { "api.test": "127.0.0.1", "sub.api.test": "127.0.0.1" },
   });
-  try {
-    const runtime = server.runtime({
-      network: { allow: ["api.test", "*.api.test"] },
-    });
-    const port = web.addr.port;
-    const result = await runtime.execute({
-      command: [
-        `curl -sS http://api.test:${port}/ok`,
-        `curl -sS http://sub.api.test:${port}/sub`,
-        `curl -sS http://other.test:${port}/no`,
-      ].join("; "),
-    });
-    const sandbox = server.server.sandboxes.get(runtime.sandboxId!)!;
-    assertEquals(sandbox.body.networkPolicy, {
-      mode: "custom",
-      allowedDomains: ["api.test", "*.api.test"],
-    });
-    assertStringIncludes(result.stdout, "allowed answer\nallowed answer\n");
-    assertStringIncludes(
-      result.stdout,
-      "skillrun egress: other.test is not in the allowed hosts",
-    );
-    assertEquals(seen, ["/ok", "/sub"]);
-    await runtime.close();
-  } finally {
-    await web.shutdown();
-  }
+  const runtime = server.runtime({
+    network: { allow: ["api.test", "*.api.test"] },
+  });
+  const port = web.port;
+  const result = await runtime.execute({
+    command: [
+      `curl -sS http://api.test:${port}/ok`,
+      `curl -sS http://sub.api.test:${port}/sub`,
+      `curl -sS http://other.test:${port}/no`,
+    ].join("; "),
+  });
+  const sandbox = server.server.sandboxes.get(runtime.sandboxId!)!;
+  assertEquals(sandbox.body.networkPolicy, {
+    mode: "custom",
+    allowedDomains: ["api.test", "*.api.test"],
+  });
+  assertStringIncludes(result.stdout, "allowed answer\nallowed answer\n");
+  assertStringIncludes(
+    result.stdout,
+    "skillrun egress: other.test is not in the allowed hosts",
+  );
+  assertEquals(web.seen, ["/ok", "/sub"]);
+  await runtime.close();
 });
 
 Deno.test("vercel: nothing allowed is deny-all, * is allow-all; what Vercel cannot express, and the option beside the raw setting, are refused before any request", async () => {
