@@ -121,6 +121,9 @@ function errorResult(text: string): CallToolResult {
   return { content: [{ type: "text", text }], isError: true };
 }
 
+/** The pause between a call's last progress notification and its answer. */
+const PROGRESS_GAP_MS = 20;
+
 /** The most characters of output one progress notification carries. */
 const PROGRESS_OUTPUT_CHARS = 2000;
 
@@ -307,6 +310,12 @@ export function createMcpServer(
           }),
         );
         await Promise.all(pending);
+        // The MCP SDK client (1.32) drops a progress notification it reads
+        // in the same chunk as the answer: leave the last one a moment to be
+        // read alone (only calls that asked for progress wait).
+        if (progress !== undefined && pending.length > 0) {
+          await new Promise((resolve) => setTimeout(resolve, PROGRESS_GAP_MS));
+        }
         return {
           content: [{ type: "text", text: result.text }],
           isError: result.isError,
