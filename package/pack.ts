@@ -13,8 +13,8 @@ import { comparePaths } from "../_internal/compare.ts";
 import { writeStreamAtomically } from "../_internal/atomic_write.ts";
 import {
   type CopyPolicy,
-  type SkillFileEntry,
-  walkSkillFiles,
+  type SkillFilePath,
+  walkSkillPaths,
 } from "../workspace/copy.ts";
 import { parseSkillMd } from "../skill/parse.ts";
 import { PackageError } from "./errors.ts";
@@ -108,9 +108,10 @@ export async function packSkill(
     );
   }
   const { name, files } = await collect(dir, options);
+  const counts = { files: 0 };
   const chunks = format === "zip"
-    ? zipChunks(name, files, options.signal)
-    : tarGzChunks(name, files, options.signal);
+    ? zipChunks(name, files, options.signal, counts)
+    : tarGzChunks(name, files, options.signal, counts);
   const hashing = hashingStream();
   const stream = ReadableStream.from(chunks).pipeThrough(hashing.stream);
   let bytes: Uint8Array | undefined;
@@ -130,7 +131,7 @@ export async function packSkill(
     name,
     format,
     size,
-    files: files.length,
+    files: counts.files,
     ...(bytes ? { bytes } : {}),
   });
 }
@@ -169,9 +170,10 @@ export async function packSkillStream(
 }> {
   const format = options.format ?? "zip";
   const { name, files } = await collect(dir, options);
+  const counts = { files: 0 };
   const chunks = format === "zip"
-    ? zipChunks(name, files, options.signal)
-    : tarGzChunks(name, files, options.signal);
+    ? zipChunks(name, files, options.signal, counts)
+    : tarGzChunks(name, files, options.signal, counts);
   const hashing = hashingStream();
   return {
     name,
@@ -183,7 +185,7 @@ export async function packSkillStream(
 async function collect(
   dir: string,
   options: Omit<PackSkillOptions, "output">,
-): Promise<{ name: string; files: SkillFileEntry[] }> {
+): Promise<{ name: string; files: SkillFilePath[] }> {
   let text: string;
   try {
     text = await Deno.readTextFile(hostPath.join(dir, "SKILL.md"));
@@ -209,9 +211,9 @@ async function collect(
   }
   name ||= hostPath.basename(hostPath.resolve(dir));
   checkSkillFolderName(name);
-  const files: SkillFileEntry[] = [];
+  const files: SkillFilePath[] = [];
   for await (
-    const file of walkSkillFiles(dir, options.policy, {
+    const file of walkSkillPaths(dir, options.policy, {
       ...(options.signal ? { signal: options.signal } : {}),
       onSkipped(entry) {
         throw new PackageError(
@@ -228,33 +230,103 @@ async function collect(
   return { name, files };
 }
 
-function modeOf(file: SkillFileEntry): number {
-  return file.mode === null
-    ? (file.executable ? 0o755 : 0o644)
-    : file.mode & 0o777;
+/** A file of the skill, opened: its size and mode from the open file. */
+interface OpenFile extends Disposable {
+  readonly file: Deno.FsFile;
+  readonly size: number;
+  /** The permission bits to record (`0o644` where the host has none). */
+  readonly mode: number;
 }
 
-async function* fileChunks(
-  file: SkillFileEntry,
+/**
+ * Opens a file of the skill once (its size and mode from the open file, no
+ * separate `stat`); `null` when it vanished or is no longer a regular file
+ * since the walk (it is left out, as the walk leaves out what it no longer
+ * finds).
+ */
+function openFile(entry: SkillFilePath): OpenFile | null {
+  let file: Deno.FsFile;
+  try {
+    file = Deno.openSync(entry.path);
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return null;
+    throw error;
+  }
+  try {
+    const info = file.statSync();
+    if (!info.isFile) {
+      file.close();
+      return null;
+    }
+    return {
+      file,
+      size: info.size,
+      mode: info.mode === null ? 0o644 : info.mode & 0o777,
+      [Symbol.dispose]: () => {
+        try {
+          file.close();
+        } catch {
+          // Already closed: a file read to its end through its stream.
+        }
+      },
+    };
+  } catch (error) {
+    file.close();
+    throw error;
+  }
+}
+
+/**
+ * Reads a small file whole into `buffer` (at least its size plus one byte):
+ * one read, as a regular file gives all it has up to the end.
+ */
+function readWhole(
+  entry: SkillFilePath,
+  opened: OpenFile,
+  buffer: Uint8Array,
+): Uint8Array {
+  let length = 0;
+  for (;;) {
+    const n = opened.file.readSync(buffer.subarray(length, opened.size + 1));
+    if (n === null || n === 0) break;
+    length += n;
+    if (length > opened.size) throw grew(entry);
+  }
+  if (length !== opened.size) throw changedSize(entry);
+  return buffer.subarray(0, length);
+}
+
+/** The chunks of a large file, streamed. */
+async function* streamedChunks(
+  entry: SkillFilePath,
+  opened: OpenFile,
   signal: AbortSignal | undefined,
 ): AsyncGenerator<Uint8Array> {
-  if (file.size <= WHOLE_FILE_BYTES) {
-    // Small files are read synchronously: an asynchronous read costs a hop to
-    // the thread pool, several times the read itself for files this small.
-    yield Deno.readFileSync(file.path);
-    return;
-  }
-  using handle = await Deno.open(file.path);
-  for await (const chunk of handle.readable) {
+  let written = 0;
+  for await (const chunk of opened.file.readable) {
     signal?.throwIfAborted();
+    written += chunk.byteLength;
+    if (written > opened.size) throw grew(entry);
     yield chunk;
   }
+  if (written !== opened.size) throw changedSize(entry);
+}
+
+function grew(entry: SkillFilePath): Error {
+  return new Error(`Cannot pack "${entry.path}": it grew while being packed`);
+}
+
+function changedSize(entry: SkillFilePath): Error {
+  return new Error(
+    `Cannot pack "${entry.path}": it changed size while being packed`,
+  );
 }
 
 async function* zipChunks(
   name: string,
-  files: readonly SkillFileEntry[],
+  files: readonly SkillFilePath[],
   signal: AbortSignal | undefined,
+  counts: { files: number },
 ): AsyncGenerator<Uint8Array> {
   let pending: Uint8Array[] = [];
   let pendingBytes = 0;
@@ -272,8 +344,14 @@ async function* zipChunks(
     pendingBytes = 0;
     return out;
   };
+  // One buffer for every small file: its bytes are compressed and their
+  // CRC taken before the next file is read.
+  let buffer = new Uint8Array(0);
   for (const file of files) {
     signal?.throwIfAborted();
+    using opened = openFile(file);
+    if (opened === null) continue;
+    counts.files++;
     // fflate's container, fed with data compressed here: fflate's streaming
     // deflate corrupts some inputs (seen with fflate 0.8.2 and 0.8.3 on the
     // fonts of canvas-design). Files read whole go through the runtime's
@@ -284,30 +362,42 @@ async function* zipChunks(
       compression: 8,
       mtime: FIXED_TIME,
       os: 3, // Unix: the external attributes hold the mode
-      attrs: ((0o100000 | modeOf(file)) << 16) >>> 0,
+      attrs: ((0o100000 | opened.mode) << 16) >>> 0,
       size: 0,
       crc: 0,
       terminate() {},
     };
-    zip.add(entry);
-    const push = entry.ondata!;
-    if (file.size <= WHOLE_FILE_BYTES) {
-      const data = Deno.readFileSync(file.path);
+    if (opened.size <= WHOLE_FILE_BYTES) {
+      if (buffer.length <= opened.size) {
+        buffer = new Uint8Array(
+          Math.min(WHOLE_FILE_BYTES, opened.size * 2) + 1,
+        );
+      }
+      const data = readWhole(file, opened, buffer);
       entry.crc = crc32(data);
       entry.size = data.byteLength;
-      push(
+      zip.add(entry);
+      entry.ondata!(
         null,
-        deflateRawSync(data, { level: 6 }) as Uint8Array<ArrayBuffer>,
+        deflateRawSync(data, {
+          level: 6,
+          // An output buffer the size of the file (deflate's worst case is a
+          // few bytes more): the default, 16 KiB, is allocated anew for every
+          // file and makes packing many small files twice as slow.
+          chunkSize: data.byteLength + (data.byteLength >>> 10) + 64,
+        }) as Uint8Array<ArrayBuffer>,
         true,
       );
     } else {
+      zip.add(entry);
+      const push = entry.ondata!;
       let crc = 0;
       let size = 0;
-      using handle = await Deno.open(file.path);
-      const compressed = handle.readable.pipeThrough(
+      const compressed = ReadableStream.from(
+        streamedChunks(file, opened, signal),
+      ).pipeThrough(
         new TransformStream<Uint8Array, Uint8Array>({
           transform(chunk, controller) {
-            signal?.throwIfAborted();
             crc = crc32(chunk, crc);
             size += chunk.byteLength;
             controller.enqueue(chunk);
@@ -338,17 +428,21 @@ async function* zipChunks(
 
 function tarGzChunks(
   name: string,
-  files: readonly SkillFileEntry[],
+  files: readonly SkillFilePath[],
   signal: AbortSignal | undefined,
+  counts: { files: number },
 ): AsyncIterable<Uint8Array> {
   const { readable, controller } = createTarPacker();
   (async () => {
     for (const file of files) {
       signal?.throwIfAborted();
+      using opened = openFile(file);
+      if (opened === null) continue;
+      counts.files++;
       const writer = controller.add({
         name: `${name}/${file.relativePath}`,
-        size: file.size,
-        mode: modeOf(file),
+        size: opened.size,
+        mode: opened.mode,
         mtime: FIXED_TIME,
         type: "file",
         uid: 0,
@@ -356,20 +450,15 @@ function tarGzChunks(
         uname: "",
         gname: "",
       }).getWriter();
-      let written = 0;
-      for await (const chunk of fileChunks(file, signal)) {
-        written += chunk.byteLength;
-        if (written > file.size) {
-          throw new Error(
-            `Cannot pack "${file.path}": it grew while being packed`,
-          );
-        }
-        await writer.write(chunk);
-      }
-      if (written !== file.size) {
-        throw new Error(
-          `Cannot pack "${file.path}": it changed size while being packed`,
+      if (opened.size <= WHOLE_FILE_BYTES) {
+        // Read whole (the writer keeps the chunk: a buffer of its own).
+        await writer.write(
+          readWhole(file, opened, new Uint8Array(opened.size + 1)),
         );
+      } else {
+        for await (const chunk of streamedChunks(file, opened, signal)) {
+          await writer.write(chunk);
+        }
       }
       await writer.close();
     }
