@@ -1,7 +1,9 @@
 /**
  * Safe extraction of a package that is already on disk (spooled while its
  * digest was checked) into an empty folder: ZIP read by `@zip.js/zip.js`
- * (central directory, local headers checked against it, CRC-32 checked),
+ * (central directory, local headers checked against it, CRC-32 checked;
+ * the data of a large entry is located by its local header and inflated by
+ * `pako` into reused buffers, see `extractLargeEntry`),
  * tar.gz read by `modern-tar` on the runtime's `DecompressionStream`.
  * Every entry goes through the rules of `_entries.ts` before anything of it
  * is written; files are created new (never opened through an existing path).
@@ -10,7 +12,6 @@
  */
 import { crc32 } from "node:zlib";
 import {
-  configure,
   type Entry,
   type FileEntry,
   Reader,
@@ -18,6 +19,14 @@ import {
   ZipReader,
 } from "@zip.js/zip.js";
 import { unzipSync } from "fflate";
+import {
+  Z_NO_FLUSH,
+  Z_STREAM_END,
+  zlibInflate,
+  zlibInflateEnd,
+  zlibInflateInit2,
+  ZStream,
+} from "pako";
 import { createTarDecoder } from "modern-tar";
 import { hostPath } from "../_internal/std.ts";
 import { mapLimited } from "../_internal/pool.ts";
@@ -139,6 +148,23 @@ class FileSink {
 }
 
 /**
+ * Where a ZIP's extraction changes paths (tests set them low to reach the
+ * large-entry path with small archives).
+ */
+export interface ZipThresholds {
+  /** Archives up to this size are read into memory. */
+  readonly inMemoryArchiveBytes: number;
+  /** Entries over this size are extracted in flat memory. */
+  readonly largeEntryBytes: number;
+}
+
+/** The thresholds in use. */
+const ZIP_THRESHOLDS: ZipThresholds = {
+  inMemoryArchiveBytes: 64 * 1024 ** 2,
+  largeEntryBytes: 64 * 1024 ** 2,
+};
+
+/**
  * Extracts a spooled archive into `target` (an empty folder made by the
  * caller). On a refusal, what was written stays in `target` for the caller
  * to remove.
@@ -150,33 +176,24 @@ export async function extractArchive(
   target: string,
   limits: ResolvedLimits,
   signal?: AbortSignal,
+  thresholds: ZipThresholds = ZIP_THRESHOLDS,
 ): Promise<Extracted> {
   const budget = new Budget(limits, archiveBytes);
   return format === "zip"
-    ? await extractZip(archivePath, archiveBytes, target, budget, signal)
+    ? await extractZip(
+      archivePath,
+      archiveBytes,
+      target,
+      budget,
+      signal,
+      thresholds,
+    )
     : await extractTarGz(archivePath, target, budget, signal);
 }
 
-/** Reads of at most this size come from a ring of reused buffers. */
-const RING_CHUNK = 32 * 1024;
-/** Buffers in the ring: far more than the chunks zip.js's pipeline holds. */
-const RING_SIZE = 32;
-
-/**
- * Random access to a spooled archive for zip.js. Chunk-sized reads (the data
- * of large entries) land in a ring of reused buffers, so streaming a 1 GiB
- * entry allocates almost nothing (fresh buffers per chunk let the heap grow
- * by some 80 MiB before the collector runs). A buffer is reused only after
- * 31 later reads, while zip.js holds at most a few chunks per stage; and
- * every entry's CRC-32 is checked, so a chunk overwritten too early would
- * fail the entry, never pass wrong bytes.
- */
+/** Random access to a spooled archive for zip.js. */
 class FileRangeReader extends Reader<Deno.FsFile> {
   readonly #file: Deno.FsFile;
-  readonly #ring: Uint8Array[] = [];
-  #next = 0;
-  /** Whether chunk reads use the ring (only while entries' data streams). */
-  streaming = false;
   constructor(file: Deno.FsFile, size: number) {
     super(file);
     this.#file = file;
@@ -189,26 +206,26 @@ class FileRangeReader extends Reader<Deno.FsFile> {
     index: number,
     length: number,
   ): Promise<Uint8Array> {
-    let out: Uint8Array;
-    if (this.streaming && length <= RING_CHUNK) {
-      const slot = this.#next;
-      this.#next = (slot + 1) % RING_SIZE;
-      out = (this.#ring[slot] ??= new Uint8Array(RING_CHUNK)).subarray(
-        0,
-        length,
-      );
-    } else {
-      out = new Uint8Array(length);
-    }
-    await this.#file.seek(index, Deno.SeekMode.Start);
-    let offset = 0;
-    while (offset < length) {
-      const n = await this.#file.read(out.subarray(offset));
-      if (n === null) break;
-      offset += n;
-    }
-    return offset === length ? out : out.subarray(0, offset);
+    const out = new Uint8Array(length);
+    const read = await readAt(this.#file, index, out);
+    return read === length ? out : out.subarray(0, read);
   }
+}
+
+/** Reads into `out` from `position`; returns how many bytes (fewer at the end). */
+async function readAt(
+  file: Deno.FsFile,
+  position: number,
+  out: Uint8Array,
+): Promise<number> {
+  await file.seek(position, Deno.SeekMode.Start);
+  let offset = 0;
+  while (offset < out.length) {
+    const n = await file.read(out.subarray(offset));
+    if (n === null) break;
+    offset += n;
+  }
+  return offset;
 }
 
 const UTF8 = new TextDecoder("utf-8", { fatal: true });
@@ -256,17 +273,136 @@ export function zipMode(entry: Entry): number {
   return entry.executable ? 0o755 : 0o644;
 }
 
-// Smaller chunks than zip.js's 256 KiB default: each stage of an entry's
-// pipeline holds one, and a 1 GiB entry then streams in flat memory.
-configure({ chunkSize: 32 * 1024 });
+/** The buffers of {@linkcode extractLargeEntry}: read and inflated. */
+const LARGE_ENTRY_CHUNK = 64 * 1024;
+/** A ZIP local file header: signature and fixed part. */
+const LOCAL_HEADER_SIGNATURE = 0x04034b50;
+const LOCAL_HEADER_BYTES = 30;
 
-/** Entries larger than this inflate with bounded memory (see below). */
-const LARGE_ENTRY_BYTES = 64 * 1024 ** 2;
+/**
+ * Extracts one large entry in flat memory. zip.js hands every chunk of an
+ * entry's data over in a fresh buffer (even stored or passed through), and
+ * the runtime's `DecompressionStream` makes one per chunk too: for a 1 GiB
+ * entry the heap then grows by some 60-120 MiB before the collector frees
+ * them. Here the entry zip.js listed (and the rules checked) is read from
+ * the archive into one reused buffer and inflated by `pako`'s zlib (the
+ * port of zlib's own `inflate`) into another, each chunk hashed, counted and
+ * written before the buffers are reused: about 70 MiB peak for the whole
+ * process on a 1 GiB entry. What is read of the archive by hand is only where
+ * the data starts: the local header's signature, method and name are checked
+ * against the central directory, its lengths locate the data, and the data
+ * must lie inside the archive; the inflated bytes must end exactly with the
+ * compressed ones and match the entry's size and CRC-32.
+ */
+async function extractLargeEntry(
+  file: Deno.FsFile,
+  archiveBytes: number,
+  entry: Entry,
+  sink: FileSink,
+  signal: AbortSignal | undefined,
+): Promise<void> {
+  const name = entry.filename;
+  const corrupt = (what: string) =>
+    new PackageError("corrupt", what, { entry: name });
+  const method = entry.compressionMethod;
+  if (entry.encrypted || (method !== 0 && method !== 8)) {
+    throw new PackageError(
+      "corrupt",
+      `it uses a compression a skill package does not (method ${method}${
+        entry.encrypted ? ", encrypted" : ""
+      })`,
+      { entry: name },
+    );
+  }
+  const rawName = entry.rawFilename;
+  const header = new Uint8Array(LOCAL_HEADER_BYTES + rawName.length);
+  if (
+    entry.offset + header.length > archiveBytes ||
+    await readAt(file, entry.offset, header) !== header.length
+  ) {
+    throw corrupt("its local header lies outside the archive (truncated?)");
+  }
+  const view = new DataView(header.buffer);
+  if (
+    view.getUint32(0, true) !== LOCAL_HEADER_SIGNATURE ||
+    view.getUint16(8, true) !== method ||
+    view.getUint16(26, true) !== rawName.length ||
+    !rawName.every((byte, i) => header[LOCAL_HEADER_BYTES + i] === byte)
+  ) {
+    throw corrupt("its local header does not match the central directory");
+  }
+  const start = entry.offset + LOCAL_HEADER_BYTES + rawName.length +
+    view.getUint16(28, true);
+  if (start + entry.compressedSize > archiveBytes) {
+    throw corrupt("its data runs past the end of the archive (truncated?)");
+  }
+  if (method === 0 && entry.compressedSize !== entry.uncompressedSize) {
+    throw corrupt("it is stored, but its two sizes differ");
+  }
+  const input = new Uint8Array(LARGE_ENTRY_CHUNK);
+  const output = new Uint8Array(LARGE_ENTRY_CHUNK);
+  const stream = new ZStream();
+  if (method === 8) zlibInflateInit2(stream, -15); // raw deflate
+  let crc = 0;
+  let ended = method === 0;
+  try {
+    await file.seek(start, Deno.SeekMode.Start);
+    for (let left = entry.compressedSize; left > 0;) {
+      signal?.throwIfAborted();
+      const n = await file.read(
+        input.subarray(0, Math.min(input.length, left)),
+      );
+      if (n === null || n === 0) {
+        throw corrupt("its data ends early (truncated?)");
+      }
+      left -= n;
+      if (method === 0) {
+        const chunk = input.subarray(0, n);
+        crc = crc32(chunk, crc);
+        await sink.write(chunk);
+        continue;
+      }
+      if (ended) throw corrupt("it holds data after its compressed stream");
+      stream.input = input;
+      stream.next_in = 0;
+      stream.avail_in = n;
+      do {
+        stream.output = output;
+        stream.next_out = 0;
+        stream.avail_out = output.length;
+        const status = zlibInflate(stream, Z_NO_FLUSH);
+        if (status < 0) {
+          throw corrupt(
+            `its compressed data is damaged (${stream.msg || status})`,
+          );
+        }
+        if (stream.next_out > 0) {
+          const chunk = output.subarray(0, stream.next_out);
+          crc = crc32(chunk, crc);
+          // Hashed, counted (the budget, the declared size) and written
+          // before the buffer is reused.
+          await sink.write(chunk);
+        }
+        if (status === Z_STREAM_END) {
+          ended = true;
+          if (stream.avail_in > 0) {
+            throw corrupt("it holds data after its compressed stream");
+          }
+          break;
+        }
+      } while (stream.avail_in > 0 || stream.avail_out === 0);
+    }
+  } finally {
+    if (method === 8) zlibInflateEnd(stream);
+  }
+  if (!ended) throw corrupt("its compressed data ends early (truncated?)");
+  if (entry.crc32 !== undefined && (crc >>> 0) !== (entry.crc32 >>> 0)) {
+    throw corrupt("its data does not match its CRC-32 (damaged)");
+  }
+}
 
 /** Files created at once. */
 const WRITE_CONCURRENCY = 16;
-/** Archives up to this size are read into memory (one read instead of many). */
-const IN_MEMORY_ARCHIVE_BYTES = 64 * 1024 ** 2;
 /** Declared contents up to this size are inflated in one pass (fflate). */
 const IN_MEMORY_UNPACKED_BYTES = 256 * 1024 ** 2;
 
@@ -276,12 +412,13 @@ async function extractZip(
   target: string,
   budget: Budget,
   signal: AbortSignal | undefined,
+  thresholds: ZipThresholds,
 ): Promise<Extracted> {
-  using file = await Deno.open(archivePath);
-  const bytes = archiveBytes <= IN_MEMORY_ARCHIVE_BYTES
+  using archive = await Deno.open(archivePath);
+  const bytes = archiveBytes <= thresholds.inMemoryArchiveBytes
     ? await Deno.readFile(archivePath)
     : undefined;
-  const ranges = bytes ? undefined : new FileRangeReader(file, archiveBytes);
+  const ranges = bytes ? undefined : new FileRangeReader(archive, archiveBytes);
   const reader = new ZipReader(
     ranges ?? new Uint8ArrayReader(bytes!),
     {
@@ -389,7 +526,6 @@ async function extractZip(
       );
       return { set, files };
     }
-    if (ranges) ranges.streaming = true;
     for (const { entry, path, name, file } of listed) {
       if (!file) continue;
       signal?.throwIfAborted();
@@ -402,22 +538,22 @@ async function extractZip(
         mode & 0o555,
       );
       try {
-        await (entry as FileEntry).getData(
-          new WritableStream<Uint8Array>({
-            write: (chunk) => sink.write(chunk),
-          }),
-          {
-            ...(signal ? { signal } : {}),
-            // Large entries go through zip.js's own inflater, which reuses
-            // its buffers: the runtime's DecompressionStream makes a fresh
-            // buffer per chunk, and 1 GiB of them grows the heap by some 100
-            // MiB before the collector runs (measured for one 1 GiB entry:
-            // 157 vs 86 MiB peak), for about twice the time.
-            ...(entry.uncompressedSize > LARGE_ENTRY_BYTES
-              ? { useCompressionStream: false }
-              : {}),
-          },
-        );
+        if (entry.uncompressedSize > thresholds.largeEntryBytes) {
+          await extractLargeEntry(
+            archive,
+            archiveBytes,
+            entry,
+            sink,
+            signal,
+          );
+        } else {
+          await (entry as FileEntry).getData(
+            new WritableStream<Uint8Array>({
+              write: (chunk) => sink.write(chunk),
+            }),
+            signal ? { signal } : {},
+          );
+        }
       } catch (error) {
         sink.abort();
         throw asPackageError(error, name);
