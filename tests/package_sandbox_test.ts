@@ -1,6 +1,7 @@
 /**
  * Packages prepared straight inside a sandbox (issue 20, item 4): the
- * archive streams from its source into the OpenSandbox and AIO test servers,
+ * archive streams from its source into the OpenSandbox, AIO, E2B and Vercel
+ * test servers,
  * is checked in the stream and extracted there; what lands is byte-identical
  * to the folder preparation; a wrong digest, a digest that changes
  * mid-stream and a hostile archive leave nothing in the sandbox; an
@@ -29,6 +30,8 @@ import {
 } from "../runtimes/opensandbox/_testing.ts";
 import { countingFetch, waitFor } from "../runtimes/remote/_testing.ts";
 import { startAioTestServer } from "../runtimes/aio/_testing.ts";
+import { startE2BTestServer } from "../runtimes/e2b/_testing.ts";
+import { startVercelTestServer } from "../runtimes/vercel/_testing.ts";
 import type { RemoteSkillRuntime } from "../runtimes/remote/runtime.ts";
 import { buildSkillTools, dispatchToolCall } from "../mod.ts";
 import { loadSkills } from "../skill/load.ts";
@@ -100,22 +103,25 @@ async function entriesOf(dir: string): Promise<string[]> {
   }
 }
 
-type Kind = "opensandbox" | "aio";
+/** The remote kinds, each with its test server. */
+const KINDS = ["opensandbox", "aio", "e2b", "vercel"] as const;
+type Kind = typeof KINDS[number];
 
 async function withServer(
   kind: Kind,
   run: (runtime: RemoteSkillRuntime, dir: string) => Promise<void>,
 ): Promise<void> {
-  if (kind === "opensandbox") {
-    await using server = await startTestServer();
-    await run(server.runtime(), server.dir);
-  } else {
-    await using server = await startAioTestServer();
-    await run(server.runtime(), server.dir);
-  }
+  await using server = kind === "opensandbox"
+    ? await startTestServer()
+    : kind === "aio"
+    ? await startAioTestServer()
+    : kind === "e2b"
+    ? await startE2BTestServer()
+    : await startVercelTestServer();
+  await run(server.runtime(), server.dir);
 }
 
-for (const kind of ["opensandbox", "aio"] as const) {
+for (const kind of KINDS) {
   for (const format of ["zip", "tar.gz"] as const) {
     Deno.test(`${kind}: a ${format} package prepared straight in the sandbox is byte-identical to the folder preparation`, async () => {
       await withServer(kind, async (runtime, dir) => {
