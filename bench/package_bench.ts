@@ -2,7 +2,8 @@
  * Skill packages: `packSkill` (ZIP) against `zip -r -X -q` of the same
  * folder, for a real skill with fonts (`canvas-design`) and the generated
  * 5,000-file skill; verify + install of the 5,000-file package against
- * `unzip -q`; installing a 1 GiB package (peak memory); preparing a skill
+ * `unzip -q`; installing a 1 GiB package, ZIP and tar.gz (peak memory);
+ * preparing a skill
  * in the OpenSandbox test server straight from its package against
  * preparing it from its folder (canvas-design, the 5,000-file skill).
  *
@@ -29,6 +30,7 @@ const DATA = new URL("./.data/", import.meta.url).pathname;
 const MANY_ZIP = `${DATA}many-small-files-skill.zip`;
 const BIG = `${DATA}big-skill`;
 const BIG_ZIP = `${DATA}big-skill.zip`;
+const BIG_TAR_GZ = `${DATA}big-skill.tar.gz`;
 const GIB = 1024 ** 3;
 
 let scratch: string | undefined;
@@ -77,14 +79,17 @@ async function packMany(): Promise<void> {
   }
 }
 
-/** A skill with one 1 GiB incompressible file, packed once. */
+/** A skill with one 1 GiB incompressible file, packed once in each format. */
 async function packBig(): Promise<void> {
-  try {
-    await Deno.stat(BIG_ZIP);
-    return;
-  } catch {
-    // not made yet
-  }
+  const made = async (path: string) => {
+    try {
+      await Deno.stat(path);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  if (await made(BIG_ZIP) && await made(BIG_TAR_GZ)) return;
   await Deno.remove(BIG, { recursive: true }).catch(() => {});
   await Deno.mkdir(BIG, { recursive: true });
   await Deno.writeTextFile(
@@ -105,8 +110,13 @@ async function packBig(): Promise<void> {
       await file.write(chunk);
     }
   }
-  await packSkill(BIG, { output: `${BIG_ZIP}.tmp` });
-  await Deno.rename(`${BIG_ZIP}.tmp`, BIG_ZIP);
+  for (
+    const [format, path] of [["zip", BIG_ZIP], ["tar.gz", BIG_TAR_GZ]] as const
+  ) {
+    if (await made(path)) continue;
+    await packSkill(BIG, { format, output: `${path}.tmp` });
+    await Deno.rename(`${path}.tmp`, path);
+  }
   await Deno.remove(BIG, { recursive: true });
 }
 
@@ -255,6 +265,34 @@ export const cases: BenchCase[] = [
     noWarmup: true,
     maxRssMiB: 100,
     skipReason: skipWithoutZip,
+  },
+  {
+    id: "package-install-1gib-tar-gz",
+    title:
+      "install a 1 GiB tar.gz package (one incompressible 1 GiB file), peak memory",
+    module: import.meta.url,
+    setup: packBig,
+    ours: {
+      label: "installPackage",
+      fn: async () => {
+        const root = fresh();
+        await installPackage({ path: BIG_TAR_GZ }, { root });
+        await Deno.remove(root, { recursive: true });
+      },
+    },
+    baseline: {
+      label: "tar -xzf",
+      fn: async () => {
+        const root = fresh();
+        await Deno.mkdir(root);
+        await run("tar", ["-xzf", BIG_TAR_GZ, "-C", root]);
+        await Deno.remove(root, { recursive: true });
+      },
+    },
+    iterations: 1,
+    rounds: 2,
+    noWarmup: true,
+    maxRssMiB: 100,
   },
 ];
 
