@@ -158,10 +158,14 @@ export interface ZipThresholds {
   readonly largeEntryBytes: number;
 }
 
-/** The thresholds in use. */
+/**
+ * The thresholds in use: an archive over 64 MiB is read from its spool file,
+ * and its entries over 1 MiB are extracted in flat memory (through zip.js,
+ * each would make garbage as large as itself).
+ */
 const ZIP_THRESHOLDS: ZipThresholds = {
   inMemoryArchiveBytes: 64 * 1024 ** 2,
-  largeEntryBytes: 64 * 1024 ** 2,
+  largeEntryBytes: 1024 ** 2,
 };
 
 /**

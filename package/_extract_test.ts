@@ -2,8 +2,8 @@
  * The flat-memory path of large ZIP entries (`extractLargeEntry`), reached
  * with small archives by lowering the thresholds: stored and deflated
  * entries come out byte for byte, and damaged ones are refused naming the
- * entry. One end-to-end install of a real entry over the default threshold
- * (64 MiB) checks the wiring.
+ * entry. One end-to-end install of an archive over 64 MiB (read from its
+ * spool file, its entry over 1 MiB) checks the wiring.
  */
 import { assert, assertEquals, assertRejects } from "@std/assert";
 import { zipSync } from "fflate";
@@ -184,7 +184,7 @@ Deno.test("large ZIP entry refused: compressed stream ends before its data", asy
 
 Deno.test({
   name:
-    "installPackage: an entry over 64 MiB installs byte for byte (flat-memory path)",
+    "installPackage: a 65 MiB package installs byte for byte (flat-memory path)",
   async fn() {
     const base = await Deno.makeTempDir();
     try {
