@@ -2,8 +2,8 @@
  * The flat-memory path of large ZIP entries (`extractLargeEntry`), reached
  * with small archives by lowering the thresholds: stored and deflated
  * entries come out byte for byte, and damaged ones are refused naming the
- * entry. One end-to-end install of an archive over 64 MiB (read from its
- * spool file, its entry over 1 MiB) checks the wiring.
+ * entry. The end-to-end install of a package over 64 MiB (read from its
+ * spool file, its entry over 1 MiB) is in `pack_test.ts`.
  */
 import { assert, assertEquals, assertRejects } from "@std/assert";
 import { zipSync } from "fflate";
@@ -11,7 +11,7 @@ import { crc32 } from "node:zlib";
 import { extractArchive, type ZipThresholds } from "./_extract.ts";
 import { resolveLimits } from "./_entries.ts";
 import { sha256Of } from "./_digest.ts";
-import { installPackage, PackageError, packSkill } from "./mod.ts";
+import { PackageError } from "./mod.ts";
 import { skillMd } from "./_testing.ts";
 
 /** Every file entry over 1 KiB takes the large-entry path. */
@@ -180,31 +180,4 @@ Deno.test("large ZIP entry refused: compressed stream ends before its data", asy
     view.setUint32(central + 20, size, true);
     view.setUint32(local + 18, size, true);
   }, /after its compressed stream/);
-});
-
-Deno.test({
-  name:
-    "installPackage: a 65 MiB package installs byte for byte (flat-memory path)",
-  async fn() {
-    const base = await Deno.makeTempDir();
-    try {
-      await Deno.mkdir(`${base}/big`);
-      await Deno.writeTextFile(`${base}/big/SKILL.md`, skillMd("big"));
-      const data = randomBytes(65 * 1024 * 1024);
-      await Deno.writeFile(`${base}/big/data.bin`, data);
-      const packed = await packSkill(`${base}/big`, {
-        output: `${base}/big.zip`,
-      });
-      await Deno.remove(`${base}/big`, { recursive: true });
-      const installed = await installPackage({ path: `${base}/big.zip` }, {
-        root: `${base}/root`,
-        digest: packed.digest,
-      });
-      const got = await Deno.readFile(`${installed.path}/data.bin`);
-      assertEquals(got.length, data.length);
-      assertEquals(sha256Of(got), sha256Of(data));
-    } finally {
-      await Deno.remove(base, { recursive: true });
-    }
-  },
 });

@@ -1,12 +1,12 @@
 /**
- * Packing a skill folder into a reproducible archive: ZIP (written by
- * `fflate`) or tar.gz (ustar written by `modern-tar`, gzip by the runtime's
+ * Packing a skill folder into a reproducible archive: ZIP (the container
+ * written by `_zip_writer.ts`, the data deflated by the runtime's zlib) or
+ * tar.gz (ustar written by `modern-tar`, gzip by the runtime's
  * `CompressionStream`).
  *
  * @module
  */
 import { crc32, deflateRawSync } from "node:zlib";
-import { Zip, type ZipInputFile } from "fflate";
 import { createTarPacker } from "modern-tar";
 import { hostPath } from "../_internal/std.ts";
 import { comparePaths } from "../_internal/compare.ts";
@@ -20,6 +20,7 @@ import { parseSkillMd } from "../skill/parse.ts";
 import { PackageError } from "./errors.ts";
 import { hashingStream } from "./_digest.ts";
 import { checkSkillFolderName, type PackageFormat } from "./_entries.ts";
+import { ZipWriter } from "./_zip_writer.ts";
 
 export type { PackageFormat } from "./_entries.ts";
 
@@ -328,22 +329,8 @@ async function* zipChunks(
   signal: AbortSignal | undefined,
   counts: { files: number },
 ): AsyncGenerator<Uint8Array> {
-  let pending: Uint8Array[] = [];
-  let pendingBytes = 0;
-  let failure: Error | null = null;
-  const zip = new Zip((error, data) => {
-    if (error) failure = error;
-    else {
-      pending.push(data);
-      pendingBytes += data.byteLength;
-    }
-  });
-  const take = (): Uint8Array => {
-    const out = concat(pending, pendingBytes);
-    pending = [];
-    pendingBytes = 0;
-    return out;
-  };
+  const ready: Uint8Array[] = [];
+  const zip = new ZipWriter((chunk) => ready.push(chunk), CHUNK_BYTES);
   // One buffer for every small file: its bytes are compressed and their
   // CRC taken before the next file is read.
   let buffer = new Uint8Array(0);
@@ -352,45 +339,32 @@ async function* zipChunks(
     using opened = openFile(file);
     if (opened === null) continue;
     counts.files++;
-    // fflate's container, fed with data compressed here: fflate's streaming
-    // deflate corrupts some inputs (seen with fflate 0.8.2 and 0.8.3 on the
-    // fonts of canvas-design). Files read whole go through the runtime's
-    // zlib in one call (about three times faster than fflate's deflateSync
-    // on small files), larger ones through its deflate-raw stream.
-    const entry: ZipInputFile = {
-      filename: `${name}/${file.relativePath}`,
-      compression: 8,
-      mtime: FIXED_TIME,
-      os: 3, // Unix: the external attributes hold the mode
-      attrs: ((0o100000 | opened.mode) << 16) >>> 0,
-      size: 0,
-      crc: 0,
-      terminate() {},
-    };
+    const entryName = `${name}/${file.relativePath}`;
     if (opened.size <= WHOLE_FILE_BYTES) {
       if (buffer.length <= opened.size) {
         buffer = new Uint8Array(
           Math.min(WHOLE_FILE_BYTES, opened.size * 2) + 1,
         );
       }
+      // Files read whole go through the runtime's zlib in one call (about
+      // three times faster than fflate's deflateSync on small files).
       const data = readWhole(file, opened, buffer);
-      entry.crc = crc32(data);
-      entry.size = data.byteLength;
-      zip.add(entry);
-      entry.ondata!(
-        null,
+      zip.add(
+        entryName,
+        opened.mode,
+        crc32(data),
+        data.byteLength,
         deflateRawSync(data, {
           level: 6,
           // An output buffer the size of the file (deflate's worst case is a
           // few bytes more): the default, 16 KiB, is allocated anew for every
           // file and makes packing many small files twice as slow.
           chunkSize: data.byteLength + (data.byteLength >>> 10) + 64,
-        }) as Uint8Array<ArrayBuffer>,
-        true,
+        }),
       );
     } else {
-      zip.add(entry);
-      const push = entry.ondata!;
+      // Larger ones through the runtime's deflate-raw stream.
+      const entry = zip.addStreamed(entryName, opened.mode);
       let crc = 0;
       let size = 0;
       const compressed = ReadableStream.from(
@@ -410,20 +384,16 @@ async function* zipChunks(
         >,
       );
       for await (const chunk of compressed) {
-        push(null, chunk as Uint8Array<ArrayBuffer>, false);
-        if (failure) throw failure;
-        if (pendingBytes >= CHUNK_BYTES) yield take();
+        entry.push(chunk);
+        yield* ready.splice(0);
       }
-      entry.crc = crc;
-      entry.size = size;
-      push(null, new Uint8Array(0), true);
+      entry.end(crc, size);
     }
-    if (failure) throw failure;
-    if (pendingBytes >= CHUNK_BYTES) yield take();
+    zip.flushIfFull();
+    if (ready.length > 0) yield* ready.splice(0);
   }
   zip.end();
-  if (failure) throw failure;
-  if (pendingBytes > 0) yield take();
+  yield* ready.splice(0);
 }
 
 function tarGzChunks(
@@ -470,15 +440,4 @@ function tarGzChunks(
       Uint8Array
     >,
   );
-}
-
-function concat(chunks: readonly Uint8Array[], total: number): Uint8Array {
-  if (chunks.length === 1) return chunks[0]!;
-  const out = new Uint8Array(total);
-  let offset = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return out;
 }

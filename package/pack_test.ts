@@ -119,6 +119,45 @@ Deno.test("a ZIP made by Debian's zip command installs", async () => {
   }
 });
 
+Deno.test("packSkill's ZIP is read by Debian's unzip: UTF-8 names, modes, a streamed entry", async () => {
+  const unzip = await new Deno.Command("unzip", { args: ["-v"] }).output()
+    .catch(() => null);
+  if (!unzip?.success) {
+    throw new Error(
+      "the `unzip` command is missing: install it (apt-get install unzip), .ci/run does",
+    );
+  }
+  const dir = await Deno.makeTempDir();
+  try {
+    const skill = `${dir}/src/demo`;
+    await Deno.mkdir(`${skill}/scripts`, { recursive: true });
+    await Deno.writeTextFile(`${skill}/SKILL.md`, skillMd("demo"));
+    await Deno.writeTextFile(`${skill}/scripts/run.sh`, "echo hi\n", {
+      mode: 0o755,
+    });
+    await Deno.writeTextFile(`${skill}/notes é ü.txt`, "ünïcödé\n");
+    await Deno.writeFile(`${skill}/empty.txt`, new Uint8Array(0));
+    // Over the size read whole: streamed, its sizes in a data descriptor.
+    const big = new Uint8Array(3 * 1024 * 1024);
+    for (let i = 0; i < big.length; i++) big[i] = (i * 7) % 251;
+    await Deno.writeFile(`${skill}/big.bin`, big);
+    await packSkill(skill, { output: `${dir}/demo.zip` });
+    const test = await new Deno.Command("unzip", {
+      args: ["-tq", `${dir}/demo.zip`],
+    }).output();
+    assert(test.success, new TextDecoder().decode(test.stdout));
+    const out = await new Deno.Command("unzip", {
+      args: ["-q", `${dir}/demo.zip`, "-d", `${dir}/out`],
+    }).output();
+    assert(out.success, new TextDecoder().decode(out.stderr));
+    await sameFiles(skill, `${dir}/out/demo`);
+    const mode = (await Deno.stat(`${dir}/out/demo/scripts/run.sh`)).mode!;
+    assertEquals(mode & 0o777, 0o755);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("concurrent installs of one digest from several processes end with one copy", async () => {
   const dir = await Deno.makeTempDir();
   try {
@@ -205,7 +244,7 @@ Deno.test("tar.gz archives made by GNU tar install (with folder entries, ./ and 
   }
 });
 
-Deno.test("a package over 64 MiB streams from disk (ring of read buffers, bounded inflater) and installs byte for byte", async () => {
+Deno.test("a package over 64 MiB streams from disk (its large entry inflated into reused buffers) and installs byte for byte", async () => {
   const dir = await Deno.makeTempDir();
   try {
     await Deno.mkdir(`${dir}/big`);
