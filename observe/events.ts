@@ -137,7 +137,7 @@ export class EventSink {
   readonly #listener: SkillEventListener;
   readonly #secrets: () => Iterable<string>;
   #redactor: Redactor | undefined;
-  #key = "";
+  #key: readonly unknown[] = [];
 
   /**
    * Makes a sink.
@@ -222,13 +222,14 @@ export class EventSink {
     } catch {
       values = [];
     }
-    const key = values.join("\u0000");
-    if (!this.#redactor || key !== this.#key) {
+    // The values are asked at each event (a value configured later counts);
+    // the redactor is made again only when they changed.
+    if (!this.#redactor || !sameValues(values, this.#key)) {
       this.#redactor = new Redactor(values);
       this.#values = values.filter((v) =>
         typeof v === "string" && v.length >= 4
       );
-      this.#key = key;
+      this.#key = values;
     }
     return this.#redactor;
   }
@@ -244,6 +245,13 @@ export class EventSink {
     }
     return Object.freeze(out) as unknown as SkillEvent;
   }
+}
+
+/** Whether two lists of configured values are the same, in order. */
+function sameValues(a: readonly unknown[], b: readonly unknown[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 /**
@@ -311,7 +319,8 @@ export function outputEmitter(
   stream: "stdout" | "stderr",
   callId?: string,
 ): OutputEmitter {
-  const decoder = new TextDecoder();
+  // Made at the first chunk: a command that writes nothing costs no decoder.
+  let decoder: TextDecoder | undefined;
   let carry = "";
   const send = (text: string) => {
     if (text === "") return;
@@ -324,6 +333,7 @@ export function outputEmitter(
   };
   return {
     write(chunk) {
+      decoder ??= new TextDecoder();
       const text = sink.redactText(
         carry + decoder.decode(chunk, { stream: true }),
       );
@@ -332,6 +342,7 @@ export function outputEmitter(
       send(hold === 0 ? text : text.slice(0, text.length - hold));
     },
     flush() {
+      if (!decoder) return;
       const text = carry + decoder.decode();
       carry = "";
       send(text);

@@ -54,14 +54,19 @@ export function tracingActive(): boolean {
   return tracing();
 }
 
+/** The API's no-op provider: the delegate of a proxy nobody set. */
+const NOOP_PROVIDER = new ProxyTracerProvider().getDelegate();
+
 /**
  * Whether a tracer provider is registered: without one, spans are skipped
  * altogether (no context switch, no span object), so tracing costs nothing.
  */
 function tracing(): boolean {
   const provider = trace.getTracerProvider();
+  // The global provider is the API's proxy: it traces once a provider was
+  // set behind it (its delegate is then no longer the API's no-op).
   return !(provider instanceof ProxyTracerProvider) ||
-    provider.getDelegateTracer(TRACER_NAME, denoJson.version) !== undefined;
+    provider.getDelegate() !== NOOP_PROVIDER;
 }
 
 /** Attributes of a span: strings, numbers and booleans. */

@@ -13,7 +13,12 @@ import {
 import { type ToolInput, validateInput } from "./_input.ts";
 import type { ToolContext } from "./context.ts";
 import { EventSink } from "../observe/events.ts";
-import { inSpan, markError, tracingActive } from "../observe/otel.ts";
+import {
+  inSpan,
+  markError,
+  type SpanAttributes,
+  tracingActive,
+} from "../observe/otel.ts";
 import type { Span } from "@opentelemetry/api";
 import type { JsonSchema, Tool, ToolCallOptions, ToolResult } from "./types.ts";
 
@@ -65,6 +70,12 @@ export function defineTool(
     text: redactSecrets(result.text, safeSecrets(context)),
     isError: result.isError,
   });
+  // The same for every call: made once.
+  const spanName = `execute_tool ${definition.name}`;
+  const spanAttributes: SpanAttributes = Object.freeze({
+    "gen_ai.operation.name": "execute_tool",
+    "gen_ai.tool.name": definition.name,
+  });
   return Object.freeze({
     name: definition.name,
     description: definition.description,
@@ -90,11 +101,14 @@ export function defineTool(
       };
       // Nothing listening: no span, not even its attributes.
       if (!tracingActive()) return body();
-      return inSpan(`execute_tool ${name}`, {
-        "gen_ai.operation.name": "execute_tool",
-        "gen_ai.tool.name": name,
-        ...(callId !== undefined ? { "gen_ai.tool.call.id": callId } : {}),
-      }, body);
+      return inSpan(
+        spanName,
+        callId === undefined ? spanAttributes : {
+          ...spanAttributes,
+          "gen_ai.tool.call.id": callId,
+        },
+        body,
+      );
     },
   });
 
@@ -150,8 +164,6 @@ export function defineTool(
   }
 }
 
-const encoder = new TextEncoder();
-
 /** The events of one call: the tool set's listener and the call's own. */
 function callEvents(
   context: ToolContext,
@@ -191,9 +203,30 @@ async function observedCall(
     callId,
     durationMs: performance.now() - startedAt,
     isError: result.isError,
-    bytesOut: encoder.encode(result.text).length,
+    bytesOut: utf8Length(result.text),
   });
   return result;
+}
+
+/**
+ * The UTF-8 byte count of a text, counted without encoding it (no buffer;
+ * a lone surrogate counts 3, as `TextEncoder` writes U+FFFD for it).
+ */
+function utf8Length(text: string): number {
+  let bytes = text.length;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code < 0x80) continue;
+    if (code < 0x800) bytes += 1;
+    else if (
+      code >= 0xd800 && code <= 0xdbff && i + 1 < text.length &&
+      (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00
+    ) {
+      bytes += 2; // a pair: 2 UTF-16 units, 4 bytes
+      i++;
+    } else bytes += 2;
+  }
+  return bytes;
 }
 
 function safeSecrets(context: ToolContext): string[] {

@@ -40,6 +40,7 @@ const MAX_OUTPUT_BYTES = 512 * 1024;
  */
 export function createBashTool(context: ToolContext): Tool {
   const { limits, runtime } = context;
+  const executeAttributes = Object.freeze({ "skillrun.runtime": runtime.name });
   return defineTool(context, {
     name: "bash",
     description:
@@ -142,11 +143,7 @@ export function createBashTool(context: ToolContext): Tool {
         };
         // Nothing listening: no span, not even its attributes.
         result = tracingActive()
-          ? await inSpan(
-            "runtime.execute",
-            { "skillrun.runtime": runtime.name },
-            run,
-          )
+          ? await inSpan("runtime.execute", executeAttributes, run)
           : await run();
       } finally {
         stdout?.flush();

@@ -173,3 +173,30 @@ testEachRuntime(
     }
   },
 );
+
+Deno.test("tool_call_end counts the result's UTF-8 bytes (multi-byte, 4-byte and replaced characters); a call writing nothing emits no output event", async () => {
+  await using dir = await tempDir();
+  const events: SkillEvent[] = [];
+  const { context, runtime } = plainContext(dir.path, {
+    onEvent: (event) => events.push(event),
+  });
+  await using _ = runtime;
+  const bash = createBashTool(context);
+  // é (2 bytes), 日 (3), 😀 (4), and a lone 0xff byte read as U+FFFD (3).
+  const ran = await bash.execute({
+    command: String.raw`printf 'a\303\251\346\227\245\360\237\230\200\377'`,
+  }, { toolCallId: "utf8" });
+  assertEquals(ran.text, "aé日😀\ufffd");
+  const end = events.find((e) => e.type === "tool_call_end")!;
+  assert(end.type === "tool_call_end");
+  assertEquals(end.bytesOut, new TextEncoder().encode(ran.text).length);
+  assertEquals(end.bytesOut, 13);
+
+  events.length = 0;
+  const quiet = await bash.execute({ command: "true" }, { toolCallId: "q" });
+  assertEquals(quiet.text, "(no output)");
+  assertEquals(events.map((e) => e.type), ["tool_call_start", "tool_call_end"]);
+  const quietEnd = events[1]!;
+  assert(quietEnd.type === "tool_call_end");
+  assertEquals(quietEnd.bytesOut, 11);
+});
