@@ -37,7 +37,7 @@ import {
 import {
   COMMON_ARGS,
   heavyGlobs,
-  lineNumbersAt,
+  lineNumbersIn,
   parseLine,
   RecordParser,
   relativeOf,
@@ -170,17 +170,31 @@ function memoryBound(plan: GrepPlan): number {
   );
 }
 
-/** What a matching file is, read once: its size, and whether it is binary. */
-interface Sniffed {
+/**
+ * What a matching file is, read once: its size, whether it is binary, and
+ * (when asked) the line numbers of byte offsets of its lines.
+ */
+interface Inspected {
   readonly size: number;
   readonly binary: boolean;
+  /** The line numbers, `null` when not asked or the file changed. */
+  readonly numbers: number[] | null;
 }
 
 /**
- * Opens a local file once: its size (`fstat`) and whether it is binary (a
- * NUL in its first bytes); `null` when it cannot be read. Synchronous: fast.
+ * Opens a local file once: its size (`fstat`), whether it is binary (a NUL
+ * in its first bytes: `buffer`'s length, or the whole file when smaller, read
+ * without a last read to its end) and, given byte offsets of line starts, their
+ * line numbers (counted in the bytes the sniff read, then in the rest of the
+ * file up to the last offset); nothing is read of a file over `maxBytes`.
+ * `null` when it cannot be read. Synchronous: fast.
  */
-function sniffFile(path: string, buffer: Uint8Array): Sniffed | null {
+function inspectFile(
+  path: string,
+  buffer: Uint8Array,
+  maxBytes: number,
+  offsets: readonly number[] | null,
+): Inspected | null {
   let file: Deno.FsFile;
   try {
     file = Deno.openSync(path);
@@ -189,13 +203,21 @@ function sniffFile(path: string, buffer: Uint8Array): Sniffed | null {
   }
   try {
     const size = file.statSync().size;
+    if (size > maxBytes) return { size, binary: false, numbers: null };
+    // A size of 0 may be a pseudo-file (`/proc`) whose bytes are read anyway.
+    const want = size === 0 ? buffer.length : Math.min(size, buffer.length);
     let length = 0;
-    while (length < buffer.length) {
+    while (length < want) {
       const n = file.readSync(buffer.subarray(length));
       if (n === null || n === 0) break;
       length += n;
     }
-    return { size, binary: isBinary(buffer.subarray(0, length)) };
+    const head = buffer.subarray(0, length);
+    const binary = isBinary(head);
+    const numbers = offsets === null || binary
+      ? null
+      : lineNumbersIn(head, offsets, (b) => file.readSync(b));
+    return { size, binary, numbers };
   } catch {
     return null;
   } finally {
@@ -219,15 +241,36 @@ class MatchCheck {
     this.#onSkip = onSkip;
   }
 
-  /** Whether the file (relative to the root; `""` for the root file) is shown. */
-  shown(path: string): boolean {
-    const found = sniffFile(joinPath(this.#root, path), this.#buffer);
-    if (found === null) return false;
+  #inspect(path: string, offsets: readonly number[] | null): Inspected | null {
+    const found = inspectFile(
+      joinPath(this.#root, path),
+      this.#buffer,
+      this.#maxFileBytes,
+      offsets,
+    );
+    if (found === null) return null;
     if (found.size > this.#maxFileBytes) {
       this.#onSkip(path, found.size);
-      return false;
+      return null;
     }
-    return !found.binary;
+    return found.binary ? null : found;
+  }
+
+  /** Whether the file (relative to the root; `""` for the root file) is shown. */
+  shown(path: string): boolean {
+    return this.#inspect(path, null) !== null;
+  }
+
+  /**
+   * A file's lines whose `lineNumber` holds the byte offset of their start,
+   * with their line numbers (read in the same open as the check), or `null`
+   * when the file is not shown (or changed).
+   */
+  numbered(path: string, lines: readonly MatchedLine[]): MatchedLine[] | null {
+    const found = this.#inspect(path, lines.map((line) => line.lineNumber));
+    if (found === null || found.numbers === null) return null;
+    const numbers = found.numbers;
+    return lines.map((line, i) => ({ ...line, lineNumber: numbers[i]! }));
   }
 }
 
@@ -527,19 +570,12 @@ export class RipgrepSearch implements SearchEngine {
       );
       const paths = [...found.keys()].sort(comparePaths);
       for (const path of paths) {
-        if (!check.shown(path)) continue;
-        let lines = found.get(path)!;
-        if (byteOffsets) {
-          const numbers = lineNumbersAt(
-            joinPath(plan.root.path, path),
-            lines.map((line) => line.lineNumber),
-          );
-          if (numbers === null) continue;
-          lines = lines.map((line, i) => ({
-            ...line,
-            lineNumber: numbers[i]!,
-          }));
-        }
+        let lines: MatchedLine[] | null = found.get(path)!;
+        // With byte offsets, one open both checks the file and numbers its
+        // lines.
+        if (byteOffsets) lines = check.numbered(path, lines);
+        else if (!check.shown(path)) lines = null;
+        if (lines === null) continue;
         if (!collector.add({ path, count: lines.length, lines })) break;
       }
       return collector.result("ripgrep");

@@ -503,3 +503,65 @@ Deno.test("ripgrepGrepArgs passes --max-filesize unless the caller bounds the si
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("ripgrepGrepArgs passes a context length only when it is not 0 (rg's default)", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const none = ripgrepGrepArgs(await plan({ outputMode: "content" }, dir));
+    assertFalse(none.includes("--before-context"));
+    assertFalse(none.includes("--after-context"));
+    const before = ripgrepGrepArgs(
+      await plan({ outputMode: "content", before: 2 }, dir),
+    );
+    assertEquals(before[before.indexOf("--before-context") + 1], "2");
+    assertFalse(before.includes("--after-context"));
+    const both = ripgrepGrepArgs(
+      await plan({ outputMode: "content", context: 3 }, dir),
+    );
+    assertEquals(both[both.indexOf("--before-context") + 1], "3");
+    assertEquals(both[both.indexOf("--after-context") + 1], "3");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test({
+  name:
+    "RipgrepSearch content mode numbers lines before and after the 8 KiB the binary sniff reads, and drops a file with a NUL there",
+  ignore: !rg,
+  async fn() {
+    const dir = await Deno.makeTempDir();
+    try {
+      const filler = Array.from({ length: 2000 }, (_, i) => `line ${i}`);
+      // Matches at lines 3, 1500 (past 8 KiB) and 2005.
+      const text = ["a", "b", "needle 1", ...filler, "needle 2"];
+      text.splice(1499, 0, "needle mid");
+      await Deno.writeTextFile(`${dir}/big.txt`, text.join("\n") + "\n");
+      await Deno.writeTextFile(`${dir}/small.txt`, "x\nneedle\n");
+      await Deno.writeTextFile(`${dir}/bin.txt`, "needle\n\u0000\n");
+      await Deno.writeTextFile(`${dir}/empty-line.txt`, "\n\n\nneedle");
+      const search = new RipgrepSearch({
+        fs: new LocalFileSystem({ cwd: dir }),
+        sortedAttemptMs: 0,
+      });
+      const result = await search.grep({
+        pattern: "needle",
+        path: dir,
+        outputMode: "content",
+      });
+      assert(result.mode === "content");
+      assertEquals(
+        result.lines.map((l) => [l.path.slice(dir.length + 1), l.lineNumber]),
+        [
+          ["big.txt", 3],
+          ["big.txt", 1500],
+          ["big.txt", 2005],
+          ["empty-line.txt", 4],
+          ["small.txt", 2],
+        ],
+      );
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
