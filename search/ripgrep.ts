@@ -156,6 +156,12 @@ const CONTENT_BUDGET_FACTOR = 8;
 /** ...and at least this much. */
 const CONTENT_MIN_BUDGET_BYTES = 1024 * 1024;
 /**
+ * The most matching files a content pass checks while rg still searches
+ * (the rest after it): the output cap shows fewer in most searches, and
+ * these checks are lost when the sorted search takes over.
+ */
+const EARLY_CHECKS = 1024;
+/**
  * The memory rg may hold when a search runs without `--max-filesize`, in
  * bytes: this much, or twice the file size limit and this much more (a line
  * of a file under the limit, as rg's buffer doubles).
@@ -241,37 +247,52 @@ class MatchCheck {
     this.#onSkip = onSkip;
   }
 
-  #inspect(path: string, offsets: readonly number[] | null): Inspected | null {
+  /**
+   * Checks a file (relative to the root; `""` for the root file) without
+   * reporting a skip: the lines to show, their `lineNumber` turned from byte
+   * offsets of line starts into line numbers when `offsets` (read in the
+   * same open as the check), or `null` with the size of a file too large.
+   */
+  judge(
+    path: string,
+    lines: readonly MatchedLine[],
+    offsets: boolean,
+  ): Verdict {
     const found = inspectFile(
       joinPath(this.#root, path),
       this.#buffer,
       this.#maxFileBytes,
-      offsets,
+      offsets ? lines.map((line) => line.lineNumber) : null,
     );
-    if (found === null) return null;
+    if (found === null || found.binary) return { lines: null };
     if (found.size > this.#maxFileBytes) {
-      this.#onSkip(path, found.size);
-      return null;
+      return { lines: null, tooLarge: found.size };
     }
-    return found.binary ? null : found;
-  }
-
-  /** Whether the file (relative to the root; `""` for the root file) is shown. */
-  shown(path: string): boolean {
-    return this.#inspect(path, null) !== null;
+    if (!offsets) return { lines: [...lines] };
+    const numbers = found.numbers;
+    if (numbers === null) return { lines: null };
+    return {
+      lines: lines.map((line, i) => ({ ...line, lineNumber: numbers[i]! })),
+    };
   }
 
   /**
-   * A file's lines whose `lineNumber` holds the byte offset of their start,
-   * with their line numbers (read in the same open as the check), or `null`
-   * when the file is not shown (or changed).
+   * Whether the file (relative to the root; `""` for the root file) is
+   * shown; one too large is reported as skipped.
    */
-  numbered(path: string, lines: readonly MatchedLine[]): MatchedLine[] | null {
-    const found = this.#inspect(path, lines.map((line) => line.lineNumber));
-    if (found === null || found.numbers === null) return null;
-    const numbers = found.numbers;
-    return lines.map((line, i) => ({ ...line, lineNumber: numbers[i]! }));
+  shown(path: string): boolean {
+    const verdict = this.judge(path, [], false);
+    if (verdict.tooLarge !== undefined) this.#onSkip(path, verdict.tooLarge);
+    return verdict.lines !== null;
   }
+}
+
+/** What the check of one matching file decided. */
+interface Verdict {
+  /** The lines to show, or `null`: the file is not shown. */
+  readonly lines: MatchedLine[] | null;
+  /** The file's size, when it is over the limit (listed as skipped). */
+  readonly tooLarge?: number;
 }
 
 /** A rg run killed for its memory: the search runs again with `--max-filesize`. */
@@ -508,12 +529,28 @@ export class RipgrepSearch implements SearchEngine {
     // Byte offsets instead of line numbers: rg need not count the lines of
     // every file; those of the files shown are counted after.
     const byteOffsets = !plan.multiline;
+    // rg writes each file's records together: once the next file's come, a
+    // file is checked (and its lines numbered) while rg still searches, up
+    // to EARLY_CHECKS files; a file whose lines grew after is checked again.
+    const check = new MatchCheck(plan, () => {});
+    const early = new Map<string, { count: number; verdict: Verdict }>();
+    let last: string | null = null;
     const listing = this.#run(
       plan,
       AbortSignal.any([signal, firstPass.signal]),
       watched,
       { unsorted: true, byteOffsets },
       (path, rest, decoder) => {
+        if (path !== last) {
+          if (last !== null && early.size < EARLY_CHECKS) {
+            const lines = found.get(last)!;
+            early.set(last, {
+              count: lines.length,
+              verdict: check.judge(last, lines, byteOffsets),
+            });
+          }
+          last = path;
+        }
         let lines = found.get(path);
         if (!lines) {
           found.set(path, lines = []);
@@ -564,19 +601,19 @@ export class RipgrepSearch implements SearchEngine {
       for (const skip of skipped) {
         collector.skip(relativeOf(skip.path, false), skip.reason, skip.size);
       }
-      const check = new MatchCheck(
-        plan,
-        (path, size) => collector.skip(path, "too-large", size),
-      );
       const paths = [...found.keys()].sort(comparePaths);
       for (const path of paths) {
-        let lines: MatchedLine[] | null = found.get(path)!;
-        // With byte offsets, one open both checks the file and numbers its
-        // lines.
-        if (byteOffsets) lines = check.numbered(path, lines);
-        else if (!check.shown(path)) lines = null;
-        if (lines === null) continue;
-        if (!collector.add({ path, count: lines.length, lines })) break;
+        const lines = found.get(path)!;
+        const checked = early.get(path);
+        const verdict = checked?.count === lines.length
+          ? checked.verdict
+          : check.judge(path, lines, byteOffsets);
+        if (verdict.tooLarge !== undefined) {
+          collector.skip(path, "too-large", verdict.tooLarge);
+        }
+        if (verdict.lines === null) continue;
+        const shown = verdict.lines;
+        if (!collector.add({ path, count: shown.length, lines: shown })) break;
       }
       return collector.result("ripgrep");
     } catch (error) {

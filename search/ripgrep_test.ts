@@ -13,6 +13,7 @@ import {
 } from "./_ripgrep_protocol.ts";
 import { type GrepPlan, planGrep } from "./_plan.ts";
 import { detectRipgrep, RipgrepSearch } from "./ripgrep.ts";
+import { FallbackSearch } from "./fallback.ts";
 import { comparePaths } from "./rules.ts";
 import { LocalFileSystem } from "../runtimes/local/fs.ts";
 import { engineSuite } from "./_test_suite.ts";
@@ -560,6 +561,69 @@ Deno.test({
           ["small.txt", 2],
         ],
       );
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "RipgrepSearch content mode, its files checked while rg runs: the fallback's answers over 300 files (binary, too large, matches past 8 KiB, a head limit)",
+  ignore: !rg,
+  async fn() {
+    const dir = await Deno.makeTempDir();
+    try {
+      const filler = Array.from({ length: 1500 }, (_, i) => `filler ${i}`)
+        .join("\n");
+      for (let i = 0; i < 300; i++) {
+        const folder = `${dir}/d${i % 7}`;
+        await Deno.mkdir(folder, { recursive: true });
+        const kind = i % 5;
+        const text = kind === 0
+          ? `a\nneedle ${i}\n\u0000\n` // binary
+          : kind === 1
+          ? `needle ${i}\n${filler}\nneedle again ${i}\n` // past 8 KiB
+          : kind === 2
+          ? `${"needle big\n".repeat(3000)}` // over the limit below
+          : kind === 3
+          ? `x\ny\nneedle ${i}\nz\nneedle ${i}\n`
+          : `no match ${i}\n`;
+        await Deno.writeTextFile(`${folder}/f${i}.txt`, text);
+      }
+      const fs = new LocalFileSystem({ cwd: dir });
+      const engines = [
+        new RipgrepSearch({ fs, sortedAttemptMs: 0 }),
+        new FallbackSearch({ fs, local: true }),
+      ];
+      for (
+        const request of [
+          { maxFileBytes: 20_000 },
+          { maxFileBytes: 20_000, headLimit: 30 },
+          { maxFileBytes: 20_000, context: 1, offset: 5 },
+        ]
+      ) {
+        const [ours, fallback] = await Promise.all(
+          engines.map((engine) =>
+            engine.grep({
+              pattern: "needle",
+              path: dir,
+              outputMode: "content",
+              ...request,
+            })
+          ),
+        );
+        assert(ours!.mode === "content" && ours!.lines.length > 0);
+        // Past a head limit, rg's engine lists only the too-large files it
+        // reached (it sees the size of matching files only); the fallback
+        // lists every one.
+        const stopped = "headLimit" in request;
+        assertEquals(
+          { ...ours!, engine: "fallback", ...stopped ? { skipped: [] } : {} },
+          { ...fallback!, ...stopped ? { skipped: [] } : {} },
+          JSON.stringify(request),
+        );
+      }
     } finally {
       await Deno.remove(dir, { recursive: true });
     }
