@@ -156,6 +156,14 @@ const CONTENT_BUDGET_FACTOR = 8;
 /** ...and at least this much. */
 const CONTENT_MIN_BUDGET_BYTES = 1024 * 1024;
 /**
+ * The parallel content pass reads rg's output at most this often while it
+ * comes in small pieces (one per matching file): each read wakes this
+ * process, whose CPU then competes with rg's threads; 15 ms took 4 % off a
+ * search of 20,000 small files (wall time, interleaved runs) and delays the
+ * dense-match watch by as much at most.
+ */
+const GATHER_MS = 15;
+/**
  * The most matching files a content pass checks while rg still searches
  * (the rest after it): the output cap shows fewer in most searches, and
  * these checks are lost when the sorted search takes over.
@@ -420,6 +428,7 @@ export class RipgrepSearch implements SearchEngine {
       ...(isFile ? {} : { cwd: plan.root.path }),
       signal,
       ...(watched && !isFile ? { maxMemoryBytes: memoryBound(plan) } : {}),
+      ...(options.unsorted ? { gatherMs: GATHER_MS } : {}),
       onSkip,
       onStdout: (chunk) => {
         parser.push(chunk, records);

@@ -629,3 +629,54 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name:
+    "runRipgrep with gatherMs reads every record in fewer reads, and does not wait once rg has ended",
+  ignore: !rg,
+  async fn() {
+    const dir = await Deno.makeTempDir();
+    try {
+      for (let i = 0; i < 200; i++) {
+        await Deno.writeTextFile(`${dir}/f${i}.txt`, `x\nneedle ${i}\n`);
+      }
+      const args = [
+        "--no-config",
+        "--null",
+        "--with-filename",
+        "--no-heading",
+        "needle",
+        ".",
+      ];
+      const run = async (gatherMs?: number) => {
+        const chunks: Uint8Array[] = [];
+        const start = performance.now();
+        await runRipgrep({
+          command: "rg",
+          args,
+          cwd: dir,
+          ...(gatherMs === undefined ? {} : { gatherMs }),
+          onStdout: (chunk) => void chunks.push(chunk),
+        });
+        const text = new TextDecoder().decode(
+          new Uint8Array(chunks.flatMap((c) => [...c])),
+        );
+        return {
+          chunks: chunks.length,
+          lines: text.split("\n").filter((l) => l).sort(),
+          ms: performance.now() - start,
+        };
+      };
+      const plain = await run();
+      // A long pause: the read after it takes all that came meanwhile, and
+      // rg's end stops the pause.
+      const gathered = await run(60_000);
+      assertEquals(gathered.lines, plain.lines);
+      assertEquals(plain.lines.length, 200);
+      assertLess(gathered.ms, 20_000);
+      assert(gathered.chunks <= 3, `${gathered.chunks} reads`);
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
