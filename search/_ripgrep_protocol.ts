@@ -182,10 +182,9 @@ export function ripgrepGrepArgs(
         "--no-heading",
         "--no-context-separator",
         ...(files || options.unsorted ? [] : ["--sort", "path"]),
-        "--before-context",
-        String(plan.before),
-        "--after-context",
-        String(plan.after),
+        // rg's default is no context (its config files are not read).
+        ...(plan.before > 0 ? ["--before-context", String(plan.before)] : []),
+        ...(plan.after > 0 ? ["--after-context", String(plan.after)] : []),
       );
       break;
   }
@@ -318,8 +317,7 @@ export function lineNumbersAt(
   path: string,
   offsets: readonly number[],
 ): number[] | null {
-  const out: number[] = [];
-  if (offsets.length === 0) return out;
+  if (offsets.length === 0) return [];
   let file: Deno.FsFile;
   try {
     file = Deno.openSync(path);
@@ -327,44 +325,77 @@ export function lineNumbersAt(
     return null;
   }
   try {
-    const end = offsets[offsets.length - 1]!;
-    const buffer = new Uint8Array(Math.min(end + 1, 256 * 1024));
-    let position = 0; // Bytes read so far.
-    let newlines = 0;
-    let next = 0; // The next offset to answer.
-    while (next < offsets.length) {
-      const n = file.readSync(buffer);
-      if (n === null || n === 0) return null;
-      const view = buffer.subarray(0, n);
-      const chunkEnd = position + n;
-      let from = 0;
-      while (next < offsets.length && offsets[next]! <= chunkEnd) {
-        const upTo = offsets[next]! - position;
-        let at = view.indexOf(10, from);
-        while (at !== -1 && at < upTo) {
-          newlines++;
-          at = view.indexOf(10, at + 1);
-        }
-        from = upTo;
-        out.push(newlines + 1);
-        next++;
-      }
-      if (next < offsets.length) {
-        // The rest of this chunk's newlines.
-        let at = view.indexOf(10, from);
-        while (at !== -1) {
-          newlines++;
-          at = view.indexOf(10, at + 1);
-        }
-      }
-      position = chunkEnd;
-    }
-    return out;
+    return lineNumbersIn(new Uint8Array(0), offsets, (b) => file.readSync(b));
   } catch {
     return null;
   } finally {
     file.close();
   }
+}
+
+/** The most bytes {@linkcode lineNumbersIn} reads at a time. */
+const LINE_COUNT_CHUNK_BYTES = 256 * 1024;
+
+/**
+ * The line numbers (from 1) of byte offsets where lines start, ascending, in
+ * a file of which `head` holds the first bytes (read already, e.g. by the
+ * binary sniff) and `read` reads the rest, from where `head` ends: newlines
+ * are counted up to the last offset only, with no read at all when `head`
+ * covers it.
+ *
+ * @param head The file's first bytes.
+ * @param offsets Offsets of line starts, in ascending order.
+ * @param read Reads the next bytes into a buffer (`readSync`); may throw.
+ * @returns Their line numbers, or `null` when the file is shorter than an
+ *   offset (it changed).
+ */
+export function lineNumbersIn(
+  head: Uint8Array,
+  offsets: readonly number[],
+  read: (buffer: Uint8Array) => number | null,
+): number[] | null {
+  const out: number[] = [];
+  let position = 0; // Bytes counted so far.
+  let newlines = 0;
+  let next = 0; // The next offset to answer.
+  const scan = (view: Uint8Array): void => {
+    const chunkEnd = position + view.length;
+    let from = 0;
+    while (next < offsets.length && offsets[next]! <= chunkEnd) {
+      const upTo = offsets[next]! - position;
+      let at = view.indexOf(10, from);
+      while (at !== -1 && at < upTo) {
+        newlines++;
+        at = view.indexOf(10, at + 1);
+      }
+      from = upTo;
+      out.push(newlines + 1);
+      next++;
+    }
+    if (next < offsets.length) {
+      // The rest of this chunk's newlines.
+      let at = view.indexOf(10, from);
+      while (at !== -1) {
+        newlines++;
+        at = view.indexOf(10, at + 1);
+      }
+    }
+    position = chunkEnd;
+  };
+  if (head.length > 0) scan(head);
+  if (next === offsets.length) return out;
+  const buffer = new Uint8Array(
+    Math.min(
+      offsets[offsets.length - 1]! - position + 1,
+      LINE_COUNT_CHUNK_BYTES,
+    ),
+  );
+  while (next < offsets.length) {
+    const n = read(buffer);
+    if (n === null || n === 0) return null;
+    scan(buffer.subarray(0, n));
+  }
+  return out;
 }
 
 /** The error of a failed rg run, from its stderr. */

@@ -2,6 +2,7 @@ import { assertEquals } from "../_internal/assert.ts";
 import {
   FIRST_NUL_ARGS,
   lineNumbersAt,
+  lineNumbersIn,
   parseFirstNul,
   RecordParser,
 } from "./_ripgrep_protocol.ts";
@@ -138,4 +139,30 @@ Deno.test("lineNumbersAt counts the newlines before each line start, across read
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test("lineNumbersIn counts in the bytes read already, reads the rest only past them, and says null for a file that changed", () => {
+  const text = new TextEncoder().encode("a\nbb\n\nccc\nd\n");
+  // Line starts: 0, 2, 5, 6, 10.
+  const noRead = (): number => {
+    throw new Error("read past the head");
+  };
+  assertEquals(lineNumbersIn(text, [0, 5, 10], noRead), [1, 3, 5]);
+  assertEquals(lineNumbersIn(text.subarray(0, 6), [2, 6], noRead), [2, 4]);
+  assertEquals(lineNumbersIn(text, [], noRead), []);
+  // The head holds the first 4 bytes; the rest comes from reads.
+  let at = 4;
+  const rest = (buffer: Uint8Array): number | null => {
+    const n = Math.min(buffer.length, 3, text.length - at);
+    buffer.set(text.subarray(at, at + n));
+    at += n;
+    return n;
+  };
+  assertEquals(lineNumbersIn(text.subarray(0, 4), [2, 6, 10], rest), [
+    2,
+    4,
+    5,
+  ]);
+  at = text.length;
+  assertEquals(lineNumbersIn(text.subarray(0, 4), [99], rest), null);
 });

@@ -37,6 +37,14 @@ export interface RipgrepRunOptions {
    * bound when nothing else limits it.
    */
   readonly maxMemoryBytes?: number;
+  /**
+   * After a small chunk of stdout (under {@linkcode GATHER_BELOW_BYTES}),
+   * wait this many ms (or until rg ends) before reading on, so that what rg
+   * writes meanwhile comes in one read: a parallel rg writes each file's
+   * output on its own, and each read wakes this process (about 50 µs of CPU
+   * taken from rg's threads). Default 0 (read as it comes).
+   */
+  readonly gatherMs?: number;
 }
 
 /** What one rg run ended with. */
@@ -60,6 +68,12 @@ export interface RipgrepRunResult {
  * much again before it is killed.
  */
 export const MEMORY_CHECK_MS = 25;
+
+/**
+ * Under `gatherMs`, a chunk of stdout smaller than this is followed by a
+ * pause before the next read; a larger one (output that comes fast) is not.
+ */
+export const GATHER_BELOW_BYTES = 4096;
 
 /**
  * The bytes of one page of `/proc/<pid>/statm` (found from this process's own
@@ -153,6 +167,8 @@ export async function runRipgrep(
   let stopped = false;
   try {
     const reader = child.stdout.getReader();
+    const exited = child.status.then(() => {}, () => {});
+    const gather = options.gatherMs ?? 0;
     try {
       for (;;) {
         const { value, done } = await reader.read();
@@ -161,6 +177,17 @@ export async function runRipgrep(
           stopped = true;
           kill();
           break;
+        }
+        if (gather > 0 && value.length < GATHER_BELOW_BYTES) {
+          // A small chunk: rg's output gathers in the pipe for a moment
+          // (or until rg ends), read at once after it.
+          await new Promise<void>((resolve) => {
+            const timer = setTimeout(resolve, gather);
+            exited.then(() => {
+              clearTimeout(timer);
+              resolve();
+            });
+          });
         }
       }
     } finally {

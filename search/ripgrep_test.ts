@@ -13,6 +13,7 @@ import {
 } from "./_ripgrep_protocol.ts";
 import { type GrepPlan, planGrep } from "./_plan.ts";
 import { detectRipgrep, RipgrepSearch } from "./ripgrep.ts";
+import { FallbackSearch } from "./fallback.ts";
 import { comparePaths } from "./rules.ts";
 import { LocalFileSystem } from "../runtimes/local/fs.ts";
 import { engineSuite } from "./_test_suite.ts";
@@ -502,4 +503,180 @@ Deno.test("ripgrepGrepArgs passes --max-filesize unless the caller bounds the si
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test("ripgrepGrepArgs passes a context length only when it is not 0 (rg's default)", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const none = ripgrepGrepArgs(await plan({ outputMode: "content" }, dir));
+    assertFalse(none.includes("--before-context"));
+    assertFalse(none.includes("--after-context"));
+    const before = ripgrepGrepArgs(
+      await plan({ outputMode: "content", before: 2 }, dir),
+    );
+    assertEquals(before[before.indexOf("--before-context") + 1], "2");
+    assertFalse(before.includes("--after-context"));
+    const both = ripgrepGrepArgs(
+      await plan({ outputMode: "content", context: 3 }, dir),
+    );
+    assertEquals(both[both.indexOf("--before-context") + 1], "3");
+    assertEquals(both[both.indexOf("--after-context") + 1], "3");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test({
+  name:
+    "RipgrepSearch content mode numbers lines before and after the 8 KiB the binary sniff reads, and drops a file with a NUL there",
+  ignore: !rg,
+  async fn() {
+    const dir = await Deno.makeTempDir();
+    try {
+      const filler = Array.from({ length: 2000 }, (_, i) => `line ${i}`);
+      // Matches at lines 3, 1500 (past 8 KiB) and 2005.
+      const text = ["a", "b", "needle 1", ...filler, "needle 2"];
+      text.splice(1499, 0, "needle mid");
+      await Deno.writeTextFile(`${dir}/big.txt`, text.join("\n") + "\n");
+      await Deno.writeTextFile(`${dir}/small.txt`, "x\nneedle\n");
+      await Deno.writeTextFile(`${dir}/bin.txt`, "needle\n\u0000\n");
+      await Deno.writeTextFile(`${dir}/empty-line.txt`, "\n\n\nneedle");
+      const search = new RipgrepSearch({
+        fs: new LocalFileSystem({ cwd: dir }),
+        sortedAttemptMs: 0,
+      });
+      const result = await search.grep({
+        pattern: "needle",
+        path: dir,
+        outputMode: "content",
+      });
+      assert(result.mode === "content");
+      assertEquals(
+        result.lines.map((l) => [l.path.slice(dir.length + 1), l.lineNumber]),
+        [
+          ["big.txt", 3],
+          ["big.txt", 1500],
+          ["big.txt", 2005],
+          ["empty-line.txt", 4],
+          ["small.txt", 2],
+        ],
+      );
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "RipgrepSearch content mode, its files checked while rg runs: the fallback's answers over 300 files (binary, too large, matches past 8 KiB, a head limit)",
+  ignore: !rg,
+  async fn() {
+    const dir = await Deno.makeTempDir();
+    try {
+      const filler = Array.from({ length: 1500 }, (_, i) => `filler ${i}`)
+        .join("\n");
+      for (let i = 0; i < 300; i++) {
+        const folder = `${dir}/d${i % 7}`;
+        await Deno.mkdir(folder, { recursive: true });
+        const kind = i % 5;
+        const text = kind === 0
+          ? `a\nneedle ${i}\n\u0000\n` // binary
+          : kind === 1
+          ? `needle ${i}\n${filler}\nneedle again ${i}\n` // past 8 KiB
+          : kind === 2
+          ? `${"needle big\n".repeat(3000)}` // over the limit below
+          : kind === 3
+          ? `x\ny\nneedle ${i}\nz\nneedle ${i}\n`
+          : `no match ${i}\n`;
+        await Deno.writeTextFile(`${folder}/f${i}.txt`, text);
+      }
+      const fs = new LocalFileSystem({ cwd: dir });
+      const engines = [
+        new RipgrepSearch({ fs, sortedAttemptMs: 0 }),
+        new FallbackSearch({ fs, local: true }),
+      ];
+      for (
+        const request of [
+          { maxFileBytes: 20_000 },
+          { maxFileBytes: 20_000, headLimit: 30 },
+          { maxFileBytes: 20_000, context: 1, offset: 5 },
+        ]
+      ) {
+        const [ours, fallback] = await Promise.all(
+          engines.map((engine) =>
+            engine.grep({
+              pattern: "needle",
+              path: dir,
+              outputMode: "content",
+              ...request,
+            })
+          ),
+        );
+        assert(ours!.mode === "content" && ours!.lines.length > 0);
+        // Past a head limit, rg's engine lists only the too-large files it
+        // reached (it sees the size of matching files only); the fallback
+        // lists every one.
+        const stopped = "headLimit" in request;
+        assertEquals(
+          { ...ours!, engine: "fallback", ...stopped ? { skipped: [] } : {} },
+          { ...fallback!, ...stopped ? { skipped: [] } : {} },
+          JSON.stringify(request),
+        );
+      }
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "runRipgrep with gatherMs reads every record in fewer reads, and does not wait once rg has ended",
+  ignore: !rg,
+  async fn() {
+    const dir = await Deno.makeTempDir();
+    try {
+      for (let i = 0; i < 200; i++) {
+        await Deno.writeTextFile(`${dir}/f${i}.txt`, `x\nneedle ${i}\n`);
+      }
+      const args = [
+        "--no-config",
+        "--null",
+        "--with-filename",
+        "--no-heading",
+        "needle",
+        ".",
+      ];
+      const run = async (gatherMs?: number) => {
+        const chunks: Uint8Array[] = [];
+        const start = performance.now();
+        await runRipgrep({
+          command: "rg",
+          args,
+          cwd: dir,
+          ...(gatherMs === undefined ? {} : { gatherMs }),
+          onStdout: (chunk) => void chunks.push(chunk),
+        });
+        const text = new TextDecoder().decode(
+          new Uint8Array(chunks.flatMap((c) => [...c])),
+        );
+        return {
+          chunks: chunks.length,
+          lines: text.split("\n").filter((l) => l).sort(),
+          ms: performance.now() - start,
+        };
+      };
+      const plain = await run();
+      // A long pause: the read after it takes all that came meanwhile, and
+      // rg's end stops the pause.
+      const gathered = await run(60_000);
+      assertEquals(gathered.lines, plain.lines);
+      assertEquals(plain.lines.length, 200);
+      assertLess(gathered.ms, 20_000);
+      assert(gathered.chunks <= 3, `${gathered.chunks} reads`);
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
 });
