@@ -279,7 +279,9 @@ function openFile(entry: SkillFilePath): OpenFile | null {
 
 /**
  * Reads a small file whole into `buffer` (at least its size plus one byte):
- * one read, as a regular file gives all it has up to the end.
+ * one read in the common case, as a regular file gives all that is asked up
+ * to its end (a shorter read is the end), and asking one byte more than its
+ * size shows whether it grew.
  */
 function readWhole(
   entry: SkillFilePath,
@@ -288,10 +290,12 @@ function readWhole(
 ): Uint8Array {
   let length = 0;
   for (;;) {
+    const asked = opened.size + 1 - length;
     const n = opened.file.readSync(buffer.subarray(length, opened.size + 1));
     if (n === null || n === 0) break;
     length += n;
     if (length > opened.size) throw grew(entry);
+    if (n < asked) break;
   }
   if (length !== opened.size) throw changedSize(entry);
   return buffer.subarray(0, length);
