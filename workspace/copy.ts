@@ -247,10 +247,28 @@ export interface SkillFilePath {
  * file): the regular files as the folder listing shows them, in the same
  * order, the policy applied.
  *
+ * Needs `--allow-read` for the skill folder.
+ *
  * @param source The skill's folder.
  * @param policy The policy; default: {@linkcode DEFAULT_COPY_EXCLUDES}.
  * @param options A signal, what to do with links and special files.
  * @returns The files' paths, one by one.
+ *
+ * @example Listing the paths an upload would send
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { walkSkillPaths } from "./copy.ts";
+ * const skill = await Deno.makeTempDir();
+ * try {
+ *   await Deno.writeTextFile(`${skill}/SKILL.md`, "---\nname: x\n---\n");
+ *   await Deno.writeTextFile(`${skill}/.env`, "TOKEN=secret");
+ *   const names = [];
+ *   for await (const file of walkSkillPaths(skill)) names.push(file.relativePath);
+ *   assertEquals(names, ["SKILL.md"]);
+ * } finally {
+ *   await Deno.remove(skill, { recursive: true });
+ * }
+ * ```
  */
 export async function* walkSkillPaths(
   source: string,
