@@ -8,7 +8,70 @@
  *
  * @module
  */
-import { type NetworkPolicy, parseHostPattern } from "./policy.ts";
+import {
+  type NetworkPolicy,
+  parseHostPattern,
+  type SecretsOption,
+} from "./policy.ts";
+
+/** The options of a remote runtime that bear on its sandbox's egress. */
+export interface RemoteEgressOptions {
+  /** The `network` option. */
+  readonly network?: NetworkPolicy;
+  /** The `secrets` option (the isolated local runtime's only). */
+  readonly secrets?: SecretsOption;
+  /** An existing sandbox to attach to. */
+  readonly sandboxId?: string;
+}
+
+/**
+ * The checks every remote kind makes before its `network` option goes into
+ * the creation request: `secrets` refused (secrets at the egress are the
+ * isolated local runtime's; `secretsHint` says where the service keeps
+ * them), and `network` refused beside `conflict` (the spec's own field for
+ * it, when set) or with `sandboxId` (an existing sandbox keeps its policy).
+ *
+ * @param service The service's name, for the messages.
+ * @param options The runtime's options.
+ * @param conflict The name of the spec's own network field when it is set.
+ * @param secretsHint Said after the refusal of `secrets`.
+ * @returns The `network` option to convert, `undefined` without one.
+ * @throws {TypeError} For a refused combination.
+ *
+ * @example Only `network` given
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { checkRemoteEgress } from "./remote.ts";
+ * assertEquals(
+ *   checkRemoteEgress("E2B", { network: { allow: ["pypi.org"] } }, undefined),
+ *   { allow: ["pypi.org"] },
+ * );
+ * ```
+ */
+export function checkRemoteEgress(
+  service: string,
+  options: RemoteEgressOptions,
+  conflict: string | undefined,
+  secretsHint = "",
+): NetworkPolicy | undefined {
+  if (options.secrets !== undefined) {
+    throw new TypeError(
+      `Cannot use the secrets option with ${service}: secrets at the egress are the isolated local runtime's${secretsHint}`,
+    );
+  }
+  if (options.network === undefined) return undefined;
+  if (conflict !== undefined) {
+    throw new TypeError(
+      `Cannot use network together with sandbox.${conflict}: give one`,
+    );
+  }
+  if (options.sandboxId !== undefined) {
+    throw new TypeError(
+      "Cannot use network with sandboxId: an existing sandbox keeps the policy it was created with",
+    );
+  }
+  return options.network;
+}
 
 /** One egress rule of OpenSandbox (`NetworkRule`). */
 export interface OpenSandboxNetworkRule {

@@ -14,7 +14,7 @@ import {
   type ServiceSession,
 } from "../remote/sandbox_service.ts";
 import type { NetworkPolicy, SecretsOption } from "../../network/policy.ts";
-import { toE2BNetworkConfig } from "../../network/remote.ts";
+import { checkRemoteEgress, toE2BNetworkConfig } from "../../network/remote.ts";
 import { E2BApiClient, type E2BSandbox, type E2BSandboxSpec } from "./api.ts";
 import { ENVD_PORT, EnvdClient } from "./envd.ts";
 
@@ -265,23 +265,15 @@ class E2BService implements SandboxService<E2BSandbox> {
 /** The sandbox spec with the `network` option as its `network`. */
 function withNetwork(options: E2BSkillRuntimeOptions): E2BSandboxSpec {
   const spec = options.sandbox ?? {};
-  if (options.secrets !== undefined) {
-    throw new TypeError(
-      "Cannot use the secrets option with E2B: secrets at the egress are the isolated local runtime's",
-    );
-  }
-  if (options.network === undefined) return spec;
-  if (spec.network !== undefined || spec.allowInternetAccess !== undefined) {
-    throw new TypeError(
-      `Cannot use network together with sandbox.${
-        spec.network !== undefined ? "network" : "allowInternetAccess"
-      }: give one`,
-    );
-  }
-  if (options.sandboxId !== undefined) {
-    throw new TypeError(
-      "Cannot use network with sandboxId: an existing sandbox keeps the policy it was created with",
-    );
-  }
-  return { ...spec, network: { ...toE2BNetworkConfig(options.network) } };
+  const network = checkRemoteEgress(
+    "E2B",
+    options,
+    spec.network !== undefined
+      ? "network"
+      : spec.allowInternetAccess !== undefined
+      ? "allowInternetAccess"
+      : undefined,
+  );
+  if (network === undefined) return spec;
+  return { ...spec, network: { ...toE2BNetworkConfig(network) } };
 }

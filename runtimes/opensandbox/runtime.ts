@@ -5,7 +5,10 @@
  * @module
  */
 import type { NetworkPolicy, SecretsOption } from "../../network/policy.ts";
-import { toOpenSandboxNetworkPolicy } from "../../network/remote.ts";
+import {
+  checkRemoteEgress,
+  toOpenSandboxNetworkPolicy,
+} from "../../network/remote.ts";
 import { HttpClient } from "../remote/http.ts";
 import type { RemoteRuntimeCommonOptions } from "../remote/runtime.ts";
 import {
@@ -235,24 +238,12 @@ class OpenSandboxService implements SandboxService<SandboxInfo> {
 /** The sandbox spec with the `network` option as its `networkPolicy`. */
 function withNetwork(options: OpenSandboxSkillRuntimeOptions): SandboxSpec {
   const spec = options.sandbox ?? {};
-  if (options.secrets !== undefined) {
-    throw new TypeError(
-      "Cannot use the secrets option with OpenSandbox: secrets at the egress are the isolated local runtime's; configure OpenSandbox's credential vault on its server",
-    );
-  }
-  if (options.network === undefined) return spec;
-  if (spec.networkPolicy !== undefined) {
-    throw new TypeError(
-      "Cannot use network together with sandbox.networkPolicy: give one",
-    );
-  }
-  if (options.sandboxId !== undefined) {
-    throw new TypeError(
-      "Cannot use network with sandboxId: an existing sandbox keeps the policy it was created with",
-    );
-  }
-  return {
-    ...spec,
-    networkPolicy: toOpenSandboxNetworkPolicy(options.network),
-  };
+  const network = checkRemoteEgress(
+    "OpenSandbox",
+    options,
+    spec.networkPolicy !== undefined ? "networkPolicy" : undefined,
+    "; configure OpenSandbox's credential vault on its server",
+  );
+  if (network === undefined) return spec;
+  return { ...spec, networkPolicy: toOpenSandboxNetworkPolicy(network) };
 }

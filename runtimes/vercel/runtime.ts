@@ -5,7 +5,10 @@
  * @module
  */
 import type { NetworkPolicy, SecretsOption } from "../../network/policy.ts";
-import { toVercelNetworkPolicy } from "../../network/remote.ts";
+import {
+  checkRemoteEgress,
+  toVercelNetworkPolicy,
+} from "../../network/remote.ts";
 import type { RemoteRuntimeCommonOptions } from "../remote/runtime.ts";
 import {
   type SandboxService,
@@ -283,24 +286,11 @@ function withNetwork(
   options: VercelSandboxSkillRuntimeOptions,
 ): VercelSandboxSpec {
   const spec = options.sandbox ?? {};
-  if (options.secrets !== undefined) {
-    throw new TypeError(
-      "Cannot use the secrets option with Vercel: secrets at the egress are the isolated local runtime's",
-    );
-  }
-  if (options.network === undefined) return spec;
-  if (spec.networkPolicy !== undefined) {
-    throw new TypeError(
-      "Cannot use network together with sandbox.networkPolicy: give one",
-    );
-  }
-  if (options.sandboxId !== undefined) {
-    throw new TypeError(
-      "Cannot use network with sandboxId: an existing sandbox keeps the policy it was created with",
-    );
-  }
-  return {
-    ...spec,
-    networkPolicy: { ...toVercelNetworkPolicy(options.network) },
-  };
+  const network = checkRemoteEgress(
+    "Vercel",
+    options,
+    spec.networkPolicy !== undefined ? "networkPolicy" : undefined,
+  );
+  if (network === undefined) return spec;
+  return { ...spec, networkPolicy: { ...toVercelNetworkPolicy(network) } };
 }
