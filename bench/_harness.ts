@@ -306,6 +306,58 @@ export async function curlToFile(
   return (await Deno.stat(target)).size;
 }
 
+/** A server a bench started in a process of its own. */
+export interface ServerProcess {
+  /** The process. */
+  readonly child: Deno.ChildProcess;
+  /** The first line it printed (its URL or its port), trimmed. */
+  readonly firstLine: string;
+}
+
+/**
+ * Starts `deno <args>` as a server in a process of its own and waits for the
+ * first line it prints (its URL or port); its later output is dropped. It is
+ * killed when this process unloads and does not keep this process alive.
+ *
+ * @param args The arguments after `deno`.
+ * @param options What it is (for the error when it prints nothing), its
+ *   stdin (`"piped"`: it stops when this process's end closes it) and stderr.
+ * @returns The process and its first line.
+ */
+export async function startServerProcess(
+  args: readonly string[],
+  options: {
+    readonly what: string;
+    readonly stdin?: "null" | "piped";
+    readonly stderr?: "inherit" | "null";
+  },
+): Promise<ServerProcess> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: [...args],
+    stdin: options.stdin ?? "null",
+    stdout: "piped",
+    stderr: options.stderr ?? "inherit",
+  }).spawn();
+  child.unref();
+  globalThis.addEventListener("unload", () => {
+    try {
+      child.kill("SIGTERM");
+    } catch {
+      // gone already
+    }
+  });
+  const reader = child.stdout.pipeThrough(new TextDecoderStream())
+    .getReader();
+  let text = "";
+  while (!text.includes("\n")) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error(`${options.what} did not start`);
+    text += value;
+  }
+  await reader.cancel().catch(() => {});
+  return { child, firstLine: text.split("\n")[0]!.trim() };
+}
+
 /** Formats results as a Markdown table (what `bench/README.md` shows). */
 export function formatResults(results: readonly CaseResult[]): string {
   const ms = (n: number) =>

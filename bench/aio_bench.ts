@@ -6,7 +6,12 @@
  *
  * @module
  */
-import { type BenchCase, curlToFile, runChild } from "./_harness.ts";
+import {
+  type BenchCase,
+  curlToFile,
+  runChild,
+  startServerProcess,
+} from "./_harness.ts";
 import { AioSkillRuntime } from "../runtimes/aio/runtime.ts";
 import { DEFAULT_POLL_SECONDS } from "../runtimes/aio/execute.ts";
 import {
@@ -26,30 +31,11 @@ let serverUrl: Promise<string> | undefined;
 
 /** Starts the AIO test server in a child process (once per process). */
 function server(): Promise<string> {
-  return serverUrl ??= (async () => {
-    const child = new Deno.Command(Deno.execPath(), {
-      args: ["run", "-A", SERVER, "--token", TOKEN, "--home", DATA],
-      stdin: "null",
-      stdout: "piped",
-      stderr: "inherit",
-    }).spawn();
-    globalThis.addEventListener("unload", () => {
-      try {
-        child.kill("SIGTERM");
-      } catch { /* gone */ }
-    });
-    const reader = child.stdout.pipeThrough(new TextDecoderStream())
-      .getReader();
-    let text = "";
-    while (!text.includes("\n")) {
-      const { value, done } = await reader.read();
-      if (done) throw new Error("The AIO test server did not start");
-      text += value;
-    }
-    reader.releaseLock();
-    child.unref();
-    return text.split("\n")[0]!;
-  })();
+  return serverUrl ??= (async () =>
+    (await startServerProcess(
+      ["run", "-A", SERVER, "--token", TOKEN, "--home", DATA],
+      { what: "The AIO test server" },
+    )).firstLine)();
 }
 
 let runtime: AioSkillRuntime | undefined;

@@ -8,7 +8,7 @@
  *
  * @module
  */
-import { type BenchCase, runChild } from "./_harness.ts";
+import { type BenchCase, runChild, startServerProcess } from "./_harness.ts";
 import { LocalSkillRuntime } from "../runtimes/local/runtime.ts";
 
 const DATA = new URL("./.data/egress/", import.meta.url).pathname;
@@ -29,30 +29,13 @@ let ports: Promise<Ports> | undefined;
 function servers(): Promise<Ports> {
   return ports ??= (async () => {
     await Deno.mkdir(DATA, { recursive: true });
-    const child = new Deno.Command(Deno.execPath(), {
-      args: ["run", "-A", SERVER, `${CA}.${Deno.pid}`],
+    const { firstLine } = await startServerProcess(
+      ["run", "-A", SERVER, `${CA}.${Deno.pid}`],
       // The server ends when this process does (its stdin closes), even
       // after an uncaught error.
-      stdin: "piped",
-      stdout: "piped",
-      stderr: "inherit",
-    }).spawn();
-    globalThis.addEventListener("unload", () => {
-      try {
-        child.kill("SIGTERM");
-      } catch { /* gone */ }
-    });
-    const reader = child.stdout.pipeThrough(new TextDecoderStream())
-      .getReader();
-    let text = "";
-    while (!text.includes("\n")) {
-      const { value, done } = await reader.read();
-      if (done) throw new Error("The egress bench servers did not start");
-      text += value;
-    }
-    reader.releaseLock();
-    child.unref();
-    return JSON.parse(text.split("\n")[0]!) as Ports;
+      { what: "The egress bench servers", stdin: "piped" },
+    );
+    return JSON.parse(firstLine) as Ports;
   })();
 }
 

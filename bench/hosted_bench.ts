@@ -10,7 +10,12 @@
  *
  * @module
  */
-import { type BenchCase, curlToFile, runChild } from "./_harness.ts";
+import {
+  type BenchCase,
+  curlToFile,
+  runChild,
+  startServerProcess,
+} from "./_harness.ts";
 import {
   BIG,
   BIG_SIZE,
@@ -160,30 +165,15 @@ function startRemote(kind: "e2b" | "vercel"): Promise<Remote> {
   const made = remotes.get(kind) ?? (async () => {
     const server = new URL(`../tests/servers/${kind}.ts`, import.meta.url)
       .pathname;
-    const child = new Deno.Command(Deno.execPath(), {
-      args: [
-        "run",
-        "-A",
-        server,
-        ...(kind === "e2b"
-          ? ["--api-key", KEY]
-          : ["--token", KEY, "--root", "/"]),
-      ],
-      stdin: "null",
-      stdout: "piped",
-      stderr: "null",
-    }).spawn();
-    const reader = child.stdout.pipeThrough(new TextDecoderStream())
-      .getReader();
-    let text = "";
-    while (!text.includes("\n")) {
-      const { value, done } = await reader.read();
-      if (done) throw new Error(`the ${kind} test server did not start`);
-      text += value;
-    }
-    reader.releaseLock();
-    child.stdout.cancel().catch(() => {});
-    return { url: text.split("\n")[0]!.trim(), child };
+    const { child, firstLine } = await startServerProcess([
+      "run",
+      "-A",
+      server,
+      ...(kind === "e2b"
+        ? ["--api-key", KEY]
+        : ["--token", KEY, "--root", "/"]),
+    ], { what: `the ${kind} test server`, stderr: "null" });
+    return { url: firstLine, child };
   })();
   remotes.set(kind, made);
   return made;

@@ -19,7 +19,7 @@
  *
  * @module
  */
-import { type BenchCase, runChild } from "./_harness.ts";
+import { type BenchCase, runChild, startServerProcess } from "./_harness.ts";
 import type { Tool } from "../tools/types.ts";
 
 /** The commit before the observability work: the baseline of the tools. */
@@ -114,31 +114,10 @@ async function startTelemetry(): Promise<{ on(): void; off(): void }> {
   );
   // The receiver runs in a process of its own, as a collector would: the
   // timed process pays for making and sending spans, not for receiving them.
-  const receiver = new Deno.Command(Deno.execPath(), {
-    args: ["eval", RECEIVER],
-    stdin: "null",
-    stdout: "piped",
-    stderr: "inherit",
-  }).spawn();
-  receiver.unref();
-  const reader = receiver.stdout.pipeThrough(new TextDecoderStream())
-    .getReader();
-  let first = "";
-  while (!first.includes("\n")) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error("The OTLP receiver did not start");
-    first += value;
-  }
-  reader.releaseLock();
-  receiver.stdout.cancel().catch(() => {});
-  const port = Number(first.trim());
-  globalThis.addEventListener("unload", () => {
-    try {
-      receiver.kill("SIGTERM");
-    } catch {
-      // already gone
-    }
+  const { firstLine } = await startServerProcess(["eval", RECEIVER], {
+    what: "The OTLP receiver",
   });
+  const port = Number(firstLine);
   exported = -1; // counted by the receiver, in its own process
   const provider = new BasicTracerProvider({
     spanProcessors: [

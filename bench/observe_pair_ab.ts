@@ -31,33 +31,20 @@ import {
 } from "@opentelemetry/sdk-trace-base";
 import { cpuUsage } from "node:process";
 import { buildSkillTools } from "../tools/builder.ts";
-import { median } from "./_harness.ts";
+import { median, startServerProcess } from "./_harness.ts";
 
 const CALLS = Number(Deno.args[0] ?? 1500);
 
-const receiver = new Deno.Command(Deno.execPath(), {
-  args: [
-    "eval",
-    `Deno.serve({ port: 0, hostname: "127.0.0.1", onListen({ port }) {
+const { child: receiver, firstLine } = await startServerProcess([
+  "eval",
+  `Deno.serve({ port: 0, hostname: "127.0.0.1", onListen({ port }) {
       console.log(port);
     } }, async (request) => {
       await request.arrayBuffer();
       return Response.json({});
     });`,
-  ],
-  stdin: "null",
-  stdout: "piped",
-}).spawn();
-const reader = receiver.stdout.pipeThrough(new TextDecoderStream())
-  .getReader();
-let first = "";
-while (!first.includes("\n")) {
-  const { value, done } = await reader.read();
-  if (done) throw new Error("The OTLP receiver did not start");
-  first += value;
-}
-reader.releaseLock();
-const port = Number(first.trim());
+], { what: "The OTLP receiver" });
+const port = Number(firstLine);
 
 const provider = new BasicTracerProvider({
   spanProcessors: [

@@ -14,7 +14,7 @@
  *
  * @module
  */
-import { type BenchCase, runChild } from "./_harness.ts";
+import { type BenchCase, runChild, startServerProcess } from "./_harness.ts";
 import { OpenSandboxSkillRuntime } from "../runtimes/opensandbox/runtime.ts";
 import { commandBody } from "../runtimes/opensandbox/execd.ts";
 import { startOpenSandboxServer } from "../tests/servers/opensandbox.ts";
@@ -110,23 +110,10 @@ let uploadSetup: Promise<UploadSetup> | undefined;
 /** Starts the test server by hand (its own process), makes a sandbox. */
 function uploadReady(): Promise<UploadSetup> {
   uploadSetup ??= (async () => {
-    const server = new Deno.Command(Deno.execPath(), {
-      args: ["run", "-A", SERVER, "--port", "0", "--linger-ms", "0"],
-      stdin: "null",
-      stdout: "piped",
-      stderr: "null",
-    }).spawn();
-    const reader = server.stdout.pipeThrough(new TextDecoderStream())
-      .getReader();
-    let text = "";
-    while (!text.includes("\n")) {
-      const { value, done } = await reader.read();
-      if (done) throw new Error("the test server did not start");
-      text += value;
-    }
-    reader.releaseLock();
-    server.stdout.cancel().catch(() => {});
-    const url = text.split("\n")[0]!.trim();
+    const { child: server, firstLine: url } = await startServerProcess(
+      ["run", "-A", SERVER, "--port", "0", "--linger-ms", "0"],
+      { what: "the test server", stderr: "null" },
+    );
     const created = await fetch(`${url}/sandboxes`, {
       method: "POST",
       headers: { "content-type": "application/json" },

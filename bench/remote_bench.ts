@@ -9,7 +9,12 @@
  *
  * @module
  */
-import { type BenchCase, curlToFile, runChild } from "./_harness.ts";
+import {
+  type BenchCase,
+  curlToFile,
+  runChild,
+  startServerProcess,
+} from "./_harness.ts";
 import { HttpClient } from "../runtimes/remote/http.ts";
 import { downloadToFile } from "../runtimes/remote/download.ts";
 import {
@@ -147,31 +152,11 @@ let serverUrl: string | undefined;
 /** Starts the file server process for this child, once. */
 async function startServer(): Promise<string> {
   if (serverUrl) return serverUrl;
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "--allow-all", new URL(import.meta.url).pathname, "--serve"],
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "inherit",
-  }).spawn();
-  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  let text = "";
-  while (!text.includes("\n")) {
-    const { done, value } = await reader.read();
-    if (done) throw new Error("The bench file server did not start");
-    text += value;
-  }
-  reader.releaseLock();
-  child.stdout.cancel().catch(() => {});
-  // Our exit closes its stdin, which stops it; it must not keep us alive.
-  child.unref();
-  globalThis.addEventListener("unload", () => {
-    try {
-      child.kill("SIGTERM");
-    } catch {
-      // gone already
-    }
-  });
-  serverUrl = text.trim();
+  // Our exit closes its stdin, which stops it.
+  serverUrl = (await startServerProcess(
+    ["run", "--allow-all", new URL(import.meta.url).pathname, "--serve"],
+    { what: "The bench file server", stdin: "piped" },
+  )).firstLine;
   return serverUrl;
 }
 
