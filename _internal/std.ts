@@ -10,6 +10,7 @@
  *
  * @module
  */
+import * as bytes from "@std/bytes";
 import * as yaml from "@std/yaml";
 import * as path from "@std/path";
 import * as posixPath from "@std/path/posix";
@@ -24,6 +25,10 @@ export interface ParseYamlOptions {
 /** Parses one YAML document. Throws a `SyntaxError` on unreadable YAML. */
 export const parseYaml: (text: string, options?: ParseYamlOptions) => unknown =
   yaml.parse;
+
+/** The bytes of several arrays, joined into a new one (`@std/bytes`). */
+export const concatBytes: (buffers: readonly Uint8Array[]) => Uint8Array =
+  bytes.concat;
 
 /** The media type of a file extension (`"pdf"` or `".pdf"`), if known. */
 export const typeByExtension: (extension: string) => string | undefined =

@@ -8,6 +8,7 @@
  *
  * @module
  */
+import { concatBytes } from "../_internal/std.ts";
 import {
   type Entry,
   type FileEntry,
@@ -419,11 +420,5 @@ class TailReader extends Reader<Uint8Array> {
 
 function concat(chunks: readonly Uint8Array[], size: number): Uint8Array {
   if (chunks.length === 1 && chunks[0]!.byteLength === size) return chunks[0]!;
-  const out = new Uint8Array(size);
-  let offset = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return out;
+  return concatBytes(chunks);
 }

@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { concatBytes } from "../_internal/std.ts";
 import { Zip, type Zippable, ZipPassThrough, zipSync } from "fflate";
 
 const encoder = new TextEncoder();
@@ -38,7 +39,7 @@ export function makeZip(entries: readonly ZipSpec[]): Uint8Array {
     entry.push(data, true);
   }
   zip.end();
-  return concat(chunks);
+  return concatBytes(chunks);
 }
 
 /** A compressed ZIP of name → content (for bombs). */
@@ -128,7 +129,7 @@ export function makeTar(entries: readonly TarSpec[]): Uint8Array {
     }
   }
   blocks.push(new Uint8Array(1024));
-  return concat(blocks);
+  return concatBytes(blocks);
 }
 
 /** Gzips bytes. */
@@ -145,14 +146,4 @@ export async function gzip(bytes: Uint8Array): Promise<Uint8Array> {
 /** A minimal SKILL.md. */
 export function skillMd(name: string): string {
   return `---\nname: ${name}\ndescription: A test skill.\n---\nDo it.\n`;
-}
-
-function concat(chunks: readonly Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
-  let offset = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, offset);
-    offset += chunk.length;
-  }
-  return out;
 }

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { hostPath } from "../_internal/std.ts";
+import { concatBytes, hostPath } from "../_internal/std.ts";
 import { PackageError } from "./errors.ts";
 import { checkDigest, sha256Of } from "./_digest.ts";
 import { installPackage, type InstallPackageOptions } from "./install.ts";
@@ -302,13 +302,7 @@ function wrapSkillMd(name: string, bytes: Uint8Array): Uint8Array {
   zip.add(entry);
   entry.push(bytes, true);
   zip.end();
-  const out = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
-  let offset = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, offset);
-    offset += chunk.length;
-  }
-  return out;
+  return concatBytes(chunks);
 }
 
 /**

@@ -19,6 +19,7 @@
 /** The official packages, by the bare specifier the code imports. */
 const OFFICIAL: Readonly<Record<string, { jsr: string; folder: string }>> = {
   "@std/assert": { jsr: "jsr:@std/assert@^1.0.19", folder: "assert" },
+  "@std/bytes": { jsr: "jsr:@std/bytes@^1.0.6", folder: "bytes" },
   "@std/fs": { jsr: "jsr:@std/fs@^1.0.24", folder: "fs" },
   "@std/media-types": {
     jsr: "jsr:@std/media-types@^1.1.0",

@@ -7,6 +7,7 @@
  *
  * @module
  */
+import { concatBytes } from "../_internal/std.ts";
 import { cutLine, type MatchedLine } from "./_match.ts";
 import type { GrepPlan } from "./_plan.ts";
 import { HEAVY_FOLDERS } from "./rules.ts";
@@ -48,14 +49,7 @@ export class RecordParser {
     const parts = this.#parts;
     this.#parts = [];
     this.#size = 0;
-    if (parts.length === 1) return parts[0]!;
-    const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-    let offset = 0;
-    for (const p of parts) {
-      out.set(p, offset);
-      offset += p.length;
-    }
-    return out;
+    return parts.length === 1 ? parts[0]! : concatBytes(parts);
   }
 
   push(chunk: Uint8Array, out: [Uint8Array, Uint8Array][]): void {
@@ -121,7 +115,7 @@ export interface RipgrepGrepArgsOptions {
   /**
    * Content mode: each line starts with the byte offset of its start
    * (`--byte-offset`, no line number), which spares rg counting the lines of
-   * every file it reads; {@linkcode lineNumbersAt} turns the offsets of the
+   * every file it reads; {@linkcode lineNumbersIn} turns the offsets of the
    * files shown into line numbers. Not for multiline searches.
    */
   readonly byteOffsets?: boolean;
@@ -301,36 +295,6 @@ export function parseFirstNul(bytes: Uint8Array): Map<string, number> {
     }
   }
   return found;
-}
-
-/**
- * The line numbers (from 1) of byte offsets where lines start, ascending, in
- * a local file: its newlines before each offset are counted, reading only up
- * to the last offset.
- *
- * @param path The file.
- * @param offsets Offsets of line starts, in ascending order.
- * @returns Their line numbers, or `null` when the file cannot be read or is
- *   shorter than an offset (it changed).
- */
-export function lineNumbersAt(
-  path: string,
-  offsets: readonly number[],
-): number[] | null {
-  if (offsets.length === 0) return [];
-  let file: Deno.FsFile;
-  try {
-    file = Deno.openSync(path);
-  } catch {
-    return null;
-  }
-  try {
-    return lineNumbersIn(new Uint8Array(0), offsets, (b) => file.readSync(b));
-  } catch {
-    return null;
-  } finally {
-    file.close();
-  }
 }
 
 /** The most bytes {@linkcode lineNumbersIn} reads at a time. */

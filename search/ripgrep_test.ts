@@ -1,3 +1,4 @@
+import { concatBytes } from "../_internal/std.ts";
 import {
   assert,
   assertEquals,
@@ -382,16 +383,11 @@ const decoder = new TextDecoder();
 
 /** Bytes of text and raw bytes, joined. */
 function bytes(...parts: (string | number[])[]): Uint8Array {
-  const chunks = parts.map((p) =>
-    typeof p === "string" ? encoder.encode(p) : new Uint8Array(p)
+  return concatBytes(
+    parts.map((p) =>
+      typeof p === "string" ? encoder.encode(p) : new Uint8Array(p)
+    ),
   );
-  const out = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
-  let offset = 0;
-  for (const c of chunks) {
-    out.set(c, offset);
-    offset += c.length;
-  }
-  return out;
 }
 
 async function plan(
