@@ -395,6 +395,51 @@ export class EgressProxy {
     }
   }
 
+  /** Reports a refused connection and answers the client with its status. */
+  async #refuseConnect(
+    client: Deno.Conn,
+    error: unknown,
+    host: string,
+    port: number,
+    method: string,
+  ): Promise<void> {
+    const refusal = error instanceof Refusal
+      ? error
+      : new Refusal(502, String(error));
+    this.#report({
+      kind: "connect",
+      host,
+      port,
+      method,
+      allowed: false,
+      reason: oneLine(refusal.message),
+      intercepted: false,
+      secrets: [],
+    });
+    return await refuse(client, refusal);
+  }
+
+  /** Reports an allowed connection to `target`. */
+  #reportConnect(
+    host: string,
+    port: number,
+    method: string,
+    target: Target,
+    intercepted: boolean,
+  ): void {
+    this.#report({
+      kind: "connect",
+      host,
+      port,
+      method,
+      allowed: true,
+      reason: this.#options.policy.decide(host, port).reason,
+      address: target.address,
+      intercepted,
+      secrets: [],
+    });
+  }
+
   async #handle(client: Deno.Conn): Promise<void> {
     let head: Head | null;
     try {
@@ -501,33 +546,10 @@ export class EgressProxy {
       secrets.push(...this.#options.policy.secretsFor(host));
       upstream = await this.#dial(target);
     } catch (error) {
-      const refusal = error instanceof Refusal
-        ? error
-        : new Refusal(502, String(error));
-      this.#report({
-        kind: "connect",
-        host,
-        port,
-        method: "CONNECT",
-        allowed: false,
-        reason: oneLine(refusal.message),
-        intercepted: false,
-        secrets: [],
-      });
-      return await refuse(client, refusal);
+      return await this.#refuseConnect(client, error, host, port, "CONNECT");
     }
     const intercepted = secrets.length > 0;
-    this.#report({
-      kind: "connect",
-      host,
-      port,
-      method: "CONNECT",
-      allowed: true,
-      reason: this.#options.policy.decide(host, port).reason,
-      address: target.address,
-      intercepted,
-      secrets: [],
-    });
+    this.#reportConnect(host, port, "CONNECT", target, intercepted);
     this.#track(upstream);
     try {
       await writeAll(
@@ -754,32 +776,9 @@ export class EgressProxy {
       target = await this.#check(host, port);
       upstream = await this.#dial(target);
     } catch (error) {
-      const refusal = error instanceof Refusal
-        ? error
-        : new Refusal(502, String(error));
-      this.#report({
-        kind: "connect",
-        host,
-        port,
-        method: head.method,
-        allowed: false,
-        reason: oneLine(refusal.message),
-        intercepted: false,
-        secrets: [],
-      });
-      return await refuse(client, refusal);
+      return await this.#refuseConnect(client, error, host, port, head.method);
     }
-    this.#report({
-      kind: "connect",
-      host,
-      port,
-      method: head.method,
-      allowed: true,
-      reason: this.#options.policy.decide(host, port).reason,
-      address: target.address,
-      intercepted: false,
-      secrets: [],
-    });
+    this.#reportConnect(host, port, head.method, target, false);
     this.#track(upstream);
     try {
       const lines = [
