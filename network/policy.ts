@@ -40,6 +40,25 @@ export interface SecretSpec {
 export type SecretsOption = Readonly<Record<string, SecretSpec>>;
 
 /**
+ * Checks that a `network` option has its shape (`{ allow: string[]; deny?:
+ * string[] }`), for callers who got it from plain JavaScript.
+ *
+ * @param network The option.
+ * @throws {RangeError} When it has another shape.
+ */
+export function checkNetworkShape(network: NetworkPolicy): void {
+  if (
+    typeof network !== "object" || network === null ||
+    !Array.isArray(network.allow) ||
+    (network.deny !== undefined && !Array.isArray(network.deny))
+  ) {
+    throw new RangeError(
+      "Cannot use the network option: it must be { allow: string[]; deny?: string[] }",
+    );
+  }
+}
+
+/**
  * Names the egress resolves to fixed addresses instead of asking DNS (like
  * curl's `--resolve`). A name mapped here may reach a loopback or private
  * address: the user mapped it on purpose.
@@ -313,17 +332,7 @@ export class EgressPolicy {
         'Cannot use allowNet together with network: allowNet is the shorthand of network: { allow: ["*:*"] }; give one',
       );
     }
-    if (network !== undefined) {
-      if (
-        typeof network !== "object" || network === null ||
-        !Array.isArray(network.allow) ||
-        (network.deny !== undefined && !Array.isArray(network.deny))
-      ) {
-        throw new RangeError(
-          "Cannot use the network option: it must be { allow: string[]; deny?: string[] }",
-        );
-      }
-    }
+    if (network !== undefined) checkNetworkShape(network);
     const allow = allowNet === true
       ? [parseHostPattern("*:*")]
       : (network?.allow ?? []).map((p) => parseHostPattern(p));

@@ -9,6 +9,7 @@
  * @module
  */
 import {
+  checkNetworkShape,
   type NetworkPolicy,
   parseHostPattern,
   type SecretsOption,
@@ -103,18 +104,6 @@ export type VercelNetworkPolicy =
   | { readonly mode: "deny-all" }
   | { readonly mode: "custom"; readonly allowedDomains: readonly string[] };
 
-function checkShape(network: NetworkPolicy): void {
-  if (
-    typeof network !== "object" || network === null ||
-    !Array.isArray(network.allow) ||
-    (network.deny !== undefined && !Array.isArray(network.deny))
-  ) {
-    throw new RangeError(
-      "Cannot use the network option: it must be { allow: string[]; deny?: string[] }",
-    );
-  }
-}
-
 /** A pattern as a service's host rule: a name or `*.suffix`, no port, no address. */
 function hostTarget(source: string, service: string): string {
   const pattern = parseHostPattern(source);
@@ -150,7 +139,7 @@ function allowList(
   network: NetworkPolicy,
   service: string,
 ): { everything: boolean; hosts: string[] } {
-  checkShape(network);
+  checkNetworkShape(network);
   const denyAll = (network.deny ?? []).includes("*");
   const deny = (network.deny ?? []).filter((p) => p !== "*")
     .map((p) => hostTarget(p, service));
@@ -207,7 +196,7 @@ function allowList(
 export function toOpenSandboxNetworkPolicy(
   network: NetworkPolicy,
 ): OpenSandboxNetworkPolicy {
-  checkShape(network);
+  checkNetworkShape(network);
   const rules = (action: "allow" | "deny", patterns: readonly string[]) =>
     patterns.map((source) => ({
       action,
