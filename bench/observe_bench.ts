@@ -19,6 +19,7 @@
  *
  * @module
  */
+import type { BasicTracerProvider } from "@opentelemetry/sdk-trace-base";
 import { type BenchCase, runChild, startServerProcess } from "./_harness.ts";
 import type { Tool } from "../tools/types.ts";
 
@@ -92,14 +93,24 @@ const server = Deno.serve({ port: 0, hostname: "127.0.0.1", onListen({ port }) {
   return Response.json({});
 });
 `;
-let telemetry: { on(): void; off(): void } | undefined;
+/** The bench's OpenTelemetry set-up (see {@linkcode startTelemetry}). */
+export interface Telemetry {
+  /** Registers the SDK (provider, context manager, propagator). */
+  on(): void;
+  /** Removes it: the API is the no-op again. */
+  off(): void;
+  /** The SDK's provider (its tracer, its flush). */
+  readonly provider: BasicTracerProvider;
+}
+
+let telemetry: Telemetry | undefined;
 
 /**
- * Makes the official SDK with a batching OTLP/HTTP exporter to a local
- * receiver, registered by `on()` and removed by `off()` (then the API is the
- * no-op again).
+ * Makes the official SDK with a batching OTLP/HTTP exporter (every 100 ms)
+ * to a receiver in a process of its own, registered by `on()` and removed by
+ * `off()`; made once per process.
  */
-async function startTelemetry(): Promise<{ on(): void; off(): void }> {
+export async function startTelemetry(): Promise<Telemetry> {
   if (telemetry) return telemetry;
   const { context, propagation, trace } = await import("@opentelemetry/api");
   const { AsyncLocalStorageContextManager } = await import(
@@ -138,6 +149,7 @@ async function startTelemetry(): Promise<{ on(): void; off(): void }> {
     }
   });
   telemetry = {
+    provider,
     on() {
       manager.enable();
       context.setGlobalContextManager(manager);

@@ -21,53 +21,17 @@
  *
  * @module
  */
-import { context, propagation, ROOT_CONTEXT, trace } from "@opentelemetry/api";
+import { ROOT_CONTEXT, trace } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
-import { W3CTraceContextPropagator } from "@opentelemetry/core";
-import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
-import {
-  BasicTracerProvider,
-  BatchSpanProcessor,
-} from "@opentelemetry/sdk-trace-base";
 import { cpuUsage } from "node:process";
 import { buildSkillTools } from "../tools/builder.ts";
-import { median, startServerProcess } from "./_harness.ts";
+import { median } from "./_harness.ts";
+import { startTelemetry } from "./observe_bench.ts";
 
 const CALLS = Number(Deno.args[0] ?? 1500);
 
-const { child: receiver, firstLine } = await startServerProcess([
-  "eval",
-  `Deno.serve({ port: 0, hostname: "127.0.0.1", onListen({ port }) {
-      console.log(port);
-    } }, async (request) => {
-      await request.arrayBuffer();
-      return Response.json({});
-    });`,
-], { what: "The OTLP receiver" });
-const port = Number(firstLine);
-
-const provider = new BasicTracerProvider({
-  spanProcessors: [
-    new BatchSpanProcessor(
-      new OTLPTraceExporter({ url: `http://127.0.0.1:${port}/v1/traces` }),
-      { scheduledDelayMillis: 100 },
-    ),
-  ],
-});
-const manager = new AsyncLocalStorageContextManager();
-const propagator = new W3CTraceContextPropagator();
-const on = () => {
-  manager.enable();
-  context.setGlobalContextManager(manager);
-  trace.setGlobalTracerProvider(provider);
-  propagation.setGlobalPropagator(propagator);
-};
-const off = () => {
-  trace.disable();
-  context.disable();
-  propagation.disable();
-  manager.disable();
-};
+// The bench's own set-up: the same SDK, exporter, receiver and context.
+const { on, off, provider } = await startTelemetry();
 
 const plain = (await buildSkillTools({ tools: ["bash"] })).tool("bash")!;
 let events = 0;
@@ -163,6 +127,4 @@ sides.forEach(([name], k) => {
   );
 });
 await provider.forceFlush();
-receiver.kill("SIGTERM");
-await receiver.status;
 if (events === 0) throw new Error("No event was observed");
