@@ -12,20 +12,12 @@ import { extractArchive, type ZipThresholds } from "./_extract.ts";
 import { resolveLimits } from "./_entries.ts";
 import { sha256Of } from "./_digest.ts";
 import { PackageError } from "./mod.ts";
-import { skillMd } from "./_testing.ts";
+import { randomBytes, skillMd } from "./_testing.ts";
 
 /** Every file entry over 1 KiB takes the large-entry path. */
 const LOW: ZipThresholds = { inMemoryArchiveBytes: 0, largeEntryBytes: 1024 };
 
 const encoder = new TextEncoder();
-
-function randomBytes(n: number): Uint8Array {
-  const out = new Uint8Array(n);
-  for (let i = 0; i < n; i += 65536) {
-    crypto.getRandomValues(out.subarray(i, Math.min(n, i + 65536)));
-  }
-  return out;
-}
 
 /** Text that compresses well, over several of the path's 64 KiB buffers. */
 function text(n: number): Uint8Array {

@@ -147,3 +147,12 @@ export async function gzip(bytes: Uint8Array): Promise<Uint8Array> {
 export function skillMd(name: string): string {
   return `---\nname: ${name}\ndescription: A test skill.\n---\nDo it.\n`;
 }
+
+/** `n` random bytes (`crypto.getRandomValues` takes at most 64 KiB a call). */
+export function randomBytes(n: number): Uint8Array {
+  const out = new Uint8Array(n);
+  for (let i = 0; i < n; i += 65536) {
+    crypto.getRandomValues(out.subarray(i, Math.min(n, i + 65536)));
+  }
+  return out;
+}

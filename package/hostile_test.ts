@@ -17,6 +17,7 @@ import {
   makeTar,
   makeZip,
   makeZipWithRawName,
+  randomBytes,
   skillMd,
 } from "./_testing.ts";
 
@@ -312,14 +313,6 @@ const CASES: Case[] = [
     options: { digest: `sha256:${"0".repeat(64)}` },
   },
 ];
-
-function randomBytes(n: number): Uint8Array {
-  const out = new Uint8Array(n);
-  for (let i = 0; i < n; i += 65536) {
-    crypto.getRandomValues(out.subarray(i, Math.min(n, i + 65536)));
-  }
-  return out;
-}
 
 function assertNothingLeft(base: string): void {
   const outside = [...Deno.readDirSync(base)].map((e) => e.name).sort();
