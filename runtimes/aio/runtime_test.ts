@@ -17,11 +17,10 @@ import { RemoteHttpError } from "../remote/errors.ts";
 import { MemoryConversationStore } from "../../workspace/conversation_store.ts";
 import { startAioTestServer, TEST_TOKEN } from "./_testing.ts";
 import { countingFetch, makeSkill, waitFor } from "../remote/_testing.ts";
+import { skillCorpus } from "../../_internal/skill_fixture.ts";
 
-const CORPUS = new URL(
-  "../../../shared/corpora/anthropics-skills/skills/",
-  import.meta.url,
-);
+// Real fonts when ../shared is beside the clone, else generated ones.
+const corpus = await skillCorpus();
 
 Deno.test("aio execute() keeps stdout and stderr apart with the exit code, env and cwd", async () => {
   await using aio = await startAioTestServer();
@@ -224,7 +223,7 @@ Deno.test("aio: a failed or timed-out bootstrap is not cached", async () => {
 Deno.test("aio: binary files go up and come back byte-identical", async () => {
   await using aio = await startAioTestServer();
   const runtime = aio.runtime();
-  const canvas = new URL("canvas-design/", CORPUS).pathname;
+  const canvas = `${corpus.skill("canvas-design")}/`;
   const fonts = `${canvas}canvas-fonts`;
   const names: string[] = [];
   for await (const entry of Deno.readDir(fonts)) {

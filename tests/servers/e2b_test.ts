@@ -73,8 +73,12 @@ function scope(stack: readonly string[]): string {
   return stack.filter((s) => !s.startsWith("(")).join(".");
 }
 
-const fsMessages = await protoMessages("envd/filesystem/filesystem.proto");
-const processMessages = await protoMessages("envd/process/process.proto");
+const fsMessages = E2B_SPECS.present
+  ? await protoMessages("envd/filesystem/filesystem.proto")
+  : new Map<string, Map<string, string>>();
+const processMessages = E2B_SPECS.present
+  ? await protoMessages("envd/process/process.proto")
+  : new Map<string, Map<string, string>>();
 
 function checkMessage(
   messages: Map<string, Map<string, string>>,
