@@ -8,6 +8,7 @@ import {
   assertNotEquals,
   assertRejects,
   assertStringIncludes,
+  assertThrows,
 } from "../../_internal/assert.ts";
 import { liveGroupMembers } from "../../_internal/testing.ts";
 import { posix } from "../../_internal/std.ts";
@@ -16,6 +17,7 @@ import { SkillPreparationError, WorkspaceEscapeError } from "../errors.ts";
 import { RemoteHttpError } from "../remote/errors.ts";
 import { MemoryConversationStore } from "../../workspace/conversation_store.ts";
 import { startAioTestServer, TEST_TOKEN } from "./_testing.ts";
+import { AioSkillRuntime } from "./runtime.ts";
 import { countingFetch, makeSkill, waitFor } from "../remote/_testing.ts";
 import { skillCorpus } from "../../_internal/skill_fixture.ts";
 
@@ -656,4 +658,16 @@ Deno.test("aio close() is idempotent and closes only the sessions it opened", as
     "closed",
   );
   assertNotEquals(aio.server.requestCount(), 0);
+});
+
+Deno.test("aio refuses skillsRoot / (any spelling) as it refuses conversationsRoot /", () => {
+  for (const skillsRoot of ["/", "//", "/./", "/tmp/.."]) {
+    assertThrows(
+      () => new AioSkillRuntime({ baseUrl: "http://127.0.0.1:9", skillsRoot }),
+      TypeError,
+      "it must be an absolute POSIX path other than /",
+    );
+  }
+  // A real folder is still fine (no request is made to build a runtime).
+  new AioSkillRuntime({ baseUrl: "http://127.0.0.1:9", skillsRoot: "/s" });
 });
