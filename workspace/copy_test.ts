@@ -220,6 +220,13 @@ Deno.test({
     });
     const copied = await treeDigest(target);
     assertEquals([...filesOf(copied).keys()].sort(), EXPECTED_FILES);
+    // Progress reports bytes as well as files: the last report, every byte.
+    let total = 0;
+    for (const rel of EXPECTED_FILES) {
+      total += (await Deno.stat(hostPath.join(target, rel))).size;
+    }
+    assertEquals(progress.at(-1)!.bytes, total);
+    assertEquals(stats.bytes, total);
     for (const [rel, digest] of filesOf(copied)) {
       assertEquals(digest, before.get(rel), rel);
     }
