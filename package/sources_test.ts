@@ -256,3 +256,48 @@ Deno.test({
     }
   },
 });
+
+Deno.test("a skill-md entry of an index is locked with both digests (the index's and the package's), and verify checks both", async () => {
+  const dir = await Deno.makeTempDir();
+  const skillMd = new TextEncoder().encode(
+    "---\nname: notes\ndescription: Writes notes. Use for notes.\n---\n\n# Notes\n",
+  );
+  const published = sha256Of(skillMd);
+  const files = new Map<string, Uint8Array>();
+  files.set(
+    INDEX_PATH,
+    new TextEncoder().encode(JSON.stringify({
+      $schema: "https://schemas.agentskills.io/discovery/0.2.0/schema.json",
+      skills: [{
+        name: "notes",
+        type: "skill-md",
+        description: "Writes notes.",
+        url: "/.well-known/agent-skills/notes/SKILL.md",
+        digest: published,
+      }],
+    })),
+  );
+  files.set("/.well-known/agent-skills/notes/SKILL.md", skillMd);
+  const site = serveSite(files);
+  try {
+    const into = `${dir}/skills`;
+    const pkg = await installFromIndex(site.origin, "notes", { root: into });
+    assertEquals(pkg.sourceDigest, published);
+    assert(pkg.digest !== published, "the package is skillrun's own");
+    await lockPackage(into, pkg, `${site.origin}#notes`);
+    const entry = (await readLock(into)).skills.notes!;
+    assertEquals([entry.sourceDigest, entry.digest], [published, pkg.digest]);
+    assertEquals((await verifyLock(into)).map((c) => c.ok), [true]);
+    // A lock whose source digest is not the index's fails verify, naming it.
+    const lockPath = `${into}/skills.lock.json`;
+    const lock = JSON.parse(await Deno.readTextFile(lockPath));
+    lock.skills.notes.sourceDigest = `sha256:${"1".repeat(64)}`;
+    await Deno.writeTextFile(lockPath, JSON.stringify(lock));
+    const [check] = await verifyLock(into);
+    assertEquals(check!.ok, false);
+    assertStringIncludes(check!.problems.join("\n"), published);
+  } finally {
+    await site.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
