@@ -5,12 +5,12 @@ import {
   assertStringIncludes,
 } from "./_internal/assert.ts";
 import { hostPath } from "./_internal/std.ts";
+import { anthropicsCollection, sharedTest } from "./_internal/shared_data.ts";
 
 const REPO = hostPath.fromFileUrl(new URL(".", import.meta.url));
 const CLI = hostPath.join(REPO, "cli.ts");
-const CORPUS = hostPath.fromFileUrl(
-  new URL("../shared/corpora/anthropics-skills/", import.meta.url),
-);
+const CORPUS_DATA = anthropicsCollection();
+const CORPUS = CORPUS_DATA.path;
 
 interface Run {
   code: number;
@@ -81,22 +81,28 @@ Deno.test("cli list prints per-skill warnings and skipped files", async () => {
   });
 });
 
-Deno.test("cli list --json prints an array of skills with their warnings", async () => {
-  const run = await cli("list", "--json", CORPUS);
-  assertEquals(run.code, 0, run.stderr);
-  const skills = JSON.parse(run.stdout) as {
-    name: string;
-    description: string;
-    location: string;
-    warnings: string[];
-  }[];
-  assertEquals(skills.length, 13);
-  const template = skills.find((s) => s.name === "template-skill")!;
-  assertEquals(template.location, `${CORPUS}template/SKILL.md`);
-  assertEquals(template.warnings, [
-    'name: must equal the folder name "template", got "template-skill"',
-  ]);
-  assert(skills.every((s) => typeof s.description === "string"));
+Deno.test({
+  ...sharedTest(
+    CORPUS_DATA,
+    "cli list --json prints an array of skills with their warnings",
+  ),
+  async fn() {
+    const run = await cli("list", "--json", CORPUS);
+    assertEquals(run.code, 0, run.stderr);
+    const skills = JSON.parse(run.stdout) as {
+      name: string;
+      description: string;
+      location: string;
+      warnings: string[];
+    }[];
+    assertEquals(skills.length, 13);
+    const template = skills.find((s) => s.name === "template-skill")!;
+    assertEquals(template.location, `${CORPUS}template/SKILL.md`);
+    assertEquals(template.warnings, [
+      'name: must equal the folder name "template", got "template-skill"',
+    ]);
+    assert(skills.every((s) => typeof s.description === "string"));
+  },
 });
 
 Deno.test("cli list fails with a clear message for a missing folder", async () => {
@@ -115,18 +121,24 @@ Deno.test("cli validate exits 0 for valid skills", async () => {
   assertMatch(run.stdout, /^\d+ valid, 0 invalid$/m);
 });
 
-Deno.test("cli validate exits 1 and prints each problem for invalid skills", async () => {
-  const run = await cli("validate", CORPUS);
-  assertEquals(run.code, 1);
-  assertStringIncludes(
-    run.stdout,
-    `invalid template-skill (${CORPUS}template)\n  - name: must equal the folder name "template", got "template-skill"\n`,
-  );
-  assertMatch(
-    run.stdout,
-    /invalid claude-api \(.*\)\n {2}- description: must be at most 1024 characters, got \d+\n/,
-  );
-  assertStringIncludes(run.stdout, "11 valid, 2 invalid\n");
+Deno.test({
+  ...sharedTest(
+    CORPUS_DATA,
+    "cli validate exits 1 and prints each problem for invalid skills",
+  ),
+  async fn() {
+    const run = await cli("validate", CORPUS);
+    assertEquals(run.code, 1);
+    assertStringIncludes(
+      run.stdout,
+      `invalid template-skill (${CORPUS}template)\n  - name: must equal the folder name "template", got "template-skill"\n`,
+    );
+    assertMatch(
+      run.stdout,
+      /invalid claude-api \(.*\)\n {2}- description: must be at most 1024 characters, got \d+\n/,
+    );
+    assertStringIncludes(run.stdout, "11 valid, 2 invalid\n");
+  },
 });
 
 Deno.test("cli validate --json reports problems by field", async () => {

@@ -182,8 +182,15 @@ export async function runOpenSandboxExample(
       print(
         `resumed in sandbox ${resumedSandboxId}; uploads on resume: ${uploadsOnResume}`,
       );
+      // The conversation is over: remove its workspace (on a server whose
+      // sandboxes share a host folder, such as the test server, deleting the
+      // sandbox alone would leave it there)...
+      const workspace = second.workspace!;
+      await second.execute({
+        command: `cd / && rm -rf -- '${workspace.replaceAll("'", `'\\''`)}'`,
+      });
     } finally {
-      // The conversation is over: remove its record, then its sandbox.
+      // ...then its record and its sandbox.
       await second.destroy();
     }
     return {

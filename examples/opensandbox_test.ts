@@ -38,6 +38,12 @@ Deno.test("the OpenSandbox example runs a skill in a conversation and resumes it
     assertStringIncludes(transcript, "→ skill ");
     // Configured values are secrets: the tools' outputs show them redacted.
     assertStringIncludes(transcript, "[redacted]");
+    // "Destroys the conversation at the end": no workspace stays behind.
+    const left = [];
+    for await (const entry of Deno.readDir(`${temp}/conversations`)) {
+      if (entry.name.startsWith("example-")) left.push(entry.name);
+    }
+    assertEquals(left, []);
   } finally {
     await Deno.remove(temp, { recursive: true });
   }

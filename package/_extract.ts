@@ -405,6 +405,50 @@ async function extractLargeEntry(
   }
 }
 
+/**
+ * Checks that the local header of `entry` has the signature of one and the
+ * same raw name as the central directory's.
+ */
+async function checkLocalHeader(
+  archive: Uint8Array | Deno.FsFile,
+  archiveBytes: number,
+  entry: Entry,
+  name: string,
+): Promise<void> {
+  const rawName = entry.rawFilename;
+  const length = LOCAL_HEADER_BYTES + rawName.length;
+  let header: Uint8Array;
+  if (entry.offset + length > archiveBytes) {
+    header = new Uint8Array(0);
+  } else if (archive instanceof Uint8Array) {
+    header = archive.subarray(entry.offset, entry.offset + length);
+  } else {
+    header = new Uint8Array(length);
+    if (await readAt(archive, entry.offset, header) !== length) {
+      header = new Uint8Array(0);
+    }
+  }
+  if (header.length !== length) {
+    throw new PackageError(
+      "corrupt",
+      "its local header lies outside the archive (truncated?)",
+      { entry: name },
+    );
+  }
+  const view = new DataView(header.buffer, header.byteOffset, length);
+  if (
+    view.getUint32(0, true) !== LOCAL_HEADER_SIGNATURE ||
+    view.getUint16(26, true) !== rawName.length ||
+    !rawName.every((byte, i) => header[LOCAL_HEADER_BYTES + i] === byte)
+  ) {
+    throw new PackageError(
+      "corrupt",
+      "its local header names it differently from the central directory",
+      { entry: name },
+    );
+  }
+}
+
 /** Files created at once. */
 const WRITE_CONCURRENCY = 16;
 /** Declared contents up to this size are inflated in one pass (fflate). */
@@ -460,6 +504,13 @@ async function extractZip(
       }
     } catch (error) {
       throw asPackageError(error);
+    }
+    // Each local header names its entry as the central directory does (a
+    // reader that streams the archive would go by the local name), before
+    // anything is written.
+    for (const { entry, name } of listed) {
+      signal?.throwIfAborted();
+      await checkLocalHeader(bytes ?? archive, archiveBytes, entry, name);
     }
     for (const folder of [...set.folders].sort()) {
       await Deno.mkdir(hostPath.join(target, folder), { recursive: true });

@@ -307,12 +307,39 @@ const CASES: Case[] = [
     code: "corrupt",
   },
   {
+    // The central directory says s/abcdefghij.txt, the local header (the
+    // name a streaming reader would use) ../../x/evil.txt: same length, so
+    // every offset still holds.
+    title: "zip: a local header naming its entry differently",
+    archive: () => {
+      const zip = makeZip([SKILL, { name: "s/abcdefghij.txt", data: "x" }]);
+      const central = new TextEncoder().encode("s/abcdefghij.txt");
+      const evil = new TextEncoder().encode("../../x/evil.txt");
+      const at = indexOfBytes(zip, central);
+      assert(at > 0 && indexOfBytes(zip, central, at + 1) > at);
+      zip.set(evil, at); // the first copy is the local header's
+      return Promise.resolve(zip);
+    },
+    code: "corrupt",
+    entry: "s/abcdefghij.txt",
+  },
+  {
     title: "wrong digest",
     archive: () => Promise.resolve(makeZip([SKILL])),
     code: "digest-mismatch",
     options: { digest: `sha256:${"0".repeat(64)}` },
   },
 ];
+
+function indexOfBytes(haystack: Uint8Array, needle: Uint8Array, from = 0) {
+  outer: for (let i = from; i <= haystack.length - needle.length; i++) {
+    for (let j = 0; j < needle.length; j++) {
+      if (haystack[i + j] !== needle[j]) continue outer;
+    }
+    return i;
+  }
+  return -1;
+}
 
 function assertNothingLeft(base: string): void {
   const outside = [...Deno.readDirSync(base)].map((e) => e.name).sort();

@@ -52,6 +52,12 @@ export interface PackageManifest {
   readonly format: "zip" | "tar.gz";
   /** Where it came from, when known. */
   readonly source?: string;
+  /**
+   * The digest the source published for what it served, when that is not
+   * the package's: a `skill-md` entry of a well-known index gives the digest
+   * of its `SKILL.md`, which skillrun wraps into a package of its own.
+   */
+  readonly sourceDigest?: string;
   /** The digest of the extracted files (see {@linkcode treeDigest}). */
   readonly tree: string;
   /** The archive's file name beside the manifest (packages installed before it was kept have none). */
@@ -76,6 +82,12 @@ export interface InstalledSkillPackage {
   readonly packagePath: string;
   /** Where it came from, when known. */
   readonly source?: string;
+  /**
+   * The digest the source published for what it served, when that is not
+   * the package's: a `skill-md` entry of a well-known index gives the digest
+   * of its `SKILL.md`, which skillrun wraps into a package of its own.
+   */
+  readonly sourceDigest?: string;
   /**
    * The archive itself, kept beside the skill (a remote runtime streams it
    * into its sandbox); absent for packages installed before it was kept.

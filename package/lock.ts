@@ -8,7 +8,7 @@
 import { hostPath } from "../_internal/std.ts";
 import { writeFileAtomically } from "../_internal/atomic_write.ts";
 import { PackageError } from "./errors.ts";
-import { checkDigest } from "./_digest.ts";
+import { checkDigest, sha256Of } from "./_digest.ts";
 import {
   type InstalledSkillPackage,
   readInstalled,
@@ -26,6 +26,12 @@ export interface LockEntry {
   readonly digest: string;
   /** The digest of its extracted files. */
   readonly tree: string;
+  /**
+   * The digest the source published, when it is not the package's (a
+   * `skill-md` entry of an index: its `SKILL.md`'s digest, as the index gives
+   * it); {@linkcode verifyLock} checks the installed `SKILL.md` against it.
+   */
+  readonly sourceDigest?: string;
 }
 
 /** The content of `skills.lock.json`. */
@@ -78,6 +84,12 @@ export async function readLock(dir: string): Promise<SkillsLock> {
   for (const [name, entry] of Object.entries(lock.skills)) {
     checkDigest(entry?.digest, `the digest of "${name}" in the lock`);
     checkDigest(entry?.tree, `the tree digest of "${name}" in the lock`);
+    if (entry?.sourceDigest !== undefined) {
+      checkDigest(
+        entry.sourceDigest,
+        `the source digest of "${name}" in the lock`,
+      );
+    }
   }
   return lock;
 }
@@ -116,7 +128,14 @@ export async function lockPackage(
 ): Promise<SkillsLock> {
   const lock = await readLock(dir);
   const skills: Record<string, LockEntry> = { ...lock.skills };
-  skills[pkg.name] = { source, digest: pkg.digest, tree: pkg.tree };
+  skills[pkg.name] = {
+    source,
+    digest: pkg.digest,
+    tree: pkg.tree,
+    ...(pkg.sourceDigest !== undefined
+      ? { sourceDigest: pkg.sourceDigest }
+      : {}),
+  };
   const sorted: Record<string, LockEntry> = {};
   for (const name of Object.keys(skills).sort()) sorted[name] = skills[name]!;
   const next: SkillsLock = { lockfileVersion: 1, skills: sorted };
@@ -253,7 +272,24 @@ export async function verifyLock(dir: string): Promise<LockCheck[]> {
       continue;
     }
     const result = await verifyInstalled(pkg, locked.tree);
-    checks.push({ name, ok: result.ok, problems: result.problems });
+    const problems = [...result.problems];
+    if (locked.sourceDigest !== undefined) {
+      // The source's own digest: the one SKILL.md the index published.
+      let got: string;
+      try {
+        got = sha256Of(
+          await Deno.readFile(hostPath.join(pkg.path, "SKILL.md")),
+        );
+      } catch (error) {
+        got = error instanceof Error ? error.message : String(error);
+      }
+      if (got !== locked.sourceDigest) {
+        problems.push(
+          `SKILL.md has digest ${got}, the source published ${locked.sourceDigest}`,
+        );
+      }
+    }
+    checks.push({ name, ok: problems.length === 0, problems });
   }
   return checks;
 }

@@ -9,10 +9,13 @@ import {
   verifyInstalled,
 } from "./mod.ts";
 import { skillMd } from "./_testing.ts";
+import { skillCorpus } from "../_internal/skill_fixture.ts";
 
-const CORPUS = hostPath.fromFileUrl(
-  new URL("../../shared/corpora/anthropics-skills/skills/", import.meta.url),
-);
+// The real skills when ../shared is beside the clone, else generated ones
+// (fonts, images, a gzip archive, nested folders, executable scripts).
+const corpus = await skillCorpus();
+const CORPUS = corpus.root;
+const CANVAS = corpus.name("canvas-design");
 
 async function sameFiles(source: string, installed: string): Promise<void> {
   const expected = await Array.fromAsync(walkSkillFiles(source));
@@ -34,7 +37,7 @@ for (const format of ["zip", "tar.gz"] as const) {
     const root = await Deno.makeTempDir();
     try {
       const names = [...Deno.readDirSync(CORPUS)].map((e) => e.name).sort();
-      assert(names.length >= 10);
+      assert(names.length >= (corpus.real ? 10 : 4));
       for (const name of names) {
         const dir = `${CORPUS}${name}`;
         const a = await packSkill(dir, { format });
@@ -102,15 +105,15 @@ Deno.test("a ZIP made by Debian's zip command installs", async () => {
   const dir = await Deno.makeTempDir();
   try {
     const made = await new Deno.Command("zip", {
-      args: ["-r", "-X", "-q", `${dir}/canvas.zip`, "canvas-design"],
+      args: ["-r", "-X", "-q", `${dir}/canvas.zip`, CANVAS],
       cwd: CORPUS,
     }).output();
     assert(made.success);
     const pkg = await installPackage({ path: `${dir}/canvas.zip` }, {
       root: `${dir}/root`,
     });
-    assertEquals(pkg.name, "canvas-design");
-    await sameFiles(`${CORPUS}canvas-design`, pkg.path);
+    assertEquals(pkg.name, CANVAS);
+    await sameFiles(`${CORPUS}${CANVAS}`, pkg.path);
     // The files are installed read-only.
     const info = await Deno.stat(`${pkg.path}/SKILL.md`);
     assertEquals(info.mode! & 0o222, 0);
@@ -161,7 +164,7 @@ Deno.test("packSkill's ZIP is read by Debian's unzip: UTF-8 names, modes, a stre
 Deno.test("concurrent installs of one digest from several processes end with one copy", async () => {
   const dir = await Deno.makeTempDir();
   try {
-    const packed = await packSkill(`${CORPUS}claude-api`, {
+    const packed = await packSkill(corpus.skill("claude-api"), {
       output: `${dir}/p.zip`,
     });
     const script = `${dir}/install.ts`;
@@ -225,9 +228,9 @@ Deno.test("tar.gz archives made by GNU tar install (with folder entries, ./ and 
   const dir = await Deno.makeTempDir();
   try {
     const made = [
-      ["-czf", `${dir}/a.tgz`, "-C", CORPUS, "canvas-design"],
-      ["-czf", `${dir}/b.tgz`, "-C", `${CORPUS}canvas-design`, "."],
-      ["--format=pax", "-czf", `${dir}/c.tgz`, "-C", CORPUS, "canvas-design"],
+      ["-czf", `${dir}/a.tgz`, "-C", CORPUS, CANVAS],
+      ["-czf", `${dir}/b.tgz`, "-C", `${CORPUS}${CANVAS}`, "."],
+      ["--format=pax", "-czf", `${dir}/c.tgz`, "-C", CORPUS, CANVAS],
     ];
     for (const args of made) {
       assert((await new Deno.Command("tar", { args }).output()).success);
@@ -236,8 +239,8 @@ Deno.test("tar.gz archives made by GNU tar install (with folder entries, ./ and 
       const pkg = await installPackage({ path: `${dir}/${name}.tgz` }, {
         root: `${dir}/root-${name}`,
       });
-      assertEquals(pkg.name, "canvas-design");
-      await sameFiles(`${CORPUS}canvas-design`, pkg.path);
+      assertEquals(pkg.name, CANVAS);
+      await sameFiles(`${CORPUS}${CANVAS}`, pkg.path);
     }
   } finally {
     await Deno.remove(dir, { recursive: true });

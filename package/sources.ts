@@ -219,7 +219,8 @@ export async function readSkillIndex(
  * Installs one skill of a well-known index: its artifact is fetched from the
  * URL the index gives (resolved against the index's URL) and checked against
  * the index's digest; a `skill-md` entry becomes a package holding that one
- * `SKILL.md`, whose digest is the index's.
+ * `SKILL.md`, carrying the index's digest as `sourceDigest` beside its own
+ * (both go into the lock).
  *
  * @param site The site's origin, or the index's URL.
  * @param name The skill's name in the index.
@@ -282,10 +283,12 @@ export async function installFromIndex(
   }
   checkSkillFolderName(name);
   const { digest: _digest, ...rest } = options;
-  return await installPackage(wrapSkillMd(name, bytes), {
+  const pkg = await installPackage(wrapSkillMd(name, bytes), {
     ...rest,
     source: `${url}#${name}`,
   });
+  // Both digests: the index's (of the SKILL.md) and the package's.
+  return Object.freeze({ ...pkg, sourceDigest: digest });
 }
 
 /** A ZIP holding `<name>/SKILL.md`, for `skill-md` entries. */

@@ -11,10 +11,13 @@ import {
 } from "./mod.ts";
 import { S3_CREDENTIALS, startS3Server } from "./_test_servers.ts";
 import { skillMd } from "./_testing.ts";
+import { anthropicsSkills, sharedTest } from "../_internal/shared_data.ts";
+import { skillCorpus } from "../_internal/skill_fixture.ts";
 
-const CORPUS = hostPath.fromFileUrl(
-  new URL("../../shared/corpora/anthropics-skills/skills/", import.meta.url),
-);
+const CORPUS_DATA = anthropicsSkills();
+const CORPUS = CORPUS_DATA.path;
+// The S3 test needs some skills: the real ones or generated ones.
+const corpus = await skillCorpus();
 
 async function roundTrip(store: SkillPackageStore, dir: string) {
   const a = await packSkill(`${CORPUS}canvas-design`, { format: "zip" });
@@ -40,13 +43,19 @@ async function roundTrip(store: SkillPackageStore, dir: string) {
   await assertRejects(() => store.open(a.digest), Deno.errors.NotFound);
 }
 
-Deno.test("FileSkillPackageStore: put, list, stream, install, delete", async () => {
-  const dir = await Deno.makeTempDir();
-  try {
-    await roundTrip(new FileSkillPackageStore(`${dir}/store`), dir);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+Deno.test({
+  ...sharedTest(
+    CORPUS_DATA,
+    "FileSkillPackageStore: put, list, stream, install, delete",
+  ),
+  async fn() {
+    const dir = await Deno.makeTempDir();
+    try {
+      await roundTrip(new FileSkillPackageStore(`${dir}/store`), dir);
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
 });
 
 Deno.test("S3 store against a real S3 server (s3rver behind a SigV4-checking proxy)", async (t) => {
@@ -131,7 +140,7 @@ Deno.test("S3 store against a real S3 server (s3rver behind a SigV4-checking pro
     await t.step(
       "concurrent installs of one digest from several processes",
       async () => {
-        const packed = await packSkill(`${CORPUS}claude-api`);
+        const packed = await packSkill(corpus.skill("claude-api"));
         await store.put(packed.digest, packed.bytes!);
         const script = `${dir}/materialize.ts`;
         await Deno.writeTextFile(
@@ -180,7 +189,7 @@ console.log(pkg.path);`,
     await t.step(
       "cli add s3://bucket/prefix#digest installs from the store and locks it",
       async () => {
-        const packed = await packSkill(`${CORPUS}frontend-design`);
+        const packed = await packSkill(corpus.skill("frontend-design"));
         await store.put(packed.digest, packed.bytes!);
         const run = await new Deno.Command(Deno.execPath(), {
           args: [
@@ -205,12 +214,15 @@ console.log(pkg.path);`,
         assert(run.success, stderr);
         assertEquals(
           new TextDecoder().decode(run.stdout).trim(),
-          `frontend-design ${packed.digest}`,
+          `${corpus.name("frontend-design")} ${packed.digest}`,
         );
         const lock = JSON.parse(
           await Deno.readTextFile(`${dir}/cli-skills/skills.lock.json`),
         );
-        assertEquals(lock.skills["frontend-design"].digest, packed.digest);
+        assertEquals(
+          lock.skills[corpus.name("frontend-design")].digest,
+          packed.digest,
+        );
         assert(!stderr.includes(S3_CREDENTIALS.secretAccessKey));
       },
     );
@@ -218,7 +230,7 @@ console.log(pkg.path);`,
     await t.step(
       "installPackage straight from the store's stream",
       async () => {
-        const packed = await packSkill(`${CORPUS}theme-factory`, {
+        const packed = await packSkill(corpus.skill("theme-factory"), {
           format: "tar.gz",
         });
         await store.put(packed.digest, packed.bytes!);
@@ -226,7 +238,7 @@ console.log(pkg.path);`,
           root: `${dir}/direct`,
           digest: packed.digest,
         });
-        assertEquals(pkg.name, "theme-factory");
+        assertEquals(pkg.name, corpus.name("theme-factory"));
       },
     );
   } finally {

@@ -240,7 +240,7 @@ export class PreparationEngine {
     config: SkillRuntimeConfig | undefined,
     request: PrepareRequest,
   ): Promise<PreparedSkill> {
-    const { signal, onProgress } = request;
+    const { signal, onProgress, onOutput } = request;
     this.#setEnv(key, config?.env ?? {});
     try {
       let materialized: MaterializeResult;
@@ -274,6 +274,12 @@ export class PreparationEngine {
             cwd: materialized.basePath,
             timeoutMs: bootstrap.timeoutMs,
             ...(signal ? { signal } : {}),
+            ...(onOutput
+              ? {
+                onStdout: (chunk: Uint8Array) => onOutput("stdout", chunk),
+                onStderr: (chunk: Uint8Array) => onOutput("stderr", chunk),
+              }
+              : {}),
           });
           if (result.exitCode !== 0 || result.timedOut || result.aborted) {
             const output = `${result.stdout}${result.stderr}`;

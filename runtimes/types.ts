@@ -34,7 +34,7 @@ export interface PrepareProgress {
   readonly detail?: string;
   /** Files copied or uploaded so far (copy, upload), when known. */
   readonly files?: number;
-  /** Bytes to upload or uploaded (upload), when known. */
+  /** Bytes copied (copy), to upload or uploaded (upload), when known. */
   readonly bytes?: number;
   /** The bootstrap command under way, 1-based (bootstrap). */
   readonly step?: number;
@@ -52,6 +52,11 @@ export interface PrepareRequest {
   readonly signal?: AbortSignal;
   /** Called as preparation advances (for a CLI's progress on stderr). */
   readonly onProgress?: (progress: PrepareProgress) => void;
+  /**
+   * Receives the bootstrap commands' output as it comes (failed or not);
+   * `buildSkillTools` turns it into `command_output` events.
+   */
+  readonly onOutput?: (stream: "stdout" | "stderr", chunk: Uint8Array) => void;
 }
 
 /** A skill as prepared inside a runtime. */

@@ -8,6 +8,7 @@ import { compileLinear } from "./_linear.ts";
 import { FIXTURE } from "./_test_suite.ts";
 import { matchText } from "./_match.ts";
 import { translateRegex } from "./regex.ts";
+import { anthropicsCollection } from "../_internal/shared_data.ts";
 
 /** What both engines have: `lastIndex` and `exec`. */
 interface Execer {
@@ -171,10 +172,10 @@ const EDGE_TEXTS = [
 ];
 
 async function corpusTexts(): Promise<string[]> {
-  const root = new URL(
-    "../../shared/corpora/anthropics-skills/",
-    import.meta.url,
-  );
+  // The real texts when ../shared is beside the clone (CI=true: required).
+  const corpus = anthropicsCollection();
+  if (!corpus.present) return [];
+  const root = corpus.url;
   const texts: string[] = [];
   const walk = async (url: URL): Promise<void> => {
     for await (const entry of Deno.readDir(url)) {

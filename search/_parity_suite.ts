@@ -9,7 +9,6 @@
  * @module
  */
 import { assert, assertEquals } from "../_internal/assert.ts";
-import { hostPath } from "../_internal/std.ts";
 import { FallbackSearch } from "./fallback.ts";
 import { detectRipgrep, RipgrepSearch } from "./ripgrep.ts";
 import { ShellSearch } from "./shell.ts";
@@ -21,10 +20,14 @@ import type {
   LsRequest,
   SearchEngine,
 } from "./types.ts";
+import {
+  anthropicsCollection,
+  type SharedData,
+} from "../_internal/shared_data.ts";
 
-const CORPUS = hostPath.fromFileUrl(
-  new URL("../../shared/corpora/anthropics-skills/", import.meta.url),
-).replace(/\/$/, "");
+/** The real skills the parity runs on (they skip without ../shared). */
+export const CORPUS_DATA: SharedData = anthropicsCollection();
+const CORPUS = CORPUS_DATA.path.replace(/\/$/, "");
 
 const GREP_QUERIES: GrepRequest[] = [
   { pattern: "skill" },

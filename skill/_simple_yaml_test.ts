@@ -1,10 +1,10 @@
 import { assertEquals } from "../_internal/assert.ts";
 import { hostPath, parseYaml } from "../_internal/std.ts";
 import { parseSimpleYaml } from "./_simple_yaml.ts";
+import { anthropicsCollection, sharedTest } from "../_internal/shared_data.ts";
 
-const CORPUS = hostPath.fromFileUrl(
-  new URL("../../shared/corpora/anthropics-skills/", import.meta.url),
-);
+const CORPUS_DATA = anthropicsCollection();
+const CORPUS = CORPUS_DATA.path;
 
 function full(text: string): unknown {
   try {
@@ -46,30 +46,40 @@ const NOT_SIMPLE = [
   "- list",
 ];
 
-Deno.test("parseSimpleYaml() gives what the failsafe YAML parser gives for simple front matter", async () => {
-  const samples = [...SIMPLE];
-  for (const dir of ["skills", "template"]) {
-    for await (const entry of Deno.readDir(hostPath.join(CORPUS, dir))) {
-      const file = dir === "template"
-        ? hostPath.join(CORPUS, dir, entry.name)
-        : hostPath.join(CORPUS, dir, entry.name, "SKILL.md");
-      if (!file.endsWith("SKILL.md")) continue;
-      samples.push(
-        (await Deno.readTextFile(file)).split("\n---\n")[0]!.slice(4),
-      );
+Deno.test({
+  ...sharedTest(
+    CORPUS_DATA,
+    "parseSimpleYaml() gives what the failsafe YAML parser gives for simple front matter",
+  ),
+  async fn() {
+    const samples = [...SIMPLE];
+    for (const dir of ["skills", "template"]) {
+      for await (const entry of Deno.readDir(hostPath.join(CORPUS, dir))) {
+        const file = dir === "template"
+          ? hostPath.join(CORPUS, dir, entry.name)
+          : hostPath.join(CORPUS, dir, entry.name, "SKILL.md");
+        if (!file.endsWith("SKILL.md")) continue;
+        samples.push(
+          (await Deno.readTextFile(file)).split("\n---\n")[0]!.slice(4),
+        );
+      }
     }
-  }
-  let simple = 0;
-  for (const sample of samples) {
-    const fast = parseSimpleYaml(sample);
-    if (fast === undefined) continue;
-    simple++;
-    assertEquals(fast, full(sample), sample);
-  }
-  assertEquals(simple >= SIMPLE.length + 10, true, `${simple} simple samples`);
-  for (const sample of SIMPLE) {
-    assertEquals(parseSimpleYaml(sample) !== undefined, true, sample);
-  }
+    let simple = 0;
+    for (const sample of samples) {
+      const fast = parseSimpleYaml(sample);
+      if (fast === undefined) continue;
+      simple++;
+      assertEquals(fast, full(sample), sample);
+    }
+    assertEquals(
+      simple >= SIMPLE.length + 10,
+      true,
+      `${simple} simple samples`,
+    );
+    for (const sample of SIMPLE) {
+      assertEquals(parseSimpleYaml(sample) !== undefined, true, sample);
+    }
+  },
 });
 
 Deno.test("parseSimpleYaml() leaves everything else to the full parser", () => {

@@ -9,10 +9,10 @@ import {
 import { hostPath } from "../_internal/std.ts";
 import { findSkillFolders, loadSkills, selectSkills } from "./load.ts";
 import type { Skill } from "./types.ts";
+import { anthropicsCollection, sharedTest } from "../_internal/shared_data.ts";
 
-const CORPUS = hostPath.fromFileUrl(
-  new URL("../../shared/corpora/anthropics-skills/", import.meta.url),
-);
+const CORPUS_DATA = anthropicsCollection();
+const CORPUS = CORPUS_DATA.path;
 
 const CORPUS_SKILLS = [
   "algorithmic-art",
@@ -55,43 +55,55 @@ function simple(name: string, description = `The ${name} skill.`): string {
   return `---\nname: ${name}\ndescription: ${description}\n---\nUse ${name}.\n`;
 }
 
-Deno.test("loadSkills() loads every skill of the anthropics corpus", async () => {
-  const { skills, warnings } = await loadSkills(CORPUS);
-  assertEquals(warnings, []);
-  assertEquals(
-    skills.map((s) => s.name),
-    [...CORPUS_SKILLS, "template-skill"].sort(),
-  );
-  for (const skill of skills) {
-    assert(skill.instructions.length > 0, `${skill.name} has instructions`);
-    assertEquals(skill.location, hostPath.join(skill.basePath, "SKILL.md"));
-  }
-  const byName = new Map(skills.map((s) => [s.name, s]));
-  assertEquals(byName.get("template-skill")!.warnings, [
-    'name: must equal the folder name "template", got "template-skill"',
-  ]);
-  const claudeApi = byName.get("claude-api")!;
-  assertEquals(claudeApi.warnings.length, 1);
-  assertMatch(
-    claudeApi.warnings[0]!,
-    /^description: must be at most 1024 characters, got \d{4}$/,
-  );
-  assertEquals(byName.get("pdf"), undefined);
-  assertEquals(
-    byName.get("mcp-builder")!.license,
-    "Complete terms in LICENSE.txt",
-  );
-  for (const name of CORPUS_SKILLS.filter((n) => n !== "claude-api")) {
-    assertEquals(byName.get(name)!.warnings, [], name);
-  }
+Deno.test({
+  ...sharedTest(
+    CORPUS_DATA,
+    "loadSkills() loads every skill of the anthropics corpus",
+  ),
+  async fn() {
+    const { skills, warnings } = await loadSkills(CORPUS);
+    assertEquals(warnings, []);
+    assertEquals(
+      skills.map((s) => s.name),
+      [...CORPUS_SKILLS, "template-skill"].sort(),
+    );
+    for (const skill of skills) {
+      assert(skill.instructions.length > 0, `${skill.name} has instructions`);
+      assertEquals(skill.location, hostPath.join(skill.basePath, "SKILL.md"));
+    }
+    const byName = new Map(skills.map((s) => [s.name, s]));
+    assertEquals(byName.get("template-skill")!.warnings, [
+      'name: must equal the folder name "template", got "template-skill"',
+    ]);
+    const claudeApi = byName.get("claude-api")!;
+    assertEquals(claudeApi.warnings.length, 1);
+    assertMatch(
+      claudeApi.warnings[0]!,
+      /^description: must be at most 1024 characters, got \d{4}$/,
+    );
+    assertEquals(byName.get("pdf"), undefined);
+    assertEquals(
+      byName.get("mcp-builder")!.license,
+      "Complete terms in LICENSE.txt",
+    );
+    for (const name of CORPUS_SKILLS.filter((n) => n !== "claude-api")) {
+      assertEquals(byName.get(name)!.warnings, [], name);
+    }
+  },
 });
 
-Deno.test("loadSkills() accepts a skill folder or its SKILL.md as the root", async () => {
-  const folder = hostPath.join(CORPUS, "skills", "mcp-builder");
-  const fromFolder = await loadSkills(folder);
-  assertEquals(fromFolder.skills.map((s) => s.name), ["mcp-builder"]);
-  const fromFile = await loadSkills(hostPath.join(folder, "SKILL.md"));
-  assertEquals(fromFile.skills.map((s) => s.basePath), [folder]);
+Deno.test({
+  ...sharedTest(
+    CORPUS_DATA,
+    "loadSkills() accepts a skill folder or its SKILL.md as the root",
+  ),
+  async fn() {
+    const folder = hostPath.join(CORPUS, "skills", "mcp-builder");
+    const fromFolder = await loadSkills(folder);
+    assertEquals(fromFolder.skills.map((s) => s.name), ["mcp-builder"]);
+    const fromFile = await loadSkills(hostPath.join(folder, "SKILL.md"));
+    assertEquals(fromFile.skills.map((s) => s.basePath), [folder]);
+  },
 });
 
 Deno.test("loadSkills() loads skills with a BOM, CRLF, an unquoted ': ' and tools as string or list", async () => {

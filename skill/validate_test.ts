@@ -6,10 +6,10 @@ import {
 import { hostPath } from "../_internal/std.ts";
 import { validateSkill } from "./validate.ts";
 import { loadSkills } from "./load.ts";
+import { anthropicsCollection, sharedTest } from "../_internal/shared_data.ts";
 
-const CORPUS = hostPath.fromFileUrl(
-  new URL("../../shared/corpora/anthropics-skills/", import.meta.url),
-);
+const CORPUS_DATA = anthropicsCollection();
+const CORPUS = CORPUS_DATA.path;
 
 async function withTempDir(fn: (dir: string) => Promise<void>): Promise<void> {
   const dir = await Deno.realPath(await Deno.makeTempDir());
@@ -253,19 +253,25 @@ Deno.test("validateSkill() reports a SKILL.md that is a folder or not UTF-8 text
   });
 });
 
-Deno.test("validateSkill() accepts a SKILL.md path and a loaded skill", async () => {
-  const template = hostPath.join(CORPUS, "template");
-  const expected = [{
-    field: "name",
-    message:
-      'name: must equal the folder name "template", got "template-skill"',
-  }];
-  assertEquals(
-    await validateSkill(hostPath.join(template, "SKILL.md")),
-    expected,
-  );
-  const { skills } = await loadSkills(template);
-  assertEquals(await validateSkill(skills[0]!), expected);
+Deno.test({
+  ...sharedTest(
+    CORPUS_DATA,
+    "validateSkill() accepts a SKILL.md path and a loaded skill",
+  ),
+  async fn() {
+    const template = hostPath.join(CORPUS, "template");
+    const expected = [{
+      field: "name",
+      message:
+        'name: must equal the folder name "template", got "template-skill"',
+    }];
+    assertEquals(
+      await validateSkill(hostPath.join(template, "SKILL.md")),
+      expected,
+    );
+    const { skills } = await loadSkills(template);
+    assertEquals(await validateSkill(skills[0]!), expected);
+  },
 });
 
 Deno.test("validateSkill() of a loaded skill reports a value that had to be quoted", async () => {
@@ -284,25 +290,31 @@ Deno.test("validateSkill() of a loaded skill reports a value that had to be quot
   });
 });
 
-Deno.test("validateSkill() fails the corpus template and claude-api, passes the others", async () => {
-  const { skills } = await loadSkills(CORPUS);
-  for (const skill of skills) {
-    const problems = await validateSkill(skill.basePath);
-    const messages = problems.map((p) => p.message);
-    if (skill.name === "template-skill") {
-      assertEquals(messages, [
-        'name: must equal the folder name "template", got "template-skill"',
-      ]);
-    } else if (skill.name === "claude-api") {
-      assertEquals(messages.length, 1);
-      assertMatch(
-        messages[0]!,
-        /^description: must be at most 1024 characters, got \d{4}$/,
-      );
-    } else {
-      assertEquals(messages, [], skill.name);
+Deno.test({
+  ...sharedTest(
+    CORPUS_DATA,
+    "validateSkill() fails the corpus template and claude-api, passes the others",
+  ),
+  async fn() {
+    const { skills } = await loadSkills(CORPUS);
+    for (const skill of skills) {
+      const problems = await validateSkill(skill.basePath);
+      const messages = problems.map((p) => p.message);
+      if (skill.name === "template-skill") {
+        assertEquals(messages, [
+          'name: must equal the folder name "template", got "template-skill"',
+        ]);
+      } else if (skill.name === "claude-api") {
+        assertEquals(messages.length, 1);
+        assertMatch(
+          messages[0]!,
+          /^description: must be at most 1024 characters, got \d{4}$/,
+        );
+      } else {
+        assertEquals(messages, [], skill.name);
+      }
     }
-  }
+  },
 });
 
 Deno.test("validateSkill() refuses something that is neither a path nor a skill", async () => {

@@ -39,11 +39,11 @@ import { buildSkillTools } from "../tools/builder.ts";
 import { startTestServer } from "../runtimes/opensandbox/_testing.ts";
 import { startE2BTestServer } from "../runtimes/e2b/_testing.ts";
 import { startVercelTestServer } from "../runtimes/vercel/_testing.ts";
+import { skillCorpus } from "../_internal/skill_fixture.ts";
 
-const CORPUS = new URL(
-  "../../shared/corpora/anthropics-skills/skills/",
-  import.meta.url,
-);
+// The real skills when ../shared is beside the clone, else generated ones
+// (fonts, a gzip archive, nested folders).
+const corpus = await skillCorpus();
 
 /** The options every kind's test runtime takes here. */
 interface CommonOptions {
@@ -146,11 +146,11 @@ for (const kind of KINDS) {
     await using server = await kind.start();
     const counted = countingFetch();
     const runtime = server.runtime({ fetch: counted.fetch });
-    const canvas = new URL("canvas-design/", CORPUS).pathname;
+    const canvas = `${corpus.skill("canvas-design")}/`;
     const [prepared] = await runtime.prepare({
       skills: [{
         skill: {
-          name: "canvas-design",
+          name: corpus.name("canvas-design"),
           description: "Fonts",
           basePath: canvas.replace(/\/$/, ""),
           location: `${canvas}SKILL.md`,
@@ -177,11 +177,12 @@ for (const kind of KINDS) {
       );
       assertEquals(await runtime.fs.readBytes(remote), original);
     }
-    assertGreater(fonts, 5);
-    const tarball = new URL(
-      "web-artifacts-builder/scripts/shadcn-components.tar.gz",
-      CORPUS,
-    ).pathname;
+    assertGreater(fonts, corpus.real ? 5 : 1);
+    const tarball = corpus.real
+      ? `${
+        corpus.skill("web-artifacts-builder")
+      }/scripts/shadcn-components.tar.gz`
+      : `${corpus.skill("canvas-design")}/assets/bundle.tar.gz`;
     const deep = `${"deep/".repeat(40)}long-name.txt`;
     const skill = await makeSkill(`${server.dir}/src`, "archive", {
       "data/components.tar.gz": await Deno.readFile(tarball),

@@ -12,11 +12,10 @@ import { loadSkills } from "../skill/load.ts";
 import { buildSkillTools, SkillToolsBuilder, TOOL_NAMES } from "./builder.ts";
 import type { FilePublisher } from "./context.ts";
 import { tempDir, writeSkill } from "./_testing.ts";
+import { anthropicsSkills, sharedTest } from "../_internal/shared_data.ts";
 
-const CORPUS = new URL(
-  "../../shared/corpora/anthropics-skills/skills/",
-  import.meta.url,
-).pathname;
+const CORPUS_DATA = anthropicsSkills();
+const CORPUS = CORPUS_DATA.path;
 
 async function exists(path: string): Promise<boolean> {
   return (await Deno.stat(path).catch(() => null)) !== null;
@@ -379,17 +378,23 @@ Deno.test("the skill tool's description can be a template or a function", async 
   assertEquals(computed.tool("skill")!.description, "1 skill on local");
 });
 
-Deno.test("buildSkillTools() loads the real skills of the Anthropic collection", async () => {
-  await using set = await buildSkillTools({
-    skills: CORPUS,
-    names: ["skill-creator", "mcp-builder"],
-  });
-  const description = set.tool("skill")!.description;
-  assertStringIncludes(description, "<name>mcp-builder</name>");
-  assertStringIncludes(description, "<name>skill-creator</name>");
-  const result = await set.tool("skill")!.execute({ name: "mcp-builder" });
-  assertFalse(result.isError, result.text);
-  assertStringIncludes(result.text, "SKILL.md\n");
+Deno.test({
+  ...sharedTest(
+    CORPUS_DATA,
+    "buildSkillTools() loads the real skills of the Anthropic collection",
+  ),
+  async fn() {
+    await using set = await buildSkillTools({
+      skills: CORPUS,
+      names: ["skill-creator", "mcp-builder"],
+    });
+    const description = set.tool("skill")!.description;
+    assertStringIncludes(description, "<name>mcp-builder</name>");
+    assertStringIncludes(description, "<name>skill-creator</name>");
+    const result = await set.tool("skill")!.execute({ name: "mcp-builder" });
+    assertFalse(result.isError, result.text);
+    assertStringIncludes(result.text, "SKILL.md\n");
+  },
 });
 
 Deno.test("tools narrows the set; bad options are refused clearly", async () => {

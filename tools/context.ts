@@ -15,7 +15,12 @@ import type {
 import type { Skill } from "../skill/types.ts";
 import { type Flight, startFlight, waitFor } from "../_internal/flight.ts";
 import { inSpan } from "../observe/otel.ts";
-import { EventSink, type SkillEventListener } from "../observe/events.ts";
+import {
+  EventSink,
+  outputEmitter,
+  type SkillEvent,
+  type SkillEventListener,
+} from "../observe/events.ts";
 
 /** The limits of the tools. Every field has a default in {@linkcode DEFAULT_TOOL_LIMITS}. */
 export interface ToolLimits {
@@ -239,14 +244,22 @@ export function createToolContext(
     if (!flight || flight.controller.signal.aborted) {
       // None under way, or every caller left the one under way and it is
       // still stopping: start again once it has settled.
+      // Every event of the preparation (progress and the bootstrap's
+      // output) goes to the tools' listener and to each waiting call's.
+      const fanOut = (event: SkillEvent) => {
+        events?.emit(event);
+        for (const sink of listeners.get(key) ?? []) sink.emit(event);
+      };
       const started = startFlight(
         (signal) =>
-          prepareOnce(runtime, skill, configs, signal, (progress) => {
-            events?.emit({ type: "prepare_progress", ...progress });
-            for (const sink of listeners.get(key) ?? []) {
-              sink.emit({ type: "prepare_progress", ...progress });
-            }
-          }),
+          prepareOnce(
+            runtime,
+            skill,
+            configs,
+            signal,
+            (progress) => fanOut({ type: "prepare_progress", ...progress }),
+            fanOut,
+          ),
         flight?.promise,
       );
       flight = started;
@@ -282,8 +295,14 @@ async function prepareOnce(
   configs: ReadonlyMap<string, SkillRuntimeConfig>,
   signal: AbortSignal,
   onProgress: (progress: PrepareProgress) => void,
+  onEvent: (event: SkillEvent) => void,
 ): Promise<PreparedSkill> {
   const config = configs.get(skill.name);
+  // The bootstrap's output as command_output events (the sinks downstream
+  // redact; this one only decodes and keeps UTF-8 sequences whole).
+  const sink = new EventSink(onEvent);
+  const stdout = outputEmitter(sink, "stdout");
+  const stderr = outputEmitter(sink, "stderr");
   const [prepared] = await inSpan(
     `prepare_skill ${skill.name}`,
     { "skillrun.skill.name": skill.name, "skillrun.runtime": runtime.name },
@@ -292,8 +311,13 @@ async function prepareOnce(
         skills: [config ? { skill, config } : { skill }],
         signal,
         onProgress,
+        onOutput: (stream, chunk) =>
+          (stream === "stdout" ? stdout : stderr).write(chunk),
       }),
-  );
+  ).finally(() => {
+    stdout.flush();
+    stderr.flush();
+  });
   if (!prepared) {
     throw new Error(
       `Cannot prepare skill "${skill.name}": the runtime returned no prepared skill`,

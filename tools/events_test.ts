@@ -64,10 +64,25 @@ testEachRuntime(
       k === "prepare_progress:copy" || k === "prepare_progress:upload"
     );
     if (materialize.length) assert(kinds[1] === materialize[0]);
+    // The bootstrap's output reaches this listener too (docs/observability.md:
+    // the tools' listener and the runtime's get the same events).
     assertEquals(preparation, [
       "prepare_progress:bootstrap",
+      "command_output",
       "prepare_progress:done",
     ]);
+    assertEquals(
+      events.slice(1, firstEnd).map((e) =>
+        e.type === "command_output" && e.stream === "stdout" ? e.text : ""
+      ).join(""),
+      "boot-one\nboot-two\n",
+    );
+    // A copy reports bytes as well as files.
+    for (const e of events.slice(1, firstEnd)) {
+      if (e.type === "prepare_progress" && e.stage === "copy" && e.files) {
+        assert(e.bytes !== undefined && e.bytes >= 1000, JSON.stringify(e));
+      }
+    }
     const boot = events.filter((e) =>
       e.type === "prepare_progress" && e.stage === "bootstrap"
     );
@@ -90,7 +105,9 @@ testEachRuntime(
     assert(end2.type === "tool_call_end" && end2.tool === "bash");
     assertEquals([end2.callId, end2.isError], ["call-2", true]);
     assert(end2.durationMs >= 150, String(end2.durationMs));
-    const out = events.filter((e) => e.type === "command_output");
+    const out = events.slice(firstEnd).filter((e) =>
+      e.type === "command_output"
+    );
     const text = (stream: string) =>
       out.map((e) =>
         e.type === "command_output" && e.stream === stream ? e.text : ""
@@ -166,7 +183,8 @@ testEachRuntime(
       } end\\n'`,
     });
     assertEquals(ran.text, "a=[redacted] end\n");
-    assertEquals(texts.join(""), "a=[redacted] end\n");
+    // The skill's bootstrap output first (it reaches this listener too).
+    assertEquals(texts.join(""), "boot-one\nboot-two\na=[redacted] end\n");
     for (const text of texts) {
       assert(!text.includes(SECRET.slice(0, half)), text);
       assert(!text.includes(SECRET.slice(half)), text);

@@ -335,6 +335,11 @@ export interface CopyStats {
   readonly skippedSymlinks: number;
   /** Sockets, pipes and devices skipped. */
   readonly skippedOther: number;
+  /**
+   * Bytes of the files copied: counted when an `onProgress` listener is
+   * given (one `stat` of each copy), else absent.
+   */
+  readonly bytes?: number;
 }
 
 /** Options of {@linkcode copySkillFolder}. */
@@ -420,12 +425,20 @@ export async function copySkillFolder(
       `Cannot copy "${source}" to "${target}": the target is inside the source`,
     );
   }
-  const stats = {
+  const stats: {
+    files: number;
+    directories: number;
+    excluded: number;
+    skippedSymlinks: number;
+    skippedOther: number;
+    bytes?: number;
+  } = {
     files: 0,
     directories: 0,
     excluded: 0,
     skippedSymlinks: 0,
     skippedOther: 0,
+    ...(onProgress ? { bytes: 0 } : {}),
   };
   const fresh = await ensureFolder(targetRoot, null);
 
@@ -486,6 +499,11 @@ export async function copySkillFolder(
   const jobs = interleave(jobsByFolder);
   await mapLimited(jobs, COPY_CONCURRENCY, async (job) => {
     await copyOne(job, source, target);
+    if (stats.bytes !== undefined) {
+      // Read first, then add: `a += await b` would add to a stale `a`.
+      const size = (await Deno.stat(job.to)).size;
+      stats.bytes += size;
+    }
     stats.files++;
     if (onProgress && stats.files % PROGRESS_EVERY === 0) {
       onProgress({ ...stats });

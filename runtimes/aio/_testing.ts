@@ -29,7 +29,8 @@ export type AioTestServer = RemoteTestServer<
 
 /**
  * Starts the AIO test server with {@linkcode TEST_TOKEN} in a temporary home;
- * every real answer it gives is checked against the OpenAPI contract, and
+ * every real answer it gives is checked against the official OpenAPI contract
+ * (when `../shared` is beside the clone), and
  * disposing fails when one did not match.
  *
  * @param options `range: true` makes downloads honour `Range`.

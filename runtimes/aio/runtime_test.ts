@@ -8,6 +8,7 @@ import {
   assertNotEquals,
   assertRejects,
   assertStringIncludes,
+  assertThrows,
 } from "../../_internal/assert.ts";
 import { liveGroupMembers } from "../../_internal/testing.ts";
 import { posix } from "../../_internal/std.ts";
@@ -16,12 +17,12 @@ import { SkillPreparationError, WorkspaceEscapeError } from "../errors.ts";
 import { RemoteHttpError } from "../remote/errors.ts";
 import { MemoryConversationStore } from "../../workspace/conversation_store.ts";
 import { startAioTestServer, TEST_TOKEN } from "./_testing.ts";
+import { AioSkillRuntime } from "./runtime.ts";
 import { countingFetch, makeSkill, waitFor } from "../remote/_testing.ts";
+import { skillCorpus } from "../../_internal/skill_fixture.ts";
 
-const CORPUS = new URL(
-  "../../../shared/corpora/anthropics-skills/skills/",
-  import.meta.url,
-);
+// Real fonts when ../shared is beside the clone, else generated ones.
+const corpus = await skillCorpus();
 
 Deno.test("aio execute() keeps stdout and stderr apart with the exit code, env and cwd", async () => {
   await using aio = await startAioTestServer();
@@ -224,7 +225,7 @@ Deno.test("aio: a failed or timed-out bootstrap is not cached", async () => {
 Deno.test("aio: binary files go up and come back byte-identical", async () => {
   await using aio = await startAioTestServer();
   const runtime = aio.runtime();
-  const canvas = new URL("canvas-design/", CORPUS).pathname;
+  const canvas = `${corpus.skill("canvas-design")}/`;
   const fonts = `${canvas}canvas-fonts`;
   const names: string[] = [];
   for await (const entry of Deno.readDir(fonts)) {
@@ -657,4 +658,16 @@ Deno.test("aio close() is idempotent and closes only the sessions it opened", as
     "closed",
   );
   assertNotEquals(aio.server.requestCount(), 0);
+});
+
+Deno.test("aio refuses skillsRoot / (any spelling) as it refuses conversationsRoot /", () => {
+  for (const skillsRoot of ["/", "//", "/./", "/tmp/.."]) {
+    assertThrows(
+      () => new AioSkillRuntime({ baseUrl: "http://127.0.0.1:9", skillsRoot }),
+      TypeError,
+      "it must be an absolute POSIX path other than /",
+    );
+  }
+  // A real folder is still fine (no request is made to build a runtime).
+  new AioSkillRuntime({ baseUrl: "http://127.0.0.1:9", skillsRoot: "/s" });
 });

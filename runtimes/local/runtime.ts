@@ -685,8 +685,9 @@ export class LocalSkillRuntime implements SkillRuntime {
             onProgress({
               skillName: skill.name,
               stage: "copy",
-              detail: `${stats.files} files copied`,
+              detail: `${stats.files} files (${stats.bytes ?? 0} bytes) copied`,
               files: stats.files,
+              ...(stats.bytes !== undefined ? { bytes: stats.bytes } : {}),
             }),
         }
         : {}),

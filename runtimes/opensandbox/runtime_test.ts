@@ -6,6 +6,7 @@ import {
   assertInstanceOf,
   assertLess,
   assertRejects,
+  assertThrows,
 } from "../../_internal/assert.ts";
 import { posix } from "../../_internal/std.ts";
 import { SkillRuntimeConfig } from "../config.ts";
@@ -15,6 +16,7 @@ import { MemoryConversationStore } from "../../workspace/conversation_store.ts";
 import { LifecycleClient } from "./lifecycle.ts";
 import { SandboxCommandError } from "./execd.ts";
 import { startTestServer, TEST_API_KEY } from "./_testing.ts";
+import { OpenSandboxSkillRuntime } from "./runtime.ts";
 import { countingFetch, makeSkill, waitFor } from "../remote/_testing.ts";
 
 Deno.test("execute() runs bash in the sandbox with exact output, stderr and the exit code", async () => {
@@ -397,4 +399,24 @@ Deno.test("execute() streams output to onStdout/onStderr as it arrives and refus
     TypeError,
     "Cannot run a command with stdin: the opensandbox runtime cannot pipe standard input",
   );
+});
+
+Deno.test("opensandbox refuses skillsRoot / (any spelling) as it refuses conversationsRoot /", () => {
+  for (const skillsRoot of ["/", "//", "/./", "/tmp/.."]) {
+    assertThrows(
+      () =>
+        new OpenSandboxSkillRuntime({
+          baseUrl: "http://127.0.0.1:9",
+          apiKey: TEST_API_KEY,
+          skillsRoot,
+        }),
+      TypeError,
+      "it must be an absolute POSIX path other than /",
+    );
+  }
+  new OpenSandboxSkillRuntime({
+    baseUrl: "http://127.0.0.1:9",
+    apiKey: TEST_API_KEY,
+    skillsRoot: "/s",
+  });
 });

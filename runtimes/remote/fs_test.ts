@@ -14,14 +14,14 @@ import { HttpClient } from "./http.ts";
 import { multipartBody } from "./upload.ts";
 import { type RemoteFileOps, RemoteFileSystem } from "./fs.ts";
 import { serve } from "./_test_servers.ts";
+import { skillCorpus } from "../../_internal/skill_fixture.ts";
 import { delay } from "../../_internal/async.ts";
 
-const FONT = hostPath.fromFileUrl(
-  new URL(
-    "../../../shared/corpora/anthropics-skills/skills/canvas-design/canvas-fonts/ArsenalSC-Regular.ttf",
-    import.meta.url,
-  ),
-);
+// A real font when ../shared is beside the clone, else a generated one.
+const corpus = await skillCorpus();
+const FONT = corpus.real
+  ? `${corpus.skill("canvas-design")}/canvas-fonts/ArsenalSC-Regular.ttf`
+  : `${corpus.skill("canvas-design")}/canvas-fonts/FixtureSans-Regular.ttf`;
 const REMOTE_ROOT = "/w";
 
 async function sha256(data: Uint8Array): Promise<string> {

@@ -421,6 +421,14 @@ export class RemoteSkillRuntime implements SkillRuntime {
         options.skillsRoot ?? "/workspace/skills",
         "skillsRoot",
       );
+      // Skills are replaced in place below it: never the sandbox's root.
+      if (this.#skillsRoot === "/") {
+        throw new TypeError(
+          `Cannot use skillsRoot ${
+            JSON.stringify(options.skillsRoot)
+          }: it must be an absolute POSIX path other than /`,
+        );
+      }
     }
     this.#env = checkEnv(options.env ?? {}, "env option");
     this.#maxOutputBytes = checkMaxOutputBytes(

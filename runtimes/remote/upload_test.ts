@@ -14,12 +14,17 @@ import {
   type UploadEntry,
 } from "./upload.ts";
 import { serve } from "./_test_servers.ts";
+import { skillCorpus } from "../../_internal/skill_fixture.ts";
 
-const SKILLS = hostPath.fromFileUrl(
-  new URL("../../../shared/corpora/anthropics-skills/skills/", import.meta.url),
-);
-const CANVAS = hostPath.join(SKILLS, "canvas-design");
-const ARTIFACTS = hostPath.join(SKILLS, "web-artifacts-builder");
+// The real skills when ../shared is beside the clone, else generated ones.
+const corpus = await skillCorpus();
+const CANVAS = corpus.skill("canvas-design");
+const ARTIFACTS = corpus.real
+  ? corpus.skill("web-artifacts-builder")
+  : corpus.skill("skill-creator");
+const ARTIFACTS_SCRIPT = corpus.real
+  ? "scripts/init-artifact.sh"
+  : "scripts/init.sh";
 const POSIX = Deno.build.os !== "windows";
 
 async function sha256(data: Uint8Array | ArrayBuffer): Promise<string> {
@@ -126,9 +131,7 @@ Deno.test("upload: canvas-design and a .tar.gz arrive byte-identical in one requ
   const metadata = requests[0]!.parts.filter((p) => p.name === "metadata");
   assertEquals(metadata.length, entries.length);
   if (POSIX) {
-    const script = entries.find((e) =>
-      e.relativePath === "scripts/init-artifact.sh"
-    );
+    const script = entries.find((e) => e.relativePath === ARTIFACTS_SCRIPT);
     assert(script !== undefined && (script.mode & 0o100) !== 0);
   }
 });

@@ -1,6 +1,7 @@
 /**
  * Contract checks for the test servers: an OpenAPI document (YAML or JSON)
- * read from `../shared/specs/`, the response schema of an operation found by
+ * (the official ones read from `../shared/specs/` when that is beside the
+ * clone, see {@linkcode loadSharedContract}), the response schema of an operation found by
  * method, path (concrete or template), status and content type, `$ref`
  * resolved, OpenAPI specifics adapted to JSON Schema (`nullable`, `example`),
  * and bodies validated with a JSON Schema validator (ajv 8.20.0 with
@@ -12,6 +13,7 @@
 import { Ajv2020 } from "npm:ajv@8.20.0/dist/2020.js";
 import addFormatsModule from "npm:ajv-formats@3.0.1";
 import { parseYaml } from "../../_internal/std.ts";
+import { sharedData } from "../../_internal/shared_data.ts";
 import { isObject } from "./_common.ts";
 
 /** A JSON Schema, after adaptation. */
@@ -74,9 +76,34 @@ const HTTP_METHODS = new Set([
  * import { assert, assertEquals } from "@std/assert";
  * import { OpenApiContract } from "./_contract.ts";
  *
- * const contract = await OpenApiContract.load(
- *   new URL("../../../shared/specs/opensandbox/sandbox-lifecycle.yml", import.meta.url),
- * );
+ * // A spec-shaped document stated here (the official ones are in ../shared/specs/).
+ * const contract = new OpenApiContract({
+ *   servers: [{ url: "http://localhost:8080/v1" }],
+ *   paths: {
+ *     "/sandboxes/{sandboxId}": {
+ *       get: {
+ *         responses: {
+ *           "404": {
+ *             content: {
+ *               "application/json": {
+ *                 schema: { $ref: "#/components/schemas/Error" },
+ *               },
+ *             },
+ *           },
+ *         },
+ *       },
+ *     },
+ *   },
+ *   components: {
+ *     schemas: {
+ *       Error: {
+ *         type: "object",
+ *         required: ["code", "message"],
+ *         properties: { code: { type: "string" }, message: { type: "string" } },
+ *       },
+ *     },
+ *   },
+ * });
  * const query = { method: "GET", path: "/v1/sandboxes/abc", status: 404 };
  * assertEquals(contract.responseSpec(query).template, "/sandboxes/{sandboxId}");
  * assert(contract.validate(query, { code: "NOT_FOUND", message: "no" }).valid);
@@ -468,4 +495,44 @@ function matchesRange(declared: string, actual: string): boolean {
   const [type, subtype] = declared.toLowerCase().split("/");
   const [actualType] = actual.split("/");
   return (type === "*" || type === actualType) && subtype === "*";
+}
+
+/**
+ * The official OpenAPI description `../shared/specs/<relative>`, when it is
+ * beside the clone: a cross-check of a test server's answers. Absent, the
+ * answer is `undefined` and the tests check the server's behaviour without it
+ * (with `CI=true` absence is a failure).
+ *
+ * @param relative Its path below `../shared/specs/`.
+ * @param what What it is, for the failure in CI.
+ * @returns The contract, or `undefined` without `../shared`.
+ */
+export async function loadSharedContract(
+  relative: string,
+  what: string,
+): Promise<OpenApiContract | undefined> {
+  const data = sharedData(`specs/${relative}`, what);
+  return data.present ? await OpenApiContract.load(data.url) : undefined;
+}
+
+/**
+ * Reads an answer's body, checked against the contract when there is one
+ * ({@linkcode OpenApiContract.check}), else as that check would give it: JSON
+ * parsed when the content type is JSON, text otherwise, `undefined` when empty.
+ *
+ * @param contract The contract, if any.
+ * @param response The answer.
+ * @param request Method and path.
+ * @returns The body.
+ */
+export async function checkedBody(
+  contract: OpenApiContract | undefined,
+  response: Response,
+  request: { method: string; path: string } | Request,
+): Promise<unknown> {
+  if (contract !== undefined) return await contract.check(response, request);
+  const text = await response.text();
+  if (text === "") return undefined;
+  const type = response.headers.get("content-type") ?? "";
+  return type.includes("json") ? JSON.parse(text) : text;
 }

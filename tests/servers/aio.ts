@@ -38,7 +38,7 @@
 
 import { FaultInjector, parseFaultSpec } from "./_faults.ts";
 import { serveWithFaults } from "./_fault_server.ts";
-import { OpenApiContract } from "./_contract.ts";
+import { loadSharedContract, type OpenApiContract } from "./_contract.ts";
 import { splitFlag } from "./_common.ts";
 import type { AioState } from "./_aio_state.ts";
 import { envelope, faultBody } from "./_aio_answers.ts";
@@ -111,22 +111,21 @@ export interface AioServerOptions {
    * any injected fault) is checked against it, and what does not match is
    * kept in {@linkcode AioServer.contractViolations}.
    */
-  readonly contract?: OpenApiContract;
+  readonly contract?: OpenApiContract | undefined;
 }
 
-/** Where the AIO OpenAPI document is. */
-export const AIO_OPENAPI: URL = new URL(
-  "../../../shared/specs/aio-sandbox/openapi.json",
-  import.meta.url,
-);
-
 /**
- * Loads the AIO OpenAPI contract for {@linkcode AioServerOptions.contract}.
+ * Loads the official AIO OpenAPI contract
+ * (`../shared/specs/aio-sandbox/openapi.json`) for
+ * {@linkcode AioServerOptions.contract}, when it is beside the clone.
  *
- * @returns The contract.
+ * @returns The contract, or `undefined` without `../shared`.
  */
-export function loadAioContract(): Promise<OpenApiContract> {
-  return OpenApiContract.load(AIO_OPENAPI);
+export function loadAioContract(): Promise<OpenApiContract | undefined> {
+  return loadSharedContract(
+    "aio-sandbox/openapi.json",
+    "the official AIO OpenAPI description",
+  );
 }
 
 /**

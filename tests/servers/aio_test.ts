@@ -6,7 +6,13 @@ import {
   assertStringIncludes,
 } from "../../_internal/assert.ts";
 import { liveGroupMembers } from "../../_internal/testing.ts";
+import { sharedData, sharedTest } from "../../_internal/shared_data.ts";
 import { type AioServer, loadAioContract, startAioServer } from "./aio.ts";
+
+const AIO_SPEC = sharedData(
+  "specs/aio-sandbox/openapi.json",
+  "the official AIO OpenAPI description",
+);
 
 // deno-lint-ignore no-explicit-any
 type Json = any;
@@ -461,150 +467,165 @@ Deno.test("aio server: injected faults answer in the envelope and are counted", 
     assertEquals(back.json.success, true);
   }));
 
-Deno.test("aio server: every answer of every endpoint matches openapi.json", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "aio_contract_" });
-  const server = startAioServer({
-    home: dir,
-    contract: await loadAioContract(),
-  });
-  try {
-    const exec = await post(server, "/v1/bash/exec", {
-      command: "echo a; echo b >&2; exit 2",
+Deno.test({
+  ...sharedTest(
+    AIO_SPEC,
+    "aio server: every answer of every endpoint matches openapi.json",
+  ),
+  async fn() {
+    const dir = await Deno.makeTempDir({ prefix: "aio_contract_" });
+    const server = startAioServer({
+      home: dir,
+      contract: (await loadAioContract())!,
     });
-    const session = exec.json.data.session_id;
-    await post(server, "/v1/bash/exec", {
-      command: "sleep 0.3",
-      timeout: 0.05,
-      session_id: "soft",
-    });
-    await post(server, "/v1/bash/output", {
-      session_id: "soft",
-      wait: true,
-      wait_timeout: 2,
-    });
-    await post(server, "/v1/bash/exec", {
-      command: "sleep 5",
-      async_mode: true,
-      session_id: "k",
-    });
-    // A background command: async exec, then output by command id from
-    // the offsets the server gave, long-polled.
-    const started = await post(server, "/v1/bash/exec", {
-      command: "echo a; echo b >&2; sleep 0.2; echo c",
-      async_mode: true,
-      session_id: "bg",
-    });
-    const commandId = started.json.data.command_id;
-    let offsets = { offset: 0, stderr_offset: 0 };
-    let out = "";
-    for (let i = 0; i < 20; i++) {
-      const read = await post(server, "/v1/bash/output", {
-        session_id: "bg",
-        command_id: commandId,
-        ...offsets,
-        wait: true,
-        wait_timeout: 1,
+    try {
+      const exec = await post(server, "/v1/bash/exec", {
+        command: "echo a; echo b >&2; exit 2",
       });
-      out += read.json.data.stdout;
-      offsets = {
-        offset: read.json.data.offset,
-        stderr_offset: read.json.data.stderr_offset,
-      };
-      if (read.json.data.command.status !== "running") break;
+      const session = exec.json.data.session_id;
+      await post(server, "/v1/bash/exec", {
+        command: "sleep 0.3",
+        timeout: 0.05,
+        session_id: "soft",
+      });
+      await post(server, "/v1/bash/output", {
+        session_id: "soft",
+        wait: true,
+        wait_timeout: 2,
+      });
+      await post(server, "/v1/bash/exec", {
+        command: "sleep 5",
+        async_mode: true,
+        session_id: "k",
+      });
+      // A background command: async exec, then output by command id from
+      // the offsets the server gave, long-polled.
+      const started = await post(server, "/v1/bash/exec", {
+        command: "echo a; echo b >&2; sleep 0.2; echo c",
+        async_mode: true,
+        session_id: "bg",
+      });
+      const commandId = started.json.data.command_id;
+      let offsets = { offset: 0, stderr_offset: 0 };
+      let out = "";
+      for (let i = 0; i < 20; i++) {
+        const read = await post(server, "/v1/bash/output", {
+          session_id: "bg",
+          command_id: commandId,
+          ...offsets,
+          wait: true,
+          wait_timeout: 1,
+        });
+        out += read.json.data.stdout;
+        offsets = {
+          offset: read.json.data.offset,
+          stderr_offset: read.json.data.stderr_offset,
+        };
+        if (read.json.data.command.status !== "running") break;
+      }
+      assertEquals([out, offsets], ["a\nc\n", { offset: 4, stderr_offset: 2 }]);
+      await post(server, "/v1/bash/kill", {
+        session_id: "k",
+        signal: "SIGKILL",
+      });
+      await post(server, "/v1/bash/kill", { session_id: "k" });
+      await post(server, "/v1/bash/kill", { session_id: "none" });
+      await post(server, "/v1/bash/output", { session_id: "none" });
+      await post(server, "/v1/bash/output", {
+        session_id: session,
+        command_id: "nope",
+      });
+      await post(server, "/v1/bash/exec", {
+        command: "sleep 0.2",
+        hard_timeout: 0.05,
+        session_id: "h",
+      });
+      await post(server, "/v1/bash/exec", {
+        command: "true",
+        exec_dir: "/nonexistent",
+      });
+      await post(server, "/v1/bash/sessions/create", {
+        session_id: "made",
+        exec_dir: dir,
+      });
+      await post(server, "/v1/bash/sessions/create", { session_id: "made" });
+      await post(server, "/v1/bash/sessions/create", {});
+      await (await fetch(`${server.baseUrl}/v1/bash/sessions`)).body?.cancel();
+      await post(server, "/v1/bash/sessions/k/close", {});
+      await post(server, "/v1/bash/sessions/none/close", {});
+      await post(server, "/v1/file/write", {
+        file: `${dir}/w.txt`,
+        content: "w",
+      });
+      await post(server, "/v1/file/write", {
+        file: `${dir}/w.txt/x`,
+        content: "w",
+      });
+      await post(server, "/v1/file/read", { file: `${dir}/w.txt` });
+      await post(server, "/v1/file/read", { file: `${dir}/none` });
+      await post(server, "/v1/file/list", {
+        path: dir,
+        recursive: true,
+        include_permissions: true,
+      });
+      await post(server, "/v1/file/list", { path: `${dir}/none` });
+      for (const target of [`${dir}/up.bin`, `${dir}/w.txt/up.bin`]) {
+        const form = new FormData();
+        form.set("file", new File([new Uint8Array([0, 1, 2])], "up.bin"));
+        form.set("path", target);
+        await (await fetch(`${server.baseUrl}/v1/file/upload`, {
+          method: "POST",
+          body: form,
+        })).body?.cancel();
+      }
+      for (const path of [`${dir}/up.bin`, `${dir}/none`, dir]) {
+        await (await fetch(
+          `${server.baseUrl}/v1/file/download?path=${encodeURIComponent(path)}`,
+        )).body?.cancel();
+      }
+      for (
+        const path of [
+          "/v1/bash/exec",
+          "/v1/bash/output",
+          "/v1/bash/kill",
+          "/v1/file/list",
+          "/v1/file/read",
+          "/v1/file/write",
+        ]
+      ) {
+        const invalid = await post(server, path, { unexpected: true });
+        assertEquals(invalid.status, 422, path);
+      }
+      await (await fetch(`${server.baseUrl}/v1/file/download`)).body?.cancel();
+      assertGreater(server.requests.length, 30);
+      assertEquals(server.contractViolations, []);
+    } finally {
+      await server.close();
+      await Deno.remove(dir, { recursive: true });
     }
-    assertEquals([out, offsets], ["a\nc\n", { offset: 4, stderr_offset: 2 }]);
-    await post(server, "/v1/bash/kill", { session_id: "k", signal: "SIGKILL" });
-    await post(server, "/v1/bash/kill", { session_id: "k" });
-    await post(server, "/v1/bash/kill", { session_id: "none" });
-    await post(server, "/v1/bash/output", { session_id: "none" });
-    await post(server, "/v1/bash/output", {
-      session_id: session,
-      command_id: "nope",
-    });
-    await post(server, "/v1/bash/exec", {
-      command: "sleep 0.2",
-      hard_timeout: 0.05,
-      session_id: "h",
-    });
-    await post(server, "/v1/bash/exec", {
-      command: "true",
-      exec_dir: "/nonexistent",
-    });
-    await post(server, "/v1/bash/sessions/create", {
-      session_id: "made",
-      exec_dir: dir,
-    });
-    await post(server, "/v1/bash/sessions/create", { session_id: "made" });
-    await post(server, "/v1/bash/sessions/create", {});
-    await (await fetch(`${server.baseUrl}/v1/bash/sessions`)).body?.cancel();
-    await post(server, "/v1/bash/sessions/k/close", {});
-    await post(server, "/v1/bash/sessions/none/close", {});
-    await post(server, "/v1/file/write", {
-      file: `${dir}/w.txt`,
-      content: "w",
-    });
-    await post(server, "/v1/file/write", {
-      file: `${dir}/w.txt/x`,
-      content: "w",
-    });
-    await post(server, "/v1/file/read", { file: `${dir}/w.txt` });
-    await post(server, "/v1/file/read", { file: `${dir}/none` });
-    await post(server, "/v1/file/list", {
-      path: dir,
-      recursive: true,
-      include_permissions: true,
-    });
-    await post(server, "/v1/file/list", { path: `${dir}/none` });
-    for (const target of [`${dir}/up.bin`, `${dir}/w.txt/up.bin`]) {
-      const form = new FormData();
-      form.set("file", new File([new Uint8Array([0, 1, 2])], "up.bin"));
-      form.set("path", target);
-      await (await fetch(`${server.baseUrl}/v1/file/upload`, {
-        method: "POST",
-        body: form,
-      })).body?.cancel();
-    }
-    for (const path of [`${dir}/up.bin`, `${dir}/none`, dir]) {
-      await (await fetch(
-        `${server.baseUrl}/v1/file/download?path=${encodeURIComponent(path)}`,
-      )).body?.cancel();
-    }
-    for (
-      const path of [
-        "/v1/bash/exec",
-        "/v1/bash/output",
-        "/v1/bash/kill",
-        "/v1/file/list",
-        "/v1/file/read",
-        "/v1/file/write",
-      ]
-    ) {
-      const invalid = await post(server, path, { unexpected: true });
-      assertEquals(invalid.status, 422, path);
-    }
-    await (await fetch(`${server.baseUrl}/v1/file/download`)).body?.cancel();
-    assertGreater(server.requests.length, 30);
-    assertEquals(server.contractViolations, []);
-  } finally {
-    await server.close();
-    await Deno.remove(dir, { recursive: true });
-  }
+  },
 });
 
-Deno.test("aio server: the contract check does catch an answer outside the spec", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "aio_contract_" });
-  const server = startAioServer({
-    home: dir,
-    contract: await loadAioContract(),
-  });
-  try {
-    const response = await fetch(`${server.baseUrl}/v1/nowhere`);
-    assertEquals(response.status, 404);
-    await response.body?.cancel();
-    assertEquals(server.contractViolations.length, 1);
-    assertStringIncludes(server.contractViolations[0]!, "/v1/nowhere 404");
-  } finally {
-    await server.close();
-    await Deno.remove(dir, { recursive: true });
-  }
+Deno.test({
+  ...sharedTest(
+    AIO_SPEC,
+    "aio server: the contract check does catch an answer outside the spec",
+  ),
+  async fn() {
+    const dir = await Deno.makeTempDir({ prefix: "aio_contract_" });
+    const server = startAioServer({
+      home: dir,
+      contract: (await loadAioContract())!,
+    });
+    try {
+      const response = await fetch(`${server.baseUrl}/v1/nowhere`);
+      assertEquals(response.status, 404);
+      await response.body?.cancel();
+      assertEquals(server.contractViolations.length, 1);
+      assertStringIncludes(server.contractViolations[0]!, "/v1/nowhere 404");
+    } finally {
+      await server.close();
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
 });

@@ -9,7 +9,7 @@
  * @module
  */
 import { assert, assertEquals, assertLess } from "@std/assert";
-import { OpenApiContract } from "./_contract.ts";
+import { checkedBody, loadSharedContract } from "./_contract.ts";
 import {
   type OpenSandboxServer,
   type OpenSandboxServerOptions,
@@ -20,8 +20,11 @@ import {
   type MultipartPart,
 } from "../../runtimes/remote/upload.ts";
 
-const SPECS = new URL("../../../shared/specs/opensandbox/", import.meta.url);
-const execdSpec = await OpenApiContract.load(new URL("execd-api.yaml", SPECS));
+// The official execd description cross-checks every answer when present.
+const execdSpec = await loadSharedContract(
+  "opensandbox/execd-api.yaml",
+  "the official OpenSandbox execd OpenAPI description",
+);
 
 interface Started extends AsyncDisposable {
   server: OpenSandboxServer;
@@ -63,7 +66,7 @@ async function execd(
 ): Promise<{ status: number; body: unknown; headers: Headers }> {
   const response = await fetch(`${base}${route}`, { method, ...init });
   const path = route.split("?")[0]!;
-  const checked = await execdSpec.check(response, { method, path });
+  const checked = await checkedBody(execdSpec, response, { method, path });
   return { status: response.status, body: checked, headers: response.headers };
 }
 
@@ -84,7 +87,7 @@ async function run(
     return {
       status: response.status,
       events: [],
-      body: await execdSpec.check(response, {
+      body: await checkedBody(execdSpec, response, {
         method: "POST",
         path: "/command",
       }),

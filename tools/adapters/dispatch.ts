@@ -9,15 +9,21 @@ import type { Tool, ToolCallOptions, ToolResult } from "../types.ts";
  * A tool call as a model sends it. Accepted shapes:
  * `{ name, arguments }` (arguments as a JSON string or an object),
  * an Anthropic `tool_use` block `{ name, input }`, or an OpenAI Chat tool call
- * `{ function: { name, arguments } }`.
+ * `{ function: { name, arguments } }`. The call's own `id` (or `call_id`)
+ * becomes the tool call id (the `execute_tool` span's `gen_ai.tool.call.id`,
+ * the events' `callId`) unless `toolCallId` is given.
  */
 export type ToolCallRequest =
   | {
     readonly name: string;
     readonly arguments?: string | Readonly<Record<string, unknown>> | null;
+    /** The call's id (OpenAI Responses' `function_call` has `call_id`). */
+    readonly id?: string;
+    readonly call_id?: string;
   }
-  | { readonly name: string; readonly input?: unknown }
+  | { readonly name: string; readonly input?: unknown; readonly id?: string }
   | {
+    readonly id?: string;
     readonly function: {
       readonly name: string;
       readonly arguments?: string | null;
@@ -88,7 +94,13 @@ export async function dispatchToolCall(
         }
       }
     }
-    return await tool.execute(input, options);
+    const id = callId(call);
+    return await tool.execute(
+      input,
+      options?.toolCallId === undefined && id !== undefined
+        ? { ...options, toolCallId: id }
+        : options,
+    );
   } catch (error) {
     return {
       text: `The tool call failed: ${
@@ -110,4 +122,11 @@ function unpack(call: ToolCallRequest): { name: unknown; raw: unknown } {
   }
   const c = call as { name?: unknown; arguments?: unknown; input?: unknown };
   return { name: c.name, raw: "arguments" in c ? c.arguments : c.input };
+}
+
+function callId(call: ToolCallRequest): string | undefined {
+  const c = call as { id?: unknown; call_id?: unknown };
+  if (typeof c.id === "string" && c.id !== "") return c.id;
+  if (typeof c.call_id === "string" && c.call_id !== "") return c.call_id;
+  return undefined;
 }
