@@ -200,6 +200,32 @@ export const cases: BenchCase[] = [
     }],
   },
   {
+    // Issue 26: the three in one process, iteration after iteration (order
+    // reversed every other time), so a loaded machine hits them alike.
+    id: "local-execute-true-paired",
+    title:
+      'local execute({ command: "true" }) beside a bare detached and a bare plain spawn, interleaved',
+    module: import.meta.url,
+    iterations: 100,
+    rounds: 3,
+    interleaved: true,
+    ours: {
+      label: "execute",
+      fn: async () => {
+        const result = await plainRuntime().execute({ command: "true" });
+        if (result.exitCode !== 0) throw new Error("true failed");
+      },
+    },
+    baseline: {
+      label: "bare detached spawn + drain",
+      fn: () => bareDrain("true", { detached: true }),
+    },
+    extra: [{
+      label: "bare plain spawn + drain (no group)",
+      fn: () => bareDrain("true"),
+    }],
+  },
+  {
     id: "local-execute-1gib",
     title: "local execute: 1 GiB to stdout",
     module: import.meta.url,
