@@ -33,10 +33,10 @@ async function discard(stream: ReadableStream<Uint8Array>): Promise<number> {
 
 async function bareDrain(
   command: string,
-  options: { detached?: boolean } = {},
+  options: { detached?: boolean; setsid?: boolean } = {},
 ): Promise<number> {
-  const child = new Deno.Command("bash", {
-    args: ["-c", command],
+  const child = new Deno.Command(options.setsid ? "setsid" : "bash", {
+    args: options.setsid ? ["bash", "-c", command] : ["-c", command],
     stdin: "null",
     stdout: "piped",
     stderr: "piped",
@@ -223,6 +223,9 @@ export const cases: BenchCase[] = [
     extra: [{
       label: "bare plain spawn + drain (no group)",
       fn: () => bareDrain("true"),
+    }, {
+      label: "bare plain spawn of setsid bash + drain",
+      fn: () => bareDrain("true", { setsid: true }),
     }],
   },
   {
