@@ -97,8 +97,8 @@ export function createEditTool(context: ToolContext): Tool {
     },
     async run({ input, signal }) {
       const given = input.file_path as string;
-      let oldString = input.old_string as string;
-      let newString = input.new_string as string;
+      const oldString = input.old_string as string;
+      const newString = input.new_string as string;
       const replaceAll = (input.replace_all as boolean | undefined) ?? false;
       if (oldString === "") {
         return pathError(
