@@ -46,6 +46,7 @@ import { RUN_HELP, runCommand } from "./cli/run.ts";
 import { MCP_HELP, mcpCommand } from "./cli/mcp.ts";
 import { DOCTOR_HELP, doctorCommand } from "./cli/doctor.ts";
 import { PACKAGE_COMMANDS } from "./cli/package.ts";
+import { printError, printLine } from "./cli/_print.ts";
 
 /** One subcommand: its help and what it does. */
 export interface CliCommand {
@@ -129,27 +130,27 @@ ${SKILLS_OPTION_HELP}
     try {
       result = await loadSkills(dirs);
     } catch (error) {
-      console.error(`skillrun list: ${describeError(error)}`);
+      printError(`skillrun list: ${describeError(error)}`);
       return 1;
     }
-    for (const warning of result.warnings) console.error(`warning: ${warning}`);
+    for (const warning of result.warnings) printError(`warning: ${warning}`);
     if (flags.catalog) {
-      console.log(formatCatalog(result.skills));
+      printLine(formatCatalog(result.skills));
       return 0;
     }
     if (flags.json) {
-      console.log(JSON.stringify(result.skills.map(skillJson), null, 2));
+      printLine(JSON.stringify(result.skills.map(skillJson), null, 2));
       return 0;
     }
     for (const skill of result.skills) {
-      console.log(`${skill.name}  ${skill.location}`);
-      console.log(`    ${firstLine(skill.description, 100)}`);
+      printLine(`${skill.name}  ${skill.location}`);
+      printLine(`    ${firstLine(skill.description, 100)}`);
       for (const warning of skill.warnings) {
-        console.log(`    warning: ${warning}`);
+        printLine(`    warning: ${warning}`);
       }
     }
     const count = result.skills.length;
-    console.log(`${count} skill${count === 1 ? "" : "s"}`);
+    printLine(`${count} skill${count === 1 ? "" : "s"}`);
     return 0;
   },
 };
@@ -172,7 +173,7 @@ async function checkPath(path: string): Promise<Checked[]> {
     // A folder of skills: check each one found in it.
     try {
       const { folders, warnings } = await findSkillFolders(path);
-      for (const warning of warnings) console.error(`warning: ${warning}`);
+      for (const warning of warnings) printError(`warning: ${warning}`);
       if (folders.length > 0) targets.splice(0, 1, ...[...folders].sort());
     } catch (error) {
       return [unreadable(path, error)];
@@ -242,7 +243,7 @@ Options:
     for (const path of paths) checked.push(...await checkPath(path));
     const invalid = checked.filter((c) => c.problems.length > 0).length;
     if (flags.json) {
-      console.log(JSON.stringify(
+      printLine(JSON.stringify(
         checked.map((c) => ({
           path: c.path,
           ...(c.name === undefined ? {} : { name: c.name }),
@@ -255,10 +256,10 @@ Options:
     } else {
       for (const c of checked) {
         const label = c.name === undefined ? c.path : `${c.name} (${c.path})`;
-        console.log(`${c.problems.length ? "invalid" : "ok     "} ${label}`);
-        for (const p of c.problems) console.log(`  - ${p.message}`);
+        printLine(`${c.problems.length ? "invalid" : "ok     "} ${label}`);
+        for (const p of c.problems) printLine(`  - ${p.message}`);
       }
-      console.log(`${checked.length - invalid} valid, ${invalid} invalid`);
+      printLine(`${checked.length - invalid} valid, ${invalid} invalid`);
     }
     return invalid > 0 ? 1 : 0;
   },
@@ -340,43 +341,43 @@ Run "skillrun <command> --help" for a command's options.`;
 export async function main(args: string[]): Promise<number> {
   const [name, ...rest] = args;
   if (name === undefined) {
-    console.error(mainHelp());
+    printError(mainHelp());
     return 2;
   }
   if (name === "--version" || name === "-V") {
-    console.log(`skillrun ${VERSION}`);
+    printLine(`skillrun ${VERSION}`);
     return 0;
   }
   if (name === "--help" || name === "-h" || name === "help") {
     const topic = rest[0];
     if (topic === undefined) {
-      console.log(mainHelp());
+      printLine(mainHelp());
       return 0;
     }
     if (!Object.hasOwn(COMMANDS, topic)) {
-      console.error(`skillrun: unknown command "${topic}"\n\n${mainHelp()}`);
+      printError(`skillrun: unknown command "${topic}"\n\n${mainHelp()}`);
       return 2;
     }
-    console.log(COMMANDS[topic]!.help);
+    printLine(COMMANDS[topic]!.help);
     return 0;
   }
   const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
   if (!command) {
-    console.error(`skillrun: unknown command "${name}"\n\n${mainHelp()}`);
+    printError(`skillrun: unknown command "${name}"\n\n${mainHelp()}`);
     return 2;
   }
   const options = rest.includes("--")
     ? rest.slice(0, rest.indexOf("--"))
     : rest;
   if (options.includes("--help") || options.includes("-h")) {
-    console.log(command.help);
+    printLine(command.help);
     return 0;
   }
   try {
     return await command.run(rest);
   } catch (error) {
     if (error instanceof UsageError) {
-      console.error(`skillrun ${name}: ${error.message}\n\n${command.help}`);
+      printError(`skillrun ${name}: ${error.message}\n\n${command.help}`);
       return 2;
     }
     throw error;

@@ -396,3 +396,85 @@ Deno.test("cli --help says mcp serves over stdio or HTTP, and list's usage names
   assertStringIncludes(usage, "--catalog");
   assertStringIncludes(usage, "--json");
 });
+
+/** A raw control character (tab and newline aside), DEL or bidi override. */
+// deno-lint-ignore no-control-regex
+const RAW_HIDDEN = /[\u0000-\u0008\u000b-\u001f\u007f\u202e]/;
+
+Deno.test("cli list, --catalog and validate show a skill's control characters escaped; validate refuses control, tag and bidi characters", async () => {
+  await withTempDir(async (root) => {
+    const hostile =
+      "Clears\u001b[2J the screen\u001b]0;owned\u0007 and\u001b[8m hides";
+    await Deno.mkdir(`${root}/escapes`);
+    await Deno.writeTextFile(
+      `${root}/escapes/SKILL.md`,
+      `---\nname: escapes\ndescription: ${JSON.stringify(hostile)}\n---\n`,
+    );
+    await Deno.mkdir(`${root}/tags`);
+    await Deno.writeTextFile(
+      `${root}/tags/SKILL.md`,
+      "---\nname: tags\ndescription: Looks plain\u{e0049}\u{e0067}\u{e006e}\n---\n",
+    );
+    await Deno.mkdir(`${root}/bidi`);
+    await Deno.writeTextFile(
+      `${root}/bidi/SKILL.md`,
+      "---\nname: bidi\ndescription: Reads txt.\u202eexe\n---\n",
+    );
+    const list = await cli("list", root);
+    assertEquals(list.code, 0, list.stderr);
+    for (const output of [list.stdout, list.stderr]) {
+      assert(!RAW_HIDDEN.test(output));
+      assert(!/[\u{e0000}-\u{e007f}]/u.test(output));
+    }
+    assertStringIncludes(
+      list.stdout,
+      "Clears\\u001b[2J the screen\\u001b]0;owned\\u0007",
+    );
+    assertStringIncludes(list.stdout, "Reads txt.\\u202eexe");
+    assertStringIncludes(list.stdout, "Looks plain\\udb40\\udc49");
+    // The lenient loader warns, naming the class.
+    assertStringIncludes(
+      list.stdout,
+      "description: must not contain control characters (found U+001B)",
+    );
+    assertStringIncludes(
+      list.stdout,
+      "description: must not contain Unicode tag characters (found U+E0049)",
+    );
+    assertStringIncludes(
+      list.stdout,
+      "description: must not contain bidi control characters (found U+202E)",
+    );
+
+    const catalog = await cli("list", "--catalog", root);
+    assertEquals(catalog.code, 0, catalog.stderr);
+    assert(!RAW_HIDDEN.test(catalog.stdout));
+    assertStringIncludes(catalog.stdout, "Reads txt.\\u202eexe");
+
+    for (
+      const [name, kind] of [
+        ["escapes", "control characters"],
+        ["tags", "Unicode tag characters"],
+        ["bidi", "bidi control characters"],
+      ]
+    ) {
+      const run = await cli("validate", `${root}/${name}`);
+      assertEquals(run.code, 1, run.stdout);
+      assertStringIncludes(run.stdout, `description: must not contain ${kind}`);
+      assert(!RAW_HIDDEN.test(run.stdout));
+    }
+    // A name with a control character is refused by validate, naming the class.
+    await Deno.mkdir(`${root}/ctl`);
+    await Deno.writeTextFile(
+      `${root}/ctl/SKILL.md`,
+      '---\nname: "ctl\\u0007"\ndescription: Rings.\n---\n',
+    );
+    const bell = await cli("validate", `${root}/ctl`);
+    assertEquals(bell.code, 1);
+    assertStringIncludes(
+      bell.stdout,
+      "name: must not contain control characters (found U+0007)",
+    );
+    assert(!bell.stdout.includes("\u0007"));
+  });
+});

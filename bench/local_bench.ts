@@ -33,10 +33,10 @@ async function discard(stream: ReadableStream<Uint8Array>): Promise<number> {
 
 async function bareDrain(
   command: string,
-  options: { detached?: boolean } = {},
+  options: { detached?: boolean; setsid?: boolean } = {},
 ): Promise<number> {
-  const child = new Deno.Command("bash", {
-    args: ["-c", command],
+  const child = new Deno.Command(options.setsid ? "setsid" : "bash", {
+    args: options.setsid ? ["bash", "-c", command] : ["-c", command],
     stdin: "null",
     stdout: "piped",
     stderr: "piped",
@@ -197,6 +197,35 @@ export const cases: BenchCase[] = [
     extra: [{
       label: "bare Deno.Command (no group)",
       fn: () => new Deno.Command("bash", { args: ["-c", "true"] }).output(),
+    }],
+  },
+  {
+    // Issue 26: the three in one process, iteration after iteration (order
+    // reversed every other time), so a loaded machine hits them alike.
+    id: "local-execute-true-paired",
+    title:
+      'local execute({ command: "true" }) beside a bare detached and a bare plain spawn, interleaved',
+    module: import.meta.url,
+    iterations: 100,
+    rounds: 3,
+    interleaved: true,
+    ours: {
+      label: "execute",
+      fn: async () => {
+        const result = await plainRuntime().execute({ command: "true" });
+        if (result.exitCode !== 0) throw new Error("true failed");
+      },
+    },
+    baseline: {
+      label: "bare detached spawn + drain",
+      fn: () => bareDrain("true", { detached: true }),
+    },
+    extra: [{
+      label: "bare plain spawn + drain (no group)",
+      fn: () => bareDrain("true"),
+    }, {
+      label: "bare plain spawn of setsid bash + drain",
+      fn: () => bareDrain("true", { setsid: true }),
     }],
   },
   {

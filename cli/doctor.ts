@@ -9,6 +9,7 @@
 import { hostPath } from "../_internal/std.ts";
 import { fenceReport, formatFenceReport } from "../runtimes/local/doctor.ts";
 import type { LocalSkillRuntime } from "../runtimes/local/runtime.ts";
+import { escapeControl } from "../_internal/escape_text.ts";
 import { parseArgs, SKILLS_OPTION_HELP, UsageError } from "./_args.ts";
 import { EGRESS_FLAGS, egressOptions } from "./_egress.ts";
 import type { EgressOptions } from "../network/sandbox.ts";
@@ -96,8 +97,8 @@ export async function doctorCommand(
     let bytes = encoder.encode(text);
     while (bytes.length > 0) bytes = bytes.subarray(await stream.write(bytes));
   };
-  const out = (text: string) => write(streams.stdout, text);
-  const err = (text: string) => write(streams.stderr, text);
+  const out = (text: string) => write(streams.stdout, escapeControl(text));
+  const err = (text: string) => write(streams.stderr, escapeControl(text));
   let parsed;
   let egress: EgressOptions;
   try {

@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { escapeControl } from "../_internal/escape_text.ts";
 import { buildSkillTools } from "../tools/mod.ts";
 import type { SkillRuntime } from "../runtimes/types.ts";
 import { parseArgs, SKILLS_OPTION_HELP, UsageError } from "./_args.ts";
@@ -138,7 +139,7 @@ export async function mcpCommand(
     await streams.stdout.write(encoder.encode(text));
   };
   const err = async (text: string) => {
-    await streams.stderr.write(encoder.encode(text));
+    await streams.stderr.write(encoder.encode(escapeControl(text)));
   };
   let parsed;
   let egress: EgressOptions;

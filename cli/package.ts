@@ -5,6 +5,7 @@
  */
 import { hostPath } from "../_internal/std.ts";
 import { parseArgs, UsageError } from "./_args.ts";
+import { printError, printLine } from "./_print.ts";
 import {
   type InstalledSkillPackage,
   installFromIndex,
@@ -75,20 +76,20 @@ Options:
         const packed = await packSkill(dir, { format });
         output = `${packed.name}.${format}`;
         await Deno.writeFile(output, packed.bytes!);
-        console.log(packed.digest);
-        console.error(
+        printLine(packed.digest);
+        printError(
           `wrote ${output} (${packed.size} bytes, ${packed.files} files)`,
         );
         return 0;
       }
       const packed = await packSkill(dir, { format, output });
-      console.log(packed.digest);
-      console.error(
+      printLine(packed.digest);
+      printError(
         `wrote ${output} (${packed.size} bytes, ${packed.files} files)`,
       );
       return 0;
     } catch (error) {
-      console.error(`skillrun pack: ${message(error)}`);
+      printError(`skillrun pack: ${message(error)}`);
       return 1;
     }
   },
@@ -176,8 +177,8 @@ Options:
       const lock = await readLock(into);
       const before = lock.skills[pkg.name];
       await lockPackage(into, pkg, recorded);
-      console.log(`${pkg.name} ${pkg.digest}`);
-      console.error(
+      printLine(`${pkg.name} ${pkg.digest}`);
+      printError(
         `${
           before && before.digest !== pkg.digest ? "replaced" : "added"
         } ${pkg.name} in ${hostPath.join(into, LOCK_FILE)} (${pkg.path})`,
@@ -185,7 +186,7 @@ Options:
       return 0;
     } catch (error) {
       if (error instanceof UsageError) throw error;
-      console.error(`skillrun add: ${message(error)}`);
+      printError(`skillrun add: ${message(error)}`);
       return 1;
     }
   },
@@ -210,20 +211,20 @@ Options:
     try {
       const checks = await verifyLock(dir);
       if (checks.length === 0) {
-        console.error(
+        printError(
           `skillrun verify: no skills in ${hostPath.join(dir, LOCK_FILE)}`,
         );
         return 1;
       }
       let ok = true;
       for (const check of checks) {
-        console.log(`${check.ok ? "ok" : "MISMATCH"}  ${check.name}`);
-        for (const problem of check.problems) console.log(`    ${problem}`);
+        printLine(`${check.ok ? "ok" : "MISMATCH"}  ${check.name}`);
+        for (const problem of check.problems) printLine(`    ${problem}`);
         ok &&= check.ok;
       }
       return ok ? 0 : 1;
     } catch (error) {
-      console.error(`skillrun verify: ${message(error)}`);
+      printError(`skillrun verify: ${message(error)}`);
       return 1;
     }
   },
@@ -254,16 +255,16 @@ Options:
         baseUrl ? { baseUrl } : {},
       );
       for (const skill of written.skills) {
-        console.log(`${skill.name} ${skill.digest} ${skill.url}`);
+        printLine(`${skill.name} ${skill.digest} ${skill.url}`);
       }
-      console.error(
+      printError(
         `wrote ${
           hostPath.join(positionals[0]!, "index.json")
         } (${written.skills.length} skills)`,
       );
       return 0;
     } catch (error) {
-      console.error(`skillrun index: ${message(error)}`);
+      printError(`skillrun index: ${message(error)}`);
       return 1;
     }
   },

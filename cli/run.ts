@@ -7,6 +7,7 @@
 import type { SkillEvent, SkillEventListener } from "../observe/events.ts";
 import { debugLogWanted, formatEvent } from "../observe/log.ts";
 import { hostPath } from "../_internal/std.ts";
+import { escapeControl } from "../_internal/escape_text.ts";
 import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
 import { checkRuntimeFlag, remoteRuntime, RUNTIME_HELP } from "./_remote.ts";
 import type { SkillRuntimeConfig } from "../runtimes/config.ts";
@@ -158,7 +159,7 @@ export async function runCommand(
   const streams = options.streams ??
     { stdout: Deno.stdout, stderr: Deno.stderr };
   const out = (text: string) => writeAll(streams.stdout, text);
-  const err = (text: string) => writeAll(streams.stderr, text);
+  const err = (text: string) => writeAll(streams.stderr, escapeControl(text));
 
   let parsed;
   let command: string;
@@ -246,7 +247,7 @@ export async function runCommand(
     const [prepared] = await prepareWithProgress(
       runtime,
       { skill, ...(config ? { config } : {}) },
-      err,
+      (text) => writeAll(streams.stderr, text),
       signal,
       isTerminal(streams.stderr),
     );
@@ -348,7 +349,7 @@ export function eventPrinter(
 ): SkillEventListener | undefined {
   if (flags.verbose !== true && !debugLogWanted()) return undefined;
   return (event) => {
-    if (wanted(event)) void err(`${formatEvent(event)}\n`);
+    if (wanted(event)) void err(`${escapeControl(formatEvent(event))}\n`);
   };
 }
 
@@ -463,6 +464,7 @@ const QUIET_PREPARATION_MS = 1000;
 async function prepareWithProgress(
   runtime: SkillRuntime,
   skill: SkillToPrepare,
+  // Writes to stderr as it is (the progress escapes its own text).
   err: (text: string) => Promise<void>,
   signal: AbortSignal,
   terminal = false,
@@ -474,8 +476,8 @@ async function prepareWithProgress(
   const show = (progress: PrepareProgress) =>
     void err(
       terminal
-        ? `\r\x1b[K${progressLine(progress, started).trimEnd()}`
-        : progressLine(progress, started),
+        ? `\r\x1b[K${escapeControl(progressLine(progress, started).trimEnd())}`
+        : escapeControl(progressLine(progress, started)),
     );
   let ticker: ReturnType<typeof setInterval> | undefined;
   const timer = setTimeout(() => {

@@ -3,6 +3,7 @@
  *
  * @module
  */
+import { hiddenCharacters } from "../_internal/escape_text.ts";
 
 /**
  * Splits `allowed-tools` into tool names: a string is split on spaces and
@@ -109,6 +110,7 @@ export function checkFrontMatter(
   } else if (description.trim() === "") {
     problems.push(problem("description", "must not be blank"));
   } else {
+    problems.push(...checkHidden("description", description));
     const length = charLength(description);
     if (length > MAX_DESCRIPTION_LENGTH) {
       problems.push(
@@ -215,6 +217,16 @@ export function checkFrontMatter(
   return problems;
 }
 
+/**
+ * Control characters, Unicode tag characters and bidi controls in a field a
+ * person and a model both read: one problem per class, naming the first.
+ */
+function checkHidden(field: string, text: string): FieldProblem[] {
+  return hiddenCharacters(text).map(({ kind, first }) =>
+    problem(field, `must not contain ${kind} (found ${first})`)
+  );
+}
+
 function checkName(
   raw: unknown,
   folderName: string | undefined,
@@ -229,7 +241,7 @@ function checkName(
       problem("name", `must be 1-${MAX_NAME_LENGTH} characters and not blank`),
     ];
   }
-  const problems: FieldProblem[] = [];
+  const problems: FieldProblem[] = checkHidden("name", name);
   const quoted = JSON.stringify(name);
   const length = charLength(name);
   if (length > MAX_NAME_LENGTH) {

@@ -6,6 +6,7 @@
 import { checkNumber } from "../_internal/check_number.ts";
 import type { Skill } from "./types.ts";
 import { Redactor } from "../_internal/redact.ts";
+import { escapeControl } from "../_internal/escape_text.ts";
 
 /** The default size budget of {@linkcode formatCatalog}, in characters. */
 export const DEFAULT_CATALOG_BUDGET = 16_000;
@@ -38,7 +39,9 @@ const ELLIPSIS = "…";
 /**
  * Formats the catalog of skills for a model: one `<skill>` element per skill
  * with its name, description and location, sorted by name then location, XML
- * special characters escaped, inside `<available_skills>`. When the full text
+ * special characters escaped, control characters, Unicode tag characters and
+ * bidi controls written as visible `\u....` escapes (so the model reads what a
+ * person sees), inside `<available_skills>`. When the full text
  * exceeds the budget, the longest descriptions are shortened first (all cut to
  * one common length, each ending with `…`), so short ones stay whole.
  *
@@ -55,6 +58,7 @@ const ELLIPSIS = "…";
  * import { formatCatalog } from "@skillrun/skillrun";
  * import type { Skill } from "@skillrun/skillrun";
  * import { Redactor } from "../_internal/redact.ts";
+import { escapeControl } from "../_internal/escape_text.ts";
  * const skill: Skill = {
  *   name: "csv-report", description: "Summarises <CSV> files & tables",
  *   basePath: "/skills/csv-report", location: "/skills/csv-report/SKILL.md",
@@ -81,9 +85,11 @@ export function formatCatalog(
   const locationOf = options.locationOf ?? ((skill: Skill) => skill.location);
   const redactor = new Redactor(options.secrets ?? []);
   const entries = skills.map((skill) => ({
-    name: skill.name,
-    location: redactor.redact(locationOf(skill)),
-    description: Array.from(redactor.redact(skill.description.trim())),
+    name: escapeControl(skill.name),
+    location: escapeControl(redactor.redact(locationOf(skill))),
+    description: Array.from(
+      escapeControl(redactor.redact(skill.description.trim())),
+    ),
   })).sort((a, b) =>
     compareStrings(a.name, b.name) || compareStrings(a.location, b.location)
   );

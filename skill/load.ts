@@ -11,6 +11,7 @@ import { toPermissionError } from "../_internal/permissions.ts";
 import type { Skill } from "./types.ts";
 import { parseSkillMd, type SkillDocument } from "./parse.ts";
 import { checkFrontMatter, describeValue } from "./_fields.ts";
+import { readSkillMdBytes } from "./_read.ts";
 
 /** Folder names never searched for skills (heavy or generated folders). */
 
@@ -82,8 +83,11 @@ const CONCURRENCY = 64;
  * the rules or differs from its folder, a description over 1024 characters,
  * unknown fields, a value that had to be quoted...). A skill is skipped, with
  * a warning naming its file, only when its front matter cannot be read (even
- * after retrying unquoted `": "` values) or it has no usable name or
- * description. One bad skill never stops the others.
+ * after retrying unquoted `": "` values, or using a YAML alias of a map or
+ * list), it has no usable name or description, or its `SKILL.md` is not a
+ * regular file (a FIFO, a device...) or is larger than `SKILL_MD_MAX_BYTES`
+ * (4 MiB; read streamed, never past the bound). One bad skill never stops
+ * the others.
  *
  * Duplicate names: the first skill found wins (roots in the order given, then
  * shallower folders first, then by path); every later one is skipped with a
@@ -494,7 +498,10 @@ type SkillFile =
 
 async function readSkillFile(path: string): Promise<SkillFile> {
   try {
-    return { kind: "found", text: await Deno.readTextFile(path) };
+    // Only a regular file, at most SKILL_MD_MAX_BYTES (a FIFO or a link to
+    // /dev/zero is skipped with a warning); bad bytes replaced, as readTextFile does.
+    const bytes = await readSkillMdBytes(path);
+    return { kind: "found", text: new TextDecoder().decode(bytes) };
   } catch (error) {
     if (
       error instanceof Deno.errors.NotFound ||

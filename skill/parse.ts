@@ -58,7 +58,8 @@ const CLOSING = /^---[ \t]*$/m;
  * @param options Whether to retry unreadable YAML.
  * @returns The front matter, the body and the normalised fields.
  * @throws {SyntaxError} There is no front matter, it is not closed, it is not a
- * map, or its YAML cannot be read (even after the retry).
+ * map, its YAML cannot be read (even after the retry), or it uses an alias
+ * (`*name`) of a map or list (which could expand exponentially).
  *
  * @example Parsing a SKILL.md with CRLF and an unquoted colon
  * ```ts
@@ -120,6 +121,7 @@ export function parseSkillMd(
       );
     }
   }
+  refuseAliases(parsed);
   if (parsed === null || parsed === undefined) {
     throw new SyntaxError(`Cannot parse SKILL.md: the front matter is empty`);
   }
@@ -188,6 +190,32 @@ function stringifyMetadata(
     }
   }
   return result;
+}
+
+/**
+ * Refuses front matter where one map or list is reached twice: a YAML alias
+ * (`*name`) of an anchored map or list. The parser shares the anchored node,
+ * so parsing is cheap, but every later walk of the value (freezing, turning
+ * metadata into strings, JSON) expands it: ten levels of nine aliases ("a
+ * billion laughs", 600 bytes) would never end. Front matter needs no aliases.
+ * The check visits each node once, so it costs what the parse did.
+ */
+function refuseAliases(value: unknown): void {
+  if (value === null || typeof value !== "object") return;
+  const seen = new Set<object>();
+  const stack: object[] = [value];
+  while (stack.length > 0) {
+    const node = stack.pop()!;
+    if (seen.has(node)) {
+      throw new SyntaxError(
+        `Cannot parse SKILL.md: the front matter uses a YAML alias of a map or list (aliases are not allowed in front matter)`,
+      );
+    }
+    seen.add(node);
+    for (const child of Object.values(node)) {
+      if (child !== null && typeof child === "object") stack.push(child);
+    }
+  }
 }
 
 function yamlError(error: unknown): SyntaxError {

@@ -7,6 +7,7 @@
 import { hostPath } from "../_internal/std.ts";
 import type { Skill } from "./types.ts";
 import { parseSkillMd } from "./parse.ts";
+import { readSkillMdBytes, SkillFileError } from "./_read.ts";
 import { checkFrontMatter } from "./_fields.ts";
 
 /** One broken rule. */
@@ -129,11 +130,11 @@ async function validatePath(
   }
   let bytes: Uint8Array;
   try {
-    bytes = await Deno.readFile(
-      location,
-      options.signal ? { signal: options.signal } : {},
-    );
+    bytes = await readSkillMdBytes(location, options.signal);
   } catch (error) {
+    if (error instanceof SkillFileError) {
+      return [{ field: "SKILL.md", message: `SKILL.md: ${error.message}` }];
+    }
     if (error instanceof Deno.errors.NotFound) {
       const lower = await exists(hostPath.join(folder, "skill.md"));
       return [{

@@ -4,7 +4,8 @@
  * @module
  */
 import type { ToolContext } from "./context.ts";
-import type { Tool } from "./types.ts";
+import type { Tool, ToolResult } from "./types.ts";
+import { withPathLock } from "./_path_lock.ts";
 import {
   defineTool,
   formatBytes,
@@ -17,6 +18,16 @@ import {
 const SNIPPET_CONTEXT = 3;
 /** The most lines of a snippet. */
 const SNIPPET_MAX_LINES = 40;
+/** How many times an edit is tried again when the file changed under it. */
+const CONFLICT_RETRIES = 5;
+const CONFLICT = Symbol("conflict");
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
 /** Characters of one snippet line before it is cut. */
 const SNIPPET_LINE_CHARS = 500;
 
@@ -86,8 +97,8 @@ export function createEditTool(context: ToolContext): Tool {
     },
     async run({ input, signal }) {
       const given = input.file_path as string;
-      let oldString = input.old_string as string;
-      let newString = input.new_string as string;
+      const oldString = input.old_string as string;
+      const newString = input.new_string as string;
       const replaceAll = (input.replace_all as boolean | undefined) ?? false;
       if (oldString === "") {
         return pathError(
@@ -122,68 +133,106 @@ export function createEditTool(context: ToolContext): Tool {
           `file is larger than the ${formatBytes(limits.editMaxBytes)} limit`,
         );
       }
-      const bytes = await runtime.fs.readBytes(path, {
-        ...options,
-        maxBytes: limits.editMaxBytes,
-      });
-      if (bytes.includes(0)) {
-        return pathError("edit", given, "it is a binary file");
-      }
-      let content: string;
-      try {
-        content = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true })
-          .decode(bytes);
-      } catch {
-        return pathError("edit", given, "it is not valid UTF-8 text");
-      }
-
-      // Keep the file's line ends: a CRLF file stays CRLF, an LF file stays LF.
-      const crlf = countOf(content, "\r\n");
-      const lf = countOf(content, "\n") - crlf;
-      const style = crlf > lf ? "\r\n" : lf > 0 ? "\n" : undefined;
-      if (style) {
-        const oldStyled = withLineEnds(oldString, style);
-        if (oldStyled !== oldString && countOf(content, oldStyled) > 0) {
-          oldString = oldStyled;
-          newString = withLineEnds(newString, style);
-        } else if (oldStyled === oldString) {
-          newString = withLineEnds(newString, style);
+      return await withPathLock(runtime, path, async () => {
+        for (let attempt = 1;; attempt++) {
+          const result = await editOnce(
+            path,
+            { given, oldString, newString, replaceAll },
+            options,
+          );
+          if (result !== CONFLICT) return result;
+          if (attempt >= CONFLICT_RETRIES) {
+            return pathError(
+              "edit",
+              given,
+              `the file changed while it was being edited, ${CONFLICT_RETRIES} times; nothing was changed: read it and try again`,
+            );
+          }
         }
-      }
-
-      const count = countOf(content, oldString);
-      if (count === 0) {
-        return pathError(
-          "edit",
-          given,
-          "old_string was not found; read the file and copy the text exactly, including whitespace",
-        );
-      }
-      if (count > 1 && !replaceAll) {
-        return pathError(
-          "edit",
-          given,
-          `old_string occurs ${count} times; add surrounding text to make it unique, or set replace_all to true`,
-        );
-      }
-      const first = content.indexOf(oldString);
-      const updated = replaceAll
-        ? content.split(oldString).join(newString)
-        : content.slice(0, first) + newString +
-          content.slice(first + oldString.length);
-      await runtime.fs.writeText(path, updated, options);
-
-      const what = replaceAll
-        ? `replaced ${count} occurrence${count === 1 ? "" : "s"}`
-        : "replaced 1 occurrence";
-      const snippet = snippetAround(updated, first, newString.length);
-      return okResult(
-        `Edited ${path}: ${what}${
-          count > 1 ? " (the first is shown)" : ""
-        }\n${snippet}`,
-      );
+      });
     },
   });
+
+  async function editOnce(
+    path: string,
+    request: {
+      given: string;
+      oldString: string;
+      newString: string;
+      replaceAll: boolean;
+    },
+    options: { signal?: AbortSignal },
+  ): Promise<ToolResult | typeof CONFLICT> {
+    const { given, replaceAll } = request;
+    let { oldString, newString } = request;
+    const bytes = await runtime.fs.readBytes(path, {
+      ...options,
+      maxBytes: limits.editMaxBytes,
+    });
+    if (bytes.includes(0)) {
+      return pathError("edit", given, "it is a binary file");
+    }
+    let content: string;
+    try {
+      content = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true })
+        .decode(bytes);
+    } catch {
+      return pathError("edit", given, "it is not valid UTF-8 text");
+    }
+
+    // Keep the file's line ends: a CRLF file stays CRLF, an LF file stays LF.
+    const crlf = countOf(content, "\r\n");
+    const lf = countOf(content, "\n") - crlf;
+    const style = crlf > lf ? "\r\n" : lf > 0 ? "\n" : undefined;
+    if (style) {
+      const oldStyled = withLineEnds(oldString, style);
+      if (oldStyled !== oldString && countOf(content, oldStyled) > 0) {
+        oldString = oldStyled;
+        newString = withLineEnds(newString, style);
+      } else if (oldStyled === oldString) {
+        newString = withLineEnds(newString, style);
+      }
+    }
+
+    const count = countOf(content, oldString);
+    if (count === 0) {
+      return pathError(
+        "edit",
+        given,
+        "old_string was not found; read the file and copy the text exactly, including whitespace",
+      );
+    }
+    if (count > 1 && !replaceAll) {
+      return pathError(
+        "edit",
+        given,
+        `old_string occurs ${count} times; add surrounding text to make it unique, or set replace_all to true`,
+      );
+    }
+    const first = content.indexOf(oldString);
+    const updated = replaceAll
+      ? content.split(oldString).join(newString)
+      : content.slice(0, first) + newString +
+        content.slice(first + oldString.length);
+    // Compare and swap: write only when the file still holds what was read
+    // (another process or instance may have written it meanwhile).
+    const now = await runtime.fs.readBytes(path, {
+      ...options,
+      maxBytes: limits.editMaxBytes,
+    }).catch(() => undefined);
+    if (!now || !sameBytes(now, bytes)) return CONFLICT;
+    await runtime.fs.writeText(path, updated, options);
+
+    const what = replaceAll
+      ? `replaced ${count} occurrence${count === 1 ? "" : "s"}`
+      : "replaced 1 occurrence";
+    const snippet = snippetAround(updated, first, newString.length);
+    return okResult(
+      `Edited ${path}: ${what}${
+        count > 1 ? " (the first is shown)" : ""
+      }\n${snippet}`,
+    );
+  }
 }
 
 function countOf(text: string, part: string): number {

@@ -90,7 +90,10 @@ const BINARY_EXTENSIONS = new Set([
  * the end of a file of any size costs little memory. The 4 MiB limit
  * (`limits.readMaxBytes`) applies to the text returned by one call, not to the
  * file: past it the window stops early and says which `offset` continues.
- * Lines over 2000 characters are cut with a notice; a file with a NUL byte in
+ * Lines over 2000 characters are cut with a notice. A line longer than that
+ * 4 MiB is not scanned to its end (a 1 TiB file without a newline would take
+ * the whole time limit): the answer comes at once, saying that `read` cannot
+ * reach past it and that bash can. A file with a NUL byte in
  * its first 8 KiB, or a known binary extension, is refused as binary.
  *
  * @example Reading a window of lines
@@ -240,17 +243,23 @@ async function readWindow(
   let more = false; // the file has lines after the window
   let stoppedByCap = false;
   let done = false;
+  let longLine = 0; // a line longer than maxBytes, whose end was not sought
 
   const finishLine = (): boolean => {
     // Returns false when the output cap stops the window.
     if (lineNo >= offset && lineNo <= last) {
       let bytes = concat(kept, keptBytes);
-      if (lineBytes <= keepBytes && lastByte === 13) {
+      if (lineBytes >= 0 && lineBytes <= keepBytes && lastByte === 13) {
         bytes = bytes.subarray(0, bytes.length - 1);
       }
       // Redact before cutting, so a cut never leaves part of a secret behind.
       let text = options.redactor.redact(decoder.decode(bytes));
-      if (lineBytes > keepBytes || text.length > lineChars) {
+      if (lineBytes < 0) {
+        text = `${text.slice(0, lineChars)} [… line cut: it has more than ${
+          formatBytes(maxBytes)
+        }; the first ${lineChars} characters are shown]`;
+        cutLines++;
+      } else if (lineBytes > keepBytes || text.length > lineChars) {
         text = `${
           text.slice(0, lineChars)
         } [… line cut: it has ${lineBytes} bytes; the first ${lineChars} characters are shown]`;
@@ -305,6 +314,12 @@ async function readWindow(
         }
         if (end > pos) lastByte = chunk[end - 1]!;
         lineBytes += end - pos;
+        if (lineBytes > maxBytes) {
+          // One line longer than a whole read: finding its end could mean
+          // reading the file to its end (a 1 TiB file without a newline).
+          longLine = lineNo;
+          break outer;
+        }
         if (newline < 0) break;
         pos = newline + 1;
         if (!finishLine()) {
@@ -317,12 +332,29 @@ async function readWindow(
       // The last line has no line end.
       if (!finishLine()) more = true;
     }
+    if (longLine > 0 && lineNo >= offset && lineNo <= last) {
+      // Shown cut, its length unknown; nothing after it can be reached.
+      lineBytes = -1;
+      finishLine();
+    }
   } finally {
     if (!done) await reader.cancel().catch(() => {});
     reader.releaseLock();
   }
 
   const total = lineNo - 1;
+  const beyond = longLine > 0
+    ? `line ${longLine} is longer than the ${
+      formatBytes(maxBytes)
+    } limit of one read, so read cannot find where it ends; inspect the file with bash (e.g. head -c, tail -c, cut -c)`
+    : "";
+  if (longLine > 0 && lines.length === 0) {
+    return errorResult(
+      `Cannot read ${
+        JSON.stringify(options.given)
+      } from line ${offset}: ${beyond}`,
+    );
+  }
   if (lines.length === 0) {
     return errorResult(
       `Cannot read ${
@@ -334,7 +366,9 @@ async function readWindow(
   }
   const first = offset;
   const lastShown = offset + lines.length - 1;
-  const range = more
+  const range = longLine > 0
+    ? `lines ${first}-${lastShown}`
+    : more
     ? `lines ${first}-${lastShown}; more follow`
     : `lines ${first}-${lastShown} of ${total}`;
   const parts = [`File: ${options.path} (${range})`, ...lines];
@@ -345,7 +379,9 @@ async function readWindow(
       } longer than ${lineChars} characters and cut]`,
     );
   }
-  if (stoppedByCap) {
+  if (longLine > 0) {
+    parts.push(`[Stopped: ${beyond}]`);
+  } else if (stoppedByCap) {
     parts.push(
       `[Output reached the ${
         formatBytes(maxBytes)

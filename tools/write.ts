@@ -4,6 +4,7 @@
  * @module
  */
 import type { ToolContext } from "./context.ts";
+import { withPathLock } from "./_path_lock.ts";
 import type { Tool } from "./types.ts";
 import { defineTool, formatBytes, okResult, pathError } from "./_shared.ts";
 
@@ -61,11 +62,16 @@ export function createWriteTool(context: ToolContext): Tool {
       const content = input.content as string;
       const path = await runtime.fs.resolve(given);
       const options = signal ? { signal } : {};
-      const before = await runtime.fs.stat(path, options);
-      if (before?.type === "directory") {
+      // After every edit of the path already under way, never in its middle.
+      const before = await withPathLock(runtime, path, async () => {
+        const before = await runtime.fs.stat(path, options);
+        if (before?.type === "directory") return "folder";
+        await runtime.fs.writeText(path, content, options);
+        return before;
+      });
+      if (before === "folder") {
         return pathError("write", given, "it is a folder");
       }
-      await runtime.fs.writeText(path, content, options);
       const bytes = new TextEncoder().encode(content).length;
       const size = `${bytes} byte${bytes === 1 ? "" : "s"}`;
       return okResult(

@@ -289,18 +289,27 @@ export async function runProcessGroup(
   if (run.reason) return run.result(-1, outCollector, errCollector);
 
   let child: Deno.ChildProcess;
+  const viaSetsid = setsidUsable(request.program);
   try {
-    child = new Deno.Command(request.program, {
-      args: [...request.args],
+    child = new Deno.Command(viaSetsid ? SETSID : request.program, {
+      args: viaSetsid ? [request.program, ...request.args] : [...request.args],
       cwd: request.cwd,
       env: { ...request.env },
       clearEnv: request.clearEnv ?? false,
       stdin: request.stdin ? "piped" : "null",
       stdout: "piped",
       stderr: "piped",
-      detached: Deno.build.os !== "windows",
+      detached: !viaSetsid && Deno.build.os !== "windows",
     }).spawn();
   } catch (error) {
+    if (
+      viaSetsid && error instanceof Deno.errors.NotFound &&
+      !error.message.includes("cwd")
+    ) {
+      // No setsid here after all (or no such folder): the detached way.
+      setsidMissing = true;
+      return await runProcessGroup(request);
+    }
     throw spawnError(error, request.program, request.cwd);
   }
 
@@ -368,11 +377,55 @@ export async function runProcessGroup(
   }
   if (run.reason && !killed) pending.push(kill("SIGKILL"));
   await Promise.all([...pending, fed]);
+  if (
+    viaSetsid && status.code === 127 &&
+    errCollector.text().startsWith("setsid: failed to execute")
+  ) {
+    throw new Deno.errors.NotFound(
+      `Cannot run "${request.program}": it was not found`,
+    );
+  }
   return run.result(
     status.signal !== null ? -1 : status.code,
     outCollector,
     errCollector,
   );
+}
+
+/**
+ * The `setsid` program: what makes a process group at the lowest cost. Deno's
+ * `detached: true` runs its `setsid()` in a hook between fork and exec, which
+ * makes Deno fork its whole address space instead of using `posix_spawn`
+ * (2.63 ms median for `bash -c true` against 1.32 for a plain spawn); a plain
+ * spawn of `setsid bash -c true` costs 2.00. `setsid` execs the program in
+ * place (a fresh child is no group leader, so it does not fork): the pid Deno
+ * sees is the new group's id, as with `detached`.
+ */
+const SETSID = "setsid";
+let setsidMissing = false;
+const setsidAllowed = new Map<string, boolean>();
+
+/**
+ * Whether to start `program` through `setsid`: on Linux, when Deno's flags
+ * grant running both `setsid` and the program (so `setsid` never runs what
+ * the flags refuse), and `setsid` was not found missing. Under
+ * `--allow-run=bash` alone this is false and `detached: true` is used.
+ */
+function setsidUsable(program: string): boolean {
+  if (Deno.build.os !== "linux" || setsidMissing) return false;
+  let allowed = setsidAllowed.get(program);
+  if (allowed === undefined) {
+    const granted = (command: string) =>
+      Deno.permissions.querySync({ name: "run", command }).state ===
+        "granted";
+    try {
+      allowed = granted(SETSID) && granted(program);
+    } catch {
+      allowed = false;
+    }
+    setsidAllowed.set(program, allowed);
+  }
+  return allowed;
 }
 
 /** Options of {@linkcode DenoCommandLauncher}. */

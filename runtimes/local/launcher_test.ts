@@ -368,3 +368,36 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name:
+    "runProcessGroup() starts the program as its own group's leader whichever way it spawns (setsid when allowed, detached otherwise), and a missing program is NotFound",
+  ignore: !linux,
+  async fn() {
+    const result = await runProcessGroup({
+      program: "bash",
+      args: ["-c", 'echo "$$ $(ps -o pgid= -p $$) $(ps -o sid= -p $$)"'],
+      cwd: Deno.cwd(),
+      env: {},
+      timeoutMs: 10_000,
+      maxOutputBytes: 1024,
+    });
+    const [pid, pgid, sid] = result.stdout.trim().split(/\s+/).map(Number);
+    assertEquals(result.exitCode, 0, result.stderr);
+    assertEquals(pgid, pid);
+    assertEquals(sid, pid);
+    await assertRejects(
+      () =>
+        runProcessGroup({
+          program: "no-such-program-skillrun",
+          args: [],
+          cwd: Deno.cwd(),
+          env: {},
+          timeoutMs: 10_000,
+          maxOutputBytes: 1024,
+        }),
+      Deno.errors.NotFound,
+      'Cannot run "no-such-program-skillrun": it was not found',
+    );
+  },
+});
