@@ -22,7 +22,8 @@ import type {
 import { remoteConversation } from "../remote/sandbox_service.ts";
 import { posix } from "../../_internal/std.ts";
 import { AioClient } from "./client.ts";
-import { AioSessionPool, runAioCommand } from "./execute.ts";
+import { aioCommands, AioSessionPool } from "./execute.ts";
+import { runRemoteCommand } from "../remote/command.ts";
 import { startAioBackground } from "./_background.ts";
 import { AioFileOps } from "./files.ts";
 
@@ -279,19 +280,14 @@ class AioBackend implements RemoteBackend {
   }
 
   #run(command: RemoteCommand): Promise<ExecuteResult> {
-    return runAioCommand(this.#options.client, this.sessions, {
-      command: command.command,
-      cwd: command.cwd,
-      env: command.env,
-      timeoutMs: command.timeoutMs,
-      maxOutputBytes: command.maxOutputBytes,
-      ...(command.signal ? { signal: command.signal } : {}),
-      ...(command.onStdout ? { onStdout: command.onStdout } : {}),
-      ...(command.onStderr ? { onStderr: command.onStderr } : {}),
-      ...(this.#options.pollSeconds !== undefined
-        ? { pollSeconds: this.#options.pollSeconds }
-        : {}),
-    });
+    return runRemoteCommand(
+      aioCommands(
+        this.#options.client,
+        this.sessions,
+        this.#options.pollSeconds,
+      ),
+      command,
+    );
   }
 
   /**

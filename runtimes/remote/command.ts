@@ -29,6 +29,8 @@ export interface RemoteCommandStart {
   readonly env: Readonly<Record<string, string>>;
   /** Our deadline, in ms (clamped). */
   readonly timeoutMs: number;
+  /** The most bytes of each stream kept (a server may cut its answers to it). */
+  readonly maxOutputBytes: number;
   /**
    * The server's own deadline, in ms: ours plus the kind's backstop, never
    * past {@linkcode MAX_EXECUTE_TIMEOUT_MS}.
@@ -343,6 +345,7 @@ export async function runRemoteCommand(
       cwd: request.cwd,
       env: request.env,
       timeoutMs: run.timeoutMs,
+      maxOutputBytes: request.maxOutputBytes,
       serverTimeoutMs: serverDeadlineMs(run.timeoutMs, kind.backstopMs),
       stop: run.stopSignal,
       signal: run.graceSignal,
