@@ -14,7 +14,8 @@ import {
   type ServiceSession,
 } from "../remote/sandbox_service.ts";
 import type { NetworkPolicy, SecretsOption } from "../../network/policy.ts";
-import { checkRemoteEgress, toE2BNetworkConfig } from "../../network/remote.ts";
+import { checkRemoteEgress } from "../../network/remote.ts";
+import { toE2BNetworkConfig } from "./network.ts";
 import { E2BApiClient, type E2BSandbox, type E2BSandboxSpec } from "./api.ts";
 import { ENVD_PORT, EnvdClient } from "./envd.ts";
 
