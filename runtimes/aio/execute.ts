@@ -131,7 +131,10 @@ export function aioCommands(
   pollSeconds = DEFAULT_POLL_SECONDS,
 ): RemoteCommandKind {
   /** Running commands: whether their exec was sent, their kill once asked for. */
-  const running = new Map<string, { sent: boolean; killing?: Promise<boolean> }>();
+  const running = new Map<
+    string,
+    { sent: boolean; killing?: Promise<boolean> }
+  >();
   return {
     backstopMs: 5_000,
     graceMs: 20_000,
@@ -191,7 +194,10 @@ async function* aioEvents(
   const leftSeconds = (): number =>
     Math.max(
       0.001,
-      Math.min(poll, (request.timeoutMs - (performance.now() - started)) / 1000),
+      Math.min(
+        poll,
+        (request.timeoutMs - (performance.now() - started)) / 1000,
+      ),
     );
   const line = commandArgument(request.command);
   let offset = 0;

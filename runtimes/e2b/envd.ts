@@ -304,10 +304,12 @@ export class EnvdClient implements RemoteFileOps {
           const error = message.error as
             | { code?: string; message?: string }
             | undefined;
-          if (error) throw refused(
+          if (error) {
+            throw refused(
               error.code ?? "unknown",
               error.message ?? error.code ?? "unknown",
             );
+          }
           return;
         }
         const event = (message.event ?? {}) as Record<

@@ -906,7 +906,6 @@ class ExecdLines {
   }
 }
 
-
 function toFileInfo(info: ExecdFileInfo, fallbackPath?: string): FileInfo {
   const path = info.path || fallbackPath || "";
   const type: FileType = info.type === "file" || info.type === "directory" ||

@@ -193,7 +193,10 @@ Deno.test("execute(): a \\r ends a line as on the real execd, a trailing one too
   await using server = await startTestServer();
   const runtime = server.runtime();
   const cases: [string, string][] = [
-    ["printf 'progress 50%%\\rprogress 100%%\\r'", "progress 50%\nprogress 100%\n"],
+    [
+      "printf 'progress 50%%\\rprogress 100%%\\r'",
+      "progress 50%\nprogress 100%\n",
+    ],
     ["printf 'abc\\r'", "abc\n"],
     ["printf '\\r'", "\n"],
     ["printf 'a\\n\\r'", "a\n\n"],

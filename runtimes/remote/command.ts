@@ -284,7 +284,10 @@ export class RemoteOutput {
  * @param backstopMs The kind's backstop, in ms.
  * @returns The server's deadline, in ms.
  */
-export function serverDeadlineMs(timeoutMs: number, backstopMs: number): number {
+export function serverDeadlineMs(
+  timeoutMs: number,
+  backstopMs: number,
+): number {
   return Math.min(Math.ceil(timeoutMs) + backstopMs, MAX_EXECUTE_TIMEOUT_MS);
 }
 

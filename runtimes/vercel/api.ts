@@ -324,14 +324,18 @@ export class VercelApiClient {
       signal: request.signal,
     });
     const body = response.body;
-    if (!body) throw new Error("Cannot run the command: the answer has no body");
+    if (!body) {
+      throw new Error("Cannot run the command: the answer has no body");
+    }
     return await namedCommand((async function* () {
       for await (const line of ndjson(body)) {
         const command = line.command as
           | { id?: string; exitCode?: number | null }
           | undefined;
         if (command) {
-          if (typeof command.id === "string") yield { type: "id", id: command.id };
+          if (typeof command.id === "string") {
+            yield { type: "id", id: command.id };
+          }
           if (typeof command.exitCode === "number") {
             yield { type: "exit", exitCode: command.exitCode };
           }
