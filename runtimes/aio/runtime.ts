@@ -214,8 +214,11 @@ class AioBackend implements RemoteBackend {
     if (conversation) await this.#conversationRecord();
     return {
       files: this.#files,
-      execute: (command: RemoteCommand): Promise<ExecuteResult> =>
-        this.#run(command),
+      commands: aioCommands(
+        this.#options.client,
+        this.sessions,
+        this.#options.pollSeconds,
+      ),
       startBackground: async (command: RemoteCommand) => {
         const started = await startAioBackground(
           this.#options.client,

@@ -255,7 +255,10 @@ class E2BService implements SandboxService<E2BSandbox> {
         open: (path, options) => resumed(() => envd.open(path, options)),
         upload: (files, signal) => resumed(() => envd.upload(files, signal)),
       },
-      execute: (command) => resumed(() => envd.run(command)),
+      commands: {
+        ...envd.commands,
+        start: (request) => resumed(() => envd.commands.start(request)),
+      },
       isReady: (signal) => envd.health(signal),
       makeDirectories: (paths, signal) =>
         resumed(() => envd.makeDirectories(paths, signal)),

@@ -225,7 +225,7 @@ class OpenSandboxService implements SandboxService<SandboxInfo> {
     );
     return {
       files: execd,
-      execute: (command) => execd.run(command),
+      commands: execd.commands,
       startBackground: (command) => execd.startBackground(command),
       isReady: (signal) => execd.ping(signal),
       makeDirectories: (paths, signal) => execd.makeDirectories(paths, signal),
