@@ -1,10 +1,10 @@
 /**
- * The shared `network` option turned into what remote services take: an
- * OpenSandbox `networkPolicy` (egress rules evaluated in order, default
- * deny), E2B's `network` (`allowOut` and `denyOut`) and Vercel's
- * `networkPolicy` (`allow-all`, `deny-all` or `custom` with
- * `allowedDomains`). What a service cannot express is refused, never
- * dropped.
+ * What the remote kinds' network-policy converters share (each converter
+ * lives in its kind's folder: `runtimes/opensandbox/network.ts`,
+ * `runtimes/e2b/network.ts`, `runtimes/vercel/network.ts`): the checks of
+ * the `network` and `secrets` options, host rules, and the allow list of a
+ * service with default deny. What a service cannot express is refused,
+ * never dropped.
  *
  * @module
  */
@@ -74,38 +74,23 @@ export function checkRemoteEgress(
   return options.network;
 }
 
-/** One egress rule of OpenSandbox (`NetworkRule`). */
-export interface OpenSandboxNetworkRule {
-  /** `allow` or `deny`. */
-  readonly action: "allow" | "deny";
-  /** A host name or `*.suffix`. */
-  readonly target: string;
-}
-
-/** OpenSandbox's `networkPolicy` of the creation request. */
-export interface OpenSandboxNetworkPolicy {
-  /** What happens when no rule matches. */
-  readonly defaultAction: "allow" | "deny";
-  /** The rules, evaluated in order. */
-  readonly egress: readonly OpenSandboxNetworkRule[];
-}
-
-/** E2B's `network` of the creation request (`SandboxNetworkConfig`). */
-export interface E2BNetworkConfig {
-  /** Allowed destinations (host names, `*.suffix`); they win over `denyOut`. */
-  readonly allowOut: readonly string[];
-  /** Denied address ranges (`0.0.0.0/0`: everything not allowed). */
-  readonly denyOut: readonly string[];
-}
-
-/** Vercel's `networkPolicy` of the creation request. */
-export type VercelNetworkPolicy =
-  | { readonly mode: "allow-all" }
-  | { readonly mode: "deny-all" }
-  | { readonly mode: "custom"; readonly allowedDomains: readonly string[] };
-
-/** A pattern as a service's host rule: a name or `*.suffix`, no port, no address. */
-function hostTarget(source: string, service: string): string {
+/**
+ * A pattern as a service's host rule: a name or `*.suffix`, no port, no
+ * address.
+ *
+ * @example
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { hostTarget } from "./remote.ts";
+ * assertEquals(hostTarget("PyPI.org.", "E2B"), "pypi.org");
+ * ```
+ *
+ * @param source The pattern.
+ * @param service The service's name, for the message.
+ * @returns The host rule.
+ * @throws {RangeError} An invalid pattern, a port or an IP address.
+ */
+export function hostTarget(source: string, service: string): string {
   const pattern = parseHostPattern(source);
   if (pattern.port !== undefined) {
     throw new RangeError(
@@ -134,8 +119,23 @@ function overlaps(a: string, b: string): boolean {
  * else the allowed hosts. A deny pattern is expressible only when no allow
  * pattern reaches it (default deny already refuses it); `deny: ["*"]`
  * allows nothing.
+ *
+ * @example
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { allowList } from "./remote.ts";
+ * assertEquals(allowList({ allow: ["pypi.org"] }, "E2B"), {
+ *   everything: false,
+ *   hosts: ["pypi.org"],
+ * });
+ * ```
+ *
+ * @param network The shared policy.
+ * @param service The service's name, for the messages.
+ * @returns Whether everything is allowed, else the allowed hosts.
+ * @throws {RangeError} A pattern the service cannot express.
  */
-function allowList(
+export function allowList(
   network: NetworkPolicy,
   service: string,
 ): { everything: boolean; hosts: string[] } {
@@ -164,113 +164,4 @@ function allowList(
     }
   }
   return { everything: false, hosts };
-}
-
-/**
- * Turns a {@linkcode NetworkPolicy} into OpenSandbox's `networkPolicy`:
- * deny rules first (deny wins), then allow rules, default deny; `*` in
- * `allow` becomes the default action `allow`.
- *
- * @param network The shared policy.
- * @returns The creation request's `networkPolicy`.
- * @throws {RangeError} An invalid pattern, or one OpenSandbox cannot
- * express (a port, an IP address: its egress rules take host names and
- * `*.suffix` only).
- *
- * @example
- * ```ts
- * import { assertEquals } from "@std/assert";
- * import { toOpenSandboxNetworkPolicy } from "./remote.ts";
- * assertEquals(
- *   toOpenSandboxNetworkPolicy({ allow: ["pypi.org"], deny: ["evil.pypi.org"] }),
- *   {
- *     defaultAction: "deny",
- *     egress: [
- *       { action: "deny", target: "evil.pypi.org" },
- *       { action: "allow", target: "pypi.org" },
- *     ],
- *   },
- * );
- * ```
- */
-export function toOpenSandboxNetworkPolicy(
-  network: NetworkPolicy,
-): OpenSandboxNetworkPolicy {
-  checkNetworkShape(network);
-  const rules = (action: "allow" | "deny", patterns: readonly string[]) =>
-    patterns.map((source) => ({
-      action,
-      target: hostTarget(source, "OpenSandbox"),
-    }));
-  const deny = rules("deny", (network.deny ?? []).filter((p) => p !== "*"));
-  if ((network.deny ?? []).includes("*")) {
-    return { defaultAction: "deny", egress: deny };
-  }
-  const everything = network.allow.includes("*");
-  return {
-    defaultAction: everything ? "allow" : "deny",
-    egress: [
-      ...deny,
-      ...(everything ? [] : rules("allow", network.allow)),
-    ],
-  };
-}
-
-/**
- * Turns a {@linkcode NetworkPolicy} into E2B's `network`: the allowed hosts
- * in `allowOut` and every address in `denyOut` (`0.0.0.0/0`; E2B's allowed
- * entries win over denied ones). `*` in `allow` sends empty lists (E2B's
- * default, everything out).
- *
- * @param network The shared policy.
- * @returns The creation request's `network`.
- * @throws {RangeError} An invalid pattern, a port, an IP address, or a deny
- * pattern an allow pattern reaches (E2B's `denyOut` takes address ranges
- * only).
- *
- * @example
- * ```ts
- * import { assertEquals } from "@std/assert";
- * import { toE2BNetworkConfig } from "./remote.ts";
- * assertEquals(toE2BNetworkConfig({ allow: ["pypi.org", "*.github.com"] }), {
- *   allowOut: ["pypi.org", "*.github.com"],
- *   denyOut: ["0.0.0.0/0"],
- * });
- * ```
- */
-export function toE2BNetworkConfig(network: NetworkPolicy): E2BNetworkConfig {
-  const { everything, hosts } = allowList(network, "E2B");
-  return everything
-    ? { allowOut: [], denyOut: [] }
-    : { allowOut: hosts, denyOut: ["0.0.0.0/0"] };
-}
-
-/**
- * Turns a {@linkcode NetworkPolicy} into Vercel's `networkPolicy`:
- * `custom` with the allowed hosts in `allowedDomains` (Vercel denies the
- * rest), `deny-all` when nothing is allowed, `allow-all` for `*`.
- *
- * @param network The shared policy.
- * @returns The creation request's `networkPolicy`.
- * @throws {RangeError} An invalid pattern, a port, an IP address, or a deny
- * pattern an allow pattern reaches (Vercel denies address ranges only).
- *
- * @example
- * ```ts
- * import { assertEquals } from "@std/assert";
- * import { toVercelNetworkPolicy } from "./remote.ts";
- * assertEquals(toVercelNetworkPolicy({ allow: ["pypi.org"] }), {
- *   mode: "custom",
- *   allowedDomains: ["pypi.org"],
- * });
- * assertEquals(toVercelNetworkPolicy({ allow: [] }), { mode: "deny-all" });
- * ```
- */
-export function toVercelNetworkPolicy(
-  network: NetworkPolicy,
-): VercelNetworkPolicy {
-  const { everything, hosts } = allowList(network, "Vercel");
-  if (everything) return { mode: "allow-all" };
-  if (hosts.length === 0) return { mode: "deny-all" };
-  return { mode: "custom", allowedDomains: hosts };
 }

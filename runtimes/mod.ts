@@ -211,6 +211,15 @@ export {
   type RemoteUploadFile,
 } from "./remote/fs.ts";
 export {
+  namedCommand,
+  type RemoteCommandEvent,
+  type RemoteCommandKind,
+  type RemoteCommandStart,
+  type RemoteStreamEvent,
+  runRemoteCommand,
+  type StartedRemoteCommand,
+} from "./remote/command.ts";
+export {
   type RemoteBackend,
   type RemoteCommand,
   type RemoteConversation,

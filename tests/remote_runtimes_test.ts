@@ -273,6 +273,23 @@ for (const kind of KINDS) {
     assert(await waitFor(() => !processAlive(second)), "sleep still runs");
   });
 
+  Deno.test(`${kind.name}: a \\r ends a line ("\\r\\n" once), the last one too, on both streams and in the streamed chunks`, async () => {
+    await using server = await kind.start();
+    const runtime = server.runtime();
+    const chunks: string[] = [];
+    const decoder = new TextDecoder();
+    const result = await runtime.execute({
+      command:
+        "printf 'progress 50%%\\rprogress 100%%\\r'; printf 'x\\r\\ny\\r' >&2",
+      onStdout: (chunk) => chunks.push(decoder.decode(chunk)),
+    });
+    assertEquals(
+      [result.stdout, result.stderr, result.exitCode],
+      ["progress 50%\nprogress 100%\n", "x\ny\n", 0],
+    );
+    assertEquals(chunks.join(""), result.stdout);
+  });
+
   Deno.test(`${kind.name}: a server that cannot be reached is a network error naming the URL, without the credential`, async () => {
     const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
     const port = (listener.addr as Deno.NetAddr).port;

@@ -1,16 +1,18 @@
 /**
- * One shell command on an AIO container: `POST /v1/bash/exec` with a soft
- * timeout, then `POST /v1/bash/output` long polls from the byte offsets the
- * server returns until the command ends; at our own deadline or on abort the
- * session's process is killed (`POST /v1/bash/kill`, SIGKILL) and the result
- * says `timedOut` or `aborted`. The command itself is never sent twice.
+ * How an AIO container runs commands for the kit: `POST /v1/bash/exec` with
+ * a soft timeout, then `POST /v1/bash/output` long polls from the byte
+ * offsets the server returns until the command ends; at our own deadline or
+ * on abort the session's process is killed (`POST /v1/bash/kill`, SIGKILL).
+ * The command itself is never sent twice.
  *
  * @module
  */
-import { OutputCollector } from "../../_internal/collector.ts";
-import { CommandRun, MAX_EXECUTE_TIMEOUT_MS } from "../command_core.ts";
+import type {
+  RemoteCommandEvent,
+  RemoteCommandKind,
+  RemoteCommandStart,
+} from "../remote/command.ts";
 import { RemoteHttpError } from "../remote/errors.ts";
-import type { ExecuteResult } from "../types.ts";
 import type {
   AioClient,
   AioCommandStatus,
@@ -90,71 +92,6 @@ export class AioSessionPool {
   }
 }
 
-/** What {@linkcode runAioCommand} runs; every field already resolved. */
-export interface AioCommandRequest {
-  /** The shell command. */
-  readonly command: string;
-  /** The working directory (absolute POSIX path). */
-  readonly cwd: string;
-  /** Variables for this command. */
-  readonly env: Readonly<Record<string, string>>;
-  /** Our deadline in ms (> 0). */
-  readonly timeoutMs: number;
-  /** Stops the command. */
-  readonly signal?: AbortSignal;
-  /** The most bytes of each stream kept. */
-  readonly maxOutputBytes: number;
-  /** The longest soft timeout or long poll per request, in s. Default 20. */
-  readonly pollSeconds?: number;
-  /** Receives standard output as each poll brings it. */
-  readonly onStdout?: (chunk: Uint8Array) => void;
-  /** Receives standard error as each poll brings it. */
-  readonly onStderr?: (chunk: Uint8Array) => void;
-}
-
-const encoder = new TextEncoder();
-
-/** One stream's output: bytes kept by the collector, plus what the server cut. */
-class StreamOutput {
-  readonly collector: OutputCollector;
-  /** Bytes the server cut from its answer (its own middle truncation). */
-  cut = 0;
-  /** The server's byte offset after what we have. */
-  offset = 0;
-
-  readonly #onChunk: ((chunk: Uint8Array) => void) | undefined;
-
-  constructor(maxBytes: number, onChunk?: (chunk: Uint8Array) => void) {
-    this.collector = new OutputCollector({ maxBytes });
-    this.#onChunk = onChunk;
-  }
-
-  /** Adds text that covers the server's bytes up to `offset`. */
-  add(text: string | null | undefined, offset: number | undefined): void {
-    const bytes = encoder.encode(text ?? "");
-    this.collector.push(bytes);
-    if (bytes.length > 0) this.#onChunk?.(bytes);
-    const end = offset ?? this.offset + bytes.length;
-    if (end - this.offset > bytes.length) {
-      this.cut += end - this.offset - bytes.length;
-    }
-    this.offset = Math.max(end, this.offset);
-  }
-
-  /** Every byte the command wrote: kept, dropped by us, cut by the server. */
-  get totalBytes(): number {
-    return this.collector.totalBytes + this.cut;
-  }
-
-  text(): string {
-    return this.collector.text();
-  }
-
-  get truncated(): boolean {
-    return this.collector.truncated || this.cut > 0;
-  }
-}
-
 /**
  * The command as the server's `bash -c` gets it. The server puts it right
  * after `-c`, where bash would read a leading `-` or `+` as an option of its
@@ -166,91 +103,159 @@ function commandArgument(command: string): string {
 }
 
 /**
- * Runs one command on an AIO container and waits for its end, our deadline or
- * the signal. Never throws for a failing command; throws a `RemoteHttpError`
- * when the server cannot be asked (the command is then killed when it may have
- * started).
+ * How an AIO container runs commands for the kit's
+ * {@linkcode runRemoteCommand}: each command in a bash session of its own
+ * (the session's id is the command's: `/v1/bash/kill` acts on a session),
+ * `/v1/bash/exec` with a soft timeout, then `/v1/bash/output` long polls
+ * from the byte offsets the server returns; killed with SIGKILL; the
+ * server's `hard_timeout` 5 s after ours. The server's own truncation of
+ * the output is counted as left out.
+ *
+ * @example Making the kind (no request is made)
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { aioCommands, AioSessionPool } from "./execute.ts";
+ * import { AioClient } from "./client.ts";
+ * const kind = aioCommands(new AioClient({ baseUrl: "http://127.0.0.1:9" }), new AioSessionPool());
+ * assertEquals(kind.backstopMs, 5_000);
+ * ```
  *
  * @param client The container's client.
  * @param sessions The container's session pool.
- * @param request The command.
- * @returns The result.
+ * @param pollSeconds The longest soft timeout or long poll per request, in s.
+ * @returns The kind's commands.
  */
-export async function runAioCommand(
+export function aioCommands(
   client: AioClient,
   sessions: AioSessionPool,
-  request: AioCommandRequest,
-): Promise<ExecuteResult> {
-  const out = new StreamOutput(request.maxOutputBytes, request.onStdout);
-  const err = new StreamOutput(request.maxOutputBytes, request.onStderr);
-  // At our deadline or the caller's abort every request of the command is
-  // cut short and the session's process killed.
-  using run = new CommandRun({
-    timeoutMs: request.timeoutMs,
-    signal: request.signal,
-  });
-  const result = (exitCode: number): ExecuteResult =>
-    run.result(exitCode, out, err);
-  if (run.reason) return result(-1);
+  pollSeconds = DEFAULT_POLL_SECONDS,
+): RemoteCommandKind {
+  /** Running commands: whether their exec was sent, their kill once asked for. */
+  const running = new Map<
+    string,
+    { sent: boolean; killing?: Promise<boolean> }
+  >();
+  return {
+    backstopMs: 5_000,
+    graceMs: 20_000,
+    kill: async (id) => {
+      const command = running.get(id);
+      if (!command?.sent) return;
+      await (command.killing ??= killSession(client, sessions, id));
+    },
+    broken: (cause) =>
+      cause instanceof Error ? cause : new Error(String(cause)),
+    start: async (request) => {
+      const sessionId = sessions.take();
+      if (!sessions.isCreated(sessionId)) {
+        // A session of our own id, made once: the spec lets /exec make one
+        // only without an id, and a kill needs the id before /exec answers.
+        try {
+          await client.createSession(sessionId, {
+            signal: request.stop,
+            timeoutMs: 30_000,
+          });
+        } catch (error) {
+          // Nothing ran; the session may or may not exist: use a new one.
+          sessions.drop(sessionId);
+          throw error;
+        }
+        sessions.created(sessionId);
+      }
+      const state = { sent: false } as {
+        sent: boolean;
+        killing?: Promise<boolean>;
+      };
+      running.set(sessionId, state);
+      return {
+        id: sessionId,
+        events: aioEvents(client, sessions, request, sessionId, pollSeconds, {
+          state,
+          done: () => running.delete(sessionId),
+        }),
+      };
+    },
+  };
+}
 
-  const poll = request.pollSeconds ?? DEFAULT_POLL_SECONDS;
-  const stop = run.stopSignal;
-  const sessionId = sessions.take();
+/** A command's events: the exec's answer, then each long poll's. */
+async function* aioEvents(
+  client: AioClient,
+  sessions: AioSessionPool,
+  request: RemoteCommandStart,
+  sessionId: string,
+  poll: number,
+  command: {
+    readonly state: { sent: boolean; killing?: Promise<boolean> };
+    done(): void;
+  },
+): AsyncGenerator<RemoteCommandEvent> {
+  const started = performance.now();
   const leftSeconds = (): number =>
-    Math.max(0.001, Math.min(poll, run.remainingMs() / 1000));
-  let sent = false;
+    Math.max(
+      0.001,
+      Math.min(
+        poll,
+        (request.timeoutMs - (performance.now() - started)) / 1000,
+      ),
+    );
+  const line = commandArgument(request.command);
+  let offset = 0;
+  let stderrOffset = 0;
   let commandId: string | undefined;
-  const command = commandArgument(request.command);
+  /** Output of an answer, with what the server cut from it counted. */
+  function* output(answer: {
+    stdout?: string | null;
+    stderr?: string | null;
+    offset?: number;
+    stderr_offset?: number;
+  }): Generator<RemoteCommandEvent> {
+    for (
+      const [type, text, end, from] of [
+        ["stdout", answer.stdout, answer.offset, offset],
+        ["stderr", answer.stderr, answer.stderr_offset, stderrOffset],
+      ] as const
+    ) {
+      const bytes = ENCODER.encode(text ?? "");
+      const next = end ?? from + bytes.length;
+      const cut = Math.max(0, next - from - bytes.length);
+      if (type === "stdout") offset = Math.max(next, offset);
+      else stderrOffset = Math.max(next, stderrOffset);
+      if (bytes.length > 0 || cut > 0) yield { type, data: bytes, cut };
+    }
+  }
   try {
-    let status: AioCommandStatus;
-    let exitCode: number | null | undefined;
-    if (!sessions.isCreated(sessionId)) {
-      // A session of our own id, made once: the spec lets /exec make one
-      // only without an id, and a kill needs the id before /exec answers.
-      await client.createSession(sessionId, {
-        signal: stop,
-        timeoutMs: 30_000,
-      });
-      sessions.created(sessionId);
-    }
-    {
-      const soft = leftSeconds();
-      sent = true;
-      const answer = await client.exec({
-        command,
-        session_id: sessionId,
-        exec_dir: request.cwd,
-        env: request.env,
-        timeout: soft,
-        // A backstop on the server in case we vanish; our deadline acts first.
-        // (never past the longest timer, in case the server keeps it in one).
-        hard_timeout: Math.min(
-          Math.ceil(run.timeoutMs / 1000) + 5,
-          Math.floor(MAX_EXECUTE_TIMEOUT_MS / 1000),
-        ),
-        max_output_length: Math.max(1, request.maxOutputBytes),
-      }, { signal: stop, timeoutMs: soft * 1000 + 15_000 });
-      out.add(answer.stdout, answer.offset);
-      err.add(answer.stderr, answer.stderr_offset);
-      status = answer.status;
-      exitCode = answer.exit_code;
-      commandId = answer.command_id;
-    }
+    request.stop.throwIfAborted();
+    const soft = leftSeconds();
+    command.state.sent = true;
+    const answer = await client.exec({
+      command: line,
+      session_id: sessionId,
+      exec_dir: request.cwd,
+      env: request.env,
+      timeout: soft,
+      // A backstop on the server in case we vanish; our deadline acts first.
+      hard_timeout: Math.ceil(request.serverTimeoutMs / 1000),
+      max_output_length: Math.max(1, request.maxOutputBytes),
+    }, { signal: request.stop, timeoutMs: soft * 1000 + 15_000 });
+    yield* output(answer);
+    let status: AioCommandStatus = answer.status;
+    let exitCode = answer.exit_code;
+    commandId = answer.command_id;
     while (status === "running" || status === "pending") {
       const answer = await readOutput(
         client,
         {
           session_id: sessionId,
           command_id: commandId,
-          offset: out.offset,
-          stderr_offset: err.offset,
+          offset,
+          stderr_offset: stderrOffset,
           wait: true,
         },
         leftSeconds,
-        stop,
+        request.stop,
       );
-      out.add(answer.stdout, answer.offset);
-      err.add(answer.stderr, answer.stderr_offset);
+      yield* output(answer);
       if (!answer.command) {
         throw new RemoteHttpError(
           `POST ${client.baseUrl}/v1/bash/output: the answer names no command`,
@@ -265,37 +270,32 @@ export async function runAioCommand(
       exitCode = answer.command.exit_code;
     }
     sessions.give(sessionId);
-    if (status === "timed_out") {
-      run.stop("timeout");
-      return result(-1);
-    }
-    return result(status === "completed" ? exitCode ?? -1 : -1);
+    yield {
+      type: "exit",
+      exitCode: status === "completed" ? exitCode ?? -1 : -1,
+      ...(status === "timed_out" ? { timedOut: true } : {}),
+    };
   } catch (error) {
-    if (run.reason !== undefined) {
-      if (!sent) {
-        // Nothing ran; the session may or may not exist: use a new one.
-        sessions.drop(sessionId);
-        return result(-1);
-      }
-      const killed = await killSession(client, sessions, sessionId);
-      // What the command wrote before it was stopped is part of the result.
-      if (commandId !== undefined || killed) {
-        await client.output({
-          session_id: sessionId,
-          ...(commandId !== undefined ? { command_id: commandId } : {}),
-          offset: out.offset,
-          stderr_offset: err.offset,
-        }, { timeoutMs: 5_000 }).then((answer) => {
-          if (answer.command?.command !== command) return;
-          out.add(answer.stdout, answer.offset);
-          err.add(answer.stderr, answer.stderr_offset);
-        }, () => {});
-      }
-      return result(-1);
+    if (!request.stop.aborted) throw error;
+    // Stopped: once the kit's kill is done, what the command wrote before
+    // it was stopped is part of the result.
+    const killing = command.state.killing;
+    if (killing === undefined) {
+      // Nothing ran; the session may or may not exist: use a new one.
+      sessions.drop(sessionId);
+      return;
     }
-    // The command may have started: stop it before reporting the failure.
-    if (sent) await killSession(client, sessions, sessionId);
-    throw error;
+    const killed = await killing;
+    if (commandId === undefined && !killed) return;
+    const answer = await client.output({
+      session_id: sessionId,
+      ...(commandId !== undefined ? { command_id: commandId } : {}),
+      offset,
+      stderr_offset: stderrOffset,
+    }, { timeoutMs: 5_000, signal: request.signal }).catch(() => undefined);
+    if (answer && answer.command?.command === line) yield* output(answer);
+  } finally {
+    command.done();
   }
 }
 
@@ -326,6 +326,8 @@ async function readOutput(
     }
   }
 }
+
+const ENCODER = new TextEncoder();
 
 /**
  * Kills a session's process, trying again for a moment when the exec may not

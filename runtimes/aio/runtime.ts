@@ -22,7 +22,8 @@ import type {
 import { remoteConversation } from "../remote/sandbox_service.ts";
 import { posix } from "../../_internal/std.ts";
 import { AioClient } from "./client.ts";
-import { AioSessionPool, runAioCommand } from "./execute.ts";
+import { aioCommands, AioSessionPool } from "./execute.ts";
+import { runRemoteCommand } from "../remote/command.ts";
 import { startAioBackground } from "./_background.ts";
 import { AioFileOps } from "./files.ts";
 
@@ -213,8 +214,11 @@ class AioBackend implements RemoteBackend {
     if (conversation) await this.#conversationRecord();
     return {
       files: this.#files,
-      execute: (command: RemoteCommand): Promise<ExecuteResult> =>
-        this.#run(command),
+      commands: aioCommands(
+        this.#options.client,
+        this.sessions,
+        this.#options.pollSeconds,
+      ),
       startBackground: async (command: RemoteCommand) => {
         const started = await startAioBackground(
           this.#options.client,
@@ -279,19 +283,14 @@ class AioBackend implements RemoteBackend {
   }
 
   #run(command: RemoteCommand): Promise<ExecuteResult> {
-    return runAioCommand(this.#options.client, this.sessions, {
-      command: command.command,
-      cwd: command.cwd,
-      env: command.env,
-      timeoutMs: command.timeoutMs,
-      maxOutputBytes: command.maxOutputBytes,
-      ...(command.signal ? { signal: command.signal } : {}),
-      ...(command.onStdout ? { onStdout: command.onStdout } : {}),
-      ...(command.onStderr ? { onStderr: command.onStderr } : {}),
-      ...(this.#options.pollSeconds !== undefined
-        ? { pollSeconds: this.#options.pollSeconds }
-        : {}),
-    });
+    return runRemoteCommand(
+      aioCommands(
+        this.#options.client,
+        this.sessions,
+        this.#options.pollSeconds,
+      ),
+      command,
+    );
   }
 
   /**

@@ -47,6 +47,19 @@ Deno.test("aio execute() keeps stdout and stderr apart with the exit code, env a
   assertEquals(after.stdout, `${aio.dir}\n[]\n`);
 });
 
+Deno.test("aio execute(): a \\r ends a line (\\r\\n once), the last one too, as on every remote kind", async () => {
+  await using aio = await startAioTestServer();
+  const runtime = aio.runtime();
+  const result = await runtime.execute({
+    command:
+      "printf 'progress 50%%\\rprogress 100%%\\r'; printf 'x\\r\\ny\\r' >&2",
+  });
+  assertEquals(
+    [result.stdout, result.stderr, result.exitCode],
+    ["progress 50%\nprogress 100%\n", "x\ny\n", 0],
+  );
+});
+
 Deno.test("aio execute() stops the remote command at our deadline, through the soft timeout, and everything it started", async () => {
   await using aio = await startAioTestServer();
   const runtime = aio.runtime({ pollSeconds: 0.2 });

@@ -5,9 +5,14 @@
  *
  * @module
  */
-import { OutputCollector } from "../../_internal/collector.ts";
 import { posix } from "../../_internal/std.ts";
-import { CommandRun, MAX_EXECUTE_TIMEOUT_MS } from "../command_core.ts";
+import {
+  namedCommand,
+  type RemoteCommandKind,
+  type RemoteCommandStart,
+  runRemoteCommand,
+  type StartedRemoteCommand,
+} from "../remote/command.ts";
 import type { HttpClient } from "../remote/http.ts";
 import { RemoteHttpError } from "../remote/errors.ts";
 import type { RemoteFileOps, RemoteUploadFile } from "../remote/fs.ts";
@@ -19,8 +24,6 @@ import type { RemoteCommand } from "../remote/runtime.ts";
 /** The port envd listens on inside every sandbox. */
 export const ENVD_PORT = 49983;
 
-/** How long we wait for the stream to end after the stop signal, in ms. */
-const STOP_GRACE_MS = 6_000;
 /** Files per multipart upload request. */
 const UPLOAD_BATCH = 200;
 /** Upload requests at once. */
@@ -220,6 +223,31 @@ export class EnvdClient implements RemoteFileOps {
   }
 
   /**
+   * How envd runs commands for the kit's {@linkcode runRemoteCommand}:
+   * `process.Process/Start` (a Connect stream) named by the pid of its start
+   * event, killed with SIGTERM (its whole session stops), envd's own
+   * deadline 10 s after ours.
+   */
+  readonly commands: RemoteCommandKind = {
+    backstopMs: 10_000,
+    start: (request) => this.#start(request),
+    kill: (id) => this.signal(Number(id), "SIGNAL_SIGTERM"),
+    broken: (cause) =>
+      cause instanceof EnvdError && cause.code !== "stream"
+        ? cause
+        : new EnvdError(
+          "stream",
+          cause === undefined
+            ? "Cannot run the command: the stream ended before the command finished; it was stopped"
+            : `Cannot run the command: ${
+              cause instanceof EnvdError
+                ? cause.message
+                : "the connection broke before the command finished"
+            }; it was stopped`,
+        ),
+  };
+
+  /**
    * Runs one command to its end, the deadline or the caller's signal; on the
    * last two the command is sent SIGTERM (its whole session stops) and the
    * result says so. Never retried.
@@ -230,16 +258,16 @@ export class EnvdClient implements RemoteFileOps {
    * missing folder) or the stream broke (the command was stopped).
    * @throws {RemoteHttpError} envd could not be reached.
    */
-  async run(request: RemoteCommand): Promise<ExecuteResult> {
-    const stdout = new OutputCollector({ maxBytes: request.maxOutputBytes });
-    const stderr = new OutputCollector({ maxBytes: request.maxOutputBytes });
-    using run = new CommandRun({
-      timeoutMs: request.timeoutMs,
-      signal: request.signal,
-      graceMs: STOP_GRACE_MS,
-    });
-    const result = (code: number) => run.result(code, stdout, stderr);
-    if (run.reason) return result(-1);
+  run(request: RemoteCommand): Promise<ExecuteResult> {
+    return runRemoteCommand(this.commands, request);
+  }
+
+  async #start(request: RemoteCommandStart): Promise<StartedRemoteCommand> {
+    const refused = (code: string, message: string) =>
+      new EnvdError(
+        code,
+        `Cannot run the command in "${request.cwd}": ${message}`,
+      );
     let response: Response;
     try {
       response = await this.http.request({
@@ -256,113 +284,52 @@ export class EnvdClient implements RemoteFileOps {
         headers: {
           "content-type": "application/connect+json",
           "connect-protocol-version": "1",
-          // envd's own deadline, a backstop later than ours.
-          "connect-timeout-ms": String(
-            Math.min(Math.ceil(run.timeoutMs) + 10_000, MAX_EXECUTE_TIMEOUT_MS),
-          ),
+          "connect-timeout-ms": String(request.serverTimeoutMs),
         },
         idempotent: false,
         timeoutMs: null,
-        signal: run.graceSignal,
+        signal: request.signal,
       });
     } catch (error) {
-      if (run.reason && run.graceSignal.aborted) return result(-1);
       if (error instanceof RemoteHttpError && error.code !== undefined) {
-        throw new EnvdError(
-          error.code,
-          `Cannot run the command in "${request.cwd}": ${
-            error.serverMessage ?? error.message
-          }`,
-        );
+        throw refused(error.code, error.serverMessage ?? error.message);
       }
       throw error;
     }
+    if (!response.body) throw new EnvdError("stream", "the answer has no body");
     const body = response.body;
-    let pid: number | undefined;
-    let signalling: Promise<unknown> | undefined;
-    const stop = () => {
-      if (pid === undefined || signalling) return;
-      signalling = this.signal(pid, "SIGNAL_SIGTERM").catch(() => {});
-    };
-    run.stopSignal.addEventListener("abort", stop, { once: true });
-    run.onGraceOver(() => void body?.cancel().catch(() => {}));
-    let exitCode: number | undefined;
-    try {
-      if (!body) throw new EnvdError("stream", "the answer has no body");
+    return await namedCommand((async function* () {
       for await (const { flags, message } of readConnectStream(body)) {
         if (flags & 2) {
           const error = message.error as
             | { code?: string; message?: string }
             | undefined;
           if (error) {
-            throw new EnvdError(
+            throw refused(
               error.code ?? "unknown",
-              `Cannot run the command in "${request.cwd}": ${
-                error.message ?? error.code
-              }`,
+              error.message ?? error.code ?? "unknown",
             );
           }
-          break;
+          return;
         }
         const event = (message.event ?? {}) as Record<
           string,
           Record<string, unknown>
         >;
-        if (event.start) {
-          pid = Number(event.start.pid);
-          if (run.stopSignal.aborted) stop();
-        } else if (event.data) {
-          for (
-            const [name, sink, on] of [
-              ["stdout", stdout, request.onStdout],
-              ["stderr", stderr, request.onStderr],
-            ] as const
-          ) {
-            const text = event.data[name];
-            if (typeof text !== "string") continue;
-            const bytes = Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
-            sink.push(bytes);
-            on?.(bytes);
-          }
-        } else if (event.end) {
-          exitCode = Number(event.end.exitCode ?? 0);
+        if (event.start) yield { type: "id", id: String(event.start.pid) };
+        for (const type of ["stdout", "stderr"] as const) {
+          const text = event.data?.[type];
+          if (typeof text !== "string") continue;
+          yield {
+            type,
+            data: Uint8Array.from(atob(text), (c) => c.charCodeAt(0)),
+          };
+        }
+        if (event.end) {
+          yield { type: "exit", exitCode: Number(event.end.exitCode ?? 0) };
         }
       }
-    } catch (error) {
-      if (run.reason) {
-        await signalling;
-        return result(-1);
-      }
-      if (pid !== undefined) {
-        await this.signal(pid, "SIGNAL_SIGTERM").catch(() => {});
-      }
-      if (error instanceof EnvdError && error.code !== "stream") throw error;
-      throw new EnvdError(
-        "stream",
-        `Cannot run the command: ${
-          error instanceof EnvdError
-            ? error.message
-            : "the connection broke before the command finished"
-        }; it was stopped`,
-      );
-    } finally {
-      run.stopSignal.removeEventListener("abort", stop);
-      await body?.cancel().catch(() => {});
-    }
-    if (run.reason) {
-      await signalling;
-      return result(-1);
-    }
-    if (exitCode === undefined) {
-      if (pid !== undefined) {
-        await this.signal(pid, "SIGNAL_SIGTERM").catch(() => {});
-      }
-      throw new EnvdError(
-        "stream",
-        "Cannot run the command: the stream ended before the command finished; it was stopped",
-      );
-    }
-    return result(exitCode);
+    })());
   }
 
   /**

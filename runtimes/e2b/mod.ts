@@ -24,4 +24,4 @@
 export { E2BSkillRuntime, type E2BSkillRuntimeOptions } from "./runtime.ts";
 export type { E2BSandbox, E2BSandboxSpec } from "./api.ts";
 export { EnvdError } from "./envd.ts";
-export type { E2BNetworkConfig } from "../../network/remote.ts";
+export type { E2BNetworkConfig } from "./network.ts";

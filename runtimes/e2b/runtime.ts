@@ -14,7 +14,8 @@ import {
   type ServiceSession,
 } from "../remote/sandbox_service.ts";
 import type { NetworkPolicy, SecretsOption } from "../../network/policy.ts";
-import { checkRemoteEgress, toE2BNetworkConfig } from "../../network/remote.ts";
+import { checkRemoteEgress } from "../../network/remote.ts";
+import { toE2BNetworkConfig } from "./network.ts";
 import { E2BApiClient, type E2BSandbox, type E2BSandboxSpec } from "./api.ts";
 import { ENVD_PORT, EnvdClient } from "./envd.ts";
 
@@ -254,7 +255,10 @@ class E2BService implements SandboxService<E2BSandbox> {
         open: (path, options) => resumed(() => envd.open(path, options)),
         upload: (files, signal) => resumed(() => envd.upload(files, signal)),
       },
-      execute: (command) => resumed(() => envd.run(command)),
+      commands: {
+        ...envd.commands,
+        start: (request) => resumed(() => envd.commands.start(request)),
+      },
       isReady: (signal) => envd.health(signal),
       makeDirectories: (paths, signal) =>
         resumed(() => envd.makeDirectories(paths, signal)),

@@ -32,7 +32,7 @@ Deno.test("execute() runs bash through envd with exact output, stderr apart and 
   });
   assertEquals(
     [failed.stdout, failed.stderr, failed.exitCode],
-    ["a\n\nb\r\n", "oops\n", 3],
+    ["a\n\nb\n", "oops\n", 3], // \r\n is one line end on every remote kind
   );
   assertFalse(failed.timedOut || failed.aborted);
   assertEquals(

@@ -5,8 +5,16 @@
  *
  * @module
  */
-import { OutputCollector } from "../../_internal/collector.ts";
-import { CommandRun, MAX_EXECUTE_TIMEOUT_MS } from "../command_core.ts";
+import { MAX_EXECUTE_TIMEOUT_MS } from "../command_core.ts";
+import {
+  namedCommand,
+  type RemoteCommandKind,
+  type RemoteCommandStart,
+  type RemoteStreamEvent,
+  runRemoteCommand,
+  serverDeadlineMs,
+  type StartedRemoteCommand,
+} from "../remote/command.ts";
 import { posix } from "../../_internal/std.ts";
 import type { HttpClient } from "../remote/http.ts";
 import { RemoteHttpError } from "../remote/errors.ts";
@@ -28,9 +36,6 @@ import type {
 } from "../types.ts";
 import { startExecdBackground } from "./_background.ts";
 import { ExecdProtocolError, readExecdEvents } from "./_events.ts";
-
-/** How long we wait for the stream to end after an interrupt, in ms. */
-const INTERRUPT_GRACE_MS = 6_000;
 
 /**
  * The most files of one upload request: Go's `mime/multipart` reads at most
@@ -173,6 +178,29 @@ export class ExecdClient implements RemoteFileOps {
   }
 
   /**
+   * How execd runs commands for the kit's {@linkcode runRemoteCommand}:
+   * `POST /command` (an event stream) named by its `init` event, interrupted
+   * with `DELETE /command?id=` (its whole process group), execd's own
+   * timeout 5 s after ours.
+   */
+  readonly commands: RemoteCommandKind = {
+    backstopMs: 5_000,
+    start: (request) => this.#start(request),
+    kill: (id) => this.interrupt(id),
+    broken: (cause) =>
+      new SandboxCommandError(
+        cause === undefined
+          ? "Cannot run the command: the event stream ended before the command finished; it was interrupted"
+          : `Cannot run the command: ${
+            cause instanceof ExecdProtocolError
+              ? cause.message
+              : "the connection broke before the command finished"
+          }; it was interrupted`,
+        { reason: "stream", ...(cause === undefined ? {} : { cause }) },
+      ),
+  };
+
+  /**
    * Runs one command to its end, our deadline or the caller's signal; on the
    * last two it interrupts the command (`DELETE /command?id=`) and says so in
    * the result. Never retried.
@@ -183,22 +211,11 @@ export class ExecdClient implements RemoteFileOps {
    * start the process, or the stream broke.
    * @throws {RemoteHttpError} The server could not be reached.
    */
-  async run(request: ExecdCommand): Promise<ExecuteResult> {
-    const stdout = new LineJoiner(request.maxOutputBytes, request.onStdout);
-    const stderr = new LineJoiner(request.maxOutputBytes, request.onStderr);
-    // Our deadline and the caller's signal: whichever comes first. Then the
-    // command is interrupted (its id arrives in the stream, so the stream is
-    // read on) and, past a grace period, we stop waiting for the stream.
-    using run = new CommandRun({
-      timeoutMs: request.timeoutMs,
-      signal: request.signal,
-      graceMs: INTERRUPT_GRACE_MS,
-    });
-    const result = (exitCode: number) => run.result(exitCode, stdout, stderr);
-    if (run.reason) return result(-1);
-    const stop = run.stopSignal;
-    const giveUp = run.graceSignal;
+  run(request: ExecdCommand): Promise<ExecuteResult> {
+    return runRemoteCommand(this.commands, request);
+  }
 
+  async #start(request: RemoteCommandStart): Promise<StartedRemoteCommand> {
     let response: Response;
     try {
       response = await this.http.request({
@@ -208,12 +225,9 @@ export class ExecdClient implements RemoteFileOps {
         headers: { accept: "text/event-stream" },
         idempotent: false,
         timeoutMs: null,
-        signal: giveUp,
+        signal: request.signal,
       });
     } catch (error) {
-      // Stopped before the server even answered: the server's own timeout
-      // (a little after ours) stops a command it may have started.
-      if (run.reason && giveUp.aborted) return result(-1);
       if (error instanceof RemoteHttpError && error.status === 400) {
         throw new SandboxCommandError(
           `Cannot run the command in "${request.cwd}": the sandbox refused it: ${
@@ -224,105 +238,9 @@ export class ExecdClient implements RemoteFileOps {
       }
       throw error;
     }
-
     const body = response.body;
-    let id: string | undefined;
-    let interrupting: Promise<void> | undefined;
-    const interrupt = () => {
-      if (id === undefined || interrupting) return;
-      interrupting = this.interrupt(id);
-    };
-    stop.addEventListener("abort", interrupt, { once: true });
-    run.onGraceOver(() => void body?.cancel().catch(() => {}));
-    let exitCode: number | undefined;
-    let startFailure: string | undefined;
-    try {
-      if (!body) throw new ExecdProtocolError("the answer has no body");
-      for await (const event of readExecdEvents(body)) {
-        switch (event.type) {
-          case "init":
-            id = typeof event.text === "string" ? event.text : undefined;
-            if (stop.aborted) interrupt();
-            break;
-          case "stdout":
-            stdout.line(event.text);
-            break;
-          case "stderr":
-            stderr.line(event.text);
-            break;
-          case "execution_complete":
-            exitCode = 0;
-            break;
-          case "error": {
-            const value = event.error?.evalue ?? "";
-            if (/^-?\d+$/.test(value.trim())) {
-              exitCode = Number(value.trim());
-            } else {
-              startFailure = value || event.error?.ename || "unknown error";
-              exitCode = -1;
-            }
-            break;
-          }
-        }
-        if (exitCode !== undefined) break;
-      }
-    } catch (error) {
-      if (run.reason) {
-        await interrupting?.catch(() => {});
-        stdout.end(false);
-        stderr.end(false);
-        return result(-1);
-      }
-      await this.#interruptQuietly(id);
-      throw new SandboxCommandError(
-        `Cannot run the command: ${
-          error instanceof ExecdProtocolError
-            ? error.message
-            : "the connection broke before the command finished"
-        }; it was interrupted`,
-        { reason: "stream", cause: error },
-      );
-    } finally {
-      run[Symbol.dispose]();
-      stop.removeEventListener("abort", interrupt);
-      await body?.cancel().catch(() => {});
-    }
-    if (run.reason) {
-      await interrupting?.catch(() => {});
-      stdout.end(false);
-      stderr.end(false);
-      return result(-1);
-    }
-    // Our wrapper ended each stream with a newline of its own: dropping it
-    // gives the output exactly, with or without a final newline. A process
-    // killed by a signal never wrote it.
-    stdout.end(exitCode !== -1);
-    stderr.end(exitCode !== -1);
-    if (startFailure !== undefined) {
-      throw new SandboxCommandError(
-        `Cannot run the command: the sandbox could not start it: ${startFailure}`,
-        { reason: "start" },
-      );
-    }
-    if (exitCode === undefined) {
-      await this.#interruptQuietly(id);
-      throw new SandboxCommandError(
-        "Cannot run the command: the event stream ended before the command finished; it was interrupted",
-        { reason: "stream" },
-      );
-    }
-    if (
-      exitCode === NO_FOLDER_STATUS && stderr.text() === NO_FOLDER_MARK &&
-      stdout.text() === "" && needsShellPath(request.cwd)
-    ) {
-      // The wrapper could not enter a folder holding `$` (execd refuses a
-      // missing folder itself, before running anything, for the others).
-      throw new SandboxCommandError(
-        `Cannot run the command in "${request.cwd}": the sandbox refused it: the working directory does not exist or is not a folder`,
-        { reason: "refused" },
-      );
-    }
-    return result(exitCode);
+    if (!body) throw new ExecdProtocolError("the answer has no body");
+    return await namedCommand(execdEvents(body, request.cwd));
   }
 
   /**
@@ -379,10 +297,6 @@ export class ExecdClient implements RemoteFileOps {
       if (error instanceof RemoteHttpError && error.status === 500) return;
       throw error;
     }
-  }
-
-  async #interruptQuietly(id: string | undefined): Promise<void> {
-    if (id !== undefined) await this.interrupt(id).catch(() => {});
   }
 
   /**
@@ -742,7 +656,9 @@ export class ExecdClient implements RemoteFileOps {
  * @returns The body.
  */
 export function commandBody(
-  request: Pick<ExecdCommand, "command" | "cwd" | "env" | "timeoutMs">,
+  request: Pick<ExecdCommand, "command" | "cwd" | "env" | "timeoutMs"> & {
+    readonly serverTimeoutMs?: number;
+  },
 ): {
   command: string;
   cwd: string;
@@ -756,10 +672,8 @@ export function commandBody(
     envs: request.env,
     // Never past the longest timer (a server that keeps time in a 32-bit
     // timer would fire at once).
-    timeout: Math.min(
-      Math.ceil(request.timeoutMs) + 5_000,
-      MAX_EXECUTE_TIMEOUT_MS,
-    ),
+    timeout: request.serverTimeoutMs ??
+      serverDeadlineMs(request.timeoutMs, 5_000),
   };
 }
 
@@ -865,92 +779,132 @@ function wrapCommand(command: string, cwd?: string): string {
 }
 
 /**
- * Rejoins execd's lines (one event per line, newline stripped; an empty line
- * arrives as `"\n"`) into the bounded collector: each line's newline is held
- * back until the next line or the end, where the wrapper's own is dropped.
+ * The events of execd's stream for the kit: `init` names the command, each
+ * stream's lines are rejoined ({@linkcode ExecdLines}), and the end says
+ * the exit code, or why the command could not run.
  */
-class LineJoiner {
-  readonly #collector: OutputCollector;
-  readonly #onChunk: ((chunk: Uint8Array) => void) | undefined;
+async function* execdEvents(
+  body: ReadableStream<Uint8Array>,
+  cwd: string,
+): AsyncGenerator<RemoteStreamEvent> {
+  const lines = { stdout: new ExecdLines(), stderr: new ExecdLines() };
+  for await (const event of readExecdEvents(body)) {
+    if (event.type === "init" && typeof event.text === "string") {
+      yield { type: "id", id: event.text };
+    } else if (event.type === "stdout" || event.type === "stderr") {
+      for (const data of lines[event.type].line(event.text)) {
+        yield { type: event.type, data };
+      }
+    } else if (event.type === "execution_complete" || event.type === "error") {
+      const value = (event.error?.evalue ?? "0").trim();
+      const numeric = /^-?\d+$/.test(value);
+      const exitCode = numeric ? Number(value) : -1;
+      // Our wrapper ended each stream with a newline of its own: dropping it
+      // gives the output exactly, with or without a final newline. A process
+      // killed by a signal never wrote it.
+      for (const type of ["stdout", "stderr"] as const) {
+        for (const data of lines[type].end(exitCode !== -1)) {
+          yield { type, data };
+        }
+      }
+      let failure: SandboxCommandError | undefined;
+      if (!numeric) {
+        failure = new SandboxCommandError(
+          `Cannot run the command: the sandbox could not start it: ${
+            event.error?.evalue || event.error?.ename || "unknown error"
+          }`,
+          { reason: "start" },
+        );
+      } else if (
+        exitCode === NO_FOLDER_STATUS && needsShellPath(cwd) &&
+        lines.stderr.text === NO_FOLDER_MARK && lines.stdout.text === ""
+      ) {
+        // The wrapper could not enter a folder holding `$` (execd refuses a
+        // missing folder itself, before running anything, for the others).
+        failure = new SandboxCommandError(
+          `Cannot run the command in "${cwd}": the sandbox refused it: the working directory does not exist or is not a folder`,
+          { reason: "refused" },
+        );
+      }
+      yield { type: "exit", exitCode, ...(failure ? { failure } : {}) };
+      return;
+    }
+  }
+}
+
+/**
+ * Rejoins execd's lines of one stream (one event per line, newline
+ * stripped; an empty line arrives as `"\n"`) into output: each line's
+ * newline is held back until the next line or the end, where the wrapper's
+ * own is dropped. The first bytes are kept in `text` (to recognise the
+ * wrapper's own marks).
+ */
+class ExecdLines {
   #pendingNewline = false;
   /** A line held back until the next one tells what it was (see `line`). */
   #held: string | undefined;
+  /** The start of what was given out. */
+  text = "";
 
-  constructor(maxBytes: number, onChunk?: (chunk: Uint8Array) => void) {
-    this.#collector = new OutputCollector({ maxBytes });
-    this.#onChunk = onChunk;
-  }
-
-  line(text: string | undefined): void {
-    if (text === undefined) return;
+  line(text: string | undefined): string[] {
+    const out: string[] = [];
+    if (text === undefined) return out;
     if (text === STOPPED_MARK) {
       // The wrapper was stopped (SIGTERM): the shell's own report of its
       // child's signal just before is not the command's output.
       if (this.#held === SIGTERM_REPORT) this.#held = undefined;
-      else this.#release();
-      return;
+      else this.#release(out);
+      return out;
     }
-    this.#release();
+    this.#release(out);
     if (text === TRAILING_CR_MARK || text === SIGTERM_REPORT) {
       // Held: the wrapper's mark only when nothing follows it; the shell's
       // report only when the wrapper's stop mark follows it.
       this.#held = text;
-      return;
+      return out;
     }
-    this.#emit(text);
+    this.#emit(text, out);
+    return out;
   }
 
   /**
    * Ends the stream: with the wrapper's newline dropped (its mark says the
-   * last line ended with `\r`), or every newline kept.
+   * last line ended with `\r`, which the kit makes a line end), or every
+   * newline kept.
    */
-  end(dropLastNewline: boolean): void {
+  end(dropLastNewline: boolean): string[] {
+    const out: string[] = [];
     if (this.#held === TRAILING_CR_MARK && dropLastNewline) {
       this.#held = undefined;
-      this.#push(CARRIAGE_RETURN);
       this.#pendingNewline = false;
-      return;
+      this.#give("\r", out);
+      return out;
     }
-    this.#release();
-    if (this.#pendingNewline && !dropLastNewline) this.#push(NEWLINE);
+    this.#release(out);
+    if (this.#pendingNewline && !dropLastNewline) this.#give("\n", out);
     this.#pendingNewline = false;
+    return out;
   }
 
-  #emit(text: string): void {
-    if (this.#pendingNewline) this.#push(NEWLINE);
-    if (text !== "\n" && text !== "") this.#push(ENCODER.encode(text));
+  #emit(text: string, out: string[]): void {
+    if (this.#pendingNewline) this.#give("\n", out);
+    if (text !== "\n" && text !== "") this.#give(text, out);
     this.#pendingNewline = true;
   }
 
   /** A held line that turned out to be the command's own text. */
-  #release(): void {
+  #release(out: string[]): void {
     const held = this.#held;
     if (held === undefined) return;
     this.#held = undefined;
-    this.#emit(held);
+    this.#emit(held, out);
   }
 
-  #push(bytes: Uint8Array): void {
-    this.#collector.push(bytes);
-    this.#onChunk?.(bytes);
-  }
-
-  text(): string {
-    return this.#collector.text();
-  }
-
-  get totalBytes(): number {
-    return this.#collector.totalBytes;
-  }
-
-  get truncated(): boolean {
-    return this.#collector.truncated;
+  #give(text: string, out: string[]): void {
+    if (this.text.length < 64) this.text += text;
+    out.push(text);
   }
 }
-
-const ENCODER = new TextEncoder();
-const NEWLINE = new Uint8Array([10]);
-const CARRIAGE_RETURN = new Uint8Array([13]);
 
 function toFileInfo(info: ExecdFileInfo, fallbackPath?: string): FileInfo {
   const path = info.path || fallbackPath || "";

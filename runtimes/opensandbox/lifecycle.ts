@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { OpenSandboxNetworkPolicy } from "../../network/remote.ts";
+import type { OpenSandboxNetworkPolicy } from "./network.ts";
 import type { SkillEventListener } from "../../observe/events.ts";
 import { HttpClient } from "../remote/http.ts";
 import { RemoteHttpError } from "../remote/errors.ts";

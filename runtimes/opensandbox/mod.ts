@@ -32,4 +32,4 @@ export { ExecdProtocolError } from "./_events.ts";
 export type {
   OpenSandboxNetworkPolicy,
   OpenSandboxNetworkRule,
-} from "../../network/remote.ts";
+} from "./network.ts";

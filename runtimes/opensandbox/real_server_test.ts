@@ -189,13 +189,17 @@ Deno.test("the interrupt of `sleep 30 & wait` at a 1 s timeout returns at once: 
   }
 });
 
-Deno.test("execute(): a trailing \\r comes back as sent on both streams; other endings as before", async () => {
+Deno.test("execute(): a \\r ends a line as on the real execd, a trailing one too, on both streams; other endings as before", async () => {
   await using server = await startTestServer();
   const runtime = server.runtime();
   const cases: [string, string][] = [
-    ["printf 'abc\\r'", "abc\r"],
-    ["printf '\\r'", "\r"],
-    ["printf 'a\\n\\r'", "a\n\r"],
+    [
+      "printf 'progress 50%%\\rprogress 100%%\\r'",
+      "progress 50%\nprogress 100%\n",
+    ],
+    ["printf 'abc\\r'", "abc\n"],
+    ["printf '\\r'", "\n"],
+    ["printf 'a\\n\\r'", "a\n\n"],
     ["printf 'abc'", "abc"],
     ["printf 'abc\\n'", "abc\n"],
     ["printf 'abc\\r\\n'", "abc\n"],

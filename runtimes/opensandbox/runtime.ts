@@ -5,10 +5,8 @@
  * @module
  */
 import type { NetworkPolicy, SecretsOption } from "../../network/policy.ts";
-import {
-  checkRemoteEgress,
-  toOpenSandboxNetworkPolicy,
-} from "../../network/remote.ts";
+import { checkRemoteEgress } from "../../network/remote.ts";
+import { toOpenSandboxNetworkPolicy } from "./network.ts";
 import { HttpClient } from "../remote/http.ts";
 import type { RemoteRuntimeCommonOptions } from "../remote/runtime.ts";
 import {
@@ -227,7 +225,7 @@ class OpenSandboxService implements SandboxService<SandboxInfo> {
     );
     return {
       files: execd,
-      execute: (command) => execd.run(command),
+      commands: execd.commands,
       startBackground: (command) => execd.startBackground(command),
       isReady: (signal) => execd.ping(signal),
       makeDirectories: (paths, signal) => execd.makeDirectories(paths, signal),

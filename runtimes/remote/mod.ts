@@ -24,5 +24,6 @@ export * from "./shell.ts";
 export * from "./paths.ts";
 export * from "./fs.ts";
 export * from "./runtime.ts";
+export * from "./command.ts";
 export * from "./sandbox_service.ts";
 export * from "./origin.ts";

@@ -51,6 +51,7 @@ import { redactError, Redactor } from "../../_internal/redact.ts";
 import { type RemoteFileOps, RemoteFileSystem } from "./fs.ts";
 import { resolveRemotePath } from "./paths.ts";
 import { collectUploadEntries } from "./upload.ts";
+import { type RemoteCommandKind, runRemoteCommand } from "./command.ts";
 import {
   ACCEPTS_REMOTE_ORIGINS,
   remoteOriginOf,
@@ -77,10 +78,20 @@ export interface RemoteCommand {
   readonly onStderr?: (chunk: Uint8Array) => void;
 }
 
-/** A connected sandbox, as a backend hands it to the runtime. */
+/**
+ * A connected sandbox, as a backend hands it to the runtime: its commands
+ * (the kit's protocol, {@linkcode RemoteCommandKind}: the kit keeps the
+ * deadline, abort, grace, line ends and result) or a whole `execute` of its
+ * own, and its file calls.
+ */
 export interface RemoteSession {
-  /** Runs one command (never retried); stops it remotely on deadline or abort. */
-  execute(command: RemoteCommand): Promise<ExecuteResult>;
+  /** How the sandbox starts and kills commands (see `runRemoteCommand`). */
+  readonly commands?: RemoteCommandKind;
+  /**
+   * Runs one command (never retried); stops it remotely on deadline or
+   * abort. Only when the session gives no `commands`.
+   */
+  execute?(command: RemoteCommand): Promise<ExecuteResult>;
   /**
    * Starts a command with the server's own background facility and returns
    * once the server has it (its id): the output goes to the command's
@@ -643,7 +654,7 @@ export class RemoteSkillRuntime implements SkillRuntime {
       ...(request.onStderr ? { onStderr: request.onStderr } : {}),
     }, this.#events);
     try {
-      return await session.execute(observed.request);
+      return await runOn(session, observed.request);
     } finally {
       observed.flush();
     }
@@ -817,7 +828,7 @@ export class RemoteSkillRuntime implements SkillRuntime {
   ): Promise<ExecuteResult> {
     this.#checkOpen("use the file system");
     const session = await this.#connect(signal);
-    return await session.execute({
+    return await runOn(session, {
       command,
       cwd: "/",
       env: {},
@@ -871,7 +882,7 @@ export class RemoteSkillRuntime implements SkillRuntime {
         basePath,
         files: session.files,
         run: (command, runOptions = {}) =>
-          session.execute({
+          runOn(session, {
             command,
             cwd: "/",
             env: {},
@@ -914,6 +925,27 @@ export class RemoteSkillRuntime implements SkillRuntime {
       throw new Error(`Cannot ${action}: the ${this.name} runtime is closed`);
     }
   }
+}
+
+/**
+ * Runs a command on a session: through its command protocol, or its own
+ * `execute`.
+ *
+ * @param session The session.
+ * @param command The command.
+ * @returns The result.
+ */
+export function runOn(
+  session: Pick<RemoteSession, "commands" | "execute">,
+  command: RemoteCommand,
+): Promise<ExecuteResult> {
+  if (session.commands) return runRemoteCommand(session.commands, command);
+  if (session.execute) return session.execute(command);
+  return Promise.reject(
+    new TypeError(
+      "Cannot run a command: the session gives neither commands nor execute",
+    ),
+  );
 }
 
 /**

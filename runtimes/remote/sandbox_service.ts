@@ -16,10 +16,12 @@
  * - its options (`interface XSkillRuntimeOptions extends RemoteRuntimeCommonOptions`:
  *   address, credentials, what a sandbox is made of);
  * - a {@linkcode SandboxService}: `create`, `get`, `gone`, `delete`, `renew`
- *   (optional) and `open`, which returns the sandbox's session: `execute`
- *   (one command call, its deadline and abort through the command core's
- *   `CommandRun`), `files` (four calls: `stat`, `list`, `open` for reading,
- *   `upload` for writing) and `isReady`;
+ *   (optional) and `open`, which returns the sandbox's session: `commands`
+ *   (the kit's command protocol, `runtimes/remote/command.ts`: `start` a
+ *   command and name it, `kill` it by its id, the server's backstop; the
+ *   deadline, abort, grace, line ends and result are the kit's), `files`
+ *   (four calls: `stat`, `list`, `open` for reading, `upload` for writing)
+ *   and `isReady`;
  * - `class XSkillRuntime extends SandboxServiceRuntime<XSandbox>` whose
  *   constructor calls `super({ ...options, name, service, conversationsRoot })`;
  * - a `mod.ts` exporting its own runtime, options and errors only (what the
@@ -51,8 +53,10 @@ import {
   type RemoteRuntimeCommonOptions,
   type RemoteSession,
   RemoteSkillRuntime,
+  runOn,
   runtimeOptionsOf,
 } from "./runtime.ts";
+import type { RemoteCommandKind } from "./command.ts";
 import { shellQuote } from "./shell.ts";
 
 /** The store conversations use when none is given: one per process. */
@@ -154,10 +158,19 @@ export interface ServiceSandbox {
   readonly expiresAt: Date | null;
 }
 
-/** A sandbox's calls, as a {@linkcode SandboxService} opens them. */
+/**
+ * A sandbox's calls, as a {@linkcode SandboxService} opens them: a
+ * {@linkcode RemoteSession} (commands through the kit's protocol, files)
+ * that also says when it is ready.
+ */
 export interface ServiceSession {
-  /** Runs one command (never retried); stops it remotely on deadline or abort. */
-  execute(command: RemoteCommand): Promise<ExecuteResult>;
+  /** How the sandbox starts and kills commands (see `runRemoteCommand`). */
+  readonly commands?: RemoteCommandKind;
+  /**
+   * Runs one command (never retried); stops it remotely on deadline or
+   * abort. Only when the session gives no `commands`.
+   */
+  execute?(command: RemoteCommand): Promise<ExecuteResult>;
   /**
    * Starts a command with the server's own background facility (see
    * {@linkcode RemoteSession.startBackground}); without it, background
@@ -415,7 +428,10 @@ export class SandboxServiceBackend<S extends ServiceSandbox = ServiceSandbox>
       this.#connected = true;
       return {
         files: session.files,
-        execute: (command) => session.execute(command),
+        ...(session.commands ? { commands: session.commands } : {}),
+        ...(session.execute
+          ? { execute: (command: RemoteCommand) => session.execute!(command) }
+          : {}),
         ...(session.startBackground
           ? {
             startBackground: (command: RemoteCommand) =>
@@ -766,7 +782,7 @@ async function makeDirectories(
     await session.makeDirectories(paths);
     return;
   }
-  const result = await session.execute({
+  const result = await runOn(session, {
     command: `mkdir -p -- ${paths.map(shellQuote).join(" ")}`,
     cwd: "/",
     env: {},

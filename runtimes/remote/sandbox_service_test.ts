@@ -7,7 +7,7 @@ import {
 } from "@std/assert";
 import { runProcessGroup } from "../local/launcher.ts";
 import { MemoryConversationStore } from "../../workspace/conversation_store.ts";
-import { RemoteSkillRuntime } from "./runtime.ts";
+import { RemoteSkillRuntime, runOn } from "./runtime.ts";
 import {
   defaultConversationStore,
   remoteConversation,
@@ -175,7 +175,7 @@ Deno.test("readiness is polled; a plain sandbox that never answers is deleted, w
   const session = await ready.connect();
   assert(ready.owned);
   assertEquals(
-    (await session.execute({
+    (await runOn(session, {
       command: "echo ok",
       cwd: "/",
       env: {},

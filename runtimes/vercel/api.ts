@@ -7,8 +7,13 @@
  * @module
  */
 import { createTarPacker } from "modern-tar";
-import { OutputCollector } from "../../_internal/collector.ts";
-import { CommandRun } from "../command_core.ts";
+import {
+  namedCommand,
+  type RemoteCommandKind,
+  type RemoteCommandStart,
+  runRemoteCommand,
+  type StartedRemoteCommand,
+} from "../remote/command.ts";
 import { HttpClient } from "../remote/http.ts";
 import { RemoteHttpError } from "../remote/errors.ts";
 import type { RemoteUploadFile } from "../remote/fs.ts";
@@ -69,9 +74,6 @@ export interface VercelApiClientOptions {
 const WRITE_WINDOW = 8 * 1024 * 1024;
 /** Files up to this size go into the tar in one read. */
 const WHOLE_FILE_BYTES = 1024 * 1024;
-
-/** How long we wait for the log stream to end after the kill, in ms. */
-const KILL_GRACE_MS = 6_000;
 
 /**
  * The Vercel Sandbox API over `fetch`.
@@ -253,6 +255,42 @@ export class VercelApiClient {
   }
 
   /**
+   * How a session runs commands for the kit's {@linkcode runRemoteCommand}:
+   * `POST .../cmd` with `wait: true` (NDJSON logs) named by the command of
+   * its first line, killed with SIGTERM, the service's own `timeout` 5 s
+   * after ours.
+   *
+   * @param sessionId The session.
+   * @returns The kind's commands.
+   */
+  commands(sessionId: string): RemoteCommandKind {
+    const session = `/v2/sandboxes/sessions/${encodeURIComponent(sessionId)}`;
+    return {
+      backstopMs: 5_000,
+      start: (request) => this.#start(session, request),
+      kill: (id) =>
+        this.#http.request({
+          method: "POST",
+          path: `${session}/cmd/${encodeURIComponent(id)}/kill`,
+          query: this.#query(),
+          json: { signal: 15 },
+          idempotent: true,
+        }).then((r) => r.body?.cancel()),
+      broken: (cause) =>
+        cause === undefined
+          ? new Error(
+            "Cannot run the command: the log stream ended before the command finished; it was killed",
+          )
+          : new Error(
+            `Cannot run the command: ${
+              cause instanceof Error ? cause.message : String(cause)
+            }; it was killed`,
+            { cause },
+          ),
+    };
+  }
+
+  /**
    * Runs one command (`POST .../cmd` with `wait: true`, NDJSON logs) to its
    * end, the deadline or the caller's signal; on the last two the command is
    * killed (`SIGTERM`, its whole session stops). Never retried.
@@ -261,110 +299,57 @@ export class VercelApiClient {
    * @param request The command.
    * @returns The result.
    */
-  async run(sessionId: string, request: RemoteCommand): Promise<ExecuteResult> {
-    const stdout = new OutputCollector({ maxBytes: request.maxOutputBytes });
-    const stderr = new OutputCollector({ maxBytes: request.maxOutputBytes });
-    using run = new CommandRun({
-      timeoutMs: request.timeoutMs,
+  run(sessionId: string, request: RemoteCommand): Promise<ExecuteResult> {
+    return runRemoteCommand(this.commands(sessionId), request);
+  }
+
+  async #start(
+    session: string,
+    request: RemoteCommandStart,
+  ): Promise<StartedRemoteCommand> {
+    const response = await this.#http.request({
+      method: "POST",
+      path: `${session}/cmd`,
+      query: this.#query(),
+      json: {
+        command: "bash",
+        args: sessionBashArgs(request.command),
+        cwd: request.cwd,
+        env: request.env,
+        wait: true,
+        timeout: request.serverTimeoutMs,
+      },
+      idempotent: false,
+      timeoutMs: null,
       signal: request.signal,
-      graceMs: KILL_GRACE_MS,
     });
-    const result = (code: number) => run.result(code, stdout, stderr);
-    if (run.reason) return result(-1);
-    const session = `/v2/sandboxes/sessions/${encodeURIComponent(sessionId)}`;
-    let response: Response;
-    try {
-      response = await this.#http.request({
-        method: "POST",
-        path: `${session}/cmd`,
-        query: this.#query(),
-        json: {
-          command: "bash",
-          args: sessionBashArgs(request.command),
-          cwd: request.cwd,
-          env: request.env,
-          wait: true,
-        },
-        idempotent: false,
-        timeoutMs: null,
-        signal: run.graceSignal,
-      });
-    } catch (error) {
-      if (run.reason && run.graceSignal.aborted) return result(-1);
-      throw error;
-    }
     const body = response.body;
-    let id: string | undefined;
-    let killing: Promise<unknown> | undefined;
-    const kill = () => {
-      if (id === undefined || killing) return;
-      killing = this.#http.request({
-        method: "POST",
-        path: `${session}/cmd/${encodeURIComponent(id)}/kill`,
-        query: this.#query(),
-        json: { signal: 15 },
-        idempotent: true,
-      }).then((r) => r.body?.cancel()).catch(() => {});
-    };
-    run.stopSignal.addEventListener("abort", kill, { once: true });
-    run.onGraceOver(() => void body?.cancel().catch(() => {}));
-    let exitCode: number | undefined;
-    try {
-      if (!body) throw new Error("the answer has no body");
+    if (!body) {
+      throw new Error("Cannot run the command: the answer has no body");
+    }
+    return await namedCommand((async function* () {
       for await (const line of ndjson(body)) {
         const command = line.command as
           | { id?: string; exitCode?: number | null }
           | undefined;
         if (command) {
-          id ??= command.id;
-          if (run.stopSignal.aborted) kill();
-          if (typeof command.exitCode === "number") {
-            exitCode = command.exitCode;
-            break;
+          if (typeof command.id === "string") {
+            yield { type: "id", id: command.id };
           }
-          continue;
-        }
-        const data = typeof line.data === "string" ? line.data : "";
-        if (line.stream === "stdout" || line.stream === "stderr") {
-          const bytes = ENCODER.encode(data);
-          (line.stream === "stdout" ? stdout : stderr).push(bytes);
-          (line.stream === "stdout" ? request.onStdout : request.onStderr)?.(
-            bytes,
-          );
+          if (typeof command.exitCode === "number") {
+            yield { type: "exit", exitCode: command.exitCode };
+          }
+        } else if (line.stream === "stdout" || line.stream === "stderr") {
+          yield {
+            type: line.stream,
+            data: typeof line.data === "string" ? line.data : "",
+          };
         } else if (line.stream === "error") {
           const error = line.data as { code?: string; message?: string };
           throw new Error(`${error?.code}: ${error?.message}`);
         }
       }
-    } catch (error) {
-      if (run.reason) {
-        await killing;
-        return result(-1);
-      }
-      kill();
-      await killing;
-      throw new Error(
-        `Cannot run the command: ${
-          error instanceof Error ? error.message : String(error)
-        }; it was killed`,
-        { cause: error },
-      );
-    } finally {
-      run.stopSignal.removeEventListener("abort", kill);
-      await body?.cancel().catch(() => {});
-    }
-    if (run.reason) {
-      await killing;
-      return result(-1);
-    }
-    if (exitCode === undefined) {
-      kill();
-      await killing;
-      throw new Error(
-        "Cannot run the command: the log stream ended before the command finished; it was killed",
-      );
-    }
-    return result(exitCode);
+    })());
   }
 
   /**

@@ -29,4 +29,4 @@ export {
   type VercelSandboxSkillRuntimeOptions,
 } from "./runtime.ts";
 export type { VercelSandbox, VercelSandboxSpec } from "./api.ts";
-export type { VercelNetworkPolicy } from "../../network/remote.ts";
+export type { VercelNetworkPolicy } from "./network.ts";

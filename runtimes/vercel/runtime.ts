@@ -5,10 +5,8 @@
  * @module
  */
 import type { NetworkPolicy, SecretsOption } from "../../network/policy.ts";
-import {
-  checkRemoteEgress,
-  toVercelNetworkPolicy,
-} from "../../network/remote.ts";
+import { checkRemoteEgress } from "../../network/remote.ts";
+import { toVercelNetworkPolicy } from "./network.ts";
 import type { RemoteRuntimeCommonOptions } from "../remote/runtime.ts";
 import {
   type SandboxService,

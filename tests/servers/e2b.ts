@@ -542,9 +542,10 @@ async function unary(
       }
       case "/process.Process/List":
         return json({
-          processes: [...sandbox.processes.keys()].map((pid) => ({
+          // Each process as it was started (envd keeps its ProcessConfig).
+          processes: [...sandbox.processes].map(([pid, child]) => ({
             pid,
-            config: { cmd: "/bin/bash", args: [], envs: {} },
+            config: startedAs.get(child) ?? { cmd: "", args: [], envs: {} },
           })),
         });
     }
@@ -556,6 +557,9 @@ async function unary(
     return connectError("internal", errorText(error));
   }
 }
+
+/** The `ProcessConfig` each process was started with (`Process/List`). */
+const startedAs = new WeakMap<Deno.ChildProcess, Record<string, unknown>>();
 
 /** An `EntryInfo` in protojson form (int64 as a string, enums by name). */
 async function entryInfo(path: string): Promise<Record<string, unknown>> {
@@ -706,6 +710,12 @@ async function start(
   }
   const pid = child.pid;
   sandbox.processes.set(pid, child);
+  startedAs.set(child, {
+    cmd: config.cmd,
+    args: Array.isArray(config.args) ? config.args.map(String) : [],
+    envs: isObject(config.envs) ? config.envs : {},
+    cwd,
+  });
   let killedByDeadline = false;
   const timer = deadline > 0
     ? setTimeout(() => {

@@ -2,9 +2,10 @@
  * A Vercel Sandbox server for tests: the API the open-source SDK
  * (`@vercel/sandbox` 3.5.0) speaks, in the shapes recorded in `vercel.md`
  * beside this file, with real `bash` (any command with its arguments, no
- * shell) on real host paths. The sandbox's absolute paths are mapped under
- * the server's `root` (default `/`, where they are the host's own): file
- * calls, `x-cwd` and a command's `cwd` are; the text of a command is not.
+ * shell) on real host paths: file calls and commands see one file system,
+ * the host's, as a sandbox's file calls and commands see its own. A
+ * command's `timeout` (ms) is enforced as the service does: its process
+ * group is SIGKILLed and it exits 137, awaited or detached.
  *
  * Named sandboxes hold sessions: a command in a stopped session is 410; a
  * stopped persistent sandbox resumes in a new session on
@@ -16,10 +17,9 @@
  * `allowedDomains`; the sandbox's commands get the proxy's variables.
  *
  * Run by hand: `deno run -A tests/servers/vercel.ts [--port N] [--token T]
- * [--root DIR] [--fault SPEC]... [--fault-control]`; prints its base URL
- * (the SDK's `https://vercel.com/api`) as the first line of stdout. By hand
- * the root defaults to a new temporary folder holding `vercel/sandbox` (the
- * SDK's default working folder).
+ * [--fault SPEC]... [--fault-control]`; prints its base URL (the SDK's
+ * `https://vercel.com/api`) as the first line of stdout. By hand it makes
+ * the SDK's default working folder, `/vercel/sandbox`, on the host.
  *
  * @module
  */
@@ -44,8 +44,6 @@ export interface VercelServerOptions {
   readonly token?: string;
   /** Port; default 0. */
   readonly port?: number;
-  /** Where the sandbox's `/` is on the host; default `/`. */
-  readonly root?: string;
   /** The fault injector. */
   readonly faults?: FaultInjector;
   /** Serve `/__faults`. */
@@ -124,19 +122,15 @@ function apiError(status: number, code: string, message: string): Response {
 /**
  * Starts the server.
  *
- * @param options Token, port, root, faults.
+ * @param options Token, port, faults.
  * @returns The server.
  */
 export function startVercelServer(
   options: VercelServerOptions = {},
 ): VercelServer {
-  const root = (options.root ?? "/").replace(/\/+$/, "");
-  const map = (path: string, cwd = "/") => {
-    const absolute = path.startsWith("/")
-      ? path
-      : `${cwd.replace(/\/+$/, "")}/${path}`;
-    return `${root}${absolute}`;
-  };
+  // One file system for file calls and commands: the host's.
+  const map = (path: string, cwd = "/") =>
+    path.startsWith("/") ? path : `${cwd.replace(/\/+$/, "")}/${path}`;
   const sandboxes = new Map<string, VercelTestSandbox>();
   const sessions = new Map<string, VercelTestSession>();
   const calls: string[] = [];
@@ -556,12 +550,21 @@ export function startVercelServer(
           push({ stream: name, data });
         }
       };
+      // The command's own timeout: its group is SIGKILLed (exit 137).
+      const timeout = typeof given.timeout === "number" && given.timeout > 0
+        ? setTimeout(() => {
+          try {
+            Deno.kill(-child.pid, "SIGKILL");
+          } catch { /* already gone */ }
+        }, Math.min(given.timeout, 2 ** 31 - 1))
+        : undefined;
       (async () => {
         await Promise.all([
           pump(child.stdout, "stdout"),
           pump(child.stderr, "stderr"),
         ]);
         const status = await child.status;
+        clearTimeout(timeout);
         command.exitCode = status.signal
           ? 128 + (SIGNALS[status.signal] ?? 9)
           : status.code;
@@ -692,7 +695,6 @@ function ndjsonResponse(
 if (import.meta.main) {
   let port = 0;
   let token: string | undefined;
-  let root: string | undefined;
   let faultControl = false;
   const faults = new FaultInjector();
   const args = [...Deno.args];
@@ -701,7 +703,6 @@ if (import.meta.main) {
     const value = () => inline ?? args.shift() ?? "";
     if (flag === "--port") port = Number(value());
     else if (flag === "--token") token = value();
-    else if (flag === "--root") root = value();
     else if (flag === "--fault") faults.add(parseFaultSpec(value()));
     else if (flag === "--fault-control") faultControl = true;
     else {
@@ -709,16 +710,16 @@ if (import.meta.main) {
       Deno.exit(2);
     }
   }
-  // By hand, the sandbox's `/` is a folder of its own, with the SDK's
-  // default working folder in it.
-  root ??= await Deno.makeTempDir({ prefix: "vercel-root-" });
-  await Deno.mkdir(`${root}/vercel/sandbox`, { recursive: true });
+  // By hand: the SDK's default working folder (commands and file calls
+  // share the host's file system).
+  await Deno.mkdir("/vercel/sandbox", { recursive: true }).catch((error) =>
+    console.error(`Cannot make /vercel/sandbox: ${errorText(error)}`)
+  );
   const server = startVercelServer({
     port,
     faults,
     faultControl,
     ...(token !== undefined ? { token } : {}),
-    ...(root !== undefined ? { root } : {}),
   });
   console.log(server.url);
 }

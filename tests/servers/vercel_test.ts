@@ -242,3 +242,116 @@ Deno.test("contract: fs/read answers octet-stream or 404; fs/mkdir {}", async ()
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("vercel server: a command's timeout (ms) SIGKILLs its process group: exit 137, awaited and detached", async () => {
+  await using server = startVercelServer({ token: TOKEN });
+  const answer = await (await call(server, "POST", "/v3/sandboxes", {})).json();
+  const sid = answer.session.id;
+  const dir = await Deno.makeTempDir();
+  try {
+    const started = performance.now();
+    const waited = await call(
+      server,
+      "POST",
+      `/v2/sandboxes/sessions/${sid}/cmd`,
+      {
+        command: "bash",
+        args: ["-c", `sleep 30 & echo $! > ${dir}/pid; wait`],
+        cwd: "/",
+        wait: true,
+        timeout: 300,
+      },
+    );
+    const lines = (await waited.text()).trim().split("\n").map((l) =>
+      JSON.parse(l)
+    );
+    assertEquals(lines.at(-1).command.exitCode, 137);
+    assert(performance.now() - started < 5_000, "the timeout was not kept");
+    const pid = Number(await Deno.readTextFile(`${dir}/pid`));
+    let alive = true;
+    for (let i = 0; i < 50 && alive; i++) {
+      try {
+        Deno.kill(pid, "SIGCONT");
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      } catch {
+        alive = false;
+      }
+    }
+    assert(!alive, "the group's background child outlived the timeout");
+    const detached = await (await call(
+      server,
+      "POST",
+      `/v2/sandboxes/sessions/${sid}/cmd`,
+      { command: "sleep", args: ["30"], cwd: "/", timeout: 300 },
+    )).json();
+    const done = await (await fetch(
+      `${server.url}/v2/sandboxes/sessions/${sid}/cmd/${detached.command.id}?wait=true`,
+      { headers: { authorization: `Bearer ${TOKEN}` } },
+    )).json();
+    assertEquals(done.command.exitCode, 137);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("vercel server: started by hand, its file calls and its commands see one file system", async () => {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "-A",
+      new URL("./vercel.ts", import.meta.url).pathname,
+      "--port",
+      "0",
+      "--token",
+      TOKEN,
+    ],
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let text = "";
+  while (!text.includes("\n")) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    text += value;
+  }
+  const url = text.split("\n")[0]!;
+  const dir = await Deno.realPath(await Deno.makeTempDir());
+  const byHand = { url } as VercelServer;
+  try {
+    const answer = await (await call(byHand, "POST", "/v3/sandboxes", {}))
+      .json();
+    const session = `/v2/sandboxes/sessions/${answer.session.id}`;
+    // A file written by a command is read by the file API...
+    const wrote = await call(byHand, "POST", `${session}/cmd`, {
+      command: "bash",
+      args: ["-c", `printf 'from a command' > ${dir}/a.txt`],
+      wait: true,
+    });
+    await wrote.text();
+    const read = await call(byHand, "POST", `${session}/fs/read`, {
+      path: `${dir}/a.txt`,
+    });
+    assertEquals([read.status, await read.text()], [200, "from a command"]);
+    // ...and a folder made by the file API is where a command finds it.
+    const made = await call(byHand, "POST", `${session}/fs/mkdir`, {
+      path: `${dir}/made`,
+    });
+    await made.body?.cancel();
+    const listed = await call(byHand, "POST", `${session}/cmd`, {
+      command: "bash",
+      args: ["-c", `test -d ${dir}/made && echo there`],
+      wait: true,
+    });
+    const lines = (await listed.text()).trim().split("\n").map((l) =>
+      JSON.parse(l)
+    );
+    assertEquals(lines.at(-1).command.exitCode, 0);
+  } finally {
+    child.kill("SIGTERM");
+    await child.status;
+    reader.releaseLock();
+    await child.stdout.cancel().catch(() => {});
+    await Deno.remove(dir, { recursive: true });
+  }
+});

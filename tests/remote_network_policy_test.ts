@@ -1,44 +1,6 @@
 import { assertEquals, assertThrows } from "../_internal/assert.ts";
-import {
-  toE2BNetworkConfig,
-  toOpenSandboxNetworkPolicy,
-  toVercelNetworkPolicy,
-} from "./remote.ts";
-
-Deno.test("remote: the shared policy becomes OpenSandbox's rules; what it cannot express is refused", () => {
-  assertEquals(toOpenSandboxNetworkPolicy({ allow: [] }), {
-    defaultAction: "deny",
-    egress: [],
-  });
-  assertEquals(
-    toOpenSandboxNetworkPolicy({ allow: ["*"], deny: ["*.evil.com"] }),
-    {
-      defaultAction: "allow",
-      egress: [{ action: "deny", target: "*.evil.com" }],
-    },
-  );
-  assertEquals(
-    toOpenSandboxNetworkPolicy({ allow: ["PyPI.org.", "*.github.com"] }).egress,
-    [
-      { action: "allow", target: "pypi.org" },
-      { action: "allow", target: "*.github.com" },
-    ],
-  );
-  assertThrows(
-    () => toOpenSandboxNetworkPolicy({ allow: ["pypi.org:443"] }),
-    RangeError,
-    "not ports",
-  );
-  assertThrows(
-    () => toOpenSandboxNetworkPolicy({ allow: ["10.0.0.1"] }),
-    RangeError,
-    "not IP addresses",
-  );
-  assertThrows(
-    () => toOpenSandboxNetworkPolicy({ allow: ["bad host"] }),
-    RangeError,
-  );
-});
+import { toE2BNetworkConfig } from "../runtimes/e2b/network.ts";
+import { toVercelNetworkPolicy } from "../runtimes/vercel/network.ts";
 
 Deno.test("remote: the shared policy becomes E2B's allowOut/denyOut and Vercel's networkPolicy; deny patterns an allow pattern reaches are refused", () => {
   const network = {
