@@ -14,6 +14,11 @@ import type { TextMatcher } from "./_match.ts";
 export interface SearchPattern {
   /** The pattern as the caller wrote it. */
   readonly pattern: string;
+  /**
+   * The pattern for ripgrep: escaped punctuation that Rust's regex refuses
+   * and RE2 reads as the character (`\/`, `\"`, `\:`) written plain.
+   */
+  readonly ripgrepPattern: string;
   /** Case-insensitive. */
   readonly caseInsensitive: boolean;
   /** Multiline (a match may span lines, `.` matches `\n`). */
@@ -80,6 +85,11 @@ export function checkPattern(
   const perLine = !options.multiline && /(^|[^\\])(\\\\)*\\[Az]/.test(pattern);
   return {
     pattern,
+    ripgrepPattern: pattern.replace(
+      /\\([\s\S])/g,
+      (escape, c: string) =>
+        /[!"%',/:;<=>@_`]/.test(c) ? c : escape,
+    ),
     caseInsensitive: options.caseInsensitive,
     multiline: options.multiline,
     matcher: (stop = () => {}) =>

@@ -182,7 +182,7 @@ export function ripgrepGrepArgs(
       );
       break;
   }
-  args.push("--regexp", plan.regex.pattern, "--");
+  args.push("--regexp", plan.regex.ripgrepPattern, "--");
   if (files) args.push(...files);
   else args.push(plan.root.isFile ? plan.root.path : ".");
   return args;

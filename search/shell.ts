@@ -24,6 +24,7 @@ import { shellQuote } from "../_internal/shell_quote.ts";
 import { FallbackSearch, listFolder } from "./fallback.ts";
 import {
   GrepCollector,
+  type GrepPlan,
   planGlob,
   planGrep,
   resolveRoot,
@@ -142,6 +143,8 @@ interface Capabilities {
   /** `base64`, `head` and GNU `find -printf`: the in-sandbox engine works. */
   readonly framing: boolean;
   readonly grep: boolean;
+  /** `grep` reads UTF-8 under `LC_ALL=C.UTF-8` (`.` matches `é`). */
+  readonly utf8: boolean;
 }
 
 const DEFAULT_MAX_OUTPUT_BYTES = 32 * 1024 * 1024;
@@ -250,12 +253,13 @@ export class ShellSearch implements SearchEngine {
     const deadline = startDeadline(plan.timeoutMs, plan.signal);
     const what = `Search for "${plan.regex.pattern}"`;
     try {
-      const literal = caps.grep && !plan.root.isFile &&
-        literalOf(request.pattern, plan.caseInsensitive);
-      const only = literal
-        ? await this.#filesWithLiteral(
+      const prefilter = caps.grep && !plan.root.isFile
+        ? grepPrefilter(plan, caps.utf8)
+        : null;
+      const only = prefilter
+        ? await this.#filesMatching(
           plan.root,
-          literal,
+          prefilter,
           plan.maxFileBytes,
           deadline.signal,
           plan.timeoutMs,
@@ -381,6 +385,7 @@ export class ShellSearch implements SearchEngine {
           `for c in rg base64 head grep; do command -v "$c" >/dev/null 2>&1 && printf '%s\\n' "$c"; done`,
           `rg --version >/dev/null 2>&1 && printf 'rg-runs\\n'`,
           `find . -maxdepth 0 -printf 'find-printf\\n' 2>/dev/null`,
+          `printf '\\303\\251\\n' | LC_ALL=C.UTF-8 grep -q -E '^.$' 2>/dev/null && printf 'grep-utf8\\n'`,
           `true`,
         ].join("; "),
         { timeoutMs: DETECT_TIMEOUT_MS, ...(signal ? { signal } : {}) },
@@ -405,6 +410,7 @@ export class ShellSearch implements SearchEngine {
         rg: rg && framing && this.#useRipgrep !== false,
         framing,
         grep: found.has("grep"),
+        utf8: found.has("grep-utf8"),
       };
     })();
     const caps = this.#caps;
@@ -604,10 +610,13 @@ export class ShellSearch implements SearchEngine {
     return binary;
   }
 
-  /** The files (relative to the root) holding a literal, by `grep -rlF`. */
-  async #filesWithLiteral(
+  /**
+   * The files (relative to the root) with a line `grep -E` matches (at least
+   * every file the pattern matches), by `find -exec grep -l`.
+   */
+  async #filesMatching(
     root: SearchRoot,
-    literal: string,
+    grep: { pattern: string; flags: string; locale: string },
     maxFileBytes: number,
     signal: AbortSignal,
     timeoutMs: number,
@@ -622,8 +631,8 @@ export class ShellSearch implements SearchEngine {
       shellQuote(root.path)
     } && LC_ALL=C find . -mindepth 1 -type d \\( ${prune} \\) -prune -o -type f -size -${
       maxFileBytes + 1
-    }c -exec grep -l -F -a -Z -e ${
-      shellQuote(literal)
+    }c -exec env LC_ALL=${grep.locale} grep -l ${grep.flags} -a -Z -e ${
+      shellQuote(grep.pattern)
     } -- {} + -o ! -type d ! -type l -print0`;
     const run = await this.#framed(body, this.#maxBytes, signal, timeoutMs);
     // Status 2 (an error) may mean files were missed: no narrowing then.
@@ -785,14 +794,24 @@ export class ShellSearch implements SearchEngine {
 }
 
 /**
- * A pattern that is an ASCII literal (no regex syntax) matched case
- * sensitively: files holding it are exactly what `grep -F` finds.
+ * The `grep -E` prefilter of a search, when `grep` finds at least every file
+ * the pattern matches: the pattern keeps to the syntax both read alike; `.`
+ * and negated classes only where `grep` reads UTF-8; case folding only of
+ * letters that fold alike (RE2 folds `k` with the Kelvin sign, `s` with `ſ`).
  */
-function literalOf(pattern: string, caseInsensitive: boolean): string | null {
-  if (caseInsensitive || pattern === "") return null;
-  if (!/^[\x20-\x7e]+$/.test(pattern)) return null;
-  if (/[\\.+*?()|[\]{}^$]/.test(pattern)) return null;
-  return pattern;
+function grepPrefilter(
+  plan: GrepPlan,
+  utf8: boolean,
+): { pattern: string; flags: string; locale: string } | null {
+  const pattern = plan.regex.grepPattern;
+  if (pattern === null) return null;
+  if (!utf8 && /(^|[^\\])(\\\\)*(\.|\[\^)/.test(pattern)) return null;
+  if (plan.caseInsensitive && /[ks]/i.test(pattern)) return null;
+  return {
+    pattern,
+    flags: plan.caseInsensitive ? "-E -i" : "-E",
+    locale: utf8 ? "C.UTF-8" : "C",
+  };
 }
 
 function fileType(letter: string): FileType {
