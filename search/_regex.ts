@@ -87,8 +87,7 @@ export function checkPattern(
     pattern,
     ripgrepPattern: pattern.replace(
       /\\([\s\S])/g,
-      (escape, c: string) =>
-        /[!"%',/:;<=>@_`]/.test(c) ? c : escape,
+      (escape, c: string) => /[!"%',/:;<=>@_`]/.test(c) ? c : escape,
     ),
     caseInsensitive: options.caseInsensitive,
     multiline: options.multiline,

@@ -100,10 +100,12 @@ export function createSearch(options: CreateSearchOptions): SearchEngine {
         );
       }
       const shell = options.shell;
-      if (shell && await shell.exec("true", { timeoutMs: 10_000 }).then(
-        (r) => r.exitCode === 0,
-        () => false,
-      )) {
+      if (
+        shell && await shell.exec("true", { timeoutMs: 10_000 }).then(
+          (r) => r.exitCode === 0,
+          () => false,
+        )
+      ) {
         return new ShellSearch({ shell, fs: options.fs, useRipgrep: false });
       }
       return fallback;

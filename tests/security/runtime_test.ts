@@ -45,7 +45,9 @@ function liveMatchers(root: string): number[] {
       const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
       if (fields[0] === "Z" || Number(fields[1]) !== Deno.pid) continue;
       const cmdline = Deno.readTextFileSync(`/proc/${entry.name}/cmdline`);
-      if (/(^|\/|\0)(grep|find|bash)\0/.test(cmdline) && cmdline.includes(root)) {
+      if (
+        /(^|\/|\0)(grep|find|bash)\0/.test(cmdline) && cmdline.includes(root)
+      ) {
         found.push(Number(entry.name));
       }
     } catch {
