@@ -256,15 +256,16 @@ export class FallbackSearch implements SearchEngine {
         }
         signal.throwIfAborted();
         while (running.size < this.#reads && (folders.length || files.length)) {
-          if (files.length > 0) start(search(files.pop()!));
-          else {start(
-              this.#list(plan, folders.pop()!, filters, signal, grep !== null, {
-                folders,
-                files,
-                skipped,
-                keep,
-              }),
-            );}
+          // Folders first, then files in batches (a shell engine's snapshot
+          // lists from memory and reads a batch with one command).
+          if (folders.length > 0) {
+            const folder = folders.pop()!;
+            const into = { folders, files, skipped, keep };
+            start(this.#list(plan, folder, filters, signal, !!grep, into));
+          } else {
+            const batch = files.splice(-64);
+            start(Promise.all(batch.map(search)).then(() => {}));
+          }
         }
         if (running.size > 0) await Promise.race(running);
       }
