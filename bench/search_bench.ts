@@ -14,7 +14,7 @@ import {
   type SearchEngine,
   ShellSearch,
 } from "../search/mod.ts";
-import { bashShell, pathWithout } from "../search/_shell_testing.ts";
+import { bashShell, pathWithout } from "../tests/search/_shell_testing.ts";
 import { LocalFileSystem } from "../runtimes/local/fs.ts";
 import { LocalSkillRuntime } from "../runtimes/local/runtime.ts";
 import { buildSkillTools } from "../tools/builder.ts";

@@ -3,12 +3,12 @@ import {
   assertEquals,
   assertRejects,
   assertStringIncludes,
-} from "../_internal/assert.ts";
-import { detectRipgrep, RipgrepSearch } from "./ripgrep.ts";
-import { ShellSearch } from "./shell.ts";
+} from "../../_internal/assert.ts";
+import { detectRipgrep, RipgrepSearch } from "../../search/ripgrep.ts";
+import { ShellSearch } from "../../search/shell.ts";
 import { bashShell, pathWithout } from "./_shell_testing.ts";
 import { engineSuite, makeFixture } from "./_test_suite.ts";
-import { LocalFileSystem } from "../runtimes/local/fs.ts";
+import { LocalFileSystem } from "../../runtimes/local/fs.ts";
 
 const rg = await detectRipgrep();
 if (!rg) {

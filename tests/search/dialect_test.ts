@@ -3,13 +3,13 @@
  * (`README.md`): ripgrep reads Rust's syntax, the shell engine and the engine
  * over the file-system interface RE2's (`re2js`; `grep -E` only prefilters).
  */
-import { assertEquals, assertRejects } from "../_internal/assert.ts";
-import { FallbackSearch } from "./fallback.ts";
-import { RipgrepSearch } from "./ripgrep.ts";
-import { ShellSearch } from "./shell.ts";
+import { assertEquals, assertRejects } from "../../_internal/assert.ts";
+import { FallbackSearch } from "../../search/fallback.ts";
+import { RipgrepSearch } from "../../search/ripgrep.ts";
+import { ShellSearch } from "../../search/shell.ts";
 import { bashShell } from "./_shell_testing.ts";
-import { LocalFileSystem } from "../runtimes/local/fs.ts";
-import type { SearchEngine } from "./types.ts";
+import { LocalFileSystem } from "../../runtimes/local/fs.ts";
+import type { SearchEngine } from "../../search/types.ts";
 
 const HAS_RG = await new Deno.Command("rg", { args: ["--version"] }).output()
   .then((o) => o.success, () => false);

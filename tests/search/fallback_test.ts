@@ -1,11 +1,11 @@
-import { PROJECT_CONFIG, runDenoScript } from "../_internal/testing.ts";
+import { PROJECT_CONFIG, runDenoScript } from "../../_internal/testing.ts";
 import {
   assertEquals,
   assertLess,
   assertStringIncludes,
-} from "../_internal/assert.ts";
-import { FallbackSearch } from "./fallback.ts";
-import { LocalFileSystem } from "../runtimes/local/fs.ts";
+} from "../../_internal/assert.ts";
+import { FallbackSearch } from "../../search/fallback.ts";
+import { LocalFileSystem } from "../../runtimes/local/fs.ts";
 import { engineSuite } from "./_test_suite.ts";
 
 engineSuite(
@@ -37,11 +37,13 @@ Deno.test("FallbackSearch runs under --allow-read narrowed to the searched folde
     await Deno.writeTextFile(
       script,
       `import { FallbackSearch } from ${
-        JSON.stringify(new URL("./fallback.ts", import.meta.url).href)
+        JSON.stringify(
+          new URL("../../search/fallback.ts", import.meta.url).href,
+        )
       };
 import { LocalFileSystem } from ${
         JSON.stringify(
-          new URL("../runtimes/local/fs.ts", import.meta.url).href,
+          new URL("../../runtimes/local/fs.ts", import.meta.url).href,
         )
       };
 const search = new FallbackSearch({ fs: new LocalFileSystem({ cwd: ${
@@ -97,11 +99,13 @@ async function searchInProcess(
     await Deno.writeTextFile(
       script,
       `import { FallbackSearch } from ${
-        JSON.stringify(new URL("./fallback.ts", import.meta.url).href)
+        JSON.stringify(
+          new URL("../../search/fallback.ts", import.meta.url).href,
+        )
       };
 import { LocalFileSystem } from ${
         JSON.stringify(
-          new URL("../runtimes/local/fs.ts", import.meta.url).href,
+          new URL("../../runtimes/local/fs.ts", import.meta.url).href,
         )
       };
 const search = new FallbackSearch({ fs: new LocalFileSystem({ cwd: ${
