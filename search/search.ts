@@ -106,7 +106,12 @@ export function createSearch(options: CreateSearchOptions): SearchEngine {
           () => false,
         )
       ) {
-        return new ShellSearch({ shell, fs: options.fs, useRipgrep: false });
+        return new ShellSearch({
+          shell,
+          fs: options.fs,
+          useRipgrep: false,
+          readFilesDirectly: true,
+        });
       }
       return fallback;
     })();

@@ -125,8 +125,14 @@ export interface ShellSearchOptions {
    * error asking for a narrower search. Default 32 MiB.
    */
   readonly maxOutputBytes?: number;
-  /** Workers of the last resort and of the `find` engine's matching. Default 2. */
+  /** Files the last resort and the `find` engine's matching read at once. */
   readonly workers?: number;
+  /**
+   * The shell runs on this host (no `rg`): `find` and `grep` run through it,
+   * the files they keep are read through `fs` rather than through the shell.
+   * Default `false`.
+   */
+  readonly readFilesDirectly?: boolean;
 }
 
 /** What a {@linkcode ShellSearch} has moved so far. */
@@ -195,6 +201,7 @@ export class ShellSearch implements SearchEngine {
   readonly #maxBytes: number;
   readonly #workers: number;
   readonly #fallback: FallbackSearch;
+  readonly #direct: boolean;
   #caps: Promise<Capabilities> | null = null;
   #commands = 0;
   #stdoutBytes = 0;
@@ -217,6 +224,7 @@ export class ShellSearch implements SearchEngine {
     }
     this.#maxBytes = max;
     this.#workers = options.workers ?? 2;
+    this.#direct = options.readFilesDirectly ?? false;
     this.#fallback = new FallbackSearch({
       fs: this.#fs,
       local: false,
@@ -256,8 +264,9 @@ export class ShellSearch implements SearchEngine {
       const prefilter = caps.grep && !plan.root.isFile
         ? grepPrefilter(plan, caps.utf8)
         : null;
+      // The prefilter and the listing run at once (two commands).
       const only = prefilter
-        ? await this.#filesMatching(
+        ? this.#filesMatching(
           plan.root,
           prefilter,
           plan.maxFileBytes,
@@ -661,9 +670,14 @@ export class ShellSearch implements SearchEngine {
     depth: number,
     timeoutMs: number,
     signal: AbortSignal,
-    only: Set<string> | null,
+    pending: Set<string> | null | Promise<Set<string> | null>,
     requested: string | undefined,
   ): Promise<SearchFileSystem> {
+    // Settled either way: a failed listing leaves no rejection unhandled.
+    const filtered = Promise.resolve(pending).then(
+      (set) => ({ set }),
+      (error) => ({ set: null, error }),
+    );
     const dirs = new Map<string, SearchFileInfo[]>();
     const resolved = new Map<string, string>([[requested ?? ".", root.path]]);
     if (root.isFile) {
@@ -672,7 +686,7 @@ export class ShellSearch implements SearchEngine {
         root,
         dirs,
         resolved,
-        (p, s) => this.#readFiles(root, p, s),
+        (p, s) => this.#read(root, p, s),
       );
     }
     const format = "%y %s %T@ %P\\0";
@@ -684,6 +698,9 @@ export class ShellSearch implements SearchEngine {
       Number.isFinite(depth) ? ` -maxdepth ${depth}` : ""
     } \\( -type d \\( ${heavy} \\) -printf '${format}' -prune \\) -o -printf '${format}'`;
     const run = await this.#framed(body, this.#maxBytes, signal, timeoutMs);
+    const prefiltered = await filtered;
+    if ("error" in prefiltered) throw prefiltered.error;
+    const only = prefiltered.set;
     if (run.truncated) {
       throw new Error(
         `Cannot list "${root.path}": the listing in the sandbox passed the ${
@@ -741,7 +758,21 @@ export class ShellSearch implements SearchEngine {
       root,
       dirs,
       resolved,
-      (paths, s) => this.#readFiles(root, paths, s),
+      (paths, s) => this.#read(root, paths, s),
+    );
+  }
+
+  /** Reads files (absolute paths): through `fs`, or with one shell command. */
+  #read(
+    root: SearchRoot,
+    paths: readonly string[],
+    signal: AbortSignal | undefined,
+  ): Promise<(Uint8Array | null)[]> {
+    if (!this.#direct) return this.#readFiles(root, paths, signal);
+    return Promise.all(
+      paths.map((path) =>
+        this.#fs.readBytes(path, signal ? { signal } : {}).catch(() => null)
+      ),
     );
   }
 
