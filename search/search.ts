@@ -29,9 +29,9 @@ export interface CreateSearchOptions {
    */
   readonly local?: boolean;
   /**
-   * `"auto"` (default): ripgrep when local and installed, else the fallback;
-   * `true`: ripgrep, failing when it is missing or the file system is not
-   * local; `false`: the fallback.
+   * `"auto"` (default): ripgrep when local and installed, else the shell engine
+   * (with `shell`) or the fallback; `true`: ripgrep, failing when it is
+   * missing or the file system is not local; `false`: never ripgrep.
    */
   readonly useRipgrep?: "auto" | boolean;
   /** The ripgrep command. Default `rg`. */
@@ -91,8 +91,8 @@ export function createSearch(options: CreateSearchOptions): SearchEngine {
   let chosen: Promise<SearchEngine> | null = null;
   const pick = (): Promise<SearchEngine> => {
     chosen ??= (async (): Promise<SearchEngine> => {
-      if (!local || useRipgrep === false) return fallback;
-      const rg = await detectRipgrep(rgPath);
+      if (!local) return fallback;
+      const rg = useRipgrep !== false && await detectRipgrep(rgPath);
       if (rg) return new RipgrepSearch({ fs: options.fs, ripgrepPath: rgPath });
       if (useRipgrep === true) {
         throw new Error(
