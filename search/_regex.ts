@@ -74,10 +74,10 @@ export function checkPattern(
   try {
     re = RE2JS.compile(pattern, flags);
   } catch (error) {
-    const message = (error as Error).message.replace(
-      /^error parsing regexp: /,
-      "",
-    );
+    // re2js shows the pattern with the flags it was given, as `(?m)...`.
+    const message = (error as Error).message
+      .replace(/^error parsing regexp: /, "")
+      .replace(/`\(\?[ims]+\)/, "`");
     throw invalid(message);
   }
   // `\A` and `\z` are line anchors in line mode (as in ripgrep): each line
