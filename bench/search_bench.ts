@@ -222,7 +222,12 @@ const globInput = { pattern: "**/*.ts", path: TREE };
 async function expectFiles(
   search: typeof withRipgrep,
 ): Promise<number> {
-  const result = await search.grep({ pattern: NEEDLE, path: TREE });
+  // The fs-interface engine reads 1 GiB on one thread: a longer limit.
+  const result = await search.grep({
+    pattern: NEEDLE,
+    path: TREE,
+    timeoutMs: 300_000,
+  });
   if (result.mode !== "files_with_matches" || result.files.length < 200) {
     throw new Error(`Unexpected grep result: ${result.mode}`);
   }
