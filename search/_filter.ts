@@ -7,9 +7,8 @@
  */
 import { compileGlob } from "./glob.ts";
 import { HEAVY_FOLDERS } from "./rules.ts";
-import type { WorkerFilters } from "./_protocol.ts";
 
-/** What the filters are made from (serializable, for workers). */
+/** What the filters are made from. */
 export interface FilterSpec {
   /** The `glob` filter, if any. */
   readonly glob: string | null;
@@ -51,26 +50,5 @@ export function makeFilters(spec: FilterSpec): WalkFilters {
       if (suffixes && !suffixes.some((s) => name.endsWith(s))) return false;
       return true;
     },
-  };
-}
-
-/**
- * Compiles the filters of a walk into plain data for a worker.
- *
- * @param spec The glob and type filters.
- * @returns The same rules as {@linkcode makeFilters}, as data.
- * @throws {TypeError} When the glob is invalid.
- */
-export function workerFilters(spec: FilterSpec): WorkerFilters {
-  const glob = spec.glob === null ? null : compileGlob(spec.glob);
-  return {
-    heavy: [...HEAVY_FOLDERS],
-    glob: glob && {
-      source: glob.regex.source,
-      flags: glob.regex.flags,
-      negated: glob.negated,
-      dirOnly: glob.dirOnly,
-    },
-    suffixes: spec.extensions?.map((e) => `.${e}`) ?? null,
   };
 }

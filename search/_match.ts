@@ -1,7 +1,7 @@
 /**
  * Matching of one file's text with ripgrep's line semantics: matches expanded to
  * whole lines, overlapping line ranges merged, counts of matching line groups,
- * context lines. Shared by the fallback engine and its worker.
+ * context lines. Used by the engines that match in TypeScript.
  *
  * @module
  */
@@ -64,7 +64,7 @@ export function cutLine(
 
 /**
  * What {@linkcode matchText} uses of a pattern: a global `RegExp`, or the
- * linear-time matcher of the worker (`compileLinear` in `_linear.ts`).
+ * `re2js` matcher of `_regex.ts`.
  */
 export interface TextMatcher {
   /** Where the next `exec` starts. */
@@ -84,7 +84,7 @@ export interface TextMatcher {
  *
  * @param text The file's text.
  * @param re The compiled pattern (a `RegExp` with the `g` flag, or a
- *   linear-time matcher).
+ *   `re2js` matcher).
  * @param options What to compute.
  * @returns The count and (content mode) the lines, or `null` without a match.
  */

@@ -10,7 +10,7 @@ import { timeoutError } from "./errors.ts";
 import type { FilterSpec } from "./_filter.ts";
 import { compileGlob } from "./glob.ts";
 import type { MatchedLine } from "./_match.ts";
-import { type TranslatedRegex, translateRegex } from "./regex.ts";
+import { checkPattern, type SearchPattern } from "./_regex.ts";
 import { comparePaths, extensionsOfType, joinPath } from "./rules.ts";
 import {
   DEFAULT_GLOB_LIMIT,
@@ -41,8 +41,8 @@ export interface SearchRoot {
 export interface GrepPlan {
   /** The root. */
   readonly root: SearchRoot;
-  /** The pattern, translated. */
-  readonly regex: TranslatedRegex;
+  /** The pattern, checked (and compiled for the TypeScript matcher). */
+  readonly regex: SearchPattern;
   /** The walk's filters. */
   readonly filters: FilterSpec;
   /** The output mode. */
@@ -202,7 +202,7 @@ export async function planGrep(
   }
   const caseInsensitive = request.caseInsensitive ?? false;
   const multiline = request.multiline ?? false;
-  const regex = translateRegex(request.pattern, { caseInsensitive, multiline });
+  const regex = checkPattern(request.pattern, { caseInsensitive, multiline });
   if (request.glob !== undefined) compileGlob(request.glob);
   const extensions = request.type === undefined
     ? null

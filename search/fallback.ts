@@ -1,19 +1,16 @@
 /**
- * The pure TypeScript search engine: walks folders, reads files and matches
- * them in workers, with ripgrep's semantics (see `regex.ts`, `glob.ts`,
- * `rules.ts`). It runs over any {@linkcode SearchFileSystem} (remote
- * runtimes), or over local paths directly when the file system's paths are
- * the host's (faster: the workers list and read files themselves).
- *
- * Why one long file: the walk, the two job pools (child processes, Workers)
- * and the bounds that stop them share one search's state.
+ * The engine over the file-system interface alone (a runtime that cannot run
+ * commands): walks folders with `list`, reads files with `readBytes` and
+ * matches them with `re2js` (linear time: no pattern runs away), on this
+ * thread, a few files read at a time. The time limit and the caller's signal
+ * stop it between files.
  *
  * @module
  */
 import type { SearchFileInfo, SearchFileSystem } from "./types.ts";
-import { type FilterSpec, makeFilters, workerFilters } from "./_filter.ts";
-import { workerProcessSource, workerUrl } from "./_worker.ts";
-import { compileLinear } from "./_linear.ts";
+import { timeoutError } from "./errors.ts";
+import { makeFilters } from "./_filter.ts";
+import { matchText } from "./_match.ts";
 import {
   type FileFound,
   type GlobPlan,
@@ -25,14 +22,7 @@ import {
   SearchSlots,
   startDeadline,
 } from "./_plan.ts";
-import type {
-  FileOutcome,
-  WorkerConfig,
-  WorkerJob,
-  WorkerReply,
-  WorkerSkip,
-} from "./_protocol.ts";
-import { comparePaths, HEAVY_FOLDERS, joinPath } from "./rules.ts";
+import { comparePaths, HEAVY_FOLDERS, isBinary, joinPath } from "./rules.ts";
 import {
   DEFAULT_LS_LIMIT,
   type GlobFile,
@@ -44,6 +34,7 @@ import {
   type LsRequest,
   type LsResult,
   type SearchEngine,
+  type SkipReason,
 } from "./types.ts";
 
 /** Options of {@linkcode FallbackSearch}. */
@@ -51,309 +42,23 @@ export interface FallbackSearchOptions {
   /** The runtime's file system. */
   readonly fs: SearchFileSystem;
   /**
-   * Whether the file system's paths are host paths, so that files may be
-   * listed and read with `Deno.*` directly (faster). Default `false`.
+   * Whether the file system's paths are host paths (a symlinked root is then
+   * followed with `Deno.stat`). Default `false`.
    */
   readonly local?: boolean;
-  /** How many workers match files. Default: the CPU count, 1 to 4. */
+  /** How many files are read at once. Default 8. */
   readonly workers?: number;
 }
 
-/** Files per job. */
-const CHUNK = 64;
-/** Jobs in flight per worker. */
-const DEPTH = 2;
-
-/** Runs worker jobs: in `Worker`s, or in child processes that can be killed. */
-interface JobPool {
-  run(job: WorkerJob, transfer?: Transferable[]): Promise<WorkerReply>;
-  close(): Promise<void>;
-}
-
-/** How the fallback can start a child Deno process, found once. */
-let spawnMode: "direct" | "bash" | "none" | undefined;
-
-function childSpawnMode(): "direct" | "bash" | "none" {
-  if (spawnMode !== undefined) return spawnMode;
-  const granted = (command: string): boolean => {
-    try {
-      return Deno.permissions.querySync({ name: "run", command }).state ===
-        "granted";
-    } catch {
-      return false;
-    }
-  };
-  let exec: string | null = null;
-  try {
-    exec = Deno.execPath();
-  } catch {
-    exec = null;
-  }
-  spawnMode = exec === null || Deno.build.os === "windows"
-    ? "none"
-    : granted(exec)
-    ? "direct"
-    : granted("bash")
-    ? "bash"
-    : "none";
-  return spawnMode;
-}
-
-/** The heap of one child process, in MiB (a file's text and its matches). */
-const CHILD_HEAP_MIB = 1024;
-
-/**
- * Child Deno processes running the worker code, one job at a time each. A
- * process can be killed, so a runaway regular expression stops with the
- * search. Each child may read the searched root only (local mode) or nothing
- * (remote mode: bytes come with the jobs), gets an empty environment and a
- * bounded heap.
- */
-class ProcessPool implements JobPool {
-  readonly #children: Deno.ChildProcess[] = [];
-  readonly #writers: WritableStreamDefaultWriter<Uint8Array>[] = [];
-  readonly #busy: number[] = [];
-  readonly #pending = new Map<
-    number,
-    {
-      resolve: (r: WorkerReply) => void;
-      reject: (e: unknown) => void;
-      worker: number;
-    }
-  >();
-  readonly #encoder = new TextEncoder();
-  readonly #reading: Promise<void>[] = [];
-  #failure: unknown = null;
-  #closed = false;
-
-  /**
-   * @param readRoots The paths the children may read: the root as given and
-   *   its real path (Deno checks `FsFile.stat` against the real path, the
-   *   flags against the path as written), or `null` for none.
-   */
-  constructor(
-    size: number,
-    config: WorkerConfig,
-    readRoots: readonly string[] | null,
-  ) {
-    const source = workerProcessSource();
-    const url = `data:application/javascript;base64,${
-      base64(this.#encoder.encode(source))
-    }`;
-    const read = readRoots === null ? [] : [
-      readRoots.some((root) => root.includes(","))
-        ? "--allow-read"
-        : `--allow-read=${[...new Set(readRoots)].join(",")}`,
-    ];
-    const denoArgs = [
-      "run",
-      "--no-config",
-      "--no-lock",
-      "--no-prompt",
-      "--no-remote",
-      "--quiet",
-      `--v8-flags=--max-old-space-size=${CHILD_HEAP_MIB}`,
-      ...read,
-      url,
-    ];
-    const exec = Deno.execPath();
-    const [command, args] = childSpawnMode() === "direct"
-      ? [exec, denoArgs]
-      : ["bash", ["-c", 'exec "$0" "$@"', exec, ...denoArgs]];
-    for (let i = 0; i < size; i++) {
-      const child = new Deno.Command(command, {
-        args,
-        stdin: "piped",
-        stdout: "piped",
-        stderr: "piped",
-        clearEnv: true,
-        env: { NO_COLOR: "1", DENO_NO_UPDATE_CHECK: "1" },
-      }).spawn();
-      const index = i;
-      this.#children.push(child);
-      this.#busy.push(0);
-      const writer = child.stdin.getWriter();
-      this.#writers.push(writer);
-      this.#send(index, config);
-      this.#reading.push(
-        this.#readReplies(child),
-        // Drained, so a chatty child never blocks.
-        child.stderr.pipeTo(new WritableStream()).catch(() => {}),
-      );
-    }
-  }
-
-  async #readReplies(child: Deno.ChildProcess): Promise<void> {
-    const decoder = new TextDecoder();
-    let pending = "";
-    try {
-      for await (const chunk of child.stdout) {
-        pending += decoder.decode(chunk, { stream: true });
-        let newline: number;
-        while ((newline = pending.indexOf("\n")) !== -1) {
-          const reply = JSON.parse(pending.slice(0, newline)) as WorkerReply;
-          pending = pending.slice(newline + 1);
-          const waiter = this.#pending.get(reply.id);
-          if (!waiter) continue;
-          this.#pending.delete(reply.id);
-          this.#busy[waiter.worker]!--;
-          if (reply.error !== undefined) {
-            waiter.reject(new Error(`Search worker failed: ${reply.error}`));
-          } else {
-            waiter.resolve(reply);
-          }
-        }
-      }
-    } catch {
-      // Killed: the status below says so.
-    }
-    const status = await child.status;
-    if (!this.#closed) {
-      this.#fail(
-        new Error(
-          `Search worker failed: its process ended (${
-            status.signal
-              ? `signal ${status.signal}`
-              : `exit code ${status.code}`
-          }; it may have passed its ${CHILD_HEAP_MIB} MiB memory bound)`,
-        ),
-      );
-    }
-  }
-
-  #send(index: number, message: unknown): void {
-    this.#writers[index]!.write(
-      this.#encoder.encode(`${JSON.stringify(message)}\n`),
-    ).catch((error) => this.#fail(error));
-  }
-
-  #fail(error: unknown): void {
-    this.#failure ??= error;
-    for (const pending of this.#pending.values()) pending.reject(error);
-    this.#pending.clear();
-  }
-
-  run(job: WorkerJob): Promise<WorkerReply> {
-    if (this.#failure !== null) return Promise.reject(this.#failure);
-    let index = 0;
-    for (let i = 1; i < this.#busy.length; i++) {
-      if (this.#busy[i]! < this.#busy[index]!) index = i;
-    }
-    this.#busy[index]!++;
-    return new Promise((resolve, reject) => {
-      this.#pending.set(job.id, { resolve, reject, worker: index });
-      if (job.kind === "files" && job.bytes) {
-        const { bytes, ...rest } = job;
-        this.#send(index, {
-          ...rest,
-          bytes64: bytes.map((b) => b === null ? null : base64(b)),
-        });
-      } else {
-        this.#send(index, job);
-      }
-    });
-  }
-
-  async close(): Promise<void> {
-    if (this.#closed) return;
-    this.#closed = true;
-    for (const child of this.#children) {
-      try {
-        child.kill("SIGKILL");
-      } catch {
-        // Already gone.
-      }
-    }
-    this.#fail(new Error("Search stopped"));
-    await Promise.all(this.#writers.map((w) => w.abort().catch(() => {})));
-    await Promise.all(this.#children.map((c) => c.status.catch(() => {})));
-    await Promise.all(this.#reading);
-  }
-}
-
-function base64(bytes: Uint8Array): string {
-  let text = "";
-  for (let i = 0; i < bytes.length; i += 0x8000) {
-    text += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
-  }
-  return btoa(text);
-}
-
-class WorkerPool implements JobPool {
-  readonly #workers: Worker[] = [];
-  readonly #busy: number[] = [];
-  readonly #pending = new Map<
-    number,
-    {
-      resolve: (r: WorkerReply) => void;
-      reject: (e: unknown) => void;
-      worker: number;
-    }
-  >();
-  #failure: unknown = null;
-  /**
-   * Set when the pool closes: the workers' matcher stops at its next check.
-   * `terminate()` alone does not stop a Worker busy in JavaScript (Deno
-   * 2.9.6, measured: the core kept burning).
-   */
-  readonly #stop = new Int32Array(new SharedArrayBuffer(4));
-
-  constructor(size: number, config: WorkerConfig) {
-    if (config.kind === "grep") config = { ...config, stop: this.#stop };
-    for (let i = 0; i < size; i++) {
-      const worker = new Worker(workerUrl(), { type: "module" });
-      worker.onmessage = (event: MessageEvent<WorkerReply>): void => {
-        const reply = event.data;
-        const pending = this.#pending.get(reply.id);
-        if (!pending) return;
-        this.#pending.delete(reply.id);
-        this.#busy[pending.worker]!--;
-        if (reply.error !== undefined) {
-          pending.reject(new Error(`Search worker failed: ${reply.error}`));
-        } else {
-          pending.resolve(reply);
-        }
-      };
-      worker.onerror = (event: ErrorEvent): void => {
-        event.preventDefault();
-        this.#fail(new Error(`Search worker failed: ${event.message}`));
-      };
-      worker.postMessage(config);
-      this.#workers.push(worker);
-      this.#busy.push(0);
-    }
-  }
-
-  #fail(error: unknown): void {
-    this.#failure ??= error;
-    for (const pending of this.#pending.values()) pending.reject(error);
-    this.#pending.clear();
-  }
-
-  run(job: WorkerJob, transfer: Transferable[] = []): Promise<WorkerReply> {
-    if (this.#failure !== null) return Promise.reject(this.#failure);
-    let index = 0;
-    for (let i = 1; i < this.#busy.length; i++) {
-      if (this.#busy[i]! < this.#busy[index]!) index = i;
-    }
-    this.#busy[index]!++;
-    return new Promise((resolve, reject) => {
-      this.#pending.set(job.id, { resolve, reject, worker: index });
-      this.#workers[index]!.postMessage(job, transfer);
-    });
-  }
-
-  /** Terminates the workers (at the end, the time limit or an abort). */
-  close(): Promise<void> {
-    Atomics.store(this.#stop, 0, 1);
-    for (const worker of this.#workers) worker.terminate();
-    this.#fail(new Error("Search stopped"));
-    return Promise.resolve();
-  }
+/** A file found by the walk, relative to the root. */
+interface Found extends FileFound {
+  readonly modifiedMs?: number | null;
 }
 
 /**
- * The pure TypeScript engine. Same answers as {@linkcode RipgrepSearch}.
+ * The engine over the file-system interface. Same result format as the other
+ * engines; see `README.md` for where its regex dialect (RE2) differs from
+ * ripgrep's.
  *
  * @example Searching a folder
  * ```ts
@@ -376,21 +81,18 @@ export class FallbackSearch implements SearchEngine {
   readonly engine = "fallback" as const;
   readonly #fs: SearchFileSystem;
   readonly #local: boolean;
-  readonly #workers: number;
+  readonly #reads: number;
   readonly #slots = new SearchSlots();
 
   /**
    * Makes the engine.
    *
-   * @param options The file system, whether its paths are local, workers.
+   * @param options The file system, whether its paths are local, reads at once.
    */
   constructor(options: FallbackSearchOptions) {
     this.#fs = options.fs;
     this.#local = options.local ?? false;
-    const cpus = typeof navigator !== "undefined"
-      ? navigator.hardwareConcurrency ?? 2
-      : 2;
-    this.#workers = options.workers ?? Math.max(1, Math.min(4, cpus));
+    this.#reads = Math.max(1, options.workers ?? 8);
   }
 
   /**
@@ -402,53 +104,17 @@ export class FallbackSearch implements SearchEngine {
    * @throws {RangeError} For bad numbers.
    * @throws {Deno.errors.NotFound} When the path does not exist.
    * @throws {SearchTimeoutError} When the time limit passes.
-   *
-   * Needs read access to the searched files (local mode).
    */
   async grep(request: GrepRequest): Promise<GrepResult> {
     const plan = await planGrep(this.#fs, request, this.#local);
-    if (!this.#local || childSpawnMode() === "none") {
-      // Workers match with the linear-time matcher: refuse here what it
-      // cannot compile (a pattern past its size bound).
-      try {
-        compileLinear(plan.regex.source, plan.regex.flags);
-      } catch (error) {
-        const message = (error as Error).message;
-        throw new TypeError(
-          `Invalid regex "${plan.regex.pattern}": ${
-            message.slice(message.indexOf('": ') + 3)
-          }`,
-        );
-      }
-    }
     const collector = new GrepCollector(plan);
     if (plan.root.isFile && plan.root.size > plan.maxFileBytes) {
       collector.skip("", "too-large", plan.root.size);
       return collector.result("fallback");
     }
-    const skipped: WorkerSkip[] = [];
+    const skipped: { path: string; reason: SkipReason; size?: number }[] = [];
     const found = await this.#walk(
       plan,
-      {
-        kind: "grep",
-        root: plan.root.path,
-        source: plan.regex.source,
-        flags: plan.regex.flags,
-        multiline: plan.multiline,
-        mode: plan.mode === "files_with_matches"
-          ? "files"
-          : plan.mode === "count"
-          ? "count"
-          : "content",
-        before: plan.before,
-        after: plan.after,
-        maxLineChars: plan.maxLineChars,
-        maxLinesPerFile: plan.maxLinesPerFile,
-        inlineFiles: 16,
-        filters: workerFilters(plan.filters),
-        maxFileBytes: plan.maxFileBytes,
-      },
-      plan.filters,
       `Search for "${plan.regex.pattern}"`,
       skipped,
     );
@@ -469,23 +135,10 @@ export class FallbackSearch implements SearchEngine {
    * @throws {TypeError} For a bad glob or a path that is a file.
    * @throws {Deno.errors.NotFound} When the path does not exist.
    * @throws {SearchTimeoutError} When the time limit passes.
-   *
-   * Needs read access to the searched folder (local mode).
    */
   async glob(request: GlobRequest): Promise<GlobResult> {
     const plan = await planGlob(this.#fs, request, this.#local);
-    const found = await this.#walk(
-      plan,
-      {
-        kind: "glob",
-        root: plan.root.path,
-        inlineFiles: 0,
-        filters: workerFilters(plan.filters),
-      },
-      plan.filters,
-      `Glob "${request.pattern}"`,
-      [],
-    );
+    const found = await this.#walk(plan, `Glob "${request.pattern}"`, []);
     const files = found.map((f): GlobFile => ({
       path: joinPath(plan.root.path, f.path),
       modifiedMs: f.modifiedMs ?? null,
@@ -501,209 +154,149 @@ export class FallbackSearch implements SearchEngine {
    * @throws {TypeError} For a path that is a file.
    * @throws {RangeError} For bad numbers.
    * @throws {Deno.errors.NotFound} When the path does not exist.
-   *
-   * Needs read access to the listed folder.
    */
   ls(request: LsRequest): Promise<LsResult> {
     return listFolder(this.#fs, request, this.#local);
   }
 
-  /**
-   * Walks the root (in workers, or with the file system on this thread) and
-   * returns what was found, sorted by path.
-   */
+  /** Walks the root and returns what was found, sorted by path. */
   async #walk(
     plan: GrepPlan | GlobPlan,
-    config: WorkerConfig,
-    spec: FilterSpec,
     what: string,
-    skipped: WorkerSkip[],
-  ): Promise<(FileFound & { modifiedMs?: number | null })[]> {
+    skipped: { path: string; reason: SkipReason; size?: number }[],
+  ): Promise<Found[]> {
     const deadline = startDeadline(plan.timeoutMs, plan.signal);
+    const signal = deadline.signal;
+    // Matching is synchronous: the time limit is checked between windows.
+    const endAt = performance.now() + plan.timeoutMs;
+    const stop = (): void => {
+      signal.throwIfAborted();
+      if (performance.now() > endAt) throw timeoutError(what, plan.timeoutMs);
+    };
     let release: (() => void) | undefined;
     try {
-      release = await this.#slots.acquire(deadline.signal);
-    } catch (error) {
-      deadline.clear();
-      throw deadline.signal.aborted ? deadline.error(what) : error;
-    }
-    const contentMode = "mode" in plan && plan.mode === "content";
-    const needed = "mode" in plan ? plan.maxLinesPerFile : Infinity;
-    const useWorkers = config.kind === "grep" || this.#local;
-    let pool: JobPool | null = null;
-    try {
-      if (useWorkers) {
-        // Local grep: a process when one may start (it can be killed, and
-        // matches with V8's RegExp), else Workers. Over a file system
-        // interface (remote runtimes) the bytes go to Workers without a copy
-        // (through a process they cost five times the CPU). Workers match
-        // with the linear-time matcher (`_linear.ts`): no pattern runs away,
-        // and it stops at the time limit on a flag the pool sets (neither
-        // V8's RegExp nor a JavaScript loop stops on `terminate()`). glob
-        // matches names (at most 255 bytes a segment).
-        pool = config.kind === "glob" || !this.#local ||
-            childSpawnMode() === "none"
-          ? new WorkerPool(this.#workers, config)
-          : new ProcessPool(
-            this.#workers,
-            config,
-            this.#local ? await readRootsOf(plan.root.path) : null,
-          );
-      }
-    } catch (error) {
-      deadline.clear();
-      release();
-      throw error;
-    }
-    const maxFileBytes = config.kind === "grep"
-      ? config.maxFileBytes
-      : Infinity;
-    const filters = makeFilters(spec);
-    const found: FileOutcome[] = [];
-    let retainedLines = 0;
-    let cutoff: string | null = null;
-    let nextId = 0;
-
-    const prune = (): void => {
+      release = await this.#slots.acquire(signal);
+      const grep = "mode" in plan ? plan : null;
+      const filters = makeFilters(plan.filters);
+      const found: Found[] = [];
       // Content mode: only the first files (in path order) can be shown.
-      found.sort((a, b) => comparePaths(a.path, b.path));
-      let sum = 0;
-      let keep = found.length;
-      for (let i = 0; i < found.length; i++) {
-        sum += found[i]!.lines.length;
-        if (sum >= needed) {
-          keep = i + 1;
-          break;
-        }
-      }
-      if (keep < found.length) {
-        found.length = keep;
-        cutoff = found[keep - 1]!.path;
-      }
-      retainedLines = found.reduce((n, f) => n + f.lines.length, 0);
-    };
-    const accept = (outcomes: readonly FileOutcome[]): void => {
-      for (const outcome of outcomes) {
-        if (cutoff !== null && comparePaths(outcome.path, cutoff) > 0) continue;
-        found.push(outcome);
-        retainedLines += outcome.lines.length;
-      }
-      if (contentMode && retainedLines > 4 * needed + 1000) prune();
-    };
-
-    const run = async (job: WorkerJob): Promise<WorkerReply> => {
-      if (this.#local) return await pool!.run(job);
-      if (job.kind === "dir") {
-        return await this.#listWithFs(
-          config,
-          job,
-          filters,
-          deadline.signal,
-        );
-      }
-      const bytes = await Promise.all(
-        job.files.map((f) =>
-          this.#fs.readBytes(joinPath(config.root, f), {
-            signal: deadline.signal,
-            maxBytes: Math.min(maxFileBytes, Number.MAX_SAFE_INTEGER),
-          }).catch((error) => {
-            if (error instanceof RangeError) {
-              skipped.push({ path: f, reason: "too-large" });
-            } else if (
-              error instanceof TypeError && /regular file/.test(error.message)
-            ) {
-              skipped.push({ path: f, reason: "not-regular" });
-            }
-            return null;
-          })
-        ),
-      );
-      const transfer = [
-        ...new Set(
-          bytes.flatMap((b) =>
-            b !== null && b.buffer instanceof ArrayBuffer ? [b.buffer] : []
-          ),
-        ),
-      ];
-      return await pool!.run({ ...job, bytes }, transfer);
-    };
-
-    try {
-      const queue: WorkerJob[] = plan.root.isFile
-        ? [{ kind: "files", id: nextId++, files: [""] }]
-        : [{ kind: "dir", id: nextId++, path: "" }];
-      const concurrency = this.#local
-        ? this.#workers * DEPTH
-        : Math.max(4, this.#workers * DEPTH);
-      await new Promise<void>((resolve, reject) => {
-        let active = 0;
-        let done = false;
-        const finish = (error?: unknown): void => {
-          if (done) return;
-          done = true;
-          deadline.signal.removeEventListener("abort", onAbort);
-          if (error === undefined) resolve();
-          else reject(error);
-        };
-        const onAbort = (): void => finish(deadline.error(what));
-        deadline.signal.addEventListener("abort", onAbort, { once: true });
-        if (deadline.signal.aborted) return onAbort();
-        const pump = (): void => {
-          while (!done && active < concurrency && queue.length > 0) {
-            const job = queue.shift()!;
-            active++;
-            run(job).then((reply) => {
-              active--;
-              if (done) return;
-              for (let i = reply.dirs.length - 1; i >= 0; i--) {
-                queue.unshift({
-                  kind: "dir",
-                  id: nextId++,
-                  path: reply.dirs[i]!,
-                });
-              }
-              for (let i = 0; i < reply.files.length; i += CHUNK) {
-                queue.push({
-                  kind: "files",
-                  id: nextId++,
-                  files: reply.files.slice(i, i + CHUNK),
-                });
-              }
-              accept(reply.outcomes);
-              if (reply.skipped) skipped.push(...reply.skipped);
-              pump();
-            }, (error) => {
-              active--;
-              finish(deadline.signal.aborted ? deadline.error(what) : error);
-            });
+      const needed = grep?.mode === "content" ? grep.maxLinesPerFile : Infinity;
+      let retained = 0;
+      let cutoff: string | null = null;
+      const keep = (file: Found): void => {
+        if (cutoff !== null && comparePaths(file.path, cutoff) > 0) return;
+        found.push(file);
+        retained += file.lines.length;
+        if (retained <= 4 * needed + 1000) return;
+        found.sort((a, b) => comparePaths(a.path, b.path));
+        let sum = 0;
+        for (let i = 0; i < found.length; i++) {
+          sum += found[i]!.lines.length;
+          if (sum >= needed) {
+            found.length = i + 1;
+            cutoff = found[i]!.path;
+            break;
           }
-          if (!done && active === 0 && queue.length === 0) finish();
-        };
-        pump();
-      });
+        }
+        retained = found.reduce((n, f) => n + f.lines.length, 0);
+      };
+      const search = async (relativePath: string): Promise<void> => {
+        let bytes: Uint8Array;
+        try {
+          bytes = await this.#fs.readBytes(
+            joinPath(plan.root.path, relativePath),
+            { signal, maxBytes: grep!.maxFileBytes },
+          );
+        } catch (error) {
+          if (signal.aborted) throw error;
+          if (error instanceof RangeError) {
+            skipped.push({ path: relativePath, reason: "too-large" });
+          } else if (
+            error instanceof TypeError && /regular file/.test(error.message)
+          ) {
+            skipped.push({ path: relativePath, reason: "not-regular" });
+          }
+          return;
+        }
+        signal.throwIfAborted();
+        if (isBinary(bytes)) return;
+        const matches = matchText(
+          decoder.decode(bytes),
+          grep!.regex.matcher(stop),
+          {
+            multiline: grep!.multiline,
+            mode: grep!.mode === "files_with_matches"
+              ? "files"
+              : grep!.mode === "count"
+              ? "count"
+              : "content",
+            before: grep!.before,
+            after: grep!.after,
+            maxLineChars: grep!.maxLineChars,
+            maxLines: grep!.maxLinesPerFile,
+          },
+        );
+        if (matches) keep({ path: relativePath, ...matches });
+      };
+      // Folders are listed, files read, a few at a time.
+      const folders: string[] = plan.root.isFile ? [] : [""];
+      const files: string[] = plan.root.isFile ? [""] : [];
+      const running = new Set<Promise<void>>();
+      let failure: { error: unknown } | null = null;
+      const start = (task: Promise<void>): void => {
+        const tracked = task.catch((error) => {
+          failure ??= { error };
+        }).finally(() => running.delete(tracked));
+        running.add(tracked);
+      };
+      while (folders.length > 0 || files.length > 0 || running.size > 0) {
+        if (failure !== null) {
+          await Promise.all(running);
+          throw (failure as { error: unknown }).error;
+        }
+        signal.throwIfAborted();
+        while (running.size < this.#reads && (folders.length || files.length)) {
+          // Folders first, then files in batches (a shell engine's snapshot
+          // lists from memory and reads a batch with one command).
+          if (folders.length > 0) {
+            const folder = folders.pop()!;
+            const into = { folders, files, skipped, keep };
+            start(this.#list(plan, folder, filters, signal, !!grep, into));
+          } else {
+            const batch = files.splice(-64);
+            start(Promise.all(batch.map(search)).then(() => {}));
+          }
+        }
+        if (running.size > 0) await Promise.race(running);
+      }
+      if (failure !== null) throw (failure as { error: unknown }).error;
+      found.sort((a, b) => comparePaths(a.path, b.path));
+      return found;
+    } catch (error) {
+      throw signal.aborted ? deadline.error(what) : error;
     } finally {
       deadline.clear();
-      await pool?.close();
-      release();
+      release?.();
     }
-    found.sort((a, b) => comparePaths(a.path, b.path));
-    return found;
   }
 
-  /** Lists one folder with the file system (remote mode). */
-  async #listWithFs(
-    config: WorkerConfig,
-    job: WorkerJob & { kind: "dir" },
+  /** Lists one folder: sub-folders and files to visit, skips, glob finds. */
+  async #list(
+    plan: GrepPlan | GlobPlan,
+    folder: string,
     filters: ReturnType<typeof makeFilters>,
     signal: AbortSignal,
-  ): Promise<WorkerReply> {
-    const dirs: string[] = [];
-    const files: string[] = [];
-    const outcomes: FileOutcome[] = [];
-    const outcomesSkipped: WorkerSkip[] = [];
+    grep: boolean,
+    into: {
+      folders: string[];
+      files: string[];
+      skipped: { path: string; reason: SkipReason; size?: number }[];
+      keep: (file: Found) => void;
+    },
+  ): Promise<void> {
     let entries: readonly SearchFileInfo[] = [];
     try {
-      entries = (await this.#fs.list(joinPath(config.root, job.path), {
+      entries = (await this.#fs.list(joinPath(plan.root.path, folder), {
         depth: 1,
         limit: Number.MAX_SAFE_INTEGER,
         signal,
@@ -712,42 +305,36 @@ export class FallbackSearch implements SearchEngine {
       if (signal.aborted) throw error;
       // Unreadable folder: skipped, as ripgrep does.
     }
-    const prefix = job.path === "" ? "" : `${job.path}/`;
+    const maxFileBytes = "maxFileBytes" in plan ? plan.maxFileBytes : Infinity;
+    const prefix = folder === "" ? "" : `${folder}/`;
     for (const entry of entries) {
-      const relativePath = prefix + entry.name;
+      const path = prefix + entry.name;
       if (entry.type === "directory") {
-        if (filters.descend(relativePath, entry.name)) dirs.push(relativePath);
-      } else if (entry.type === "other") {
-        if (
-          config.kind === "grep" && filters.include(relativePath, entry.name)
-        ) {
-          outcomesSkipped.push({ path: relativePath, reason: "not-regular" });
-        }
-      } else if (entry.type === "file") {
-        if (!filters.include(relativePath, entry.name)) continue;
-        if (config.kind === "grep" && entry.size > config.maxFileBytes) {
-          outcomesSkipped.push({
-            path: relativePath,
-            reason: "too-large",
-            size: entry.size,
-          });
-          continue;
-        }
-        if (config.kind === "glob") {
-          outcomes.push({
-            path: relativePath,
-            count: 0,
-            lines: [],
-            modifiedMs: entry.modifiedAt?.getTime() ?? null,
-          });
+        if (filters.descend(path, entry.name)) into.folders.push(path);
+      } else if (entry.type === "other" || entry.type === "file") {
+        if (!filters.include(path, entry.name)) continue;
+        if (!grep) {
+          if (entry.type === "file") {
+            into.keep({
+              path,
+              count: 0,
+              lines: [],
+              modifiedMs: entry.modifiedAt?.getTime() ?? null,
+            });
+          }
+        } else if (entry.type === "other") {
+          into.skipped.push({ path, reason: "not-regular" });
+        } else if (entry.size > maxFileBytes) {
+          into.skipped.push({ path, reason: "too-large", size: entry.size });
         } else {
-          files.push(relativePath);
+          into.files.push(path);
         }
       }
     }
-    return { id: job.id, dirs, files, outcomes, skipped: outcomesSkipped };
   }
 }
+
+const decoder = new TextDecoder("utf-8", { ignoreBOM: true });
 
 /**
  * Sorts found files newest first (then by path) and applies the limit.
@@ -853,13 +440,4 @@ export async function listFolder(
     return x - y || comparePaths(a.path, b.path);
   });
   return { path: root.path, entries, truncated };
-}
-
-/** A local root as given and its real path, when that can be found. */
-async function readRootsOf(root: string): Promise<string[]> {
-  try {
-    return [root, await Deno.realPath(root)];
-  } catch {
-    return [root];
-  }
 }

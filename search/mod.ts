@@ -1,8 +1,9 @@
 /**
- * The search engine behind the `grep`, `glob` and `ls` tools: ripgrep when it
- * is installed (local runtimes), a pure TypeScript fallback otherwise (any
- * runtime's file system), and an engine that runs the search inside a remote
- * sandbox through a shell (`ShellSearch`), all with identical answers.
+ * The search engine behind the `grep`, `glob` and `ls` tools: ripgrep where
+ * it is installed (on the host or in the sandbox), else the shell engine
+ * (`find` and `grep`, `ShellSearch`), and for a runtime with only a file
+ * system the TypeScript engine (`FallbackSearch`, matching with `re2js`).
+ * Same result format; where answers can differ is in `search/README.md`.
  *
  * @example Searching a temporary folder
  * ```ts
@@ -39,11 +40,6 @@ export {
   type ShellSearchOptions,
   type ShellSearchStats,
 } from "./shell.ts";
-export {
-  type TranslatedRegex,
-  translateRegex,
-  type TranslateRegexOptions,
-} from "./regex.ts";
 export { type CompiledGlob, compileGlob } from "./glob.ts";
 export {
   BINARY_SNIFF_BYTES,

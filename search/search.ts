@@ -1,10 +1,12 @@
 /**
  * The search engine a runtime uses: ripgrep when it is installed and the file
- * system is local, else the pure TypeScript fallback (same answers).
+ * system is local, else the shell engine (`find` and `grep`) through the
+ * given shell, else the engine over the file-system interface (`re2js`).
  *
  * @module
  */
 import { FallbackSearch } from "./fallback.ts";
+import { type SearchShell, ShellSearch } from "./shell.ts";
 import { detectRipgrep, RipgrepSearch } from "./ripgrep.ts";
 import type {
   GlobRequest,
@@ -27,15 +29,21 @@ export interface CreateSearchOptions {
    */
   readonly local?: boolean;
   /**
-   * `"auto"` (default): ripgrep when local and installed, else the fallback;
-   * `true`: ripgrep, failing when it is missing or the file system is not
-   * local; `false`: the fallback.
+   * `"auto"` (default): ripgrep when local and installed, else the shell engine
+   * (with `shell`) or the fallback; `true`: ripgrep, failing when it is
+   * missing or the file system is not local; `false`: never ripgrep.
    */
   readonly useRipgrep?: "auto" | boolean;
   /** The ripgrep command. Default `rg`. */
   readonly ripgrepPath?: string;
-  /** Workers of the fallback. Default: the CPU count, 1 to 4. */
+  /** Files the engine over the file-system interface reads at once. Default 8. */
   readonly workers?: number;
+  /**
+   * Runs `find` and `grep` on the host (the local runtime's launcher): the
+   * engine when ripgrep is missing. Without it, or when it cannot run
+   * `true`, the engine over the file-system interface answers.
+   */
+  readonly shell?: SearchShell;
 }
 
 /**
@@ -83,13 +91,27 @@ export function createSearch(options: CreateSearchOptions): SearchEngine {
   let chosen: Promise<SearchEngine> | null = null;
   const pick = (): Promise<SearchEngine> => {
     chosen ??= (async (): Promise<SearchEngine> => {
-      if (!local || useRipgrep === false) return fallback;
-      const rg = await detectRipgrep(rgPath);
+      if (!local) return fallback;
+      const rg = useRipgrep !== false && await detectRipgrep(rgPath);
       if (rg) return new RipgrepSearch({ fs: options.fs, ripgrepPath: rgPath });
       if (useRipgrep === true) {
         throw new Error(
           `Cannot use ripgrep "${rgPath}": it is not installed or does not run; install ripgrep or use useRipgrep: "auto"`,
         );
+      }
+      const shell = options.shell;
+      if (
+        shell && await shell.exec("true", { timeoutMs: 10_000 }).then(
+          (r) => r.exitCode === 0,
+          () => false,
+        )
+      ) {
+        return new ShellSearch({
+          shell,
+          fs: options.fs,
+          useRipgrep: false,
+          readFilesDirectly: true,
+        });
       }
       return fallback;
     })();

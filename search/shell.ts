@@ -24,6 +24,7 @@ import { shellQuote } from "../_internal/shell_quote.ts";
 import { FallbackSearch, listFolder } from "./fallback.ts";
 import {
   GrepCollector,
+  type GrepPlan,
   planGlob,
   planGrep,
   resolveRoot,
@@ -124,8 +125,14 @@ export interface ShellSearchOptions {
    * error asking for a narrower search. Default 32 MiB.
    */
   readonly maxOutputBytes?: number;
-  /** Workers of the last resort and of the `find` engine's matching. Default 2. */
+  /** Files the last resort and the `find` engine's matching read at once. */
   readonly workers?: number;
+  /**
+   * The shell runs on this host (no `rg`): `find` and `grep` run through it,
+   * the files they keep are read through `fs` rather than through the shell.
+   * Default `false`.
+   */
+  readonly readFilesDirectly?: boolean;
 }
 
 /** What a {@linkcode ShellSearch} has moved so far. */
@@ -142,6 +149,8 @@ interface Capabilities {
   /** `base64`, `head` and GNU `find -printf`: the in-sandbox engine works. */
   readonly framing: boolean;
   readonly grep: boolean;
+  /** `grep` reads UTF-8 under `LC_ALL=C.UTF-8` (`.` matches `é`). */
+  readonly utf8: boolean;
 }
 
 const DEFAULT_MAX_OUTPUT_BYTES = 32 * 1024 * 1024;
@@ -192,6 +201,7 @@ export class ShellSearch implements SearchEngine {
   readonly #maxBytes: number;
   readonly #workers: number;
   readonly #fallback: FallbackSearch;
+  readonly #direct: boolean;
   #caps: Promise<Capabilities> | null = null;
   #commands = 0;
   #stdoutBytes = 0;
@@ -214,6 +224,7 @@ export class ShellSearch implements SearchEngine {
     }
     this.#maxBytes = max;
     this.#workers = options.workers ?? 2;
+    this.#direct = options.readFilesDirectly ?? false;
     this.#fallback = new FallbackSearch({
       fs: this.#fs,
       local: false,
@@ -250,12 +261,14 @@ export class ShellSearch implements SearchEngine {
     const deadline = startDeadline(plan.timeoutMs, plan.signal);
     const what = `Search for "${plan.regex.pattern}"`;
     try {
-      const literal = caps.grep && !plan.root.isFile &&
-        literalOf(request.pattern, plan.caseInsensitive);
-      const only = literal
-        ? await this.#filesWithLiteral(
+      const prefilter = caps.grep && !plan.root.isFile
+        ? grepPrefilter(plan, caps.utf8)
+        : null;
+      // The prefilter and the listing run at once (two commands).
+      const only = prefilter
+        ? this.#filesMatching(
           plan.root,
-          literal,
+          prefilter,
           plan.maxFileBytes,
           deadline.signal,
           plan.timeoutMs,
@@ -381,6 +394,7 @@ export class ShellSearch implements SearchEngine {
           `for c in rg base64 head grep; do command -v "$c" >/dev/null 2>&1 && printf '%s\\n' "$c"; done`,
           `rg --version >/dev/null 2>&1 && printf 'rg-runs\\n'`,
           `find . -maxdepth 0 -printf 'find-printf\\n' 2>/dev/null`,
+          `printf '\\303\\251\\n' | LC_ALL=C.UTF-8 grep -q -E '^.$' 2>/dev/null && printf 'grep-utf8\\n'`,
           `true`,
         ].join("; "),
         { timeoutMs: DETECT_TIMEOUT_MS, ...(signal ? { signal } : {}) },
@@ -405,6 +419,7 @@ export class ShellSearch implements SearchEngine {
         rg: rg && framing && this.#useRipgrep !== false,
         framing,
         grep: found.has("grep"),
+        utf8: found.has("grep-utf8"),
       };
     })();
     const caps = this.#caps;
@@ -604,10 +619,13 @@ export class ShellSearch implements SearchEngine {
     return binary;
   }
 
-  /** The files (relative to the root) holding a literal, by `grep -rlF`. */
-  async #filesWithLiteral(
+  /**
+   * The files (relative to the root) with a line `grep -E` matches (at least
+   * every file the pattern matches), by `find -exec grep -l`.
+   */
+  async #filesMatching(
     root: SearchRoot,
-    literal: string,
+    grep: { pattern: string; flags: string; locale: string },
     maxFileBytes: number,
     signal: AbortSignal,
     timeoutMs: number,
@@ -622,8 +640,8 @@ export class ShellSearch implements SearchEngine {
       shellQuote(root.path)
     } && LC_ALL=C find . -mindepth 1 -type d \\( ${prune} \\) -prune -o -type f -size -${
       maxFileBytes + 1
-    }c -exec grep -l -F -a -Z -e ${
-      shellQuote(literal)
+    }c -exec env LC_ALL=${grep.locale} grep -l ${grep.flags} -a -Z -e ${
+      shellQuote(grep.pattern)
     } -- {} + -o ! -type d ! -type l -print0`;
     const run = await this.#framed(body, this.#maxBytes, signal, timeoutMs);
     // Status 2 (an error) may mean files were missed: no narrowing then.
@@ -652,9 +670,14 @@ export class ShellSearch implements SearchEngine {
     depth: number,
     timeoutMs: number,
     signal: AbortSignal,
-    only: Set<string> | null,
+    pending: Set<string> | null | Promise<Set<string> | null>,
     requested: string | undefined,
   ): Promise<SearchFileSystem> {
+    // Settled either way: a failed listing leaves no rejection unhandled.
+    const filtered = Promise.resolve(pending).then(
+      (set) => ({ set }),
+      (error) => ({ set: null, error }),
+    );
     const dirs = new Map<string, SearchFileInfo[]>();
     const resolved = new Map<string, string>([[requested ?? ".", root.path]]);
     if (root.isFile) {
@@ -663,7 +686,7 @@ export class ShellSearch implements SearchEngine {
         root,
         dirs,
         resolved,
-        (p, s) => this.#readFiles(root, p, s),
+        (p, s) => this.#read(root, p, s),
       );
     }
     const format = "%y %s %T@ %P\\0";
@@ -675,6 +698,9 @@ export class ShellSearch implements SearchEngine {
       Number.isFinite(depth) ? ` -maxdepth ${depth}` : ""
     } \\( -type d \\( ${heavy} \\) -printf '${format}' -prune \\) -o -printf '${format}'`;
     const run = await this.#framed(body, this.#maxBytes, signal, timeoutMs);
+    const prefiltered = await filtered;
+    if ("error" in prefiltered) throw prefiltered.error;
+    const only = prefiltered.set;
     if (run.truncated) {
       throw new Error(
         `Cannot list "${root.path}": the listing in the sandbox passed the ${
@@ -732,7 +758,21 @@ export class ShellSearch implements SearchEngine {
       root,
       dirs,
       resolved,
-      (paths, s) => this.#readFiles(root, paths, s),
+      (paths, s) => this.#read(root, paths, s),
+    );
+  }
+
+  /** Reads files (absolute paths): through `fs`, or with one shell command. */
+  #read(
+    root: SearchRoot,
+    paths: readonly string[],
+    signal: AbortSignal | undefined,
+  ): Promise<(Uint8Array | null)[]> {
+    if (!this.#direct) return this.#readFiles(root, paths, signal);
+    return Promise.all(
+      paths.map((path) =>
+        this.#fs.readBytes(path, signal ? { signal } : {}).catch(() => null)
+      ),
     );
   }
 
@@ -785,14 +825,24 @@ export class ShellSearch implements SearchEngine {
 }
 
 /**
- * A pattern that is an ASCII literal (no regex syntax) matched case
- * sensitively: files holding it are exactly what `grep -F` finds.
+ * The `grep -E` prefilter of a search, when `grep` finds at least every file
+ * the pattern matches: the pattern keeps to the syntax both read alike; `.`
+ * and negated classes only where `grep` reads UTF-8; case folding only of
+ * letters that fold alike (RE2 folds `k` with the Kelvin sign, `s` with `ſ`).
  */
-function literalOf(pattern: string, caseInsensitive: boolean): string | null {
-  if (caseInsensitive || pattern === "") return null;
-  if (!/^[\x20-\x7e]+$/.test(pattern)) return null;
-  if (/[\\.+*?()|[\]{}^$]/.test(pattern)) return null;
-  return pattern;
+function grepPrefilter(
+  plan: GrepPlan,
+  utf8: boolean,
+): { pattern: string; flags: string; locale: string } | null {
+  const pattern = plan.regex.grepPattern;
+  if (pattern === null) return null;
+  if (!utf8 && /(^|[^\\])(\\\\)*(\.|\[\^)/.test(pattern)) return null;
+  if (plan.caseInsensitive && /[ks]/i.test(pattern)) return null;
+  return {
+    pattern,
+    flags: plan.caseInsensitive ? "-E -i" : "-E",
+    locale: utf8 ? "C.UTF-8" : "C",
+  };
 }
 
 function fileType(letter: string): FileType {

@@ -112,7 +112,7 @@ export const DEFAULT_LS_LIMIT = 1_000;
 
 /** What {@linkcode SearchEngine.grep} takes. */
 export interface GrepRequest {
-  /** The regular expression, in ripgrep's syntax (see `regex.ts`). */
+  /** The regular expression (ripgrep's syntax; see `search/README.md` for each engine's dialect). */
   readonly pattern: string;
   /** A file or folder; default the runtime's default working folder. */
   readonly path?: string;

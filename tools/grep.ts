@@ -53,6 +53,7 @@ export function createGrepTool(context: ToolContext): Tool {
     timeoutMs: context.limits.searchTimeoutMs,
     description:
       `Searches file contents in the "${runtime.name}" runtime with a regular expression (ripgrep syntax, e.g. "log.*Error", "function\\s+\\w+"). ` +
+      `Where ripgrep is missing the pattern is read as RE2 (the same for common patterns; there \\w, \\d, \\s and \\b are ASCII only). Look-around and backreferences are refused; lines are matched one by one unless multiline is set. ` +
       `output_mode: "files_with_matches" (default) lists matching files, "count" gives matching lines per file, "content" shows matching lines (path:line:text) with optional context lines. ` +
       `Filter files with glob (e.g. "*.{ts,tsx}") or type (e.g. "py"). Binary files and folders such as node_modules and .git are skipped. ` +
       `path defaults to ${

@@ -210,7 +210,7 @@ testEachEngine(
     await makeTree(dir.path);
     const grep = createGrepTool(contextWithEngine(dir.path, engine));
     assertEquals(await grep.execute({ pattern: "(unclosed" }), {
-      text: 'Invalid regex "(unclosed": unclosed group at position 0',
+      text: 'Invalid regex "(unclosed": missing closing ): `(unclosed`',
       isError: true,
     });
     assertEquals(await grep.execute({ pattern: "x", path: "nope" }), {

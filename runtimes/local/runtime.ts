@@ -286,9 +286,22 @@ export class LocalSkillRuntime implements SkillRuntime {
       inner,
       () => this.#checkOpen("use the file system"),
     );
+    const searchLauncher = new DenoCommandLauncher();
     this.#search = createSearch({
       fs: this.#fs,
       local: true,
+      // find and grep when ripgrep is missing, on the host as in a sandbox.
+      shell: {
+        exec: (command, execOptions) =>
+          searchLauncher.launch({
+            command,
+            cwd: this.#cwd,
+            env: {},
+            timeoutMs: execOptions.timeoutMs,
+            maxOutputBytes: execOptions.maxOutputBytes ?? 64 * 1024 * 1024,
+            ...(execOptions.signal ? { signal: execOptions.signal } : {}),
+          }),
+      },
       ...(options.useRipgrep !== undefined
         ? { useRipgrep: options.useRipgrep }
         : {}),

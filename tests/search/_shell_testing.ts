@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { SearchShell, SearchShellResult } from "./shell.ts";
+import type { SearchShell, SearchShellResult } from "../../search/shell.ts";
 
 /** A folder of links to every command on `PATH` except the hidden ones. */
 export async function pathWithout(hidden: readonly string[]): Promise<string> {

@@ -3,10 +3,10 @@ import {
   assertRejects,
   assertStringIncludes,
   assertThrows,
-} from "../_internal/assert.ts";
-import { detectRipgrep } from "./ripgrep.ts";
-import { createSearch } from "./search.ts";
-import { LocalFileSystem } from "../runtimes/local/fs.ts";
+} from "../../_internal/assert.ts";
+import { detectRipgrep } from "../../search/ripgrep.ts";
+import { createSearch } from "../../search/search.ts";
+import { LocalFileSystem } from "../../runtimes/local/fs.ts";
 
 Deno.test("createSearch() uses ripgrep when local and installed", async () => {
   const search = createSearch({

@@ -11,8 +11,8 @@ import {
   assertLess,
   assertRejects,
   assertStringIncludes,
-} from "../_internal/assert.ts";
-import type { SearchEngine } from "./types.ts";
+} from "../../_internal/assert.ts";
+import type { SearchEngine } from "../../search/types.ts";
 
 const encoder = new TextEncoder();
 

@@ -3,14 +3,14 @@ import {
   assertInstanceOf,
   assertRejects,
   assertStringIncludes,
-} from "../_internal/assert.ts";
+} from "../../_internal/assert.ts";
 import {
   GrepCollector,
   MAX_CONCURRENT_SEARCHES,
   planGrep,
   SearchSlots,
-} from "./_plan.ts";
-import { LocalFileSystem } from "../runtimes/local/fs.ts";
+} from "../../search/_plan.ts";
+import { LocalFileSystem } from "../../runtimes/local/fs.ts";
 
 Deno.test("planGrep() checks numbers and the output mode", async () => {
   const fs = new LocalFileSystem({ cwd: Deno.cwd() });

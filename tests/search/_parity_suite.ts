@@ -8,22 +8,22 @@
  *
  * @module
  */
-import { assert, assertEquals } from "../_internal/assert.ts";
-import { FallbackSearch } from "./fallback.ts";
-import { detectRipgrep, RipgrepSearch } from "./ripgrep.ts";
-import { ShellSearch } from "./shell.ts";
+import { assert, assertEquals } from "../../_internal/assert.ts";
+import { FallbackSearch } from "../../search/fallback.ts";
+import { detectRipgrep, RipgrepSearch } from "../../search/ripgrep.ts";
+import { ShellSearch } from "../../search/shell.ts";
 import { bashShell, pathWithout } from "./_shell_testing.ts";
-import { LocalFileSystem } from "../runtimes/local/fs.ts";
+import { LocalFileSystem } from "../../runtimes/local/fs.ts";
 import type {
   GlobRequest,
   GrepRequest,
   LsRequest,
   SearchEngine,
-} from "./types.ts";
+} from "../../search/types.ts";
 import {
   anthropicsCollection,
   type SharedData,
-} from "../_internal/shared_data.ts";
+} from "../../_internal/shared_data.ts";
 
 /** The real skills the parity runs on (they skip without ../shared). */
 export const CORPUS_DATA: SharedData = anthropicsCollection();

@@ -1,22 +1,22 @@
-import { concatBytes } from "../_internal/std.ts";
+import { concatBytes } from "../../_internal/std.ts";
 import {
   assert,
   assertEquals,
   assertFalse,
   assertLess,
-} from "../_internal/assert.ts";
-import { canWatchMemory, runRipgrep } from "./_ripgrep_run.ts";
+} from "../../_internal/assert.ts";
+import { canWatchMemory, runRipgrep } from "../../search/_ripgrep_run.ts";
 import {
   parseDebugSkip,
   parseLine,
   parseRipgrepOutput,
   ripgrepGrepArgs,
-} from "./_ripgrep_protocol.ts";
-import { type GrepPlan, planGrep } from "./_plan.ts";
-import { detectRipgrep, RipgrepSearch } from "./ripgrep.ts";
-import { FallbackSearch } from "./fallback.ts";
-import { comparePaths } from "./rules.ts";
-import { LocalFileSystem } from "../runtimes/local/fs.ts";
+} from "../../search/_ripgrep_protocol.ts";
+import { type GrepPlan, planGrep } from "../../search/_plan.ts";
+import { detectRipgrep, RipgrepSearch } from "../../search/ripgrep.ts";
+import { FallbackSearch } from "../../search/fallback.ts";
+import { comparePaths } from "../../search/rules.ts";
+import { LocalFileSystem } from "../../runtimes/local/fs.ts";
 import { engineSuite } from "./_test_suite.ts";
 
 const rg = await detectRipgrep();
