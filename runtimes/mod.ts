@@ -177,7 +177,7 @@ export {
   MemoryConversationStore,
   type NewConversation,
   type PreparedSkillRecord,
-} from "../workspace/conversation_store.ts";
+} from "./stores/conversation_store.ts";
 export {
   RemoteHttpError,
   type RemoteHttpErrorOptions,

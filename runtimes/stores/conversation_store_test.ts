@@ -5,8 +5,8 @@ import {
   assertRejects,
   assertStringIncludes,
   assertThrows,
-} from "../_internal/assert.ts";
-import { PROJECT_CONFIG, runDenoScript } from "../_internal/testing.ts";
+} from "../../_internal/assert.ts";
+import { PROJECT_CONFIG, runDenoScript } from "../../_internal/testing.ts";
 import {
   type ConversationKey,
   type ConversationStore,

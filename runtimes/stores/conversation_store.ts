@@ -15,7 +15,7 @@
  *
  * @module
  */
-import { validateConversationId } from "./conversation.ts";
+import { validateConversationId } from "../../workspace/conversation.ts";
 
 /** Which conversation: the server's base URL and the conversation id. */
 export interface ConversationKey {
