@@ -394,6 +394,20 @@ export function storeSuite(
     assertEquals(await store.eventsAfter(`${SID}-other`, priming), null);
     assertEquals(await store.eventsAfter(SID, "stream-1.999999999999"), null);
     assertEquals(await store.eventsAfter(SID, "not an id"), null);
+    // Sequence 0: the stream from its start; an empty one for a session's
+    // stream with no event yet.
+    assertEquals(
+      (await store.eventsAfter(SID, "stream-1.000000000000"))?.events.length,
+      13,
+    );
+    assertEquals(
+      (await store.eventsAfter(SID, "stream-9.000000000000"))?.events,
+      [],
+    );
+    assertEquals(
+      await store.eventsAfter("session-none-000000000", "s.000000000000"),
+      null,
+    );
     await assertRejects(
       () => store.appendEvent(SID, "bad.stream", {}),
       TypeError,

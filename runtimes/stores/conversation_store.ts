@@ -290,7 +290,8 @@ export interface ConversationStore {
    * The events of a session's stream after one of its event ids.
    *
    * @param sessionId The session.
-   * @param eventId The last event the client has.
+   * @param eventId The last event the client has; sequence 0 (see
+   *   `eventIdOf`) asks for the stream from its start.
    * @returns The stream and the events after it, or `null` when the session
    *   has no such event.
    */
@@ -1024,11 +1025,12 @@ export class MemoryConversationStore implements ConversationStore {
     eventId: string,
   ): Promise<StoredEvents | null> {
     const parsed = parseEventId(eventId);
-    const events = parsed &&
-      this.#events.get(sessionId)?.get(parsed.streamId);
+    const events = parsed
+      ? this.#events.get(sessionId)?.get(parsed.streamId) ?? []
+      : [];
     if (
-      !parsed || !events || parsed.sequence < 1 ||
-      parsed.sequence > events.length
+      !parsed || parsed.sequence > events.length ||
+      (parsed.sequence === 0 && !this.#sessions.has(sessionId))
     ) {
       return Promise.resolve(null);
     }
@@ -1511,11 +1513,14 @@ export class KvConversationStore implements ConversationStore {
     eventId: string,
   ): Promise<StoredEvents | null> {
     const parsed = parseEventId(eventId);
-    if (!parsed || parsed.sequence < 1) return null;
+    if (!parsed) return null;
     const prefix = [...this.#prefix, "#events", sessionId, parsed.streamId];
     this.#sessionKey("x");
+    // Sequence 0: the stream from its start (when the session exists).
     const known = await whenFree(() =>
-      this.#kv.get([...prefix, parsed.sequence])
+      parsed.sequence === 0
+        ? this.#kv.get(this.#sessionKey(sessionId))
+        : this.#kv.get([...prefix, parsed.sequence])
     );
     if (known.value === null) return null;
     const entries = await whenFree(() =>

@@ -572,9 +572,7 @@ export class PostgresConversationStore implements ConversationStore {
     eventId: string,
   ): Promise<StoredEvents | null> {
     const parsed = parseEventId(eventId);
-    if (!parsed || parsed.sequence < 1 || parsed.sequence > 2 ** 31 - 1) {
-      return null;
-    }
+    if (!parsed || parsed.sequence > 2 ** 31 - 1) return null;
     const rows = await this.#run((sql) =>
       sql.unsafe(
         `select sequence, message from ${this.#t}events
@@ -583,12 +581,17 @@ export class PostgresConversationStore implements ConversationStore {
         [String(sessionId), parsed.streamId, parsed.sequence] as never[],
       )
     );
-    if (rows.length === 0 || Number(rows[0]!.sequence) !== parsed.sequence) {
+    if (parsed.sequence === 0) {
+      // The stream from its start, when the session exists.
+      if (await this.getSession(sessionId) === null) return null;
+    } else if (
+      rows.length === 0 || Number(rows[0]!.sequence) !== parsed.sequence
+    ) {
       return null;
     }
     return {
       streamId: parsed.streamId,
-      events: rows.slice(1).map((row) => ({
+      events: rows.slice(parsed.sequence === 0 ? 0 : 1).map((row) => ({
         id: eventIdOf(parsed.streamId, Number(row.sequence)),
         message: row.message,
       })),
