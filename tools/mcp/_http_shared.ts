@@ -168,7 +168,12 @@ export async function replayStream(
   const deadline = Date.now() + limitMs;
   const body = new ReadableStream<Uint8Array>({
     async start(controller) {
-      controller.enqueue(encoder.encode(`retry: ${retryMs}\n\n`));
+      // The client's cursor again (an empty event with an id): a stream that
+      // closes before anything new still leaves the client a Last-Event-ID
+      // to reconnect with (the SDK client keeps the id of its last stream).
+      controller.enqueue(
+        encoder.encode(`id: ${lastEventId}\nretry: ${retryMs}\ndata: \n\n`),
+      );
       let batch: readonly { id: string; message: unknown }[] = first.events;
       try {
         while (!stop) {
