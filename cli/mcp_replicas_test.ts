@@ -128,7 +128,7 @@ function roundRobin(replicas: (Replica | undefined)[]) {
   return { server, methods, url: `http://127.0.0.1:${server.addr.port}/mcp` };
 }
 
-async function replicaSuite(label: string, store: () => string | undefined) {
+function replicaSuite(label: string, store: () => string | undefined) {
   Deno.test({
     name:
       `mcp --http --store (${label}): three replicas behind a round-robin proxy serve one session; one killed and restarted; DELETE through another`,
@@ -215,9 +215,9 @@ async function replicaSuite(label: string, store: () => string | undefined) {
   });
 }
 
-await replicaSuite("a KV file", () => "{root}/store.kv");
+replicaSuite("a KV file", () => "{root}/store.kv");
 const pg = await postgresOrSkip("the replica tests on PostgreSQL");
-await replicaSuite(
+replicaSuite(
   "PostgreSQL through a transaction-mode pooler",
   () => pg ? (pg.poolerUrl ?? pg.url) : undefined,
 );

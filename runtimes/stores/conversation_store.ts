@@ -314,6 +314,7 @@ export interface ConversationStore {
  * ```
  */
 export class ConversationStoreUnavailableError extends Error {
+  /** The error's name. */
   override readonly name = "ConversationStoreUnavailableError";
 }
 

@@ -515,11 +515,11 @@ export async function createMcpHttpHandler(
         skills,
         runtime,
       });
-      let current: McpSession | undefined;
+      const made: { session?: McpSession } = {};
       const transport = new WebStandardStreamableHTTPServerTransport({
         sessionIdGenerator: () => id,
         enableJsonResponse: jsonResponse,
-        onsessionclosed: () => current && sessions.close(current),
+        onsessionclosed: () => made.session && sessions.close(made.session),
         ...(store
           ? { eventStore: sessionEventStore(store, id), retryInterval: retryMs }
           : {}),
@@ -530,7 +530,7 @@ export async function createMcpHttpHandler(
         transport,
         serverOptions(runtime, tools),
       );
-      current = {
+      const session: McpSession = made.session = {
         id,
         client,
         runtime,
@@ -543,7 +543,6 @@ export async function createMcpHttpHandler(
         timer: undefined,
         closing: undefined,
       };
-      const session = current;
       void connection.closed.then(() =>
         sessions.close(session, store ? "evict" : "end")
       );
