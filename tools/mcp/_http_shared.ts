@@ -220,6 +220,9 @@ export async function replayStream(
   });
 }
 
+/** How often a session whose calls run is marked used in the store. */
+const TOUCH_WHILE_RUNNING_MS = 30_000;
+
 /** The stream of a session that carries cancellations between instances. */
 export const CANCEL_STREAM = "cancel";
 
@@ -248,7 +251,8 @@ export async function recordCancels(
 /**
  * Watches a session's cancellations while its calls run here, handing each
  * new one to the session's transport as if it had come in (its public
- * `onmessage`): the SDK server aborts the call's signal.
+ * `onmessage`): the SDK server aborts the call's signal. Meanwhile the
+ * session is marked used every 30 s, so that a long call is not swept.
  *
  * @returns Stops watching.
  */
@@ -262,9 +266,15 @@ export function watchCancels(
   let cursor = eventIdOf(CANCEL_STREAM, 0);
   let stopped = false;
   let timer: ReturnType<typeof setTimeout> | undefined;
+  let touched = Date.now();
   const tick = async () => {
     if (stopped) return;
     try {
+      // A call that runs long keeps its session from the sweep.
+      if (Date.now() - touched >= TOUCH_WHILE_RUNNING_MS) {
+        touched = Date.now();
+        await store.touchSession(sessionId);
+      }
       const found = await store.eventsAfter(sessionId, cursor);
       for (const event of found?.events ?? []) {
         cursor = event.id;
