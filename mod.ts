@@ -79,7 +79,7 @@ export {
   type ConversationStore,
   KvConversationStore,
   MemoryConversationStore,
-} from "./workspace/conversation_store.ts";
+} from "./runtimes/stores/conversation_store.ts";
 export {
   RuntimePermissionError,
   SkillPreparationError,

@@ -177,6 +177,8 @@ async function spawnSide(
     args: [
       "run",
       "--allow-all",
+      // Deno KV for the cases that use it (issue 27's store cases).
+      "--unstable-kv",
       path,
       "--bench-child",
       benchCase.id,

@@ -176,7 +176,7 @@ function fsReady(): Promise<
 > {
   fsSetup ??= (async () => {
     const { MemoryConversationStore } = await import(
-      "../workspace/conversation_store.ts"
+      "../runtimes/stores/conversation_store.ts"
     );
     const root = `${DATA}conversations`;
     const fenced = new AioSkillRuntime({

@@ -23,6 +23,7 @@ const FILES = [
   "./aio_bench.ts",
   "./hosted_bench.ts",
   "./mcp_bench.ts",
+  "./mcp_store_bench.ts",
   "./egress_bench.ts",
   "./package_bench.ts",
   "./observe_bench.ts",

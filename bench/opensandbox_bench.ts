@@ -334,7 +334,7 @@ function fsReady(): Promise<FsSetup> {
     const cwd = await Deno.makeTempDir({ prefix: "skillrun-bench-osfs-" });
     const server = await startOpenSandboxServer();
     const { MemoryConversationStore } = await import(
-      "../workspace/conversation_store.ts"
+      "../runtimes/stores/conversation_store.ts"
     );
     const fenced = new OpenSandboxSkillRuntime({
       baseUrl: server.url,

@@ -6,6 +6,10 @@
  */
 import type { SkillRuntimeConfig } from "../runtimes/config.ts";
 import { UsageError } from "./_args.ts";
+import {
+  type ConversationStore,
+  KvConversationStore,
+} from "../runtimes/stores/conversation_store.ts";
 import { createRuntime, eventPrinter } from "./run.ts";
 import type { SkillEventListener } from "../observe/events.ts";
 import type { EgressOptions } from "../network/sandbox.ts";
@@ -101,9 +105,40 @@ export async function serveMcpHttpCommand(
   } catch {
     root = undefined;
   }
+  const whole = (name: string): number | undefined => {
+    const v = flags[name];
+    if (v === undefined) return undefined;
+    const n = Number(v);
+    if (typeof v !== "string" || !Number.isInteger(n) || n <= 0) {
+      throw new UsageError(
+        `Option "--${name}" takes a positive whole number, not ${
+          JSON.stringify(v)
+        }`,
+      );
+    }
+    return n;
+  };
+  const maxSessions = whole("max-sessions");
+  const maxSessionsPerClient = whole("max-sessions-per-client");
+  const idleTimeoutS = whole("idle-timeout");
+  const streamLimitS = whole("stream-limit");
+  const trustedProxies = typeof flags["trusted-proxies"] === "string"
+    ? flags["trusted-proxies"].split(",").map((h) => h.trim()).filter(Boolean)
+    : undefined;
+  const store = await openCliStore(
+    typeof flags.store === "string"
+      ? flags.store
+      : Deno.env.get("SKILLRUN_STORE"),
+  );
   // Loaded here so that the other subcommands never load the MCP SDK.
   const { serveMcpHttp } = await import("../tools/mcp/mod.ts");
   const server = await serveMcpHttp({
+    ...(store ? { store, runtimeDescription: { kind: "local" } } : {}),
+    ...(maxSessions ? { maxSessions } : {}),
+    ...(maxSessionsPerClient ? { maxSessionsPerClient } : {}),
+    ...(idleTimeoutS ? { idleTimeoutMs: idleTimeoutS * 1000 } : {}),
+    ...(streamLimitS ? { streamLimitMs: streamLimitS * 1000 } : {}),
+    ...(trustedProxies ? { trustedProxies } : {}),
     hostname: address.hostname,
     port: address.port,
     skills: options.skills,
@@ -157,6 +192,7 @@ export async function serveMcpHttpCommand(
     for (const name of signals) Deno.removeSignalListener(name, stop);
     signal?.removeEventListener("abort", stop);
     await server.close();
+    store?.close();
   }
 }
 
@@ -240,4 +276,29 @@ export function verboseListeners(
       event.type === "http_request" || event.type === "runtime_lifecycle",
   );
   return tools && runtime ? { tools, runtime } : undefined;
+}
+
+/**
+ * The store of `--store` (or `SKILLRUN_STORE`): PostgreSQL for a
+ * `postgres://` URL, else a KV file at that path; none for `memory` or none.
+ */
+async function openCliStore(
+  where: string | undefined,
+): Promise<ConversationStore | undefined> {
+  if (where === undefined || where === "" || where === "memory") {
+    return undefined;
+  }
+  if (/^postgres(ql)?:\/\//.test(where)) {
+    const { PostgresConversationStore } = await import(
+      "../runtimes/stores/postgres.ts"
+    );
+    return new PostgresConversationStore(where);
+  }
+  try {
+    return await KvConversationStore.open(where);
+  } catch (error) {
+    throw new UsageError(
+      `Cannot use --store "${where}": ${(error as Error).message}`,
+    );
+  }
 }

@@ -73,6 +73,23 @@ ${SKILLS_OPTION_HELP}.
   --sweep-after <hours>
                        With --http: delete session workspaces left unchanged
                        this long (default 24; 0: never)
+  --store <where>      With --http: keep sessions in a store that replicas
+                       share, so any of them serves any request: a KV file
+                       (a path, with --unstable-kv), or a postgres:// URL
+                       (default: memory; also SKILLRUN_STORE, which keeps a
+                       password out of the process list)
+  --max-sessions <n>   With --http: sessions open at once (default 64; with
+                       --store, counted across replicas)
+  --max-sessions-per-client <n>
+                       With --http: sessions of one client (default 16); a
+                       client is its token, else its address
+  --trusted-proxies <a,a>
+                       With --http: proxies whose X-Forwarded-For names the
+                       client
+  --idle-timeout <s>   With --http: seconds idle before a session ends
+                       (default 1800)
+  --stream-limit <s>   With --http and --store: seconds a call's stream stays
+                       open before the client resumes it (default 120)
   --config <file>      A JSON file with each skill's environment and bootstrap
                        commands: {"<skill>": {"env": {"NAME": "value"},
                        "bootstrap": ["command", ...]}}; never shown to the model
@@ -155,6 +172,12 @@ export async function mcpCommand(
       "allowed-hosts": "string",
       "keep-workspaces": "boolean",
       "sweep-after": "string",
+      store: "string",
+      "max-sessions": "string",
+      "max-sessions-per-client": "string",
+      "trusted-proxies": "string",
+      "idle-timeout": "string",
+      "stream-limit": "string",
       isolate: "boolean",
       "allow-net": "boolean",
       ...EGRESS_FLAGS,

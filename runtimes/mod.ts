@@ -170,14 +170,20 @@ export {
   type ConversationKey,
   type ConversationRecord,
   type ConversationStore,
+  ConversationStoreUnavailableError,
   type CreateConversationResult,
   type DeleteConversationOptions,
   KvConversationStore,
   type KvConversationStoreOptions,
   MemoryConversationStore,
   type NewConversation,
+  type NewSession,
   type PreparedSkillRecord,
-} from "../workspace/conversation_store.ts";
+  type SessionCount,
+  type SessionRecord,
+  type StoredEvent,
+  type StoredEvents,
+} from "./stores/conversation_store.ts";
 export {
   RemoteHttpError,
   type RemoteHttpErrorOptions,

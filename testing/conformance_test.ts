@@ -17,7 +17,7 @@ import {
   startVercelServer,
   type VercelServer,
 } from "../tests/servers/vercel.ts";
-import { MemoryConversationStore } from "../workspace/conversation_store.ts";
+import { MemoryConversationStore } from "../runtimes/stores/conversation_store.ts";
 import {
   startTestServer,
   TEST_API_KEY,

@@ -19,7 +19,7 @@ import {
   TEST_API_KEY,
   type TestServer,
 } from "../runtimes/opensandbox/_testing.ts";
-import { MemoryConversationStore } from "../workspace/conversation_store.ts";
+import { MemoryConversationStore } from "../runtimes/stores/conversation_store.ts";
 import type {
   ExecuteResult,
   PreparedSkill,

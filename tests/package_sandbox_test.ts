@@ -35,7 +35,7 @@ import { startVercelTestServer } from "../runtimes/vercel/_testing.ts";
 import type { RemoteSkillRuntime } from "../runtimes/remote/runtime.ts";
 import { buildSkillTools, dispatchToolCall } from "../mod.ts";
 import { loadSkills } from "../skill/load.ts";
-import { MemoryConversationStore } from "../workspace/conversation_store.ts";
+import { MemoryConversationStore } from "../runtimes/stores/conversation_store.ts";
 import { anthropicsSkills, sharedTest } from "../_internal/shared_data.ts";
 
 const CORPUS_DATA = anthropicsSkills();

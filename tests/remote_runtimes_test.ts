@@ -31,7 +31,7 @@ import {
 import {
   KvConversationStore,
   MemoryConversationStore,
-} from "../workspace/conversation_store.ts";
+} from "../runtimes/stores/conversation_store.ts";
 import type { OpenSandboxServer } from "./servers/opensandbox.ts";
 import type { E2BServer } from "./servers/e2b.ts";
 import type { VercelServer } from "./servers/vercel.ts";

@@ -10,7 +10,7 @@ import {
   LocalSkillRuntime,
 } from "../runtimes/local/mod.ts";
 import { OpenSandboxSkillRuntime } from "../runtimes/opensandbox/mod.ts";
-import { MemoryConversationStore } from "../workspace/conversation_store.ts";
+import { MemoryConversationStore } from "../runtimes/stores/conversation_store.ts";
 import { startOpenSandboxServer } from "../tests/servers/opensandbox.ts";
 import { AioSkillRuntime } from "../runtimes/aio/mod.ts";
 import { startAioServer } from "../tests/servers/aio.ts";

@@ -1,8 +1,7 @@
 /**
  * Conversation workspaces: the rules of conversation ids and roots, the path
  * fence that keeps file access inside a workspace (lexically and by real
- * path), the copy and upload policy of skill folders, and the conversation
- * stores of remote runtimes (in memory, Deno KV) with skill digests.
+ * path), the copy and upload policy of skill folders, and skill digests.
  *
  * Importing this module needs no permission; each function says what it needs.
  *
@@ -38,5 +37,4 @@ export * from "./conversation.ts";
 export * from "./errors.ts";
 export * from "./fence.ts";
 export * from "./copy.ts";
-export * from "./conversation_store.ts";
 export * from "./skill_digest.ts";

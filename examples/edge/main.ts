@@ -37,7 +37,16 @@
  * - `SKILLRUN_KEEP_WORKSPACES=1`: keep each session's workspace (and
  *   OpenSandbox sandbox) when the session ends; by default it is deleted;
  * - `HOSTNAME`: the address to listen on with a token (default `0.0.0.0`);
- * - `PORT`: the port to listen on (default 8000; Deno Deploy sets its own).
+ * - `PORT`: the port to listen on (default 8000; Deno Deploy sets its own);
+ * - `SUPABASE_DB_URL` (Supabase) or `DATABASE_URL` (Deno Deploy): the
+ *   PostgreSQL database where sessions and conversations are kept, so that
+ *   any instance serves any request; else Deno KV where `Deno.openKv` works;
+ *   else memory (one instance only; said at start);
+ * - `SKILLRUN_IDLE_TIMEOUT_S` (default 1800), `SKILLRUN_SWEEP_INTERVAL_S`
+ *   (default 60), `SKILLRUN_STREAM_LIMIT_S` (default 120: below Supabase's
+ *   150 s), `SKILLRUN_MAX_SESSIONS` (default 64),
+ *   `SKILLRUN_MAX_SESSIONS_PER_CLIENT` (default 16), `SKILLRUN_TRUSTED_PROXIES`
+ *   (addresses whose `X-Forwarded-For` names the client).
  *
  * @module
  */
@@ -52,6 +61,7 @@ import {
   KvConversationStore,
   MemoryConversationStore,
 } from "@skillrun/skillrun";
+import { PostgresConversationStore } from "@skillrun/skillrun/postgres";
 import { OpenSandboxSkillRuntime } from "@skillrun/skillrun/opensandbox";
 import { AioSkillRuntime } from "@skillrun/skillrun/aio";
 import { E2BSkillRuntime } from "@skillrun/skillrun/e2b";
@@ -100,6 +110,20 @@ export interface EdgeConfig {
   readonly keepWorkspaces?: boolean;
   /** Where to listen: loopback without a token unless told otherwise. */
   readonly hostname: string;
+  /** The PostgreSQL URL of the store (`SUPABASE_DB_URL`, `DATABASE_URL`). */
+  readonly databaseUrl?: string;
+  /** A session idle this long (s) ends. */
+  readonly idleTimeoutS?: number;
+  /** The sweep of idle sessions runs at most this often (s). */
+  readonly sweepIntervalS?: number;
+  /** A POST stream is closed after this long (s); the client resumes it. */
+  readonly streamLimitS?: number;
+  /** The most sessions open at once (across instances with a shared store). */
+  readonly maxSessions?: number;
+  /** The most sessions of one client. */
+  readonly maxSessionsPerClient?: number;
+  /** Proxies whose `X-Forwarded-For` names the client. */
+  readonly trustedProxies?: readonly string[];
 }
 
 /**
@@ -196,9 +220,39 @@ export function configFromEnv(
   const hostname = token || yes("MCP_ALLOW_PUBLIC_WITHOUT_TOKEN")
     ? value("HOSTNAME") ?? "0.0.0.0"
     : "127.0.0.1";
+  const seconds = (name: string): number | undefined => {
+    const v = value(name);
+    if (v === undefined) return undefined;
+    const n = Number(v);
+    if (!Number.isInteger(n) || n <= 0) {
+      throw new TypeError(
+        `Cannot use ${name} "${v}": expected a positive whole number`,
+      );
+    }
+    return n;
+  };
+  const numbers = Object.fromEntries(
+    ([
+      ["idleTimeoutS", "SKILLRUN_IDLE_TIMEOUT_S"],
+      ["sweepIntervalS", "SKILLRUN_SWEEP_INTERVAL_S"],
+      ["streamLimitS", "SKILLRUN_STREAM_LIMIT_S"],
+      ["maxSessions", "SKILLRUN_MAX_SESSIONS"],
+      ["maxSessionsPerClient", "SKILLRUN_MAX_SESSIONS_PER_CLIENT"],
+    ] as const).flatMap(([key, name]) => {
+      const n = seconds(name);
+      return n === undefined ? [] : [[key, n]];
+    }),
+  );
+  const databaseUrl = value("SUPABASE_DB_URL") ?? value("DATABASE_URL");
+  const trustedProxies = value("SKILLRUN_TRUSTED_PROXIES")?.split(",").map((
+    h,
+  ) => h.trim()).filter(Boolean);
   return {
     sandbox,
     hostname,
+    ...numbers,
+    ...(databaseUrl ? { databaseUrl } : {}),
+    ...(trustedProxies ? { trustedProxies } : {}),
     ...(conversationsRoot ? { conversationsRoot } : {}),
     ...(token ? { token } : {}),
     ...(allowedHosts ? { allowedHosts } : {}),
@@ -207,14 +261,24 @@ export function configFromEnv(
 }
 
 /**
- * The conversation store: Deno KV when this runtime has it (`--unstable-kv`,
- * Deno Deploy), else one in memory.
+ * The conversation store: PostgreSQL when the configuration names a
+ * database (`SUPABASE_DB_URL`, `DATABASE_URL`), else Deno KV when this
+ * runtime has it (`--unstable-kv`, Deno Deploy), else one in memory.
  *
+ * @param config The configuration (its `databaseUrl`).
  * @returns The store and what it is.
  */
-export async function openStore(): Promise<
-  { store: ConversationStore; kind: "kv" | "memory" }
+export async function openStore(
+  config: Pick<EdgeConfig, "databaseUrl"> = {},
+): Promise<
+  { store: ConversationStore; kind: "postgres" | "kv" | "memory" }
 > {
+  if (config.databaseUrl) {
+    return {
+      store: new PostgresConversationStore(config.databaseUrl),
+      kind: "postgres",
+    };
+  }
   try {
     return { store: await KvConversationStore.open(), kind: "kv" };
   } catch {
@@ -288,7 +352,40 @@ export async function createEdgeHandler(
     ...(config.allowedHosts ? { allowedHosts: config.allowedHosts } : {}),
     keepWorkspaces: config.keepWorkspaces ?? false,
     onError: (error) => console.error(`edge: ${error.message}`),
+    store,
+    runtimeDescription: describe(sandbox),
+    ...(config.idleTimeoutS
+      ? { idleTimeoutMs: config.idleTimeoutS * 1000 }
+      : {}),
+    ...(config.sweepIntervalS
+      ? { sweepIntervalMs: config.sweepIntervalS * 1000 }
+      : {}),
+    ...(config.streamLimitS
+      ? { streamLimitMs: config.streamLimitS * 1000 }
+      : {}),
+    ...(config.maxSessions ? { maxSessions: config.maxSessions } : {}),
+    ...(config.maxSessionsPerClient
+      ? { maxSessionsPerClient: config.maxSessionsPerClient }
+      : {}),
+    ...(config.trustedProxies ? { trustedProxies: config.trustedProxies } : {}),
   });
+}
+
+/** What a session's record says of its sandbox: its kind and no secret. */
+function describe(
+  sandbox: EdgeSandbox,
+): { kind: string; options: Record<string, unknown> } {
+  switch (sandbox.kind) {
+    case "opensandbox":
+      return { kind: "opensandbox", options: { image: sandbox.image } };
+    case "e2b":
+      return {
+        kind: "e2b",
+        options: sandbox.template ? { template: sandbox.template } : {},
+      };
+    default:
+      return { kind: sandbox.kind, options: {} };
+  }
 }
 
 if (import.meta.main) {
@@ -299,7 +396,12 @@ if (import.meta.main) {
     console.error(`error: ${(error as Error).message}`);
     Deno.exit(1);
   }
-  const { store, kind } = await openStore();
+  const { store, kind } = await openStore(config);
+  if (kind === "memory") {
+    console.error(
+      "edge: warning: no SUPABASE_DB_URL, DATABASE_URL nor Deno KV: sessions are kept in memory, so run one instance only",
+    );
+  }
   const handler = await createEdgeHandler(config, store);
   const port = Number(Deno.env.get("PORT") ?? 8000);
   if (!config.token) {

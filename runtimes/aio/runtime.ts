@@ -18,7 +18,7 @@ import type { ExecuteResult } from "../types.ts";
 import type {
   ConversationKey,
   ConversationStore,
-} from "../../workspace/conversation_store.ts";
+} from "../stores/conversation_store.ts";
 import { remoteConversation } from "../remote/sandbox_service.ts";
 import { posix } from "../../_internal/std.ts";
 import { AioClient } from "./client.ts";

@@ -15,7 +15,7 @@ import { posix } from "../../_internal/std.ts";
 import { SkillRuntimeConfig } from "../config.ts";
 import { SkillPreparationError, WorkspaceEscapeError } from "../errors.ts";
 import { RemoteHttpError } from "../remote/errors.ts";
-import { MemoryConversationStore } from "../../workspace/conversation_store.ts";
+import { MemoryConversationStore } from "../stores/conversation_store.ts";
 import { startAioTestServer, TEST_TOKEN } from "./_testing.ts";
 import { AioSkillRuntime } from "./runtime.ts";
 import { countingFetch, makeSkill, waitFor } from "../remote/_testing.ts";

@@ -9,7 +9,7 @@ import {
 import { runDenoScript } from "../../_internal/testing.ts";
 import { SkillRuntimeConfig } from "../config.ts";
 import { RemoteHttpError } from "../remote/errors.ts";
-import { MemoryConversationStore } from "../../workspace/conversation_store.ts";
+import { MemoryConversationStore } from "../stores/conversation_store.ts";
 import { E2BApiClient } from "./api.ts";
 import { EnvdError } from "./envd.ts";
 import { startE2BTestServer, TEST_API_KEY } from "./_testing.ts";

@@ -10,7 +10,7 @@ import { WorkspaceEscapeError } from "../errors.ts";
 import {
   KvConversationStore,
   MemoryConversationStore,
-} from "../../workspace/conversation_store.ts";
+} from "../stores/conversation_store.ts";
 import type { Skill } from "../../skill/types.ts";
 import { LifecycleClient } from "./lifecycle.ts";
 import { startTestServer, TEST_API_KEY } from "./_testing.ts";

@@ -8,7 +8,7 @@
 import { assert, assertEquals, assertRejects } from "../../_internal/assert.ts";
 import { SkillRuntimeConfig } from "../config.ts";
 import { SkillPreparationError } from "../errors.ts";
-import { MemoryConversationStore } from "../../workspace/conversation_store.ts";
+import { MemoryConversationStore } from "../stores/conversation_store.ts";
 import { startTestServer } from "./_testing.ts";
 import { countingFetch, makeSkill } from "../remote/_testing.ts";
 import { RemoteSkillRuntime } from "../remote/runtime.ts";

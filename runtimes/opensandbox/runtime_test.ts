@@ -12,7 +12,7 @@ import { posix } from "../../_internal/std.ts";
 import { SkillRuntimeConfig } from "../config.ts";
 import { SkillPreparationError } from "../errors.ts";
 import { RemoteHttpError } from "../remote/errors.ts";
-import { MemoryConversationStore } from "../../workspace/conversation_store.ts";
+import { MemoryConversationStore } from "../stores/conversation_store.ts";
 import { LifecycleClient } from "./lifecycle.ts";
 import { SandboxCommandError } from "./execd.ts";
 import { startTestServer, TEST_API_KEY } from "./_testing.ts";

@@ -43,7 +43,7 @@ import {
 import type {
   ConversationKey,
   ConversationStore,
-} from "../../workspace/conversation_store.ts";
+} from "../stores/conversation_store.ts";
 import { skillDigest } from "../../workspace/skill_digest.ts";
 import { ShellSearch } from "../../search/shell.ts";
 import { posix } from "../../_internal/std.ts";

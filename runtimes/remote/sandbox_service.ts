@@ -43,7 +43,7 @@ import {
   type ConversationStore,
   MemoryConversationStore,
   normalizeConversationKey,
-} from "../../workspace/conversation_store.ts";
+} from "../stores/conversation_store.ts";
 import type { BackgroundProcess, ExecuteResult } from "../types.ts";
 import type { RemoteFileOps } from "./fs.ts";
 import {

@@ -6,7 +6,7 @@ import {
   assertThrows,
 } from "@std/assert";
 import { runProcessGroup } from "../local/launcher.ts";
-import { MemoryConversationStore } from "../../workspace/conversation_store.ts";
+import { MemoryConversationStore } from "../stores/conversation_store.ts";
 import { RemoteSkillRuntime, runOn } from "./runtime.ts";
 import {
   defaultConversationStore,

@@ -8,7 +8,7 @@ import {
 import { runDenoScript } from "../../_internal/testing.ts";
 import { SkillRuntimeConfig } from "../config.ts";
 import { RemoteHttpError } from "../remote/errors.ts";
-import { MemoryConversationStore } from "../../workspace/conversation_store.ts";
+import { MemoryConversationStore } from "../stores/conversation_store.ts";
 import { VercelApiClient } from "./api.ts";
 import { startVercelTestServer, TEST_TOKEN } from "./_testing.ts";
 import {

@@ -13,7 +13,7 @@ import { startTestServer } from "../../runtimes/opensandbox/_testing.ts";
 import { startAioTestServer } from "../../runtimes/aio/_testing.ts";
 import { startE2BTestServer } from "../../runtimes/e2b/_testing.ts";
 import { startVercelTestServer } from "../../runtimes/vercel/_testing.ts";
-import { MemoryConversationStore } from "../../workspace/conversation_store.ts";
+import { MemoryConversationStore } from "../../runtimes/stores/conversation_store.ts";
 import { buildSkillTools, type SkillTools } from "../../tools/builder.ts";
 import type { SkillRuntime } from "../../runtimes/types.ts";
 import type { Tool, ToolResult } from "../../tools/types.ts";

@@ -44,7 +44,22 @@ export interface McpSessionTableOptions {
   readonly keepWorkspaces: boolean;
   /** Where a failure of closing goes. */
   readonly report: (error: unknown) => void;
+  /**
+   * With a shared store: ends a session there (deletes its record), saying
+   * whether this call did (only then is its runtime destroyed: exactly
+   * once across instances). Without: every end destroys.
+   */
+  readonly endInStore?: (id: string) => Promise<boolean>;
+  /**
+   * With a shared store an idle session is only evicted from this
+   * instance's memory (another instance may serve it; the store's sweep
+   * expires it): `true`.
+   */
+  readonly evictWhenIdle?: boolean;
 }
+
+/** How a session leaves the table: ended (for good) or evicted (memory only). */
+export type CloseMode = "end" | "evict";
 
 /** How long a session must be idle before another client's start reclaims it. */
 const RECLAIM_IDLE_MS = 60_000;
@@ -133,7 +148,7 @@ export class McpSessionTable {
    * Closes a session (once): its connection, then, once its aborted calls
    * ended (or a grace period passed), its tools and runtime.
    */
-  close(session: McpSession): Promise<void> {
+  close(session: McpSession, mode: CloseMode = "end"): Promise<void> {
     session.closing ??= (async () => {
       this.#sessions.delete(session.id);
       clearTimeout(session.timer);
@@ -146,7 +161,10 @@ export class McpSessionTable {
       try {
         await session.tools.close();
         await session.runtime.close();
-        if (!this.#options.keepWorkspaces) {
+        const ends = mode === "end" &&
+          (this.#options.endInStore === undefined ||
+            await this.#options.endInStore(session.id));
+        if (ends && !this.#options.keepWorkspaces) {
           await destroyRuntime(session.runtime);
         }
       } catch (error) {
@@ -157,8 +175,10 @@ export class McpSessionTable {
   }
 
   /** Closes every session. */
-  async closeAll(): Promise<void> {
-    await Promise.all([...this.#sessions.values()].map((s) => this.close(s)));
+  async closeAll(mode: CloseMode = "end"): Promise<void> {
+    await Promise.all(
+      [...this.#sessions.values()].map((s) => this.close(s, mode)),
+    );
   }
 
   #arm(session: McpSession): void {
@@ -172,7 +192,10 @@ export class McpSessionTable {
         session.lastSeen = Date.now();
       }
       if (Date.now() - session.lastSeen >= idleTimeoutMs) {
-        void this.close(session);
+        void this.close(
+          session,
+          this.#options.evictWhenIdle ? "evict" : "end",
+        );
       } else {
         this.#arm(session);
       }
@@ -224,7 +247,7 @@ export class McpSessionTable {
 }
 
 /** Destroys a session's runtime when it can be (see `keepWorkspaces`). */
-async function destroyRuntime(runtime: SkillRuntime): Promise<void> {
+export async function destroyRuntime(runtime: SkillRuntime): Promise<void> {
   const destroy = (runtime as { destroy?: () => Promise<void> }).destroy;
   if (typeof destroy !== "function") return;
   try {
@@ -238,8 +261,9 @@ async function destroyRuntime(runtime: SkillRuntime): Promise<void> {
   }
 }
 
+/** A session id: 160 random bits in hex (a UUID before issue 27). */
 const SESSION_FOLDER =
-  /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+  /^([0-9a-f]{40}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
 
 /**
  * Deletes the session workspaces (folders named like a session id) in

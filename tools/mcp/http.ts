@@ -43,10 +43,28 @@ import {
   readJson,
 } from "./_http_guards.ts";
 import {
+  destroyRuntime,
   type McpSession,
   McpSessionTable,
   sweepSessionWorkspaces,
 } from "./_http_sessions.ts";
+import type {
+  ConversationStore,
+  SessionRecord,
+} from "../../runtimes/stores/conversation_store.ts";
+import {
+  bearerOf,
+  newSessionId,
+  recordCancels,
+  replayedInitialize,
+  replayStream,
+  sessionEventStore,
+  sha256Hex,
+  stored,
+  StoreFailure,
+  storeUnavailable,
+  watchCancels,
+} from "./_http_shared.ts";
 
 /** Hostnames of the loopback interface, as the `Host` header names them. */
 export const LOOPBACK_HOSTNAMES: readonly string[] = Object.freeze([
@@ -172,6 +190,44 @@ export interface McpHttpHandlerOptions
   readonly onError?: (error: Error) => void;
   /** Stops loading the skills. */
   readonly signal?: AbortSignal;
+  /**
+   * A conversation store shared by the instances serving this endpoint
+   * (Deno KV, PostgreSQL): each session's record (its conversation, the
+   * runtime's kind and non-secret options, the negotiated protocol version
+   * and client capabilities, the digest of its token, its last use) and the
+   * events of its streams live there, so that any instance serves any
+   * request of any session, the session limits count across instances, and
+   * idle sessions are swept by whichever instance comes next. Without it,
+   * sessions live in this instance's memory.
+   */
+  readonly store?: ConversationStore;
+  /**
+   * What a session's record says of its runtime (never a secret): its kind
+   * and options, e.g. `{ kind: "opensandbox", options: { image } }`.
+   * Default `{ kind: "custom", options: {} }` (`local` for the default runtime).
+   */
+  readonly runtimeDescription?: {
+    readonly kind: string;
+    readonly options?: Readonly<Record<string, unknown>>;
+  };
+  /**
+   * With a `store`: a POST stream still open after this long (ms) is closed
+   * (the call goes on; the client reconnects with `Last-Event-ID` on any
+   * instance and gets the rest), before a platform cuts the request (e.g.
+   * Supabase's 150 s). Default 120 000.
+   */
+  readonly streamLimitMs?: number;
+  /** The `retry` (ms) told to clients in each priming event. Default 1000. */
+  readonly retryMs?: number;
+  /** With a `store`: the sweep of idle sessions runs at most this often (ms). Default 60 000. */
+  readonly sweepIntervalMs?: number;
+  /**
+   * Who a client is for `maxSessionsPerClient`: its token when the request
+   * carries one; else its address, or, when the request came through one of
+   * these proxies (their addresses), the first address of
+   * `X-Forwarded-For`. Default: no proxy trusted.
+   */
+  readonly trustedProxies?: readonly string[];
 }
 
 /** A web-standard request handler serving MCP, one workspace per session. */
@@ -200,6 +256,34 @@ export interface McpHttpHandler extends AsyncDisposable {
 export interface McpClientInfo {
   /** The client's address. */
   readonly remoteAddr?: Deno.Addr;
+}
+
+/** How long a sweep's claim on an idle session holds: 5 minutes. */
+const CLAIM_MS = 5 * 60 * 1000;
+
+/**
+ * Who a client is for the per-client limit: the digest of its token when
+ * it sends one and the handler has one (every client of one shared token is
+ * one client); else its address, or the first address of `X-Forwarded-For`
+ * when the request came from a trusted proxy.
+ */
+async function clientKey(
+  request: Request,
+  addr: Deno.Addr | undefined,
+  token: string | undefined,
+  trustedProxies: readonly string[],
+): Promise<string> {
+  const bearer = bearerOf(request);
+  if (token !== undefined && bearer !== undefined) {
+    return `token:${(await sha256Hex(bearer)).slice(0, 32)}`;
+  }
+  const address = clientOf(addr);
+  if (trustedProxies.includes(address)) {
+    const forwarded = request.headers.get("x-forwarded-for")?.split(",")[0]
+      ?.trim();
+    if (forwarded) return forwarded;
+  }
+  return address;
 }
 
 /** The longest time between two sweeps of session workspaces: 1 hour. */
@@ -294,8 +378,19 @@ export async function createMcpHttpHandler(
     version,
     maxResourceBytes,
     copyPolicy,
+    store,
+    runtimeDescription,
+    streamLimitMs = 120_000,
+    retryMs = 1000,
+    sweepIntervalMs = 60_000,
+    trustedProxies = [],
     ...buildOptions
   } = options;
+  checkNumber(streamLimitMs, "streamLimitMs", "positive integer");
+  checkNumber(retryMs, "retryMs", "positive integer");
+  checkNumber(sweepIntervalMs, "sweepIntervalMs", "positive integer");
+  const described = runtimeDescription ??
+    { kind: factoryOption === undefined ? "local" : "custom" };
   checkNumber(idleTimeoutMs, "idleTimeoutMs", "positive integer");
   checkNumber(maxSessions, "maxSessions", "positive integer");
   checkNumber(maxSessionsPerClient, "maxSessionsPerClient", "positive integer");
@@ -388,73 +483,152 @@ export async function createMcpHttpHandler(
 
   const sessions = new McpSessionTable({
     idleTimeoutMs,
-    maxSessions,
-    maxSessionsPerClient,
+    // With a store the limits count across instances (below); this
+    // instance's table then only holds the sessions it serves now.
+    maxSessions: store ? Number.MAX_SAFE_INTEGER : maxSessions,
+    maxSessionsPerClient: store
+      ? Number.MAX_SAFE_INTEGER
+      : maxSessionsPerClient,
     keepWorkspaces,
     report,
+    ...(store
+      ? {
+        endInStore: async (id: string) =>
+          (await store.deleteSession(id)) !== null,
+        evictWhenIdle: true,
+      }
+      : {}),
   });
   const shutdown = new AbortController();
   let closed: Promise<void> | undefined;
+
+  /** Makes a session's runtime, tools, transport and server (not yet added). */
+  const openSession = async (
+    id: string,
+    conversationId: string,
+    client: string,
+  ): Promise<McpSession> => {
+    const runtime = await factory(conversationId, { signal: shutdown.signal });
+    try {
+      const tools = await buildSkillTools({
+        ...sessionBuild,
+        skills,
+        runtime,
+      });
+      const made: { session?: McpSession } = {};
+      const transport = new WebStandardStreamableHTTPServerTransport({
+        sessionIdGenerator: () => id,
+        enableJsonResponse: jsonResponse,
+        onsessionclosed: () => made.session && sessions.close(made.session),
+        ...(store
+          ? { eventStore: sessionEventStore(store, id), retryInterval: retryMs }
+          : {}),
+      });
+      transport.onerror = report;
+      const { connection, calls } = await connect(
+        tools.tools,
+        transport,
+        serverOptions(runtime, tools),
+      );
+      const session: McpSession = made.session = {
+        id,
+        client,
+        runtime,
+        tools,
+        transport,
+        connection,
+        calls,
+        requests: 0,
+        lastSeen: Date.now(),
+        timer: undefined,
+        closing: undefined,
+      };
+      void connection.closed.then(() =>
+        sessions.close(session, store ? "evict" : "end")
+      );
+      return session;
+    } catch (error) {
+      await runtime.close().catch(report);
+      throw error;
+    }
+  };
+
+  const factoryFailed = (error: unknown): Response => {
+    report(error);
+    // Told to the client: without the token or a configured value.
+    const reason = redactSecrets(
+      error instanceof Error ? error.message : String(error),
+      [...(token ? [token] : []), ...configured],
+    );
+    return jsonError(500, -32603, `Cannot start a session: ${reason}`);
+  };
 
   const startSession = async (
     request: Request,
     body: unknown,
     client: string,
   ): Promise<Response> => {
+    if (store) {
+      const counts = await stored(() => store.countSessions(client));
+      if (counts.client >= maxSessionsPerClient) {
+        return jsonError(
+          503,
+          -32000,
+          `Cannot start a session: this client already has ${maxSessionsPerClient} sessions open`,
+        );
+      }
+      if (counts.total >= maxSessions) {
+        return jsonError(
+          503,
+          -32000,
+          `Cannot start a session: the server already has ${maxSessions} sessions open`,
+        );
+      }
+    }
     const full = sessions.reserve(client);
     if (full !== undefined) {
       return jsonError(503, -32000, `Cannot start a session: ${full}`);
     }
-    const id = crypto.randomUUID();
+    const id = newSessionId();
     let session: McpSession;
     try {
-      let runtime: SkillRuntime;
-      try {
-        runtime = await factory(id, { signal: shutdown.signal });
-      } catch (error) {
-        report(error);
-        // Told to the client: without the token or a configured value.
-        const reason = redactSecrets(
-          error instanceof Error ? error.message : String(error),
-          [...(token ? [token] : []), ...configured],
-        );
-        return jsonError(500, -32603, `Cannot start a session: ${reason}`);
+      if (store) {
+        const messages = Array.isArray(body) ? body : [body];
+        const init = messages.find((m) => isInitializeRequest(m)) as {
+          params: {
+            protocolVersion: string;
+            capabilities?: Record<string, unknown>;
+            clientInfo?: Record<string, unknown>;
+          };
+        };
+        const bearer = bearerOf(request);
+        try {
+          await store.createSession({
+            id,
+            conversationId: id,
+            runtime: { kind: described.kind, options: described.options ?? {} },
+            protocolVersion: String(init.params.protocolVersion),
+            clientCapabilities: init.params.capabilities ?? {},
+            clientInfo: init.params.clientInfo ?? {},
+            tokenDigest: token && bearer ? await sha256Hex(bearer) : null,
+            client,
+          });
+        } catch (error) {
+          if (error instanceof TypeError) {
+            return jsonError(
+              400,
+              -32600,
+              `Invalid Request: ${error.message}`,
+            );
+          }
+          throw new StoreFailure(error);
+        }
       }
       try {
-        const tools = await buildSkillTools({
-          ...sessionBuild,
-          skills,
-          runtime,
-        });
-        let current: McpSession | undefined;
-        const transport = new WebStandardStreamableHTTPServerTransport({
-          sessionIdGenerator: () => id,
-          enableJsonResponse: jsonResponse,
-          onsessionclosed: () => current && sessions.close(current),
-        });
-        transport.onerror = report;
-        const { connection, calls } = await connect(
-          tools.tools,
-          transport,
-          serverOptions(runtime, tools),
-        );
-        session = current = {
-          id,
-          client,
-          runtime,
-          tools,
-          transport,
-          connection,
-          calls,
-          requests: 0,
-          lastSeen: Date.now(),
-          timer: undefined,
-          closing: undefined,
-        };
-        void connection.closed.then(() => sessions.close(current!));
+        session = await openSession(id, id, client);
       } catch (error) {
-        await runtime.close().catch(report);
-        throw error;
+        await store?.deleteSession(id).catch(report);
+        return factoryFailed(error);
       }
       if (closed) {
         await sessions.close(session);
@@ -467,6 +641,133 @@ export async function createMcpHttpHandler(
     const response = await sessions.handle(session, request, body);
     // A refused initialisation (wrong headers...) leaves no session behind.
     if (session.transport.sessionId !== id) await sessions.close(session);
+    return response;
+  };
+
+  // Sessions this instance is rebuilding from the store, by id.
+  const resuming = new Map<string, Promise<McpSession>>();
+  const resume = (record: SessionRecord, url: string): Promise<McpSession> => {
+    let pending = resuming.get(record.id);
+    if (pending === undefined) {
+      pending = (async () => {
+        const session = await openSession(
+          record.id,
+          record.conversationId,
+          record.client,
+        );
+        // The SDK's transport accepts only a session it initialised: it is
+        // handed the recorded initialize (see _http_shared.ts for why).
+        for (const replayed of replayedInitialize(url, record)) {
+          const answer = await session.transport.handleRequest(replayed);
+          await answer.text();
+        }
+        if (session.transport.sessionId !== record.id) {
+          await sessions.close(session, "evict");
+          throw new Error(
+            `Cannot resume session "${record.id}": its initialisation was refused`,
+          );
+        }
+        sessions.add(session);
+        return session;
+      })().finally(() => resuming.delete(record.id));
+      resuming.set(record.id, pending);
+    }
+    return pending;
+  };
+
+  // Watches for cancellations sent through other instances while calls run.
+  const watching = new WeakSet<McpSession>();
+  const watch = (session: McpSession): void => {
+    if (!store || watching.has(session) || session.calls.count === 0) return;
+    watching.add(session);
+    watchCancels(
+      store,
+      session.id,
+      () => {
+        const running = session.calls.count > 0 && !session.closing;
+        if (!running) watching.delete(session);
+        return running;
+      },
+      (message) =>
+        (session.transport.onmessage as ((m: unknown) => void) | undefined)?.(
+          message,
+        ),
+      report,
+    );
+  };
+
+  /** A request of a session, with a shared store. */
+  const handleShared = async (
+    shared: ConversationStore,
+    sessionId: string,
+    request: Request,
+  ): Promise<Response> => {
+    if (!/^[0-9a-f]{40}$/.test(sessionId)) {
+      return jsonError(404, -32001, "Session not found");
+    }
+    // One write: the record's last use (none: unknown, expired, deleted).
+    const record = await stored(() => shared.touchSession(sessionId));
+    const local = sessions.get(sessionId);
+    if (record === null) {
+      if (local) void sessions.close(local, "evict");
+      return jsonError(404, -32001, "Session not found");
+    }
+    if (record.tokenDigest !== null) {
+      const bearer = bearerOf(request);
+      if (!bearer || (await sha256Hex(bearer)) !== record.tokenDigest) {
+        // Another token's session: nothing of it is revealed.
+        return jsonError(404, -32001, "Session not found");
+      }
+    }
+    const lastEventId = request.headers.get("last-event-id");
+    if (request.method === "GET" && lastEventId) {
+      return await replayStream(
+        shared,
+        sessionId,
+        lastEventId,
+        streamLimitMs,
+        retryMs,
+      );
+    }
+    let messages: unknown[] = [];
+    if (request.method === "POST") {
+      const length = Number(request.headers.get("content-length") ?? "NaN");
+      if (length <= 1024 * 1024) {
+        const parsed = await readJson(request.clone());
+        if (!(parsed instanceof Response)) {
+          messages = Array.isArray(parsed) ? parsed : [parsed];
+          await stored(() => recordCancels(shared, sessionId, messages));
+        }
+      }
+    }
+    let session: McpSession;
+    try {
+      session = local ?? await resume(record, request.url);
+    } catch (error) {
+      if (error instanceof StoreFailure) throw error;
+      return factoryFailed(error);
+    }
+    const response = await sessions.handle(session, request);
+    watch(session);
+    // A POST stream closes before the platform's limit; the call goes on
+    // and the client resumes it (GET with Last-Event-ID) on any instance.
+    const version = request.headers.get("mcp-protocol-version") ?? "";
+    const requestIds = messages.flatMap((m) => {
+      const message = m as { id?: unknown; method?: unknown } | null;
+      return message && typeof message.method === "string" &&
+          (typeof message.id === "string" || typeof message.id === "number")
+        ? [message.id]
+        : [];
+    });
+    if (
+      requestIds.length > 0 && version >= "2025-11-25" &&
+      response.headers.get("content-type")?.includes("text/event-stream")
+    ) {
+      const timer = setTimeout(() => {
+        for (const id of requestIds) session.transport.closeSSEStream(id);
+      }, streamLimitMs);
+      Deno.unrefTimer?.(timer);
+    }
     return response;
   };
 
@@ -483,8 +784,10 @@ export async function createMcpHttpHandler(
         token,
       });
       if (refused) return refused;
+      if (store) void storeSweep();
       const sessionId = request.headers.get("mcp-session-id");
       if (sessionId !== null) {
+        if (store) return await handleShared(store, sessionId, request);
         const session = sessions.get(sessionId);
         if (session === undefined) {
           return jsonError(404, -32001, "Session not found");
@@ -512,12 +815,70 @@ export async function createMcpHttpHandler(
           "Bad Request: Mcp-Session-Id header is required",
         );
       }
-      return await startSession(request, body, clientOf(info?.remoteAddr));
+      return await startSession(
+        request,
+        body,
+        await clientKey(request, info?.remoteAddr, token, trustedProxies),
+      );
     } catch (error) {
+      if (error instanceof StoreFailure) {
+        report(error.error);
+        return storeUnavailable(error.error);
+      }
       report(error);
       return jsonError(500, -32603, "Internal error");
     }
   };
+
+  // With a store: sessions idle past the timeout are claimed there by
+  // whichever instance sweeps first, their sandboxes deleted, their records
+  // removed (on requests, at most once per interval, and on a timer).
+  let lastStoreSweep = 0;
+  let storeSweeping: Promise<void> | undefined;
+  const storeSweep = (): Promise<void> => {
+    if (!store || closed || Date.now() - lastStoreSweep < sweepIntervalMs) {
+      return Promise.resolve();
+    }
+    lastStoreSweep = Date.now();
+    storeSweeping ??= (async () => {
+      try {
+        const claimed = await store.claimIdleSessions(
+          Date.now() - idleTimeoutMs,
+          CLAIM_MS,
+        );
+        for (const record of claimed) {
+          try {
+            const local = sessions.get(record.id);
+            if (local) await sessions.close(local, "evict");
+            if (!keepWorkspaces) {
+              const runtime = await factory(record.conversationId, {
+                signal: shutdown.signal,
+              });
+              try {
+                await destroyRuntime(runtime);
+              } finally {
+                await runtime.close().catch(report);
+              }
+            }
+            await store.deleteSession(record.id);
+          } catch (error) {
+            // The claim lapses and a later sweep tries again.
+            report(error);
+          }
+        }
+      } catch (error) {
+        report(error);
+      } finally {
+        storeSweeping = undefined;
+      }
+    })();
+    return storeSweeping;
+  };
+  let storeSweepTimer: ReturnType<typeof setInterval> | undefined;
+  if (store) {
+    storeSweepTimer = setInterval(() => void storeSweep(), sweepIntervalMs);
+    Deno.unrefTimer?.(storeSweepTimer);
+  }
 
   // The sweep of session workspaces left behind (a crash, a kill).
   const sweepsRoot = factoryOption === undefined ||
@@ -543,8 +904,11 @@ export async function createMcpHttpHandler(
   const close = (): Promise<void> => {
     closed ??= (async () => {
       clearTimeout(sweepTimer);
+      clearInterval(storeSweepTimer);
       shutdown.abort();
-      await sessions.closeAll();
+      await storeSweeping;
+      // With a store, the sessions live on for the other instances.
+      await sessions.closeAll(store ? "evict" : "end");
     })();
     return closed;
   };

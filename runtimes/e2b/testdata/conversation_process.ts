@@ -9,7 +9,7 @@
  * @module
  */
 import { E2BSkillRuntime } from "../runtime.ts";
-import { KvConversationStore } from "../../../workspace/conversation_store.ts";
+import { KvConversationStore } from "../../stores/conversation_store.ts";
 import { SkillRuntimeConfig } from "../../config.ts";
 
 const [url, apiKey, kvPath, conversationsRoot, conversationId, basePath, name] =

@@ -9,7 +9,7 @@
  * @module
  */
 import { OpenSandboxSkillRuntime } from "../runtime.ts";
-import { KvConversationStore } from "../../../workspace/conversation_store.ts";
+import { KvConversationStore } from "../../stores/conversation_store.ts";
 import { SkillRuntimeConfig } from "../../config.ts";
 
 const [

@@ -9,7 +9,7 @@
  * @module
  */
 import { VercelSandboxSkillRuntime } from "../runtime.ts";
-import { KvConversationStore } from "../../../workspace/conversation_store.ts";
+import { KvConversationStore } from "../../stores/conversation_store.ts";
 import { SkillRuntimeConfig } from "../../config.ts";
 
 const [url, token, kvPath, conversationsRoot, conversationId, basePath, name] =

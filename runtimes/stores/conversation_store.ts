@@ -15,7 +15,7 @@
  *
  * @module
  */
-import { validateConversationId } from "./conversation.ts";
+import { validateConversationId } from "../../workspace/conversation.ts";
 
 /** Which conversation: the server's base URL and the conversation id. */
 export interface ConversationKey {
@@ -79,6 +79,71 @@ export interface CreateConversationResult {
 export interface DeleteConversationOptions {
   /** Delete only when the record still names this sandbox. */
   readonly sandboxId?: string;
+}
+
+/**
+ * An MCP session as the HTTP handler records it, so that any instance can
+ * serve it: which conversation it maps to, which runtime (its kind and the
+ * non-secret part of its options), what the client negotiated, the digest
+ * of the token it is bound to (never the token), its last use and the claim
+ * of a sweep. Never a secret.
+ */
+export interface SessionRecord {
+  /** The session id (at least 128 random bits). */
+  readonly id: string;
+  /** The conversation the session maps to. */
+  readonly conversationId: string;
+  /** The runtime kind (e.g. `opensandbox`) and its options' non-secret part. */
+  readonly runtime: {
+    readonly kind: string;
+    readonly options: Readonly<Record<string, unknown>>;
+  };
+  /** The protocol version negotiated at initialisation. */
+  readonly protocolVersion: string;
+  /** The client's capabilities, as it declared them. */
+  readonly clientCapabilities: Readonly<Record<string, unknown>>;
+  /** The client's name and version, as it declared them. */
+  readonly clientInfo: Readonly<Record<string, unknown>>;
+  /** The SHA-256 digest (hex) of the token the session is bound to, or `null`. */
+  readonly tokenDigest: string | null;
+  /** Who the client is for the session limits (a token digest or an address). */
+  readonly client: string;
+  /** When the session started, in ms since the epoch. */
+  readonly createdAt: number;
+  /** When it was last used, in ms since the epoch. */
+  readonly lastUsedAt: number;
+  /** Until when a sweep has claimed it (ms since the epoch), or `null`. */
+  readonly claimedUntil: number | null;
+}
+
+/** What {@linkcode ConversationStore.createSession} takes. */
+export type NewSession = Omit<
+  SessionRecord,
+  "createdAt" | "lastUsedAt" | "claimedUntil"
+>;
+
+/** How many sessions the store holds (claimed ones left out). */
+export interface SessionCount {
+  /** Every session. */
+  readonly total: number;
+  /** The sessions of the client asked about. */
+  readonly client: number;
+}
+
+/** One event of a resumable stream. */
+export interface StoredEvent {
+  /** The event id (`<stream id>.<sequence>`), as sent in the SSE `id` field. */
+  readonly id: string;
+  /** The JSON-RPC message (an empty object for a priming event). */
+  readonly message: unknown;
+}
+
+/** What {@linkcode ConversationStore.eventsAfter} returns. */
+export interface StoredEvents {
+  /** The stream the event id belongs to. */
+  readonly streamId: string;
+  /** The events after it, in order. */
+  readonly events: readonly StoredEvent[];
 }
 
 /**
@@ -153,8 +218,104 @@ export interface ConversationStore {
     key: ConversationKey,
     options?: DeleteConversationOptions,
   ): Promise<boolean>;
+  /**
+   * Records a new MCP session.
+   *
+   * @param session The session.
+   * @returns The record.
+   * @throws {Deno.errors.AlreadyExists} A session has this id.
+   */
+  createSession(session: NewSession): Promise<SessionRecord>;
+  /**
+   * The record of a session (claimed by a sweep or not).
+   *
+   * @param id The session id.
+   * @returns The record, or `null`.
+   */
+  getSession(id: string): Promise<SessionRecord | null>;
+  /**
+   * Records a use of a session, unless a sweep has claimed it.
+   *
+   * @param id The session id.
+   * @param at When, in ms since the epoch; default now.
+   * @returns The updated record, or `null` (none, or claimed).
+   */
+  touchSession(id: string, at?: number): Promise<SessionRecord | null>;
+  /**
+   * Deletes a session and its events: of callers racing, exactly one gets
+   * the record (and deletes what the session held).
+   *
+   * @param id The session id.
+   * @returns The record deleted, or `null` when there was none.
+   */
+  deleteSession(id: string): Promise<SessionRecord | null>;
+  /**
+   * Claims, atomically, the sessions unused since `idleBefore` that no live
+   * claim holds: two sweeps never claim one session at once. A claim that
+   * outlives `claimForMs` (its sweeper died) can be claimed again.
+   *
+   * @param idleBefore Sessions last used before this time (ms since the epoch).
+   * @param claimForMs How long the claim holds.
+   * @param limit The most sessions claimed; default 100.
+   * @returns The sessions claimed.
+   */
+  claimIdleSessions(
+    idleBefore: number,
+    claimForMs: number,
+    limit?: number,
+  ): Promise<SessionRecord[]>;
+  /**
+   * Counts the sessions (claimed ones left out), in all and of one client.
+   *
+   * @param client The client counted apart.
+   * @returns The counts.
+   */
+  countSessions(client?: string): Promise<SessionCount>;
+  /**
+   * Appends an event to a stream of a session (a resumable stream of MCP's
+   * Streamable HTTP transport). Event ids grow within a stream.
+   *
+   * @param sessionId The session.
+   * @param streamId The stream (no `.` in it).
+   * @param message The JSON-RPC message.
+   * @returns The event id.
+   * @throws {Deno.errors.NotFound} The session has no record.
+   */
+  appendEvent(
+    sessionId: string,
+    streamId: string,
+    message: unknown,
+  ): Promise<string>;
+  /**
+   * The events of a session's stream after one of its event ids.
+   *
+   * @param sessionId The session.
+   * @param eventId The last event the client has; sequence 0 (see
+   *   `eventIdOf`) asks for the stream from its start.
+   * @returns The stream and the events after it, or `null` when the session
+   *   has no such event.
+   */
+  eventsAfter(sessionId: string, eventId: string): Promise<StoredEvents | null>;
   /** Releases what the store holds open (idempotent). */
   close(): void;
+}
+
+/**
+ * A store that cannot serve now (its database out of reach, refusing
+ * connections, timing out). Its message is one line without a secret; the
+ * MCP HTTP handler answers `503` with it.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { ConversationStoreUnavailableError } from "@skillrun/skillrun/runtime";
+ * const error = new ConversationStoreUnavailableError("Cannot reach the store: timed out");
+ * assert(error.name === "ConversationStoreUnavailableError");
+ * ```
+ */
+export class ConversationStoreUnavailableError extends Error {
+  /** The error's name. */
+  override readonly name = "ConversationStoreUnavailableError";
 }
 
 /**
@@ -224,12 +385,206 @@ export function normalizeConversationKey(
 /** The longest server URL a key may hold (Deno KV keys are at most 2 KiB). */
 const MAX_URL_LENGTH = 1024;
 
+/** The largest session record a store accepts, in bytes of JSON. */
+const MAX_SESSION_BYTES = 32 * 1024;
+/** The largest event a store accepts, in bytes of JSON. */
+const MAX_EVENT_BYTES = 60 * 1024;
+
+/**
+ * Checks a new session and makes its record (exported for the stores of
+ * this folder).
+ *
+ * @param session The session.
+ * @param now The time of creation.
+ * @returns The record.
+ * @throws {TypeError} A field is missing or of the wrong type, or the record
+ * is too large.
+ */
+export function newSessionRecord(
+  session: NewSession,
+  now: number = Date.now(),
+): SessionRecord {
+  if (typeof session !== "object" || session === null) {
+    throw new TypeError("Invalid session: expected an object");
+  }
+  checkSessionId(session.id);
+  for (
+    const field of ["conversationId", "protocolVersion", "client"] as const
+  ) {
+    const value = session[field];
+    if (typeof value !== "string" || value === "") {
+      throw new TypeError(
+        `Invalid session ${field} ${
+          JSON.stringify(value)
+        }: expected a non-empty string`,
+      );
+    }
+  }
+  if (
+    typeof session.runtime !== "object" || session.runtime === null ||
+    typeof session.runtime.kind !== "string" ||
+    typeof session.runtime.options !== "object" ||
+    session.runtime.options === null
+  ) {
+    throw new TypeError(
+      "Invalid session runtime: expected { kind: string, options: object }",
+    );
+  }
+  if (session.tokenDigest !== null && typeof session.tokenDigest !== "string") {
+    throw new TypeError(
+      "Invalid session tokenDigest: expected a string or null",
+    );
+  }
+  const record: SessionRecord = {
+    id: session.id,
+    conversationId: session.conversationId,
+    runtime: { kind: session.runtime.kind, options: session.runtime.options },
+    protocolVersion: session.protocolVersion,
+    clientCapabilities: session.clientCapabilities ?? {},
+    clientInfo: session.clientInfo ?? {},
+    tokenDigest: session.tokenDigest,
+    client: session.client,
+    createdAt: now,
+    lastUsedAt: now,
+    claimedUntil: null,
+  };
+  const size = new TextEncoder().encode(JSON.stringify(record)).length;
+  if (size > MAX_SESSION_BYTES) {
+    throw new TypeError(
+      `Invalid session "${session.id}": its record has ${size} bytes, more than ${MAX_SESSION_BYTES}`,
+    );
+  }
+  return record;
+}
+
+/**
+ * Checks a session id: 16 to 128 characters of `[A-Za-z0-9_-]`.
+ *
+ * @param id The id.
+ * @returns The id.
+ * @throws {TypeError} It is not one.
+ */
+export function checkSessionId(id: string): string {
+  if (typeof id !== "string" || !/^[A-Za-z0-9_-]{16,128}$/.test(id)) {
+    throw new TypeError(
+      `Invalid session id ${
+        JSON.stringify(typeof id === "string" ? id.slice(0, 40) : id)
+      }: expected 16 to 128 letters, digits, "-" or "_"`,
+    );
+  }
+  return id;
+}
+
+/**
+ * Checks a stream id and an event's message.
+ *
+ * @param streamId The stream id.
+ * @param message The message.
+ * @returns The message as JSON.
+ * @throws {TypeError} The stream id is empty or holds a `.`, or the message
+ * is not JSON or too large.
+ */
+export function checkEvent(streamId: string, message: unknown): string {
+  if (
+    typeof streamId !== "string" || !/^[A-Za-z0-9_-]{1,128}$/.test(streamId)
+  ) {
+    throw new TypeError(
+      `Invalid stream id ${
+        JSON.stringify(streamId)
+      }: expected 1 to 128 letters, digits, "-" or "_"`,
+    );
+  }
+  const json = JSON.stringify(message);
+  if (json === undefined) {
+    throw new TypeError("Invalid event: the message is not JSON");
+  }
+  const size = new TextEncoder().encode(json).length;
+  if (size > MAX_EVENT_BYTES) {
+    throw new TypeError(
+      `Invalid event of stream "${streamId}": it has ${size} bytes, more than ${MAX_EVENT_BYTES}`,
+    );
+  }
+  return json;
+}
+
+/**
+ * An event id of a stream: `<stream id>.<sequence>`, the sequence zero-padded
+ * so that ids of a stream sort as their order.
+ *
+ * @param streamId The stream.
+ * @param sequence The event's number in it.
+ * @returns The event id.
+ */
+export function eventIdOf(streamId: string, sequence: number): string {
+  return `${streamId}.${String(sequence).padStart(12, "0")}`;
+}
+
+/**
+ * The stream and sequence of an event id, or `null` when it is not one.
+ *
+ * @param eventId The event id.
+ * @returns Its parts.
+ */
+export function parseEventId(
+  eventId: string,
+): { streamId: string; sequence: number } | null {
+  const match = typeof eventId === "string"
+    ? /^([A-Za-z0-9_-]{1,128})\.(\d{12})$/.exec(eventId)
+    : null;
+  return match ? { streamId: match[1]!, sequence: Number(match[2]) } : null;
+}
+
+/** See the stores of this folder. @internal */
+export function sessionNotFound(id: string): Error {
+  return new Deno.errors.NotFound(
+    `Cannot add an event to session "${id}": it has no record`,
+  );
+}
+
+/** See the stores of this folder. @internal */
+export function sessionExists(id: string): Error {
+  return new Deno.errors.AlreadyExists(
+    `Cannot create session "${id}": a session has this id`,
+  );
+}
+
+/** See the stores of this folder. @internal */
+export function checkClaim(
+  idleBefore: number,
+  claimForMs: number,
+  limit: number,
+) {
+  checkTime("idle limit", idleBefore);
+  if (!Number.isInteger(claimForMs) || claimForMs <= 0) {
+    throw new TypeError(
+      `Invalid claim duration ${claimForMs}: expected a positive integer of ms`,
+    );
+  }
+  if (!Number.isInteger(limit) || limit <= 0) {
+    throw new TypeError(`Invalid limit ${limit}: expected a positive integer`);
+  }
+}
+
+/** Whether a session is claimed by a live sweep at `now`. */
+export function isClaimed(
+  record: SessionRecord,
+  now: number = Date.now(),
+): boolean {
+  return record.claimedUntil !== null && record.claimedUntil > now;
+}
+
 /** Drops what looks like credentials from a string that failed to parse. */
 function redactUrl(text: string): string {
   return text.replace(/\/\/[^/@]*@/, "//***@");
 }
 
-function checkNewConversation(conversation: NewConversation): void {
+/**
+ * Checks a new conversation.
+ *
+ * @param conversation The conversation.
+ * @throws {TypeError} A field is missing or of the wrong type.
+ */
+export function checkNewConversation(conversation: NewConversation): void {
   if (typeof conversation !== "object" || conversation === null) {
     throw new TypeError("Invalid conversation: expected an object");
   }
@@ -246,7 +601,14 @@ function checkNewConversation(conversation: NewConversation): void {
   checkTime("expiry", conversation.expiresAt ?? null);
 }
 
-function checkTime(name: string, value: number | null): void {
+/**
+ * Checks a time in ms since the epoch (or `null`).
+ *
+ * @param name What it is, for the message.
+ * @param value The time.
+ * @throws {TypeError} It is not a finite number.
+ */
+export function checkTime(name: string, value: number | null): void {
   if (value !== null && (typeof value !== "number" || !isFinite(value))) {
     throw new TypeError(
       `Invalid ${name} ${JSON.stringify(value)}: expected ms since the epoch`,
@@ -254,7 +616,14 @@ function checkTime(name: string, value: number | null): void {
   }
 }
 
-function checkSkill(
+/**
+ * Checks a prepared skill and fills its time.
+ *
+ * @param skill The skill.
+ * @returns The record.
+ * @throws {TypeError} A field is missing or of the wrong type.
+ */
+export function checkSkill(
   skill: Omit<PreparedSkillRecord, "preparedAt"> & { preparedAt?: number },
 ): PreparedSkillRecord {
   if (typeof skill !== "object" || skill === null) {
@@ -280,7 +649,8 @@ function checkSkill(
   };
 }
 
-function newRecord(
+/** See the stores of this folder. @internal */
+export function newRecord(
   key: ConversationKey,
   conversation: NewConversation,
 ): ConversationRecord {
@@ -297,14 +667,16 @@ function newRecord(
   };
 }
 
-function withSkill(
+/** See the stores of this folder. @internal */
+export function withSkill(
   record: ConversationRecord,
   skill: PreparedSkillRecord,
 ): ConversationRecord {
   return { ...record, skills: { ...record.skills, [skill.name]: skill } };
 }
 
-function withoutSkill(
+/** See the stores of this folder. @internal */
+export function withoutSkill(
   record: ConversationRecord,
   name: string,
 ): ConversationRecord {
@@ -313,7 +685,8 @@ function withoutSkill(
   return { ...record, skills };
 }
 
-function renewed(
+/** See the stores of this folder. @internal */
+export function renewed(
   record: ConversationRecord,
   expiresAt: number | null | undefined,
 ): ConversationRecord {
@@ -324,8 +697,13 @@ function renewed(
   };
 }
 
-/** A deep-frozen copy, so that a caller never changes what a store holds. */
-function frozen(record: ConversationRecord): ConversationRecord {
+/**
+ * A deep-frozen copy, so that a caller never changes what a store holds.
+ *
+ * @param record The record.
+ * @returns The frozen copy.
+ */
+export function frozen(record: ConversationRecord): ConversationRecord {
   const skills: Record<string, PreparedSkillRecord> = Object.create(null);
   for (const [name, skill] of Object.entries(record.skills)) {
     skills[name] = Object.freeze({ ...skill });
@@ -493,6 +871,179 @@ export class MemoryConversationStore implements ConversationStore {
     }
   }
 
+  readonly #sessions = new Map<string, SessionRecord>();
+  readonly #events = new Map<string, Map<string, string[]>>();
+
+  /**
+   * Records a new MCP session.
+   *
+   * @param session The session.
+   * @returns The record.
+   * @throws {TypeError} The session is invalid.
+   * @throws {Deno.errors.AlreadyExists} A session has this id.
+   */
+  createSession(session: NewSession): Promise<SessionRecord> {
+    try {
+      const record = Object.freeze(newSessionRecord(session));
+      if (this.#sessions.has(record.id)) throw sessionExists(record.id);
+      this.#sessions.set(record.id, record);
+      return Promise.resolve(record);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /**
+   * The record of a session.
+   *
+   * @param id The session id.
+   * @returns The record, or `null`.
+   */
+  getSession(id: string): Promise<SessionRecord | null> {
+    return Promise.resolve(this.#sessions.get(id) ?? null);
+  }
+
+  /**
+   * Records a use of a session, unless a sweep has claimed it.
+   *
+   * @param id The session id.
+   * @param at When; default now.
+   * @returns The updated record, or `null`.
+   */
+  touchSession(
+    id: string,
+    at: number = Date.now(),
+  ): Promise<SessionRecord | null> {
+    const existing = this.#sessions.get(id);
+    if (!existing || isClaimed(existing)) return Promise.resolve(null);
+    const record = Object.freeze({
+      ...existing,
+      lastUsedAt: Math.max(existing.lastUsedAt, at),
+    });
+    this.#sessions.set(id, record);
+    return Promise.resolve(record);
+  }
+
+  /**
+   * Deletes a session and its events.
+   *
+   * @param id The session id.
+   * @returns The record deleted, or `null`.
+   */
+  deleteSession(id: string): Promise<SessionRecord | null> {
+    const existing = this.#sessions.get(id) ?? null;
+    this.#sessions.delete(id);
+    this.#events.delete(id);
+    return Promise.resolve(existing);
+  }
+
+  /**
+   * Claims the sessions idle since `idleBefore` that no live claim holds.
+   *
+   * @param idleBefore The idle limit.
+   * @param claimForMs How long the claim holds.
+   * @param limit The most sessions claimed.
+   * @returns The sessions claimed.
+   */
+  claimIdleSessions(
+    idleBefore: number,
+    claimForMs: number,
+    limit = 100,
+  ): Promise<SessionRecord[]> {
+    try {
+      checkClaim(idleBefore, claimForMs, limit);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const now = Date.now();
+    const claimed: SessionRecord[] = [];
+    for (const record of this.#sessions.values()) {
+      if (claimed.length >= limit) break;
+      if (record.lastUsedAt >= idleBefore || isClaimed(record, now)) continue;
+      const next = Object.freeze({ ...record, claimedUntil: now + claimForMs });
+      this.#sessions.set(record.id, next);
+      claimed.push(next);
+    }
+    return Promise.resolve(claimed);
+  }
+
+  /**
+   * Counts the sessions.
+   *
+   * @param client The client counted apart.
+   * @returns The counts.
+   */
+  countSessions(client?: string): Promise<SessionCount> {
+    const now = Date.now();
+    let total = 0;
+    let mine = 0;
+    for (const record of this.#sessions.values()) {
+      if (isClaimed(record, now)) continue;
+      total++;
+      if (client !== undefined && record.client === client) mine++;
+    }
+    return Promise.resolve({ total, client: mine });
+  }
+
+  /**
+   * Appends an event to a stream of a session.
+   *
+   * @param sessionId The session.
+   * @param streamId The stream.
+   * @param message The message.
+   * @returns The event id.
+   * @throws {TypeError} The stream id or the message is invalid.
+   * @throws {Deno.errors.NotFound} The session has no record.
+   */
+  appendEvent(
+    sessionId: string,
+    streamId: string,
+    message: unknown,
+  ): Promise<string> {
+    try {
+      const json = checkEvent(streamId, message);
+      if (!this.#sessions.has(sessionId)) throw sessionNotFound(sessionId);
+      let streams = this.#events.get(sessionId);
+      if (!streams) this.#events.set(sessionId, streams = new Map());
+      let events = streams.get(streamId);
+      if (!events) streams.set(streamId, events = []);
+      events.push(json);
+      return Promise.resolve(eventIdOf(streamId, events.length));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /**
+   * The events of a session's stream after one of its event ids.
+   *
+   * @param sessionId The session.
+   * @param eventId The last event the client has.
+   * @returns The stream and the events, or `null`.
+   */
+  eventsAfter(
+    sessionId: string,
+    eventId: string,
+  ): Promise<StoredEvents | null> {
+    const parsed = parseEventId(eventId);
+    const events = parsed
+      ? this.#events.get(sessionId)?.get(parsed.streamId) ?? []
+      : [];
+    if (
+      !parsed || parsed.sequence > events.length ||
+      (parsed.sequence === 0 && !this.#sessions.has(sessionId))
+    ) {
+      return Promise.resolve(null);
+    }
+    return Promise.resolve({
+      streamId: parsed.streamId,
+      events: events.slice(parsed.sequence).map((json, i) => ({
+        id: eventIdOf(parsed.streamId, parsed.sequence + i + 1),
+        message: JSON.parse(json),
+      })),
+    });
+  }
+
   /** Nothing to release; present for the interface. */
   close(): void {}
 
@@ -513,7 +1064,8 @@ export class MemoryConversationStore implements ConversationStore {
   }
 }
 
-function notFound(key: ConversationKey): Error {
+/** See the stores of this folder. @internal */
+export function notFound(key: ConversationKey): Error {
   return new Deno.errors.NotFound(
     `Cannot update conversation "${key.conversationId}" of "${key.serverUrl}": it has no record`,
   );
@@ -755,6 +1307,240 @@ export class KvConversationStore implements ConversationStore {
     throw contention(normal);
   }
 
+  #sessionKey(id: string): Deno.KvKey {
+    if (this.#closed) {
+      throw new Error("Cannot use the conversation store: it is closed");
+    }
+    return [...this.#prefix, "#sessions", id];
+  }
+
+  /**
+   * Records a new MCP session (an atomic check that the id is free).
+   *
+   * @param session The session.
+   * @returns The record.
+   * @throws {TypeError} The session is invalid.
+   * @throws {Deno.errors.AlreadyExists} A session has this id.
+   */
+  async createSession(session: NewSession): Promise<SessionRecord> {
+    const record = newSessionRecord(session);
+    const key = this.#sessionKey(record.id);
+    const result = await whenFree(() =>
+      this.#kv.atomic().check({ key, versionstamp: null }).set(key, record)
+        .commit()
+    );
+    if (!result.ok) throw sessionExists(record.id);
+    return Object.freeze(record);
+  }
+
+  /**
+   * The record of a session.
+   *
+   * @param id The session id.
+   * @returns The record, or `null`.
+   */
+  async getSession(id: string): Promise<SessionRecord | null> {
+    const key = this.#sessionKey(id);
+    const entry = await whenFree(() => this.#kv.get<SessionRecord>(key));
+    return entry.value === null ? null : Object.freeze(entry.value);
+  }
+
+  /**
+   * Records a use of a session, unless a sweep has claimed it (an atomic
+   * read-modify-write).
+   *
+   * @param id The session id.
+   * @param at When; default now.
+   * @returns The updated record, or `null`.
+   */
+  async touchSession(
+    id: string,
+    at: number = Date.now(),
+  ): Promise<SessionRecord | null> {
+    const key = this.#sessionKey(id);
+    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+      const entry = await whenFree(() => this.#kv.get<SessionRecord>(key));
+      if (entry.value === null || isClaimed(entry.value)) return null;
+      const record = {
+        ...entry.value,
+        lastUsedAt: Math.max(entry.value.lastUsedAt, at),
+      };
+      const result = await whenFree(() =>
+        this.#kv.atomic().check(entry).set(key, record).commit()
+      );
+      if (result.ok) return Object.freeze(record);
+    }
+    throw sessionContention(id);
+  }
+
+  /**
+   * Deletes a session and its events (the record's removal is atomic: of
+   * callers racing, one gets it).
+   *
+   * @param id The session id.
+   * @returns The record deleted, or `null`.
+   */
+  async deleteSession(id: string): Promise<SessionRecord | null> {
+    const key = this.#sessionKey(id);
+    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+      const entry = await whenFree(() => this.#kv.get<SessionRecord>(key));
+      if (entry.value === null) return null;
+      const result = await whenFree(() =>
+        this.#kv.atomic().check(entry).delete(key).commit()
+      );
+      if (!result.ok) continue;
+      for (const part of ["#events", "#eventseq"]) {
+        const prefix = [...this.#prefix, part, id];
+        for await (
+          const event of this.#kv.list({ prefix }, { batchSize: 500 })
+        ) {
+          await whenFree(() => this.#kv.delete(event.key));
+        }
+      }
+      return Object.freeze(entry.value);
+    }
+    throw sessionContention(id);
+  }
+
+  /**
+   * Claims the sessions idle since `idleBefore` that no live claim holds
+   * (each claim an atomic check of the version read).
+   *
+   * @param idleBefore The idle limit.
+   * @param claimForMs How long the claim holds.
+   * @param limit The most sessions claimed.
+   * @returns The sessions claimed.
+   */
+  async claimIdleSessions(
+    idleBefore: number,
+    claimForMs: number,
+    limit = 100,
+  ): Promise<SessionRecord[]> {
+    checkClaim(idleBefore, claimForMs, limit);
+    const now = Date.now();
+    const claimed: SessionRecord[] = [];
+    const prefix = [...this.#prefix, "#sessions"];
+    this.#sessionKey("x");
+    const entries = await whenFree(() =>
+      Array.fromAsync(this.#kv.list<SessionRecord>({ prefix }))
+    );
+    for (const entry of entries) {
+      if (claimed.length >= limit) break;
+      const record = entry.value;
+      if (record.lastUsedAt >= idleBefore || isClaimed(record, now)) continue;
+      const next = { ...record, claimedUntil: now + claimForMs };
+      const result = await whenFree(() =>
+        this.#kv.atomic().check(entry).set(entry.key, next).commit()
+      );
+      if (result.ok) claimed.push(Object.freeze(next));
+    }
+    return claimed;
+  }
+
+  /**
+   * Counts the sessions.
+   *
+   * @param client The client counted apart.
+   * @returns The counts.
+   */
+  async countSessions(client?: string): Promise<SessionCount> {
+    this.#sessionKey("x");
+    const now = Date.now();
+    let total = 0;
+    let mine = 0;
+    const prefix = [...this.#prefix, "#sessions"];
+    const entries = await whenFree(() =>
+      Array.fromAsync(this.#kv.list<SessionRecord>({ prefix }))
+    );
+    for (const { value } of entries) {
+      if (isClaimed(value, now)) continue;
+      total++;
+      if (client !== undefined && value.client === client) mine++;
+    }
+    return { total, client: mine };
+  }
+
+  /**
+   * Appends an event to a stream of a session (the stream's counter and the
+   * event written in one atomic operation).
+   *
+   * @param sessionId The session.
+   * @param streamId The stream.
+   * @param message The message.
+   * @returns The event id.
+   * @throws {TypeError} The stream id or the message is invalid.
+   * @throws {Deno.errors.NotFound} The session has no record.
+   */
+  async appendEvent(
+    sessionId: string,
+    streamId: string,
+    message: unknown,
+  ): Promise<string> {
+    checkEvent(streamId, message);
+    const session = await this.getSession(sessionId);
+    if (session === null) throw sessionNotFound(sessionId);
+    const counterKey = [...this.#prefix, "#eventseq", sessionId, streamId];
+    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+      const counter = await whenFree(() => this.#kv.get<number>(counterKey));
+      const sequence = (counter.value ?? 0) + 1;
+      const eventKey = [
+        ...this.#prefix,
+        "#events",
+        sessionId,
+        streamId,
+        sequence,
+      ];
+      const result = await whenFree(() =>
+        this.#kv.atomic().check(counter).set(counterKey, sequence)
+          .set(eventKey, { message }).commit()
+      );
+      if (result.ok) return eventIdOf(streamId, sequence);
+      await new Promise((resolve) =>
+        setTimeout(resolve, Math.random() * Math.min(50, 2 ** attempt))
+      );
+    }
+    throw sessionContention(sessionId);
+  }
+
+  /**
+   * The events of a session's stream after one of its event ids.
+   *
+   * @param sessionId The session.
+   * @param eventId The last event the client has.
+   * @returns The stream and the events, or `null`.
+   */
+  async eventsAfter(
+    sessionId: string,
+    eventId: string,
+  ): Promise<StoredEvents | null> {
+    const parsed = parseEventId(eventId);
+    if (!parsed) return null;
+    const prefix = [...this.#prefix, "#events", sessionId, parsed.streamId];
+    this.#sessionKey("x");
+    // Sequence 0: the stream from its start (when the session exists).
+    const known = await whenFree(() =>
+      parsed.sequence === 0
+        ? this.#kv.get(this.#sessionKey(sessionId))
+        : this.#kv.get([...prefix, parsed.sequence])
+    );
+    if (known.value === null) return null;
+    const entries = await whenFree(() =>
+      Array.fromAsync(
+        this.#kv.list<{ message: unknown }>({
+          prefix,
+          start: [...prefix, parsed.sequence + 1],
+        }),
+      )
+    );
+    return {
+      streamId: parsed.streamId,
+      events: entries.map((entry) => ({
+        id: eventIdOf(parsed.streamId, entry.key.at(-1) as number),
+        message: entry.value.message,
+      })),
+    };
+  }
+
   /** Closes the KV database when the store opened it (idempotent). */
   close(): void {
     if (this.#closed) return;
@@ -809,6 +1595,12 @@ async function whenFree<T>(call: () => Promise<T>): Promise<T> {
       );
     }
   }
+}
+
+function sessionContention(id: string): Error {
+  return new Error(
+    `Cannot update session "${id}": too many concurrent writers, gave up after ${MAX_ATTEMPTS} attempts`,
+  );
 }
 
 function contention(key: ConversationKey): Error {

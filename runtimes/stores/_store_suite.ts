@@ -1,28 +1,48 @@
+/**
+ * The conformance suite of the `ConversationStore` contract: every store
+ * (memory, Deno KV, PostgreSQL) runs the same tests, on conversations,
+ * sessions (create once, touch, claims of sweeps, exactly-once delete,
+ * counts) and the events of resumable streams.
+ *
+ * @module
+ */
 import {
   assert,
   assertEquals,
   assertFalse,
   assertRejects,
-  assertStringIncludes,
   assertThrows,
-} from "../_internal/assert.ts";
-import { PROJECT_CONFIG, runDenoScript } from "../_internal/testing.ts";
-import {
-  type ConversationKey,
-  type ConversationStore,
-  KvConversationStore,
-  MemoryConversationStore,
-  normalizeConversationKey,
+} from "../../_internal/assert.ts";
+import type {
+  ConversationKey,
+  ConversationStore,
+  NewSession,
 } from "./conversation_store.ts";
 
-const KEY: ConversationKey = {
+/** The conversation the suite uses. */
+export const KEY: ConversationKey = {
   serverUrl: "http://127.0.0.1:8080/lifecycle",
   conversationId: "thread-1",
 };
-const STORE_URL = new URL("./conversation_store.ts", import.meta.url).href;
+
+/** A session of the suite. */
+export function newSession(id: string, client = "client-a"): NewSession {
+  return {
+    id,
+    conversationId: id,
+    runtime: { kind: "opensandbox", options: { image: "ubuntu:24.04" } },
+    protocolVersion: "2025-11-25",
+    clientCapabilities: { elicitation: {} },
+    clientInfo: { name: "suite", version: "1.0.0" },
+    tokenDigest: "ab".repeat(32),
+    client,
+  };
+}
+
+const SID = "session-0123456789abcdef";
 
 /** Registers the tests every store passes; `make` gives a fresh store. */
-function storeSuite(
+export function storeSuite(
   label: string,
   make: () => Promise<{ store: ConversationStore; dispose(): Promise<void> }>,
 ): void {
@@ -239,184 +259,176 @@ function storeSuite(
     );
     assertEquals(Object.keys((await store.get(KEY))?.skills ?? {}), []);
   });
-}
 
-storeSuite("MemoryConversationStore", () =>
-  Promise.resolve({
-    store: new MemoryConversationStore(),
-    dispose: () => Promise.resolve(),
-  }));
-
-storeSuite("KvConversationStore", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "skillrun-kv-" });
-  return {
-    store: await KvConversationStore.open(`${dir}/store.kv`),
-    dispose: () => Deno.remove(dir, { recursive: true }),
-  };
-});
-
-Deno.test("normalizeConversationKey drops credentials, default ports and trailing slashes", () => {
-  assertEquals(
-    normalizeConversationKey({
-      serverUrl: "https://u:p@Example.COM:443/a/b//",
-      conversationId: "c",
-    }),
-    { serverUrl: "https://example.com/a/b", conversationId: "c" },
-  );
-  const error = assertThrows(
-    () =>
-      normalizeConversationKey({
-        serverUrl: "http//user:secret@host",
-        conversationId: "c",
-      }),
-    TypeError,
-  );
-  assertFalse((error as Error).message.includes("secret"));
-});
-
-Deno.test("KvConversationStore: records persist in the KV file and two stores share them", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "skillrun-kv-" });
-  try {
-    const path = `${dir}/store.kv`;
-    const a = await KvConversationStore.open(path);
-    const b = await KvConversationStore.open(path);
-    try {
-      const results = await Promise.all([
-        a.create(KEY, { sandboxId: "sb-a", workspaceRoot: "/w" }),
-        b.create(KEY, { sandboxId: "sb-b", workspaceRoot: "/w" }),
-      ]);
-      assertEquals(results.filter((r) => r.created).length, 1);
-      assertEquals(results[0].record.sandboxId, results[1].record.sandboxId);
-      await Promise.all([
-        a.markPrepared(KEY, { name: "one", basePath: "/1", digest: "d1" }),
-        b.markPrepared(KEY, { name: "two", basePath: "/2", digest: "d2" }),
-      ]);
-    } finally {
-      a.close();
-      b.close();
-    }
-    const reopened = await KvConversationStore.open(path);
-    try {
-      const record = await reopened.get(KEY);
-      assertEquals(Object.keys(record?.skills ?? {}).sort(), ["one", "two"]);
-    } finally {
-      reopened.close();
-    }
-    await assertRejects(
-      () => reopened.get(KEY),
-      Error,
-      "Cannot use the conversation store: it is closed",
-    );
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
-});
-
-Deno.test("KvConversationStore: an open KV given by the caller stays open after close()", async () => {
-  const kv = await Deno.openKv(":memory:");
-  try {
-    const store = new KvConversationStore(kv, { prefix: ["app", "conv"] });
-    await store.create(KEY, { sandboxId: "sb-1", workspaceRoot: "/w" });
-    store.close();
-    const keys = [];
-    for await (const entry of kv.list({ prefix: ["app", "conv"] })) {
-      keys.push(entry.key);
-    }
-    assertEquals(keys, [[
-      "app",
-      "conv",
-      "http://127.0.0.1:8080/lifecycle",
-      "thread-1",
-    ]]);
-  } finally {
-    kv.close();
-  }
-});
-
-Deno.test("KvConversationStore: processes racing through one KV file share one sandbox", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "skillrun-kv-race-" });
-  try {
-    const path = `${dir}/race.kv`;
-    const script = `${dir}/racer.ts`;
-    // Each racer waits for a start file so that all create at once.
-    await Deno.writeTextFile(
-      script,
-      `import { KvConversationStore } from ${JSON.stringify(STORE_URL)};
-const [path, start, name] = Deno.args;
-const store = await KvConversationStore.open(path);
-while (true) {
-  try { await Deno.stat(start); break; } catch { await new Promise((r) => setTimeout(r, 2)); }
-}
-const key = ${JSON.stringify(KEY)};
-const result = await store.create(key, { sandboxId: "sb-" + name, workspaceRoot: "/w" });
-await store.markPrepared(key, { name, basePath: "/w/skills/" + name, digest: "d-" + name });
-console.log(JSON.stringify({ created: result.created, sandboxId: result.record.sandboxId }));
-store.close();
-`,
-    );
-    const start = `${dir}/start`;
-    const names = ["p1", "p2", "p3", "p4"];
-    const runs = names.map((name) =>
-      runDenoScript(script, [
-        "--unstable-kv",
-        `--allow-read=${dir}`,
-        `--allow-write=${dir}`,
-      ], [path, start, name])
-    );
-    await new Promise((resolve) => setTimeout(resolve, 1500));
-    await Deno.writeTextFile(start, "");
-    const outcomes = await Promise.all(runs);
-    const answers = outcomes.map(({ code, stdout, stderr }) => {
-      assertEquals(code, 0, stderr);
-      return JSON.parse(stdout) as { created: boolean; sandboxId: string };
+  test("sessions: created once, read, touched, deleted exactly once", async (store) => {
+    assertEquals(await store.getSession(SID), null);
+    const created = await store.createSession(newSession(SID));
+    assertEquals(created.id, SID);
+    assertEquals(created.runtime, {
+      kind: "opensandbox",
+      options: { image: "ubuntu:24.04" },
     });
-    assertEquals(answers.filter((a) => a.created).length, 1);
-    const winner = answers.find((a) => a.created)!.sandboxId;
-    for (const answer of answers) assertEquals(answer.sandboxId, winner);
-    const store = await KvConversationStore.open(path);
-    try {
-      const record = await store.get(KEY);
-      assertEquals(record?.sandboxId, winner);
-      assertEquals(Object.keys(record?.skills ?? {}).sort(), names);
-    } finally {
-      store.close();
-    }
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
-});
+    assertEquals(created.clientCapabilities, { elicitation: {} });
+    assertEquals(created.claimedUntil, null);
+    assertEquals(created.createdAt, created.lastUsedAt);
+    await assertRejects(
+      () => store.createSession(newSession(SID)),
+      Deno.errors.AlreadyExists,
+      `Cannot create session "${SID}"`,
+    );
+    assertEquals(await store.getSession(SID), created);
+    const touched = await store.touchSession(SID, created.lastUsedAt + 1000);
+    assertEquals(touched?.lastUsedAt, created.lastUsedAt + 1000);
+    // A use never moves the time back.
+    const older = await store.touchSession(SID, created.lastUsedAt);
+    assertEquals(older?.lastUsedAt, created.lastUsedAt + 1000);
+    assertEquals(await store.touchSession("session-unknown-0000000"), null);
+    const deletions = await Promise.all(
+      Array.from({ length: 8 }, () => store.deleteSession(SID)),
+    );
+    assertEquals(deletions.filter((d) => d !== null).length, 1);
+    assertEquals(await store.getSession(SID), null);
+    assertEquals(await store.touchSession(SID), null);
+  });
 
-Deno.test("KvConversationStore.open without --unstable-kv says which flag is missing", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "skillrun-kv-flag-" });
-  try {
-    const config = JSON.parse(await Deno.readTextFile(PROJECT_CONFIG));
-    delete config.unstable;
-    await Deno.writeTextFile(`${dir}/deno.json`, JSON.stringify(config));
-    await Deno.writeTextFile(
-      `${dir}/open.ts`,
-      `import { KvConversationStore } from ${JSON.stringify(STORE_URL)};
-try { await KvConversationStore.open(); } catch (e) { console.log((e as Error).message); }
-`,
+  test("sessions: bad ids and records are refused", async (store) => {
+    await assertRejects(
+      () => store.createSession(newSession("short")),
+      TypeError,
+      "Invalid session id",
     );
-    const output = await new Deno.Command(Deno.execPath(), {
-      args: [
-        "run",
-        "--no-prompt",
-        "--no-lock",
-        `--config=${dir}/deno.json`,
-        `${dir}/open.ts`,
-      ],
-      stdin: "null",
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    const stdout = new TextDecoder().decode(output.stdout);
-    assertEquals(output.code, 0, new TextDecoder().decode(output.stderr));
-    assertStringIncludes(
-      stdout,
-      "Deno.openKv is unstable; run with --unstable-kv",
+    await assertRejects(
+      () => store.createSession({ ...newSession(SID), conversationId: "" }),
+      TypeError,
+      "Invalid session conversationId",
     );
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
-});
+    await assertRejects(
+      () =>
+        store.createSession({
+          ...newSession(SID),
+          clientCapabilities: { huge: "x".repeat(40_000) },
+        }),
+      TypeError,
+      "more than 32768",
+    );
+    assertEquals(await store.getSession(SID), null);
+  });
+
+  test("sessions: two sweeps racing claim each idle session once", async (store) => {
+    const ids = Array.from({ length: 6 }, (_, i) => `${SID}-${i}`);
+    for (const id of ids) await store.createSession(newSession(id));
+    const fresh = `${SID}-fresh`;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const idleBefore = Date.now();
+    await store.createSession(newSession(fresh));
+    await store.touchSession(fresh, idleBefore + 60_000);
+    const [a, b] = await Promise.all([
+      store.claimIdleSessions(idleBefore, 60_000),
+      store.claimIdleSessions(idleBefore, 60_000),
+    ]);
+    const claimed = [...a, ...b].map((s) => s.id).sort();
+    assertEquals(claimed, [...ids].sort());
+    for (const s of [...a, ...b]) assert(s.claimedUntil! > Date.now());
+    // Claimed: neither claimed again nor touched nor counted.
+    assertEquals(await store.claimIdleSessions(idleBefore, 60_000), []);
+    assertEquals(await store.touchSession(ids[0]!), null);
+    assertEquals(await store.countSessions("client-a"), {
+      total: 1,
+      client: 1,
+    });
+    // A claim whose sweeper died can be claimed again once it has lapsed.
+    await store.createSession(newSession(`${SID}-late`));
+    const short = await store.claimIdleSessions(Date.now() + 1, 1);
+    assertEquals(short.map((s) => s.id), [`${SID}-late`]);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    const again = await store.claimIdleSessions(Date.now() + 1, 60_000);
+    assert(again.some((s) => s.id === `${SID}-late`));
+    await assertRejects(
+      () => store.claimIdleSessions(Date.now(), 0),
+      TypeError,
+      "Invalid claim duration",
+    );
+  });
+
+  test("sessions: counted in all and per client", async (store) => {
+    assertEquals(await store.countSessions("x"), { total: 0, client: 0 });
+    await store.createSession(newSession(`${SID}-1`, "a"));
+    await store.createSession(newSession(`${SID}-2`, "a"));
+    await store.createSession(newSession(`${SID}-3`, "b"));
+    assertEquals(await store.countSessions("a"), { total: 3, client: 2 });
+    assertEquals(await store.countSessions(), { total: 3, client: 0 });
+    await store.deleteSession(`${SID}-1`);
+    assertEquals(await store.countSessions("a"), { total: 2, client: 1 });
+  });
+
+  test("events: appended in order, replayed after an id, scoped to their session", async (store) => {
+    await assertRejects(
+      () => store.appendEvent(SID, "stream-1", {}),
+      Deno.errors.NotFound,
+    );
+    await store.createSession(newSession(SID));
+    await store.createSession(newSession(`${SID}-other`));
+    const priming = await store.appendEvent(SID, "stream-1", {});
+    const ids = [priming];
+    for (let i = 0; i < 12; i++) {
+      ids.push(
+        await store.appendEvent(SID, "stream-1", {
+          jsonrpc: "2.0",
+          method: "notifications/progress",
+          params: { progress: i },
+        }),
+      );
+    }
+    await store.appendEvent(SID, "stream-2", { other: true });
+    assertEquals([...ids].sort(), ids);
+    const after = await store.eventsAfter(SID, priming);
+    assertEquals(after?.streamId, "stream-1");
+    assertEquals(after?.events.map((e) => e.id), ids.slice(1));
+    assertEquals(
+      (after?.events[11]?.message as { params: { progress: number } }).params
+        .progress,
+      11,
+    );
+    assertEquals((await store.eventsAfter(SID, ids.at(-1)!))?.events, []);
+    // Another session cannot read them; a forged id finds nothing.
+    assertEquals(await store.eventsAfter(`${SID}-other`, priming), null);
+    assertEquals(await store.eventsAfter(SID, "stream-1.999999999999"), null);
+    assertEquals(await store.eventsAfter(SID, "not an id"), null);
+    // Sequence 0: the stream from its start; an empty one for a session's
+    // stream with no event yet.
+    assertEquals(
+      (await store.eventsAfter(SID, "stream-1.000000000000"))?.events.length,
+      13,
+    );
+    assertEquals(
+      (await store.eventsAfter(SID, "stream-9.000000000000"))?.events,
+      [],
+    );
+    assertEquals(
+      await store.eventsAfter("session-none-000000000", "s.000000000000"),
+      null,
+    );
+    await assertRejects(
+      () => store.appendEvent(SID, "bad.stream", {}),
+      TypeError,
+      "Invalid stream id",
+    );
+    // Deleting the session deletes its events.
+    await store.deleteSession(SID);
+    assertEquals(await store.eventsAfter(SID, priming), null);
+  });
+
+  test("events: concurrent appends to one stream keep every event", async (store) => {
+    await store.createSession(newSession(SID));
+    const ids = await Promise.all(
+      Array.from(
+        { length: 20 },
+        (_, i) => store.appendEvent(SID, "s", { i }),
+      ),
+    );
+    assertEquals(new Set(ids).size, 20);
+    const first = [...ids].sort()[0]!;
+    const rest = await store.eventsAfter(SID, first);
+    assertEquals(rest?.events.length, 19);
+  });
+}
