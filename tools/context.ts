@@ -16,6 +16,11 @@ import type { Skill } from "../skill/types.ts";
 import { type Flight, startFlight, waitFor } from "../_internal/flight.ts";
 import { inSpan } from "../observe/otel.ts";
 import { EventSink, type SkillEventListener } from "../observe/events.ts";
+import {
+  createToolApprover,
+  type ToolApprovalPolicy,
+  type ToolApprover,
+} from "./approval.ts";
 
 /** The limits of the tools. Every field has a default in {@linkcode DEFAULT_TOOL_LIMITS}. */
 export interface ToolLimits {
@@ -148,6 +153,11 @@ export interface ToolContext {
   readonly events?: EventSink;
   /** Whether `bash` offers `run_in_background`. */
   readonly background?: boolean;
+  /**
+   * The policy step every call takes, when the application gave an
+   * approval policy (and the active skill it records).
+   */
+  readonly approval?: ToolApprover;
 }
 
 /** Options of {@linkcode createToolContext}. */
@@ -167,6 +177,10 @@ export interface ToolContextOptions {
    * `kill_bash` tools). Default false.
    */
   readonly background?: boolean;
+  /** The approval policy over every call (see `buildSkillTools`). */
+  readonly approve?: ToolApprovalPolicy;
+  /** Whether packages' skills may pre-approve through `allowed-tools`. */
+  readonly trustAllowedTools?: boolean;
 }
 
 /**
@@ -272,6 +286,15 @@ export function createToolContext(
     secrets,
     ...(events ? { events } : {}),
     ...(options.background ? { background: true } : {}),
+    ...(options.approve
+      ? {
+        approval: createToolApprover({
+          approve: options.approve,
+          runtime,
+          ...(options.trustAllowedTools ? { trustAllowedTools: true } : {}),
+        }),
+      }
+      : {}),
   };
 }
 
