@@ -10,6 +10,7 @@ import { parseArgs, SKILLS_OPTION_HELP, UsageError } from "./_args.ts";
 import { readConfigFile } from "./_config.ts";
 import { checkRuntimeFlag, remoteRuntime, RUNTIME_HELP } from "./_remote.ts";
 import {
+  approvalOptions,
   forgetMcpToken,
   serveMcpHttpCommand,
   verboseListeners,
@@ -72,6 +73,11 @@ ${SKILLS_OPTION_HELP}.
   --sweep-after <hours>
                        With --http: delete session workspaces left unchanged
                        this long (default 24; 0: never)
+  --ask-for-approval   Ask the user before each bash, write and edit call,
+                       through the client (MCP elicitation/create; a client
+                       without that capability gets an error and nothing
+                       runs); the active skill's allowed-tools pre-approve
+                       what they cover (skills from packages excepted)
   --config <file>      A JSON file with each skill's environment and bootstrap
                        commands: {"<skill>": {"env": {"NAME": "value"},
                        "bootstrap": ["command", ...]}}; never shown to the model
@@ -159,6 +165,7 @@ export async function mcpCommand(
       ...EGRESS_FLAGS,
       runtime: "string",
       verbose: "boolean",
+      "ask-for-approval": "boolean",
     });
     if (parsed.flags.help === true) {
       await out(MCP_HELP);
@@ -242,6 +249,7 @@ export async function mcpCommand(
     const built = await buildSkillTools({
       skills,
       runtime,
+      ...approvalOptions(parsed.flags),
       ...(configs ? { configs } : {}),
       ...(verbose ? { onEvent: verbose.tools } : {}),
     });
