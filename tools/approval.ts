@@ -285,3 +285,48 @@ async function sha256Hex(bytes: Uint8Array): Promise<string> {
   )
     .join("");
 }
+
+/** What a skill's `allowed-tools` pre-approve, in words. */
+export interface AllowedToolsExplained {
+  /** One line per entry understood, e.g. `bash: git with any arguments`. */
+  readonly preApproved: readonly string[];
+  /** The entries that pre-approve nothing, each with the reason. */
+  readonly ignored: readonly string[];
+}
+
+/**
+ * Says what a skill's `allowed-tools` would pre-approve under a policy that
+ * asks (what `cli.ts doctor --skills` prints).
+ *
+ * @example Claude Code's syntax
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { explainAllowedTools } from "@skillrun/skillrun/tools";
+ * assertEquals(explainAllowedTools(["Bash(git:*)", "Read", "Read(./src/**)"]), {
+ *   preApproved: ["bash: git with any arguments", "read: every call"],
+ *   ignored: [
+ *     '"Read(./src/**)": only Bash takes a pattern (a file tool\'s path pattern is not supported)',
+ *   ],
+ * });
+ * ```
+ *
+ * @param entries The skill's `allowedTools`.
+ * @returns What is pre-approved and what is ignored.
+ */
+export function explainAllowedTools(
+  entries: readonly string[],
+): AllowedToolsExplained {
+  const { rules, ignored } = parseAllowedTools(entries);
+  return {
+    preApproved: rules.map((rule) =>
+      rule.command === undefined
+        ? `${rule.tool}: every call`
+        : `${rule.tool}: ${
+          rule.command.prefix
+            ? `${rule.command.words.join(" ")} with any arguments`
+            : `exactly "${rule.command.words.join(" ")}"`
+        }`
+    ),
+    ignored,
+  };
+}
