@@ -24,16 +24,17 @@ import {
   type ModelMessage,
   stepCountIs,
 } from "npm:ai@7.0.173";
-import { fromFileUrl, join } from "@std/path";
 import {
-  buildSkillTools,
-  LocalSkillRuntime,
-  SkillRuntimeConfig,
   toAISDKTools,
   type ToolApprovalCall,
   type ToolApprovalDecision,
 } from "@skillrun/skillrun";
-import { DEFAULT_PROMPT, envVar, runMain } from "./_agent_shared.ts";
+import {
+  DEFAULT_PROMPT,
+  envVar,
+  exampleTools,
+  runMain,
+} from "./_agent_shared.ts";
 
 /**
  * The example's policy: `rm -rf` is denied, `bash`, `write` and `edit` are
@@ -174,26 +175,13 @@ if (import.meta.main) {
     if (!envVar("AI_GATEWAY_API_KEY")) {
       throw new Error("Cannot call the model: set AI_GATEWAY_API_KEY");
     }
-    const repo = fromFileUrl(new URL("../", import.meta.url));
-    await using runtime = await LocalSkillRuntime.create({
-      conversationsRoot: join(repo, ".skillrun"),
-      conversationId: `approvals-${Date.now()}`,
-    });
-    await using set = await buildSkillTools({
-      skills: join(repo, "examples", "skills"),
-      runtime,
-      configs: {
-        "csv-report": new SkillRuntimeConfig({
-          env: { REPORT_TITLE: "Sales report" },
-          bootstrap: ["bash scripts/bootstrap.sh"],
-        }),
-      },
+    await using kit = await exampleTools("approvals", {
       approve: examplePolicy,
     });
-    console.error(`(workspace: ${runtime.cwd})`);
+    console.error(`(workspace: ${kit.workspace})`);
     const text = await runApprovalAgent({
       model: envVar("AI_MODEL") ?? "openai/gpt-5-mini",
-      tools: set.tools,
+      tools: kit.tools,
       prompt: Deno.args.join(" ") || DEFAULT_PROMPT,
       ask: terminalAsker(),
       log: (line) => console.error(line),

@@ -6,25 +6,13 @@ import {
 } from "../_internal/assert.ts";
 import { hostPath } from "../_internal/std.ts";
 import { MockLanguageModelV4 } from "npm:ai@7.0.173/test";
-import { SkillRuntimeConfig } from "../runtimes/config.ts";
-import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
-import { buildSkillTools } from "../tools/mod.ts";
+import { pathExists } from "../tools/_testing.ts";
+import { exampleTools } from "./_agent_shared.ts";
 import {
   examplePolicy,
   runApprovalAgent,
   terminalAsker,
 } from "./ai_sdk_approvals.ts";
-
-const skillsDir = hostPath.fromFileUrl(new URL("./skills", import.meta.url));
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.stat(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** Typed answers, as stdin would carry them, and what was asked. */
 function keyboard(typed: string) {
@@ -56,23 +44,8 @@ function call(toolCallId: string, toolName: string, input: unknown) {
 }
 
 Deno.test("examples/ai_sdk_approvals.ts: the person's y runs a call, n denies it, a denied rm asks nobody, the skill's allowed-tools pre-approve", async () => {
-  const root = await Deno.realPath(await Deno.makeTempDir());
+  const kit = await exampleTools("approvals-test", { approve: examplePolicy });
   try {
-    await using runtime = await LocalSkillRuntime.create({
-      conversationsRoot: root,
-      conversationId: "approvals",
-    });
-    await using set = await buildSkillTools({
-      skills: skillsDir,
-      runtime,
-      configs: {
-        "csv-report": new SkillRuntimeConfig({
-          env: { REPORT_TITLE: "Sales report" },
-          bootstrap: ["bash scripts/bootstrap.sh"],
-        }),
-      },
-      approve: examplePolicy,
-    });
     const turns = [
       // Asked: y runs it, n denies it; rm -rf is denied by the policy.
       [
@@ -108,7 +81,7 @@ Deno.test("examples/ai_sdk_approvals.ts: the person's y runs a call, n denies it
     const log: string[] = [];
     const text = await runApprovalAgent({
       model,
-      tools: set.tools,
+      tools: kit.tools,
       prompt: "go",
       ask,
       log: (line) => log.push(line),
@@ -118,14 +91,15 @@ Deno.test("examples/ai_sdk_approvals.ts: the person's y runs a call, n denies it
       'Allow bash {"command":"touch typed-yes"}? [y/N] ',
       'Allow write {"file_path":"typed-no.txt","content":"x"}? [y/N] ',
     ]);
-    assert(await exists(`${runtime.cwd}/typed-yes`));
-    assertFalse(await exists(`${runtime.cwd}/typed-no.txt`));
-    assert(await exists(`${runtime.cwd}/pre-approved`));
+    assert(await pathExists(`${kit.workspace}/typed-yes`));
+    assertFalse(await pathExists(`${kit.workspace}/typed-no.txt`));
+    assert(await pathExists(`${kit.workspace}/pre-approved`));
     assertStringIncludes(prompts.join("\n"), "execution-denied");
     assertStringIncludes(prompts.join("\n"), "Denied: the bash call");
     assert(log.includes("approved: bash") && log.includes("denied: write"));
   } finally {
-    await Deno.remove(root, { recursive: true });
+    await kit[Symbol.asyncDispose]();
+    await Deno.remove(kit.workspace, { recursive: true });
   }
 });
 

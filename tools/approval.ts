@@ -7,6 +7,7 @@
  */
 import { hostPath } from "../_internal/std.ts";
 import { MANIFEST_FILE } from "../package/installed.ts";
+import { sha256Of } from "../package/_digest.ts";
 import { remoteOriginOf } from "../runtimes/remote/origin.ts";
 import type { SkillRuntime } from "../runtimes/types.ts";
 import type { Skill } from "../skill/types.ts";
@@ -269,21 +270,9 @@ async function digestOf(
       maxBytes: DIGEST_MAX_BYTES,
       ...(signal ? { signal } : {}),
     });
-    lines.push(`${file.path}\u0000${await sha256Hex(bytes)}`);
+    lines.push(`${file.path}\u0000${sha256Of(bytes)}`);
   }
-  return sha256Hex(new TextEncoder().encode(lines.join("\n")));
-}
-
-async function sha256Hex(bytes: Uint8Array): Promise<string> {
-  const hash = await crypto.subtle.digest(
-    "SHA-256",
-    bytes as Uint8Array<ArrayBuffer>,
-  );
-  return Array.from(
-    new Uint8Array(hash),
-    (b) => b.toString(16).padStart(2, "0"),
-  )
-    .join("");
+  return sha256Of(lines.join("\n"));
 }
 
 /** What a skill's `allowed-tools` pre-approve, in words. */

@@ -8,16 +8,7 @@ import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
 import { MANIFEST_FILE } from "../package/installed.ts";
 import { buildSkillTools, type BuildSkillToolsOptions } from "./builder.ts";
 import type { ToolApprovalCall, ToolApprovalDecision } from "./approval.ts";
-import { tempDir, writeSkill } from "./_testing.ts";
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.stat(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
+import { pathExists, tempDir, writeSkill } from "./_testing.ts";
 
 /** A tool set in a conversation workspace of `root`, with a skill whose allowed-tools is given. */
 async function workspaceSet(
@@ -78,8 +69,8 @@ Deno.test('approve: "deny" answers an error saying so and runs nothing, for bash
   assert(edit.isError);
   const read = await k.set.tool("read")!.execute({ file_path: "kept.txt" });
   assert(read.isError);
-  assertFalse(await exists(`${k.cwd}/marker`));
-  assertFalse(await exists(`${k.cwd}/new.txt`));
+  assertFalse(await pathExists(`${k.cwd}/marker`));
+  assertFalse(await pathExists(`${k.cwd}/new.txt`));
   assertEquals(await Deno.readTextFile(`${k.cwd}/kept.txt`), "old\n");
   const ls = await k.set.tool("ls")!.execute({});
   assertFalse(ls.isError);
@@ -102,7 +93,7 @@ Deno.test("approve: a policy that throws, rejects or answers nonsense fails clos
     });
     assert(result.isError);
     assertStringIncludes(result.text, "Denied:");
-    assertFalse(await exists(`${k.cwd}/marker`));
+    assertFalse(await pathExists(`${k.cwd}/marker`));
   }
 });
 
@@ -173,12 +164,12 @@ Deno.test('approve: "ask" answers needsApproval and runs nothing; approved: true
   );
   const again = await bash.execute({ command: "touch marker" });
   assertEquals(again.needsApproval, true);
-  assertFalse(await exists(`${k.cwd}/marker`));
+  assertFalse(await pathExists(`${k.cwd}/marker`));
   const approved = await bash.execute({ command: "touch marker" }, {
     approved: true,
   });
   assertFalse(approved.isError);
-  assert(await exists(`${k.cwd}/marker`));
+  assert(await pathExists(`${k.cwd}/marker`));
 });
 
 Deno.test("approve: requestApproval is asked; only a yes runs, a no or a throw does not", async () => {
@@ -201,7 +192,7 @@ Deno.test("approve: requestApproval is asked; only a yes runs, a no or a throw d
   });
   assertStringIncludes(thrown.text, "client went away");
   assert(thrown.isError);
-  assertFalse(await exists(`${k.cwd}/no.txt`));
+  assertFalse(await pathExists(`${k.cwd}/no.txt`));
   const yes = await write.execute({ file_path: "yes.txt", content: "y" }, {
     requestApproval: () => Promise.resolve(true),
   });
@@ -223,7 +214,7 @@ Deno.test("approve: a denial wins over approved: true and over allowed-tools", a
     approved: true,
   });
   assertStringIncludes(result.text, "Denied:");
-  assertFalse(await exists(`${k.cwd}/m`));
+  assertFalse(await pathExists(`${k.cwd}/m`));
 });
 
 Deno.test("without approve, every call runs as before (no approvalFor)", async () => {
@@ -232,7 +223,7 @@ Deno.test("without approve, every call runs as before (no approvalFor)", async (
   assertEquals(k.set.tool("bash")!.approvalFor, undefined);
   const result = await k.set.tool("bash")!.execute({ command: "touch m" });
   assertFalse(result.isError);
-  assert(await exists(`${k.cwd}/m`));
+  assert(await pathExists(`${k.cwd}/m`));
 });
 
 Deno.test("allowed-tools pre-approve only after the skill's call, only what they cover", async () => {
@@ -257,22 +248,22 @@ Deno.test("allowed-tools pre-approve only after the skill's call, only what they
   assertEquals(check.decision, "allow");
   assertStringIncludes(check.reason, 'skill "gitlike"');
   assertFalse((await bash.execute({ command: "touch after" })).isError);
-  assert(await exists(`${k.cwd}/after`));
+  assert(await pathExists(`${k.cwd}/after`));
   const chained = await bash.execute({ command: "touch x; echo hi > y" });
   assertEquals(chained.needsApproval, true);
   const both = await bash.execute({ command: "touch p && touch q" });
   assertFalse(both.isError);
   const trick = await bash.execute({ command: "touch' 'x; rm -f after" });
   assertEquals(trick.needsApproval, true);
-  assert(await exists(`${k.cwd}/after`));
+  assert(await pathExists(`${k.cwd}/after`));
   // write is not in the list: still asked.
   assertEquals(
     (await k.set.tool("write")!.execute({ file_path: "w.txt", content: "" }))
       .needsApproval,
     true,
   );
-  assertFalse(await exists(`${k.cwd}/before`));
-  assertFalse(await exists(`${k.cwd}/w.txt`));
+  assertFalse(await pathExists(`${k.cwd}/before`));
+  assertFalse(await pathExists(`${k.cwd}/w.txt`));
 });
 
 Deno.test("allowed-tools: another skill's call replaces the list; another tool set never shares it", async () => {
@@ -334,8 +325,8 @@ Deno.test("allowed-tools: a file of the skill changed or added after activation 
       working_directory: k.cwd,
     });
     assertEquals(after.needsApproval, true);
-    assertFalse(await exists(`${k.cwd}/evil`));
-    assertFalse(await exists(`${k.cwd}/from-script`));
+    assertFalse(await pathExists(`${k.cwd}/evil`));
+    assertFalse(await pathExists(`${k.cwd}/from-script`));
   }
 });
 

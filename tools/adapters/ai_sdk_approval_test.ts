@@ -21,17 +21,8 @@ import { MockLanguageModelV4 } from "npm:ai@7.0.173/test";
 import { LocalSkillRuntime } from "../../runtimes/local/mod.ts";
 import { buildSkillTools } from "../builder.ts";
 import type { ToolApprovalCall } from "../approval.ts";
-import { tempDir, writeSkill } from "../_testing.ts";
+import { pathExists, tempDir, writeSkill } from "../_testing.ts";
 import { toAISDKStreamingTools, toAISDKTools } from "./ai_sdk.ts";
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.stat(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** bash and write asked about, `rm` denied, everything else allowed. */
 function policy(call: ToolApprovalCall) {
@@ -136,22 +127,51 @@ async function checkFirstRound(
     p.toolCallId
   );
   assertEquals(errors, ["rm"]);
-  assert(await exists(`${cwd}/pre`), "the pre-approved call ran");
-  assertFalse(await exists(`${cwd}/yes`));
-  assertFalse(await exists(`${cwd}/no`));
+  assert(await pathExists(`${cwd}/pre`), "the pre-approved call ran");
+  assertFalse(await pathExists(`${cwd}/yes`));
+  assertFalse(await pathExists(`${cwd}/no`));
   const id = (callId: string) =>
     requests.find((p) => p.toolCall?.toolCallId === callId)!.approvalId!;
   return { yes: id("yes"), no: id("no") };
 }
 
 async function checkSecondRound(cwd: string, prompts: unknown[]) {
-  assert(await exists(`${cwd}/yes`), "the approved call ran");
-  assertFalse(await exists(`${cwd}/no`), "the denied call did not run");
-  assert(await exists(`${cwd}/pre`), "the policy's rm was denied");
+  assert(await pathExists(`${cwd}/yes`), "the approved call ran");
+  assertFalse(await pathExists(`${cwd}/no`), "the denied call did not run");
+  assert(await pathExists(`${cwd}/pre`), "the policy's rm was denied");
   const seen = JSON.stringify(prompts.at(-1));
   assertStringIncludes(seen, "execution-denied");
   assertStringIncludes(seen, "not today");
   assertStringIncludes(seen, "Denied: the bash call");
+}
+
+/** One `generateText` round of a version: its parts, messages and text. */
+type Round = (messages: unknown[]) => Promise<{
+  content: FlowPart[];
+  messages: unknown[];
+  text: string;
+}>;
+
+/** Both rounds of the flow, the second with a yes and a no. */
+async function approvalFlow(cwd: string, prompts: unknown[], round: Round) {
+  const messages: unknown[] = [{ role: "user", content: "go" }];
+  const first = await round(messages);
+  const { yes, no } = await checkFirstRound(cwd, first.content);
+  messages.push(...first.messages, {
+    role: "tool",
+    content: [
+      { type: "tool-approval-response", approvalId: yes, approved: true },
+      {
+        type: "tool-approval-response",
+        approvalId: no,
+        approved: false,
+        reason: "not today",
+      },
+    ],
+  });
+  const second = await round(messages);
+  assertEquals(second.text, "done");
+  await checkSecondRound(cwd, prompts);
 }
 
 Deno.test("AI SDK 6: ask pauses on tool-approval-request; approved runs, denied is execution-denied; denied and pre-approved calls raise none", async () => {
@@ -159,35 +179,19 @@ Deno.test("AI SDK 6: ask pauses on tool-approval-request; approved runs, denied 
   const { doGenerate, prompts } = turns();
   const model = new MockLanguageModelV3({ doGenerate });
   const tools = toAISDKTools(k.set.tools);
-  const messages: ai6.ModelMessage[] = [{ role: "user", content: "go" }];
-  const first = await ai6.generateText({
-    model,
-    tools,
-    stopWhen: ai6.stepCountIs(5),
-    messages,
+  await approvalFlow(k.cwd, prompts, async (messages) => {
+    const result = await ai6.generateText({
+      model,
+      tools,
+      stopWhen: ai6.stepCountIs(5),
+      messages: messages as ai6.ModelMessage[],
+    });
+    return {
+      content: result.steps.flatMap((step) => step.content) as FlowPart[],
+      messages: result.response.messages,
+      text: result.text,
+    };
   });
-  const content = first.steps.flatMap((step) => step.content);
-  const { yes, no } = await checkFirstRound(k.cwd, content as FlowPart[]);
-  messages.push(...first.response.messages, {
-    role: "tool",
-    content: [
-      { type: "tool-approval-response", approvalId: yes, approved: true },
-      {
-        type: "tool-approval-response",
-        approvalId: no,
-        approved: false,
-        reason: "not today",
-      },
-    ],
-  });
-  const second = await ai6.generateText({
-    model,
-    tools,
-    stopWhen: ai6.stepCountIs(5),
-    messages,
-  });
-  assertEquals(second.text, "done");
-  await checkSecondRound(k.cwd, prompts);
 });
 
 Deno.test("AI SDK 7: ask pauses on tool-approval-request; approved runs, denied is execution-denied; denied and pre-approved calls raise none", async () => {
@@ -195,35 +199,19 @@ Deno.test("AI SDK 7: ask pauses on tool-approval-request; approved runs, denied 
   const { doGenerate, prompts } = turns();
   const model = new MockLanguageModelV4({ doGenerate });
   const tools = toAISDKTools(k.set.tools);
-  const messages: ai7.ModelMessage[] = [{ role: "user", content: "go" }];
-  const first = await ai7.generateText({
-    model,
-    tools,
-    stopWhen: ai7.stepCountIs(5),
-    messages,
+  await approvalFlow(k.cwd, prompts, async (messages) => {
+    const result = await ai7.generateText({
+      model,
+      tools,
+      stopWhen: ai7.stepCountIs(5),
+      messages: messages as ai7.ModelMessage[],
+    });
+    return {
+      content: result.steps.flatMap((step) => step.content) as FlowPart[],
+      messages: result.response.messages,
+      text: result.text,
+    };
   });
-  const content = first.steps.flatMap((step) => step.content);
-  const { yes, no } = await checkFirstRound(k.cwd, content as FlowPart[]);
-  messages.push(...first.response.messages, {
-    role: "tool",
-    content: [
-      { type: "tool-approval-response", approvalId: yes, approved: true },
-      {
-        type: "tool-approval-response",
-        approvalId: no,
-        approved: false,
-        reason: "not today",
-      },
-    ],
-  });
-  const second = await ai7.generateText({
-    model,
-    tools,
-    stopWhen: ai7.stepCountIs(5),
-    messages,
-  });
-  assertEquals(second.text, "done");
-  await checkSecondRound(k.cwd, prompts);
 });
 
 Deno.test("AI SDK 7 streamText with streaming tools: the same pause and approved run", async () => {
@@ -282,8 +270,8 @@ Deno.test("AI SDK 7 streamText with streaming tools: the same pause and approved
     messages,
   });
   assertEquals(await second.text, "done");
-  assert(await exists(`${k.cwd}/yes`));
-  assertFalse(await exists(`${k.cwd}/no`));
+  assert(await pathExists(`${k.cwd}/yes`));
+  assertFalse(await pathExists(`${k.cwd}/no`));
 });
 
 Deno.test("toAISDKTools(): execute without an approval in its messages does not run an asked call", async () => {
@@ -309,5 +297,5 @@ Deno.test("toAISDKTools(): execute without an approval in its messages does not 
     error = e;
   }
   assertStringIncludes(String(error), "Approval needed");
-  assertFalse(await exists(`${k.cwd}/x`));
+  assertFalse(await pathExists(`${k.cwd}/x`));
 });

@@ -2,6 +2,7 @@ import { assertEquals, assertStringIncludes } from "../../_internal/assert.ts";
 import { dispatchToolCall } from "./dispatch.ts";
 import { echoTool } from "./_fixture.ts";
 import type { Tool } from "../types.ts";
+import { pathExists } from "../_testing.ts";
 import { buildSkillTools } from "../builder.ts";
 import { LocalSkillRuntime } from "../../runtimes/local/mod.ts";
 
@@ -182,22 +183,13 @@ Deno.test("dispatchToolCall(): a call the policy asks about answers needsApprova
     });
     const again = await dispatchToolCall(set.tools, call);
     assertEquals(again.needsApproval, true);
-    assertEquals(await exists(`${dir}/marker`), false);
+    assertEquals(await pathExists(`${dir}/marker`), false);
     const approved = await dispatchToolCall(set.tools, call, {
       approved: true,
     });
     assertEquals(approved, { text: "(no output)", isError: false });
-    assertEquals(await exists(`${dir}/marker`), true);
+    assertEquals(await pathExists(`${dir}/marker`), true);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
 });
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.stat(path);
-    return true;
-  } catch {
-    return false;
-  }
-}

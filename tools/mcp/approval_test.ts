@@ -27,17 +27,8 @@ import {
 import { LocalSkillRuntime } from "../../runtimes/local/mod.ts";
 import { buildSkillTools } from "../builder.ts";
 import type { ToolApprovalCall } from "../approval.ts";
-import { tempDir, writeSkill } from "../_testing.ts";
+import { pathExists, tempDir, writeSkill } from "../_testing.ts";
 import { connectMcpServer, createMcpHttpHandler } from "./mod.ts";
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.stat(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 function policy(call: ToolApprovalCall) {
   if (call.tool === "bash" && String(call.input.command).startsWith("rm")) {
@@ -127,9 +118,9 @@ Deno.test("MCP: elicitation accept runs the call; decline and cancel give an err
   const cancelled = await c.client.callTool(touch("cancelled"));
   assert(cancelled.isError);
   assertStringIncludes(text(cancelled), "the user cancelled");
-  assert(await exists(`${k.cwd}/accepted`));
-  assertFalse(await exists(`${k.cwd}/declined`));
-  assertFalse(await exists(`${k.cwd}/cancelled`));
+  assert(await pathExists(`${k.cwd}/accepted`));
+  assertFalse(await pathExists(`${k.cwd}/declined`));
+  assertFalse(await pathExists(`${k.cwd}/cancelled`));
   assertEquals(c.asked.length, 3);
   assertStringIncludes(c.asked[0]!.message, 'the bash call "touch accepted"');
   const write = await c.client.callTool({
@@ -138,7 +129,7 @@ Deno.test("MCP: elicitation accept runs the call; decline and cancel give an err
   });
   assert(write.isError);
   assertStringIncludes(c.asked[3]!.message, 'the write call on "w.txt"');
-  assertFalse(await exists(`${k.cwd}/w.txt`));
+  assertFalse(await pathExists(`${k.cwd}/w.txt`));
 });
 
 Deno.test("MCP: a client without the elicitation capability gets an error naming the approval; nothing runs", async () => {
@@ -151,7 +142,7 @@ Deno.test("MCP: a client without the elicitation capability gets an error naming
     'Approval needed: the bash call "touch marker" needs the user\'s approval',
   );
   assertStringIncludes(text(result), "no elicitation capability");
-  assertFalse(await exists(`${k.cwd}/marker`));
+  assertFalse(await pathExists(`${k.cwd}/marker`));
   const ls = await c.client.callTool({ name: "ls", arguments: {} });
   assertFalse(ls.isError);
 });
@@ -166,7 +157,7 @@ Deno.test("MCP: a denied call and a pre-approved call ask nobody", async () => {
   });
   assert(denied.isError);
   assertStringIncludes(text(denied), "Denied:");
-  assert(await exists(`${k.cwd}/kept`));
+  assert(await pathExists(`${k.cwd}/kept`));
   const skill = await c.client.callTool({
     name: "skill",
     arguments: { name: "marker" },
@@ -174,7 +165,7 @@ Deno.test("MCP: a denied call and a pre-approved call ask nobody", async () => {
   assertFalse(skill.isError);
   const pre = await c.client.callTool(touch("pre"));
   assertFalse(pre.isError, text(pre));
-  assert(await exists(`${k.cwd}/pre`));
+  assert(await pathExists(`${k.cwd}/pre`));
   assertEquals(c.asked, []);
 });
 
@@ -202,8 +193,8 @@ Deno.test("MCP over Streamable HTTP: the elicitation reaches the client and acce
     assertFalse(yes.isError, text(yes));
     const no = await made.client.callTool(touch("http-no"));
     assert(no.isError);
-    assert(await exists(`${cwd}/http-yes`));
-    assertFalse(await exists(`${cwd}/http-no`));
+    assert(await pathExists(`${cwd}/http-yes`));
+    assertFalse(await pathExists(`${cwd}/http-no`));
     assertEquals(made.asked.length, 2);
     await made.client.close();
   } finally {
