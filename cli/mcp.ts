@@ -76,8 +76,9 @@ ${SKILLS_OPTION_HELP}.
   --ask-for-approval   Ask the user before each bash, write and edit call,
                        through the client (MCP elicitation/create; a client
                        without that capability gets an error and nothing
-                       runs); the active skill's allowed-tools pre-approve
-                       what they cover (skills from packages excepted)
+                       runs, as with --json-response); the active skill's
+                       allowed-tools pre-approve what they cover (skills
+                       from packages excepted)
   --config <file>      A JSON file with each skill's environment and bootstrap
                        commands: {"<skill>": {"env": {"NAME": "value"},
                        "bootstrap": ["command", ...]}}; never shown to the model

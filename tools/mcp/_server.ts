@@ -70,6 +70,14 @@ export interface McpServerOptions {
    * data (`blob`) is sent as it is.
    */
   readonly secrets?: () => Iterable<string>;
+  /**
+   * Whether a call the tool set's approval policy asks about is put to the
+   * client's user with `elicitation/create` when the client declares the
+   * capability (default true). `false` where the transport cannot carry a
+   * request during a call (Streamable HTTP answering plain JSON): such a
+   * call is then an error result naming the approval needed.
+   */
+  readonly elicitation?: boolean;
 }
 
 /** Counts the tool calls running, to let them answer before closing. */
@@ -350,7 +358,7 @@ export function createMcpServer(
             );
           }
         };
-        const ask = canElicit(server)
+        const ask = options.elicitation !== false && canElicit(server)
           ? elicitApproval(extra.sendRequest, extra.signal)
           : undefined;
         const result = await calls.track(
@@ -374,7 +382,11 @@ export function createMcpServer(
           content: [{
             type: "text",
             text: result.needsApproval
-              ? `${result.text}: this client cannot be asked (it declares no elicitation capability)`
+              ? `${result.text}: ${
+                options.elicitation === false
+                  ? "this server answers with plain JSON, which cannot carry an elicitation/create request"
+                  : "this client cannot be asked (it declares no elicitation capability)"
+              }`
               : result.text,
           }],
           isError: result.isError,

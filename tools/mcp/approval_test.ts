@@ -201,3 +201,35 @@ Deno.test("MCP over Streamable HTTP: the elicitation reaches the client and acce
     await handler.close();
   }
 });
+
+Deno.test("MCP over Streamable HTTP with plain JSON answers: an asked call is an error naming the approval (no elicitation can be carried); nothing runs", async () => {
+  await using dir = await tempDir();
+  await writeSkill(`${dir.path}/skills`, "marker");
+  const handler = await createMcpHttpHandler({
+    skills: `${dir.path}/skills`,
+    conversationsRoot: `${dir.path}/conversations`,
+    approve: policy,
+    jsonResponse: true,
+  });
+  await using server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    handler,
+  );
+  try {
+    const made = client(["accept"]);
+    const transport = new StreamableHTTPClientTransport(
+      new URL(`http://127.0.0.1:${server.addr.port}/mcp`),
+    );
+    await made.client.connect(transport);
+    const cwd = `${dir.path}/conversations/${transport.sessionId}`;
+    const result = await made.client.callTool(touch("json"));
+    assert(result.isError);
+    assertStringIncludes(text(result), "Approval needed");
+    assertStringIncludes(text(result), "plain JSON");
+    assertFalse(await pathExists(`${cwd}/json`));
+    assertEquals(made.asked, []);
+    await made.client.close();
+  } finally {
+    await handler.close();
+  }
+});
