@@ -234,6 +234,13 @@ function toModelOutput(value: unknown): AISDKModelOutput {
  * With AI SDK 6 and 7, `toAISDKTools(kit.tools)` type-checks as `tools`; with
  * AI SDK 5, pass its `jsonSchema`: `toAISDKTools(kit.tools, { jsonSchema })`.
  *
+ * When the tool set has an approval policy (`buildSkillTools({ approve })`),
+ * each tool has the AI SDK's `needsApproval` (AI SDK 6 and 7): a call the
+ * policy asks about (and no active skill's `allowed-tools` pre-approve)
+ * pauses on a `tool-approval-request`; `execute` runs it only when its
+ * messages hold an approving `tool-approval-response` to that request, and a
+ * denying one runs nothing (the model reads `execution-denied`).
+ *
  * @example A tool set for generateText
  * ```ts
  * import { assert, assertRejects } from "@std/assert";
