@@ -351,3 +351,16 @@ Deno.test("allowed-tools of a skill from an installed package count only with tr
     );
   }
 });
+
+Deno.test("buildSkillTools() refuses an approve that is not a function", async () => {
+  let message = "";
+  try {
+    await buildSkillTools({ approve: "allow" as never });
+  } catch (error) {
+    message = (error as Error).message;
+  }
+  assertEquals(
+    message,
+    'Cannot build the tools: approve must be a function answering "allow", "deny" or "ask"',
+  );
+});
