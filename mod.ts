@@ -97,6 +97,11 @@ export {
 } from "./tools/builder.ts";
 export type { JsonSchema, Tool, ToolResult } from "./tools/types.ts";
 export type {
+  ToolApprovalCall,
+  ToolApprovalDecision,
+  ToolApprovalPolicy,
+} from "./tools/approval.ts";
+export type {
   FilePublisher,
   PublishedFile,
   PublishRequest,

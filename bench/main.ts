@@ -27,6 +27,7 @@ const FILES = [
   "./egress_bench.ts",
   "./package_bench.ts",
   "./observe_bench.ts",
+  "./approval_bench.ts",
 ] as const;
 
 const filter = Deno.args[0];

@@ -72,6 +72,25 @@ export interface McpHttpCommandOptions {
   readonly signal?: AbortSignal;
 }
 
+/** The tools `--ask-for-approval` asks about. */
+export const ASKED_TOOLS: readonly string[] = ["bash", "write", "edit"];
+
+/**
+ * The tool set's approval policy of `--ask-for-approval` (named like the
+ * Codex CLI's option): `bash`, `write` and `edit` ask, the rest runs.
+ *
+ * @param flags The parsed flags.
+ * @returns `{ approve }`, or nothing without the flag.
+ */
+export function approvalOptions(
+  flags: Readonly<Record<string, unknown>>,
+): { approve?: (call: { tool: string }) => "allow" | "ask" } {
+  if (flags["ask-for-approval"] !== true) return {};
+  return {
+    approve: (call) => ASKED_TOOLS.includes(call.tool) ? "ask" : "allow",
+  };
+}
+
 /**
  * Serves until the signal aborts or the process gets SIGINT or SIGTERM, then
  * closes every session. Prints the endpoint's URL as the first line of stdout.
@@ -151,6 +170,7 @@ export async function serveMcpHttpCommand(
     ...(sweepAfterMs !== undefined ? { sweepAfterMs } : {}),
     ...(root !== undefined ? { conversationsRoot: root } : {}),
     ...(verbose ? { onEvent: verbose.tools } : {}),
+    ...approvalOptions(flags),
     runtime: (sessionId) =>
       createRuntime(
         { ...flags, conversation: sessionId },

@@ -7,6 +7,11 @@
  * @module
  */
 import { hostPath } from "../_internal/std.ts";
+import { loadSkills } from "../skill/load.ts";
+import {
+  type AllowedToolsExplained,
+  explainAllowedTools,
+} from "../tools/approval.ts";
 import { fenceReport, formatFenceReport } from "../runtimes/local/doctor.ts";
 import type { LocalSkillRuntime } from "../runtimes/local/runtime.ts";
 import { escapeControl } from "../_internal/escape_text.ts";
@@ -29,7 +34,9 @@ permissions this process was started with: the Deno permissions held
 (read, write, run, net, env) against what the runtime needs, with broader
 ones as warnings; whether the shell is isolated and how; where commands and
 the file tools can go; which optional tools are present (bash, rg, bwrap,
-deno on the commands' PATH) and what their absence costs.
+deno on the commands' PATH) and what their absence costs. With --skills, it
+also says what each skill's allowed-tools would pre-approve under an approval
+policy that asks (mcp --ask-for-approval), and which entries it ignores.
 
 Run it with the same deno flags as "run" or "mcp" to check those flags.
 
@@ -142,10 +149,15 @@ export async function doctorCommand(
       skillRoots,
       ...(options.signal ? { signal: options.signal } : {}),
     });
+    const allowed = await allowedToolsOf(skillRoots);
     await out(
       parsed.flags.json === true
-        ? JSON.stringify(report, null, 2) + "\n"
-        : formatFenceReport(report),
+        ? JSON.stringify(
+          allowed ? { ...report, allowedTools: allowed } : report,
+          null,
+          2,
+        ) + "\n"
+        : formatFenceReport(report) + (allowed ? formatAllowed(allowed) : ""),
     );
     return report.errors.length > 0 ? 1 : 0;
   } catch (error) {
@@ -162,4 +174,43 @@ export async function doctorCommand(
   } finally {
     await runtime?.close();
   }
+}
+
+/**
+ * What each skill's `allowed-tools` would pre-approve, by skill name; none
+ * when no skill has the field (or the skills cannot be loaded: the fence
+ * report says why).
+ */
+async function allowedToolsOf(
+  roots: readonly string[],
+): Promise<Record<string, AllowedToolsExplained> | undefined> {
+  if (roots.length === 0) return undefined;
+  let skills;
+  try {
+    ({ skills } = await loadSkills([...roots]));
+  } catch {
+    return undefined;
+  }
+  const found = skills.filter((skill) => skill.allowedTools?.length);
+  if (found.length === 0) return undefined;
+  return Object.fromEntries(
+    found.map((
+      skill,
+    ) => [skill.name, explainAllowedTools(skill.allowedTools!)]),
+  );
+}
+
+function formatAllowed(
+  allowed: Record<string, AllowedToolsExplained>,
+): string {
+  const lines = [
+    "",
+    "allowed-tools (pre-approve under an approval policy that asks, e.g. mcp --ask-for-approval, once the skill is loaded):",
+  ];
+  for (const [name, { preApproved, ignored }] of Object.entries(allowed)) {
+    lines.push(`  ${name}`);
+    for (const line of preApproved) lines.push(`    ok      ${line}`);
+    for (const line of ignored) lines.push(`    ignored ${line}`);
+  }
+  return lines.join("\n") + "\n";
 }

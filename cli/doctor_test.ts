@@ -493,3 +493,29 @@ Deno.test("doctor --verbose (or SKILLRUN_LOG=debug) prints the probes' events on
   const quiet = await run([]);
   assert(!quiet.stderr.includes("[skillrun]"), quiet.stderr);
 });
+
+Deno.test("doctor --skills says what each skill's allowed-tools pre-approve and what it ignores (text and JSON)", async () => {
+  await withPaths(async (p) => {
+    await Deno.mkdir(hostPath.join(p.skills, "release"));
+    await Deno.writeTextFile(
+      hostPath.join(p.skills, "release", "SKILL.md"),
+      "---\nname: release\ndescription: Releases.\nallowed-tools: Bash(git:*) Bash(npm run test) Read Read(./src/**)\n---\nRelease.\n",
+    );
+    const text = await doctor(["-A"], ["--skills", p.skills], p.work);
+    assertEquals(text.code, 0, text.stderr);
+    assertStringIncludes(
+      text.stdout,
+      "\nallowed-tools (pre-approve under an approval policy that asks, e.g. mcp --ask-for-approval, once the skill is loaded):\n" +
+        "  release\n" +
+        "    ok      bash: git with any arguments\n" +
+        '    ok      bash: exactly "npm run test"\n' +
+        "    ok      read: every call\n" +
+        '    ignored "Read(./src/**)": only Bash takes a pattern',
+    );
+    const json = await doctor(["-A"], ["--skills", p.skills, "--json"], p.work);
+    assertEquals(
+      JSON.parse(json.stdout).allowedTools.release.preApproved.length,
+      3,
+    );
+  });
+});

@@ -11,6 +11,7 @@ import { parseArgs, SKILLS_OPTION_HELP, UsageError } from "./_args.ts";
 import { readConfigFile } from "./_config.ts";
 import { checkRuntimeFlag, remoteRuntime, RUNTIME_HELP } from "./_remote.ts";
 import {
+  approvalOptions,
   forgetMcpToken,
   serveMcpHttpCommand,
   verboseListeners,
@@ -90,6 +91,12 @@ ${SKILLS_OPTION_HELP}.
                        (default 1800)
   --stream-limit <s>   With --http and --store: seconds a call's stream stays
                        open before the client resumes it (default 120)
+  --ask-for-approval   Ask the user before each bash, write and edit call,
+                       through the client (MCP elicitation/create; a client
+                       without that capability gets an error and nothing
+                       runs, as with --json-response); the active skill's
+                       allowed-tools pre-approve what they cover (skills
+                       from packages excepted)
   --config <file>      A JSON file with each skill's environment and bootstrap
                        commands: {"<skill>": {"env": {"NAME": "value"},
                        "bootstrap": ["command", ...]}}; never shown to the model
@@ -183,6 +190,7 @@ export async function mcpCommand(
       ...EGRESS_FLAGS,
       runtime: "string",
       verbose: "boolean",
+      "ask-for-approval": "boolean",
     });
     if (parsed.flags.help === true) {
       await out(MCP_HELP);
@@ -266,6 +274,7 @@ export async function mcpCommand(
     const built = await buildSkillTools({
       skills,
       runtime,
+      ...approvalOptions(parsed.flags),
       ...(configs ? { configs } : {}),
       ...(verbose ? { onEvent: verbose.tools } : {}),
     });

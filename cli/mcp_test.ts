@@ -11,6 +11,8 @@ import {
   assertStringIncludes,
 } from "../_internal/assert.ts";
 import { hostPath } from "../_internal/std.ts";
+// @ts-types="npm:@modelcontextprotocol/sdk@1.32.2/types"
+import { ElicitRequestSchema } from "npm:@modelcontextprotocol/sdk@1.32.2/types.js";
 import { buildSkillTools } from "../tools/mod.ts";
 import { parseListenAddress } from "./_mcp_http.ts";
 import { mcpCommand } from "./mcp.ts";
@@ -36,6 +38,7 @@ async function withServer(
   fn: (client: Client, root: string) => Promise<void>,
   config?: unknown,
   flags: readonly string[] = [],
+  client: Client = new Client({ name: "cli-test", version: "1.0.0" }),
 ): Promise<void> {
   const root = await Deno.realPath(await Deno.makeTempDir());
   const extra: string[] = [...flags];
@@ -68,7 +71,6 @@ async function withServer(
     env: { ...Deno.env.toObject(), NO_COLOR: "1" },
     stderr: "pipe",
   });
-  const client = new Client({ name: "cli-test", version: "1.0.0" });
   try {
     await client.connect(transport);
     await fn(client, root);
@@ -709,4 +711,52 @@ Deno.test("mcp --http with SKILLRUN_LOG=debug prints the events of each session 
       assert(!stderr.includes("[skillrun]"), stderr);
     }
   }
+});
+
+Deno.test("mcp --ask-for-approval asks the client (elicitation/create) before bash and write; only accept runs; read is not asked", async () => {
+  const answers = ["decline", "accept", "cancel"] as const;
+  const messages: string[] = [];
+  const client = new Client({ name: "cli-test", version: "1.0.0" }, {
+    capabilities: { elicitation: {} },
+  });
+  client.setRequestHandler(ElicitRequestSchema, (request) => {
+    messages.push(request.params.message);
+    return Promise.resolve({ action: answers[messages.length - 1]! });
+  });
+  await withServer(
+    async (client, root) => {
+      const cwd = hostPath.join(root, "mcp-test");
+      const exists = (name: string) =>
+        Deno.stat(hostPath.join(cwd, name)).then(() => true, () => false);
+      const declined = await client.callTool({
+        name: "bash",
+        arguments: { command: "touch declined" },
+      });
+      assert(declined.isError);
+      const accepted = await client.callTool({
+        name: "bash",
+        arguments: { command: "echo hi > accepted" },
+      });
+      assertEquals(accepted.isError, false, texts(accepted));
+      const write = await client.callTool({
+        name: "write",
+        arguments: { file_path: "w.txt", content: "x" },
+      });
+      assert(write.isError);
+      const read = await client.callTool({
+        name: "read",
+        arguments: { file_path: "accepted" },
+      });
+      assertStringIncludes(texts(read), "hi");
+      assertEquals(await exists("declined"), false);
+      assertEquals(await exists("accepted"), true);
+      assertEquals(await exists("w.txt"), false);
+      assertEquals(messages.length, 3);
+      assertStringIncludes(messages[0]!, 'the bash call "touch declined"');
+      assertStringIncludes(messages[2]!, 'the write call on "w.txt"');
+    },
+    undefined,
+    ["--ask-for-approval"],
+    client,
+  );
 });

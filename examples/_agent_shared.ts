@@ -10,6 +10,7 @@ import {
   LocalSkillRuntime,
   SkillRuntimeConfig,
   type Tool,
+  type ToolApprovalPolicy,
 } from "@skillrun/skillrun";
 
 /** The prompt of the examples' command lines when none is given. */
@@ -43,6 +44,7 @@ export function apiMessage(body: string): string {
  */
 export async function exampleTools(
   prefix: string,
+  options: { readonly approve?: ToolApprovalPolicy } = {},
 ): Promise<{ tools: readonly Tool[]; workspace: string } & AsyncDisposable> {
   const repo = fromFileUrl(new URL("../", import.meta.url));
   const runtime = await LocalSkillRuntime.create({
@@ -58,6 +60,7 @@ export async function exampleTools(
         bootstrap: ["bash scripts/bootstrap.sh"],
       }),
     },
+    ...(options.approve ? { approve: options.approve } : {}),
   });
   return {
     tools: kit.tools,

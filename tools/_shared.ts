@@ -21,6 +21,12 @@ import {
 } from "../observe/otel.ts";
 import type { Span } from "@opentelemetry/api";
 import type { JsonSchema, Tool, ToolCallOptions, ToolResult } from "./types.ts";
+import type {
+  ToolApprovalAnswer,
+  ToolApprovalCall,
+  ToolApprovalCheck,
+  ToolApprover,
+} from "./approval.ts";
 
 /** What a tool's body gets. */
 export interface ToolCall {
@@ -66,20 +72,42 @@ export function defineTool(
   context: ToolContext,
   definition: ToolDefinition,
 ): Tool {
-  const clean = (result: ToolResult): ToolResult => ({
-    text: redactSecrets(result.text, safeSecrets(context)),
-    isError: result.isError,
-  });
+  const clean = (result: ToolResult): ToolResult =>
+    result.needsApproval
+      ? {
+        ...result,
+        text: redactSecrets(result.text, safeSecrets(context)),
+      }
+      : {
+        text: redactSecrets(result.text, safeSecrets(context)),
+        isError: result.isError,
+      };
   // The same for every call: made once.
   const spanName = `execute_tool ${definition.name}`;
   const spanAttributes: SpanAttributes = Object.freeze({
     "gen_ai.operation.name": "execute_tool",
     "gen_ai.tool.name": definition.name,
   });
+  const approval = context.approval;
   return Object.freeze({
     name: definition.name,
     description: definition.description,
     inputSchema: definition.inputSchema,
+    ...(approval
+      ? {
+        approvalFor(input: unknown): Promise<ToolApprovalCheck> {
+          const checked = validateInput(definition.inputSchema, input);
+          if (!checked.ok) {
+            return Promise.resolve({
+              decision: "allow",
+              call: { tool: definition.name, input: {} },
+              reason: "the input is invalid: the call answers its error",
+            });
+          }
+          return approval.check(definition.name, checked.value);
+        },
+      }
+      : {}),
     execute(
       input: unknown,
       options: ToolCallOptions = {},
@@ -124,6 +152,15 @@ export function defineTool(
         if (signal?.aborted) return errorResult(cancelledText(signal));
         const checked = validateInput(definition.inputSchema, input);
         if (!checked.ok) return clean(errorResult(checked.message));
+        if (context.approval) {
+          const refused = await approvalStep(
+            context.approval,
+            definition.name,
+            checked.value,
+            options,
+          );
+          if (refused) return clean(refused);
+        }
         const { timeoutMs } = definition;
         const deadline = timeoutMs === undefined
           ? undefined
@@ -162,6 +199,78 @@ export function defineTool(
       }
     }
   }
+}
+
+/**
+ * The policy step of one call: `undefined` when it may run, or the result
+ * that answers it instead (denied, not approved, needs approval).
+ */
+async function approvalStep(
+  approver: ToolApprover,
+  tool: string,
+  input: ToolInput,
+  options: ToolCallOptions,
+): Promise<ToolResult | undefined> {
+  const { decision, call, reason } = await approver.check(tool, input);
+  if (decision === "allow") return undefined;
+  const what = describeCall(call);
+  if (decision === "deny") {
+    return errorResult(
+      `Denied: ${what} was ${
+        reason.startsWith("denied") ? reason : `denied: ${reason}`
+      }; nothing ran`,
+    );
+  }
+  if (options.approved === true) return undefined;
+  const ask = options.requestApproval;
+  if (typeof ask !== "function") {
+    return {
+      text:
+        `Approval needed: ${what} needs the user's approval and did not run`,
+      isError: true,
+      needsApproval: true,
+      approval: call,
+    };
+  }
+  let answer: boolean | ToolApprovalAnswer;
+  try {
+    answer = await ask(call, options.signal ? { signal: options.signal } : {});
+  } catch (error) {
+    return errorResult(
+      `Not approved: asking for approval of ${what} failed (${
+        errorText(error, options.signal)
+      }); nothing ran`,
+    );
+  }
+  if (
+    answer === true || (typeof answer === "object" && answer?.approved === true)
+  ) {
+    return undefined;
+  }
+  const why = typeof answer === "object" && typeof answer?.reason === "string"
+    ? answer.reason
+    : "it was not approved";
+  return errorResult(`Not approved: ${what} did not run (${why})`);
+}
+
+/** `the bash call "git status"`, `the write call to "a.txt"`. */
+export function describeCall(call: ToolApprovalCall): string {
+  const input = call.input;
+  const pick = (key: string) =>
+    typeof input[key] === "string" ? input[key] as string : undefined;
+  const command = pick("command");
+  const path = pick("file_path") ?? pick("path") ?? pick("pattern");
+  const skill = call.skill ? ` (skill "${call.skill}")` : "";
+  if (command !== undefined) {
+    return `the ${call.tool} call ${JSON.stringify(command)}${skill}`;
+  }
+  if (path !== undefined) {
+    return `the ${call.tool} call on ${JSON.stringify(path)}${skill}`;
+  }
+  const other = JSON.stringify(input);
+  return `the ${call.tool} call ${
+    other.length > 200 ? `${other.slice(0, 200)}...` : other
+  }${skill}`;
 }
 
 /** The events of one call: the tool set's listener and the call's own. */

@@ -503,3 +503,18 @@ export function testEachEngine(
     });
   }
 }
+
+/**
+ * Whether a path exists (what marker-file tests check).
+ *
+ * @param path The path.
+ * @returns Whether `Deno.stat` finds it.
+ */
+export async function pathExists(path: string): Promise<boolean> {
+  try {
+    await Deno.stat(path);
+    return true;
+  } catch {
+    return false;
+  }
+}

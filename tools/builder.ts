@@ -36,6 +36,7 @@ import { createPublishFileTool } from "./publish_file.ts";
 import { createReadTool } from "./read.ts";
 import { createSkillTool, type SkillDescription } from "./skill_tool.ts";
 import type { Tool } from "./types.ts";
+import type { ToolApprovalPolicy } from "./approval.ts";
 import type { SkillEventListener } from "../observe/events.ts";
 import { createWriteTool } from "./write.ts";
 
@@ -136,6 +137,25 @@ export interface BuildSkillToolsOptions {
    * list without `bash_output`.
    */
   readonly background?: boolean;
+  /**
+   * The approval policy over every call of the set (`skill`, `bash`, the
+   * background tools, `read`, `write`, `edit`, `ls`, `glob`, `grep`,
+   * `publish_file`): given `{ tool, input, skill? }` (the input validated,
+   * `skill` the active skill), it answers `"allow"`, `"deny"` (an error
+   * result, nothing runs) or `"ask"` (the call runs only once approved:
+   * `dispatchToolCall(..., { approved: true })`, the AI SDK's approval
+   * flow, an MCP client's `elicitation/create`). A policy that throws
+   * denies. Where it answers `"ask"`, the active skill's `allowed-tools`
+   * pre-approve what they cover (see `docs/approvals.md`). Without it every
+   * call runs, as before.
+   */
+  readonly approve?: ToolApprovalPolicy;
+  /**
+   * Whether skills from installed packages (or other sources than the
+   * application's folders) pre-approve through their `allowed-tools`.
+   * Default false: they do not, and their calls are asked about.
+   */
+  readonly trustAllowedTools?: boolean;
 }
 
 /** What {@linkcode buildSkillTools} returns. */
@@ -258,6 +278,10 @@ export async function buildSkillTools(
     ...(options.publisher ? { publisher: options.publisher } : {}),
     ...(options.onEvent ? { onEvent: options.onEvent } : {}),
     ...(background ? { background: true } : {}),
+    ...(options.approve !== undefined
+      ? { approve: checkPolicy(options.approve) }
+      : {}),
+    ...(options.trustAllowedTools ? { trustAllowedTools: true } : {}),
   });
   const factories: Record<ToolName, () => Tool | undefined> = {
     skill: () =>
@@ -305,6 +329,15 @@ export async function buildSkillTools(
     close,
     [Symbol.asyncDispose]: close,
   });
+}
+
+function checkPolicy(approve: unknown): ToolApprovalPolicy {
+  if (typeof approve !== "function") {
+    throw new TypeError(
+      `Cannot build the tools: approve must be a function answering "allow", "deny" or "ask"`,
+    );
+  }
+  return approve as ToolApprovalPolicy;
 }
 
 function checkRuntime(runtime: unknown): void {

@@ -21,6 +21,11 @@ import {
   type SkillEvent,
   type SkillEventListener,
 } from "../observe/events.ts";
+import {
+  createToolApprover,
+  type ToolApprovalPolicy,
+  type ToolApprover,
+} from "./approval.ts";
 
 /** The limits of the tools. Every field has a default in {@linkcode DEFAULT_TOOL_LIMITS}. */
 export interface ToolLimits {
@@ -153,6 +158,11 @@ export interface ToolContext {
   readonly events?: EventSink;
   /** Whether `bash` offers `run_in_background`. */
   readonly background?: boolean;
+  /**
+   * The policy step every call takes, when the application gave an
+   * approval policy (and the active skill it records).
+   */
+  readonly approval?: ToolApprover;
 }
 
 /** Options of {@linkcode createToolContext}. */
@@ -172,6 +182,10 @@ export interface ToolContextOptions {
    * `kill_bash` tools). Default false.
    */
   readonly background?: boolean;
+  /** The approval policy over every call (see `buildSkillTools`). */
+  readonly approve?: ToolApprovalPolicy;
+  /** Whether packages' skills may pre-approve through `allowed-tools`. */
+  readonly trustAllowedTools?: boolean;
 }
 
 /**
@@ -285,6 +299,15 @@ export function createToolContext(
     secrets,
     ...(events ? { events } : {}),
     ...(options.background ? { background: true } : {}),
+    ...(options.approve
+      ? {
+        approval: createToolApprover({
+          approve: options.approve,
+          runtime,
+          ...(options.trustAllowedTools ? { trustAllowedTools: true } : {}),
+        }),
+      }
+      : {}),
   };
 }
 

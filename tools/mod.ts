@@ -37,6 +37,7 @@
 export type * from "./types.ts";
 export * from "./builder.ts";
 export * from "./context.ts";
+export * from "./approval.ts";
 export * from "./skill_tool.ts";
 export { createBashTool } from "./bash.ts";
 export { createReadTool } from "./read.ts";

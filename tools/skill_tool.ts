@@ -125,6 +125,8 @@ export function createSkillTool(
           ...(callEvents ? { events: callEvents } : {}),
         }))
           .basePath;
+        // The active skill of this tool set (its allowed-tools, its digest).
+        await context.approval?.activate(skill, basePath, signal);
       } catch (error) {
         return errorResult(
           `${

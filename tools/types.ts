@@ -4,6 +4,11 @@
  * @module
  */
 import type { SkillEvent } from "../observe/events.ts";
+import type {
+  ToolApprovalCall,
+  ToolApprovalCheck,
+  ToolApprovalRequester,
+} from "./approval.ts";
 
 /** A JSON Schema object describing a tool's input. */
 export interface JsonSchema {
@@ -25,6 +30,14 @@ export interface ToolResult {
   readonly text: string;
   /** Whether the call failed (bad input, missing file, failed preparation...). */
   readonly isError: boolean;
+  /**
+   * Set when the tool set's approval policy answered `"ask"` and the call
+   * was neither approved nor could be asked about: nothing ran. Run it with
+   * `approved: true` once someone said yes.
+   */
+  readonly needsApproval?: true;
+  /** With `needsApproval`: what is to be approved (tool, input, skill). */
+  readonly approval?: ToolApprovalCall;
 }
 
 /** Options of {@linkcode Tool.execute}. */
@@ -39,6 +52,17 @@ export interface ToolCallOptions {
    * what an MCP server turns into progress notifications.
    */
   readonly onEvent?: (event: SkillEvent) => unknown;
+  /**
+   * The call was approved by someone: where the tool set's policy answers
+   * `"ask"`, it runs. (A `"deny"` still denies.)
+   */
+  readonly approved?: boolean;
+  /**
+   * Where the policy answers `"ask"` and the call is not `approved`: asks
+   * whether it may run (the MCP server asks its client). Only a yes runs
+   * it; a no, or a requester that throws, is an error result.
+   */
+  readonly requestApproval?: ToolApprovalRequester;
 }
 
 /**
@@ -53,6 +77,14 @@ export interface Tool {
   readonly description: string;
   /** The input's JSON Schema (required parameters marked). */
   readonly inputSchema: JsonSchema;
+  /**
+   * The tool set's approval decision for an input, without running
+   * anything (present when the tool set has an approval policy): what an
+   * adapter turns into its own approval flow, e.g. the AI SDK's
+   * `needsApproval`. An invalid input is `"allow"`: the call will answer
+   * its error without running.
+   */
+  approvalFor?(input: unknown): Promise<ToolApprovalCheck>;
   /** Runs the tool. Never throws. */
   execute(input: unknown, options?: ToolCallOptions): Promise<ToolResult>;
 }

@@ -34,6 +34,9 @@
  *   and `localhost` are accepted as `Host`;
  * - `MCP_ALLOWED_HOSTS`: the names clients may use in `Host`/`Origin`
  *   (comma-separated, e.g. `mcp.example.com`; `*` for any);
+ * - `SKILLRUN_ASK_FOR_APPROVAL=1`: ask the client's user (MCP
+ *   `elicitation/create`) before each bash, write and edit call; a client
+ *   without that capability gets an error and nothing runs;
  * - `SKILLRUN_KEEP_WORKSPACES=1`: keep each session's workspace (and
  *   OpenSandbox sandbox) when the session ends; by default it is deleted;
  * - `HOSTNAME`: the address to listen on with a token (default `0.0.0.0`);
@@ -108,6 +111,11 @@ export interface EdgeConfig {
   readonly allowedHosts?: readonly string[];
   /** Keep each session's workspace when it ends (default: deleted). */
   readonly keepWorkspaces?: boolean;
+  /**
+   * Ask the client's user (MCP elicitation) before each bash, write and
+   * edit call (`SKILLRUN_ASK_FOR_APPROVAL=1`).
+   */
+  readonly askForApproval?: boolean;
   /** Where to listen: loopback without a token unless told otherwise. */
   readonly hostname: string;
   /** The PostgreSQL URL of the store (`SUPABASE_DB_URL`, `DATABASE_URL`). */
@@ -257,6 +265,7 @@ export function configFromEnv(
     ...(token ? { token } : {}),
     ...(allowedHosts ? { allowedHosts } : {}),
     ...(yes("SKILLRUN_KEEP_WORKSPACES") ? { keepWorkspaces: true } : {}),
+    ...(yes("SKILLRUN_ASK_FOR_APPROVAL") ? { askForApproval: true } : {}),
   };
 }
 
@@ -351,6 +360,12 @@ export async function createEdgeHandler(
     ...(config.token ? { token: config.token } : {}),
     ...(config.allowedHosts ? { allowedHosts: config.allowedHosts } : {}),
     keepWorkspaces: config.keepWorkspaces ?? false,
+    ...(config.askForApproval
+      ? {
+        approve: ({ tool }: { tool: string }) =>
+          ["bash", "write", "edit"].includes(tool) ? "ask" as const : "allow",
+      }
+      : {}),
     onError: (error) => console.error(`edge: ${error.message}`),
     store,
     runtimeDescription: describe(sandbox),

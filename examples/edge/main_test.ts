@@ -136,6 +136,15 @@ Deno.test("the edge function reads its sandbox from the environment, with clear 
   );
   assertEquals(config.sandbox, { kind: "aio", url: "http://aio:8080" });
   assertEquals(config.token, "t");
+  assertEquals(config.askForApproval, undefined);
+  assertEquals(
+    configFromEnv((name) =>
+      ({ AIO_SANDBOX_URL: "http://aio:8080", SKILLRUN_ASK_FOR_APPROVAL: "1" })[
+        name
+      ]
+    ).askForApproval,
+    true,
+  );
   let message = "";
   try {
     configFromEnv(() => undefined);

@@ -58,6 +58,19 @@ export interface AISDKToolCallOptions {
   readonly toolCallId?: string;
   /** Stops the call. */
   readonly abortSignal?: AbortSignal;
+  /**
+   * The messages of the request (AI SDK 6 and 7): where an approved call's
+   * `tool-approval-response` is.
+   */
+  readonly messages?: readonly unknown[];
+}
+
+/** Options the AI SDK passes to `needsApproval`. */
+export interface AISDKNeedsApprovalOptions {
+  /** The id of the tool call. */
+  readonly toolCallId?: string;
+  /** The messages of the request. */
+  readonly messages?: readonly unknown[];
 }
 
 /** A tool output for the model, as the AI SDK's `toModelOutput` returns it. */
@@ -88,6 +101,18 @@ export interface AISDKTool<S = AISDKSchema> {
   execute(input: unknown, options?: AISDKToolCallOptions): Promise<string>;
   /** Turns the text into what the model sees. */
   toModelOutput(output: unknown): AISDKModelOutput;
+  /**
+   * The AI SDK's approval hook (AI SDK 6 and 7), present when the tool set
+   * has an approval policy: `true` where the policy answers `"ask"` and the
+   * active skill's `allowed-tools` do not pre-approve, so that the AI SDK
+   * emits a `tool-approval-request` instead of running the call. Allowed
+   * and denied calls need none (a denied one runs nothing and the model
+   * reads why).
+   */
+  needsApproval?(
+    input: unknown,
+    options?: AISDKNeedsApprovalOptions,
+  ): Promise<boolean>;
 }
 
 /** Options of {@linkcode toAISDKTools}. */
@@ -162,6 +187,33 @@ export function toAISDKSchema(
   );
 }
 
+/**
+ * Whether the messages hold an approving `tool-approval-response` for the
+ * call: its `approvalId` is the one of a `tool-approval-request` for this
+ * `toolCallId` (what the AI SDK checked before calling `execute`).
+ */
+function approvedIn(
+  messages: readonly unknown[] | undefined,
+  toolCallId: string | undefined,
+): boolean {
+  if (!Array.isArray(messages) || typeof toolCallId !== "string") return false;
+  const parts = messages.flatMap((message) => {
+    const content = (message as { content?: unknown } | null)?.content;
+    return Array.isArray(content) ? content as Record<string, unknown>[] : [];
+  });
+  const ids = new Set(
+    parts.filter((part) =>
+      part?.type === "tool-approval-request" &&
+      part.toolCallId === toolCallId &&
+      typeof part.approvalId === "string"
+    ).map((part) => part.approvalId),
+  );
+  return parts.some((part) =>
+    part?.type === "tool-approval-response" && part.approved === true &&
+    ids.has(part.approvalId)
+  );
+}
+
 function toModelOutput(value: unknown): AISDKModelOutput {
   // AI SDK 5 passes the output itself; 6 and 7 pass `{ toolCallId, input, output }`.
   const output = value !== null && typeof value === "object" &&
@@ -181,6 +233,13 @@ function toModelOutput(value: unknown): AISDKModelOutput {
  *
  * With AI SDK 6 and 7, `toAISDKTools(kit.tools)` type-checks as `tools`; with
  * AI SDK 5, pass its `jsonSchema`: `toAISDKTools(kit.tools, { jsonSchema })`.
+ *
+ * When the tool set has an approval policy (`buildSkillTools({ approve })`),
+ * each tool has the AI SDK's `needsApproval` (AI SDK 6 and 7): a call the
+ * policy asks about (and no active skill's `allowed-tools` pre-approve)
+ * pauses on a `tool-approval-request`; `execute` runs it only when its
+ * messages hold an approving `tool-approval-response` to that request, and a
+ * denying one runs nothing (the model reads `execution-denied`).
  *
  * @example A tool set for generateText
  * ```ts
@@ -227,6 +286,9 @@ export function toAISDKTools<S = AISDKSchema>(
             ...(typeof callOptions.toolCallId === "string"
               ? { toolCallId: callOptions.toolCallId }
               : {}),
+            ...(approvedIn(callOptions.messages, callOptions.toolCallId)
+              ? { approved: true }
+              : {}),
           });
         } catch (error) {
           result = {
@@ -238,9 +300,24 @@ export function toAISDKTools<S = AISDKSchema>(
         return result.text;
       },
       toModelOutput,
+      ...(tool.approvalFor ? { needsApproval: needsApproval(tool) } : {}),
     };
   }
   return set;
+}
+
+/** The AI SDK's `needsApproval` of a tool with an approval policy. */
+function needsApproval(
+  tool: Tool,
+): NonNullable<AISDKTool["needsApproval"]> {
+  return async (input) => {
+    try {
+      return (await tool.approvalFor!(input)).decision === "ask";
+    } catch {
+      // Never thrown by the tools; a custom tool's error asks.
+      return true;
+    }
+  };
 }
 
 /**
@@ -305,6 +382,7 @@ export function toAISDKStreamingTools<S = AISDKSchema>(
       description: base.description,
       inputSchema: base.inputSchema,
       toModelOutput: base.toModelOutput,
+      ...(base.needsApproval ? { needsApproval: base.needsApproval } : {}),
       async *execute(input, callOptions = {}) {
         let output = "";
         let changed = false;
@@ -315,6 +393,9 @@ export function toAISDKStreamingTools<S = AISDKSchema>(
             : {}),
           ...(callOptions.toolCallId !== undefined
             ? { toolCallId: callOptions.toolCallId }
+            : {}),
+          ...(approvedIn(callOptions.messages, callOptions.toolCallId)
+            ? { approved: true }
             : {}),
           onEvent: (event) => {
             if (event.type !== "command_output") return;

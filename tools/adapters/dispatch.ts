@@ -51,9 +51,14 @@ export type ToolCallRequest =
  * assert(bad.isError && bad.text.startsWith('Unknown tool "nope"'));
  * ```
  *
+ * Where the tool set's approval policy (`buildSkillTools({ approve })`)
+ * answers `"ask"`, the result has `needsApproval: true` and `approval` (the
+ * tool, its input, the active skill) and nothing ran: ask the user, then
+ * dispatch the same call with `{ approved: true }` to run it.
+ *
  * @param tools The tools offered to the model.
  * @param call The call.
- * @param options A signal.
+ * @param options A signal; `approved: true` once the user approved the call.
  * @returns The tool's result.
  */
 export async function dispatchToolCall(

@@ -2,6 +2,9 @@ import { assertEquals, assertStringIncludes } from "../../_internal/assert.ts";
 import { dispatchToolCall } from "./dispatch.ts";
 import { echoTool } from "./_fixture.ts";
 import type { Tool } from "../types.ts";
+import { pathExists } from "../_testing.ts";
+import { buildSkillTools } from "../builder.ts";
+import { LocalSkillRuntime } from "../../runtimes/local/mod.ts";
 
 Deno.test("dispatchToolCall() parses JSON arguments and runs the tool", async () => {
   assertEquals(
@@ -161,4 +164,32 @@ Deno.test("dispatchToolCall()'s options show as optional in deno doc", async () 
   );
   assertEquals(output.code, 0, new TextDecoder().decode(output.stderr));
   assertStringIncludes(signature ?? text, "options?: ToolCallOptions");
+});
+
+Deno.test("dispatchToolCall(): a call the policy asks about answers needsApproval and runs nothing; { approved: true } runs it", async () => {
+  const dir = await Deno.realPath(await Deno.makeTempDir());
+  try {
+    await using set = await buildSkillTools({
+      runtime: new LocalSkillRuntime({ cwd: dir }),
+      tools: ["bash"],
+      approve: () => "ask",
+    });
+    const call = { name: "bash", arguments: '{"command":"touch marker"}' };
+    const first = await dispatchToolCall(set.tools, call);
+    assertEquals(first.needsApproval, true);
+    assertEquals(first.approval, {
+      tool: "bash",
+      input: { command: "touch marker" },
+    });
+    const again = await dispatchToolCall(set.tools, call);
+    assertEquals(again.needsApproval, true);
+    assertEquals(await pathExists(`${dir}/marker`), false);
+    const approved = await dispatchToolCall(set.tools, call, {
+      approved: true,
+    });
+    assertEquals(approved, { text: "(no output)", isError: false });
+    assertEquals(await pathExists(`${dir}/marker`), true);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });

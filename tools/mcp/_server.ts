@@ -7,6 +7,8 @@ import type { Transport } from "npm:@modelcontextprotocol/sdk@1.32.2/shared/tran
 import {
   CallToolRequestSchema,
   type CallToolResult,
+  type ElicitResult,
+  ElicitResultSchema,
   GetPromptRequestSchema,
   type GetPromptResult,
   ListPromptsRequestSchema,
@@ -20,12 +22,15 @@ import {
   ReadResourceRequestSchema,
   type ReadResourceResult,
   type ServerNotification,
+  type ServerRequest,
 } from "npm:@modelcontextprotocol/sdk@1.32.2/types.js";
 import type { SkillEvent } from "../../observe/events.ts";
 import denoJson from "../../deno.json" with { type: "json" };
 import type { Skill } from "../../skill/types.ts";
 import type { CopyPolicy } from "../../workspace/copy.ts";
 import type { Tool } from "../types.ts";
+import type { ToolApprovalRequester } from "../approval.ts";
+import { describeCall } from "../_shared.ts";
 import { SkillCatalog } from "./_skills.ts";
 import { redactDeep, redactError, Redactor } from "../../_internal/redact.ts";
 import { SKILLS_EXTENSION } from "./_skill_digests.ts";
@@ -65,6 +70,14 @@ export interface McpServerOptions {
    * data (`blob`) is sent as it is.
    */
   readonly secrets?: () => Iterable<string>;
+  /**
+   * Whether a call the tool set's approval policy asks about is put to the
+   * client's user with `elicitation/create` when the client declares the
+   * capability (default true). `false` where the transport cannot carry a
+   * request during a call (Streamable HTTP answering plain JSON): such a
+   * call is then an error result naming the approval needed.
+   */
+  readonly elicitation?: boolean;
 }
 
 /** Counts the tool calls running, to let them answer before closing. */
@@ -186,6 +199,51 @@ function logMessage(
   return undefined;
 }
 
+/** Whether the client takes form `elicitation/create` requests. */
+function canElicit(server: Server): boolean {
+  const elicitation = server.getClientCapabilities()?.elicitation as
+    | Record<string, unknown>
+    | undefined;
+  if (elicitation === undefined || elicitation === null) return false;
+  // `{}` (before forms and URLs were told apart) means forms.
+  return "form" in elicitation || !("url" in elicitation);
+}
+
+/**
+ * Asks the client's user about one call with `elicitation/create` (sent as
+ * part of the call, so it travels on the call's own stream): only `accept`
+ * runs it.
+ */
+function elicitApproval(
+  sendRequest: (
+    request: ServerRequest,
+    schema: typeof ElicitResultSchema,
+    options?: { signal?: AbortSignal },
+  ) => Promise<ElicitResult>,
+  signal: AbortSignal,
+): ToolApprovalRequester {
+  return async (call) => {
+    const result = await sendRequest(
+      {
+        method: "elicitation/create",
+        params: {
+          message: `Allow ${describeCall(call)}?`,
+          requestedSchema: { type: "object", properties: {} },
+        },
+      },
+      ElicitResultSchema,
+      { signal },
+    );
+    if (result.action === "accept") return true;
+    return {
+      approved: false,
+      reason: result.action === "decline"
+        ? "the user declined it"
+        : "the user cancelled the approval",
+    };
+  };
+}
+
 /**
  * Builds the low-level server: lists the tools with their JSON Schemas, calls
  * them, turns unknown tools and failures into results with `isError: true`,
@@ -300,9 +358,13 @@ export function createMcpServer(
             );
           }
         };
+        const ask = options.elicitation !== false && canElicit(server)
+          ? elicitApproval(extra.sendRequest, extra.signal)
+          : undefined;
         const result = await calls.track(
           tool.execute(input ?? {}, {
             signal: extra.signal,
+            ...(ask ? { requestApproval: ask } : {}),
             onEvent: (event) => {
               progress?.(event);
               log(event);
@@ -317,7 +379,16 @@ export function createMcpServer(
           await new Promise((resolve) => setTimeout(resolve, PROGRESS_GAP_MS));
         }
         return {
-          content: [{ type: "text", text: result.text }],
+          content: [{
+            type: "text",
+            text: result.needsApproval
+              ? `${result.text}: ${
+                options.elicitation === false
+                  ? "this server answers with plain JSON, which cannot carry an elicitation/create request"
+                  : "this client cannot be asked (it declares no elicitation capability)"
+              }`
+              : result.text,
+          }],
           isError: result.isError,
         };
       } catch (error) {

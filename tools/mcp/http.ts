@@ -459,6 +459,8 @@ export async function createMcpHttpHandler(
     ...(version !== undefined ? { version } : {}),
     ...(maxResourceBytes !== undefined ? { maxResourceBytes } : {}),
     ...(copyPolicy !== undefined ? { copyPolicy } : {}),
+    // A plain JSON answer cannot carry an elicitation/create during the call.
+    ...(jsonResponse ? { elicitation: false } : {}),
     skills,
     instructions: typeof instructions === "function"
       ? instructions(runtime)
