@@ -5,6 +5,7 @@
  * @module
  */
 import type { SkillRuntimeConfig } from "../runtimes/config.ts";
+import type { Skill } from "../skill/types.ts";
 import { UsageError } from "./_args.ts";
 import { createRuntime, eventPrinter } from "./run.ts";
 import type { SkillEventListener } from "../observe/events.ts";
@@ -56,8 +57,8 @@ export interface McpHttpCommandOptions {
   readonly flags: Readonly<Record<string, string | boolean>>;
   /** The egress options of the isolated runtimes (from the egress flags). */
   readonly egress?: EgressOptions;
-  /** The skill folders of `--skills`. */
-  readonly skills: readonly string[];
+  /** The skill folders of `--skills` (skills already loaded with `--scope`). */
+  readonly skills: readonly (string | Skill)[];
   /** The skills' configurations from `--config`. */
   readonly configs?: ReadonlyMap<string, SkillRuntimeConfig>;
   /** Prints a line on stdout. */
@@ -131,7 +132,8 @@ export async function serveMcpHttpCommand(
   if (server.handler.skills.length === 0) {
     await err(
       `skillrun mcp: no skills found under "${
-        options.skills.join(",")
+        options.skills.map((s) => typeof s === "string" ? s : s.location)
+          .join(",")
       }"; serving the file tools only\n`,
     );
   }

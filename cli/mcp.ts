@@ -15,6 +15,8 @@ import {
   verboseListeners,
 } from "./_mcp_http.ts";
 import { EGRESS_FLAGS, egressOptions } from "./_egress.ts";
+import { parseScopes, SCOPE_OPTION_HELP, scopedSkills } from "./_scope.ts";
+import type { SkillScope } from "../skill/sources.ts";
 import type { EgressOptions } from "../network/sandbox.ts";
 import { defaultMcpConversationsRoot } from "../tools/mcp/_conversations_root.ts";
 import {
@@ -50,7 +52,8 @@ swept after --sweep-after hours (default 24).
 
 Options:
 ${SKILLS_OPTION_HELP}.
-                       Required
+                       Required (or --scope)
+${SCOPE_OPTION_HELP}
   --conversation <id>  Work in the conversation workspace <root>/<id>: skills
                        are copied into it and the file tools stay inside it
   --root <dir>         The conversations root (default:
@@ -142,6 +145,7 @@ export async function mcpCommand(
   };
   let parsed;
   let egress: EgressOptions;
+  let scopes: SkillScope[] | undefined;
   try {
     parsed = parseArgs(args, {
       skills: "list",
@@ -159,6 +163,7 @@ export async function mcpCommand(
       ...EGRESS_FLAGS,
       runtime: "string",
       verbose: "boolean",
+      scope: "list",
     });
     if (parsed.flags.help === true) {
       await out(MCP_HELP);
@@ -169,8 +174,11 @@ export async function mcpCommand(
         `Unexpected argument "${parsed.positionals[0] ?? "--"}"`,
       );
     }
-    if (parsed.lists.skills === undefined) {
-      throw new UsageError('Option "--skills" is required');
+    if (parsed.lists.scope !== undefined) {
+      scopes = parseScopes(parsed.lists.scope);
+    }
+    if (parsed.lists.skills === undefined && scopes === undefined) {
+      throw new UsageError('Option "--skills" (or "--scope") is required');
     }
     if (
       typeof parsed.flags.root === "string" &&
@@ -217,11 +225,16 @@ export async function mcpCommand(
     const configs = typeof parsed.flags.config === "string"
       ? await readConfigFile(parsed.flags.config)
       : undefined;
+    const dirs = parsed.lists.skills ?? [];
+    const scoped = await scopedSkills(dirs, scopes);
+    for (const warning of scoped.warnings) {
+      await err(`skillrun mcp: warning: ${warning}\n`);
+    }
     if (typeof parsed.flags.http === "string") {
       await serveMcpHttpCommand({
         flags: parsed.flags,
         egress,
-        skills: parsed.lists.skills!,
+        skills: scoped.skills,
         ...(configs ? { configs } : {}),
         out,
         err,
@@ -238,9 +251,8 @@ export async function mcpCommand(
         verbose?.runtime,
         egress,
       );
-    const skills = parsed.lists.skills!;
     const built = await buildSkillTools({
-      skills,
+      skills: scoped.skills,
       runtime,
       ...(configs ? { configs } : {}),
       ...(verbose ? { onEvent: verbose.tools } : {}),
@@ -251,7 +263,7 @@ export async function mcpCommand(
     if (built.skills.length === 0) {
       await err(
         `skillrun mcp: no skills found under "${
-          skills.join(",")
+          [...dirs, ...(scopes ?? [])].join(",")
         }"; serving the file tools only\n`,
       );
     }
