@@ -178,7 +178,7 @@ export async function mcpCommand(
       scopes = parseScopes(parsed.lists.scope);
     }
     if (parsed.lists.skills === undefined && scopes === undefined) {
-      throw new UsageError('Option "--skills" (or "--scope") is required');
+      throw new UsageError('Option "--skills" is required (or "--scope")');
     }
     if (
       typeof parsed.flags.root === "string" &&
