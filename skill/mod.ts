@@ -38,3 +38,8 @@ export {
   skillFolderHash,
   type SkillScope,
 } from "./sources.ts";
+export {
+  DISABLE_MODEL_INVOCATION,
+  isModelInvocable,
+  modelInvocable,
+} from "./invocation.ts";
