@@ -8,6 +8,7 @@ import type { SkillRuntimeConfig } from "../runtimes/config.ts";
 import type { Skill } from "../skill/types.ts";
 import { UsageError } from "./_args.ts";
 import { createRuntime, eventPrinter } from "./run.ts";
+import { onceEach } from "./_scope.ts";
 import type { SkillEventListener } from "../observe/events.ts";
 import type { EgressOptions } from "../network/sandbox.ts";
 import { defaultMcpConversationsRoot } from "../tools/mcp/_conversations_root.ts";
@@ -125,6 +126,9 @@ export async function serveMcpHttpCommand(
         egress,
       ),
     onError: (error) => void err(`skillrun mcp: ${error.message}\n`),
+    onWarning: onceEach((message) =>
+      err(`skillrun mcp: warning: ${message}\n`)
+    ),
   });
   for (const warning of server.handler.warnings) {
     await err(`skillrun mcp: warning: ${warning}\n`);

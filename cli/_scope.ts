@@ -53,3 +53,21 @@ export async function scopedSkills(
   const loaded = await loadSkills(dirs, { scopes });
   return { skills: loaded.skills, warnings: loaded.warnings };
 }
+
+/**
+ * A warning printer that prints each message once (servers repeat them per
+ * session).
+ *
+ * @param print Prints one message.
+ * @returns The printer.
+ */
+export function onceEach(
+  print: (message: string) => Promise<void>,
+): (message: string) => void {
+  const seen = new Set<string>();
+  return (message) => {
+    if (seen.has(message)) return;
+    seen.add(message);
+    void print(message);
+  };
+}

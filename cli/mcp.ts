@@ -15,7 +15,12 @@ import {
   verboseListeners,
 } from "./_mcp_http.ts";
 import { EGRESS_FLAGS, egressOptions } from "./_egress.ts";
-import { parseScopes, SCOPE_OPTION_HELP, scopedSkills } from "./_scope.ts";
+import {
+  onceEach,
+  parseScopes,
+  SCOPE_OPTION_HELP,
+  scopedSkills,
+} from "./_scope.ts";
 import type { SkillScope } from "../skill/sources.ts";
 import type { EgressOptions } from "../network/sandbox.ts";
 import { defaultMcpConversationsRoot } from "../tools/mcp/_conversations_root.ts";
@@ -271,6 +276,9 @@ export async function mcpCommand(
     const { serveMcp } = await import("../tools/mcp/mod.ts");
     await serveMcp(built.tools, {
       skills: built.skills,
+      onWarning: onceEach((message) =>
+        err(`skillrun mcp: warning: ${message}\n`)
+      ),
       secrets: () => built.context.secrets(),
       instructions: mcpInstructions(
         runtime.cwd,

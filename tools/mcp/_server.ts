@@ -26,7 +26,7 @@ import denoJson from "../../deno.json" with { type: "json" };
 import type { Skill } from "../../skill/types.ts";
 import type { CopyPolicy } from "../../workspace/copy.ts";
 import type { Tool } from "../types.ts";
-import { SkillCatalog } from "./_skills.ts";
+import { McpRequestError, SkillCatalog } from "./_skills.ts";
 import { redactDeep, redactError, Redactor } from "../../_internal/redact.ts";
 import { SKILLS_EXTENSION } from "./_skill_digests.ts";
 import { z } from "zod";
@@ -65,6 +65,12 @@ export interface McpServerOptions {
    * data (`blob`) is sent as it is.
    */
   readonly secrets?: () => Iterable<string>;
+  /**
+   * Called once per skill the MCP skills extension leaves out (a name that
+   * breaks the naming rules, over 512 files or 16 MiB, front matter that is
+   * not valid YAML...), with a message naming the skill and why.
+   */
+  readonly onWarning?: (message: string) => void;
 }
 
 /** Counts the tool calls running, to let them answer before closing. */
@@ -103,17 +109,39 @@ export class InFlight {
 
 /** Keys of base64 data, sent as they are. */
 const BLOB_KEYS: ReadonlySet<string> = new Set(["blob"]);
-/** `skills/list` of the draft skills extension. */
+// The skills extension's methods. Params are checked by the catalog, which
+// answers -32602 for a missing or wrong one (a schema here would answer
+// -32603).
+const looseParams = z.record(z.string(), z.unknown()).optional();
+
+/** `skills/list` of the skills extension. */
 const SkillsListRequestSchema = z.object({
   method: z.literal("skills/list"),
-  params: z.object({ cursor: z.string().optional() }).passthrough().optional(),
+  params: looseParams,
 });
 
-/** `skills/get` of the draft skills extension. */
+/** `skills/get` of the skills extension. */
 const SkillsGetRequestSchema = z.object({
   method: z.literal("skills/get"),
-  params: z.object({ uri: z.string() }).passthrough(),
+  params: looseParams,
 });
+
+/** `resources/directory/read` of the skills extension. */
+const DirectoryReadRequestSchema = z.object({
+  method: z.literal("resources/directory/read"),
+  params: looseParams,
+});
+
+function cursorOf(
+  params: Record<string, unknown> | undefined,
+): string | undefined {
+  const cursor = params?.cursor;
+  if (cursor === undefined) return undefined;
+  if (typeof cursor !== "string") {
+    throw new McpRequestError(-32602, `The cursor must be a string`);
+  }
+  return cursor;
+}
 
 type McpInputSchema = ListToolsResult["tools"][number]["inputSchema"];
 
@@ -214,6 +242,7 @@ export function createMcpServer(
         ? { maxResourceBytes: options.maxResourceBytes }
         : {}),
       ...(options.copyPolicy ? { copyPolicy: options.copyPolicy } : {}),
+      ...(options.onWarning ? { onWarning: options.onWarning } : {}),
     },
   );
   // Every answer leaves through here, like the tools' outputs.
@@ -246,10 +275,8 @@ export function createMcpServer(
           prompts: {},
           resources: {},
           logging: {},
-          // The draft skills extension (SEP-2640): `extensions` per the
-          // draft, `experimental` too, since SDK clients keep only that.
-          experimental: { [SKILLS_EXTENSION]: {} },
-          ...{ extensions: { [SKILLS_EXTENSION]: {} } },
+          // The skills extension (SEP-2640, Final), with its directory reads.
+          ...{ extensions: { [SKILLS_EXTENSION]: { directoryRead: true } } },
         }
         : { tools: {}, logging: {} },
       ...(options.instructions === undefined
@@ -359,11 +386,19 @@ export function createMcpServer(
     );
     server.setRequestHandler(
       SkillsListRequestSchema,
-      (_request, extra) => catalog.listSkills(extra.signal),
+      clean((request, extra) =>
+        catalog.listSkills(cursorOf(request.params), extra.signal)
+      ),
     );
     server.setRequestHandler(
       SkillsGetRequestSchema,
-      (request) => catalog.getSkill(request.params.uri),
+      clean((request) => catalog.getSkill(request.params?.uri)),
+    );
+    server.setRequestHandler(
+      DirectoryReadRequestSchema,
+      clean((request) =>
+        catalog.readDirectory(request.params?.uri, cursorOf(request.params))
+      ),
     );
   }
   return server;

@@ -294,6 +294,7 @@ export async function createMcpHttpHandler(
     version,
     maxResourceBytes,
     copyPolicy,
+    onWarning,
     ...buildOptions
   } = options;
   checkNumber(idleTimeoutMs, "idleTimeoutMs", "positive integer");
@@ -364,6 +365,7 @@ export async function createMcpHttpHandler(
     ...(version !== undefined ? { version } : {}),
     ...(maxResourceBytes !== undefined ? { maxResourceBytes } : {}),
     ...(copyPolicy !== undefined ? { copyPolicy } : {}),
+    ...(onWarning !== undefined ? { onWarning } : {}),
     skills,
     instructions: typeof instructions === "function"
       ? instructions(runtime)
