@@ -5,7 +5,7 @@
  * @module
  */
 import type { SkillRuntimeConfig } from "../runtimes/config.ts";
-import type { Skill } from "../skill/types.ts";
+import type { SkillScope } from "../skill/sources.ts";
 import { UsageError } from "./_args.ts";
 import { createRuntime, eventPrinter } from "./run.ts";
 import { onceEach } from "./_scope.ts";
@@ -58,8 +58,10 @@ export interface McpHttpCommandOptions {
   readonly flags: Readonly<Record<string, string | boolean>>;
   /** The egress options of the isolated runtimes (from the egress flags). */
   readonly egress?: EgressOptions;
-  /** The skill folders of `--skills` (skills already loaded with `--scope`). */
-  readonly skills: readonly (string | Skill)[];
+  /** The skill folders of `--skills`. */
+  readonly skills: readonly string[];
+  /** The standard places of `--scope`. */
+  readonly scopes?: readonly SkillScope[];
   /** The skills' configurations from `--config`. */
   readonly configs?: ReadonlyMap<string, SkillRuntimeConfig>;
   /** Prints a line on stdout. */
@@ -109,6 +111,7 @@ export async function serveMcpHttpCommand(
     hostname: address.hostname,
     port: address.port,
     skills: options.skills,
+    ...(options.scopes ? { load: { scopes: options.scopes } } : {}),
     ...(options.configs ? { configs: options.configs } : {}),
     ...(token !== undefined ? { token } : {}),
     jsonResponse: flags["json-response"] === true,
@@ -136,8 +139,7 @@ export async function serveMcpHttpCommand(
   if (server.handler.skills.length === 0) {
     await err(
       `skillrun mcp: no skills found under "${
-        options.skills.map((s) => typeof s === "string" ? s : s.location)
-          .join(",")
+        [...options.skills, ...(options.scopes ?? [])].join(",")
       }"; serving the file tools only\n`,
     );
   }

@@ -5,9 +5,7 @@
  *
  * @module
  */
-import { loadSkills } from "../skill/load.ts";
 import { SKILL_SCOPES, type SkillScope } from "../skill/sources.ts";
-import type { Skill } from "../skill/types.ts";
 import { UsageError } from "./_args.ts";
 
 /** The help line of `--scope`. */
@@ -33,25 +31,6 @@ export function parseScopes(values: readonly string[]): SkillScope[] {
     }
   }
   return values as SkillScope[];
-}
-
-/**
- * The skills of `--skills` folders and `--scope` places: the folders as they
- * are without scopes, else the skills loaded from both (with the warnings).
- *
- * @param dirs The folders of `--skills`.
- * @param scopes The scopes of `--scope`, if given.
- * @returns What to build the tools from, and loading's warnings.
- */
-export async function scopedSkills(
-  dirs: readonly string[],
-  scopes: readonly SkillScope[] | undefined,
-): Promise<
-  { skills: readonly (string | Skill)[]; warnings: readonly string[] }
-> {
-  if (scopes === undefined) return { skills: dirs, warnings: [] };
-  const loaded = await loadSkills(dirs, { scopes });
-  return { skills: loaded.skills, warnings: loaded.warnings };
 }
 
 /**

@@ -15,12 +15,7 @@ import {
   verboseListeners,
 } from "./_mcp_http.ts";
 import { EGRESS_FLAGS, egressOptions } from "./_egress.ts";
-import {
-  onceEach,
-  parseScopes,
-  SCOPE_OPTION_HELP,
-  scopedSkills,
-} from "./_scope.ts";
+import { onceEach, parseScopes, SCOPE_OPTION_HELP } from "./_scope.ts";
 import type { SkillScope } from "../skill/sources.ts";
 import type { EgressOptions } from "../network/sandbox.ts";
 import { defaultMcpConversationsRoot } from "../tools/mcp/_conversations_root.ts";
@@ -231,15 +226,12 @@ export async function mcpCommand(
       ? await readConfigFile(parsed.flags.config)
       : undefined;
     const dirs = parsed.lists.skills ?? [];
-    const scoped = await scopedSkills(dirs, scopes);
-    for (const warning of scoped.warnings) {
-      await err(`skillrun mcp: warning: ${warning}\n`);
-    }
     if (typeof parsed.flags.http === "string") {
       await serveMcpHttpCommand({
         flags: parsed.flags,
         egress,
-        skills: scoped.skills,
+        skills: dirs,
+        ...(scopes ? { scopes } : {}),
         ...(configs ? { configs } : {}),
         out,
         err,
@@ -257,7 +249,8 @@ export async function mcpCommand(
         egress,
       );
     const built = await buildSkillTools({
-      skills: scoped.skills,
+      skills: dirs,
+      ...(scopes ? { load: { scopes } } : {}),
       runtime,
       ...(configs ? { configs } : {}),
       ...(verbose ? { onEvent: verbose.tools } : {}),
