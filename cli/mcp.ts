@@ -78,7 +78,9 @@ ${SCOPE_OPTION_HELP}
   --config <file>      A JSON file with each skill's environment and bootstrap
                        commands: {"<skill>": {"env": {"NAME": "value"},
                        "bootstrap": ["command", ...]}}; never shown to the model
-${ISOLATE_HELP}${RUNTIME_HELP}  --verbose            Print the events on stderr (tool calls, preparation
+${ISOLATE_HELP}${RUNTIME_HELP}  --watch              Reload the skills when their folders change (stdio):
+                       the client is told the tools and prompts changed
+  --verbose            Print the events on stderr (tool calls, preparation
                        steps, command output, HTTP requests; configured
                        values removed); also SKILLRUN_LOG=debug
   -h, --help           Show this help
@@ -164,6 +166,7 @@ export async function mcpCommand(
       runtime: "string",
       verbose: "boolean",
       scope: "list",
+      watch: "boolean",
     });
     if (parsed.flags.help === true) {
       await out(MCP_HELP);
@@ -205,6 +208,11 @@ export async function mcpCommand(
     }
     checkIsolateFlags(parsed.flags);
     egress = egressOptions(parsed.lists, parsed.flags);
+    if (parsed.flags.watch === true && typeof parsed.flags.http === "string") {
+      throw new UsageError(
+        'Option "--watch" is for stdio (not with "--http")',
+      );
+    }
     if (
       parsed.flags.runtime !== undefined &&
       typeof parsed.flags.http === "string"
@@ -250,6 +258,7 @@ export async function mcpCommand(
       );
     const built = await buildSkillTools({
       skills: dirs,
+      ...(parsed.flags.watch === true ? { watch: true } : {}),
       ...(scopes ? { load: { scopes } } : {}),
       runtime,
       ...(configs ? { configs } : {}),
@@ -269,6 +278,7 @@ export async function mcpCommand(
     const { serveMcp } = await import("../tools/mcp/mod.ts");
     await serveMcp(built.tools, {
       skills: built.skills,
+      ...(parsed.flags.watch === true ? { reload: built } : {}),
       onWarning: onceEach((message) =>
         err(`skillrun mcp: warning: ${message}\n`)
       ),
@@ -281,6 +291,7 @@ export async function mcpCommand(
       ),
       ...(options.signal ? { signal: options.signal } : {}),
     });
+    await built.close(); // the watcher, with --watch
     return 0;
   } catch (error) {
     if (error instanceof UsageError) {

@@ -71,6 +71,25 @@ export interface McpServerOptions {
    * not valid YAML...), with a message naming the skill and why.
    */
   readonly onWarning?: (message: string) => void;
+  /**
+   * Hot reload: where the current tools and skills are read at each request
+   * (a kit of `buildSkillTools({ watch: true })`), instead of the `tools`
+   * and `skills` given. The server then declares `listChanged` for tools,
+   * prompts and resources and sends `notifications/tools/list_changed`,
+   * `notifications/prompts/list_changed` and
+   * `notifications/resources/list_changed` after each reload.
+   */
+  readonly reload?: McpReloadSource;
+}
+
+/** The live tools and skills of a watched kit (see `McpServerOptions.reload`). */
+export interface McpReloadSource {
+  /** The current tools. */
+  readonly tools: readonly Tool[];
+  /** The current skills. */
+  readonly skills: readonly Skill[];
+  /** Adds a listener of reloads; returns its removal. */
+  subscribe?(listener: () => void): () => void;
 }
 
 /** Counts the tool calls running, to let them answer before closing. */
@@ -225,26 +244,55 @@ export function createMcpServer(
   options: McpServerOptions,
   calls: InFlight,
 ): Server {
-  const byName = new Map<string, Tool>();
-  for (const tool of tools) {
-    if (byName.has(tool.name)) {
-      throw new TypeError(
-        `Cannot serve tool "${tool.name}": another tool has the same name`,
-      );
+  const index = (list: readonly Tool[]): Map<string, Tool> => {
+    const map = new Map<string, Tool>();
+    for (const tool of list) {
+      if (map.has(tool.name)) {
+        throw new TypeError(
+          `Cannot serve tool "${tool.name}": another tool has the same name`,
+        );
+      }
+      map.set(tool.name, tool);
     }
-    byName.set(tool.name, tool);
-  }
-  const catalog = options.skills === undefined ? undefined : new SkillCatalog(
-    options.skills,
-    {
-      hasSkillTool: byName.has("skill"),
+    return map;
+  };
+  // The tools and the catalog now: those given, or the reload source's
+  // current ones (rebuilt when its lists change).
+  const reload = options.reload;
+  let toolsSeen = reload ? reload.tools : tools;
+  let byName = index(toolsSeen);
+  const currentTools = (): {
+    list: readonly Tool[];
+    byName: Map<string, Tool>;
+  } => {
+    if (reload && reload.tools !== toolsSeen) {
+      byName = index(reload.tools);
+      toolsSeen = reload.tools;
+    }
+    return { list: toolsSeen, byName };
+  };
+  const makeCatalog = (skills: readonly Skill[]) =>
+    new SkillCatalog(skills, {
+      hasSkillTool: currentTools().byName.has("skill"),
       ...(options.maxResourceBytes !== undefined
         ? { maxResourceBytes: options.maxResourceBytes }
         : {}),
       ...(options.copyPolicy ? { copyPolicy: options.copyPolicy } : {}),
       ...(options.onWarning ? { onWarning: options.onWarning } : {}),
-    },
-  );
+    });
+  let skillsSeen = reload ? reload.skills : options.skills;
+  let catalogNow = skillsSeen === undefined
+    ? undefined
+    : makeCatalog(skillsSeen);
+  const catalogOf = (): SkillCatalog => {
+    if (reload && reload.skills !== skillsSeen) {
+      skillsSeen = reload.skills;
+      catalogNow = makeCatalog(skillsSeen);
+    }
+    return catalogNow!;
+  };
+  const catalog = catalogNow;
+  const listChanged = reload ? { listChanged: true } : {};
   // Every answer leaves through here, like the tools' outputs.
   const redactor = (): Redactor => {
     try {
@@ -271,14 +319,14 @@ export function createMcpServer(
     {
       capabilities: catalog
         ? {
-          tools: {},
-          prompts: {},
-          resources: {},
+          tools: { ...listChanged },
+          prompts: { ...listChanged },
+          resources: { ...listChanged },
           logging: {},
           // The skills extension (SEP-2640, Final), with its directory reads.
           ...{ extensions: { [SKILLS_EXTENSION]: { directoryRead: true } } },
         }
-        : { tools: {}, logging: {} },
+        : { tools: { ...listChanged }, logging: {} },
       ...(options.instructions === undefined
         ? {}
         : { instructions: options.instructions }),
@@ -287,7 +335,7 @@ export function createMcpServer(
   server.setRequestHandler(
     ListToolsRequestSchema,
     clean((): ListToolsResult => ({
-      tools: tools.map((tool) => ({
+      tools: currentTools().list.map((tool) => ({
         name: tool.name,
         description: tool.description,
         // Passed through unchanged (the SDK's type is mutable, ours readonly).
@@ -299,9 +347,10 @@ export function createMcpServer(
     CallToolRequestSchema,
     clean(async (request, extra): Promise<CallToolResult> => {
       const { name, arguments: input } = request.params;
-      const tool = byName.get(name);
+      const { byName: tools } = currentTools();
+      const tool = tools.get(name);
       if (tool === undefined) {
-        const known = [...byName.keys()].map((n) => `"${n}"`).join(", ");
+        const known = [...tools.keys()].map((n) => `"${n}"`).join(", ");
         return errorResult(
           `Unknown tool "${name}": available tools are ${known || "none"}`,
         );
@@ -360,44 +409,46 @@ export function createMcpServer(
   if (catalog) {
     server.setRequestHandler(
       ListPromptsRequestSchema,
-      clean((): ListPromptsResult => catalog.listPrompts()),
+      clean((): ListPromptsResult => catalogOf().listPrompts()),
     );
     server.setRequestHandler(
       GetPromptRequestSchema,
       clean((request): GetPromptResult =>
-        catalog.getPrompt(request.params.name, request.params.arguments)
+        catalogOf().getPrompt(request.params.name, request.params.arguments)
       ),
     );
     server.setRequestHandler(
       ListResourceTemplatesRequestSchema,
-      clean((): ListResourceTemplatesResult => catalog.listResourceTemplates()),
+      clean((): ListResourceTemplatesResult =>
+        catalogOf().listResourceTemplates()
+      ),
     );
     server.setRequestHandler(
       ListResourcesRequestSchema,
       clean((request, extra): Promise<ListResourcesResult> =>
-        catalog.listResources(request.params?.cursor, extra.signal)
+        catalogOf().listResources(request.params?.cursor, extra.signal)
       ),
     );
     server.setRequestHandler(
       ReadResourceRequestSchema,
       clean((request): Promise<ReadResourceResult> =>
-        catalog.readResource(request.params.uri)
+        catalogOf().readResource(request.params.uri)
       ),
     );
     server.setRequestHandler(
       SkillsListRequestSchema,
       clean((request, extra) =>
-        catalog.listSkills(cursorOf(request.params), extra.signal)
+        catalogOf().listSkills(cursorOf(request.params), extra.signal)
       ),
     );
     server.setRequestHandler(
       SkillsGetRequestSchema,
-      clean((request) => catalog.getSkill(request.params?.uri)),
+      clean((request) => catalogOf().getSkill(request.params?.uri)),
     );
     server.setRequestHandler(
       DirectoryReadRequestSchema,
       clean((request) =>
-        catalog.readDirectory(request.params?.uri, cursorOf(request.params))
+        catalogOf().readDirectory(request.params?.uri, cursorOf(request.params))
       ),
     );
   }
@@ -440,7 +491,18 @@ export async function connect(
   const calls = new InFlight();
   const server = createMcpServer(tools, options, calls);
   const { promise: closed, resolve } = Promise.withResolvers<void>();
-  server.onclose = () => resolve();
+  // Hot reload: the client hears that the lists changed.
+  const unsubscribe = options.reload?.subscribe?.(() => {
+    void server.sendToolListChanged().catch(() => {});
+    if (options.reload!.skills !== undefined) {
+      void server.sendPromptListChanged().catch(() => {});
+      void server.sendResourceListChanged().catch(() => {});
+    }
+  });
+  server.onclose = () => {
+    unsubscribe?.();
+    resolve();
+  };
   // Our interface is a structural subset of the SDK's.
   await server.connect(transport as unknown as Transport);
   let closing: Promise<void> | undefined;
