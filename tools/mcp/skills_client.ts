@@ -74,6 +74,7 @@ const DIGEST = /^sha256:[0-9a-f]{64}$/;
 
 /** A failed check of a file against the held entry: the file is not used. */
 export class SkillVerificationError extends Error {
+  /** The error's name. */
   override readonly name = "SkillVerificationError";
 }
 
