@@ -34,6 +34,7 @@ import { hostPath } from "./_internal/std.ts";
 import { VERSION } from "./_internal/version.ts";
 import { formatCatalog } from "./skill/catalog.ts";
 import { findSkillFolders, loadSkills } from "./skill/load.ts";
+import { parseScopes, SCOPE_OPTION_HELP } from "./cli/_scope.ts";
 import { validateSkill, type ValidationProblem } from "./skill/validate.ts";
 import type { Skill } from "./skill/types.ts";
 import {
@@ -93,7 +94,7 @@ function skillJson(skill: Skill): Record<string, unknown> {
 const listCommand: CliCommand = {
   summary: "List the skills found in folders, with their warnings",
   help:
-    `Usage: skillrun list [--json | --catalog] [--skills <dir>]... [<dir>...]
+    `Usage: skillrun list [--json | --catalog] [--skills <dir>]... [--scope <scopes>] [<dir>...]
 
 List the skills found in each folder (a skill folder or a folder of skills,
 searched to 5 levels), leniently: skills that break the Agent Skills rules are
@@ -102,6 +103,7 @@ Folders are given with --skills or as arguments, by the same rule.
 
 Options:
 ${SKILLS_OPTION_HELP}
+${SCOPE_OPTION_HELP}
   --json               Print a JSON array of {name, description, location,
                        basePath, license?, compatibility?, metadata?,
                        allowedTools?, warnings}
@@ -113,7 +115,9 @@ ${SKILLS_OPTION_HELP}
       json: "boolean",
       catalog: "boolean",
       skills: "list",
+      scope: "list",
     });
+    const scopes = lists.scope ? parseScopes(lists.scope) : undefined;
     if (flags.json && flags.catalog) {
       throw new UsageError(
         'Options "--json" and "--catalog" exclude each other',
@@ -123,12 +127,12 @@ ${SKILLS_OPTION_HELP}
       ...(lists.skills ?? []),
       ...[...positionals, ...(rest ?? [])].flatMap(splitList),
     ];
-    if (dirs.length === 0) {
+    if (dirs.length === 0 && scopes === undefined) {
       throw new UsageError("Missing argument: at least one folder");
     }
     let result;
     try {
-      result = await loadSkills(dirs);
+      result = await loadSkills(dirs, scopes ? { scopes } : {});
     } catch (error) {
       printError(`skillrun list: ${describeError(error)}`);
       return 1;

@@ -50,6 +50,7 @@ export {
   type LoadSkillsOptions,
   selectSkills,
 } from "./skill/load.ts";
+export type { ScopeOptions, SkillScope } from "./skill/sources.ts";
 export {
   validateSkill,
   type ValidateSkillOptions,

@@ -5,12 +5,14 @@
  * @module
  */
 import type { SkillRuntimeConfig } from "../runtimes/config.ts";
+import type { SkillScope } from "../skill/sources.ts";
 import { UsageError } from "./_args.ts";
 import {
   type ConversationStore,
   KvConversationStore,
 } from "../runtimes/stores/conversation_store.ts";
 import { createRuntime, eventPrinter } from "./run.ts";
+import { onceEach } from "./_scope.ts";
 import type { SkillEventListener } from "../observe/events.ts";
 import type { EgressOptions } from "../network/sandbox.ts";
 import { defaultMcpConversationsRoot } from "../tools/mcp/_conversations_root.ts";
@@ -62,6 +64,8 @@ export interface McpHttpCommandOptions {
   readonly egress?: EgressOptions;
   /** The skill folders of `--skills`. */
   readonly skills: readonly string[];
+  /** The standard places of `--scope`. */
+  readonly scopes?: readonly SkillScope[];
   /** The skills' configurations from `--config`. */
   readonly configs?: ReadonlyMap<string, SkillRuntimeConfig>;
   /** Prints a line on stdout. */
@@ -161,6 +165,7 @@ export async function serveMcpHttpCommand(
     hostname: address.hostname,
     port: address.port,
     skills: options.skills,
+    ...(options.scopes ? { load: { scopes: options.scopes } } : {}),
     ...(options.configs ? { configs: options.configs } : {}),
     ...(token !== undefined ? { token } : {}),
     jsonResponse: flags["json-response"] === true,
@@ -179,6 +184,9 @@ export async function serveMcpHttpCommand(
         egress,
       ),
     onError: (error) => void err(`skillrun mcp: ${error.message}\n`),
+    onWarning: onceEach((message) =>
+      err(`skillrun mcp: warning: ${message}\n`)
+    ),
   });
   for (const warning of server.handler.warnings) {
     await err(`skillrun mcp: warning: ${warning}\n`);
@@ -186,7 +194,7 @@ export async function serveMcpHttpCommand(
   if (server.handler.skills.length === 0) {
     await err(
       `skillrun mcp: no skills found under "${
-        options.skills.join(",")
+        [...options.skills, ...(options.scopes ?? [])].join(",")
       }"; serving the file tools only\n`,
     );
   }

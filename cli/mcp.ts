@@ -17,6 +17,8 @@ import {
   verboseListeners,
 } from "./_mcp_http.ts";
 import { EGRESS_FLAGS, egressOptions } from "./_egress.ts";
+import { onceEach, parseScopes, SCOPE_OPTION_HELP } from "./_scope.ts";
+import type { SkillScope } from "../skill/sources.ts";
 import type { EgressOptions } from "../network/sandbox.ts";
 import { defaultMcpConversationsRoot } from "../tools/mcp/_conversations_root.ts";
 import {
@@ -52,7 +54,8 @@ swept after --sweep-after hours (default 24).
 
 Options:
 ${SKILLS_OPTION_HELP}.
-                       Required
+                       Required (or --scope)
+${SCOPE_OPTION_HELP}
   --conversation <id>  Work in the conversation workspace <root>/<id>: skills
                        are copied into it and the file tools stay inside it
   --root <dir>         The conversations root (default:
@@ -100,7 +103,9 @@ ${SKILLS_OPTION_HELP}.
   --config <file>      A JSON file with each skill's environment and bootstrap
                        commands: {"<skill>": {"env": {"NAME": "value"},
                        "bootstrap": ["command", ...]}}; never shown to the model
-${ISOLATE_HELP}${RUNTIME_HELP}  --verbose            Print the events on stderr (tool calls, preparation
+${ISOLATE_HELP}${RUNTIME_HELP}  --watch              Reload the skills when their folders change (stdio):
+                       the client is told the tools and prompts changed
+  --verbose            Print the events on stderr (tool calls, preparation
                        steps, command output, HTTP requests; configured
                        values removed); also SKILLRUN_LOG=debug
   -h, --help           Show this help
@@ -167,6 +172,7 @@ export async function mcpCommand(
   };
   let parsed;
   let egress: EgressOptions;
+  let scopes: SkillScope[] | undefined;
   try {
     parsed = parseArgs(args, {
       skills: "list",
@@ -191,6 +197,8 @@ export async function mcpCommand(
       runtime: "string",
       verbose: "boolean",
       "ask-for-approval": "boolean",
+      scope: "list",
+      watch: "boolean",
     });
     if (parsed.flags.help === true) {
       await out(MCP_HELP);
@@ -201,8 +209,11 @@ export async function mcpCommand(
         `Unexpected argument "${parsed.positionals[0] ?? "--"}"`,
       );
     }
-    if (parsed.lists.skills === undefined) {
-      throw new UsageError('Option "--skills" is required');
+    if (parsed.lists.scope !== undefined) {
+      scopes = parseScopes(parsed.lists.scope);
+    }
+    if (parsed.lists.skills === undefined && scopes === undefined) {
+      throw new UsageError('Option "--skills" is required (or "--scope")');
     }
     if (
       typeof parsed.flags.root === "string" &&
@@ -229,6 +240,11 @@ export async function mcpCommand(
     }
     checkIsolateFlags(parsed.flags);
     egress = egressOptions(parsed.lists, parsed.flags);
+    if (parsed.flags.watch === true && typeof parsed.flags.http === "string") {
+      throw new UsageError(
+        'Option "--watch" is for stdio (not with "--http")',
+      );
+    }
     if (
       parsed.flags.runtime !== undefined &&
       typeof parsed.flags.http === "string"
@@ -249,11 +265,13 @@ export async function mcpCommand(
     const configs = typeof parsed.flags.config === "string"
       ? await readConfigFile(parsed.flags.config)
       : undefined;
+    const dirs = parsed.lists.skills ?? [];
     if (typeof parsed.flags.http === "string") {
       await serveMcpHttpCommand({
         flags: parsed.flags,
         egress,
-        skills: parsed.lists.skills!,
+        skills: dirs,
+        ...(scopes ? { scopes } : {}),
         ...(configs ? { configs } : {}),
         out,
         err,
@@ -270,9 +288,10 @@ export async function mcpCommand(
         verbose?.runtime,
         egress,
       );
-    const skills = parsed.lists.skills!;
     const built = await buildSkillTools({
-      skills,
+      skills: dirs,
+      ...(parsed.flags.watch === true ? { watch: true } : {}),
+      ...(scopes ? { load: { scopes } } : {}),
       runtime,
       ...approvalOptions(parsed.flags),
       ...(configs ? { configs } : {}),
@@ -284,7 +303,7 @@ export async function mcpCommand(
     if (built.skills.length === 0) {
       await err(
         `skillrun mcp: no skills found under "${
-          skills.join(",")
+          [...dirs, ...(scopes ?? [])].join(",")
         }"; serving the file tools only\n`,
       );
     }
@@ -292,6 +311,10 @@ export async function mcpCommand(
     const { serveMcp } = await import("../tools/mcp/mod.ts");
     await serveMcp(built.tools, {
       skills: built.skills,
+      ...(parsed.flags.watch === true ? { reload: built } : {}),
+      onWarning: onceEach((message) =>
+        err(`skillrun mcp: warning: ${message}\n`)
+      ),
       secrets: () => built.context.secrets(),
       instructions: mcpInstructions(
         runtime.cwd,
@@ -301,6 +324,7 @@ export async function mcpCommand(
       ),
       ...(options.signal ? { signal: options.signal } : {}),
     });
+    await built.close(); // the watcher, with --watch
     return 0;
   } catch (error) {
     if (error instanceof UsageError) {

@@ -7,6 +7,7 @@ import { checkNumber } from "../_internal/check_number.ts";
 import type { Skill } from "./types.ts";
 import { Redactor } from "../_internal/redact.ts";
 import { escapeControl } from "../_internal/escape_text.ts";
+import { modelInvocable } from "./invocation.ts";
 
 /** The default size budget of {@linkcode formatCatalog}, in characters. */
 export const DEFAULT_CATALOG_BUDGET = 16_000;
@@ -38,6 +39,7 @@ const ELLIPSIS = "…";
 
 /**
  * Formats the catalog of skills for a model: one `<skill>` element per skill
+ * (but none for a skill with `disable-model-invocation: true`)
  * with its name, description and location, sorted by name then location, XML
  * special characters escaped, control characters, Unicode tag characters and
  * bidi controls written as visible `\u....` escapes (so the model reads what a
@@ -58,7 +60,6 @@ const ELLIPSIS = "…";
  * import { formatCatalog } from "@skillrun/skillrun";
  * import type { Skill } from "@skillrun/skillrun";
  * import { Redactor } from "../_internal/redact.ts";
-import { escapeControl } from "../_internal/escape_text.ts";
  * const skill: Skill = {
  *   name: "csv-report", description: "Summarises <CSV> files & tables",
  *   basePath: "/skills/csv-report", location: "/skills/csv-report/SKILL.md",
@@ -81,6 +82,8 @@ export function formatCatalog(
     "positive integer",
     "format the catalog with",
   );
+  // Skills with `disable-model-invocation: true` are never shown to a model.
+  skills = modelInvocable(skills);
   if (skills.length === 0) return "";
   const locationOf = options.locationOf ?? ((skill: Skill) => skill.location);
   const redactor = new Redactor(options.secrets ?? []);

@@ -12,6 +12,7 @@ import type { Skill } from "./types.ts";
 import { parseSkillMd, type SkillDocument } from "./parse.ts";
 import { checkFrontMatter, describeValue } from "./_fields.ts";
 import { readSkillMdBytes } from "./_read.ts";
+import { checkLocks, type ScopeOptions, scopeRoots } from "./sources.ts";
 
 /** Folder names never searched for skills (heavy or generated folders). */
 
@@ -21,8 +22,12 @@ export const DEFAULT_MAX_DEPTH = 5;
 /** How many folders one {@linkcode loadSkills} call scans at most by default. */
 export const DEFAULT_MAX_FOLDERS = 10_000;
 
-/** Options of {@linkcode loadSkills} and {@linkcode findSkillFolders}. */
-export interface LoadSkillsOptions {
+/**
+ * Options of {@linkcode loadSkills} and {@linkcode findSkillFolders}; the
+ * standard places (`scopes`, `trustProject`, `cwd`, `home`) are described in
+ * `sources.ts`.
+ */
+export interface LoadSkillsOptions extends ScopeOptions {
   /**
    * How many folder levels below a root are searched (the root is level 0).
    * Default {@linkcode DEFAULT_MAX_DEPTH}.
@@ -93,6 +98,17 @@ const CONCURRENCY = 64;
  * shallower folders first, then by path); every later one is skipped with a
  * warning naming both files.
  *
+ * Standard places: with `scopes: ["project", "user"]` the project's
+ * `<cwd>/.agents/skills` and `<cwd>/.claude/skills`, then the user's
+ * `$HOME/.agents/skills` and `$HOME/.claude/skills`, are searched after the
+ * roots given (missing ones skipped), so the project's copy of a skill wins
+ * over the user's, with a warning naming both. `trustProject: false` leaves
+ * the project's out with a warning. Folders written by the `skills` tool load
+ * as they are: its `.claude/skills` links to `.agents/skills` give each skill
+ * once, and where its lock file (`skills-lock.json`, `~/.agents/.skill-lock.json`)
+ * records a skill's SHA-256, the folder is hashed the tool's way and a
+ * mismatch is a warning.
+ *
  * Needs `--allow-read` of the roots (and of the current folder for relative
  * roots).
  *
@@ -126,7 +142,17 @@ export async function loadSkills(
   roots: string | readonly string[],
   options: LoadSkillsOptions = {},
 ): Promise<LoadResult> {
-  const { found, warnings } = await search(roots, options, true);
+  const scoped = options.scopes === undefined
+    ? undefined
+    : await scopeRoots(options);
+  const { found, warnings } = await search(
+    scoped && (typeof roots === "string" || Array.isArray(roots))
+      ? [...rootList(roots), ...scoped.roots]
+      : roots,
+    options,
+    true,
+  );
+  if (scoped) warnings.unshift(...scoped.warnings);
   const byName = new Map<string, Skill>();
   for (const item of found) {
     const skill = toSkill(item, warnings);
@@ -141,6 +167,7 @@ export async function loadSkills(
     byName.set(skill.name, skill);
   }
   const skills = [...byName.values()].sort(compareSkills);
+  if (scoped) warnings.push(...await checkLocks(skills, scoped.locks));
   return Object.freeze({
     skills: Object.freeze(skills),
     warnings: Object.freeze(warnings),
@@ -260,6 +287,10 @@ export function selectSkills(
     selected.push(skill);
   }
   return selected;
+}
+
+function rootList(roots: string | readonly string[]): readonly string[] {
+  return typeof roots === "string" ? [roots] : roots;
 }
 
 function compareSkills(a: Skill, b: Skill): number {

@@ -32,3 +32,14 @@ export * from "./parse.ts";
 export * from "./load.ts";
 export * from "./validate.ts";
 export * from "./catalog.ts";
+export {
+  type ScopeOptions,
+  SKILL_SCOPES,
+  skillFolderHash,
+  type SkillScope,
+} from "./sources.ts";
+export {
+  DISABLE_MODEL_INVOCATION,
+  isModelInvocable,
+  modelInvocable,
+} from "./invocation.ts";

@@ -153,8 +153,10 @@ async function gatherSkills(
       );
     }
   };
+  // The standard places (`load.scopes`) are searched once, after the rest.
+  const { scopes, trustProject, cwd, home, ...load } = options.load ?? {};
   const loadOptions: LoadSkillsOptions = {
-    ...options.load,
+    ...load,
     ...(options.signal ? { signal: options.signal } : {}),
   };
   // Consecutive plain roots load together, so loadSkills sees them all at once.
@@ -196,6 +198,17 @@ async function gatherSkills(
     }
   }
   await flush();
+  if (scopes !== undefined) {
+    const loaded = await loadSkills([], {
+      ...loadOptions,
+      scopes,
+      ...(trustProject !== undefined ? { trustProject } : {}),
+      ...(cwd !== undefined ? { cwd } : {}),
+      ...(home !== undefined ? { home } : {}),
+    });
+    warnings.push(...loaded.warnings);
+    loaded.skills.forEach(add);
+  }
   let skills = [...byName.values()];
   if (options.names !== undefined) skills = selectSkills(skills, options.names);
   skills.sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : 0);

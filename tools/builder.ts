@@ -156,6 +156,33 @@ export interface BuildSkillToolsOptions {
    * Default false: they do not, and their calls are asked about.
    */
   readonly trustAllowedTools?: boolean;
+  /**
+   * Hot reload: the skill folders (and the `load.scopes` places) are watched;
+   * a skill added, changed (any of its files) or removed is in the kit's
+   * `tools` and `skills` at their next read, after `watchDebounceMs` without
+   * a further change, without a restart, on the same runtime. A skill whose
+   * files changed is prepared again at its next call, which gives its new
+   * instructions. The kit's `close()` stops the watching. Default `false`.
+   */
+  readonly watch?: boolean;
+  /** The pause after the last change before reloading; default 100 ms. */
+  readonly watchDebounceMs?: number;
+  /**
+   * With `watch`: called after each reload that changed a skill, with the
+   * names added, removed and changed (e.g. to revoke a changed skill's
+   * approvals).
+   */
+  readonly onChange?: (change: SkillsChange) => void;
+}
+
+/** What a reload of a watched kit changed, by skill name. */
+export interface SkillsChange {
+  /** Skills that are new. */
+  readonly added: readonly string[];
+  /** Skills that are gone. */
+  readonly removed: readonly string[];
+  /** Skills whose files (or SKILL.md) changed. */
+  readonly changed: readonly string[];
 }
 
 /** What {@linkcode buildSkillTools} returns. */
@@ -177,6 +204,11 @@ export interface SkillTools extends AsyncDisposable {
    * @returns The tool, or `undefined`.
    */
   tool(name: string): Tool | undefined;
+  /**
+   * With `watch`: adds a listener of reloads (see `onChange`); returns its
+   * removal. Absent without `watch`.
+   */
+  subscribe?(listener: (change: SkillsChange) => void): () => void;
   /**
    * Closes the runtime when the builder created it (an application's own
    * runtime stays open: close it yourself). Idempotent.
@@ -258,6 +290,10 @@ export async function buildSkillTools(
     throw new TypeError(`Cannot build the tools: options must be an object`);
   }
   checkRuntime(options.runtime);
+  if (options.watch === true) {
+    const { watchedSkillTools } = await import("./_watch.ts");
+    return await watchedSkillTools(options, buildSkillTools);
+  }
   const wanted = checkToolNames(options.tools);
   const { skills, warnings, configs } = await loadToolInput(options);
   checkPackageSkills(skills, options.runtime);

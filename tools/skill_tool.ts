@@ -5,10 +5,12 @@
  * @module
  */
 import { formatCatalog, type FormatCatalogOptions } from "../skill/catalog.ts";
+import { modelInvocable } from "../skill/invocation.ts";
 import { PUBLISH_GUIDANCE } from "./publish_file.ts";
 import type { Skill } from "../skill/types.ts";
 import type { ToolContext } from "./context.ts";
-import type { Tool } from "./types.ts";
+import type { EventSink } from "../observe/events.ts";
+import type { Tool, ToolResult } from "./types.ts";
 import { defineTool, errorResult, errorText, okResult } from "./_shared.ts";
 import { engineOf } from "./_search.ts";
 
@@ -96,11 +98,13 @@ export function createSkillTool(
   context: ToolContext,
   options: SkillToolOptions = {},
 ): Tool | undefined {
-  const { skills, runtime, limits } = context;
+  // Skills with `disable-model-invocation: true` are not offered: they are
+  // out of the enum, so a call naming one is refused as an unknown name.
+  const skills = modelInvocable(context.skills);
   if (skills.length === 0) return undefined;
   const byName = new Map(skills.map((skill) => [skill.name, skill]));
   const names = [...byName.keys()].sort();
-  const description = describe(context, options);
+  const description = describe(context, options, skills);
   return defineTool(context, {
     name: "skill",
     description,
@@ -116,51 +120,141 @@ export function createSkillTool(
       required: ["name"],
       additionalProperties: false,
     },
-    async run({ input, signal, callEvents }) {
+    run({ input, signal, callEvents }) {
       const skill = byName.get(input.name as string)!;
-      let basePath: string;
-      try {
-        basePath = (await context.prepare(skill, {
-          ...(signal ? { signal } : {}),
-          ...(callEvents ? { events: callEvents } : {}),
-        }))
-          .basePath;
-        // The active skill of this tool set (its allowed-tools, its digest).
-        await context.approval?.activate(skill, basePath, signal);
-      } catch (error) {
-        return errorResult(
-          `${
-            errorText(error, signal)
-          }\nThe skill is not ready; calling skill again retries the preparation.`,
-        );
-      }
-      const files = await listFiles(
-        context,
-        basePath,
-        limits.skillFilesListed,
-        signal,
-      );
-      const parts = [
-        `Skill "${skill.name}" is ready in the "${runtime.name}" runtime.`,
-        `Base directory: ${basePath}`,
-        "Paths in the instructions are relative to the base directory: pass it as working_directory to bash, or join it to paths for the file tools.",
-        "",
-        `<skill_instructions name="${skill.name}">`,
-        skill.instructions.trim(),
-        "</skill_instructions>",
-        "",
-        files,
-      ];
-      return okResult(parts.join("\n"));
+      return activate(context, skill, signal, callEvents);
     },
   });
 }
 
-function describe(context: ToolContext, options: SkillToolOptions): string {
+/** Options of {@linkcode invokeSkill}. */
+export interface InvokeSkillOptions {
+  /** Stops the preparation. */
+  readonly signal?: AbortSignal;
+}
+
+/**
+ * The application (or its user) starts a skill, as the `skill` tool would but
+ * for any skill of the context, `disable-model-invocation: true` included:
+ * prepares it and answers its instructions, base directory and files, for
+ * the application to put in the conversation. The skill is then active: a
+ * later `skill` call for it answers that it is active without the
+ * instructions again.
+ *
+ * @example Invoking a skill the model cannot start
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { createSkillTool, invokeSkill } from "./skill_tool.ts";
+ * import { createToolContext } from "./context.ts";
+ * import { loadSkills, LocalSkillRuntime } from "@skillrun/skillrun";
+ * const root = await Deno.makeTempDir();
+ * await Deno.mkdir(`${root}/deploy`);
+ * await Deno.writeTextFile(
+ *   `${root}/deploy/SKILL.md`,
+ *   "---\nname: deploy\ndescription: Deploys.\ndisable-model-invocation: true\n---\nRun deploy.\n",
+ * );
+ * const { skills } = await loadSkills(root);
+ * await using runtime = new LocalSkillRuntime();
+ * const context = createToolContext(runtime, { skills });
+ * assert(createSkillTool(context) === undefined);
+ * const result = await invokeSkill(context, "deploy");
+ * assert(!result.isError && result.text.includes("Run deploy."));
+ * await Deno.remove(root, { recursive: true });
+ * ```
+ *
+ * @param context The shared context (skills, runtime, limits).
+ * @param name The skill's name.
+ * @param options A signal.
+ * @returns The result the `skill` tool would give.
+ * @throws {RangeError} No skill of the context has this name.
+ */
+export async function invokeSkill(
+  context: ToolContext,
+  name: string,
+  options: InvokeSkillOptions = {},
+): Promise<ToolResult> {
+  const skill = context.skills.find((s) => s.name === name);
+  if (skill === undefined) {
+    throw new RangeError(
+      `Cannot invoke skill "${name}": no such skill (available: ${
+        context.skills.map((s) => `"${s.name}"`).join(", ") || "none"
+      })`,
+    );
+  }
+  return await activate(context, skill, options.signal, undefined);
+}
+
+/**
+ * The skills active in each conversation (tool context): the skill object
+ * whose instructions were given. A reloaded skill is a new object: its
+ * instructions are given again.
+ */
+const ACTIVE = new WeakMap<ToolContext, Map<string, Skill>>();
+
+async function activate(
+  context: ToolContext,
+  skill: Skill,
+  signal: AbortSignal | undefined,
+  callEvents: EventSink | undefined,
+): Promise<ToolResult> {
+  const { runtime, limits } = context;
+  let active = ACTIVE.get(context);
+  if (active === undefined) {
+    active = new Map();
+    ACTIVE.set(context, active);
+  }
+  let basePath: string;
+  try {
+    basePath = (await context.prepare(skill, {
+      ...(signal ? { signal } : {}),
+      ...(callEvents ? { events: callEvents } : {}),
+    }))
+      .basePath;
+    // The active skill of this tool set (its allowed-tools, its digest).
+    await context.approval?.activate(skill, basePath, signal);
+  } catch (error) {
+    return errorResult(
+      `${
+        errorText(error, signal)
+      }\nThe skill is not ready; calling skill again retries the preparation.`,
+    );
+  }
+  if (active.get(skill.name) === skill) {
+    return okResult(
+      `Skill "${skill.name}" is already active: its instructions were given earlier in this conversation and have not changed. ` +
+        `Base directory: ${basePath}`,
+    );
+  }
+  const files = await listFiles(
+    context,
+    basePath,
+    limits.skillFilesListed,
+    signal,
+  );
+  const parts = [
+    `Skill "${skill.name}" is ready in the "${runtime.name}" runtime.`,
+    `Base directory: ${basePath}`,
+    "Paths in the instructions are relative to the base directory: pass it as working_directory to bash, or join it to paths for the file tools.",
+    "",
+    `<skill_instructions name="${skill.name}">`,
+    skill.instructions.trim(),
+    "</skill_instructions>",
+    "",
+    files,
+  ];
+  active.set(skill.name, skill);
+  return okResult(parts.join("\n"));
+}
+
+function describe(
+  context: ToolContext,
+  options: SkillToolOptions,
+  skills: readonly Skill[],
+): string {
   // Configured values never reach the model through a skill's description.
   // The path the model can read: where the runtime prepares the skill.
   const { runtime } = context;
-  const catalog = formatCatalog(context.skills, {
+  const catalog = formatCatalog(skills, {
     ...(runtime.skillLocation
       ? { locationOf: (skill: Skill) => runtime.skillLocation!(skill) }
       : {}),
@@ -172,7 +266,7 @@ function describe(context: ToolContext, options: SkillToolOptions): string {
   if (typeof template === "function") {
     const text = template({
       catalog,
-      skills: context.skills,
+      skills,
       runtimeName: context.runtime.name,
       toolNames,
     });

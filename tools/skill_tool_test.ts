@@ -197,10 +197,18 @@ Deno.test("the skill tool prepares each skill once per tool kit with a runtime t
   const { runtime, calls } = countingRuntime(dir.path);
   await using kit = await buildSkillTools({ skills: dir.path, runtime });
   const skill = kit.tool("skill")!;
+  const seen = new Set<string>();
   for (const name of ["alpha", "beta", "alpha", "alpha", "beta"]) {
     const result = await skill.execute({ name });
     assertEquals(result.isError, false, result.text);
-    assertStringIncludes(result.text, `Instructions of ${name}.`);
+    // The instructions once; later calls answer that the skill is active.
+    if (seen.has(name)) {
+      assertStringIncludes(result.text, `Skill "${name}" is already active`);
+      assert(!result.text.includes(`Instructions of ${name}.`));
+    } else {
+      assertStringIncludes(result.text, `Instructions of ${name}.`);
+    }
+    seen.add(name);
   }
   assertEquals(Object.fromEntries(calls), { alpha: 1, beta: 1 });
   // Another tool kit on the same runtime has its own cache.

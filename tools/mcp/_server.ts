@@ -31,7 +31,7 @@ import type { CopyPolicy } from "../../workspace/copy.ts";
 import type { Tool } from "../types.ts";
 import type { ToolApprovalRequester } from "../approval.ts";
 import { describeCall } from "../_shared.ts";
-import { SkillCatalog } from "./_skills.ts";
+import { McpRequestError, SkillCatalog } from "./_skills.ts";
 import { redactDeep, redactError, Redactor } from "../../_internal/redact.ts";
 import { SKILLS_EXTENSION } from "./_skill_digests.ts";
 import { z } from "zod";
@@ -78,6 +78,31 @@ export interface McpServerOptions {
    * call is then an error result naming the approval needed.
    */
   readonly elicitation?: boolean;
+  /**
+   * Called once per skill the MCP skills extension leaves out (a name that
+   * breaks the naming rules, over 512 files or 16 MiB, front matter that is
+   * not valid YAML...), with a message naming the skill and why.
+   */
+  readonly onWarning?: (message: string) => void;
+  /**
+   * Hot reload: where the current tools and skills are read at each request
+   * (a kit of `buildSkillTools({ watch: true })`), instead of the `tools`
+   * and `skills` given. The server then declares `listChanged` for tools,
+   * prompts and resources and sends `notifications/tools/list_changed`,
+   * `notifications/prompts/list_changed` and
+   * `notifications/resources/list_changed` after each reload.
+   */
+  readonly reload?: McpReloadSource;
+}
+
+/** The live tools and skills of a watched kit (see `McpServerOptions.reload`). */
+export interface McpReloadSource {
+  /** The current tools. */
+  readonly tools: readonly Tool[];
+  /** The current skills. */
+  readonly skills: readonly Skill[];
+  /** Adds a listener of reloads; returns its removal. */
+  subscribe?(listener: () => void): () => void;
 }
 
 /** Counts the tool calls running, to let them answer before closing. */
@@ -116,17 +141,39 @@ export class InFlight {
 
 /** Keys of base64 data, sent as they are. */
 const BLOB_KEYS: ReadonlySet<string> = new Set(["blob"]);
-/** `skills/list` of the draft skills extension. */
+// The skills extension's methods. Params are checked by the catalog, which
+// answers -32602 for a missing or wrong one (a schema here would answer
+// -32603).
+const looseParams = z.record(z.string(), z.unknown()).optional();
+
+/** `skills/list` of the skills extension. */
 const SkillsListRequestSchema = z.object({
   method: z.literal("skills/list"),
-  params: z.object({ cursor: z.string().optional() }).passthrough().optional(),
+  params: looseParams,
 });
 
-/** `skills/get` of the draft skills extension. */
+/** `skills/get` of the skills extension. */
 const SkillsGetRequestSchema = z.object({
   method: z.literal("skills/get"),
-  params: z.object({ uri: z.string() }).passthrough(),
+  params: looseParams,
 });
+
+/** `resources/directory/read` of the skills extension. */
+const DirectoryReadRequestSchema = z.object({
+  method: z.literal("resources/directory/read"),
+  params: looseParams,
+});
+
+function cursorOf(
+  params: Record<string, unknown> | undefined,
+): string | undefined {
+  const cursor = params?.cursor;
+  if (cursor === undefined) return undefined;
+  if (typeof cursor !== "string") {
+    throw new McpRequestError(-32602, `The cursor must be a string`);
+  }
+  return cursor;
+}
 
 type McpInputSchema = ListToolsResult["tools"][number]["inputSchema"];
 
@@ -255,25 +302,55 @@ export function createMcpServer(
   options: McpServerOptions,
   calls: InFlight,
 ): Server {
-  const byName = new Map<string, Tool>();
-  for (const tool of tools) {
-    if (byName.has(tool.name)) {
-      throw new TypeError(
-        `Cannot serve tool "${tool.name}": another tool has the same name`,
-      );
+  const index = (list: readonly Tool[]): Map<string, Tool> => {
+    const map = new Map<string, Tool>();
+    for (const tool of list) {
+      if (map.has(tool.name)) {
+        throw new TypeError(
+          `Cannot serve tool "${tool.name}": another tool has the same name`,
+        );
+      }
+      map.set(tool.name, tool);
     }
-    byName.set(tool.name, tool);
-  }
-  const catalog = options.skills === undefined ? undefined : new SkillCatalog(
-    options.skills,
-    {
-      hasSkillTool: byName.has("skill"),
+    return map;
+  };
+  // The tools and the catalog now: those given, or the reload source's
+  // current ones (rebuilt when its lists change).
+  const reload = options.reload;
+  let toolsSeen = reload ? reload.tools : tools;
+  let byName = index(toolsSeen);
+  const currentTools = (): {
+    list: readonly Tool[];
+    byName: Map<string, Tool>;
+  } => {
+    if (reload && reload.tools !== toolsSeen) {
+      byName = index(reload.tools);
+      toolsSeen = reload.tools;
+    }
+    return { list: toolsSeen, byName };
+  };
+  const makeCatalog = (skills: readonly Skill[]) =>
+    new SkillCatalog(skills, {
+      hasSkillTool: currentTools().byName.has("skill"),
       ...(options.maxResourceBytes !== undefined
         ? { maxResourceBytes: options.maxResourceBytes }
         : {}),
       ...(options.copyPolicy ? { copyPolicy: options.copyPolicy } : {}),
-    },
-  );
+      ...(options.onWarning ? { onWarning: options.onWarning } : {}),
+    });
+  let skillsSeen = reload ? reload.skills : options.skills;
+  let catalogNow = skillsSeen === undefined
+    ? undefined
+    : makeCatalog(skillsSeen);
+  const catalogOf = (): SkillCatalog => {
+    if (reload && reload.skills !== skillsSeen) {
+      skillsSeen = reload.skills;
+      catalogNow = makeCatalog(skillsSeen);
+    }
+    return catalogNow!;
+  };
+  const catalog = catalogNow;
+  const listChanged = reload ? { listChanged: true } : {};
   // Every answer leaves through here, like the tools' outputs.
   const redactor = (): Redactor => {
     try {
@@ -300,16 +377,14 @@ export function createMcpServer(
     {
       capabilities: catalog
         ? {
-          tools: {},
-          prompts: {},
-          resources: {},
+          tools: { ...listChanged },
+          prompts: { ...listChanged },
+          resources: { ...listChanged },
           logging: {},
-          // The draft skills extension (SEP-2640): `extensions` per the
-          // draft, `experimental` too, since SDK clients keep only that.
-          experimental: { [SKILLS_EXTENSION]: {} },
-          ...{ extensions: { [SKILLS_EXTENSION]: {} } },
+          // The skills extension (SEP-2640, Final), with its directory reads.
+          ...{ extensions: { [SKILLS_EXTENSION]: { directoryRead: true } } },
         }
-        : { tools: {}, logging: {} },
+        : { tools: { ...listChanged }, logging: {} },
       ...(options.instructions === undefined
         ? {}
         : { instructions: options.instructions }),
@@ -318,7 +393,7 @@ export function createMcpServer(
   server.setRequestHandler(
     ListToolsRequestSchema,
     clean((): ListToolsResult => ({
-      tools: tools.map((tool) => ({
+      tools: currentTools().list.map((tool) => ({
         name: tool.name,
         description: tool.description,
         // Passed through unchanged (the SDK's type is mutable, ours readonly).
@@ -330,9 +405,10 @@ export function createMcpServer(
     CallToolRequestSchema,
     clean(async (request, extra): Promise<CallToolResult> => {
       const { name, arguments: input } = request.params;
-      const tool = byName.get(name);
+      const { byName: tools } = currentTools();
+      const tool = tools.get(name);
       if (tool === undefined) {
-        const known = [...byName.keys()].map((n) => `"${n}"`).join(", ");
+        const known = [...tools.keys()].map((n) => `"${n}"`).join(", ");
         return errorResult(
           `Unknown tool "${name}": available tools are ${known || "none"}`,
         );
@@ -404,37 +480,47 @@ export function createMcpServer(
   if (catalog) {
     server.setRequestHandler(
       ListPromptsRequestSchema,
-      clean((): ListPromptsResult => catalog.listPrompts()),
+      clean((): ListPromptsResult => catalogOf().listPrompts()),
     );
     server.setRequestHandler(
       GetPromptRequestSchema,
       clean((request): GetPromptResult =>
-        catalog.getPrompt(request.params.name, request.params.arguments)
+        catalogOf().getPrompt(request.params.name, request.params.arguments)
       ),
     );
     server.setRequestHandler(
       ListResourceTemplatesRequestSchema,
-      clean((): ListResourceTemplatesResult => catalog.listResourceTemplates()),
+      clean((): ListResourceTemplatesResult =>
+        catalogOf().listResourceTemplates()
+      ),
     );
     server.setRequestHandler(
       ListResourcesRequestSchema,
       clean((request, extra): Promise<ListResourcesResult> =>
-        catalog.listResources(request.params?.cursor, extra.signal)
+        catalogOf().listResources(request.params?.cursor, extra.signal)
       ),
     );
     server.setRequestHandler(
       ReadResourceRequestSchema,
       clean((request): Promise<ReadResourceResult> =>
-        catalog.readResource(request.params.uri)
+        catalogOf().readResource(request.params.uri)
       ),
     );
     server.setRequestHandler(
       SkillsListRequestSchema,
-      (_request, extra) => catalog.listSkills(extra.signal),
+      clean((request, extra) =>
+        catalogOf().listSkills(cursorOf(request.params), extra.signal)
+      ),
     );
     server.setRequestHandler(
       SkillsGetRequestSchema,
-      (request) => catalog.getSkill(request.params.uri),
+      clean((request) => catalogOf().getSkill(request.params?.uri)),
+    );
+    server.setRequestHandler(
+      DirectoryReadRequestSchema,
+      clean((request) =>
+        catalogOf().readDirectory(request.params?.uri, cursorOf(request.params))
+      ),
     );
   }
   return server;
@@ -476,7 +562,18 @@ export async function connect(
   const calls = new InFlight();
   const server = createMcpServer(tools, options, calls);
   const { promise: closed, resolve } = Promise.withResolvers<void>();
-  server.onclose = () => resolve();
+  // Hot reload: the client hears that the lists changed.
+  const unsubscribe = options.reload?.subscribe?.(() => {
+    void server.sendToolListChanged().catch(() => {});
+    if (options.reload!.skills !== undefined) {
+      void server.sendPromptListChanged().catch(() => {});
+      void server.sendResourceListChanged().catch(() => {});
+    }
+  });
+  server.onclose = () => {
+    unsubscribe?.();
+    resolve();
+  };
   // Our interface is a structural subset of the SDK's.
   await server.connect(transport as unknown as Transport);
   let closing: Promise<void> | undefined;

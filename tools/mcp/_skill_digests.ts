@@ -1,32 +1,21 @@
-// Per-file SHA-256 digests of served skills, for the resources (`_meta`) and
-// for the draft skills extension of MCP (SEP-2640, `io.modelcontextprotocol/
-// skills`: `skills/list` and `skills/get`, each skill with the digest of every
-// file). An installed skill package (a folder beside its
-// `.skillrun-package.json` manifest) has its digests from its manifest, which
-// `buildSkillTools` checked against the files when loading it, and every
-// read of its files is checked against them; other skills' files are hashed
-// when listed.
+// The digests of installed skill packages, for the resources (`_meta`): an
+// installed skill package (a folder beside its `.skillrun-package.json`
+// manifest) has its digests from its manifest, which `buildSkillTools`
+// checked against the files when loading it, and every read of its files is
+// checked against them. (The skills extension's manifests: _skills_extension.ts.)
 import { hostPath } from "../../_internal/std.ts";
 import type { Skill } from "../../skill/types.ts";
-import { type CopyPolicy, walkSkillFiles } from "../../workspace/copy.ts";
 import {
   MANIFEST_FILE,
   type PackageManifest,
 } from "../../package/installed.ts";
-import { Sha256, sha256Of } from "../../package/_digest.ts";
+import { sha256Of } from "../../package/_digest.ts";
 
 /** The extension's identifier, declared in the server's capabilities. */
 export const SKILLS_EXTENSION = "io.modelcontextprotocol/skills";
 
 /** The `_meta` key of a resource's digest. */
 export const DIGEST_META_KEY = "io.modelcontextprotocol.skills/digest";
-
-/** One skill as `skills/list` and `skills/get` give it. */
-export interface SkillEntry {
-  uri: string;
-  frontmatter: Record<string, unknown>;
-  resources: { uri: string; digest: string }[];
-}
 
 /** Finds the manifest of an installed package beside a skill folder. */
 async function readManifest(
@@ -45,15 +34,10 @@ async function readManifest(
 
 /** The digests of skills' files, by skill name. */
 export class SkillDigests {
-  readonly #policy: CopyPolicy | undefined;
   readonly #manifests = new Map<
     string,
     Promise<ReadonlyMap<string, string> | undefined>
   >();
-
-  constructor(policy: CopyPolicy | undefined) {
-    this.#policy = policy;
-  }
 
   /** The installed package's digests of a skill, or `undefined`. */
   installed(skill: Skill): Promise<ReadonlyMap<string, string> | undefined> {
@@ -77,37 +61,4 @@ export class SkillDigests {
       );
     }
   }
-
-  /** The skill's entry: its SKILL.md's URI, front matter, every file's digest. */
-  async entry(
-    skill: Skill,
-    uriOf: (skill: string, path: string) => string,
-    signal?: AbortSignal,
-  ): Promise<SkillEntry> {
-    const installed = await this.installed(skill);
-    const resources: { uri: string; digest: string }[] = [];
-    for await (
-      const file of walkSkillFiles(
-        skill.basePath,
-        this.#policy,
-        signal ? { signal } : {},
-      )
-    ) {
-      const digest = installed?.get(file.relativePath) ??
-        await hashFile(file.path);
-      resources.push({ uri: uriOf(skill.name, file.relativePath), digest });
-    }
-    return {
-      uri: uriOf(skill.name, "SKILL.md"),
-      frontmatter: { ...skill.frontMatter },
-      resources,
-    };
-  }
-}
-
-async function hashFile(path: string): Promise<string> {
-  const hash = new Sha256();
-  using file = await Deno.open(path);
-  for await (const chunk of file.readable) hash.update(chunk);
-  return hash.digest();
 }

@@ -12,11 +12,17 @@ import {
   walkSkillFiles,
 } from "../../workspace/copy.ts";
 import { PathFence } from "../../workspace/fence.ts";
+import { DIGEST_META_KEY, SkillDigests } from "./_skill_digests.ts";
 import {
-  DIGEST_META_KEY,
-  SkillDigests,
+  CACHE_FIELDS,
+  decodeCursor,
+  DIRECTORY_MIME_TYPE,
+  encodeCursor,
+  recordRead,
   type SkillEntry,
-} from "./_skill_digests.ts";
+  skillEntry,
+  SKILLS_PAGE_SIZE,
+} from "./_skills_extension.ts";
 
 /** The default largest skill file `resources/read` returns: 4 MiB. */
 export const DEFAULT_MAX_RESOURCE_BYTES = 4 * 1024 * 1024;
@@ -24,9 +30,10 @@ export const DEFAULT_MAX_RESOURCE_BYTES = 4 * 1024 * 1024;
 /** Resources listed per page of `resources/list`. */
 const PAGE_SIZE = 500;
 
-/** The JSON-RPC code for a resource that does not exist (MCP's own). */
-const RESOURCE_NOT_FOUND = -32002;
-/** JSON-RPC's invalid params. */
+/**
+ * JSON-RPC's invalid params: also what the skills extension (and the base
+ * Resources specification) answers for a skill, file or folder not served.
+ */
 const INVALID_PARAMS = -32602;
 
 /** What serving skills as prompts and resources needs. */
@@ -37,6 +44,11 @@ export interface SkillCatalogOptions {
   readonly copyPolicy?: CopyPolicy;
   /** Whether a `skill` tool is served beside them (the prompt then names it). */
   readonly hasSkillTool?: boolean;
+  /**
+   * Called once per skill the skills extension does not serve (a name that
+   * breaks the naming rules, over 512 files or 16 MiB...), with why.
+   */
+  readonly onWarning?: (message: string) => void;
 }
 
 /**
@@ -188,6 +200,8 @@ export class SkillCatalog {
   readonly #hasSkillTool: boolean;
   readonly #fences = new Map<string, Promise<PathFence>>();
   readonly #digests: SkillDigests;
+  readonly #onWarning: ((message: string) => void) | undefined;
+  readonly #warned = new Set<string>();
 
   constructor(skills: readonly Skill[], options: SkillCatalogOptions = {}) {
     const maxBytes = checkNumber(
@@ -199,20 +213,61 @@ export class SkillCatalog {
     this.#maxBytes = maxBytes;
     this.#policy = options.copyPolicy;
     this.#hasSkillTool = options.hasSkillTool ?? false;
-    this.#digests = new SkillDigests(options.copyPolicy);
+    this.#digests = new SkillDigests();
+    this.#onWarning = options.onWarning;
   }
 
-  /** `skills/list` (draft skills extension): every skill with its files' digests. */
-  async listSkills(signal?: AbortSignal): Promise<{ skills: SkillEntry[] }> {
-    const skills: SkillEntry[] = [];
-    for (const skill of this.#skills.values()) {
-      skills.push(await this.#digests.entry(skill, skillResourceUri, signal));
+  /**
+   * `skills/list` (the skills extension): the skills by name, a page at a
+   * time (a cursor names the last skill of the previous page), each a
+   * complete manifest; skills the extension does not serve are left out
+   * with a warning.
+   */
+  async listSkills(
+    cursor: string | undefined,
+    signal?: AbortSignal,
+  ): Promise<
+    { skills: SkillEntry[]; nextCursor?: string } & typeof CACHE_FIELDS
+  > {
+    let after: string | undefined;
+    if (cursor !== undefined) {
+      after = typeof cursor === "string" ? decodeCursor(cursor) : undefined;
+      if (after === undefined) {
+        throw new McpRequestError(
+          INVALID_PARAMS,
+          `Cannot list skills from cursor ${
+            JSON.stringify(cursor)
+          }: not a cursor this server gave`,
+        );
+      }
     }
-    return { skills };
+    const names = [...this.#skills.keys()].sort();
+    const skills: SkillEntry[] = [];
+    let index = after === undefined ? 0 : names.findIndex((n) => n > after!);
+    if (index === -1) index = names.length;
+    let last: string | undefined;
+    for (; index < names.length; index++) {
+      if (skills.length === SKILLS_PAGE_SIZE) {
+        return { skills, nextCursor: encodeCursor(last!), ...CACHE_FIELDS };
+      }
+      const name = names[index]!;
+      const entry = await this.#entry(this.#skills.get(name)!, signal);
+      last = name;
+      if (entry) skills.push(entry);
+    }
+    return { skills, ...CACHE_FIELDS };
   }
 
-  /** `skills/get` (draft skills extension): one skill by its SKILL.md's URI. */
-  async getSkill(uri: string): Promise<{ skill: SkillEntry }> {
+  /** `skills/get` (the skills extension): one skill by its SKILL.md's URI. */
+  async getSkill(
+    uri: unknown,
+  ): Promise<{ skill: SkillEntry } & typeof CACHE_FIELDS> {
+    if (typeof uri !== "string") {
+      throw new McpRequestError(
+        INVALID_PARAMS,
+        `skills/get needs params.uri, the URI of a skill's SKILL.md (skill://<name>/SKILL.md)`,
+      );
+    }
     const parsed = /^skill:\/\/([^/?#]+)\/SKILL\.md$/.exec(uri);
     let name: string | undefined;
     try {
@@ -221,13 +276,161 @@ export class SkillCatalog {
       name = undefined;
     }
     const skill = name === undefined ? undefined : this.#skills.get(name);
-    if (skill === undefined) {
+    const entry = skill === undefined ? undefined : await this.#entry(skill);
+    if (entry === undefined) {
       throw new McpRequestError(
         INVALID_PARAMS,
-        `Unknown skill "${uri}": expected skill://<name>/SKILL.md of ${this.#names()}`,
+        `No skill is served at ${uri}: expected skill://<name>/SKILL.md of ${this.#names()}`,
       );
     }
-    return { skill: await this.#digests.entry(skill, skillResourceUri) };
+    return { skill: entry, ...CACHE_FIELDS };
+  }
+
+  /** The entry of a skill, or `undefined` (with a warning) when not served. */
+  async #entry(
+    skill: Skill,
+    signal?: AbortSignal,
+  ): Promise<SkillEntry | undefined> {
+    const result = await skillEntry(
+      skill,
+      skillResourceUri,
+      this.#policy,
+      signal,
+    );
+    if (result.ok) return result.entry;
+    const message =
+      `Not serving skill "${skill.name}" (${skill.basePath}) over the MCP skills extension: ${result.reason}`;
+    if (!this.#warned.has(message)) {
+      this.#warned.add(message);
+      this.#onWarning?.(message);
+    }
+    return undefined;
+  }
+
+  /**
+   * `resources/directory/read` (the skills extension): the direct children
+   * of a skill's folder (`skill://<name>`) or of a folder in it, files as
+   * the copy policy lets them through (symlinks left out), folders as
+   * `inode/directory`; by pages of 500.
+   */
+  async readDirectory(
+    uri: unknown,
+    cursor: string | undefined,
+  ): Promise<
+    {
+      resources: {
+        uri: string;
+        name: string;
+        mimeType?: string;
+        size?: number;
+      }[];
+      nextCursor?: string;
+    } & typeof CACHE_FIELDS
+  > {
+    const notDirectory = () =>
+      new McpRequestError(
+        INVALID_PARAMS,
+        `${
+          typeof uri === "string" ? uri : JSON.stringify(uri)
+        } is not a directory resource`,
+      );
+    if (typeof uri !== "string") {
+      throw new McpRequestError(
+        INVALID_PARAMS,
+        `resources/directory/read needs params.uri, the URI of a directory resource`,
+      );
+    }
+    const match = /^skill:\/\/([^/?#]+)(?:\/([^?#]*))?$/.exec(uri);
+    if (!match) throw notDirectory();
+    let name: string;
+    let segments: string[];
+    try {
+      name = decodeURIComponent(match[1]!);
+      segments = (match[2] ?? "") === ""
+        ? []
+        : match[2]!.split("/").map(decodeURIComponent);
+    } catch {
+      throw notDirectory();
+    }
+    if (
+      segments.some((s) =>
+        s === "" || s === "." || s === ".." || /[\\\0]/.test(s)
+      )
+    ) {
+      throw notDirectory();
+    }
+    const skill = this.#skills.get(name);
+    if (skill === undefined) throw notDirectory();
+    const relative = segments.join("/");
+    if (
+      relative !== "" && isExcluded(relative, this.#policy, { directory: true })
+    ) {
+      throw notDirectory();
+    }
+    let start = 0;
+    if (cursor !== undefined) {
+      start = Number(cursor);
+      if (!/^\d+$/.test(String(cursor)) || !Number.isSafeInteger(start)) {
+        throw new McpRequestError(
+          INVALID_PARAMS,
+          `Cannot read ${uri} from cursor ${
+            JSON.stringify(cursor)
+          }: not a cursor this server gave`,
+        );
+      }
+    }
+    const fence = await this.#fence(skill);
+    const folder = relative === ""
+      ? fence.root
+      : hostPath.join(fence.root, relative);
+    let entries: Deno.DirEntry[];
+    try {
+      // No symlink on the way: the lexical path must be the real one.
+      if (relative !== "" && (await Deno.realPath(folder)) !== folder) {
+        throw notDirectory();
+      }
+      entries = await Array.fromAsync(Deno.readDir(folder));
+    } catch (error) {
+      if (error instanceof McpRequestError) throw error;
+      throw notDirectory();
+    }
+    entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    const children: {
+      uri: string;
+      name: string;
+      mimeType?: string;
+      size?: number;
+    }[] = [];
+    for (const entry of entries) {
+      if (entry.isSymlink || (!entry.isFile && !entry.isDirectory)) continue;
+      const path = relative === "" ? entry.name : `${relative}/${entry.name}`;
+      if (isExcluded(path, this.#policy, { directory: entry.isDirectory })) {
+        continue;
+      }
+      const childUri = skillResourceUri(skill.name, path);
+      if (entry.isDirectory) {
+        children.push({
+          uri: childUri,
+          name: entry.name,
+          mimeType: DIRECTORY_MIME_TYPE,
+        });
+      } else {
+        const mimeType = mimeTypeOf(path);
+        children.push({
+          uri: childUri,
+          name: entry.name,
+          ...(mimeType ? { mimeType } : {}),
+        });
+      }
+    }
+    const page = children.slice(start, start + PAGE_SIZE);
+    return {
+      resources: page,
+      ...(start + PAGE_SIZE < children.length
+        ? { nextCursor: String(start + PAGE_SIZE) }
+        : {}),
+      ...CACHE_FIELDS,
+    };
   }
 
   /** `prompts/list`: one prompt per skill, named as the skill. */
@@ -345,7 +548,10 @@ export class SkillCatalog {
         const mimeType = mimeTypeOf(file.relativePath);
         resources.push({
           uri: skillResourceUri(skill.name, file.relativePath),
-          name: `${skill.name}/${file.relativePath}`,
+          // SKILL.md is named as the skill (the extension's resource metadata).
+          name: file.relativePath === "SKILL.md"
+            ? skill.name
+            : `${skill.name}/${file.relativePath}`,
           ...(file.relativePath === "SKILL.md"
             ? { description: skill.description }
             : {}),
@@ -368,18 +574,20 @@ export class SkillCatalog {
    * folder, reached through a symlink (never followed, as by the copy
    * policy) or over the size limit.
    */
-  async readResource(uri: string): Promise<{ contents: ResourceContents[] }> {
+  async readResource(
+    uri: string,
+  ): Promise<{ contents: ResourceContents[] } & typeof CACHE_FIELDS> {
     const { skill: name, path } = parseUri(uri);
     const skill = this.#skills.get(name);
     if (skill === undefined) {
       throw new McpRequestError(
-        RESOURCE_NOT_FOUND,
+        INVALID_PARAMS,
         `Cannot read "${uri}": no skill is named "${name}" (available: ${this.#names()})`,
       );
     }
     if (isExcluded(path, this.#policy)) {
       throw new McpRequestError(
-        RESOURCE_NOT_FOUND,
+        INVALID_PARAMS,
         `Cannot read "${uri}": the copy policy excludes this file`,
       );
     }
@@ -414,9 +622,12 @@ export class SkillCatalog {
       }
       if (info.size > this.#maxBytes) throw this.#tooLarge(uri);
       file = await Deno.open(target, { read: true });
+      const opened = await file.stat();
       const bytes = await readAtMost(file, this.#maxBytes);
       if (bytes === undefined) throw this.#tooLarge(uri);
       await this.#digests.check(skill, path, bytes);
+      // The skills extension's manifest then describes these very bytes.
+      recordRead(target, opened, bytes);
       const mimeType = mimeTypeOf(path);
       const text = decodeText(bytes);
       return {
@@ -425,6 +636,7 @@ export class SkillCatalog {
             ? { uri, ...(mimeType ? { mimeType } : {}), blob: base64(bytes) }
             : { uri, mimeType: mimeType ?? "text/plain", text },
         ],
+        ...CACHE_FIELDS,
       };
     } catch (error) {
       throw this.#failure(uri, error);
@@ -446,7 +658,7 @@ export class SkillCatalog {
     if (error instanceof McpRequestError) return error;
     if (error instanceof Deno.errors.NotFound) {
       return new McpRequestError(
-        RESOURCE_NOT_FOUND,
+        INVALID_PARAMS,
         `Cannot read "${uri}": no such file`,
       );
     }

@@ -97,7 +97,7 @@ Deno.test("resources list each skill's files, without secrets or symlinks, under
       "skill://notes/scripts/hello.sh",
     ]);
     const skillMd = resources.find((r) => r.uri === "skill://notes/SKILL.md")!;
-    assertEquals(skillMd.name, "notes/SKILL.md");
+    assertEquals(skillMd.name, "notes");
     assertEquals(skillMd.mimeType, "text/markdown");
     assertEquals(skillMd.description, "Keeps notes in a file.");
     assertEquals(

@@ -384,6 +384,7 @@ export async function createMcpHttpHandler(
     retryMs = 1000,
     sweepIntervalMs = 60_000,
     trustedProxies = [],
+    onWarning,
     ...buildOptions
   } = options;
   checkNumber(streamLimitMs, "streamLimitMs", "positive integer");
@@ -461,6 +462,7 @@ export async function createMcpHttpHandler(
     ...(copyPolicy !== undefined ? { copyPolicy } : {}),
     // A plain JSON answer cannot carry an elicitation/create during the call.
     ...(jsonResponse ? { elicitation: false } : {}),
+    ...(onWarning !== undefined ? { onWarning } : {}),
     skills,
     instructions: typeof instructions === "function"
       ? instructions(runtime)

@@ -72,10 +72,12 @@ export {
   MCP_SERVER_NAME,
   MCP_SERVER_VERSION,
   type McpConnection,
+  type McpReloadSource,
   type McpServerOptions,
   type McpTransport,
 } from "./_server.ts";
 export * from "./http.ts";
+export * from "./skills_client.ts";
 
 /**
  * Connects a server for `tools` to any MCP transport (stdio, in-memory,

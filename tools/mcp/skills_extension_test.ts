@@ -21,7 +21,7 @@ const CORPUS = CORPUS_DATA.path;
 interface Entry {
   uri: string;
   frontmatter: Record<string, unknown>;
-  resources: { uri: string; digest: string }[];
+  resources: { uri: string; digest: string; size: number }[];
 }
 
 Deno.test({
@@ -49,12 +49,17 @@ Deno.test({
       const client = new Client({ name: "test", version: "1.0.0" });
       await client.connect(clientSide);
       try {
-        assert(
-          client.getServerCapabilities()?.experimental?.[
-            "io.modelcontextprotocol/skills"
-          ] !== undefined,
-          "the extension is declared",
+        const capabilities = client.getServerCapabilities() as {
+          extensions?: Record<string, unknown>;
+          experimental?: Record<string, unknown>;
+          resources?: unknown;
+        };
+        assertEquals(
+          capabilities.extensions?.["io.modelcontextprotocol/skills"],
+          { directoryRead: true },
         );
+        assert(capabilities.resources !== undefined);
+        assertEquals(capabilities.experimental, undefined);
         // resources/list: each file of the installed package with its digest.
         const { resources } = await client.listResources();
         const installed = resources.filter((r) =>
@@ -87,9 +92,11 @@ Deno.test({
           description: "Says hello.",
           license: "MIT",
         });
+        const helloBytes = await Deno.readFile(`${dir}/plain/hello/SKILL.md`);
         assertEquals(hello.resources, [{
           uri: "skill://hello/SKILL.md",
-          digest: sha256Of(await Deno.readFile(`${dir}/plain/hello/SKILL.md`)),
+          digest: sha256Of(helloBytes),
+          size: helloBytes.length,
         }]);
         // Each digest is the SHA-256 of what resources/read returns.
         for (const resource of listed.skills[0]!.resources) {
@@ -102,6 +109,7 @@ Deno.test({
               (c) => c.charCodeAt(0),
             );
           assertEquals(sha256Of(bytes), resource.digest, resource.uri);
+          assertEquals(bytes.length, resource.size, resource.uri);
         }
 
         // skills/get: one entry by URI; an unknown URI is invalid params.
