@@ -4,13 +4,15 @@
  *
  * @module
  */
-import { formatCatalog, type FormatCatalogOptions } from "../skill/catalog.ts";
+import type { FormatCatalogOptions } from "../skill/catalog.ts";
 import { PUBLISH_GUIDANCE } from "./publish_file.ts";
 import type { Skill } from "../skill/types.ts";
 import type { ToolContext } from "./context.ts";
-import type { Tool } from "./types.ts";
+import type { Tool, ToolResult } from "./types.ts";
 import { defineTool, errorResult, errorText, okResult } from "./_shared.ts";
 import { engineOf } from "./_search.ts";
+import { SkillListing } from "./_skill_listing.ts";
+import { skillIndexOf } from "../skill/skill_index.ts";
 
 /** What a description function of the `skill` tool gets. */
 export interface SkillDescriptionContext {
@@ -41,6 +43,20 @@ export interface SkillToolOptions {
   readonly catalog?: FormatCatalogOptions;
   /** The names of the other tools, mentioned in the default description. */
   readonly toolNames?: readonly string[];
+  /**
+   * The most characters the description and input schema may take together
+   * (see `buildSkillTools`'s `catalogBudget`). Default 8,000.
+   */
+  readonly catalogBudget?: number;
+  /** Skill names listed first when not all fit, in this order. */
+  readonly priority?: readonly string[];
+  /**
+   * Whether `skill_search` is offered beside the tool (the listing points to
+   * it): `true` always, `false` never, default when over the budget.
+   */
+  readonly skillSearch?: boolean;
+  /** The listing, when already made with {@linkcode createSkillListing}. */
+  readonly listing?: SkillListing;
 }
 
 /**
@@ -60,7 +76,14 @@ export const DEFAULT_SKILL_DESCRIPTION: string =
 
 /**
  * Makes the `skill` tool, or `undefined` when there are no skills (no catalog,
- * no tool). Its `name` parameter is an enum of the skills' names. The first
+ * no tool). When its description and input schema with every skill listed fit
+ * the catalog budget (default 8,000 characters), they list every skill and
+ * `name` is an enum of the skills' names; otherwise the description lists as
+ * many skills as fit (`priority` first, then the skills called most
+ * recently, then the rest in catalog order) and says how many more exist,
+ * and `name` is a string checked at call time: any skill is loaded by its
+ * exact name, listed or not, and an unknown name is answered with the
+ * closest names. The first
  * call for a skill prepares it through the runtime (once, even for concurrent
  * calls); a failure is the call's error result, is not cached, and the next
  * call retries.
@@ -99,25 +122,17 @@ export function createSkillTool(
   const { skills, runtime, limits } = context;
   if (skills.length === 0) return undefined;
   const byName = new Map(skills.map((skill) => [skill.name, skill]));
-  const names = [...byName.keys()].sort();
-  const description = describe(context, options);
-  return defineTool(context, {
+  const listing = options.listing ?? createSkillListing(context, options)!;
+  const tool = defineTool(context, {
     name: "skill",
-    description,
-    inputSchema: {
-      type: "object",
-      properties: {
-        name: {
-          type: "string",
-          enum: names,
-          description: "The name of the skill to load, from the catalog.",
-        },
-      },
-      required: ["name"],
-      additionalProperties: false,
-    },
+    description: listing.description,
+    inputSchema: listing.inputSchema,
     async run({ input, signal, callEvents }) {
-      const skill = byName.get(input.name as string)!;
+      const skill = byName.get(input.name as string);
+      if (skill === undefined) {
+        return unknownSkill(context, input.name, listing.searchOffered);
+      }
+      listing.used(skill);
       let basePath: string;
       try {
         basePath = (await context.prepare(skill, {
@@ -152,19 +167,77 @@ export function createSkillTool(
       return okResult(parts.join("\n"));
     },
   });
+  if (listing.whole) return tool;
+  // Not every skill listed: the listing follows the skills called.
+  return Object.freeze({
+    name: tool.name,
+    get description() {
+      return listing.description;
+    },
+    inputSchema: tool.inputSchema,
+    execute: tool.execute,
+  });
 }
 
-function describe(context: ToolContext, options: SkillToolOptions): string {
+/**
+ * The listing of the `skill` tool within its budget (what `createSkillTool`
+ * makes by itself): made first when `skill_search` depends on it.
+ *
+ * @param context The shared context.
+ * @param options Description, catalog, budget, priority and search options.
+ * @returns The listing, or `undefined` without skills.
+ * @throws {RangeError} See {@linkcode createSkillTool}.
+ */
+export function createSkillListing(
+  context: ToolContext,
+  options: SkillToolOptions = {},
+): SkillListing | undefined {
+  if (context.skills.length === 0) return undefined;
   // Configured values never reach the model through a skill's description.
   // The path the model can read: where the runtime prepares the skill.
   const { runtime } = context;
-  const catalog = formatCatalog(context.skills, {
-    ...(runtime.skillLocation
-      ? { locationOf: (skill: Skill) => runtime.skillLocation!(skill) }
+  return new SkillListing(context.skills, {
+    render: (catalog) => describe(context, options, catalog),
+    format: {
+      ...(runtime.skillLocation
+        ? { locationOf: (skill: Skill) => runtime.skillLocation!(skill) }
+        : {}),
+      ...options.catalog,
+      secrets: [...context.secrets(), ...(options.catalog?.secrets ?? [])],
+    },
+    ...(options.catalogBudget !== undefined
+      ? { budget: options.catalogBudget }
       : {}),
-    ...options.catalog,
-    secrets: [...context.secrets(), ...(options.catalog?.secrets ?? [])],
+    ...(options.priority !== undefined ? { priority: options.priority } : {}),
+    ...(options.skillSearch !== undefined
+      ? { search: options.skillSearch }
+      : {}),
   });
+}
+
+/** The answer to a name that is no skill's: the closest names. */
+function unknownSkill(
+  context: ToolContext,
+  name: unknown,
+  search: boolean,
+): ToolResult {
+  const closest = skillIndexOf(context.skills).closestNames(String(name));
+  return errorResult(
+    `Unknown skill ${JSON.stringify(name)}. ${
+      closest.length
+        ? `The closest names: ${closest.join(", ")}.`
+        : "No skill has a name close to it."
+    } Call this tool with a skill's exact name${
+      search ? "; skill_search finds skills by what they do" : ""
+    }.`,
+  );
+}
+
+function describe(
+  context: ToolContext,
+  options: SkillToolOptions,
+  catalog: string,
+): string {
   const toolNames = options.toolNames ?? [];
   const template = options.description ?? DEFAULT_SKILL_DESCRIPTION;
   if (typeof template === "function") {
