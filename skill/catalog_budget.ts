@@ -85,9 +85,10 @@ export function catalogEntrySizes(
 }
 
 /**
- * Lists as many skills as fit in `room` characters: in the order given, each
- * skill whose entry still fits is kept (a long one that does not fit is
- * passed over for shorter ones after it). Descriptions are cut at
+ * Lists as many skills as fit in `room` characters: in the order given, up
+ * to the first one whose entry does not fit (so the listing is always the
+ * head of the order, and calling a listed skill never changes it).
+ * Descriptions are cut at
  * `maxDescriptionChars`, never shortened further: a skill is listed whole or
  * not at all.
  *
@@ -131,8 +132,9 @@ export function fitCatalog(
   let used = WRAPPER_CHARS;
   for (const skill of order ?? skills) {
     if (kept.has(skill)) continue;
-    const size = sizes.get(skill) ?? catalogEntrySizes([skill], format).get(skill)!;
-    if (used + size > room) continue;
+    const size = sizes.get(skill) ??
+      catalogEntrySizes([skill], format).get(skill)!;
+    if (used + size > room) break;
     used += size;
     listed.push(skill);
     kept.add(skill);

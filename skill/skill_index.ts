@@ -27,13 +27,13 @@ export interface SkillMatch {
 }
 
 /**
- * A word in more than this share of the skills (and of at least
- * {@linkcode COMMON_MIN_SKILLS} of them) is left out of a query with other
- * words: it tells the skills apart no better than a stop word, and matching it
- * against every skill is what makes a search slow.
+ * In a catalog of at least {@linkcode COMMON_MIN_SKILLS} skills, a word in
+ * more than this share of them is left out of a query with other words: it
+ * tells the skills apart no better than a stop word (BM25 gives it almost no
+ * weight), and matching it against most skills is what makes a search slow.
  */
-const COMMON_SHARE = 0.1;
-const COMMON_MIN_SKILLS = 100;
+const COMMON_SHARE = 0.5;
+const COMMON_MIN_SKILLS = 1_000;
 
 interface IndexedDocument {
   readonly id: number;
@@ -140,10 +140,9 @@ export class SkillIndex {
       Boolean,
     );
     if (words.length === 0) return [];
-    const common = Math.max(
-      COMMON_MIN_SKILLS,
-      this.#skills.length * COMMON_SHARE,
-    );
+    const common = this.#skills.length >= COMMON_MIN_SKILLS
+      ? this.#skills.length * COMMON_SHARE
+      : Infinity;
     const telling = words.filter((word) =>
       (this.#documentFrequency.get(word) ?? 0) <= common
     );

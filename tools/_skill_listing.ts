@@ -114,7 +114,8 @@ export class SkillListing {
     const wholeDescription = options.render(
       formatCatalog(skills, this.#format()),
     );
-    this.wholeChars = wholeDescription.length + JSON.stringify(enumSchema).length;
+    this.wholeChars = wholeDescription.length +
+      JSON.stringify(enumSchema).length;
     this.whole = this.wholeChars <= this.budget;
     this.searchOffered = options.search ?? !this.whole;
     if (this.whole) {
@@ -230,7 +231,7 @@ export class SkillListing {
         this.#listed = fitted.listed;
         return text;
       }
-      room = Math.max(0, room - over);
+      room = Math.max(0, room - Math.ceil(over / 2));
     }
   }
 }

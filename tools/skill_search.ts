@@ -63,7 +63,7 @@ export function createSkillSearchTool(context: ToolContext): Tool | undefined {
         query: {
           type: "string",
           minLength: 1,
-          description: "Words describing the task, e.g. \"fill a PDF form\".",
+          description: 'Words describing the task, e.g. "fill a PDF form".',
         },
         limit: {
           type: "integer",

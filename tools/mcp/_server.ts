@@ -333,7 +333,9 @@ export function createMcpServer(
   if (catalog) {
     server.setRequestHandler(
       ListPromptsRequestSchema,
-      clean((): ListPromptsResult => catalog.listPrompts()),
+      clean((request): ListPromptsResult =>
+        catalog.listPrompts(request.params?.cursor)
+      ),
     );
     server.setRequestHandler(
       GetPromptRequestSchema,
