@@ -46,6 +46,12 @@ import { RUN_HELP, runCommand } from "./cli/run.ts";
 import { MCP_HELP, mcpCommand } from "./cli/mcp.ts";
 import { DOCTOR_HELP, doctorCommand } from "./cli/doctor.ts";
 import { PACKAGE_COMMANDS } from "./cli/package.ts";
+import {
+  CATALOG_BUDGET_HELP,
+  catalogUsage,
+  formatCatalogUsage,
+  parseCatalogBudget,
+} from "./cli/_catalog.ts";
 
 /** One subcommand: its help and what it does. */
 export interface CliCommand {
@@ -103,16 +109,22 @@ Options:
 ${SKILLS_OPTION_HELP}
   --json               Print a JSON array of {name, description, location,
                        basePath, license?, compatibility?, metadata?,
-                       allowedTools?, warnings}
+                       allowedTools?, warnings, inCatalog}
   --catalog            Print the catalog a model is given (the text the skill
                        tool's description and a system prompt carry)
-  --help               Show this help`,
+${CATALOG_BUDGET_HELP}  --help               Show this help
+
+The lines before the count say how much of the catalog budget the skills take
+and, over it, which skills fall outside the skill tool's listing (in --json:
+inCatalog false).`,
   async run(args) {
     const { flags, lists, positionals, rest } = parseArgs(args, {
       json: "boolean",
       catalog: "boolean",
       skills: "list",
+      "catalog-budget": "string",
     });
+    const budget = parseCatalogBudget(flags["catalog-budget"]);
     if (flags.json && flags.catalog) {
       throw new UsageError(
         'Options "--json" and "--catalog" exclude each other',
@@ -133,12 +145,27 @@ ${SKILLS_OPTION_HELP}
       return 1;
     }
     for (const warning of result.warnings) console.error(`warning: ${warning}`);
+    let usage;
+    try {
+      usage = catalogUsage(result.skills, budget);
+    } catch (error) {
+      console.error(`skillrun list: ${describeError(error)}`);
+      return 1;
+    }
     if (flags.catalog) {
       console.log(formatCatalog(result.skills));
       return 0;
     }
     if (flags.json) {
-      console.log(JSON.stringify(result.skills.map(skillJson), null, 2));
+      const outside = new Set(usage?.outside);
+      console.log(JSON.stringify(
+        result.skills.map((skill) => ({
+          ...skillJson(skill),
+          inCatalog: !outside.has(skill.name),
+        })),
+        null,
+        2,
+      ));
       return 0;
     }
     for (const skill of result.skills) {
@@ -149,6 +176,7 @@ ${SKILLS_OPTION_HELP}
       }
     }
     const count = result.skills.length;
+    if (usage) console.log(formatCatalogUsage(usage).trimEnd());
     console.log(`${count} skill${count === 1 ? "" : "s"}`);
     return 0;
   },

@@ -38,6 +38,7 @@ export type * from "./types.ts";
 export * from "./builder.ts";
 export * from "./context.ts";
 export * from "./skill_tool.ts";
+export * from "./skill_search.ts";
 export { createBashTool } from "./bash.ts";
 export { createReadTool } from "./read.ts";
 export { createWriteTool } from "./write.ts";

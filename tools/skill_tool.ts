@@ -11,7 +11,8 @@ import type { ToolContext } from "./context.ts";
 import type { Tool, ToolResult } from "./types.ts";
 import { defineTool, errorResult, errorText, okResult } from "./_shared.ts";
 import { engineOf } from "./_search.ts";
-import { SkillListing } from "./_skill_listing.ts";
+import { type CatalogUsage, SkillListing } from "./_skill_listing.ts";
+export type { CatalogUsage, SkillListing } from "./_skill_listing.ts";
 import { skillIndexOf } from "../skill/skill_index.ts";
 
 /** What a description function of the `skill` tool gets. */
@@ -233,8 +234,48 @@ function unknownSkill(
   );
 }
 
+/** What the description needs of the context. */
+interface DescribeContext {
+  readonly skills: readonly Skill[];
+  readonly runtime: { readonly name: string };
+  readonly publisher?: unknown;
+}
+
+/**
+ * How a catalog stands against the `skill` tool's budget, with the default
+ * description (what `skillrun list` and `doctor` report): what the
+ * description and input schema take with every skill listed, and which
+ * skills the listing keeps and leaves out. Needs no permission.
+ *
+ * @param skills The skills.
+ * @param options The budget, the priority, the runtime's name (default
+ * `local`) and the other tools' names.
+ * @returns The usage.
+ * @throws {RangeError} See {@linkcode createSkillTool}.
+ */
+export function measureSkillCatalog(
+  skills: readonly Skill[],
+  options: SkillToolOptions & { readonly runtimeName?: string } = {},
+): CatalogUsage {
+  const context: DescribeContext = {
+    skills,
+    runtime: { name: options.runtimeName ?? "local" },
+  };
+  return new SkillListing(skills, {
+    render: (catalog) => describe(context, options, catalog),
+    format: options.catalog ?? {},
+    ...(options.catalogBudget !== undefined
+      ? { budget: options.catalogBudget }
+      : {}),
+    ...(options.priority !== undefined ? { priority: options.priority } : {}),
+    ...(options.skillSearch !== undefined
+      ? { search: options.skillSearch }
+      : {}),
+  }).usage();
+}
+
 function describe(
-  context: ToolContext,
+  context: DescribeContext,
   options: SkillToolOptions,
   catalog: string,
 ): string {

@@ -49,7 +49,10 @@ Deno.test("over MCP, 1,000 skills: tools/list has a bounded skill tool and skill
     const name = skill.inputSchema.properties!.name as Record<string, unknown>;
     assertEquals(name.enum, undefined);
     assertEquals(name.type, "string");
-    assertStringIncludes(skill.description!, "find them with the skill_search tool");
+    assertStringIncludes(
+      skill.description!,
+      "find them with the skill_search tool",
+    );
 
     // The model searches, then loads what it found by name.
     const i = 777;
