@@ -60,6 +60,8 @@ export interface McpHttpCommandOptions {
   readonly skills: readonly string[];
   /** The skills' configurations from `--config`. */
   readonly configs?: ReadonlyMap<string, SkillRuntimeConfig>;
+  /** The skill tool's catalog budget from `--catalog-budget`. */
+  readonly catalogBudget?: number;
   /** Prints a line on stdout. */
   readonly out: (text: string) => Promise<void>;
   /** Prints a line on stderr. */
@@ -108,6 +110,9 @@ export async function serveMcpHttpCommand(
     port: address.port,
     skills: options.skills,
     ...(options.configs ? { configs: options.configs } : {}),
+    ...(options.catalogBudget !== undefined
+      ? { catalogBudget: options.catalogBudget }
+      : {}),
     ...(token !== undefined ? { token } : {}),
     jsonResponse: flags["json-response"] === true,
     allowPublicWithoutToken: flags["allow-public-without-token"] === true,

@@ -15,6 +15,7 @@ import {
   verboseListeners,
 } from "./_mcp_http.ts";
 import { EGRESS_FLAGS, egressOptions } from "./_egress.ts";
+import { CATALOG_BUDGET_HELP, parseCatalogBudget } from "./_catalog.ts";
 import type { EgressOptions } from "../network/sandbox.ts";
 import { defaultMcpConversationsRoot } from "../tools/mcp/_conversations_root.ts";
 import {
@@ -75,7 +76,7 @@ ${SKILLS_OPTION_HELP}.
   --config <file>      A JSON file with each skill's environment and bootstrap
                        commands: {"<skill>": {"env": {"NAME": "value"},
                        "bootstrap": ["command", ...]}}; never shown to the model
-${ISOLATE_HELP}${RUNTIME_HELP}  --verbose            Print the events on stderr (tool calls, preparation
+${CATALOG_BUDGET_HELP}${ISOLATE_HELP}${RUNTIME_HELP}  --verbose            Print the events on stderr (tool calls, preparation
                        steps, command output, HTTP requests; configured
                        values removed); also SKILLRUN_LOG=debug
   -h, --help           Show this help
@@ -142,8 +143,10 @@ export async function mcpCommand(
   };
   let parsed;
   let egress: EgressOptions;
+  let catalogBudget: number | undefined;
   try {
     parsed = parseArgs(args, {
+      "catalog-budget": "string",
       skills: "list",
       conversation: "string",
       root: "string",
@@ -206,6 +209,7 @@ export async function mcpCommand(
       );
     }
     checkRuntimeFlag(parsed.flags);
+    catalogBudget = parseCatalogBudget(parsed.flags["catalog-budget"]);
   } catch (error) {
     if (!(error instanceof UsageError)) throw error;
     await err(`skillrun mcp: ${error.message}\n\n${MCP_HELP}`);
@@ -223,6 +227,7 @@ export async function mcpCommand(
         egress,
         skills: parsed.lists.skills!,
         ...(configs ? { configs } : {}),
+        ...(catalogBudget !== undefined ? { catalogBudget } : {}),
         out,
         err,
         ...(options.signal ? { signal: options.signal } : {}),
@@ -243,6 +248,7 @@ export async function mcpCommand(
       skills,
       runtime,
       ...(configs ? { configs } : {}),
+      ...(catalogBudget !== undefined ? { catalogBudget } : {}),
       ...(verbose ? { onEvent: verbose.tools } : {}),
     });
     for (const warning of built.warnings) {
