@@ -11,6 +11,13 @@ import { fenceReport, formatFenceReport } from "../runtimes/local/doctor.ts";
 import type { LocalSkillRuntime } from "../runtimes/local/runtime.ts";
 import { parseArgs, SKILLS_OPTION_HELP, UsageError } from "./_args.ts";
 import { EGRESS_FLAGS, egressOptions } from "./_egress.ts";
+import {
+  CATALOG_BUDGET_HELP,
+  catalogUsage,
+  formatCatalogUsage,
+  parseCatalogBudget,
+} from "./_catalog.ts";
+import { loadSkills } from "../skill/load.ts";
 import type { EgressOptions } from "../network/sandbox.ts";
 import {
   type CliStreams,
@@ -28,7 +35,9 @@ permissions this process was started with: the Deno permissions held
 (read, write, run, net, env) against what the runtime needs, with broader
 ones as warnings; whether the shell is isolated and how; where commands and
 the file tools can go; which optional tools are present (bash, rg, bwrap,
-deno on the commands' PATH) and what their absence costs.
+deno on the commands' PATH) and what their absence costs. With --skills, also
+how much of the skill tool's catalog budget the skills take and which fall
+outside its listing (found by skill_search, loaded by name).
 
 Run it with the same deno flags as "run" or "mcp" to check those flags.
 
@@ -37,7 +46,7 @@ ${SKILLS_OPTION_HELP}
   --conversation <id>  Report on the conversation workspace <root>/<id>
                        (created if missing)
   --root <dir>         The conversations root (default: .skillrun/conversations)
-${ISOLATE_HELP}  --json               Print the report as JSON
+${CATALOG_BUDGET_HELP}${ISOLATE_HELP}  --json               Print the report as JSON
   --verbose            Print the runtime's events on stderr (the probes'
                        commands and output; configured values removed); also
                        SKILLRUN_LOG=debug
@@ -100,8 +109,10 @@ export async function doctorCommand(
   const err = (text: string) => write(streams.stderr, text);
   let parsed;
   let egress: EgressOptions;
+  let catalogBudget: number | undefined;
   try {
     parsed = parseArgs(args, {
+      "catalog-budget": "string",
       skills: "list",
       conversation: "string",
       root: "string",
@@ -121,6 +132,7 @@ export async function doctorCommand(
       );
     }
     egress = egressOptions(parsed.lists, parsed.flags);
+    catalogBudget = parseCatalogBudget(parsed.flags["catalog-budget"]);
   } catch (error) {
     if (!(error instanceof UsageError)) throw error;
     await err(`skillrun doctor: ${error.message}\n\n${DOCTOR_HELP}`);
@@ -141,10 +153,17 @@ export async function doctorCommand(
       skillRoots,
       ...(options.signal ? { signal: options.signal } : {}),
     });
+    // A folder that cannot be loaded is already in the report's errors.
+    const skills = skillRoots.length
+      ? (await loadSkills(skillRoots).catch(() => undefined))?.skills
+      : undefined;
+    const catalog = skills ? catalogUsage(skills, catalogBudget) : undefined;
     await out(
       parsed.flags.json === true
-        ? JSON.stringify(report, null, 2) + "\n"
-        : formatFenceReport(report),
+        ? JSON.stringify(catalog ? { ...report, catalog } : report, null, 2) +
+          "\n"
+        : formatFenceReport(report) +
+          (catalog ? formatCatalogUsage(catalog) : ""),
     );
     return report.errors.length > 0 ? 1 : 0;
   } catch (error) {

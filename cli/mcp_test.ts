@@ -735,15 +735,19 @@ Deno.test("mcp --catalog-budget bounds the skill tool and offers skill_search, o
     assertEquals(loaded.isError, false, texts(loaded));
   };
   await withServer(check, undefined, ["--catalog-budget", "1400"]);
-  const { code, stderr } = await withHttpServer(async (url) => {
-    const client = new Client({ name: "cli-http-test", version: "1.0.0" });
-    await client.connect(new StreamableHTTPClientTransport(url));
-    try {
-      await check(client);
-    } finally {
-      await client.close();
-    }
-  }, {}, ["--catalog-budget", "1400"]);
+  const { code, stderr } = await withHttpServer(
+    async (url) => {
+      const client = new Client({ name: "cli-http-test", version: "1.0.0" });
+      await client.connect(new StreamableHTTPClientTransport(url));
+      try {
+        await check(client);
+      } finally {
+        await client.close();
+      }
+    },
+    {},
+    ["--catalog-budget", "1400"],
+  );
   assertEquals(code, 0, stderr);
   const chunks: Uint8Array[] = [];
   const sink = {
