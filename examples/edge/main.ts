@@ -36,6 +36,9 @@
  *   (comma-separated, e.g. `mcp.example.com`; `*` for any);
  * - `SKILLRUN_KEEP_WORKSPACES=1`: keep each session's workspace (and
  *   OpenSandbox sandbox) when the session ends; by default it is deleted;
+ * - `SKILLRUN_CATALOG_BUDGET`: the most characters the skill tool's
+ *   description and input schema take (default 8,000; over it the tool lists
+ *   the skills that fit and `skill_search` finds the rest);
  * - `HOSTNAME`: the address to listen on with a token (default `0.0.0.0`);
  * - `PORT`: the port to listen on (default 8000; Deno Deploy sets its own).
  *
@@ -100,6 +103,8 @@ export interface EdgeConfig {
   readonly keepWorkspaces?: boolean;
   /** Where to listen: loopback without a token unless told otherwise. */
   readonly hostname: string;
+  /** The skill tool's catalog budget in characters (default: the library's). */
+  readonly catalogBudget?: number;
 }
 
 /**
@@ -186,6 +191,12 @@ export function configFromEnv(
     );
   }
   const conversationsRoot = value("SKILLRUN_CONVERSATIONS_ROOT");
+  const budget = value("SKILLRUN_CATALOG_BUDGET");
+  if (budget !== undefined && !/^[1-9]\d*$/.test(budget)) {
+    throw new TypeError(
+      `Cannot use SKILLRUN_CATALOG_BUDGET "${budget}": it must be a positive number of characters`,
+    );
+  }
   const token = value("MCP_TOKEN");
   const yes = (name: string) => /^(1|true|yes)$/i.test(value(name) ?? "");
   const allowedHosts = value("MCP_ALLOWED_HOSTS")?.split(",").map((h) =>
@@ -203,6 +214,7 @@ export function configFromEnv(
     ...(token ? { token } : {}),
     ...(allowedHosts ? { allowedHosts } : {}),
     ...(yes("SKILLRUN_KEEP_WORKSPACES") ? { keepWorkspaces: true } : {}),
+    ...(budget !== undefined ? { catalogBudget: Number(budget) } : {}),
   };
 }
 
@@ -287,6 +299,9 @@ export async function createEdgeHandler(
     ...(config.token ? { token: config.token } : {}),
     ...(config.allowedHosts ? { allowedHosts: config.allowedHosts } : {}),
     keepWorkspaces: config.keepWorkspaces ?? false,
+    ...(config.catalogBudget !== undefined
+      ? { catalogBudget: config.catalogBudget }
+      : {}),
     onError: (error) => console.error(`edge: ${error.message}`),
   });
 }
