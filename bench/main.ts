@@ -26,6 +26,7 @@ const FILES = [
   "./egress_bench.ts",
   "./package_bench.ts",
   "./observe_bench.ts",
+  "./catalog_bench.ts",
 ] as const;
 
 const filter = Deno.args[0];
