@@ -82,7 +82,9 @@ function definitionChars(tools: readonly Tool[]): number {
 }
 
 function percentile(sorted: readonly number[], share: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * share))]!;
+  return sorted[
+    Math.min(sorted.length - 1, Math.floor(sorted.length * share))
+  ]!;
 }
 
 async function report(): Promise<void> {
@@ -132,7 +134,9 @@ async function report(): Promise<void> {
   console.log(
     `\nSkillIndex over ${n0(COUNT)} skills: built in ${
       buildMs.toFixed(0)
-    } ms, heap +${heapMiB.toFixed(1)} MiB${gc ? "" : " (without --v8-flags=--expose-gc: rough)"}`,
+    } ms, heap +${heapMiB.toFixed(1)} MiB${
+      gc ? "" : " (without --v8-flags=--expose-gc: rough)"
+    }`,
   );
   const times: number[] = [];
   let found = 0;
@@ -150,9 +154,13 @@ async function report(): Promise<void> {
   }
   times.sort((a, b) => a - b);
   console.log(
-    `skill_search over ${n0(COUNT)} skills, ${queries} queries (second pass): median ${
+    `skill_search over ${
+      n0(COUNT)
+    } skills, ${queries} queries (second pass): median ${
       percentile(times, 0.5).toFixed(2)
-    } ms, p99 ${percentile(times, 0.99).toFixed(2)} ms, described skill in the first 3 for ${
+    } ms, p99 ${
+      percentile(times, 0.99).toFixed(2)
+    } ms, described skill in the first 3 for ${
       (found / queries * 100).toFixed(1)
     }%`,
   );
@@ -165,13 +173,15 @@ async function report(): Promise<void> {
   const built = new SkillIndex(loaded);
   const totalMs = performance.now() - loadStarted;
   console.log(
-    `Loading ${n0(built.size)} skill folders: ${loadedMs.toFixed(0)} ms; with the index: ${
+    `Loading ${n0(built.size)} skill folders: ${
+      loadedMs.toFixed(0)
+    } ms; with the index: ${
       totalMs.toFixed(0)
     } ms; peak RSS of this process ${peakRssMiB()} MiB`,
   );
-  console.log(`Load average at end: ${
-    Deno.loadavg().map((l) => l.toFixed(2)).join(" ")
-  }`);
+  console.log(
+    `Load average at end: ${Deno.loadavg().map((l) => l.toFixed(2)).join(" ")}`,
+  );
 }
 
 function n0(value: number): string {

@@ -21,7 +21,7 @@ export const DEFAULT_SKILL_CATALOG_BUDGET = 8_000;
 export const CATALOG_DESCRIPTION_CAP = 1_536;
 
 /** The characters `<available_skills>` and its end tag add around the entries. */
-const WRAPPER_CHARS = (() => {
+export const CATALOG_WRAPPER_CHARS: number = (() => {
   const skill: Skill = {
     name: "x",
     description: "",
@@ -46,8 +46,11 @@ export interface FitCatalogOptions
    * listed. Default: the order of `skills`.
    */
   readonly order?: readonly Skill[];
-  /** The size of each skill's entry, when already measured (see {@linkcode catalogEntrySizes}). */
-  readonly sizes?: ReadonlyMap<Skill, number>;
+  /**
+   * The size of a skill's entry, when measured elsewhere (e.g. cached; see
+   * {@linkcode catalogEntrySize}). Default: measured here.
+   */
+  readonly sizeOf?: (skill: Skill) => number;
 }
 
 /** What {@linkcode fitCatalog} returns. */
@@ -61,27 +64,23 @@ export interface FittedCatalog {
 }
 
 /**
- * The characters each skill's entry takes in the catalog (its `<skill>`
- * element as {@linkcode formatCatalog} renders it, descriptions cut at
- * `maxDescriptionChars`).
+ * The characters a skill's entry takes in the catalog (its `<skill>` element
+ * as {@linkcode formatCatalog} renders it, the description cut at
+ * `maxDescriptionChars`): a catalog of several skills takes the sum of their
+ * entries and {@linkcode CATALOG_WRAPPER_CHARS}.
  *
- * @param skills The skills.
+ * @param skill The skill.
  * @param options How the catalog is formatted.
- * @returns The size of each skill's entry.
+ * @returns The size of its entry.
  */
-export function catalogEntrySizes(
-  skills: readonly Skill[],
+export function catalogEntrySize(
+  skill: Skill,
   options: Omit<FormatCatalogOptions, "maxChars"> = {},
-): Map<Skill, number> {
-  const sizes = new Map<Skill, number>();
-  for (const skill of skills) {
-    sizes.set(
-      skill,
-      formatCatalog([skill], { ...options, maxChars: Number.MAX_SAFE_INTEGER })
-        .length - WRAPPER_CHARS,
-    );
-  }
-  return sizes;
+): number {
+  return formatCatalog([skill], {
+    ...options,
+    maxChars: Number.MAX_SAFE_INTEGER,
+  }).length - CATALOG_WRAPPER_CHARS;
 }
 
 /**
@@ -125,15 +124,14 @@ export function fitCatalog(
     "non-negative integer",
     "fit the catalog in",
   );
-  const { order, sizes: given, room: _, ...format } = options;
-  const sizes = given ?? catalogEntrySizes(skills, format);
+  const { order, sizeOf: given, room: _, ...format } = options;
+  const sizeOf = given ?? ((skill: Skill) => catalogEntrySize(skill, format));
   const listed: Skill[] = [];
   const kept = new Set<Skill>();
-  let used = WRAPPER_CHARS;
+  let used = CATALOG_WRAPPER_CHARS;
   for (const skill of order ?? skills) {
     if (kept.has(skill)) continue;
-    const size = sizes.get(skill) ??
-      catalogEntrySizes([skill], format).get(skill)!;
+    const size = sizeOf(skill);
     if (used + size > room) break;
     used += size;
     listed.push(skill);

@@ -10,7 +10,8 @@ import { checkNumber } from "../_internal/check_number.ts";
 import { formatCatalog, type FormatCatalogOptions } from "../skill/catalog.ts";
 import {
   CATALOG_DESCRIPTION_CAP,
-  catalogEntrySizes,
+  CATALOG_WRAPPER_CHARS,
+  catalogEntrySize,
   DEFAULT_SKILL_CATALOG_BUDGET,
   fitCatalog,
 } from "../skill/catalog_budget.ts";
@@ -68,14 +69,14 @@ export class SkillListing {
   readonly inputSchema: JsonSchema;
   /** The budget, in characters. */
   readonly budget: number;
-  /** What the description and input schema take with every skill listed. */
-  readonly wholeChars: number;
+  #wholeChars: number | undefined;
+  readonly #enumSchema: JsonSchema;
   readonly #skills: readonly Skill[];
   readonly #options: SkillListingOptions;
   readonly #priority: readonly Skill[];
   readonly #recent: Skill[] = [];
   readonly #byName: ReadonlyMap<string, Skill>;
-  #sizes: Map<Skill, number> | undefined;
+  readonly #sizes = new Map<Skill, number>();
   #description: string | undefined;
   #listed: readonly Skill[] = [];
 
@@ -111,21 +112,44 @@ export class SkillListing {
       return skill;
     });
     const enumSchema = schemaOf([...this.#byName.keys()].sort());
-    const wholeDescription = options.render(
-      formatCatalog(skills, this.#format()),
-    );
-    this.wholeChars = wholeDescription.length +
-      JSON.stringify(enumSchema).length;
-    this.whole = this.wholeChars <= this.budget;
+    this.#enumSchema = enumSchema;
+    const schemaChars = JSON.stringify(enumSchema).length;
+    // Measured entry by entry while it may fit (9,000 skills need not all be
+    // formatted to know they do not); with a catalog maxChars, as formatted.
+    let wholeDescription: string | undefined;
+    let wholeChars = options.render("").length + schemaChars +
+      CATALOG_WRAPPER_CHARS + 2;
+    if (options.format.maxChars === undefined) {
+      for (const skill of skills) {
+        if (wholeChars > this.budget) break;
+        wholeChars += this.#sizeOf(skill);
+      }
+    }
+    if (wholeChars <= this.budget || options.format.maxChars !== undefined) {
+      wholeDescription = options.render(formatCatalog(skills, this.#format()));
+      wholeChars = wholeDescription.length + schemaChars;
+      this.#wholeChars = wholeChars;
+    }
+    this.whole = wholeDescription !== undefined && wholeChars <= this.budget;
     this.searchOffered = options.search ?? !this.whole;
     if (this.whole) {
       this.inputSchema = enumSchema;
-      this.#description = wholeDescription;
+      this.#description = wholeDescription!;
       this.#listed = skills;
     } else {
       this.inputSchema = schemaOf(undefined);
       this.#fixedRoom(); // throws now when the budget cannot hold the tool
     }
+  }
+
+  /**
+   * What the description and input schema would take with every skill listed
+   * (formatted on first use when over the budget).
+   */
+  get wholeChars(): number {
+    return this.#wholeChars ??= this.#options.render(
+      formatCatalog(this.#skills, this.#format()),
+    ).length + JSON.stringify(this.#enumSchema).length;
   }
 
   /** The description: the tool's text and the listing. */
@@ -176,6 +200,15 @@ export class SkillListing {
     };
   }
 
+  #sizeOf(skill: Skill): number {
+    let size = this.#sizes.get(skill);
+    if (size === undefined) {
+      size = catalogEntrySize(skill, this.#format());
+      this.#sizes.set(skill, size);
+    }
+    return size;
+  }
+
   #format(): FormatCatalogOptions {
     const format = this.#options.format;
     return {
@@ -209,7 +242,6 @@ export class SkillListing {
 
   #render(): string {
     const format = this.#format();
-    this.#sizes ??= catalogEntrySizes(this.#skills, format);
     const order = [...this.#priority, ...this.#recent, ...this.#skills];
     let room = this.#fixedRoom();
     for (;;) {
@@ -217,7 +249,7 @@ export class SkillListing {
         ...format,
         room,
         order,
-        sizes: this.#sizes,
+        sizeOf: (skill) => this.#sizeOf(skill),
       });
       const note = this.#note(fitted.unlisted.length);
       const text = this.#options.render(
