@@ -240,9 +240,11 @@ export function createMcpServer(
       version: options.version ?? MCP_SERVER_VERSION,
     },
     {
+      // listChanged: the skill tool's listing follows the skills called
+      // when not every skill fits its budget.
       capabilities: catalog
         ? {
-          tools: {},
+          tools: { listChanged: true },
           prompts: {},
           resources: {},
           logging: {},
@@ -251,7 +253,7 @@ export function createMcpServer(
           experimental: { [SKILLS_EXTENSION]: {} },
           ...{ extensions: { [SKILLS_EXTENSION]: {} } },
         }
-        : { tools: {}, logging: {} },
+        : { tools: { listChanged: true }, logging: {} },
       ...(options.instructions === undefined
         ? {}
         : { instructions: options.instructions }),
@@ -300,6 +302,7 @@ export function createMcpServer(
             );
           }
         };
+        const descriptions = tools.map((t) => t.description);
         const result = await calls.track(
           tool.execute(input ?? {}, {
             signal: extra.signal,
@@ -309,6 +312,9 @@ export function createMcpServer(
             },
           }),
         );
+        if (tools.some((t, i) => t.description !== descriptions[i])) {
+          pending.push(server.sendToolListChanged().catch(() => {}));
+        }
         await Promise.all(pending);
         // The MCP SDK client (1.32) drops a progress notification it reads
         // in the same chunk as the answer: leave the last one a moment to be

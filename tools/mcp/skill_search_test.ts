@@ -1,6 +1,8 @@
 import { Client } from "npm:@modelcontextprotocol/sdk@1.32.2/client";
 // @ts-types="npm:@modelcontextprotocol/sdk@1.32.2/inMemory"
 import { InMemoryTransport } from "npm:@modelcontextprotocol/sdk@1.32.2/inMemory.js";
+// @ts-types="npm:@modelcontextprotocol/sdk@1.32.2/types"
+import { ToolListChangedNotificationSchema } from "npm:@modelcontextprotocol/sdk@1.32.2/types.js";
 import {
   assert,
   assertEquals,
@@ -34,8 +36,13 @@ Deno.test("over MCP, 1,000 skills: tools/list has a bounded skill tool and skill
     skills: set.skills,
   });
   const client = new Client({ name: "test", version: "1.0.0" });
+  let listChanged = 0;
+  client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+    listChanged++;
+  });
   await client.connect(clientSide);
   try {
+    assertEquals(client.getServerCapabilities()?.tools?.listChanged, true);
     const { tools } = await client.listTools();
     assertEquals(tools.slice(0, 2).map((t) => t.name), [
       "skill",
@@ -70,6 +77,9 @@ Deno.test("over MCP, 1,000 skills: tools/list has a bounded skill tool and skill
     });
     assertEquals(loaded.isError, false, text(loaded));
     assertStringIncludes(text(loaded), `Skill "${first}" is ready`);
+    // The search changed no tool; loading a skill outside the listing did:
+    // the client is told to list the tools again.
+    assertEquals(listChanged, 1);
     // Listed from then on.
     const again = await client.listTools();
     assertStringIncludes(again.tools[0]!.description!, `<name>${first}</name>`);
@@ -80,6 +90,9 @@ Deno.test("over MCP, 1,000 skills: tools/list has a bounded skill tool and skill
     });
     assertEquals(unknown.isError, true);
     assertStringIncludes(text(unknown), `The closest names: ${first}`);
+    // Loading a listed skill again changes nothing.
+    await client.callTool({ name: "skill", arguments: { name: first } });
+    assertEquals(listChanged, 1);
 
     const page = await client.listPrompts();
     assertEquals(page.prompts.length, 500);
