@@ -176,21 +176,41 @@ export class SkillIndex {
   }
 }
 
-const indexes = new WeakMap<readonly Skill[], SkillIndex>();
+const byList = new WeakMap<readonly Skill[], SkillIndex>();
+/** Lists of the same skill objects (each build copies its list), by first skill. */
+const byFirst = new WeakMap<
+  Skill,
+  { readonly skills: readonly Skill[]; readonly index: SkillIndex }[]
+>();
+/** The lists kept per first skill (older ones are dropped). */
+const KEPT_PER_FIRST = 4;
 
 /**
- * The index of a list of skills, built on first use and kept while the list
- * lives: tool sets over the same list (the MCP HTTP handler's sessions) share
- * one, and a new list (skills reloaded) gets its own.
+ * The index of a list of skills, built on first use and kept while its skills
+ * live: tool sets over the same skill objects (the MCP HTTP handler's
+ * sessions, each build with its own copy of the list) share one, and skills
+ * loaded again (a hot reload makes new objects) get a new one.
  *
- * @param skills The skills (the list object is the key).
- * @returns Its index.
+ * @param skills The skills.
+ * @returns Their index.
  */
 export function skillIndexOf(skills: readonly Skill[]): SkillIndex {
-  let index = indexes.get(skills);
+  let index = byList.get(skills);
+  if (index !== undefined) return index;
+  const first = skills[0];
+  const lists = first === undefined ? [] : byFirst.get(first) ?? [];
+  index = lists.find((entry) =>
+    entry.skills.length === skills.length &&
+    entry.skills.every((skill, at) => skill === skills[at])
+  )?.index;
   if (index === undefined) {
     index = new SkillIndex(skills);
-    indexes.set(skills, index);
+    if (first !== undefined) {
+      lists.push({ skills: [...skills], index });
+      if (lists.length > KEPT_PER_FIRST) lists.shift();
+      byFirst.set(first, lists);
+    }
   }
+  byList.set(skills, index);
   return index;
 }

@@ -84,10 +84,17 @@ Deno.test("skill_search keeps configured values out of its answers", async () =>
 
 Deno.test("tool sets over the same skills share one index; skills reloaded get their own", async () => {
   const { skillIndexOf } = await import("../skill/skill_index.ts");
+  await using runtime = new LocalSkillRuntime();
   const skills = manySkills(120);
-  assert(skillIndexOf(skills) === skillIndexOf(skills));
-  const reloaded = [...skills.slice(0, 119)];
-  const index = skillIndexOf(reloaded);
-  assert(index !== skillIndexOf(skills));
-  assertEquals(index.size, 119);
+  // Each build copies the list (as the MCP HTTP handler's sessions do).
+  await using one = await buildSkillTools({ skills, runtime });
+  await using two = await buildSkillTools({ skills, runtime });
+  assert(one.context.skills !== two.context.skills);
+  assert(skillIndexOf(one.context.skills) === skillIndexOf(two.context.skills));
+  // Fewer skills, or the same names loaded again (new objects): a new index.
+  const fewer = skillIndexOf(skills.slice(0, 119));
+  assert(fewer !== skillIndexOf(skills));
+  assertEquals(fewer.size, 119);
+  const reloaded = manySkills(120);
+  assert(skillIndexOf(reloaded) !== skillIndexOf(skills));
 });
