@@ -21,7 +21,7 @@ const MAX_LIMIT = 20;
  * the names and descriptions of the skills that best match a query, best
  * first (BM25 over name, description and headings, prefixes and typos
  * allowed; see `skill/skill_index.ts`). The index is built at the first
- * search, once per list of skills: tool sets over the same list share it,
+ * search, once per list of skills: tool sets over the same skills share it,
  * and a reloaded list gets a new one.
  *
  * @example Finding a skill
