@@ -17,7 +17,10 @@ import { skillIndexOf } from "../skill/skill_index.ts";
 
 /** What a description function of the `skill` tool gets. */
 export interface SkillDescriptionContext {
-  /** The catalog of the skills (`<available_skills>...`). */
+  /**
+   * The catalog of the skills (`<available_skills>...`); over the catalog
+   * budget, the listed skills and a line saying how many more exist.
+   */
   readonly catalog: string;
   /** The skills offered. */
   readonly skills: readonly Skill[];
