@@ -48,6 +48,12 @@ import { MCP_HELP, mcpCommand } from "./cli/mcp.ts";
 import { DOCTOR_HELP, doctorCommand } from "./cli/doctor.ts";
 import { PACKAGE_COMMANDS } from "./cli/package.ts";
 import { printError, printLine } from "./cli/_print.ts";
+import {
+  CATALOG_BUDGET_HELP,
+  catalogUsage,
+  formatCatalogUsage,
+  parseCatalogBudget,
+} from "./cli/_catalog.ts";
 
 /** One subcommand: its help and what it does. */
 export interface CliCommand {
@@ -106,18 +112,24 @@ ${SKILLS_OPTION_HELP}
 ${SCOPE_OPTION_HELP}
   --json               Print a JSON array of {name, description, location,
                        basePath, license?, compatibility?, metadata?,
-                       allowedTools?, warnings}
+                       allowedTools?, warnings, inCatalog}
   --catalog            Print the catalog a model is given (the text the skill
                        tool's description and a system prompt carry)
-  --help               Show this help`,
+${CATALOG_BUDGET_HELP}  --help               Show this help
+
+The lines before the count say how much of the catalog budget the skills take
+and, over it, which skills fall outside the skill tool's listing (in --json:
+inCatalog false).`,
   async run(args) {
     const { flags, lists, positionals, rest } = parseArgs(args, {
       json: "boolean",
       catalog: "boolean",
       skills: "list",
       scope: "list",
+      "catalog-budget": "string",
     });
     const scopes = lists.scope ? parseScopes(lists.scope) : undefined;
+    const budget = parseCatalogBudget(flags["catalog-budget"]);
     if (flags.json && flags.catalog) {
       throw new UsageError(
         'Options "--json" and "--catalog" exclude each other',
@@ -138,12 +150,27 @@ ${SCOPE_OPTION_HELP}
       return 1;
     }
     for (const warning of result.warnings) printError(`warning: ${warning}`);
+    let usage;
+    try {
+      usage = catalogUsage(result.skills, budget);
+    } catch (error) {
+      printError(`skillrun list: ${describeError(error)}`);
+      return 1;
+    }
     if (flags.catalog) {
       printLine(formatCatalog(result.skills));
       return 0;
     }
     if (flags.json) {
-      printLine(JSON.stringify(result.skills.map(skillJson), null, 2));
+      const outside = new Set(usage?.outside);
+      printLine(JSON.stringify(
+        result.skills.map((skill) => ({
+          ...skillJson(skill),
+          inCatalog: !outside.has(skill.name),
+        })),
+        null,
+        2,
+      ));
       return 0;
     }
     for (const skill of result.skills) {
@@ -154,6 +181,7 @@ ${SCOPE_OPTION_HELP}
       }
     }
     const count = result.skills.length;
+    if (usage) printLine(formatCatalogUsage(usage).trimEnd());
     printLine(`${count} skill${count === 1 ? "" : "s"}`);
     return 0;
   },

@@ -478,3 +478,47 @@ Deno.test("cli list, --catalog and validate show a skill's control characters es
     assert(!bell.stdout.includes("\u0007"));
   });
 });
+
+Deno.test("cli list reports how much of the catalog budget the skills take, and which fall outside", async () => {
+  await withTempDir(async (root) => {
+    const { writeManySkills } = await import(
+      "./tools/testdata/many_skills.ts"
+    );
+    await writeManySkills(root, 60);
+    const over = await cli("list", root);
+    assertEquals(over.code, 0, over.stderr);
+    const line =
+      /^Catalog: over the 8,000-character budget \(all 60 skills would take ([\d,]+), .*\): (\d+) listed, (\d+) outside the listing/m
+        .exec(over.stdout);
+    assert(line, over.stdout);
+    assertEquals(Number(line[2]) + Number(line[3]), 60);
+    assertMatch(
+      over.stdout,
+      /^Outside: [a-z-]+(, [a-z-]+){19}, and \d+ more \(--json lists them all\)$/m,
+    );
+    assertMatch(over.stdout, /^60 skills$/m);
+    const json = await cli("list", "--json", root);
+    const skills = JSON.parse(json.stdout) as { inCatalog: boolean }[];
+    assertEquals(
+      skills.filter((s) => !s.inCatalog).length,
+      Number(line[3]),
+    );
+    const whole = await cli("list", "--catalog-budget", "100000", root);
+    assertMatch(
+      whole.stdout,
+      /^Catalog: [\d,]+ of the 100,000-character budget \(\d+%\); every skill is listed \(60\)\.$/m,
+    );
+    const bad = await cli("list", "--catalog-budget", "lots", root);
+    assertEquals(bad.code, 2);
+    assertStringIncludes(
+      bad.stderr,
+      'Option "--catalog-budget" must be a positive number of characters, got "lots"',
+    );
+    const small = await cli("list", "--catalog-budget", "100", root);
+    assertEquals(small.code, 1);
+    assertStringIncludes(
+      small.stderr,
+      'skillrun list: Cannot build the skill tool with catalogBudget "100"',
+    );
+  });
+});

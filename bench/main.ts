@@ -28,6 +28,7 @@ const FILES = [
   "./package_bench.ts",
   "./observe_bench.ts",
   "./approval_bench.ts",
+  "./catalog_bench.ts",
 ] as const;
 
 const filter = Deno.args[0];

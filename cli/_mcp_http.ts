@@ -68,6 +68,8 @@ export interface McpHttpCommandOptions {
   readonly scopes?: readonly SkillScope[];
   /** The skills' configurations from `--config`. */
   readonly configs?: ReadonlyMap<string, SkillRuntimeConfig>;
+  /** The skill tool's catalog budget from `--catalog-budget`. */
+  readonly catalogBudget?: number;
   /** Prints a line on stdout. */
   readonly out: (text: string) => Promise<void>;
   /** Prints a line on stderr. */
@@ -167,6 +169,9 @@ export async function serveMcpHttpCommand(
     skills: options.skills,
     ...(options.scopes ? { load: { scopes: options.scopes } } : {}),
     ...(options.configs ? { configs: options.configs } : {}),
+    ...(options.catalogBudget !== undefined
+      ? { catalogBudget: options.catalogBudget }
+      : {}),
     ...(token !== undefined ? { token } : {}),
     jsonResponse: flags["json-response"] === true,
     allowPublicWithoutToken: flags["allow-public-without-token"] === true,

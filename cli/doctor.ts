@@ -8,6 +8,7 @@
  */
 import { hostPath } from "../_internal/std.ts";
 import { loadSkills } from "../skill/load.ts";
+import type { Skill } from "../skill/types.ts";
 import {
   type AllowedToolsExplained,
   explainAllowedTools,
@@ -17,6 +18,12 @@ import type { LocalSkillRuntime } from "../runtimes/local/runtime.ts";
 import { escapeControl } from "../_internal/escape_text.ts";
 import { parseArgs, SKILLS_OPTION_HELP, UsageError } from "./_args.ts";
 import { EGRESS_FLAGS, egressOptions } from "./_egress.ts";
+import {
+  CATALOG_BUDGET_HELP,
+  catalogUsage,
+  formatCatalogUsage,
+  parseCatalogBudget,
+} from "./_catalog.ts";
 import type { EgressOptions } from "../network/sandbox.ts";
 import {
   type CliStreams,
@@ -36,7 +43,9 @@ ones as warnings; whether the shell is isolated and how; where commands and
 the file tools can go; which optional tools are present (bash, rg, bwrap,
 deno on the commands' PATH) and what their absence costs. With --skills, it
 also says what each skill's allowed-tools would pre-approve under an approval
-policy that asks (mcp --ask-for-approval), and which entries it ignores.
+policy that asks (mcp --ask-for-approval), and which entries it ignores, how
+much of the skill tool's catalog budget the skills take and which fall outside
+its listing (found by skill_search, loaded by name).
 
 Run it with the same deno flags as "run" or "mcp" to check those flags.
 
@@ -45,7 +54,7 @@ ${SKILLS_OPTION_HELP}
   --conversation <id>  Report on the conversation workspace <root>/<id>
                        (created if missing)
   --root <dir>         The conversations root (default: .skillrun/conversations)
-${ISOLATE_HELP}  --json               Print the report as JSON
+${CATALOG_BUDGET_HELP}${ISOLATE_HELP}  --json               Print the report as JSON
   --verbose            Print the runtime's events on stderr (the probes'
                        commands and output; configured values removed); also
                        SKILLRUN_LOG=debug
@@ -108,8 +117,10 @@ export async function doctorCommand(
   const err = (text: string) => write(streams.stderr, escapeControl(text));
   let parsed;
   let egress: EgressOptions;
+  let catalogBudget: number | undefined;
   try {
     parsed = parseArgs(args, {
+      "catalog-budget": "string",
       skills: "list",
       conversation: "string",
       root: "string",
@@ -129,6 +140,7 @@ export async function doctorCommand(
       );
     }
     egress = egressOptions(parsed.lists, parsed.flags);
+    catalogBudget = parseCatalogBudget(parsed.flags["catalog-budget"]);
   } catch (error) {
     if (!(error instanceof UsageError)) throw error;
     await err(`skillrun doctor: ${error.message}\n\n${DOCTOR_HELP}`);
@@ -149,15 +161,25 @@ export async function doctorCommand(
       skillRoots,
       ...(options.signal ? { signal: options.signal } : {}),
     });
-    const allowed = await allowedToolsOf(skillRoots);
+    // A folder that cannot be loaded is already in the report's errors.
+    const skills = skillRoots.length
+      ? (await loadSkills(skillRoots).catch(() => undefined))?.skills
+      : undefined;
+    const allowed = skills ? allowedToolsOf(skills) : undefined;
+    const catalog = skills ? catalogUsage(skills, catalogBudget) : undefined;
     await out(
       parsed.flags.json === true
         ? JSON.stringify(
-          allowed ? { ...report, allowedTools: allowed } : report,
+          {
+            ...report,
+            ...(allowed ? { allowedTools: allowed } : {}),
+            ...(catalog ? { catalog } : {}),
+          },
           null,
           2,
         ) + "\n"
-        : formatFenceReport(report) + (allowed ? formatAllowed(allowed) : ""),
+        : formatFenceReport(report) + (allowed ? formatAllowed(allowed) : "") +
+          (catalog ? formatCatalogUsage(catalog) : ""),
     );
     return report.errors.length > 0 ? 1 : 0;
   } catch (error) {
@@ -178,19 +200,11 @@ export async function doctorCommand(
 
 /**
  * What each skill's `allowed-tools` would pre-approve, by skill name; none
- * when no skill has the field (or the skills cannot be loaded: the fence
- * report says why).
+ * when no skill has the field.
  */
-async function allowedToolsOf(
-  roots: readonly string[],
-): Promise<Record<string, AllowedToolsExplained> | undefined> {
-  if (roots.length === 0) return undefined;
-  let skills;
-  try {
-    ({ skills } = await loadSkills([...roots]));
-  } catch {
-    return undefined;
-  }
+function allowedToolsOf(
+  skills: readonly Skill[],
+): Record<string, AllowedToolsExplained> | undefined {
   const found = skills.filter((skill) => skill.allowedTools?.length);
   if (found.length === 0) return undefined;
   return Object.fromEntries(

@@ -131,7 +131,7 @@ const NOT_ISOLATED =
   "The shell is not isolated: use the isolated mode (--isolate) for skills or code you do not trust";
 
 /** The report's lines, built from the case and the machine's facts. */
-function expected(c: Case, p: Paths): string[] {
+function expected(c: Case, p: Paths): (string | RegExp)[] {
   const workspace = hostPath.join(p.root, "c1");
   const home = c.mode === "plain" ? p.work : p.root;
   const wd = c.mode === "plain" ? p.work : workspace;
@@ -283,7 +283,10 @@ function expected(c: Case, p: Paths): string[] {
     ...warnings.filter((w) => !shown.has(w)).map((w) => `warning: ${w}`),
     `0 errors, ${warnings.length} warning${warnings.length === 1 ? "" : "s"}`,
   );
-  return lines;
+  return [
+    ...lines,
+    /^Catalog: [\d,]+ of the 8,000-character budget \(\d+%\); every skill is listed \(1\)\.$/,
+  ];
 }
 
 function narrowedFlags(c: Case, p: Paths): string[] {
@@ -307,11 +310,16 @@ function argsOf(c: Case, p: Paths): string[] {
   ];
 }
 
-function checkLines(actual: string, want: readonly string[]): void {
+function checkLines(
+  actual: string,
+  want: readonly (string | RegExp)[],
+): void {
   const lines = actual.split("\n");
   assertEquals(lines.pop(), "", "the report ends with a newline");
   for (let i = 0; i < Math.max(lines.length, want.length); i++) {
-    assertEquals(lines[i], want[i], `line ${i + 1}`);
+    const line = want[i];
+    if (line instanceof RegExp) assertMatch(lines[i] ?? "", line);
+    else assertEquals(lines[i], line, `line ${i + 1}`);
   }
 }
 
@@ -406,6 +414,36 @@ Deno.test({
       assertEquals(report.errors, []);
     }),
 });
+
+Deno.test("doctor reports how much of the catalog budget the skills take and which fall outside", () =>
+  withPaths(async (p) => {
+    const { writeManySkills } = await import(
+      "../tools/testdata/many_skills.ts"
+    );
+    await writeManySkills(p.skills, 40);
+    const json = await doctor(
+      ["-A"],
+      ["--skills", p.skills, "--catalog-budget", "5000", "--json"],
+      p.work,
+    );
+    assertEquals(json.code, 0, json.stderr);
+    const { catalog } = JSON.parse(json.stdout);
+    assertEquals(catalog.budget, 5_000);
+    assertEquals(catalog.whole, false);
+    assert(catalog.chars <= 5_000 && catalog.wholeChars > 5_000);
+    // The probe skill and the 40 generated ones.
+    assertEquals(catalog.listed.length + catalog.outside.length, 41);
+    assert(catalog.listed.length > 3 && catalog.outside.length > 20);
+    const text = await doctor(["-A"], ["--skills", p.skills], p.work);
+    assertMatch(
+      text.stdout,
+      /^Catalog: over the 8,000-character budget \(all 41 skills would take [\d,]+, [\d.]+ times it\): \d+ listed, \d+ outside the listing/m,
+    );
+    assertMatch(
+      text.stdout,
+      /^Outside: .*, and \d+ more \(--json lists them all\)$/m,
+    );
+  }));
 
 Deno.test("doctor refuses bad usage with exit code 2", async () => {
   await withPaths(async (p) => {

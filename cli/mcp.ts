@@ -19,6 +19,7 @@ import {
 import { EGRESS_FLAGS, egressOptions } from "./_egress.ts";
 import { onceEach, parseScopes, SCOPE_OPTION_HELP } from "./_scope.ts";
 import type { SkillScope } from "../skill/sources.ts";
+import { CATALOG_BUDGET_HELP, parseCatalogBudget } from "./_catalog.ts";
 import type { EgressOptions } from "../network/sandbox.ts";
 import { defaultMcpConversationsRoot } from "../tools/mcp/_conversations_root.ts";
 import {
@@ -103,7 +104,7 @@ ${SCOPE_OPTION_HELP}
   --config <file>      A JSON file with each skill's environment and bootstrap
                        commands: {"<skill>": {"env": {"NAME": "value"},
                        "bootstrap": ["command", ...]}}; never shown to the model
-${ISOLATE_HELP}${RUNTIME_HELP}  --watch              Reload the skills when their folders change (stdio):
+${CATALOG_BUDGET_HELP}${ISOLATE_HELP}${RUNTIME_HELP}  --watch              Reload the skills when their folders change (stdio):
                        the client is told the tools and prompts changed
   --verbose            Print the events on stderr (tool calls, preparation
                        steps, command output, HTTP requests; configured
@@ -173,8 +174,10 @@ export async function mcpCommand(
   let parsed;
   let egress: EgressOptions;
   let scopes: SkillScope[] | undefined;
+  let catalogBudget: number | undefined;
   try {
     parsed = parseArgs(args, {
+      "catalog-budget": "string",
       skills: "list",
       conversation: "string",
       root: "string",
@@ -254,6 +257,7 @@ export async function mcpCommand(
       );
     }
     checkRuntimeFlag(parsed.flags);
+    catalogBudget = parseCatalogBudget(parsed.flags["catalog-budget"]);
   } catch (error) {
     if (!(error instanceof UsageError)) throw error;
     await err(`skillrun mcp: ${error.message}\n\n${MCP_HELP}`);
@@ -273,6 +277,7 @@ export async function mcpCommand(
         skills: dirs,
         ...(scopes ? { scopes } : {}),
         ...(configs ? { configs } : {}),
+        ...(catalogBudget !== undefined ? { catalogBudget } : {}),
         out,
         err,
         ...(options.signal ? { signal: options.signal } : {}),
@@ -295,6 +300,7 @@ export async function mcpCommand(
       runtime,
       ...approvalOptions(parsed.flags),
       ...(configs ? { configs } : {}),
+      ...(catalogBudget !== undefined ? { catalogBudget } : {}),
       ...(verbose ? { onEvent: verbose.tools } : {}),
     });
     for (const warning of built.warnings) {

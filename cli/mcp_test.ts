@@ -760,3 +760,56 @@ Deno.test("mcp --ask-for-approval asks the client (elicitation/create) before ba
     client,
   );
 });
+
+Deno.test("mcp --catalog-budget bounds the skill tool and offers skill_search, over stdio and HTTP", async () => {
+  const check = async (client: Client) => {
+    const { tools } = await client.listTools();
+    assertEquals(tools.slice(0, 2).map((t) => t.name), [
+      "skill",
+      "skill_search",
+    ]);
+    const skill = tools[0]!;
+    assert(
+      skill.description!.length + JSON.stringify(skill.inputSchema).length <=
+        1_400,
+    );
+    const found = await client.callTool({
+      name: "skill_search",
+      arguments: { query: "summary of CSV data" },
+    });
+    assertMatch(texts(found), /^1\. csv-report$/m);
+    const loaded = await client.callTool({
+      name: "skill",
+      arguments: { name: "json-to-table" },
+    });
+    assertEquals(loaded.isError, false, texts(loaded));
+  };
+  await withServer(check, undefined, ["--catalog-budget", "1400"]);
+  const { code, stderr } = await withHttpServer(
+    async (url) => {
+      const client = new Client({ name: "cli-http-test", version: "1.0.0" });
+      await client.connect(new StreamableHTTPClientTransport(url));
+      try {
+        await check(client);
+      } finally {
+        await client.close();
+      }
+    },
+    {},
+    ["--catalog-budget", "1400"],
+  );
+  assertEquals(code, 0, stderr);
+  const chunks: Uint8Array[] = [];
+  const sink = {
+    write: (b: Uint8Array) => (chunks.push(b), Promise.resolve(b.length)),
+  };
+  const bad = await mcpCommand(
+    ["--skills", exampleSkills, "--catalog-budget", "0"],
+    { streams: { stdout: sink, stderr: sink } },
+  );
+  assertEquals(bad, 2);
+  assertStringIncludes(
+    new TextDecoder().decode(chunks[0]),
+    'skillrun mcp: Option "--catalog-budget" must be a positive number of characters, got "0"',
+  );
+});

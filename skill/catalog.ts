@@ -33,6 +33,12 @@ export interface FormatCatalogOptions {
    * Names are kept: the model calls skills by them.
    */
   secrets?: Iterable<string>;
+  /**
+   * The most characters of each description (counting the `…` that ends a
+   * cut one), applied after redaction and before the budget; default none.
+   * The `skill` tool uses 1,536, as Claude Code does.
+   */
+  maxDescriptionChars?: number;
 }
 
 const ELLIPSIS = "…";
@@ -52,7 +58,8 @@ const ELLIPSIS = "…";
  * @param skills The skills to list.
  * @param options The size budget and how to show locations.
  * @returns The catalog, or `""` when there are no skills.
- * @throws {RangeError} `maxChars` is not a positive integer.
+ * @throws {RangeError} `maxChars` or `maxDescriptionChars` is not a positive
+ * integer.
  *
  * @example Formatting a catalog
  * ```ts
@@ -85,15 +92,28 @@ export function formatCatalog(
   // Skills with `disable-model-invocation: true` are never shown to a model.
   skills = modelInvocable(skills);
   if (skills.length === 0) return "";
+  const cap = options.maxDescriptionChars === undefined
+    ? undefined
+    : checkNumber(
+      options.maxDescriptionChars,
+      "maxDescriptionChars",
+      "positive integer",
+      "format the catalog with",
+    );
   const locationOf = options.locationOf ?? ((skill: Skill) => skill.location);
   const redactor = new Redactor(options.secrets ?? []);
-  const entries = skills.map((skill) => ({
-    name: escapeControl(skill.name),
-    location: escapeControl(redactor.redact(locationOf(skill))),
-    description: Array.from(
+  const entries = skills.map((skill) => {
+    const description = Array.from(
       escapeControl(redactor.redact(skill.description.trim())),
-    ),
-  })).sort((a, b) =>
+    );
+    return {
+      name: escapeControl(skill.name),
+      location: escapeControl(redactor.redact(locationOf(skill))),
+      description: cap === undefined || description.length <= cap
+        ? description
+        : Array.from(shorten(description, cap)),
+    };
+  }).sort((a, b) =>
     compareStrings(a.name, b.name) || compareStrings(a.location, b.location)
   );
   const render = (cap: number): string => {

@@ -64,6 +64,9 @@ export function isModelInvocable(skill: Skill): boolean {
  * assert(modelInvocable([hidden]).length === 0);
  * ```
  */
-export function modelInvocable(skills: readonly Skill[]): Skill[] {
-  return skills.filter(isModelInvocable);
+export function modelInvocable(skills: readonly Skill[]): readonly Skill[] {
+  // The same list when none is hidden: indexes are kept per list.
+  return skills.every(isModelInvocable)
+    ? skills
+    : skills.filter(isModelInvocable);
 }

@@ -34,7 +34,12 @@ import { createGrepTool } from "./grep.ts";
 import { createLsTool } from "./ls.ts";
 import { createPublishFileTool } from "./publish_file.ts";
 import { createReadTool } from "./read.ts";
-import { createSkillTool, type SkillDescription } from "./skill_tool.ts";
+import {
+  createSkillListing,
+  createSkillTool,
+  type SkillDescription,
+} from "./skill_tool.ts";
+import { createSkillSearchTool } from "./skill_search.ts";
 import type { Tool } from "./types.ts";
 import type { ToolApprovalPolicy } from "./approval.ts";
 import type { SkillEventListener } from "../observe/events.ts";
@@ -43,6 +48,7 @@ import { createWriteTool } from "./write.ts";
 /** The names of the tools, in the order they are built. */
 export const TOOL_NAMES = [
   "skill",
+  "skill_search",
   "bash",
   "bash_output",
   "kill_bash",
@@ -113,6 +119,27 @@ export interface BuildSkillToolsOptions {
   readonly skillDescription?: SkillDescription;
   /** How the catalog is formatted (size budget, locations shown). */
   readonly catalog?: FormatCatalogOptions;
+  /**
+   * The most characters the `skill` tool's description and input schema may
+   * take together (default 8,000: about 2,000 tokens, 1% of a 200,000-token
+   * context window; see docs/skills.md). Within it every skill is listed and
+   * `name` is an enum; over it the listing keeps as many skills as fit
+   * (`priority` first, then the skills called most recently in this tool
+   * set), says how many more exist, `name` becomes a string checked at call
+   * time, and `skill_search` is offered. Each description is cut at 1,536
+   * characters. Every skill stays callable by name.
+   */
+  readonly catalogBudget?: number;
+  /**
+   * Skill names listed first when not every skill fits the budget, in this
+   * order (trimmed, case-sensitive; each must name a skill).
+   */
+  readonly priority?: readonly string[];
+  /**
+   * Offer `skill_search`: `true` always (when there are skills), `false`
+   * never, default only when the catalog is over `catalogBudget`.
+   */
+  readonly skillSearch?: boolean;
   /** How skill folders are searched (depth, folder cap, ignored names). */
   readonly load?: Omit<LoadSkillsOptions, "signal">;
   /** Limits of the tools. */
@@ -217,7 +244,9 @@ export interface SkillTools extends AsyncDisposable {
 }
 
 /**
- * Builds the model-facing tools: `skill` (when there are skills), `bash`,
+ * Builds the model-facing tools: `skill` (when there are skills),
+ * `skill_search` (when the catalog is over `catalogBudget`, or with
+ * `skillSearch: true`), `bash`,
  * `read`, `write`, `edit`, `ls`, `glob`, `grep`, and `publish_file` (when a
  * publisher is given).
  *
@@ -319,18 +348,40 @@ export async function buildSkillTools(
       : {}),
     ...(options.trustAllowedTools ? { trustAllowedTools: true } : {}),
   });
+  if (options.skillSearch !== undefined) {
+    checkBoolean(options.skillSearch, "skillSearch");
+  }
+  const skillOptions = {
+    ...(options.skillDescription !== undefined
+      ? { description: options.skillDescription }
+      : {}),
+    ...(options.catalog ? { catalog: options.catalog } : {}),
+    ...(options.catalogBudget !== undefined
+      ? { catalogBudget: options.catalogBudget }
+      : {}),
+    ...(options.priority !== undefined ? { priority: options.priority } : {}),
+    ...(!wanted.has("skill_search")
+      ? { skillSearch: false }
+      : options.skillSearch !== undefined
+      ? { skillSearch: options.skillSearch }
+      : {}),
+    toolNames: TOOL_NAMES.filter((name) =>
+      name !== "skill" && name !== "skill_search" && wanted.has(name) &&
+      (name !== "publish_file" || options.publisher)
+    ),
+  };
+  // Made first: whether skill_search is offered depends on it.
+  const listing = wanted.has("skill")
+    ? createSkillListing(context, skillOptions)
+    : undefined;
   const factories: Record<ToolName, () => Tool | undefined> = {
     skill: () =>
       createSkillTool(context, {
-        ...(options.skillDescription !== undefined
-          ? { description: options.skillDescription }
-          : {}),
-        ...(options.catalog ? { catalog: options.catalog } : {}),
-        toolNames: TOOL_NAMES.filter((name) =>
-          name !== "skill" && wanted.has(name) &&
-          (name !== "publish_file" || options.publisher)
-        ),
+        ...skillOptions,
+        ...(listing ? { listing } : {}),
       }),
+    skill_search: () =>
+      listing?.searchOffered ? createSkillSearchTool(context) : undefined,
     bash: () => createBashTool(context),
     bash_output: () => createBashOutputTool(context),
     kill_bash: () => createKillBashTool(context),
@@ -374,6 +425,14 @@ function checkPolicy(approve: unknown): ToolApprovalPolicy {
     );
   }
   return approve as ToolApprovalPolicy;
+}
+
+function checkBoolean(value: unknown, name: string): void {
+  if (typeof value !== "boolean") {
+    throw new TypeError(
+      `Cannot build the tools: ${name} must be true or false, got ${typeof value}`,
+    );
+  }
 }
 
 function checkRuntime(runtime: unknown): void {

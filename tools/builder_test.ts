@@ -49,6 +49,7 @@ Deno.test("buildSkillTools() builds every tool, skill first, publish_file only w
     skills: dir.path,
     runtime,
     publisher,
+    skillSearch: true,
   });
   assertEquals(withPublisher.tools.map((t) => t.name), [...TOOL_NAMES]);
   for (const tool of withPublisher.tools) {
@@ -444,6 +445,7 @@ Deno.test("SkillToolsBuilder follows the Java builder's calls", async () => {
     .skillRuntimeConfig("report-generator", config)
     .runtime(runtime)
     .filePublisher(publisher)
+    .options({ skillSearch: true })
     .buildTools();
   assertEquals(tools.map((t) => t.name), [...TOOL_NAMES]);
   assertEquals(tools[0]!.inputSchema.properties.name!.enum, [

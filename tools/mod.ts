@@ -39,6 +39,7 @@ export * from "./builder.ts";
 export * from "./context.ts";
 export * from "./approval.ts";
 export * from "./skill_tool.ts";
+export * from "./skill_search.ts";
 export { createBashTool } from "./bash.ts";
 export { createReadTool } from "./read.ts";
 export { createWriteTool } from "./write.ts";

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { formatCatalog, type FormatCatalogOptions } from "../skill/catalog.ts";
+import type { FormatCatalogOptions } from "../skill/catalog.ts";
 import { modelInvocable } from "../skill/invocation.ts";
 import { PUBLISH_GUIDANCE } from "./publish_file.ts";
 import type { Skill } from "../skill/types.ts";
@@ -13,10 +13,16 @@ import type { EventSink } from "../observe/events.ts";
 import type { Tool, ToolResult } from "./types.ts";
 import { defineTool, errorResult, errorText, okResult } from "./_shared.ts";
 import { engineOf } from "./_search.ts";
+import { type CatalogUsage, SkillListing } from "./_skill_listing.ts";
+export type { CatalogUsage, SkillListing } from "./_skill_listing.ts";
+import { skillIndexOf } from "../skill/skill_index.ts";
 
 /** What a description function of the `skill` tool gets. */
 export interface SkillDescriptionContext {
-  /** The catalog of the skills (`<available_skills>...`). */
+  /**
+   * The catalog of the skills (`<available_skills>...`); over the catalog
+   * budget, the listed skills and a line saying how many more exist.
+   */
   readonly catalog: string;
   /** The skills offered. */
   readonly skills: readonly Skill[];
@@ -43,6 +49,20 @@ export interface SkillToolOptions {
   readonly catalog?: FormatCatalogOptions;
   /** The names of the other tools, mentioned in the default description. */
   readonly toolNames?: readonly string[];
+  /**
+   * The most characters the description and input schema may take together
+   * (see `buildSkillTools`'s `catalogBudget`). Default 8,000.
+   */
+  readonly catalogBudget?: number;
+  /** Skill names listed first when not all fit, in this order. */
+  readonly priority?: readonly string[];
+  /**
+   * Whether `skill_search` is offered beside the tool (the listing points to
+   * it): `true` always, `false` never, default when over the budget.
+   */
+  readonly skillSearch?: boolean;
+  /** The listing, when already made with {@linkcode createSkillListing}. */
+  readonly listing?: SkillListing;
 }
 
 /**
@@ -62,7 +82,14 @@ export const DEFAULT_SKILL_DESCRIPTION: string =
 
 /**
  * Makes the `skill` tool, or `undefined` when there are no skills (no catalog,
- * no tool). Its `name` parameter is an enum of the skills' names. The first
+ * no tool). When its description and input schema with every skill listed fit
+ * the catalog budget (default 8,000 characters), they list every skill and
+ * `name` is an enum of the skills' names; otherwise the description lists as
+ * many skills as fit (`priority` first, then the skills called most
+ * recently, then the rest in catalog order) and says how many more exist,
+ * and `name` is a string checked at call time: any skill is loaded by its
+ * exact name, listed or not, and an unknown name is answered with the
+ * closest names. The first
  * call for a skill prepares it through the runtime (once, even for concurrent
  * calls); a failure is the call's error result, is not cached, and the next
  * call retries.
@@ -103,27 +130,31 @@ export function createSkillTool(
   const skills = modelInvocable(context.skills);
   if (skills.length === 0) return undefined;
   const byName = new Map(skills.map((skill) => [skill.name, skill]));
-  const names = [...byName.keys()].sort();
-  const description = describe(context, options, skills);
-  return defineTool(context, {
+  const listing = options.listing ?? createSkillListing(context, options)!;
+  const tool = defineTool(context, {
     name: "skill",
-    description,
-    inputSchema: {
-      type: "object",
-      properties: {
-        name: {
-          type: "string",
-          enum: names,
-          description: "The name of the skill to load, from the catalog.",
-        },
-      },
-      required: ["name"],
-      additionalProperties: false,
-    },
+    description: listing.description,
+    inputSchema: listing.inputSchema,
     run({ input, signal, callEvents }) {
-      const skill = byName.get(input.name as string)!;
+      const skill = byName.get(input.name as string);
+      if (skill === undefined) {
+        return Promise.resolve(
+          unknownSkill(skills, input.name, listing.searchOffered),
+        );
+      }
+      listing.used(skill);
       return activate(context, skill, signal, callEvents);
     },
+  });
+  if (listing.whole) return tool;
+  // Not every skill listed: the listing follows the skills called.
+  return Object.freeze({
+    name: tool.name,
+    get description() {
+      return listing.description;
+    },
+    inputSchema: tool.inputSchema,
+    execute: tool.execute,
   });
 }
 
@@ -246,27 +277,115 @@ async function activate(
   return okResult(parts.join("\n"));
 }
 
-function describe(
+/**
+ * The listing of the `skill` tool within its budget (what `createSkillTool`
+ * makes by itself): made first when `skill_search` depends on it.
+ *
+ * @param context The shared context.
+ * @param options Description, catalog, budget, priority and search options.
+ * @returns The listing, or `undefined` without skills.
+ * @throws {RangeError} See {@linkcode createSkillTool}.
+ */
+export function createSkillListing(
   context: ToolContext,
-  options: SkillToolOptions,
-  skills: readonly Skill[],
-): string {
+  options: SkillToolOptions = {},
+): SkillListing | undefined {
+  // Skills with `disable-model-invocation: true` are never listed.
+  const skills = modelInvocable(context.skills);
+  if (skills.length === 0) return undefined;
   // Configured values never reach the model through a skill's description.
   // The path the model can read: where the runtime prepares the skill.
   const { runtime } = context;
-  const catalog = formatCatalog(skills, {
-    ...(runtime.skillLocation
-      ? { locationOf: (skill: Skill) => runtime.skillLocation!(skill) }
+  return new SkillListing(skills, {
+    render: (catalog) => describe(context, options, catalog),
+    format: {
+      ...(runtime.skillLocation
+        ? { locationOf: (skill: Skill) => runtime.skillLocation!(skill) }
+        : {}),
+      ...options.catalog,
+      secrets: [...context.secrets(), ...(options.catalog?.secrets ?? [])],
+    },
+    ...(options.catalogBudget !== undefined
+      ? { budget: options.catalogBudget }
       : {}),
-    ...options.catalog,
-    secrets: [...context.secrets(), ...(options.catalog?.secrets ?? [])],
+    ...(options.priority !== undefined ? { priority: options.priority } : {}),
+    ...(options.skillSearch !== undefined
+      ? { search: options.skillSearch }
+      : {}),
   });
+}
+
+/** The answer to a name that is no skill's: the closest names. */
+function unknownSkill(
+  skills: readonly Skill[],
+  name: unknown,
+  search: boolean,
+): ToolResult {
+  const closest = skillIndexOf(skills).closestNames(String(name));
+  return errorResult(
+    `Unknown skill ${JSON.stringify(name)}. ${
+      closest.length
+        ? `The closest names: ${closest.join(", ")}.`
+        : "No skill has a name close to it."
+    } Call this tool with a skill's exact name${
+      search ? "; skill_search finds skills by what they do" : ""
+    }.`,
+  );
+}
+
+/** What the description needs of the context. */
+interface DescribeContext {
+  readonly skills: readonly Skill[];
+  readonly runtime: { readonly name: string };
+  readonly publisher?: unknown;
+}
+
+/**
+ * How a catalog stands against the `skill` tool's budget, with the default
+ * description (what `skillrun list` and `doctor` report): what the
+ * description and input schema take with every skill listed, and which
+ * skills the listing keeps and leaves out. Needs no permission.
+ *
+ * @param skills The skills.
+ * @param options The budget, the priority, the runtime's name (default
+ * `local`) and the other tools' names.
+ * @returns The usage.
+ * @throws {RangeError} See {@linkcode createSkillTool}.
+ */
+export function measureSkillCatalog(
+  skills: readonly Skill[],
+  options: SkillToolOptions & { readonly runtimeName?: string } = {},
+): CatalogUsage {
+  // Skills with `disable-model-invocation: true` are never listed.
+  skills = modelInvocable(skills);
+  const context: DescribeContext = {
+    skills,
+    runtime: { name: options.runtimeName ?? "local" },
+  };
+  return new SkillListing(skills, {
+    render: (catalog) => describe(context, options, catalog),
+    format: options.catalog ?? {},
+    ...(options.catalogBudget !== undefined
+      ? { budget: options.catalogBudget }
+      : {}),
+    ...(options.priority !== undefined ? { priority: options.priority } : {}),
+    ...(options.skillSearch !== undefined
+      ? { search: options.skillSearch }
+      : {}),
+  }).usage();
+}
+
+function describe(
+  context: DescribeContext,
+  options: SkillToolOptions,
+  catalog: string,
+): string {
   const toolNames = options.toolNames ?? [];
   const template = options.description ?? DEFAULT_SKILL_DESCRIPTION;
   if (typeof template === "function") {
     const text = template({
       catalog,
-      skills,
+      skills: modelInvocable(context.skills),
       runtimeName: context.runtime.name,
       toolNames,
     });

@@ -39,6 +39,9 @@
  *   without that capability gets an error and nothing runs;
  * - `SKILLRUN_KEEP_WORKSPACES=1`: keep each session's workspace (and
  *   OpenSandbox sandbox) when the session ends; by default it is deleted;
+ * - `SKILLRUN_CATALOG_BUDGET`: the most characters the skill tool's
+ *   description and input schema take (default 8,000; over it the tool lists
+ *   the skills that fit and `skill_search` finds the rest);
  * - `HOSTNAME`: the address to listen on with a token (default `0.0.0.0`);
  * - `PORT`: the port to listen on (default 8000; Deno Deploy sets its own);
  * - `SUPABASE_DB_URL` (Supabase) or `DATABASE_URL` (Deno Deploy): the
@@ -132,6 +135,8 @@ export interface EdgeConfig {
   readonly maxSessionsPerClient?: number;
   /** Proxies whose `X-Forwarded-For` names the client. */
   readonly trustedProxies?: readonly string[];
+  /** The skill tool's catalog budget in characters (default: the library's). */
+  readonly catalogBudget?: number;
 }
 
 /**
@@ -218,6 +223,12 @@ export function configFromEnv(
     );
   }
   const conversationsRoot = value("SKILLRUN_CONVERSATIONS_ROOT");
+  const budget = value("SKILLRUN_CATALOG_BUDGET");
+  if (budget !== undefined && !/^[1-9]\d*$/.test(budget)) {
+    throw new TypeError(
+      `Cannot use SKILLRUN_CATALOG_BUDGET "${budget}": it must be a positive number of characters`,
+    );
+  }
   const token = value("MCP_TOKEN");
   const yes = (name: string) => /^(1|true|yes)$/i.test(value(name) ?? "");
   const allowedHosts = value("MCP_ALLOWED_HOSTS")?.split(",").map((h) =>
@@ -266,6 +277,7 @@ export function configFromEnv(
     ...(allowedHosts ? { allowedHosts } : {}),
     ...(yes("SKILLRUN_KEEP_WORKSPACES") ? { keepWorkspaces: true } : {}),
     ...(yes("SKILLRUN_ASK_FOR_APPROVAL") ? { askForApproval: true } : {}),
+    ...(budget !== undefined ? { catalogBudget: Number(budget) } : {}),
   };
 }
 
@@ -365,6 +377,9 @@ export async function createEdgeHandler(
         approve: ({ tool }: { tool: string }) =>
           ["bash", "write", "edit"].includes(tool) ? "ask" as const : "allow",
       }
+      : {}),
+    ...(config.catalogBudget !== undefined
+      ? { catalogBudget: config.catalogBudget }
       : {}),
     onError: (error) => console.error(`edge: ${error.message}`),
     store,

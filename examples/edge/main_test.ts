@@ -311,3 +311,23 @@ Deno.test("the edge function keeps workspaces on request, and without a token li
   assertEquals(told.hostname, "0.0.0.0");
   assertEquals(told.allowedHosts, ["mcp.example.com", "other.example"]);
 });
+
+Deno.test("the edge function reads its catalog budget from SKILLRUN_CATALOG_BUDGET", () => {
+  const env = (budget?: string) => (name: string) =>
+    ({
+      AIO_SANDBOX_URL: "http://aio:8080",
+      ...(budget === undefined ? {} : { SKILLRUN_CATALOG_BUDGET: budget }),
+    } as Record<string, string>)[name];
+  assertEquals(configFromEnv(env()).catalogBudget, undefined);
+  assertEquals(configFromEnv(env("4000")).catalogBudget, 4_000);
+  let message = "";
+  try {
+    configFromEnv(env("lots"));
+  } catch (error) {
+    message = (error as Error).message;
+  }
+  assertEquals(
+    message,
+    'Cannot use SKILLRUN_CATALOG_BUDGET "lots": it must be a positive number of characters',
+  );
+});

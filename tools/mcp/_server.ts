@@ -375,16 +375,18 @@ export function createMcpServer(
       version: options.version ?? MCP_SERVER_VERSION,
     },
     {
+      // listChanged: the skill tool's listing follows the skills called
+      // when not every skill fits its budget.
       capabilities: catalog
         ? {
-          tools: { ...listChanged },
+          tools: { listChanged: true },
           prompts: { ...listChanged },
           resources: { ...listChanged },
           logging: {},
           // The skills extension (SEP-2640, Final), with its directory reads.
           ...{ extensions: { [SKILLS_EXTENSION]: { directoryRead: true } } },
         }
-        : { tools: { ...listChanged }, logging: {} },
+        : { tools: { listChanged: true }, logging: {} },
       ...(options.instructions === undefined
         ? {}
         : { instructions: options.instructions }),
@@ -437,6 +439,9 @@ export function createMcpServer(
         const ask = options.elicitation !== false && canElicit(server)
           ? elicitApproval(extra.sendRequest, extra.signal)
           : undefined;
+        // The skill tool's listing follows the skills called.
+        const listed = [...tools.values()];
+        const descriptions = listed.map((t) => t.description);
         const result = await calls.track(
           tool.execute(input ?? {}, {
             signal: extra.signal,
@@ -447,6 +452,9 @@ export function createMcpServer(
             },
           }),
         );
+        if (listed.some((t, i) => t.description !== descriptions[i])) {
+          pending.push(server.sendToolListChanged().catch(() => {}));
+        }
         await Promise.all(pending);
         // The MCP SDK client (1.32) drops a progress notification it reads
         // in the same chunk as the answer: leave the last one a moment to be
@@ -480,7 +488,9 @@ export function createMcpServer(
   if (catalog) {
     server.setRequestHandler(
       ListPromptsRequestSchema,
-      clean((): ListPromptsResult => catalogOf().listPrompts()),
+      clean((request): ListPromptsResult =>
+        catalogOf().listPrompts(request.params?.cursor)
+      ),
     );
     server.setRequestHandler(
       GetPromptRequestSchema,

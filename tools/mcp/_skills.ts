@@ -27,7 +27,7 @@ import {
 /** The default largest skill file `resources/read` returns: 4 MiB. */
 export const DEFAULT_MAX_RESOURCE_BYTES = 4 * 1024 * 1024;
 
-/** Resources listed per page of `resources/list`. */
+/** Resources listed per page of `resources/list` (and prompts of `prompts/list`). */
 const PAGE_SIZE = 500;
 
 /**
@@ -433,10 +433,24 @@ export class SkillCatalog {
     };
   }
 
-  /** `prompts/list`: one prompt per skill, named as the skill. */
-  listPrompts(): { prompts: PromptEntry[] } {
+  /** `prompts/list`: one prompt per skill, named as the skill, by pages of 500. */
+  listPrompts(
+    cursor?: string,
+  ): { prompts: PromptEntry[]; nextCursor?: string } {
+    const start = cursor === undefined ? 0 : Number(cursor);
+    if (
+      cursor !== undefined &&
+      (!/^\d+$/.test(cursor) || !Number.isSafeInteger(start))
+    ) {
+      throw new McpRequestError(
+        INVALID_PARAMS,
+        `Cannot list prompts from cursor "${cursor}": not a cursor this server gave`,
+      );
+    }
+    const skills = [...this.#skills.values()];
+    const end = start + PAGE_SIZE;
     return {
-      prompts: [...this.#skills.values()].map((skill) => ({
+      prompts: skills.slice(start, end).map((skill) => ({
         name: skill.name,
         description: skill.description,
         arguments: [{
@@ -446,6 +460,7 @@ export class SkillCatalog {
           required: false,
         }],
       })),
+      ...(end < skills.length ? { nextCursor: String(end) } : {}),
     };
   }
 
