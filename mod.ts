@@ -8,7 +8,7 @@
  * - Configuration of a skill's runtime: {@linkcode SkillRuntimeConfig}.
  * - The embedded default runtime: {@linkcode LocalSkillRuntime} (plain, or in a
  *   conversation workspace fenced by path checks; isolated in a bubblewrap
- *   sandbox with `isolate`), and its fence report {@linkcode fenceReport}.
+ *   sandbox with `isolate`); its fence report is in `./runtime`.
  * - Conversation stores for the runtimes that keep conversations
  *   ({@linkcode KvConversationStore}, {@linkcode MemoryConversationStore}).
  * - Tools for models: {@linkcode buildSkillTools}, adapters for OpenAI,
@@ -70,12 +70,6 @@ export {
   LocalSkillRuntime,
   type LocalSkillRuntimeOptions,
 } from "./runtimes/local/runtime.ts";
-export {
-  type FenceReport,
-  fenceReport,
-  type FenceReportOptions,
-  formatFenceReport,
-} from "./runtimes/local/doctor.ts";
 export {
   type ConversationStore,
   KvConversationStore,

@@ -16,7 +16,7 @@
 import { ByteLog } from "./_aio_state.ts";
 import type { AioState } from "./_aio_state.ts";
 import { envelope, readJson } from "./_aio_answers.ts";
-import { encoder, signalGroup } from "./_common.ts";
+import { encoder, serverTimer, signalGroup } from "./_common.ts";
 import { shellQuote } from "../../_internal/shell_quote.ts";
 
 /** The status names of `/v1/shell/*` (`BashCommandStatus` in the spec). */
@@ -76,12 +76,10 @@ class ShellCommand {
         // killed: what arrived stays
       }
     })();
-    if (hardTimeoutS !== null && hardTimeoutS > 0) {
-      this.#hardTimer = setTimeout(
-        () => this.stop("SIGKILL", "hard_timeout"),
-        hardTimeoutS * 1000,
-      );
-    }
+    this.#hardTimer = serverTimer(
+      hardTimeoutS,
+      () => this.stop("SIGKILL", "hard_timeout"),
+    );
     this.finished = (async () => {
       const status = await child.status;
       await Promise.race([pump, new Promise((r) => setTimeout(r, 200))]);

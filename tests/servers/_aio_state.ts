@@ -7,7 +7,7 @@
  */
 import type { AioCommandStatus } from "./aio.ts";
 import type { FaultInjector } from "./_faults.ts";
-import { encoder, signalGroup } from "./_common.ts";
+import { encoder, serverTimer, signalGroup } from "./_common.ts";
 
 /** What the routes of the AIO test server share. */
 export interface AioState {
@@ -149,11 +149,10 @@ export class Command {
       pump(child.stdout, this.stdout),
       pump(child.stderr, this.stderr),
     ]);
-    if (hardTimeoutS !== null && hardTimeoutS > 0) {
-      this.#hardTimer = setTimeout(() => {
-        this.kill("SIGKILL", "timed_out");
-      }, hardTimeoutS * 1000);
-    }
+    this.#hardTimer = serverTimer(
+      hardTimeoutS,
+      () => this.kill("SIGKILL", "timed_out"),
+    );
     this.finished = (async () => {
       const status = await child.status;
       // A killed group closes its pipes; a background job that escaped

@@ -12,6 +12,22 @@
 /** A UTF-8 encoder. */
 export const encoder: TextEncoder = new TextEncoder();
 
+/**
+ * A server-side timer of `seconds`, or none when that is past the longest
+ * JavaScript timer (2^31 - 1 ms, 24.8 days: such a timer fires at once); the
+ * services keep any timeout (they are not JavaScript), and a test never waits
+ * that long.
+ */
+export function serverTimer(
+  seconds: number | null,
+  fire: () => void,
+): ReturnType<typeof setTimeout> | undefined {
+  if (seconds === null || !(seconds > 0) || seconds * 1000 > 2 ** 31 - 1) {
+    return undefined;
+  }
+  return setTimeout(fire, seconds * 1000);
+}
+
 /** Whether a value is a plain JSON object (not null, not an array). */
 export function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
