@@ -368,57 +368,63 @@ Deno.test({
   },
 });
 
-Deno.test("contract: process.Process/List returns each process with its command, arguments and variables as started", async () => {
-  await using server = startE2BServer({ apiKey: KEY });
-  const id = ((await call(server, "POST", "/sandboxes", {
-    templateID: "base",
-  })).body as { sandboxID: string }).sandboxID;
-  const json = new TextEncoder().encode(JSON.stringify({
-    process: { cmd: "/bin/sleep", args: ["30"], envs: { MARK: "listed" } },
-  }));
-  const frame = new Uint8Array(5 + json.length);
-  new DataView(frame.buffer).setUint32(1, json.length);
-  frame.set(json, 5);
-  const response = await fetch(`${server.url}/process.Process/Start`, {
-    method: "POST",
-    headers: {
-      ...envdHeaders(server, id),
-      "content-type": "application/connect+json",
-      "connect-protocol-version": "1",
-    },
-    body: frame,
-  });
-  const reader = response.body!.getReader();
-  let head = new Uint8Array(0);
-  while (head.length < 5) {
-    const { value } = await reader.read();
-    head = new Uint8Array([...head, ...value!]);
-  }
-  const length = new DataView(head.buffer).getUint32(1);
-  while (head.length < 5 + length) {
-    const { value } = await reader.read();
-    head = new Uint8Array([...head, ...value!]);
-  }
-  const pid = JSON.parse(
-    new TextDecoder().decode(head.subarray(5, 5 + length)),
-  ).event.start.pid;
-  try {
-    const listed = await unary(server, id, "process.Process/List", {});
-    assertEquals(listed.status, 200);
-    checkMessage(processMessages, "ListResponse", listed.body);
-    const mine = (listed.body.processes as {
-      pid: number;
-      config: Record<string, unknown>;
-    }[]).find((p) => p.pid === pid);
-    assertEquals(
-      [mine?.config.cmd, mine?.config.args, mine?.config.envs],
-      ["/bin/sleep", ["30"], { MARK: "listed" }],
-    );
-  } finally {
-    await unary(server, id, "process.Process/SendSignal", {
-      process: { pid },
-      signal: "SIGNAL_SIGKILL",
+Deno.test({
+  ...sharedTest(
+    E2B_SPECS,
+    "contract: process.Process/List returns each process with its command, arguments and variables as started",
+  ),
+  async fn() {
+    await using server = startE2BServer({ apiKey: KEY });
+    const id = ((await call(server, "POST", "/sandboxes", {
+      templateID: "base",
+    })).body as { sandboxID: string }).sandboxID;
+    const json = new TextEncoder().encode(JSON.stringify({
+      process: { cmd: "/bin/sleep", args: ["30"], envs: { MARK: "listed" } },
+    }));
+    const frame = new Uint8Array(5 + json.length);
+    new DataView(frame.buffer).setUint32(1, json.length);
+    frame.set(json, 5);
+    const response = await fetch(`${server.url}/process.Process/Start`, {
+      method: "POST",
+      headers: {
+        ...envdHeaders(server, id),
+        "content-type": "application/connect+json",
+        "connect-protocol-version": "1",
+      },
+      body: frame,
     });
-    await reader.cancel().catch(() => {});
-  }
+    const reader = response.body!.getReader();
+    let head = new Uint8Array(0);
+    while (head.length < 5) {
+      const { value } = await reader.read();
+      head = new Uint8Array([...head, ...value!]);
+    }
+    const length = new DataView(head.buffer).getUint32(1);
+    while (head.length < 5 + length) {
+      const { value } = await reader.read();
+      head = new Uint8Array([...head, ...value!]);
+    }
+    const pid = JSON.parse(
+      new TextDecoder().decode(head.subarray(5, 5 + length)),
+    ).event.start.pid;
+    try {
+      const listed = await unary(server, id, "process.Process/List", {});
+      assertEquals(listed.status, 200);
+      checkMessage(processMessages, "ListResponse", listed.body);
+      const mine = (listed.body.processes as {
+        pid: number;
+        config: Record<string, unknown>;
+      }[]).find((p) => p.pid === pid);
+      assertEquals(
+        [mine?.config.cmd, mine?.config.args, mine?.config.envs],
+        ["/bin/sleep", ["30"], { MARK: "listed" }],
+      );
+    } finally {
+      await unary(server, id, "process.Process/SendSignal", {
+        process: { pid },
+        signal: "SIGNAL_SIGKILL",
+      });
+      await reader.cancel().catch(() => {});
+    }
+  },
 });
