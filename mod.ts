@@ -8,7 +8,8 @@
  * - Configuration of a skill's runtime: {@linkcode SkillRuntimeConfig}.
  * - The embedded default runtime: {@linkcode LocalSkillRuntime} (plain, or in a
  *   conversation workspace fenced by path checks; isolated in a bubblewrap
- *   sandbox with `isolate`); its fence report is in `./runtime`.
+ *   sandbox with `isolate`), and its fence report {@linkcode fenceReport}
+ *   (its types are in `./runtime`).
  * - Conversation stores for the runtimes that keep conversations
  *   ({@linkcode KvConversationStore}, {@linkcode MemoryConversationStore}).
  * - Tools for models: {@linkcode buildSkillTools}, adapters for OpenAI,
@@ -81,6 +82,7 @@ export {
   WorkspaceEscapeError,
 } from "./runtimes/errors.ts";
 export { IsolationUnavailableError } from "./runtimes/local/isolated.ts";
+export { fenceReport, formatFenceReport } from "./runtimes/local/doctor.ts";
 export { RemoteHttpError } from "./runtimes/remote/errors.ts";
 export {
   buildSkillTools,
