@@ -70,6 +70,8 @@ export interface McpHttpCommandOptions {
   readonly configs?: ReadonlyMap<string, SkillRuntimeConfig>;
   /** The skill tool's catalog budget from `--catalog-budget`. */
   readonly catalogBudget?: number;
+  /** `--watch`: each session reloads the skills when their folders change. */
+  readonly watch?: boolean;
   /** Prints a line on stdout. */
   readonly out: (text: string) => Promise<void>;
   /** Prints a line on stderr. */
@@ -172,6 +174,7 @@ export async function serveMcpHttpCommand(
     ...(options.catalogBudget !== undefined
       ? { catalogBudget: options.catalogBudget }
       : {}),
+    ...(options.watch === true ? { watch: true } : {}),
     ...(token !== undefined ? { token } : {}),
     jsonResponse: flags["json-response"] === true,
     allowPublicWithoutToken: flags["allow-public-without-token"] === true,

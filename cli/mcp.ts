@@ -100,12 +100,13 @@ ${SCOPE_OPTION_HELP}
                        without that capability gets an error and nothing
                        runs, as with --json-response); the active skill's
                        allowed-tools pre-approve what they cover (skills
-                       from packages excepted)
+                       from packages or MCP servers excepted)
   --config <file>      A JSON file with each skill's environment and bootstrap
                        commands: {"<skill>": {"env": {"NAME": "value"},
                        "bootstrap": ["command", ...]}}; never shown to the model
-${CATALOG_BUDGET_HELP}${ISOLATE_HELP}${RUNTIME_HELP}  --watch              Reload the skills when their folders change (stdio):
-                       the client is told the tools and prompts changed
+${CATALOG_BUDGET_HELP}${ISOLATE_HELP}${RUNTIME_HELP}  --watch              Reload the skills when their folders change: the
+                       client is told the tools and prompts changed (with
+                       --http, each session watches and is told)
   --verbose            Print the events on stderr (tool calls, preparation
                        steps, command output, HTTP requests; configured
                        values removed); also SKILLRUN_LOG=debug
@@ -243,11 +244,6 @@ export async function mcpCommand(
     }
     checkIsolateFlags(parsed.flags);
     egress = egressOptions(parsed.lists, parsed.flags);
-    if (parsed.flags.watch === true && typeof parsed.flags.http === "string") {
-      throw new UsageError(
-        'Option "--watch" is for stdio (not with "--http")',
-      );
-    }
     if (
       parsed.flags.runtime !== undefined &&
       typeof parsed.flags.http === "string"
@@ -278,6 +274,7 @@ export async function mcpCommand(
         ...(scopes ? { scopes } : {}),
         ...(configs ? { configs } : {}),
         ...(catalogBudget !== undefined ? { catalogBudget } : {}),
+        ...(parsed.flags.watch === true ? { watch: true } : {}),
         out,
         err,
         ...(options.signal ? { signal: options.signal } : {}),

@@ -54,6 +54,8 @@ export const KNOWN_FIELDS: readonly string[] = [
   "compatibility",
   "metadata",
   "allowed-tools",
+  // The client guide's field: the model cannot start the skill.
+  "disable-model-invocation",
 ];
 /** Longest `name`, in characters. */
 export const MAX_NAME_LENGTH = 64;
@@ -200,6 +202,19 @@ export function checkFrontMatter(
         ),
       );
     }
+  }
+
+  const invocation = frontMatter["disable-model-invocation"];
+  if (
+    invocation !== undefined && typeof invocation !== "boolean" &&
+    invocation !== "true" && invocation !== "false"
+  ) {
+    problems.push(
+      problem(
+        "disable-model-invocation",
+        `must be true or false, got ${describeValue(invocation)}`,
+      ),
+    );
   }
 
   for (const key of Object.keys(frontMatter)) {

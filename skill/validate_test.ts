@@ -187,11 +187,19 @@ Deno.test("validateSkill() requires allowed-tools to be a string or a list of st
   ]);
 });
 
+Deno.test("validateSkill() accepts disable-model-invocation as a boolean, refuses other values", async () => {
+  assertEquals(await problemsOf(`${OK}\ndisable-model-invocation: true`), []);
+  assertEquals(await problemsOf(`${OK}\ndisable-model-invocation: false`), []);
+  assertEquals(await problemsOf(`${OK}\ndisable-model-invocation: [a]`), [
+    "disable-model-invocation: must be true or false, got a list",
+  ]);
+});
+
 Deno.test("validateSkill() reports unknown top-level fields", async () => {
   const problems = await problemsOf(`${OK}\nversion: 1.0\nargument-hint: x`);
   assertEquals(problems, [
-    "version: unknown field: the specification allows only name, description, license, compatibility, metadata, allowed-tools",
-    "argument-hint: unknown field: the specification allows only name, description, license, compatibility, metadata, allowed-tools",
+    "version: unknown field: the specification allows only name, description, license, compatibility, metadata, allowed-tools, disable-model-invocation",
+    "argument-hint: unknown field: the specification allows only name, description, license, compatibility, metadata, allowed-tools, disable-model-invocation",
   ]);
 });
 

@@ -250,3 +250,33 @@ Deno.test("a description function over the budget is given fewer skills until th
   assertLessOrEqual(skillToolChars(skill), 5_000);
   assert(listedNames(skill).length > 2);
 });
+
+Deno.test("each listed description is cut at 1,536 characters, the others whole", async () => {
+  await using runtime = new LocalSkillRuntime();
+  const [first, ...rest] = manySkills(3);
+  const long = `Start of the long one. ${"word ".repeat(1_000)}End.`;
+  const skills = [{ ...first!, description: long }, ...rest];
+  await using set = await buildSkillTools({
+    skills,
+    runtime,
+    catalogBudget: 100_000,
+  });
+  const skill = set.tool("skill")!;
+  const shown = new Map(
+    [
+      ...skill.description.matchAll(
+        /<name>([^<]*)<\/name>\s*<description>([^<]*)<\/description>/g,
+      ),
+    ].map((m) => [m[1]!, m[2]!]),
+  );
+  const cut = shown.get(first!.name)!;
+  assertLessOrEqual([...cut].length, 1_536);
+  assert([...cut].length > 1_400, `${[...cut].length}`);
+  assert(cut.startsWith("Start of the long one."));
+  assertFalse(cut.includes("End."));
+  for (const other of rest) {
+    assertEquals(shown.get(other.name), other.description);
+  }
+  // Listed whole: still an enum.
+  assertEquals(enumOf(skill)?.length, 3);
+});

@@ -204,7 +204,7 @@ export function createToolApprover(options: ToolApproverOptions): ToolApprover {
         active = {
           ...record,
           why:
-            "it comes from a package, and the application does not trust packages' allowed-tools (trustAllowedTools)",
+            "it comes from a package or an MCP server, and the application does not trust their allowed-tools (trustAllowedTools)",
         };
         return;
       }
@@ -222,9 +222,13 @@ export function createToolApprover(options: ToolApproverOptions): ToolApprover {
   };
 }
 
-/** Whether a skill comes from an installed package or a remote source. */
+/**
+ * Whether a skill comes from an installed package, a remote source or an MCP
+ * server (`loadMcpSkills` marks its skills with `mcp`).
+ */
 async function fromElsewhere(skill: Skill): Promise<boolean> {
   if (remoteOriginOf(skill)) return true;
+  if ((skill as { mcp?: unknown }).mcp !== undefined) return true;
   const manifest = hostPath.join(
     hostPath.dirname(skill.basePath),
     MANIFEST_FILE,

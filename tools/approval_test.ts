@@ -6,7 +6,11 @@ import {
 } from "../_internal/assert.ts";
 import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
 import { MANIFEST_FILE } from "../package/installed.ts";
-import { buildSkillTools, type BuildSkillToolsOptions } from "./builder.ts";
+import {
+  buildSkillTools,
+  type BuildSkillToolsOptions,
+  type SkillsChange,
+} from "./builder.ts";
 import type { ToolApprovalCall, ToolApprovalDecision } from "./approval.ts";
 import { pathExists, tempDir, writeSkill } from "./_testing.ts";
 
@@ -363,4 +367,64 @@ Deno.test("buildSkillTools() refuses an approve that is not a function", async (
     message,
     'Cannot build the tools: approve must be a function answering "allow", "deny" or "ask"',
   );
+});
+
+/** Waits until `check` holds (polling), at most 5 s. */
+async function until(check: () => boolean): Promise<void> {
+  const start = Date.now();
+  while (!check()) {
+    if (Date.now() - start > 5000) throw new Error("timed out");
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+Deno.test("allowed-tools: hot reload revokes the pre-approval of a skill changed or removed on disk", async () => {
+  await using dir = await tempDir();
+  await writeSkill(`${dir.path}/skills`, "gitlike", {
+    description: "Runs touch.\nallowed-tools: Bash(touch:*)",
+  });
+  await using runtime = await LocalSkillRuntime.create({
+    conversationsRoot: `${dir.path}/conversations`,
+    conversationId: "c1",
+  });
+  const changes: SkillsChange[] = [];
+  await using kit = await buildSkillTools({
+    skills: `${dir.path}/skills`,
+    runtime,
+    watch: true,
+    watchDebounceMs: 50,
+    approve: askBashAndWrites,
+    onChange: (change) => changes.push(change),
+  });
+  const cwd = runtime.cwd;
+  assertFalse((await kit.tool("skill")!.execute({ name: "gitlike" })).isError);
+  assertFalse(
+    (await kit.tool("bash")!.execute({ command: "touch one" })).isError,
+  );
+  assert(await pathExists(`${cwd}/one`));
+
+  // Changed on disk (the same allowed-tools): asked again, nothing runs.
+  await Deno.writeTextFile(
+    `${dir.path}/skills/gitlike/SKILL.md`,
+    "---\nname: gitlike\ndescription: Runs touch.\nallowed-tools: Bash(touch:*)\n---\nNew steps.\n",
+  );
+  await until(() => changes.some((c) => c.changed.includes("gitlike")));
+  const two = await kit.tool("bash")!.execute({ command: "touch two" });
+  assertEquals(two.needsApproval, true);
+  assertFalse(await pathExists(`${cwd}/two`));
+
+  // Its new content activated: pre-approved again.
+  const again = await kit.tool("skill")!.execute({ name: "gitlike" });
+  assertStringIncludes(again.text, "New steps.");
+  assertFalse(
+    (await kit.tool("bash")!.execute({ command: "touch three" })).isError,
+  );
+  assert(await pathExists(`${cwd}/three`));
+
+  // Removed on disk: asked, nothing runs.
+  await Deno.remove(`${dir.path}/skills/gitlike`, { recursive: true });
+  await until(() => changes.some((c) => c.removed.includes("gitlike")));
+  const four = await kit.tool("bash")!.execute({ command: "touch four" });
+  assertEquals(four.needsApproval, true);
+  assertFalse(await pathExists(`${cwd}/four`));
 });

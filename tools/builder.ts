@@ -178,9 +178,11 @@ export interface BuildSkillToolsOptions {
    */
   readonly approve?: ToolApprovalPolicy;
   /**
-   * Whether skills from installed packages (or other sources than the
-   * application's folders) pre-approve through their `allowed-tools`.
-   * Default false: they do not, and their calls are asked about.
+   * Whether skills from installed packages, MCP servers (`loadMcpSkills`,
+   * which also keeps their `allowed-tools` only with its own `allowedTools`)
+   * or other sources than the application's folders pre-approve through
+   * their `allowed-tools`. Default false: they do not, and their calls are
+   * asked about.
    */
   readonly trustAllowedTools?: boolean;
   /**

@@ -69,3 +69,34 @@ Deno.test("buildSkillTools watch: a skill added, changed or removed is in kit.to
   await new Promise((resolve) => setTimeout(resolve, 300));
   assertEquals(changes.length, count);
 });
+
+Deno.test("buildSkillTools watch: skill_search follows the reload (a skill added is found, a removed one is not)", async () => {
+  await using dir = await tempDir();
+  await writeSkill(dir.path, "alpha");
+  await writeSkill(dir.path, "beta");
+  const changes: SkillsChange[] = [];
+  await using kit = await buildSkillTools({
+    skills: dir.path,
+    watch: true,
+    watchDebounceMs: 50,
+    skillSearch: true,
+    onChange: (change) => changes.push(change),
+  });
+  const search = async (query: string) =>
+    (await kit.tool("skill_search")!.execute({ query })).text;
+  assertEquals(
+    (await search("zebra watercolour")).includes("zebra-paint"),
+    false,
+  );
+  await writeSkill(dir.path, "zebra-paint", {
+    description: "Paints zebras in watercolour.",
+  });
+  await until(() => changes.some((c) => c.added.includes("zebra-paint")));
+  assertStringIncludes(await search("zebra watercolour"), "zebra-paint");
+  await Deno.remove(`${dir.path}/zebra-paint`, { recursive: true });
+  await until(() => changes.some((c) => c.removed.includes("zebra-paint")));
+  assertEquals(
+    (await search("zebra watercolour")).includes("zebra-paint"),
+    false,
+  );
+});

@@ -28,7 +28,12 @@ import { LocalSkillRuntime } from "../../runtimes/local/mod.ts";
 import { buildSkillTools } from "../builder.ts";
 import type { ToolApprovalCall } from "../approval.ts";
 import { pathExists, tempDir, writeSkill } from "../_testing.ts";
-import { connectMcpServer, createMcpHttpHandler } from "./mod.ts";
+import { loadSkills } from "../../skill/load.ts";
+import {
+  connectMcpServer,
+  createMcpHttpHandler,
+  loadMcpSkills,
+} from "./mod.ts";
 
 function policy(call: ToolApprovalCall) {
   if (call.tool === "bash" && String(call.input.command).startsWith("rm")) {
@@ -231,5 +236,42 @@ Deno.test("MCP over Streamable HTTP with plain JSON answers: an asked call is an
     await made.client.close();
   } finally {
     await handler.close();
+  }
+});
+
+Deno.test("allowed-tools of a skill loaded from an MCP server count only with trustAllowedTools", async () => {
+  await using dir = await tempDir();
+  await writeSkill(`${dir.path}/served`, "gitlike", {
+    description: "Runs touch.\nallowed-tools: Bash(touch:*)",
+  });
+  const { skills } = await loadSkills(`${dir.path}/served`);
+  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+  const connection = await connectMcpServer([], serverSide, { skills });
+  try {
+    // The client keeps the list (its own opt-in); the tool set decides.
+    await using remote = await loadMcpSkills(clientSide, {
+      server: "elsewhere",
+      cacheDir: `${dir.path}/cache`,
+      allowedTools: true,
+    });
+    assertEquals(remote.skills[0]!.allowedTools, ["Bash(touch:*)"]);
+    for (const trust of [false, true]) {
+      await using runtime = await LocalSkillRuntime.create({
+        conversationsRoot: `${dir.path}/conversations`,
+        conversationId: `trust-${trust}`,
+      });
+      await using set = await buildSkillTools({
+        skills: remote.skills,
+        runtime,
+        approve: policy,
+        ...(trust ? { trustAllowedTools: true } : {}),
+      });
+      await set.tool("skill")!.execute({ name: "gitlike" });
+      const result = await set.tool("bash")!.execute({ command: "touch m" });
+      assertEquals(result.needsApproval, trust ? undefined : true);
+      assertEquals(await pathExists(`${runtime.cwd}/m`), trust);
+    }
+  } finally {
+    await connection.close();
   }
 });

@@ -514,11 +514,15 @@ export async function createMcpHttpHandler(
   ): Promise<McpSession> => {
     const runtime = await factory(conversationId, { signal: shutdown.signal });
     try {
-      const tools = await buildSkillTools({
-        ...sessionBuild,
-        skills,
-        runtime,
-      });
+      // With `watch`, each session's kit reads the skills from disk and
+      // reloads them (its watcher closes with the session); otherwise the
+      // skills loaded once are shared.
+      const watching = buildOptions.watch === true;
+      const tools = await buildSkillTools(
+        watching
+          ? { ...buildOptions, runtime }
+          : { ...sessionBuild, skills, runtime },
+      );
       const made: { session?: McpSession } = {};
       const transport = new WebStandardStreamableHTTPServerTransport({
         sessionIdGenerator: () => id,
@@ -532,7 +536,10 @@ export async function createMcpHttpHandler(
       const { connection, calls } = await connect(
         tools.tools,
         transport,
-        serverOptions(runtime, tools),
+        {
+          ...serverOptions(runtime, tools),
+          ...(watching ? { reload: tools } : {}),
+        },
       );
       const session: McpSession = made.session = {
         id,
