@@ -694,18 +694,19 @@ export class ShellSearch implements SearchEngine {
       );
     }
     const format = "%y %s %T@ %P\\0";
+    // Files only by the names the filters can keep (folders all listed).
+    const kept = names === null
+      ? ""
+      : `\\( -type d -o ${
+        names.map((n) => `-name ${shellQuote(n)}`).join(" -o ")
+      } \\) `;
     const heavy = [...HEAVY_FOLDERS].map((name) => `-name ${shellQuote(name)}`)
       .join(" -o ");
     const body = `cd -- ${
       shellQuote(root.path)
     } && LC_ALL=C find . -mindepth 1${
       Number.isFinite(depth) ? ` -maxdepth ${depth}` : ""
-    } \\( -type d \\( ${heavy} \\) -printf '${format}' -prune \\) -o ${
-      // Files only by the names the filters can keep (folders all listed).
-      names === null ? "" : `\\( -type d -o ${
-        names.map((n) => `-name ${shellQuote(n)}`).join(" -o ")
-      } \\) `
-    }-printf '${format}'`;
+    } \\( -type d \\( ${heavy} \\) -printf '${format}' -prune \\) -o ${kept}-printf '${format}'`;
     const run = await this.#framed(body, this.#maxBytes, signal, timeoutMs);
     const prefiltered = await filtered;
     if ("error" in prefiltered) throw prefiltered.error;
