@@ -52,3 +52,64 @@ export function makeFilters(spec: FilterSpec): WalkFilters {
     },
   };
 }
+
+/** The most `-name` patterns a glob's `{a,b}` alternatives expand into. */
+const MAX_NAMES = 16;
+
+/**
+ * File-name patterns for `find -name` (under `LC_ALL=C`) that keep at least
+ * every file the filters keep, or `null` when no narrowing is safe. A
+ * prefilter only: the walk still applies the filters exactly. Each pattern is
+ * a literal prefix and suffix of the glob's last segment around one `*`, so
+ * that `?`, classes and UTF-8 never depend on `find`'s reading of them.
+ *
+ * @param spec The glob and type filters.
+ * @returns The patterns (any one may match), or `null` to keep every file.
+ */
+export function findNames(spec: FilterSpec): string[] | null {
+  const fromGlob = spec.glob === null ? null : globNames(spec.glob);
+  if (fromGlob !== null) return fromGlob;
+  if (spec.extensions === null || spec.extensions.length === 0) return null;
+  if (spec.extensions.some((e) => /[*?[\]\\]/.test(e))) return null;
+  return spec.extensions.map((e) => `*.${e}`);
+}
+
+/** The `-name` patterns of a glob's last segment (see {@linkcode findNames}). */
+function globNames(glob: string): string[] | null {
+  // Negation, escapes, comments, folder-only globs and trailing spaces: none.
+  if (/^[!#]|\\|[/ ]$/.test(glob)) return null;
+  // Alternatives that hold a slash would make the last segment ambiguous.
+  if (/\{[^}]*\//.test(glob)) return null;
+  const segment = glob.slice(glob.lastIndexOf("/") + 1);
+  if (segment.includes("[") && segment.includes("{")) return null;
+  let alternatives = [segment];
+  while (alternatives.some((a) => a.includes("{"))) {
+    alternatives = alternatives.flatMap((a) => {
+      const open = a.indexOf("{");
+      if (open === -1) return [a];
+      const close = a.indexOf("}", open);
+      if (close === -1) return [a.replace("{", "*")];
+      return a.slice(open + 1, close).split(",").map((choice) =>
+        a.slice(0, open) + choice + a.slice(close + 1)
+      );
+    });
+    if (alternatives.length > MAX_NAMES) return null;
+  }
+  const names = new Set<string>();
+  for (const alternative of alternatives) {
+    const first = alternative.search(/[*?[\]{}]/);
+    if (first === -1) {
+      names.add(alternative);
+      continue;
+    }
+    const last = Math.max(
+      ...["*", "?", "[", "]", "{", "}"].map((c) => alternative.lastIndexOf(c)),
+    );
+    const name = `${alternative.slice(0, first)}*${
+      alternative.slice(last + 1)
+    }`;
+    if (name === "*") return null;
+    names.add(name);
+  }
+  return names.size === 0 ? null : [...names];
+}

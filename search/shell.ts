@@ -20,6 +20,7 @@
  */
 import { formatBytes } from "../_internal/format.ts";
 import { SnapshotFileSystem, takeBatch } from "./_snapshot_fs.ts";
+import { findNames } from "./_filter.ts";
 import { shellQuote } from "../_internal/shell_quote.ts";
 import { FallbackSearch, listFolder } from "./fallback.ts";
 import {
@@ -281,6 +282,7 @@ export class ShellSearch implements SearchEngine {
         deadline.signal,
         only,
         request.path,
+        findNames(plan.filters),
       );
       return await new FallbackSearch({
         fs: snapshot,
@@ -318,6 +320,7 @@ export class ShellSearch implements SearchEngine {
         deadline.signal,
         null,
         request.path,
+        findNames(plan.filters),
       );
       const result = await new FallbackSearch({ fs: snapshot, local: false })
         .glob(request);
@@ -672,6 +675,7 @@ export class ShellSearch implements SearchEngine {
     signal: AbortSignal,
     pending: Set<string> | null | Promise<Set<string> | null>,
     requested: string | undefined,
+    names: readonly string[] | null = null,
   ): Promise<SearchFileSystem> {
     // Settled either way: a failed listing leaves no rejection unhandled.
     const filtered = Promise.resolve(pending).then(
@@ -690,13 +694,19 @@ export class ShellSearch implements SearchEngine {
       );
     }
     const format = "%y %s %T@ %P\\0";
+    // Files only by the names the filters can keep (folders all listed).
+    const kept = names === null
+      ? ""
+      : `\\( -type d -o ${
+        names.map((n) => `-name ${shellQuote(n)}`).join(" -o ")
+      } \\) `;
     const heavy = [...HEAVY_FOLDERS].map((name) => `-name ${shellQuote(name)}`)
       .join(" -o ");
     const body = `cd -- ${
       shellQuote(root.path)
     } && LC_ALL=C find . -mindepth 1${
       Number.isFinite(depth) ? ` -maxdepth ${depth}` : ""
-    } \\( -type d \\( ${heavy} \\) -printf '${format}' -prune \\) -o -printf '${format}'`;
+    } \\( -type d \\( ${heavy} \\) -printf '${format}' -prune \\) -o ${kept}-printf '${format}'`;
     const run = await this.#framed(body, this.#maxBytes, signal, timeoutMs);
     const prefiltered = await filtered;
     if ("error" in prefiltered) throw prefiltered.error;

@@ -285,8 +285,15 @@ Deno.test("ShellSearch: a sandbox command past the time limit is stopped and rep
       assertStringIncludes((error as Error).message, "timed out after 300 ms");
       assert(performance.now() - start < 10_000);
       // Every command in flight was stopped: rg's, or grep's and find's
-      // (the prefilter and the listing run at once).
-      assertEquals(stopped, path === undefined ? 1 : 2);
+      // (the prefilter and the listing run at once). The error may come
+      // back before the second stopped command's result does: wait for it,
+      // far less than the 20 s it would sleep.
+      const expected = path === undefined ? 1 : 2;
+      const waitUntil = performance.now() + 5_000;
+      while (stopped < expected && performance.now() < waitUntil) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      assertEquals(stopped, expected);
     }
   } finally {
     await Deno.remove(root, { recursive: true });
@@ -315,6 +322,58 @@ Deno.test("ShellSearch: an abort during the tool detection is the caller's abort
       search.grep({ pattern: "hello", signal: controller.signal })
     );
     assertEquals((error as DOMException).name, "AbortError");
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});
+
+Deno.test("ShellSearch without rg: the find listing keeps only the names a glob or type can match, and every match", async () => {
+  const root = await Deno.makeTempDir({ prefix: "skillrun-shell-names-" });
+  try {
+    const names = ["a.md", "é.md", "ab.md", "b.txt", "c.ts", "d/ä1.ts"];
+    for (let i = 0; i < 200; i++) names.push(`other/f${i}.json`);
+    for (const name of names) {
+      await Deno.mkdir(`${root}/${name}`.replace(/\/[^/]*$/, ""), {
+        recursive: true,
+      });
+      await Deno.writeTextFile(`${root}/${name}`, "needle\n");
+    }
+    const fs = new LocalFileSystem({ cwd: root });
+    const globOf = async (
+      search: ShellSearch | RipgrepSearch,
+      pattern: string,
+    ): Promise<string[]> =>
+      (await search.glob({ pattern })).files.map((f) =>
+        f.path.slice(root.length + 1)
+      ).sort();
+    const shell = bashShell({ path: noRgPath });
+    const search = new ShellSearch({ shell, fs });
+    const expected: Record<string, string[]> = {
+      "?.md": ["a.md", "é.md"],
+      "**/?[0-9].ts": ["d/ä1.ts"],
+      "*.{md,txt}": ["a.md", "ab.md", "b.txt", "é.md"],
+      "d/*": ["d/ä1.ts"],
+    };
+    for (const [pattern, files] of Object.entries(expected)) {
+      const before = shell.stdoutBytes;
+      assertEquals(await globOf(search, pattern), files, pattern);
+      // The 200 JSON files were never listed (about 6 KiB of base64).
+      if (pattern !== "d/*") assert(shell.stdoutBytes - before < 2048, pattern);
+      if (rg) {
+        // ripgrep 13's `?` is one byte (documented in search/README.md).
+        assertEquals(
+          await globOf(new RipgrepSearch({ fs }), pattern),
+          files.filter((f) => !pattern.includes("?") || !/[^ -~]/.test(f)),
+          pattern,
+        );
+      }
+    }
+    const typed = await search.grep({ pattern: "needle", type: "ts" });
+    assert(typed.mode === "files_with_matches");
+    assertEquals(typed.files.map((f) => f.slice(root.length + 1)).sort(), [
+      "c.ts",
+      "d/ä1.ts",
+    ]);
   } finally {
     await Deno.remove(root, { recursive: true });
   }

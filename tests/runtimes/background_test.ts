@@ -3,9 +3,16 @@ import {
   assertEquals,
   assertRejects,
   assertThrows,
-} from "../_internal/assert.ts";
-import { plainContext, tempDir, testEachRuntime } from "../tools/_testing.ts";
-import { BackgroundCommands, backgroundCommands } from "./background.ts";
+} from "../../_internal/assert.ts";
+import {
+  plainContext,
+  tempDir,
+  testEachRuntime,
+} from "../../tools/_testing.ts";
+import {
+  BackgroundCommands,
+  backgroundCommands,
+} from "../../runtimes/background.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -171,7 +178,7 @@ Deno.test("background: unknown ids and bad limits are refused clearly", async ()
 
 Deno.test("background: the doctor's report lists the runtime's background commands", async () => {
   const { fenceReport, formatFenceReport, LocalSkillRuntime } = await import(
-    "./local/mod.ts"
+    "../../runtimes/local/mod.ts"
   );
   await using dir = await tempDir();
   await using runtime = new LocalSkillRuntime({ cwd: dir.path });

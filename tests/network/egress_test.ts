@@ -9,15 +9,15 @@ import {
   assertFalse,
   assertRejects,
   assertStringIncludes,
-} from "../_internal/assert.ts";
+} from "../../_internal/assert.ts";
 import {
   BubblewrapLauncher,
   IsolationUnavailableError,
-} from "../runtimes/local/isolated.ts";
-import { LocalSkillRuntime } from "../runtimes/local/runtime.ts";
-import type { BubblewrapLauncherOptions } from "../runtimes/local/isolated.ts";
-import { CertificateAuthority } from "./ca.ts";
-import type { NetworkEvent } from "./proxy.ts";
+} from "../../runtimes/local/isolated.ts";
+import { LocalSkillRuntime } from "../../runtimes/local/runtime.ts";
+import type { BubblewrapLauncherOptions } from "../../runtimes/local/isolated.ts";
+import { CertificateAuthority } from "../../network/ca.ts";
+import type { NetworkEvent } from "../../network/proxy.ts";
 
 /** Why the sandbox cannot run here, or `null` when it can. */
 const UNAVAILABLE: string | null = await BubblewrapLauncher.create().then(
