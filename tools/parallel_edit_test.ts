@@ -190,3 +190,35 @@ Deno.test("two runtimes (two instances) editing one file at once lose nothing: e
   // Contention this hard still lets nearly every edit through.
   assert(results.filter((r) => !r.isError).length >= 36, text);
 });
+
+Deno.test("a write in one runtime racing edits in another is never overwritten unseen", async () => {
+  await using dir = await tempDir();
+  const path = `${dir.path}/f.txt`;
+  for (let round = 0; round < 5; round++) {
+    const lines = Array.from({ length: 20 }, (_, i) => `line ${i}: old`);
+    await Deno.writeTextFile(path, lines.join("\n") + "\n");
+    const edit = createEditTool(
+      createToolContext(new LocalSkillRuntime({ cwd: dir.path })),
+    );
+    const write = createWriteTool(
+      createToolContext(new LocalSkillRuntime({ cwd: dir.path })),
+    );
+    const edits = lines.map((line, i) =>
+      edit.execute({
+        file_path: "f.txt",
+        old_string: line,
+        new_string: `line ${i}: new`,
+      })
+    );
+    await new Promise((resolve) => setTimeout(resolve, round * 3));
+    const written = await write.execute({
+      file_path: "f.txt",
+      content: "written\n",
+    });
+    await Promise.all(edits);
+    assert(!written.isError, written.text);
+    // Every edit after the write finds nothing to replace and says so; none
+    // puts back the content it read before the write.
+    assertEquals(await Deno.readTextFile(path), "written\n", `round ${round}`);
+  }
+});

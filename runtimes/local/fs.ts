@@ -292,6 +292,9 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
       throw toPermissionError(error, { operation: "write", path });
     }
     const target = await this.#writeTarget(path, absolute);
+    // The file it replaces is locked as writeTextIfUnchanged locks it, so an
+    // edit elsewhere never renames its result over this write unseen.
+    using _held = await lockExisting(target);
     await writeBytesAtomically(target, new TextEncoder().encode(content), {
       displayPath: path,
       ...(options.signal ? { signal: options.signal } : {}),
@@ -896,4 +899,36 @@ function isMissing(error: unknown): boolean {
 
 function compareNames(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/**
+ * An exclusive lock of the regular file at `path` while it is held; nothing
+ * when there is none (or it cannot be opened for reading).
+ */
+async function lockExisting(path: string): Promise<Disposable> {
+  // The file at the path may be replaced while this waits for its lock: the
+  // lock that counts is the one of the file still there once it is held.
+  for (let tries = 0; tries < 100; tries++) {
+    let file: Deno.FsFile;
+    try {
+      file = await Deno.open(path, { read: true });
+    } catch {
+      return { [Symbol.dispose]() {} };
+    }
+    try {
+      await file.lock(true);
+      const [held, current] = await Promise.all([
+        file.stat(),
+        Deno.stat(path).catch(() => null),
+      ]);
+      if (current !== null && held.ino !== current.ino) {
+        file.close();
+        continue;
+      }
+    } catch {
+      // No lock here (some file systems): the write goes on without it.
+    }
+    return { [Symbol.dispose]: () => file.close() };
+  }
+  return { [Symbol.dispose]() {} };
 }
