@@ -6,6 +6,7 @@
 import { hostPath } from "../_internal/std.ts";
 import { parseArgs, UsageError } from "./_args.ts";
 import { printError, printLine } from "./_print.ts";
+import { packageProgress } from "./_progress.ts";
 import {
   type InstalledSkillPackage,
   installFromIndex,
@@ -34,6 +35,28 @@ export interface PackageCliCommand {
 /** The folder `add` and `verify` use by default. */
 export const DEFAULT_INTO = "skills";
 
+/** The progress line on stderr when it is a terminal (nothing otherwise). */
+function progressOnStderr(subject: string) {
+  let terminal = false;
+  try {
+    terminal = Deno.stderr.isTerminal();
+  } catch {
+    terminal = false;
+  }
+  const encoder = new TextEncoder();
+  return packageProgress({
+    subject,
+    terminal,
+    write: (text) => {
+      try {
+        Deno.stderr.writeSync(encoder.encode(text));
+      } catch {
+        // A closed terminal loses only the progress line.
+      }
+    },
+  });
+}
+
 function message(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
@@ -50,7 +73,8 @@ const pack: PackageCliCommand = {
 Pack a skill folder into a reproducible archive holding one top-level folder
 named after the skill (sorted entries, fixed times, modes kept, secrets such
 as .env and keys left out; a link in the folder is refused). Prints the
-archive's digest (sha256:...) on stdout.
+archive's digest (sha256:...) on stdout. On a terminal, a pack that takes more
+than a second shows its progress on stderr (bytes, files, rate).
 
 Options:
   -o, --output FILE  Where to write it (default ./<name>.zip or ./<name>.tar.gz)
@@ -69,11 +93,16 @@ Options:
       throw new UsageError(`--format must be zip or tar.gz, not "${format}"`);
     }
     const dir = positionals[0]!;
+    const progress = progressOnStderr(dir);
+    const onProgress = progress.onProgress
+      ? { onProgress: progress.onProgress }
+      : {};
     try {
       let output = flags.output as string | undefined;
       if (output === undefined) {
         // Packed once in memory to learn the name, then written.
-        const packed = await packSkill(dir, { format });
+        const packed = await packSkill(dir, { format, ...onProgress });
+        progress.done();
         output = `${packed.name}.${format}`;
         await Deno.writeFile(output, packed.bytes!);
         printLine(packed.digest);
@@ -82,13 +111,15 @@ Options:
         );
         return 0;
       }
-      const packed = await packSkill(dir, { format, output });
+      const packed = await packSkill(dir, { format, output, ...onProgress });
+      progress.done();
       printLine(packed.digest);
       printError(
         `wrote ${output} (${packed.size} bytes, ${packed.files} files)`,
       );
       return 0;
     } catch (error) {
+      progress.done();
       printError(`skillrun pack: ${message(error)}`);
       return 1;
     }
@@ -114,6 +145,8 @@ DIR/${LOCK_FILE}. Sources:
                                   AWS_SECRET_ACCESS_KEY (AWS_SESSION_TOKEN),
                                   AWS_ENDPOINT_URL and AWS_REGION
 Adding a name again replaces its entry. A digest mismatch installs nothing.
+On a terminal, an install that takes more than a second shows its progress on
+stderr (bytes, files, rate).
 
 Options:
   --into DIR       The install folder and its lock (default ./${DEFAULT_INTO})
@@ -130,7 +163,15 @@ Options:
     const source = positionals[0]!;
     const into = (flags.into as string | undefined) ?? DEFAULT_INTO;
     const digest = flags.digest as string | undefined;
-    const options = { root: into, ...(digest ? { digest } : {}) };
+    const progress = progressOnStderr(source);
+    const onProgress = progress.onProgress
+      ? { onProgress: progress.onProgress }
+      : {};
+    const options = {
+      root: into,
+      ...(digest ? { digest } : {}),
+      ...onProgress,
+    };
     let pkg: InstalledSkillPackage;
     let recorded = source;
     try {
@@ -146,7 +187,10 @@ Options:
               "A package URL needs --digest sha256:... (or use host#name for a well-known index)",
             );
           }
-          pkg = await installFromUrl(url.href, digest, { root: into });
+          pkg = await installFromUrl(url.href, digest, {
+            root: into,
+            ...onProgress,
+          });
         }
       } else if (source.startsWith("s3://")) {
         const url = new URL(source);
@@ -169,11 +213,15 @@ Options:
             ? { sessionToken: env("AWS_SESSION_TOKEN") }
             : {}),
         });
-        pkg = await installFromStore(store, wanted, { root: into });
+        pkg = await installFromStore(store, wanted, {
+          root: into,
+          ...onProgress,
+        });
       } else {
         pkg = await installFromPath(source, options);
         recorded = hostPath.resolve(source);
       }
+      progress.done();
       const lock = await readLock(into);
       const before = lock.skills[pkg.name];
       await lockPackage(into, pkg, recorded);
@@ -185,6 +233,7 @@ Options:
       );
       return 0;
     } catch (error) {
+      progress.done();
       if (error instanceof UsageError) throw error;
       printError(`skillrun add: ${message(error)}`);
       return 1;

@@ -1,4 +1,9 @@
-import { assert, assertEquals, assertStringIncludes } from "@std/assert";
+import {
+  assert,
+  assertEquals,
+  assertMatch,
+  assertStringIncludes,
+} from "@std/assert";
 import { hostPath } from "../_internal/std.ts";
 import { packSkill } from "../package/mod.ts";
 import { anthropicsSkills, sharedTest } from "../_internal/shared_data.ts";
@@ -184,6 +189,125 @@ Deno.test({
       );
       assertEquals(missing.code, 1);
       assertStringIncludes(missing.stderr, 'no skill named "nope"');
+    } finally {
+      await server.shutdown();
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
+/** Whether util-linux's `script` is here to give a command a terminal. */
+const HAS_SCRIPT = await new Deno.Command("script", {
+  args: ["--version"],
+  stdout: "null",
+  stderr: "null",
+}).output().then((out) => out.success, () => false);
+
+/** The CLI in a pseudo-terminal (stdout and stderr both on it). */
+async function cliOnTerminal(cwd: string, ...args: string[]) {
+  const quote = (word: string) => `'${word.replaceAll("'", `'\\''`)}'`;
+  const command = [Deno.execPath(), "run", "-A", "--config", CONFIG, CLI]
+    .concat(args).map(quote).join(" ");
+  const out = await new Deno.Command("script", {
+    args: ["-qfec", command, "/dev/null"],
+    cwd,
+    stdin: "null",
+    env: { SHELL: "/bin/sh" },
+  }).output();
+  return { code: out.code, text: new TextDecoder().decode(out.stdout) };
+}
+
+function randomFile(bytes: number): Uint8Array {
+  const data = new Uint8Array(bytes);
+  for (let at = 0; at < bytes; at += 65536) {
+    crypto.getRandomValues(data.subarray(at, Math.min(bytes, at + 65536)));
+  }
+  return data;
+}
+
+Deno.test({
+  name:
+    "pack and add of a large package show progress on a terminal (bytes, files, rate), nothing extra when stderr is not one",
+  ignore: !HAS_SCRIPT,
+  async fn() {
+    const dir = await Deno.makeTempDir();
+    // A package URL that trickles in over 1.5 s.
+    let body: Uint8Array = new Uint8Array();
+    const server = Deno.serve(
+      { hostname: "127.0.0.1", port: 0, onListen() {} },
+      () => {
+        let sent = 0;
+        const step = Math.ceil(body.length / 20);
+        return new Response(
+          new ReadableStream({
+            async pull(controller) {
+              if (sent >= body.length) return controller.close();
+              await new Promise((resolve) => setTimeout(resolve, 75));
+              controller.enqueue(body.slice(sent, sent + step));
+              sent += step;
+            },
+          }),
+        );
+      },
+    );
+    try {
+      await Deno.mkdir(`${dir}/big`);
+      await Deno.writeTextFile(
+        `${dir}/big/SKILL.md`,
+        "---\nname: big\ndescription: A large skill.\n---\n",
+      );
+      // Random bytes do not compress: packing 48 MB takes well over a second.
+      await Deno.writeFile(`${dir}/big/data.bin`, randomFile(48_000_000));
+
+      // Not a terminal: the digest on stdout, one line on stderr, as before.
+      const plain = await cli(dir, "pack", "big", "-o", "plain.zip");
+      assertEquals(plain.code, 0, plain.stderr);
+      const size = (await Deno.stat(`${dir}/plain.zip`)).size;
+      assertEquals(plain.stderr, `wrote plain.zip (${size} bytes, 2 files)\n`);
+
+      // A terminal: one line rewritten in place, then cleared.
+      const shown = await cliOnTerminal(dir, "pack", "big", "-o", "tty.zip");
+      assertEquals(shown.code, 0, shown.text);
+      assertMatch(
+        shown.text,
+        // deno-lint-ignore no-control-regex
+        /\r\x1b\[Kskillrun: packing "big" \([0-9.]+ MB, [12] files?, [0-9.]+ MB\/s\) \[[0-9.]+ s\]/,
+      );
+      assertStringIncludes(shown.text, `\r\x1b[K${plain.stdout.trim()}\r\n`);
+      assertStringIncludes(
+        shown.text,
+        `wrote tty.zip (${size} bytes, 2 files)`,
+      );
+
+      // add from a slow URL: the bytes read so far and their rate.
+      await Deno.mkdir(`${dir}/small`);
+      await Deno.writeTextFile(
+        `${dir}/small/SKILL.md`,
+        "---\nname: small\ndescription: A small skill.\n---\n",
+      );
+      await Deno.writeFile(`${dir}/small/data.bin`, randomFile(200_000));
+      const small = await packSkill(`${dir}/small`);
+      body = small.bytes!;
+      const url = `http://127.0.0.1:${server.addr.port}/small.zip`;
+      const quiet = await cli(dir, "add", url, "--digest", small.digest);
+      assertEquals(quiet.code, 0, quiet.stderr);
+      assertMatch(quiet.stderr, /^added small in [^\n]+\n$/);
+      const loud = await cliOnTerminal(
+        dir,
+        "add",
+        url,
+        "--digest",
+        small.digest,
+        "--into",
+        "tty-skills",
+      );
+      assertEquals(loud.code, 0, loud.text);
+      assertMatch(
+        loud.text,
+        // deno-lint-ignore no-control-regex
+        /\r\x1b\[Kskillrun: reading "http:\/\/127\.0\.0\.1:[0-9]+\/small\.zip" \([0-9.]+ KB, [0-9.]+ KB\/s\) \[[0-9.]+ s\]/,
+      );
+      assertStringIncludes(loud.text, `\r\x1b[Ksmall ${small.digest}\r\n`);
     } finally {
       await server.shutdown();
       await Deno.remove(dir, { recursive: true });

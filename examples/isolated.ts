@@ -18,11 +18,10 @@ import { fromFileUrl, join, resolve } from "@std/path";
 import {
   buildSkillTools,
   dispatchToolCall,
-  fenceReport,
-  formatFenceReport,
   LocalSkillRuntime,
   SkillRuntimeConfig,
 } from "@skillrun/skillrun";
+import { fenceReport, formatFenceReport } from "@skillrun/skillrun/runtime";
 
 const repo = resolve(
   fromFileUrl(new URL("../", import.meta.url)),

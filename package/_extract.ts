@@ -28,6 +28,7 @@ import {
   ZStream,
 } from "pako";
 import { createTarDecoder } from "modern-tar";
+import type { PackageProgress } from "./pack.ts";
 import { hostPath } from "../_internal/std.ts";
 import { mapLimited } from "../_internal/pool.ts";
 import { PackageError } from "./errors.ts";
@@ -71,13 +72,27 @@ export class Budget {
     readonly limits: ResolvedLimits,
     /** The archive's size, or a function giving the bytes read so far. */
     readonly archive: number | (() => number),
+    readonly onProgress?: (progress: PackageProgress) => void,
   ) {}
+  #files = 0;
+  #entry: string | undefined;
   get archiveBytes(): number {
     return typeof this.archive === "number" ? this.archive : this.archive();
   }
   add(bytes: number, entry: string): void {
     this.total += bytes;
     this.check(this.total, entry);
+    if (this.onProgress) {
+      if (entry !== this.#entry) {
+        this.#entry = entry;
+        this.#files++;
+      }
+      this.onProgress({
+        stage: "extract",
+        bytes: this.total,
+        files: this.#files,
+      });
+    }
   }
   check(total: number, entry: string): void {
     if (total > this.limits.maxBytes) {
@@ -181,8 +196,9 @@ export async function extractArchive(
   limits: ResolvedLimits,
   signal?: AbortSignal,
   thresholds: ZipThresholds = ZIP_THRESHOLDS,
+  onProgress?: (progress: PackageProgress) => void,
 ): Promise<Extracted> {
-  const budget = new Budget(limits, archiveBytes);
+  const budget = new Budget(limits, archiveBytes, onProgress);
   return format === "zip"
     ? await extractZip(
       archivePath,

@@ -17,6 +17,7 @@ import {
   sniffFormat,
 } from "./_entries.ts";
 import { extractArchive } from "./_extract.ts";
+import type { PackageProgress } from "./pack.ts";
 import {
   archiveFileName,
   type InstalledSkillPackage,
@@ -47,6 +48,11 @@ export interface InstallPackageOptions {
   readonly limits?: PackageLimits;
   /** Stops the install; nothing is left behind. */
   readonly signal?: AbortSignal;
+  /**
+   * Told as the package is read and unpacked (often: every chunk); the CLI
+   * shows it on a terminal.
+   */
+  readonly onProgress?: (progress: PackageProgress) => void;
 }
 
 /**
@@ -127,6 +133,7 @@ export async function installPackage(
           );
         }
         hash.update(chunk);
+        options.onProgress?.({ stage: "read", bytes: archiveBytes, files: 0 });
         let offset = 0;
         while (offset < chunk.byteLength) {
           offset += await file.write(chunk.subarray(offset));
@@ -175,6 +182,8 @@ export async function installPackage(
       tree,
       limits,
       signal,
+      undefined,
+      options.onProgress,
     );
     const prefix = locateSkill(extracted.set);
 

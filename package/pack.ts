@@ -37,6 +37,25 @@ export interface PackSkillOptions {
   readonly policy?: CopyPolicy;
   /** Stops packing; nothing is left behind. */
   readonly signal?: AbortSignal;
+  /**
+   * Told as the archive is made (often: every chunk of it); the CLI shows it
+   * on a terminal.
+   */
+  readonly onProgress?: (progress: PackageProgress) => void;
+}
+
+/**
+ * How far a pack or an install has come: `"pack"` the archive made so far,
+ * `"read"` the archive read (downloaded) so far, `"extract"` what has been
+ * unpacked so far.
+ */
+export interface PackageProgress {
+  /** What is going on. */
+  readonly stage: "pack" | "read" | "extract";
+  /** Bytes so far: of the archive (`pack`, `read`) or unpacked (`extract`). */
+  readonly bytes: number;
+  /** Files so far (0 while an archive is read). */
+  readonly files: number;
 }
 
 /** What {@linkcode packSkill} made. */
@@ -114,7 +133,20 @@ export async function packSkill(
     ? zipChunks(name, files, options.signal, counts)
     : tarGzChunks(name, files, options.signal, counts);
   const hashing = hashingStream();
-  const stream = ReadableStream.from(chunks).pipeThrough(hashing.stream);
+  let stream = ReadableStream.from(chunks).pipeThrough(hashing.stream);
+  const onProgress = options.onProgress;
+  if (onProgress) {
+    let made = 0;
+    stream = stream.pipeThrough(
+      new TransformStream<Uint8Array, Uint8Array>({
+        transform(chunk, controller) {
+          made += chunk.byteLength;
+          onProgress({ stage: "pack", bytes: made, files: counts.files });
+          controller.enqueue(chunk);
+        },
+      }),
+    );
+  }
   let bytes: Uint8Array | undefined;
   let size: number;
   if (options.output !== undefined) {

@@ -8,7 +8,7 @@ import {
   packSkill,
   verifyInstalled,
 } from "./mod.ts";
-import { skillMd } from "./_testing.ts";
+import { randomBytes, skillMd } from "./_testing.ts";
 import { skillCorpus } from "../_internal/skill_fixture.ts";
 
 // The real skills when ../shared is beside the clone, else generated ones
@@ -269,6 +269,58 @@ Deno.test("a package over 64 MiB streams from disk (its large entry inflated int
         digest: packed.digest,
       });
       await sameFiles(`${dir}/big`, pkg.path);
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("packSkill and installPackage tell their progress: bytes and files of the pack, the read and the unpacking", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const skill = `${dir}/big`;
+    await Deno.mkdir(`${skill}/data`, { recursive: true });
+    await Deno.writeTextFile(`${skill}/SKILL.md`, skillMd("big"));
+    for (let i = 0; i < 3; i++) {
+      await Deno.writeFile(`${skill}/data/part-${i}.bin`, randomBytes(1 << 20));
+    }
+    for (const format of ["zip", "tar.gz"] as const) {
+      const packing: { bytes: number; files: number }[] = [];
+      const packed = await packSkill(skill, {
+        format,
+        output: `${dir}/big.${format}`,
+        onProgress: (p) => {
+          assertEquals(p.stage, "pack");
+          packing.push({ bytes: p.bytes, files: p.files });
+        },
+      });
+      assert(packing.length > 1, `${format}: ${packing.length} updates`);
+      assertEquals(packing.at(-1)!.bytes, packed.size, format);
+      assertEquals(packing.at(-1)!.files, 4, format);
+      for (let i = 1; i < packing.length; i++) {
+        assert(packing[i]!.bytes > packing[i - 1]!.bytes, format);
+        assert(packing[i]!.files >= packing[i - 1]!.files, format);
+      }
+      const seen: { stage: string; bytes: number; files: number }[] = [];
+      await installPackage({ path: `${dir}/big.${format}` }, {
+        root: `${dir}/installed-${format.replace(".", "-")}`,
+        digest: packed.digest,
+        onProgress: (p) => seen.push({ ...p }),
+      });
+      const read = seen.filter((p) => p.stage === "read");
+      const extract = seen.filter((p) => p.stage === "extract");
+      assertEquals(read.at(-1)?.bytes, packed.size, format);
+      assert(
+        seen.indexOf(extract[0]!) > seen.indexOf(read.at(-1)!),
+        "read, then unpacked",
+      );
+      // Every byte of every file: 3 MiB and the SKILL.md.
+      assertEquals(
+        extract.at(-1)!.bytes,
+        3 * (1 << 20) + skillMd("big").length,
+        format,
+      );
+      assertEquals(extract.at(-1)!.files, 4, format);
     }
   } finally {
     await Deno.remove(dir, { recursive: true });

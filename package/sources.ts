@@ -340,6 +340,7 @@ export async function installFromPath(
   if (info.isDirectory) {
     const packed = await packSkill(path, {
       ...(options.signal ? { signal: options.signal } : {}),
+      ...(options.onProgress ? { onProgress: options.onProgress } : {}),
     });
     if (options.digest !== undefined && options.digest !== packed.digest) {
       throw new PackageError(

@@ -222,6 +222,18 @@ export interface SkillRuntimeFileSystem {
     content: string,
     options?: SignalOptions,
   ): Promise<void>;
+  /**
+   * Optional: replaces a text file only while it still holds `expected`, as
+   * one step that other processes writing the same way cannot interleave
+   * with (`edit` uses it; without it, `edit` compares and then writes).
+   * Returns `false` when the file changed.
+   */
+  writeTextIfUnchanged?(
+    path: string,
+    expected: Uint8Array,
+    content: string,
+    options?: SignalOptions,
+  ): Promise<boolean>;
   /** Facts about a path, or `null` when it does not exist. */
   stat(path: string, options?: SignalOptions): Promise<FileInfo | null>;
   /** Lists a folder. */

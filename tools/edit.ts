@@ -19,7 +19,7 @@ const SNIPPET_CONTEXT = 3;
 /** The most lines of a snippet. */
 const SNIPPET_MAX_LINES = 40;
 /** How many times an edit is tried again when the file changed under it. */
-const CONFLICT_RETRIES = 5;
+const CONFLICT_RETRIES = 10;
 const CONFLICT = Symbol("conflict");
 
 function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
@@ -148,6 +148,11 @@ export function createEditTool(context: ToolContext): Tool {
               `the file changed while it was being edited, ${CONFLICT_RETRIES} times; nothing was changed: read it and try again`,
             );
           }
+          // Another writer is busy with this file: let it finish (a random,
+          // growing pause keeps two instances from colliding in step).
+          await new Promise((resolve) =>
+            setTimeout(resolve, Math.random() * 5 * attempt)
+          );
         }
       });
     },
@@ -215,13 +220,24 @@ export function createEditTool(context: ToolContext): Tool {
       : content.slice(0, first) + newString +
         content.slice(first + oldString.length);
     // Compare and swap: write only when the file still holds what was read
-    // (another process or instance may have written it meanwhile).
-    const now = await runtime.fs.readBytes(path, {
-      ...options,
-      maxBytes: limits.editMaxBytes,
-    }).catch(() => undefined);
-    if (!now || !sameBytes(now, bytes)) return CONFLICT;
-    await runtime.fs.writeText(path, updated, options);
+    // (another process or instance may have written it meanwhile); as one
+    // locked step where the file system offers it.
+    if (runtime.fs.writeTextIfUnchanged) {
+      const written = await runtime.fs.writeTextIfUnchanged(
+        path,
+        bytes,
+        updated,
+        options,
+      );
+      if (!written) return CONFLICT;
+    } else {
+      const now = await runtime.fs.readBytes(path, {
+        ...options,
+        maxBytes: limits.editMaxBytes,
+      }).catch(() => undefined);
+      if (!now || !sameBytes(now, bytes)) return CONFLICT;
+      await runtime.fs.writeText(path, updated, options);
+    }
 
     const what = replaceAll
       ? `replaced ${count} occurrence${count === 1 ? "" : "s"}`

@@ -292,10 +292,96 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
       throw toPermissionError(error, { operation: "write", path });
     }
     const target = await this.#writeTarget(path, absolute);
+    // The file it replaces is locked as writeTextIfUnchanged locks it, so an
+    // edit elsewhere never renames its result over this write unseen.
+    using _held = await lockExisting(target);
     await writeBytesAtomically(target, new TextEncoder().encode(content), {
       displayPath: path,
       ...(options.signal ? { signal: options.signal } : {}),
     });
+  }
+
+  /**
+   * Replaces a text file only while it still holds `expected`: a compare and
+   * swap that holds across processes and runtimes on this host. The file is
+   * locked (an exclusive `flock`, which other such writers wait for), checked
+   * to be still the file at the path and to hold exactly `expected`, then
+   * replaced as {@linkcode LocalFileSystem.writeText} does (a new file renamed
+   * over it). A writer waiting on the old file then finds it gone from the
+   * path and reports a change.
+   *
+   * Needs `--allow-read` and `--allow-write` of the file.
+   *
+   * @param path The file (it must exist).
+   * @param expected The bytes it must still hold.
+   * @param content The new text.
+   * @param options A signal.
+   * @returns `true` when written; `false` when the file changed (or is gone).
+   *
+   * @example Two writers of what one of them read: the second is told
+   * ```ts
+   * import { assert } from "@std/assert";
+   * import { LocalFileSystem } from "./fs.ts";
+   * const root = await Deno.makeTempDir();
+   * try {
+   *   const fs = new LocalFileSystem({ cwd: root });
+   *   await fs.writeText("a.txt", "one");
+   *   const read = await fs.readBytes("a.txt");
+   *   assert(await fs.writeTextIfUnchanged("a.txt", read, "two"));
+   *   assert(!(await fs.writeTextIfUnchanged("a.txt", read, "three")));
+   *   assert(await Deno.readTextFile(`${root}/a.txt`) === "two");
+   * } finally {
+   *   await Deno.remove(root, { recursive: true });
+   * }
+   * ```
+   */
+  async writeTextIfUnchanged(
+    path: string,
+    expected: Uint8Array,
+    content: string,
+    options: SignalOptions = {},
+  ): Promise<boolean> {
+    if (typeof content !== "string") {
+      throw new TypeError(`Cannot write "${path}": the content is not text`);
+    }
+    const absolute = await this.resolve(path);
+    options.signal?.throwIfAborted();
+    const target = await this.#writeTarget(path, absolute);
+    let file: Deno.FsFile;
+    try {
+      // Read-only and non-blocking: #writeTarget checked it is a regular file.
+      file = await Deno.open(target, { read: true });
+    } catch (error) {
+      if (isMissing(error)) return false;
+      throw toPermissionError(error, { operation: "write", path });
+    }
+    try {
+      await file.lock(true);
+      options.signal?.throwIfAborted();
+      // Still the file at the path (not replaced while this one waited)?
+      const [held, current] = await Promise.all([
+        file.stat(),
+        Deno.stat(target).catch(() => null),
+      ]);
+      if (current === null || held.ino !== current.ino) return false;
+      if (held.size !== expected.byteLength) return false;
+      const now = new Uint8Array(expected.byteLength + 1);
+      let read = 0;
+      while (read < now.byteLength) {
+        const n = await file.read(now.subarray(read));
+        if (n === null) break;
+        read += n;
+      }
+      if (read !== expected.byteLength) return false;
+      for (let i = 0; i < read; i++) if (now[i] !== expected[i]) return false;
+      await writeBytesAtomically(target, new TextEncoder().encode(content), {
+        displayPath: path,
+        ...(options.signal ? { signal: options.signal } : {}),
+      });
+      return true;
+    } finally {
+      file.close();
+    }
   }
 
   /** The file a write replaces (a symlink's target), checked to be one. */
@@ -813,4 +899,36 @@ function isMissing(error: unknown): boolean {
 
 function compareNames(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/**
+ * An exclusive lock of the regular file at `path` while it is held; nothing
+ * when there is none (or it cannot be opened for reading).
+ */
+async function lockExisting(path: string): Promise<Disposable> {
+  // The file at the path may be replaced while this waits for its lock: the
+  // lock that counts is the one of the file still there once it is held.
+  for (let tries = 0; tries < 100; tries++) {
+    let file: Deno.FsFile;
+    try {
+      file = await Deno.open(path, { read: true });
+    } catch {
+      return { [Symbol.dispose]() {} };
+    }
+    try {
+      await file.lock(true);
+      const [held, current] = await Promise.all([
+        file.stat(),
+        Deno.stat(path).catch(() => null),
+      ]);
+      if (current !== null && held.ino !== current.ino) {
+        file.close();
+        continue;
+      }
+    } catch {
+      // No lock here (some file systems): the write goes on without it.
+    }
+    return { [Symbol.dispose]: () => file.close() };
+  }
+  return { [Symbol.dispose]() {} };
 }

@@ -788,6 +788,22 @@ class ClosableFileSystem implements SkillRuntimeFileSystem {
     return await this.#inner.writeText(path, content, options);
   }
 
+  async writeTextIfUnchanged(
+    path: string,
+    expected: Uint8Array,
+    content: string,
+    options?: SignalOptions,
+  ): Promise<boolean> {
+    this.#check();
+    // The inner file system is a LocalFileSystem, which has it.
+    return await this.#inner.writeTextIfUnchanged!(
+      path,
+      expected,
+      content,
+      options,
+    );
+  }
+
   async stat(path: string, options?: SignalOptions): Promise<FileInfo | null> {
     this.#check();
     return await this.#inner.stat(path, options);
