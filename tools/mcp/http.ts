@@ -246,6 +246,14 @@ export interface McpHttpHandler extends AsyncDisposable {
   /** The ids of the sessions open now. */
   sessionIds(): string[];
   /**
+   * With a `store`: sweeps idle sessions now (claims each one idle past the
+   * timeout, deletes its sandbox, removes its record), whatever the sweep
+   * interval; for a platform's scheduler, e.g. `Deno.cron` on Deno Deploy.
+   * Without a store it does nothing (each session has its own idle timer).
+   * Never throws: failures go to `onError`.
+   */
+  sweep(): Promise<void>;
+  /**
    * Closes every session (and its runtime); later requests get 503.
    * Idempotent.
    */
@@ -839,9 +847,12 @@ export async function createMcpHttpHandler(
   // removed (on requests, at most once per interval, and on a timer).
   let lastStoreSweep = 0;
   let storeSweeping: Promise<void> | undefined;
-  const storeSweep = (): Promise<void> => {
-    if (!store || closed || Date.now() - lastStoreSweep < sweepIntervalMs) {
-      return Promise.resolve();
+  const storeSweep = (now = false): Promise<void> => {
+    if (
+      !store || closed ||
+      (!now && Date.now() - lastStoreSweep < sweepIntervalMs)
+    ) {
+      return storeSweeping ?? Promise.resolve();
     }
     lastStoreSweep = Date.now();
     storeSweeping ??= (async () => {
@@ -920,6 +931,7 @@ export async function createMcpHttpHandler(
     skills,
     warnings: loaded.warnings,
     sessionIds: () => sessions.ids(),
+    sweep: () => storeSweep(true),
     close,
     [Symbol.asyncDispose]: close,
   });

@@ -321,6 +321,38 @@ function suite(label: string, family: (() => StoreMaker) | undefined) {
     assertEquals(answer.status, 404);
     await mcp.close().catch(() => {});
   });
+
+  test("sweep() (what Deno.cron calls) on two instances at once, past the interval: the idle session is deleted once", async (make) => {
+    await using c = await cluster(make, 2, {
+      idleTimeoutMs: 1000,
+      // No sweep on requests or on the timer during the test.
+      sweepIntervalMs: 3_600_000,
+    });
+    const { client: mcp, transport } = client(c);
+    await mcp.connect(transport);
+    const id = transport.sessionId!;
+    await mcp.callTool({ name: "bash", arguments: { command: "true" } });
+    const workspace = `${c.root}/conversations/${id}`;
+    assert(await exists(workspace));
+    await sleep(1500);
+    // Still there: nothing swept it on its own.
+    assert(await exists(workspace));
+    await Promise.all([
+      c.servers[0]!.handler.sweep(),
+      c.servers[1]!.handler.sweep(),
+    ]);
+    assertFalse(await exists(workspace));
+    assertEquals(c.errors.map((e) => e.message), []);
+    for (const server of c.servers) {
+      const answer = await fetch(server.url, {
+        method: "DELETE",
+        headers: { authorization: `Bearer ${TOKEN}`, "mcp-session-id": id },
+      });
+      await answer.body?.cancel();
+      assertEquals(answer.status, 404);
+    }
+    await mcp.close().catch(() => {});
+  });
 }
 
 const kvDir = await Deno.makeTempDir({ prefix: "skillrun-mcp-kv-" });
