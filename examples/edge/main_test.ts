@@ -202,7 +202,7 @@ Deno.test("the edge function drives OpenSandbox over MCP HTTP under exactly its 
   }
 });
 
-Deno.test("the edge function drives AIO Sandbox over MCP HTTP under exactly its documented flags (with --unstable-kv)", async () => {
+Deno.test("the edge function drives AIO Sandbox over MCP HTTP under exactly its documented flags (with --unstable-kv and --unstable-cron)", async () => {
   const root = await Deno.realPath(await Deno.makeTempDir());
   try {
     await using server = startAioServer({ token: "aio-token", home: root });
@@ -211,7 +211,7 @@ Deno.test("the edge function drives AIO Sandbox over MCP HTTP under exactly its 
       AIO_SANDBOX_TOKEN: "aio-token",
       SKILLRUN_CONVERSATIONS_ROOT: `${root}/conversations`,
       MCP_TOKEN: "edge-token",
-    }, ["--unstable-kv"]);
+    }, ["--unstable-kv", "--unstable-cron"]);
     assertStringIncludes(edge.banner, "(aio, kv store, 2 skills)");
     const done = await session(edge.url, "edge-token");
     const workspace = `${root}/conversations/${done.sessionId}`;
@@ -221,6 +221,9 @@ Deno.test("the edge function drives AIO Sandbox over MCP HTTP under exactly its 
     assertStringIncludes(done.read, "alpha beta");
     // The session's end removed its workspace (the default retention).
     assertEquals(await Deno.stat(workspace).catch(() => null), null);
+    // Where Deno.cron exists (Deno Deploy; here --unstable-cron), the sweep
+    // is scheduled there too.
+    assertStringIncludes(edge.stderr(), "swept every minute by Deno.cron");
     assertEquals(edge.stderr().includes("aio-token"), false, edge.stderr());
   } finally {
     await Deno.remove(root, { recursive: true });
