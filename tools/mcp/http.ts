@@ -247,8 +247,9 @@ export interface McpHttpHandler extends AsyncDisposable {
   sessionIds(): string[];
   /**
    * With a `store`: sweeps idle sessions now (claims each one idle past the
-   * timeout, deletes its sandbox, removes its record), whatever the sweep
-   * interval; for a platform's scheduler, e.g. `Deno.cron` on Deno Deploy.
+   * timeout, deletes its sandbox, removes its record; and drops from memory
+   * the sessions held here that ended on another instance), whatever the
+   * sweep interval; for a platform's scheduler, e.g. `Deno.cron` on Deno Deploy.
    * Without a store it does nothing (each session has its own idle timer).
    * Never throws: failures go to `onError`.
    */
@@ -879,6 +880,16 @@ export async function createMcpHttpHandler(
           } catch (error) {
             // The claim lapses and a later sweep tries again.
             report(error);
+          }
+        }
+        // Sessions held here that ended elsewhere (deleted or expired on
+        // another instance) leave this instance's memory: an instance keeps
+        // nothing of sessions it no longer serves beyond one sweep interval.
+        for (const id of sessions.ids()) {
+          const local = sessions.get(id);
+          if (!local || local.requests > 0 || local.calls.count > 0) continue;
+          if ((await store.getSession(id)) === null) {
+            await sessions.close(local, "evict");
           }
         }
       } catch (error) {

@@ -353,6 +353,32 @@ function suite(label: string, family: (() => StoreMaker) | undefined) {
     }
     await mcp.close().catch(() => {});
   });
+
+  test("a session deleted through another instance leaves this one's memory at its next sweep", async (make) => {
+    await using c = await cluster(make, 2, { sweepIntervalMs: 3_600_000 });
+    const { client: mcp, transport } = client(c);
+    await mcp.connect(transport);
+    const id = transport.sessionId!;
+    // Both instances serve it (round robin), so both hold it.
+    for (let i = 0; i < 2; i++) {
+      await mcp.callTool({ name: "bash", arguments: { command: "true" } });
+    }
+    assertEquals(c.servers[0]!.handler.sessionIds(), [id]);
+    assertEquals(c.servers[1]!.handler.sessionIds(), [id]);
+    const ended = await fetch(c.servers[1]!.url, {
+      method: "DELETE",
+      headers: { authorization: `Bearer ${TOKEN}`, "mcp-session-id": id },
+    });
+    await ended.body?.cancel();
+    assertEquals(ended.status, 200);
+    assertEquals(c.servers[1]!.handler.sessionIds(), []);
+    // Instance 0 learns of it from the store at its sweep, not before.
+    assertEquals(c.servers[0]!.handler.sessionIds(), [id]);
+    await c.servers[0]!.handler.sweep();
+    assertEquals(c.servers[0]!.handler.sessionIds(), []);
+    assertEquals(c.errors.map((e) => e.message), []);
+    await mcp.close().catch(() => {});
+  });
 }
 
 const kvDir = await Deno.makeTempDir({ prefix: "skillrun-mcp-kv-" });
