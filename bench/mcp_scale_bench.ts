@@ -319,6 +319,10 @@ export function replicas(): Promise<ScaleReport> {
     flags: [
       "--store",
       "{root}/store.kv",
+      // Sessions ended on another instance leave this one's memory at its
+      // next sweep (default every 60 s: longer than this run).
+      "--sweep-interval",
+      "2",
       "--max-sessions",
       "200",
       "--max-sessions-per-client",
