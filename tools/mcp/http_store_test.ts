@@ -379,6 +379,58 @@ function suite(label: string, family: (() => StoreMaker) | undefined) {
     assertEquals(c.errors.map((e) => e.message), []);
     await mcp.close().catch(() => {});
   });
+
+  test("the session limits count across instances; an ended session frees its place on any of them", async (make) => {
+    await using c = await cluster(make, 2, {
+      maxSessions: 3,
+      maxSessionsPerClient: 2,
+    });
+    const start = async (on: number) => {
+      const answer = await fetch(c.servers[on]!.url, {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${TOKEN}`,
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+        },
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "initialize",
+          params: {
+            protocolVersion: "2025-11-25",
+            capabilities: {},
+            clientInfo: { name: "t", version: "1" },
+          },
+        }),
+      });
+      const body = await answer.text();
+      return {
+        status: answer.status,
+        body,
+        id: answer.headers.get("mcp-session-id"),
+      };
+    };
+    // One client (its token): 2 sessions, one on each instance; the third
+    // is refused, though each instance holds only one.
+    const a = await start(0);
+    const b = await start(1);
+    assertEquals([a.status, b.status], [200, 200]);
+    const third = await start(0);
+    assertEquals(third.status, 503);
+    assertStringIncludes(third.body, "this client already has 2 sessions open");
+    assertEquals(third.id, null);
+    // Ended through the other instance: its place is free again.
+    const ended = await fetch(c.servers[0]!.url, {
+      method: "DELETE",
+      headers: { authorization: `Bearer ${TOKEN}`, "mcp-session-id": b.id! },
+    });
+    await ended.body?.cancel();
+    assertEquals(ended.status, 200);
+    const again = await start(1);
+    assertEquals(again.status, 200);
+    assertEquals(c.errors.map((e) => e.message), []);
+  });
 }
 
 const kvDir = await Deno.makeTempDir({ prefix: "skillrun-mcp-kv-" });
