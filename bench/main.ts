@@ -24,6 +24,7 @@ const FILES = [
   "./hosted_bench.ts",
   "./mcp_bench.ts",
   "./mcp_store_bench.ts",
+  "./mcp_scale_bench.ts",
   "./egress_bench.ts",
   "./package_bench.ts",
   "./observe_bench.ts",

@@ -149,6 +149,7 @@ export async function serveMcpHttpCommand(
   const maxSessionsPerClient = whole("max-sessions-per-client");
   const idleTimeoutS = whole("idle-timeout");
   const streamLimitS = whole("stream-limit");
+  const sweepIntervalS = whole("sweep-interval");
   const trustedProxies = typeof flags["trusted-proxies"] === "string"
     ? flags["trusted-proxies"].split(",").map((h) => h.trim()).filter(Boolean)
     : undefined;
@@ -165,6 +166,7 @@ export async function serveMcpHttpCommand(
     ...(maxSessionsPerClient ? { maxSessionsPerClient } : {}),
     ...(idleTimeoutS ? { idleTimeoutMs: idleTimeoutS * 1000 } : {}),
     ...(streamLimitS ? { streamLimitMs: streamLimitS * 1000 } : {}),
+    ...(sweepIntervalS ? { sweepIntervalMs: sweepIntervalS * 1000 } : {}),
     ...(trustedProxies ? { trustedProxies } : {}),
     hostname: address.hostname,
     port: address.port,

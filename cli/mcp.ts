@@ -95,6 +95,8 @@ ${SCOPE_OPTION_HELP}
                        (default 1800)
   --stream-limit <s>   With --http and --store: seconds a call's stream stays
                        open before the client resumes it (default 120)
+  --sweep-interval <s> With --http and --store: seconds between two sweeps of
+                       idle sessions in the store, at most (default 60)
   --ask-for-approval   Ask the user before each bash, write and edit call,
                        through the client (MCP elicitation/create; a client
                        without that capability gets an error and nothing
@@ -195,6 +197,7 @@ export async function mcpCommand(
       "trusted-proxies": "string",
       "idle-timeout": "string",
       "stream-limit": "string",
+      "sweep-interval": "string",
       isolate: "boolean",
       "allow-net": "boolean",
       ...EGRESS_FLAGS,

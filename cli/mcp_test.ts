@@ -512,6 +512,11 @@ Deno.test("mcp --http refuses a bad address and a fixed conversation", async () 
     text(),
     'Option "--conversation" does not go with "--http"',
   );
+  assertEquals(await run(["--http", "0", "--sweep-interval", "0"]), 2);
+  assertStringIncludes(
+    text(),
+    'Option "--sweep-interval" takes a positive whole number, not "0"',
+  );
 });
 
 Deno.test("parseListenAddress() reads [host:]port", () => {

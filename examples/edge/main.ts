@@ -433,6 +433,18 @@ if (import.meta.main) {
     );
   }
   const handler = await createEdgeHandler(config, store);
+  // Where the platform schedules (Deno.cron: Deno Deploy; locally with
+  // --unstable-cron), idle sessions are also swept every minute, so that a
+  // function without requests still deletes their sandboxes.
+  const cron = (Deno as {
+    cron?: (name: string, schedule: string, run: () => Promise<void>) => void;
+  }).cron;
+  if (kind !== "memory" && typeof cron === "function") {
+    cron("skillrun idle sessions", "* * * * *", () => handler.sweep());
+    console.error(
+      "edge: idle sessions are also swept every minute by Deno.cron",
+    );
+  }
   const port = Number(Deno.env.get("PORT") ?? 8000);
   if (!config.token) {
     console.error(

@@ -202,7 +202,7 @@ Deno.test("the edge function drives OpenSandbox over MCP HTTP under exactly its 
   }
 });
 
-Deno.test("the edge function drives AIO Sandbox over MCP HTTP under exactly its documented flags (with --unstable-kv)", async () => {
+Deno.test("the edge function drives AIO Sandbox over MCP HTTP under exactly its documented flags (with --unstable-kv and --unstable-cron)", async () => {
   const root = await Deno.realPath(await Deno.makeTempDir());
   try {
     await using server = startAioServer({ token: "aio-token", home: root });
@@ -211,7 +211,7 @@ Deno.test("the edge function drives AIO Sandbox over MCP HTTP under exactly its 
       AIO_SANDBOX_TOKEN: "aio-token",
       SKILLRUN_CONVERSATIONS_ROOT: `${root}/conversations`,
       MCP_TOKEN: "edge-token",
-    }, ["--unstable-kv"]);
+    }, ["--unstable-kv", "--unstable-cron"]);
     assertStringIncludes(edge.banner, "(aio, kv store, 2 skills)");
     const done = await session(edge.url, "edge-token");
     const workspace = `${root}/conversations/${done.sessionId}`;
@@ -221,6 +221,9 @@ Deno.test("the edge function drives AIO Sandbox over MCP HTTP under exactly its 
     assertStringIncludes(done.read, "alpha beta");
     // The session's end removed its workspace (the default retention).
     assertEquals(await Deno.stat(workspace).catch(() => null), null);
+    // Where Deno.cron exists (Deno Deploy; here --unstable-cron), the sweep
+    // is scheduled there too.
+    assertStringIncludes(edge.stderr(), "swept every minute by Deno.cron");
     assertEquals(edge.stderr().includes("aio-token"), false, edge.stderr());
   } finally {
     await Deno.remove(root, { recursive: true });
@@ -330,4 +333,68 @@ Deno.test("the edge function reads its catalog budget from SKILLRUN_CATALOG_BUDG
     message,
     'Cannot use SKILLRUN_CATALOG_BUDGET "lots": it must be a positive number of characters',
   );
+});
+
+Deno.test("a session whose sandbox vanished at the provider is told so once, then goes on in a new sandbox", async () => {
+  const root = await Deno.realPath(await Deno.makeTempDir());
+  try {
+    await using server = await startOpenSandboxServer({
+      apiKey: "os-key",
+      cwd: root,
+      streamLingerMs: 20,
+    });
+    await using edge = await startFunction({
+      OPEN_SANDBOX_URL: server.origin,
+      OPEN_SANDBOX_API_KEY: "os-key",
+      SKILLRUN_CONVERSATIONS_ROOT: `${root}/conversations`,
+      MCP_TOKEN: "edge-token",
+    });
+    const client = new Client({ name: "edge-test", version: "1.0.0" });
+    const transport = new StreamableHTTPClientTransport(new URL(edge.url), {
+      requestInit: { headers: { authorization: "Bearer edge-token" } },
+    });
+    await client.connect(transport);
+    const bash = async (command: string) => {
+      const result = await client.callTool({
+        name: "bash",
+        arguments: { command },
+      });
+      const text = (result.content as { text: string }[]).map((c) => c.text)
+        .join("");
+      return { isError: result.isError === true, text };
+    };
+    try {
+      assertEquals((await bash("echo first")).isError, false);
+      const [gone] = [...server.sandboxes.keys()];
+      assert(gone);
+      // The provider deletes it behind the session's back (an expiry).
+      const deleted = await fetch(`${server.url}/sandboxes/${gone}`, {
+        method: "DELETE",
+        headers: { "OPEN-SANDBOX-API-KEY": "os-key" },
+      });
+      await deleted.body?.cancel();
+      assertEquals(deleted.status, 204);
+      assertEquals(server.sandboxes.size, 0);
+      const told = await bash("echo second");
+      assertEquals(told.isError, true);
+      assertStringIncludes(
+        told.text,
+        "The sandbox of this conversation is gone (expired or deleted at the provider)",
+      );
+      // The next call runs in a new sandbox of the conversation.
+      const again = await bash("echo third");
+      assertEquals(again, { isError: false, text: again.text });
+      assertStringIncludes(again.text, "third");
+      assertEquals(server.sandboxes.size, 1);
+      assert(!server.sandboxes.has(gone));
+      assertEquals((await bash("echo fourth")).isError, false);
+      await transport.terminateSession();
+      assertEquals(server.sandboxes.size, 0);
+      assertEquals(edge.stderr().includes("os-key"), false, edge.stderr());
+    } finally {
+      await client.close();
+    }
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
 });

@@ -1,7 +1,8 @@
 // The edge function as three instances (processes, under exactly their
 // documented flags) behind a round-robin proxy written here, sessions in a
 // real PostgreSQL (DATABASE_URL, through pgbouncer in transaction mode when
-// installed), against the OpenSandbox test server (sandboxes counted there).
+// installed), against the OpenSandbox test server (sandboxes counted there)
+// and the AIO test server (conversation folders counted).
 import { Client } from "npm:@modelcontextprotocol/sdk@1.32.2/client";
 // @ts-types="npm:@modelcontextprotocol/sdk@1.32.2/client/streamableHttp"
 import { StreamableHTTPClientTransport } from "npm:@modelcontextprotocol/sdk@1.32.2/client/streamableHttp.js";
@@ -13,6 +14,7 @@ import {
 } from "../../_internal/assert.ts";
 import { hostPath } from "../../_internal/std.ts";
 import { startOpenSandboxServer } from "../../tests/servers/opensandbox.ts";
+import { startAioServer } from "../../tests/servers/aio.ts";
 import { postgresOrSkip } from "../../runtimes/stores/_postgres_testing.ts";
 
 const REPO = hostPath.fromFileUrl(new URL("../../", import.meta.url));
@@ -70,23 +72,84 @@ async function startInstance(
 
 const pg = await postgresOrSkip("the edge function's replica tests");
 
-Deno.test({
-  name:
-    "the edge function as three instances behind a round-robin proxy, sessions in PostgreSQL: one sandbox, skills uploaded once, killed instance, DELETE through another",
-  ignore: !pg,
-  sanitizeResources: false,
-  sanitizeOps: false,
-  async fn() {
-    const root = await Deno.realPath(await Deno.makeTempDir());
-    await using server = await startOpenSandboxServer({
-      apiKey: "os-key",
-      cwd: root,
-      streamLingerMs: 20,
-    });
-    const env = {
+/** A sandbox test server, as the function's variables and its counts. */
+interface Sandboxes extends AsyncDisposable {
+  env: Record<string, string>;
+  /** Sandboxes (OpenSandbox) or conversation folders (AIO) now. */
+  count(): Promise<number>;
+  /** Upload requests so far. */
+  uploads(): number;
+}
+
+async function openSandbox(root: string): Promise<Sandboxes> {
+  const server = await startOpenSandboxServer({
+    apiKey: "os-key",
+    cwd: root,
+    streamLingerMs: 20,
+  });
+  return {
+    env: {
       OPEN_SANDBOX_URL: server.origin,
       OPEN_SANDBOX_API_KEY: "os-key",
       SKILLRUN_CONVERSATIONS_ROOT: `${root}/conversations`,
+    },
+    count: () => Promise.resolve(server.sandboxes.size),
+    uploads: () =>
+      server.requests.filter((r) => r.path.includes("upload")).length,
+    [Symbol.asyncDispose]: () => server.close(),
+  };
+}
+
+function aio(root: string): Promise<Sandboxes> {
+  const server = startAioServer({ token: "aio-token", home: root });
+  return Promise.resolve({
+    env: {
+      AIO_SANDBOX_URL: server.baseUrl,
+      AIO_SANDBOX_TOKEN: "aio-token",
+      SKILLRUN_CONVERSATIONS_ROOT: `${root}/conversations`,
+    },
+    count: async () => {
+      let folders = 0;
+      try {
+        for await (const entry of Deno.readDir(`${root}/conversations`)) {
+          // Beside each folder, the runtime's marker file (`.skillrun-<id>.id`).
+          if (entry.isDirectory) folders++;
+        }
+      } catch (error) {
+        if (!(error instanceof Deno.errors.NotFound)) throw error;
+      }
+      return folders;
+    },
+    uploads: () =>
+      server.requests.filter((r) => r.path.includes("upload")).length,
+    [Symbol.asyncDispose]: async () => await server[Symbol.asyncDispose](),
+  });
+}
+
+for (
+  const [kind, start] of [
+    ["OpenSandbox", openSandbox],
+    ["AIO", aio],
+  ] as const
+) {
+  Deno.test({
+    name:
+      `the edge function as three instances behind a round-robin proxy, sessions in PostgreSQL, on ${kind}: one sandbox, skills uploaded once, killed instance, DELETE through another`,
+    ignore: !pg,
+    sanitizeResources: false,
+    sanitizeOps: false,
+    fn: () => replicas(start),
+  });
+}
+
+async function replicas(
+  start: (root: string) => Promise<Sandboxes>,
+): Promise<void> {
+  {
+    const root = await Deno.realPath(await Deno.makeTempDir());
+    await using server = await start(root);
+    const env = {
+      ...server.env,
       MCP_TOKEN: TOKEN,
       DATABASE_URL: pg!.poolerUrl ?? pg!.url,
     };
@@ -120,8 +183,7 @@ Deno.test({
       assertFalse(result.isError, `${name}: ${text}`);
       return text;
     };
-    const uploads = () =>
-      server.requests.filter((r) => r.path.includes("upload")).length;
+    const uploads = () => server.uploads();
     try {
       await client.connect(transport);
       const loaded = await call("skill", { name: "word-count" });
@@ -155,12 +217,13 @@ Deno.test({
       }
       // One sandbox for the session, whichever instance served it, and the
       // skill was not uploaded again by the instances that resumed it.
-      assertEquals(server.sandboxes.size, 1);
+      assertEquals(await server.count(), 1);
       assertEquals(uploads(), uploaded);
       await transport.terminateSession();
-      assertEquals(server.sandboxes.size, 0);
+      assertEquals(await server.count(), 0);
       for (const instance of instances) {
         assertFalse(instance!.stderr().includes("os-key"));
+        assertFalse(instance!.stderr().includes("aio-token"));
       }
     } finally {
       // The instances first: a client's GET stream through the proxy to an
@@ -174,8 +237,8 @@ Deno.test({
       await proxy.shutdown();
       await Deno.remove(root, { recursive: true });
     }
-  },
-});
+  }
+}
 
 Deno.test({
   name: "edge replica tests: the PostgreSQL cluster stops",

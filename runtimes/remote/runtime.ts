@@ -49,6 +49,7 @@ import { ShellSearch } from "../../search/shell.ts";
 import { posix } from "../../_internal/std.ts";
 import { redactError, Redactor } from "../../_internal/redact.ts";
 import { type RemoteFileOps, RemoteFileSystem } from "./fs.ts";
+import { RemoteHttpError } from "./errors.ts";
 import { resolveRemotePath } from "./paths.ts";
 import { collectUploadEntries } from "./upload.ts";
 import { type RemoteCommandKind, runRemoteCommand } from "./command.ts";
@@ -794,6 +795,17 @@ export class RemoteSkillRuntime implements SkillRuntime {
    * server may echo what it was sent in its error answers.
    */
   #clean(error: unknown, extra: readonly unknown[] = []): unknown {
+    if (this.#conversation && this.#session && sandboxGone(error)) {
+      // The conversation's sandbox vanished at the provider (expired,
+      // deleted): this call says so once, and the next one connects anew,
+      // which replaces the gone sandbox's record with a new sandbox.
+      this.#session = undefined;
+      error = new Error(
+        `The sandbox of this conversation is gone (expired or deleted at the provider); the next call starts a new one, without the files written before, and skills are prepared again (${
+          (error as Error).message
+        })`,
+      );
+    }
     const values: unknown[] = [...Object.values(this.#env), ...extra];
     values.push(...Object.values(this.#engine.environment()));
     for (const config of this.#configs.values()) {
@@ -1007,4 +1019,10 @@ function absolutePosix(path: string, what: string): string {
     );
   }
   return resolveRemotePath("/", path);
+}
+
+/** Whether a failure says the sandbox itself is unknown to its server. */
+function sandboxGone(error: unknown): boolean {
+  return error instanceof RemoteHttpError && error.status === 404 &&
+    /SANDBOX_NOT_FOUND/i.test(error.code ?? "");
 }

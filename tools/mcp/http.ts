@@ -246,6 +246,15 @@ export interface McpHttpHandler extends AsyncDisposable {
   /** The ids of the sessions open now. */
   sessionIds(): string[];
   /**
+   * With a `store`: sweeps idle sessions now (claims each one idle past the
+   * timeout, deletes its sandbox, removes its record; and drops from memory
+   * the sessions held here that ended on another instance), whatever the
+   * sweep interval; for a platform's scheduler, e.g. `Deno.cron` on Deno Deploy.
+   * Without a store it does nothing (each session has its own idle timer).
+   * Never throws: failures go to `onError`.
+   */
+  sweep(): Promise<void>;
+  /**
    * Closes every session (and its runtime); later requests get 503.
    * Idempotent.
    */
@@ -846,9 +855,12 @@ export async function createMcpHttpHandler(
   // removed (on requests, at most once per interval, and on a timer).
   let lastStoreSweep = 0;
   let storeSweeping: Promise<void> | undefined;
-  const storeSweep = (): Promise<void> => {
-    if (!store || closed || Date.now() - lastStoreSweep < sweepIntervalMs) {
-      return Promise.resolve();
+  const storeSweep = (now = false): Promise<void> => {
+    if (
+      !store || closed ||
+      (!now && Date.now() - lastStoreSweep < sweepIntervalMs)
+    ) {
+      return storeSweeping ?? Promise.resolve();
     }
     lastStoreSweep = Date.now();
     storeSweeping ??= (async () => {
@@ -875,6 +887,16 @@ export async function createMcpHttpHandler(
           } catch (error) {
             // The claim lapses and a later sweep tries again.
             report(error);
+          }
+        }
+        // Sessions held here that ended elsewhere (deleted or expired on
+        // another instance) leave this instance's memory: an instance keeps
+        // nothing of sessions it no longer serves beyond one sweep interval.
+        for (const id of sessions.ids()) {
+          const local = sessions.get(id);
+          if (!local || local.requests > 0 || local.calls.count > 0) continue;
+          if ((await store.getSession(id)) === null) {
+            await sessions.close(local, "evict");
           }
         }
       } catch (error) {
@@ -927,6 +949,7 @@ export async function createMcpHttpHandler(
     skills,
     warnings: loaded.warnings,
     sessionIds: () => sessions.ids(),
+    sweep: () => storeSweep(true),
     close,
     [Symbol.asyncDispose]: close,
   });

@@ -321,6 +321,116 @@ function suite(label: string, family: (() => StoreMaker) | undefined) {
     assertEquals(answer.status, 404);
     await mcp.close().catch(() => {});
   });
+
+  test("sweep() (what Deno.cron calls) on two instances at once, past the interval: the idle session is deleted once", async (make) => {
+    await using c = await cluster(make, 2, {
+      idleTimeoutMs: 1000,
+      // No sweep on requests or on the timer during the test.
+      sweepIntervalMs: 3_600_000,
+    });
+    const { client: mcp, transport } = client(c);
+    await mcp.connect(transport);
+    const id = transport.sessionId!;
+    await mcp.callTool({ name: "bash", arguments: { command: "true" } });
+    const workspace = `${c.root}/conversations/${id}`;
+    assert(await exists(workspace));
+    await sleep(1500);
+    // Still there: nothing swept it on its own.
+    assert(await exists(workspace));
+    await Promise.all([
+      c.servers[0]!.handler.sweep(),
+      c.servers[1]!.handler.sweep(),
+    ]);
+    assertFalse(await exists(workspace));
+    assertEquals(c.errors.map((e) => e.message), []);
+    for (const server of c.servers) {
+      const answer = await fetch(server.url, {
+        method: "DELETE",
+        headers: { authorization: `Bearer ${TOKEN}`, "mcp-session-id": id },
+      });
+      await answer.body?.cancel();
+      assertEquals(answer.status, 404);
+    }
+    await mcp.close().catch(() => {});
+  });
+
+  test("a session deleted through another instance leaves this one's memory at its next sweep", async (make) => {
+    await using c = await cluster(make, 2, { sweepIntervalMs: 3_600_000 });
+    const { client: mcp, transport } = client(c);
+    await mcp.connect(transport);
+    const id = transport.sessionId!;
+    // Both instances serve it (round robin), so both hold it.
+    for (let i = 0; i < 2; i++) {
+      await mcp.callTool({ name: "bash", arguments: { command: "true" } });
+    }
+    assertEquals(c.servers[0]!.handler.sessionIds(), [id]);
+    assertEquals(c.servers[1]!.handler.sessionIds(), [id]);
+    const ended = await fetch(c.servers[1]!.url, {
+      method: "DELETE",
+      headers: { authorization: `Bearer ${TOKEN}`, "mcp-session-id": id },
+    });
+    await ended.body?.cancel();
+    assertEquals(ended.status, 200);
+    assertEquals(c.servers[1]!.handler.sessionIds(), []);
+    // Instance 0 learns of it from the store at its sweep, not before.
+    assertEquals(c.servers[0]!.handler.sessionIds(), [id]);
+    await c.servers[0]!.handler.sweep();
+    assertEquals(c.servers[0]!.handler.sessionIds(), []);
+    assertEquals(c.errors.map((e) => e.message), []);
+    await mcp.close().catch(() => {});
+  });
+
+  test("the session limits count across instances; an ended session frees its place on any of them", async (make) => {
+    await using c = await cluster(make, 2, {
+      maxSessions: 3,
+      maxSessionsPerClient: 2,
+    });
+    const start = async (on: number) => {
+      const answer = await fetch(c.servers[on]!.url, {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${TOKEN}`,
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+        },
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "initialize",
+          params: {
+            protocolVersion: "2025-11-25",
+            capabilities: {},
+            clientInfo: { name: "t", version: "1" },
+          },
+        }),
+      });
+      const body = await answer.text();
+      return {
+        status: answer.status,
+        body,
+        id: answer.headers.get("mcp-session-id"),
+      };
+    };
+    // One client (its token): 2 sessions, one on each instance; the third
+    // is refused, though each instance holds only one.
+    const a = await start(0);
+    const b = await start(1);
+    assertEquals([a.status, b.status], [200, 200]);
+    const third = await start(0);
+    assertEquals(third.status, 503);
+    assertStringIncludes(third.body, "this client already has 2 sessions open");
+    assertEquals(third.id, null);
+    // Ended through the other instance: its place is free again.
+    const ended = await fetch(c.servers[0]!.url, {
+      method: "DELETE",
+      headers: { authorization: `Bearer ${TOKEN}`, "mcp-session-id": b.id! },
+    });
+    await ended.body?.cancel();
+    assertEquals(ended.status, 200);
+    const again = await start(1);
+    assertEquals(again.status, 200);
+    assertEquals(c.errors.map((e) => e.message), []);
+  });
 }
 
 const kvDir = await Deno.makeTempDir({ prefix: "skillrun-mcp-kv-" });
