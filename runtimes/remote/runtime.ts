@@ -53,6 +53,11 @@ import { resolveRemotePath } from "./paths.ts";
 import { collectUploadEntries } from "./upload.ts";
 import { type RemoteCommandKind, runRemoteCommand } from "./command.ts";
 import {
+  type AttachedBackground,
+  attachSandboxBackground,
+  startSandboxBackground,
+} from "./background.ts";
+import {
   ACCEPTS_REMOTE_ORIGINS,
   remoteOriginOf,
   type RemoteSkillOrigin,
@@ -687,7 +692,6 @@ export class RemoteSkillRuntime implements SkillRuntime {
         ? this.#cwd
         : await this.#fs.resolve(request.cwd);
       const session = await this.#connect(request.signal);
-      if (!session.startBackground) return undefined;
       // Its output, as each poll fetches it, is a command's output event too.
       const observed = observeExecute({
         command,
@@ -699,7 +703,12 @@ export class RemoteSkillRuntime implements SkillRuntime {
         ...(request.onStdout ? { onStdout: request.onStdout } : {}),
         ...(request.onStderr ? { onStderr: request.onStderr } : {}),
       }, this.#events);
-      const process = await session.startBackground(observed.request);
+      const process = session.startBackground
+        ? await session.startBackground(observed.request)
+        : await startSandboxBackground(
+          (command) => runOn(session, command),
+          observed.request,
+        );
       const clean = (error: unknown) => {
         throw this.#clean(error, Object.values(requestEnv ?? {}));
       };
@@ -721,6 +730,33 @@ export class RemoteSkillRuntime implements SkillRuntime {
           : [],
       );
     }
+  }
+
+  /**
+   * Finds a background command another runtime on the same sandbox started
+   * (the kit's background commands live in the sandbox, named by their id).
+   *
+   * @param id The command's id.
+   * @param streams Where its fetched output goes.
+   * @returns The command, or `undefined` when the sandbox has no such one
+   * (or the kind runs background commands with its own facility).
+   * @throws {Error} The sandbox cannot be reached.
+   */
+  async attachBackground(
+    id: string,
+    streams: Pick<ExecuteRequest, "onStdout" | "onStderr"> = {},
+  ): Promise<AttachedBackground | undefined> {
+    this.#checkOpen("run a command");
+    const session = await this.#connect();
+    if (session.startBackground) return undefined;
+    const run = (command: RemoteCommand) =>
+      runOn(session, command).catch((error) => {
+        throw this.#clean(error, []);
+      });
+    return await attachSandboxBackground(run, id, this.#cwd, {
+      ...(streams.onStdout ? { onStdout: streams.onStdout } : {}),
+      ...(streams.onStderr ? { onStderr: streams.onStderr } : {}),
+    });
   }
 
   /**

@@ -1,0 +1,99 @@
+import { assert, assertEquals, assertRejects } from "@std/assert";
+import { backgroundCommands } from "../background.ts";
+import { MemoryConversationStore } from "../stores/conversation_store.ts";
+import type { SkillRuntime } from "../types.ts";
+import { startE2BTestServer } from "../e2b/_testing.ts";
+import { startVercelTestServer } from "../vercel/_testing.ts";
+import { processAlive, waitFor } from "./_testing.ts";
+
+/** Two runtime objects on one conversation's sandbox, as two instances have. */
+const kinds: {
+  name: string;
+  start: () => Promise<
+    {
+      dir: string;
+      runtime(options: Record<string, unknown>): SkillRuntime;
+    } & AsyncDisposable
+  >;
+}[] = [
+  { name: "e2b", start: () => startE2BTestServer() },
+  { name: "vercel", start: () => startVercelTestServer() },
+];
+
+for (const kind of kinds) {
+  Deno.test(`${kind.name} background: started on one runtime, read, waited for and killed on another attached to the same sandbox`, async () => {
+    await using server = await kind.start();
+    const store = new MemoryConversationStore();
+    const options = {
+      conversationId: "thread-bg",
+      conversationsRoot: `${server.dir}/conversations`,
+      store,
+    };
+    const first = server.runtime(options);
+    const second = server.runtime(options);
+
+    const { id } = await backgroundCommands(first).start({
+      command: "echo one; echo warn >&2; sleep 0.3; echo two; exit 4",
+    });
+    assert(/^bg-[0-9a-f]{16}$/.test(id), id);
+    const other = backgroundCommands(second);
+    assertEquals((await other.wait(id)).exitCode, 4);
+    const read = await other.read(id);
+    assertEquals(
+      [read.stdout, read.stderr, read.running, read.exitCode, read.command],
+      [
+        "one\ntwo\n",
+        "warn\n",
+        false,
+        4,
+        "echo one; echo warn >&2; sleep 0.3; echo two; exit 4",
+      ],
+    );
+    // The cursor is the sandbox's: what the second read, the first does not again.
+    const again = await backgroundCommands(first).read(id);
+    assertEquals([again.stdout, again.stderr, again.exitCode], ["", "", 4]);
+
+    const long = await backgroundCommands(first).start({
+      command: "sleep 300 & echo $! > child.pid; wait",
+    });
+    const pidFile = `${server.dir}/conversations/thread-bg/child.pid`;
+    assert(
+      await waitFor(async () =>
+        (await Deno.readTextFile(pidFile).catch(() => "")).trim() !== ""
+      ),
+    );
+    const child = Number((await Deno.readTextFile(pidFile)).trim());
+    assert(processAlive(child));
+    const killed = await other.kill(long.id);
+    assertEquals([killed.running, killed.exitCode], [false, -1]);
+    assert(await waitFor(() => !processAlive(child)));
+    const seen = await backgroundCommands(first).read(long.id);
+    assertEquals([seen.running, seen.exitCode], [false, -1]);
+
+    await assertRejects(
+      () => other.read("bg-0000000000000000"),
+      RangeError,
+      'No background command "bg-0000000000000000"',
+    );
+  });
+
+  Deno.test(`${kind.name} background: a timeout stops the group and reads as timed out; a missing folder is refused`, async () => {
+    await using server = await kind.start();
+    const runtime = server.runtime({});
+    const commands = backgroundCommands(runtime);
+    const { id } = await commands.start({
+      command: "echo start; sleep 30",
+      timeoutMs: 500,
+    });
+    await commands.wait(id);
+    const read = await commands.read(id);
+    assertEquals(
+      [read.stdout, read.running, read.exitCode, read.timedOut],
+      ["start\n", false, -1, true],
+    );
+    await assertRejects(
+      () => commands.start({ command: "true", cwd: `${server.dir}/missing` }),
+      Error,
+    );
+  });
+}
