@@ -29,7 +29,7 @@ import { shellQuote } from "./shell.ts";
 export const SANDBOX_BACKGROUND_ROOT = "/tmp/.skillrun/bg";
 
 /** The shape of a kit background command's id. */
-const ID = /^bg-[0-9a-f]{16}$/;
+const ID = /^bg[0-9]{15}$/;
 
 /** The deadline of one launcher, poll or kill command, in ms. */
 const CALL_TIMEOUT_MS = 60_000;
@@ -57,11 +57,10 @@ export async function startSandboxBackground(
   run: SandboxRun,
   request: SandboxBackgroundRequest,
 ): Promise<BackgroundProcess> {
-  const id = `bg-${
-    Array.from(
-      crypto.getRandomValues(new Uint8Array(8)),
-      (b) => b.toString(16).padStart(2, "0"),
-    ).join("")
+  // `bg` and 15 random digits (the shape of every kit-run id, `bg<n>`).
+  const id = `bg${
+    Array.from(crypto.getRandomValues(new Uint8Array(15)), (b) => b % 10)
+      .join("")
   }`;
   const dir = `${SANDBOX_BACKGROUND_ROOT}/${id}`;
   const seconds = request.timeoutMs < MAX_EXECUTE_TIMEOUT_MS
@@ -80,7 +79,7 @@ export async function startSandboxBackground(
   ].join("\n");
   const launcher = [
     `d=${shellQuote(dir)}`,
-    `mkdir -p "$d" || exit 90`,
+    `mkdir -p ${shellQuote(SANDBOX_BACKGROUND_ROOT)} && mkdir "$d" || exit 90`,
     `printf '%s' ${shellQuote(request.command)} >"$d/command"`,
     `date +%s%3N >"$d/started"`,
     `echo "0 0" >"$d/cursor"`,

@@ -105,6 +105,16 @@ export interface RemoteSession {
    * Without it, background commands run on {@linkcode RemoteSession.execute}.
    */
   startBackground?(command: RemoteCommand): Promise<BackgroundProcess>;
+  /**
+   * Finds a command of the server's own background facility by its id, when
+   * another runtime on the same sandbox started it; `undefined` when the
+   * server does not know it. Without it, such commands are found only by the
+   * runtime that started them.
+   */
+  attachBackground?(
+    id: string,
+    sinks: Pick<RemoteCommand, "onStdout" | "onStderr">,
+  ): Promise<AttachedBackground | undefined>;
   /** The server's file calls. */
   readonly files: RemoteFileOps;
   /** Called on each use of the runtime (e.g. to renew the sandbox's expiry). */
@@ -748,15 +758,20 @@ export class RemoteSkillRuntime implements SkillRuntime {
   ): Promise<AttachedBackground | undefined> {
     this.#checkOpen("run a command");
     const session = await this.#connect();
-    if (session.startBackground) return undefined;
+    const sinks = {
+      ...(streams.onStdout ? { onStdout: streams.onStdout } : {}),
+      ...(streams.onStderr ? { onStderr: streams.onStderr } : {}),
+    };
+    if (session.startBackground) {
+      return await session.attachBackground?.(id, sinks).catch((error) => {
+        throw this.#clean(error, []);
+      });
+    }
     const run = (command: RemoteCommand) =>
       runOn(session, command).catch((error) => {
         throw this.#clean(error, []);
       });
-    return await attachSandboxBackground(run, id, this.#cwd, {
-      ...(streams.onStdout ? { onStdout: streams.onStdout } : {}),
-      ...(streams.onStderr ? { onStderr: streams.onStderr } : {}),
-    });
+    return await attachSandboxBackground(run, id, this.#cwd, sinks);
   }
 
   /**
