@@ -5,6 +5,7 @@ import type { SkillRuntime } from "../types.ts";
 import { startE2BTestServer } from "../e2b/_testing.ts";
 import { startVercelTestServer } from "../vercel/_testing.ts";
 import { startTestServer as startOpenSandboxTestServer } from "../opensandbox/_testing.ts";
+import { startAioTestServer } from "../aio/_testing.ts";
 import { processAlive, waitFor } from "./_testing.ts";
 
 /** Two runtime objects on one conversation's sandbox, as two instances have. */
@@ -12,6 +13,10 @@ const kinds: {
   name: string;
   /** The kit runs them (else the server's own facility: OpenSandbox's execd). */
   kit: boolean;
+  /** The command's id as the server (or the kit) names it. */
+  id: RegExp;
+  /** One log of both streams (execd's). */
+  combined?: boolean;
   start: () => Promise<
     {
       dir: string;
@@ -19,12 +24,30 @@ const kinds: {
     } & AsyncDisposable
   >;
 }[] = [
-  { name: "e2b", kit: true, start: () => startE2BTestServer() },
-  { name: "vercel", kit: true, start: () => startVercelTestServer() },
+  {
+    name: "e2b",
+    kit: true,
+    id: /^bg[0-9]{15}$/,
+    start: () => startE2BTestServer(),
+  },
+  {
+    name: "vercel",
+    kit: true,
+    id: /^bg[0-9]{15}$/,
+    start: () => startVercelTestServer(),
+  },
   {
     name: "opensandbox",
     kit: false,
+    id: /^[0-9a-f]{32}$/,
+    combined: true,
     start: () => startOpenSandboxTestServer(),
+  },
+  {
+    name: "aio",
+    kit: false,
+    id: /^[0-9a-f-]{36}$/,
+    start: () => startAioTestServer(),
   },
 ];
 
@@ -43,7 +66,7 @@ for (const kind of kinds) {
     const { id } = await backgroundCommands(first).start({
       command: "echo one; echo warn >&2; sleep 0.3; echo two; exit 4",
     });
-    assert((kind.kit ? /^bg[0-9]{15}$/ : /^[0-9a-f]{32}$/).test(id), id);
+    assert(kind.id.test(id), id);
     const other = backgroundCommands(second);
     assertEquals((await other.wait(id)).exitCode, 4);
     const read = await other.read(id);
@@ -51,8 +74,8 @@ for (const kind of kinds) {
       [read.stdout, read.stderr, read.running, read.exitCode, read.command],
       [
         // execd keeps one log of both streams.
-        kind.kit ? "one\ntwo\n" : "one\nwarn\ntwo\n",
-        kind.kit ? "warn\n" : "",
+        kind.combined ? "one\nwarn\ntwo\n" : "one\ntwo\n",
+        kind.combined ? "" : "warn\n",
         false,
         4,
         "echo one; echo warn >&2; sleep 0.3; echo two; exit 4",
@@ -63,7 +86,11 @@ for (const kind of kinds) {
     const again = await backgroundCommands(first).read(id);
     assertEquals(
       [again.stdout, again.stderr, again.exitCode],
-      [kind.kit ? "" : "one\nwarn\ntwo\n", "", 4],
+      kind.kit
+        ? ["", "", 4]
+        : kind.combined
+        ? ["one\nwarn\ntwo\n", "", 4]
+        : ["one\ntwo\n", "warn\n", 4],
     );
 
     const long = await backgroundCommands(first).start({
@@ -81,9 +108,13 @@ for (const kind of kinds) {
     assertEquals([killed.running, killed.exitCode], [false, -1]);
     assert(await waitFor(() => !processAlive(child)));
     const seen = await backgroundCommands(first).read(long.id);
-    // The kit marks the kill in the sandbox; execd only says the group's
-    // wrapper ended on SIGTERM (143) to a runtime that did not kill it.
-    assertEquals([seen.running, seen.exitCode], [false, kind.kit ? -1 : 143]);
+    // The kit marks the kill in the sandbox, AIO says "killed"; execd only
+    // says the group's wrapper ended on SIGTERM (143) to a runtime that did
+    // not kill it.
+    assertEquals([seen.running, seen.exitCode], [
+      false,
+      kind.combined ? 143 : -1,
+    ]);
 
     await assertRejects(
       () => other.read("bg000000000000000"),
