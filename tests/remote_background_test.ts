@@ -1,12 +1,14 @@
+// The kit's background commands (E2B, Vercel) and the servers' own
+// (OpenSandbox, AIO) reached from two runtime objects on one sandbox.
 import { assert, assertEquals, assertRejects } from "@std/assert";
-import { backgroundCommands } from "../background.ts";
-import { MemoryConversationStore } from "../stores/conversation_store.ts";
-import type { SkillRuntime } from "../types.ts";
-import { startE2BTestServer } from "../e2b/_testing.ts";
-import { startVercelTestServer } from "../vercel/_testing.ts";
-import { startTestServer as startOpenSandboxTestServer } from "../opensandbox/_testing.ts";
-import { startAioTestServer } from "../aio/_testing.ts";
-import { processAlive, waitFor } from "./_testing.ts";
+import { backgroundCommands } from "../runtimes/background.ts";
+import { MemoryConversationStore } from "../runtimes/stores/conversation_store.ts";
+import type { SkillRuntime } from "../runtimes/types.ts";
+import { startE2BTestServer } from "../runtimes/e2b/_testing.ts";
+import { startVercelTestServer } from "../runtimes/vercel/_testing.ts";
+import { startTestServer as startOpenSandboxTestServer } from "../runtimes/opensandbox/_testing.ts";
+import { startAioTestServer } from "../runtimes/aio/_testing.ts";
+import { processAlive, waitFor } from "../runtimes/remote/_testing.ts";
 
 /** Two runtime objects on one conversation's sandbox, as two instances have. */
 const kinds: {
