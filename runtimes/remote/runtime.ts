@@ -677,13 +677,13 @@ export class RemoteSkillRuntime implements SkillRuntime {
 
   /**
    * Starts a command with the server's own background facility (OpenSandbox's
-   * background commands, AIO's asynchronous exec) and returns once the
-   * server has it; `undefined` when the server kind has none (background
-   * commands then run on {@linkcode execute}). Checked as `execute` checks.
+   * background commands, AIO's asynchronous exec), or else with the kit's
+   * (`background.ts`: detached in the sandbox, its state in a folder named by
+   * its id), and returns once the sandbox has it. Checked as `execute` checks.
    *
    * @param request The command, working directory, timeout, variables and
    * the streams its fetched output goes to.
-   * @returns The command, or `undefined`.
+   * @returns The command.
    * @throws {TypeError} A bad request (see {@linkcode execute}).
    * @throws {Error} The sandbox cannot be reached or refused the command.
    */
