@@ -331,7 +331,7 @@ export class BackgroundCommands {
    * @throws {Error} The runtime's server could not be asked.
    */
   async read(id: string): Promise<BackgroundOutput> {
-    const entry = this.#get(id);
+    const entry = await this.#find(id);
     await entry.poll();
     const { stdout, stderr } = entry;
     entry.stdout = new OutputCollector({ maxBytes: this.#maxBytes });
@@ -357,7 +357,7 @@ export class BackgroundCommands {
    * @throws {RangeError} No such command.
    */
   async wait(id: string): Promise<BackgroundCommandInfo> {
-    const entry = this.#get(id);
+    const entry = await this.#find(id);
     await entry.done;
     while (entry.process && entry.running) {
       await new Promise((resolve) => setTimeout(resolve, WAIT_POLL_MS));
@@ -375,7 +375,7 @@ export class BackgroundCommands {
    * @throws {RangeError} No such command.
    */
   async kill(id: string): Promise<BackgroundCommandInfo> {
-    const entry = this.#get(id);
+    const entry = await this.#find(id);
     if (entry.running) {
       entry.killed = true;
       if (entry.process) {
@@ -431,6 +431,30 @@ export class BackgroundCommands {
         "Cannot start a background command: the runtime is closed",
       );
     }
+  }
+
+  /**
+   * A command of this set, or one another runtime object started on the
+   * same sandbox (another instance of the server): found by its id there.
+   */
+  async #find(id: string): Promise<Entry> {
+    const known = typeof id === "string" ? this.#entries.get(id) : undefined;
+    if (known || !this.#runtime.attachBackground || typeof id !== "string") {
+      return this.#get(id);
+    }
+    // Pushes into the entry's current collectors (swapped by each read).
+    let entry: Entry | undefined;
+    const found = await this.#runtime.attachBackground(id, {
+      onStdout: (chunk) => entry?.stdout.push(chunk),
+      onStderr: (chunk) => entry?.stderr.push(chunk),
+    });
+    if (!found) return this.#get(id);
+    entry = this.#entries.get(id);
+    if (entry) return entry; // attached meanwhile by a concurrent call
+    entry = new Entry(id, found.command, found.startedAt, this.#maxBytes);
+    entry.process = found.process;
+    this.#entries.set(id, entry);
+    return entry;
   }
 
   #get(id: string): Entry {

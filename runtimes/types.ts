@@ -329,6 +329,18 @@ export interface SkillRuntime extends AsyncDisposable {
   startBackground?(
     request: ExecuteRequest,
   ): Promise<BackgroundProcess | undefined>;
+  /**
+   * Finds a background command by its id when this runtime object did not
+   * start it (another instance attached to the same sandbox did): the
+   * command's state lives in the sandbox. `undefined` when there is none.
+   */
+  attachBackground?(
+    id: string,
+    streams?: Pick<ExecuteRequest, "onStdout" | "onStderr">,
+  ): Promise<
+    | { process: BackgroundProcess; command: string; startedAt: Date }
+    | undefined
+  >;
   /** The merged runtime environment (base excluded) that every command gets. */
   environment(): Readonly<Record<string, string>>;
   /** Releases what the runtime owns. Idempotent. */

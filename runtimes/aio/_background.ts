@@ -11,7 +11,11 @@
  */
 import { MAX_EXECUTE_TIMEOUT_MS } from "../command_core.ts";
 import type { BackgroundProcess, BackgroundState } from "../types.ts";
-import type { AioClient, AioCommandStatus } from "./client.ts";
+import {
+  type AioClient,
+  type AioCommandStatus,
+  AioOperationError,
+} from "./client.ts";
 import { type AioSessionPool, DEFAULT_POLL_SECONDS } from "./execute.ts";
 
 /** What {@linkcode startAioBackground} runs; every field already resolved. */
@@ -98,10 +102,68 @@ export async function startAioBackground(
   return new AioBackground(client, sessions, sessionId, answer, request);
 }
 
+/**
+ * Finds a background command by its id when another runtime on the same
+ * container started it: the session that has it is looked up among the
+ * container's sessions, and its output read from the start. The session is
+ * not this runtime's: it is neither reused nor closed here.
+ *
+ * @param client The container's client.
+ * @param id The command's id.
+ * @param request Where fetched output goes, and the long poll.
+ * @returns The command, or `undefined` when no session has it.
+ */
+export async function attachAioBackground(
+  client: AioClient,
+  id: string,
+  request: Pick<AioBackgroundRequest, "onStdout" | "onStderr" | "pollSeconds">,
+): Promise<
+  | {
+    process: BackgroundProcess & { stop(): Promise<void> };
+    command: string;
+    startedAt: Date;
+  }
+  | undefined
+> {
+  if (!/^[\w.-]{1,128}$/.test(id)) return undefined;
+  for (const { session_id } of await client.sessions({ timeoutMs: 15_000 })) {
+    let answer;
+    try {
+      answer = await client.output(
+        { session_id, command_id: id, wait: false },
+        { timeoutMs: 15_000 },
+      );
+    } catch (error) {
+      if (error instanceof AioOperationError) continue; // not this session's
+      throw error;
+    }
+    if (!answer.command) continue;
+    const process = new AioBackground(client, FOREIGN, session_id, {
+      command_id: id,
+      status: answer.command.status,
+      exit_code: answer.command.exit_code ?? null,
+    }, {
+      command: answer.command.command,
+      cwd: "/",
+      env: {},
+      timeoutMs: 0,
+      ...request,
+    });
+    return { process, command: answer.command.command, startedAt: new Date() };
+  }
+  return undefined;
+}
+
+/** The pool of a session another runtime owns: nothing to give back. */
+const FOREIGN: Pick<AioSessionPool, "give" | "drop"> = {
+  give: () => {},
+  drop: () => {},
+};
+
 class AioBackground implements BackgroundProcess {
   readonly id: string;
   readonly #client: AioClient;
-  readonly #sessions: AioSessionPool;
+  readonly #sessions: Pick<AioSessionPool, "give" | "drop">;
   readonly #sessionId: string;
   readonly #request: AioBackgroundRequest;
   readonly #stop = new AbortController();
@@ -116,7 +178,7 @@ class AioBackground implements BackgroundProcess {
 
   constructor(
     client: AioClient,
-    sessions: AioSessionPool,
+    sessions: Pick<AioSessionPool, "give" | "drop">,
     sessionId: string,
     answer: {
       command_id: string;

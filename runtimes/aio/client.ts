@@ -568,6 +568,23 @@ export class AioClient {
     );
   }
 
+  /**
+   * The shell sessions (`GET /v1/bash/sessions`).
+   *
+   * @param options Signal and deadline.
+   * @returns Their ids.
+   */
+  async sessions(
+    options: AioCallOptions = {},
+  ): Promise<{ readonly session_id: string }[]> {
+    const data = await this.#call<{ session_id: string }[] | null>(
+      { method: "GET", path: "/v1/bash/sessions", idempotent: true },
+      options,
+      true,
+    );
+    return Array.isArray(data) ? data : [];
+  }
+
   async #call<T>(
     request: HttpRequest,
     options: AioCallOptions,

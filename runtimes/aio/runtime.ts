@@ -24,7 +24,7 @@ import { posix } from "../../_internal/std.ts";
 import { AioClient } from "./client.ts";
 import { aioCommands, AioSessionPool } from "./execute.ts";
 import { runRemoteCommand } from "../remote/command.ts";
-import { startAioBackground } from "./_background.ts";
+import { attachAioBackground, startAioBackground } from "./_background.ts";
 import { AioFileOps } from "./files.ts";
 
 /** The deadline of the runtime's own helper commands (stat, mkdir, chmod): 60 s. */
@@ -238,6 +238,16 @@ class AioBackend implements RemoteBackend {
         );
         this.#background.add(started);
         return started;
+      },
+      attachBackground: async (id, sinks) => {
+        const found = await attachAioBackground(this.#options.client, id, {
+          ...sinks,
+          ...(this.#options.pollSeconds !== undefined
+            ? { pollSeconds: this.#options.pollSeconds }
+            : {}),
+        });
+        if (found) this.#background.add(found.process);
+        return found;
       },
     };
   }

@@ -122,12 +122,61 @@ export async function startExecdBackground(
   return new ExecdBackground(parts, id, timeoutMs, sinks.onStdout);
 }
 
+/**
+ * Finds a background command execd has by its id (another runtime on the
+ * same sandbox started it): its state, command and start from
+ * `GET /command/status/{id}`, its output read from the log's start.
+ *
+ * @param parts The client's parts.
+ * @param id The command's id.
+ * @param sinks Where fetched output goes.
+ * @returns The command, or `undefined` when execd does not know it.
+ */
+export async function attachExecdBackground(
+  parts: ExecdBackgroundParts,
+  id: string,
+  sinks: { onStdout?: (chunk: Uint8Array) => void },
+): Promise<
+  | { process: BackgroundProcess; command: string; startedAt: Date }
+  | undefined
+> {
+  if (!/^[\w.-]{1,128}$/.test(id)) return undefined;
+  let status: ExecdStatus & { content?: string; started_at?: string };
+  try {
+    status = await parts.http.json({
+      method: "GET",
+      path: `/command/status/${encodeURIComponent(id)}`,
+      timeoutMs: POLL_TIMEOUT_MS,
+    });
+  } catch (error) {
+    if (
+      error instanceof RemoteHttpError &&
+      (error.status === 404 || error.status === 400)
+    ) return undefined;
+    throw error;
+  }
+  // The wrapper of `backgroundCommandBody` evaluates the command, quoted.
+  const evaluated = /\neval -- ([\s\S]*)$/.exec(status.content ?? "")?.[1];
+  const command = evaluated === undefined
+    ? status.content ?? ""
+    : /^'[\s\S]*'$/.test(evaluated)
+    ? evaluated.slice(1, -1).replaceAll("'\\''", "'")
+    : evaluated;
+  const started = Date.parse(status.started_at ?? "");
+  // Its timeout is not known here: it never reads as timed out.
+  return {
+    process: new ExecdBackground(parts, id, Infinity, sinks.onStdout, 0),
+    command,
+    startedAt: new Date(Number.isFinite(started) ? started : Date.now()),
+  };
+}
+
 class ExecdBackground implements BackgroundProcess {
   readonly id: string;
   readonly #parts: ExecdBackgroundParts;
   readonly #timeoutMs: number;
   readonly #onOutput: ((chunk: Uint8Array) => void) | undefined;
-  readonly #startedAt = Date.now();
+  readonly #startedAt: number;
   #cursor = 0;
   #last: BackgroundState = { running: true };
   /** Polls one at a time: the cursor moves with each. */
@@ -138,7 +187,9 @@ class ExecdBackground implements BackgroundProcess {
     id: string,
     timeoutMs: number,
     onOutput?: (chunk: Uint8Array) => void,
+    startedAt = Date.now(),
   ) {
+    this.#startedAt = startedAt;
     this.#parts = parts;
     this.id = id;
     this.#timeoutMs = timeoutMs;

@@ -34,7 +34,7 @@ import type {
   FileInfo,
   FileType,
 } from "../types.ts";
-import { startExecdBackground } from "./_background.ts";
+import { attachExecdBackground, startExecdBackground } from "./_background.ts";
 import { ExecdProtocolError, readExecdEvents } from "./_events.ts";
 
 /**
@@ -259,20 +259,46 @@ export class ExecdClient implements RemoteFileOps {
    */
   startBackground(request: ExecdCommand): Promise<BackgroundProcess> {
     return startExecdBackground(
-      {
-        http: this.http,
-        interrupt: (id) => this.interrupt(id),
-        refused: (message, reason, cause) =>
-          new SandboxCommandError(message, {
-            reason,
-            ...(cause !== undefined ? { cause } : {}),
-          }),
-      },
+      this.#backgroundParts(),
       backgroundCommandBody(request),
       request.timeoutMs,
       request.onStdout ? { onStdout: request.onStdout } : {},
       request.signal,
     );
+  }
+
+  /**
+   * Finds a background command execd has by its id (started by another
+   * runtime on the same sandbox).
+   *
+   * @param id The command's id.
+   * @param sinks Where its fetched output goes.
+   * @returns The command, or `undefined` when execd does not know it.
+   */
+  attachBackground(
+    id: string,
+    sinks: { onStdout?: (chunk: Uint8Array) => void } = {},
+  ): Promise<
+    | { process: BackgroundProcess; command: string; startedAt: Date }
+    | undefined
+  > {
+    return attachExecdBackground(this.#backgroundParts(), id, sinks);
+  }
+
+  #backgroundParts() {
+    return {
+      http: this.http,
+      interrupt: (id: string) => this.interrupt(id),
+      refused: (
+        message: string,
+        reason: "refused" | "start",
+        cause?: unknown,
+      ) =>
+        new SandboxCommandError(message, {
+          reason,
+          ...(cause !== undefined ? { cause } : {}),
+        }),
+    };
   }
 
   /**

@@ -227,6 +227,7 @@ class OpenSandboxService implements SandboxService<SandboxInfo> {
       files: execd,
       commands: execd.commands,
       startBackground: (command) => execd.startBackground(command),
+      attachBackground: (id, sinks) => execd.attachBackground(id, sinks),
       isReady: (signal) => execd.ping(signal),
       makeDirectories: (paths, signal) => execd.makeDirectories(paths, signal),
     };

@@ -54,6 +54,11 @@ import { resolveRemotePath } from "./paths.ts";
 import { collectUploadEntries } from "./upload.ts";
 import { type RemoteCommandKind, runRemoteCommand } from "./command.ts";
 import {
+  type AttachedBackground,
+  attachSandboxBackground,
+  startSandboxBackground,
+} from "./background.ts";
+import {
   ACCEPTS_REMOTE_ORIGINS,
   remoteOriginOf,
   type RemoteSkillOrigin,
@@ -101,6 +106,16 @@ export interface RemoteSession {
    * Without it, background commands run on {@linkcode RemoteSession.execute}.
    */
   startBackground?(command: RemoteCommand): Promise<BackgroundProcess>;
+  /**
+   * Finds a command of the server's own background facility by its id, when
+   * another runtime on the same sandbox started it; `undefined` when the
+   * server does not know it. Without it, such commands are found only by the
+   * runtime that started them.
+   */
+  attachBackground?(
+    id: string,
+    sinks: Pick<RemoteCommand, "onStdout" | "onStderr">,
+  ): Promise<AttachedBackground | undefined>;
   /** The server's file calls. */
   readonly files: RemoteFileOps;
   /** Called on each use of the runtime (e.g. to renew the sandbox's expiry). */
@@ -663,13 +678,13 @@ export class RemoteSkillRuntime implements SkillRuntime {
 
   /**
    * Starts a command with the server's own background facility (OpenSandbox's
-   * background commands, AIO's asynchronous exec) and returns once the
-   * server has it; `undefined` when the server kind has none (background
-   * commands then run on {@linkcode execute}). Checked as `execute` checks.
+   * background commands, AIO's asynchronous exec), or else with the kit's
+   * (`background.ts`: detached in the sandbox, its state in a folder named by
+   * its id), and returns once the sandbox has it. Checked as `execute` checks.
    *
    * @param request The command, working directory, timeout, variables and
    * the streams its fetched output goes to.
-   * @returns The command, or `undefined`.
+   * @returns The command.
    * @throws {TypeError} A bad request (see {@linkcode execute}).
    * @throws {Error} The sandbox cannot be reached or refused the command.
    */
@@ -688,7 +703,6 @@ export class RemoteSkillRuntime implements SkillRuntime {
         ? this.#cwd
         : await this.#fs.resolve(request.cwd);
       const session = await this.#connect(request.signal);
-      if (!session.startBackground) return undefined;
       // Its output, as each poll fetches it, is a command's output event too.
       const observed = observeExecute({
         command,
@@ -700,7 +714,12 @@ export class RemoteSkillRuntime implements SkillRuntime {
         ...(request.onStdout ? { onStdout: request.onStdout } : {}),
         ...(request.onStderr ? { onStderr: request.onStderr } : {}),
       }, this.#events);
-      const process = await session.startBackground(observed.request);
+      const process = session.startBackground
+        ? await session.startBackground(observed.request)
+        : await startSandboxBackground(
+          (command) => runOn(session, command),
+          observed.request,
+        );
       const clean = (error: unknown) => {
         throw this.#clean(error, Object.values(requestEnv ?? {}));
       };
@@ -722,6 +741,38 @@ export class RemoteSkillRuntime implements SkillRuntime {
           : [],
       );
     }
+  }
+
+  /**
+   * Finds a background command another runtime on the same sandbox started
+   * (the kit's background commands live in the sandbox, named by their id).
+   *
+   * @param id The command's id.
+   * @param streams Where its fetched output goes.
+   * @returns The command, or `undefined` when the sandbox has no such one
+   * (or the kind runs background commands with its own facility).
+   * @throws {Error} The sandbox cannot be reached.
+   */
+  async attachBackground(
+    id: string,
+    streams: Pick<ExecuteRequest, "onStdout" | "onStderr"> = {},
+  ): Promise<AttachedBackground | undefined> {
+    this.#checkOpen("run a command");
+    const session = await this.#connect();
+    const sinks = {
+      ...(streams.onStdout ? { onStdout: streams.onStdout } : {}),
+      ...(streams.onStderr ? { onStderr: streams.onStderr } : {}),
+    };
+    if (session.startBackground) {
+      return await session.attachBackground?.(id, sinks).catch((error) => {
+        throw this.#clean(error, []);
+      });
+    }
+    const run = (command: RemoteCommand) =>
+      runOn(session, command).catch((error) => {
+        throw this.#clean(error, []);
+      });
+    return await attachSandboxBackground(run, id, this.#cwd, sinks);
   }
 
   /**

@@ -57,6 +57,7 @@ import {
   runtimeOptionsOf,
 } from "./runtime.ts";
 import type { RemoteCommandKind } from "./command.ts";
+import type { AttachedBackground } from "./background.ts";
 import { shellQuote } from "./shell.ts";
 
 /** The store conversations use when none is given: one per process. */
@@ -177,6 +178,14 @@ export interface ServiceSession {
    * commands run on {@linkcode ServiceSession.execute}.
    */
   startBackground?(command: RemoteCommand): Promise<BackgroundProcess>;
+  /**
+   * Finds a command of that facility by its id, when another runtime on the
+   * same sandbox started it (see {@linkcode RemoteSession.attachBackground}).
+   */
+  attachBackground?(
+    id: string,
+    sinks: Pick<RemoteCommand, "onStdout" | "onStderr">,
+  ): Promise<AttachedBackground | undefined>;
   /** The file calls: stat and list, open (read), upload (write). */
   readonly files: RemoteFileOps;
   /**
@@ -436,6 +445,14 @@ export class SandboxServiceBackend<S extends ServiceSandbox = ServiceSandbox>
           ? {
             startBackground: (command: RemoteCommand) =>
               session.startBackground!(command),
+          }
+          : {}),
+        ...(session.attachBackground
+          ? {
+            attachBackground: (
+              id: string,
+              sinks: Pick<RemoteCommand, "onStdout" | "onStderr">,
+            ) => session.attachBackground!(id, sinks),
           }
           : {}),
         touch: () => this.#touch(),
