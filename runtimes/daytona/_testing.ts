@@ -1,0 +1,54 @@
+/**
+ * Helpers for the Daytona runtime's tests: the test server with a temporary
+ * folder and a runtime factory. Test-only.
+ *
+ * @module
+ */
+import {
+  type DaytonaServer,
+  type DaytonaServerOptions,
+  startDaytonaServer,
+} from "../../tests/servers/daytona.ts";
+import {
+  type RemoteTestServer,
+  startRemoteTestServer,
+} from "../remote/_testing.ts";
+import {
+  DaytonaSkillRuntime,
+  type DaytonaSkillRuntimeOptions,
+} from "./runtime.ts";
+
+/** The API key the test servers are started with. */
+export const TEST_API_KEY = "dtn_test_key_0123456789";
+
+/** A running test server and a temporary folder for the test. */
+export type DaytonaTestServer = RemoteTestServer<
+  DaytonaServer,
+  DaytonaSkillRuntimeOptions,
+  DaytonaSkillRuntime
+>;
+
+/**
+ * Starts the Daytona test server (with {@linkcode TEST_API_KEY}) and a folder.
+ * Runtimes work in `/home/daytona` of their sandbox (its own folder).
+ *
+ * @param options Further options of the server.
+ * @returns The server.
+ */
+export function startDaytonaTestServer(
+  options: DaytonaServerOptions = {},
+): Promise<DaytonaTestServer> {
+  return startRemoteTestServer({
+    prefix: "skillrun-daytona-",
+    start: () => startDaytonaServer({ apiKey: TEST_API_KEY, ...options }),
+    close: (server) => server.close(),
+    runtime: (server, _dir, overrides: Partial<DaytonaSkillRuntimeOptions>) =>
+      new DaytonaSkillRuntime({
+        apiKey: TEST_API_KEY,
+        baseUrl: server.url,
+        cwd: "/home/daytona",
+        skillsRoot: "/home/daytona/skills",
+        ...overrides,
+      }),
+  });
+}
