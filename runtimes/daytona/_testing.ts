@@ -30,7 +30,8 @@ export type DaytonaTestServer = RemoteTestServer<
 
 /**
  * Starts the Daytona test server (with {@linkcode TEST_API_KEY}) and a folder.
- * Runtimes work in `/home/daytona` of their sandbox (its own folder).
+ * Runtimes work in `/home/daytona` of their sandbox (its own folder); the
+ * test's folder is bound in every sandbox at its own path (a shared volume).
  *
  * @param options Further options of the server.
  * @returns The server.
@@ -40,15 +41,17 @@ export function startDaytonaTestServer(
 ): Promise<DaytonaTestServer> {
   return startRemoteTestServer({
     prefix: "skillrun-daytona-",
-    start: () => startDaytonaServer({ apiKey: TEST_API_KEY, ...options }),
+    start: (dir) =>
+      startDaytonaServer({ apiKey: TEST_API_KEY, volumes: [dir], ...options }),
     close: (server) => server.close(),
-    runtime: (server, _dir, overrides: Partial<DaytonaSkillRuntimeOptions>) =>
-      new DaytonaSkillRuntime({
+    runtime: (server, _dir, overrides: Partial<DaytonaSkillRuntimeOptions>) => {
+      return new DaytonaSkillRuntime({
         apiKey: TEST_API_KEY,
         baseUrl: server.url,
         cwd: "/home/daytona",
         skillsRoot: "/home/daytona/skills",
         ...overrides,
-      }),
+      });
+    },
   });
 }

@@ -27,6 +27,11 @@ export interface DaytonaServerOptions {
   readonly apiKey?: string;
   /** Port; default 0. */
   readonly port?: number;
+  /**
+   * Host folders bound read-write at the same path in every sandbox (as a
+   * shared volume): tests read there what commands wrote.
+   */
+  readonly volumes?: readonly string[];
 }
 
 /** One command of a session. */
@@ -161,6 +166,9 @@ export function startDaytonaServer(
       else parts.push(part);
     }
     const clean = "/" + parts.join("/");
+    for (const volume of options.volumes ?? []) {
+      if (clean === volume || clean.startsWith(volume + "/")) return clean;
+    }
     for (
       const [inside, outside] of [[HOME, "home"], ["/tmp", "tmp"]] as const
     ) {
@@ -196,6 +204,7 @@ export function startDaytonaServer(
         "--bind",
         `${box.root}/tmp`,
         "/tmp",
+        ...(options.volumes ?? []).flatMap((v) => ["--bind", v, v]),
         ...(box.networkBlockAll ? ["--unshare-net"] : []),
         "--die-with-parent",
         "--chdir",
@@ -748,6 +757,7 @@ __code=$?; { echo "$PWD"; export -p; } > "$3"; exit $__code`;
       if (tail === "" && method === "DELETE") {
         await stopAll(box);
         box.state = "destroyed";
+        sandboxes.delete(box.id);
         await Deno.remove(box.root, { recursive: true }).catch(() => {});
         return json({ ...sandboxJson(box), state: "destroying" });
       }
