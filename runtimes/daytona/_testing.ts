@@ -30,8 +30,9 @@ export type DaytonaTestServer = RemoteTestServer<
 
 /**
  * Starts the Daytona test server (with {@linkcode TEST_API_KEY}) and a folder.
- * Runtimes work in `/home/daytona` of their sandbox (its own folder); the
- * test's folder is bound in every sandbox at its own path (a shared volume).
+ * The test's folder is bound in every sandbox at its own path (a shared
+ * volume) and runtimes work there; the rest of `/home/daytona` and `/tmp`
+ * are each sandbox's own.
  *
  * @param options Further options of the server.
  * @returns The server.
@@ -44,12 +45,12 @@ export function startDaytonaTestServer(
     start: (dir) =>
       startDaytonaServer({ apiKey: TEST_API_KEY, volumes: [dir], ...options }),
     close: (server) => server.close(),
-    runtime: (server, _dir, overrides: Partial<DaytonaSkillRuntimeOptions>) => {
+    runtime: (server, dir, overrides: Partial<DaytonaSkillRuntimeOptions>) => {
       return new DaytonaSkillRuntime({
         apiKey: TEST_API_KEY,
         baseUrl: server.url,
-        cwd: "/home/daytona",
-        skillsRoot: "/home/daytona/skills",
+        cwd: dir,
+        skillsRoot: `${dir}/.skills`,
         ...overrides,
       });
     },

@@ -26,7 +26,7 @@ Deno.test("daytona: execute() gives stdout and stderr apart, the exit code, cwd 
   ]);
   assertEquals(
     (await runtime.execute({ command: "pwd" })).stdout,
-    "/home/daytona\n",
+    `${server.dir}\n`,
   );
   const created = counted.requests.find((r) =>
     r.method === "POST" && r.path.endsWith("/api/sandbox")
@@ -34,7 +34,7 @@ Deno.test("daytona: execute() gives stdout and stderr apart, the exit code, cwd 
   assertEquals(created.headers.get("authorization"), `Bearer ${TEST_API_KEY}`);
   const bad = await runtime.execute({
     command: "exit 0",
-    cwd: "/home/daytona/none",
+    cwd: `${server.dir}/none`,
   });
   assert(bad.exitCode !== 0);
   assert(
