@@ -43,7 +43,11 @@ export function startDaytonaTestServer(
   return startRemoteTestServer({
     prefix: "skillrun-daytona-",
     start: (dir) =>
-      startDaytonaServer({ apiKey: TEST_API_KEY, volumes: [dir], ...options }),
+      startDaytonaServer({
+        apiKey: TEST_API_KEY,
+        ...options,
+        volumes: [dir, ...options.volumes ?? []],
+      }),
     close: (server) => server.close(),
     runtime: (server, dir, overrides: Partial<DaytonaSkillRuntimeOptions>) => {
       return new DaytonaSkillRuntime({

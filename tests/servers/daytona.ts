@@ -20,6 +20,8 @@
  * @module
  */
 import { encoder, errorText, isObject, splitFlag } from "./_common.ts";
+import { FaultInjector } from "./_faults.ts";
+import { serveWithFaults } from "./_fault_server.ts";
 
 /** Options of {@linkcode startDaytonaServer}. */
 export interface DaytonaServerOptions {
@@ -32,6 +34,8 @@ export interface DaytonaServerOptions {
    * shared volume): tests read there what commands wrote.
    */
   readonly volumes?: readonly string[];
+  /** The fault injector. */
+  readonly faults?: FaultInjector;
 }
 
 /** One command of a session. */
@@ -75,6 +79,8 @@ export interface DaytonaServer extends AsyncDisposable {
   readonly sandboxes: Map<string, DaytonaTestSandbox>;
   /** Every call, `METHOD path`. */
   readonly calls: string[];
+  /** The fault injector. */
+  readonly faults: FaultInjector;
   /** Stops serving, kills every command, removes every sandbox's files. */
   close(): Promise<void>;
 }
@@ -646,37 +652,38 @@ __code=$?; { echo "$PWD"; export -p; } > "$3"; exit $__code`;
     return command;
   };
 
-  const server = Deno.serve({
+  const faults = options.faults ?? new FaultInjector();
+  const server = serveWithFaults({
+    faults,
     port: options.port ?? 0,
-    hostname: "127.0.0.1",
-    onListen: () => {},
-  }, async (request) => {
-    const url = new URL(request.url);
-    calls.push(`${request.method} ${url.pathname}`);
-    if (
-      options.apiKey !== undefined &&
-      request.headers.get("authorization") !== `Bearer ${options.apiKey}`
-    ) {
-      return apiError(401, "Invalid credentials", request);
-    }
-    try {
-      const toolboxMatch = /^\/toolbox\/([^/]+)(\/.*)$/.exec(url.pathname);
-      if (toolboxMatch) {
-        const box = sandboxes.get(decodeURIComponent(toolboxMatch[1]!));
-        if (box === undefined || box.state === "destroyed") {
-          return apiError(404, "Sandbox not found", request);
-        }
-        if (box.state !== "started") {
-          return apiError(400, "Sandbox is not started", request);
-        }
-        return await toolbox(box, toolboxMatch[2]!, request);
+    handler: async (request) => {
+      const url = new URL(request.url);
+      calls.push(`${request.method} ${url.pathname}`);
+      if (
+        options.apiKey !== undefined &&
+        request.headers.get("authorization") !== `Bearer ${options.apiKey}`
+      ) {
+        return apiError(401, "Invalid credentials", request);
       }
-      return await api(url, request);
-    } catch (error) {
-      return json({ statusCode: 500, message: errorText(error) }, 500);
-    }
+      try {
+        const toolboxMatch = /^\/toolbox\/([^/]+)(\/.*)$/.exec(url.pathname);
+        if (toolboxMatch) {
+          const box = sandboxes.get(decodeURIComponent(toolboxMatch[1]!));
+          if (box === undefined || box.state === "destroyed") {
+            return apiError(404, "Sandbox not found", request);
+          }
+          if (box.state !== "started") {
+            return apiError(400, "Sandbox is not started", request);
+          }
+          return await toolbox(box, toolboxMatch[2]!, request);
+        }
+        return await api(url, request);
+      } catch (error) {
+        return json({ statusCode: 500, message: errorText(error) }, 500);
+      }
+    },
   });
-  origin = `http://127.0.0.1:${server.addr.port}`;
+  origin = server.url;
 
   const find = (idOrName: string) =>
     sandboxes.get(idOrName) ??
@@ -790,10 +797,11 @@ __code=$?; { echo "$PWD"; export -p; } > "$3"; exit $__code`;
       await stopAll(box);
       await Deno.remove(box.root, { recursive: true }).catch(() => {});
     }
-    await server.shutdown();
+    await server.close();
   };
   return {
     url: `${origin}/api`,
+    faults,
     sandboxes,
     calls,
     close,
