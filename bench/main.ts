@@ -29,6 +29,7 @@ const FILES = [
   "./observe_bench.ts",
   "./approval_bench.ts",
   "./catalog_bench.ts",
+  "./daytona_bench.ts",
 ] as const;
 
 const filter = Deno.args[0];

@@ -249,8 +249,8 @@ class DaytonaService implements SandboxService<DaytonaSandbox> {
         list: (path, options) =>
           shellList(shell, path, options.depth, options.signal),
         open: (path, options) =>
-          download(toolbox, path, options.offset, options.signal),
-        upload: (files, signal) => upload(toolbox, files, signal),
+          toolboxDownload(toolbox, path, options.offset, options.signal),
+        upload: (files, signal) => toolboxUpload(toolbox, files, signal),
       },
       makeDirectories: async (paths, signal) => {
         for (const path of paths) {
@@ -418,8 +418,16 @@ async function executeOnce(
   };
 }
 
-/** A file from `offset`: `GET /files/download` (Go's `ServeFile`, ranged). */
-async function download(
+/**
+ * A file from `offset`: `GET /files/download` (Go's `ServeFile`, ranged).
+ *
+ * @param toolbox The sandbox's toolbox (`<toolboxProxyUrl>/<id>`).
+ * @param path The absolute path.
+ * @param offset The first byte.
+ * @param signal Stops it.
+ * @returns The answer, its body the file.
+ */
+export async function toolboxDownload(
   toolbox: HttpClient,
   path: string,
   offset: number,
@@ -446,8 +454,12 @@ async function download(
 /**
  * Files in one streamed `POST /files/bulk-upload` (`files[i].path` before
  * `files[i].file`), then `POST /files/permissions` for each with a mode.
+ *
+ * @param toolbox The sandbox's toolbox (`<toolboxProxyUrl>/<id>`).
+ * @param files The files.
+ * @param signal Stops it.
  */
-async function upload(
+export async function toolboxUpload(
   toolbox: HttpClient,
   files: readonly RemoteUploadFile[],
   signal?: AbortSignal,
