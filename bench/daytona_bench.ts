@@ -254,6 +254,7 @@ export const cases: BenchCase[] = [
     setup: generateBig,
     iterations: 2,
     rounds: 2,
+    maxRatio: 1.25,
     maxRssMiB: 100,
     ours: {
       label: "downloadToFile over GET /files/download",
