@@ -9,16 +9,18 @@ import { UsageError } from "./_args.ts";
 import type { SkillRuntime } from "../runtimes/types.ts";
 import { E2BSkillRuntime } from "../runtimes/e2b/mod.ts";
 import { VercelSandboxSkillRuntime } from "../runtimes/vercel/mod.ts";
+import { DaytonaSkillRuntime } from "../runtimes/daytona/mod.ts";
 
 /** The remote kinds `--runtime` takes. */
-export const REMOTE_RUNTIMES: readonly string[] = ["e2b", "vercel"];
+export const REMOTE_RUNTIMES: readonly string[] = ["e2b", "vercel", "daytona"];
 
 /** The help lines of `--runtime`, shared by `run` and `mcp`. */
 export const RUNTIME_HELP: string =
   `  --runtime <kind>     local (default), e2b or vercel: run in a hosted sandbox,
                        with options from the environment: E2B_API_KEY,
                        E2B_API_URL, E2B_SANDBOX_URL, E2B_TEMPLATE; VERCEL_TOKEN,
-                       VERCEL_TEAM_ID, VERCEL_PROJECT_ID, VERCEL_API_URL.
+                       VERCEL_TEAM_ID, VERCEL_PROJECT_ID, VERCEL_API_URL;
+                       daytona: DAYTONA_API_KEY, DAYTONA_API_URL.
                        With --conversation, --root is the folder inside the
                        sandbox (default the kind's own)
 `;
@@ -44,7 +46,9 @@ export function checkRuntimeFlag(
   if (kind === undefined || kind === "local") return undefined;
   if (typeof kind !== "string" || !REMOTE_RUNTIMES.includes(kind)) {
     throw new UsageError(
-      `Unknown runtime "${String(kind)}": expected local, e2b or vercel`,
+      `Unknown runtime "${String(kind)}": expected local, ${
+        REMOTE_RUNTIMES.join(", ")
+      }`,
     );
   }
   if (flags.isolate === true) {
@@ -108,6 +112,14 @@ export function remoteRuntime(
       ...optional("E2B_API_URL", "baseUrl"),
       ...optional("E2B_SANDBOX_URL", "sandboxUrl"),
       ...(template ? { sandbox: { template } } : {}),
+      ...conversation,
+      ...(onEvent ? { onEvent } : {}),
+    });
+  }
+  if (kind === "daytona") {
+    return new DaytonaSkillRuntime({
+      apiKey: need("DAYTONA_API_KEY"),
+      ...optional("DAYTONA_API_URL", "baseUrl"),
       ...conversation,
       ...(onEvent ? { onEvent } : {}),
     });

@@ -2,6 +2,7 @@ import { assertEquals, assertStringIncludes } from "../_internal/assert.ts";
 import { PROJECT_CONFIG } from "../_internal/testing.ts";
 import { startE2BServer } from "../tests/servers/e2b.ts";
 import { startVercelServer } from "../tests/servers/vercel.ts";
+import { startDaytonaServer } from "../tests/servers/daytona.ts";
 import { remoteRuntime } from "./_remote.ts";
 import { UsageError } from "./_args.ts";
 import { assertThrows } from "../_internal/assert.ts";
@@ -98,6 +99,34 @@ Deno.test("cli run --runtime vercel runs in a Vercel sandbox; a missing token is
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test("cli run --runtime daytona runs in a Daytona sandbox; a missing key is a usage error naming the variable", async () => {
+  await using server = startDaytonaServer({ apiKey: "cli-key" });
+  const result = await cli(
+    [
+      "run",
+      "--runtime",
+      "daytona",
+      "--conversation",
+      "cli-3",
+      SKILLS,
+      "json-to-table",
+      "--",
+      "ls",
+    ],
+    { DAYTONA_API_KEY: "cli-key", DAYTONA_API_URL: server.url },
+  );
+  assertEquals(result.code, 0, result.stderr);
+  assertStringIncludes(result.stdout, "SKILL.md");
+  const [box] = [...server.sandboxes.values()];
+  assertEquals(box?.labels["skillrun.conversation"], "cli-3");
+  const missing = await cli(
+    ["run", "--runtime", "daytona", SKILLS, "json-to-table", "--", "ls"],
+    {},
+  );
+  assertEquals(missing.code, 2);
+  assertStringIncludes(missing.stderr, "DAYTONA_API_KEY");
 });
 
 Deno.test("--runtime refuses an unknown kind and --isolate with a remote kind", () => {
