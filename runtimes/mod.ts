@@ -225,6 +225,7 @@ export {
   runRemoteCommand,
   type StartedRemoteCommand,
 } from "./remote/command.ts";
+export { type AttachedBackground } from "./remote/background.ts";
 export {
   type RemoteBackend,
   type RemoteCommand,
