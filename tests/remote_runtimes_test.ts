@@ -64,6 +64,8 @@ interface Kind {
   >;
   /** The path of the one request an upload makes, when it makes one. */
   readonly uploadPath?: string;
+  /** The request that creates a sandbox (method and path). */
+  readonly create: string;
   /** How many sandboxes the server was asked to create. */
   creates(server: unknown): number;
   /** The sandboxes the server holds. */
@@ -85,6 +87,7 @@ const KINDS: readonly Kind[] = [
   {
     name: "OpenSandbox",
     start: startTestServer,
+    create: "POST /v1/sandboxes",
     creates: (s) => (s as OpenSandboxServer).count("POST", "/v1/sandboxes"),
     offline: (baseUrl, apiKey) =>
       new OpenSandboxSkillRuntime({ baseUrl, apiKey, requestTimeoutMs: 2_000 }),
@@ -93,6 +96,7 @@ const KINDS: readonly Kind[] = [
   {
     name: "E2B",
     start: startE2BTestServer,
+    create: "POST /sandboxes",
     creates: (s) =>
       (s as E2BServer).calls.filter((c) => c === "POST /sandboxes").length,
     sandboxes: (s) => (s as E2BServer).sandboxes,
@@ -105,6 +109,7 @@ const KINDS: readonly Kind[] = [
     name: "Vercel",
     start: startVercelTestServer,
     uploadPath: "/fs/write",
+    create: "POST /v3/sandboxes",
     creates: (s) =>
       (s as VercelServer).calls.filter((c) => c === "POST /v3/sandboxes")
         .length,
@@ -121,6 +126,7 @@ const KINDS: readonly Kind[] = [
     name: "Daytona",
     start: startDaytonaTestServer,
     uploadPath: "/files/bulk-upload",
+    create: "POST /api/sandbox",
     creates: (s) =>
       (s as DaytonaServer).calls.filter((c) => c === "POST /api/sandbox")
         .length,
@@ -232,12 +238,28 @@ for (const kind of KINDS) {
       await KvConversationStore.open(kvPath),
       await KvConversationStore.open(kvPath),
     ];
+    // Each create is held until both runtimes have sent theirs, so that
+    // both race whatever the machine's load (one could otherwise find the
+    // other's sandbox already recorded and create none).
+    let sent = 0;
+    const both = Promise.withResolvers<void>();
+    const held: typeof fetch = async (input, init) => {
+      const request = new Request(input, init);
+      if (
+        `${request.method} ${new URL(request.url).pathname}` === kind.create
+      ) {
+        if (++sent === 2) both.resolve();
+        await both.promise;
+      }
+      return await fetch(input, init);
+    };
     try {
       const runtimes = stores.map((store) =>
         server.runtime({
           conversationId: "raced",
           conversationsRoot: `${server.dir}/conversations`,
           store,
+          fetch: held,
           ...kind.conversation,
         })
       );

@@ -353,7 +353,10 @@ class ToolboxCommands implements RemoteCommandKind {
         if (stderr) yield { type: "stderr", data: stderr };
         yield { type: "exit", exitCode: Number(result.exitCode ?? -1) };
       } finally {
-        void kill();
+        // Housekeeping: the session ends with the command. A failure (the
+        // sandbox or the network already gone) leaves at most an idle
+        // session, which goes with its sandbox; nothing waits on it.
+        kill().catch(() => {});
       }
     }
     return { id, events: events() };
