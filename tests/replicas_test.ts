@@ -136,9 +136,8 @@ function aioServer(root: string): Promise<Sandboxes> {
       return await fetch(url, {
         method: request.method,
         headers: request.headers,
-        signal: request.signal,
         ...(body ? { body } : {}),
-      });
+      }).catch(() => new Response("unreachable", { status: 502 }));
     },
   );
   return Promise.resolve({
@@ -563,6 +562,20 @@ async function scenario(
     let base = "";
     let uploaded = 0;
 
+    // The long call streams first (its stream closed every 5 s, resumed
+    // through the proxy on other instances) while the other steps run
+    // beside it, racing it to make the conversation's sandbox.
+    const long = client.callTool(
+      {
+        name: "bash",
+        arguments: { command: "sleep 20; echo finished-late" },
+      },
+      undefined,
+      { timeout: 60_000 },
+    );
+    const longStarted = Date.now();
+    assert(await waitFor(() => proxy.longCallOn !== undefined));
+
     await t.step(
       "skill → write → read, each request on another instance",
       async () => {
@@ -616,16 +629,18 @@ async function scenario(
     await t.step(
       "one instance SIGKILLed between two calls, then restarted",
       async () => {
-        const killed = instances[0]!;
+        // Not the one running the long call (which would die with it).
+        const victim = (proxy.longCallOn! + 1) % 3;
+        const killed = instances[victim]!;
         await stop(killed, "SIGKILL");
-        instances[0] = undefined;
+        instances[victim] = undefined;
         assertStringIncludes(
           await call("bash", {
             command: `bash ${base}/scripts/count.sh notes.txt`,
           }),
           "words: 5",
         );
-        instances[0] = await deployment.start({}, killed.port);
+        instances[victim] = await deployment.start({}, killed.port);
         for (let i = 0; i < 3; i++) {
           assertStringIncludes(
             await call("read", { file_path: "notes.txt" }),
@@ -640,18 +655,6 @@ async function scenario(
         assertEquals(sandboxes.uploads(), uploaded);
       },
     );
-
-    // The long call streams (its stream closed every 5 s, resumed through
-    // the proxy on another instance) while the next steps run beside it.
-    const long = client.callTool(
-      {
-        name: "bash",
-        arguments: { command: "sleep 20; echo finished-late" },
-      },
-      undefined,
-      { timeout: 60_000 },
-    );
-    const longStarted = Date.now();
 
     await t.step(
       "a cancellation through another instance stops the command in the sandbox within 2 s",
@@ -858,8 +861,8 @@ async function scenario(
           await waitFor(async () => (await sandboxes.count()) === 0, 15_000),
           "the orphaned sandbox was not swept",
         );
-        // Two more sweep intervals: still one deletion.
-        await new Promise((resolve) => setTimeout(resolve, 2_200));
+        // One more sweep interval: still one deletion.
+        await new Promise((resolve) => setTimeout(resolve, 1_200));
         assertEquals(sandboxes.deletes(orphan), 1);
         const gone = await rawPost(`http://127.0.0.1:${fresh[0]!.port}/mcp`, {
           authorization: `Bearer ${TOKEN}`,
