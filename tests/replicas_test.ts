@@ -275,9 +275,10 @@ function edgeDeployment(
   };
 }
 
+/** `cli.ts mcp --http`: on a sandbox, or (none given) the local runtime. */
 function cliDeployment(
   root: string,
-  sandboxes: Sandboxes,
+  sandboxes: Sandboxes | undefined,
   store: string,
 ): Deployment {
   return {
@@ -288,7 +289,7 @@ function cliDeployment(
         NO_COLOR: "1",
         SKILLRUN_MCP_TOKEN: TOKEN,
         SKILLRUN_STORE: store,
-        ...sandboxes.env,
+        ...sandboxes?.env,
       };
       for (const [key, value] of Object.entries(extra)) {
         if (key === "store") env.SKILLRUN_STORE = value;
@@ -306,12 +307,13 @@ function cliDeployment(
             `--allow-write=${root}`,
             "--allow-env",
             "--allow-net=127.0.0.1",
+            // The local runtime runs bash here.
+            ...(sandboxes ? [] : ["--allow-run"]),
             "cli.ts",
             "mcp",
             "--skills",
             "examples/edge/skills",
-            "--runtime",
-            sandboxes.runtime,
+            ...(sandboxes ? ["--runtime", sandboxes.runtime] : []),
             "--root",
             `${root}/conversations`,
             "--http",
@@ -899,6 +901,84 @@ async function scenario(
       } s`,
     );
   }
+}
+
+// `cli.ts mcp --http --store` with the local runtime: the session's
+// workspace is a folder on this machine that every replica reaches.
+for (const storeKind of ["KV", "PostgreSQL"] as const) {
+  Deno.test({
+    name:
+      `three cli.ts mcp --http replicas on the local runtime, ${storeKind} store: one session served by all, one killed and restarted, DELETE through another`,
+    ignore: storeKind === "PostgreSQL" && !pg,
+    sanitizeResources: false,
+    sanitizeOps: false,
+    async fn() {
+      const root = await Deno.realPath(
+        await Deno.makeTempDir({ prefix: "skillrun-replicas-local-" }),
+      );
+      const deployment = cliDeployment(
+        root,
+        undefined,
+        storeKind === "KV" ? `${root}/store.kv` : pg!.poolerUrl ?? pg!.url,
+      );
+      const instances: (Instance | undefined)[] = await Promise.all(
+        [0, 1, 2].map(() => deployment.start()),
+      );
+      const proxy = roundRobin(instances);
+      const { client, transport } = connectClient(proxy.url);
+      try {
+        await client.connect(transport);
+        const id = transport.sessionId!;
+        const workspace = `${root}/conversations/${id}`;
+        const call = async (name: string, args: Record<string, unknown>) => {
+          const result = await client.callTool({ name, arguments: args });
+          assertFalse(result.isError, text(result));
+          return text(result);
+        };
+        await call("skill", { name: "word-count" });
+        await call("write", { file_path: "notes.txt", content: "kept" });
+        const killed = instances[1]!;
+        await stop(killed, "SIGKILL");
+        instances[1] = undefined;
+        assertStringIncludes(
+          await call("read", { file_path: "notes.txt" }),
+          "kept",
+        );
+        instances[1] = await deployment.start({}, killed.port);
+        const served = new Set<number>();
+        for (let i = 0; i < 4; i++) {
+          assertStringIncludes(
+            await call("bash", { command: "cat notes.txt && pwd" }),
+            workspace,
+          );
+          served.add([...proxy.calls.values()].at(-1)!);
+        }
+        assertEquals(served.size, 3);
+        assert(await exists(workspace));
+        await transport.terminateSession();
+        assertFalse(await exists(workspace));
+        for (const instance of instances) {
+          const answer = await fetch(
+            `http://127.0.0.1:${instance!.port}/mcp`,
+            {
+              method: "DELETE",
+              headers: {
+                authorization: `Bearer ${TOKEN}`,
+                "mcp-session-id": id,
+              },
+            },
+          );
+          await answer.body?.cancel();
+          assertEquals(answer.status, 404);
+        }
+      } finally {
+        for (const instance of instances) await stop(instance, "SIGTERM");
+        await client.close().catch(() => {});
+        await proxy.shutdown();
+        await Deno.remove(root, { recursive: true }).catch(() => {});
+      }
+    },
+  });
 }
 
 Deno.test({
