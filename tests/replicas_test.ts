@@ -507,17 +507,48 @@ const FULL = /^(1|true|yes)$/i.test(
   Deno.env.get("SKILLRUN_REPLICAS_FULL") ?? "",
 );
 
-for (const [surface, storeKind, sandboxKind] of FULL ? ALL : ALL.slice(0, 4)) {
-  Deno.test({
-    name: `three ${
-      surface === "edge" ? "edge function" : "cli.ts mcp --http"
-    } instances behind a round-robin proxy, ${storeKind} store, ${sandboxKind}: the whole flow across instances`,
-    ignore: storeKind === "PostgreSQL" && !pg,
-    sanitizeResources: false,
-    sanitizeOps: false,
-    fn: (t) => scenario(t, surface, storeKind, sandboxKind),
-  });
-}
+const name = ([surface, storeKind, sandboxKind]: readonly [
+  Surface,
+  StoreKind,
+  SandboxKind,
+]) =>
+  `three ${
+    surface === "edge" ? "edge function" : "cli.ts mcp --http"
+  } instances behind a round-robin proxy, ${storeKind} store, ${sandboxKind}: the whole flow across instances`;
+
+// Two scenarios at a time (each mostly waits for its 20-second call): two
+// lanes, each running its scenarios one after the other, as steps.
+Deno.test({
+  name: `the multi-instance matrix (${
+    FULL ? "all 8 combinations" : "pairwise: 4 combinations"
+  }, two at a time)`,
+  sanitizeResources: false,
+  sanitizeOps: false,
+  sanitizeExit: false,
+  async fn(t) {
+    const chosen = (FULL ? ALL : ALL.slice(0, 4)).filter(([, store]) =>
+      store !== "PostgreSQL" || pg
+    );
+    const lanes = [0, 1].map((lane) => chosen.filter((_, i) => i % 2 === lane));
+    const results = await Promise.allSettled(lanes.map(async (lane) => {
+      let ok = true;
+      for (const combination of lane) {
+        ok = await t.step({
+          name: name(combination),
+          sanitizeResources: false,
+          sanitizeOps: false,
+          sanitizeExit: false,
+          fn: (step) => scenario(step, ...combination),
+        }) && ok;
+      }
+      return ok;
+    }));
+    assert(
+      results.every((r) => r.status === "fulfilled" && r.value),
+      "a scenario failed (see its steps)",
+    );
+  },
+});
 
 async function scenario(
   t: Deno.TestContext,
@@ -526,6 +557,15 @@ async function scenario(
   sandboxKind: SandboxKind,
 ): Promise<void> {
   const started = Date.now();
+  // Without sanitizers: the other lane's steps run meanwhile.
+  const step = (name: string, fn: () => Promise<void>) =>
+    t.step({
+      name,
+      fn,
+      sanitizeResources: false,
+      sanitizeOps: false,
+      sanitizeExit: false,
+    });
   const root = await Deno.realPath(
     await Deno.makeTempDir({ prefix: "skillrun-replicas-" }),
   );
@@ -578,7 +618,7 @@ async function scenario(
     const longStarted = Date.now();
     assert(await waitFor(() => proxy.longCallOn !== undefined));
 
-    await t.step(
+    await step(
       "skill → write → read, each request on another instance",
       async () => {
         const loaded = await call("skill", { name: "word-count" });
@@ -597,7 +637,7 @@ async function scenario(
       },
     );
 
-    await t.step(
+    await step(
       "background command → its output → kill, on three instances",
       async () => {
         const before = proxy.calls.size;
@@ -628,7 +668,7 @@ async function scenario(
       },
     );
 
-    await t.step(
+    await step(
       "one instance SIGKILLed between two calls, then restarted",
       async () => {
         // Not the one running the long call (which would die with it).
@@ -658,7 +698,7 @@ async function scenario(
       },
     );
 
-    await t.step(
+    await step(
       "a cancellation through another instance stops the command in the sandbox within 2 s",
       async () => {
         const controller = new AbortController();
@@ -702,7 +742,7 @@ async function scenario(
       },
     );
 
-    await t.step(
+    await step(
       "a forged session id gets 404 and nothing is created",
       async () => {
         const sandboxesBefore = await sandboxes.count();
@@ -730,7 +770,7 @@ async function scenario(
       },
     );
 
-    await t.step(
+    await step(
       "the right session id with another token: 404 (or 401 on a one-token instance), nothing revealed",
       async () => {
         // An instance of a rotated token on the same store.
@@ -754,7 +794,7 @@ async function scenario(
       },
     );
 
-    await t.step(
+    await step(
       "an unreachable store: a clear 503, no crash, nothing created",
       async () => {
         const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
@@ -790,7 +830,7 @@ async function scenario(
       },
     );
 
-    await t.step(
+    await step(
       "a 20-second call, stream limit 5 s: resumed through the proxy on other instances, the result arrives",
       async () => {
         const result = await long;
@@ -808,7 +848,7 @@ async function scenario(
       },
     );
 
-    await t.step(
+    await step(
       "DELETE through another instance deletes the sandbox once; every instance then says 404",
       async () => {
         await transport.terminateSession();
@@ -825,7 +865,7 @@ async function scenario(
       },
     );
 
-    await t.step(
+    await step(
       "every instance SIGKILLed mid-session; two fresh instances with a short idle timeout, sweeping at once, delete the orphan exactly once",
       async () => {
         const second = connectClient(proxy.url);
