@@ -19,7 +19,7 @@
 //
 // The matrix {edge, cli} × {KV, PostgreSQL} × {OpenSandbox, AIO} is covered
 // pairwise (each surface with both stores and both kinds: 4 scenarios, for
-// CI time); SKILLRUN_REPLICAS_FULL=1 runs all 8.
+// CI time), two scenarios at a time; SKILLRUN_REPLICAS_FULL=1 runs all 8.
 import { Client } from "npm:@modelcontextprotocol/sdk@1.32.2/client";
 // @ts-types="npm:@modelcontextprotocol/sdk@1.32.2/client/streamableHttp"
 import { StreamableHTTPClientTransport } from "npm:@modelcontextprotocol/sdk@1.32.2/client/streamableHttp.js";
