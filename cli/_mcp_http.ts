@@ -13,6 +13,7 @@ import {
 } from "../runtimes/stores/conversation_store.ts";
 import { createRuntime, eventPrinter } from "./run.ts";
 import { onceEach } from "./_scope.ts";
+import { checkRuntimeFlag, remoteRuntime } from "./_remote.ts";
 import type { SkillEventListener } from "../observe/events.ts";
 import type { EgressOptions } from "../network/sandbox.ts";
 import { defaultMcpConversationsRoot } from "../tools/mcp/_conversations_root.ts";
@@ -153,6 +154,10 @@ export async function serveMcpHttpCommand(
   const trustedProxies = typeof flags["trusted-proxies"] === "string"
     ? flags["trusted-proxies"].split(",").map((h) => h.trim()).filter(Boolean)
     : undefined;
+  // --runtime opensandbox|aio|...: each session's conversation is a sandbox
+  // (its --root is a folder in the sandbox, not swept on this machine).
+  const remote = checkRuntimeFlag(flags);
+  if (remote !== undefined) root = undefined;
   const store = await openCliStore(
     typeof flags.store === "string"
       ? flags.store
@@ -161,7 +166,9 @@ export async function serveMcpHttpCommand(
   // Loaded here so that the other subcommands never load the MCP SDK.
   const { serveMcpHttp } = await import("../tools/mcp/mod.ts");
   const server = await serveMcpHttp({
-    ...(store ? { store, runtimeDescription: { kind: "local" } } : {}),
+    ...(store
+      ? { store, runtimeDescription: { kind: remote ?? "local" } }
+      : {}),
     ...(maxSessions ? { maxSessions } : {}),
     ...(maxSessionsPerClient ? { maxSessionsPerClient } : {}),
     ...(idleTimeoutS ? { idleTimeoutMs: idleTimeoutS * 1000 } : {}),
@@ -186,13 +193,19 @@ export async function serveMcpHttpCommand(
     ...(root !== undefined ? { conversationsRoot: root } : {}),
     ...(verbose ? { onEvent: verbose.tools } : {}),
     ...approvalOptions(flags),
-    runtime: (sessionId) =>
-      createRuntime(
+    runtime: async (sessionId) =>
+      remoteRuntime(
         { ...flags, conversation: sessionId },
-        defaultMcpConversationsRoot,
+        undefined,
         verbose?.runtime,
-        egress,
-      ),
+        store,
+      ) ??
+        await createRuntime(
+          { ...flags, conversation: sessionId },
+          defaultMcpConversationsRoot,
+          verbose?.runtime,
+          egress,
+        ),
     onError: (error) => void err(`skillrun mcp: ${error.message}\n`),
     onWarning: onceEach((message) =>
       err(`skillrun mcp: warning: ${message}\n`)

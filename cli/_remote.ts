@@ -1,5 +1,5 @@
 /**
- * `--runtime e2b|vercel` of `skillrun run` and `skillrun mcp`: a remote
+ * `--runtime e2b|vercel|daytona|opensandbox|aio` of `skillrun run` and `skillrun mcp`: a remote
  * runtime whose options come from the environment.
  *
  * @module
@@ -10,9 +10,18 @@ import type { SkillRuntime } from "../runtimes/types.ts";
 import { E2BSkillRuntime } from "../runtimes/e2b/mod.ts";
 import { VercelSandboxSkillRuntime } from "../runtimes/vercel/mod.ts";
 import { DaytonaSkillRuntime } from "../runtimes/daytona/mod.ts";
+import { OpenSandboxSkillRuntime } from "../runtimes/opensandbox/mod.ts";
+import { AioSkillRuntime } from "../runtimes/aio/mod.ts";
+import type { ConversationStore } from "../runtimes/stores/conversation_store.ts";
 
 /** The remote kinds `--runtime` takes. */
-export const REMOTE_RUNTIMES: readonly string[] = ["e2b", "vercel", "daytona"];
+export const REMOTE_RUNTIMES: readonly string[] = [
+  "e2b",
+  "vercel",
+  "daytona",
+  "opensandbox",
+  "aio",
+];
 
 /** The help lines of `--runtime`, shared by `run` and `mcp`. */
 export const RUNTIME_HELP: string =
@@ -20,7 +29,12 @@ export const RUNTIME_HELP: string =
                        with options from the environment: E2B_API_KEY,
                        E2B_API_URL, E2B_SANDBOX_URL, E2B_TEMPLATE; VERCEL_TOKEN,
                        VERCEL_TEAM_ID, VERCEL_PROJECT_ID, VERCEL_API_URL;
-                       daytona: DAYTONA_API_KEY, DAYTONA_API_URL.
+                       daytona: DAYTONA_API_KEY, DAYTONA_API_URL;
+                       opensandbox: OPEN_SANDBOX_URL, OPEN_SANDBOX_API_KEY,
+                       OPEN_SANDBOX_IMAGE (default ubuntu:24.04); aio:
+                       AIO_SANDBOX_URL, AIO_SANDBOX_TOKEN. With mcp --http,
+                       each session's conversation is a sandbox (or an AIO
+                       folder) of its own, under --root in the sandbox.
                        With --conversation, --root is the folder inside the
                        sandbox (default the kind's own)
 `;
@@ -68,6 +82,8 @@ export function checkRuntimeFlag(
  * @param flags The parsed flags (`runtime`, `conversation`, `root`, `isolate`).
  * @param env Reads a variable; default `Deno.env.get`.
  * @param onEvent Receives the runtime's events (`--verbose`).
+ * @param store With a conversation (`mcp --http --store`): the store the
+ * replicas share, where the conversation's sandbox is recorded.
  * @returns The runtime (no request made yet), or `undefined`.
  * @throws {UsageError} An unknown kind, a missing credential, or `--isolate`
  * with a remote kind.
@@ -83,6 +99,7 @@ export function remoteRuntime(
   flags: Readonly<Record<string, string | boolean>>,
   env: (name: string) => string | undefined = (name) => Deno.env.get(name),
   onEvent?: SkillEventListener,
+  store?: ConversationStore,
 ): SkillRuntime | undefined {
   const kind = checkRuntimeFlag(flags);
   if (kind === undefined) return undefined;
@@ -92,6 +109,7 @@ export function remoteRuntime(
       ...(typeof flags.root === "string"
         ? { conversationsRoot: flags.root }
         : {}),
+      ...(store ? { store } : {}),
     }
     : {};
   const need = (name: string): string => {
@@ -120,6 +138,23 @@ export function remoteRuntime(
     return new DaytonaSkillRuntime({
       apiKey: need("DAYTONA_API_KEY"),
       ...optional("DAYTONA_API_URL", "baseUrl"),
+      ...conversation,
+      ...(onEvent ? { onEvent } : {}),
+    });
+  }
+  if (kind === "opensandbox") {
+    return new OpenSandboxSkillRuntime({
+      baseUrl: need("OPEN_SANDBOX_URL"),
+      ...optional("OPEN_SANDBOX_API_KEY", "apiKey"),
+      sandbox: { image: env("OPEN_SANDBOX_IMAGE") || "ubuntu:24.04" },
+      ...conversation,
+      ...(onEvent ? { onEvent } : {}),
+    });
+  }
+  if (kind === "aio") {
+    return new AioSkillRuntime({
+      baseUrl: need("AIO_SANDBOX_URL"),
+      ...optional("AIO_SANDBOX_TOKEN", "apiKey"),
       ...conversation,
       ...(onEvent ? { onEvent } : {}),
     });

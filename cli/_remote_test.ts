@@ -3,6 +3,8 @@ import { PROJECT_CONFIG } from "../_internal/testing.ts";
 import { startE2BServer } from "../tests/servers/e2b.ts";
 import { startVercelServer } from "../tests/servers/vercel.ts";
 import { startDaytonaServer } from "../tests/servers/daytona.ts";
+import { startOpenSandboxServer } from "../tests/servers/opensandbox.ts";
+import { startAioServer } from "../tests/servers/aio.ts";
 import { remoteRuntime } from "./_remote.ts";
 import { UsageError } from "./_args.ts";
 import { assertThrows } from "../_internal/assert.ts";
@@ -127,6 +129,58 @@ Deno.test("cli run --runtime daytona runs in a Daytona sandbox; a missing key is
   );
   assertEquals(missing.code, 2);
   assertStringIncludes(missing.stderr, "DAYTONA_API_KEY");
+});
+
+Deno.test("cli run --runtime opensandbox|aio runs in that sandbox (a conversation under --root there); a missing URL is a usage error naming the variable", async () => {
+  const root = await Deno.realPath(await Deno.makeTempDir());
+  try {
+    await using open = await startOpenSandboxServer({
+      apiKey: "os-cli-key",
+      cwd: root,
+    });
+    await using aio = startAioServer({ token: "aio-cli-token", home: root });
+    for (
+      const [kind, env] of [
+        ["opensandbox", {
+          OPEN_SANDBOX_URL: open.origin,
+          OPEN_SANDBOX_API_KEY: "os-cli-key",
+        }],
+        ["aio", {
+          AIO_SANDBOX_URL: aio.baseUrl,
+          AIO_SANDBOX_TOKEN: "aio-cli-token",
+        }],
+      ] as const
+    ) {
+      const result = await cli(
+        [
+          "run",
+          "--runtime",
+          kind,
+          "--conversation",
+          `cli-${kind}`,
+          "--root",
+          `${root}/conversations`,
+          SKILLS,
+          "json-to-table",
+          "--",
+          "pwd",
+        ],
+        env,
+      );
+      assertEquals(result.code, 0, result.stderr);
+      assertStringIncludes(result.stdout, `${root}/conversations/cli-${kind}`);
+      assertEquals(result.stderr.includes(Object.values(env)[1]!), false);
+    }
+    assertEquals(open.sandboxes.size, 1);
+    const missing = await cli(
+      ["run", "--runtime", "aio", SKILLS, "json-to-table", "--", "ls"],
+      {},
+    );
+    assertEquals(missing.code, 2);
+    assertStringIncludes(missing.stderr, "AIO_SANDBOX_URL");
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
 });
 
 Deno.test("--runtime refuses an unknown kind and --isolate with a remote kind", () => {

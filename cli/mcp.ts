@@ -247,14 +247,6 @@ export async function mcpCommand(
     }
     checkIsolateFlags(parsed.flags);
     egress = egressOptions(parsed.lists, parsed.flags);
-    if (
-      parsed.flags.runtime !== undefined &&
-      typeof parsed.flags.http === "string"
-    ) {
-      throw new UsageError(
-        'Option "--runtime" is for stdio (not with "--http")',
-      );
-    }
     checkRuntimeFlag(parsed.flags);
     catalogBudget = parseCatalogBudget(parsed.flags["catalog-budget"]);
   } catch (error) {

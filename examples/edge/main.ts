@@ -455,7 +455,15 @@ if (import.meta.main) {
       "edge: warning: no SUPABASE_DB_URL, DATABASE_URL nor Deno KV: sessions are kept in memory, so run one instance only",
     );
   }
-  const handler = await createEdgeHandler(config, store);
+  let handler: McpHttpHandler;
+  try {
+    handler = await createEdgeHandler(config, store);
+  } catch (error) {
+    // A configuration the handler refuses (a catalog budget too small for
+    // the tool's own text...): one line, no stack.
+    console.error(`error: ${(error as Error).message}`);
+    Deno.exit(1);
+  }
   // Where the platform schedules (Deno.cron: Deno Deploy; locally with
   // --unstable-cron), idle sessions are also swept every minute, so that a
   // function without requests still deletes their sandboxes.

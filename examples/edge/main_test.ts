@@ -16,6 +16,12 @@ import { startAioServer } from "../../tests/servers/aio.ts";
 import { startE2BServer } from "../../tests/servers/e2b.ts";
 import { startVercelServer } from "../../tests/servers/vercel.ts";
 import { startDaytonaServer } from "../../tests/servers/daytona.ts";
+import { loadSkills } from "../../skill/load.ts";
+import {
+  manySkillName,
+  manySkillQuery,
+  writeManySkills,
+} from "../../tools/testdata/many_skills.ts";
 import { configFromEnv } from "./main.ts";
 
 const REPO = hostPath.fromFileUrl(new URL("../../", import.meta.url));
@@ -406,5 +412,174 @@ Deno.test("a session whose sandbox vanished at the provider is told so once, the
     }
   } finally {
     await Deno.remove(root, { recursive: true });
+  }
+});
+
+/**
+ * The function as a user deploys it with a catalog of their own: `main.ts`
+ * unchanged in a folder of its own beside `skills/` (here generated), with a
+ * `deno.json` mapping the package to this clone.
+ */
+async function functionFolder(
+  skills: number,
+): Promise<string & AsyncDisposable> {
+  const dir = await Deno.realPath(await Deno.makeTempDir());
+  const config = JSON.parse(await Deno.readTextFile(`${REPO}/deno.json`)) as {
+    name: string;
+    exports: Record<string, string>;
+    imports: Record<string, string>;
+  };
+  const imports: Record<string, string> = { ...config.imports };
+  for (const [path, file] of Object.entries(config.exports)) {
+    imports[`${config.name}${path.slice(1)}`] =
+      hostPath.toFileUrl(hostPath.join(REPO, file)).href;
+  }
+  await Deno.writeTextFile(`${dir}/deno.json`, JSON.stringify({ imports }));
+  // A copy of the lock: the packages come from the cache, as the clone's.
+  await Deno.copyFile(`${REPO}/deno.lock`, `${dir}/deno.lock`);
+  await Deno.copyFile(`${REPO}/examples/edge/main.ts`, `${dir}/main.ts`);
+  await writeManySkills(`${dir}/skills`, skills);
+  return Object.assign(dir, {
+    [Symbol.asyncDispose]: () => Deno.remove(dir, { recursive: true }),
+  }) as string & AsyncDisposable;
+}
+
+Deno.test("the edge function keeps its skill tool within SKILLRUN_CATALOG_BUDGET with 300 skills, lists the recently used first, then catalog order, and refuses a bad budget clearly", async () => {
+  await using folder = await functionFolder(300);
+  const dir = `${folder}`;
+  const run = (env: Record<string, string>, signal?: AbortSignal) =>
+    new Deno.Command(Deno.execPath(), {
+      ...(signal ? { signal } : {}),
+      args: [
+        "run",
+        `--config=${dir}/deno.json`,
+        `--lock=${dir}/deno.lock`,
+        "--allow-net",
+        "--allow-env",
+        `--allow-read=${dir}/skills`,
+        `${dir}/main.ts`,
+      ],
+      cwd: dir,
+      clearEnv: true,
+      env: { NO_COLOR: "1", PORT: "0", ...env },
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+    });
+  await using server = startAioServer({ token: "aio-token", home: dir });
+  const base = {
+    AIO_SANDBOX_URL: server.baseUrl,
+    AIO_SANDBOX_TOKEN: "aio-token",
+    SKILLRUN_CONVERSATIONS_ROOT: `${dir}/conversations`,
+    MCP_TOKEN: "edge-token",
+  };
+  // A bad budget: the function does not start, and says why in one line.
+  for (
+    const [budget, reason] of [
+      ["lots", "it must be a positive number of characters"],
+      ["12", "the tool's own text takes"],
+    ] as const
+  ) {
+    // (Killed after 30 s: a function that started would otherwise hang here.)
+    const refused = await run(
+      { ...base, SKILLRUN_CATALOG_BUDGET: budget },
+      AbortSignal.timeout(30_000),
+    ).output();
+    const stderr = new TextDecoder().decode(refused.stderr);
+    assertEquals(refused.code, 1, stderr);
+    assertEquals(new TextDecoder().decode(refused.stdout), "");
+    // One line (Deno's own notes about the package cache aside), no stack.
+    const errors = stderr.split("\n").filter((l) => l.startsWith("error"));
+    assertEquals(errors.length, 1, stderr);
+    assert(
+      errors[0]!.startsWith(
+        `error: Cannot ${
+          budget === "lots"
+            ? `use SKILLRUN_CATALOG_BUDGET "${budget}"`
+            : `build the skill tool with catalogBudget "${budget}"`
+        }`,
+      ),
+      stderr,
+    );
+    assertStringIncludes(errors[0]!, reason);
+    assertEquals(/^\s+at /m.test(stderr), false, stderr);
+    assertEquals(stderr.includes("aio-token"), false);
+  }
+  const child = run({ ...base, SKILLRUN_CATALOG_BUDGET: "3000" }).spawn();
+  const stderr = new Response(child.stderr).text();
+  const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let first = "";
+  while (!first.includes("\n")) {
+    const { value, done } = await lines.read();
+    if (done) break;
+    first += value;
+  }
+  const client = new Client({ name: "edge-catalog", version: "1.0.0" });
+  try {
+    assertStringIncludes(first, "(aio, memory store, 300 skills)");
+    const url = /^(http:\/\/\S+)/.exec(first)![1]!;
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(url), {
+        requestInit: { headers: { authorization: "Bearer edge-token" } },
+      }),
+    );
+    const listed = async () => {
+      const { tools } = await client.listTools();
+      const skill = tools.find((t) => t.name === "skill")!;
+      const chars = skill.description!.length +
+        JSON.stringify(skill.inputSchema).length;
+      assert(chars <= 3_000, `${chars} characters`);
+      return {
+        tools: tools.map((t) => t.name),
+        names: [...skill.description!.matchAll(/<name>([^<]+)<\/name>/g)]
+          .map((m) => m[1]!),
+        description: skill.description!,
+        schema: skill.inputSchema,
+      };
+    };
+    const before = await listed();
+    assert(before.tools.includes("skill_search"), before.tools.join());
+    const { skills: catalog } = await loadSkills(`${dir}/skills`);
+    const order = catalog.map((s) => s.name);
+    // As many as fit, in catalog order; the rest said and searchable.
+    assert(before.names.length >= 3 && before.names.length < 300);
+    assertEquals(before.names, order.slice(0, before.names.length).sort());
+    assertStringIncludes(
+      before.description,
+      `${
+        300 - before.names.length
+      } more skills are not listed here: find them with the skill_search tool`,
+    );
+    const name = before.schema.properties!.name as Record<string, unknown>;
+    assertEquals(name.enum, undefined);
+    // A skill outside the listing, found by search, loads by name and comes
+    // first in the listing from then on (the recently used lead).
+    const wanted = manySkillName(250);
+    assert(!before.names.includes(wanted));
+    const found = await client.callTool({
+      name: "skill_search",
+      arguments: { query: manySkillQuery(250), limit: 3 },
+    });
+    assertStringIncludes(
+      (found.content as { text: string }[])[0]!.text,
+      wanted,
+    );
+    const loaded = await client.callTool({
+      name: "skill",
+      arguments: { name: wanted },
+    });
+    assertEquals(loaded.isError, false);
+    const after = await listed();
+    // (The listing shows its entries sorted by name.)
+    assertEquals(
+      after.names,
+      [wanted, ...order.slice(0, after.names.length - 1)].sort(),
+    );
+  } finally {
+    await client.close().catch(() => {});
+    child.kill("SIGTERM");
+    await child.status;
+    await lines.cancel().catch(() => {});
+    assertEquals((await stderr).includes("aio-token"), false);
   }
 });

@@ -33,6 +33,7 @@ import {
   type SkillTools,
 } from "../builder.ts";
 import { connect, type McpServerOptions } from "./_server.ts";
+import { measureSkillCatalog } from "../skill_tool.ts";
 import { SkillCatalog } from "./_skills.ts";
 import { loadToolInput } from "../_tool_input.ts";
 import {
@@ -444,6 +445,27 @@ export async function createMcpHttpHandler(
     Object.values(c.env)
   );
   const { names: _names, ...sessionBuild } = buildOptions;
+  // The skill tool's budget and priority are checked now too (each session
+  // builds its own listing): a budget too small for the tool's own text
+  // fails here, not at every client's first request.
+  if (
+    skills.length > 0 &&
+    (buildOptions.catalogBudget !== undefined ||
+      buildOptions.priority !== undefined)
+  ) {
+    measureSkillCatalog(skills, {
+      ...(buildOptions.catalogBudget !== undefined
+        ? { catalogBudget: buildOptions.catalogBudget }
+        : {}),
+      ...(buildOptions.priority !== undefined
+        ? { priority: buildOptions.priority }
+        : {}),
+      ...(buildOptions.skillDescription !== undefined
+        ? { description: buildOptions.skillDescription }
+        : {}),
+      ...(buildOptions.catalog ? { catalog: buildOptions.catalog } : {}),
+    });
+  }
 
   let resolvedRoot: string | undefined;
   const rootOf = (): string =>
