@@ -158,6 +158,8 @@ const DEFAULT_MAX_OUTPUT_BYTES = 32 * 1024 * 1024;
 /** The first output cap of a content search (its output is sorted: a prefix). */
 const CONTENT_FIRST_BYTES = 1024 * 1024;
 const STATUS_MARK = "skillrun-status";
+/** Separates the parts of a one-`cat` read of files. */
+const READ_MARK = "skillrun-read";
 const DETECT_TIMEOUT_MS = 30_000;
 /** Added to a search's time limit for the shell's own limit (a backstop). */
 const EXEC_SLACK_MS = 5_000;
@@ -786,8 +788,36 @@ export class ShellSearch implements SearchEngine {
     );
   }
 
-  /** Reads files (absolute paths) in one command, framed with `base64`. */
+  /**
+   * Reads files (absolute paths) in one command, framed with `base64`: one
+   * `cat` of them all between two `find` listings of their sizes (a few
+   * processes, not one per file: a process start costs milliseconds in a
+   * sandbox); when the two listings differ or the bytes do not add up (a
+   * file changed meanwhile), one `base64` per file.
+   */
   async #readFiles(
+    root: SearchRoot,
+    paths: readonly string[],
+    signal: AbortSignal | undefined,
+  ): Promise<(Uint8Array | null)[]> {
+    // `find` reads a leading `-`, `(` or `!` as an expression: absolute paths only.
+    if (paths.every((path) => path.startsWith("/"))) {
+      const quoted = paths.map(shellQuote).join(" ");
+      const sizes = `find "$@" -maxdepth 0 -printf '%s\\n'`;
+      const script =
+        `set --; for f in ${quoted}; do if [ -f "$f" ] && [ ! -L "$f" ] && [ -r "$f" ]; then set -- "$@" "$f"; printf '+\\n'; else printf -- '-\\n'; fi; done; ` +
+        `printf '${READ_MARK}\\n'; if [ "$#" -gt 0 ]; then ${sizes}; printf '${READ_MARK}\\n'; { cat -- "$@" || printf '${READ_MARK} cat failed\\n' >&2; } | base64; printf '${READ_MARK}\\n'; ${sizes}; fi`;
+      const result = await this.#readCommand(root, script, signal);
+      const files = result.stderr.includes(READ_MARK)
+        ? null
+        : splitConcatenated(result.stdout, paths.length);
+      if (files) return files;
+    }
+    return await this.#readFilesOneByOne(root, paths, signal);
+  }
+
+  /** Reads files (absolute paths) in one command, one `base64` per file. */
+  async #readFilesOneByOne(
     root: SearchRoot,
     paths: readonly string[],
     signal: AbortSignal | undefined,
@@ -795,20 +825,7 @@ export class ShellSearch implements SearchEngine {
     const script = `for f in ${
       paths.map(shellQuote).join(" ")
     }; do if [ -f "$f" ] && [ ! -L "$f" ] && [ -r "$f" ]; then printf '+\\n'; base64 < "$f"; else printf -- '-\\n'; fi; printf '.\\n'; done`;
-    const result = await this.#exec(script, {
-      timeoutMs: READ_TIMEOUT_MS,
-      ...(signal ? { signal } : {}),
-      maxOutputBytes: this.#maxBytes * 2,
-    });
-    if (result.exitCode !== 0 || result.stdoutTruncated) {
-      throw new Error(
-        `Cannot read files under "${root.path}" in the sandbox: ${
-          result.stdoutTruncated
-            ? "the shell cut the output"
-            : `exit code ${result.exitCode}`
-        }`,
-      );
-    }
+    const result = await this.#readCommand(root, script, signal);
     const out: (Uint8Array | null)[] = [];
     let current: string[] | null = null;
     let missing = false;
@@ -832,6 +849,80 @@ export class ShellSearch implements SearchEngine {
     while (out.length < paths.length) out.push(null);
     return out;
   }
+
+  /** Runs a command that reads files; a failed or cut one is an error. */
+  async #readCommand(
+    root: SearchRoot,
+    script: string,
+    signal: AbortSignal | undefined,
+  ): Promise<SearchShellResult> {
+    const result = await this.#exec(script, {
+      timeoutMs: READ_TIMEOUT_MS,
+      ...(signal ? { signal } : {}),
+      maxOutputBytes: this.#maxBytes * 2,
+    });
+    if (result.exitCode !== 0 || result.stdoutTruncated) {
+      throw new Error(
+        `Cannot read files under "${root.path}" in the sandbox: ${
+          result.stdoutTruncated
+            ? "the shell cut the output"
+            : `exit code ${result.exitCode}`
+        }`,
+      );
+    }
+    return result;
+  }
+}
+
+/**
+ * The files of {@linkcode ShellSearch}'s one-`cat` read: a `+` (read) or `-`
+ * line per path, the sizes of the read ones, their bytes in `base64`, their
+ * sizes again, the parts separated by `READ_MARK` lines. `null` when the
+ * parts do not agree (a file changed during the read).
+ */
+function splitConcatenated(
+  stdout: string,
+  count: number,
+): (Uint8Array | null)[] | null {
+  const lines = stdout.split("\n");
+  if (lines.at(-1) === "") lines.pop();
+  if (lines.length < count + 1 || lines[count] !== READ_MARK) return null;
+  const flags = lines.slice(0, count);
+  if (flags.some((flag) => flag !== "+" && flag !== "-")) return null;
+  const read = flags.filter((flag) => flag === "+").length;
+  if (read === 0) {
+    return lines.length === count + 1 ? flags.map(() => null) : null;
+  }
+  const marks: number[] = [];
+  for (let i = count + 1; i < lines.length; i++) {
+    if (lines[i] === READ_MARK) marks.push(i);
+  }
+  if (marks.length !== 2) return null;
+  const [bytesAt, afterAt] = marks as [number, number];
+  const before = lines.slice(count + 1, bytesAt);
+  const after = lines.slice(afterAt + 1);
+  if (
+    before.length !== read || before.join("\n") !== after.join("\n") ||
+    before.some((size) => !/^\d+$/.test(size))
+  ) {
+    return null;
+  }
+  const bytes = decodeBase64(lines.slice(bytesAt + 1, afterAt).join(""));
+  const sizes = before.map(Number);
+  if (sizes.reduce((sum, size) => sum + size, 0) !== bytes.length) return null;
+  const out: (Uint8Array | null)[] = [];
+  let offset = 0;
+  let next = 0;
+  for (const flag of flags) {
+    if (flag === "-") {
+      out.push(null);
+      continue;
+    }
+    const size = sizes[next++]!;
+    out.push(bytes.slice(offset, offset + size));
+    offset += size;
+  }
+  return out;
 }
 
 /**
