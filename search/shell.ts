@@ -802,11 +802,14 @@ export class ShellSearch implements SearchEngine {
   ): Promise<(Uint8Array | null)[]> {
     // `find` reads a leading `-`, `(` or `!` as an expression: absolute paths only.
     if (paths.every((path) => path.startsWith("/"))) {
-      const quoted = paths.map(shellQuote).join(" ");
-      const sizes = `find "$@" -maxdepth 0 -printf '%s\\n'`;
-      const script =
-        `set --; for f in ${quoted}; do if [ -f "$f" ] && [ ! -L "$f" ] && [ -r "$f" ]; then set -- "$@" "$f"; printf '+\\n'; else printf -- '-\\n'; fi; done; ` +
-        `printf '${READ_MARK}\\n'; if [ "$#" -gt 0 ]; then ${sizes}; printf '${READ_MARK}\\n'; { cat -- "$@" || printf '${READ_MARK} cat failed\\n' >&2; } | base64; printf '${READ_MARK}\\n'; ${sizes}; fi`;
+      // Per path, in order: `+<size>` for a regular file (not a link) that
+      // can be read, else `-`. The same `find` picks the files for `cat`.
+      const listing =
+        `find "$@" -maxdepth 0 \\( -type f -readable -printf '+%s\\n' \\) -o -printf '-\\n'`;
+      const script = `set -- ${paths.map(shellQuote).join(" ")}; ` +
+        `${listing}; printf '${READ_MARK}\\n'; ` +
+        `{ find "$@" -maxdepth 0 -type f -readable -exec cat -- {} + || printf '${READ_MARK} cat failed\\n' >&2; } | base64; ` +
+        `printf '${READ_MARK}\\n'; ${listing}`;
       const result = await this.#readCommand(root, script, signal);
       const files = result.stderr.includes(READ_MARK)
         ? null
@@ -875,10 +878,10 @@ export class ShellSearch implements SearchEngine {
 }
 
 /**
- * The files of {@linkcode ShellSearch}'s one-`cat` read: a `+` (read) or `-`
- * line per path, the sizes of the read ones, their bytes in `base64`, their
- * sizes again, the parts separated by `READ_MARK` lines. `null` when the
- * parts do not agree (a file changed during the read).
+ * The files of {@linkcode ShellSearch}'s one-`cat` read: a line per path
+ * (`+<size>` when read, `-` when not), their bytes in `base64`, the lines
+ * per path again, the parts separated by `READ_MARK` lines. `null` when the
+ * parts do not agree (a file changed or went away during the read).
  */
 function splitConcatenated(
   stdout: string,
@@ -886,43 +889,35 @@ function splitConcatenated(
 ): (Uint8Array | null)[] | null {
   const lines = stdout.split("\n");
   if (lines.at(-1) === "") lines.pop();
-  if (lines.length < count + 1 || lines[count] !== READ_MARK) return null;
-  const flags = lines.slice(0, count);
-  if (flags.some((flag) => flag !== "+" && flag !== "-")) return null;
-  const read = flags.filter((flag) => flag === "+").length;
-  if (read === 0) {
-    return lines.length === count + 1 ? flags.map(() => null) : null;
-  }
-  const marks: number[] = [];
-  for (let i = count + 1; i < lines.length; i++) {
-    if (lines[i] === READ_MARK) marks.push(i);
-  }
-  if (marks.length !== 2) return null;
-  const [bytesAt, afterAt] = marks as [number, number];
-  const before = lines.slice(count + 1, bytesAt);
-  const after = lines.slice(afterAt + 1);
+  const second = lines.length - count - 1;
   if (
-    before.length !== read || before.join("\n") !== after.join("\n") ||
-    before.some((size) => !/^\d+$/.test(size))
+    second < count + 1 || lines[count] !== READ_MARK ||
+    lines[second] !== READ_MARK
   ) {
     return null;
   }
-  const bytes = decodeBase64(lines.slice(bytesAt + 1, afterAt).join(""));
-  const sizes = before.map(Number);
-  if (sizes.reduce((sum, size) => sum + size, 0) !== bytes.length) return null;
+  const listed = lines.slice(0, count);
+  if (
+    listed.some((line, i) =>
+      !/^(?:\+\d+|-)$/.test(line) || line !== lines[second + 1 + i]
+    )
+  ) {
+    return null;
+  }
+  const bytes = decodeBase64(lines.slice(count + 1, second).join(""));
   const out: (Uint8Array | null)[] = [];
   let offset = 0;
-  let next = 0;
-  for (const flag of flags) {
-    if (flag === "-") {
+  for (const line of listed) {
+    if (line === "-") {
       out.push(null);
       continue;
     }
-    const size = sizes[next++]!;
+    const size = Number(line.slice(1));
+    if (offset + size > bytes.length) return null;
     out.push(bytes.slice(offset, offset + size));
     offset += size;
   }
-  return out;
+  return offset === bytes.length ? out : null;
 }
 
 /**

@@ -399,7 +399,7 @@ Deno.test("ShellSearch without rg: files are read with one cat, and one by one w
         `${l.path.slice(root.length + 1)}:${l.lineNumber}:${l.text}`
       );
     };
-    const oneCat = 'cat -- "$@"';
+    const oneCat = "-exec cat -- {} +";
     const perFile = 'base64 < "$f"';
 
     const plain = bashShell({ path: noRgPath });
