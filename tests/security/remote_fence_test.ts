@@ -136,13 +136,14 @@ const swappedWhileWriting: RemoteSecurityCase = {
     "a file swapped for a link to outside while a write is under way is not written through",
   async attack(world) {
     assertOk(await world.sh("echo before > target.txt"));
-    // The server holds the upload (1.5 s at most): the target is swapped for
-    // a link once the write's check has seen a regular file and its upload
-    // has reached the server, then the upload goes on.
+    // A fenced write is one command in the sandbox (the check of what is
+    // there, a temporary file, the rename over the target). The server holds
+    // that command's request (1.5 s at most) once it has arrived: the target
+    // is swapped for a link while the write is under way, then it goes on.
     const release = Promise.withResolvers<void>();
     const held = world.faults.add({
       method: "POST",
-      path: world.routes.upload,
+      path: world.routes.exec,
       fault: { kind: "slow", delayMs: 1500, until: release.promise },
     });
     const write = world.call("write", {
@@ -150,6 +151,8 @@ const swappedWhileWriting: RemoteSecurityCase = {
       content: "pwned\n",
     });
     await reached(held, write, 1500);
+    // The race happened: the write's request was held when the swap came.
+    assert(held.hits > 0, "the write never reached the server's exec route");
     // An atomic swap (a rename), as a command's `mv -T` would do it.
     await Deno.symlink(
       `${world.outside}/secret.txt`,
