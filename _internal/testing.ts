@@ -79,3 +79,27 @@ export function liveGroupMembers(pgid: number): number[] {
   }
   return members;
 }
+
+let denoDirOnce: Promise<string> | undefined;
+
+/**
+ * This Deno's cache folder (`deno info --json`'s `denoDir`), for a child
+ * `deno` whose `HOME` is changed: by default its cache follows `HOME`, and
+ * a cold one downloads every npm package again (tens of seconds).
+ *
+ * @returns The folder's path (asked once per process).
+ */
+export function hostDenoDir(): Promise<string> {
+  denoDirOnce ??= (async () => {
+    const fromEnv = Deno.env.get("DENO_DIR");
+    if (fromEnv) return fromEnv;
+    const info = await new Deno.Command(Deno.execPath(), {
+      args: ["info", "--json"],
+      stdin: "null",
+      stdout: "piped",
+      stderr: "null",
+    }).output();
+    return JSON.parse(new TextDecoder().decode(info.stdout)).denoDir as string;
+  })();
+  return denoDirOnce;
+}

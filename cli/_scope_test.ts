@@ -1,5 +1,6 @@
 import { assertEquals, assertStringIncludes } from "../_internal/assert.ts";
 import { hostPath } from "../_internal/std.ts";
+import { hostDenoDir } from "../_internal/testing.ts";
 
 const CLI = hostPath.fromFileUrl(new URL("../cli.ts", import.meta.url));
 
@@ -10,7 +11,13 @@ async function cliIn(cwd: string, home: string, ...args: string[]) {
     stdin: "null",
     stdout: "piped",
     stderr: "piped",
-    env: { NO_COLOR: "1", HOME: home, USERPROFILE: home },
+    // The cache stays this Deno's: under the temporary HOME it would be cold.
+    env: {
+      NO_COLOR: "1",
+      HOME: home,
+      USERPROFILE: home,
+      DENO_DIR: await hostDenoDir(),
+    },
   }).output();
   const decoder = new TextDecoder();
   return {

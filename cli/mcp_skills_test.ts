@@ -133,12 +133,14 @@ Deno.test({
 async function withHttpServer(
   skills: string,
   fn: (url: string) => Promise<void>,
+  extraArgs: readonly string[] = [],
 ): Promise<void> {
   const root = await Deno.realPath(await Deno.makeTempDir());
   const child = new Deno.Command(Deno.execPath(), {
     args: [
       "run",
       "-A",
+      "--unstable-kv", // --store's KV file
       "--quiet",
       CLI,
       "mcp",
@@ -148,6 +150,7 @@ async function withHttpServer(
       root,
       "--http",
       "127.0.0.1:0",
+      ...extraArgs,
     ],
     env: { NO_COLOR: "1" },
     stdin: "null",
@@ -187,31 +190,9 @@ Deno.test({
             "sep-2640-skills-directory",
           ]
         ) {
-          // The server speaks the stateful lifecycle (2025-11-25, with
-          // initialize); the suite files extension scenarios outside the
-          // spec timeline, hence --force.
-          const output = await new Deno.Command(Deno.execPath(), {
-            args: [
-              "run",
-              "-A",
-              "--quiet",
-              "npm:@modelcontextprotocol/conformance@0.2.0-alpha.12",
-              "server",
-              "--url",
-              url,
-              "--scenario",
-              scenario,
-              "--spec-version",
-              "2025-11-25",
-              "--force",
-            ],
-            env: { NO_COLOR: "1" },
-            stdin: "null",
-            stdout: "piped",
-            stderr: "piped",
-          }).output();
-          const text = new TextDecoder().decode(output.stdout) +
-            new TextDecoder().decode(output.stderr);
+          // The suite files extension scenarios outside the spec timeline,
+          // hence --force.
+          const text = await conformance(url, scenario, "--force");
           const summary = /Passed: (\d+)\/(\d+), (\d+) failed, (\d+) warnings/
             .exec(text);
           assert(summary, `${scenario}: no summary\n${text}`);
@@ -229,3 +210,64 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name:
+    "mcp --http --store: the official conformance suite's SSE checks find the priming event and the retry field (SEP-1699), no warning",
+  sanitizeResources: false,
+  fn: async () => {
+    const skills = await makeSkills();
+    const store = await Deno.makeTempDir();
+    try {
+      await withHttpServer(skills, async (url) => {
+        const text = await conformance(url, "server-sse-polling");
+        assertMatch(text, /\[server-sse-priming-event\s*\]\s*SUCCESS/, text);
+        assertMatch(text, /\[server-sse-retry-field\s*\]\s*SUCCESS/, text);
+        // The scenario's own tool (`test_reconnection`, of the suite's
+        // reference server) is not one of ours: its call is the one failure.
+        const summary = /Passed: (\d+)\/(\d+), (\d+) failed, (\d+) warnings/
+          .exec(text);
+        assert(summary, text);
+        assertEquals([summary[3], summary[4]], ["1", "0"], text);
+        assertMatch(text, /test_reconnection|Tool call failed/, text);
+      }, ["--store", `${store}/sessions.kv`]);
+    } finally {
+      await Deno.remove(skills, { recursive: true });
+      await Deno.remove(store, { recursive: true });
+    }
+  },
+});
+
+/**
+ * Runs one scenario of the official MCP conformance suite against `url`
+ * (the stateful lifecycle, spec 2025-11-25) and returns what it printed.
+ */
+async function conformance(
+  url: string,
+  scenario: string,
+  ...extra: string[]
+): Promise<string> {
+  const output = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "-A",
+      "--quiet",
+      "npm:@modelcontextprotocol/conformance@0.2.0-alpha.12",
+      "server",
+      "--url",
+      url,
+      "--scenario",
+      scenario,
+      "--spec-version",
+      "2025-11-25",
+      ...extra,
+    ],
+    env: { NO_COLOR: "1" },
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  // Its log is coloured whatever NO_COLOR says.
+  return (new TextDecoder().decode(output.stdout) +
+    new TextDecoder().decode(output.stderr)).replaceAll(/\x1b\[[0-9;]*m/g, "");
+}

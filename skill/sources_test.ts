@@ -6,6 +6,7 @@ import {
   assertStringIncludes,
 } from "../_internal/assert.ts";
 import { hostPath } from "../_internal/std.ts";
+import { hostDenoDir } from "../_internal/testing.ts";
 import { loadSkills } from "./load.ts";
 import { skillFolderHash } from "./sources.ts";
 
@@ -120,16 +121,9 @@ async function skillsCli(
   cwd: string,
   home: string,
 ): Promise<void> {
-  const info = await new Deno.Command(Deno.execPath(), {
-    args: ["info", "--json"],
-    stdout: "piped",
-    stderr: "null",
-  }).output();
-  const denoDir: string = JSON.parse(new TextDecoder().decode(info.stdout))
-    .denoDir;
   const env: Record<string, string> = {
     HOME: home,
-    DENO_DIR: denoDir,
+    DENO_DIR: await hostDenoDir(),
     DISABLE_TELEMETRY: "1",
     // Empty: the CLI then keeps its global lock in $HOME/.agents.
     XDG_STATE_HOME: "",

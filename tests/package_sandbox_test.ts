@@ -124,6 +124,54 @@ async function withServer(
   await run(server.runtime(), server.dir);
 }
 
+/**
+ * The hostile archives (a path climbing out, a symlink, a hard link, a
+ * device, a decompression bomb of 40 MiB), each with its right digest: made
+ * once for every kind (the bomb takes a while to compress), never changed.
+ */
+let hostileOnce: Promise<readonly [string, Uint8Array][]> | undefined;
+function hostileArchives(): Promise<readonly [string, Uint8Array][]> {
+  hostileOnce ??= (async (): Promise<[string, Uint8Array][]> => [
+    [
+      "slip",
+      makeZip([{ name: "x/SKILL.md", data: skillMd("x") }, {
+        name: "x/../../evil",
+        data: "boom",
+      }]),
+    ],
+    [
+      "symlink",
+      makeZip([{ name: "x/SKILL.md", data: skillMd("x") }, {
+        name: "x/link",
+        data: "/etc/passwd",
+        mode: 0o120777,
+      }]),
+    ],
+    [
+      "hard link",
+      await gzip(makeTar([
+        { name: "x/SKILL.md", data: skillMd("x") },
+        { name: "x/h", type: "1", linkname: "x/SKILL.md" },
+      ])),
+    ],
+    [
+      "device",
+      await gzip(makeTar([
+        { name: "x/SKILL.md", data: skillMd("x") },
+        { name: "x/dev", type: "3" },
+      ])),
+    ],
+    [
+      "bomb",
+      await gzip(makeTar([
+        { name: "x/SKILL.md", data: skillMd("x") },
+        { name: "x/zeros", data: new Uint8Array(40 * 1024 * 1024) },
+      ])),
+    ],
+  ])();
+  return hostileOnce;
+}
+
 for (const kind of KINDS) {
   for (const format of ["zip", "tar.gz"] as const) {
     Deno.test({
@@ -223,44 +271,7 @@ for (const kind of KINDS) {
         assertEquals(await entriesOf(skillsRoot), []);
 
         // 3. Hostile archives, each with its right digest: refused by the rules.
-        const hostile: [string, Uint8Array][] = [
-          [
-            "slip",
-            makeZip([{ name: "x/SKILL.md", data: skillMd("x") }, {
-              name: "x/../../evil",
-              data: "boom",
-            }]),
-          ],
-          [
-            "symlink",
-            makeZip([{ name: "x/SKILL.md", data: skillMd("x") }, {
-              name: "x/link",
-              data: "/etc/passwd",
-              mode: 0o120777,
-            }]),
-          ],
-          [
-            "hard link",
-            await gzip(makeTar([
-              { name: "x/SKILL.md", data: skillMd("x") },
-              { name: "x/h", type: "1", linkname: "x/SKILL.md" },
-            ])),
-          ],
-          [
-            "device",
-            await gzip(makeTar([
-              { name: "x/SKILL.md", data: skillMd("x") },
-              { name: "x/dev", type: "3" },
-            ])),
-          ],
-          [
-            "bomb",
-            await gzip(makeTar([
-              { name: "x/SKILL.md", data: skillMd("x") },
-              { name: "x/zeros", data: new Uint8Array(40 * 1024 * 1024) },
-            ])),
-          ],
-        ];
+        const hostile = await hostileArchives();
         for (const [what, bytes] of hostile) {
           const error = await assertRejects(
             () =>

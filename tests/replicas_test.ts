@@ -607,13 +607,23 @@ async function scenario(
     // The long call streams first (its stream closed every 5 s, resumed
     // through the proxy on other instances) while the other steps run
     // beside it, racing it to make the conversation's sandbox.
+    // Its output comes as progress notifications, the later ones after its
+    // first stream was closed: they reach the client through the resumed
+    // streams, on other instances.
+    const ticks: string[] = [];
     const long = client.callTool(
       {
         name: "bash",
-        arguments: { command: "sleep 20; echo finished-late" },
+        arguments: {
+          command:
+            "echo tick-1; sleep 8; echo tick-2; sleep 7; echo tick-3; sleep 5; echo finished-late",
+        },
       },
       undefined,
-      { timeout: 60_000 },
+      {
+        timeout: 60_000,
+        onprogress: (progress) => ticks.push(progress.message ?? ""),
+      },
     );
     const longStarted = Date.now();
     assert(await waitFor(() => proxy.longCallOn !== undefined));
@@ -831,7 +841,7 @@ async function scenario(
     );
 
     await step(
-      "a 20-second call, stream limit 5 s: resumed through the proxy on other instances, the result arrives",
+      "a 20-second call, stream limit 5 s: resumed through the proxy on other instances, its progress and its result arrive",
       async () => {
         const result = await long;
         assertFalse(result.isError, text(result as Record<string, unknown>));
@@ -845,6 +855,12 @@ async function scenario(
         assert(proxy.longCallOn !== undefined);
         assert(proxy.resumed.length >= 2, `${proxy.resumed}`);
         assertFalse(proxy.resumed.includes(proxy.longCallOn));
+        // Output printed at 8 s and 15 s, after the first stream's close at
+        // 5 s, came as progress through the resumed streams.
+        const said = ticks.join("");
+        for (const tick of ["tick-1", "tick-2", "tick-3"]) {
+          assertStringIncludes(said, tick);
+        }
       },
     );
 

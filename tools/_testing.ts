@@ -287,6 +287,18 @@ export const VERCEL_KIND: RuntimeKind = {
   },
 };
 
+let launcherOnce: Promise<BubblewrapLauncher> | undefined;
+
+/**
+ * One launcher (no network policy) for a test file's isolated runtimes, as
+ * an application shares one between its runtimes: its checks (bwrap's
+ * version, the host's paths, cgroups, a first sandbox) run once.
+ */
+function sharedLauncher(): Promise<BubblewrapLauncher> {
+  launcherOnce ??= BubblewrapLauncher.create();
+  return launcherOnce;
+}
+
 /**
  * The local runtime in isolated mode (bubblewrap): every command in a
  * sandbox. Unavailable, saying why, where sandboxes cannot start.
@@ -296,7 +308,7 @@ export const ISOLATED_KIND: RuntimeKind = {
   // Only a machine that cannot run sandboxes is a reason to ignore; any
   // other failure is a bug and fails the test file.
   unavailable: () =>
-    BubblewrapLauncher.create().then(
+    sharedLauncher().then(
       () => null,
       (error) =>
         error instanceof IsolationUnavailableError
@@ -304,7 +316,7 @@ export const ISOLATED_KIND: RuntimeKind = {
           : Promise.reject(error),
     ),
   start: async () => {
-    const launcher = await BubblewrapLauncher.create();
+    const launcher = await sharedLauncher();
     return {
       plain: (cwd: string) => new LocalSkillRuntime({ cwd, launcher }),
       conversation: (conversationsRoot: string, conversationId: string) =>

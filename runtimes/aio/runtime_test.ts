@@ -475,67 +475,72 @@ Deno.test("aio: the envelope's success false, a 422 and a non-JSON 200 are error
 });
 
 Deno.test("aio downloads leave nothing partial on every fault, and resume with Range when the server honours it", async () => {
-  for (const range of [false, true]) {
-    await using aio = await startAioTestServer({ range });
-    const runtime = aio.runtime({ requestTimeoutMs: 1_500 });
-    const bytes = new Uint8Array(3 * 1024 * 1024);
-    for (let i = 0; i < bytes.length; i++) bytes[i] = (i * 31) % 251;
-    await Deno.writeFile(`${aio.dir}/big.bin`, bytes);
-    const target = `${aio.dir}/local/big.bin`;
-    await Deno.mkdir(`${aio.dir}/local`);
-    const leftovers = async () => {
-      const names: string[] = [];
-      for await (const e of Deno.readDir(`${aio.dir}/local`)) {
-        names.push(e.name);
+  // Without and with Range, each on its own server, at once (most of the
+  // time is spent waiting on the slow faults); both must pass.
+  const runs = await Promise.allSettled(
+    [false, true].map(async (range) => {
+      await using aio = await startAioTestServer({ range });
+      const runtime = aio.runtime({ requestTimeoutMs: 1_500 });
+      const bytes = new Uint8Array(3 * 1024 * 1024);
+      for (let i = 0; i < bytes.length; i++) bytes[i] = (i * 31) % 251;
+      await Deno.writeFile(`${aio.dir}/big.bin`, bytes);
+      const target = `${aio.dir}/local/big.bin`;
+      await Deno.mkdir(`${aio.dir}/local`);
+      const leftovers = async () => {
+        const names: string[] = [];
+        for await (const e of Deno.readDir(`${aio.dir}/local`)) {
+          names.push(e.name);
+        }
+        return names;
+      };
+      for (
+        const fault of [
+          { kind: "status", status: 404 },
+          { kind: "status", status: 500 },
+          { kind: "slow", delayMs: 4_000 },
+        ] as const
+      ) {
+        aio.server.faults.add({ path: "/v1/file/download", fault });
+        await assertRejects(() => runtime.fs.download("big.bin", target));
+        assertEquals(await leftovers(), [], `${fault.kind} left files`);
+        aio.server.faults.clear();
       }
-      return names;
-    };
-    for (
-      const fault of [
-        { kind: "status", status: 404 },
-        { kind: "status", status: 500 },
-        { kind: "slow", delayMs: 4_000 },
-      ] as const
-    ) {
-      aio.server.faults.add({ path: "/v1/file/download", fault });
+      // A connection that drops or a short body: resumed (Range) or restarted.
+      for (
+        const fault of [
+          { kind: "reset", afterBytes: 1_000_000 },
+          { kind: "truncate", keepBytes: 2_000_000 },
+        ] as const
+      ) {
+        aio.server.faults.add({ path: "/v1/file/download", fault, times: 1 });
+        const result = await runtime.fs.download("big.bin", target);
+        assertEquals(result.bytes, bytes.length);
+        assertEquals(await Deno.readFile(target), bytes);
+        assertEquals(await leftovers(), ["big.bin"]);
+        await Deno.remove(target);
+      }
+      // A drop on every attempt: an error, and nothing left.
+      aio.server.faults.add({
+        path: "/v1/file/download",
+        fault: { kind: "reset", afterBytes: 1000 },
+      });
       await assertRejects(() => runtime.fs.download("big.bin", target));
-      assertEquals(await leftovers(), [], `${fault.kind} left files`);
+      assertEquals(await leftovers(), []);
       aio.server.faults.clear();
-    }
-    // A connection that drops or a short body: resumed (Range) or restarted.
-    for (
-      const fault of [
-        { kind: "reset", afterBytes: 1_000_000 },
-        { kind: "truncate", keepBytes: 2_000_000 },
-      ] as const
-    ) {
-      aio.server.faults.add({ path: "/v1/file/download", fault, times: 1 });
-      const result = await runtime.fs.download("big.bin", target);
-      assertEquals(result.bytes, bytes.length);
-      assertEquals(await Deno.readFile(target), bytes);
-      assertEquals(await leftovers(), ["big.bin"]);
-      await Deno.remove(target);
-    }
-    // A drop on every attempt: an error, and nothing left.
-    aio.server.faults.add({
-      path: "/v1/file/download",
-      fault: { kind: "reset", afterBytes: 1000 },
-    });
-    await assertRejects(() => runtime.fs.download("big.bin", target));
-    assertEquals(await leftovers(), []);
-    aio.server.faults.clear();
-    // An abort in the middle leaves nothing either.
-    const controller = new AbortController();
-    aio.server.faults.add({
-      path: "/v1/file/download",
-      fault: { kind: "slow", delayMs: 1_000 },
-    });
-    setTimeout(() => controller.abort(), 100);
-    await assertRejects(() =>
-      runtime.fs.download("big.bin", target, { signal: controller.signal })
-    );
-    assertEquals(await leftovers(), []);
-  }
+      // An abort in the middle leaves nothing either.
+      const controller = new AbortController();
+      aio.server.faults.add({
+        path: "/v1/file/download",
+        fault: { kind: "slow", delayMs: 1_000 },
+      });
+      setTimeout(() => controller.abort(), 100);
+      await assertRejects(() =>
+        runtime.fs.download("big.bin", target, { signal: controller.signal })
+      );
+      assertEquals(await leftovers(), []);
+    }),
+  );
+  for (const run of runs) if (run.status === "rejected") throw run.reason;
 });
 
 Deno.test("aio: faults on the command path (reset, slow, ignore-sigterm) still end with the process gone", async () => {

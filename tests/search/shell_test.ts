@@ -5,7 +5,10 @@ import {
   assertStringIncludes,
 } from "../../_internal/assert.ts";
 import { detectRipgrep, RipgrepSearch } from "../../search/ripgrep.ts";
-import { ShellSearch } from "../../search/shell.ts";
+import {
+  type SearchShellExecOptions,
+  ShellSearch,
+} from "../../search/shell.ts";
 import { bashShell, pathWithout } from "./_shell_testing.ts";
 import { engineSuite, makeFixture } from "./_test_suite.ts";
 import { LocalFileSystem } from "../../runtimes/local/fs.ts";
@@ -374,6 +377,62 @@ Deno.test("ShellSearch without rg: the find listing keeps only the names a glob 
       "c.ts",
       "d/ä1.ts",
     ]);
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});
+
+Deno.test("ShellSearch without rg: files are read with one cat, and one by one when a file changes during the read", async () => {
+  const root = await Deno.makeTempDir({ prefix: "skillrun-shell-read-" });
+  try {
+    await Deno.writeTextFile(`${root}/a.txt`, "needle one\n");
+    await Deno.writeTextFile(`${root}/b\nc.txt`, "x\nneedle two\n");
+    await Deno.writeTextFile(`${root}/d.txt`, "needle four\n");
+    const fs = new LocalFileSystem({ cwd: root });
+    const lines = async (search: ShellSearch): Promise<string[]> => {
+      const result = await search.grep({
+        pattern: "needle",
+        outputMode: "content",
+      });
+      assert(result.mode === "content");
+      return result.lines.map((l) =>
+        `${l.path.slice(root.length + 1)}:${l.lineNumber}:${l.text}`
+      );
+    };
+    const oneCat = "-exec cat -- {} +";
+    const perFile = 'base64 < "$f"';
+
+    const plain = bashShell({ path: noRgPath });
+    assertEquals(await lines(new ShellSearch({ shell: plain, fs })), [
+      "a.txt:1:needle one",
+      "b\nc.txt:2:needle two",
+      "d.txt:1:needle four",
+    ]);
+    assertEquals(plain.commands.filter((c) => c.includes(oneCat)).length, 1);
+    assertEquals(plain.commands.filter((c) => c.includes(perFile)).length, 0);
+
+    // d.txt grows while it is read: the sizes no longer agree, and the files
+    // are read again one by one (d.txt with its new line).
+    const inner = bashShell({ path: noRgPath });
+    const growing = {
+      ...inner,
+      exec: (command: string, options: SearchShellExecOptions) =>
+        inner.exec(
+          command.replace(
+            oneCat,
+            `${oneCat}; printf 'needle five\\n' >> ${root}/d.txt`,
+          ),
+          options,
+        ),
+    };
+    assertEquals(await lines(new ShellSearch({ shell: growing, fs })), [
+      "a.txt:1:needle one",
+      "b\nc.txt:2:needle two",
+      "d.txt:1:needle four",
+      "d.txt:2:needle five",
+    ]);
+    assertEquals(inner.commands.filter((c) => c.includes(oneCat)).length, 1);
+    assertEquals(inner.commands.filter((c) => c.includes(perFile)).length, 1);
   } finally {
     await Deno.remove(root, { recursive: true });
   }

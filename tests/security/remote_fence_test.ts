@@ -11,6 +11,7 @@
  */
 import { assert, assertEquals } from "../../_internal/assert.ts";
 import { assertOk, assertRefused } from "./_harness.ts";
+import type { ActiveFault } from "../servers/_faults.ts";
 import {
   type RemoteSecurityCase,
   remoteSecurityCases,
@@ -18,6 +19,24 @@ import {
 } from "./_remote.ts";
 
 const ESCAPE = ["outside the workspace"];
+
+/**
+ * Waits until a held request reached the server (its fault was hit), the
+ * call ended without it, or `ms` passed: what follows then happens while
+ * the request is held, whatever the machine's load.
+ */
+async function reached(
+  held: ActiveFault,
+  call: Promise<unknown>,
+  ms: number,
+): Promise<void> {
+  let ended = false;
+  call.then(() => ended = true, () => ended = true);
+  const end = Date.now() + ms;
+  while (held.hits === 0 && !ended && Date.now() < end) {
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
 
 async function hardLink(world: RemoteWorld, name = "hard.txt"): Promise<void> {
   await Deno.remove(`${world.workspace}/${name}`).catch(() => {});
@@ -117,18 +136,23 @@ const swappedWhileWriting: RemoteSecurityCase = {
     "a file swapped for a link to outside while a write is under way is not written through",
   async attack(world) {
     assertOk(await world.sh("echo before > target.txt"));
-    // The server's upload starts late: long enough to swap the target for
-    // a link once the write's check has seen a regular file.
-    world.faults.add({
+    // A fenced write is one command in the sandbox (the check of what is
+    // there, a temporary file, the rename over the target). The server holds
+    // that command's request (1.5 s at most) once it has arrived: the target
+    // is swapped for a link while the write is under way, then it goes on.
+    const release = Promise.withResolvers<void>();
+    const held = world.faults.add({
       method: "POST",
-      path: world.routes.upload,
-      fault: { kind: "slow", delayMs: 1500 },
+      path: world.routes.exec,
+      fault: { kind: "slow", delayMs: 1500, until: release.promise },
     });
     const write = world.call("write", {
       file_path: "target.txt",
       content: "pwned\n",
     });
-    await new Promise((resolve) => setTimeout(resolve, 400));
+    await reached(held, write, 1500);
+    // The race happened: the write's request was held when the swap came.
+    assert(held.hits > 0, "the write never reached the server's exec route");
     // An atomic swap (a rename), as a command's `mv -T` would do it.
     await Deno.symlink(
       `${world.outside}/secret.txt`,
@@ -138,6 +162,7 @@ const swappedWhileWriting: RemoteSecurityCase = {
       `${world.workspace}/swap.tmp`,
       `${world.workspace}/target.txt`,
     );
+    release.resolve();
     const result = await write;
     if (result.isError) assertRefused(result, "symbolic link");
     world.faults.clear();
@@ -209,15 +234,18 @@ const publishSize: RemoteSecurityCase = {
   async attack(world) {
     const path = `${world.workspace}/grow.txt`;
     await Deno.writeTextFile(path, "x".repeat(1000));
-    world.faults.add({
+    // The download is held (1.2 s at most) while the file grows.
+    const release = Promise.withResolvers<void>();
+    const held = world.faults.add({
       method: world.kind === "vercel" ? "POST" : "GET",
       path: world.routes.download,
-      fault: { kind: "slow", delayMs: 1200 },
+      fault: { kind: "slow", delayMs: 1200, until: release.promise },
       times: 1,
     });
     const publish = world.call("publish_file", { file_path: "grow.txt" });
-    await new Promise((resolve) => setTimeout(resolve, 400));
+    await reached(held, publish, 1200);
     await Deno.writeTextFile(path, "y".repeat(500), { append: true });
+    release.resolve();
     const result = await publish;
     const record = world.published.get("grow.txt");
     if (result.isError) {

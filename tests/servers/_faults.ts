@@ -71,10 +71,15 @@ export interface TruncateFault {
   readonly keepBytes?: number;
 }
 
-/** The answer starts only after `delayMs` (past a client's timeout). */
+/**
+ * The answer starts only after `delayMs` (past a client's timeout), or
+ * sooner, once `until` settles (a test holds a request while it changes
+ * something, then lets it go on).
+ */
 export interface SlowFault {
   readonly kind: "slow";
   readonly delayMs: number;
+  readonly until?: Promise<unknown>;
 }
 
 /** The real status and headers, with a body that is not valid JSON. */
@@ -374,7 +379,11 @@ export class FaultInjector {
           });
         }
         case "slow":
-          await sleep(fault.delayMs, [request.signal, this.#closing.signal]);
+          await sleep(
+            fault.delayMs,
+            [request.signal, this.#closing.signal],
+            fault.until,
+          );
           return await handler(request, info);
         case "ignore-range": {
           const headers = new Headers(request.headers);
@@ -393,7 +402,11 @@ export class FaultInjector {
   }
 }
 
-function sleep(ms: number, signals: readonly AbortSignal[]): Promise<void> {
+function sleep(
+  ms: number,
+  signals: readonly AbortSignal[],
+  until?: Promise<unknown>,
+): Promise<void> {
   return new Promise((resolve) => {
     const done = () => {
       clearTimeout(timer);
@@ -401,6 +414,7 @@ function sleep(ms: number, signals: readonly AbortSignal[]): Promise<void> {
       resolve();
     };
     const timer = setTimeout(done, ms);
+    until?.then(done, done);
     for (const signal of signals) {
       if (signal.aborted) return done();
       signal.addEventListener("abort", done);

@@ -1,12 +1,12 @@
 import { assertEquals, assertStringIncludes } from "../_internal/assert.ts";
 import { PROJECT_CONFIG } from "../_internal/testing.ts";
-import { startE2BServer } from "../tests/servers/e2b.ts";
-import { startVercelServer } from "../tests/servers/vercel.ts";
-import { startDaytonaServer } from "../tests/servers/daytona.ts";
-import { startOpenSandboxServer } from "../tests/servers/opensandbox.ts";
-import { startAioServer } from "../tests/servers/aio.ts";
-import { remoteRuntime } from "./_remote.ts";
-import { UsageError } from "./_args.ts";
+import { startE2BServer } from "./servers/e2b.ts";
+import { startVercelServer } from "./servers/vercel.ts";
+import { startDaytonaServer } from "./servers/daytona.ts";
+import { startOpenSandboxServer } from "./servers/opensandbox.ts";
+import { startAioServer } from "./servers/aio.ts";
+import { remoteRuntime } from "../cli/_remote.ts";
+import { UsageError } from "../cli/_args.ts";
 import { assertThrows } from "../_internal/assert.ts";
 
 const CLI = new URL("../cli.ts", import.meta.url).pathname;
