@@ -269,5 +269,8 @@ async function conformance(
   }).output();
   // Its log is coloured whatever NO_COLOR says.
   return (new TextDecoder().decode(output.stdout) +
-    new TextDecoder().decode(output.stderr)).replaceAll(/\x1b\[[0-9;]*m/g, "");
+    new TextDecoder().decode(output.stderr)).replaceAll(SGR, "");
 }
+
+/** A colour sequence (ESC, `[`, parameters, `m`). */
+const SGR = new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, "g");
