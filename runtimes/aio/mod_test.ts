@@ -3,7 +3,7 @@ import { runDenoScript } from "../../_internal/testing.ts";
 
 Deno.test("./aio imports, builds runtimes and the tools and closes them without any permission", async () => {
   const script = new URL(
-    "./testdata/import_without_permissions.ts",
+    "../../tests/testdata/aio_import_without_permissions.ts",
     import.meta.url,
   ).pathname;
   const result = await runDenoScript(script, []);

@@ -3,7 +3,7 @@ import { runDenoScript } from "../../_internal/testing.ts";
 
 Deno.test("./opensandbox imports, builds a runtime and the tools and closes it without any permission", async () => {
   const script = new URL(
-    "./testdata/import_without_permissions.ts",
+    "../../tests/testdata/opensandbox_import_without_permissions.ts",
     import.meta.url,
   ).pathname;
   const result = await runDenoScript(script, []);

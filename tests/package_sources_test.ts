@@ -17,8 +17,8 @@ import {
   readLock,
   verifyLock,
   writeSkillIndex,
-} from "./mod.ts";
-import { sha256Of } from "./_digest.ts";
+} from "../package/mod.ts";
+import { sha256Of } from "../package/_digest.ts";
 import { anthropicsSkills, sharedTest } from "../_internal/shared_data.ts";
 
 const CORPUS_DATA = anthropicsSkills();

@@ -5,17 +5,17 @@ import {
   assertLess,
   assertRejects,
   assertStringIncludes,
-} from "../../_internal/assert.ts";
-import { hostPath } from "../../_internal/std.ts";
-import { WorkspaceEscapeError } from "../errors.ts";
-import type { FileInfo } from "../types.ts";
-import { LocalFileSystem } from "../local/fs.ts";
-import { HttpClient } from "./http.ts";
-import { multipartBody } from "./upload.ts";
-import { type RemoteFileOps, RemoteFileSystem } from "./fs.ts";
-import { serve } from "./_test_servers.ts";
-import { skillCorpus } from "../../_internal/skill_fixture.ts";
-import { delay } from "../../_internal/async.ts";
+} from "../_internal/assert.ts";
+import { hostPath } from "../_internal/std.ts";
+import { WorkspaceEscapeError } from "../runtimes/errors.ts";
+import type { FileInfo } from "../runtimes/types.ts";
+import { LocalFileSystem } from "../runtimes/local/fs.ts";
+import { HttpClient } from "../runtimes/remote/http.ts";
+import { multipartBody } from "../runtimes/remote/upload.ts";
+import { type RemoteFileOps, RemoteFileSystem } from "../runtimes/remote/fs.ts";
+import { serve } from "../runtimes/remote/_test_servers.ts";
+import { skillCorpus } from "../_internal/skill_fixture.ts";
+import { delay } from "../_internal/async.ts";
 
 // A real font when ../shared is beside the clone, else a generated one.
 const corpus = await skillCorpus();

@@ -9,16 +9,16 @@
  * @module
  */
 import { assert, assertEquals, assertLess } from "@std/assert";
-import { checkedBody, loadSharedContract } from "./_contract.ts";
+import { checkedBody, loadSharedContract } from "./servers/_contract.ts";
 import {
   type OpenSandboxServer,
   type OpenSandboxServerOptions,
   startOpenSandboxServer,
-} from "./opensandbox.ts";
+} from "./servers/opensandbox.ts";
 import {
   multipartBody,
   type MultipartPart,
-} from "../../runtimes/remote/upload.ts";
+} from "../runtimes/remote/upload.ts";
 
 // The official execd description cross-checks every answer when present.
 const execdSpec = await loadSharedContract(

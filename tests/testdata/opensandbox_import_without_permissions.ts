@@ -5,8 +5,8 @@
  *
  * @module
  */
-import { OpenSandboxSkillRuntime } from "../mod.ts";
-import { buildSkillTools } from "../../../mod.ts";
+import { OpenSandboxSkillRuntime } from "../../runtimes/opensandbox/mod.ts";
+import { buildSkillTools } from "../../mod.ts";
 
 const runtime = new OpenSandboxSkillRuntime({
   baseUrl: "https://sandbox.example.com",

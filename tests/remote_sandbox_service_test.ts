@@ -5,16 +5,16 @@ import {
   assertRejects,
   assertThrows,
 } from "@std/assert";
-import { runProcessGroup } from "../local/launcher.ts";
-import { MemoryConversationStore } from "../stores/conversation_store.ts";
-import { RemoteSkillRuntime, runOn } from "./runtime.ts";
+import { runProcessGroup } from "../runtimes/local/launcher.ts";
+import { MemoryConversationStore } from "../runtimes/stores/conversation_store.ts";
+import { RemoteSkillRuntime, runOn } from "../runtimes/remote/runtime.ts";
 import {
   defaultConversationStore,
   remoteConversation,
   type SandboxService,
   SandboxServiceBackend,
   type ServiceSandbox,
-} from "./sandbox_service.ts";
+} from "../runtimes/remote/sandbox_service.ts";
 
 /**
  * A sandbox service whose sandboxes are folders of this machine and whose

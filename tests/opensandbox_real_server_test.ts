@@ -9,13 +9,13 @@ import {
   assertEquals,
   assertLess,
   assertRejects,
-} from "../../_internal/assert.ts";
-import { startTestServer } from "./_testing.ts";
-import { makeSkill } from "../remote/_testing.ts";
-import { SandboxCommandError } from "./execd.ts";
-import { startAioTestServer } from "../aio/_testing.ts";
-import { LocalSkillRuntime } from "../local/runtime.ts";
-import type { SkillRuntime } from "../types.ts";
+} from "../_internal/assert.ts";
+import { startTestServer } from "../runtimes/opensandbox/_testing.ts";
+import { makeSkill } from "../runtimes/remote/_testing.ts";
+import { SandboxCommandError } from "../runtimes/opensandbox/execd.ts";
+import { startAioTestServer } from "../runtimes/aio/_testing.ts";
+import { LocalSkillRuntime } from "../runtimes/local/runtime.ts";
+import type { SkillRuntime } from "../runtimes/types.ts";
 
 Deno.test("prepare() uploads a skill of more than 500 files in requests of at most 500 files (the real part limit), byte-identical", async () => {
   await using server = await startTestServer();

@@ -5,8 +5,8 @@
  *
  * @module
  */
-import { AioSkillRuntime } from "../mod.ts";
-import { buildSkillTools } from "../../../mod.ts";
+import { AioSkillRuntime } from "../../runtimes/aio/mod.ts";
+import { buildSkillTools } from "../../mod.ts";
 
 const plain = new AioSkillRuntime({
   baseUrl: "https://aio.example.com/sandbox",
