@@ -1,5 +1,5 @@
 /**
- * `--runtime e2b|vercel|daytona|opensandbox|aio` of `skillrun run` and `skillrun mcp`: a remote
+ * `--runtime e2b|vercel|daytona|opensandbox|aio|deno-sandbox` (or `--sandbox <kind>`) of `skillrun run` and `skillrun mcp`: a remote
  * runtime whose options come from the environment.
  *
  * @module
@@ -37,10 +37,12 @@ export const RUNTIME_HELP: string =
                        folder) of its own, under --root in the sandbox.
                        With --conversation, --root is the folder inside the
                        sandbox (default the kind's own)
+  --sandbox <kind>     The same as --runtime <kind> for a remote kind
 `;
 
 /**
- * Checks `--runtime` (and that `--isolate` is not given with a remote kind).
+ * Checks `--runtime` or `--sandbox` (the same kinds but `local`), and that
+ * `--isolate` is not given with a remote kind.
  *
  * @param flags The parsed flags.
  * @returns The remote kind, or `undefined` for the local runtime.
@@ -51,12 +53,32 @@ export const RUNTIME_HELP: string =
  * import { assertEquals } from "@std/assert";
  * import { checkRuntimeFlag } from "./_remote.ts";
  * assertEquals(checkRuntimeFlag({ runtime: "e2b" }), "e2b");
+ * assertEquals(checkRuntimeFlag({ sandbox: "daytona" }), "daytona");
  * ```
  */
 export function checkRuntimeFlag(
   flags: Readonly<Record<string, string | boolean>>,
 ): string | undefined {
-  const kind = flags.runtime;
+  const sandbox = flags.sandbox;
+  if (sandbox !== undefined) {
+    // `--sandbox <kind>` (the name issue 28 gives it) names a remote kind;
+    // `--runtime` takes the same kinds and `local`.
+    if (typeof sandbox !== "string" || !REMOTE_RUNTIMES.includes(sandbox)) {
+      throw new UsageError(
+        `Unknown sandbox "${String(sandbox)}": expected ${
+          REMOTE_RUNTIMES.join(", ")
+        }`,
+      );
+    }
+    if (flags.runtime !== undefined && flags.runtime !== sandbox) {
+      throw new UsageError(
+        `Options "--sandbox ${sandbox}" and "--runtime ${
+          String(flags.runtime)
+        }" disagree: give one`,
+      );
+    }
+  }
+  const kind = flags.runtime ?? sandbox;
   if (kind === undefined || kind === "local") return undefined;
   if (typeof kind !== "string" || !REMOTE_RUNTIMES.includes(kind)) {
     throw new UsageError(

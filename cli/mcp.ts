@@ -202,6 +202,7 @@ export async function mcpCommand(
       "allow-net": "boolean",
       ...EGRESS_FLAGS,
       runtime: "string",
+      sandbox: "string",
       verbose: "boolean",
       "ask-for-approval": "boolean",
       scope: "list",

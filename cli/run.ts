@@ -176,6 +176,7 @@ export async function runCommand(
       "allow-net": "boolean",
       ...EGRESS_FLAGS,
       runtime: "string",
+      sandbox: "string",
       verbose: "boolean",
     });
     if (parsed.flags.help === true) {

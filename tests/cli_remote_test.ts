@@ -103,12 +103,12 @@ Deno.test("cli run --runtime vercel runs in a Vercel sandbox; a missing token is
   }
 });
 
-Deno.test("cli run --runtime daytona runs in a Daytona sandbox; a missing key is a usage error naming the variable", async () => {
+Deno.test("cli run --sandbox daytona runs in a Daytona sandbox; --runtime daytona with a missing key is a usage error naming the variable", async () => {
   await using server = startDaytonaServer({ apiKey: "cli-key" });
   const result = await cli(
     [
       "run",
-      "--runtime",
+      "--sandbox",
       "daytona",
       "--conversation",
       "cli-3",
@@ -183,8 +183,30 @@ Deno.test("cli run --runtime opensandbox|aio runs in that sandbox (a conversatio
   }
 });
 
-Deno.test("--runtime refuses an unknown kind and --isolate with a remote kind", () => {
+Deno.test("--runtime and --sandbox refuse an unknown kind, each other when they disagree, and --isolate with a remote kind", () => {
   assertThrows(() => remoteRuntime({ runtime: "docker" }), UsageError);
+  assertThrows(
+    () => remoteRuntime({ sandbox: "local" }),
+    UsageError,
+    'Unknown sandbox "local"',
+  );
+  assertThrows(
+    () => remoteRuntime({ sandbox: "e2b", runtime: "vercel" }),
+    UsageError,
+    "disagree",
+  );
+  assertThrows(
+    () => remoteRuntime({ sandbox: "daytona", isolate: true }),
+    UsageError,
+  );
+  assertEquals(
+    remoteRuntime(
+      { sandbox: "e2b", runtime: "e2b" },
+      (name) => name === "E2B_API_KEY" ? "key" : undefined,
+    )
+      ?.constructor.name,
+    "E2BSkillRuntime",
+  );
   assertThrows(
     () => remoteRuntime({ runtime: "e2b", isolate: true }),
     UsageError,
