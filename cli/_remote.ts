@@ -23,6 +23,29 @@ export const REMOTE_RUNTIMES: readonly string[] = [
   "aio",
 ];
 
+/** The variables each remote kind reads (names only; `doctor` says which are set). */
+export const REMOTE_VARIABLES: Readonly<Record<string, readonly string[]>> = {
+  e2b: ["E2B_API_KEY", "E2B_API_URL", "E2B_SANDBOX_URL", "E2B_TEMPLATE"],
+  vercel: [
+    "VERCEL_TOKEN",
+    "VERCEL_TEAM_ID",
+    "VERCEL_PROJECT_ID",
+    "VERCEL_API_URL",
+  ],
+  daytona: ["DAYTONA_API_KEY", "DAYTONA_API_URL"],
+  opensandbox: [
+    "OPEN_SANDBOX_URL",
+    "OPEN_SANDBOX_API_KEY",
+    "OPEN_SANDBOX_IMAGE",
+  ],
+  aio: ["AIO_SANDBOX_URL", "AIO_SANDBOX_TOKEN"],
+  "deno-sandbox": [
+    "DENO_DEPLOY_TOKEN",
+    "DENO_SANDBOX_ENDPOINT",
+    "DENO_DEPLOY_ENDPOINT",
+  ],
+};
+
 /** The help lines of `--runtime`, shared by `run` and `mcp`. */
 export const RUNTIME_HELP: string =
   `  --runtime <kind>     local (default), e2b or vercel: run in a hosted sandbox,

@@ -25,6 +25,12 @@ import {
   parseCatalogBudget,
 } from "./_catalog.ts";
 import type { EgressOptions } from "../network/sandbox.ts";
+import type { SkillRuntime } from "../runtimes/types.ts";
+import {
+  checkRuntimeFlag,
+  REMOTE_VARIABLES,
+  remoteRuntime,
+} from "./_remote.ts";
 import {
   type CliStreams,
   createRuntime,
@@ -54,7 +60,13 @@ ${SKILLS_OPTION_HELP}
   --conversation <id>  Report on the conversation workspace <root>/<id>
                        (created if missing)
   --root <dir>         The conversations root (default: .skillrun/conversations)
-${CATALOG_BUDGET_HELP}${ISOLATE_HELP}  --json               Print the report as JSON
+${CATALOG_BUDGET_HELP}${ISOLATE_HELP}  --runtime <kind>     A remote kind (e2b, vercel, daytona, opensandbox, aio,
+                       deno-sandbox; or --sandbox <kind>): instead of the
+                       local fence report, which of the kind's variables are
+                       set (names only), whether network access is granted,
+                       and a probe: "true" run in a sandbox made as run makes
+                       it (removed after, unless --conversation), timed
+  --json               Print the report as JSON
   --verbose            Print the runtime's events on stderr (the probes'
                        commands and output; configured values removed); also
                        SKILLRUN_LOG=debug
@@ -118,12 +130,15 @@ export async function doctorCommand(
   let parsed;
   let egress: EgressOptions;
   let catalogBudget: number | undefined;
+  let remoteKind: string | undefined;
   try {
     parsed = parseArgs(args, {
       "catalog-budget": "string",
       skills: "list",
       conversation: "string",
       root: "string",
+      runtime: "string",
+      sandbox: "string",
       isolate: "boolean",
       "allow-net": "boolean",
       json: "boolean",
@@ -141,6 +156,14 @@ export async function doctorCommand(
     }
     egress = egressOptions(parsed.lists, parsed.flags);
     catalogBudget = parseCatalogBudget(parsed.flags["catalog-budget"]);
+    remoteKind = checkRuntimeFlag(parsed.flags);
+    if (remoteKind !== undefined && parsed.lists.skills?.length) {
+      throw new UsageError(
+        `Option "--skills" goes with the local report; run doctor --skills without --${
+          parsed.flags.sandbox !== undefined ? "sandbox" : "runtime"
+        }`,
+      );
+    }
   } catch (error) {
     if (!(error instanceof UsageError)) throw error;
     await err(`skillrun doctor: ${error.message}\n\n${DOCTOR_HELP}`);
@@ -149,6 +172,9 @@ export async function doctorCommand(
   const skillRoots = (parsed.lists.skills ?? []).map((p) =>
     hostPath.resolve(p)
   );
+  if (remoteKind !== undefined) {
+    return await remoteDoctor(remoteKind, parsed.flags, out, err, options);
+  }
   let runtime: LocalSkillRuntime | undefined;
   try {
     runtime = await createRuntime(
@@ -196,6 +222,106 @@ export async function doctorCommand(
   } finally {
     await runtime?.close();
   }
+}
+
+/** What `doctor --runtime <remote kind>` found. */
+interface RemoteReport {
+  readonly runtime: string;
+  /** Each variable the kind reads: set or not (never its value). */
+  readonly variables: Record<string, "set" | "unset">;
+  /** Deno's network permission. */
+  readonly net: Deno.PermissionState;
+  /** The probe: `true` in a sandbox. */
+  readonly probe?: { readonly exitCode: number; readonly ms: number };
+  readonly errors: readonly string[];
+}
+
+/**
+ * `doctor` for a remote kind: its variables (names only), the network
+ * permission, and `true` run in a sandbox made as `run` makes it.
+ */
+async function remoteDoctor(
+  kind: string,
+  flags: Readonly<Record<string, string | boolean>>,
+  out: (text: string) => Promise<void>,
+  err: (text: string) => Promise<void>,
+  options: DoctorCommandOptions,
+): Promise<number> {
+  const variables = Object.fromEntries(
+    (REMOTE_VARIABLES[kind] ?? []).map((name) => {
+      let set = false;
+      try {
+        set = Boolean(Deno.env.get(name));
+      } catch {
+        // not readable under these permissions: unset for this process
+      }
+      return [name, set ? "set" : "unset"] as const;
+    }),
+  );
+  const net = (await Deno.permissions.query({ name: "net" })).state;
+  const errors: string[] = [];
+  let probe: RemoteReport["probe"];
+  let runtime: SkillRuntime | undefined;
+  try {
+    runtime = remoteRuntime(flags, undefined, eventPrinter(flags, err));
+    if (net !== "granted") {
+      errors.push(
+        `network access is ${net}: run with --allow-net (of the service's host)`,
+      );
+    } else {
+      const started = performance.now();
+      const result = await runtime!.execute({
+        command: "true",
+        timeoutMs: 120_000,
+        ...(options.signal ? { signal: options.signal } : {}),
+      });
+      probe = {
+        exitCode: result.exitCode,
+        ms: Math.round(performance.now() - started),
+      };
+      if (result.exitCode !== 0) {
+        errors.push(`"true" exited with ${result.exitCode} in the sandbox`);
+      }
+    }
+  } catch (error) {
+    if (error instanceof UsageError) {
+      await err(`skillrun doctor: ${error.message}\n\n${DOCTOR_HELP}`);
+      return USAGE_EXIT_CODE;
+    }
+    errors.push(error instanceof Error ? error.message : String(error));
+  } finally {
+    await runtime?.close().catch((error: unknown) => {
+      errors.push(
+        `the probe's sandbox could not be removed: ${
+          error instanceof Error ? error.message : String(error)
+        }`,
+      );
+    });
+  }
+  const report: RemoteReport = {
+    runtime: kind,
+    variables,
+    net,
+    ...(probe ? { probe } : {}),
+    errors,
+  };
+  if (flags.json === true) {
+    await out(JSON.stringify(report, null, 2) + "\n");
+  } else {
+    const lines = [`runtime: ${kind} (a remote sandbox)`, "variables:"];
+    for (const [name, state] of Object.entries(variables)) {
+      lines.push(`  ${state === "set" ? "set    " : "unset  "} ${name}`);
+    }
+    lines.push(`network: ${net}`);
+    if (probe) {
+      lines.push(
+        `probe: "true" in a sandbox: exit ${probe.exitCode} in ${probe.ms} ms`,
+      );
+    }
+    for (const error of errors) lines.push(`error: ${error}`);
+    await out(lines.join("\n") + "\n");
+  }
+  return errors.length > 0 ? 1 : 0;
 }
 
 /**

@@ -213,3 +213,44 @@ Deno.test("--runtime and --sandbox refuse an unknown kind, each other when they 
   );
   assertEquals(remoteRuntime({ runtime: "local" }), undefined);
 });
+
+Deno.test("cli doctor --sandbox daytona: which variables are set (never their values), the network permission, a timed probe in a sandbox removed after; a wrong key is a clear failure", async () => {
+  await using server = startDaytonaServer({ apiKey: "doctor-key-77" });
+  const ok = await cli(
+    ["doctor", "--sandbox", "daytona", "--json"],
+    { DAYTONA_API_KEY: "doctor-key-77", DAYTONA_API_URL: server.url },
+  );
+  assertEquals(ok.code, 0, ok.stderr);
+  const report = JSON.parse(ok.stdout);
+  assertEquals(report.runtime, "daytona");
+  assertEquals(report.variables, {
+    DAYTONA_API_KEY: "set",
+    DAYTONA_API_URL: "set",
+  });
+  assertEquals(report.net, "granted");
+  assertEquals(report.probe.exitCode, 0);
+  assertEquals(report.errors, []);
+  assertEquals(server.sandboxes.size, 0);
+  const text = await cli(
+    ["doctor", "--runtime", "daytona"],
+    { DAYTONA_API_KEY: "doctor-key-77", DAYTONA_API_URL: server.url },
+  );
+  assertEquals(text.code, 0, text.stderr);
+  assertStringIncludes(text.stdout, "set     DAYTONA_API_KEY");
+  assertStringIncludes(text.stdout, 'probe: "true" in a sandbox: exit 0 in');
+  const wrong = await cli(
+    ["doctor", "--sandbox", "daytona"],
+    { DAYTONA_API_KEY: "doctor-key-78", DAYTONA_API_URL: server.url },
+  );
+  assertEquals(wrong.code, 1, wrong.stdout);
+  assertStringIncludes(wrong.stdout, "error: ");
+  const missing = await cli(["doctor", "--sandbox", "daytona"], {});
+  assertEquals(missing.code, 2);
+  assertStringIncludes(missing.stderr, "DAYTONA_API_KEY");
+  for (const run of [ok, text, wrong, missing]) {
+    for (const secret of ["doctor-key-77", "doctor-key-78", "doctor-key"]) {
+      assertEquals(run.stdout.includes(secret), false, run.stdout);
+      assertEquals(run.stderr.includes(secret), false, run.stderr);
+    }
+  }
+});
