@@ -1,5 +1,5 @@
 /**
- * `--runtime e2b|vercel|daytona|opensandbox|aio|deno-sandbox` (or `--sandbox <kind>`) of `skillrun run` and `skillrun mcp`: a remote
+ * `--runtime e2b|vercel|daytona|opensandbox|aio` (or `--sandbox <kind>`) of `skillrun run` and `skillrun mcp`: a remote
  * runtime whose options come from the environment.
  *
  * @module
@@ -39,11 +39,6 @@ export const REMOTE_VARIABLES: Readonly<Record<string, readonly string[]>> = {
     "OPEN_SANDBOX_IMAGE",
   ],
   aio: ["AIO_SANDBOX_URL", "AIO_SANDBOX_TOKEN"],
-  "deno-sandbox": [
-    "DENO_DEPLOY_TOKEN",
-    "DENO_SANDBOX_ENDPOINT",
-    "DENO_DEPLOY_ENDPOINT",
-  ],
 };
 
 /** The help lines of `--runtime`, shared by `run` and `mcp`. */
