@@ -69,7 +69,7 @@ const SHARED = [
   "HttpClient",
 ];
 
-const KINDS = ["./opensandbox", "./aio", "./e2b", "./vercel", "./daytona"];
+const KINDS = ["./opensandbox", "./aio", "./e2b", "./vercel"];
 
 /** The names each entry point exports, as `deno doc --json` lists them. */
 async function exportedNames(): Promise<Map<string, Set<string>>> {

@@ -2,7 +2,6 @@ import { assertEquals, assertStringIncludes } from "../_internal/assert.ts";
 import { PROJECT_CONFIG } from "../_internal/testing.ts";
 import { startE2BServer } from "./servers/e2b.ts";
 import { startVercelServer } from "./servers/vercel.ts";
-import { startDaytonaServer } from "./servers/daytona.ts";
 import { startOpenSandboxServer } from "./servers/opensandbox.ts";
 import { startAioServer } from "./servers/aio.ts";
 import { remoteRuntime } from "../cli/_remote.ts";
@@ -64,14 +63,14 @@ Deno.test("cli run --runtime e2b prepares the skill in an E2B sandbox (options f
   }
 });
 
-Deno.test("cli run --runtime vercel runs in a Vercel sandbox; a missing token is a usage error naming the variable", async () => {
+Deno.test("cli run --sandbox vercel runs in a Vercel sandbox; --runtime vercel with a missing token is a usage error naming the variable", async () => {
   await using server = startVercelServer({ token: "cli-token" });
   const dir = await Deno.makeTempDir();
   try {
     const result = await cli(
       [
         "run",
-        "--runtime",
+        "--sandbox",
         "vercel",
         "--conversation",
         "cli-2",
@@ -101,34 +100,6 @@ Deno.test("cli run --runtime vercel runs in a Vercel sandbox; a missing token is
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
-});
-
-Deno.test("cli run --sandbox daytona runs in a Daytona sandbox; --runtime daytona with a missing key is a usage error naming the variable", async () => {
-  await using server = startDaytonaServer({ apiKey: "cli-key" });
-  const result = await cli(
-    [
-      "run",
-      "--sandbox",
-      "daytona",
-      "--conversation",
-      "cli-3",
-      SKILLS,
-      "json-to-table",
-      "--",
-      "ls",
-    ],
-    { DAYTONA_API_KEY: "cli-key", DAYTONA_API_URL: server.url },
-  );
-  assertEquals(result.code, 0, result.stderr);
-  assertStringIncludes(result.stdout, "SKILL.md");
-  const [box] = [...server.sandboxes.values()];
-  assertEquals(box?.labels["skillrun.conversation"], "cli-3");
-  const missing = await cli(
-    ["run", "--runtime", "daytona", SKILLS, "json-to-table", "--", "ls"],
-    {},
-  );
-  assertEquals(missing.code, 2);
-  assertStringIncludes(missing.stderr, "DAYTONA_API_KEY");
 });
 
 Deno.test("cli run --runtime opensandbox|aio runs in that sandbox (a conversation under --root there); a missing URL is a usage error naming the variable", async () => {
@@ -196,7 +167,7 @@ Deno.test("--runtime and --sandbox refuse an unknown kind, each other when they 
     "disagree",
   );
   assertThrows(
-    () => remoteRuntime({ sandbox: "daytona", isolate: true }),
+    () => remoteRuntime({ sandbox: "vercel", isolate: true }),
     UsageError,
   );
   assertEquals(
@@ -214,39 +185,56 @@ Deno.test("--runtime and --sandbox refuse an unknown kind, each other when they 
   assertEquals(remoteRuntime({ runtime: "local" }), undefined);
 });
 
-Deno.test("cli doctor --sandbox daytona: which variables are set (never their values), the network permission, a timed probe in a sandbox removed after; a wrong key is a clear failure", async () => {
-  await using server = startDaytonaServer({ apiKey: "doctor-key-77" });
+Deno.test("cli doctor --sandbox vercel: which variables are set (never their values), the network permission, a timed probe in a sandbox removed after; a wrong key is a clear failure", async () => {
+  await using server = startVercelServer({ token: "doctor-key-77" });
   const ok = await cli(
-    ["doctor", "--sandbox", "daytona", "--json"],
-    { DAYTONA_API_KEY: "doctor-key-77", DAYTONA_API_URL: server.url },
+    ["doctor", "--sandbox", "vercel", "--json"],
+    {
+      VERCEL_TOKEN: "doctor-key-77",
+      VERCEL_TEAM_ID: "team_doctor",
+      VERCEL_PROJECT_ID: "prj_doctor",
+      VERCEL_API_URL: server.url,
+    },
   );
   assertEquals(ok.code, 0, ok.stderr);
   const report = JSON.parse(ok.stdout);
-  assertEquals(report.runtime, "daytona");
+  assertEquals(report.runtime, "vercel");
   assertEquals(report.variables, {
-    DAYTONA_API_KEY: "set",
-    DAYTONA_API_URL: "set",
+    VERCEL_TOKEN: "set",
+    VERCEL_TEAM_ID: "set",
+    VERCEL_PROJECT_ID: "set",
+    VERCEL_API_URL: "set",
   });
   assertEquals(report.net, "granted");
   assertEquals(report.probe.exitCode, 0);
   assertEquals(report.errors, []);
   assertEquals(server.sandboxes.size, 0);
   const text = await cli(
-    ["doctor", "--runtime", "daytona"],
-    { DAYTONA_API_KEY: "doctor-key-77", DAYTONA_API_URL: server.url },
+    ["doctor", "--runtime", "vercel"],
+    {
+      VERCEL_TOKEN: "doctor-key-77",
+      VERCEL_TEAM_ID: "team_doctor",
+      VERCEL_PROJECT_ID: "prj_doctor",
+      VERCEL_API_URL: server.url,
+    },
   );
   assertEquals(text.code, 0, text.stderr);
-  assertStringIncludes(text.stdout, "set     DAYTONA_API_KEY");
+  assertStringIncludes(text.stdout, "set     VERCEL_TOKEN");
   assertStringIncludes(text.stdout, 'probe: "true" in a sandbox: exit 0 in');
   const wrong = await cli(
-    ["doctor", "--sandbox", "daytona"],
-    { DAYTONA_API_KEY: "doctor-key-78", DAYTONA_API_URL: server.url },
+    ["doctor", "--sandbox", "vercel"],
+    {
+      VERCEL_TOKEN: "doctor-key-78",
+      VERCEL_TEAM_ID: "team_doctor",
+      VERCEL_PROJECT_ID: "prj_doctor",
+      VERCEL_API_URL: server.url,
+    },
   );
   assertEquals(wrong.code, 1, wrong.stdout);
   assertStringIncludes(wrong.stdout, "error: ");
-  const missing = await cli(["doctor", "--sandbox", "daytona"], {});
+  const missing = await cli(["doctor", "--sandbox", "vercel"], {});
   assertEquals(missing.code, 2);
-  assertStringIncludes(missing.stderr, "DAYTONA_API_KEY");
+  assertStringIncludes(missing.stderr, "VERCEL_TOKEN");
   for (const run of [ok, text, wrong, missing]) {
     for (const secret of ["doctor-key-77", "doctor-key-78", "doctor-key"]) {
       assertEquals(run.stdout.includes(secret), false, run.stdout);
