@@ -187,14 +187,15 @@ Deno.test("--runtime and --sandbox refuse an unknown kind, each other when they 
 
 Deno.test("cli doctor --sandbox vercel: which variables are set (never their values), the network permission, a timed probe in a sandbox removed after; a wrong key is a clear failure", async () => {
   await using server = startVercelServer({ token: "doctor-key-77" });
+  const vercelEnv = (token: string) => ({
+    VERCEL_TOKEN: token,
+    VERCEL_TEAM_ID: "team_doctor",
+    VERCEL_PROJECT_ID: "prj_doctor",
+    VERCEL_API_URL: server.url,
+  });
   const ok = await cli(
     ["doctor", "--sandbox", "vercel", "--json"],
-    {
-      VERCEL_TOKEN: "doctor-key-77",
-      VERCEL_TEAM_ID: "team_doctor",
-      VERCEL_PROJECT_ID: "prj_doctor",
-      VERCEL_API_URL: server.url,
-    },
+    vercelEnv("doctor-key-77"),
   );
   assertEquals(ok.code, 0, ok.stderr);
   const report = JSON.parse(ok.stdout);
@@ -211,24 +212,14 @@ Deno.test("cli doctor --sandbox vercel: which variables are set (never their val
   assertEquals(server.sandboxes.size, 0);
   const text = await cli(
     ["doctor", "--runtime", "vercel"],
-    {
-      VERCEL_TOKEN: "doctor-key-77",
-      VERCEL_TEAM_ID: "team_doctor",
-      VERCEL_PROJECT_ID: "prj_doctor",
-      VERCEL_API_URL: server.url,
-    },
+    vercelEnv("doctor-key-77"),
   );
   assertEquals(text.code, 0, text.stderr);
   assertStringIncludes(text.stdout, "set     VERCEL_TOKEN");
   assertStringIncludes(text.stdout, 'probe: "true" in a sandbox: exit 0 in');
   const wrong = await cli(
     ["doctor", "--sandbox", "vercel"],
-    {
-      VERCEL_TOKEN: "doctor-key-78",
-      VERCEL_TEAM_ID: "team_doctor",
-      VERCEL_PROJECT_ID: "prj_doctor",
-      VERCEL_API_URL: server.url,
-    },
+    vercelEnv("doctor-key-78"),
   );
   assertEquals(wrong.code, 1, wrong.stdout);
   assertStringIncludes(wrong.stdout, "error: ");
