@@ -18,8 +18,8 @@
  *
  * Run by hand: `deno run -A tests/servers/vercel.ts [--port N] [--token T]
  * [--fault SPEC]... [--fault-control]`; prints its base URL (the SDK's
- * `https://vercel.com/api`) as the first line of stdout. By hand it makes
- * the SDK's default working folder, `/vercel/sandbox`, on the host.
+ * `https://vercel.com/api`) as the first line of stdout. It makes the SDK's
+ * default working folder, `/vercel/sandbox`, on the host.
  *
  * @module
  */
@@ -128,7 +128,15 @@ function apiError(status: number, code: string, message: string): Response {
 export function startVercelServer(
   options: VercelServerOptions = {},
 ): VercelServer {
-  // One file system for file calls and commands: the host's.
+  // One file system for file calls and commands: the host's. The service's
+  // default working folder exists in every sandbox; here it must exist on
+  // the host (a command without `cwd`, such as doctor's probe, runs there),
+  // whichever test started a server first.
+  try {
+    Deno.mkdirSync("/vercel/sandbox", { recursive: true });
+  } catch (error) {
+    console.error(`Cannot make /vercel/sandbox: ${errorText(error)}`);
+  }
   const map = (path: string, cwd = "/") =>
     path.startsWith("/") ? path : `${cwd.replace(/\/+$/, "")}/${path}`;
   const sandboxes = new Map<string, VercelTestSandbox>();
@@ -710,11 +718,6 @@ if (import.meta.main) {
       Deno.exit(2);
     }
   }
-  // By hand: the SDK's default working folder (commands and file calls
-  // share the host's file system).
-  await Deno.mkdir("/vercel/sandbox", { recursive: true }).catch((error) =>
-    console.error(`Cannot make /vercel/sandbox: ${errorText(error)}`)
-  );
   const server = startVercelServer({
     port,
     faults,
