@@ -9,7 +9,6 @@ import type {
   SkillRuntimeConfig,
   SkillRuntimeConfigOptions,
 } from "../runtimes/config.ts";
-import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
 import type { SkillRuntime } from "../runtimes/types.ts";
 import {
   acceptsRemoteOrigins,
@@ -337,7 +336,9 @@ export async function buildSkillTools(
     wanted.delete("kill_bash");
   }
   const owned = options.runtime === undefined;
-  const runtime = options.runtime ?? new LocalSkillRuntime();
+  // The local runtime is loaded only when it is the default (not at import).
+  const runtime = options.runtime ??
+    new (await import("../runtimes/local/mod.ts")).LocalSkillRuntime();
   const context = createToolContext(runtime, {
     skills,
     configs,

@@ -49,11 +49,6 @@
  *
  * @module
  */
-import process from "node:process";
-// The SDK's "./*" export maps `x.js` to types at `x.js.d.ts`, which do not
-// exist: `@ts-types` points the type checker at the right declarations.
-// @ts-types="npm:@modelcontextprotocol/sdk@1.32.2/server/stdio"
-import { StdioServerTransport } from "npm:@modelcontextprotocol/sdk@1.32.2/server/stdio.js";
 import type { Tool } from "../types.ts";
 import {
   connect,
@@ -153,9 +148,11 @@ export async function serveMcp(
 ): Promise<void> {
   const { transport, signal, ...serverOptions } = options;
   const stdio = transport === undefined;
+  // Loaded only to serve over stdio (node:process costs a cold start).
+  const process = stdio ? (await import("node:process")).default : undefined;
   const connection = await connectMcpServer(
     tools,
-    transport ?? new StdioServerTransport(),
+    transport ?? new (await stdioTransport())(),
     serverOptions,
   );
   const onAbort = () => void connection.close();
@@ -163,11 +160,22 @@ export async function serveMcp(
   const onEnd = () => void connection.idle().then(() => connection.close());
   if (signal?.aborted) onAbort();
   signal?.addEventListener("abort", onAbort, { once: true });
-  if (stdio) process.stdin.once("end", onEnd);
+  process?.stdin.once("end", onEnd);
   try {
     await connection.closed;
   } finally {
     signal?.removeEventListener("abort", onAbort);
-    if (stdio) process.stdin.off("end", onEnd);
+    process?.stdin.off("end", onEnd);
   }
+}
+
+/** The SDK's stdio transport, loaded when a server is served over stdio. */
+async function stdioTransport() {
+  // The SDK's "./*" export maps `x.js` to types at `x.js.d.ts`, which do not
+  // exist: `@ts-types` points the type checker at the right declarations.
+  // @ts-types="npm:@modelcontextprotocol/sdk@1.32.2/server/stdio"
+  const module = await import(
+    "npm:@modelcontextprotocol/sdk@1.32.2/server/stdio.js"
+  );
+  return module.StdioServerTransport;
 }
