@@ -21,8 +21,7 @@ let parse: typeof Parse | undefined;
  * @returns When it is loaded.
  */
 export async function loadCommandParser(): Promise<void> {
-  // @ts-types="npm:@types/shell-quote@1.7.5"
-  parse ??= (await import("shell-quote")).parse;
+  parse ??= (await import("shell-quote")).parse as typeof Parse;
 }
 
 /** One `allowed-tools` entry understood. */

@@ -50,6 +50,10 @@
  * @module
  */
 import type { Tool } from "../types.ts";
+// The SDK's "./*" export maps `x.js` to types at `x.js.d.ts`, which do not
+// exist: the types are read from the path without `.js`.
+type StdioModule =
+  typeof import("npm:@modelcontextprotocol/sdk@1.32.2/server/stdio");
 import {
   connect,
   type McpConnection,
@@ -170,11 +174,8 @@ export async function serveMcp(
 }
 
 /** The SDK's stdio transport, loaded when a server is served over stdio. */
-async function stdioTransport() {
-  // The SDK's "./*" export maps `x.js` to types at `x.js.d.ts`, which do not
-  // exist: `@ts-types` points the type checker at the right declarations.
-  // @ts-types="npm:@modelcontextprotocol/sdk@1.32.2/server/stdio"
-  const module = await import(
+async function stdioTransport(): Promise<StdioModule["StdioServerTransport"]> {
+  const module: StdioModule = await import(
     "npm:@modelcontextprotocol/sdk@1.32.2/server/stdio.js"
   );
   return module.StdioServerTransport;
