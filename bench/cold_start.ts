@@ -10,6 +10,10 @@
  * every script alike. The module graph is cached before the first round (a
  * warm-up run of each), as on a deployed instance.
  *
+ * Each run is timed by bash's `time` (wall time, and CPU time: user +
+ * system, less moved than wall time by other work on a busy machine) and
+ * GNU `time` (`/usr/bin/time`, peak memory of the process).
+ *
  * ```sh
  * deno run -A bench/cold_start.ts [--rounds 15] [--before <checkout of main>]
  * ```
@@ -96,25 +100,45 @@ for (const [index, entry] of all.entries()) {
   scripts.push(file);
 }
 
-const runOnce = async (file: string): Promise<number> => {
-  const started = performance.now();
-  const { code, stderr } = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--unstable-kv", file],
+/** One run's wall and CPU milliseconds and peak memory (MiB). */
+interface Run {
+  wall: number;
+  cpu: number;
+  peak: number;
+}
+
+const runOnce = async (file: string): Promise<Run> => {
+  const { code, stderr } = await new Deno.Command("bash", {
+    args: [
+      "-c",
+      'TIMEFORMAT="cold-start %3R %3U %3S"; ' +
+      'time /usr/bin/time -f "peak %M" "$1" run -A --unstable-kv "$2"',
+      "bash",
+      Deno.execPath(),
+      file,
+    ],
     stdin: "null",
     stdout: "null",
     stderr: "piped",
   }).output();
-  const elapsed = performance.now() - started;
-  if (code !== 0) {
-    throw new Error(
-      `${file} failed (exit ${code}): ${new TextDecoder().decode(stderr)}`,
-    );
+  const text = new TextDecoder().decode(stderr);
+  const lines = text.split("\n");
+  const line = lines.find((l) => l.startsWith("cold-start "));
+  const peak = lines.find((l) => l.startsWith("peak "));
+  if (code !== 0 || !line || !peak) {
+    throw new Error(`${file} failed (exit ${code}): ${text}`);
   }
-  return elapsed;
+  const [wall, user, system] = line.split(" ").slice(1).map(Number);
+  const peakKiB = Number(peak.split(" ")[1]);
+  return {
+    wall: wall! * 1000,
+    cpu: (user! + system!) * 1000,
+    peak: peakKiB / 1024,
+  };
 };
 
 for (const file of scripts) await runOnce(file); // warm the caches
-const times: number[][] = all.map(() => []);
+const times: Run[][] = all.map(() => []);
 for (let round = 0; round < rounds; round++) {
   for (const [index, file] of scripts.entries()) {
     times[index]!.push(await runOnce(file));
@@ -133,13 +157,20 @@ const load = (await Deno.readTextFile("/proc/loadavg").catch(() => "?"))
 console.log(
   `cold start, ${rounds} rounds, deno ${Deno.version.deno}, load ${load}`,
 );
-console.log("| script | median ms | min ms | max ms |");
-console.log("| ------ | --------- | ------ | ------ |");
+console.log(
+  "| script | wall ms (median) | wall min-max | CPU ms (median) | peak MiB |",
+);
+console.log(
+  "| ------ | ---------------- | ------------ | --------------- | -------- |",
+);
 for (const [index, entry] of all.entries()) {
-  const values = times[index]!;
+  const runs = times[index]!;
+  const walls = runs.map((r) => r.wall);
   console.log(
-    `| ${entry.label} | ${median(values).toFixed(1)} | ${
-      Math.min(...values).toFixed(1)
-    } | ${Math.max(...values).toFixed(1)} |`,
+    `| ${entry.label} | ${median(walls).toFixed(0)} | ${
+      Math.min(...walls).toFixed(0)
+    }-${Math.max(...walls).toFixed(0)} | ${
+      median(runs.map((r) => r.cpu)).toFixed(0)
+    } | ${median(runs.map((r) => r.peak)).toFixed(0)} |`,
   );
 }
