@@ -31,7 +31,6 @@ import { createEditTool } from "./edit.ts";
 import { createGlobTool } from "./glob.ts";
 import { createGrepTool } from "./grep.ts";
 import { createLsTool } from "./ls.ts";
-import { createPublishFileTool } from "./publish_file.ts";
 import { createReadTool } from "./read.ts";
 import {
   createSkillListing,
@@ -377,6 +376,10 @@ export async function buildSkillTools(
   const listing = wanted.has("skill")
     ? createSkillListing(context, skillOptions)
     : undefined;
+  // Loaded only with a publisher (its media-type table costs a cold start).
+  const createPublishFileTool = wanted.has("publish_file") && options.publisher
+    ? (await import("./publish_file.ts")).createPublishFileTool
+    : undefined;
   const factories: Record<ToolName, () => Tool | undefined> = {
     skill: () =>
       createSkillTool(context, {
@@ -394,7 +397,7 @@ export async function buildSkillTools(
     ls: () => createLsTool(context),
     glob: () => createGlobTool(context),
     grep: () => createGrepTool(context),
-    publish_file: () => createPublishFileTool(context),
+    publish_file: () => createPublishFileTool?.(context),
   };
   const tools: Tool[] = [];
   for (const name of TOOL_NAMES) {
