@@ -70,10 +70,10 @@ const all: Entry[] = [
   {
     // What `.` and the kinds need from their dependencies at import time:
     // std's YAML (SKILL.md front matter) and path functions.
-    label: "floor of . (std yaml, path)",
+    label: "floor of . (std yaml, POSIX path)",
     root: here,
     source:
-      `import * as y from "@std/yaml";\nimport * as p from "@std/path";\n` +
+      `import * as y from "@std/yaml";\nimport * as p from "@std/path/posix";\n` +
       `void y; void p;\n`,
   },
   {
