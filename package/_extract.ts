@@ -503,8 +503,9 @@ async function extractZip(
       // inflate state reset for every entry, its output bounded by the size
       // the central directory declares (checked above), CRC-32 checked here.
       // zip.js costs about 0.2 ms per entry; fflate's unzipSync (before)
-      // about 16 µs, this 27 µs and node:zlib's inflateRawSync 58 µs (5,000
-      // entries of 360 bytes, medians, load 15-16: bench/README.md).
+      // 6.6 µs, this 12.9 µs and node:zlib's inflateRawSync 23 µs (5,000
+      // entries of 360 bytes, medians, load 13-14: bench/README.md, issue
+      // 29); a whole 5,001-entry install about 4 % slower than with fflate.
       const stream = new ZStream();
       zlibInflateInit2(stream, -15); // raw deflate
       const writes: { path: string; data: Uint8Array; mode: number }[] = [];
