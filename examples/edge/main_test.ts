@@ -410,6 +410,30 @@ Deno.test("a session whose sandbox vanished at the provider is told so once, the
  * unchanged in a folder of its own beside `skills/` (here generated), with a
  * `deno.json` mapping the package to this clone.
  */
+/**
+ * What a child `deno` needs to reach the npm registry as this one does (a
+ * folder with a copy of the lock may fetch package information): the cache,
+ * the certificates and the proxy, when this process has them.
+ */
+function registryEnv(): Record<string, string> {
+  const names = [
+    "DENO_DIR",
+    "DENO_CERT",
+    "DENO_TLS_CA_STORE",
+    "NODE_EXTRA_CA_CERTS",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "NPM_CONFIG_REGISTRY",
+  ];
+  return Object.fromEntries(
+    names.flatMap((name) => {
+      const value = Deno.env.get(name);
+      return value === undefined ? [] : [[name, value]];
+    }),
+  );
+}
+
 async function functionFolder(
   skills: number,
 ): Promise<string & AsyncDisposable> {
@@ -451,7 +475,7 @@ Deno.test("the edge function keeps its skill tool within SKILLRUN_CATALOG_BUDGET
       ],
       cwd: dir,
       clearEnv: true,
-      env: { NO_COLOR: "1", PORT: "0", ...env },
+      env: { NO_COLOR: "1", PORT: "0", ...registryEnv(), ...env },
       stdin: "null",
       stdout: "piped",
       stderr: "piped",
