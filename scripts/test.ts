@@ -43,10 +43,7 @@ export function closingLine(skips: readonly Skip[]): string {
  * ran `deno task test` in 11m01s, with 4 in 3m33s (CI simulations of stop 35
  * and stop 37, the same suite).
  */
-export function testJobs(
-  env: string | undefined = Deno.env.get("DENO_JOBS"),
-  cpus: number = navigator.hardwareConcurrency,
-): string {
+export function testJobs(env: string | undefined, cpus: number): string {
   if (env !== undefined && /^[1-9][0-9]*$/.test(env)) return env;
   return String(Math.max(4, 2 * cpus));
 }
@@ -57,7 +54,13 @@ if (import.meta.main) {
   try {
     const child = new Deno.Command(Deno.execPath(), {
       args: ["test", ...Deno.args],
-      env: { [SKIP_LOG_ENV]: log, DENO_JOBS: testJobs() },
+      env: {
+        [SKIP_LOG_ENV]: log,
+        DENO_JOBS: testJobs(
+          Deno.env.get("DENO_JOBS"),
+          navigator.hardwareConcurrency,
+        ),
+      },
       stdin: "inherit",
       stdout: "inherit",
       stderr: "inherit",
