@@ -351,6 +351,39 @@ export function startDeadline(
   };
 }
 
+/**
+ * Runs a search under its time limit and the caller's signal, in one of the
+ * engine's slots: `stop` throws once the time passed (for synchronous work,
+ * which the timer cannot interrupt); an abort becomes the timeout error or
+ * the caller's reason.
+ */
+export async function runSearch<T>(
+  limits: {
+    readonly timeoutMs: number;
+    readonly signal: AbortSignal | undefined;
+  },
+  what: string,
+  slots: SearchSlots | null,
+  run: (signal: AbortSignal, stop: () => void) => Promise<T>,
+): Promise<T> {
+  const deadline = startDeadline(limits.timeoutMs, limits.signal);
+  const endAt = performance.now() + limits.timeoutMs;
+  const stop = (): void => {
+    deadline.signal.throwIfAborted();
+    if (performance.now() > endAt) throw timeoutError(what, limits.timeoutMs);
+  };
+  let release: (() => void) | undefined;
+  try {
+    release = await slots?.acquire(deadline.signal);
+    return await run(deadline.signal, stop);
+  } catch (error) {
+    throw deadline.signal.aborted ? deadline.error(what) : error;
+  } finally {
+    deadline.clear();
+    release?.();
+  }
+}
+
 /** What was found in one file, relative path and all. */
 export interface FileFound {
   /** The file, relative to the root (`""` when the root is the file). */

@@ -13,24 +13,34 @@
  * Why one long file: the in-sandbox engine builds its shell scripts (with
  * rg, and with find and grep), runs them and parses their output in one
  * class whose quoting and parsing must agree line for line. The `find`
- * listing it serves to the fallback engine is `SnapshotFileSystem`
- * (`_snapshot_fs.ts`).
+ * listing is walked and its files matched by the code of `fallback.ts`.
  *
  * @module
  */
 import { formatBytes } from "../_internal/format.ts";
-import { SnapshotFileSystem, takeBatch } from "./_snapshot_fs.ts";
 import { findNames } from "./_filter.ts";
 import { shellQuote } from "../_internal/shell_quote.ts";
-import { FallbackSearch, listFolder } from "./fallback.ts";
+import {
+  FallbackSearch,
+  globListed,
+  grepListed,
+  type Listed,
+  type ListFolder,
+  listFolder,
+  type ReadFiles,
+  readThrough,
+  rootFile,
+  takeBatch,
+  walkFiles,
+} from "./fallback.ts";
 import {
   GrepCollector,
   type GrepPlan,
   planGlob,
   planGrep,
-  resolveRoot,
+  runSearch,
   type SearchRoot,
-  startDeadline,
+  SearchSlots,
 } from "./_plan.ts";
 import {
   DEBUG_SKIP_AWK,
@@ -40,7 +50,6 @@ import {
   parseRipgrepOutput,
   ripgrepError,
   ripgrepGrepArgs,
-  type RipgrepSkip,
 } from "./_ripgrep_protocol.ts";
 import {
   BINARY_SNIFF_BYTES,
@@ -49,7 +58,6 @@ import {
   joinPath,
 } from "./rules.ts";
 import {
-  DEFAULT_LS_LIMIT,
   DEFAULT_SEARCH_TIMEOUT_MS,
   type FileType,
   type GlobRequest,
@@ -59,7 +67,6 @@ import {
   type LsRequest,
   type LsResult,
   type SearchEngine,
-  type SearchFileInfo,
   type SearchFileSystem,
 } from "./types.ts";
 
@@ -205,6 +212,7 @@ export class ShellSearch implements SearchEngine {
   readonly #workers: number;
   readonly #fallback: FallbackSearch;
   readonly #direct: boolean;
+  readonly #slots = new SearchSlots();
   #caps: Promise<Capabilities> | null = null;
   #commands = 0;
   #stdoutBytes = 0;
@@ -256,47 +264,44 @@ export class ShellSearch implements SearchEngine {
     if (caps.rg) return await this.#grepRipgrep(request);
     if (!caps.framing) return await this.#fallback.grep(request);
     const plan = await planGrep(this.#fs, request, false);
-    if (plan.root.isFile && plan.root.size > plan.maxFileBytes) {
-      const skipped = new GrepCollector(plan);
-      skipped.skip("", "too-large", plan.root.size);
-      return skipped.result("fallback");
-    }
-    const deadline = startDeadline(plan.timeoutMs, plan.signal);
-    const what = `Search for "${plan.regex.pattern}"`;
-    try {
-      const prefilter = caps.grep && !plan.root.isFile
-        ? grepPrefilter(plan, caps.utf8)
-        : null;
-      // The prefilter and the listing run at once (two commands).
-      const only = prefilter
-        ? this.#filesMatching(
-          plan.root,
-          prefilter,
-          plan.maxFileBytes,
-          deadline.signal,
-          plan.timeoutMs,
-        )
-        : null;
-      const snapshot = await this.#snapshot(
-        plan.root,
-        Infinity,
-        plan.timeoutMs,
-        deadline.signal,
-        only,
-        request.path,
-        findNames(plan.filters),
-      );
-      return await new FallbackSearch({
-        fs: snapshot,
-        local: false,
-        workers: this.#workers,
-      }).grep(request);
-    } catch (error) {
-      if (deadline.signal.aborted) throw deadline.error(what);
-      throw error;
-    } finally {
-      deadline.clear();
-    }
+    const root = plan.root;
+    return await runSearch(
+      plan,
+      `Search for "${plan.regex.pattern}"`,
+      this.#slots,
+      async (signal, stop) => {
+        let files = [rootFile(root)];
+        if (!root.isFile) {
+          const prefilter = caps.grep ? grepPrefilter(plan, caps.utf8) : null;
+          // The prefilter and the listing run at once (two commands).
+          const only = prefilter
+            ? this.#filesMatching(root, prefilter, plan, signal)
+            : null;
+          only?.catch(() => {}); // awaited after the listing
+          const list = await this.#listing(
+            root,
+            Infinity,
+            signal,
+            plan.timeoutMs,
+            findNames(plan.filters),
+          );
+          files = await walkFiles(list, plan.filters, this.#workers, signal);
+          const kept = await only;
+          if (kept) {
+            files = files.filter((f) => f.type !== "file" || kept.has(f.path));
+          }
+        }
+        const read: ReadFiles = this.#direct
+          ? readThrough(this.#fs, plan, signal)
+          : (paths) =>
+            this.#readFiles(
+              root,
+              paths.map((p) => joinPath(root.path, p)),
+              signal,
+            );
+        return await grepListed(plan, files, read, Infinity, stop);
+      },
+    );
   }
 
   /**
@@ -313,28 +318,27 @@ export class ShellSearch implements SearchEngine {
     const caps = await this.#capabilities(request.signal);
     if (!caps.framing) return await this.#fallback.glob(request);
     const plan = await planGlob(this.#fs, request, false);
-    const deadline = startDeadline(plan.timeoutMs, plan.signal);
-    try {
-      const snapshot = await this.#snapshot(
-        plan.root,
-        Infinity,
-        plan.timeoutMs,
-        deadline.signal,
-        null,
-        request.path,
-        findNames(plan.filters),
-      );
-      const result = await new FallbackSearch({ fs: snapshot, local: false })
-        .glob(request);
-      return { ...result, engine: caps.rg ? "ripgrep" : "fallback" };
-    } catch (error) {
-      if (deadline.signal.aborted) {
-        throw deadline.error(`Glob "${request.pattern}"`);
-      }
-      throw error;
-    } finally {
-      deadline.clear();
-    }
+    return await runSearch(
+      plan,
+      `Glob "${request.pattern}"`,
+      this.#slots,
+      async (signal) => {
+        const list = await this.#listing(
+          plan.root,
+          Infinity,
+          signal,
+          plan.timeoutMs,
+          findNames(plan.filters),
+        );
+        const files = await walkFiles(
+          list,
+          plan.filters,
+          this.#workers,
+          signal,
+        );
+        return globListed(plan, files, caps.rg ? "ripgrep" : "fallback");
+      },
+    );
   }
 
   /**
@@ -350,44 +354,13 @@ export class ShellSearch implements SearchEngine {
   async ls(request: LsRequest): Promise<LsResult> {
     const caps = await this.#capabilities(request.signal);
     if (!caps.framing) return await this.#fallback.ls(request);
-    const depth = request.depth ?? 1;
-    const limit = request.limit ?? DEFAULT_LS_LIMIT;
-    if (!Number.isInteger(depth) || depth < 1) {
-      throw new RangeError(
-        `Invalid depth "${depth}": expected an integer of at least 1`,
-      );
-    }
-    if (!Number.isInteger(limit) || limit < 1) {
-      throw new RangeError(
-        `Invalid limit "${limit}": expected an integer of at least 1`,
-      );
-    }
-    request.signal?.throwIfAborted();
-    const root = await resolveRoot(this.#fs, request.path, false);
-    if (root.isFile) {
-      throw new TypeError(
-        `Cannot list "${request.path ?? "."}": not a folder`,
-      );
-    }
-    const deadline = startDeadline(DEFAULT_SEARCH_TIMEOUT_MS, request.signal);
-    try {
-      const snapshot = await this.#snapshot(
-        root,
-        depth,
-        DEFAULT_SEARCH_TIMEOUT_MS,
-        deadline.signal,
-        null,
-        request.path,
-      );
-      return await listFolder(snapshot, request, false);
-    } catch (error) {
-      if (deadline.signal.aborted) {
-        throw deadline.error(`List "${request.path ?? "."}"`);
-      }
-      throw error;
-    } finally {
-      deadline.clear();
-    }
+    return await listFolder(
+      this.#fs,
+      request,
+      false,
+      (root, depth, signal) =>
+        this.#listing(root, depth, signal, DEFAULT_SEARCH_TIMEOUT_MS, null),
+    );
   }
 
   /** Finds out once what the sandbox has; a failed detection is not cached. */
@@ -497,97 +470,81 @@ export class ShellSearch implements SearchEngine {
 
   async #grepRipgrep(request: GrepRequest): Promise<GrepResult> {
     const plan = await planGrep(this.#fs, request, false);
-    if (plan.root.isFile && plan.root.size > plan.maxFileBytes) {
+    const root = plan.root;
+    if (root.isFile && root.size > plan.maxFileBytes) {
       const skipped = new GrepCollector(plan);
-      skipped.skip("", "too-large", plan.root.size);
+      skipped.skip("", "too-large", root.size);
       return skipped.result("ripgrep");
     }
-    const deadline = startDeadline(plan.timeoutMs, plan.signal);
-    const what = `Search for "${plan.regex.pattern}"`;
-    try {
-      // rg's debug lines name what it skipped (over the size limit, not a
-      // regular file); only those lines and real errors reach stderr.
-      const rg = `( rg ${
-        ripgrepGrepArgs(plan, { debug: true }).map(shellQuote).join(" ")
-      } 2>&1 1>&3 | awk ${
-        shellQuote(DEBUG_SKIP_AWK)
-      } >&2; exit "\${PIPESTATUS[0]}" ) 3>&1`;
-      const body = plan.root.isFile
-        ? rg
-        : `cd -- ${shellQuote(plan.root.path)} && ${rg}`;
-      let cap = plan.mode === "content"
-        ? Math.min(CONTENT_FIRST_BYTES, this.#maxBytes)
-        : this.#maxBytes;
-      for (;;) {
-        const run = await this.#framed(
-          body,
-          cap,
-          deadline.signal,
-          plan.timeoutMs,
-        );
-        const skips: RipgrepSkip[] = [];
-        const errorLines: string[] = [];
-        for (const line of run.stderr.split("\n")) {
-          const skipped = parseDebugSkip(line);
-          if (skipped) skips.push(skipped);
-          else if (line.trim() !== "") errorLines.push(line);
-        }
-        const errors = errorLines.join("\n");
-        if (!run.truncated && run.status !== 0 && run.status !== 1) {
-          if (run.status === 2 && errors !== "") {
-            throw ripgrepError(plan, errors);
+    // rg's debug lines name what it skipped (over the size limit, not a
+    // regular file); only those lines and real errors reach stderr.
+    const rg = `( rg ${
+      ripgrepGrepArgs(plan, { debug: true }).map(shellQuote).join(" ")
+    } 2>&1 1>&3 | awk ${
+      shellQuote(DEBUG_SKIP_AWK)
+    } >&2; exit "\${PIPESTATUS[0]}" ) 3>&1`;
+    const body = root.isFile ? rg : `cd -- ${shellQuote(root.path)} && ${rg}`;
+    let cap = plan.mode === "content"
+      ? Math.min(CONTENT_FIRST_BYTES, this.#maxBytes)
+      : this.#maxBytes;
+    return await runSearch(
+      plan,
+      `Search for "${plan.regex.pattern}"`,
+      this.#slots,
+      async (signal) => {
+        for (;;) {
+          const run = await this.#framed(body, cap, signal, plan.timeoutMs);
+          const collector = new GrepCollector(plan);
+          const errors: string[] = [];
+          for (const line of run.stderr.split("\n")) {
+            const skipped = parseDebugSkip(line);
+            if (skipped) {
+              const path = skipped.path.replace(/^\.\//, "");
+              collector.skip(
+                root.isFile ? "" : path,
+                skipped.reason,
+                skipped.size,
+              );
+            } else if (line.trim() !== "") errors.push(line);
           }
-          if (run.status !== 2) {
+          if (!run.truncated && run.status === 2 && errors.length > 0) {
+            throw ripgrepError(plan, errors.join("\n"));
+          }
+          if (!run.truncated && ![0, 1, 2].includes(run.status)) {
             throw new Error(
-              `Cannot search "${plan.root.path}": ripgrep failed in the sandbox (status ${run.status})${
-                errors ? `: ${errorLines.at(-1)}` : ""
+              `Cannot search "${root.path}": ripgrep failed in the sandbox (status ${run.status})${
+                errors.length ? `: ${errors.at(-1)}` : ""
               }`,
             );
           }
-        }
-        const files = parseRipgrepOutput(run.bytes, plan);
-        // A cut output's last file may lack lines: it is not used.
-        if (run.truncated) files.pop();
-        const collector = new GrepCollector(plan);
-        for (const skipped of skips) {
-          collector.skip(
-            plan.root.isFile ? "" : skipped.path.replace(/^\.\//, ""),
-            skipped.reason,
-            skipped.size,
-          );
-        }
-        if (plan.mode !== "content") {
-          if (run.truncated) throw this.#tooMuch(plan.root.path);
-          files.sort((a, b) => comparePaths(a.path, b.path));
-        }
-        let next = 0;
-        while (next < files.length && !collector.stopped) {
-          const batch = takeBatch(files, next, (f) => f.path.length + 8);
-          next += batch.length;
-          const binary = await this.#binaryFiles(
-            plan.root,
-            batch.map((f) => f.path),
-            deadline.signal,
-            plan.timeoutMs,
-          );
-          for (const file of batch) {
-            if (binary.has(file.path)) continue;
-            if (!collector.add(file)) break;
+          const files = parseRipgrepOutput(run.bytes, plan);
+          // A cut output's last file may lack lines: it is not used.
+          if (run.truncated) files.pop();
+          if (plan.mode !== "content") {
+            if (run.truncated) throw this.#tooMuch(root.path);
+            files.sort((a, b) => comparePaths(a.path, b.path));
           }
-        }
-        if (run.truncated && !collector.stopped) {
-          if (cap >= this.#maxBytes) throw this.#tooMuch(plan.root.path);
+          for (let next = 0; next < files.length && !collector.stopped;) {
+            const batch = takeBatch(files, next, (f) => f.path.length + 8);
+            next += batch.length;
+            const binary = await this.#binaryFiles(
+              root,
+              batch.map((f) => f.path),
+              signal,
+              plan.timeoutMs,
+            );
+            for (const file of batch) {
+              if (!binary.has(file.path) && !collector.add(file)) break;
+            }
+          }
+          if (!run.truncated || collector.stopped) {
+            return collector.result("ripgrep");
+          }
+          if (cap >= this.#maxBytes) throw this.#tooMuch(root.path);
           cap = this.#maxBytes;
-          continue;
         }
-        return collector.result("ripgrep");
-      }
-    } catch (error) {
-      if (deadline.signal.aborted) throw deadline.error(what);
-      throw error;
-    } finally {
-      deadline.clear();
-    }
+      },
+    );
   }
 
   #tooMuch(path: string): Error {
@@ -631,70 +588,46 @@ export class ShellSearch implements SearchEngine {
   async #filesMatching(
     root: SearchRoot,
     grep: { pattern: string; flags: string; locale: string },
-    maxFileBytes: number,
+    plan: GrepPlan,
     signal: AbortSignal,
-    timeoutMs: number,
   ): Promise<Set<string> | null> {
     // Heavy folders are not descended into, and files over the size limit
     // are not read (grep -r would read a sparse file of gigabytes whole):
     // they, and files that are not regular, are listed as candidates, for
     // the search to report them as skipped.
-    const prune = [...HEAVY_FOLDERS].map((name) => `-name ${shellQuote(name)}`)
-      .join(" -o ");
     const body = `cd -- ${
       shellQuote(root.path)
-    } && LC_ALL=C find . -mindepth 1 -type d \\( ${prune} \\) -prune -o -type f -size -${
-      maxFileBytes + 1
+    } && LC_ALL=C find . -mindepth 1 -type d \\( ${HEAVY_NAMES} \\) -prune -o -type f -size -${
+      plan.maxFileBytes + 1
     }c -exec env LC_ALL=${grep.locale} grep -l ${grep.flags} -a -Z -e ${
       shellQuote(grep.pattern)
     } -- {} + -o ! -type d ! -type l -print0`;
-    const run = await this.#framed(body, this.#maxBytes, signal, timeoutMs);
+    const run = await this.#framed(
+      body,
+      this.#maxBytes,
+      signal,
+      plan.timeoutMs,
+    );
     // Status 2 (an error) may mean files were missed: no narrowing then.
     if (run.truncated || (run.status !== 0 && run.status !== 1)) return null;
-    const decoder = new TextDecoder();
     const files = new Set<string>();
-    let start = 0;
-    for (
-      let i = run.bytes.indexOf(0);
-      i !== -1;
-      i = run.bytes.indexOf(0, start)
-    ) {
-      const path = decoder.decode(run.bytes.subarray(start, i));
+    for (const path of splitNul(run.bytes, new TextDecoder())) {
       files.add(path.startsWith("./") ? path.slice(2) : path);
-      start = i + 1;
     }
     return files;
   }
 
   /**
-   * One `find` listing of a folder (heavy folders listed, not descended into)
-   * as a file system the local engines walk without another request.
+   * One `find` listing of a folder (heavy folders listed, not descended
+   * into), served to the walk from memory.
    */
-  async #snapshot(
+  async #listing(
     root: SearchRoot,
     depth: number,
-    timeoutMs: number,
     signal: AbortSignal,
-    pending: Set<string> | null | Promise<Set<string> | null>,
-    requested: string | undefined,
-    names: readonly string[] | null = null,
-  ): Promise<SearchFileSystem> {
-    // Settled either way: a failed listing leaves no rejection unhandled.
-    const filtered = Promise.resolve(pending).then(
-      (set) => ({ set }),
-      (error) => ({ set: null, error }),
-    );
-    const dirs = new Map<string, SearchFileInfo[]>();
-    const resolved = new Map<string, string>([[requested ?? ".", root.path]]);
-    if (root.isFile) {
-      return new SnapshotFileSystem(
-        this.#fs,
-        root,
-        dirs,
-        resolved,
-        (p, s) => this.#read(root, p, s),
-      );
-    }
+    timeoutMs: number,
+    names: readonly string[] | null,
+  ): Promise<ListFolder> {
     const format = "%y %s %T@ %P\\0";
     // Files only by the names the filters can keep (folders all listed).
     const kept = names === null
@@ -702,17 +635,12 @@ export class ShellSearch implements SearchEngine {
       : `\\( -type d -o ${
         names.map((n) => `-name ${shellQuote(n)}`).join(" -o ")
       } \\) `;
-    const heavy = [...HEAVY_FOLDERS].map((name) => `-name ${shellQuote(name)}`)
-      .join(" -o ");
     const body = `cd -- ${
       shellQuote(root.path)
     } && LC_ALL=C find . -mindepth 1${
       Number.isFinite(depth) ? ` -maxdepth ${depth}` : ""
-    } \\( -type d \\( ${heavy} \\) -printf '${format}' -prune \\) -o ${kept}-printf '${format}'`;
+    } \\( -type d \\( ${HEAVY_NAMES} \\) -printf '${format}' -prune \\) -o ${kept}-printf '${format}'`;
     const run = await this.#framed(body, this.#maxBytes, signal, timeoutMs);
-    const prefiltered = await filtered;
-    if ("error" in prefiltered) throw prefiltered.error;
-    const only = prefiltered.set;
     if (run.truncated) {
       throw new Error(
         `Cannot list "${root.path}": the listing in the sandbox passed the ${
@@ -720,72 +648,25 @@ export class ShellSearch implements SearchEngine {
         } output cap; search a narrower folder`,
       );
     }
-    dirs.set("", []);
+    const dirs = new Map<string, Listed[]>([["", []]]);
     const decoder = new TextDecoder();
-    let start = 0;
-    const bytes = run.bytes;
-    for (
-      let end = bytes.indexOf(0);
-      end !== -1;
-      end = bytes.indexOf(0, start)
-    ) {
-      const record = decoder.decode(bytes.subarray(start, end));
-      start = end + 1;
-      const first = record.indexOf(" ");
-      const second = record.indexOf(" ", first + 1);
-      const third = record.indexOf(" ", second + 1);
-      if (first === -1 || second === -1 || third === -1) continue;
-      const type = fileType(record.slice(0, first));
-      const size = Number(record.slice(first + 1, second));
-      const modifiedMs = parseFindTime(record.slice(second + 1, third));
-      const rel = record.slice(third + 1);
-      if (rel === "") continue;
-      if (only !== null && type === "file" && !only.has(rel)) continue;
-      const slash = rel.lastIndexOf("/");
-      const parent = slash === -1 ? "" : rel.slice(0, slash);
-      const name = rel.slice(slash + 1);
-      const info: SearchFileInfo = {
-        path: joinPath(root.path, rel),
-        name,
-        type,
-        size,
-        modifiedAt: modifiedMs === null ? null : new Date(modifiedMs),
-      };
-      let siblings = dirs.get(parent);
-      if (!siblings) dirs.set(parent, siblings = []);
-      siblings.push(info);
-      if (type === "directory" && !dirs.has(rel)) dirs.set(rel, []);
+    for (const record of splitNul(run.bytes, decoder)) {
+      const [type, size, time] = record.split(" ", 3);
+      if (time === undefined) continue;
+      const path = record.slice(type!.length + size!.length + time.length + 3);
+      if (path === "") continue;
+      const slash = path.lastIndexOf("/");
+      const parent = slash === -1 ? "" : path.slice(0, slash);
+      if (!dirs.has(parent)) dirs.set(parent, []);
+      dirs.get(parent)!.push({
+        path,
+        name: path.slice(slash + 1),
+        type: FIND_TYPES[type!] ?? "other",
+        size: Number(size),
+        modifiedMs: parseFindTime(time),
+      });
     }
-    // Heavy folders were not descended into: they have no listing.
-    for (const [rel] of dirs) {
-      const name = rel.slice(rel.lastIndexOf("/") + 1);
-      if (
-        rel !== "" && HEAVY_FOLDERS.has(name) && dirs.get(rel)!.length === 0
-      ) {
-        dirs.delete(rel);
-      }
-    }
-    return new SnapshotFileSystem(
-      this.#fs,
-      root,
-      dirs,
-      resolved,
-      (paths, s) => this.#read(root, paths, s),
-    );
-  }
-
-  /** Reads files (absolute paths): through `fs`, or with one shell command. */
-  #read(
-    root: SearchRoot,
-    paths: readonly string[],
-    signal: AbortSignal | undefined,
-  ): Promise<(Uint8Array | null)[]> {
-    if (!this.#direct) return this.#readFiles(root, paths, signal);
-    return Promise.all(
-      paths.map((path) =>
-        this.#fs.readBytes(path, signal ? { signal } : {}).catch(() => null)
-      ),
-    );
+    return (folder) => Promise.resolve(dirs.get(folder) ?? []);
   }
 
   /**
@@ -819,7 +700,7 @@ export class ShellSearch implements SearchEngine {
     return await this.#readFilesOneByOne(root, paths, signal);
   }
 
-  /** Reads files (absolute paths) in one command, one `base64` per file. */
+  /** Reads files (absolute paths) in one command, one `base64` line per file. */
   async #readFilesOneByOne(
     root: SearchRoot,
     paths: readonly string[],
@@ -827,30 +708,12 @@ export class ShellSearch implements SearchEngine {
   ): Promise<(Uint8Array | null)[]> {
     const script = `for f in ${
       paths.map(shellQuote).join(" ")
-    }; do if [ -f "$f" ] && [ ! -L "$f" ] && [ -r "$f" ]; then printf '+\\n'; base64 < "$f"; else printf -- '-\\n'; fi; printf '.\\n'; done`;
-    const result = await this.#readCommand(root, script, signal);
-    const out: (Uint8Array | null)[] = [];
-    let current: string[] | null = null;
-    let missing = false;
-    for (const line of result.stdout.split("\n")) {
-      if (line === "+") {
-        current = [];
-        missing = false;
-      } else if (line === "-") {
-        current = null;
-        missing = true;
-      } else if (line === ".") {
-        out.push(
-          missing || current === null ? null : decodeBase64(current.join("")),
-        );
-        current = null;
-        missing = false;
-      } else if (current !== null) {
-        current.push(line);
-      }
-    }
-    while (out.length < paths.length) out.push(null);
-    return out;
+    }; do if [ -f "$f" ] && [ ! -L "$f" ] && [ -r "$f" ]; then printf +; base64 < "$f" | tr -d '\\n'; else printf -- -; fi; printf '\\n'; done`;
+    const lines = (await this.#readCommand(root, script, signal)).stdout
+      .split("\n");
+    return paths.map((_, i) =>
+      lines[i]?.startsWith("+") ? decodeBase64(lines[i]!.slice(1)) : null
+    );
   }
 
   /** Runs a command that reads files; a failed or cut one is an error. */
@@ -941,17 +804,27 @@ function grepPrefilter(
   };
 }
 
-function fileType(letter: string): FileType {
-  switch (letter) {
-    case "f":
-      return "file";
-    case "d":
-      return "directory";
-    case "l":
-      return "symlink";
-    default:
-      return "other";
+/** The types of `find -printf %y`. */
+const FIND_TYPES: Readonly<Record<string, FileType>> = {
+  f: "file",
+  d: "directory",
+  l: "symlink",
+};
+
+/** `find` tests of the heavy folders' names. */
+const HEAVY_NAMES = [...HEAVY_FOLDERS].map((name) =>
+  `-name ${shellQuote(name)}`
+)
+  .join(" -o ");
+
+/** The NUL-terminated records of bytes, as text. */
+function splitNul(bytes: Uint8Array, decoder: TextDecoder): string[] {
+  const records: string[] = [];
+  for (let start = 0, end; (end = bytes.indexOf(0, start)) !== -1;) {
+    records.push(decoder.decode(bytes.subarray(start, end)));
+    start = end + 1;
   }
+  return records;
 }
 
 /** `find -printf %T@` (`1700000000.1234567890`) in ms, truncated. */
