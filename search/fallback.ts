@@ -8,9 +8,10 @@
  *
  * @module
  */
-import { makeFilters } from "./_filter.ts";
+import { findNames, makeFilters } from "./_filter.ts";
 import { matchText } from "./_match.ts";
 import {
+  type GlobPlan,
   GrepCollector,
   type GrepPlan,
   planGlob,
@@ -68,6 +69,26 @@ export type ReadFiles = (
   paths: readonly string[],
 ) => Promise<(Uint8Array | SkipReason | null)[]>;
 
+/** How an engine lists folders and reads files. */
+export interface FileSource {
+  /** Folders listed at once. */
+  readonly workers: number;
+  /** The most files read in one batch. */
+  readonly batchFiles: number;
+  /** Lists the root's folders to `depth`; `names` may narrow the files (`find -name`). */
+  listing(
+    root: SearchRoot,
+    depth: number,
+    signal: AbortSignal,
+    timeoutMs: number,
+    names: readonly string[] | null,
+  ): Promise<ListFolder>;
+  /** The files (relative) that can match, or `null` for all. */
+  candidates?(plan: GrepPlan, signal: AbortSignal): Promise<Set<string> | null>;
+  /** Reads a search's files. */
+  read(plan: GrepPlan, signal: AbortSignal): ReadFiles;
+}
+
 /**
  * The engine over the file-system interface. Same result format as the other
  * engines; see `README.md` for where its regex dialect (RE2) differs from
@@ -94,7 +115,7 @@ export class FallbackSearch implements SearchEngine {
   readonly engine = "fallback" as const;
   readonly #fs: SearchFileSystem;
   readonly #local: boolean;
-  readonly #workers: number;
+  readonly #source: FileSource;
   readonly #slots = new SearchSlots();
 
   /**
@@ -103,9 +124,16 @@ export class FallbackSearch implements SearchEngine {
    * @param options The file system, whether its paths are local, reads at once.
    */
   constructor(options: FallbackSearchOptions) {
-    this.#fs = options.fs;
+    const fs = this.#fs = options.fs;
     this.#local = options.local ?? false;
-    this.#workers = Math.max(1, options.workers ?? 8);
+    const workers = Math.max(1, options.workers ?? 8);
+    this.#source = {
+      workers,
+      batchFiles: workers * 8,
+      listing: (root, _depth, signal) =>
+        Promise.resolve(listThrough(fs, root.path, signal)),
+      read: (plan, signal) => readThrough(fs, plan, signal),
+    };
   }
 
   /**
@@ -118,24 +146,8 @@ export class FallbackSearch implements SearchEngine {
    * @throws {Deno.errors.NotFound} When the path does not exist.
    * @throws {SearchTimeoutError} When the time limit passes.
    */
-  async grep(request: GrepRequest): Promise<GrepResult> {
-    const plan = await planGrep(this.#fs, request, this.#local);
-    const root = plan.root;
-    return await runSearch(
-      plan,
-      `Search for "${plan.regex.pattern}"`,
-      this.#slots,
-      async (signal, stop) => {
-        const files = root.isFile ? [rootFile(root)] : await walkFiles(
-          listThrough(this.#fs, root.path, signal),
-          plan.filters,
-          this.#workers,
-          signal,
-        );
-        const read = readThrough(this.#fs, plan, signal);
-        return await grepListed(plan, files, read, this.#workers * 8, stop);
-      },
-    );
+  grep(request: GrepRequest): Promise<GrepResult> {
+    return grepFiles(this.#fs, request, this.#local, this.#slots, this.#source);
   }
 
   /**
@@ -149,21 +161,7 @@ export class FallbackSearch implements SearchEngine {
    */
   async glob(request: GlobRequest): Promise<GlobResult> {
     const plan = await planGlob(this.#fs, request, this.#local);
-    return await runSearch(
-      plan,
-      `Glob "${request.pattern}"`,
-      this.#slots,
-      async (signal) => {
-        const list = listThrough(this.#fs, plan.root.path, signal);
-        const files = await walkFiles(
-          list,
-          plan.filters,
-          this.#workers,
-          signal,
-        );
-        return globListed(plan, files, "fallback");
-      },
-    );
+    return await globFiles(plan, this.#slots, this.#source, "fallback");
   }
 
   /**
@@ -180,15 +178,73 @@ export class FallbackSearch implements SearchEngine {
   }
 }
 
-/** The root of a search that is a file, as a listed file. */
-export function rootFile(root: SearchRoot): Listed {
-  return {
-    path: "",
-    name: "",
-    type: "file",
-    size: root.size,
-    modifiedMs: null,
-  };
+/**
+ * Greps through a file source: the listing (and the candidates, at once)
+ * walked, then {@linkcode grepListed}.
+ */
+export async function grepFiles(
+  fs: SearchFileSystem,
+  request: GrepRequest,
+  local: boolean,
+  slots: SearchSlots,
+  source: FileSource,
+): Promise<GrepResult> {
+  const plan = await planGrep(fs, request, local);
+  const root = plan.root;
+  const what = `Search for "${plan.regex.pattern}"`;
+  return await runSearch(plan, what, slots, async (signal, stop) => {
+    let files: Listed[] = [
+      { path: "", name: "", type: "file", size: root.size, modifiedMs: null },
+    ];
+    if (!root.isFile) {
+      const only = source.candidates?.(plan, signal) ?? null;
+      only?.catch(() => {}); // awaited after the listing
+      const names = findNames(plan.filters);
+      const list = await source.listing(
+        root,
+        Infinity,
+        signal,
+        plan.timeoutMs,
+        names,
+      );
+      files = await walkFiles(list, plan.filters, source.workers, signal);
+      const kept = await only;
+      if (kept) {
+        files = files.filter((f) => f.type !== "file" || kept.has(f.path));
+      }
+    }
+    const read = source.read(plan, signal);
+    return await grepListed(plan, files, read, source.batchFiles, stop);
+  });
+}
+
+/** Globs through a file source. */
+export function globFiles(
+  plan: GlobPlan,
+  slots: SearchSlots,
+  source: FileSource,
+  engine: "ripgrep" | "fallback",
+): Promise<GlobResult> {
+  const what = `Glob "${plan.filters.glob}"`;
+  return runSearch(plan, what, slots, async (signal) => {
+    const names = findNames(plan.filters);
+    const list = await source.listing(
+      plan.root,
+      Infinity,
+      signal,
+      plan.timeoutMs,
+      names,
+    );
+    const files = await walkFiles(list, plan.filters, source.workers, signal);
+    return finishGlob(
+      plan,
+      files.filter((f) => f.type === "file").map((f) => ({
+        path: joinPath(plan.root.path, f.path),
+        modifiedMs: f.modifiedMs,
+      })),
+      engine,
+    );
+  });
 }
 
 /** Lists folders through the file-system interface. */
@@ -413,22 +469,6 @@ export async function grepListed(
   return collector.result(engine);
 }
 
-/** The `glob` result of listed files. */
-export function globListed(
-  plan: { readonly root: SearchRoot; readonly limit: number },
-  files: readonly Listed[],
-  engine: "ripgrep" | "fallback",
-): GlobResult {
-  return finishGlob(
-    plan,
-    files.filter((f) => f.type === "file").map((f) => ({
-      path: joinPath(plan.root.path, f.path),
-      modifiedMs: f.modifiedMs,
-    })),
-    engine,
-  );
-}
-
 /**
  * Sorts found files newest first (then by path) and applies the limit.
  *
@@ -469,11 +509,7 @@ export async function listFolder(
   fs: SearchFileSystem,
   request: LsRequest,
   local: boolean,
-  listing: (
-    root: SearchRoot,
-    depth: number,
-    signal: AbortSignal,
-  ) => Promise<ListFolder> = (root, _depth, signal) =>
+  listing: FileSource["listing"] = (root, _depth, signal) =>
     Promise.resolve(listThrough(fs, root.path, signal)),
 ): Promise<LsResult> {
   const depth = request.depth ?? 1;
@@ -496,7 +532,7 @@ export async function listFolder(
     null,
     async (signal) => {
       const { entries, truncated } = await walk(
-        await listing(root, depth, signal),
+        await listing(root, depth, signal, DEFAULT_SEARCH_TIMEOUT_MS, null),
         {
           depth,
           limit,

@@ -18,20 +18,17 @@
  * @module
  */
 import { formatBytes } from "../_internal/format.ts";
-import { findNames } from "./_filter.ts";
 import { shellQuote } from "../_internal/shell_quote.ts";
 import {
   FallbackSearch,
-  globListed,
-  grepListed,
+  type FileSource,
+  globFiles,
+  grepFiles,
   type Listed,
   type ListFolder,
   listFolder,
-  type ReadFiles,
   readThrough,
-  rootFile,
   takeBatch,
-  walkFiles,
 } from "./fallback.ts";
 import {
   GrepCollector,
@@ -57,17 +54,16 @@ import {
   HEAVY_FOLDERS,
   joinPath,
 } from "./rules.ts";
-import {
-  DEFAULT_SEARCH_TIMEOUT_MS,
-  type FileType,
-  type GlobRequest,
-  type GlobResult,
-  type GrepRequest,
-  type GrepResult,
-  type LsRequest,
-  type LsResult,
-  type SearchEngine,
-  type SearchFileSystem,
+import type {
+  FileType,
+  GlobRequest,
+  GlobResult,
+  GrepRequest,
+  GrepResult,
+  LsRequest,
+  LsResult,
+  SearchEngine,
+  SearchFileSystem,
 } from "./types.ts";
 
 /** Options of {@linkcode SearchShell.exec}. */
@@ -263,44 +259,12 @@ export class ShellSearch implements SearchEngine {
     const caps = await this.#capabilities(request.signal);
     if (caps.rg) return await this.#grepRipgrep(request);
     if (!caps.framing) return await this.#fallback.grep(request);
-    const plan = await planGrep(this.#fs, request, false);
-    const root = plan.root;
-    return await runSearch(
-      plan,
-      `Search for "${plan.regex.pattern}"`,
+    return await grepFiles(
+      this.#fs,
+      request,
+      false,
       this.#slots,
-      async (signal, stop) => {
-        let files = [rootFile(root)];
-        if (!root.isFile) {
-          const prefilter = caps.grep ? grepPrefilter(plan, caps.utf8) : null;
-          // The prefilter and the listing run at once (two commands).
-          const only = prefilter
-            ? this.#filesMatching(root, prefilter, plan, signal)
-            : null;
-          only?.catch(() => {}); // awaited after the listing
-          const list = await this.#listing(
-            root,
-            Infinity,
-            signal,
-            plan.timeoutMs,
-            findNames(plan.filters),
-          );
-          files = await walkFiles(list, plan.filters, this.#workers, signal);
-          const kept = await only;
-          if (kept) {
-            files = files.filter((f) => f.type !== "file" || kept.has(f.path));
-          }
-        }
-        const read: ReadFiles = this.#direct
-          ? readThrough(this.#fs, plan, signal)
-          : (paths) =>
-            this.#readFiles(
-              root,
-              paths.map((p) => joinPath(root.path, p)),
-              signal,
-            );
-        return await grepListed(plan, files, read, Infinity, stop);
-      },
+      this.#source(caps),
     );
   }
 
@@ -318,27 +282,8 @@ export class ShellSearch implements SearchEngine {
     const caps = await this.#capabilities(request.signal);
     if (!caps.framing) return await this.#fallback.glob(request);
     const plan = await planGlob(this.#fs, request, false);
-    return await runSearch(
-      plan,
-      `Glob "${request.pattern}"`,
-      this.#slots,
-      async (signal) => {
-        const list = await this.#listing(
-          plan.root,
-          Infinity,
-          signal,
-          plan.timeoutMs,
-          findNames(plan.filters),
-        );
-        const files = await walkFiles(
-          list,
-          plan.filters,
-          this.#workers,
-          signal,
-        );
-        return globListed(plan, files, caps.rg ? "ripgrep" : "fallback");
-      },
-    );
+    const engine = caps.rg ? "ripgrep" : "fallback";
+    return await globFiles(plan, this.#slots, this.#source(caps), engine);
   }
 
   /**
@@ -358,9 +303,32 @@ export class ShellSearch implements SearchEngine {
       this.#fs,
       request,
       false,
-      (root, depth, signal) =>
-        this.#listing(root, depth, signal, DEFAULT_SEARCH_TIMEOUT_MS, null),
+      this.#source(caps).listing,
     );
+  }
+
+  /** The find engine's file source. */
+  #source(caps: Capabilities): FileSource {
+    return {
+      workers: this.#workers,
+      batchFiles: this.#direct ? 64 : Infinity,
+      listing: (...args) => this.#listing(...args),
+      candidates: (plan, signal) => {
+        const grep = caps.grep ? grepPrefilter(plan, caps.utf8) : null;
+        return grep
+          ? this.#filesMatching(plan.root, grep, plan, signal)
+          : Promise.resolve(null);
+      },
+      read: (plan, signal) =>
+        this.#direct
+          ? readThrough(this.#fs, plan, signal)
+          : (paths) =>
+            this.#readFiles(
+              plan.root,
+              paths.map((path) => joinPath(plan.root.path, path)),
+              signal,
+            ),
+    };
   }
 
   /** Finds out once what the sandbox has; a failed detection is not cached. */
