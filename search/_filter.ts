@@ -27,8 +27,6 @@ export interface WalkFilters {
 /**
  * Compiles the filters of a walk.
  *
- * @param spec The glob and type filters.
- * @returns The filters.
  * @throws {TypeError} When the glob is invalid.
  */
 export function makeFilters(spec: FilterSpec): WalkFilters {
@@ -62,9 +60,6 @@ const MAX_NAMES = 16;
  * prefilter only: the walk still applies the filters exactly. Each pattern is
  * a literal prefix and suffix of the glob's last segment around one `*`, so
  * that `?`, classes and UTF-8 never depend on `find`'s reading of them.
- *
- * @param spec The glob and type filters.
- * @returns The patterns (any one may match), or `null` to keep every file.
  */
 export function findNames(spec: FilterSpec): string[] | null {
   const fromGlob = spec.glob === null ? null : globNames(spec.glob);

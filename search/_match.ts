@@ -45,10 +45,6 @@ export interface TextMatches {
 /**
  * Cuts a line for output: drops one trailing `\r` and keeps at most `max`
  * characters (never splitting a surrogate pair).
- *
- * @param line The line without its `\n`.
- * @param max The most characters to keep.
- * @returns The text and whether it was cut.
  */
 export function cutLine(
   line: string,
@@ -69,24 +65,13 @@ export function cutLine(
 export interface TextMatcher {
   /** Where the next `exec` starts. */
   lastIndex: number;
-  /**
-   * The next match at or after `lastIndex`, or `null`.
-   *
-   * @param text The text to search.
-   * @returns The match's start and text, or `null`.
-   */
+  /** The next match at or after `lastIndex`, or `null`. */
   exec(text: string): { readonly index: number; readonly 0: string } | null;
 }
 
 /**
  * Finds the matches of a global regular expression in a file's text, with
  * ripgrep's semantics.
- *
- * @param text The file's text.
- * @param re The compiled pattern (a `RegExp` with the `g` flag, or a
- *   `re2js` matcher).
- * @param options What to compute.
- * @returns The count and (content mode) the lines, or `null` without a match.
  */
 export function matchText(
   text: string,

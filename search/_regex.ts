@@ -23,12 +23,7 @@ export interface SearchPattern {
   readonly caseInsensitive: boolean;
   /** Multiline (a match may span lines, `.` matches `\n`). */
   readonly multiline: boolean;
-  /**
-   * A fresh matcher for {@linkcode matchText} (`re2js`).
-   *
-   * @param stop Called between windows of text (line mode): throws to stop.
-   * @returns The matcher.
-   */
+  /** A fresh matcher for {@linkcode matchText} (`re2js`). */
   matcher(stop?: () => void): TextMatcher;
   /**
    * The pattern for a `grep -E` prefilter that finds at least every line the
@@ -41,9 +36,6 @@ export interface SearchPattern {
 /**
  * Checks a pattern and compiles it with `re2js`.
  *
- * @param pattern The pattern (RE2 syntax, close to ripgrep's).
- * @param options Case and multiline mode.
- * @returns The checked pattern.
  * @throws {TypeError} When the pattern is invalid or uses look-around,
  *   backreferences or (in line mode) a literal `\n`.
  */

@@ -118,11 +118,7 @@ export class FallbackSearch implements SearchEngine {
   readonly #source: FileSource;
   readonly #slots = new SearchSlots();
 
-  /**
-   * Makes the engine.
-   *
-   * @param options The file system, whether its paths are local, reads at once.
-   */
+  /** Makes the engine. */
   constructor(options: FallbackSearchOptions) {
     const fs = this.#fs = options.fs;
     this.#local = options.local ?? false;
@@ -139,8 +135,6 @@ export class FallbackSearch implements SearchEngine {
   /**
    * Searches file contents (see {@linkcode GrepRequest}).
    *
-   * @param request What to search.
-   * @returns The matches.
    * @throws {TypeError} For a bad pattern, glob, type or mode.
    * @throws {RangeError} For bad numbers.
    * @throws {Deno.errors.NotFound} When the path does not exist.
@@ -153,8 +147,6 @@ export class FallbackSearch implements SearchEngine {
   /**
    * Finds files by glob, newest first (see {@linkcode GlobRequest}).
    *
-   * @param request What to find.
-   * @returns The files.
    * @throws {TypeError} For a bad glob or a path that is a file.
    * @throws {Deno.errors.NotFound} When the path does not exist.
    * @throws {SearchTimeoutError} When the time limit passes.
@@ -167,8 +159,6 @@ export class FallbackSearch implements SearchEngine {
   /**
    * Lists a folder, folders first (see {@linkcode LsRequest}).
    *
-   * @param request What to list.
-   * @returns The entries.
    * @throws {TypeError} For a path that is a file.
    * @throws {RangeError} For bad numbers.
    * @throws {Deno.errors.NotFound} When the path does not exist.
@@ -401,14 +391,6 @@ const decoder = new TextDecoder("utf-8", { ignoreBOM: true });
  * Greps listed files (in path order): not regular or too large ones reported,
  * the rest read a batch at a time (the next batch read while one is matched)
  * and matched until the collector wants no more.
- *
- * @param plan The checked request.
- * @param files The files, in path order.
- * @param read Reads a batch.
- * @param maxFiles The most files in one batch.
- * @param stop Throws once the time limit passed (checked while matching).
- * @param engine Which engine answers.
- * @returns The result.
  */
 export async function grepListed(
   plan: GrepPlan,
@@ -469,14 +451,7 @@ export async function grepListed(
   return collector.result(engine);
 }
 
-/**
- * Sorts found files newest first (then by path) and applies the limit.
- *
- * @param plan The checked request.
- * @param files The files found.
- * @param engine Which engine answered.
- * @returns The result.
- */
+/** Sorts found files newest first (then by path) and applies the limit. */
 export function finishGlob(
   plan: { readonly root: SearchRoot; readonly limit: number },
   files: GlobFile[],
@@ -498,12 +473,6 @@ export function finishGlob(
 /**
  * Lists a folder to a depth, folders first, heavy folders below the root
  * shown but not descended into.
- *
- * @param fs The runtime's file system.
- * @param request What to list.
- * @param local Whether the file system's paths are local.
- * @param listing Lists the root's folders to a depth (default: through `fs`).
- * @returns The entries.
  */
 export async function listFolder(
   fs: SearchFileSystem,

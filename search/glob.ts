@@ -24,12 +24,7 @@ export interface CompiledGlob {
   readonly dirOnly: boolean;
   /** The regular expression over a relative `/`-separated path. */
   readonly regex: RegExp;
-  /**
-   * Whether the glob (without its `!`) matches a path.
-   *
-   * @param relativePath The path relative to the searched folder.
-   * @param isDir Whether the path is a folder.
-   */
+  /** Whether the glob (without its `!`) matches a path. */
   matches(relativePath: string, isDir: boolean): boolean;
 }
 

@@ -97,13 +97,7 @@ export interface SearchShellResult {
  * sandbox whose files are searched. A runtime adapts its `execute` to it.
  */
 export interface SearchShell {
-  /**
-   * Runs one command line.
-   *
-   * @param command The command line (every value in it quoted).
-   * @param options Time limit, signal, output cap.
-   * @returns Its output and exit code.
-   */
+  /** Runs one command line. */
   exec(
     command: string,
     options: SearchShellExecOptions,
@@ -216,7 +210,6 @@ export class ShellSearch implements SearchEngine {
   /**
    * Makes the engine (nothing runs until the first search).
    *
-   * @param options The shell, the file system, the engine choice.
    * @throws {RangeError} `maxOutputBytes` is not a positive integer.
    */
   constructor(options: ShellSearchOptions) {
@@ -247,8 +240,6 @@ export class ShellSearch implements SearchEngine {
   /**
    * Searches file contents (see {@linkcode GrepRequest}).
    *
-   * @param request What to search.
-   * @returns The matches.
    * @throws {TypeError} For a bad pattern, glob, type or mode.
    * @throws {RangeError} For bad numbers.
    * @throws {Deno.errors.NotFound} When the path does not exist.
@@ -272,8 +263,6 @@ export class ShellSearch implements SearchEngine {
    * Finds files by glob, newest first (see {@linkcode GlobRequest}), from one
    * `find` listing of the folder.
    *
-   * @param request What to find.
-   * @returns The files.
    * @throws {TypeError} For a bad glob or a path that is a file.
    * @throws {Deno.errors.NotFound} When the path does not exist.
    * @throws {SearchTimeoutError} When the time limit passes.
@@ -290,8 +279,6 @@ export class ShellSearch implements SearchEngine {
    * Lists a folder, folders first (see {@linkcode LsRequest}), from one
    * `find` listing to the requested depth.
    *
-   * @param request What to list.
-   * @returns The entries.
    * @throws {TypeError} For a path that is a file.
    * @throws {RangeError} For bad numbers.
    * @throws {Deno.errors.NotFound} When the path does not exist.
