@@ -408,11 +408,6 @@ export async function grepListed(
       collector.skip(file.path, "too-large", file.size);
     } else wanted.push(file);
   }
-  const mode = plan.mode === "files_with_matches"
-    ? "files"
-    : plan.mode === "count"
-    ? "count"
-    : "content";
   let start = 0;
   const readNext = () => {
     const batch = takeBatch(
@@ -435,14 +430,8 @@ export async function grepListed(
       const got = bytes[i];
       if (typeof got === "string") collector.skip(batch[i]!, got);
       if (!(got instanceof Uint8Array) || isBinary(got)) continue;
-      const found = matchText(decoder.decode(got), plan.regex.matcher(stop), {
-        multiline: plan.multiline,
-        mode,
-        before: plan.before,
-        after: plan.after,
-        maxLineChars: plan.maxLineChars,
-        maxLines: plan.maxLinesPerFile,
-      });
+      const text = decoder.decode(got);
+      const found = matchText(text, plan.regex.matcher(stop), plan);
       if (found && !collector.add({ path: batch[i]!, ...found })) {
         return collector.result(engine);
       }
