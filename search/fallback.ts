@@ -37,7 +37,6 @@ import {
   type SearchFileSystem,
   type SkipReason,
 } from "./types.ts";
-import type { FilterSpec } from "./_filter.ts";
 
 /** Options of {@linkcode FallbackSearch}. */
 export interface FallbackSearchOptions {
@@ -168,10 +167,7 @@ export class FallbackSearch implements SearchEngine {
   }
 }
 
-/**
- * Greps through a file source: the listing (and the candidates, at once)
- * walked, then {@linkcode grepListed}.
- */
+/** Greps through a file source: the listing (and the candidates, at once) walked. */
 export async function grepFiles(
   fs: SearchFileSystem,
   request: GrepRequest,
@@ -189,22 +185,54 @@ export async function grepFiles(
     if (!root.isFile) {
       const only = source.candidates?.(plan, signal) ?? null;
       only?.catch(() => {}); // awaited after the listing
-      const names = findNames(plan.filters);
-      const list = await source.listing(
-        root,
-        Infinity,
-        signal,
-        plan.timeoutMs,
-        names,
-      );
-      files = await walkFiles(list, plan.filters, source.workers, signal);
+      files = await walkFiles(source, plan, signal);
       const kept = await only;
       if (kept) {
         files = files.filter((f) => f.type !== "file" || kept.has(f.path));
       }
     }
     const read = source.read(plan, signal);
-    return await grepListed(plan, files, read, source.batchFiles, stop);
+    // Too large or not regular files reported; the rest read a batch at a
+    // time in path order (the next batch read while one is matched) until
+    // the collector wants no more.
+    const collector = new GrepCollector(plan);
+    const wanted: Listed[] = [];
+    for (const file of files) {
+      if (file.type === "other") collector.skip(file.path, "not-regular");
+      else if (file.size > plan.maxFileBytes) {
+        collector.skip(file.path, "too-large", file.size);
+      } else wanted.push(file);
+    }
+    let start = 0;
+    const readNext = () => {
+      const batch = takeBatch(
+        wanted,
+        start,
+        (f) => plan.root.path.length + f.path.length + 4,
+        (f) => f.size,
+        source.batchFiles,
+      ).map((f) => f.path);
+      start += batch.length;
+      if (batch.length === 0) return null;
+      const reading = read(batch).then((bytes) => ({ batch, bytes }));
+      reading.catch(() => {}); // awaited below, or abandoned once done
+      return reading;
+    };
+    for (let next = readNext(); next !== null;) {
+      const { batch, bytes } = await next;
+      next = readNext();
+      for (let i = 0; i < batch.length; i++) {
+        const got = bytes[i];
+        if (typeof got === "string") collector.skip(batch[i]!, got);
+        if (!(got instanceof Uint8Array) || isBinary(got)) continue;
+        const text = decoder.decode(got);
+        const found = matchText(text, plan.regex.matcher(stop), plan);
+        if (found && !collector.add({ path: batch[i]!, ...found })) {
+          return collector.result("fallback");
+        }
+      }
+    }
+    return collector.result("fallback");
   });
 }
 
@@ -217,15 +245,7 @@ export function globFiles(
 ): Promise<GlobResult> {
   const what = `Glob "${plan.filters.glob}"`;
   return runSearch(plan, what, slots, async (signal) => {
-    const names = findNames(plan.filters);
-    const list = await source.listing(
-      plan.root,
-      Infinity,
-      signal,
-      plan.timeoutMs,
-      names,
-    );
-    const files = await walkFiles(list, plan.filters, source.workers, signal);
+    const files = await walkFiles(source, plan, signal);
     return finishGlob(
       plan,
       files.filter((f) => f.type === "file").map((f) => ({
@@ -285,7 +305,7 @@ export function readThrough(
  * the shallow ones), `workers` folders listed at once. A folder that cannot
  * be listed is left out, as ripgrep does (the root too, unless `strict`).
  */
-export async function walk(
+async function walk(
   list: ListFolder,
   options: {
     readonly depth: number;
@@ -334,21 +354,25 @@ const byName = (a: Listed, b: Listed): number => comparePaths(a.name, b.name);
 const byPath = (a: Listed, b: Listed): number => comparePaths(a.path, b.path);
 
 /** Every file (not folder) the filters keep, in path order. */
-export async function walkFiles(
-  list: ListFolder,
-  spec: FilterSpec,
-  workers: number,
+async function walkFiles(
+  source: FileSource,
+  plan: GrepPlan | GlobPlan,
   signal: AbortSignal,
 ): Promise<Listed[]> {
-  const filters = makeFilters(spec);
-  const { entries } = await walk(list, {
-    depth: Infinity,
-    limit: Infinity,
-    workers,
-    signal,
-    strict: false,
-    descend: filters.descend,
-  });
+  const names = findNames(plan.filters);
+  const { timeoutMs, root } = plan;
+  const filters = makeFilters(plan.filters);
+  const { entries } = await walk(
+    await source.listing(root, Infinity, signal, timeoutMs, names),
+    {
+      depth: Infinity,
+      limit: Infinity,
+      workers: source.workers,
+      signal,
+      strict: false,
+      descend: filters.descend,
+    },
+  );
   return entries.filter((e) =>
     e.type !== "directory" && e.type !== "symlink" &&
     filters.include(e.path, e.name)
@@ -386,59 +410,6 @@ export function takeBatch<T>(
 }
 
 const decoder = new TextDecoder("utf-8", { ignoreBOM: true });
-
-/**
- * Greps listed files (in path order): not regular or too large ones reported,
- * the rest read a batch at a time (the next batch read while one is matched)
- * and matched until the collector wants no more.
- */
-export async function grepListed(
-  plan: GrepPlan,
-  files: readonly Listed[],
-  read: ReadFiles,
-  maxFiles: number,
-  stop: () => void,
-  engine: "ripgrep" | "fallback" = "fallback",
-): Promise<GrepResult> {
-  const collector = new GrepCollector(plan);
-  const wanted: Listed[] = [];
-  for (const file of files) {
-    if (file.type === "other") collector.skip(file.path, "not-regular");
-    else if (file.size > plan.maxFileBytes) {
-      collector.skip(file.path, "too-large", file.size);
-    } else wanted.push(file);
-  }
-  let start = 0;
-  const readNext = () => {
-    const batch = takeBatch(
-      wanted,
-      start,
-      (f) => plan.root.path.length + f.path.length + 4,
-      (f) => f.size,
-      maxFiles,
-    ).map((f) => f.path);
-    start += batch.length;
-    if (batch.length === 0) return null;
-    const reading = read(batch).then((bytes) => ({ batch, bytes }));
-    reading.catch(() => {}); // awaited below, or abandoned once done
-    return reading;
-  };
-  for (let next = readNext(); next !== null;) {
-    const { batch, bytes } = await next;
-    next = readNext();
-    for (let i = 0; i < batch.length; i++) {
-      const got = bytes[i];
-      if (typeof got === "string") collector.skip(batch[i]!, got);
-      if (!(got instanceof Uint8Array) || isBinary(got)) continue;
-      const text = decoder.decode(got);
-      const found = matchText(text, plan.regex.matcher(stop), plan);
-      if (found && !collector.add({ path: batch[i]!, ...found })) {
-        return collector.result(engine);
-      }
-    }
-  }
-  return collector.result(engine);
-}
 
 /** Sorts found files newest first (then by path) and applies the limit. */
 export function finishGlob(
