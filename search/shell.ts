@@ -155,8 +155,6 @@ const DEFAULT_MAX_OUTPUT_BYTES = 32 * 1024 * 1024;
 /** The first output cap of a content search (its output is sorted: a prefix). */
 const CONTENT_FIRST_BYTES = 1024 * 1024;
 const STATUS_MARK = "skillrun-status";
-/** Separates the parts of a one-`cat` read of files. */
-const READ_MARK = "skillrun-read";
 const DETECT_TIMEOUT_MS = 30_000;
 /** Added to a search's time limit for the shell's own limit (a backstop). */
 const EXEC_SLACK_MS = 5_000;
@@ -625,117 +623,80 @@ export class ShellSearch implements SearchEngine {
   }
 
   /**
-   * Reads files (absolute paths) in one command, framed with `base64`: one
-   * `cat` of them all between two `find` listings of their sizes (a few
-   * processes, not one per file: a process start costs milliseconds in a
-   * sandbox); when the two listings differ or the bytes do not add up (a
-   * file changed meanwhile), one `base64` per file.
+   * Reads files (absolute paths) in one command: one `cat` of them all
+   * between two `find` listings of their sizes (a few processes, not one per
+   * file: a process start costs milliseconds in a sandbox); when the two
+   * listings differ or the bytes do not add up (a file changed meanwhile),
+   * one `base64` per file.
    */
   async #readFiles(
     root: SearchRoot,
     paths: readonly string[],
-    signal: AbortSignal | undefined,
+    signal: AbortSignal,
   ): Promise<(Uint8Array | null)[]> {
+    const quoted = paths.map(shellQuote).join(" ");
+    const cap = this.#maxBytes * 2;
+    const read = async (body: string): Promise<Uint8Array> => {
+      const run = await this.#framed(body, cap, signal, READ_TIMEOUT_MS);
+      if (!run.truncated) return run.bytes;
+      throw new Error(
+        `Cannot read files under "${root.path}" in the sandbox: more than ${
+          formatBytes(cap)
+        }`,
+      );
+    };
     // `find` reads a leading `-`, `(` or `!` as an expression: absolute paths only.
     if (paths.every((path) => path.startsWith("/"))) {
       // Per path, in order: `+<size>` for a regular file (not a link) that
       // can be read, else `-`. The same `find` picks the files for `cat`.
-      const listing =
+      const sizes =
         `find "$@" -maxdepth 0 \\( -type f -readable -printf '+%s\\n' \\) -o -printf '-\\n'`;
-      const script = `set -- ${paths.map(shellQuote).join(" ")}; ` +
-        `${listing}; printf '${READ_MARK}\\n'; ` +
-        `{ find "$@" -maxdepth 0 -type f -readable -exec cat -- {} + || printf '${READ_MARK} cat failed\\n' >&2; } | base64; ` +
-        `printf '${READ_MARK}\\n'; ${listing}`;
-      const result = await this.#readCommand(root, script, signal);
-      const files = result.stderr.includes(READ_MARK)
-        ? null
-        : splitConcatenated(result.stdout, paths.length);
+      const files = splitConcatenated(
+        await read(
+          `set -- ${quoted}; ${sizes} && find "$@" -maxdepth 0 -type f -readable -exec cat -- {} + && ${sizes}`,
+        ),
+        paths.length,
+      );
       if (files) return files;
     }
-    return await this.#readFilesOneByOne(root, paths, signal);
-  }
-
-  /** Reads files (absolute paths) in one command, one `base64` line per file. */
-  async #readFilesOneByOne(
-    root: SearchRoot,
-    paths: readonly string[],
-    signal: AbortSignal | undefined,
-  ): Promise<(Uint8Array | null)[]> {
-    const script = `for f in ${
-      paths.map(shellQuote).join(" ")
-    }; do if [ -f "$f" ] && [ ! -L "$f" ] && [ -r "$f" ]; then printf +; base64 < "$f" | tr -d '\\n'; else printf -- -; fi; printf '\\n'; done`;
-    const lines = (await this.#readCommand(root, script, signal)).stdout
-      .split("\n");
+    const lines = new TextDecoder().decode(
+      await read(
+        `for f in ${quoted}; do if [ -f "$f" ] && [ ! -L "$f" ] && [ -r "$f" ]; then printf +; base64 < "$f" | tr -d '\\n'; else printf -- -; fi; printf '\\n'; done`,
+      ),
+    ).split("\n");
     return paths.map((_, i) =>
       lines[i]?.startsWith("+") ? decodeBase64(lines[i]!.slice(1)) : null
     );
-  }
-
-  /** Runs a command that reads files; a failed or cut one is an error. */
-  async #readCommand(
-    root: SearchRoot,
-    script: string,
-    signal: AbortSignal | undefined,
-  ): Promise<SearchShellResult> {
-    const result = await this.#exec(script, {
-      timeoutMs: READ_TIMEOUT_MS,
-      ...(signal ? { signal } : {}),
-      maxOutputBytes: this.#maxBytes * 2,
-    });
-    if (result.exitCode !== 0 || result.stdoutTruncated) {
-      throw new Error(
-        `Cannot read files under "${root.path}" in the sandbox: ${
-          result.stdoutTruncated
-            ? "the shell cut the output"
-            : `exit code ${result.exitCode}`
-        }`,
-      );
-    }
-    return result;
   }
 }
 
 /**
  * The files of {@linkcode ShellSearch}'s one-`cat` read: a line per path
- * (`+<size>` when read, `-` when not), their bytes in `base64`, the lines
- * per path again, the parts separated by `READ_MARK` lines. `null` when the
- * parts do not agree (a file changed or went away during the read).
+ * (`+<size>` when read, `-` when not), their bytes, the lines per path
+ * again. `null` when they do not agree (a file changed or went away).
  */
 function splitConcatenated(
-  stdout: string,
+  bytes: Uint8Array,
   count: number,
 ): (Uint8Array | null)[] | null {
-  const lines = stdout.split("\n");
-  if (lines.at(-1) === "") lines.pop();
-  const second = lines.length - count - 1;
-  if (
-    second < count + 1 || lines[count] !== READ_MARK ||
-    lines[second] !== READ_MARK
-  ) {
-    return null;
-  }
-  const listed = lines.slice(0, count);
-  if (
-    listed.some((line, i) =>
-      !/^(?:\+\d+|-)$/.test(line) || line !== lines[second + 1 + i]
-    )
-  ) {
-    return null;
-  }
-  const bytes = decodeBase64(lines.slice(count + 1, second).join(""));
-  const out: (Uint8Array | null)[] = [];
   let offset = 0;
-  for (const line of listed) {
-    if (line === "-") {
-      out.push(null);
-      continue;
-    }
-    const size = Number(line.slice(1));
-    if (offset + size > bytes.length) return null;
-    out.push(bytes.slice(offset, offset + size));
-    offset += size;
+  const listed: string[] = [];
+  while (listed.length < count) {
+    const end = bytes.indexOf(10, offset);
+    if (end === -1) return null;
+    listed.push(String.fromCharCode(...bytes.subarray(offset, end)));
+    offset = end + 1;
   }
-  return offset === bytes.length ? out : null;
+  const out: (Uint8Array | null)[] = [];
+  for (const line of listed) {
+    if (!/^(?:\+\d+|-)$/.test(line)) return null;
+    const size = Number(line.slice(1));
+    out.push(line === "-" ? null : bytes.slice(offset, offset += size));
+  }
+  const rest = new TextDecoder().decode(bytes.subarray(offset));
+  return offset <= bytes.length && rest === `${listed.join("\n")}\n`
+    ? out
+    : null;
 }
 
 /**
