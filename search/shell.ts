@@ -1,19 +1,13 @@
 /**
- * A search engine that runs in the sandbox, through a shell executor, so that
- * `grep`, `glob` and `ls` on a remote runtime never download the tree:
- * ripgrep when the sandbox has it (detected once), else `find` (and `grep -F`
- * for literal patterns) for what they answer exactly, our own glob and regex
- * semantics applied to what comes back. What comes back is framed with
- * `base64`, so any channel that carries text carries it exactly (paths with
- * newlines, invalid UTF-8, NUL bytes). The fallback over the file-system
- * interface is the last resort, for a sandbox without `base64` or GNU `find`.
- *
- * Every value put into a command line is quoted by `shellQuote`.
- *
- * Why one long file: the in-sandbox engine builds its shell scripts (with
- * rg, and with find and grep), runs them and parses their output in one
- * class whose quoting and parsing must agree line for line. The `find`
- * listing is walked and its files matched by the code of `fallback.ts`.
+ * The search engine that runs through a shell (in the sandbox, or on the host
+ * through the local runtime's launcher), so that `grep`, `glob` and `ls` on a
+ * remote runtime never download the tree: ripgrep when the sandbox has it
+ * (detected once), else one `find` listing and a `grep -E` prefilter, walked
+ * and matched by the code of `fallback.ts`. Every command's output is framed
+ * with `base64`, so any channel that carries text carries it exactly (paths
+ * with newlines, invalid UTF-8, NUL bytes), and every value put into a
+ * command line is quoted by `shellQuote`. A sandbox without `base64` or GNU
+ * `find` is searched through the file-system interface (`FallbackSearch`).
  *
  * @module
  */
@@ -123,7 +117,7 @@ export interface ShellSearchOptions {
    * error asking for a narrower search. Default 32 MiB.
    */
   readonly maxOutputBytes?: number;
-  /** Files the last resort and the `find` engine's matching read at once. */
+  /** Folders and files the last resort (`FallbackSearch`) reads at once. */
   readonly workers?: number;
   /**
    * The shell runs on this host (no `rg`): `find` and `grep` run through it,
