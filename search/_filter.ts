@@ -33,21 +33,11 @@ export function makeFilters(spec: FilterSpec): WalkFilters {
   const glob = spec.glob === null ? null : compileGlob(spec.glob);
   const suffixes = spec.extensions?.map((e) => `.${e}`) ?? null;
   return {
-    descend(relativePath: string, name: string): boolean {
-      if (HEAVY_FOLDERS.has(name)) return false;
-      if (glob && glob.negated && glob.matches(relativePath, true)) {
-        return false;
-      }
-      return true;
-    },
-    include(relativePath: string, name: string): boolean {
-      if (glob) {
-        const matched = glob.matches(relativePath, false);
-        if (glob.negated ? matched : !matched) return false;
-      }
-      if (suffixes && !suffixes.some((s) => name.endsWith(s))) return false;
-      return true;
-    },
+    descend: (path, name) =>
+      !HEAVY_FOLDERS.has(name) && !(glob?.negated && glob.matches(path, true)),
+    include: (path, name) =>
+      (!glob || glob.matches(path, false) !== glob.negated) &&
+      (!suffixes || suffixes.some((s) => name.endsWith(s))),
   };
 }
 

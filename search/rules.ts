@@ -115,7 +115,7 @@ export function isBinary(bytes: Uint8Array): boolean {
   return head.indexOf(0) !== -1;
 }
 
-export { compareNames, comparePaths } from "../_internal/compare.ts";
+export { comparePaths } from "../_internal/compare.ts";
 
 /** Joins a folder and a relative `/`-separated path. */
 export function joinPath(folder: string, relative: string): string {
