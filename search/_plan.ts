@@ -282,13 +282,16 @@ export async function runSearch<T>(
     deadline.signal.throwIfAborted();
     if (performance.now() > endAt) throw timeoutError(what, limits.timeoutMs);
   };
+  // Work still in flight once the answer is known (a read ahead) is stopped.
+  const done = new AbortController();
   let release: (() => void) | undefined;
   try {
     release = await slots?.acquire(deadline.signal);
-    return await run(deadline.signal, stop);
+    return await run(AbortSignal.any([deadline.signal, done.signal]), stop);
   } catch (error) {
     throw deadline.signal.aborted ? deadline.error(what) : error;
   } finally {
+    done.abort();
     deadline.clear();
     release?.();
   }
