@@ -153,7 +153,7 @@ export {
   validateConversationId,
   workspacePath,
 } from "../workspace/conversation.ts";
-export { PathFence } from "../workspace/fence.ts";
+export { type FencedPath, PathFence } from "../workspace/fence.ts";
 export {
   type CopyPolicy,
   copySkillFolder,
