@@ -4,6 +4,10 @@ import {
   assertStringIncludes,
 } from "../_internal/assert.ts";
 import { SkillRuntimeConfig } from "../runtimes/config.ts";
+import { LocalSkillRuntime } from "../runtimes/local/runtime.ts";
+import { PathFence } from "../workspace/fence.ts";
+import { startTestServer } from "../runtimes/opensandbox/_testing.ts";
+import { createToolContext } from "./context.ts";
 import { createReadTool } from "./read.ts";
 import {
   conversationContext,
@@ -391,3 +395,52 @@ testEachRuntime(
     );
   },
 );
+
+Deno.test("read opens a local workspace file with one walk of the fence", async () => {
+  await using dir = await tempDir();
+  await using runtime = await LocalSkillRuntime.create({
+    conversationsRoot: dir.path,
+    conversationId: "walks",
+  });
+  await Deno.writeTextFile(`${runtime.cwd}/notes.txt`, "one\ntwo\n");
+  const read = createReadTool(createToolContext(runtime));
+  // The real fence, counted where every walk begins.
+  const walk = PathFence.prototype.resolve;
+  let walks = 0;
+  PathFence.prototype.resolve = function (path) {
+    walks++;
+    return walk.call(this, path);
+  };
+  try {
+    const result = await read.execute({ file_path: "notes.txt" });
+    assertEquals(result.isError, false);
+    assertStringIncludes(result.text, "     2\ttwo");
+    assertEquals(walks, 1);
+  } finally {
+    PathFence.prototype.resolve = walk;
+  }
+});
+
+Deno.test("read opens a remote workspace file with one request [opensandbox]", async () => {
+  await using server = await startTestServer();
+  await using runtime = server.runtime({
+    conversationId: "requests",
+    conversationsRoot: `${server.dir}/conversations`,
+  });
+  await runtime.fs.writeText("notes.txt", "one\ntwo\n");
+  await runtime.fs.writeText("big.txt", "line\n".repeat(60_000));
+  const read = createReadTool(createToolContext(runtime));
+  let before = server.server.requests.length;
+  const small = await read.execute({ file_path: "notes.txt" });
+  assertEquals(server.server.requests.length - before, 1);
+  assertStringIncludes(small.text, "     2\ttwo");
+  // A file too large to come back in the command's answer: its download.
+  before = server.server.requests.length;
+  const big = await read.execute({ file_path: "big.txt", offset: 60_000 });
+  assertEquals(server.server.requests.length - before, 2);
+  assertStringIncludes(big.text, "60000\tline");
+  before = server.server.requests.length;
+  const missing = await read.execute({ file_path: "gone.txt" });
+  assertEquals(server.server.requests.length - before, 1);
+  assertEquals(missing.isError, true);
+});

@@ -48,6 +48,7 @@ import {
   type FileInfo,
   type ListOptions,
   type ListResult,
+  type OpenFileResult,
   type PreparedSkill,
   type PrepareRequest,
   type ReadTextOptions,
@@ -820,6 +821,15 @@ class ClosableFileSystem implements SkillRuntimeFileSystem {
   ): Promise<ReadableStream<Uint8Array>> {
     this.#check();
     return await this.#inner.readStream(path, options);
+  }
+
+  async openFile(
+    path: string,
+    options?: SignalOptions,
+  ): Promise<OpenFileResult | null> {
+    this.#check();
+    // The inner file system is a LocalFileSystem, which has it.
+    return await this.#inner.openFile!(path, options);
   }
 
   async download(
