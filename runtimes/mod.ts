@@ -59,6 +59,8 @@ export {
   type SkillRuntimeConfigOptions,
 } from "./config.ts";
 export {
+  type CheckedCommandRunOptions,
+  type CheckedTimeoutMs,
   CommandRun,
   type CommandRunOptions,
   MAX_EXECUTE_TIMEOUT_MS,

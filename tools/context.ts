@@ -7,10 +7,11 @@
  */
 import { checkNumber } from "../_internal/check_number.ts";
 import type { SkillRuntimeConfig } from "../runtimes/config.ts";
-import type {
-  PreparedSkill,
-  PrepareProgress,
-  SkillRuntime,
+import {
+  DEFAULT_EXECUTE_TIMEOUT_MS,
+  type PreparedSkill,
+  type PrepareProgress,
+  type SkillRuntime,
 } from "../runtimes/types.ts";
 import type { Skill } from "../skill/types.ts";
 import { type Flight, startFlight, waitFor } from "../_internal/flight.ts";
@@ -31,7 +32,10 @@ import {
 export interface ToolLimits {
   /** `bash`: the most characters returned (start and end kept). Default 30 000. */
   readonly bashOutputChars: number;
-  /** `bash`: the default timeout in ms. Default 120 000. */
+  /**
+   * `bash`: the default timeout in ms. Default: the runtimes' own,
+   * `DEFAULT_EXECUTE_TIMEOUT_MS` (120 000).
+   */
   readonly bashDefaultTimeoutMs: number;
   /** `bash`: the largest timeout a model may ask for, in ms. Default 600 000. */
   readonly bashMaxTimeoutMs: number;
@@ -67,7 +71,7 @@ export interface ToolLimits {
 /** The default limits. */
 export const DEFAULT_TOOL_LIMITS: ToolLimits = Object.freeze({
   bashOutputChars: 30_000,
-  bashDefaultTimeoutMs: 120_000,
+  bashDefaultTimeoutMs: DEFAULT_EXECUTE_TIMEOUT_MS,
   bashMaxTimeoutMs: 600_000,
   readMaxBytes: 4 * 1024 * 1024,
   readDefaultLines: 2000,

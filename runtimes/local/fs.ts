@@ -633,7 +633,7 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
    *   const fs = new LocalFileSystem({ cwd: root });
    *   const opened = await fs.openFile("a.txt");
    *   assert(opened?.info.type === "file" && opened.info.size === 6);
-   *   assert(await new Response(opened.stream).text() === "opened");
+   *   assert(await new Response(opened?.stream).text() === "opened");
    *   assert(await fs.openFile("missing.txt") === null);
    * } finally {
    *   await Deno.remove(root, { recursive: true });

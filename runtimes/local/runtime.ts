@@ -16,6 +16,7 @@ import {
   type SkillEventListener,
 } from "../../observe/events.ts";
 import { checkEnv } from "../config.ts";
+import { checkTimeoutMs } from "../command_core.ts";
 import { checkExecuteRequest, checkMaxOutputBytes } from "../request.ts";
 import { hostPath } from "../../_internal/std.ts";
 import { removeTree } from "../../_internal/remove_tree.ts";
@@ -298,7 +299,7 @@ export class LocalSkillRuntime implements SkillRuntime {
             command,
             cwd: this.#cwd,
             env: {},
-            timeoutMs: execOptions.timeoutMs,
+            timeoutMs: checkTimeoutMs(execOptions.timeoutMs),
             maxOutputBytes: execOptions.maxOutputBytes ?? 64 * 1024 * 1024,
             ...(execOptions.signal ? { signal: execOptions.signal } : {}),
           }),
