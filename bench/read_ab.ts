@@ -3,8 +3,9 @@
  * run: the same process loads the tool and the runtimes from this tree and
  * from a baseline tree (`git archive <ref>`, default `main`), and reads, side
  * by side and alternating, a small file and the end of a 1 GiB file in a
- * conversation workspace: on the local runtime and on the OpenSandbox test
- * server (tests/servers/, in process). Besides the time it counts what the
+ * conversation workspace: on the local runtime, on the OpenSandbox test
+ * server and on the AIO test server (tests/servers/, in process; AIO's
+ * `stat` is a command, OpenSandbox's a request). Besides the time it counts what the
  * issue is about: walks of the local fence (`PathFence.prototype.resolve`
  * of each tree, counted) and requests the test server answered, per read.
  *
@@ -15,6 +16,7 @@
  * @module
  */
 import { startTestServer } from "../runtimes/opensandbox/_testing.ts";
+import { startAioTestServer, TEST_TOKEN } from "../runtimes/aio/_testing.ts";
 import type { SkillRuntime } from "../runtimes/types.ts";
 import type { Tool } from "../tools/types.ts";
 
@@ -22,7 +24,8 @@ const ref = Deno.args[0] ?? "main";
 const smallIterations = Number(Deno.args[1] ?? 30);
 const largeIterations = Number(Deno.args[2] ?? 3);
 const GIB = 1024 ** 3;
-const LINE = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcde\n";
+const LINE =
+  "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcde\n";
 const LINES = GIB / LINE.length;
 
 const here = new URL("../", import.meta.url).pathname;
@@ -37,6 +40,9 @@ interface Tree {
   readonly OpenSandboxSkillRuntime: new (
     options: Record<string, unknown>,
   ) => SkillRuntime;
+  readonly AioSkillRuntime: new (
+    options: Record<string, unknown>,
+  ) => SkillRuntime;
   readonly createReadTool: (context: unknown) => Tool;
   readonly createToolContext: (runtime: SkillRuntime) => unknown;
   readonly PathFence: { prototype: { resolve(path: string): unknown } };
@@ -46,6 +52,7 @@ async function load(name: string, root: string): Promise<Tree> {
   const url = (path: string) => new URL(path, `file://${root}`).href;
   const local = await import(url("runtimes/local/runtime.ts"));
   const opensandbox = await import(url("runtimes/opensandbox/runtime.ts"));
+  const aio = await import(url("runtimes/aio/runtime.ts"));
   const read = await import(url("tools/read.ts"));
   const context = await import(url("tools/context.ts"));
   const fence = await import(url("workspace/fence.ts"));
@@ -53,6 +60,7 @@ async function load(name: string, root: string): Promise<Tree> {
     name,
     LocalSkillRuntime: local.LocalSkillRuntime,
     OpenSandboxSkillRuntime: opensandbox.OpenSandboxSkillRuntime,
+    AioSkillRuntime: aio.AioSkillRuntime,
     createReadTool: read.createReadTool,
     createToolContext: context.createToolContext,
     PathFence: fence.PathFence,
@@ -122,26 +130,46 @@ await makeLarge(large);
 const small = "line of a small file\n".repeat(100);
 
 await using server = await startTestServer();
-const sides: Record<string, Side[]> = { local: [], opensandbox: [] };
+await using aioServer = await startAioTestServer();
+const requests = {
+  local: () => 0,
+  opensandbox: () => server.server.requests.length,
+  aio: () => aioServer.server.requests.length,
+};
+const sides: Record<keyof typeof requests, Side[]> = {
+  local: [],
+  opensandbox: [],
+  aio: [],
+};
 for (const tree of trees) {
   const id = tree === before ? "before" : "after";
-  const local = await tree.LocalSkillRuntime.create({
-    conversationsRoot: `${work}/local`,
-    conversationId: id,
-  });
-  const remote = new tree.OpenSandboxSkillRuntime({
-    baseUrl: server.url,
-    apiKey: "test-key-0123456789",
-    cwd: server.dir,
-    skillsRoot: `${server.dir}/.skills`,
-    conversationId: id,
-    conversationsRoot: `${server.dir}/conversations`,
-  });
-  for (const runtime of [local, remote]) {
+  const runtimes = {
+    local: await tree.LocalSkillRuntime.create({
+      conversationsRoot: `${work}/local`,
+      conversationId: id,
+    }),
+    opensandbox: new tree.OpenSandboxSkillRuntime({
+      baseUrl: server.url,
+      apiKey: "test-key-0123456789",
+      cwd: server.dir,
+      skillsRoot: `${server.dir}/.skills`,
+      conversationId: id,
+      conversationsRoot: `${server.dir}/conversations`,
+    }),
+    aio: new tree.AioSkillRuntime({
+      baseUrl: aioServer.server.baseUrl,
+      apiKey: TEST_TOKEN,
+      cwd: aioServer.dir,
+      skillsRoot: `${aioServer.dir}/.skills`,
+      conversationId: id,
+      conversationsRoot: `${aioServer.dir}/conversations`,
+    }),
+  };
+  for (const [kind, runtime] of Object.entries(runtimes)) {
     await runtime.fs.writeText("small.txt", small);
     await Deno.link(large, `${runtime.cwd}/large.txt`);
     const read = tree.createReadTool(tree.createToolContext(runtime));
-    (runtime === local ? sides.local : sides.opensandbox)!.push({
+    sides[kind as keyof typeof sides].push({
       tree,
       runtime,
       read,
@@ -160,6 +188,7 @@ interface Row {
 }
 const rows: Row[] = [];
 for (const [runtimeName, pair] of Object.entries(sides)) {
+  const requested = requests[runtimeName as keyof typeof requests];
   for (
     const [file, input, iterations] of [
       ["small", { file_path: "small.txt", offset: 91 }, smallIterations],
@@ -182,13 +211,13 @@ for (const [runtimeName, pair] of Object.entries(sides)) {
     for (let i = 0; i < iterations; i++) {
       const order = i % 2 === 0 ? pair : [...pair].reverse();
       for (const side of order) {
-        const [walked, requested] = [side.walks(), server.server.requests.length];
+        const [walked, asked] = [side.walks(), requested()];
         const started = performance.now();
         const result = await side.read.execute(input);
         times.get(side)!.push(performance.now() - started);
         const c = counts.get(side)!;
         c[0] += side.walks() - walked;
-        c[1] += server.server.requests.length - requested;
+        c[1] += requested() - asked;
         if (result.isError) throw new Error(result.text);
       }
     }

@@ -270,7 +270,10 @@ export async function fencedRead(
 
 /** What {@linkcode fencedOpen} found. */
 export interface FencedOpened {
-  /** The facts (a regular file's as opened). */
+  /**
+   * The facts (a regular file's as opened; a small file's are its type and
+   * size alone: no `stat` is run for them).
+   */
   readonly info: FileInfo;
   /**
    * A regular file's bytes when it has at most {@linkcode INLINE_READ_BYTES};
@@ -321,36 +324,47 @@ export async function fencedOpen(
         `[ ${t} -ef /proc/self/fd/3 ] || __r link ${last}`,
       ]),
       `[ -f /proc/self/fd/3 ] || __r special ${last}`,
-      `__i=$(${facts} /proc/self/fd/3) || exit 1`,
-      `echo "skillrun-info $__i"; __s=\${__i#*|}`,
-      `if [ "\${__s%%|*}" -gt ${INLINE_READ_BYTES} ]; then exit 0; fi`,
-      `printf 'skillrun-bytes '; head -c ${
-        INLINE_READ_BYTES + 1
-      } <&3 | base64 -w0; echo`,
+      // A small file's bytes say its size: no stat to run.
+      `__b=$(head -c ${INLINE_READ_BYTES + 1} <&3 | base64 -w0) || exit 1`,
+      `if [ \${#__b} -le ${base64Length(INLINE_READ_BYTES)} ]; then`,
+      `  printf 'skillrun-bytes %s\\n' "$__b"; exit 0`,
+      `fi`,
+      `echo "skillrun-info $(${facts} /proc/self/fd/3)"`,
     ].join("\n"),
     `read "${given}"`,
     signal,
   );
   throwRefusal(result.stdout, steps, given, "read", root ?? "/");
-  const lines = result.stdout.trim().split("\n");
-  if (lines[0] === "skillrun-missing") return null;
-  const info = lines[0]?.startsWith("skillrun-info ")
-    ? statLine(target, lines[0].slice("skillrun-info ".length))
+  const out = result.stdout.trim();
+  if (out === "skillrun-missing") return null;
+  if (out.startsWith("skillrun-bytes")) {
+    const encoded = out.slice("skillrun-bytes".length).trim();
+    const bytes = Uint8Array.from(atob(encoded), (c) => c.charCodeAt(0));
+    const info: FileInfo = {
+      path: target,
+      name: posix.basename(target),
+      type: "file",
+      size: bytes.length,
+      modifiedAt: null,
+    };
+    return { info, bytes };
+  }
+  const info = out.startsWith("skillrun-info ")
+    ? statLine(target, out.slice("skillrun-info ".length))
     : null;
   if (info === null) {
     throw new Error(
       `Cannot read "${given}": the sandbox answered ${
-        JSON.stringify(result.stdout.slice(0, 200))
+        JSON.stringify(out.slice(0, 200))
       }`,
     );
   }
-  const encoded = lines[1]?.startsWith("skillrun-bytes")
-    ? lines[1].slice("skillrun-bytes".length).trim()
-    : undefined;
-  if (encoded === undefined) return { info };
-  const bytes = Uint8Array.from(atob(encoded), (c) => c.charCodeAt(0));
-  // Grown past the inline size since its facts were taken: download it.
-  return bytes.length > INLINE_READ_BYTES ? { info } : { info, bytes };
+  return { info };
+}
+
+/** The length of `bytes` bytes in base64 (padded). */
+function base64Length(bytes: number): number {
+  return Math.ceil(bytes / 3) * 4;
 }
 
 /**

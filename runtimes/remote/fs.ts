@@ -479,11 +479,14 @@ export class RemoteFileSystem implements SkillRuntimeFileSystem {
   }
 
   /**
-   * Opens a file and returns its facts with its stream. With a `shell`, one
-   * command looks (with a fence, at every step, as a fenced read does),
-   * gives the facts, and brings back a small file's bytes; a larger file is
-   * downloaded when its stream is first read. Without a shell, `stat` (with
-   * a fence, of every step) and the download.
+   * Opens a file and returns its facts with its stream. Where `stat` is a
+   * command anyway (`statsByCommand`, with a `shell`): one command looks
+   * (with a fence, at every step, as a fenced read does), gives the facts
+   * and brings back a small file's bytes. Elsewhere one `stat` request
+   * gives the facts (with a fence, of every step at once, where the server
+   * stats several paths in one request). A file not brought back is
+   * downloaded when its stream is first read (never, when it is cancelled
+   * unread).
    *
    * @param path The file.
    * @param options A signal (it also stops the stream).
@@ -501,7 +504,7 @@ export class RemoteFileSystem implements SkillRuntimeFileSystem {
     const { signal } = options;
     signal?.throwIfAborted();
     let info: FileInfo | null;
-    if (this.#shell) {
+    if (this.#shell && (await this.#getOps()).statsByCommand) {
       const opened = await fencedOpen(
         this.#shell,
         this.#fence?.root,
