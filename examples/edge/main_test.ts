@@ -15,6 +15,7 @@ import { startOpenSandboxServer } from "../../tests/servers/opensandbox.ts";
 import { startAioServer } from "../../tests/servers/aio.ts";
 import { startE2BServer } from "../../tests/servers/e2b.ts";
 import { startVercelServer } from "../../tests/servers/vercel.ts";
+import { startDaytonaServer } from "../../tests/servers/daytona.ts";
 import { loadSkills } from "../../skill/load.ts";
 import {
   manySkillName,
@@ -236,12 +237,15 @@ Deno.test("the edge function drives AIO Sandbox over MCP HTTP under exactly its 
   }
 });
 
-for (const kind of ["e2b", "vercel"] as const) {
+for (const kind of ["e2b", "vercel", "daytona"] as const) {
   Deno.test(`the edge function drives ${kind} (SANDBOX=${kind}) over MCP HTTP under exactly its documented flags`, async () => {
     const root = await Deno.realPath(await Deno.makeTempDir());
     try {
       await using server = kind === "e2b"
         ? startE2BServer({ apiKey: "e2b-key" })
+        : kind === "daytona"
+        // Daytona sandboxes have file systems of their own: `root` is a volume.
+        ? startDaytonaServer({ apiKey: "daytona-key", volumes: [root] })
         : startVercelServer({ token: "vercel-token" });
       const env: Record<string, string> = kind === "e2b"
         ? {
@@ -249,6 +253,8 @@ for (const kind of ["e2b", "vercel"] as const) {
           E2B_API_URL: server.url,
           E2B_SANDBOX_URL: server.url,
         }
+        : kind === "daytona"
+        ? { DAYTONA_API_KEY: "daytona-key", DAYTONA_API_URL: server.url }
         : {
           VERCEL_TOKEN: "vercel-token",
           VERCEL_TEAM_ID: "team_edge",
@@ -275,7 +281,11 @@ for (const kind of ["e2b", "vercel"] as const) {
         await Deno.readTextFile(`${workspace}/notes.txt`),
         "edge beta beta\nalpha beta\n",
       );
-      const secret = kind === "e2b" ? "e2b-key" : "vercel-token";
+      const secret = kind === "e2b"
+        ? "e2b-key"
+        : kind === "daytona"
+        ? "daytona-key"
+        : "vercel-token";
       assertEquals(edge.stderr().includes(secret), false, edge.stderr());
     } finally {
       await Deno.remove(root, { recursive: true });
