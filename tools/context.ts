@@ -14,6 +14,7 @@ import {
   type SkillRuntime,
 } from "../runtimes/types.ts";
 import type { Skill } from "../skill/types.ts";
+import { DEFAULT_SEARCH_TIMEOUT_MS } from "../search/types.ts";
 import { type Flight, startFlight, waitFor } from "../_internal/flight.ts";
 import { inSpan } from "../observe/otel.ts";
 import {
@@ -60,7 +61,10 @@ export interface ToolLimits {
    * read scanning a huge file stops there). Default 30 000.
    */
   readonly fileTimeoutMs: number;
-  /** `grep`, `glob`: the time limit of one search, in ms. Default 30 000. */
+  /**
+   * `grep`, `glob`: the time limit of one search, in ms. Default: the search
+   * engines' own, `DEFAULT_SEARCH_TIMEOUT_MS` (30 000).
+   */
   readonly searchTimeoutMs: number;
   /** `publish_file`: the time limit of one publication, in ms. Default 600 000. */
   readonly publishTimeoutMs: number;
@@ -82,7 +86,7 @@ export const DEFAULT_TOOL_LIMITS: ToolLimits = Object.freeze({
   lsDefaultLimit: 1000,
   skillFilesListed: 200,
   fileTimeoutMs: 30_000,
-  searchTimeoutMs: 30_000,
+  searchTimeoutMs: DEFAULT_SEARCH_TIMEOUT_MS,
   publishTimeoutMs: 600_000,
   backgroundCommands: 4,
 });
