@@ -655,6 +655,23 @@ const binaryIdentical: ConformanceCheck = {
       sameBytes(await drain(await runtime.fs.readStream(path)), blob),
       "readStream() differs from the source file",
     );
+    if (runtime.fs.openFile) {
+      const opened = await runtime.fs.openFile(path);
+      h.expect(
+        opened?.info.type === "file" && opened.info.size === blob.length &&
+          opened.stream !== undefined,
+        `openFile() gave ${
+          opened?.info.type ?? "nothing"
+        } of ${opened?.info.size} bytes${
+          opened?.stream ? "" : ", without a stream"
+        }`,
+      );
+      h.expect(
+        opened?.stream !== undefined &&
+          sameBytes(await drain(opened.stream), blob),
+        "openFile()'s stream differs from the source file",
+      );
+    }
     await Deno.mkdir(`${h.root}/downloads`);
     const target = `${h.root}/downloads/blob.bin`;
     const result = await runtime.fs.download(path, target);
@@ -1028,6 +1045,9 @@ const workspaceFence: ConformanceCheck = {
       'readStream("../x")',
       () => fs.readStream("../x"),
     );
+    if (fs.openFile) {
+      await refusedByFence(h, 'openFile("../x")', () => fs.openFile!("../x"));
+    }
     await refusedByFence(
       h,
       'download("../x")',
