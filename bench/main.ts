@@ -31,6 +31,7 @@ const FILES = [
   "./approval_bench.ts",
   "./catalog_bench.ts",
   "./skills_extension_bench.ts",
+  "./daytona_bench.ts",
 ] as const;
 
 const filter = Deno.args[0];

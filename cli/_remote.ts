@@ -1,5 +1,5 @@
 /**
- * `--runtime e2b|vercel|opensandbox|aio` (or `--sandbox <kind>`) of `skillrun run` and `skillrun mcp`: a remote
+ * `--runtime e2b|vercel|daytona|opensandbox|aio` (or `--sandbox <kind>`) of `skillrun run` and `skillrun mcp`: a remote
  * runtime whose options come from the environment.
  *
  * @module
@@ -9,6 +9,7 @@ import { UsageError } from "./_args.ts";
 import type { SkillRuntime } from "../runtimes/types.ts";
 import { E2BSkillRuntime } from "../runtimes/e2b/mod.ts";
 import { VercelSandboxSkillRuntime } from "../runtimes/vercel/mod.ts";
+import { DaytonaSkillRuntime } from "../runtimes/daytona/mod.ts";
 import { OpenSandboxSkillRuntime } from "../runtimes/opensandbox/mod.ts";
 import { AioSkillRuntime } from "../runtimes/aio/mod.ts";
 import type { ConversationStore } from "../runtimes/stores/conversation_store.ts";
@@ -17,6 +18,7 @@ import type { ConversationStore } from "../runtimes/stores/conversation_store.ts
 export const REMOTE_RUNTIMES: readonly string[] = [
   "e2b",
   "vercel",
+  "daytona",
   "opensandbox",
   "aio",
 ];
@@ -30,6 +32,7 @@ export const REMOTE_VARIABLES: Readonly<Record<string, readonly string[]>> = {
     "VERCEL_PROJECT_ID",
     "VERCEL_API_URL",
   ],
+  daytona: ["DAYTONA_API_KEY", "DAYTONA_API_URL"],
   opensandbox: [
     "OPEN_SANDBOX_URL",
     "OPEN_SANDBOX_API_KEY",
@@ -44,6 +47,7 @@ export const RUNTIME_HELP: string =
                        with options from the environment: E2B_API_KEY,
                        E2B_API_URL, E2B_SANDBOX_URL, E2B_TEMPLATE; VERCEL_TOKEN,
                        VERCEL_TEAM_ID, VERCEL_PROJECT_ID, VERCEL_API_URL;
+                       daytona: DAYTONA_API_KEY, DAYTONA_API_URL;
                        opensandbox: OPEN_SANDBOX_URL, OPEN_SANDBOX_API_KEY,
                        OPEN_SANDBOX_IMAGE (default ubuntu:24.04); aio:
                        AIO_SANDBOX_URL, AIO_SANDBOX_TOKEN. With mcp --http,
@@ -67,7 +71,7 @@ export const RUNTIME_HELP: string =
  * import { assertEquals } from "@std/assert";
  * import { checkRuntimeFlag } from "./_remote.ts";
  * assertEquals(checkRuntimeFlag({ runtime: "e2b" }), "e2b");
- * assertEquals(checkRuntimeFlag({ sandbox: "vercel" }), "vercel");
+ * assertEquals(checkRuntimeFlag({ sandbox: "daytona" }), "daytona");
  * ```
  */
 export function checkRuntimeFlag(
@@ -166,6 +170,14 @@ export function remoteRuntime(
       ...optional("E2B_API_URL", "baseUrl"),
       ...optional("E2B_SANDBOX_URL", "sandboxUrl"),
       ...(template ? { sandbox: { template } } : {}),
+      ...conversation,
+      ...(onEvent ? { onEvent } : {}),
+    });
+  }
+  if (kind === "daytona") {
+    return new DaytonaSkillRuntime({
+      apiKey: need("DAYTONA_API_KEY"),
+      ...optional("DAYTONA_API_URL", "baseUrl"),
       ...conversation,
       ...(onEvent ? { onEvent } : {}),
     });

@@ -42,6 +42,20 @@ export interface OutputTally {
 }
 
 /**
+ * A command's timeout once {@linkcode checkTimeoutMs} has checked and clamped
+ * it (`checkExecuteRequest` gives one): a number at run time; the brand lets
+ * a launcher and {@linkcode CommandRun.checked} take it without checking it
+ * again.
+ *
+ * @example
+ * ```ts
+ * import { checkTimeoutMs, type CheckedTimeoutMs } from "./command_core.ts";
+ * const timeoutMs: CheckedTimeoutMs = checkTimeoutMs(5_000);
+ * ```
+ */
+export type CheckedTimeoutMs = number & { readonly __checkedTimeoutMs: true };
+
+/**
  * Checks a command's timeout and clamps it to
  * {@linkcode MAX_EXECUTE_TIMEOUT_MS}: the one rule of every runtime.
  *
@@ -63,7 +77,7 @@ export interface OutputTally {
  * @returns The timeout, at most {@linkcode MAX_EXECUTE_TIMEOUT_MS}.
  * @throws {RangeError} It is not a finite number above 0.
  */
-export function checkTimeoutMs(value: unknown): number {
+export function checkTimeoutMs(value: unknown): CheckedTimeoutMs {
   return Math.min(
     checkNumber(
       value,
@@ -72,7 +86,7 @@ export function checkTimeoutMs(value: unknown): number {
       "run a command with",
     ),
     MAX_EXECUTE_TIMEOUT_MS,
-  );
+  ) as CheckedTimeoutMs;
 }
 
 /** Options of {@linkcode CommandRun}. */
@@ -87,6 +101,15 @@ export interface CommandRunOptions {
    */
   readonly graceMs?: number;
 }
+
+/** Options of {@linkcode CommandRun.checked}: the timeout already checked. */
+export interface CheckedCommandRunOptions extends CommandRunOptions {
+  /** The timeout, from {@linkcode checkTimeoutMs} (or `checkExecuteRequest`). */
+  readonly timeoutMs: CheckedTimeoutMs;
+}
+
+/** Whether the run being constructed has a checked timeout. */
+let trusted = false;
 
 /**
  * One command's deadline, abort and grace period, and its result. Disposing
@@ -132,7 +155,9 @@ export class CommandRun implements Disposable {
    * @throws {RangeError} A bad timeout or grace period.
    */
   constructor(options: CommandRunOptions) {
-    this.timeoutMs = checkTimeoutMs(options.timeoutMs);
+    this.timeoutMs = trusted
+      ? options.timeoutMs
+      : checkTimeoutMs(options.timeoutMs);
     const graceMs = checkNumber(
       options.graceMs ?? 0,
       "graceMs",
@@ -149,6 +174,31 @@ export class CommandRun implements Disposable {
     }
     this.#timer = setTimeout(() => this.stop("timeout"), this.timeoutMs);
     options.signal?.addEventListener("abort", this.#onAbort, { once: true });
+  }
+
+  /**
+   * Starts a run whose timeout is already checked (the request's, as
+   * `checkExecuteRequest` gave it): the one check stays the request's.
+   *
+   * @example
+   * ```ts
+   * import { assertEquals } from "@std/assert";
+   * import { checkTimeoutMs, CommandRun } from "./command_core.ts";
+   * using run = CommandRun.checked({ timeoutMs: checkTimeoutMs(1000) });
+   * assertEquals(run.timeoutMs, 1000);
+   * ```
+   *
+   * @param options The checked timeout, the signal and the grace period.
+   * @returns The run.
+   * @throws {RangeError} A bad grace period.
+   */
+  static checked(options: CheckedCommandRunOptions): CommandRun {
+    trusted = true;
+    try {
+      return new CommandRun(options);
+    } finally {
+      trusted = false;
+    }
   }
 
   /** Why the run was stopped, or `undefined` while it was not. */

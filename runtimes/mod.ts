@@ -59,6 +59,8 @@ export {
   type SkillRuntimeConfigOptions,
 } from "./config.ts";
 export {
+  type CheckedCommandRunOptions,
+  type CheckedTimeoutMs,
   CommandRun,
   type CommandRunOptions,
   MAX_EXECUTE_TIMEOUT_MS,
@@ -153,7 +155,7 @@ export {
   validateConversationId,
   workspacePath,
 } from "../workspace/conversation.ts";
-export { PathFence } from "../workspace/fence.ts";
+export { type FencedPath, PathFence } from "../workspace/fence.ts";
 export {
   type CopyPolicy,
   copySkillFolder,

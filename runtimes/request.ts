@@ -10,7 +10,7 @@
 import { checkNumber } from "../_internal/check_number.ts";
 import { checkEnv } from "./config.ts";
 import { checkPathText as checkPath } from "../_internal/path_text.ts";
-import { checkTimeoutMs } from "./command_core.ts";
+import { type CheckedTimeoutMs, checkTimeoutMs } from "./command_core.ts";
 import {
   DEFAULT_EXECUTE_TIMEOUT_MS,
   DEFAULT_MAX_OUTPUT_BYTES,
@@ -21,8 +21,11 @@ import {
 export interface CheckedExecuteRequest {
   /** The command (not blank, no NUL). */
   readonly command: string;
-  /** The timeout, defaulted, checked and clamped. */
-  readonly timeoutMs: number;
+  /**
+   * The timeout, defaulted, checked and clamped: launchers and
+   * `CommandRun.checked` take it as it is.
+   */
+  readonly timeoutMs: CheckedTimeoutMs;
   /** The output cap, defaulted and checked. */
   readonly maxOutputBytes: number;
   /** The request's own variables, checked (empty when none). */

@@ -165,6 +165,20 @@ export interface ReadTextOptions {
   readonly signal?: AbortSignal;
 }
 
+/** What {@linkcode SkillRuntimeFileSystem.openFile} returns. */
+export interface OpenFileResult {
+  /**
+   * Facts about what was opened (a symbolic link the runtime follows is
+   * followed: the facts are its target's).
+   */
+  readonly info: FileInfo;
+  /**
+   * The file's bytes, for a regular file (cancel it when not read); none for
+   * a folder or a special file, which are not opened for reading.
+   */
+  readonly stream?: ReadableStream<Uint8Array>;
+}
+
 /** Options of {@linkcode SkillRuntimeFileSystem.list}. */
 export interface ListOptions {
   /** How deep to descend; 1 lists the folder's own entries. Default 1. */
@@ -238,6 +252,16 @@ export interface SkillRuntimeFileSystem {
   stat(path: string, options?: SignalOptions): Promise<FileInfo | null>;
   /** Lists a folder. */
   list(path: string, options?: ListOptions): Promise<ListResult>;
+  /**
+   * Optional: opens a file and returns its facts with its stream, in one
+   * step (`read` uses it: one walk of a workspace's fence on the local
+   * machine, one request to a sandbox; without it, `read` calls `stat`, then
+   * `readStream`). `null` when nothing is there.
+   */
+  openFile?(
+    path: string,
+    options?: SignalOptions,
+  ): Promise<OpenFileResult | null>;
   /** Opens a file as a byte stream. */
   readStream(
     path: string,

@@ -27,29 +27,17 @@ export interface WalkFilters {
 /**
  * Compiles the filters of a walk.
  *
- * @param spec The glob and type filters.
- * @returns The filters.
  * @throws {TypeError} When the glob is invalid.
  */
 export function makeFilters(spec: FilterSpec): WalkFilters {
   const glob = spec.glob === null ? null : compileGlob(spec.glob);
   const suffixes = spec.extensions?.map((e) => `.${e}`) ?? null;
   return {
-    descend(relativePath: string, name: string): boolean {
-      if (HEAVY_FOLDERS.has(name)) return false;
-      if (glob && glob.negated && glob.matches(relativePath, true)) {
-        return false;
-      }
-      return true;
-    },
-    include(relativePath: string, name: string): boolean {
-      if (glob) {
-        const matched = glob.matches(relativePath, false);
-        if (glob.negated ? matched : !matched) return false;
-      }
-      if (suffixes && !suffixes.some((s) => name.endsWith(s))) return false;
-      return true;
-    },
+    descend: (path, name) =>
+      !HEAVY_FOLDERS.has(name) && !(glob?.negated && glob.matches(path, true)),
+    include: (path, name) =>
+      (!glob || glob.matches(path, false) !== glob.negated) &&
+      (!suffixes || suffixes.some((s) => name.endsWith(s))),
   };
 }
 
@@ -62,9 +50,6 @@ const MAX_NAMES = 16;
  * prefilter only: the walk still applies the filters exactly. Each pattern is
  * a literal prefix and suffix of the glob's last segment around one `*`, so
  * that `?`, classes and UTF-8 never depend on `find`'s reading of them.
- *
- * @param spec The glob and type filters.
- * @returns The patterns (any one may match), or `null` to keep every file.
  */
 export function findNames(spec: FilterSpec): string[] | null {
   const fromGlob = spec.glob === null ? null : globNames(spec.glob);

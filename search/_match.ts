@@ -5,50 +5,20 @@
  *
  * @module
  */
+import type { GrepPlan } from "./_plan.ts";
+import type { GrepLine } from "./types.ts";
 
-/** One line of `content` output. */
-export interface MatchedLine {
-  /** 1-based line number. */
-  readonly lineNumber: number;
-  /** The line's text, without its line break (and cut when very long). */
-  readonly text: string;
-  /** Whether the line is part of a match (else it is context). */
-  readonly match: boolean;
-  /** Whether `text` was cut at the line length limit. */
-  readonly cut: boolean;
-}
+/** One line of `content` output, without its file. */
+export type MatchedLine = Omit<GrepLine, "path">;
 
-/** What to compute for one file. */
-export interface MatchTextOptions {
-  /** Multiline mode: matches may span lines. */
-  readonly multiline: boolean;
-  /** `files`: stop at the first match; `count`: count; `content`: lines. */
-  readonly mode: "files" | "count" | "content";
-  /** Context lines before each match (content mode). */
-  readonly before: number;
-  /** Context lines after each match (content mode). */
-  readonly after: number;
-  /** The most characters kept of a line. */
-  readonly maxLineChars: number;
-  /** The most lines returned (content mode); the rest are not looked for. */
-  readonly maxLines?: number;
-}
-
-/** What {@linkcode matchText} finds in one file. */
-export interface TextMatches {
-  /** How many matching line groups (ripgrep's `--count`). */
-  readonly count: number;
-  /** The lines to show (content mode only, else empty). */
-  readonly lines: MatchedLine[];
-}
+/** What {@linkcode matchText} computes (a `grep` plan's fields). */
+export type MatchTextOptions =
+  & Pick<GrepPlan, "multiline" | "mode" | "before" | "after" | "maxLineChars">
+  & { readonly maxLinesPerFile?: number };
 
 /**
  * Cuts a line for output: drops one trailing `\r` and keeps at most `max`
  * characters (never splitting a surrogate pair).
- *
- * @param line The line without its `\n`.
- * @param max The most characters to keep.
- * @returns The text and whether it was cut.
  */
 export function cutLine(
   line: string,
@@ -69,33 +39,22 @@ export function cutLine(
 export interface TextMatcher {
   /** Where the next `exec` starts. */
   lastIndex: number;
-  /**
-   * The next match at or after `lastIndex`, or `null`.
-   *
-   * @param text The text to search.
-   * @returns The match's start and text, or `null`.
-   */
+  /** The next match at or after `lastIndex`, or `null`. */
   exec(text: string): { readonly index: number; readonly 0: string } | null;
 }
 
 /**
  * Finds the matches of a global regular expression in a file's text, with
  * ripgrep's semantics.
- *
- * @param text The file's text.
- * @param re The compiled pattern (a `RegExp` with the `g` flag, or a
- *   `re2js` matcher).
- * @param options What to compute.
- * @returns The count and (content mode) the lines, or `null` without a match.
  */
 export function matchText(
   text: string,
   re: TextMatcher,
   options: MatchTextOptions,
-): TextMatches | null {
+): { count: number; lines: MatchedLine[] } | null {
   const length = text.length;
   const maxLines = options.mode === "content"
-    ? options.maxLines ?? Infinity
+    ? options.maxLinesPerFile ?? Infinity
     : Infinity;
   const endsWithNewline = length === 0 || text.charCodeAt(length - 1) === 10;
   // Groups as pairs of offsets: start of the first line, end of the last
@@ -117,7 +76,9 @@ export function matchText(
     } else {
       const lineStart = start === 0 ? 0 : text.lastIndexOf("\n", start - 1) + 1;
       groups.push(lineStart, lineEnd);
-      if (options.mode === "files" || groups.length / 2 > maxLines) break;
+      if (
+        options.mode === "files_with_matches" || groups.length / 2 > maxLines
+      ) break;
     }
     if (!options.multiline) {
       if (lineEnd >= length) break;

@@ -47,8 +47,8 @@ Deno.test("matchText() gives context lines without repeating any", () => {
   );
 });
 
-Deno.test("matchText() stops at maxLines in content mode", () => {
-  const found = show("a\na\na\na\n", /a/gv, { maxLines: 2 });
+Deno.test("matchText() stops at maxLinesPerFile in content mode", () => {
+  const found = show("a\na\na\na\n", /a/gv, { maxLinesPerFile: 2 });
   assertEquals(found?.lines.length, 2);
 });
 

@@ -14,9 +14,9 @@ import { checkPattern, type SearchPattern } from "./_regex.ts";
 import { comparePaths, extensionsOfType, joinPath } from "./rules.ts";
 import {
   DEFAULT_GLOB_LIMIT,
-  DEFAULT_GREP_MAX_FILE_BYTES,
-  DEFAULT_GREP_MAX_LINE_CHARS,
-  DEFAULT_GREP_MAX_OUTPUT_CHARS,
+  DEFAULT_GREP_MAX_FILE_BYTES as MAX_FILE,
+  DEFAULT_GREP_MAX_LINE_CHARS as MAX_LINE,
+  DEFAULT_GREP_MAX_OUTPUT_CHARS as MAX_OUTPUT,
   DEFAULT_SEARCH_TIMEOUT_MS,
   type GlobRequest,
   type GrepLine,
@@ -37,61 +37,43 @@ export interface SearchRoot {
   readonly size: number;
 }
 
-/** A checked `grep` request. */
+/** A checked `grep` request (numbers defaulted, see {@linkcode GrepRequest}). */
 export interface GrepPlan {
-  /** The root. */
   readonly root: SearchRoot;
-  /** The pattern, checked (and compiled for the TypeScript matcher). */
+  /** The pattern, checked and compiled for `re2js`. */
   readonly regex: SearchPattern;
-  /** The walk's filters. */
   readonly filters: FilterSpec;
-  /** The output mode. */
   readonly mode: GrepOutputMode;
-  /** Context before. */
   readonly before: number;
-  /** Context after. */
   readonly after: number;
-  /** Case-insensitive. */
   readonly caseInsensitive: boolean;
-  /** Multiline. */
   readonly multiline: boolean;
-  /** Entries skipped. */
   readonly offset: number;
-  /** Entries kept (after offset). */
   readonly headLimit: number;
-  /** Output cap in characters. */
   readonly maxOutputChars: number;
-  /** Line cap in characters. */
   readonly maxLineChars: number;
   /** The most lines any one file can contribute to the output. */
   readonly maxLinesPerFile: number;
-  /** Time limit in ms. */
   readonly timeoutMs: number;
-  /** Files larger than this are skipped (and reported). */
   readonly maxFileBytes: number;
-  /** The caller's signal. */
   readonly signal: AbortSignal | undefined;
 }
 
-/** A checked `glob` request. */
+/** A checked `glob` request (the pattern as the walk's glob filter). */
 export interface GlobPlan {
-  /** The root (a folder). */
   readonly root: SearchRoot;
-  /** The walk's filters (the pattern as a glob filter). */
   readonly filters: FilterSpec;
-  /** The most files returned. */
   readonly limit: number;
-  /** Time limit in ms. */
   readonly timeoutMs: number;
-  /** The caller's signal. */
   readonly signal: AbortSignal | undefined;
 }
 
-function count(
+/** A request's number, checked: an integer of at least `min`. */
+function num(
   name: string,
   value: number | undefined,
   fallback: number,
-  min: number,
+  min = 1,
 ): number {
   if (value === undefined) return fallback;
   if (typeof value !== "number" || !Number.isInteger(value) || value < min) {
@@ -103,14 +85,11 @@ function count(
 }
 
 /**
- * Resolves and checks the root of a search.
+ * Resolves and checks the root of a search (a symlink followed with
+ * `Deno.stat` when `local`, else tried as a folder).
  *
- * @param fs The runtime's file system.
- * @param path The requested path (default `.`).
- * @param local Whether the paths are local (symlinks are then followed with
- *   `Deno.stat`).
- * @returns The root.
  * @throws {Deno.errors.NotFound} When nothing is there.
+ * @throws {TypeError} For a pipe, a device or a socket.
  */
 export async function resolveRoot(
   fs: SearchFileSystem,
@@ -122,55 +101,41 @@ export async function resolveRoot(
     throw new TypeError(`Invalid path "${given}": expected a non-empty string`);
   }
   let resolved = await fs.resolve(given);
-  if (resolved.length > 1 && resolved.endsWith("/")) {
-    resolved = resolved.replace(/\/+$/, "") || "/";
-  }
+  if (resolved.length > 1) resolved = resolved.replace(/\/+$/, "") || "/";
   const info = await fs.stat(resolved);
-  if (!info) {
-    throw new Deno.errors.NotFound(
-      `Cannot search "${given}": no such file or folder`,
-    );
+  let type = info?.type;
+  let size = info?.size ?? 0;
+  if (type === "symlink" && local) {
+    const target = await Deno.stat(resolved).catch(() => null);
+    type = !target
+      ? "symlink"
+      : target.isDirectory
+      ? "directory"
+      : target.isFile
+      ? "file"
+      : "other";
+    size = target?.size ?? 0;
+  } else if (type === "symlink") {
+    const listed = await fs.list(resolved, { depth: 1, limit: 1 })
+      .then(() => true, () => false);
+    type = listed ? "directory" : "file";
+    size = 0;
   }
-  if (info.type === "directory") {
-    return { path: resolved, isFile: false, size: 0 };
-  }
-  if (info.type === "file") {
-    return { path: resolved, isFile: true, size: info.size };
-  }
-  if (info.type === "symlink") {
-    if (local) {
-      try {
-        const target = await Deno.stat(resolved);
-        if (target.isDirectory) {
-          return { path: resolved, isFile: false, size: 0 };
-        }
-        if (target.isFile) {
-          return { path: resolved, isFile: true, size: target.size };
-        }
-        throw new TypeError(
-          `Cannot search "${given}": it is not a regular file or a folder (a pipe, a device or a socket)`,
-        );
-      } catch (error) {
-        if (error instanceof TypeError) throw error;
-        // A broken link: reported below.
-      }
-    } else {
-      try {
-        await fs.list(resolved, { depth: 1, limit: 1 });
-        return { path: resolved, isFile: false, size: 0 };
-      } catch {
-        return { path: resolved, isFile: true, size: 0 };
-      }
-    }
-  }
-  if (info.type === "other") {
+  if (type === "other") {
     throw new TypeError(
       `Cannot search "${given}": it is not a regular file or a folder (a pipe, a device or a socket)`,
     );
   }
-  throw new Deno.errors.NotFound(
-    `Cannot search "${given}": not a file or folder`,
-  );
+  if (type !== "file" && type !== "directory") {
+    throw new Deno.errors.NotFound(
+      `Cannot search "${given}": ${
+        info ? "not a file or folder" : "no such file or folder"
+      }`,
+    );
+  }
+  return type === "file"
+    ? { path: resolved, isFile: true, size }
+    : { path: resolved, isFile: false, size: 0 };
 }
 
 /** The smallest size an entry counts for against the output cap. */
@@ -179,10 +144,6 @@ const MIN_ENTRY_CHARS = 16;
 /**
  * Checks a `grep` request and resolves its root.
  *
- * @param fs The runtime's file system.
- * @param request The request.
- * @param local Whether the file system's paths are local.
- * @returns The plan.
  * @throws {TypeError} For a bad pattern, glob, type or mode.
  * @throws {RangeError} For bad numbers.
  */
@@ -194,86 +155,47 @@ export async function planGrep(
   if (typeof request !== "object" || request === null) {
     throw new TypeError("Invalid grep request: expected an object");
   }
-  const mode = request.outputMode ?? "files_with_matches";
+  const r = request;
+  const mode = r.outputMode ?? "files_with_matches";
   if (!["content", "files_with_matches", "count"].includes(mode)) {
     throw new TypeError(
       `Invalid output mode "${mode}": expected content, files_with_matches or count`,
     );
   }
-  const caseInsensitive = request.caseInsensitive ?? false;
-  const multiline = request.multiline ?? false;
-  const regex = checkPattern(request.pattern, { caseInsensitive, multiline });
-  if (request.glob !== undefined) compileGlob(request.glob);
-  const extensions = request.type === undefined
-    ? null
-    : extensionsOfType(request.type);
-  const context = count("context", request.context, 0, 0);
-  const before = count("before", request.before, context, 0);
-  const after = count("after", request.after, context, 0);
-  const offset = count("offset", request.offset, 0, 0);
-  const headLimit = count(
-    "head limit",
-    request.headLimit,
-    Number.MAX_SAFE_INTEGER,
-    1,
-  );
-  const maxOutputChars = count(
-    "output cap",
-    request.maxOutputChars,
-    DEFAULT_GREP_MAX_OUTPUT_CHARS,
-    1,
-  );
-  const maxLineChars = count(
-    "line cap",
-    request.maxLineChars,
-    DEFAULT_GREP_MAX_LINE_CHARS,
-    1,
-  );
-  const timeoutMs = count(
-    "timeout",
-    request.timeoutMs,
-    DEFAULT_SEARCH_TIMEOUT_MS,
-    1,
-  );
-  const maxFileBytes = count(
-    "file size limit",
-    request.maxFileBytes,
-    DEFAULT_GREP_MAX_FILE_BYTES,
-    0,
-  );
-  request.signal?.throwIfAborted();
-  const root = await resolveRoot(fs, request.path, local);
-  const shown = Math.min(
-    headLimit,
-    Math.ceil(maxOutputChars / MIN_ENTRY_CHARS) + 1,
-  );
-  return {
-    root,
+  const caseInsensitive = r.caseInsensitive ?? false;
+  const multiline = r.multiline ?? false;
+  const regex = checkPattern(r.pattern, { caseInsensitive, multiline });
+  if (r.glob !== undefined) compileGlob(r.glob);
+  const extensions = r.type === undefined ? null : extensionsOfType(r.type);
+  const context = num("context", r.context, 0, 0);
+  const offset = num("offset", r.offset, 0, 0);
+  const headLimit = num("head limit", r.headLimit, Number.MAX_SAFE_INTEGER);
+  const maxOutputChars = num("output cap", r.maxOutputChars, MAX_OUTPUT);
+  const plan = {
     regex,
-    filters: { glob: request.glob ?? null, extensions },
+    filters: { glob: r.glob ?? null, extensions },
     mode,
-    before,
-    after,
+    before: num("before", r.before, context, 0),
+    after: num("after", r.after, context, 0),
     caseInsensitive,
     multiline,
     offset,
     headLimit,
     maxOutputChars,
-    maxLineChars,
-    maxLinesPerFile: offset + shown + 1,
-    timeoutMs,
-    maxFileBytes,
-    signal: request.signal,
+    maxLineChars: num("line cap", r.maxLineChars, MAX_LINE),
+    maxLinesPerFile: offset + 1 +
+      Math.min(headLimit, Math.ceil(maxOutputChars / MIN_ENTRY_CHARS) + 1),
+    timeoutMs: num("timeout", r.timeoutMs, DEFAULT_SEARCH_TIMEOUT_MS),
+    maxFileBytes: num("file size limit", r.maxFileBytes, MAX_FILE, 0),
+    signal: r.signal,
   };
+  r.signal?.throwIfAborted();
+  return { ...plan, root: await resolveRoot(fs, r.path, local) };
 }
 
 /**
  * Checks a `glob` request and resolves its root (a folder).
  *
- * @param fs The runtime's file system.
- * @param request The request.
- * @param local Whether the file system's paths are local.
- * @returns The plan.
  * @throws {TypeError} For a bad glob or a root that is a file.
  */
 export async function planGlob(
@@ -285,12 +207,11 @@ export async function planGlob(
     throw new TypeError("Invalid glob request: expected an object");
   }
   compileGlob(request.pattern);
-  const limit = count("limit", request.limit, DEFAULT_GLOB_LIMIT, 1);
-  const timeoutMs = count(
+  const limit = num("limit", request.limit, DEFAULT_GLOB_LIMIT);
+  const timeoutMs = num(
     "timeout",
     request.timeoutMs,
     DEFAULT_SEARCH_TIMEOUT_MS,
-    1,
   );
   request.signal?.throwIfAborted();
   const root = await resolveRoot(fs, request.path, local);
@@ -299,13 +220,8 @@ export async function planGlob(
       `Cannot glob in "${request.path ?? "."}": not a folder`,
     );
   }
-  return {
-    root,
-    filters: { glob: request.pattern, extensions: null },
-    limit,
-    timeoutMs,
-    signal: request.signal,
-  };
+  const filters = { glob: request.pattern, extensions: null };
+  return { root, filters, limit, timeoutMs, signal: request.signal };
 }
 
 /** A time limit joined with the caller's signal. */
@@ -318,13 +234,7 @@ export interface Deadline {
   clear(): void;
 }
 
-/**
- * Starts a time limit joined with the caller's signal.
- *
- * @param timeoutMs The time limit.
- * @param signal The caller's signal.
- * @returns The deadline.
- */
+/** Starts a time limit joined with the caller's signal. */
 export function startDeadline(
   timeoutMs: number,
   signal: AbortSignal | undefined,
@@ -340,15 +250,51 @@ export function startDeadline(
   if (signal?.aborted) controller.abort(signal.reason);
   return {
     signal: controller.signal,
-    error(what: string): unknown {
-      if (!timedOut && signal?.aborted) return signal.reason;
-      return timeoutError(what, timeoutMs);
-    },
+    error: (what) =>
+      !timedOut && signal?.aborted
+        ? signal.reason
+        : timeoutError(what, timeoutMs),
     clear(): void {
       clearTimeout(timer);
       signal?.removeEventListener("abort", onAbort);
     },
   };
+}
+
+/**
+ * Runs a search under its time limit and the caller's signal, in one of the
+ * engine's slots: `stop` throws once the time passed (for synchronous work,
+ * which the timer cannot interrupt); an abort becomes the timeout error or
+ * the caller's reason.
+ */
+export async function runSearch<T>(
+  limits: {
+    readonly timeoutMs: number;
+    readonly signal: AbortSignal | undefined;
+  },
+  what: string,
+  slots: SearchSlots | null,
+  run: (signal: AbortSignal, stop: () => void) => Promise<T>,
+): Promise<T> {
+  const deadline = startDeadline(limits.timeoutMs, limits.signal);
+  const endAt = performance.now() + limits.timeoutMs;
+  const stop = (): void => {
+    deadline.signal.throwIfAborted();
+    if (performance.now() > endAt) throw timeoutError(what, limits.timeoutMs);
+  };
+  // Work still in flight once the answer is known (a read ahead) is stopped.
+  const done = new AbortController();
+  let release: (() => void) | undefined;
+  try {
+    release = await slots?.acquire(deadline.signal);
+    return await run(AbortSignal.any([deadline.signal, done.signal]), stop);
+  } catch (error) {
+    throw deadline.signal.aborted ? deadline.error(what) : error;
+  } finally {
+    done.abort();
+    deadline.clear();
+    release?.();
+  }
 }
 
 /** What was found in one file, relative path and all. */
@@ -378,11 +324,6 @@ export class GrepCollector {
   readonly #lines: GrepLine[] = [];
   readonly #skipped: SkippedFile[] = [];
 
-  /**
-   * Makes a collector.
-   *
-   * @param plan The checked request.
-   */
   constructor(plan: GrepPlan) {
     this.#plan = plan;
   }
@@ -410,12 +351,7 @@ export class GrepCollector {
     return true;
   }
 
-  /**
-   * Adds one file's findings (files must come in path order).
-   *
-   * @param found The findings.
-   * @returns Whether more files are wanted.
-   */
+  /** Adds one file's findings (in path order); returns whether more are wanted. */
   add(found: FileFound): boolean {
     if (this.#stopped) return false;
     const path = joinPath(this.#plan.root.path, found.path);
@@ -434,13 +370,8 @@ export class GrepCollector {
             Math.max(MIN_ENTRY_CHARS, path.length + line.text.length + 12),
           );
           if (keep) {
-            this.#lines.push({
-              path,
-              lineNumber: line.lineNumber,
-              text: line.text,
-              match: line.match,
-              cut: line.cut,
-            });
+            const { lineNumber, text, match, cut } = line;
+            this.#lines.push({ path, lineNumber, text, match, cut });
           } else if (this.#headLimitReached || this.#outputLimitReached) {
             this.#stopped = true;
             return false;
@@ -450,13 +381,7 @@ export class GrepCollector {
     }
   }
 
-  /**
-   * Records a file the search left out.
-   *
-   * @param path The file, relative to the root (`""` for the root itself).
-   * @param reason Why.
-   * @param size Its size (too large).
-   */
+  /** Records a file left out (relative to the root, `""` for the root). */
   skip(path: string, reason: SkipReason, size?: number): void {
     this.#skipped.push({
       path: joinPath(this.#plan.root.path, path),
@@ -465,12 +390,7 @@ export class GrepCollector {
     });
   }
 
-  /**
-   * The result.
-   *
-   * @param engine Which engine answered.
-   * @returns The `grep` result.
-   */
+  /** The `grep` result. */
   result(engine: "ripgrep" | "fallback"): GrepResult {
     const base = {
       path: this.#plan.root.path,
@@ -492,9 +412,6 @@ export class GrepCollector {
   }
 }
 
-/** Re-exported for the engines. */
-export { DEFAULT_GLOB_LIMIT };
-
 /** How many searches one engine runs at once; the others wait their turn. */
 export const MAX_CONCURRENT_SEARCHES = 4;
 
@@ -508,12 +425,7 @@ export class SearchSlots {
   #running = 0;
   readonly #waiting: (() => void)[] = [];
 
-  /**
-   * Waits for a slot.
-   *
-   * @param signal Stops waiting (the deadline's signal).
-   * @returns Releases the slot (call once).
-   */
+  /** Waits for a slot (until `signal` aborts); returns its release. */
   async acquire(signal: AbortSignal): Promise<() => void> {
     signal.throwIfAborted();
     if (this.#running >= MAX_CONCURRENT_SEARCHES) {

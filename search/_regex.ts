@@ -23,12 +23,7 @@ export interface SearchPattern {
   readonly caseInsensitive: boolean;
   /** Multiline (a match may span lines, `.` matches `\n`). */
   readonly multiline: boolean;
-  /**
-   * A fresh matcher for {@linkcode matchText} (`re2js`).
-   *
-   * @param stop Called between windows of text (line mode): throws to stop.
-   * @returns The matcher.
-   */
+  /** A fresh matcher for {@linkcode matchText} (`re2js`). */
   matcher(stop?: () => void): TextMatcher;
   /**
    * The pattern for a `grep -E` prefilter that finds at least every line the
@@ -41,9 +36,6 @@ export interface SearchPattern {
 /**
  * Checks a pattern and compiles it with `re2js`.
  *
- * @param pattern The pattern (RE2 syntax, close to ripgrep's).
- * @param options Case and multiline mode.
- * @returns The checked pattern.
  * @throws {TypeError} When the pattern is invalid or uses look-around,
  *   backreferences or (in line mode) a literal `\n`.
  */
@@ -82,7 +74,11 @@ export function checkPattern(
   }
   // `\A` and `\z` are line anchors in line mode (as in ripgrep): each line
   // is then matched alone.
-  const perLine = !options.multiline && /(^|[^\\])(\\\\)*\\[Az]/.test(pattern);
+  const window = options.multiline
+    ? "text"
+    : /(^|[^\\])(\\\\)*\\[Az]/.test(pattern)
+    ? "line"
+    : "lines";
   return {
     pattern,
     ripgrepPattern: pattern.replace(
@@ -91,8 +87,7 @@ export function checkPattern(
     ),
     caseInsensitive: options.caseInsensitive,
     multiline: options.multiline,
-    matcher: (stop = () => {}) =>
-      options.multiline ? textMatcher(re) : lineMatcher(re, perLine, stop),
+    matcher: (stop = () => {}) => windowMatcher(re, window, stop),
     grepPattern: options.multiline ? null : grepSubset(pattern),
   };
 }
@@ -100,55 +95,26 @@ export function checkPattern(
 /** Text matched at once between two checks of the time limit (line mode). */
 const WINDOW_CHARS = 64 * 1024;
 
-/** Matches over the whole text (multiline mode). */
-function textMatcher(re: RE2JS): TextMatcher {
-  let text: string | null = null;
-  let m: ReturnType<RE2JS["matcher"]> | null = null;
-  const matcher: TextMatcher = {
-    lastIndex: 0,
-    exec(input: string) {
-      if (input !== text) {
-        text = input;
-        m = re.matcher(input);
-      }
-      if (matcher.lastIndex > input.length || !m!.find(matcher.lastIndex)) {
-        return null;
-      }
-      return { index: m!.start(), 0: input.slice(m!.start(), m!.end()) };
-    },
-  };
-  return matcher;
-}
-
 /**
- * Matches lines, as ripgrep does outside multiline mode, over windows of
- * whole lines (`stop` is called between windows). A match that spans a line
- * break (a class such as `[^a]` or `\s` may match `\n`) is looked for again
- * within its first line alone; with `perLine` every line is matched alone.
+ * Matches over windows of text: the whole text (multiline mode), 64 KiB of
+ * whole lines (`stop` is called between windows), or one line at a time
+ * (`\A`, `\z`). Outside multiline mode a match that spans a line break (a
+ * class such as `[^a]` or `\s` may match `\n`) is looked for again within
+ * its first line alone, as ripgrep matches lines.
  */
-function lineMatcher(
+function windowMatcher(
   re: RE2JS,
-  perLine: boolean,
+  window: "text" | "lines" | "line",
   stop: () => void,
 ): TextMatcher {
   let text: string | null = null;
   let start = 0;
   let end = -1;
   let m: ReturnType<RE2JS["matcher"]> | null = null;
-  /** The match at or after `from` within the window `[start, end)`. */
-  const inWindow = (from: number): { index: number; 0: string } | null => {
-    if (!m!.find(from - start)) return null;
-    return {
-      index: start + m!.start(),
-      0: text!.slice(start + m!.start(), start + m!.end()),
-    };
-  };
-  const window = (from: number, size: number): void => {
-    start = from;
-    end = text!.indexOf("\n", Math.min(from + size, text!.length));
-    if (end === -1) end = text!.length;
-    m = re.matcher(text!.slice(start, end));
-  };
+  const at = (found: typeof m, base: number) => ({
+    index: base + found!.start(),
+    0: text!.slice(base + found!.start(), base + found!.end()),
+  });
   const matcher: TextMatcher = {
     lastIndex: 0,
     exec(input: string) {
@@ -156,39 +122,31 @@ function lineMatcher(
         text = input;
         end = -1;
       }
-      let from = matcher.lastIndex;
       let lines = 0;
-      while (from <= input.length) {
-        if (perLine) {
-          if (++lines % 1024 === 0) stop();
-          window(from, 0);
-          const found = inWindow(from);
-          if (found) return found;
-          from = end + 1;
-          continue;
+      for (let from = matcher.lastIndex; from <= input.length;) {
+        if (window === "line" || from < start || from > end) {
+          if (window !== "line" || ++lines % 1024 === 0) stop();
+          start = from;
+          const size = window === "lines" ? WINDOW_CHARS : 0;
+          end = window === "text"
+            ? input.length
+            : input.indexOf("\n", Math.min(from + size, input.length));
+          if (end === -1) end = input.length;
+          m = re.matcher(input.slice(start, end));
         }
-        if (from < start || from > end) {
-          stop();
-          window(from, WINDOW_CHARS);
-        }
-        const found = inWindow(from);
-        if (found === null) {
+        if (!m!.find(from - start)) {
           if (end >= input.length) return null;
           from = end + 1;
           continue;
         }
-        if (!found[0].includes("\n")) return found;
+        const found = at(m, start);
+        if (window === "text" || !found[0].includes("\n")) return found;
         // Again within the match's first line alone.
         const lineStart = input.lastIndexOf("\n", found.index - 1) + 1;
         let lineEnd = input.indexOf("\n", found.index);
         if (lineEnd === -1) lineEnd = input.length;
         const line = re.matcher(input.slice(lineStart, lineEnd));
-        if (line.find(0)) {
-          return {
-            index: lineStart + line.start(),
-            0: input.slice(lineStart + line.start(), lineStart + line.end()),
-          };
-        }
+        if (line.find(0)) return at(line, lineStart);
         from = lineEnd + 1;
       }
       return null;

@@ -31,25 +31,14 @@ export class SearchTimeoutError extends Error {
   /** The time limit that passed, in ms. */
   readonly timeoutMs: number;
 
-  /**
-   * Makes the error.
-   *
-   * @param message What timed out.
-   * @param options The time limit.
-   */
+  /** Makes the error. */
   constructor(message: string, options: SearchTimeoutErrorOptions) {
     super(message);
     this.timeoutMs = options.timeoutMs;
   }
 }
 
-/**
- * The error a search throws when its time limit passes.
- *
- * @param what What was searched for, e.g. `Search for "(a+)+$"`.
- * @param timeoutMs The time limit.
- * @returns The error.
- */
+/** The error a search throws when its time limit passes. */
 export function timeoutError(
   what: string,
   timeoutMs: number,

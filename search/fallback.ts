@@ -1,39 +1,40 @@
 /**
  * The engine over the file-system interface alone (a runtime that cannot run
- * commands): walks folders with `list`, reads files with `readBytes` and
- * matches them with `re2js` (linear time: no pattern runs away), on this
- * thread, a few files read at a time. The time limit and the caller's signal
- * stop it between files.
+ * commands), and the walk and matching it shares with the shell engine:
+ * folders listed a level at a time, files read a batch at a time in path
+ * order and matched with `re2js` (linear time: no pattern runs away). The
+ * time limit and the caller's signal stop it between batches, and `re2js`
+ * between 64 KiB windows of lines.
  *
  * @module
  */
-import type { SearchFileInfo, SearchFileSystem } from "./types.ts";
-import { timeoutError } from "./errors.ts";
-import { makeFilters } from "./_filter.ts";
+import { findNames, makeFilters } from "./_filter.ts";
 import { matchText } from "./_match.ts";
 import {
-  type FileFound,
   type GlobPlan,
   GrepCollector,
   type GrepPlan,
   planGlob,
   planGrep,
   resolveRoot,
+  runSearch,
+  type SearchRoot,
   SearchSlots,
-  startDeadline,
 } from "./_plan.ts";
 import { comparePaths, HEAVY_FOLDERS, isBinary, joinPath } from "./rules.ts";
 import {
   DEFAULT_LS_LIMIT,
+  DEFAULT_SEARCH_TIMEOUT_MS,
+  type FileType,
   type GlobFile,
   type GlobRequest,
   type GlobResult,
   type GrepRequest,
   type GrepResult,
-  type LsEntry,
   type LsRequest,
   type LsResult,
   type SearchEngine,
+  type SearchFileSystem,
   type SkipReason,
 } from "./types.ts";
 
@@ -46,13 +47,45 @@ export interface FallbackSearchOptions {
    * followed with `Deno.stat`). Default `false`.
    */
   readonly local?: boolean;
-  /** How many files are read at once. Default 8. */
+  /** Folders listed at once; files read at once are 8 times as many. Default 8. */
   readonly workers?: number;
 }
 
-/** A file found by the walk, relative to the root. */
-interface Found extends FileFound {
-  readonly modifiedMs?: number | null;
+/** One listed path, relative to the search root (`""` for a root file). */
+export interface Listed {
+  readonly path: string;
+  readonly name: string;
+  readonly type: FileType;
+  readonly size: number;
+  readonly modifiedMs: number | null;
+}
+
+/** Lists one folder (relative to the root). */
+export type ListFolder = (folder: string) => Promise<readonly Listed[]>;
+
+/** Reads files (relative to the root): bytes, why one is left out, or `null` to ignore it. */
+export type ReadFiles = (
+  paths: readonly string[],
+) => Promise<(Uint8Array | SkipReason | null)[]>;
+
+/** How an engine lists folders and reads files. */
+export interface FileSource {
+  /** Folders listed at once. */
+  readonly workers: number;
+  /** The most files read in one batch. */
+  readonly batchFiles: number;
+  /** Lists the root's folders to `depth`; `names` may narrow the files (`find -name`). */
+  listing(
+    root: SearchRoot,
+    depth: number,
+    signal: AbortSignal,
+    timeoutMs: number,
+    names: readonly string[] | null,
+  ): Promise<ListFolder>;
+  /** The files (relative) that can match, or `null` for all. */
+  candidates?(plan: GrepPlan, signal: AbortSignal): Promise<Set<string> | null>;
+  /** Reads a search's files. */
+  read(plan: GrepPlan, signal: AbortSignal): ReadFiles;
 }
 
 /**
@@ -81,76 +114,50 @@ export class FallbackSearch implements SearchEngine {
   readonly engine = "fallback" as const;
   readonly #fs: SearchFileSystem;
   readonly #local: boolean;
-  readonly #reads: number;
+  readonly #source: FileSource;
   readonly #slots = new SearchSlots();
 
-  /**
-   * Makes the engine.
-   *
-   * @param options The file system, whether its paths are local, reads at once.
-   */
+  /** Makes the engine. */
   constructor(options: FallbackSearchOptions) {
-    this.#fs = options.fs;
+    const fs = this.#fs = options.fs;
     this.#local = options.local ?? false;
-    this.#reads = Math.max(1, options.workers ?? 8);
+    const workers = Math.max(1, options.workers ?? 8);
+    this.#source = {
+      workers,
+      batchFiles: workers * 8,
+      listing: (root, _depth, signal) =>
+        Promise.resolve(listThrough(fs, root.path, signal)),
+      read: (plan, signal) => readThrough(fs, plan, signal),
+    };
   }
 
   /**
    * Searches file contents (see {@linkcode GrepRequest}).
    *
-   * @param request What to search.
-   * @returns The matches.
    * @throws {TypeError} For a bad pattern, glob, type or mode.
    * @throws {RangeError} For bad numbers.
    * @throws {Deno.errors.NotFound} When the path does not exist.
    * @throws {SearchTimeoutError} When the time limit passes.
    */
-  async grep(request: GrepRequest): Promise<GrepResult> {
-    const plan = await planGrep(this.#fs, request, this.#local);
-    const collector = new GrepCollector(plan);
-    if (plan.root.isFile && plan.root.size > plan.maxFileBytes) {
-      collector.skip("", "too-large", plan.root.size);
-      return collector.result("fallback");
-    }
-    const skipped: { path: string; reason: SkipReason; size?: number }[] = [];
-    const found = await this.#walk(
-      plan,
-      `Search for "${plan.regex.pattern}"`,
-      skipped,
-    );
-    for (const skip of skipped) {
-      collector.skip(skip.path, skip.reason, skip.size);
-    }
-    for (const file of found) {
-      if (!collector.add(file)) break;
-    }
-    return collector.result("fallback");
+  grep(request: GrepRequest): Promise<GrepResult> {
+    return grepFiles(this.#fs, request, this.#local, this.#slots, this.#source);
   }
 
   /**
    * Finds files by glob, newest first (see {@linkcode GlobRequest}).
    *
-   * @param request What to find.
-   * @returns The files.
    * @throws {TypeError} For a bad glob or a path that is a file.
    * @throws {Deno.errors.NotFound} When the path does not exist.
    * @throws {SearchTimeoutError} When the time limit passes.
    */
   async glob(request: GlobRequest): Promise<GlobResult> {
     const plan = await planGlob(this.#fs, request, this.#local);
-    const found = await this.#walk(plan, `Glob "${request.pattern}"`, []);
-    const files = found.map((f): GlobFile => ({
-      path: joinPath(plan.root.path, f.path),
-      modifiedMs: f.modifiedMs ?? null,
-    }));
-    return finishGlob(plan, files, "fallback");
+    return await globFiles(plan, this.#slots, this.#source, "fallback");
   }
 
   /**
    * Lists a folder, folders first (see {@linkcode LsRequest}).
    *
-   * @param request What to list.
-   * @returns The entries.
    * @throws {TypeError} For a path that is a file.
    * @throws {RangeError} For bad numbers.
    * @throws {Deno.errors.NotFound} When the path does not exist.
@@ -158,203 +165,262 @@ export class FallbackSearch implements SearchEngine {
   ls(request: LsRequest): Promise<LsResult> {
     return listFolder(this.#fs, request, this.#local);
   }
+}
 
-  /** Walks the root and returns what was found, sorted by path. */
-  async #walk(
-    plan: GrepPlan | GlobPlan,
-    what: string,
-    skipped: { path: string; reason: SkipReason; size?: number }[],
-  ): Promise<Found[]> {
-    const deadline = startDeadline(plan.timeoutMs, plan.signal);
-    const signal = deadline.signal;
-    // Matching is synchronous: the time limit is checked between windows.
-    const endAt = performance.now() + plan.timeoutMs;
-    const stop = (): void => {
-      signal.throwIfAborted();
-      if (performance.now() > endAt) throw timeoutError(what, plan.timeoutMs);
+/** Greps through a file source: the listing (and the candidates, at once) walked. */
+export async function grepFiles(
+  fs: SearchFileSystem,
+  request: GrepRequest,
+  local: boolean,
+  slots: SearchSlots,
+  source: FileSource,
+): Promise<GrepResult> {
+  const plan = await planGrep(fs, request, local);
+  const root = plan.root;
+  const what = `Search for "${plan.regex.pattern}"`;
+  return await runSearch(plan, what, slots, async (signal, stop) => {
+    let files: Listed[] = [
+      { path: "", name: "", type: "file", size: root.size, modifiedMs: null },
+    ];
+    if (!root.isFile) {
+      const only = source.candidates?.(plan, signal) ?? null;
+      only?.catch(() => {}); // awaited after the listing
+      files = await walkFiles(source, plan, signal);
+      const kept = await only;
+      if (kept) {
+        files = files.filter((f) => f.type !== "file" || kept.has(f.path));
+      }
+    }
+    const read = source.read(plan, signal);
+    // Too large or not regular files reported; the rest read a batch at a
+    // time in path order (the next batch read while one is matched) until
+    // the collector wants no more.
+    const collector = new GrepCollector(plan);
+    const wanted: Listed[] = [];
+    for (const file of files) {
+      if (file.type === "other") collector.skip(file.path, "not-regular");
+      else if (file.size > plan.maxFileBytes) {
+        collector.skip(file.path, "too-large", file.size);
+      } else wanted.push(file);
+    }
+    let start = 0;
+    const readNext = () => {
+      const batch = takeBatch(
+        wanted,
+        start,
+        (f) => plan.root.path.length + f.path.length + 4,
+        (f) => f.size,
+        source.batchFiles,
+      ).map((f) => f.path);
+      start += batch.length;
+      if (batch.length === 0) return null;
+      const reading = read(batch).then((bytes) => ({ batch, bytes }));
+      reading.catch(() => {}); // awaited below, or abandoned once done
+      return reading;
     };
-    let release: (() => void) | undefined;
-    try {
-      release = await this.#slots.acquire(signal);
-      const grep = "mode" in plan ? plan : null;
-      const filters = makeFilters(plan.filters);
-      const found: Found[] = [];
-      // Content mode: only the first files (in path order) can be shown.
-      const needed = grep?.mode === "content" ? grep.maxLinesPerFile : Infinity;
-      let retained = 0;
-      let cutoff: string | null = null;
-      const keep = (file: Found): void => {
-        if (cutoff !== null && comparePaths(file.path, cutoff) > 0) return;
-        found.push(file);
-        retained += file.lines.length;
-        if (retained <= 4 * needed + 1000) return;
-        found.sort((a, b) => comparePaths(a.path, b.path));
-        let sum = 0;
-        for (let i = 0; i < found.length; i++) {
-          sum += found[i]!.lines.length;
-          if (sum >= needed) {
-            found.length = i + 1;
-            cutoff = found[i]!.path;
-            break;
-          }
+    for (let next = readNext(); next !== null;) {
+      const { batch, bytes } = await next;
+      next = readNext();
+      for (let i = 0; i < batch.length; i++) {
+        const got = bytes[i];
+        if (typeof got === "string") collector.skip(batch[i]!, got);
+        if (!(got instanceof Uint8Array) || isBinary(got)) continue;
+        const text = decoder.decode(got);
+        const found = matchText(text, plan.regex.matcher(stop), plan);
+        if (found && !collector.add({ path: batch[i]!, ...found })) {
+          return collector.result("fallback");
         }
-        retained = found.reduce((n, f) => n + f.lines.length, 0);
-      };
-      const search = async (relativePath: string): Promise<void> => {
-        let bytes: Uint8Array;
-        try {
-          bytes = await this.#fs.readBytes(
-            joinPath(plan.root.path, relativePath),
-            { signal, maxBytes: grep!.maxFileBytes },
-          );
-        } catch (error) {
-          if (signal.aborted) throw error;
-          if (error instanceof RangeError) {
-            skipped.push({ path: relativePath, reason: "too-large" });
-          } else if (
-            error instanceof TypeError && /regular file/.test(error.message)
-          ) {
-            skipped.push({ path: relativePath, reason: "not-regular" });
-          }
-          return;
-        }
-        signal.throwIfAborted();
-        if (isBinary(bytes)) return;
-        const matches = matchText(
-          decoder.decode(bytes),
-          grep!.regex.matcher(stop),
-          {
-            multiline: grep!.multiline,
-            mode: grep!.mode === "files_with_matches"
-              ? "files"
-              : grep!.mode === "count"
-              ? "count"
-              : "content",
-            before: grep!.before,
-            after: grep!.after,
-            maxLineChars: grep!.maxLineChars,
-            maxLines: grep!.maxLinesPerFile,
-          },
-        );
-        if (matches) keep({ path: relativePath, ...matches });
-      };
-      // Folders are listed, files read, a few at a time.
-      const folders: string[] = plan.root.isFile ? [] : [""];
-      const files: string[] = plan.root.isFile ? [""] : [];
-      const running = new Set<Promise<void>>();
-      let failure: { error: unknown } | null = null;
-      const start = (task: Promise<void>): void => {
-        const tracked = task.catch((error) => {
-          failure ??= { error };
-        }).finally(() => running.delete(tracked));
-        running.add(tracked);
-      };
-      while (folders.length > 0 || files.length > 0 || running.size > 0) {
-        if (failure !== null) {
-          await Promise.all(running);
-          throw (failure as { error: unknown }).error;
-        }
-        signal.throwIfAborted();
-        while (running.size < this.#reads && (folders.length || files.length)) {
-          // Folders first, then files in batches (a shell engine's snapshot
-          // lists from memory and reads a batch with one command).
-          if (folders.length > 0) {
-            const folder = folders.pop()!;
-            const into = { folders, files, skipped, keep };
-            start(this.#list(plan, folder, filters, signal, !!grep, into));
-          } else {
-            const batch = files.splice(-64);
-            start(Promise.all(batch.map(search)).then(() => {}));
-          }
-        }
-        if (running.size > 0) await Promise.race(running);
       }
-      if (failure !== null) throw (failure as { error: unknown }).error;
-      found.sort((a, b) => comparePaths(a.path, b.path));
-      return found;
-    } catch (error) {
-      throw signal.aborted ? deadline.error(what) : error;
-    } finally {
-      deadline.clear();
-      release?.();
     }
-  }
+    return collector.result("fallback");
+  });
+}
 
-  /** Lists one folder: sub-folders and files to visit, skips, glob finds. */
-  async #list(
-    plan: GrepPlan | GlobPlan,
-    folder: string,
-    filters: ReturnType<typeof makeFilters>,
-    signal: AbortSignal,
-    grep: boolean,
-    into: {
-      folders: string[];
-      files: string[];
-      skipped: { path: string; reason: SkipReason; size?: number }[];
-      keep: (file: Found) => void;
-    },
-  ): Promise<void> {
-    let entries: readonly SearchFileInfo[] = [];
-    try {
-      entries = (await this.#fs.list(joinPath(plan.root.path, folder), {
-        depth: 1,
-        limit: Number.MAX_SAFE_INTEGER,
-        signal,
-      })).entries;
-    } catch (error) {
-      if (signal.aborted) throw error;
-      // Unreadable folder: skipped, as ripgrep does.
-    }
-    const maxFileBytes = "maxFileBytes" in plan ? plan.maxFileBytes : Infinity;
-    const prefix = folder === "" ? "" : `${folder}/`;
-    for (const entry of entries) {
-      const path = prefix + entry.name;
-      if (entry.type === "directory") {
-        if (filters.descend(path, entry.name)) into.folders.push(path);
-      } else if (entry.type === "other" || entry.type === "file") {
-        if (!filters.include(path, entry.name)) continue;
-        if (!grep) {
-          if (entry.type === "file") {
-            into.keep({
-              path,
-              count: 0,
-              lines: [],
-              modifiedMs: entry.modifiedAt?.getTime() ?? null,
-            });
+/** Globs through a file source. */
+export function globFiles(
+  plan: GlobPlan,
+  slots: SearchSlots,
+  source: FileSource,
+  engine: "ripgrep" | "fallback",
+): Promise<GlobResult> {
+  const what = `Glob "${plan.filters.glob}"`;
+  return runSearch(plan, what, slots, async (signal) => {
+    const files = await walkFiles(source, plan, signal);
+    return finishGlob(
+      plan,
+      files.filter((f) => f.type === "file").map((f) => ({
+        path: joinPath(plan.root.path, f.path),
+        modifiedMs: f.modifiedMs,
+      })),
+      engine,
+    );
+  });
+}
+
+/** Lists folders through the file-system interface. */
+function listThrough(
+  fs: SearchFileSystem,
+  root: string,
+  signal: AbortSignal | undefined,
+): ListFolder {
+  return async (folder) =>
+    (await fs.list(joinPath(root, folder), {
+      depth: 1,
+      limit: Number.MAX_SAFE_INTEGER,
+      ...(signal ? { signal } : {}),
+    })).entries.map((e) => ({
+      path: folder === "" ? e.name : `${folder}/${e.name}`,
+      name: e.name,
+      type: e.type,
+      size: e.size,
+      modifiedMs: e.modifiedAt?.getTime() ?? null,
+    }));
+}
+
+/** Reads files through the file-system interface, refusing large ones. */
+export function readThrough(
+  fs: SearchFileSystem,
+  plan: GrepPlan,
+  signal: AbortSignal,
+): ReadFiles {
+  const maxBytes = plan.maxFileBytes;
+  return (paths) =>
+    Promise.all(
+      paths.map((path) =>
+        fs.readBytes(joinPath(plan.root.path, path), { signal, maxBytes })
+          .catch((error): SkipReason | null => {
+            if (signal.aborted) throw error;
+            if (error instanceof RangeError) return "too-large";
+            return error instanceof TypeError &&
+                /regular file/.test(error.message)
+              ? "not-regular"
+              : null;
+          })
+      ),
+    );
+}
+
+/**
+ * Walks breadth first, each folder's entries by name (so that a limit keeps
+ * the shallow ones), `workers` folders listed at once. A folder that cannot
+ * be listed is left out, as ripgrep does (the root too, unless `strict`).
+ */
+async function walk(
+  list: ListFolder,
+  options: {
+    readonly depth: number;
+    readonly limit: number;
+    readonly workers: number;
+    readonly signal: AbortSignal | undefined;
+    readonly strict: boolean;
+    descend(path: string, name: string): boolean;
+  },
+): Promise<{ entries: Listed[]; truncated: boolean }> {
+  const entries: Listed[] = [];
+  let level = [""];
+  for (let depth = 1; depth <= options.depth && level.length > 0; depth++) {
+    const next: string[] = [];
+    for (let i = 0; i < level.length; i += options.workers) {
+      options.signal?.throwIfAborted();
+      const listed = await Promise.all(
+        level.slice(i, i + options.workers).map((folder) =>
+          list(folder).catch((error) => {
+            if (options.signal?.aborted || (options.strict && folder === "")) {
+              throw error;
+            }
+            return [];
+          })
+        ),
+      );
+      for (const folder of listed) {
+        for (const entry of [...folder].sort(byName)) {
+          if (entries.length >= options.limit) {
+            return { entries, truncated: true };
           }
-        } else if (entry.type === "other") {
-          into.skipped.push({ path, reason: "not-regular" });
-        } else if (entry.size > maxFileBytes) {
-          into.skipped.push({ path, reason: "too-large", size: entry.size });
-        } else {
-          into.files.push(path);
+          entries.push(entry);
+          if (
+            entry.type === "directory" &&
+            options.descend(entry.path, entry.name)
+          ) next.push(entry.path);
         }
       }
     }
+    level = next;
   }
+  return { entries, truncated: false };
+}
+
+const byName = (a: Listed, b: Listed): number => comparePaths(a.name, b.name);
+const byPath = (a: Listed, b: Listed): number => comparePaths(a.path, b.path);
+
+/** Every file (not folder) the filters keep, in path order. */
+async function walkFiles(
+  source: FileSource,
+  plan: GrepPlan | GlobPlan,
+  signal: AbortSignal,
+): Promise<Listed[]> {
+  const names = findNames(plan.filters);
+  const { timeoutMs, root } = plan;
+  const filters = makeFilters(plan.filters);
+  const { entries } = await walk(
+    await source.listing(root, Infinity, signal, timeoutMs, names),
+    {
+      depth: Infinity,
+      limit: Infinity,
+      workers: source.workers,
+      signal,
+      strict: false,
+      descend: filters.descend,
+    },
+  );
+  return entries.filter((e) =>
+    e.type !== "directory" && e.type !== "symlink" &&
+    filters.include(e.path, e.name)
+  ).sort(byPath);
+}
+
+/** The longest command line sent at once (Linux caps one argument at 128 KiB). */
+const MAX_COMMAND_CHARS = 64 * 1024;
+/** The most bytes of files read by one batch. */
+const READ_BATCH_BYTES = 4 * 1024 * 1024;
+
+/** Items from `start` whose quoted size stays under one command line. */
+export function takeBatch<T>(
+  items: readonly T[],
+  start: number,
+  chars: (item: T) => number,
+  bytes: (item: T) => number = () => 0,
+  maxItems = Infinity,
+): T[] {
+  const batch: T[] = [];
+  let total = 0;
+  let read = 0;
+  for (let i = start; i < items.length && batch.length < maxItems; i++) {
+    const size = chars(items[i]!) + 4;
+    const weight = bytes(items[i]!);
+    if (
+      batch.length > 0 &&
+      (total + size > MAX_COMMAND_CHARS || read + weight > READ_BATCH_BYTES)
+    ) break;
+    batch.push(items[i]!);
+    total += size;
+    read += weight;
+  }
+  return batch;
 }
 
 const decoder = new TextDecoder("utf-8", { ignoreBOM: true });
 
-/**
- * Sorts found files newest first (then by path) and applies the limit.
- *
- * @param plan The checked request.
- * @param files The files found.
- * @param engine Which engine answered.
- * @returns The result.
- */
+/** Sorts found files newest first (then by path) and applies the limit. */
 export function finishGlob(
-  plan: GlobPlan,
+  plan: { readonly root: SearchRoot; readonly limit: number },
   files: GlobFile[],
   engine: "ripgrep" | "fallback",
 ): GlobResult {
-  files.sort((a, b) => {
-    const x = a.modifiedMs ?? -Infinity;
-    const y = b.modifiedMs ?? -Infinity;
-    if (x !== y) return y - x;
-    return comparePaths(a.path, b.path);
-  });
+  files.sort((a, b) =>
+    (b.modifiedMs ?? -Infinity) - (a.modifiedMs ?? -Infinity) ||
+    comparePaths(a.path, b.path)
+  );
   return {
     path: plan.root.path,
     engine,
@@ -367,77 +433,58 @@ export function finishGlob(
 /**
  * Lists a folder to a depth, folders first, heavy folders below the root
  * shown but not descended into.
- *
- * @param fs The runtime's file system.
- * @param request What to list.
- * @param local Whether the file system's paths are local.
- * @returns The entries.
  */
 export async function listFolder(
   fs: SearchFileSystem,
   request: LsRequest,
   local: boolean,
+  listing: FileSource["listing"] = (root, _depth, signal) =>
+    Promise.resolve(listThrough(fs, root.path, signal)),
 ): Promise<LsResult> {
   const depth = request.depth ?? 1;
   const limit = request.limit ?? DEFAULT_LS_LIMIT;
-  if (!Number.isInteger(depth) || depth < 1) {
-    throw new RangeError(
-      `Invalid depth "${depth}": expected an integer of at least 1`,
-    );
-  }
-  if (!Number.isInteger(limit) || limit < 1) {
-    throw new RangeError(
-      `Invalid limit "${limit}": expected an integer of at least 1`,
-    );
+  for (const [name, value] of [["depth", depth], ["limit", limit]] as const) {
+    if (!Number.isInteger(value) || value < 1) {
+      throw new RangeError(
+        `Invalid ${name} "${value}": expected an integer of at least 1`,
+      );
+    }
   }
   request.signal?.throwIfAborted();
   const root = await resolveRoot(fs, request.path, local);
   if (root.isFile) {
     throw new TypeError(`Cannot list "${request.path ?? "."}": not a folder`);
   }
-  const entries: LsEntry[] = [];
-  let truncated = false;
-  // Breadth first, so that a limit keeps the shallow entries.
-  let level: string[] = [""];
-  for (let d = 1; d <= depth && level.length > 0 && !truncated; d++) {
-    const next: string[] = [];
-    for (const folder of level) {
-      request.signal?.throwIfAborted();
-      let listed: readonly SearchFileInfo[];
-      try {
-        listed = (await fs.list(joinPath(root.path, folder), {
-          depth: 1,
-          limit: Number.MAX_SAFE_INTEGER,
-          ...(request.signal ? { signal: request.signal } : {}),
-        })).entries;
-      } catch (error) {
-        if (folder === "") throw error;
-        continue;
-      }
-      const sorted = [...listed].sort((a, b) => comparePaths(a.name, b.name));
-      for (const info of sorted) {
-        if (entries.length >= limit) {
-          truncated = true;
-          break;
-        }
-        const path = folder === "" ? info.name : `${folder}/${info.name}`;
-        const heavy = info.type === "directory" && HEAVY_FOLDERS.has(info.name);
-        entries.push({
-          path,
-          type: info.type,
-          size: info.size,
-          skipped: heavy && d < depth,
-        });
-        if (info.type === "directory" && !heavy) next.push(path);
-      }
-      if (truncated) break;
-    }
-    level = next;
-  }
-  entries.sort((a, b) => {
-    const x = a.type === "directory" ? 0 : 1;
-    const y = b.type === "directory" ? 0 : 1;
-    return x - y || comparePaths(a.path, b.path);
-  });
-  return { path: root.path, entries, truncated };
+  return await runSearch(
+    { timeoutMs: DEFAULT_SEARCH_TIMEOUT_MS, signal: request.signal },
+    `List "${request.path ?? "."}"`,
+    null,
+    async (signal) => {
+      const { entries, truncated } = await walk(
+        await listing(root, depth, signal, DEFAULT_SEARCH_TIMEOUT_MS, null),
+        {
+          depth,
+          limit,
+          workers: 8,
+          signal,
+          strict: true,
+          descend: (_path, name) => !HEAVY_FOLDERS.has(name),
+        },
+      );
+      return {
+        path: root.path,
+        entries: entries.map((e) => ({
+          path: e.path,
+          type: e.type,
+          size: e.size,
+          skipped: e.type === "directory" && HEAVY_FOLDERS.has(e.name) &&
+            e.path.split("/").length < depth,
+        })).sort((a, b) =>
+          Number(a.type !== "directory") - Number(b.type !== "directory") ||
+          comparePaths(a.path, b.path)
+        ),
+        truncated,
+      };
+    },
+  );
 }

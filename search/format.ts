@@ -262,19 +262,14 @@ export function formatLsResult(
   const lines: string[] = [];
   if (options.header ?? true) lines.push(`${result.path}:`);
   if (result.entries.length === 0) lines.push("(empty folder)");
-  for (const entry of result.entries) {
-    switch (entry.type) {
-      case "directory":
-        lines.push(
-          `${entry.path}/${entry.skipped ? " (not listed: heavy folder)" : ""}`,
-        );
-        break;
-      case "symlink":
-        lines.push(`${entry.path} (symlink)`);
-        break;
-      default:
-        lines.push(entry.path);
-    }
+  for (const { path, type, skipped } of result.entries) {
+    lines.push(
+      type === "directory"
+        ? `${path}/${skipped ? " (not listed: heavy folder)" : ""}`
+        : type === "symlink"
+        ? `${path} (symlink)`
+        : path,
+    );
   }
   if (result.truncated) {
     lines.push(

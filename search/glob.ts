@@ -24,12 +24,7 @@ export interface CompiledGlob {
   readonly dirOnly: boolean;
   /** The regular expression over a relative `/`-separated path. */
   readonly regex: RegExp;
-  /**
-   * Whether the glob (without its `!`) matches a path.
-   *
-   * @param relativePath The path relative to the searched folder.
-   * @param isDir Whether the path is a folder.
-   */
+  /** Whether the glob (without its `!`) matches a path. */
   matches(relativePath: string, isDir: boolean): boolean;
 }
 
@@ -103,14 +98,9 @@ export function compileGlob(glob: string): CompiledGlob {
   };
 }
 
-/** Escapes a character outside a class (`u` mode allows only these). */
-function escapeChar(c: string): string {
-  return /[\\^$.*+?()[\]{}|/]/.test(c) ? `\\${c}` : c;
-}
-
-/** Escapes a character inside a class. */
-function escapeClassChar(c: string): string {
-  return /[\\^$.*+?()[\]{}|/-]/.test(c) ? `\\${c}` : c;
+/** Escapes a character (outside a class, `u` mode allows only these). */
+function escapeChar(c: string, inClass = false): string {
+  return /[\\^$.*+?()[\]{}|/]/.test(c) || (inClass && c === "-") ? `\\${c}` : c;
 }
 
 /** Translates a glob (after gitignore processing) into regex source. */
@@ -121,99 +111,54 @@ function globToRegExpSource(glob: string, original: string): string {
   };
   let out = "";
   let inAlternation = false;
-  let i = 0;
-  while (i < chars.length) {
+  for (let i = 0; i < chars.length;) {
     const c = chars[i]!;
     if (c === "\\") {
-      const next = chars[i + 1];
-      if (next === undefined) fail("dangling escape at the end");
-      out += escapeChar(next!);
+      if (i + 1 === chars.length) fail("dangling escape at the end");
+      out += escapeChar(chars[i + 1]!);
       i += 2;
-      continue;
-    }
-    if (c === "*") {
+    } else if (c === "*") {
       let j = i;
       while (chars[j] === "*") j++;
-      const stars = j - i;
-      const atStart = i === 0 || chars[i - 1] === "/" ||
-        (inAlternation && (chars[i - 1] === "{" || chars[i - 1] === ","));
-      const atEnd = j === chars.length || chars[j] === "/" ||
-        (inAlternation && (chars[j] === "}" || chars[j] === ","));
-      if (stars >= 2 && atStart && atEnd) {
-        const followedBySlash = chars[j] === "/";
-        const precededBySlash = i > 0 && chars[i - 1] === "/";
-        if (followedBySlash && !precededBySlash) {
-          // `**/` prefix: zero or more folders.
-          out += "(?:.*/)?";
-          i = j + 1;
-        } else if (followedBySlash && precededBySlash) {
-          // `/**/`: the `/` before is out already; zero or more folders.
-          out += "(?:.*/)?";
-          i = j + 1;
-        } else if (precededBySlash) {
-          // `/**` suffix.
-          out += ".*";
-          i = j;
-        } else {
-          out += ".*";
-          i = j;
-        }
-      } else {
-        out += "[^/]*";
-        i = j;
-      }
-      continue;
-    }
-    if (c === "?") {
+      const before = chars[i - 1];
+      const after = chars[j];
+      const atStart = i === 0 || before === "/" ||
+        (inAlternation && (before === "{" || before === ","));
+      const atEnd = j === chars.length || after === "/" ||
+        (inAlternation && (after === "}" || after === ","));
+      if (j - i < 2 || !atStart || !atEnd) out += "[^/]*";
+      // `**/` (a `/` before it is out already): zero or more folders.
+      else if (after === "/") out += "(?:.*/)?";
+      else out += ".*";
+      i = after === "/" && j - i >= 2 && atStart ? j + 1 : j;
+    } else if (c === "?") {
       out += "[^/]";
       i++;
-      continue;
-    }
-    if (c === "[") {
+    } else if (c === "[") {
       let j = i + 1;
-      let negate = false;
-      if (chars[j] === "!" || chars[j] === "^") {
-        negate = true;
-        j++;
-      }
+      const negate = chars[j] === "!" || chars[j] === "^";
+      if (negate) j++;
       let body = "";
-      let first = true;
-      for (;;) {
+      for (let first = true; chars[j] !== "]" || first; j++, first = false) {
         const d = chars[j];
         if (d === undefined) fail("unclosed character class");
-        if (d === "]" && !first) break;
-        first = false;
-        if (d === "-" && body !== "" && chars[j + 1] !== "]") {
-          body += "-";
-        } else {
-          body += escapeClassChar(d!);
-        }
-        j++;
+        const range = d === "-" && body !== "" && chars[j + 1] !== "]";
+        body += range ? "-" : escapeChar(d!, true);
       }
       out += negate ? `[^/${body}]` : `[${body}]`;
       i = j + 1;
-      continue;
-    }
-    if (c === "{") {
-      if (inAlternation) fail("nested alternate groups are not allowed");
-      inAlternation = true;
-      out += "(?:";
+    } else {
+      if (c === "{") {
+        if (inAlternation) fail("nested alternate groups are not allowed");
+        inAlternation = true;
+        out += "(?:";
+      } else if (c === "}" && inAlternation) {
+        inAlternation = false;
+        out += ")";
+      } else if (c === "," && inAlternation) out += "|";
+      else out += escapeChar(c);
       i++;
-      continue;
     }
-    if (c === "}" && inAlternation) {
-      inAlternation = false;
-      out += ")";
-      i++;
-      continue;
-    }
-    if (c === "," && inAlternation) {
-      out += "|";
-      i++;
-      continue;
-    }
-    out += escapeChar(c);
-    i++;
   }
   if (inAlternation) fail("unclosed alternate group");
   return out;

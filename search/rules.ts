@@ -16,9 +16,7 @@ export const HEAVY_FOLDERS: ReadonlySet<string> = new Set(HEAVY_FOLDER_NAMES);
 /** A file is binary when a NUL byte is in its first 8 KiB. */
 export const BINARY_SNIFF_BYTES = 8192;
 
-/**
- * The file types of `grep`'s `type` filter, as file name extensions.
- */
+/** The file types of `grep`'s `type` filter, as file name extensions. */
 export const FILE_TYPES: Readonly<Record<string, readonly string[]>> = {
   c: ["c", "h"],
   cpp: ["cpp", "cc", "cxx", "hpp", "hh", "hxx", "h"],
@@ -117,15 +115,9 @@ export function isBinary(bytes: Uint8Array): boolean {
   return head.indexOf(0) !== -1;
 }
 
-export { compareNames, comparePaths } from "../_internal/compare.ts";
+export { comparePaths } from "../_internal/compare.ts";
 
-/**
- * Joins a folder and a relative `/`-separated path.
- *
- * @param folder An absolute folder.
- * @param relative A relative path.
- * @returns The joined path.
- */
+/** Joins a folder and a relative `/`-separated path. */
 export function joinPath(folder: string, relative: string): string {
   if (relative === "") return folder;
   return folder.endsWith("/") ? folder + relative : `${folder}/${relative}`;

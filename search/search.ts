@@ -8,16 +8,7 @@
 import { FallbackSearch } from "./fallback.ts";
 import { type SearchShell, ShellSearch } from "./shell.ts";
 import { detectRipgrep, RipgrepSearch } from "./ripgrep.ts";
-import type {
-  GlobRequest,
-  GlobResult,
-  GrepRequest,
-  GrepResult,
-  LsRequest,
-  LsResult,
-  SearchEngine,
-  SearchFileSystem,
-} from "./types.ts";
+import type { SearchEngine, SearchFileSystem } from "./types.ts";
 
 /** Options of {@linkcode createSearch}. */
 export interface CreateSearchOptions {
@@ -122,14 +113,8 @@ export function createSearch(options: CreateSearchOptions): SearchEngine {
     return chosen;
   };
   return {
-    async grep(request: GrepRequest): Promise<GrepResult> {
-      return await (await pick()).grep(request);
-    },
-    async glob(request: GlobRequest): Promise<GlobResult> {
-      return await (await pick()).glob(request);
-    },
-    async ls(request: LsRequest): Promise<LsResult> {
-      return await (await pick()).ls(request);
-    },
+    grep: (request) => pick().then((engine) => engine.grep(request)),
+    glob: (request) => pick().then((engine) => engine.glob(request)),
+    ls: (request) => pick().then((engine) => engine.ls(request)),
   };
 }

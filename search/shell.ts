@@ -1,36 +1,37 @@
 /**
- * A search engine that runs in the sandbox, through a shell executor, so that
- * `grep`, `glob` and `ls` on a remote runtime never download the tree:
- * ripgrep when the sandbox has it (detected once), else `find` (and `grep -F`
- * for literal patterns) for what they answer exactly, our own glob and regex
- * semantics applied to what comes back. What comes back is framed with
- * `base64`, so any channel that carries text carries it exactly (paths with
- * newlines, invalid UTF-8, NUL bytes). The fallback over the file-system
- * interface is the last resort, for a sandbox without `base64` or GNU `find`.
- *
- * Every value put into a command line is quoted by `shellQuote`.
- *
- * Why one long file: the in-sandbox engine builds its shell scripts (with
- * rg, and with find and grep), runs them and parses their output in one
- * class whose quoting and parsing must agree line for line. The `find`
- * listing it serves to the fallback engine is `SnapshotFileSystem`
- * (`_snapshot_fs.ts`).
+ * The search engine that runs through a shell (in the sandbox, or on the host
+ * through the local runtime's launcher), so that `grep`, `glob` and `ls` on a
+ * remote runtime never download the tree: ripgrep when the sandbox has it
+ * (detected once), else one `find` listing and a `grep -E` prefilter, walked
+ * and matched by the code of `fallback.ts`. Every command's output is framed
+ * with `base64`, so any channel that carries text carries it exactly (paths
+ * with newlines, invalid UTF-8, NUL bytes), and every value put into a
+ * command line is quoted by `shellQuote`. A sandbox without `base64` or GNU
+ * `find` is searched through the file-system interface (`FallbackSearch`).
  *
  * @module
  */
 import { formatBytes } from "../_internal/format.ts";
-import { SnapshotFileSystem, takeBatch } from "./_snapshot_fs.ts";
-import { findNames } from "./_filter.ts";
 import { shellQuote } from "../_internal/shell_quote.ts";
-import { FallbackSearch, listFolder } from "./fallback.ts";
+import {
+  FallbackSearch,
+  type FileSource,
+  globFiles,
+  grepFiles,
+  type Listed,
+  type ListFolder,
+  listFolder,
+  readThrough,
+  takeBatch,
+} from "./fallback.ts";
 import {
   GrepCollector,
   type GrepPlan,
   planGlob,
   planGrep,
-  resolveRoot,
+  runSearch,
   type SearchRoot,
-  startDeadline,
+  SearchSlots,
 } from "./_plan.ts";
 import {
   DEBUG_SKIP_AWK,
@@ -40,7 +41,6 @@ import {
   parseRipgrepOutput,
   ripgrepError,
   ripgrepGrepArgs,
-  type RipgrepSkip,
 } from "./_ripgrep_protocol.ts";
 import {
   BINARY_SNIFF_BYTES,
@@ -48,19 +48,16 @@ import {
   HEAVY_FOLDERS,
   joinPath,
 } from "./rules.ts";
-import {
-  DEFAULT_LS_LIMIT,
-  DEFAULT_SEARCH_TIMEOUT_MS,
-  type FileType,
-  type GlobRequest,
-  type GlobResult,
-  type GrepRequest,
-  type GrepResult,
-  type LsRequest,
-  type LsResult,
-  type SearchEngine,
-  type SearchFileInfo,
-  type SearchFileSystem,
+import type {
+  FileType,
+  GlobRequest,
+  GlobResult,
+  GrepRequest,
+  GrepResult,
+  LsRequest,
+  LsResult,
+  SearchEngine,
+  SearchFileSystem,
 } from "./types.ts";
 
 /** Options of {@linkcode SearchShell.exec}. */
@@ -94,13 +91,7 @@ export interface SearchShellResult {
  * sandbox whose files are searched. A runtime adapts its `execute` to it.
  */
 export interface SearchShell {
-  /**
-   * Runs one command line.
-   *
-   * @param command The command line (every value in it quoted).
-   * @param options Time limit, signal, output cap.
-   * @returns Its output and exit code.
-   */
+  /** Runs one command line. */
   exec(
     command: string,
     options: SearchShellExecOptions,
@@ -126,7 +117,7 @@ export interface ShellSearchOptions {
    * error asking for a narrower search. Default 32 MiB.
    */
   readonly maxOutputBytes?: number;
-  /** Files the last resort and the `find` engine's matching read at once. */
+  /** Folders and files the last resort (`FallbackSearch`) reads at once. */
   readonly workers?: number;
   /**
    * The shell runs on this host (no `rg`): `find` and `grep` run through it,
@@ -158,8 +149,6 @@ const DEFAULT_MAX_OUTPUT_BYTES = 32 * 1024 * 1024;
 /** The first output cap of a content search (its output is sorted: a prefix). */
 const CONTENT_FIRST_BYTES = 1024 * 1024;
 const STATUS_MARK = "skillrun-status";
-/** Separates the parts of a one-`cat` read of files. */
-const READ_MARK = "skillrun-read";
 const DETECT_TIMEOUT_MS = 30_000;
 /** Added to a search's time limit for the shell's own limit (a backstop). */
 const EXEC_SLACK_MS = 5_000;
@@ -205,6 +194,7 @@ export class ShellSearch implements SearchEngine {
   readonly #workers: number;
   readonly #fallback: FallbackSearch;
   readonly #direct: boolean;
+  readonly #slots = new SearchSlots();
   #caps: Promise<Capabilities> | null = null;
   #commands = 0;
   #stdoutBytes = 0;
@@ -212,7 +202,6 @@ export class ShellSearch implements SearchEngine {
   /**
    * Makes the engine (nothing runs until the first search).
    *
-   * @param options The shell, the file system, the engine choice.
    * @throws {RangeError} `maxOutputBytes` is not a positive integer.
    */
   constructor(options: ShellSearchOptions) {
@@ -243,8 +232,6 @@ export class ShellSearch implements SearchEngine {
   /**
    * Searches file contents (see {@linkcode GrepRequest}).
    *
-   * @param request What to search.
-   * @returns The matches.
    * @throws {TypeError} For a bad pattern, glob, type or mode.
    * @throws {RangeError} For bad numbers.
    * @throws {Deno.errors.NotFound} When the path does not exist.
@@ -255,56 +242,19 @@ export class ShellSearch implements SearchEngine {
     const caps = await this.#capabilities(request.signal);
     if (caps.rg) return await this.#grepRipgrep(request);
     if (!caps.framing) return await this.#fallback.grep(request);
-    const plan = await planGrep(this.#fs, request, false);
-    if (plan.root.isFile && plan.root.size > plan.maxFileBytes) {
-      const skipped = new GrepCollector(plan);
-      skipped.skip("", "too-large", plan.root.size);
-      return skipped.result("fallback");
-    }
-    const deadline = startDeadline(plan.timeoutMs, plan.signal);
-    const what = `Search for "${plan.regex.pattern}"`;
-    try {
-      const prefilter = caps.grep && !plan.root.isFile
-        ? grepPrefilter(plan, caps.utf8)
-        : null;
-      // The prefilter and the listing run at once (two commands).
-      const only = prefilter
-        ? this.#filesMatching(
-          plan.root,
-          prefilter,
-          plan.maxFileBytes,
-          deadline.signal,
-          plan.timeoutMs,
-        )
-        : null;
-      const snapshot = await this.#snapshot(
-        plan.root,
-        Infinity,
-        plan.timeoutMs,
-        deadline.signal,
-        only,
-        request.path,
-        findNames(plan.filters),
-      );
-      return await new FallbackSearch({
-        fs: snapshot,
-        local: false,
-        workers: this.#workers,
-      }).grep(request);
-    } catch (error) {
-      if (deadline.signal.aborted) throw deadline.error(what);
-      throw error;
-    } finally {
-      deadline.clear();
-    }
+    return await grepFiles(
+      this.#fs,
+      request,
+      false,
+      this.#slots,
+      this.#source(caps),
+    );
   }
 
   /**
    * Finds files by glob, newest first (see {@linkcode GlobRequest}), from one
    * `find` listing of the folder.
    *
-   * @param request What to find.
-   * @returns The files.
    * @throws {TypeError} For a bad glob or a path that is a file.
    * @throws {Deno.errors.NotFound} When the path does not exist.
    * @throws {SearchTimeoutError} When the time limit passes.
@@ -313,36 +263,14 @@ export class ShellSearch implements SearchEngine {
     const caps = await this.#capabilities(request.signal);
     if (!caps.framing) return await this.#fallback.glob(request);
     const plan = await planGlob(this.#fs, request, false);
-    const deadline = startDeadline(plan.timeoutMs, plan.signal);
-    try {
-      const snapshot = await this.#snapshot(
-        plan.root,
-        Infinity,
-        plan.timeoutMs,
-        deadline.signal,
-        null,
-        request.path,
-        findNames(plan.filters),
-      );
-      const result = await new FallbackSearch({ fs: snapshot, local: false })
-        .glob(request);
-      return { ...result, engine: caps.rg ? "ripgrep" : "fallback" };
-    } catch (error) {
-      if (deadline.signal.aborted) {
-        throw deadline.error(`Glob "${request.pattern}"`);
-      }
-      throw error;
-    } finally {
-      deadline.clear();
-    }
+    const engine = caps.rg ? "ripgrep" : "fallback";
+    return await globFiles(plan, this.#slots, this.#source(caps), engine);
   }
 
   /**
    * Lists a folder, folders first (see {@linkcode LsRequest}), from one
    * `find` listing to the requested depth.
    *
-   * @param request What to list.
-   * @returns The entries.
    * @throws {TypeError} For a path that is a file.
    * @throws {RangeError} For bad numbers.
    * @throws {Deno.errors.NotFound} When the path does not exist.
@@ -350,44 +278,36 @@ export class ShellSearch implements SearchEngine {
   async ls(request: LsRequest): Promise<LsResult> {
     const caps = await this.#capabilities(request.signal);
     if (!caps.framing) return await this.#fallback.ls(request);
-    const depth = request.depth ?? 1;
-    const limit = request.limit ?? DEFAULT_LS_LIMIT;
-    if (!Number.isInteger(depth) || depth < 1) {
-      throw new RangeError(
-        `Invalid depth "${depth}": expected an integer of at least 1`,
-      );
-    }
-    if (!Number.isInteger(limit) || limit < 1) {
-      throw new RangeError(
-        `Invalid limit "${limit}": expected an integer of at least 1`,
-      );
-    }
-    request.signal?.throwIfAborted();
-    const root = await resolveRoot(this.#fs, request.path, false);
-    if (root.isFile) {
-      throw new TypeError(
-        `Cannot list "${request.path ?? "."}": not a folder`,
-      );
-    }
-    const deadline = startDeadline(DEFAULT_SEARCH_TIMEOUT_MS, request.signal);
-    try {
-      const snapshot = await this.#snapshot(
-        root,
-        depth,
-        DEFAULT_SEARCH_TIMEOUT_MS,
-        deadline.signal,
-        null,
-        request.path,
-      );
-      return await listFolder(snapshot, request, false);
-    } catch (error) {
-      if (deadline.signal.aborted) {
-        throw deadline.error(`List "${request.path ?? "."}"`);
-      }
-      throw error;
-    } finally {
-      deadline.clear();
-    }
+    return await listFolder(
+      this.#fs,
+      request,
+      false,
+      this.#source(caps).listing,
+    );
+  }
+
+  /** The find engine's file source. */
+  #source(caps: Capabilities): FileSource {
+    return {
+      workers: this.#workers,
+      batchFiles: this.#direct ? 64 : Infinity,
+      listing: (...args) => this.#listing(...args),
+      candidates: (plan, signal) => {
+        const grep = caps.grep ? grepPrefilter(plan, caps.utf8) : null;
+        return grep
+          ? this.#filesMatching(plan.root, grep, plan, signal)
+          : Promise.resolve(null);
+      },
+      read: (plan, signal) =>
+        this.#direct
+          ? readThrough(this.#fs, plan, signal)
+          : (paths) =>
+            this.#readFiles(
+              plan.root,
+              paths.map((path) => joinPath(plan.root.path, path)),
+              signal,
+            ),
+    };
   }
 
   /** Finds out once what the sandbox has; a failed detection is not cached. */
@@ -497,97 +417,81 @@ export class ShellSearch implements SearchEngine {
 
   async #grepRipgrep(request: GrepRequest): Promise<GrepResult> {
     const plan = await planGrep(this.#fs, request, false);
-    if (plan.root.isFile && plan.root.size > plan.maxFileBytes) {
+    const root = plan.root;
+    if (root.isFile && root.size > plan.maxFileBytes) {
       const skipped = new GrepCollector(plan);
-      skipped.skip("", "too-large", plan.root.size);
+      skipped.skip("", "too-large", root.size);
       return skipped.result("ripgrep");
     }
-    const deadline = startDeadline(plan.timeoutMs, plan.signal);
-    const what = `Search for "${plan.regex.pattern}"`;
-    try {
-      // rg's debug lines name what it skipped (over the size limit, not a
-      // regular file); only those lines and real errors reach stderr.
-      const rg = `( rg ${
-        ripgrepGrepArgs(plan, { debug: true }).map(shellQuote).join(" ")
-      } 2>&1 1>&3 | awk ${
-        shellQuote(DEBUG_SKIP_AWK)
-      } >&2; exit "\${PIPESTATUS[0]}" ) 3>&1`;
-      const body = plan.root.isFile
-        ? rg
-        : `cd -- ${shellQuote(plan.root.path)} && ${rg}`;
-      let cap = plan.mode === "content"
-        ? Math.min(CONTENT_FIRST_BYTES, this.#maxBytes)
-        : this.#maxBytes;
-      for (;;) {
-        const run = await this.#framed(
-          body,
-          cap,
-          deadline.signal,
-          plan.timeoutMs,
-        );
-        const skips: RipgrepSkip[] = [];
-        const errorLines: string[] = [];
-        for (const line of run.stderr.split("\n")) {
-          const skipped = parseDebugSkip(line);
-          if (skipped) skips.push(skipped);
-          else if (line.trim() !== "") errorLines.push(line);
-        }
-        const errors = errorLines.join("\n");
-        if (!run.truncated && run.status !== 0 && run.status !== 1) {
-          if (run.status === 2 && errors !== "") {
-            throw ripgrepError(plan, errors);
+    // rg's debug lines name what it skipped (over the size limit, not a
+    // regular file); only those lines and real errors reach stderr.
+    const rg = `( rg ${
+      ripgrepGrepArgs(plan, { debug: true }).map(shellQuote).join(" ")
+    } 2>&1 1>&3 | awk ${
+      shellQuote(DEBUG_SKIP_AWK)
+    } >&2; exit "\${PIPESTATUS[0]}" ) 3>&1`;
+    const body = root.isFile ? rg : `cd -- ${shellQuote(root.path)} && ${rg}`;
+    let cap = plan.mode === "content"
+      ? Math.min(CONTENT_FIRST_BYTES, this.#maxBytes)
+      : this.#maxBytes;
+    return await runSearch(
+      plan,
+      `Search for "${plan.regex.pattern}"`,
+      this.#slots,
+      async (signal) => {
+        for (;;) {
+          const run = await this.#framed(body, cap, signal, plan.timeoutMs);
+          const collector = new GrepCollector(plan);
+          const errors: string[] = [];
+          for (const line of run.stderr.split("\n")) {
+            const skipped = parseDebugSkip(line);
+            if (skipped) {
+              const path = skipped.path.replace(/^\.\//, "");
+              collector.skip(
+                root.isFile ? "" : path,
+                skipped.reason,
+                skipped.size,
+              );
+            } else if (line.trim() !== "") errors.push(line);
           }
-          if (run.status !== 2) {
+          if (!run.truncated && run.status === 2 && errors.length > 0) {
+            throw ripgrepError(plan, errors.join("\n"));
+          }
+          if (!run.truncated && ![0, 1, 2].includes(run.status)) {
             throw new Error(
-              `Cannot search "${plan.root.path}": ripgrep failed in the sandbox (status ${run.status})${
-                errors ? `: ${errorLines.at(-1)}` : ""
+              `Cannot search "${root.path}": ripgrep failed in the sandbox (status ${run.status})${
+                errors.length ? `: ${errors.at(-1)}` : ""
               }`,
             );
           }
-        }
-        const files = parseRipgrepOutput(run.bytes, plan);
-        // A cut output's last file may lack lines: it is not used.
-        if (run.truncated) files.pop();
-        const collector = new GrepCollector(plan);
-        for (const skipped of skips) {
-          collector.skip(
-            plan.root.isFile ? "" : skipped.path.replace(/^\.\//, ""),
-            skipped.reason,
-            skipped.size,
-          );
-        }
-        if (plan.mode !== "content") {
-          if (run.truncated) throw this.#tooMuch(plan.root.path);
-          files.sort((a, b) => comparePaths(a.path, b.path));
-        }
-        let next = 0;
-        while (next < files.length && !collector.stopped) {
-          const batch = takeBatch(files, next, (f) => f.path.length + 8);
-          next += batch.length;
-          const binary = await this.#binaryFiles(
-            plan.root,
-            batch.map((f) => f.path),
-            deadline.signal,
-            plan.timeoutMs,
-          );
-          for (const file of batch) {
-            if (binary.has(file.path)) continue;
-            if (!collector.add(file)) break;
+          const files = parseRipgrepOutput(run.bytes, plan);
+          // A cut output's last file may lack lines: it is not used.
+          if (run.truncated) files.pop();
+          if (plan.mode !== "content") {
+            if (run.truncated) throw this.#tooMuch(root.path);
+            files.sort((a, b) => comparePaths(a.path, b.path));
           }
-        }
-        if (run.truncated && !collector.stopped) {
-          if (cap >= this.#maxBytes) throw this.#tooMuch(plan.root.path);
+          for (let next = 0; next < files.length && !collector.stopped;) {
+            const batch = takeBatch(files, next, (f) => f.path.length + 8);
+            next += batch.length;
+            const binary = await this.#binaryFiles(
+              root,
+              batch.map((f) => f.path),
+              signal,
+              plan.timeoutMs,
+            );
+            for (const file of batch) {
+              if (!binary.has(file.path) && !collector.add(file)) break;
+            }
+          }
+          if (!run.truncated || collector.stopped) {
+            return collector.result("ripgrep");
+          }
+          if (cap >= this.#maxBytes) throw this.#tooMuch(root.path);
           cap = this.#maxBytes;
-          continue;
         }
-        return collector.result("ripgrep");
-      }
-    } catch (error) {
-      if (deadline.signal.aborted) throw deadline.error(what);
-      throw error;
-    } finally {
-      deadline.clear();
-    }
+      },
+    );
   }
 
   #tooMuch(path: string): Error {
@@ -631,70 +535,46 @@ export class ShellSearch implements SearchEngine {
   async #filesMatching(
     root: SearchRoot,
     grep: { pattern: string; flags: string; locale: string },
-    maxFileBytes: number,
+    plan: GrepPlan,
     signal: AbortSignal,
-    timeoutMs: number,
   ): Promise<Set<string> | null> {
     // Heavy folders are not descended into, and files over the size limit
     // are not read (grep -r would read a sparse file of gigabytes whole):
     // they, and files that are not regular, are listed as candidates, for
     // the search to report them as skipped.
-    const prune = [...HEAVY_FOLDERS].map((name) => `-name ${shellQuote(name)}`)
-      .join(" -o ");
     const body = `cd -- ${
       shellQuote(root.path)
-    } && LC_ALL=C find . -mindepth 1 -type d \\( ${prune} \\) -prune -o -type f -size -${
-      maxFileBytes + 1
+    } && LC_ALL=C find . -mindepth 1 -type d \\( ${HEAVY_NAMES} \\) -prune -o -type f -size -${
+      plan.maxFileBytes + 1
     }c -exec env LC_ALL=${grep.locale} grep -l ${grep.flags} -a -Z -e ${
       shellQuote(grep.pattern)
     } -- {} + -o ! -type d ! -type l -print0`;
-    const run = await this.#framed(body, this.#maxBytes, signal, timeoutMs);
+    const run = await this.#framed(
+      body,
+      this.#maxBytes,
+      signal,
+      plan.timeoutMs,
+    );
     // Status 2 (an error) may mean files were missed: no narrowing then.
     if (run.truncated || (run.status !== 0 && run.status !== 1)) return null;
-    const decoder = new TextDecoder();
     const files = new Set<string>();
-    let start = 0;
-    for (
-      let i = run.bytes.indexOf(0);
-      i !== -1;
-      i = run.bytes.indexOf(0, start)
-    ) {
-      const path = decoder.decode(run.bytes.subarray(start, i));
+    for (const path of splitNul(run.bytes, new TextDecoder())) {
       files.add(path.startsWith("./") ? path.slice(2) : path);
-      start = i + 1;
     }
     return files;
   }
 
   /**
-   * One `find` listing of a folder (heavy folders listed, not descended into)
-   * as a file system the local engines walk without another request.
+   * One `find` listing of a folder (heavy folders listed, not descended
+   * into), served to the walk from memory.
    */
-  async #snapshot(
+  async #listing(
     root: SearchRoot,
     depth: number,
-    timeoutMs: number,
     signal: AbortSignal,
-    pending: Set<string> | null | Promise<Set<string> | null>,
-    requested: string | undefined,
-    names: readonly string[] | null = null,
-  ): Promise<SearchFileSystem> {
-    // Settled either way: a failed listing leaves no rejection unhandled.
-    const filtered = Promise.resolve(pending).then(
-      (set) => ({ set }),
-      (error) => ({ set: null, error }),
-    );
-    const dirs = new Map<string, SearchFileInfo[]>();
-    const resolved = new Map<string, string>([[requested ?? ".", root.path]]);
-    if (root.isFile) {
-      return new SnapshotFileSystem(
-        this.#fs,
-        root,
-        dirs,
-        resolved,
-        (p, s) => this.#read(root, p, s),
-      );
-    }
+    timeoutMs: number,
+    names: readonly string[] | null,
+  ): Promise<ListFolder> {
     const format = "%y %s %T@ %P\\0";
     // Files only by the names the filters can keep (folders all listed).
     const kept = names === null
@@ -702,17 +582,12 @@ export class ShellSearch implements SearchEngine {
       : `\\( -type d -o ${
         names.map((n) => `-name ${shellQuote(n)}`).join(" -o ")
       } \\) `;
-    const heavy = [...HEAVY_FOLDERS].map((name) => `-name ${shellQuote(name)}`)
-      .join(" -o ");
     const body = `cd -- ${
       shellQuote(root.path)
     } && LC_ALL=C find . -mindepth 1${
       Number.isFinite(depth) ? ` -maxdepth ${depth}` : ""
-    } \\( -type d \\( ${heavy} \\) -printf '${format}' -prune \\) -o ${kept}-printf '${format}'`;
+    } \\( -type d \\( ${HEAVY_NAMES} \\) -printf '${format}' -prune \\) -o ${kept}-printf '${format}'`;
     const run = await this.#framed(body, this.#maxBytes, signal, timeoutMs);
-    const prefiltered = await filtered;
-    if ("error" in prefiltered) throw prefiltered.error;
-    const only = prefiltered.set;
     if (run.truncated) {
       throw new Error(
         `Cannot list "${root.path}": the listing in the sandbox passed the ${
@@ -720,204 +595,102 @@ export class ShellSearch implements SearchEngine {
         } output cap; search a narrower folder`,
       );
     }
-    dirs.set("", []);
+    const dirs = new Map<string, Listed[]>([["", []]]);
     const decoder = new TextDecoder();
-    let start = 0;
-    const bytes = run.bytes;
-    for (
-      let end = bytes.indexOf(0);
-      end !== -1;
-      end = bytes.indexOf(0, start)
-    ) {
-      const record = decoder.decode(bytes.subarray(start, end));
-      start = end + 1;
-      const first = record.indexOf(" ");
-      const second = record.indexOf(" ", first + 1);
-      const third = record.indexOf(" ", second + 1);
-      if (first === -1 || second === -1 || third === -1) continue;
-      const type = fileType(record.slice(0, first));
-      const size = Number(record.slice(first + 1, second));
-      const modifiedMs = parseFindTime(record.slice(second + 1, third));
-      const rel = record.slice(third + 1);
-      if (rel === "") continue;
-      if (only !== null && type === "file" && !only.has(rel)) continue;
-      const slash = rel.lastIndexOf("/");
-      const parent = slash === -1 ? "" : rel.slice(0, slash);
-      const name = rel.slice(slash + 1);
-      const info: SearchFileInfo = {
-        path: joinPath(root.path, rel),
-        name,
-        type,
-        size,
-        modifiedAt: modifiedMs === null ? null : new Date(modifiedMs),
-      };
-      let siblings = dirs.get(parent);
-      if (!siblings) dirs.set(parent, siblings = []);
-      siblings.push(info);
-      if (type === "directory" && !dirs.has(rel)) dirs.set(rel, []);
+    for (const record of splitNul(run.bytes, decoder)) {
+      const [type, size, time] = record.split(" ", 3);
+      if (time === undefined) continue;
+      const path = record.slice(type!.length + size!.length + time.length + 3);
+      if (path === "") continue;
+      const slash = path.lastIndexOf("/");
+      const parent = slash === -1 ? "" : path.slice(0, slash);
+      if (!dirs.has(parent)) dirs.set(parent, []);
+      dirs.get(parent)!.push({
+        path,
+        name: path.slice(slash + 1),
+        type: FIND_TYPES[type!] ?? "other",
+        size: Number(size),
+        modifiedMs: parseFindTime(time),
+      });
     }
-    // Heavy folders were not descended into: they have no listing.
-    for (const [rel] of dirs) {
-      const name = rel.slice(rel.lastIndexOf("/") + 1);
-      if (
-        rel !== "" && HEAVY_FOLDERS.has(name) && dirs.get(rel)!.length === 0
-      ) {
-        dirs.delete(rel);
-      }
-    }
-    return new SnapshotFileSystem(
-      this.#fs,
-      root,
-      dirs,
-      resolved,
-      (paths, s) => this.#read(root, paths, s),
-    );
-  }
-
-  /** Reads files (absolute paths): through `fs`, or with one shell command. */
-  #read(
-    root: SearchRoot,
-    paths: readonly string[],
-    signal: AbortSignal | undefined,
-  ): Promise<(Uint8Array | null)[]> {
-    if (!this.#direct) return this.#readFiles(root, paths, signal);
-    return Promise.all(
-      paths.map((path) =>
-        this.#fs.readBytes(path, signal ? { signal } : {}).catch(() => null)
-      ),
-    );
+    return (folder) => Promise.resolve(dirs.get(folder) ?? []);
   }
 
   /**
-   * Reads files (absolute paths) in one command, framed with `base64`: one
-   * `cat` of them all between two `find` listings of their sizes (a few
-   * processes, not one per file: a process start costs milliseconds in a
-   * sandbox); when the two listings differ or the bytes do not add up (a
-   * file changed meanwhile), one `base64` per file.
+   * Reads files (absolute paths) in one command: one `cat` of them all
+   * between two `find` listings of their sizes (a few processes, not one per
+   * file: a process start costs milliseconds in a sandbox); when the two
+   * listings differ or the bytes do not add up (a file changed meanwhile),
+   * one `base64` per file.
    */
   async #readFiles(
     root: SearchRoot,
     paths: readonly string[],
-    signal: AbortSignal | undefined,
+    signal: AbortSignal,
   ): Promise<(Uint8Array | null)[]> {
+    const quoted = paths.map(shellQuote).join(" ");
+    const cap = this.#maxBytes * 2;
+    const read = async (body: string): Promise<Uint8Array> => {
+      const run = await this.#framed(body, cap, signal, READ_TIMEOUT_MS);
+      if (!run.truncated) return run.bytes;
+      throw new Error(
+        `Cannot read files under "${root.path}" in the sandbox: more than ${
+          formatBytes(cap)
+        }`,
+      );
+    };
     // `find` reads a leading `-`, `(` or `!` as an expression: absolute paths only.
     if (paths.every((path) => path.startsWith("/"))) {
       // Per path, in order: `+<size>` for a regular file (not a link) that
       // can be read, else `-`. The same `find` picks the files for `cat`.
-      const listing =
+      const sizes =
         `find "$@" -maxdepth 0 \\( -type f -readable -printf '+%s\\n' \\) -o -printf '-\\n'`;
-      const script = `set -- ${paths.map(shellQuote).join(" ")}; ` +
-        `${listing}; printf '${READ_MARK}\\n'; ` +
-        `{ find "$@" -maxdepth 0 -type f -readable -exec cat -- {} + || printf '${READ_MARK} cat failed\\n' >&2; } | base64; ` +
-        `printf '${READ_MARK}\\n'; ${listing}`;
-      const result = await this.#readCommand(root, script, signal);
-      const files = result.stderr.includes(READ_MARK)
-        ? null
-        : splitConcatenated(result.stdout, paths.length);
+      const files = splitConcatenated(
+        await read(
+          `set -- ${quoted}; ${sizes} && find "$@" -maxdepth 0 -type f -readable -exec cat -- {} + && ${sizes}`,
+        ),
+        paths.length,
+      );
       if (files) return files;
     }
-    return await this.#readFilesOneByOne(root, paths, signal);
-  }
-
-  /** Reads files (absolute paths) in one command, one `base64` per file. */
-  async #readFilesOneByOne(
-    root: SearchRoot,
-    paths: readonly string[],
-    signal: AbortSignal | undefined,
-  ): Promise<(Uint8Array | null)[]> {
-    const script = `for f in ${
-      paths.map(shellQuote).join(" ")
-    }; do if [ -f "$f" ] && [ ! -L "$f" ] && [ -r "$f" ]; then printf '+\\n'; base64 < "$f"; else printf -- '-\\n'; fi; printf '.\\n'; done`;
-    const result = await this.#readCommand(root, script, signal);
-    const out: (Uint8Array | null)[] = [];
-    let current: string[] | null = null;
-    let missing = false;
-    for (const line of result.stdout.split("\n")) {
-      if (line === "+") {
-        current = [];
-        missing = false;
-      } else if (line === "-") {
-        current = null;
-        missing = true;
-      } else if (line === ".") {
-        out.push(
-          missing || current === null ? null : decodeBase64(current.join("")),
-        );
-        current = null;
-        missing = false;
-      } else if (current !== null) {
-        current.push(line);
-      }
-    }
-    while (out.length < paths.length) out.push(null);
-    return out;
-  }
-
-  /** Runs a command that reads files; a failed or cut one is an error. */
-  async #readCommand(
-    root: SearchRoot,
-    script: string,
-    signal: AbortSignal | undefined,
-  ): Promise<SearchShellResult> {
-    const result = await this.#exec(script, {
-      timeoutMs: READ_TIMEOUT_MS,
-      ...(signal ? { signal } : {}),
-      maxOutputBytes: this.#maxBytes * 2,
-    });
-    if (result.exitCode !== 0 || result.stdoutTruncated) {
-      throw new Error(
-        `Cannot read files under "${root.path}" in the sandbox: ${
-          result.stdoutTruncated
-            ? "the shell cut the output"
-            : `exit code ${result.exitCode}`
-        }`,
-      );
-    }
-    return result;
+    const lines = new TextDecoder().decode(
+      await read(
+        `for f in ${quoted}; do if [ -f "$f" ] && [ ! -L "$f" ] && [ -r "$f" ]; then printf +; base64 < "$f" | tr -d '\\n'; else printf -- -; fi; printf '\\n'; done`,
+      ),
+    ).split("\n");
+    return paths.map((_, i) =>
+      lines[i]?.startsWith("+") ? decodeBase64(lines[i]!.slice(1)) : null
+    );
   }
 }
 
 /**
  * The files of {@linkcode ShellSearch}'s one-`cat` read: a line per path
- * (`+<size>` when read, `-` when not), their bytes in `base64`, the lines
- * per path again, the parts separated by `READ_MARK` lines. `null` when the
- * parts do not agree (a file changed or went away during the read).
+ * (`+<size>` when read, `-` when not), their bytes, the lines per path
+ * again. `null` when they do not agree (a file changed or went away).
  */
 function splitConcatenated(
-  stdout: string,
+  bytes: Uint8Array,
   count: number,
 ): (Uint8Array | null)[] | null {
-  const lines = stdout.split("\n");
-  if (lines.at(-1) === "") lines.pop();
-  const second = lines.length - count - 1;
-  if (
-    second < count + 1 || lines[count] !== READ_MARK ||
-    lines[second] !== READ_MARK
-  ) {
-    return null;
-  }
-  const listed = lines.slice(0, count);
-  if (
-    listed.some((line, i) =>
-      !/^(?:\+\d+|-)$/.test(line) || line !== lines[second + 1 + i]
-    )
-  ) {
-    return null;
-  }
-  const bytes = decodeBase64(lines.slice(count + 1, second).join(""));
-  const out: (Uint8Array | null)[] = [];
   let offset = 0;
-  for (const line of listed) {
-    if (line === "-") {
-      out.push(null);
-      continue;
-    }
-    const size = Number(line.slice(1));
-    if (offset + size > bytes.length) return null;
-    out.push(bytes.slice(offset, offset + size));
-    offset += size;
+  const listed: string[] = [];
+  while (listed.length < count) {
+    const end = bytes.indexOf(10, offset);
+    if (end === -1) return null;
+    listed.push(String.fromCharCode(...bytes.subarray(offset, end)));
+    offset = end + 1;
   }
-  return offset === bytes.length ? out : null;
+  const out: (Uint8Array | null)[] = [];
+  for (const line of listed) {
+    if (!/^(?:\+\d+|-)$/.test(line)) return null;
+    const size = Number(line.slice(1));
+    out.push(line === "-" ? null : bytes.slice(offset, offset += size));
+  }
+  const rest = new TextDecoder().decode(bytes.subarray(offset));
+  return offset <= bytes.length && rest === `${listed.join("\n")}\n`
+    ? out
+    : null;
 }
 
 /**
@@ -941,17 +714,27 @@ function grepPrefilter(
   };
 }
 
-function fileType(letter: string): FileType {
-  switch (letter) {
-    case "f":
-      return "file";
-    case "d":
-      return "directory";
-    case "l":
-      return "symlink";
-    default:
-      return "other";
+/** The types of `find -printf %y`. */
+const FIND_TYPES: Readonly<Record<string, FileType>> = {
+  f: "file",
+  d: "directory",
+  l: "symlink",
+};
+
+/** `find` tests of the heavy folders' names. */
+const HEAVY_NAMES = [...HEAVY_FOLDERS].map((name) =>
+  `-name ${shellQuote(name)}`
+)
+  .join(" -o ");
+
+/** The NUL-terminated records of bytes, as text. */
+function splitNul(bytes: Uint8Array, decoder: TextDecoder): string[] {
+  const records: string[] = [];
+  for (let start = 0, end; (end = bytes.indexOf(0, start)) !== -1;) {
+    records.push(decoder.decode(bytes.subarray(start, end)));
+    start = end + 1;
   }
+  return records;
 }
 
 /** `find -printf %T@` (`1700000000.1234567890`) in ms, truncated. */

@@ -1,7 +1,7 @@
 /**
  * Requests and results of the search engine behind the `grep`, `glob` and `ls`
- * tools. Both engines (ripgrep and the pure TypeScript fallback) take these
- * requests and return identical results.
+ * tools. Every engine (ripgrep, the shell engine, the fallback) takes these
+ * requests and returns results in this format.
  *
  * Paths in requests are as the runtime sees them (relative ones are resolved
  * by the runtime's file system); paths in `grep` and `glob` results are

@@ -17,6 +17,11 @@ import {
   startVercelServer,
   type VercelServer,
 } from "../tests/servers/vercel.ts";
+import { DaytonaSkillRuntime } from "../runtimes/daytona/mod.ts";
+import {
+  type DaytonaServer,
+  startDaytonaServer,
+} from "../tests/servers/daytona.ts";
 import { MemoryConversationStore } from "../runtimes/stores/conversation_store.ts";
 import {
   startTestServer,
@@ -159,6 +164,30 @@ testRuntimeConformance<
     setUp: () =>
       Promise.resolve({
         server: startVercelServer({ token: "conformance-token" }),
+        store: new MemoryConversationStore(),
+      }),
+    tearDown: ({ server }) => server.close(),
+  },
+);
+
+// Daytona: each runtime gets a sandbox of its own (its own /home/daytona).
+testRuntimeConformance<
+  { server: DaytonaServer; store: MemoryConversationStore }
+>(
+  "daytona",
+  ({ conversationId, context }) =>
+    new DaytonaSkillRuntime({
+      apiKey: "conformance-key",
+      baseUrl: context.server.url,
+      ...(conversationId === undefined ? {} : {
+        conversationId,
+        store: context.store,
+      }),
+    }),
+  {
+    setUp: () =>
+      Promise.resolve({
+        server: startDaytonaServer({ apiKey: "conformance-key" }),
         store: new MemoryConversationStore(),
       }),
     tearDown: ({ server }) => server.close(),

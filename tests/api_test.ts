@@ -69,7 +69,7 @@ const SHARED = [
   "HttpClient",
 ];
 
-const KINDS = ["./opensandbox", "./aio", "./e2b", "./vercel"];
+const KINDS = ["./opensandbox", "./aio", "./e2b", "./vercel", "./daytona"];
 
 /** The names each entry point exports, as `deno doc --json` lists them. */
 async function exportedNames(): Promise<Map<string, Set<string>>> {

@@ -2,6 +2,7 @@ import { assertEquals, assertStringIncludes } from "../_internal/assert.ts";
 import { PROJECT_CONFIG } from "../_internal/testing.ts";
 import { startE2BServer } from "./servers/e2b.ts";
 import { startVercelServer } from "./servers/vercel.ts";
+import { startDaytonaServer } from "./servers/daytona.ts";
 import { startOpenSandboxServer } from "./servers/opensandbox.ts";
 import { startAioServer } from "./servers/aio.ts";
 import { remoteRuntime } from "../cli/_remote.ts";
@@ -100,6 +101,34 @@ Deno.test("cli run --sandbox vercel runs in a Vercel sandbox; --runtime vercel w
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test("cli run --sandbox daytona runs in a Daytona sandbox; --runtime daytona with a missing key is a usage error naming the variable", async () => {
+  await using server = startDaytonaServer({ apiKey: "cli-key" });
+  const result = await cli(
+    [
+      "run",
+      "--sandbox",
+      "daytona",
+      "--conversation",
+      "cli-3",
+      SKILLS,
+      "json-to-table",
+      "--",
+      "ls",
+    ],
+    { DAYTONA_API_KEY: "cli-key", DAYTONA_API_URL: server.url },
+  );
+  assertEquals(result.code, 0, result.stderr);
+  assertStringIncludes(result.stdout, "SKILL.md");
+  const [box] = [...server.sandboxes.values()];
+  assertEquals(box?.labels["skillrun.conversation"], "cli-3");
+  const missing = await cli(
+    ["run", "--runtime", "daytona", SKILLS, "json-to-table", "--", "ls"],
+    {},
+  );
+  assertEquals(missing.code, 2);
+  assertStringIncludes(missing.stderr, "DAYTONA_API_KEY");
 });
 
 Deno.test("cli run --runtime opensandbox|aio runs in that sandbox (a conversation under --root there); a missing URL is a usage error naming the variable", async () => {

@@ -32,6 +32,7 @@ import { countingFetch, waitFor } from "../runtimes/remote/_testing.ts";
 import { startAioTestServer } from "../runtimes/aio/_testing.ts";
 import { startE2BTestServer } from "../runtimes/e2b/_testing.ts";
 import { startVercelTestServer } from "../runtimes/vercel/_testing.ts";
+import { startDaytonaTestServer } from "../runtimes/daytona/_testing.ts";
 import type { RemoteSkillRuntime } from "../runtimes/remote/runtime.ts";
 import { buildSkillTools, dispatchToolCall } from "../mod.ts";
 import { loadSkills } from "../skill/load.ts";
@@ -104,7 +105,7 @@ async function entriesOf(dir: string): Promise<string[]> {
 }
 
 /** The remote kinds, each with its test server. */
-const KINDS = ["opensandbox", "aio", "e2b", "vercel"] as const;
+const KINDS = ["opensandbox", "aio", "e2b", "vercel", "daytona"] as const;
 type Kind = typeof KINDS[number];
 
 async function withServer(
@@ -117,6 +118,8 @@ async function withServer(
     ? await startAioTestServer()
     : kind === "e2b"
     ? await startE2BTestServer()
+    : kind === "daytona"
+    ? await startDaytonaTestServer()
     : await startVercelTestServer();
   await run(server.runtime(), server.dir);
 }

@@ -39,6 +39,9 @@ import { buildSkillTools } from "../tools/builder.ts";
 import { startTestServer } from "../runtimes/opensandbox/_testing.ts";
 import { startE2BTestServer } from "../runtimes/e2b/_testing.ts";
 import { startVercelTestServer } from "../runtimes/vercel/_testing.ts";
+import { startDaytonaTestServer } from "../runtimes/daytona/_testing.ts";
+import { DaytonaSkillRuntime } from "../runtimes/daytona/mod.ts";
+import type { DaytonaServer } from "./servers/daytona.ts";
 import { skillCorpus } from "../_internal/skill_fixture.ts";
 
 // The real skills when ../shared is beside the clone, else generated ones
@@ -118,6 +121,19 @@ const KINDS: readonly Kind[] = [
         apiKey,
         requestTimeoutMs: 2_000,
       }),
+  },
+  {
+    name: "Daytona",
+    start: startDaytonaTestServer,
+    uploadPath: "/files/bulk-upload",
+    create: "POST /api/sandbox",
+    creates: (s) =>
+      (s as DaytonaServer).calls.filter((c) => c === "POST /api/sandbox")
+        .length,
+    sandboxes: (s) => (s as DaytonaServer).sandboxes,
+    stops: (path) => /\/process\/session\/[^/]+$/.test(path),
+    offline: (baseUrl, apiKey) =>
+      new DaytonaSkillRuntime({ baseUrl, apiKey, requestTimeoutMs: 2_000 }),
   },
 ];
 

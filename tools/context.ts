@@ -7,12 +7,14 @@
  */
 import { checkNumber } from "../_internal/check_number.ts";
 import type { SkillRuntimeConfig } from "../runtimes/config.ts";
-import type {
-  PreparedSkill,
-  PrepareProgress,
-  SkillRuntime,
+import {
+  DEFAULT_EXECUTE_TIMEOUT_MS,
+  type PreparedSkill,
+  type PrepareProgress,
+  type SkillRuntime,
 } from "../runtimes/types.ts";
 import type { Skill } from "../skill/types.ts";
+import { DEFAULT_SEARCH_TIMEOUT_MS } from "../search/types.ts";
 import { type Flight, startFlight, waitFor } from "../_internal/flight.ts";
 import { inSpan } from "../observe/otel.ts";
 import {
@@ -31,7 +33,10 @@ import {
 export interface ToolLimits {
   /** `bash`: the most characters returned (start and end kept). Default 30 000. */
   readonly bashOutputChars: number;
-  /** `bash`: the default timeout in ms. Default 120 000. */
+  /**
+   * `bash`: the default timeout in ms. Default: the runtimes' own,
+   * `DEFAULT_EXECUTE_TIMEOUT_MS` (120 000).
+   */
   readonly bashDefaultTimeoutMs: number;
   /** `bash`: the largest timeout a model may ask for, in ms. Default 600 000. */
   readonly bashMaxTimeoutMs: number;
@@ -56,7 +61,10 @@ export interface ToolLimits {
    * read scanning a huge file stops there). Default 30 000.
    */
   readonly fileTimeoutMs: number;
-  /** `grep`, `glob`: the time limit of one search, in ms. Default 30 000. */
+  /**
+   * `grep`, `glob`: the time limit of one search, in ms. Default: the search
+   * engines' own, `DEFAULT_SEARCH_TIMEOUT_MS` (30 000).
+   */
   readonly searchTimeoutMs: number;
   /** `publish_file`: the time limit of one publication, in ms. Default 600 000. */
   readonly publishTimeoutMs: number;
@@ -67,7 +75,7 @@ export interface ToolLimits {
 /** The default limits. */
 export const DEFAULT_TOOL_LIMITS: ToolLimits = Object.freeze({
   bashOutputChars: 30_000,
-  bashDefaultTimeoutMs: 120_000,
+  bashDefaultTimeoutMs: DEFAULT_EXECUTE_TIMEOUT_MS,
   bashMaxTimeoutMs: 600_000,
   readMaxBytes: 4 * 1024 * 1024,
   readDefaultLines: 2000,
@@ -78,7 +86,7 @@ export const DEFAULT_TOOL_LIMITS: ToolLimits = Object.freeze({
   lsDefaultLimit: 1000,
   skillFilesListed: 200,
   fileTimeoutMs: 30_000,
-  searchTimeoutMs: 30_000,
+  searchTimeoutMs: DEFAULT_SEARCH_TIMEOUT_MS,
   publishTimeoutMs: 600_000,
   backgroundCommands: 4,
 });

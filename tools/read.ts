@@ -7,6 +7,11 @@
 import type { ToolContext } from "./context.ts";
 import type { Tool, ToolResult } from "./types.ts";
 import { Redactor } from "../_internal/redact.ts";
+import type {
+  OpenFileResult,
+  SignalOptions,
+  SkillRuntimeFileSystem,
+} from "../runtimes/types.ts";
 import {
   defineTool,
   errorResult,
@@ -155,24 +160,31 @@ export function createReadTool(context: ToolContext): Tool {
       const offset = (input.offset as number | undefined) ?? 1;
       const limit = (input.limit as number | undefined) ??
         limits.readDefaultLines;
-      const path = await runtime.fs.resolve(given);
       const options = signal ? { signal } : {};
-      const info = await runtime.fs.stat(path, options);
-      if (!info) return pathError("read", given, "no such file");
-      if (info.type === "directory") {
-        return pathError("read", given, "it is a folder; list it with ls");
-      }
-      if (info.type === "other") {
-        return pathError("read", given, "it is not a regular file");
-      }
-      if (info.type === "file" && info.size === 0) {
-        return okResult(`File: ${path} is empty (0 bytes)`);
-      }
+      const opened = await openFile(runtime.fs, given, options);
+      if (!opened) return pathError("read", given, "no such file");
+      const { info } = opened;
+      const path = info.path;
+      const refusal = info.type === "directory"
+        ? "it is a folder; list it with ls"
+        : info.type === "other"
+        ? "it is not a regular file"
+        : undefined;
       const extension = /\.([^./]+)$/.exec(path)?.[1]?.toLowerCase();
-      if (extension && BINARY_EXTENSIONS.has(extension)) {
-        return binaryResult(given, info.size, publishable);
+      const binary = extension !== undefined &&
+        BINARY_EXTENSIONS.has(extension);
+      if (
+        refusal || binary || (info.type === "file" && info.size === 0)
+      ) {
+        await opened.stream?.cancel().catch(() => {});
+        return refusal
+          ? pathError("read", given, refusal)
+          : binary
+          ? binaryResult(given, info.size, publishable)
+          : okResult(`File: ${path} is empty (0 bytes)`);
       }
-      const stream = await runtime.fs.readStream(path, options);
+      const stream = opened.stream ??
+        await runtime.fs.readStream(path, options);
       return await readWindow(stream, {
         given,
         path,
@@ -186,6 +198,22 @@ export function createReadTool(context: ToolContext): Tool {
       });
     },
   });
+}
+
+/**
+ * A file's facts, with its stream when the file system opens both in one
+ * step (`openFile`: one walk of a fence, one request); otherwise `stat`
+ * alone (the caller then calls `readStream`).
+ */
+async function openFile(
+  fs: SkillRuntimeFileSystem,
+  given: string,
+  options: SignalOptions,
+): Promise<OpenFileResult | null> {
+  if (fs.openFile) return await fs.openFile(given, options);
+  const path = await fs.resolve(given);
+  const info = await fs.stat(path, options);
+  return info && { info: { ...info, path } };
 }
 
 interface WindowOptions {

@@ -4,6 +4,12 @@ import {
   assertStringIncludes,
 } from "../_internal/assert.ts";
 import { SkillRuntimeConfig } from "../runtimes/config.ts";
+import { LocalSkillRuntime } from "../runtimes/local/runtime.ts";
+import { PathFence } from "../workspace/fence.ts";
+import { startTestServer } from "../runtimes/opensandbox/_testing.ts";
+import { startAioTestServer } from "../runtimes/aio/_testing.ts";
+import type { SkillRuntime } from "../runtimes/types.ts";
+import { createToolContext } from "./context.ts";
 import { createReadTool } from "./read.ts";
 import {
   conversationContext,
@@ -391,3 +397,84 @@ testEachRuntime(
     );
   },
 );
+
+Deno.test("read opens a local workspace file with one walk of the fence", async () => {
+  await using dir = await tempDir();
+  await using runtime = await LocalSkillRuntime.create({
+    conversationsRoot: dir.path,
+    conversationId: "walks",
+  });
+  await Deno.writeTextFile(`${runtime.cwd}/notes.txt`, "one\ntwo\n");
+  const read = createReadTool(createToolContext(runtime));
+  // The real fence, counted where every walk begins.
+  const walk = PathFence.prototype.resolve;
+  let walks = 0;
+  PathFence.prototype.resolve = function (path) {
+    walks++;
+    return walk.call(this, path);
+  };
+  try {
+    const result = await read.execute({ file_path: "notes.txt" });
+    assertEquals(result.isError, false);
+    assertStringIncludes(result.text, "     2\ttwo");
+    assertEquals(walks, 1);
+  } finally {
+    PathFence.prototype.resolve = walk;
+  }
+});
+
+/**
+ * Reads a small file, a file too large to come back in a command's answer,
+ * and a missing one in a conversation workspace, counting the requests the
+ * test server answered for each.
+ */
+async function requestsPerRead(
+  runtime: SkillRuntime,
+  requests: () => number,
+): Promise<number[]> {
+  await runtime.fs.writeText("notes.txt", "one\ntwo\n");
+  await runtime.fs.writeText("big.txt", "line\n".repeat(60_000));
+  const read = createReadTool(createToolContext(runtime));
+  const counts: number[] = [];
+  for (
+    const [input, expected] of [
+      [{ file_path: "notes.txt" }, "     2\ttwo"],
+      [{ file_path: "big.txt", offset: 60_000 }, "60000\tline"],
+      [{ file_path: "gone.txt" }, 'Cannot read "gone.txt": no such file'],
+    ] as const
+  ) {
+    const before = requests();
+    const result = await read.execute(input);
+    counts.push(requests() - before);
+    assertStringIncludes(result.text, expected);
+  }
+  return counts;
+}
+
+Deno.test("read of a remote workspace file: one command where stat is a command [aio]", async () => {
+  await using server = await startAioTestServer();
+  await using runtime = server.runtime({
+    conversationId: "requests",
+    conversationsRoot: `${server.dir}/conversations`,
+  });
+  // The large file: the command's check, then its download.
+  assertEquals(
+    await requestsPerRead(runtime, () => server.server.requests.length),
+    [1, 2, 1],
+  );
+});
+
+Deno.test("read of a remote workspace file: one stat request, then the download [opensandbox]", async () => {
+  await using server = await startTestServer();
+  await using runtime = server.runtime({
+    conversationId: "requests",
+    conversationsRoot: `${server.dir}/conversations`,
+  });
+  // Every step of the fence and the file's facts in one /files/info (3
+  // before); a missing step makes execd refuse that one, and the kind asks
+  // again path by path, at once.
+  assertEquals(
+    await requestsPerRead(runtime, () => server.server.requests.length),
+    [2, 2, 3],
+  );
+});

@@ -11,6 +11,23 @@ import { WorkspaceEscapeError } from "./errors.ts";
 import { isInside, realLocation, trimSeparator } from "./_paths.ts";
 
 /**
+ * A path {@linkcode PathFence.resolve} has resolved: absolute, inside the
+ * workspace lexically and by its real location when it was resolved. A
+ * string at run time; the brand lets a file system's own steps take a path
+ * once resolved without walking the fence again (the fence cannot stop a
+ * swap after its walk either way: see {@linkcode PathFence}).
+ *
+ * @example
+ * ```ts
+ * import type { FencedPath } from "./fence.ts";
+ * function open(path: FencedPath): string {
+ *   return path; // a string, trusted as fenced
+ * }
+ * ```
+ */
+export type FencedPath = string & { readonly __fencedPath: true };
+
+/**
  * The path fence of a workspace. Every file-system implementation in
  * workspace mode sends each path through {@linkcode PathFence.resolve}:
  *
@@ -140,7 +157,7 @@ export class PathFence {
    * }
    * ```
    */
-  async resolve(path: string): Promise<string> {
+  async resolve(path: string): Promise<FencedPath> {
     const lexical = this.#lexical(path);
     let real: string | null;
     try {
@@ -159,7 +176,7 @@ export class PathFence {
         { path, workspace: this.root },
       );
     }
-    return lexical;
+    return lexical as FencedPath;
   }
 
   /**
@@ -188,7 +205,7 @@ export class PathFence {
    * }
    * ```
    */
-  async resolveDirectory(path: string): Promise<string> {
+  async resolveDirectory(path: string): Promise<FencedPath> {
     const resolved = await this.resolve(path);
     let info: Deno.FileInfo;
     try {

@@ -24,8 +24,10 @@
  *   E2B, a sandbox per session, paused when the session ends;
  * - or `VERCEL_TOKEN`, `VERCEL_TEAM_ID`, `VERCEL_PROJECT_ID` (and
  *   `VERCEL_API_URL`): Vercel Sandbox, a persistent sandbox per session;
- * - `SANDBOX` (or `SKILLRUN_SANDBOX`): `opensandbox`, `aio`, `e2b` or
- *   `vercel` when several are set;
+ * - or `DAYTONA_API_KEY` (and `DAYTONA_API_URL`): Daytona, a sandbox per
+ *   session found again by its labels;
+ * - `SANDBOX` (or `SKILLRUN_SANDBOX`): `opensandbox`, `aio`, `e2b`,
+ *   `vercel` or `daytona` when several are set;
  * - `SKILLRUN_CONVERSATIONS_ROOT`: where conversation workspaces go in the
  *   sandbox (default: the runtime's own);
  * - `MCP_TOKEN`: the bearer token clients must send (recommended). Without
@@ -72,6 +74,7 @@ import { OpenSandboxSkillRuntime } from "@skillrun/skillrun/opensandbox";
 import { AioSkillRuntime } from "@skillrun/skillrun/aio";
 import { E2BSkillRuntime } from "@skillrun/skillrun/e2b";
 import { VercelSandboxSkillRuntime } from "@skillrun/skillrun/vercel";
+import { DaytonaSkillRuntime } from "@skillrun/skillrun/daytona";
 
 /** The skills this function bundles (beside it). */
 export const SKILLS_FOLDER: string = fromFileUrl(
@@ -99,6 +102,11 @@ export type EdgeSandbox =
     readonly apiKey: string;
     readonly teamId?: string;
     readonly projectId?: string;
+    readonly baseUrl?: string;
+  }
+  | {
+    readonly kind: "daytona";
+    readonly apiKey: string;
     readonly baseUrl?: string;
   };
 
@@ -167,6 +175,7 @@ export function configFromEnv(
   const aio = value("AIO_SANDBOX_URL");
   const e2b = value("E2B_API_KEY");
   const vercel = value("VERCEL_TOKEN");
+  const daytona = value("DAYTONA_API_KEY");
   const chosen = value("SKILLRUN_SANDBOX") ?? value("SANDBOX") ??
     (openSandbox
       ? "opensandbox"
@@ -176,6 +185,8 @@ export function configFromEnv(
       ? "e2b"
       : vercel
       ? "vercel"
+      : daytona
+      ? "daytona"
       : undefined);
   const some = (entries: Record<string, string | undefined>) =>
     Object.fromEntries(
@@ -213,13 +224,19 @@ export function configFromEnv(
         baseUrl: value("VERCEL_API_URL"),
       }),
     };
+  } else if (chosen === "daytona" && daytona) {
+    sandbox = {
+      kind: "daytona",
+      apiKey: daytona,
+      ...some({ baseUrl: value("DAYTONA_API_URL") }),
+    };
   } else if (chosen === undefined) {
     throw new TypeError(
       "Cannot start the edge function: set OPEN_SANDBOX_URL (OpenSandbox) or AIO_SANDBOX_URL (AIO Sandbox)",
     );
   } else {
     throw new TypeError(
-      `Cannot use SKILLRUN_SANDBOX "${chosen}": it must be "opensandbox" (with OPEN_SANDBOX_URL), "aio" (with AIO_SANDBOX_URL), "e2b" (with E2B_API_KEY) or "vercel" (with VERCEL_TOKEN)`,
+      `Cannot use SKILLRUN_SANDBOX "${chosen}": it must be "opensandbox" (with OPEN_SANDBOX_URL), "aio" (with AIO_SANDBOX_URL), "e2b" (with E2B_API_KEY), "vercel" (with VERCEL_TOKEN) or "daytona" (with DAYTONA_API_KEY)`,
     );
   }
   const conversationsRoot = value("SKILLRUN_CONVERSATIONS_ROOT");
@@ -362,6 +379,12 @@ export async function createEdgeHandler(
             ...rest,
             ...conversation(sessionId),
           }),
+        );
+      }
+      case "daytona": {
+        const { kind: _, ...rest } = sandbox;
+        return Promise.resolve(
+          new DaytonaSkillRuntime({ ...rest, ...conversation(sessionId) }),
         );
       }
     }

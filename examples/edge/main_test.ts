@@ -15,6 +15,7 @@ import { startOpenSandboxServer } from "../../tests/servers/opensandbox.ts";
 import { startAioServer } from "../../tests/servers/aio.ts";
 import { startE2BServer } from "../../tests/servers/e2b.ts";
 import { startVercelServer } from "../../tests/servers/vercel.ts";
+import { startDaytonaServer } from "../../tests/servers/daytona.ts";
 import { loadSkills } from "../../skill/load.ts";
 import {
   manySkillName,
@@ -236,12 +237,15 @@ Deno.test("the edge function drives AIO Sandbox over MCP HTTP under exactly its 
   }
 });
 
-for (const kind of ["e2b", "vercel"] as const) {
+for (const kind of ["e2b", "vercel", "daytona"] as const) {
   Deno.test(`the edge function drives ${kind} (SANDBOX=${kind}) over MCP HTTP under exactly its documented flags`, async () => {
     const root = await Deno.realPath(await Deno.makeTempDir());
     try {
       await using server = kind === "e2b"
         ? startE2BServer({ apiKey: "e2b-key" })
+        : kind === "daytona"
+        // Daytona sandboxes have file systems of their own: `root` is a volume.
+        ? startDaytonaServer({ apiKey: "daytona-key", volumes: [root] })
         : startVercelServer({ token: "vercel-token" });
       const env: Record<string, string> = kind === "e2b"
         ? {
@@ -249,6 +253,8 @@ for (const kind of ["e2b", "vercel"] as const) {
           E2B_API_URL: server.url,
           E2B_SANDBOX_URL: server.url,
         }
+        : kind === "daytona"
+        ? { DAYTONA_API_KEY: "daytona-key", DAYTONA_API_URL: server.url }
         : {
           VERCEL_TOKEN: "vercel-token",
           VERCEL_TEAM_ID: "team_edge",
@@ -275,7 +281,11 @@ for (const kind of ["e2b", "vercel"] as const) {
         await Deno.readTextFile(`${workspace}/notes.txt`),
         "edge beta beta\nalpha beta\n",
       );
-      const secret = kind === "e2b" ? "e2b-key" : "vercel-token";
+      const secret = kind === "e2b"
+        ? "e2b-key"
+        : kind === "daytona"
+        ? "daytona-key"
+        : "vercel-token";
       assertEquals(edge.stderr().includes(secret), false, edge.stderr());
     } finally {
       await Deno.remove(root, { recursive: true });
@@ -410,6 +420,30 @@ Deno.test("a session whose sandbox vanished at the provider is told so once, the
  * unchanged in a folder of its own beside `skills/` (here generated), with a
  * `deno.json` mapping the package to this clone.
  */
+/**
+ * What a child `deno` needs to reach the npm registry as this one does (a
+ * folder with a copy of the lock may fetch package information): the cache,
+ * the certificates and the proxy, when this process has them.
+ */
+function registryEnv(): Record<string, string> {
+  const names = [
+    "DENO_DIR",
+    "DENO_CERT",
+    "DENO_TLS_CA_STORE",
+    "NODE_EXTRA_CA_CERTS",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "NPM_CONFIG_REGISTRY",
+  ];
+  return Object.fromEntries(
+    names.flatMap((name) => {
+      const value = Deno.env.get(name);
+      return value === undefined ? [] : [[name, value]];
+    }),
+  );
+}
+
 async function functionFolder(
   skills: number,
 ): Promise<string & AsyncDisposable> {
@@ -451,7 +485,7 @@ Deno.test("the edge function keeps its skill tool within SKILLRUN_CATALOG_BUDGET
       ],
       cwd: dir,
       clearEnv: true,
-      env: { NO_COLOR: "1", PORT: "0", ...env },
+      env: { NO_COLOR: "1", PORT: "0", ...registryEnv(), ...env },
       stdin: "null",
       stdout: "piped",
       stderr: "piped",

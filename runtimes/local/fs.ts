@@ -10,6 +10,7 @@
  */
 import { tooLargeError } from "../../_internal/format.ts";
 import { checkNumber } from "../../_internal/check_number.ts";
+import type { Stats } from "node:fs";
 import type { FileHandle } from "node:fs/promises";
 import { hostPath } from "../../_internal/std.ts";
 import { toPermissionError } from "../../_internal/permissions.ts";
@@ -19,13 +20,14 @@ import {
 } from "../../_internal/atomic_write.ts";
 import { WorkspaceEscapeError } from "../errors.ts";
 import { checkPathText } from "../request.ts";
-import type { PathFence } from "../../workspace/fence.ts";
+import type { FencedPath, PathFence } from "../../workspace/fence.ts";
 import type {
   DownloadResult,
   FileInfo,
   FileType,
   ListOptions,
   ListResult,
+  OpenFileResult,
   ReadTextOptions,
   SignalOptions,
   SkillRuntimeFileSystem,
@@ -140,13 +142,21 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
    * }
    * ```
    */
-  async resolve(path: string): Promise<string> {
+  resolve(path: string): Promise<string> {
+    return this.#resolve(path);
+  }
+
+  /**
+   * The one walk of the fence of an operation: its result is trusted by the
+   * steps that follow (without a fence, the plain resolution).
+   */
+  async #resolve(path: string): Promise<FencedPath> {
     // Before any normalisation: `a\0/..` must not become a harmless path.
     checkPathText(path);
     const absolute = hostPath.isAbsolute(path)
       ? hostPath.normalize(path)
       : hostPath.join(this.#cwd, path);
-    if (!this.#fence) return absolute;
+    if (!this.#fence) return absolute as FencedPath;
     const candidate = hostPath.isAbsolute(path) ? path : absolute;
     try {
       return await this.#fence.resolve(candidate);
@@ -285,7 +295,7 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
     if (typeof content !== "string") {
       throw new TypeError(`Cannot write "${path}": the content is not text`);
     }
-    const absolute = await this.resolve(path);
+    const absolute = await this.#resolve(path);
     options.signal?.throwIfAborted();
     try {
       await Deno.mkdir(hostPath.dirname(absolute), { recursive: true });
@@ -353,7 +363,7 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
     if (typeof content !== "string") {
       throw new TypeError(`Cannot write "${path}": the content is not text`);
     }
-    const absolute = await this.resolve(path);
+    const absolute = await this.#resolve(path);
     options.signal?.throwIfAborted();
     const target = await this.#writeTarget(path, absolute);
     let file: Deno.FsFile;
@@ -396,7 +406,7 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
   /** The file a write replaces (a symlink's target), checked to be one. */
   async #writeTarget(
     path: string,
-    absolute: string,
+    absolute: FencedPath,
   ): Promise<string> {
     let target: string;
     try {
@@ -466,7 +476,7 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
   async stat(path: string, options: SignalOptions = {}): Promise<
     FileInfo | null
   > {
-    const absolute = await this.resolve(path);
+    const absolute = await this.#resolve(path);
     options.signal?.throwIfAborted();
     try {
       return toFileInfo(absolute, await Deno.lstat(absolute));
@@ -515,7 +525,7 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
     checkNumber(depth, "depth", "positive integer");
     checkNumber(limit, "limit", "positive integer");
     const { signal } = options;
-    const absolute = await this.resolve(path);
+    const absolute = await this.#resolve(path);
     let info: Deno.FileInfo;
     try {
       info = await Deno.stat(absolute);
@@ -615,6 +625,72 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
   }
 
   /**
+   * Opens a file and returns its facts (a symbolic link followed) with its
+   * stream, after one walk of the fence: the facts are the opened file's own
+   * (`fstat`), so nothing can be swapped between them and the bytes. A
+   * folder or a special file is not opened for reading: its facts come
+   * without a stream. Opened without blocking, as every read here.
+   *
+   * Needs `--allow-read` for the file.
+   *
+   * @example Facts and bytes in one step
+   * ```ts
+   * import { assert } from "@std/assert";
+   * import { LocalFileSystem } from "./fs.ts";
+   * const root = await Deno.makeTempDir();
+   * try {
+   *   await Deno.writeTextFile(`${root}/a.txt`, "opened");
+   *   const fs = new LocalFileSystem({ cwd: root });
+   *   const opened = await fs.openFile("a.txt");
+   *   assert(opened?.info.type === "file" && opened.info.size === 6);
+   *   assert(await new Response(opened?.stream).text() === "opened");
+   *   assert(await fs.openFile("missing.txt") === null);
+   * } finally {
+   *   await Deno.remove(root, { recursive: true });
+   * }
+   * ```
+   *
+   * @param path The file.
+   * @param options A signal (it also stops the stream).
+   * @returns The facts and, for a regular file, the stream; `null` when
+   * nothing is there.
+   * @throws {WorkspaceEscapeError} With a fence: the path is outside.
+   * @throws {RuntimePermissionError} Reading is not allowed.
+   */
+  async openFile(
+    path: string,
+    options: SignalOptions = {},
+  ): Promise<OpenFileResult | null> {
+    const absolute = await this.#resolve(path);
+    options.signal?.throwIfAborted();
+    let handle: FileHandle;
+    try {
+      handle = await nodeFs().promises.open(absolute, readFlags());
+    } catch (error) {
+      const code = (error as { code?: unknown } | null)?.code;
+      if (code === "ENOENT" || code === "ENOTDIR") return null;
+      // A socket cannot be opened: its facts, without a stream.
+      if (code === "ENXIO") {
+        return { info: toFileInfo(absolute, await Deno.stat(absolute)) };
+      }
+      throw readError(error, path);
+    }
+    try {
+      const stats = await handle.stat();
+      const info = fromNodeStats(absolute, stats);
+      if (!stats.isFile()) {
+        await handle.close();
+        return { info };
+      }
+      const file = new OpenedFile(handle, path, stats.size);
+      return { info, stream: fileStream(file, options.signal) };
+    } catch (error) {
+      await handle.close().catch(() => {});
+      throw readError(error, path);
+    }
+  }
+
+  /**
    * Copies a file of the runtime to a local path: streamed into a temporary
    * file beside the target, renamed into place only when complete. A failure or
    * an abort leaves neither a partial target nor a temporary file, and an
@@ -680,7 +756,7 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
     path: string,
     signal: AbortSignal | undefined,
   ): Promise<OpenedFile> {
-    const absolute = await this.resolve(path);
+    const absolute = await this.#resolve(path);
     signal?.throwIfAborted();
     let handle: FileHandle;
     try {
@@ -851,6 +927,28 @@ function toFileInfo(path: string, info: Deno.FileInfo): FileInfo {
     return { ...base, executable: (info.mode & 0o100) !== 0 };
   }
   return base;
+}
+
+/** Facts of an opened file (`fstat`: its target when a link led there). */
+function fromNodeStats(
+  path: string,
+  stats: Stats,
+): FileInfo {
+  const type: FileType = stats.isDirectory()
+    ? "directory"
+    : stats.isFile()
+    ? "file"
+    : "other";
+  const base: FileInfo = {
+    path,
+    name: hostPath.basename(path),
+    type,
+    size: stats.size,
+    modifiedAt: stats.mtime,
+  };
+  return type === "file"
+    ? { ...base, executable: (stats.mode & 0o100) !== 0 }
+    : base;
 }
 
 function fileStream(

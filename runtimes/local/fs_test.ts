@@ -554,3 +554,54 @@ console.log(JSON.stringify(out));`,
     assertEquals(await names(t.outside), ["secret.txt", "through.txt"]);
   },
 });
+
+Deno.test({
+  name:
+    "openFile() gives a file's facts with its stream, a folder's or a pipe's facts alone (without blocking), null when missing, and refuses a link leading out",
+  ignore: !POSIX,
+  async fn() {
+    await using t = await setup({ fenced: true });
+    await Deno.writeTextFile(hostPath.join(t.root, "a.txt"), "opened");
+    await Deno.chmod(hostPath.join(t.root, "a.txt"), 0o755);
+    await Deno.symlink("a.txt", hostPath.join(t.root, "to-a"));
+    await Deno.mkdir(hostPath.join(t.root, "dir"));
+    const fifo = hostPath.join(t.root, "pipe");
+    assert(
+      (await new Deno.Command("mkfifo", { args: [fifo] }).output()).success,
+    );
+    await Deno.symlink(
+      hostPath.join(t.outside, "secret.txt"),
+      hostPath.join(t.root, "out"),
+    );
+
+    const file = await t.fs.openFile("a.txt");
+    assertEquals(
+      [
+        file?.info.path,
+        file?.info.type,
+        file?.info.size,
+        file?.info.executable,
+      ],
+      [hostPath.join(t.root, "a.txt"), "file", 6, true],
+    );
+    assertEquals(await new Response(file?.stream).text(), "opened");
+    // A link inside is followed: its target's facts, under the link's path.
+    const linked = await t.fs.openFile("to-a");
+    assertEquals(
+      [linked?.info.path, linked?.info.type, linked?.info.size],
+      [hostPath.join(t.root, "to-a"), "file", 6],
+    );
+    await linked?.stream?.cancel();
+    const dir = await t.fs.openFile("dir");
+    assertEquals([dir?.info.type, dir?.stream], ["directory", undefined]);
+    const pipe = await t.fs.openFile("pipe");
+    assertEquals([pipe?.info.type, pipe?.stream], ["other", undefined]);
+    assertEquals(await t.fs.openFile("missing.txt"), null);
+    assertEquals(await t.fs.openFile("dir/missing/deeper.txt"), null);
+    await assertRejects(() => t.fs.openFile("out"), WorkspaceEscapeError);
+    await assertRejects(
+      () => t.fs.openFile("../outside/secret.txt"),
+      WorkspaceEscapeError,
+    );
+  },
+});

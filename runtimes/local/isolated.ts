@@ -43,12 +43,13 @@ import {
 } from "./_bwrap_probe.ts";
 import { seccompFilter } from "./_seccomp.ts";
 import type { ExecuteResult } from "../types.ts";
+import { checkTimeoutMs } from "../command_core.ts";
 import {
   DEFAULT_GRACE_MS,
   type GroupSignalMethod,
   type LaunchRequest,
   type ProcessLauncher,
-  runProcessGroup,
+  runCheckedGroup,
   streamsOf,
 } from "./launcher.ts";
 
@@ -305,6 +306,7 @@ function trackLeaves(): void {
  * import { assert } from "@std/assert";
  * import {
  *   BubblewrapLauncher,
+ *   checkExecuteRequest,
  *   IsolationUnavailableError,
  * } from "@skillrun/skillrun/runtime";
  *
@@ -319,12 +321,13 @@ function trackLeaves(): void {
  * if (launcher) {
  *   const folder = await Deno.makeTempDir();
  *   const result = await launcher.launch({
- *     command: "echo hi > out.txt; echo $HOME; ls /root/.ssh 2>/dev/null",
+ *     ...checkExecuteRequest({
+ *       command: "echo hi > out.txt; echo $HOME; ls /root/.ssh 2>/dev/null",
+ *       timeoutMs: 10_000,
+ *       maxOutputBytes: 1024,
+ *     }),
  *     cwd: folder,
- *     env: {},
  *     writablePaths: [folder],
- *     timeoutMs: 10_000,
- *     maxOutputBytes: 1024,
  *   });
  *   assert(result.stdout === "/tmp/home\n");
  *   assert(await Deno.readTextFile(`${folder}/out.txt`) === "hi\n");
@@ -537,7 +540,7 @@ export class BubblewrapLauncher implements ProcessLauncher {
         cwd: "/",
         env: {},
         writablePaths: [],
-        timeoutMs: 30_000,
+        timeoutMs: checkTimeoutMs(30_000),
         maxOutputBytes: 4096,
         ...(options.signal ? { signal: options.signal } : {}),
       });
@@ -647,7 +650,7 @@ export class BubblewrapLauncher implements ProcessLauncher {
         );
         program = "bash";
       }
-      const result = await runProcessGroup({
+      const result = await runCheckedGroup({
         program,
         args,
         cwd,

@@ -9,7 +9,11 @@
  */
 import { checkNumber } from "../../_internal/check_number.ts";
 import { collectStream, OutputCollector } from "../../_internal/collector.ts";
-import { CommandRun } from "../command_core.ts";
+import {
+  type CheckedTimeoutMs,
+  checkTimeoutMs,
+  CommandRun,
+} from "../command_core.ts";
 import { RuntimePermissionError } from "../errors.ts";
 import type { ExecuteResult } from "../types.ts";
 
@@ -27,8 +31,11 @@ export interface LaunchRequest {
    * the documented order).
    */
   readonly env: Readonly<Record<string, string>>;
-  /** How long it may run, in ms (> 0). */
-  readonly timeoutMs: number;
+  /**
+   * How long it may run, in ms: checked once, by `checkExecuteRequest` (or
+   * `checkTimeoutMs`); the launcher does not check it again.
+   */
+  readonly timeoutMs: CheckedTimeoutMs;
   /** Stops the command and everything it started. */
   readonly signal?: AbortSignal;
   /** The most bytes of each stream kept in memory; the rest is counted. */
@@ -270,8 +277,28 @@ export interface ProcessGroupRequest {
  * @throws {Deno.errors.NotFound} The program or the working directory is missing.
  * Permissions: `--allow-run=<program>` (and see {@linkcode signalProcessGroup}).
  */
-export async function runProcessGroup(
+export function runProcessGroup(
   request: ProcessGroupRequest,
+): Promise<ExecuteResult> {
+  try {
+    return runCheckedGroup({
+      ...request,
+      timeoutMs: checkTimeoutMs(request.timeoutMs),
+    });
+  } catch (error) {
+    return Promise.reject(error);
+  }
+}
+
+/**
+ * {@linkcode runProcessGroup} of a launcher's request, whose timeout was
+ * checked once before it reached the launcher: not checked again.
+ *
+ * @param request What to run, its timeout checked.
+ * @returns The result.
+ */
+export async function runCheckedGroup(
+  request: ProcessGroupRequest & { readonly timeoutMs: CheckedTimeoutMs },
 ): Promise<ExecuteResult> {
   const graceMs = request.graceMs ?? DEFAULT_GRACE_MS;
   checkNumber(graceMs, "graceMs", "non-negative number", "run a command with");
@@ -281,7 +308,7 @@ export async function runProcessGroup(
   const errCollector = new OutputCollector({
     maxBytes: request.maxOutputBytes,
   });
-  using run = new CommandRun({
+  using run = CommandRun.checked({
     timeoutMs: request.timeoutMs,
     signal: request.signal,
     graceMs,
@@ -308,7 +335,7 @@ export async function runProcessGroup(
     ) {
       // No setsid here after all (or no such folder): the detached way.
       setsidMissing = true;
-      return await runProcessGroup(request);
+      return await runCheckedGroup(request);
     }
     throw spawnError(error, request.program, request.cwd);
   }
@@ -450,31 +477,39 @@ export interface DenoCommandLauncherOptions {
  * @example Running a command
  * ```ts
  * import { assert } from "@std/assert";
- * import { DenoCommandLauncher } from "@skillrun/skillrun/runtime";
+ * import {
+ *   checkExecuteRequest,
+ *   DenoCommandLauncher,
+ * } from "@skillrun/skillrun/runtime";
  *
- * const launcher = new DenoCommandLauncher();
- * const result = await launcher.launch({
+ * // Checked once; the launcher takes the checked request as it is.
+ * const checked = checkExecuteRequest({
  *   command: 'echo "$GREETING"',
- *   cwd: Deno.cwd(),
  *   env: { GREETING: "hello" },
  *   timeoutMs: 10_000,
  *   maxOutputBytes: 1024,
  * });
+ * const launcher = new DenoCommandLauncher();
+ * const result = await launcher.launch({ ...checked, cwd: Deno.cwd() });
  * assert(result.stdout === "hello\n" && result.exitCode === 0);
  * ```
  *
  * @example A timeout stops the whole process group
  * ```ts
  * import { assert } from "@std/assert";
- * import { DenoCommandLauncher } from "@skillrun/skillrun/runtime";
+ * import {
+ *   checkExecuteRequest,
+ *   DenoCommandLauncher,
+ * } from "@skillrun/skillrun/runtime";
  *
  * const launcher = new DenoCommandLauncher({ graceMs: 200 });
  * const result = await launcher.launch({
- *   command: "sleep 30 & sleep 30; wait",
+ *   ...checkExecuteRequest({
+ *     command: "sleep 30 & sleep 30; wait",
+ *     timeoutMs: 200,
+ *     maxOutputBytes: 1024,
+ *   }),
  *   cwd: Deno.cwd(),
- *   env: {},
- *   timeoutMs: 200,
- *   maxOutputBytes: 1024,
  * });
  * assert(result.timedOut && result.exitCode === -1);
  * ```
@@ -519,7 +554,7 @@ export class DenoCommandLauncher implements ProcessLauncher {
    */
   launch(request: LaunchRequest): Promise<ExecuteResult> {
     const windows = Deno.build.os === "windows";
-    return runProcessGroup({
+    return runCheckedGroup({
       program: this.#shell,
       // `--` ends the shell's own options: a command such as `--help` or
       // `-x` is then the command, never an option of the shell.

@@ -16,6 +16,7 @@ import {
   signalProcessGroup,
 } from "./launcher.ts";
 import type { ExecuteResult } from "../types.ts";
+import { checkTimeoutMs } from "../command_core.ts";
 import { liveGroupMembers } from "../../_internal/testing.ts";
 
 const linux = Deno.build.os === "linux";
@@ -42,7 +43,7 @@ function request(
     command,
     cwd: Deno.cwd(),
     env: {},
-    timeoutMs: 30_000,
+    timeoutMs: checkTimeoutMs(30_000),
     maxOutputBytes: 1024 * 1024,
     ...options,
   };
@@ -103,7 +104,7 @@ for (const method of ["deno", "shell"] as const) {
         const start = performance.now();
         const result = await launcher.launch(
           request(`echo $$ > ${pidFile}; sleep 30 & sleep 30 & wait`, {
-            timeoutMs: 500,
+            timeoutMs: checkTimeoutMs(500),
           }),
         );
         const elapsed = performance.now() - start;
@@ -133,7 +134,7 @@ Deno.test({
       const result = await launcher.launch(
         request(
           `echo $$ > ${pidFile}; trap '' TERM; sleep 30 & sleep 30; wait`,
-          { timeoutMs: 300 },
+          { timeoutMs: checkTimeoutMs(300) },
         ),
       );
       const elapsed = performance.now() - start;
@@ -162,7 +163,7 @@ Deno.test({
       const result = await new DenoCommandLauncher({ graceMs: 5000 }).launch(
         request(
           `echo $$ > ${pidFile}; (trap '' TERM; exec sleep 30) >/dev/null 2>&1 & sleep 30`,
-          { timeoutMs: 300 },
+          { timeoutMs: checkTimeoutMs(300) },
         ),
       );
       assert(result.timedOut);
@@ -186,7 +187,7 @@ Deno.test({
       const controller = new AbortController();
       const running = new DenoCommandLauncher({ graceMs: 500 }).launch(
         request(`echo $$ > ${pidFile}; sleep 30 & sleep 30; wait`, {
-          timeoutMs: 60_000,
+          timeoutMs: checkTimeoutMs(60_000),
           signal: controller.signal,
         }),
       );
@@ -347,7 +348,7 @@ Deno.test({
       const result = await new DenoCommandLauncher({ graceMs: 300 }).launch(
         request(
           `echo before; setsid bash -c 'echo $$ > ${pidFile}; exec sleep 30' & wait`,
-          { timeoutMs: 500 },
+          { timeoutMs: checkTimeoutMs(500) },
         ),
       );
       const elapsed = performance.now() - start;

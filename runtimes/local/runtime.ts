@@ -16,6 +16,7 @@ import {
   type SkillEventListener,
 } from "../../observe/events.ts";
 import { checkEnv } from "../config.ts";
+import { checkTimeoutMs } from "../command_core.ts";
 import { checkExecuteRequest, checkMaxOutputBytes } from "../request.ts";
 import { hostPath } from "../../_internal/std.ts";
 import { removeTree } from "../../_internal/remove_tree.ts";
@@ -48,6 +49,7 @@ import {
   type FileInfo,
   type ListOptions,
   type ListResult,
+  type OpenFileResult,
   type PreparedSkill,
   type PrepareRequest,
   type ReadTextOptions,
@@ -297,7 +299,7 @@ export class LocalSkillRuntime implements SkillRuntime {
             command,
             cwd: this.#cwd,
             env: {},
-            timeoutMs: execOptions.timeoutMs,
+            timeoutMs: checkTimeoutMs(execOptions.timeoutMs),
             maxOutputBytes: execOptions.maxOutputBytes ?? 64 * 1024 * 1024,
             ...(execOptions.signal ? { signal: execOptions.signal } : {}),
           }),
@@ -820,6 +822,15 @@ class ClosableFileSystem implements SkillRuntimeFileSystem {
   ): Promise<ReadableStream<Uint8Array>> {
     this.#check();
     return await this.#inner.readStream(path, options);
+  }
+
+  async openFile(
+    path: string,
+    options?: SignalOptions,
+  ): Promise<OpenFileResult | null> {
+    this.#check();
+    // The inner file system is a LocalFileSystem, which has it.
+    return await this.#inner.openFile!(path, options);
   }
 
   async download(

@@ -15,7 +15,8 @@
 import { shellQuote } from "../../_internal/shell_quote.ts";
 import { posix } from "../../_internal/std.ts";
 import { WorkspaceEscapeError } from "../errors.ts";
-import { runChecked, type ShellRunner } from "./_shell_files.ts";
+import type { FileInfo } from "../types.ts";
+import { runChecked, type ShellRunner, statLine } from "./_shell_files.ts";
 
 /**
  * The largest content written by the one command itself (base64 in its
@@ -265,6 +266,105 @@ export async function fencedRead(
     return "large";
   }
   return bytes;
+}
+
+/** What {@linkcode fencedOpen} found. */
+export interface FencedOpened {
+  /**
+   * The facts (a regular file's as opened; a small file's are its type and
+   * size alone: no `stat` is run for them).
+   */
+  readonly info: FileInfo;
+  /**
+   * A regular file's bytes when it has at most {@linkcode INLINE_READ_BYTES};
+   * none for a larger one (checked: read it by download).
+   */
+  readonly bytes?: Uint8Array;
+}
+
+/**
+ * Opens a file in one command and prints its facts, with its bytes when it
+ * is small: {@linkcode fencedRead}'s checks with a fence root (every step
+ * looked at, the opened file compared with the path); without one, the
+ * file alone (symbolic links followed, as the local runtime does). A
+ * folder or a special file is never opened: its facts come alone.
+ *
+ * @param shell Runs one helper command.
+ * @param root The fence root, or `undefined` when there is no fence.
+ * @param target The file (absolute; lexically inside the root).
+ * @param given The path as the caller gave it.
+ * @param signal Stops it.
+ * @returns The facts and small bytes, or `null` when nothing is there.
+ * @throws {WorkspaceEscapeError} With a root: a step is a symbolic link.
+ * @throws {Deno.errors.NotFound} With a root: a step is not a folder.
+ */
+export async function fencedOpen(
+  shell: ShellRunner,
+  root: string | undefined,
+  target: string,
+  given: string,
+  signal?: AbortSignal,
+): Promise<FencedOpened | null> {
+  const steps = root === undefined ? [target] : fenceSteps(root, target);
+  const t = shellQuote(target);
+  const last = steps.length - 1;
+  const check = root === undefined
+    ? `__r() { printf '${REFUSED} %s %s\\n' "$1" "$2"; exit 0; }`
+    : checkLines(steps, false);
+  const facts = `LC_ALL=C stat -L -c '%F|%s|%Y|%a'`;
+  const result = await runChecked(
+    shell,
+    [
+      check,
+      `if [ ! -e ${t} ]; then echo skillrun-missing; exit 0; fi`,
+      `if [ ! -f ${t} ]; then echo "skillrun-info $(${facts} -- ${t})"; exit 0; fi`,
+      `exec 3< ${t} || exit 1`,
+      ...(root === undefined ? [] : [
+        check.replace(/^__r\(\) \{[^\n]*\n/, ""),
+        `[ ${t} -ef /proc/self/fd/3 ] || __r link ${last}`,
+      ]),
+      `[ -f /proc/self/fd/3 ] || __r special ${last}`,
+      // A small file's bytes say its size: no stat to run.
+      `__b=$(head -c ${INLINE_READ_BYTES + 1} <&3 | base64 -w0) || exit 1`,
+      `if [ \${#__b} -le ${base64Length(INLINE_READ_BYTES)} ]; then`,
+      `  printf 'skillrun-bytes %s\\n' "$__b"; exit 0`,
+      `fi`,
+      `echo "skillrun-info $(${facts} /proc/self/fd/3)"`,
+    ].join("\n"),
+    `read "${given}"`,
+    signal,
+  );
+  throwRefusal(result.stdout, steps, given, "read", root ?? "/");
+  const out = result.stdout.trim();
+  if (out === "skillrun-missing") return null;
+  if (out.startsWith("skillrun-bytes")) {
+    const encoded = out.slice("skillrun-bytes".length).trim();
+    const bytes = Uint8Array.from(atob(encoded), (c) => c.charCodeAt(0));
+    const info: FileInfo = {
+      path: target,
+      name: posix.basename(target),
+      type: "file",
+      size: bytes.length,
+      modifiedAt: null,
+    };
+    return { info, bytes };
+  }
+  const info = out.startsWith("skillrun-info ")
+    ? statLine(target, out.slice("skillrun-info ".length))
+    : null;
+  if (info === null) {
+    throw new Error(
+      `Cannot read "${given}": the sandbox answered ${
+        JSON.stringify(out.slice(0, 200))
+      }`,
+    );
+  }
+  return { info };
+}
+
+/** The length of `bytes` bytes in base64 (padded). */
+function base64Length(bytes: number): number {
+  return Math.ceil(bytes / 3) * 4;
 }
 
 /**

@@ -111,7 +111,7 @@ export async function shellStatMany(
 }
 
 /** One `stat -c` line (or `missing`) as facts. */
-function statLine(path: string, line: string): FileInfo | null {
+export function statLine(path: string, line: string): FileInfo | null {
   if (line === "missing") return null;
   const [kind, size, mtime, mode] = line.split(SEP);
   if (mode === undefined) {

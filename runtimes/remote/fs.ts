@@ -12,6 +12,7 @@ import type {
   FileInfo,
   ListOptions,
   ListResult,
+  OpenFileResult,
   ReadTextOptions,
   SignalOptions,
   SkillRuntimeFileSystem,
@@ -24,6 +25,7 @@ import { BodyTooLargeError, readCapped } from "../../_internal/body.ts";
 import { WorkspaceEscapeError } from "../errors.ts";
 import type { ShellRunner } from "./_shell_files.ts";
 import {
+  fencedOpen,
   fencedRead,
   fencedRealPath,
   fencedWrite,
@@ -477,6 +479,68 @@ export class RemoteFileSystem implements SkillRuntimeFileSystem {
   }
 
   /**
+   * Opens a file and returns its facts with its stream. Where `stat` is a
+   * command anyway (`statsByCommand`, with a `shell`): one command looks
+   * (with a fence, at every step, as a fenced read does), gives the facts
+   * and brings back a small file's bytes. Elsewhere one `stat` request
+   * gives the facts (with a fence, of every step at once, where the server
+   * stats several paths in one request). A file not brought back is
+   * downloaded when its stream is first read (never, when it is cancelled
+   * unread).
+   *
+   * @param path The file.
+   * @param options A signal (it also stops the stream).
+   * @returns The facts and, for a regular file, the stream; `null` when
+   * nothing is there.
+   * @throws {WorkspaceEscapeError} With a fence: the path is outside, or a
+   * step is a symbolic link.
+   * @throws {RemoteHttpError} The server failed.
+   */
+  async openFile(
+    path: string,
+    options: SignalOptions = {},
+  ): Promise<OpenFileResult | null> {
+    const remotePath = this.#resolve(path);
+    const { signal } = options;
+    signal?.throwIfAborted();
+    let info: FileInfo | null;
+    if (this.#shell && (await this.#getOps()).statsByCommand) {
+      const opened = await fencedOpen(
+        this.#shell,
+        this.#fence?.root,
+        remotePath,
+        path,
+        signal,
+      );
+      if (opened?.bytes) {
+        return {
+          info: opened.info,
+          stream: ReadableStream.from([opened.bytes]),
+        };
+      }
+      info = opened?.info ?? null;
+    } else {
+      info = this.#fence
+        ? await this.#checkPlaced(path, "read", signal, true)
+        : await this.stat(path, options);
+    }
+    if (info?.type !== "file") return info && { info };
+    // Asked for on the first read: a stream cancelled unread costs nothing.
+    let body: ReadableStreamDefaultReader<Uint8Array> | undefined;
+    const stream = new ReadableStream<Uint8Array>({
+      pull: async (controller) => {
+        body ??= ((await this.#open(path, 0, signal)).body ??
+          ReadableStream.from<Uint8Array>([])).getReader();
+        const { done, value } = await body.read();
+        if (done) controller.close();
+        else controller.enqueue(value);
+      },
+      cancel: (reason) => body?.cancel(reason),
+    }, { highWaterMark: 0 });
+    return { info, stream };
+  }
+
+  /**
    * Downloads a file to a local path with {@linkcode downloadToFile}:
    * streamed into a temporary file beside the target, resumed with `Range`
    * after a dropped connection, the size verified, renamed into place only
@@ -535,8 +599,9 @@ export class RemoteFileSystem implements SkillRuntimeFileSystem {
     path: string,
     use: "read" | "write",
     signal: AbortSignal | undefined,
-  ): Promise<void> {
-    if (!this.#fence) return;
+    anyType = false,
+  ): Promise<FileInfo | null> {
+    if (!this.#fence) return null;
     const remotePath = this.#resolve(path);
     const root = this.#fence.root;
     const steps = fenceSteps(root, remotePath);
@@ -572,7 +637,7 @@ export class RemoteFileSystem implements SkillRuntimeFileSystem {
           `Cannot ${use} "${path}": "${steps[i]}" is not a folder`,
         );
       }
-      if (last && info.type !== "file") {
+      if (last && info.type !== "file" && !anyType) {
         throw new TypeError(
           `Cannot ${use} "${path}": it is ${
             info.type === "directory"
@@ -582,6 +647,7 @@ export class RemoteFileSystem implements SkillRuntimeFileSystem {
         );
       }
     }
+    return infos[steps.length - 1] ?? null;
   }
 
   #getOps(): Promise<RemoteFileOps> {

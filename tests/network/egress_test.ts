@@ -14,6 +14,7 @@ import {
   BubblewrapLauncher,
   IsolationUnavailableError,
 } from "../../runtimes/local/isolated.ts";
+import { checkTimeoutMs } from "../../runtimes/command_core.ts";
 import { LocalSkillRuntime } from "../../runtimes/local/runtime.ts";
 import type { BubblewrapLauncherOptions } from "../../runtimes/local/isolated.ts";
 import { CertificateAuthority } from "../../network/ca.ts";
@@ -38,7 +39,7 @@ const TOOLS: Readonly<Record<string, boolean>> = UNAVAILABLE === null
       cwd: "/",
       env: {},
       writablePaths: [],
-      timeoutMs: 10_000,
+      timeoutMs: checkTimeoutMs(10_000),
       maxOutputBytes: 1024,
     });
     await launcher.close();

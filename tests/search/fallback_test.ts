@@ -5,6 +5,7 @@ import {
   assertStringIncludes,
 } from "../../_internal/assert.ts";
 import { FallbackSearch } from "../../search/fallback.ts";
+import type { SearchFileSystem } from "../../search/types.ts";
 import { LocalFileSystem } from "../../runtimes/local/fs.ts";
 import { engineSuite } from "./_test_suite.ts";
 
@@ -229,6 +230,48 @@ Deno.test("FallbackSearch over local paths finds the same through a symlinked ro
         linked.counts.map((c) => [c.path.replace(`${dir}/link`, ""), c.count]),
       [["/a.txt", 1], ["/sub/b.txt", 1]],
     );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("FallbackSearch stops reading files once a content search's head limit is reached", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    for (let i = 0; i < 300; i++) {
+      await Deno.writeTextFile(
+        `${dir}/f${String(i).padStart(3, "0")}.txt`,
+        "needle\n",
+      );
+    }
+    const local = new LocalFileSystem({ cwd: dir });
+    let reads = 0;
+    const fs: SearchFileSystem = {
+      resolve: (path) => local.resolve(path),
+      stat: (path, options) => local.stat(path, options),
+      list: (path, options) => local.list(path, options),
+      readBytes: (path, options) => {
+        reads++;
+        return local.readBytes(path, options);
+      },
+    };
+    const search = new FallbackSearch({ fs });
+    const first = await search.grep({
+      pattern: "needle",
+      outputMode: "content",
+      headLimit: 2,
+    });
+    assertEquals(
+      first.mode === "content" && first.lines.map((l) => l.path.slice(-8)),
+      ["f000.txt", "f001.txt"],
+    );
+    assertEquals(first.totalEntries, null);
+    // One batch of 64 files and the one read ahead, not the 300.
+    assertLess(reads, 300 / 2);
+    reads = 0;
+    const all = await search.grep({ pattern: "needle", outputMode: "count" });
+    assertEquals(all.mode === "count" && all.counts.length, 300);
+    assertEquals(reads, 300);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

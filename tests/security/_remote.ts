@@ -13,6 +13,7 @@ import { startTestServer } from "../../runtimes/opensandbox/_testing.ts";
 import { startAioTestServer } from "../../runtimes/aio/_testing.ts";
 import { startE2BTestServer } from "../../runtimes/e2b/_testing.ts";
 import { startVercelTestServer } from "../../runtimes/vercel/_testing.ts";
+import { startDaytonaTestServer } from "../../runtimes/daytona/_testing.ts";
 import { MemoryConversationStore } from "../../runtimes/stores/conversation_store.ts";
 import { buildSkillTools, type SkillTools } from "../../tools/builder.ts";
 import type { SkillRuntime } from "../../runtimes/types.ts";
@@ -161,6 +162,22 @@ export const REMOTE_KINDS: readonly RemoteKind[] = [
     start: (_base, conversationsRoot) =>
       victim(
         startVercelTestServer(),
+        (server) => server.server.faults,
+        conversationsRoot,
+      ),
+  },
+  {
+    name: "daytona",
+    routes: {
+      exec: "/toolbox/{id}/process/session/{id}/exec",
+      download: "/toolbox/{id}/files/download",
+      upload: "/toolbox/{id}/files/bulk-upload",
+      destroy: { method: "DELETE", path: "/api/sandbox/{id}" },
+    },
+    // The world's folder is a volume of the sandbox (its files are the host's).
+    start: (base, conversationsRoot) =>
+      victim(
+        startDaytonaTestServer({ volumes: [base] }),
         (server) => server.server.faults,
         conversationsRoot,
       ),

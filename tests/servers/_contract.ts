@@ -235,8 +235,15 @@ export class OpenApiContract {
       );
     }
     const response = this.#resolve(responses[statusKey]);
+    // Swagger 2.0: the schema sits on the answer, the types in `produces`.
     const content = isObject(response) && isObject(response.content)
       ? response.content
+      : isObject(response) && response.schema !== undefined
+      ? Object.fromEntries(
+        (Array.isArray(item[method].produces)
+          ? item[method].produces as string[]
+          : ["application/json"]).map((type) => [type, response]),
+      )
       : {};
     const contentTypes = Object.keys(content);
     const base = { template, statusKey, contentTypes };

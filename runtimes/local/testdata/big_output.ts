@@ -6,6 +6,7 @@
  * @module
  */
 import { DenoCommandLauncher } from "../launcher.ts";
+import { checkTimeoutMs } from "../../command_core.ts";
 
 if (import.meta.main) {
   const before = Deno.memoryUsage().rss;
@@ -15,7 +16,7 @@ if (import.meta.main) {
       "printf ERRSTART >&2; head -c 3000000 /dev/zero | tr '\\0' y >&2; printf ERREND >&2",
     cwd: Deno.cwd(),
     env: {},
-    timeoutMs: 120_000,
+    timeoutMs: checkTimeoutMs(120_000),
     maxOutputBytes: 64 * 1024,
   });
   const growth = Deno.memoryUsage().rss - before;
