@@ -399,9 +399,7 @@ export function parseRipgrepOutput(
   const files: FileRecords[] = [];
   let current: FileRecords | null = null;
   for (const [pathBytes, rest] of records) {
-    let path = decoder.decode(pathBytes);
-    if (plan.root.isFile) path = "";
-    else if (path.startsWith("./")) path = path.slice(2);
+    const path = relativeOf(decoder.decode(pathBytes), plan.root.isFile);
     if (plan.mode !== "content") {
       files.push({
         path,
@@ -415,11 +413,8 @@ export function parseRipgrepOutput(
       files.push(current);
     }
     if (current.lines.length < plan.maxLinesPerFile) {
-      current.lines.push(parseLine(rest, decoder, plan));
+      current.count = current.lines.push(parseLine(rest, decoder, plan));
     }
-  }
-  for (const file of files) {
-    if (plan.mode === "content") file.count = file.lines.length;
   }
   return files;
 }
