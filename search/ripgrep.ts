@@ -329,35 +329,49 @@ export class RipgrepSearch implements SearchEngine {
       skipped.skip("", "too-large", plan.root.size);
       return skipped.result("ripgrep");
     }
-    const what = `Search for "${plan.regex.pattern}"`;
+    return await this.#limited(
+      plan,
+      `Search for "${plan.regex.pattern}"`,
+      async (signal) => {
+        // A single file was checked above; a folder is searched without
+        // --max-filesize where rg's memory can be watched (module doc).
+        let watched = plan.root.isFile ||
+          (canWatchMemory && !plan.multiline);
+        for (;;) {
+          const result = plan.mode !== "content"
+            ? await this.#grepFiles(plan, signal, watched)
+            : plan.root.isFile
+            ? await this.#sortedContent(plan, signal, watched)
+            : await this.#grepContent(plan, signal, watched);
+          if (result !== OVER_MEMORY) return result;
+          watched = false;
+        }
+      },
+    );
+  }
+
+  /**
+   * Runs a search (whatever number of rg runs it takes) in one of the
+   * engine's slots, within the plan's time limit and signal; `what` names it
+   * in the timeout error.
+   */
+  async #limited<T>(
+    plan: {
+      readonly timeoutMs: number;
+      readonly signal: AbortSignal | undefined;
+    },
+    what: string,
+    search: (signal: AbortSignal) => Promise<T>,
+  ): Promise<T> {
     const deadline = startDeadline(plan.timeoutMs, plan.signal);
-    // One slot per search, whatever number of rg runs it takes.
-    let release: () => void;
+    let release: (() => void) | undefined;
     try {
       release = await this.#slots.acquire(deadline.signal);
+      return await search(deadline.signal);
     } catch (error) {
-      deadline.clear();
       throw deadline.signal.aborted ? deadline.error(what) : error;
-    }
-    try {
-      // A single file was checked above; a folder is searched without
-      // --max-filesize where rg's memory can be watched (see the module doc).
-      let watched = plan.root.isFile ||
-        (canWatchMemory && !plan.multiline);
-      for (;;) {
-        const result = plan.mode !== "content"
-          ? await this.#grepFiles(plan, deadline.signal, watched)
-          : plan.root.isFile
-          ? await this.#sortedContent(plan, deadline.signal, watched)
-          : await this.#grepContent(plan, deadline.signal, watched);
-        if (result !== OVER_MEMORY) return result;
-        watched = false;
-      }
-    } catch (error) {
-      if (deadline.signal.aborted) throw deadline.error(what);
-      throw error;
     } finally {
-      release();
+      release?.();
       deadline.clear();
     }
   }
@@ -635,59 +649,48 @@ export class RipgrepSearch implements SearchEngine {
    */
   async glob(request: GlobRequest): Promise<GlobResult> {
     const plan = await planGlob(this.#fs, request, true);
-    const deadline = startDeadline(plan.timeoutMs, plan.signal);
-    const what = `Glob "${request.pattern}"`;
-    let release: () => void;
-    try {
-      release = await this.#slots.acquire(deadline.signal);
-    } catch (error) {
-      deadline.clear();
-      throw deadline.signal.aborted ? deadline.error(what) : error;
-    }
-    try {
-      const parser = new RecordParser(false, 0);
-      const records: [Uint8Array, Uint8Array][] = [];
-      const decoder = new TextDecoder();
-      const files: GlobFile[] = [];
-      await runRipgrep({
-        command: this.#rg,
-        args: [
-          "--files",
-          ...COMMON_ARGS,
-          "--glob",
-          request.pattern,
-          ...heavyGlobs(),
-          "--",
-          ".",
-        ],
-        cwd: plan.root.path,
-        signal: deadline.signal,
-        // Stat each file as its path arrives, while rg is still walking.
-        onStdout: (chunk) => {
-          parser.push(chunk, records);
-          for (const [bytes] of records) {
-            const path = joinPath(
-              plan.root.path,
-              relativeOf(decoder.decode(bytes), false),
-            );
-            try {
-              const info = Deno.lstatSync(path);
-              files.push({ path, modifiedMs: info.mtime?.getTime() ?? null });
-            } catch {
-              files.push({ path, modifiedMs: null });
+    return await this.#limited(
+      plan,
+      `Glob "${request.pattern}"`,
+      async (signal) => {
+        const parser = new RecordParser(false, 0);
+        const records: [Uint8Array, Uint8Array][] = [];
+        const decoder = new TextDecoder();
+        const files: GlobFile[] = [];
+        await runRipgrep({
+          command: this.#rg,
+          args: [
+            "--files",
+            ...COMMON_ARGS,
+            "--glob",
+            request.pattern,
+            ...heavyGlobs(),
+            "--",
+            ".",
+          ],
+          cwd: plan.root.path,
+          signal,
+          // Stat each file as its path arrives, while rg is still walking.
+          onStdout: (chunk) => {
+            parser.push(chunk, records);
+            for (const [bytes] of records) {
+              const path = joinPath(
+                plan.root.path,
+                relativeOf(decoder.decode(bytes), false),
+              );
+              try {
+                const info = Deno.lstatSync(path);
+                files.push({ path, modifiedMs: info.mtime?.getTime() ?? null });
+              } catch {
+                files.push({ path, modifiedMs: null });
+              }
             }
-          }
-          records.length = 0;
-        },
-      });
-      return finishGlob(plan, files, "ripgrep");
-    } catch (error) {
-      if (deadline.signal.aborted) throw deadline.error(what);
-      throw error;
-    } finally {
-      deadline.clear();
-      release();
-    }
+            records.length = 0;
+          },
+        });
+        return finishGlob(plan, files, "ripgrep");
+      },
+    );
   }
 
   /**
