@@ -89,12 +89,6 @@ export class RecordParser {
 /** Options of {@linkcode ripgrepGrepArgs}. */
 export interface RipgrepGrepArgsOptions {
   /**
-   * Content mode: the files to search (relative to the root folder), instead
-   * of walking the root; their output comes unsorted, each file's lines
-   * together.
-   */
-  readonly files?: readonly string[];
-  /**
    * Add `--debug`, whose lines name the files rg skipped (too large, not a
    * regular file); read them with the engine's debug reader.
    */
@@ -124,18 +118,16 @@ export interface RipgrepGrepArgsOptions {
 /**
  * The ripgrep arguments of a `grep` (shared with the engine that runs rg in a
  * sandbox): the search root is `.` (run in the root folder) or the root file;
- * content mode sorts by path unless given the files to search.
+ * content mode sorts by path unless `unsorted`.
  *
  * @param plan The checked request.
- * @param options The files to search instead of the root, `--debug`, the
- *   unsorted pass, the size limit.
- * @returns The arguments, ending with the root (or the files).
+ * @param options `--debug`, the unsorted pass, the size limit, byte offsets.
+ * @returns The arguments, ending with the root.
  */
 export function ripgrepGrepArgs(
   plan: GrepPlan,
   options: RipgrepGrepArgsOptions = {},
 ): string[] {
-  const files = options.files;
   // Bounds: files over the limit are skipped (rg's line buffer would hold a
   // whole line of them), unless the caller bounds them otherwise.
   const args = [
@@ -150,7 +142,7 @@ export function ripgrepGrepArgs(
   ];
   args.push(plan.caseInsensitive ? "--ignore-case" : "--case-sensitive");
   if (plan.multiline) args.push("--multiline", "--multiline-dotall");
-  if (!plan.root.isFile && !files) {
+  if (!plan.root.isFile) {
     if (plan.filters.glob !== null) args.push("--glob", plan.filters.glob);
     args.push(...heavyGlobs());
     if (plan.filters.extensions !== null) {
@@ -175,7 +167,7 @@ export function ripgrepGrepArgs(
         "--with-filename",
         "--no-heading",
         "--no-context-separator",
-        ...(files || options.unsorted ? [] : ["--sort", "path"]),
+        ...(options.unsorted ? [] : ["--sort", "path"]),
         // rg's default is no context (its config files are not read).
         ...(plan.before > 0 ? ["--before-context", String(plan.before)] : []),
         ...(plan.after > 0 ? ["--after-context", String(plan.after)] : []),
@@ -183,8 +175,7 @@ export function ripgrepGrepArgs(
       break;
   }
   args.push("--regexp", plan.regex.ripgrepPattern, "--");
-  if (files) args.push(...files);
-  else args.push(plan.root.isFile ? plan.root.path : ".");
+  args.push(plan.root.isFile ? plan.root.path : ".");
   return args;
 }
 
@@ -399,9 +390,7 @@ export function parseRipgrepOutput(
   const files: FileRecords[] = [];
   let current: FileRecords | null = null;
   for (const [pathBytes, rest] of records) {
-    let path = decoder.decode(pathBytes);
-    if (plan.root.isFile) path = "";
-    else if (path.startsWith("./")) path = path.slice(2);
+    const path = relativeOf(decoder.decode(pathBytes), plan.root.isFile);
     if (plan.mode !== "content") {
       files.push({
         path,
@@ -415,11 +404,8 @@ export function parseRipgrepOutput(
       files.push(current);
     }
     if (current.lines.length < plan.maxLinesPerFile) {
-      current.lines.push(parseLine(rest, decoder, plan));
+      current.count = current.lines.push(parseLine(rest, decoder, plan));
     }
-  }
-  for (const file of files) {
-    if (plan.mode === "content") file.count = file.lines.length;
   }
   return files;
 }

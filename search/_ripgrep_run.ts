@@ -63,7 +63,7 @@ export interface RipgrepRunResult {
 
 /**
  * How often rg's memory is looked at, in ms, when it is watched: one read of
- * `/proc/<pid>/statm` (about 50 µs) each time, a fraction of a percent of a
+ * `/proc/<pid>/status` (about 50 µs) each time, a fraction of a percent of a
  * core; rg's line buffer doubles as it grows, so it may pass the bound by as
  * much again before it is killed.
  */
@@ -75,36 +75,16 @@ export const MEMORY_CHECK_MS = 25;
  */
 export const GATHER_BELOW_BYTES = 4096;
 
-/**
- * The bytes of one page of `/proc/<pid>/statm` (found from this process's own
- * resident size in both files), or 0 where there is no `/proc`.
- */
-const PAGE_BYTES: number = (() => {
-  try {
-    const pages = Number(
-      Deno.readTextFileSync("/proc/self/statm").split(" ")[1],
-    );
-    const kib = Number(
-      /VmRSS:\s+(\d+) kB/.exec(Deno.readTextFileSync("/proc/self/status"))
-        ?.[1],
-    );
-    if (!(pages > 0 && kib > 0)) return 0;
-    // 4 KiB, 16 KiB or 64 KiB: the nearest power of two.
-    return 2 ** Math.round(Math.log2((kib * 1024) / pages));
-  } catch {
-    return 0;
-  }
-})();
-
-/** Whether rg's memory can be watched here (Linux: `/proc/<pid>/statm`). */
-export const canWatchMemory: boolean = PAGE_BYTES > 0;
+/** Whether rg's memory can be watched here (Linux: `/proc/<pid>/status`). */
+export const canWatchMemory: boolean = residentBytes("self") !== null;
 
 /** The resident memory of a process in bytes, or `null` once it is gone. */
-function residentBytes(pid: number): number | null {
+function residentBytes(pid: number | "self"): number | null {
   try {
-    const text = Deno.readTextFileSync(`/proc/${pid}/statm`);
-    // Size, then resident pages.
-    return Number(text.split(" ")[1]) * PAGE_BYTES;
+    const kib = /VmRSS:\s+(\d+) kB/.exec(
+      Deno.readTextFileSync(`/proc/${pid}/status`),
+    )?.[1];
+    return kib === undefined ? null : Number(kib) * 1024;
   } catch {
     return null;
   }

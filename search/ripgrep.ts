@@ -184,123 +184,87 @@ function memoryBound(plan: GrepPlan): number {
   );
 }
 
-/**
- * What a matching file is, read once: its size, whether it is binary, and
- * (when asked) the line numbers of byte offsets of its lines.
- */
-interface Inspected {
-  readonly size: number;
-  readonly binary: boolean;
-  /** The line numbers, `null` when not asked or the file changed. */
-  readonly numbers: number[] | null;
-}
-
-/**
- * Opens a local file once: its size (`fstat`), whether it is binary (a NUL
- * in its first bytes: `buffer`'s length, or the whole file when smaller, read
- * without a last read to its end) and, given byte offsets of line starts, their
- * line numbers (counted in the bytes the sniff read, then in the rest of the
- * file up to the last offset); nothing is read of a file over `maxBytes`.
- * `null` when it cannot be read. Synchronous: fast.
- */
-function inspectFile(
-  path: string,
-  buffer: Uint8Array,
-  maxBytes: number,
-  offsets: readonly number[] | null,
-): Inspected | null {
-  let file: Deno.FsFile;
-  try {
-    file = Deno.openSync(path);
-  } catch {
-    return null;
-  }
-  try {
-    const size = file.statSync().size;
-    if (size > maxBytes) return { size, binary: false, numbers: null };
-    // A size of 0 may be a pseudo-file (`/proc`) whose bytes are read anyway.
-    const want = size === 0 ? buffer.length : Math.min(size, buffer.length);
-    let length = 0;
-    while (length < want) {
-      const n = file.readSync(buffer.subarray(length));
-      if (n === null || n === 0) break;
-      length += n;
-    }
-    const head = buffer.subarray(0, length);
-    const binary = isBinary(head);
-    const numbers = offsets === null || binary
-      ? null
-      : lineNumbersIn(head, offsets, (b) => file.readSync(b));
-    return { size, binary, numbers };
-  } catch {
-    return null;
-  } finally {
-    file.close();
-  }
-}
-
-/**
- * The check of each matching file (one per search): binary, unreadable and
- * over the size limit (listed as skipped) files are not shown.
- */
-class MatchCheck {
-  readonly #root: string;
-  readonly #maxFileBytes: number;
-  readonly #onSkip: (path: string, size: number) => void;
-  readonly #buffer = new Uint8Array(BINARY_SNIFF_BYTES);
-
-  constructor(plan: GrepPlan, onSkip: (path: string, size: number) => void) {
-    this.#root = plan.root.path;
-    this.#maxFileBytes = plan.maxFileBytes;
-    this.#onSkip = onSkip;
-  }
-
-  /**
-   * Checks a file (relative to the root; `""` for the root file) without
-   * reporting a skip: the lines to show, their `lineNumber` turned from byte
-   * offsets of line starts into line numbers when `offsets` (read in the
-   * same open as the check), or `null` with the size of a file too large.
-   */
-  judge(
-    path: string,
-    lines: readonly MatchedLine[],
-    offsets: boolean,
-  ): Verdict {
-    const found = inspectFile(
-      joinPath(this.#root, path),
-      this.#buffer,
-      this.#maxFileBytes,
-      offsets ? lines.map((line) => line.lineNumber) : null,
-    );
-    if (found === null || found.binary) return { lines: null };
-    if (found.size > this.#maxFileBytes) {
-      return { lines: null, tooLarge: found.size };
-    }
-    if (!offsets) return { lines: [...lines] };
-    const numbers = found.numbers;
-    if (numbers === null) return { lines: null };
-    return {
-      lines: lines.map((line, i) => ({ ...line, lineNumber: numbers[i]! })),
-    };
-  }
-
-  /**
-   * Whether the file (relative to the root; `""` for the root file) is
-   * shown; one too large is reported as skipped.
-   */
-  shown(path: string): boolean {
-    const verdict = this.judge(path, [], false);
-    if (verdict.tooLarge !== undefined) this.#onSkip(path, verdict.tooLarge);
-    return verdict.lines !== null;
-  }
-}
-
 /** What the check of one matching file decided. */
 interface Verdict {
   /** The lines to show, or `null`: the file is not shown. */
   readonly lines: MatchedLine[] | null;
   /** The file's size, when it is over the limit (listed as skipped). */
   readonly tooLarge?: number;
+}
+
+/**
+ * The check of each matching file (one per search), in one open: its size
+ * (`fstat`; nothing is read of a file over the limit), whether it is binary
+ * (a NUL in its first bytes, read without a last read to its end) and, when
+ * asked, the line numbers of the byte offsets rg gave (counted in the bytes
+ * the sniff read, then in the rest up to the last offset). Binary, unreadable
+ * and too large files are not shown. Synchronous: fast.
+ */
+class MatchCheck {
+  readonly #root: string;
+  readonly #maxFileBytes: number;
+  readonly #buffer = new Uint8Array(BINARY_SNIFF_BYTES);
+
+  constructor(plan: GrepPlan) {
+    this.#root = plan.root.path;
+    this.#maxFileBytes = plan.maxFileBytes;
+  }
+
+  /**
+   * Checks a file (relative to the root; `""` for the root file): the lines
+   * to show, their `lineNumber` turned from byte offsets of line starts into
+   * line numbers when `offsets`.
+   */
+  judge(
+    path: string,
+    lines: readonly MatchedLine[],
+    offsets: boolean,
+  ): Verdict {
+    let file: Deno.FsFile;
+    try {
+      file = Deno.openSync(joinPath(this.#root, path));
+    } catch {
+      return { lines: null };
+    }
+    try {
+      const size = file.statSync().size;
+      if (size > this.#maxFileBytes) return { lines: null, tooLarge: size };
+      const buffer = this.#buffer;
+      // A size of 0 may be a pseudo-file (`/proc`) whose bytes are read anyway.
+      const want = size === 0 ? buffer.length : Math.min(size, buffer.length);
+      let length = 0;
+      while (length < want) {
+        const n = file.readSync(buffer.subarray(length));
+        if (n === null || n === 0) break;
+        length += n;
+      }
+      const head = buffer.subarray(0, length);
+      if (isBinary(head)) return { lines: null };
+      if (!offsets) return { lines: [...lines] };
+      const numbers = lineNumbersIn(
+        head,
+        lines.map((line) => line.lineNumber),
+        (b) => file.readSync(b),
+      );
+      return {
+        lines: numbers &&
+          lines.map((line, i) => ({ ...line, lineNumber: numbers[i]! })),
+      };
+    } catch {
+      return { lines: null };
+    } finally {
+      file.close();
+    }
+  }
+
+  /** Whether a file is shown; one too large is listed as skipped. */
+  shown(path: string, collector: GrepCollector): boolean {
+    const verdict = this.judge(path, [], false);
+    if (verdict.tooLarge !== undefined) {
+      collector.skip(path, "too-large", verdict.tooLarge);
+    }
+    return verdict.lines !== null;
+  }
 }
 
 /** A rg run killed for its memory: the search runs again with `--max-filesize`. */
@@ -365,33 +329,49 @@ export class RipgrepSearch implements SearchEngine {
       skipped.skip("", "too-large", plan.root.size);
       return skipped.result("ripgrep");
     }
-    const what = `Search for "${plan.regex.pattern}"`;
+    return await this.#limited(
+      plan,
+      `Search for "${plan.regex.pattern}"`,
+      async (signal) => {
+        // A single file was checked above; a folder is searched without
+        // --max-filesize where rg's memory can be watched (module doc).
+        let watched = plan.root.isFile ||
+          (canWatchMemory && !plan.multiline);
+        for (;;) {
+          const result = plan.mode !== "content"
+            ? await this.#grepFiles(plan, signal, watched)
+            : plan.root.isFile
+            ? await this.#sortedContent(plan, signal, watched)
+            : await this.#grepContent(plan, signal, watched);
+          if (result !== OVER_MEMORY) return result;
+          watched = false;
+        }
+      },
+    );
+  }
+
+  /**
+   * Runs a search (whatever number of rg runs it takes) in one of the
+   * engine's slots, within the plan's time limit and signal; `what` names it
+   * in the timeout error.
+   */
+  async #limited<T>(
+    plan: {
+      readonly timeoutMs: number;
+      readonly signal: AbortSignal | undefined;
+    },
+    what: string,
+    search: (signal: AbortSignal) => Promise<T>,
+  ): Promise<T> {
     const deadline = startDeadline(plan.timeoutMs, plan.signal);
-    // One slot per search, whatever number of rg runs it takes.
-    let release: () => void;
+    let release: (() => void) | undefined;
     try {
       release = await this.#slots.acquire(deadline.signal);
+      return await search(deadline.signal);
     } catch (error) {
-      deadline.clear();
       throw deadline.signal.aborted ? deadline.error(what) : error;
-    }
-    try {
-      // A single file was checked above; a folder is searched without
-      // --max-filesize where rg's memory can be watched (see the module doc).
-      let watched = plan.root.isFile ||
-        (canWatchMemory && !plan.multiline);
-      for (;;) {
-        const result = plan.mode === "content" && !plan.root.isFile
-          ? await this.#grepContent(plan, deadline.signal, watched)
-          : await this.#grepOnce(plan, deadline.signal, watched);
-        if (result !== OVER_MEMORY) return result;
-        watched = false;
-      }
-    } catch (error) {
-      if (deadline.signal.aborted) throw deadline.error(what);
-      throw error;
     } finally {
-      release();
+      release?.();
       deadline.clear();
     }
   }
@@ -408,7 +388,11 @@ export class RipgrepSearch implements SearchEngine {
     watched: boolean,
     options: { readonly unsorted?: boolean; readonly byteOffsets?: boolean },
     onRecord: (path: string, rest: Uint8Array, decoder: TextDecoder) => boolean,
-    onSkip: (skip: RipgrepSkip) => void,
+    onSkip: (
+      path: string,
+      reason: RipgrepSkip["reason"],
+      size?: number,
+    ) => void,
   ): Promise<RipgrepRunResult> {
     const parser = new RecordParser(
       plan.mode !== "files_with_matches",
@@ -422,14 +406,14 @@ export class RipgrepSearch implements SearchEngine {
       args: ripgrepGrepArgs(plan, {
         debug: true,
         sizeLimit: !watched,
-        ...(options.unsorted ? { unsorted: true } : {}),
-        ...(options.byteOffsets ? { byteOffsets: true } : {}),
+        ...options,
       }),
       ...(isFile ? {} : { cwd: plan.root.path }),
       signal,
       ...(watched && !isFile ? { maxMemoryBytes: memoryBound(plan) } : {}),
       ...(options.unsorted ? { gatherMs: GATHER_MS } : {}),
-      onSkip,
+      onSkip: (skip) =>
+        onSkip(relativeOf(skip.path, isFile), skip.reason, skip.size),
       onStdout: (chunk) => {
         parser.push(chunk, records);
         try {
@@ -454,32 +438,23 @@ export class RipgrepSearch implements SearchEngine {
     return run;
   }
 
-  /** One rg run: files, counts, or the content of a single file. */
-  async #grepOnce(
+  /** Files or counts: one parallel rg run, the files put in path order. */
+  async #grepFiles(
     plan: GrepPlan,
     signal: AbortSignal,
     watched: boolean,
   ): Promise<GrepResult | typeof OVER_MEMORY> {
     const collector = new GrepCollector(plan);
-    const check = new MatchCheck(
-      plan,
-      (path, size) => collector.skip(path, "too-large", size),
-    );
+    const check = new MatchCheck(plan);
     const perFile: FileFound[] = [];
-    // Content mode (one file): its lines.
-    const lines: MatchedLine[] = [];
     const run = await this.#run(
       plan,
       signal,
       watched,
       {},
       (path, rest, decoder) => {
-        if (plan.mode === "content") {
-          if (lines.length < plan.maxLinesPerFile) {
-            lines.push(parseLine(rest, decoder, plan));
-          }
-        } else if (check.shown(path)) {
-          // Checked as paths arrive, while rg is still searching.
+        // Checked as paths arrive, while rg is still searching.
+        if (check.shown(path, collector)) {
           perFile.push({
             path,
             count: plan.mode === "count" ? Number(decoder.decode(rest)) : 0,
@@ -488,22 +463,11 @@ export class RipgrepSearch implements SearchEngine {
         }
         return true;
       },
-      (skip) =>
-        collector.skip(
-          relativeOf(skip.path, plan.root.isFile),
-          skip.reason,
-          skip.size,
-        ),
+      (path, reason, size) => collector.skip(path, reason, size),
     );
     if (run.overMemory) return OVER_MEMORY;
-    if (plan.mode === "content") {
-      if (lines.length > 0 && check.shown("")) {
-        collector.add({ path: "", count: lines.length, lines });
-      }
-    } else {
-      perFile.sort((a, b) => comparePaths(a.path, b.path));
-      for (const file of perFile) if (!collector.add(file)) break;
-    }
+    perFile.sort((a, b) => comparePaths(a.path, b.path));
+    for (const file of perFile) if (!collector.add(file)) break;
     return collector.result("ripgrep");
   }
 
@@ -523,7 +487,7 @@ export class RipgrepSearch implements SearchEngine {
     watched: boolean,
   ): Promise<GrepResult | typeof OVER_MEMORY> {
     // What the pass skipped (each file once).
-    const skipped: RipgrepSkip[] = [];
+    const skipped: Parameters<GrepCollector["skip"]>[] = [];
     const firstPass = new AbortController();
     // One parallel, unsorted pass; each file's lines are kept (up to a
     // budget), then the files are put in path order.
@@ -541,7 +505,7 @@ export class RipgrepSearch implements SearchEngine {
     // rg writes each file's records together: once the next file's come, a
     // file is checked (and its lines numbered) while rg still searches, up
     // to EARLY_CHECKS files; a file whose lines grew after is checked again.
-    const check = new MatchCheck(plan, () => {});
+    const check = new MatchCheck(plan);
     const early = new Map<string, { count: number; verdict: Verdict }>();
     let last: string | null = null;
     const listing = this.#run(
@@ -576,7 +540,7 @@ export class RipgrepSearch implements SearchEngine {
         }
         return true;
       },
-      (skip) => skipped.push(skip),
+      (...skip) => skipped.push(skip),
     );
     listing.catch(() => {});
     try {
@@ -607,9 +571,7 @@ export class RipgrepSearch implements SearchEngine {
         return await this.#sortedContent(plan, signal, watched);
       }
       const collector = new GrepCollector(plan);
-      for (const skip of skipped) {
-        collector.skip(relativeOf(skip.path, false), skip.reason, skip.size);
-      }
+      for (const skip of skipped) collector.skip(...skip);
       const paths = [...found.keys()].sort(comparePaths);
       for (const path of paths) {
         const lines = found.get(path)!;
@@ -632,17 +594,17 @@ export class RipgrepSearch implements SearchEngine {
     }
   }
 
-  /** The sorted search (`--sort path`, streamed), until the output cap. */
+  /**
+   * The sorted search (`--sort path`, streamed), until the output cap; also
+   * the content of a single file.
+   */
   async #sortedContent(
     plan: GrepPlan,
     signal: AbortSignal,
     watched: boolean,
   ): Promise<GrepResult | typeof OVER_MEMORY> {
     const collector = new GrepCollector(plan);
-    const check = new MatchCheck(
-      plan,
-      (path, size) => collector.skip(path, "too-large", size),
-    );
+    const check = new MatchCheck(plan);
     let path: string | null = null;
     let lines: MatchedLine[] = [];
     const flush = (): boolean => {
@@ -650,8 +612,7 @@ export class RipgrepSearch implements SearchEngine {
       const file = { path, count: lines.length, lines };
       path = null;
       lines = [];
-      if (!check.shown(file.path)) return true;
-      return collector.add(file);
+      return !check.shown(file.path, collector) || collector.add(file);
     };
     const run = await this.#run(
       plan,
@@ -668,8 +629,7 @@ export class RipgrepSearch implements SearchEngine {
         }
         return true;
       },
-      (skip) =>
-        collector.skip(relativeOf(skip.path, false), skip.reason, skip.size),
+      (skipPath, reason, size) => collector.skip(skipPath, reason, size),
     );
     if (run.overMemory) return OVER_MEMORY;
     if (!collector.stopped) flush();
@@ -689,59 +649,48 @@ export class RipgrepSearch implements SearchEngine {
    */
   async glob(request: GlobRequest): Promise<GlobResult> {
     const plan = await planGlob(this.#fs, request, true);
-    const deadline = startDeadline(plan.timeoutMs, plan.signal);
-    const what = `Glob "${request.pattern}"`;
-    let release: () => void;
-    try {
-      release = await this.#slots.acquire(deadline.signal);
-    } catch (error) {
-      deadline.clear();
-      throw deadline.signal.aborted ? deadline.error(what) : error;
-    }
-    try {
-      const parser = new RecordParser(false, 0);
-      const records: [Uint8Array, Uint8Array][] = [];
-      const decoder = new TextDecoder();
-      const files: GlobFile[] = [];
-      await runRipgrep({
-        command: this.#rg,
-        args: [
-          "--files",
-          ...COMMON_ARGS,
-          "--glob",
-          request.pattern,
-          ...heavyGlobs(),
-          "--",
-          ".",
-        ],
-        cwd: plan.root.path,
-        signal: deadline.signal,
-        // Stat each file as its path arrives, while rg is still walking.
-        onStdout: (chunk) => {
-          parser.push(chunk, records);
-          for (const [bytes] of records) {
-            const path = joinPath(
-              plan.root.path,
-              relativeOf(decoder.decode(bytes), false),
-            );
-            try {
-              const info = Deno.lstatSync(path);
-              files.push({ path, modifiedMs: info.mtime?.getTime() ?? null });
-            } catch {
-              files.push({ path, modifiedMs: null });
+    return await this.#limited(
+      plan,
+      `Glob "${request.pattern}"`,
+      async (signal) => {
+        const parser = new RecordParser(false, 0);
+        const records: [Uint8Array, Uint8Array][] = [];
+        const decoder = new TextDecoder();
+        const files: GlobFile[] = [];
+        await runRipgrep({
+          command: this.#rg,
+          args: [
+            "--files",
+            ...COMMON_ARGS,
+            "--glob",
+            request.pattern,
+            ...heavyGlobs(),
+            "--",
+            ".",
+          ],
+          cwd: plan.root.path,
+          signal,
+          // Stat each file as its path arrives, while rg is still walking.
+          onStdout: (chunk) => {
+            parser.push(chunk, records);
+            for (const [bytes] of records) {
+              const path = joinPath(
+                plan.root.path,
+                relativeOf(decoder.decode(bytes), false),
+              );
+              try {
+                const info = Deno.lstatSync(path);
+                files.push({ path, modifiedMs: info.mtime?.getTime() ?? null });
+              } catch {
+                files.push({ path, modifiedMs: null });
+              }
             }
-          }
-          records.length = 0;
-        },
-      });
-      return finishGlob(plan, files, "ripgrep");
-    } catch (error) {
-      if (deadline.signal.aborted) throw deadline.error(what);
-      throw error;
-    } finally {
-      deadline.clear();
-      release();
-    }
+            records.length = 0;
+          },
+        });
+        return finishGlob(plan, files, "ripgrep");
+      },
+    );
   }
 
   /**
