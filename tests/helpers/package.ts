@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { concatBytes } from "../_internal/std.ts";
+import { concatBytes } from "../../_internal/std.ts";
 import { Zip, type Zippable, ZipPassThrough, zipSync } from "fflate";
 
 const encoder = new TextEncoder();
