@@ -1,15 +1,21 @@
 /**
- * The project's copies of `@std/async`'s `abortable` and `delay`, kept here
- * because `@std/async` cannot be linked in the official configuration
- * (`scripts/official_std.ts` resolves std offline from a folder without it).
- * Same semantics as std's, so a later swap is a change of imports.
+ * `@std/async`'s `abortable` and `delay`, with explicit types.
+ *
+ * Development maps `@std/async/...` to `npm:deno-std` (its JavaScript ships
+ * without declarations), so the types are declared here; under the official
+ * `jsr:@std/async` (`deno task test:official`) each declaration is checked
+ * against std's own types (plain assignments, no casts). Only the two
+ * modules are imported, not `@std/async`'s whole index: an import costs
+ * every cold start.
  *
  * @module
  */
+import { abortable as stdAbortable } from "@std/async/abortable";
+import { delay as stdDelay } from "@std/async/delay";
 
 /**
  * Waits for a promise, or rejects with the signal's reason when it aborts
- * first (the promise itself goes on; its outcome is then ignored). As
+ * first (the promise itself goes on; its outcome is then ignored).
  * `abortable` of `@std/async`. Needs no permission.
  *
  * @example Leaving a slow promise
@@ -23,39 +29,26 @@
  *   "stop",
  * );
  * ```
- *
- * @param promise What to wait for.
- * @param signal Stops waiting.
- * @returns The promise's value.
- * @throws The signal's reason, or the promise's error.
  */
-export function abortable<T>(
+export const abortable: <T>(
   promise: Promise<T>,
   signal: AbortSignal,
-): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-    promise.then(resolve, reject).finally(() =>
-      signal.removeEventListener("abort", onAbort)
-    );
-  });
-}
+) => Promise<T> = stdAbortable;
 
 /** Options of {@linkcode delay}. */
 export interface DelayOptions {
   /** Stops the wait early: the promise rejects with the signal's reason. */
-  readonly signal?: AbortSignal;
+  signal?: AbortSignal;
   /**
    * Keeps the process alive while waiting (default `true`); `false` unrefs
    * the timer.
    */
-  readonly persistent?: boolean;
+  persistent?: boolean;
 }
 
 /**
- * Waits `ms` milliseconds. As `delay` of `@std/async`. Needs no permission.
+ * Waits `ms` milliseconds; rejects with the signal's reason when it aborts
+ * first. `delay` of `@std/async`. Needs no permission.
  *
  * @example Waiting, and stopping a wait
  * ```ts
@@ -68,25 +61,6 @@ export interface DelayOptions {
  *   "stop",
  * );
  * ```
- *
- * @param ms How long.
- * @param options A signal; whether the timer keeps the process alive.
- * @returns When the time has passed.
- * @throws The signal's reason, when it aborts first.
  */
-export function delay(ms: number, options: DelayOptions = {}): Promise<void> {
-  const { signal, persistent = true } = options;
-  if (signal?.aborted) return Promise.reject(signal.reason);
-  return new Promise((resolve, reject) => {
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal!.reason);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    if (!persistent) Deno.unrefTimer(timer);
-    signal?.addEventListener("abort", onAbort, { once: true });
-  });
-}
+export const delay: (ms: number, options?: DelayOptions) => Promise<void> =
+  stdDelay;

@@ -9,7 +9,7 @@
  *
  * @module
  */
-import { gzipSync } from "fflate";
+import { gzipSync } from "node:zlib";
 import { anthropicsSkills } from "./shared_data.ts";
 
 const encoder = new TextEncoder();
@@ -114,7 +114,7 @@ function fixtureSkills(): Record<string, Record<string, FixtureFile>> {
         ),
       },
       "assets/bundle.tar.gz": {
-        data: gzipSync(seededBytes("bundle", 40_000), { mtime: 0, level: 6 }),
+        data: gzipSync(seededBytes("bundle", 40_000), { level: 6 }),
       },
       "assets/empty.txt": { data: "" },
       "assets/deep/er/nested/folders/leaf.json": {

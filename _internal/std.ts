@@ -12,9 +12,7 @@
  */
 import * as bytes from "@std/bytes";
 import * as yaml from "@std/yaml";
-import * as path from "@std/path";
 import * as posixPath from "@std/path/posix";
-import * as mediaTypes from "@std/media-types";
 
 /** Options of {@linkcode parseYaml}. */
 export interface ParseYamlOptions {
@@ -29,10 +27,6 @@ export const parseYaml: (text: string, options?: ParseYamlOptions) => unknown =
 /** The bytes of several arrays, joined into a new one (`@std/bytes`). */
 export const concatBytes: (buffers: readonly Uint8Array[]) => Uint8Array =
   bytes.concat;
-
-/** The media type of a file extension (`"pdf"` or `".pdf"`), if known. */
-export const typeByExtension: (extension: string) => string | undefined =
-  mediaTypes.typeByExtension;
 
 /** Path functions of the host platform. */
 export interface PathFunctions {
@@ -69,8 +63,14 @@ export interface PathFunctions {
   readonly SEPARATOR: string;
 }
 
-/** Path functions of the host platform (`@std/path`). */
-export const hostPath: PathFunctions = path;
+/**
+ * Path functions of the host platform: `@std/path`'s POSIX functions, or on
+ * Windows its Windows ones, loaded only there (what `@std/path`'s index
+ * chooses between, without loading both: half the modules at every start).
+ */
+export const hostPath: PathFunctions = Deno.build.os === "windows"
+  ? await import("@std/path/windows")
+  : posixPath;
 
 /** POSIX path functions (`@std/path/posix`), for remote sandboxes. */
 export const posix: PathFunctions = posixPath;

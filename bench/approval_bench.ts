@@ -10,10 +10,15 @@
 import { type BenchCase, runChild } from "./_harness.ts";
 import { buildSkillTools } from "../tools/builder.ts";
 import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
-import { commandCovered, parseAllowedTools } from "../tools/_allowed_tools.ts";
+import {
+  commandCovered,
+  loadCommandParser,
+  parseAllowedTools,
+} from "../tools/_allowed_tools.ts";
 // @ts-types="npm:@types/shell-quote@1.7.5"
 import { parse } from "shell-quote";
 
+await loadCommandParser();
 const CALLS = 20;
 const runtime = new LocalSkillRuntime();
 const plain = await buildSkillTools({ runtime, tools: ["bash"] });

@@ -14,10 +14,7 @@ import { context, propagation, trace } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import { W3CTraceContextPropagator } from "@opentelemetry/core";
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
-import {
-  BasicTracerProvider,
-  BatchSpanProcessor,
-} from "@opentelemetry/sdk-trace-base";
+import { BatchSpanProcessor, TracerProvider } from "@opentelemetry/sdk-trace";
 import { buildSkillTools } from "../tools/builder.ts";
 let exported = 0;
 const server = Deno.serve(
@@ -35,13 +32,13 @@ const server = Deno.serve(
   },
 );
 server.unref();
-const provider = new BasicTracerProvider({
+const provider = new TracerProvider({
   spanProcessors: [
-    new BatchSpanProcessor(
-      new OTLPTraceExporter({
+    new BatchSpanProcessor({
+      exporter: new OTLPTraceExporter({
         url: `http://127.0.0.1:${server.addr.port}/v1/traces`,
       }),
-    ),
+    }),
   ],
 });
 const manager = new AsyncLocalStorageContextManager();

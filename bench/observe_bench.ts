@@ -19,7 +19,7 @@
  *
  * @module
  */
-import type { BasicTracerProvider } from "@opentelemetry/sdk-trace-base";
+import type { TracerProvider } from "@opentelemetry/sdk-trace";
 import { type BenchCase, runChild, startServerProcess } from "./_harness.ts";
 import type { Tool } from "../tools/types.ts";
 
@@ -100,7 +100,7 @@ export interface Telemetry {
   /** Removes it: the API is the no-op again. */
   off(): void;
   /** The SDK's provider (its tracer, its flush). */
-  readonly provider: BasicTracerProvider;
+  readonly provider: TracerProvider;
 }
 
 let telemetry: Telemetry | undefined;
@@ -120,8 +120,8 @@ export async function startTelemetry(): Promise<Telemetry> {
   const { OTLPTraceExporter } = await import(
     "@opentelemetry/exporter-trace-otlp-http"
   );
-  const { BasicTracerProvider, BatchSpanProcessor } = await import(
-    "@opentelemetry/sdk-trace-base"
+  const { TracerProvider, BatchSpanProcessor } = await import(
+    "@opentelemetry/sdk-trace"
   );
   // The receiver runs in a process of its own, as a collector would: the
   // timed process pays for making and sending spans, not for receiving them.
@@ -130,15 +130,15 @@ export async function startTelemetry(): Promise<Telemetry> {
   });
   const port = Number(firstLine);
   exported = -1; // counted by the receiver, in its own process
-  const provider = new BasicTracerProvider({
+  const provider = new TracerProvider({
     spanProcessors: [
       // Exports every 100 ms, so that exports happen while calls are timed.
-      new BatchSpanProcessor(
-        new OTLPTraceExporter({
+      new BatchSpanProcessor({
+        exporter: new OTLPTraceExporter({
           url: `http://127.0.0.1:${port}/v1/traces`,
         }),
-        { scheduledDelayMillis: 100 },
-      ),
+        scheduledDelayMillis: 100,
+      }),
     ],
   });
   const manager = new AsyncLocalStorageContextManager();

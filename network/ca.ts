@@ -7,8 +7,25 @@
  *
  * @module
  */
-import * as x509 from "@peculiar/x509";
+import type * as X509 from "@peculiar/x509";
 import { isIPv4, isIPv6 } from "./policy.ts";
+
+let loading: Promise<typeof X509> | undefined;
+
+/**
+ * `@peculiar/x509`, loaded by the first authority. Since 2.x it leaves the
+ * Reflect metadata polyfill that its dependency injection (tsyringe) needs to
+ * the application instead of importing `reflect-metadata` itself: it is
+ * installed here, only when a certificate authority is made (egress
+ * interception), never by importing skillrun.
+ */
+function loadX509(): Promise<typeof X509> {
+  loading ??= (async () => {
+    await import("reflect-metadata");
+    return await import("@peculiar/x509");
+  })();
+  return loading;
+}
 
 const ALGORITHM = {
   name: "ECDSA",
@@ -53,11 +70,11 @@ function pem(label: string, der: ArrayBuffer): string {
 export class CertificateAuthority {
   /** The authority's certificate, PEM: what the sandbox trusts. */
   readonly certificate: string;
-  readonly #cert: x509.X509Certificate;
+  readonly #cert: X509.X509Certificate;
   readonly #keys: CryptoKeyPair;
   readonly #issued = new Map<string, Promise<IssuedCertificate>>();
 
-  private constructor(cert: x509.X509Certificate, keys: CryptoKeyPair) {
+  private constructor(cert: X509.X509Certificate, keys: CryptoKeyPair) {
     this.#cert = cert;
     this.#keys = keys;
     this.certificate = cert.toString("pem") + "\n";
@@ -70,6 +87,7 @@ export class CertificateAuthority {
    * @returns The authority.
    */
   static async create(name?: string): Promise<CertificateAuthority> {
+    const x509 = await loadX509();
     const keys = await crypto.subtle.generateKey(ALGORITHM, false, [
       "sign",
       "verify",
@@ -112,6 +130,7 @@ export class CertificateAuthority {
   }
 
   async #make(host: string): Promise<IssuedCertificate> {
+    const x509 = await loadX509();
     const keys = await crypto.subtle.generateKey(ALGORITHM, true, [
       "sign",
       "verify",

@@ -7,34 +7,86 @@
  * HTTP requests (whose `traceparent` carries the trace to the server), and
  * errors recorded.
  *
+ * The API is loaded on the first span, not at import: a provider registered
+ * through any copy of the API (or by Deno) is seen in the API's global slot,
+ * so nothing of the API is loaded while nothing traces (loading it costs
+ * about 30 ms of every cold start: it is CommonJS).
+ *
  * @module
  */
-import {
-  context,
-  INVALID_SPAN_CONTEXT,
-  propagation,
-  ProxyTracerProvider,
-  type Span,
-  SpanKind,
-  SpanStatusCode,
-  trace,
-  type Tracer,
-} from "@opentelemetry/api";
+import type { Span, SpanKind as ApiSpanKind, Tracer } from "@opentelemetry/api";
 import denoJson from "../deno.json" with { type: "json" };
 
 /** The tracer's name: the package's name. */
 export const TRACER_NAME: string = denoJson.name;
 
+type Api = typeof import("@opentelemetry/api");
+
+let api: Api | undefined;
+let loading: Promise<Api> | undefined;
+
+/** The API, loaded once. */
+function loadApi(): Promise<Api> {
+  loading ??= import("@opentelemetry/api").then((module) => {
+    api = module;
+    noopProvider = new module.ProxyTracerProvider().getDelegate();
+    return module;
+  });
+  return loading;
+}
+
 let cached: Tracer | undefined;
 
-function tracer(): Tracer {
+function tracer(loaded: Api): Tracer {
   // A ProxyTracer: it follows a provider registered later.
-  cached ??= trace.getTracer(TRACER_NAME, denoJson.version);
+  cached ??= loaded.trace.getTracer(TRACER_NAME, denoJson.version);
   return cached;
 }
 
+/** Where every copy of the API (major version 1), and Deno, register. */
+const GLOBAL_SLOT = Symbol.for("opentelemetry.js.api.1");
+
+/** What the API keeps in its global slot (the parts read here). */
+interface GlobalSlot {
+  trace?: unknown;
+}
+
+/** The API's no-op provider: the delegate of a proxy nobody set. */
+let noopProvider: unknown;
+
+/** The kinds of span (the API's `SpanKind` values). */
+export const SpanKind = {
+  INTERNAL: 0,
+  SERVER: 1,
+  CLIENT: 2,
+  PRODUCER: 3,
+  CONSUMER: 4,
+} as const;
+
+/** A kind of span. */
+export type SpanKind = typeof SpanKind[keyof typeof SpanKind];
+
+/** The API's status code of a failed span. */
+const STATUS_ERROR = 2;
+
 /** The span given to work when nothing traces (records nothing). */
-const NOOP_SPAN: Span = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
+const NOOP_SPAN: Span = {
+  spanContext: () => ({
+    traceId: "00000000000000000000000000000000",
+    spanId: "0000000000000000",
+    traceFlags: 0,
+  }),
+  setAttribute: () => NOOP_SPAN,
+  setAttributes: () => NOOP_SPAN,
+  addEvent: () => NOOP_SPAN,
+  addLink: () => NOOP_SPAN,
+  addLinks: () => NOOP_SPAN,
+  setStatus: () => NOOP_SPAN,
+  updateName: () => NOOP_SPAN,
+  end: () => {},
+  isRecording: () => false,
+  recordException: () => {},
+};
 
 /**
  * Whether spans are recorded at all: a tracer provider is registered (by
@@ -54,19 +106,20 @@ export function tracingActive(): boolean {
   return tracing();
 }
 
-/** The API's no-op provider: the delegate of a proxy nobody set. */
-const NOOP_PROVIDER = new ProxyTracerProvider().getDelegate();
-
 /**
  * Whether a tracer provider is registered: without one, spans are skipped
  * altogether (no context switch, no span object), so tracing costs nothing.
  */
 function tracing(): boolean {
-  const provider = trace.getTracerProvider();
+  const slot = (globalThis as { [GLOBAL_SLOT]?: GlobalSlot })[GLOBAL_SLOT];
+  // Nothing registered a provider: the API need not even be loaded.
+  if (slot?.trace === undefined) return false;
+  if (!api) return true;
+  const provider = api.trace.getTracerProvider();
   // The global provider is the API's proxy: it traces once a provider was
   // set behind it (its delegate is then no longer the API's no-op).
-  return !(provider instanceof ProxyTracerProvider) ||
-    provider.getDelegate() !== NOOP_PROVIDER;
+  return !(provider instanceof api.ProxyTracerProvider) ||
+    provider.getDelegate() !== noopProvider;
 }
 
 /** Attributes of a span: strings, numbers and booleans. */
@@ -98,20 +151,24 @@ export function inSpan<T>(
   kind: SpanKind = SpanKind.INTERNAL,
 ): Promise<T> {
   if (!tracing()) return fn(NOOP_SPAN);
-  return tracer().startActiveSpan(
-    name,
-    { kind, attributes },
-    async (span) => {
-      try {
-        return await fn(span);
-      } catch (error) {
-        recordError(span, error);
-        throw error;
-      } finally {
-        span.end();
-      }
-    },
-  );
+  return loadApi().then((loaded) => {
+    // Loading the API may show that the provider is the API's no-op.
+    if (!tracing()) return fn(NOOP_SPAN);
+    return tracer(loaded).startActiveSpan(
+      name,
+      { kind: kind as ApiSpanKind, attributes },
+      async (span) => {
+        try {
+          return await fn(span);
+        } catch (error) {
+          recordError(span, error);
+          throw error;
+        } finally {
+          span.end();
+        }
+      },
+    );
+  });
 }
 
 /**
@@ -124,7 +181,7 @@ export function recordError(span: Span, error: unknown): void {
   if (error instanceof Error) span.recordException(error);
   else span.recordException(String(error));
   span.setStatus({
-    code: SpanStatusCode.ERROR,
+    code: STATUS_ERROR,
     message: error instanceof Error ? error.message : String(error),
   });
 }
@@ -136,7 +193,7 @@ export function recordError(span: Span, error: unknown): void {
  * @param message Why.
  */
 export function markError(span: Span, message: string): void {
-  span.setStatus({ code: SpanStatusCode.ERROR, message });
+  span.setStatus({ code: STATUS_ERROR, message });
 }
 
 /**
@@ -144,12 +201,12 @@ export function markError(span: Span, message: string): void {
  * headers, through the registered propagator (none: nothing added).
  *
  * @param headers The request's headers.
+ * @returns When they are added.
  */
-export function injectTraceContext(headers: Headers): void {
+export async function injectTraceContext(headers: Headers): Promise<void> {
   if (!tracing()) return;
+  const { context, propagation } = api ?? await loadApi();
   propagation.inject(context.active(), headers, {
     set: (carrier, key, value) => carrier.set(key, value),
   });
 }
-
-export { SpanKind };

@@ -4,8 +4,22 @@
  *
  * @module
  */
-import { createHash, type Hash } from "node:crypto";
+import type { Hash } from "node:crypto";
 import { PackageError } from "./errors.ts";
+
+let nodeCrypto: typeof import("node:crypto") | undefined;
+
+/**
+ * `createHash` of `node:crypto`, loaded by the first hash rather than at
+ * import: loading Node's modules costs every cold start (about 15 ms), and
+ * `process.getBuiltinModule` loads one synchronously when first needed.
+ */
+function createHash(algorithm: "sha256"): Hash {
+  nodeCrypto ??= process.getBuiltinModule(
+    "node:crypto",
+  ) as typeof import("node:crypto");
+  return nodeCrypto.createHash(algorithm);
+}
 
 const DIGEST = /^sha256:[0-9a-f]{64}$/;
 

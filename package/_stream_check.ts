@@ -34,7 +34,7 @@ import {
   zipEntryName,
   zipKind,
   zipMode,
-} from "./_extract.ts";
+} from "./_archive_rules.ts";
 
 /** One file of a checked package (its path in the archive). */
 export interface CheckedFile {

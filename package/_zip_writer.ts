@@ -8,7 +8,9 @@
  * Written here rather than by fflate's `Zip`: for packages of many small
  * files its per-entry objects, callbacks and copies cost as much as reading
  * and deflating the files (73 ms of CPU for 5,000 entries, against about 5 ms
- * here). Reading packages stays with zip.js and fflate.
+ * here). It is the one ZIP writer of the project (`installFromIndex` wraps a
+ * lone SKILL.md with it too). Reading packages stays with zip.js and the
+ * runtime's zlib.
  *
  * @module
  */

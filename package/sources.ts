@@ -14,7 +14,8 @@ import { type InstalledSkillPackage, readInstalled } from "./installed.ts";
 import { packSkill } from "./pack.ts";
 import type { SkillPackageStore } from "./store.ts";
 import { checkSkillFolderName } from "./_entries.ts";
-import { Zip, ZipPassThrough } from "fflate";
+import { crc32, deflateRawSync } from "node:zlib";
+import { ZipWriter } from "./_zip_writer.ts";
 
 /** Options shared by the installs from a source. */
 export type InstallFromOptions = Omit<InstallPackageOptions, "source">;
@@ -293,17 +294,16 @@ export async function installFromIndex(
 
 /** A ZIP holding `<name>/SKILL.md`, for `skill-md` entries. */
 function wrapSkillMd(name: string, bytes: Uint8Array): Uint8Array {
+  // The package writer's own ZIP container (one writer in the project).
   const chunks: Uint8Array[] = [];
-  const zip = new Zip((error, data) => {
-    if (error) throw error;
-    chunks.push(data);
-  });
-  const entry = new ZipPassThrough(`${name}/SKILL.md`);
-  entry.mtime = new Date(1980, 0, 1);
-  entry.os = 3;
-  entry.attrs = (0o100644 << 16) >>> 0;
-  zip.add(entry);
-  entry.push(bytes, true);
+  const zip = new ZipWriter((chunk) => chunks.push(chunk));
+  zip.add(
+    `${name}/SKILL.md`,
+    0o644,
+    crc32(bytes),
+    bytes.byteLength,
+    deflateRawSync(bytes),
+  );
   zip.end();
   return concatBytes(chunks);
 }

@@ -19,6 +19,11 @@
 /** The official packages, by the bare specifier the code imports. */
 const OFFICIAL: Readonly<Record<string, { jsr: string; folder: string }>> = {
   "@std/assert": { jsr: "jsr:@std/assert@^1.0.19", folder: "assert" },
+  "@std/async/abortable": {
+    jsr: "jsr:@std/async@^1.5.0/abortable",
+    folder: "async",
+  },
+  "@std/async/delay": { jsr: "jsr:@std/async@^1.5.0/delay", folder: "async" },
   "@std/bytes": { jsr: "jsr:@std/bytes@^1.0.6", folder: "bytes" },
   "@std/fs": { jsr: "jsr:@std/fs@^1.0.24", folder: "fs" },
   "@std/media-types": {
@@ -27,7 +32,12 @@ const OFFICIAL: Readonly<Record<string, { jsr: string; folder: string }>> = {
   },
   "@std/path": { jsr: "jsr:@std/path@^1.1.6", folder: "path" },
   "@std/path/posix": { jsr: "jsr:@std/path@^1.1.6/posix", folder: "path" },
+  "@std/path/windows": { jsr: "jsr:@std/path@^1.1.6/windows", folder: "path" },
   "@std/streams": { jsr: "jsr:@std/streams@^1.1.2", folder: "streams" },
+  "@std/streams/text-line-stream": {
+    jsr: "jsr:@std/streams@^1.1.2/text-line-stream",
+    folder: "streams",
+  },
   "@std/yaml": { jsr: "jsr:@std/yaml@^1.2.0", folder: "yaml" },
 };
 

@@ -13,7 +13,6 @@
  *
  * @module
  */
-import { createHash } from "node:crypto";
 import { hostPath } from "../_internal/std.ts";
 import { toPermissionError } from "../_internal/permissions.ts";
 import type { Skill } from "./types.ts";
@@ -286,6 +285,8 @@ export async function skillFolderHash(folder: string): Promise<string> {
   };
   await walk(folder, "");
   files.sort((a, b) => a.path.localeCompare(b.path));
+  // Loaded here, not at import (Node's modules cost every cold start).
+  const { createHash } = await import("node:crypto");
   const hash = createHash("sha256");
   for (const file of files) {
     hash.update(file.path);

@@ -1,4 +1,4 @@
-import { assertEquals, assertGreater } from "../_internal/assert.ts";
+import { assert, assertEquals, assertGreater } from "../_internal/assert.ts";
 import { runDenoScript } from "../_internal/testing.ts";
 
 const ROOT = new URL("../", import.meta.url);
@@ -121,4 +121,74 @@ Deno.test("every @ts-types comment stands right before the import it types, in c
   await walk(ROOT);
   assertGreater(seen, 5);
   assertEquals(misplaced, []);
+});
+
+/**
+ * What importing an entry point loads: the modules its static imports reach
+ * (`deno info --json`, code dependencies only, dynamic imports left out).
+ */
+async function loadedAtImport(entry: string): Promise<Set<string>> {
+  const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
+    args: ["info", "--json", new URL(entry, ROOT).href],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assertEquals(code, 0, new TextDecoder().decode(stderr));
+  const info = JSON.parse(new TextDecoder().decode(stdout)) as {
+    roots: string[];
+    modules: {
+      specifier: string;
+      dependencies?: { code?: { specifier: string }; isDynamic?: boolean }[];
+    }[];
+  };
+  const edges = new Map(
+    info.modules.map((m) => [
+      m.specifier,
+      (m.dependencies ?? []).filter((d) => d.code && !d.isDynamic)
+        .map((d) => d.code!.specifier),
+    ]),
+  );
+  const seen = new Set<string>(info.roots);
+  const queue = [...info.roots];
+  for (let next = queue.pop(); next !== undefined; next = queue.pop()) {
+    for (const dependency of edges.get(next) ?? []) {
+      if (!seen.has(dependency)) {
+        seen.add(dependency);
+        queue.push(dependency);
+      }
+    }
+  }
+  return new Set(
+    [...seen].map((s) =>
+      s.startsWith(ROOT.href) ? s.slice(ROOT.href.length) : s
+    ),
+  );
+}
+
+Deno.test("cold start: importing an entry point loads none of what it needs only later", async () => {
+  const matching = (loaded: Set<string>, pattern: RegExp) =>
+    [...loaded].filter((s) => pattern.test(s));
+  // ".": no CommonJS dependency (the OpenTelemetry API, shell-quote, x509).
+  const main = await loadedAtImport("mod.ts");
+  assertGreater(main.size, 50);
+  assertEquals(
+    matching(main, /opentelemetry|shell-quote|x509|reflect-metadata|fflate/),
+    [],
+  );
+  // "./mcp": the SDK's server, web-standard transport and types; not its
+  // stdio transport or client, nor the tool kit and the local runtime.
+  const mcp = await loadedAtImport("tools/mcp/mod.ts");
+  assertGreater(matching(mcp, /modelcontextprotocol.*\/server$/).length, 0);
+  assertEquals(
+    matching(
+      mcp,
+      /server\/stdio|sdk@[^/]*\/client|express|^node:|runtimes\/local\/|tools\/builder\.ts/,
+    ),
+    [],
+  );
+  // The in-sandbox preparation of a package: the check in a stream, not the
+  // extractor of this host (its zlib, pako).
+  const prepare = await loadedAtImport("package/remote.ts");
+  assert(prepare.has("package/_stream_check.ts"));
+  assertEquals(matching(prepare, /_extract\.ts|pako|node:zlib/), []);
 });

@@ -8,7 +8,21 @@
  * @module
  */
 // @ts-types="npm:@types/shell-quote@1.7.5"
-import { parse } from "shell-quote";
+import type { parse as Parse } from "shell-quote";
+
+// shell-quote is CommonJS: loading it costs every cold start about 20 ms,
+// so it is loaded when a skill with command patterns becomes active
+// (`loadCommandParser()`), not at import.
+let parse: typeof Parse | undefined;
+
+/**
+ * Loads the command tokenizer that {@linkcode commandParts} needs (once).
+ *
+ * @returns When it is loaded.
+ */
+export async function loadCommandParser(): Promise<void> {
+  parse ??= (await import("shell-quote")).parse as typeof Parse;
+}
 
 /** One `allowed-tools` entry understood. */
 export interface AllowedToolRule {
@@ -125,12 +139,17 @@ const UNSAFE = /[`$\\\r\x00-\x08\x0b\x0c\x0e-\x1f\x7f]/;
  * @returns Each part's words.
  */
 export function commandParts(command: string): string[][] | undefined {
+  if (!parse) {
+    throw new Error(
+      "commandParts() before loadCommandParser(): the tokenizer is not loaded",
+    );
+  }
   if (UNSAFE.test(command)) return undefined;
   const parts: string[][] = [];
   for (const line of command.split("\n")) {
     // A newline inside quotes would join two lines we split: asks.
     if (!quotesBalanced(line)) return undefined;
-    let tokens: ReturnType<typeof parse>;
+    let tokens: ReturnType<typeof Parse>;
     try {
       tokens = parse(line, (name: string) => ({ op: "var", name }) as never);
     } catch {

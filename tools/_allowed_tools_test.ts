@@ -3,6 +3,7 @@ import {
   callCovered,
   commandCovered,
   commandParts,
+  loadCommandParser,
   parseAllowedTools,
 } from "./_allowed_tools.ts";
 
@@ -90,6 +91,8 @@ const TABLE: readonly (readonly [string, boolean])[] = [
   ["", false],
   ["   ", false],
 ];
+
+await loadCommandParser();
 
 Deno.test("commandCovered(): the table of commands covered and not (Bash(git:*), Bash(npm run test), Bash(ls *), Bash(docker compose up:*))", () => {
   const wrong = TABLE.filter(([command, covered]) =>

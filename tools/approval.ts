@@ -14,6 +14,7 @@ import type { Skill } from "../skill/types.ts";
 import {
   type AllowedToolRule,
   callCovered,
+  loadCommandParser,
   parseAllowedTools,
 } from "./_allowed_tools.ts";
 
@@ -200,6 +201,10 @@ export function createToolApprover(options: ToolApproverOptions): ToolApprover {
       };
       const record = active;
       if (rules.length === 0) return;
+      // callCovered() reads commands with it, synchronously.
+      if (rules.some((rule) => rule.command !== undefined)) {
+        await loadCommandParser();
+      }
       if (!options.trustAllowedTools && await fromElsewhere(skill)) {
         active = {
           ...record,

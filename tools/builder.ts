@@ -9,7 +9,6 @@ import type {
   SkillRuntimeConfig,
   SkillRuntimeConfigOptions,
 } from "../runtimes/config.ts";
-import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
 import type { SkillRuntime } from "../runtimes/types.ts";
 import {
   acceptsRemoteOrigins,
@@ -32,7 +31,6 @@ import { createEditTool } from "./edit.ts";
 import { createGlobTool } from "./glob.ts";
 import { createGrepTool } from "./grep.ts";
 import { createLsTool } from "./ls.ts";
-import { createPublishFileTool } from "./publish_file.ts";
 import { createReadTool } from "./read.ts";
 import {
   createSkillListing,
@@ -337,7 +335,9 @@ export async function buildSkillTools(
     wanted.delete("kill_bash");
   }
   const owned = options.runtime === undefined;
-  const runtime = options.runtime ?? new LocalSkillRuntime();
+  // The local runtime is loaded only when it is the default (not at import).
+  const runtime = options.runtime ??
+    new (await import("../runtimes/local/mod.ts")).LocalSkillRuntime();
   const context = createToolContext(runtime, {
     skills,
     configs,
@@ -376,6 +376,10 @@ export async function buildSkillTools(
   const listing = wanted.has("skill")
     ? createSkillListing(context, skillOptions)
     : undefined;
+  // Loaded only with a publisher (its media-type table costs a cold start).
+  const createPublishFileTool = wanted.has("publish_file") && options.publisher
+    ? (await import("./publish_file.ts")).createPublishFileTool
+    : undefined;
   const factories: Record<ToolName, () => Tool | undefined> = {
     skill: () =>
       createSkillTool(context, {
@@ -393,7 +397,7 @@ export async function buildSkillTools(
     ls: () => createLsTool(context),
     glob: () => createGlobTool(context),
     grep: () => createGrepTool(context),
-    publish_file: () => createPublishFileTool(context),
+    publish_file: () => createPublishFileTool?.(context),
   };
   const tools: Tool[] = [];
   for (const name of TOOL_NAMES) {

@@ -7,23 +7,10 @@
 import type { FilePublisher, ToolContext } from "./context.ts";
 import type { Tool } from "./types.ts";
 import { defineTool, formatBytes, okResult, pathError } from "./_shared.ts";
-import { typeByExtension } from "../_internal/std.ts";
+import { typeByExtension } from "../_internal/media_types.ts";
+import { PUBLISH_GUIDANCE } from "./_publish_guidance.ts";
 
-/**
- * What a model is told about delivering files when the application gives a
- * publisher (in the `publish_file` and `skill` tools' descriptions), after the
- * original framework's guidance: publish the final files of a task by default
- * and whenever the user asks to send, give, attach or share one; answer with
- * the URL, never an internal path; never claim a delivery without a publish;
- * skip it when the user says not to; never invent a path.
- */
-export const PUBLISH_GUIDANCE: string =
-  "Delivering files: publish the final files a task produces with publish_file by default, " +
-  "and whenever the user asks to send, give, attach or share a file. " +
-  "Answer with the URL it returns, never with an internal path of the runtime. " +
-  "Never say a file was sent or delivered unless publish_file returned its URL. " +
-  "Do not publish when the user says not to. " +
-  "Give publish_file only the path of a file that exists in the runtime (one a command or a listing showed); never invent a host path.";
+export { PUBLISH_GUIDANCE };
 
 // deno-lint-ignore no-control-regex
 const FILE_NAME = /^[^/\\\u0000-\u001f]{1,255}$/;

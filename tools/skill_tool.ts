@@ -6,7 +6,7 @@
  */
 import type { FormatCatalogOptions } from "../skill/catalog.ts";
 import { modelInvocable } from "../skill/invocation.ts";
-import { PUBLISH_GUIDANCE } from "./publish_file.ts";
+import { PUBLISH_GUIDANCE } from "./_publish_guidance.ts";
 import type { Skill } from "../skill/types.ts";
 import type { ToolContext } from "./context.ts";
 import type { EventSink } from "../observe/events.ts";

@@ -10,8 +10,8 @@
  */
 import { tooLargeError } from "../../_internal/format.ts";
 import { checkNumber } from "../../_internal/check_number.ts";
-import { constants as fsConstants, type Stats } from "node:fs";
-import { type FileHandle, open as openNode } from "node:fs/promises";
+import type { Stats } from "node:fs";
+import type { FileHandle } from "node:fs/promises";
 import { hostPath } from "../../_internal/std.ts";
 import { toPermissionError } from "../../_internal/permissions.ts";
 import {
@@ -44,8 +44,18 @@ const STREAM_CHUNK = 256 * 1024;
  * terminal never becomes ours), so that what was opened can be checked first.
  * `O_NONBLOCK` does not change reads of a regular file.
  */
-const READ_FLAGS = fsConstants.O_RDONLY | (fsConstants.O_NONBLOCK ?? 0) |
-  (fsConstants.O_NOCTTY ?? 0);
+function readFlags(): number {
+  const { constants } = nodeFs();
+  return constants.O_RDONLY | (constants.O_NONBLOCK ?? 0) |
+    (constants.O_NOCTTY ?? 0);
+}
+/**
+ * `node:fs`, loaded by the first read rather than at import: loading Node's
+ * modules costs every cold start (about 15 ms).
+ */
+function nodeFs(): typeof import("node:fs") {
+  return process.getBuiltinModule("node:fs") as typeof import("node:fs");
+}
 /** Entries stat'ed at once by `list`. */
 const STAT_BATCH = 64;
 
@@ -655,7 +665,7 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
     options.signal?.throwIfAborted();
     let handle: FileHandle;
     try {
-      handle = await openNode(absolute, READ_FLAGS);
+      handle = await nodeFs().promises.open(absolute, readFlags());
     } catch (error) {
       const code = (error as { code?: unknown } | null)?.code;
       if (code === "ENOENT" || code === "ENOTDIR") return null;
@@ -750,7 +760,7 @@ export class LocalFileSystem implements SkillRuntimeFileSystem {
     signal?.throwIfAborted();
     let handle: FileHandle;
     try {
-      handle = await openNode(absolute, READ_FLAGS);
+      handle = await nodeFs().promises.open(absolute, readFlags());
     } catch (error) {
       throw readError(error, path);
     }

@@ -360,7 +360,7 @@ export class HttpClient {
   async #request(request: HttpRequest, stats?: CallStats): Promise<Response> {
     const call = this.#prepare(request);
     if (stats) stats.call = call;
-    injectTraceContext(call.headers);
+    await injectTraceContext(call.headers);
     const { method, signal } = call;
     signal?.throwIfAborted();
     const controller = new AbortController();

@@ -7,6 +7,7 @@
  * @module
  */
 import { createTarPacker } from "modern-tar";
+import { TextLineStream as StdTextLineStream } from "@std/streams/text-line-stream";
 import {
   namedCommand,
   type RemoteCommandKind,
@@ -578,21 +579,20 @@ function sandboxOf(answer: Answer): VercelSandbox {
   };
 }
 
+/** `@std/streams`' line splitter, typed (its npm build has no types). */
+const TextLineStream: new () => TransformStream<string, string> =
+  StdTextLineStream;
+
 /** Parses an NDJSON stream, one object per line. */
 async function* ndjson(
   body: ReadableStream<Uint8Array>,
 ): AsyncGenerator<Record<string, unknown>> {
-  let pending = "";
-  for await (const text of body.pipeThrough(new TextDecoderStream())) {
-    pending += text;
-    let end: number;
-    while ((end = pending.indexOf("\n")) !== -1) {
-      const line = pending.slice(0, end).trim();
-      pending = pending.slice(end + 1);
-      if (line !== "") yield JSON.parse(line);
-    }
+  const lines = body.pipeThrough(new TextDecoderStream()).pipeThrough(
+    new TextLineStream(),
+  );
+  for await (const line of lines) {
+    if (line.trim() !== "") yield JSON.parse(line);
   }
-  if (pending.trim() !== "") yield JSON.parse(pending);
 }
 
 const ENCODER = new TextEncoder();

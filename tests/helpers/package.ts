@@ -1,12 +1,13 @@
 /**
- * Builders of hostile archives for the package tests: ZIP through fflate
- * (any name, any mode in the external attributes), tar through raw ustar
- * headers (any name bytes, any type), gzip through CompressionStream.
+ * Builders of hostile archives for the package tests: ZIP through raw
+ * headers (any name, any mode in the external attributes, duplicates; data
+ * stored or deflated by the runtime's zlib), tar through raw ustar headers
+ * (any name bytes, any type), gzip through CompressionStream.
  *
  * @module
  */
 import { concatBytes } from "../../_internal/std.ts";
-import { Zip, type Zippable, ZipPassThrough, zipSync } from "fflate";
+import { crc32, deflateRawSync } from "node:zlib";
 
 const encoder = new TextEncoder();
 
@@ -20,35 +21,81 @@ export interface ZipSpec {
   readonly mode?: number;
 }
 
+/** Options of {@linkcode makeZip}. */
+export interface MakeZipOptions {
+  /** The deflate level: 0 (the default) stores the data. */
+  readonly level?: number;
+}
+
+/** 1980-01-01 00:00, the first DOS date and time: every entry's. */
+const DOS_DATE = (1 << 5) | 1;
+
 /** A ZIP of the entries, in order (duplicates allowed). */
-export function makeZip(entries: readonly ZipSpec[]): Uint8Array {
-  const chunks: Uint8Array[] = [];
-  const zip = new Zip((error, data) => {
-    if (error) throw error;
-    chunks.push(data);
-  });
+export function makeZip(
+  entries: readonly ZipSpec[],
+  options: MakeZipOptions = {},
+): Uint8Array {
+  const level = options.level ?? 0;
+  const method = level === 0 ? 0 : 8;
+  const parts: Uint8Array[] = [];
+  const records: Uint8Array[] = [];
+  let offset = 0;
   for (const spec of entries) {
-    const entry = new ZipPassThrough(spec.name);
-    entry.os = 3;
-    entry.attrs = ((spec.mode ?? 0o100644) << 16) >>> 0;
-    entry.mtime = new Date(1980, 0, 1);
-    zip.add(entry);
+    const name = encoder.encode(spec.name);
     const data = typeof spec.data === "string"
       ? encoder.encode(spec.data)
       : spec.data ?? new Uint8Array(0);
-    entry.push(data, true);
+    const body = method === 0 ? data : deflateRawSync(data, { level });
+    const flags = name.length === spec.name.length ? 0 : 1 << 11; // UTF-8
+    const crc = crc32(data) >>> 0;
+    const local = new Uint8Array(30 + name.length);
+    const head = new DataView(local.buffer);
+    head.setUint32(0, 0x04034b50, true);
+    head.setUint16(4, 20, true);
+    head.setUint16(6, flags, true);
+    head.setUint16(8, method, true);
+    head.setUint16(12, DOS_DATE, true);
+    head.setUint32(14, crc, true);
+    head.setUint32(18, body.length, true);
+    head.setUint32(22, data.length, true);
+    head.setUint16(26, name.length, true);
+    local.set(name, 30);
+    const record = new Uint8Array(46 + name.length);
+    const view = new DataView(record.buffer);
+    view.setUint32(0, 0x02014b50, true);
+    view.setUint16(4, (3 << 8) | 20, true); // made by Unix
+    view.setUint16(6, 20, true);
+    view.setUint16(8, flags, true);
+    view.setUint16(10, method, true);
+    view.setUint16(14, DOS_DATE, true);
+    view.setUint32(16, crc, true);
+    view.setUint32(20, body.length, true);
+    view.setUint32(24, data.length, true);
+    view.setUint16(28, name.length, true);
+    view.setUint32(38, ((spec.mode ?? 0o100644) << 16) >>> 0, true);
+    view.setUint32(42, offset, true);
+    record.set(name, 46);
+    parts.push(local, body);
+    records.push(record);
+    offset += local.length + body.length;
   }
-  zip.end();
-  return concatBytes(chunks);
+  const directory = concatBytes(records);
+  const end = new Uint8Array(22);
+  const view = new DataView(end.buffer);
+  view.setUint32(0, 0x06054b50, true);
+  view.setUint16(8, entries.length, true);
+  view.setUint16(10, entries.length, true);
+  view.setUint32(12, directory.length, true);
+  view.setUint32(16, offset, true);
+  return concatBytes([...parts, directory, end]);
 }
 
 /** A compressed ZIP of name → content (for bombs). */
 export function makeDeflatedZip(files: Record<string, Uint8Array>): Uint8Array {
-  const tree: Zippable = {};
-  for (const [name, data] of Object.entries(files)) {
-    tree[name] = [data, { level: 9 }];
-  }
-  return zipSync(tree);
+  return makeZip(
+    Object.entries(files).map(([name, data]) => ({ name, data })),
+    { level: 9 },
+  );
 }
 
 /** A ZIP whose one entry has a name of raw, non-UTF-8 bytes. */

@@ -2,10 +2,7 @@ import { context, propagation, trace } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import { W3CTraceContextPropagator } from "@opentelemetry/core";
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
-import {
-  BasicTracerProvider,
-  SimpleSpanProcessor,
-} from "@opentelemetry/sdk-trace-base";
+import { SimpleSpanProcessor, TracerProvider } from "@opentelemetry/sdk-trace";
 import { assert, assertEquals } from "../../_internal/assert.ts";
 import { OpenSandboxSkillRuntime } from "../../runtimes/opensandbox/mod.ts";
 import { startOpenSandboxServer } from "../../tests/servers/opensandbox.ts";
@@ -55,9 +52,11 @@ function attr(span: OtlpSpan, key: string): unknown {
 
 Deno.test("spans reach a real OTLP receiver with GenAI attributes, parent links and traceparent on remote calls", async () => {
   const receiver = startReceiver();
-  const provider = new BasicTracerProvider({
+  const provider = new TracerProvider({
     spanProcessors: [
-      new SimpleSpanProcessor(new OTLPTraceExporter({ url: receiver.url })),
+      new SimpleSpanProcessor({
+        exporter: new OTLPTraceExporter({ url: receiver.url }),
+      }),
     ],
   });
   const manager = new AsyncLocalStorageContextManager().enable();

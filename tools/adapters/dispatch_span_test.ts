@@ -2,10 +2,10 @@
 // span (a real tracer provider of the OpenTelemetry SDK, spans kept in memory).
 import { trace } from "@opentelemetry/api";
 import {
-  BasicTracerProvider,
   InMemorySpanExporter,
   SimpleSpanProcessor,
-} from "@opentelemetry/sdk-trace-base";
+  TracerProvider,
+} from "@opentelemetry/sdk-trace";
 import { assert, assertEquals } from "../../_internal/assert.ts";
 import { LocalSkillRuntime } from "../../runtimes/local/mod.ts";
 import { buildSkillTools } from "../builder.ts";
@@ -14,8 +14,8 @@ import { dispatchToolCall } from "./dispatch.ts";
 
 Deno.test("dispatchToolCall() gives the execute_tool span the OpenAI or Anthropic call's own id", async () => {
   const exporter = new InMemorySpanExporter();
-  const provider = new BasicTracerProvider({
-    spanProcessors: [new SimpleSpanProcessor(exporter)],
+  const provider = new TracerProvider({
+    spanProcessors: [new SimpleSpanProcessor({ exporter })],
   });
   trace.setGlobalTracerProvider(provider);
   try {

@@ -24,18 +24,11 @@ import {
 } from "../../_internal/redact.ts";
 import { hostPath } from "../../_internal/std.ts";
 import { defaultMcpConversationsRoot } from "./_conversations_root.ts";
-import { LocalSkillRuntime } from "../../runtimes/local/mod.ts";
 import type { SkillRuntime } from "../../runtimes/types.ts";
 import type { Skill } from "../../skill/types.ts";
-import {
-  buildSkillTools,
-  type BuildSkillToolsOptions,
-  type SkillTools,
-} from "../builder.ts";
+import type { BuildSkillToolsOptions, SkillTools } from "../builder.ts";
 import { connect, type McpServerOptions } from "./_server.ts";
-import { measureSkillCatalog } from "../skill_tool.ts";
 import { SkillCatalog } from "./_skills.ts";
-import { loadToolInput } from "../_tool_input.ts";
 import {
   clientOf,
   guardRequest,
@@ -434,6 +427,14 @@ export async function createMcpHttpHandler(
   const hosts = allowedHosts?.map(lowerHost);
   const origins = allowedOrigins?.map((o) => o.toLowerCase());
 
+  // The tool kit's modules, loaded by the first handler (not by importing
+  // ./mcp: a cold start pays for them only when it serves).
+  const [{ loadToolInput }, { measureSkillCatalog }, { buildSkillTools }] =
+    await Promise.all([
+      import("../_tool_input.ts"),
+      import("../skill_tool.ts"),
+      import("../builder.ts"),
+    ]);
   // Loading once, for every session: the skills and the configurations are
   // checked now, so a mistake fails here and not at a client's first call.
   const loaded = await loadToolInput({
@@ -473,9 +474,13 @@ export async function createMcpHttpHandler(
       ? defaultMcpConversationsRoot()
       : hostPath.resolve(conversationsRoot);
   const factory: McpRuntimeFactory = factoryOption ?? (() => {
-    return (sessionId: string) => {
+    return async (sessionId: string) => {
       const root = rootOf();
-      return LocalSkillRuntime.create({
+      // The local runtime, loaded by the first session that needs it.
+      const { LocalSkillRuntime } = await import(
+        "../../runtimes/local/mod.ts"
+      );
+      return await LocalSkillRuntime.create({
         conversationsRoot: root,
         conversationId: sessionId,
       });

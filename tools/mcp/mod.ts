@@ -49,12 +49,11 @@
  *
  * @module
  */
-import process from "node:process";
-// The SDK's "./*" export maps `x.js` to types at `x.js.d.ts`, which do not
-// exist: `@ts-types` points the type checker at the right declarations.
-// @ts-types="npm:@modelcontextprotocol/sdk@1.32.2/server/stdio"
-import { StdioServerTransport } from "npm:@modelcontextprotocol/sdk@1.32.2/server/stdio.js";
 import type { Tool } from "../types.ts";
+// The SDK's "./*" export maps `x.js` to types at `x.js.d.ts`, which do not
+// exist: the types are read from the path without `.js`.
+type StdioModule =
+  typeof import("npm:@modelcontextprotocol/sdk@1.32.2/server/stdio");
 import {
   connect,
   type McpConnection,
@@ -153,9 +152,11 @@ export async function serveMcp(
 ): Promise<void> {
   const { transport, signal, ...serverOptions } = options;
   const stdio = transport === undefined;
+  // Loaded only to serve over stdio (node:process costs a cold start).
+  const process = stdio ? (await import("node:process")).default : undefined;
   const connection = await connectMcpServer(
     tools,
-    transport ?? new StdioServerTransport(),
+    transport ?? new (await stdioTransport())(),
     serverOptions,
   );
   const onAbort = () => void connection.close();
@@ -163,11 +164,19 @@ export async function serveMcp(
   const onEnd = () => void connection.idle().then(() => connection.close());
   if (signal?.aborted) onAbort();
   signal?.addEventListener("abort", onAbort, { once: true });
-  if (stdio) process.stdin.once("end", onEnd);
+  process?.stdin.once("end", onEnd);
   try {
     await connection.closed;
   } finally {
     signal?.removeEventListener("abort", onAbort);
-    if (stdio) process.stdin.off("end", onEnd);
+    process?.stdin.off("end", onEnd);
   }
+}
+
+/** The SDK's stdio transport, loaded when a server is served over stdio. */
+async function stdioTransport(): Promise<StdioModule["StdioServerTransport"]> {
+  const module: StdioModule = await import(
+    "npm:@modelcontextprotocol/sdk@1.32.2/server/stdio.js"
+  );
+  return module.StdioServerTransport;
 }

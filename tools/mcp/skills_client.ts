@@ -11,7 +11,6 @@
  *
  * @module
  */
-import { Client } from "npm:@modelcontextprotocol/sdk@1.32.2/client";
 import type { Transport } from "npm:@modelcontextprotocol/sdk@1.32.2/shared/transport";
 // @ts-types="npm:@modelcontextprotocol/sdk@1.32.2/types"
 import { ResultSchema } from "npm:@modelcontextprotocol/sdk@1.32.2/types.js";
@@ -189,6 +188,10 @@ export async function loadMcpSkills(
   const server = options.server;
   const cacheDir = options.cacheDir ??
     await Deno.makeTempDir({ prefix: "skillrun-mcp-skills-" });
+  // The SDK's client, loaded by the first call (not by importing ./mcp).
+  const { Client } = await import(
+    "npm:@modelcontextprotocol/sdk@1.32.2/client"
+  );
   const client = new Client({ name: "skillrun", version: "1" });
   await client.connect(transport as unknown as Transport);
   const request = async (
