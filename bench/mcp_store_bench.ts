@@ -19,7 +19,7 @@ import {
   findPostgresBin,
   startTestPostgres,
   type TestPostgres,
-} from "../runtimes/stores/_postgres_testing.ts";
+} from "../tests/helpers/postgres.ts";
 
 type Kind = "kv" | "postgres";
 interface Pair {

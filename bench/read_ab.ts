@@ -15,8 +15,8 @@
  *
  * @module
  */
-import { startTestServer } from "../runtimes/opensandbox/_testing.ts";
-import { startAioTestServer, TEST_TOKEN } from "../runtimes/aio/_testing.ts";
+import { startTestServer } from "../tests/helpers/opensandbox.ts";
+import { startAioTestServer, TEST_TOKEN } from "../tests/helpers/aio.ts";
 import type { SkillRuntime } from "../runtimes/types.ts";
 import type { Tool } from "../tools/types.ts";
 

@@ -8,10 +8,10 @@
  *
  * @module
  */
-import { startTestServer } from "../runtimes/opensandbox/_testing.ts";
-import { startAioTestServer } from "../runtimes/aio/_testing.ts";
-import { startE2BTestServer } from "../runtimes/e2b/_testing.ts";
-import { startVercelTestServer } from "../runtimes/vercel/_testing.ts";
+import { startTestServer } from "../tests/helpers/opensandbox.ts";
+import { startAioTestServer } from "../tests/helpers/aio.ts";
+import { startE2BTestServer } from "../tests/helpers/e2b.ts";
+import { startVercelTestServer } from "../tests/helpers/vercel.ts";
 import type { SkillRuntime } from "../runtimes/types.ts";
 
 const iterations = Number(Deno.args[0] ?? 200);

@@ -6,7 +6,7 @@ import {
 } from "../_internal/assert.ts";
 import { hostPath } from "../_internal/std.ts";
 import { MockLanguageModelV4 } from "npm:ai@7.0.173/test";
-import { pathExists } from "../tools/_testing.ts";
+import { pathExists } from "../tests/helpers/tools.ts";
 import { exampleTools } from "./_agent_shared.ts";
 import {
   examplePolicy,

@@ -11,7 +11,7 @@ import { extractArchive, type ZipThresholds } from "./_extract.ts";
 import { resolveLimits } from "./_entries.ts";
 import { sha256Of } from "./_digest.ts";
 import { PackageError } from "./mod.ts";
-import { makeZip, randomBytes, skillMd } from "./_testing.ts";
+import { makeZip, randomBytes, skillMd } from "../tests/helpers/package.ts";
 
 /** Every file entry over 1 KiB takes the large-entry path. */
 const LOW: ZipThresholds = { inMemoryArchiveBytes: 0, largeEntryBytes: 1024 };

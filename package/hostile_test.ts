@@ -19,7 +19,7 @@ import {
   makeZipWithRawName,
   randomBytes,
   skillMd,
-} from "./_testing.ts";
+} from "../tests/helpers/package.ts";
 
 const SKILL = { name: "s/SKILL.md", data: skillMd("s") };
 const TAR_SKILL = { name: "s/SKILL.md", data: skillMd("s") };

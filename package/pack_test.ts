@@ -8,7 +8,7 @@ import {
   packSkill,
   verifyInstalled,
 } from "./mod.ts";
-import { randomBytes, skillMd } from "./_testing.ts";
+import { randomBytes, skillMd } from "../tests/helpers/package.ts";
 import { skillCorpus } from "../_internal/skill_fixture.ts";
 
 // The real skills when ../shared is beside the clone, else generated ones

@@ -9,8 +9,8 @@ import {
   S3SkillPackageStore,
   type SkillPackageStore,
 } from "./mod.ts";
-import { S3_CREDENTIALS, startS3Server } from "./_test_servers.ts";
-import { skillMd } from "./_testing.ts";
+import { S3_CREDENTIALS, startS3Server } from "../tests/helpers/s3_server.ts";
+import { skillMd } from "../tests/helpers/package.ts";
 import { skillCorpus } from "../_internal/skill_fixture.ts";
 
 // Some skills: the real ones of ../shared, or generated ones on a bare clone.

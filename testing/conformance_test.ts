@@ -27,12 +27,12 @@ import {
   startTestServer,
   TEST_API_KEY,
   type TestServer,
-} from "../runtimes/opensandbox/_testing.ts";
+} from "../tests/helpers/opensandbox.ts";
 import {
   type AioTestServer,
   startAioTestServer,
   TEST_TOKEN,
-} from "../runtimes/aio/_testing.ts";
+} from "../tests/helpers/aio.ts";
 
 testRuntimeConformance(
   "local",

@@ -18,7 +18,7 @@ import {
   startTestServer,
   TEST_API_KEY,
   type TestServer,
-} from "../runtimes/opensandbox/_testing.ts";
+} from "../tests/helpers/opensandbox.ts";
 import { MemoryConversationStore } from "../runtimes/stores/conversation_store.ts";
 import type {
   ExecuteResult,

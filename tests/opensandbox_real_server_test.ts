@@ -10,10 +10,10 @@ import {
   assertLess,
   assertRejects,
 } from "../_internal/assert.ts";
-import { startTestServer } from "../runtimes/opensandbox/_testing.ts";
-import { makeSkill } from "../runtimes/remote/_testing.ts";
+import { startTestServer } from "./helpers/opensandbox.ts";
+import { makeSkill } from "./helpers/remote.ts";
 import { SandboxCommandError } from "../runtimes/opensandbox/execd.ts";
-import { startAioTestServer } from "../runtimes/aio/_testing.ts";
+import { startAioTestServer } from "./helpers/aio.ts";
 import { LocalSkillRuntime } from "../runtimes/local/runtime.ts";
 import type { SkillRuntime } from "../runtimes/types.ts";
 

@@ -21,18 +21,15 @@ import {
   packageSource,
   packSkill,
 } from "../package/mod.ts";
-import { gzip, makeTar, makeZip, skillMd } from "../package/_testing.ts";
+import { gzip, makeTar, makeZip, skillMd } from "./helpers/package.ts";
 import { sha256Of } from "../package/_digest.ts";
 import { packageOrigin } from "../package/remote.ts";
-import {
-  startTestServer,
-  TEST_API_KEY,
-} from "../runtimes/opensandbox/_testing.ts";
-import { countingFetch, waitFor } from "../runtimes/remote/_testing.ts";
-import { startAioTestServer } from "../runtimes/aio/_testing.ts";
-import { startE2BTestServer } from "../runtimes/e2b/_testing.ts";
-import { startVercelTestServer } from "../runtimes/vercel/_testing.ts";
-import { startDaytonaTestServer } from "../runtimes/daytona/_testing.ts";
+import { startTestServer, TEST_API_KEY } from "./helpers/opensandbox.ts";
+import { countingFetch, waitFor } from "./helpers/remote.ts";
+import { startAioTestServer } from "./helpers/aio.ts";
+import { startE2BTestServer } from "./helpers/e2b.ts";
+import { startVercelTestServer } from "./helpers/vercel.ts";
+import { startDaytonaTestServer } from "./helpers/daytona.ts";
 import type { RemoteSkillRuntime } from "../runtimes/remote/runtime.ts";
 import { buildSkillTools, dispatchToolCall } from "../mod.ts";
 import { loadSkills } from "../skill/load.ts";

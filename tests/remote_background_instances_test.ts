@@ -16,10 +16,10 @@ import {
 import { KvConversationStore } from "../runtimes/stores/conversation_store.ts";
 import type { SkillRuntime } from "../runtimes/types.ts";
 import { type McpHttpServer, serveMcpHttp } from "../tools/mcp/http.ts";
-import { startTestServer as startOpenSandboxTestServer } from "../runtimes/opensandbox/_testing.ts";
-import { startE2BTestServer } from "../runtimes/e2b/_testing.ts";
-import { startAioTestServer } from "../runtimes/aio/_testing.ts";
-import { processAlive, waitFor } from "../runtimes/remote/_testing.ts";
+import { startTestServer as startOpenSandboxTestServer } from "./helpers/opensandbox.ts";
+import { startE2BTestServer } from "./helpers/e2b.ts";
+import { startAioTestServer } from "./helpers/aio.ts";
+import { processAlive, waitFor } from "./helpers/remote.ts";
 
 const TOKEN = "bg-instances-t0ken-4242";
 

@@ -4,11 +4,11 @@ import { assert, assertEquals, assertRejects } from "@std/assert";
 import { backgroundCommands } from "../runtimes/background.ts";
 import { MemoryConversationStore } from "../runtimes/stores/conversation_store.ts";
 import type { SkillRuntime } from "../runtimes/types.ts";
-import { startE2BTestServer } from "../runtimes/e2b/_testing.ts";
-import { startVercelTestServer } from "../runtimes/vercel/_testing.ts";
-import { startTestServer as startOpenSandboxTestServer } from "../runtimes/opensandbox/_testing.ts";
-import { startAioTestServer } from "../runtimes/aio/_testing.ts";
-import { processAlive, waitFor } from "../runtimes/remote/_testing.ts";
+import { startE2BTestServer } from "./helpers/e2b.ts";
+import { startVercelTestServer } from "./helpers/vercel.ts";
+import { startTestServer as startOpenSandboxTestServer } from "./helpers/opensandbox.ts";
+import { startAioTestServer } from "./helpers/aio.ts";
+import { processAlive, waitFor } from "./helpers/remote.ts";
 
 /** Two runtime objects on one conversation's sandbox, as two instances have. */
 const kinds: {

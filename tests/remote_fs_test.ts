@@ -13,7 +13,7 @@ import { LocalFileSystem } from "../runtimes/local/fs.ts";
 import { HttpClient } from "../runtimes/remote/http.ts";
 import { multipartBody } from "../runtimes/remote/upload.ts";
 import { type RemoteFileOps, RemoteFileSystem } from "../runtimes/remote/fs.ts";
-import { serve } from "../runtimes/remote/_test_servers.ts";
+import { serve } from "./helpers/remote_servers.ts";
 import { skillCorpus } from "../_internal/skill_fixture.ts";
 import { delay } from "../_internal/async.ts";
 

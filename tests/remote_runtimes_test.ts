@@ -27,7 +27,7 @@ import {
   processAlive,
   type RemoteTestServer,
   waitFor,
-} from "../runtimes/remote/_testing.ts";
+} from "./helpers/remote.ts";
 import {
   KvConversationStore,
   MemoryConversationStore,
@@ -36,10 +36,10 @@ import type { OpenSandboxServer } from "./servers/opensandbox.ts";
 import type { E2BServer } from "./servers/e2b.ts";
 import type { VercelServer } from "./servers/vercel.ts";
 import { buildSkillTools } from "../tools/builder.ts";
-import { startTestServer } from "../runtimes/opensandbox/_testing.ts";
-import { startE2BTestServer } from "../runtimes/e2b/_testing.ts";
-import { startVercelTestServer } from "../runtimes/vercel/_testing.ts";
-import { startDaytonaTestServer } from "../runtimes/daytona/_testing.ts";
+import { startTestServer } from "./helpers/opensandbox.ts";
+import { startE2BTestServer } from "./helpers/e2b.ts";
+import { startVercelTestServer } from "./helpers/vercel.ts";
+import { startDaytonaTestServer } from "./helpers/daytona.ts";
 import { DaytonaSkillRuntime } from "../runtimes/daytona/mod.ts";
 import type { DaytonaServer } from "./servers/daytona.ts";
 import { skillCorpus } from "../_internal/skill_fixture.ts";

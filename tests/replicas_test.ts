@@ -33,8 +33,8 @@ import {
 import { hostPath } from "../_internal/std.ts";
 import { startOpenSandboxServer } from "./servers/opensandbox.ts";
 import { startAioServer } from "./servers/aio.ts";
-import { postgresOrSkip } from "../runtimes/stores/_postgres_testing.ts";
-import { processAlive, waitFor } from "../runtimes/remote/_testing.ts";
+import { postgresOrSkip } from "./helpers/postgres.ts";
+import { processAlive, waitFor } from "./helpers/remote.ts";
 
 const REPO = hostPath.fromFileUrl(new URL("../", import.meta.url));
 const TOKEN = "replicas-t0ken-2727";

@@ -8,8 +8,8 @@
  */
 import { assert, assertEquals } from "@std/assert";
 import { LocalSkillRuntime } from "../runtimes/local/runtime.ts";
-import { startTestServer } from "../runtimes/opensandbox/_testing.ts";
-import { startAioTestServer } from "../runtimes/aio/_testing.ts";
+import { startTestServer } from "./helpers/opensandbox.ts";
+import { startAioTestServer } from "./helpers/aio.ts";
 import type { ExecuteRequest, SkillRuntime } from "../runtimes/types.ts";
 
 /** The three runtimes on one folder: local, OpenSandbox and AIO (test servers). */

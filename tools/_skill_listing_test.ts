@@ -10,7 +10,7 @@ import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
 import { loadSkills } from "../skill/load.ts";
 import { buildSkillTools } from "./builder.ts";
 import type { Tool } from "./types.ts";
-import { tempDir } from "./_testing.ts";
+import { tempDir } from "../tests/helpers/tools.ts";
 import { manySkills, writeManySkills } from "./testdata/many_skills.ts";
 
 const BUDGET = 8_000;

@@ -12,7 +12,7 @@ import {
   type SkillsChange,
 } from "./builder.ts";
 import type { ToolApprovalCall, ToolApprovalDecision } from "./approval.ts";
-import { pathExists, tempDir, writeSkill } from "./_testing.ts";
+import { pathExists, tempDir, writeSkill } from "../tests/helpers/tools.ts";
 
 /** A tool set in a conversation workspace of `root`, with a skill whose allowed-tools is given. */
 async function workspaceSet(

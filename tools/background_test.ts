@@ -1,7 +1,7 @@
 import { assert, assertEquals, assertMatch } from "../_internal/assert.ts";
 import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
 import { buildSkillTools } from "./builder.ts";
-import { tempDir } from "./_testing.ts";
+import { tempDir } from "../tests/helpers/tools.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

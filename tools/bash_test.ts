@@ -13,7 +13,7 @@ import {
   tempDir,
   testEachRuntime,
   writeSkill,
-} from "./_testing.ts";
+} from "../tests/helpers/tools.ts";
 
 testEachRuntime(
   "bash returns stdout alone when the command succeeds quietly",

@@ -11,7 +11,7 @@ import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
 import { loadSkills } from "../skill/load.ts";
 import { buildSkillTools, SkillToolsBuilder, TOOL_NAMES } from "./builder.ts";
 import type { FilePublisher } from "./context.ts";
-import { tempDir, writeSkill } from "./_testing.ts";
+import { tempDir, writeSkill } from "../tests/helpers/tools.ts";
 import { anthropicsSkills, sharedTest } from "../_internal/shared_data.ts";
 
 const CORPUS_DATA = anthropicsSkills();

@@ -10,7 +10,7 @@ import type { SkillRuntime } from "../runtimes/types.ts";
 import { loadSkills } from "../skill/load.ts";
 import { createToolContext, DEFAULT_TOOL_LIMITS } from "./context.ts";
 import { createReadTool } from "./read.ts";
-import { tempDir, writeSkill } from "./_testing.ts";
+import { tempDir, writeSkill } from "../tests/helpers/tools.ts";
 
 Deno.test("createToolContext() merges limits and refuses bad ones", () => {
   const runtime = new LocalSkillRuntime();

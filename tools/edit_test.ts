@@ -1,6 +1,10 @@
 import { assertEquals } from "../_internal/assert.ts";
 import { createEditTool } from "./edit.ts";
-import { plainContext, tempDir, testEachRuntime } from "./_testing.ts";
+import {
+  plainContext,
+  tempDir,
+  testEachRuntime,
+} from "../tests/helpers/tools.ts";
 
 async function setup(content: string | Uint8Array) {
   const dir = await tempDir();

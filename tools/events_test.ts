@@ -9,7 +9,7 @@ import {
   tempDir,
   testEachRuntime,
   writeSkill,
-} from "./_testing.ts";
+} from "../tests/helpers/tools.ts";
 
 const SECRET = "evt-s3cr3t-value-42";
 

@@ -9,7 +9,7 @@ import {
   tempDir,
   testEachEngine,
   testEachRuntime,
-} from "./_testing.ts";
+} from "../tests/helpers/tools.ts";
 
 testEachEngine(
   "glob finds files at any depth with **, newest first",

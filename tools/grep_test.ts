@@ -14,7 +14,7 @@ import {
   tempDir,
   testEachEngine,
   testEachRuntime,
-} from "./_testing.ts";
+} from "../tests/helpers/tools.ts";
 
 testEachEngine(
   "grep lists matching files by default, hidden and unicode included, binary and heavy skipped",

@@ -7,7 +7,7 @@ import {
   tempDir,
   testEachEngine,
   testEachRuntime,
-} from "./_testing.ts";
+} from "../tests/helpers/tools.ts";
 
 testEachEngine(
   "ls lists folders first, hidden and unicode names included",

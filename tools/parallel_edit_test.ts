@@ -12,7 +12,11 @@ import type { SkillRuntime } from "../runtimes/types.ts";
 import { createToolContext } from "./context.ts";
 import { createEditTool } from "./edit.ts";
 import { createWriteTool } from "./write.ts";
-import { plainContext, tempDir, testEachRuntime } from "./_testing.ts";
+import {
+  plainContext,
+  tempDir,
+  testEachRuntime,
+} from "../tests/helpers/tools.ts";
 
 testEachRuntime(
   "20 edits of one file dispatched at once all land, and each says so",

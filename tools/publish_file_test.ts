@@ -10,7 +10,7 @@ import {
   plainContext,
   tempDir,
   testEachRuntime,
-} from "./_testing.ts";
+} from "../tests/helpers/tools.ts";
 
 /** A real publisher: PUTs the stream to an HTTP server on loopback. */
 function httpPublisher() {

@@ -6,8 +6,8 @@ import {
 import { SkillRuntimeConfig } from "../runtimes/config.ts";
 import { LocalSkillRuntime } from "../runtimes/local/runtime.ts";
 import { PathFence } from "../workspace/fence.ts";
-import { startTestServer } from "../runtimes/opensandbox/_testing.ts";
-import { startAioTestServer } from "../runtimes/aio/_testing.ts";
+import { startTestServer } from "../tests/helpers/opensandbox.ts";
+import { startAioTestServer } from "../tests/helpers/aio.ts";
 import type { SkillRuntime } from "../runtimes/types.ts";
 import { createToolContext } from "./context.ts";
 import { createReadTool } from "./read.ts";
@@ -16,7 +16,7 @@ import {
   plainContext,
   tempDir,
   testEachRuntime,
-} from "./_testing.ts";
+} from "../tests/helpers/tools.ts";
 
 const TESTDATA = new URL("./testdata/", import.meta.url).pathname;
 

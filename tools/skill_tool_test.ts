@@ -18,7 +18,7 @@ import {
   tempDir,
   testEachRuntime,
   writeSkill,
-} from "./_testing.ts";
+} from "../tests/helpers/tools.ts";
 
 testEachRuntime("createSkillTool() gives no tool without skills", () => {
   assertEquals(createSkillTool(plainContext("/").context), undefined);

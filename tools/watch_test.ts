@@ -4,7 +4,7 @@ import {
   assertStringIncludes,
 } from "../_internal/assert.ts";
 import { buildSkillTools, type SkillsChange } from "./builder.ts";
-import { tempDir, writeSkill } from "./_testing.ts";
+import { tempDir, writeSkill } from "../tests/helpers/tools.ts";
 
 /** Waits until `check` holds (polling), at most `ms`; returns the time taken. */
 async function until(check: () => boolean, ms = 5000): Promise<number> {

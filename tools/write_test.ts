@@ -5,7 +5,7 @@ import {
   plainContext,
   tempDir,
   testEachRuntime,
-} from "./_testing.ts";
+} from "../tests/helpers/tools.ts";
 
 testEachRuntime(
   "write creates missing parents and reports the bytes written",

@@ -1,6 +1,6 @@
 import { assert, assertEquals } from "../../_internal/assert.ts";
 import { BackgroundCommands, backgroundCommands } from "../background.ts";
-import { startAioTestServer } from "./_testing.ts";
+import { startAioTestServer } from "../../tests/helpers/aio.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -8,7 +8,7 @@ import {
 } from "../../_internal/assert.ts";
 import { RemoteHttpError } from "../remote/errors.ts";
 import { AioClient, AioOperationError } from "./client.ts";
-import { startAioTestServer, TEST_TOKEN } from "./_testing.ts";
+import { startAioTestServer, TEST_TOKEN } from "../../tests/helpers/aio.ts";
 
 Deno.test("aio client: each file call's success false is an AioOperationError with the server's message and error_type", async () => {
   await using aio = await startAioTestServer();

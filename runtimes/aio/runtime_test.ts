@@ -16,9 +16,13 @@ import { SkillRuntimeConfig } from "../config.ts";
 import { SkillPreparationError, WorkspaceEscapeError } from "../errors.ts";
 import { RemoteHttpError } from "../remote/errors.ts";
 import { MemoryConversationStore } from "../stores/conversation_store.ts";
-import { startAioTestServer, TEST_TOKEN } from "./_testing.ts";
+import { startAioTestServer, TEST_TOKEN } from "../../tests/helpers/aio.ts";
 import { AioSkillRuntime } from "./runtime.ts";
-import { countingFetch, makeSkill, waitFor } from "../remote/_testing.ts";
+import {
+  countingFetch,
+  makeSkill,
+  waitFor,
+} from "../../tests/helpers/remote.ts";
 import { skillCorpus } from "../../_internal/skill_fixture.ts";
 
 // Real fonts when ../shared is beside the clone, else generated ones.

@@ -5,8 +5,11 @@ import {
   assertThrows,
 } from "../../_internal/assert.ts";
 import { MemoryConversationStore } from "../stores/conversation_store.ts";
-import { countingFetch, makeSkill } from "../remote/_testing.ts";
-import { startDaytonaTestServer, TEST_API_KEY } from "./_testing.ts";
+import { countingFetch, makeSkill } from "../../tests/helpers/remote.ts";
+import {
+  startDaytonaTestServer,
+  TEST_API_KEY,
+} from "../../tests/helpers/daytona.ts";
 import { DaytonaSkillRuntime } from "./runtime.ts";
 
 Deno.test("daytona: execute() gives stdout and stderr apart, the exit code, cwd and env; the key never shows", async () => {

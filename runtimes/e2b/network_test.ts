@@ -3,8 +3,8 @@ import {
   assertStringIncludes,
   assertThrows,
 } from "../../_internal/assert.ts";
-import { recordingWeb } from "../remote/_testing.ts";
-import { startE2BTestServer, TEST_API_KEY } from "./_testing.ts";
+import { recordingWeb } from "../../tests/helpers/remote.ts";
+import { startE2BTestServer, TEST_API_KEY } from "../../tests/helpers/e2b.ts";
 import { E2BSkillRuntime } from "./runtime.ts";
 
 Deno.test("e2b: the network option reaches the creation request as network allowOut/denyOut, and the test server enforces it on commands", async () => {

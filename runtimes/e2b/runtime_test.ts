@@ -12,13 +12,13 @@ import { RemoteHttpError } from "../remote/errors.ts";
 import { MemoryConversationStore } from "../stores/conversation_store.ts";
 import { E2BApiClient } from "./api.ts";
 import { EnvdError } from "./envd.ts";
-import { startE2BTestServer, TEST_API_KEY } from "./_testing.ts";
+import { startE2BTestServer, TEST_API_KEY } from "../../tests/helpers/e2b.ts";
 import {
   countingFetch,
   makeSkill,
   processAlive,
   waitFor,
-} from "../remote/_testing.ts";
+} from "../../tests/helpers/remote.ts";
 
 const ENVD_PATHS = /^\/(files|health|process\.|filesystem\.)/;
 

@@ -5,7 +5,7 @@ import {
   assertStringIncludes,
 } from "../../_internal/assert.ts";
 import { BackgroundCommands, backgroundCommands } from "../background.ts";
-import { startTestServer } from "./_testing.ts";
+import { startTestServer } from "../../tests/helpers/opensandbox.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -13,8 +13,11 @@ import {
 } from "../stores/conversation_store.ts";
 import type { Skill } from "../../skill/types.ts";
 import { LifecycleClient } from "./lifecycle.ts";
-import { startTestServer, TEST_API_KEY } from "./_testing.ts";
-import { countingFetch, makeSkill } from "../remote/_testing.ts";
+import {
+  startTestServer,
+  TEST_API_KEY,
+} from "../../tests/helpers/opensandbox.ts";
+import { countingFetch, makeSkill } from "../../tests/helpers/remote.ts";
 
 const BOOTSTRAP = new SkillRuntimeConfig({
   env: { MODE: "conversation" },

@@ -15,13 +15,13 @@ import type { Fault } from "../../tests/servers/_faults.ts";
 import { SkillPreparationError } from "../errors.ts";
 import { RemoteHttpError } from "../remote/errors.ts";
 import { SandboxCommandError } from "./execd.ts";
-import { startTestServer } from "./_testing.ts";
+import { startTestServer } from "../../tests/helpers/opensandbox.ts";
 import {
   countingFetch,
   makeSkill,
   processAlive,
   waitFor,
-} from "../remote/_testing.ts";
+} from "../../tests/helpers/remote.ts";
 
 /** Whether any command the server ran still has a live process. */
 function anyCommandAlive(

@@ -3,8 +3,11 @@ import {
   assertStringIncludes,
   assertThrows,
 } from "../../_internal/assert.ts";
-import { recordingWeb } from "../remote/_testing.ts";
-import { startTestServer, TEST_API_KEY } from "./_testing.ts";
+import { recordingWeb } from "../../tests/helpers/remote.ts";
+import {
+  startTestServer,
+  TEST_API_KEY,
+} from "../../tests/helpers/opensandbox.ts";
 import { OpenSandboxSkillRuntime } from "./runtime.ts";
 
 Deno.test("opensandbox: the network option reaches the creation request as networkPolicy, and the test server enforces it on commands", async () => {

@@ -9,8 +9,8 @@ import { assert, assertEquals, assertRejects } from "../../_internal/assert.ts";
 import { SkillRuntimeConfig } from "../config.ts";
 import { SkillPreparationError } from "../errors.ts";
 import { MemoryConversationStore } from "../stores/conversation_store.ts";
-import { startTestServer } from "./_testing.ts";
-import { countingFetch, makeSkill } from "../remote/_testing.ts";
+import { startTestServer } from "../../tests/helpers/opensandbox.ts";
+import { countingFetch, makeSkill } from "../../tests/helpers/remote.ts";
 import { RemoteSkillRuntime } from "../remote/runtime.ts";
 
 Deno.test("RemoteSkillRuntime connects once for concurrent first calls", async () => {

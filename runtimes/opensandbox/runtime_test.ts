@@ -15,9 +15,16 @@ import { RemoteHttpError } from "../remote/errors.ts";
 import { MemoryConversationStore } from "../stores/conversation_store.ts";
 import { LifecycleClient } from "./lifecycle.ts";
 import { SandboxCommandError } from "./execd.ts";
-import { startTestServer, TEST_API_KEY } from "./_testing.ts";
+import {
+  startTestServer,
+  TEST_API_KEY,
+} from "../../tests/helpers/opensandbox.ts";
 import { OpenSandboxSkillRuntime } from "./runtime.ts";
-import { countingFetch, makeSkill, waitFor } from "../remote/_testing.ts";
+import {
+  countingFetch,
+  makeSkill,
+  waitFor,
+} from "../../tests/helpers/remote.ts";
 
 Deno.test("execute() runs bash in the sandbox with exact output, stderr and the exit code", async () => {
   await using server = await startTestServer();

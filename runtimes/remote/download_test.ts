@@ -9,7 +9,12 @@ import { hostPath } from "../../_internal/std.ts";
 import { downloadToFile, type OpenAtOffset } from "./download.ts";
 import { HttpClient } from "./http.ts";
 import { RemoteHttpError } from "./errors.ts";
-import { type RawRequest, serve, serveRaw, writeAll } from "./_test_servers.ts";
+import {
+  type RawRequest,
+  serve,
+  serveRaw,
+  writeAll,
+} from "../../tests/helpers/remote_servers.ts";
 import { delay } from "../../_internal/async.ts";
 
 const DATA = (() => {

@@ -12,7 +12,11 @@ import denoJson from "../../deno.json" with { type: "json" };
 import { HttpClient } from "./http.ts";
 import { RemoteHttpError } from "./errors.ts";
 import { RuntimePermissionError } from "../../_internal/permissions.ts";
-import { serve, serveRaw, writeAll } from "./_test_servers.ts";
+import {
+  serve,
+  serveRaw,
+  writeAll,
+} from "../../tests/helpers/remote_servers.ts";
 import { delay } from "../../_internal/async.ts";
 
 const SECRET_KEY = "sk-live-0123456789abcdef";

@@ -13,7 +13,7 @@ import {
   type MultipartPart,
   type UploadEntry,
 } from "./upload.ts";
-import { serve } from "./_test_servers.ts";
+import { serve } from "../../tests/helpers/remote_servers.ts";
 import { skillCorpus } from "../../_internal/skill_fixture.ts";
 
 // The real skills when ../shared is beside the clone, else generated ones.

@@ -7,7 +7,7 @@ import {
 } from "../../_internal/assert.ts";
 import { ConversationStoreUnavailableError } from "./conversation_store.ts";
 import { PostgresConversationStore } from "./postgres.ts";
-import { postgresOrSkip } from "./_postgres_testing.ts";
+import { postgresOrSkip } from "../../tests/helpers/postgres.ts";
 import { KEY, newSession, storeSuite } from "./_store_suite.ts";
 
 // One private cluster for this file (initdb/pg_ctl in a temporary folder).

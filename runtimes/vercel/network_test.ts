@@ -3,8 +3,11 @@ import {
   assertStringIncludes,
   assertThrows,
 } from "../../_internal/assert.ts";
-import { recordingWeb } from "../remote/_testing.ts";
-import { startVercelTestServer, TEST_TOKEN } from "./_testing.ts";
+import { recordingWeb } from "../../tests/helpers/remote.ts";
+import {
+  startVercelTestServer,
+  TEST_TOKEN,
+} from "../../tests/helpers/vercel.ts";
 import { VercelSandboxSkillRuntime } from "./runtime.ts";
 
 Deno.test("vercel: the network option reaches the creation request as a custom networkPolicy, and the test server enforces it on commands", async () => {

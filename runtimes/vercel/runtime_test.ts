@@ -10,13 +10,16 @@ import { SkillRuntimeConfig } from "../config.ts";
 import { RemoteHttpError } from "../remote/errors.ts";
 import { MemoryConversationStore } from "../stores/conversation_store.ts";
 import { VercelApiClient } from "./api.ts";
-import { startVercelTestServer, TEST_TOKEN } from "./_testing.ts";
+import {
+  startVercelTestServer,
+  TEST_TOKEN,
+} from "../../tests/helpers/vercel.ts";
 import {
   countingFetch,
   makeSkill,
   processAlive,
   waitFor,
-} from "../remote/_testing.ts";
+} from "../../tests/helpers/remote.ts";
 
 Deno.test("execute() runs bash -c through the command API: exact output, stderr apart, the exit code", async () => {
   await using server = await startVercelTestServer();

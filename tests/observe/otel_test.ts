@@ -7,7 +7,7 @@ import { assert, assertEquals } from "../../_internal/assert.ts";
 import { OpenSandboxSkillRuntime } from "../../runtimes/opensandbox/mod.ts";
 import { startOpenSandboxServer } from "../../tests/servers/opensandbox.ts";
 import { buildSkillTools } from "../../tools/builder.ts";
-import { tempDir, writeSkill } from "../../tools/_testing.ts";
+import { tempDir, writeSkill } from "../helpers/tools.ts";
 
 interface OtlpSpan {
   traceId: string;

@@ -12,7 +12,7 @@ import { startAioServer } from "../../tests/servers/aio.ts";
 import { loadSkills } from "../../skill/load.ts";
 import type { SkillRuntime } from "../../runtimes/types.ts";
 import type { SkillEvent, SkillEventListener } from "../../observe/events.ts";
-import { tempDir, writeSkill } from "../../tools/_testing.ts";
+import { tempDir, writeSkill } from "../helpers/tools.ts";
 
 const SECRET = "rt-evt-s3cr3t-0123";
 const API_KEY = "os-api-key-abcdef123";

@@ -4,11 +4,7 @@ import {
   assertRejects,
   assertThrows,
 } from "../../_internal/assert.ts";
-import {
-  plainContext,
-  tempDir,
-  testEachRuntime,
-} from "../../tools/_testing.ts";
+import { plainContext, tempDir, testEachRuntime } from "../helpers/tools.ts";
 import {
   BackgroundCommands,
   backgroundCommands,

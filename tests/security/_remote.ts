@@ -9,11 +9,11 @@
  * @module
  */
 import { assert, assertEquals } from "../../_internal/assert.ts";
-import { startTestServer } from "../../runtimes/opensandbox/_testing.ts";
-import { startAioTestServer } from "../../runtimes/aio/_testing.ts";
-import { startE2BTestServer } from "../../runtimes/e2b/_testing.ts";
-import { startVercelTestServer } from "../../runtimes/vercel/_testing.ts";
-import { startDaytonaTestServer } from "../../runtimes/daytona/_testing.ts";
+import { startTestServer } from "../helpers/opensandbox.ts";
+import { startAioTestServer } from "../helpers/aio.ts";
+import { startE2BTestServer } from "../helpers/e2b.ts";
+import { startVercelTestServer } from "../helpers/vercel.ts";
+import { startDaytonaTestServer } from "../helpers/daytona.ts";
 import { MemoryConversationStore } from "../../runtimes/stores/conversation_store.ts";
 import { buildSkillTools, type SkillTools } from "../../tools/builder.ts";
 import type { SkillRuntime } from "../../runtimes/types.ts";

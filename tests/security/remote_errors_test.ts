@@ -22,7 +22,7 @@ import {
 } from "./_remote.ts";
 import { SkillRuntimeConfig } from "../../runtimes/config.ts";
 import type { Skill } from "../../skill/types.ts";
-import { makeSkill } from "../../runtimes/remote/_testing.ts";
+import { makeSkill } from "../helpers/remote.ts";
 
 /** What the server remembers and gives back: every configured value. */
 const REMEMBERED = `${SECRET_TOKEN} ${SECRET_PEM}`;

@@ -21,7 +21,7 @@ import { MockLanguageModelV4 } from "npm:ai@7.0.173/test";
 import { LocalSkillRuntime } from "../../runtimes/local/mod.ts";
 import { buildSkillTools } from "../builder.ts";
 import type { ToolApprovalCall } from "../approval.ts";
-import { pathExists, tempDir, writeSkill } from "../_testing.ts";
+import { pathExists, tempDir, writeSkill } from "../../tests/helpers/tools.ts";
 import { toAISDKStreamingTools, toAISDKTools } from "./ai_sdk.ts";
 
 /** bash and write asked about, `rm` denied, everything else allowed. */

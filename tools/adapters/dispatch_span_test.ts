@@ -9,7 +9,7 @@ import {
 import { assert, assertEquals } from "../../_internal/assert.ts";
 import { LocalSkillRuntime } from "../../runtimes/local/mod.ts";
 import { buildSkillTools } from "../builder.ts";
-import { tempDir, writeSkill } from "../_testing.ts";
+import { tempDir, writeSkill } from "../../tests/helpers/tools.ts";
 import { dispatchToolCall } from "./dispatch.ts";
 
 Deno.test("dispatchToolCall() gives the execute_tool span the OpenAI or Anthropic call's own id", async () => {

@@ -2,7 +2,7 @@ import { assertEquals, assertStringIncludes } from "../../_internal/assert.ts";
 import { dispatchToolCall } from "./dispatch.ts";
 import { echoTool } from "./_fixture.ts";
 import type { Tool } from "../types.ts";
-import { pathExists } from "../_testing.ts";
+import { pathExists } from "../../tests/helpers/tools.ts";
 import { buildSkillTools } from "../builder.ts";
 import { LocalSkillRuntime } from "../../runtimes/local/mod.ts";
 

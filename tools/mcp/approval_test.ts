@@ -27,7 +27,7 @@ import {
 import { LocalSkillRuntime } from "../../runtimes/local/mod.ts";
 import { buildSkillTools } from "../builder.ts";
 import type { ToolApprovalCall } from "../approval.ts";
-import { pathExists, tempDir, writeSkill } from "../_testing.ts";
+import { pathExists, tempDir, writeSkill } from "../../tests/helpers/tools.ts";
 import { loadSkills } from "../../skill/load.ts";
 import {
   connectMcpServer,

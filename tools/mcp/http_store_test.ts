@@ -14,7 +14,7 @@ import {
   KvConversationStore,
 } from "../../runtimes/stores/conversation_store.ts";
 import { PostgresConversationStore } from "../../runtimes/stores/postgres.ts";
-import { postgresOrSkip } from "../../runtimes/stores/_postgres_testing.ts";
+import { postgresOrSkip } from "../../tests/helpers/postgres.ts";
 import { type McpHttpServer, serveMcpHttp } from "./http.ts";
 
 const TOKEN = "mcp-store-t0ken-5551";

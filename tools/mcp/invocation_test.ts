@@ -11,7 +11,7 @@ import {
 } from "../../_internal/assert.ts";
 import { buildSkillTools } from "../builder.ts";
 import { invokeSkill } from "../skill_tool.ts";
-import { tempDir, writeSkill } from "../_testing.ts";
+import { tempDir, writeSkill } from "../../tests/helpers/tools.ts";
 import { connectMcpServer } from "./mod.ts";
 
 async function hiddenAndShown(root: string): Promise<void> {

@@ -6,7 +6,7 @@ import {
   type Progress,
 } from "npm:@modelcontextprotocol/sdk@1.32.2/types.js";
 import { assert, assertEquals } from "../../_internal/assert.ts";
-import { tempDir, writeSkill } from "../_testing.ts";
+import { tempDir, writeSkill } from "../../tests/helpers/tools.ts";
 import { serveMcpHttp } from "./http.ts";
 
 const SECRET = "mcp-progress-s3cr3t-77";

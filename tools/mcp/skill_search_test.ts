@@ -12,7 +12,7 @@ import {
 import { LocalSkillRuntime } from "../../runtimes/local/mod.ts";
 import { loadSkills } from "../../skill/load.ts";
 import { buildSkillTools } from "../builder.ts";
-import { tempDir } from "../_testing.ts";
+import { tempDir } from "../../tests/helpers/tools.ts";
 import { manySkillQuery, writeManySkills } from "../testdata/many_skills.ts";
 import { connectMcpServer } from "./mod.ts";
 

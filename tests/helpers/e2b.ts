@@ -1,7 +1,7 @@
 /**
  * Helpers for the E2B runtime's tests: the test server with a temporary
  * folder and a runtime factory; the helpers every remote runtime's tests
- * share come from `../remote/_testing.ts`. Test-only.
+ * share come from `./remote.ts`. Test-only.
  *
  * @module
  */
@@ -9,12 +9,12 @@ import {
   type E2BServer,
   type E2BServerOptions,
   startE2BServer,
-} from "../../tests/servers/e2b.ts";
+} from "../servers/e2b.ts";
+import { type RemoteTestServer, startRemoteTestServer } from "./remote.ts";
 import {
-  type RemoteTestServer,
-  startRemoteTestServer,
-} from "../remote/_testing.ts";
-import { E2BSkillRuntime, type E2BSkillRuntimeOptions } from "./runtime.ts";
+  E2BSkillRuntime,
+  type E2BSkillRuntimeOptions,
+} from "../../runtimes/e2b/runtime.ts";
 
 /** The API key the test servers are started with. */
 export const TEST_API_KEY = "e2b_test_key_0123456789";

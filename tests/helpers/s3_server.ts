@@ -14,7 +14,7 @@ import { SignatureV4 } from "@smithy/signature-v4";
 import { AwsClient } from "aws4fetch";
 import { Hash } from "@smithy/hash-node";
 import { createHash } from "node:crypto";
-import { hostPath } from "../_internal/std.ts";
+import { hostPath } from "../../_internal/std.ts";
 
 /** Where `.ci/run` installs s3rver. */
 export const S3RVER_DIR: string = Deno.env.get("SKILLRUN_S3RVER_DIR") ??

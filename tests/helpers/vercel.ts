@@ -1,7 +1,7 @@
 /**
  * Helpers for the Vercel runtime's tests: the test server with a temporary
  * folder and a runtime factory; the helpers every remote runtime's tests
- * share come from `../remote/_testing.ts`. Test-only.
+ * share come from `./remote.ts`. Test-only.
  *
  * @module
  */
@@ -9,15 +9,12 @@ import {
   startVercelServer,
   type VercelServer,
   type VercelServerOptions,
-} from "../../tests/servers/vercel.ts";
-import {
-  type RemoteTestServer,
-  startRemoteTestServer,
-} from "../remote/_testing.ts";
+} from "../servers/vercel.ts";
+import { type RemoteTestServer, startRemoteTestServer } from "./remote.ts";
 import {
   VercelSandboxSkillRuntime,
   type VercelSandboxSkillRuntimeOptions,
-} from "./runtime.ts";
+} from "../../runtimes/vercel/runtime.ts";
 
 /** The token the test servers are started with. */
 export const TEST_TOKEN = "vercel_test_token_0123456789";

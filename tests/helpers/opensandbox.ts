@@ -1,7 +1,7 @@
 /**
  * Helpers for the OpenSandbox runtime's tests: the test server with a
  * temporary folder and a runtime factory; the helpers every remote runtime's
- * tests share come from `../remote/_testing.ts`. Test-only.
+ * tests share come from `./remote.ts`. Test-only.
  *
  * @module
  */
@@ -9,16 +9,13 @@ import {
   type OpenSandboxServer,
   type OpenSandboxServerOptions,
   startOpenSandboxServer,
-} from "../../tests/servers/opensandbox.ts";
-import type { FaultInjector } from "../../tests/servers/_faults.ts";
-import {
-  type RemoteTestServer,
-  startRemoteTestServer,
-} from "../remote/_testing.ts";
+} from "../servers/opensandbox.ts";
+import type { FaultInjector } from "../servers/_faults.ts";
+import { type RemoteTestServer, startRemoteTestServer } from "./remote.ts";
 import {
   OpenSandboxSkillRuntime,
   type OpenSandboxSkillRuntimeOptions,
-} from "./runtime.ts";
+} from "../../runtimes/opensandbox/runtime.ts";
 
 /** The API key the test servers are started with. */
 export const TEST_API_KEY = "test-key-0123456789";

@@ -7,7 +7,7 @@
  * @module
  */
 import type { Skill } from "../../skill/types.ts";
-import type { SkillRuntime } from "../types.ts";
+import type { SkillRuntime } from "../../runtimes/types.ts";
 
 /** A running test server, a temporary folder, and runtimes made on them. */
 export interface RemoteTestServer<S, O, R extends SkillRuntime>

@@ -2,7 +2,7 @@
  * Helpers for the AIO runtime's tests: the AIO test server in a temporary
  * home with a bearer token, and runtimes on it closed on dispose; the
  * helpers every remote runtime's tests share come from
- * `../remote/_testing.ts`. Test-only.
+ * `./remote.ts`. Test-only.
  *
  * @module
  */
@@ -10,12 +10,12 @@ import {
   type AioServer,
   loadAioContract,
   startAioServer,
-} from "../../tests/servers/aio.ts";
+} from "../servers/aio.ts";
+import { type RemoteTestServer, startRemoteTestServer } from "./remote.ts";
 import {
-  type RemoteTestServer,
-  startRemoteTestServer,
-} from "../remote/_testing.ts";
-import { AioSkillRuntime, type AioSkillRuntimeOptions } from "./runtime.ts";
+  AioSkillRuntime,
+  type AioSkillRuntimeOptions,
+} from "../../runtimes/aio/runtime.ts";
 
 /** The bearer token the test servers check. */
 export const TEST_TOKEN = "aio-test-token-0123456789";

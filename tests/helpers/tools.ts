@@ -8,26 +8,26 @@ import {
   BubblewrapLauncher,
   IsolationUnavailableError,
   LocalSkillRuntime,
-} from "../runtimes/local/mod.ts";
-import { OpenSandboxSkillRuntime } from "../runtimes/opensandbox/mod.ts";
-import { MemoryConversationStore } from "../runtimes/stores/conversation_store.ts";
-import { startOpenSandboxServer } from "../tests/servers/opensandbox.ts";
-import { AioSkillRuntime } from "../runtimes/aio/mod.ts";
-import { startAioServer } from "../tests/servers/aio.ts";
-import { E2BSkillRuntime } from "../runtimes/e2b/mod.ts";
-import { startE2BServer } from "../tests/servers/e2b.ts";
-import { VercelSandboxSkillRuntime } from "../runtimes/vercel/mod.ts";
-import { startVercelServer } from "../tests/servers/vercel.ts";
-import type { SkillRuntime } from "../runtimes/types.ts";
+} from "../../runtimes/local/mod.ts";
+import { OpenSandboxSkillRuntime } from "../../runtimes/opensandbox/mod.ts";
+import { MemoryConversationStore } from "../../runtimes/stores/conversation_store.ts";
+import { startOpenSandboxServer } from "../servers/opensandbox.ts";
+import { AioSkillRuntime } from "../../runtimes/aio/mod.ts";
+import { startAioServer } from "../servers/aio.ts";
+import { E2BSkillRuntime } from "../../runtimes/e2b/mod.ts";
+import { startE2BServer } from "../servers/e2b.ts";
+import { VercelSandboxSkillRuntime } from "../../runtimes/vercel/mod.ts";
+import { startVercelServer } from "../servers/vercel.ts";
+import type { SkillRuntime } from "../../runtimes/types.ts";
 import {
   createToolContext,
   type ToolContext,
   type ToolContextOptions,
-} from "./context.ts";
-import { createSearch } from "../search/search.ts";
-import type { SearchEngine } from "../search/types.ts";
-import { commandSucceeds } from "../_internal/command.ts";
-import { startRemoteTestServer } from "../runtimes/remote/_testing.ts";
+} from "../../tools/context.ts";
+import { createSearch } from "../../search/search.ts";
+import type { SearchEngine } from "../../search/types.ts";
+import { commandSucceeds } from "../../_internal/command.ts";
+import { startRemoteTestServer } from "./remote.ts";
 
 /** A temporary folder removed on dispose. */
 export interface TempDir extends AsyncDisposable {

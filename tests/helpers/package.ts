@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { concatBytes } from "../_internal/std.ts";
+import { concatBytes } from "../../_internal/std.ts";
 import { crc32, deflateRawSync } from "node:zlib";
 
 const encoder = new TextEncoder();

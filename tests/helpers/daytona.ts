@@ -8,15 +8,12 @@ import {
   type DaytonaServer,
   type DaytonaServerOptions,
   startDaytonaServer,
-} from "../../tests/servers/daytona.ts";
-import {
-  type RemoteTestServer,
-  startRemoteTestServer,
-} from "../remote/_testing.ts";
+} from "../servers/daytona.ts";
+import { type RemoteTestServer, startRemoteTestServer } from "./remote.ts";
 import {
   DaytonaSkillRuntime,
   type DaytonaSkillRuntimeOptions,
-} from "./runtime.ts";
+} from "../../runtimes/daytona/runtime.ts";
 
 /** The API key the test servers are started with. */
 export const TEST_API_KEY = "dtn_test_key_0123456789";
