@@ -19,10 +19,14 @@ import { posix } from "../../_internal/std.ts";
 import type { HttpClient } from "../remote/http.ts";
 import { RemoteHttpError } from "../remote/errors.ts";
 import type { RemoteFileOps, RemoteUploadFile } from "../remote/fs.ts";
-import { multipartBody, type MultipartPart } from "../remote/upload.ts";
+import type { MultipartPart } from "../remote/upload.ts";
 import { shellQuote } from "../remote/shell.ts";
+import { answers, sendMultipart } from "../remote/service_calls.ts";
 import {
+  eachConcurrently,
+  inChunks,
   needsShellPath,
+  PATHS_PER_COMMAND,
   runChecked,
   shellList,
   shellStat,
@@ -47,8 +51,6 @@ export const EXECD_MAX_UPLOAD_FILES = 500;
 /** How many upload requests run at once. */
 const UPLOAD_CONCURRENCY = 3;
 
-/** How many paths one helper command names at most. */
-const PATHS_PER_COMMAND = 200;
 /** The deadline of a helper command (file calls on `$` paths), in ms. */
 const HELPER_TIMEOUT_MS = 120_000;
 /** The most output of a helper command kept (a listing), in bytes. */
@@ -159,22 +161,8 @@ export class ExecdClient implements RemoteFileOps {
    * @param signal Stops the call.
    * @returns `true` when ready.
    */
-  async ping(signal?: AbortSignal): Promise<boolean> {
-    try {
-      const response = await this.http.request({
-        method: "GET",
-        path: "/ping",
-        // Not retried: the caller polls.
-        idempotent: false,
-        timeoutMs: 5_000,
-        ...(signal ? { signal } : {}),
-      });
-      await response.body?.cancel();
-      return true;
-    } catch (error) {
-      if (signal?.aborted) throw error;
-      return false;
-    }
+  ping(signal?: AbortSignal): Promise<boolean> {
+    return answers(this.http, "/ping", signal);
   }
 
   /**
@@ -526,40 +514,15 @@ export class ExecdClient implements RemoteFileOps {
     }
     // A few requests at once: the server writes one batch while the next
     // is streamed. The first failure stops the others.
-    const batches: RemoteUploadFile[][] = [];
-    for (let i = 0; i < sent.length; i += EXECD_MAX_UPLOAD_FILES) {
-      batches.push(sent.slice(i, i + EXECD_MAX_UPLOAD_FILES));
-    }
-    const stop = new AbortController();
-    const batchSignal = signal
-      ? AbortSignal.any([signal, stop.signal])
-      : stop.signal;
-    let next = 0;
-    const worker = async (): Promise<void> => {
-      while (next < batches.length) {
-        batchSignal.throwIfAborted();
-        const batch = batches[next++]!;
-        try {
-          await this.#uploadBatch(batch, batchSignal);
-        } catch (error) {
-          stop.abort(error);
-          throw error;
-        }
-      }
-    };
-    const results = await Promise.allSettled(
-      Array.from(
-        { length: Math.min(UPLOAD_CONCURRENCY, batches.length) },
-        worker,
-      ),
+    await eachConcurrently(
+      inChunks(sent, EXECD_MAX_UPLOAD_FILES),
+      UPLOAD_CONCURRENCY,
+      (batch, each) => this.#uploadBatch(batch, each),
+      signal,
     );
-    signal?.throwIfAborted();
-    const failed = results.find((r) => r.status === "rejected");
-    if (failed) throw stop.signal.reason ?? failed.reason;
     if (moves.length === 0) return;
     try {
-      for (let i = 0; i < moves.length; i += PATHS_PER_COMMAND) {
-        const chunk = moves.slice(i, i + PATHS_PER_COMMAND);
+      for (const chunk of inChunks(moves, PATHS_PER_COMMAND)) {
         await runChecked(
           this.#shell,
           chunk.map(({ from, to, keepMode }) => {
@@ -645,21 +608,12 @@ export class ExecdClient implements RemoteFileOps {
         content: file.content,
       });
     }
-    const { body, contentType, length } = multipartBody(parts);
-    const response = await this.http.request({
+    // A failed upload may be sent again: it rewrites the same files.
+    await sendMultipart(this.http, {
       method: "POST",
       path: "/files/upload",
-      body,
-      headers: {
-        "content-type": contentType,
-        "content-length": String(length),
-      },
-      // A failed upload may be sent again: it rewrites the same files.
-      idempotent: false,
-      timeoutMs: null,
       ...(signal ? { signal } : {}),
-    });
-    await response.body?.cancel();
+    }, parts);
   }
 }
 

@@ -8,8 +8,8 @@ import type { NetworkPolicy, SecretsOption } from "../../network/policy.ts";
 import { checkRemoteEgress } from "../../network/remote.ts";
 import { toOpenSandboxNetworkPolicy } from "./network.ts";
 import { HttpClient } from "../remote/http.ts";
-import type { RemoteRuntimeCommonOptions } from "../remote/runtime.ts";
 import {
+  type SandboxKindOptions,
   type SandboxService,
   SandboxServiceRuntime,
   type ServiceCreateOptions,
@@ -26,9 +26,12 @@ import {
 /** States after which a sandbox never runs again. */
 const GONE_STATES = new Set(["Stopping", "Terminated", "Failed"]);
 
-/** Options of {@linkcode OpenSandboxSkillRuntime}. */
-export interface OpenSandboxSkillRuntimeOptions
-  extends RemoteRuntimeCommonOptions {
+/**
+ * Options of {@linkcode OpenSandboxSkillRuntime}.
+ * Defaults: `cwd` `/workspace`, `skillsRoot` `/workspace/skills`,
+ * `conversationsRoot` `/workspace/conversations`.
+ */
+export interface OpenSandboxSkillRuntimeOptions extends SandboxKindOptions {
   /**
    * The lifecycle server, e.g. `http://localhost:8080` (`/v1` is added when
    * missing). With the conversation id, it keys a conversation's record.
@@ -36,11 +39,6 @@ export interface OpenSandboxSkillRuntimeOptions
   readonly baseUrl: string;
   /** The API key (`OPEN-SANDBOX-API-KEY`); never shown in errors. */
   readonly apiKey?: string;
-  /**
-   * Attach to this existing sandbox instead of creating one; the runtime then
-   * never deletes it. Not with a conversation (the store names its sandbox).
-   */
-  readonly sandboxId?: string;
   /** What a sandbox the runtime creates is made of. */
   readonly sandbox?: SandboxSpec;
   /**
@@ -58,24 +56,6 @@ export interface OpenSandboxSkillRuntimeOptions
    * the server.
    */
   readonly secrets?: SecretsOption;
-  /**
-   * Conversation mode: the folder inside the sandbox that holds the
-   * workspace of each conversation (absolute POSIX). Default
-   * `/workspace/conversations`; the workspace is `<root>/<conversationId>`.
-   */
-  readonly conversationsRoot?: string;
-  /** Plain mode: where commands run and relative paths resolve. Default `/workspace`. */
-  readonly cwd?: string;
-  /** Plain mode: where skills are uploaded. Default `/workspace/skills`. */
-  readonly skillsRoot?: string;
-  /**
-   * While the runtime is used, the sandbox's expiry is moved to now + its
-   * timeout once this long has passed since the last renewal, in ms.
-   * Default: half of `sandbox.timeoutSeconds`.
-   */
-  readonly renewIntervalMs?: number;
-  /** How long to wait for a sandbox to be ready, in ms. Default 120 000. */
-  readonly readyTimeoutMs?: number;
 }
 
 /**

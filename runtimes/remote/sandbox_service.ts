@@ -151,6 +151,37 @@ export function remoteConversation(
   };
 }
 
+/**
+ * The options every kind built on {@linkcode SandboxServiceRuntime} takes
+ * beside the common ones; each kind's options say its defaults of the
+ * folders.
+ */
+export interface SandboxKindOptions extends RemoteRuntimeCommonOptions {
+  /**
+   * Attach to this existing sandbox instead of creating one; the runtime then
+   * never deletes it. Not with a conversation (the store names its sandbox).
+   */
+  readonly sandboxId?: string;
+  /**
+   * Conversation mode: the folder inside the sandbox that holds the
+   * workspace of each conversation (absolute POSIX); the workspace is
+   * `<root>/<conversationId>`.
+   */
+  readonly conversationsRoot?: string;
+  /** Plain mode: where commands run and relative paths resolve. */
+  readonly cwd?: string;
+  /** Plain mode: where skills are uploaded. */
+  readonly skillsRoot?: string;
+  /**
+   * While the runtime is used, the sandbox's expiry is moved to now + its
+   * timeout once this long has passed since the last renewal, in ms.
+   * Default: half of the sandbox's timeout.
+   */
+  readonly renewIntervalMs?: number;
+  /** How long to wait for a sandbox to be ready, in ms. Default 120 000. */
+  readonly readyTimeoutMs?: number;
+}
+
 /** A sandbox as its service describes it. */
 export interface ServiceSandbox {
   /** Its id. */
