@@ -15,8 +15,8 @@ import {
   type SandboxService,
   SandboxServiceRuntime,
   type ServiceCreateOptions,
-  type ServiceSession,
 } from "../remote/sandbox_service.ts";
+import type { RemoteSession } from "../remote/runtime.ts";
 import type { NetworkPolicy, SecretsOption } from "../../network/policy.ts";
 import { checkRemoteEgress } from "../../network/remote.ts";
 import { toE2BNetworkConfig } from "./network.ts";
@@ -198,7 +198,7 @@ class E2BService implements SandboxService<E2BSandbox> {
   async open(
     sandbox: E2BSandbox,
     signal?: AbortSignal,
-  ): Promise<ServiceSession> {
+  ): Promise<RemoteSession> {
     let known = this.#known.get(sandbox.id);
     if (!known?.envdAccessToken || this.#paused.has(sandbox.id)) {
       known = await this.#connect(

@@ -17,11 +17,12 @@ import {
 } from "../remote/command.ts";
 import { posix } from "../../_internal/std.ts";
 import type { HttpClient } from "../remote/http.ts";
+import type { RemoteCommand } from "../remote/runtime.ts";
 import { RemoteHttpError } from "../remote/errors.ts";
 import type { RemoteFileOps, RemoteUploadFile } from "../remote/fs.ts";
 import type { MultipartPart } from "../remote/upload.ts";
 import { shellQuote } from "../remote/shell.ts";
-import { answers, sendMultipart } from "../remote/service_calls.ts";
+import { answers, sendCall, sendMultipart } from "../remote/service_calls.ts";
 import {
   eachConcurrently,
   inChunks,
@@ -29,6 +30,7 @@ import {
   PATHS_PER_COMMAND,
   runChecked,
   shellList,
+  shellMakeDirectories,
   shellStat,
   shellStatMany,
 } from "../remote/_shell_files.ts";
@@ -65,25 +67,8 @@ interface ExecdFileInfo {
   mode?: number;
 }
 
-/** What {@linkcode ExecdClient.run} takes. */
-export interface ExecdCommand {
-  /** The command, run with `bash -c`. */
-  readonly command: string;
-  /** An absolute POSIX folder. */
-  readonly cwd: string;
-  /** The whole environment to add (the runtime's merge). */
-  readonly env: Readonly<Record<string, string>>;
-  /** Our own deadline, in ms. */
-  readonly timeoutMs: number;
-  /** The most bytes kept per stream. */
-  readonly maxOutputBytes: number;
-  /** Stops the command. */
-  readonly signal?: AbortSignal;
-  /** Receives standard output as it arrives. */
-  readonly onStdout?: (chunk: Uint8Array) => void;
-  /** Receives standard error as it arrives. */
-  readonly onStderr?: (chunk: Uint8Array) => void;
-}
+/** What {@linkcode ExecdClient.run} takes: the kit's resolved command. */
+export type ExecdCommand = RemoteCommand;
 
 /**
  * A command the sandbox refused or could not start (a missing folder, a
@@ -298,19 +283,13 @@ export class ExecdClient implements RemoteFileOps {
    * @returns When done.
    */
   async interrupt(id: string): Promise<void> {
-    try {
-      const response = await this.http.request({
-        method: "DELETE",
-        path: "/command",
-        query: { id },
-        timeoutMs: 15_000,
-      });
-      await response.body?.cancel();
-    } catch (error) {
-      // 500 RUNTIME_ERROR: unknown or finished id.
-      if (error instanceof RemoteHttpError && error.status === 500) return;
-      throw error;
-    }
+    // 500 RUNTIME_ERROR: unknown or finished id.
+    await sendCall(this.http, {
+      method: "DELETE",
+      path: "/command",
+      query: { id },
+      timeoutMs: 15_000,
+    }, [500]);
   }
 
   /**
@@ -454,26 +433,20 @@ export class ExecdClient implements RemoteFileOps {
     paths: readonly string[],
     signal?: AbortSignal,
   ): Promise<void> {
-    const shellPaths = paths.filter(needsShellPath);
-    for (let i = 0; i < shellPaths.length; i += PATHS_PER_COMMAND) {
-      const chunk = shellPaths.slice(i, i + PATHS_PER_COMMAND);
-      await runChecked(
-        this.#shell,
-        `mkdir -p -- ${chunk.map(shellQuote).join(" ")}`,
-        `make the folder "${chunk[0]}"`,
-        signal,
-      );
-    }
+    await shellMakeDirectories(
+      this.#shell,
+      paths.filter(needsShellPath),
+      signal,
+    );
     const plain = paths.filter((path) => !needsShellPath(path));
     if (plain.length === 0) return;
-    const response = await this.http.request({
+    await sendCall(this.http, {
       method: "POST",
       path: "/directories",
       json: Object.fromEntries(plain.map((path) => [path, { mode: 755 }])),
       idempotent: true,
       ...(signal ? { signal } : {}),
     });
-    await response.body?.cancel();
   }
 
   /**

@@ -13,8 +13,8 @@ import {
   type SandboxService,
   SandboxServiceRuntime,
   type ServiceCreateOptions,
-  type ServiceSession,
 } from "../remote/sandbox_service.ts";
+import type { RemoteSession } from "../remote/runtime.ts";
 import { ExecdClient } from "./execd.ts";
 import {
   EXECD_PORT,
@@ -185,7 +185,7 @@ class OpenSandboxService implements SandboxService<SandboxInfo> {
   async open(
     sandbox: SandboxInfo,
     signal?: AbortSignal,
-  ): Promise<ServiceSession> {
+  ): Promise<RemoteSession> {
     const endpoint = await this.#lifecycle.endpoint(
       sandbox.id,
       EXECD_PORT,

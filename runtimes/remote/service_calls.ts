@@ -202,3 +202,42 @@ export async function sendMultipart(
   });
   await response.body?.cancel();
 }
+
+/** The metadata entry that tags each creation of {@linkcode createTagged}. */
+export const CREATE_TAG = "skillrun.create";
+
+/**
+ * Creates a sandbox tagged with a metadata entry of its own
+ * ({@linkcode CREATE_TAG}: a new UUID), so that when the answer is lost (a
+ * broken connection, a timeout, an unreadable or 5xx answer) the sandbox the
+ * service may have made anyway is found by that tag and deleted before the
+ * error is thrown: nothing is left running. A 4xx answer made nothing.
+ *
+ * @param create Sends the creation with the tag's metadata entry.
+ * @param tagged Lists the sandboxes carrying the tag.
+ * @param remove Deletes one.
+ * @returns The new sandbox.
+ */
+export async function createTagged<S>(
+  create: (tag: Readonly<Record<string, string>>) => Promise<S>,
+  tagged: (tag: Readonly<Record<string, string>>) => Promise<{ id: string }[]>,
+  remove: (id: string) => Promise<unknown>,
+): Promise<S> {
+  const tag = { [CREATE_TAG]: crypto.randomUUID() };
+  try {
+    return await create(tag);
+  } catch (error) {
+    const answered = error instanceof RemoteHttpError &&
+      error.status >= 400 && error.status < 500;
+    if (!answered) {
+      try {
+        for (const sandbox of await tagged(tag)) {
+          await remove(sandbox.id).catch(() => {});
+        }
+      } catch {
+        // The service is out of reach: nothing more can be done from here.
+      }
+    }
+    throw error;
+  }
+}

@@ -12,8 +12,8 @@ import {
   type SandboxService,
   SandboxServiceRuntime,
   type ServiceCreateOptions,
-  type ServiceSession,
 } from "../remote/sandbox_service.ts";
+import type { RemoteSession } from "../remote/runtime.ts";
 import { shellList, shellStat, shellStatMany } from "../remote/_shell_files.ts";
 import { httpOptionsOf, retryOnceAfter } from "../remote/service_calls.ts";
 import type { ExecuteResult } from "../types.ts";
@@ -212,7 +212,7 @@ class VercelService implements SandboxService<VercelSandbox> {
   async open(
     sandbox: VercelSandbox,
     signal?: AbortSignal,
-  ): Promise<ServiceSession> {
+  ): Promise<RemoteSession> {
     if (sandbox.status === "running") this.#sessions.set(sandbox.id, sandbox);
     let current = await this.#current(sandbox.id, signal);
     const api = this.#api;
