@@ -11,6 +11,7 @@ import type {
   RemoteSession,
 } from "../remote/runtime.ts";
 import { shellQuote } from "../remote/shell.ts";
+import { helperShell } from "../remote/_shell_files.ts";
 import type { ExecuteResult } from "../types.ts";
 import {
   type SandboxService,
@@ -192,15 +193,13 @@ class AioService implements SandboxService {
     this.serverUrl = client.baseUrl;
     this.#pollSeconds = pollSeconds;
     this.#conversation = conversation;
-    this.#files = new AioFileOps(client, (command, signal) =>
-      this.#run({
-        command,
-        cwd: "/",
-        env: {},
+    this.#files = new AioFileOps(
+      client,
+      helperShell((command) => this.#run(command), {
         timeoutMs: HELPER_TIMEOUT_MS,
         maxOutputBytes: 64 * 1024,
-        ...(signal ? { signal } : {}),
-      }));
+      }),
+    );
   }
 
   /** A conversation's folder, named by its marker (written when missing). */

@@ -19,9 +19,10 @@ import type { RemoteFileOps, RemoteUploadFile } from "../remote/fs.ts";
 import type { MultipartPart } from "../remote/upload.ts";
 import { sessionBashArgs } from "../remote/shell.ts";
 import { connectEnvelope, readConnectStream } from "../remote/streams.ts";
-import { answers, sendMultipart } from "../remote/service_calls.ts";
+import { connectUnary, sendMultipart } from "../remote/service_calls.ts";
 import {
   eachConcurrently,
+  helperShell,
   inChunks,
   shellSetModes,
 } from "../remote/_shell_files.ts";
@@ -103,16 +104,6 @@ export class EnvdClient implements RemoteFileOps {
   }
 
   /**
-   * Whether envd answers `GET /health`.
-   *
-   * @param signal Stops the call.
-   * @returns `true` when it does.
-   */
-  health(signal?: AbortSignal): Promise<boolean> {
-    return answers(this.http, "/health", signal);
-  }
-
-  /**
    * One unary Connect call (`POST /<service>/<method>`, JSON).
    *
    * @param method E.g. `filesystem.Filesystem/Stat`.
@@ -121,26 +112,12 @@ export class EnvdClient implements RemoteFileOps {
    * @returns The answer message.
    * @throws {EnvdError} A Connect error (its code and message).
    */
-  async call<T>(
-    method: string,
-    message: unknown,
-    signal?: AbortSignal,
-  ): Promise<T> {
-    try {
-      return await this.http.json<T>({
-        method: "POST",
-        path: `/${method}`,
-        json: message,
-        headers: { "connect-protocol-version": "1" },
-        idempotent: !/\/(SendSignal)$/.test(method),
-        ...(signal ? { signal } : {}),
-      });
-    } catch (error) {
-      if (error instanceof RemoteHttpError && error.code !== undefined) {
-        throw new EnvdError(error.code, error.serverMessage ?? error.message);
-      }
-      throw error;
-    }
+  call<T>(method: string, message: unknown, signal?: AbortSignal): Promise<T> {
+    return connectUnary<T>(this.http, method, message, {
+      idempotent: !/\/(SendSignal)$/.test(method),
+      error: (code, text) => new EnvdError(code, text),
+      signal,
+    });
   }
 
   /**
@@ -152,7 +129,12 @@ export class EnvdClient implements RemoteFileOps {
   readonly commands: RemoteCommandKind = {
     backstopMs: 10_000,
     start: (request) => this.#start(request),
-    kill: (id) => this.signal(Number(id), "SIGNAL_SIGTERM"),
+    kill: async (id) => {
+      await this.call("process.Process/SendSignal", {
+        process: { pid: Number(id) },
+        signal: "SIGNAL_SIGTERM",
+      });
+    },
     broken: (cause) =>
       cause instanceof EnvdError && cause.code !== "stream"
         ? cause
@@ -167,21 +149,6 @@ export class EnvdClient implements RemoteFileOps {
             }; it was stopped`,
         ),
   };
-
-  /**
-   * Runs one command to its end, the deadline or the caller's signal; on the
-   * last two the command is sent SIGTERM (its whole session stops) and the
-   * result says so. Never retried.
-   *
-   * @param request The command.
-   * @returns The result.
-   * @throws {EnvdError} envd refused the command (`invalid_argument` for a
-   * missing folder) or the stream broke (the command was stopped).
-   * @throws {RemoteHttpError} envd could not be reached.
-   */
-  run(request: RemoteCommand): Promise<ExecuteResult> {
-    return runRemoteCommand(this.commands, request);
-  }
 
   async #start(request: RemoteCommandStart): Promise<StartedRemoteCommand> {
     const refused = (code: string, message: string) =>
@@ -256,23 +223,6 @@ export class EnvdClient implements RemoteFileOps {
         }
       }
     })());
-  }
-
-  /**
-   * Sends a signal to a process (`process.Process/SendSignal`).
-   *
-   * @param pid The process.
-   * @param signal `SIGNAL_SIGTERM` or `SIGNAL_SIGKILL`.
-   * @returns When sent.
-   */
-  async signal(
-    pid: number,
-    signal: "SIGNAL_SIGTERM" | "SIGNAL_SIGKILL",
-  ): Promise<void> {
-    await this.call("process.Process/SendSignal", {
-      process: { pid },
-      signal,
-    });
   }
 
   /**
@@ -401,15 +351,7 @@ export class EnvdClient implements RemoteFileOps {
       signal,
     );
     await shellSetModes(
-      (command, signal) =>
-        this.run({
-          command,
-          cwd: "/",
-          env: {},
-          timeoutMs: 120_000,
-          maxOutputBytes: 64 * 1024,
-          ...(signal ? { signal } : {}),
-        }),
+      helperShell((command) => runRemoteCommand(this.commands, command)),
       files,
       signal ? { signal } : {},
     );

@@ -6,6 +6,8 @@
  */
 import { HttpClient } from "../remote/http.ts";
 import {
+  answers,
+  boundFileOps,
   httpOptionsOf,
   retryOnceAfter,
   wrapSessionCalls,
@@ -231,16 +233,12 @@ class E2BService implements SandboxService<E2BSandbox> {
     );
     return {
       ...wrapSessionCalls(
-        {
-          stat: (path, signal) => envd.stat(path, signal),
-          list: (path, options) => envd.list(path, options),
-          open: (path, options) => envd.open(path, options),
-          upload: (files, signal) => envd.upload(files, signal),
-        },
+        boundFileOps(envd),
         envd.commands,
         resumed,
       ),
-      isReady: (signal) => envd.health(signal),
+      // Ready once envd answers `GET /health`.
+      isReady: (signal) => answers(envd.http, "/health", signal),
       makeDirectories: (paths, signal) =>
         resumed(() => envd.makeDirectories(paths, signal)),
     };

@@ -25,6 +25,7 @@ import { shellQuote } from "../remote/shell.ts";
 import { answers, sendCall, sendMultipart } from "../remote/service_calls.ts";
 import {
   eachConcurrently,
+  helperShell,
   inChunks,
   needsShellPath,
   PATHS_PER_COMMAND,
@@ -52,11 +53,6 @@ export const EXECD_MAX_UPLOAD_FILES = 500;
 
 /** How many upload requests run at once. */
 const UPLOAD_CONCURRENCY = 3;
-
-/** The deadline of a helper command (file calls on `$` paths), in ms. */
-const HELPER_TIMEOUT_MS = 120_000;
-/** The most output of a helper command kept (a listing), in bytes. */
-const HELPER_OUTPUT_BYTES = 64 * 1024 * 1024;
 
 /** A FileInfo as execd sends it. */
 interface ExecdFileInfo {
@@ -542,18 +538,7 @@ export class ExecdClient implements RemoteFileOps {
   }
 
   /** Runs a helper command (never retried): file calls on `$` paths. */
-  readonly #shell = (
-    command: string,
-    signal?: AbortSignal,
-  ): Promise<ExecuteResult> =>
-    this.run({
-      command,
-      cwd: "/",
-      env: {},
-      timeoutMs: HELPER_TIMEOUT_MS,
-      maxOutputBytes: HELPER_OUTPUT_BYTES,
-      ...(signal ? { signal } : {}),
-    });
+  readonly #shell = helperShell((command) => this.run(command));
 
   /** One multipart request of at most {@linkcode EXECD_MAX_UPLOAD_FILES} files. */
   async #uploadBatch(

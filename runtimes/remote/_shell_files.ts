@@ -11,6 +11,7 @@
 import { shellQuote } from "../../_internal/shell_quote.ts";
 import { posix } from "../../_internal/std.ts";
 import type { ExecuteResult, FileInfo, FileType } from "../types.ts";
+import type { RemoteCommand } from "./runtime.ts";
 
 /** Runs one helper command in the sandbox (never retried). */
 export type ShellRunner = (
@@ -347,4 +348,30 @@ export async function eachConcurrently<T>(
   signal?.throwIfAborted();
   const failed = settled.find((s) => s.status === "rejected");
   if (failed) throw stop.signal.reason ?? failed.reason;
+}
+
+/**
+ * A {@linkcode ShellRunner} of a kind's helper commands (file calls, modes,
+ * markers): each runs in `/` with no variables of its own, never retried.
+ *
+ * @param run Runs a resolved command (e.g. `runRemoteCommand` on the
+ * session's commands).
+ * @param limits The deadline (default 120 s) and the output kept per stream
+ * (default 64 MiB: a listing).
+ * @returns The runner.
+ */
+export function helperShell(
+  run: (command: RemoteCommand) => Promise<ExecuteResult>,
+  limits: { readonly timeoutMs?: number; readonly maxOutputBytes?: number } =
+    {},
+): ShellRunner {
+  return (command, signal) =>
+    run({
+      command,
+      cwd: "/",
+      env: {},
+      timeoutMs: limits.timeoutMs ?? 120_000,
+      maxOutputBytes: limits.maxOutputBytes ?? 64 * 1024 * 1024,
+      ...(signal ? { signal } : {}),
+    });
 }

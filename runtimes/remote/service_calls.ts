@@ -241,3 +241,68 @@ export async function createTagged<S>(
     throw error;
   }
 }
+
+/**
+ * One unary call of the Connect protocol with its JSON codec
+ * (`POST /<service>/<method>`); a Connect error answer (its `code` and
+ * `message`) becomes the kind's error.
+ *
+ * @param http The client of the service.
+ * @param method E.g. `filesystem.Filesystem/Stat`.
+ * @param message The request message.
+ * @param options Whether the call may be sent again, the kind's error, a signal.
+ * @returns The answer message.
+ */
+export async function connectUnary<T>(
+  http: HttpClient,
+  method: string,
+  message: unknown,
+  options: {
+    readonly idempotent: boolean;
+    readonly error: (code: string, message: string) => Error;
+    readonly signal?: AbortSignal | undefined;
+  },
+): Promise<T> {
+  try {
+    return await http.json<T>({
+      method: "POST",
+      path: `/${method}`,
+      json: message,
+      headers: { "connect-protocol-version": "1" },
+      idempotent: options.idempotent,
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+  } catch (error) {
+    if (error instanceof RemoteHttpError && error.code !== undefined) {
+      throw options.error(error.code, error.serverMessage ?? error.message);
+    }
+    throw error;
+  }
+}
+
+/**
+ * The file calls of an object (a class's methods included) as a plain
+ * object of bound functions, e.g. to wrap each with
+ * {@linkcode wrapSessionCalls}.
+ *
+ * @param ops The file calls.
+ * @returns The same calls, bound.
+ */
+export function boundFileOps(ops: RemoteFileOps): RemoteFileOps {
+  const bound: Record<string, unknown> = {};
+  for (
+    const name of [
+      "stat",
+      "statMany",
+      "list",
+      "open",
+      "upload",
+      "statsByCommand",
+    ] as const
+  ) {
+    const value = ops[name];
+    if (value === undefined) continue;
+    bound[name] = typeof value === "function" ? value.bind(ops) : value;
+  }
+  return bound as unknown as RemoteFileOps;
+}

@@ -14,7 +14,12 @@ import {
   type ServiceCreateOptions,
 } from "../remote/sandbox_service.ts";
 import type { RemoteSession } from "../remote/runtime.ts";
-import { shellList, shellStat, shellStatMany } from "../remote/_shell_files.ts";
+import {
+  helperShell,
+  shellList,
+  shellStat,
+  shellStatMany,
+} from "../remote/_shell_files.ts";
 import { httpOptionsOf, retryOnceAfter } from "../remote/service_calls.ts";
 import type { ExecuteResult } from "../types.ts";
 import {
@@ -225,17 +230,9 @@ class VercelService implements SandboxService<VercelSandbox> {
     });
     const inSession = <T>(call: (id: string) => Promise<T>) =>
       retry(() => call(current.sessionId));
-    const shell = (command: string, signal?: AbortSignal) =>
-      inSession((id) =>
-        api.run(id, {
-          command,
-          cwd: "/",
-          env: {},
-          timeoutMs: 120_000,
-          maxOutputBytes: 64 * 1024 * 1024,
-          ...(signal ? { signal } : {}),
-        })
-      );
+    const shell = helperShell((command) =>
+      inSession((id) => api.run(id, command))
+    );
     return {
       execute: (command): Promise<ExecuteResult> =>
         inSession((id) => api.run(id, command)),
