@@ -137,16 +137,6 @@ export class ExecdClient implements RemoteFileOps {
   }
 
   /**
-   * Whether execd answers `GET /ping` with 200.
-   *
-   * @param signal Stops the call.
-   * @returns `true` when ready.
-   */
-  ping(signal?: AbortSignal): Promise<boolean> {
-    return answers(this.http, "/ping", signal);
-  }
-
-  /**
    * How execd runs commands for the kit's {@linkcode runRemoteCommand}:
    * `POST /command` (an event stream) named by its `init` event, interrupted
    * with `DELETE /command?id=` (its whole process group), execd's own

@@ -8,6 +8,7 @@ import type { NetworkPolicy, SecretsOption } from "../../network/policy.ts";
 import { checkRemoteEgress } from "../../network/remote.ts";
 import { toOpenSandboxNetworkPolicy } from "./network.ts";
 import { HttpClient } from "../remote/http.ts";
+import { answers, httpOptionsOf } from "../remote/service_calls.ts";
 import {
   type SandboxKindOptions,
   type SandboxService,
@@ -111,10 +112,7 @@ export class OpenSandboxSkillRuntime
     const lifecycle = new LifecycleClient({
       baseUrl: options.baseUrl,
       ...(options.apiKey !== undefined ? { apiKey: options.apiKey } : {}),
-      ...(options.fetch ? { fetch: options.fetch } : {}),
-      ...(options.requestTimeoutMs !== undefined
-        ? { timeoutMs: options.requestTimeoutMs }
-        : {}),
+      ...httpOptionsOf(options),
       ...(options.onEvent ? { onEvent: options.onEvent } : {}),
     });
     const spec = withNetwork(options);
@@ -196,10 +194,7 @@ class OpenSandboxService implements SandboxService<SandboxInfo> {
         baseUrl: endpoint.url,
         headers: endpoint.headers,
         secretHeaders: Object.keys(endpoint.headers),
-        ...(this.#http.fetch ? { fetch: this.#http.fetch } : {}),
-        ...(this.#http.requestTimeoutMs !== undefined
-          ? { timeoutMs: this.#http.requestTimeoutMs }
-          : {}),
+        ...httpOptionsOf(this.#http),
         ...(this.#http.onEvent ? { onEvent: this.#http.onEvent } : {}),
       }),
     );
@@ -208,7 +203,8 @@ class OpenSandboxService implements SandboxService<SandboxInfo> {
       commands: execd.commands,
       startBackground: (command) => execd.startBackground(command),
       attachBackground: (id, sinks) => execd.attachBackground(id, sinks),
-      isReady: (signal) => execd.ping(signal),
+      // Ready once execd answers `GET /ping`.
+      isReady: (signal) => answers(execd.http, "/ping", signal),
       makeDirectories: (paths, signal) => execd.makeDirectories(paths, signal),
     };
   }
