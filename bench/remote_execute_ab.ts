@@ -7,7 +7,8 @@
  * turn (see bench/README.md, issue 28). Prints one JSON line: the median and
  * p90 in ms per kind and operation.
  *
- * Run: `deno run -A bench/remote_execute_ab.ts [iterations]`.
+ * Run: `deno run -A bench/remote_execute_ab.ts [iterations] [operations]`
+ * (operations: a comma list of `execute`, `background`, `write`; default all).
  *
  * @module
  */
@@ -18,10 +19,15 @@ import { startVercelTestServer } from "../runtimes/vercel/_testing.ts";
 import type { SkillRuntime } from "../runtimes/types.ts";
 
 const iterations = Number(Deno.args[0] ?? 200);
+const operations = new Set(
+  (Deno.args[1] ?? "execute,background,write").split(","),
+);
 
 async function timed(
+  name: string,
   call: () => Promise<void>,
-): Promise<[number, number]> {
+): Promise<[number, number] | null> {
+  if (!operations.has(name)) return null;
   for (let i = 0; i < 20; i++) await call();
   const times: number[] = [];
   for (let i = 0; i < iterations; i++) {
@@ -40,13 +46,13 @@ const TEXT = "x".repeat(4095) + "\n";
 
 function measure(
   runtime: SkillRuntime,
-): Promise<Record<string, [number, number]>> {
+): Promise<Record<string, [number, number] | null>> {
   return (async () => ({
-    execute: await timed(async () => {
+    execute: await timed("execute", async () => {
       const result = await runtime.execute({ command: "true" });
       if (result.exitCode !== 0) throw new Error("true failed");
     }),
-    background: await timed(async () => {
+    background: await timed("background", async () => {
       let out = "";
       try {
         await backgroundOnce(runtime, (text) => out += text);
@@ -57,7 +63,10 @@ function measure(
       }
       if (!out.includes("started")) throw new Error(`read ${out}`);
     }),
-    write: await timed(() => runtime.fs.writeText("bench.txt", TEXT)),
+    write: await timed(
+      "write",
+      () => runtime.fs.writeText("bench.txt", TEXT),
+    ),
   }))();
 }
 
@@ -78,7 +87,7 @@ async function backgroundOnce(
   }
 }
 
-const out: Record<string, Record<string, [number, number]>> = {};
+const out: Record<string, Record<string, [number, number] | null>> = {};
 for (
   const [name, start] of [
     ["opensandbox", startTestServer],
