@@ -241,6 +241,7 @@ export {
 export {
   type RemoteConversationOptions,
   type ResolvedRemoteConversation,
+  type SandboxKindOptions,
   type SandboxService,
   SandboxServiceBackend,
   type SandboxServiceBackendOptions,

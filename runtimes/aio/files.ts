@@ -13,9 +13,11 @@ import type {
   RemoteOpenOptions,
   RemoteUploadFile,
 } from "../remote/fs.ts";
-import { shellQuote } from "../remote/shell.ts";
 import {
-  runChecked,
+  eachConcurrently,
+  shellMakeDirectories,
+  shellRemove,
+  shellSetModes,
   shellStat,
   shellStatMany,
 } from "../remote/_shell_files.ts";
@@ -34,9 +36,6 @@ export type AioShell = (
 
 /** How many uploads run at once. */
 const UPLOAD_CONCURRENCY = 4;
-
-/** How many paths one `chmod` or `rm` command names at most. */
-const PATHS_PER_COMMAND = 200;
 
 /**
  * The file calls of one AIO container.
@@ -155,50 +154,22 @@ export class AioFileOps implements RemoteFileOps {
     files: readonly RemoteUploadFile[],
     signal?: AbortSignal,
   ): Promise<void> {
-    let next = 0;
-    const worker = async (): Promise<void> => {
-      while (next < files.length) {
-        signal?.throwIfAborted();
-        const file = files[next++]!;
-        try {
-          await this.#client.upload(
-            file.remotePath,
-            file.content,
-            signal ? { signal } : {},
-          );
-        } catch (error) {
-          throw fileError(error, `Cannot upload "${file.remotePath}"`);
-        }
-      }
-    };
-    await Promise.all(
-      Array.from(
-        { length: Math.min(UPLOAD_CONCURRENCY, files.length) },
-        worker,
-      ),
-    );
-    const byMode = new Map<number, string[]>();
-    for (const file of files) {
-      if (file.mode === undefined) continue;
-      const mode = file.mode & 0o7777;
-      if (mode === 0o644) continue;
-      const list = byMode.get(mode) ?? [];
-      list.push(file.remotePath);
-      byMode.set(mode, list);
-    }
-    for (const [mode, paths] of byMode) {
-      for (let i = 0; i < paths.length; i += PATHS_PER_COMMAND) {
-        const chunk = paths.slice(i, i + PATHS_PER_COMMAND);
-        await runChecked(
-          this.#shell,
-          `chmod ${mode.toString(8).padStart(4, "0")} -- ${
-            chunk.map(shellQuote).join(" ")
-          }`,
-          `set the mode of ${chunk.length} uploaded files`,
-          signal,
+    await eachConcurrently(files, UPLOAD_CONCURRENCY, async (file) => {
+      try {
+        await this.#client.upload(
+          file.remotePath,
+          file.content,
+          signal ? { signal } : {},
         );
+      } catch (error) {
+        throw fileError(error, `Cannot upload "${file.remotePath}"`);
       }
-    }
+    }, signal);
+    // The server writes 0644: other modes by `chmod`.
+    await shellSetModes(this.#shell, files, {
+      skip: 0o644,
+      ...(signal ? { signal } : {}),
+    });
   }
 
   /**
@@ -207,16 +178,8 @@ export class AioFileOps implements RemoteFileOps {
    * @param paths Absolute folders.
    * @param signal Stops the call.
    */
-  async mkdir(paths: readonly string[], signal?: AbortSignal): Promise<void> {
-    for (let i = 0; i < paths.length; i += PATHS_PER_COMMAND) {
-      const chunk = paths.slice(i, i + PATHS_PER_COMMAND);
-      await runChecked(
-        this.#shell,
-        `mkdir -p -- ${chunk.map(shellQuote).join(" ")}`,
-        `make the folder "${chunk[0]}"`,
-        signal,
-      );
-    }
+  mkdir(paths: readonly string[], signal?: AbortSignal): Promise<void> {
+    return shellMakeDirectories(this.#shell, paths, signal);
   }
 
   /**
@@ -225,23 +188,8 @@ export class AioFileOps implements RemoteFileOps {
    * @param paths Absolute paths.
    * @param signal Stops the call.
    */
-  async remove(paths: readonly string[], signal?: AbortSignal): Promise<void> {
-    for (let i = 0; i < paths.length; i += PATHS_PER_COMMAND) {
-      const chunk = paths.slice(i, i + PATHS_PER_COMMAND);
-      if (chunk.some((path) => !path.startsWith("/") || path === "/")) {
-        throw new TypeError(
-          `Cannot delete "${
-            chunk.find((p) => !p.startsWith("/") || p === "/")
-          }": only absolute paths below / can be deleted`,
-        );
-      }
-      await runChecked(
-        this.#shell,
-        `rm -rf -- ${chunk.map(shellQuote).join(" ")}`,
-        `delete "${chunk[0]}"`,
-        signal,
-      );
-    }
+  remove(paths: readonly string[], signal?: AbortSignal): Promise<void> {
+    return shellRemove(this.#shell, paths, signal);
   }
 }
 

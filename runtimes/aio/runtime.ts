@@ -5,21 +5,19 @@
  * @module
  */
 import type { NetworkPolicy, SecretsOption } from "../../network/policy.ts";
-import {
-  type RemoteBackend,
-  type RemoteCommand,
-  type RemoteRuntimeCommonOptions,
-  type RemoteSession,
-  RemoteSkillRuntime,
-  runtimeOptionsOf,
+import type {
+  RemoteCommand,
+  RemoteRuntimeCommonOptions,
+  RemoteSession,
 } from "../remote/runtime.ts";
 import { shellQuote } from "../remote/shell.ts";
+import { helperShell } from "../remote/_shell_files.ts";
 import type { ExecuteResult } from "../types.ts";
-import type {
-  ConversationKey,
-  ConversationStore,
-} from "../stores/conversation_store.ts";
-import { remoteConversation } from "../remote/sandbox_service.ts";
+import {
+  type SandboxService,
+  SandboxServiceRuntime,
+  type ServiceSandbox,
+} from "../remote/sandbox_service.ts";
 import { posix } from "../../_internal/std.ts";
 import { AioClient } from "./client.ts";
 import { aioCommands, AioSessionPool } from "./execute.ts";
@@ -75,7 +73,10 @@ export interface AioSkillRuntimeOptions extends RemoteRuntimeCommonOptions {
  *
  * Conversation mode keeps the same records as OpenSandbox (the store's
  * `sandboxId` is a marker written beside the workspace on first use, so a
- * container that was reset is noticed and its skills uploaded again).
+ * container that was reset is noticed and its skills uploaded again). The
+ * container is a `SandboxService` of the kit like every kind's: plain mode
+ * attaches to it (its `sandboxId` is `aio-container`), a conversation's
+ * folder is its "sandbox".
  *
  * @example Nothing is sent before real use
  * ```ts
@@ -96,8 +97,8 @@ export interface AioSkillRuntimeOptions extends RemoteRuntimeCommonOptions {
  * assert(calls === 0);
  * ```
  */
-export class AioSkillRuntime extends RemoteSkillRuntime {
-  readonly #backend: AioBackend;
+export class AioSkillRuntime extends SandboxServiceRuntime {
+  readonly #service: AioService;
 
   /**
    * Makes the runtime; makes no request.
@@ -123,168 +124,108 @@ export class AioSkillRuntime extends RemoteSkillRuntime {
       ...(options.fetch ? { fetch: options.fetch } : {}),
       ...(options.onEvent ? { onEvent: options.onEvent } : {}),
     });
-    const conversation = options.conversationId === undefined
-      ? undefined
-      : remoteConversation({
-        serverUrl: client.baseUrl,
-        conversationId: options.conversationId,
-        conversationsRoot: options.conversationsRoot ??
-          "/home/gem/conversations",
-        store: options.store,
-      });
-    const cwd = options.cwd ?? "/home/gem";
-    const backend = new AioBackend({
+    const conversationsRoot = options.conversationsRoot ??
+      "/home/gem/conversations";
+    const service = new AioService(
       client,
-      ...(options.pollSeconds !== undefined
-        ? { pollSeconds: options.pollSeconds }
-        : {}),
-      ...(conversation
-        ? {
-          conversation: {
-            ...conversation,
-            marker: posix.join(
-              conversation.conversationsRoot,
-              `.skillrun-${conversation.conversationId}.id`,
-            ),
-          },
-        }
-        : {}),
-    });
+      options.pollSeconds,
+      options.conversationId === undefined ? undefined : {
+        workspace: posix.join(conversationsRoot, options.conversationId),
+        marker: posix.join(
+          conversationsRoot,
+          `.skillrun-${options.conversationId}.id`,
+        ),
+      },
+    );
+    const cwd = options.cwd ?? "/home/gem";
     super({
+      ...options,
       name: "aio-sandbox",
-      backend,
-      ...(conversation ? { conversation } : {}),
-      ...runtimeOptionsOf(options),
+      service,
+      conversationsRoot,
       cwd,
       skillsRoot: options.skillsRoot ?? posix.join(cwd, ".skills"),
+      timeoutSeconds: null,
+      ...(options.conversationId === undefined ? { sandboxId: CONTAINER } : {}),
     });
-    this.#backend = backend;
+    this.#service = service;
   }
 
   /** The container's base URL. */
   get baseUrl(): string {
-    return this.#backend.serverUrl;
+    return this.#service.serverUrl;
   }
 
   /** How many bash sessions the runtime opened on the container. */
   get sessionCount(): number {
-    return this.#backend.sessions.size;
+    return this.#service.sessions.size;
   }
 }
 
-interface BackendOptions {
-  readonly client: AioClient;
-  readonly pollSeconds?: number;
-  readonly conversation?: {
-    readonly store: ConversationStore;
-    readonly key: ConversationKey;
-    readonly workspace: string;
-    /** A file holding the id of this conversation's folder on the container. */
-    readonly marker: string;
-  };
-}
+/** The plain mode's "sandbox": the container itself, never deleted. */
+const CONTAINER = "aio-container";
 
-class AioBackend implements RemoteBackend {
+/**
+ * One AIO container as a sandbox service: plain mode attaches to the
+ * container; in conversation mode a conversation's folder is the sandbox,
+ * named by the id in its marker file (written once, beside the workspace),
+ * so a folder wiped since its record was made is noticed.
+ */
+class AioService implements SandboxService {
   readonly serverUrl: string;
   readonly sessions = new AioSessionPool();
+  readonly #client: AioClient;
+  readonly #pollSeconds: number | undefined;
+  readonly #conversation:
+    | { readonly workspace: string; readonly marker: string }
+    | undefined;
   readonly #background = new Set<{ stop(): Promise<void> }>();
-  readonly #options: BackendOptions;
   readonly #files: AioFileOps;
-  #closed = false;
+  /** Folders the marker command made (not made again on connect). */
+  readonly #made = new Set<string>();
 
-  constructor(options: BackendOptions) {
-    this.#options = options;
-    this.serverUrl = options.client.baseUrl;
+  constructor(
+    client: AioClient,
+    pollSeconds: number | undefined,
+    conversation: { workspace: string; marker: string } | undefined,
+  ) {
+    this.#client = client;
+    this.serverUrl = client.baseUrl;
+    this.#pollSeconds = pollSeconds;
+    this.#conversation = conversation;
     this.#files = new AioFileOps(
-      options.client,
-      (command, signal) =>
-        this.#run({
-          command,
-          cwd: "/",
-          env: {},
-          timeoutMs: HELPER_TIMEOUT_MS,
-          maxOutputBytes: 64 * 1024,
-          ...(signal ? { signal } : {}),
-        }),
+      client,
+      helperShell((command) => this.#run(command), {
+        timeoutMs: HELPER_TIMEOUT_MS,
+        maxOutputBytes: 64 * 1024,
+      }),
     );
   }
 
-  async connect(): Promise<RemoteSession> {
-    const { conversation } = this.#options;
-    if (conversation) await this.#conversationRecord();
-    return {
-      files: this.#files,
-      commands: aioCommands(
-        this.#options.client,
-        this.sessions,
-        this.#options.pollSeconds,
-      ),
-      startBackground: async (command: RemoteCommand) => {
-        const started = await startAioBackground(
-          this.#options.client,
-          this.sessions,
-          {
-            command: command.command,
-            cwd: command.cwd,
-            env: command.env,
-            timeoutMs: command.timeoutMs,
-            ...(command.signal ? { signal: command.signal } : {}),
-            ...(command.onStdout ? { onStdout: command.onStdout } : {}),
-            ...(command.onStderr ? { onStderr: command.onStderr } : {}),
-            ...(this.#options.pollSeconds !== undefined
-              ? { pollSeconds: this.#options.pollSeconds }
-              : {}),
-          },
-        );
-        this.#background.add(started);
-        return started;
-      },
-      attachBackground: async (id, sinks) => {
-        const found = await attachAioBackground(this.#options.client, id, {
-          ...sinks,
-          ...(this.#options.pollSeconds !== undefined
-            ? { pollSeconds: this.#options.pollSeconds }
-            : {}),
-        });
-        if (found) this.#background.add(found.process);
-        return found;
-      },
-    };
+  /** A conversation's folder, named by its marker (written when missing). */
+  async create(): Promise<ServiceSandbox> {
+    return { id: await this.#marker(), expiresAt: null };
   }
 
-  async close(): Promise<void> {
-    if (this.#closed) return;
-    this.#closed = true;
-    // Pollers of background commands nobody stopped (their sessions are
-    // closed next, which ends the commands).
-    const pollers = [...this.#background];
-    this.#background.clear();
-    await Promise.all(pollers.map((poller) => poller.stop()));
-    const ids = this.sessions.ids;
-    this.sessions.clear();
-    await Promise.all(
-      ids.map((id) =>
-        this.#options.client.closeSession(id, { timeoutMs: 5_000 }).catch(
-          () => {},
-        )
-      ),
-    );
+  async get(id: string): Promise<ServiceSandbox | null> {
+    if (!this.#conversation) {
+      return id === CONTAINER ? { id, expiresAt: null } : null;
+    }
+    return (await this.#marker()) === id ? { id, expiresAt: null } : null;
   }
 
-  async destroy(): Promise<void> {
-    const { conversation } = this.#options;
-    if (!conversation) {
+  gone(): undefined {
+    return undefined;
+  }
+
+  /** Removes a conversation's folder and marker; never the container. */
+  async delete(id: string): Promise<void> {
+    const conversation = this.#conversation;
+    if (!conversation || id === CONTAINER) {
       throw new Error(
         "Cannot destroy: the aio-sandbox runtime never deletes its container",
       );
     }
-    const record = await conversation.store.get(conversation.key);
-    if (record) {
-      await conversation.store.delete(conversation.key, {
-        sandboxId: record.sandboxId,
-      });
-    }
-    this.#closed = false;
     try {
       await this.#files.remove([conversation.workspace, conversation.marker]);
     } finally {
@@ -292,28 +233,72 @@ class AioBackend implements RemoteBackend {
     }
   }
 
+  open(): Promise<RemoteSession> {
+    const pollSeconds = this.#pollSeconds !== undefined
+      ? { pollSeconds: this.#pollSeconds }
+      : {};
+    return Promise.resolve({
+      files: this.#files,
+      commands: aioCommands(this.#client, this.sessions, this.#pollSeconds),
+      makeDirectories: (paths, signal) =>
+        this.#files.mkdir(paths.filter((p) => !this.#made.has(p)), signal),
+      startBackground: async (command: RemoteCommand) => {
+        const started = await startAioBackground(this.#client, this.sessions, {
+          command: command.command,
+          cwd: command.cwd,
+          env: command.env,
+          timeoutMs: command.timeoutMs,
+          ...(command.signal ? { signal: command.signal } : {}),
+          ...(command.onStdout ? { onStdout: command.onStdout } : {}),
+          ...(command.onStderr ? { onStderr: command.onStderr } : {}),
+          ...pollSeconds,
+        });
+        this.#background.add(started);
+        return started;
+      },
+      attachBackground: async (id, sinks) => {
+        const found = await attachAioBackground(this.#client, id, {
+          ...sinks,
+          ...pollSeconds,
+        });
+        if (found) this.#background.add(found.process);
+        return found;
+      },
+    });
+  }
+
+  /** Stops the pollers nobody stopped and closes the bash sessions opened. */
+  async close(): Promise<void> {
+    const pollers = [...this.#background];
+    this.#background.clear();
+    await Promise.all(pollers.map((poller) => poller.stop()));
+    const ids = this.sessions.ids;
+    this.sessions.clear();
+    await Promise.all(
+      ids.map((id) =>
+        this.#client.closeSession(id, { timeoutMs: 5_000 }).catch(() => {})
+      ),
+    );
+  }
+
   #run(command: RemoteCommand): Promise<ExecuteResult> {
     return runRemoteCommand(
-      aioCommands(
-        this.#options.client,
-        this.sessions,
-        this.#options.pollSeconds,
-      ),
+      aioCommands(this.#client, this.sessions, this.#pollSeconds),
       command,
     );
   }
 
   /**
    * Makes the workspace and reads (or writes, once) the id of this
-   * conversation's folder on the container, then makes sure the store's
-   * record names it: a record of a folder that is gone is dropped.
+   * conversation's folder on the container.
    */
-  async #conversationRecord(): Promise<void> {
-    const { store, key, workspace, marker } = this.#options.conversation!;
+  async #marker(): Promise<string> {
+    const { workspace, marker } = this.#conversation!;
     const id = `aio-${crypto.randomUUID()}`;
     const m = shellQuote(marker);
+    const skills = posix.join(workspace, "skills");
     const result = await this.#run({
-      command: `mkdir -p -- ${shellQuote(posix.join(workspace, "skills"))}` +
+      command: `mkdir -p -- ${shellQuote(skills)}` +
         ` && { (set -C; printf %s ${shellQuote(id)} > ${m}) 2>/dev/null;` +
         ` for i in 1 2 3 4 5 6 7 8 9 10; do s=$(cat -- ${m}); [ -n "$s" ] && break; sleep 0.05; done;` +
         ` printf %s "$s"; }`,
@@ -331,13 +316,7 @@ class AioBackend implements RemoteBackend {
         }`,
       );
     }
-    const record = await store.get(key);
-    if (record && record.sandboxId === markerId) return;
-    if (record) await store.delete(key, { sandboxId: record.sandboxId });
-    await store.create(key, {
-      sandboxId: markerId,
-      workspaceRoot: workspace,
-      expiresAt: null,
-    });
+    this.#made.add(skills);
+    return markerId;
   }
 }

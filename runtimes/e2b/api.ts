@@ -5,7 +5,11 @@
  * @module
  */
 import { HttpClient } from "../remote/http.ts";
-import { RemoteHttpError } from "../remote/errors.ts";
+import {
+  httpOptionsOf,
+  jsonOrNull,
+  sendCall,
+} from "../remote/service_calls.ts";
 
 /** E2B's control plane. */
 export const E2B_API_URL = "https://api.e2b.app";
@@ -82,10 +86,7 @@ export class E2BApiClient {
       headers: options.apiKey !== undefined
         ? { "x-api-key": options.apiKey }
         : {},
-      ...(options.fetch ? { fetch: options.fetch } : {}),
-      ...(options.timeoutMs !== undefined
-        ? { timeoutMs: options.timeoutMs }
-        : {}),
+      ...httpOptionsOf(options),
     });
   }
 
@@ -129,17 +130,12 @@ export class E2BApiClient {
    * @returns The sandbox.
    */
   async get(id: string, signal?: AbortSignal): Promise<E2BSandbox | null> {
-    try {
-      const answer = await this.#http.json<Record<string, unknown>>({
-        method: "GET",
-        path: `/sandboxes/${encodeURIComponent(id)}`,
-        ...(signal ? { signal } : {}),
-      });
-      return sandboxOf(answer, null);
-    } catch (error) {
-      if (error instanceof RemoteHttpError && error.status === 404) return null;
-      throw error;
-    }
+    const answer = await jsonOrNull<Record<string, unknown>>(this.#http, {
+      method: "GET",
+      path: `/sandboxes/${encodeURIComponent(id)}`,
+      ...(signal ? { signal } : {}),
+    });
+    return answer && sandboxOf(answer, null);
   }
 
   /**
@@ -183,14 +179,13 @@ export class E2BApiClient {
     signal?: AbortSignal,
   ): Promise<Date> {
     const seconds = Math.max(1, Math.ceil(timeoutSeconds));
-    const response = await this.#http.request({
+    await sendCall(this.#http, {
       method: "POST",
       path: `/sandboxes/${encodeURIComponent(id)}/timeout`,
       json: { timeout: seconds },
       idempotent: true,
       ...(signal ? { signal } : {}),
     });
-    await response.body?.cancel();
     return new Date(Date.now() + seconds * 1000);
   }
 
@@ -203,19 +198,13 @@ export class E2BApiClient {
    * @returns When paused.
    */
   async pause(id: string, signal?: AbortSignal): Promise<void> {
-    try {
-      const response = await this.#http.request({
-        method: "POST",
-        path: `/sandboxes/${encodeURIComponent(id)}/pause`,
-        idempotent: true,
-        timeoutMs: 120_000,
-        ...(signal ? { signal } : {}),
-      });
-      await response.body?.cancel();
-    } catch (error) {
-      if (error instanceof RemoteHttpError && error.status === 409) return;
-      throw error;
-    }
+    await sendCall(this.#http, {
+      method: "POST",
+      path: `/sandboxes/${encodeURIComponent(id)}/pause`,
+      idempotent: true,
+      timeoutMs: 120_000,
+      ...(signal ? { signal } : {}),
+    }, [409]);
   }
 
   /**
@@ -225,21 +214,12 @@ export class E2BApiClient {
    * @param signal Stops the call.
    * @returns Whether it was there.
    */
-  async kill(id: string, signal?: AbortSignal): Promise<boolean> {
-    try {
-      const response = await this.#http.request({
-        method: "DELETE",
-        path: `/sandboxes/${encodeURIComponent(id)}`,
-        ...(signal ? { signal } : {}),
-      });
-      await response.body?.cancel();
-      return true;
-    } catch (error) {
-      if (error instanceof RemoteHttpError && error.status === 404) {
-        return false;
-      }
-      throw error;
-    }
+  kill(id: string, signal?: AbortSignal): Promise<boolean> {
+    return sendCall(this.#http, {
+      method: "DELETE",
+      path: `/sandboxes/${encodeURIComponent(id)}`,
+      ...(signal ? { signal } : {}),
+    }, [404]);
   }
 }
 

@@ -16,8 +16,16 @@ import {
 import type { HttpClient } from "../remote/http.ts";
 import { RemoteHttpError } from "../remote/errors.ts";
 import type { RemoteFileOps, RemoteUploadFile } from "../remote/fs.ts";
-import { multipartBody, type MultipartPart } from "../remote/upload.ts";
-import { sessionBashArgs, shellQuote } from "../remote/shell.ts";
+import type { MultipartPart } from "../remote/upload.ts";
+import { sessionBashArgs } from "../remote/shell.ts";
+import { connectEnvelope, readConnectStream } from "../remote/streams.ts";
+import { connectUnary, sendMultipart } from "../remote/service_calls.ts";
+import {
+  eachConcurrently,
+  helperShell,
+  inChunks,
+  shellSetModes,
+} from "../remote/_shell_files.ts";
 import type { ExecuteResult, FileInfo } from "../types.ts";
 import type { RemoteCommand } from "../remote/runtime.ts";
 
@@ -70,79 +78,6 @@ interface EntryInfo {
 }
 
 /**
- * Frames one Connect message: `[flags:1][length:4 big-endian][JSON]`.
- *
- * @example
- * ```ts
- * import { assertEquals } from "@std/assert";
- * import { connectEnvelope } from "./envd.ts";
- * assertEquals([...connectEnvelope({}, 2)], [2, 0, 0, 0, 2, 123, 125]);
- * ```
- *
- * @param message The message.
- * @param flags `0`, or `2` for the end of a stream.
- * @returns The bytes.
- */
-export function connectEnvelope(
-  message: unknown,
-  flags = 0,
-): Uint8Array<ArrayBuffer> {
-  const json = new TextEncoder().encode(JSON.stringify(message));
-  const bytes = new Uint8Array(5 + json.length);
-  bytes[0] = flags;
-  new DataView(bytes.buffer).setUint32(1, json.length);
-  bytes.set(json, 5);
-  return bytes;
-}
-
-/**
- * Reads the enveloped messages of a Connect stream.
- *
- * @example
- * ```ts
- * import { assertEquals } from "@std/assert";
- * import { connectEnvelope, readConnectStream } from "./envd.ts";
- * const body = new Blob([connectEnvelope({ a: 1 }), connectEnvelope({}, 2)]).stream();
- * const seen = [];
- * for await (const message of readConnectStream(body)) seen.push(message);
- * assertEquals(seen, [{ flags: 0, message: { a: 1 } }, { flags: 2, message: {} }]);
- * ```
- *
- * @param body The response body.
- * @returns Each message with its flags.
- * @throws {EnvdError} A frame that is cut or not JSON (code `stream`).
- */
-export async function* readConnectStream(
-  body: ReadableStream<Uint8Array>,
-): AsyncGenerator<{ flags: number; message: Record<string, unknown> }> {
-  let buffer = new Uint8Array(0);
-  const decoder = new TextDecoder();
-  for await (const chunk of body) {
-    const joined = new Uint8Array(buffer.length + chunk.length);
-    joined.set(buffer);
-    joined.set(chunk, buffer.length);
-    buffer = joined;
-    while (buffer.length >= 5) {
-      const length = new DataView(buffer.buffer, buffer.byteOffset)
-        .getUint32(1);
-      if (buffer.length < 5 + length) break;
-      const flags = buffer[0]!;
-      let message: Record<string, unknown>;
-      try {
-        message = JSON.parse(decoder.decode(buffer.subarray(5, 5 + length)));
-      } catch {
-        throw new EnvdError("stream", "a stream message is not JSON");
-      }
-      buffer = buffer.slice(5 + length);
-      yield { flags, message };
-    }
-  }
-  if (buffer.length > 0) {
-    throw new EnvdError("stream", "the stream ended inside a message");
-  }
-}
-
-/**
  * Talks to one sandbox's envd through the given client (whose headers carry
  * the access token and the routing headers).
  *
@@ -169,29 +104,6 @@ export class EnvdClient implements RemoteFileOps {
   }
 
   /**
-   * Whether envd answers `GET /health`.
-   *
-   * @param signal Stops the call.
-   * @returns `true` when it does.
-   */
-  async health(signal?: AbortSignal): Promise<boolean> {
-    try {
-      const response = await this.http.request({
-        method: "GET",
-        path: "/health",
-        idempotent: false,
-        timeoutMs: 5_000,
-        ...(signal ? { signal } : {}),
-      });
-      await response.body?.cancel();
-      return true;
-    } catch (error) {
-      if (signal?.aborted) throw error;
-      return false;
-    }
-  }
-
-  /**
    * One unary Connect call (`POST /<service>/<method>`, JSON).
    *
    * @param method E.g. `filesystem.Filesystem/Stat`.
@@ -200,26 +112,12 @@ export class EnvdClient implements RemoteFileOps {
    * @returns The answer message.
    * @throws {EnvdError} A Connect error (its code and message).
    */
-  async call<T>(
-    method: string,
-    message: unknown,
-    signal?: AbortSignal,
-  ): Promise<T> {
-    try {
-      return await this.http.json<T>({
-        method: "POST",
-        path: `/${method}`,
-        json: message,
-        headers: { "connect-protocol-version": "1" },
-        idempotent: !/\/(SendSignal)$/.test(method),
-        ...(signal ? { signal } : {}),
-      });
-    } catch (error) {
-      if (error instanceof RemoteHttpError && error.code !== undefined) {
-        throw new EnvdError(error.code, error.serverMessage ?? error.message);
-      }
-      throw error;
-    }
+  call<T>(method: string, message: unknown, signal?: AbortSignal): Promise<T> {
+    return connectUnary<T>(this.http, method, message, {
+      idempotent: !/\/(SendSignal)$/.test(method),
+      error: (code, text) => new EnvdError(code, text),
+      signal,
+    });
   }
 
   /**
@@ -231,7 +129,12 @@ export class EnvdClient implements RemoteFileOps {
   readonly commands: RemoteCommandKind = {
     backstopMs: 10_000,
     start: (request) => this.#start(request),
-    kill: (id) => this.signal(Number(id), "SIGNAL_SIGTERM"),
+    kill: async (id) => {
+      await this.call("process.Process/SendSignal", {
+        process: { pid: Number(id) },
+        signal: "SIGNAL_SIGTERM",
+      });
+    },
     broken: (cause) =>
       cause instanceof EnvdError && cause.code !== "stream"
         ? cause
@@ -246,21 +149,6 @@ export class EnvdClient implements RemoteFileOps {
             }; it was stopped`,
         ),
   };
-
-  /**
-   * Runs one command to its end, the deadline or the caller's signal; on the
-   * last two the command is sent SIGTERM (its whole session stops) and the
-   * result says so. Never retried.
-   *
-   * @param request The command.
-   * @returns The result.
-   * @throws {EnvdError} envd refused the command (`invalid_argument` for a
-   * missing folder) or the stream broke (the command was stopped).
-   * @throws {RemoteHttpError} envd could not be reached.
-   */
-  run(request: RemoteCommand): Promise<ExecuteResult> {
-    return runRemoteCommand(this.commands, request);
-  }
 
   async #start(request: RemoteCommandStart): Promise<StartedRemoteCommand> {
     const refused = (code: string, message: string) =>
@@ -299,7 +187,12 @@ export class EnvdClient implements RemoteFileOps {
     if (!response.body) throw new EnvdError("stream", "the answer has no body");
     const body = response.body;
     return await namedCommand((async function* () {
-      for await (const { flags, message } of readConnectStream(body)) {
+      for await (
+        const { flags, message } of readConnectStream(
+          body,
+          (reason) => new EnvdError("stream", reason),
+        )
+      ) {
         if (flags & 2) {
           const error = message.error as
             | { code?: string; message?: string }
@@ -330,23 +223,6 @@ export class EnvdClient implements RemoteFileOps {
         }
       }
     })());
-  }
-
-  /**
-   * Sends a signal to a process (`process.Process/SendSignal`).
-   *
-   * @param pid The process.
-   * @param signal `SIGNAL_SIGTERM` or `SIGNAL_SIGKILL`.
-   * @returns When sent.
-   */
-  async signal(
-    pid: number,
-    signal: "SIGNAL_SIGTERM" | "SIGNAL_SIGKILL",
-  ): Promise<void> {
-    await this.call("process.Process/SendSignal", {
-      process: { pid },
-      signal,
-    });
   }
 
   /**
@@ -447,17 +323,6 @@ export class EnvdClient implements RemoteFileOps {
   }
 
   /**
-   * Removes a path (`filesystem.Filesystem/Remove`; a missing one is no error).
-   *
-   * @param path An absolute POSIX path.
-   * @param signal Stops the call.
-   * @returns When done.
-   */
-  async remove(path: string, signal?: AbortSignal): Promise<void> {
-    await this.call("filesystem.Filesystem/Remove", { path }, signal);
-  }
-
-  /**
    * Uploads files through `POST /files`: files with plain names go
    * {@linkcode UPLOAD_BATCH} to a multipart request (each part's file name is
    * its path), others one by one with `?path=`; parents are made by envd.
@@ -473,70 +338,23 @@ export class EnvdClient implements RemoteFileOps {
     signal?: AbortSignal,
   ): Promise<void> {
     const requests: RemoteUploadFile[][] = [];
-    let batch: RemoteUploadFile[] = [];
+    const plain: RemoteUploadFile[] = [];
     for (const file of files) {
-      if (!plainName(file.remotePath)) requests.push([file]);
-      else {
-        batch.push(file);
-        if (batch.length === UPLOAD_BATCH) {
-          requests.push(batch);
-          batch = [];
-        }
-      }
+      if (plainName(file.remotePath)) plain.push(file);
+      else requests.push([file]);
     }
-    if (batch.length > 0) requests.push(batch);
-    const stop = new AbortController();
-    const each = signal ? AbortSignal.any([signal, stop.signal]) : stop.signal;
-    let next = 0;
-    const worker = async () => {
-      while (next < requests.length) {
-        each.throwIfAborted();
-        try {
-          await this.#send(requests[next++]!, each);
-        } catch (error) {
-          stop.abort(error);
-          throw error;
-        }
-      }
-    };
-    const settled = await Promise.allSettled(
-      Array.from(
-        { length: Math.min(UPLOAD_CONCURRENCY, requests.length) },
-        worker,
-      ),
+    requests.push(...inChunks(plain, UPLOAD_BATCH));
+    await eachConcurrently(
+      requests,
+      UPLOAD_CONCURRENCY,
+      (batch, each) => this.#send(batch, each),
+      signal,
     );
-    signal?.throwIfAborted();
-    const failed = settled.find((s) => s.status === "rejected");
-    if (failed) throw stop.signal.reason ?? failed.reason;
-    const byMode = new Map<number, string[]>();
-    for (const file of files) {
-      if (file.mode === undefined) continue;
-      const list = byMode.get(file.mode & 0o7777) ?? [];
-      list.push(file.remotePath);
-      byMode.set(file.mode & 0o7777, list);
-    }
-    for (const [mode, paths] of byMode) {
-      for (let i = 0; i < paths.length; i += 200) {
-        const chunk = paths.slice(i, i + 200);
-        const done = await this.run({
-          command: `chmod ${mode.toString(8)} -- ${
-            chunk.map(shellQuote).join(" ")
-          }`,
-          cwd: "/",
-          env: {},
-          timeoutMs: 120_000,
-          maxOutputBytes: 64 * 1024,
-          ...(signal ? { signal } : {}),
-        });
-        if (done.exitCode !== 0) {
-          throw new Error(
-            `Cannot set the mode of "${chunk[0]}": ${
-              done.stderr.trim().slice(0, 300)
-            }`,
-          );
-        }
-      }
-    }
+    await shellSetModes(
+      helperShell((command) => runRemoteCommand(this.commands, command)),
+      files,
+      signal ? { signal } : {},
+    );
   }
 
   async #send(
@@ -550,21 +368,12 @@ export class EnvdClient implements RemoteFileOps {
       contentType: "application/octet-stream",
       content: file.content,
     }));
-    const { body, contentType, length } = multipartBody(parts);
-    const response = await this.http.request({
+    await sendMultipart(this.http, {
       method: "POST",
       path: "/files",
       ...(single ? { query: { path: files[0]!.remotePath } } : {}),
-      body,
-      headers: {
-        "content-type": contentType,
-        "content-length": String(length),
-      },
-      idempotent: false,
-      timeoutMs: null,
       signal,
-    });
-    await response.body?.cancel();
+    }, parts);
   }
 }
 

@@ -5,22 +5,33 @@
  * @module
  */
 import { HttpClient } from "../remote/http.ts";
-import { RemoteHttpError } from "../remote/errors.ts";
-import type { RemoteRuntimeCommonOptions } from "../remote/runtime.ts";
 import {
+  answers,
+  boundFileOps,
+  httpOptionsOf,
+  retryOnceAfter,
+  wrapSessionCalls,
+} from "../remote/service_calls.ts";
+import {
+  type SandboxKindOptions,
   type SandboxService,
   SandboxServiceRuntime,
   type ServiceCreateOptions,
-  type ServiceSession,
 } from "../remote/sandbox_service.ts";
+import type { RemoteSession } from "../remote/runtime.ts";
 import type { NetworkPolicy, SecretsOption } from "../../network/policy.ts";
 import { checkRemoteEgress } from "../../network/remote.ts";
 import { toE2BNetworkConfig } from "./network.ts";
 import { E2BApiClient, type E2BSandbox, type E2BSandboxSpec } from "./api.ts";
 import { ENVD_PORT, EnvdClient } from "./envd.ts";
 
-/** Options of {@linkcode E2BSkillRuntime}. */
-export interface E2BSkillRuntimeOptions extends RemoteRuntimeCommonOptions {
+/**
+ * Options of {@linkcode E2BSkillRuntime}.
+ * Defaults: `cwd` `/home/user`, `skillsRoot` `/home/user/skills`,
+ * `conversationsRoot` `/home/user/conversations`; `readyTimeoutMs` waits
+ * for envd.
+ */
+export interface E2BSkillRuntimeOptions extends SandboxKindOptions {
   /** The API key (`X-API-Key`; the SDK's `E2B_API_KEY`); never shown in errors. */
   readonly apiKey?: string;
   /** The control plane. Default `https://api.e2b.app` (the SDK's `E2B_API_URL`). */
@@ -31,8 +42,6 @@ export interface E2BSkillRuntimeOptions extends RemoteRuntimeCommonOptions {
    * proxy). Default `https://49983-<id>.<domain>`.
    */
   readonly sandboxUrl?: string;
-  /** Attach to this sandbox instead of creating one (never killed by `close()`). */
-  readonly sandboxId?: string;
   /** What a sandbox the runtime creates is made of. */
   readonly sandbox?: E2BSandboxSpec;
   /**
@@ -56,19 +65,6 @@ export interface E2BSkillRuntimeOptions extends RemoteRuntimeCommonOptions {
    * and memory) and resume it on the next attach. Default `true`.
    */
   readonly pauseOnClose?: boolean;
-  /**
-   * Conversation mode: the folder holding each conversation's workspace.
-   * Default `/home/user/conversations`.
-   */
-  readonly conversationsRoot?: string;
-  /** Plain mode: where commands run. Default `/home/user`. */
-  readonly cwd?: string;
-  /** Plain mode: where skills are uploaded. Default `/home/user/skills`. */
-  readonly skillsRoot?: string;
-  /** Time between renewals of the timeout while used, in ms. */
-  readonly renewIntervalMs?: number;
-  /** How long to wait for envd to answer, in ms. Default 120 000. */
-  readonly readyTimeoutMs?: number;
 }
 
 /**
@@ -139,10 +135,7 @@ class E2BService implements SandboxService<E2BSandbox> {
     this.#api = new E2BApiClient({
       ...(options.baseUrl !== undefined ? { baseUrl: options.baseUrl } : {}),
       ...(options.apiKey !== undefined ? { apiKey: options.apiKey } : {}),
-      ...(options.fetch ? { fetch: options.fetch } : {}),
-      ...(options.requestTimeoutMs !== undefined
-        ? { timeoutMs: options.requestTimeoutMs }
-        : {}),
+      ...httpOptionsOf(options),
     });
     this.serverUrl = this.#api.baseUrl;
     this.#options = options;
@@ -207,7 +200,7 @@ class E2BService implements SandboxService<E2BSandbox> {
   async open(
     sandbox: E2BSandbox,
     signal?: AbortSignal,
-  ): Promise<ServiceSession> {
+  ): Promise<RemoteSession> {
     let known = this.#known.get(sandbox.id);
     if (!known?.envdAccessToken || this.#paused.has(sandbox.id)) {
       known = await this.#connect(
@@ -228,38 +221,24 @@ class E2BService implements SandboxService<E2BSandbox> {
             ? { "x-access-token": known.envdAccessToken }
             : {}),
         },
-        ...(this.#options.fetch ? { fetch: this.#options.fetch } : {}),
-        ...(this.#options.requestTimeoutMs !== undefined
-          ? { timeoutMs: this.#options.requestTimeoutMs }
-          : {}),
+        ...httpOptionsOf(this.#options),
       }),
     );
     // A sandbox paused behind our back (auto-pause, another runtime's
     // close) answers 502 from envd: resume it and call again once (nothing
     // ran while it was paused).
-    const resumed = async <T>(call: () => Promise<T>): Promise<T> => {
-      try {
-        return await call();
-      } catch (error) {
-        if (!(error instanceof RemoteHttpError && error.status === 502)) {
-          throw error;
-        }
-        await this.#connect(sandbox.id, this.#spec.timeoutSeconds ?? 600);
-        return await call();
-      }
-    };
+    const resumed = retryOnceAfter(
+      [502],
+      () => this.#connect(sandbox.id, this.#spec.timeoutSeconds ?? 600),
+    );
     return {
-      files: {
-        stat: (path, signal) => resumed(() => envd.stat(path, signal)),
-        list: (path, options) => resumed(() => envd.list(path, options)),
-        open: (path, options) => resumed(() => envd.open(path, options)),
-        upload: (files, signal) => resumed(() => envd.upload(files, signal)),
-      },
-      commands: {
-        ...envd.commands,
-        start: (request) => resumed(() => envd.commands.start(request)),
-      },
-      isReady: (signal) => envd.health(signal),
+      ...wrapSessionCalls(
+        boundFileOps(envd),
+        envd.commands,
+        resumed,
+      ),
+      // Ready once envd answers `GET /health`.
+      isReady: (signal) => answers(envd.http, "/health", signal),
       makeDirectories: (paths, signal) =>
         resumed(() => envd.makeDirectories(paths, signal)),
     };

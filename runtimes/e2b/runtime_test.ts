@@ -193,9 +193,13 @@ Deno.test("a conversation resumes across processes through Deno KV (paused betwe
   await using server = await startE2BTestServer();
   const kvPath = `${server.dir}/conversations.kv`;
   const skill = await makeSkill(`${server.dir}/src`, "shared");
-  const script = new URL("./testdata/conversation_process.ts", import.meta.url)
+  const script = new URL(
+    "../../tests/testdata/remote_conversation_process.ts",
+    import.meta.url,
+  )
     .pathname;
   const args = [
+    "e2b",
     server.url,
     TEST_API_KEY,
     kvPath,

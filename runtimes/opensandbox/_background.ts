@@ -11,7 +11,8 @@
  */
 import type { HttpClient } from "../remote/http.ts";
 import { RemoteHttpError } from "../remote/errors.ts";
-import type { BackgroundProcess, BackgroundState } from "../types.ts";
+import type { BackgroundProcess } from "../types.ts";
+import { PolledBackground } from "../remote/polled_background.ts";
 import { ExecdProtocolError, readExecdEvents } from "./_events.ts";
 
 /**
@@ -119,7 +120,7 @@ export async function startExecdBackground(
       "Cannot run the command: the answer to a background command gave no id",
     );
   }
-  return new ExecdBackground(parts, id, timeoutMs, sinks.onStdout);
+  return execdBackground(parts, id, timeoutMs, sinks.onStdout);
 }
 
 /**
@@ -165,90 +166,27 @@ export async function attachExecdBackground(
   const started = Date.parse(status.started_at ?? "");
   // Its timeout is not known here: it never reads as timed out.
   return {
-    process: new ExecdBackground(parts, id, Infinity, sinks.onStdout, 0),
+    process: execdBackground(parts, id, Infinity, sinks.onStdout, 0),
     command,
     startedAt: new Date(Number.isFinite(started) ? started : Date.now()),
   };
 }
 
-class ExecdBackground implements BackgroundProcess {
-  readonly id: string;
-  readonly #parts: ExecdBackgroundParts;
-  readonly #timeoutMs: number;
-  readonly #onOutput: ((chunk: Uint8Array) => void) | undefined;
-  readonly #startedAt: number;
-  #cursor = 0;
-  #last: BackgroundState = { running: true };
-  /** Polls one at a time: the cursor moves with each. */
-  #queue: Promise<unknown> = Promise.resolve();
-
-  constructor(
-    parts: ExecdBackgroundParts,
-    id: string,
-    timeoutMs: number,
-    onOutput?: (chunk: Uint8Array) => void,
-    startedAt = Date.now(),
-  ) {
-    this.#startedAt = startedAt;
-    this.#parts = parts;
-    this.id = id;
-    this.#timeoutMs = timeoutMs;
-    this.#onOutput = onOutput;
-  }
-
-  poll(): Promise<BackgroundState> {
-    const next = this.#queue.then(() => this.#poll());
-    this.#queue = next.catch(() => {});
-    return next;
-  }
-
-  async #poll(): Promise<BackgroundState> {
-    if (!this.#last.running) return this.#last;
-    // The state first: once it says finished, the log is complete.
-    const status = await this.#call(() =>
-      this.#parts.http.json<ExecdStatus>({
-        method: "GET",
-        path: `/command/status/${encodeURIComponent(this.id)}`,
-        timeoutMs: POLL_TIMEOUT_MS,
-      })
-    );
-    const logs = await this.#call(() =>
-      this.#parts.http.request({
-        method: "GET",
-        path: `/command/${encodeURIComponent(this.id)}/logs`,
-        query: { cursor: String(this.#cursor) },
-        timeoutMs: POLL_TIMEOUT_MS,
-      })
-    );
-    if (logs) {
-      let read = 0;
-      // Streamed: only the caller's bounded collectors keep anything.
-      for await (const chunk of logs.body ?? []) {
-        read += chunk.length;
-        this.#onOutput?.(chunk);
-      }
-      const next = Number(logs.headers.get("execd-commands-tail-cursor"));
-      this.#cursor = Number.isSafeInteger(next) && next >= this.#cursor
-        ? next
-        : this.#cursor + read;
-    }
-    if (!status || status.running !== false) return this.#last;
-    const exitCode = typeof status.exit_code === "number"
-      ? status.exit_code
-      : -1;
-    this.#last = {
-      running: false,
-      exitCode,
-      ...(exitCode === -1 && /killed/.test(status.error ?? "") &&
-          Date.now() - this.#startedAt >= this.#timeoutMs
-        ? { timedOut: true }
-        : {}),
-    };
-    return this.#last;
-  }
-
-  /** One call, `undefined` while execd does not know the command yet. */
-  async #call<T>(call: () => Promise<T>): Promise<T | undefined> {
+/**
+ * An execd background command, read by the kit's polls: the state from
+ * `GET /command/status/{id}`, the output from `GET /command/{id}/logs` and
+ * its cursor header, the kill by interrupt.
+ */
+function execdBackground(
+  parts: ExecdBackgroundParts,
+  id: string,
+  timeoutMs: number,
+  onOutput?: (chunk: Uint8Array) => void,
+  startedAt = Date.now(),
+): BackgroundProcess {
+  const path = encodeURIComponent(id);
+  // One call, `undefined` while execd does not know the command yet.
+  const known = async <T>(call: () => Promise<T>): Promise<T | undefined> => {
     try {
       return await call();
     } catch (error) {
@@ -256,16 +194,49 @@ class ExecdBackground implements BackgroundProcess {
         error instanceof RemoteHttpError &&
         (error.status === 404 || error.status === 400) &&
         /command not found/.test(error.serverMessage ?? "") &&
-        Date.now() - this.#startedAt < REGISTER_GRACE_MS
+        Date.now() - startedAt < REGISTER_GRACE_MS
       ) {
         return undefined;
       }
       throw error;
     }
-  }
-
-  async kill(): Promise<void> {
-    if (!this.#last.running) return;
-    await this.#parts.interrupt(this.id);
-  }
+  };
+  return new PolledBackground(id, {
+    state: async () => {
+      const status = await known(() =>
+        parts.http.json<ExecdStatus>({
+          method: "GET",
+          path: `/command/status/${path}`,
+          timeoutMs: POLL_TIMEOUT_MS,
+        })
+      );
+      if (!status) return undefined;
+      if (status.running !== false) return { running: true };
+      const exitCode = typeof status.exit_code === "number"
+        ? status.exit_code
+        : -1;
+      return {
+        running: false,
+        exitCode,
+        ...(exitCode === -1 && /killed/.test(status.error ?? "") &&
+            Date.now() - startedAt >= timeoutMs
+          ? { timedOut: true }
+          : {}),
+      };
+    },
+    output: async (cursor) => {
+      const logs = await known(() =>
+        parts.http.request({
+          method: "GET",
+          path: `/command/${path}/logs`,
+          query: { cursor: String(cursor) },
+          timeoutMs: POLL_TIMEOUT_MS,
+        })
+      );
+      if (!logs) return undefined;
+      const next = logs.headers.get("execd-commands-tail-cursor");
+      return { body: logs.body, ...(next ? { next: Number(next) } : {}) };
+    },
+    kill: () => parts.interrupt(id),
+  }, onOutput);
 }

@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { readJsonEvents } from "../remote/streams.ts";
 
 /** The error details of an `error` event. */
 export interface ExecdEventError {
@@ -65,63 +66,10 @@ const MAX_SHOWN = 80;
  * assert(types.join() === "init,stdout");
  * ```
  */
-export async function* readExecdEvents(
+export function readExecdEvents(
   body: ReadableStream<Uint8Array>,
 ): AsyncGenerator<ExecdEvent> {
-  const decoder = new TextDecoder();
-  let pending = "";
-  let data: string[] = [];
-  const reader = body.getReader();
-  try {
-    while (true) {
-      const { done, value } = await reader.read();
-      pending += done ? decoder.decode() : decoder.decode(value, {
-        stream: true,
-      });
-      let start = 0;
-      let newline: number;
-      while ((newline = pending.indexOf("\n", start)) !== -1) {
-        const line = pending.charCodeAt(newline - 1) === 13
-          ? pending.slice(start, newline - 1)
-          : pending.slice(start, newline);
-        start = newline + 1;
-        const event = takeLine(line, data);
-        if (event === FLUSH) {
-          const joined = data.join("\n");
-          data = [];
-          yield parseEvent(joined);
-        } else if (event !== null) {
-          yield event;
-        }
-      }
-      pending = pending.slice(start);
-      if (done) break;
-    }
-    const last = pending.endsWith("\r") ? pending.slice(0, -1) : pending;
-    const event = takeLine(last, data);
-    if (event !== null && event !== FLUSH) yield event;
-    if (data.length > 0) yield parseEvent(data.join("\n"));
-  } finally {
-    reader.releaseLock();
-  }
-}
-
-const FLUSH = Symbol("flush");
-
-/** One line: an event, a signal to flush collected `data:` lines, or nothing. */
-function takeLine(
-  line: string,
-  data: string[],
-): ExecdEvent | typeof FLUSH | null {
-  if (line.trim() === "") return data.length > 0 ? FLUSH : null;
-  if (line.startsWith(":")) return null;
-  if (line.startsWith("data:")) {
-    data.push(line.charCodeAt(5) === 32 ? line.slice(6) : line.slice(5));
-    return null;
-  }
-  if (/^(event|id|retry):/.test(line)) return null;
-  // A bare JSON event line (the real execd).
-  return parseEvent(line);
+  return readJsonEvents(body, parseEvent);
 }
 
 function parseEvent(text: string): ExecdEvent {

@@ -148,9 +148,13 @@ Deno.test("a conversation resumes across processes through Deno KV", async () =>
   await using server = await startTestServer();
   const kvPath = `${server.dir}/conversations.kv`;
   const skill: Skill = await makeSkill(`${server.dir}/src`, "shared");
-  const script = new URL("./testdata/conversation_process.ts", import.meta.url)
+  const script = new URL(
+    "../../tests/testdata/remote_conversation_process.ts",
+    import.meta.url,
+  )
     .pathname;
   const args = [
+    "opensandbox",
     server.url,
     server.server.apiKey!,
     kvPath,

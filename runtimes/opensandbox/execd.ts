@@ -17,14 +17,21 @@ import {
 } from "../remote/command.ts";
 import { posix } from "../../_internal/std.ts";
 import type { HttpClient } from "../remote/http.ts";
+import type { RemoteCommand } from "../remote/runtime.ts";
 import { RemoteHttpError } from "../remote/errors.ts";
 import type { RemoteFileOps, RemoteUploadFile } from "../remote/fs.ts";
-import { multipartBody, type MultipartPart } from "../remote/upload.ts";
+import type { MultipartPart } from "../remote/upload.ts";
 import { shellQuote } from "../remote/shell.ts";
+import { answers, sendCall, sendMultipart } from "../remote/service_calls.ts";
 import {
+  eachConcurrently,
+  helperShell,
+  inChunks,
   needsShellPath,
+  PATHS_PER_COMMAND,
   runChecked,
   shellList,
+  shellMakeDirectories,
   shellStat,
   shellStatMany,
 } from "../remote/_shell_files.ts";
@@ -47,13 +54,6 @@ export const EXECD_MAX_UPLOAD_FILES = 500;
 /** How many upload requests run at once. */
 const UPLOAD_CONCURRENCY = 3;
 
-/** How many paths one helper command names at most. */
-const PATHS_PER_COMMAND = 200;
-/** The deadline of a helper command (file calls on `$` paths), in ms. */
-const HELPER_TIMEOUT_MS = 120_000;
-/** The most output of a helper command kept (a listing), in bytes. */
-const HELPER_OUTPUT_BYTES = 64 * 1024 * 1024;
-
 /** A FileInfo as execd sends it. */
 interface ExecdFileInfo {
   path: string;
@@ -63,25 +63,8 @@ interface ExecdFileInfo {
   mode?: number;
 }
 
-/** What {@linkcode ExecdClient.run} takes. */
-export interface ExecdCommand {
-  /** The command, run with `bash -c`. */
-  readonly command: string;
-  /** An absolute POSIX folder. */
-  readonly cwd: string;
-  /** The whole environment to add (the runtime's merge). */
-  readonly env: Readonly<Record<string, string>>;
-  /** Our own deadline, in ms. */
-  readonly timeoutMs: number;
-  /** The most bytes kept per stream. */
-  readonly maxOutputBytes: number;
-  /** Stops the command. */
-  readonly signal?: AbortSignal;
-  /** Receives standard output as it arrives. */
-  readonly onStdout?: (chunk: Uint8Array) => void;
-  /** Receives standard error as it arrives. */
-  readonly onStderr?: (chunk: Uint8Array) => void;
-}
+/** What {@linkcode ExecdClient.run} takes: the kit's resolved command. */
+export type ExecdCommand = RemoteCommand;
 
 /**
  * A command the sandbox refused or could not start (a missing folder, a
@@ -151,30 +134,6 @@ export class ExecdClient implements RemoteFileOps {
    */
   constructor(http: HttpClient) {
     this.http = http;
-  }
-
-  /**
-   * Whether execd answers `GET /ping` with 200.
-   *
-   * @param signal Stops the call.
-   * @returns `true` when ready.
-   */
-  async ping(signal?: AbortSignal): Promise<boolean> {
-    try {
-      const response = await this.http.request({
-        method: "GET",
-        path: "/ping",
-        // Not retried: the caller polls.
-        idempotent: false,
-        timeoutMs: 5_000,
-        ...(signal ? { signal } : {}),
-      });
-      await response.body?.cancel();
-      return true;
-    } catch (error) {
-      if (signal?.aborted) throw error;
-      return false;
-    }
   }
 
   /**
@@ -310,19 +269,13 @@ export class ExecdClient implements RemoteFileOps {
    * @returns When done.
    */
   async interrupt(id: string): Promise<void> {
-    try {
-      const response = await this.http.request({
-        method: "DELETE",
-        path: "/command",
-        query: { id },
-        timeoutMs: 15_000,
-      });
-      await response.body?.cancel();
-    } catch (error) {
-      // 500 RUNTIME_ERROR: unknown or finished id.
-      if (error instanceof RemoteHttpError && error.status === 500) return;
-      throw error;
-    }
+    // 500 RUNTIME_ERROR: unknown or finished id.
+    await sendCall(this.http, {
+      method: "DELETE",
+      path: "/command",
+      query: { id },
+      timeoutMs: 15_000,
+    }, [500]);
   }
 
   /**
@@ -466,26 +419,20 @@ export class ExecdClient implements RemoteFileOps {
     paths: readonly string[],
     signal?: AbortSignal,
   ): Promise<void> {
-    const shellPaths = paths.filter(needsShellPath);
-    for (let i = 0; i < shellPaths.length; i += PATHS_PER_COMMAND) {
-      const chunk = shellPaths.slice(i, i + PATHS_PER_COMMAND);
-      await runChecked(
-        this.#shell,
-        `mkdir -p -- ${chunk.map(shellQuote).join(" ")}`,
-        `make the folder "${chunk[0]}"`,
-        signal,
-      );
-    }
+    await shellMakeDirectories(
+      this.#shell,
+      paths.filter(needsShellPath),
+      signal,
+    );
     const plain = paths.filter((path) => !needsShellPath(path));
     if (plain.length === 0) return;
-    const response = await this.http.request({
+    await sendCall(this.http, {
       method: "POST",
       path: "/directories",
       json: Object.fromEntries(plain.map((path) => [path, { mode: 755 }])),
       idempotent: true,
       ...(signal ? { signal } : {}),
     });
-    await response.body?.cancel();
   }
 
   /**
@@ -526,40 +473,15 @@ export class ExecdClient implements RemoteFileOps {
     }
     // A few requests at once: the server writes one batch while the next
     // is streamed. The first failure stops the others.
-    const batches: RemoteUploadFile[][] = [];
-    for (let i = 0; i < sent.length; i += EXECD_MAX_UPLOAD_FILES) {
-      batches.push(sent.slice(i, i + EXECD_MAX_UPLOAD_FILES));
-    }
-    const stop = new AbortController();
-    const batchSignal = signal
-      ? AbortSignal.any([signal, stop.signal])
-      : stop.signal;
-    let next = 0;
-    const worker = async (): Promise<void> => {
-      while (next < batches.length) {
-        batchSignal.throwIfAborted();
-        const batch = batches[next++]!;
-        try {
-          await this.#uploadBatch(batch, batchSignal);
-        } catch (error) {
-          stop.abort(error);
-          throw error;
-        }
-      }
-    };
-    const results = await Promise.allSettled(
-      Array.from(
-        { length: Math.min(UPLOAD_CONCURRENCY, batches.length) },
-        worker,
-      ),
+    await eachConcurrently(
+      inChunks(sent, EXECD_MAX_UPLOAD_FILES),
+      UPLOAD_CONCURRENCY,
+      (batch, each) => this.#uploadBatch(batch, each),
+      signal,
     );
-    signal?.throwIfAborted();
-    const failed = results.find((r) => r.status === "rejected");
-    if (failed) throw stop.signal.reason ?? failed.reason;
     if (moves.length === 0) return;
     try {
-      for (let i = 0; i < moves.length; i += PATHS_PER_COMMAND) {
-        const chunk = moves.slice(i, i + PATHS_PER_COMMAND);
+      for (const chunk of inChunks(moves, PATHS_PER_COMMAND)) {
         await runChecked(
           this.#shell,
           chunk.map(({ from, to, keepMode }) => {
@@ -606,18 +528,7 @@ export class ExecdClient implements RemoteFileOps {
   }
 
   /** Runs a helper command (never retried): file calls on `$` paths. */
-  readonly #shell = (
-    command: string,
-    signal?: AbortSignal,
-  ): Promise<ExecuteResult> =>
-    this.run({
-      command,
-      cwd: "/",
-      env: {},
-      timeoutMs: HELPER_TIMEOUT_MS,
-      maxOutputBytes: HELPER_OUTPUT_BYTES,
-      ...(signal ? { signal } : {}),
-    });
+  readonly #shell = helperShell((command) => this.run(command));
 
   /** One multipart request of at most {@linkcode EXECD_MAX_UPLOAD_FILES} files. */
   async #uploadBatch(
@@ -645,21 +556,12 @@ export class ExecdClient implements RemoteFileOps {
         content: file.content,
       });
     }
-    const { body, contentType, length } = multipartBody(parts);
-    const response = await this.http.request({
+    // A failed upload may be sent again: it rewrites the same files.
+    await sendMultipart(this.http, {
       method: "POST",
       path: "/files/upload",
-      body,
-      headers: {
-        "content-type": contentType,
-        "content-length": String(length),
-      },
-      // A failed upload may be sent again: it rewrites the same files.
-      idempotent: false,
-      timeoutMs: null,
       ...(signal ? { signal } : {}),
-    });
-    await response.body?.cancel();
+    }, parts);
   }
 }
 

@@ -7,13 +7,15 @@
 import type { OpenSandboxNetworkPolicy } from "./network.ts";
 import type { SkillEventListener } from "../../observe/events.ts";
 import { HttpClient } from "../remote/http.ts";
-import { RemoteHttpError } from "../remote/errors.ts";
+import {
+  createTagged,
+  httpOptionsOf,
+  jsonOrNull,
+  sendCall,
+} from "../remote/service_calls.ts";
 
 /** The port of execd inside every sandbox. */
 export const EXECD_PORT = 44772;
-
-/** The metadata entry that tags each creation (to find a sandbox whose answer was lost). */
-const CREATE_TAG = "skillrun.create";
 
 /** The header carrying the lifecycle API key. */
 export const API_KEY_HEADER = "OPEN-SANDBOX-API-KEY";
@@ -124,11 +126,8 @@ export class LifecycleClient {
           : {}),
       },
       secretHeaders: [API_KEY_HEADER],
-      ...(options.fetch ? { fetch: options.fetch } : {}),
       ...(options.onEvent ? { onEvent: options.onEvent } : {}),
-      ...(options.timeoutMs !== undefined
-        ? { timeoutMs: options.timeoutMs }
-        : {}),
+      ...httpOptionsOf(options),
     });
   }
 
@@ -148,31 +147,31 @@ export class LifecycleClient {
     const timeout = spec.timeoutSeconds === undefined
       ? 600
       : spec.timeoutSeconds;
-    const tag = crypto.randomUUID();
-    try {
-      const raw = await this.#http.json<RawSandbox>({
-        method: "POST",
-        path: "/sandboxes",
-        json: {
-          image: { uri: spec.image ?? "ubuntu:24.04" },
-          entrypoint: spec.entrypoint ?? ["tail", "-f", "/dev/null"],
-          timeout,
-          resourceLimits: spec.resourceLimits ??
-            { cpu: "500m", memory: "512Mi" },
-          ...(spec.env ? { env: spec.env } : {}),
-          ...(spec.networkPolicy ? { networkPolicy: spec.networkPolicy } : {}),
-          metadata: { ...spec.metadata, [CREATE_TAG]: tag },
-        },
-        idempotent: false,
-        ...(signal ? { signal } : {}),
-      });
-      return toInfo(raw);
-    } catch (error) {
-      const answered = error instanceof RemoteHttpError &&
-        error.status >= 400 && error.status < 500;
-      if (!answered) await this.#deleteTagged(tag);
-      throw error;
-    }
+    return await createTagged(
+      async (tag) =>
+        toInfo(
+          await this.#http.json<RawSandbox>({
+            method: "POST",
+            path: "/sandboxes",
+            json: {
+              image: { uri: spec.image ?? "ubuntu:24.04" },
+              entrypoint: spec.entrypoint ?? ["tail", "-f", "/dev/null"],
+              timeout,
+              resourceLimits: spec.resourceLimits ??
+                { cpu: "500m", memory: "512Mi" },
+              ...(spec.env ? { env: spec.env } : {}),
+              ...(spec.networkPolicy
+                ? { networkPolicy: spec.networkPolicy }
+                : {}),
+              metadata: { ...spec.metadata, ...tag },
+            },
+            idempotent: false,
+            ...(signal ? { signal } : {}),
+          }),
+        ),
+      (tag) => this.list(tag),
+      (id) => this.delete(id),
+    );
   }
 
   /**
@@ -198,16 +197,6 @@ export class LifecycleClient {
     return (answer.items ?? []).map(toInfo);
   }
 
-  async #deleteTagged(tag: string): Promise<void> {
-    try {
-      for (const sandbox of await this.list({ [CREATE_TAG]: tag })) {
-        await this.delete(sandbox.id).catch(() => {});
-      }
-    } catch {
-      // The server is out of reach: nothing more can be done from here.
-    }
-  }
-
   /**
    * Describes a sandbox, or `null` when the server does not know it (404).
    *
@@ -216,18 +205,12 @@ export class LifecycleClient {
    * @returns The sandbox or `null`.
    */
   async get(id: string, signal?: AbortSignal): Promise<SandboxInfo | null> {
-    try {
-      return toInfo(
-        await this.#http.json<RawSandbox>({
-          method: "GET",
-          path: `/sandboxes/${encodeURIComponent(id)}`,
-          ...(signal ? { signal } : {}),
-        }),
-      );
-    } catch (error) {
-      if (error instanceof RemoteHttpError && error.status === 404) return null;
-      throw error;
-    }
+    const raw = await jsonOrNull<RawSandbox>(this.#http, {
+      method: "GET",
+      path: `/sandboxes/${encodeURIComponent(id)}`,
+      ...(signal ? { signal } : {}),
+    });
+    return raw && toInfo(raw);
   }
 
   /**
@@ -237,21 +220,12 @@ export class LifecycleClient {
    * @param signal Stops the call.
    * @returns `true` when it was deleted, `false` when it was already gone.
    */
-  async delete(id: string, signal?: AbortSignal): Promise<boolean> {
-    try {
-      const response = await this.#http.request({
-        method: "DELETE",
-        path: `/sandboxes/${encodeURIComponent(id)}`,
-        ...(signal ? { signal } : {}),
-      });
-      await response.body?.cancel();
-      return true;
-    } catch (error) {
-      if (error instanceof RemoteHttpError && error.status === 404) {
-        return false;
-      }
-      throw error;
-    }
+  delete(id: string, signal?: AbortSignal): Promise<boolean> {
+    return sendCall(this.#http, {
+      method: "DELETE",
+      path: `/sandboxes/${encodeURIComponent(id)}`,
+      ...(signal ? { signal } : {}),
+    }, [404]);
   }
 
   /**

@@ -8,13 +8,14 @@ import type { NetworkPolicy, SecretsOption } from "../../network/policy.ts";
 import { checkRemoteEgress } from "../../network/remote.ts";
 import { toOpenSandboxNetworkPolicy } from "./network.ts";
 import { HttpClient } from "../remote/http.ts";
-import type { RemoteRuntimeCommonOptions } from "../remote/runtime.ts";
+import { answers, httpOptionsOf } from "../remote/service_calls.ts";
 import {
+  type SandboxKindOptions,
   type SandboxService,
   SandboxServiceRuntime,
   type ServiceCreateOptions,
-  type ServiceSession,
 } from "../remote/sandbox_service.ts";
+import type { RemoteSession } from "../remote/runtime.ts";
 import { ExecdClient } from "./execd.ts";
 import {
   EXECD_PORT,
@@ -26,9 +27,12 @@ import {
 /** States after which a sandbox never runs again. */
 const GONE_STATES = new Set(["Stopping", "Terminated", "Failed"]);
 
-/** Options of {@linkcode OpenSandboxSkillRuntime}. */
-export interface OpenSandboxSkillRuntimeOptions
-  extends RemoteRuntimeCommonOptions {
+/**
+ * Options of {@linkcode OpenSandboxSkillRuntime}.
+ * Defaults: `cwd` `/workspace`, `skillsRoot` `/workspace/skills`,
+ * `conversationsRoot` `/workspace/conversations`.
+ */
+export interface OpenSandboxSkillRuntimeOptions extends SandboxKindOptions {
   /**
    * The lifecycle server, e.g. `http://localhost:8080` (`/v1` is added when
    * missing). With the conversation id, it keys a conversation's record.
@@ -36,11 +40,6 @@ export interface OpenSandboxSkillRuntimeOptions
   readonly baseUrl: string;
   /** The API key (`OPEN-SANDBOX-API-KEY`); never shown in errors. */
   readonly apiKey?: string;
-  /**
-   * Attach to this existing sandbox instead of creating one; the runtime then
-   * never deletes it. Not with a conversation (the store names its sandbox).
-   */
-  readonly sandboxId?: string;
   /** What a sandbox the runtime creates is made of. */
   readonly sandbox?: SandboxSpec;
   /**
@@ -58,24 +57,6 @@ export interface OpenSandboxSkillRuntimeOptions
    * the server.
    */
   readonly secrets?: SecretsOption;
-  /**
-   * Conversation mode: the folder inside the sandbox that holds the
-   * workspace of each conversation (absolute POSIX). Default
-   * `/workspace/conversations`; the workspace is `<root>/<conversationId>`.
-   */
-  readonly conversationsRoot?: string;
-  /** Plain mode: where commands run and relative paths resolve. Default `/workspace`. */
-  readonly cwd?: string;
-  /** Plain mode: where skills are uploaded. Default `/workspace/skills`. */
-  readonly skillsRoot?: string;
-  /**
-   * While the runtime is used, the sandbox's expiry is moved to now + its
-   * timeout once this long has passed since the last renewal, in ms.
-   * Default: half of `sandbox.timeoutSeconds`.
-   */
-  readonly renewIntervalMs?: number;
-  /** How long to wait for a sandbox to be ready, in ms. Default 120 000. */
-  readonly readyTimeoutMs?: number;
 }
 
 /**
@@ -131,10 +112,7 @@ export class OpenSandboxSkillRuntime
     const lifecycle = new LifecycleClient({
       baseUrl: options.baseUrl,
       ...(options.apiKey !== undefined ? { apiKey: options.apiKey } : {}),
-      ...(options.fetch ? { fetch: options.fetch } : {}),
-      ...(options.requestTimeoutMs !== undefined
-        ? { timeoutMs: options.requestTimeoutMs }
-        : {}),
+      ...httpOptionsOf(options),
       ...(options.onEvent ? { onEvent: options.onEvent } : {}),
     });
     const spec = withNetwork(options);
@@ -205,7 +183,7 @@ class OpenSandboxService implements SandboxService<SandboxInfo> {
   async open(
     sandbox: SandboxInfo,
     signal?: AbortSignal,
-  ): Promise<ServiceSession> {
+  ): Promise<RemoteSession> {
     const endpoint = await this.#lifecycle.endpoint(
       sandbox.id,
       EXECD_PORT,
@@ -216,10 +194,7 @@ class OpenSandboxService implements SandboxService<SandboxInfo> {
         baseUrl: endpoint.url,
         headers: endpoint.headers,
         secretHeaders: Object.keys(endpoint.headers),
-        ...(this.#http.fetch ? { fetch: this.#http.fetch } : {}),
-        ...(this.#http.requestTimeoutMs !== undefined
-          ? { timeoutMs: this.#http.requestTimeoutMs }
-          : {}),
+        ...httpOptionsOf(this.#http),
         ...(this.#http.onEvent ? { onEvent: this.#http.onEvent } : {}),
       }),
     );
@@ -228,7 +203,8 @@ class OpenSandboxService implements SandboxService<SandboxInfo> {
       commands: execd.commands,
       startBackground: (command) => execd.startBackground(command),
       attachBackground: (id, sinks) => execd.attachBackground(id, sinks),
-      isReady: (signal) => execd.ping(signal),
+      // Ready once execd answers `GET /ping`.
+      isReady: (signal) => answers(execd.http, "/ping", signal),
       makeDirectories: (paths, signal) => execd.makeDirectories(paths, signal),
     };
   }

@@ -11,6 +11,7 @@
 import { shellQuote } from "../../_internal/shell_quote.ts";
 import { posix } from "../../_internal/std.ts";
 import type { ExecuteResult, FileInfo, FileType } from "../types.ts";
+import type { RemoteCommand } from "./runtime.ts";
 
 /** Runs one helper command in the sandbox (never retried). */
 export type ShellRunner = (
@@ -197,4 +198,180 @@ export async function shellList(
     });
   }
   return entries;
+}
+
+/** How many paths one helper command names at most. */
+export const PATHS_PER_COMMAND = 200;
+
+/**
+ * Makes folders and their parents by `mkdir -p`, {@linkcode PATHS_PER_COMMAND}
+ * to a command.
+ *
+ * @param run The runner.
+ * @param paths Absolute folders.
+ * @param signal Stops it.
+ * @returns When done.
+ */
+export async function shellMakeDirectories(
+  run: ShellRunner,
+  paths: readonly string[],
+  signal?: AbortSignal,
+): Promise<void> {
+  for (const chunk of inChunks(paths, PATHS_PER_COMMAND)) {
+    await runChecked(
+      run,
+      `mkdir -p -- ${chunk.map(shellQuote).join(" ")}`,
+      `make the folder "${chunk[0]}"`,
+      signal,
+    );
+  }
+}
+
+/**
+ * Deletes paths and what is below them by `rm -rf` (a missing path is fine),
+ * {@linkcode PATHS_PER_COMMAND} to a command.
+ *
+ * @param run The runner.
+ * @param paths Absolute paths other than `/`.
+ * @param signal Stops it.
+ * @returns When done.
+ * @throws {TypeError} A path that is relative or `/`.
+ */
+export async function shellRemove(
+  run: ShellRunner,
+  paths: readonly string[],
+  signal?: AbortSignal,
+): Promise<void> {
+  const bad = paths.find((path) => !path.startsWith("/") || path === "/");
+  if (bad !== undefined) {
+    throw new TypeError(
+      `Cannot delete "${bad}": only absolute paths below / can be deleted`,
+    );
+  }
+  for (const chunk of inChunks(paths, PATHS_PER_COMMAND)) {
+    await runChecked(
+      run,
+      `rm -rf -- ${chunk.map(shellQuote).join(" ")}`,
+      `delete "${chunk[0]}"`,
+      signal,
+    );
+  }
+}
+
+/**
+ * Sets the modes of uploaded files by one `chmod` per mode (and per
+ * {@linkcode PATHS_PER_COMMAND} paths); files without a mode, or with the
+ * mode `skip` (the server's own default), are left as they are.
+ *
+ * @param run The runner.
+ * @param files The files' remote paths and modes.
+ * @param options The mode to skip, and a signal that stops it.
+ * @returns When done.
+ */
+export async function shellSetModes(
+  run: ShellRunner,
+  files: readonly { readonly remotePath: string; readonly mode?: number }[],
+  options: { readonly skip?: number; readonly signal?: AbortSignal } = {},
+): Promise<void> {
+  const byMode = new Map<number, string[]>();
+  for (const file of files) {
+    if (file.mode === undefined) continue;
+    const mode = file.mode & 0o7777;
+    if (mode === options.skip) continue;
+    const list = byMode.get(mode) ?? [];
+    list.push(file.remotePath);
+    byMode.set(mode, list);
+  }
+  for (const [mode, paths] of byMode) {
+    for (const chunk of inChunks(paths, PATHS_PER_COMMAND)) {
+      await runChecked(
+        run,
+        `chmod ${mode.toString(8).padStart(4, "0")} -- ${
+          chunk.map(shellQuote).join(" ")
+        }`,
+        `set the mode of "${chunk[0]}"`,
+        options.signal,
+      );
+    }
+  }
+}
+
+/**
+ * The items in consecutive groups of at most `size`.
+ *
+ * @param items The items.
+ * @param size The most items of a group.
+ * @returns The groups.
+ */
+export function inChunks<T>(items: readonly T[], size: number): T[][] {
+  const chunks: T[][] = [];
+  for (let i = 0; i < items.length; i += size) {
+    chunks.push(items.slice(i, i + size));
+  }
+  return chunks;
+}
+
+/**
+ * Calls `each` on every item, `concurrency` at a time, in order of start.
+ * The first failure stops the others (their signal aborts with it) and is
+ * thrown once all settled; an abort of `signal` is thrown as itself.
+ *
+ * @param items The items (e.g. upload requests).
+ * @param concurrency How many at once.
+ * @param each The call, given the item and the signal to pass on.
+ * @param signal Stops them all.
+ * @returns When every call succeeded.
+ */
+export async function eachConcurrently<T>(
+  items: readonly T[],
+  concurrency: number,
+  each: (item: T, signal: AbortSignal) => Promise<void>,
+  signal?: AbortSignal,
+): Promise<void> {
+  const stop = new AbortController();
+  const shared = signal ? AbortSignal.any([signal, stop.signal]) : stop.signal;
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) {
+      shared.throwIfAborted();
+      try {
+        await each(items[next++]!, shared);
+      } catch (error) {
+        stop.abort(error);
+        throw error;
+      }
+    }
+  };
+  const settled = await Promise.allSettled(
+    Array.from({ length: Math.min(concurrency, items.length) }, worker),
+  );
+  signal?.throwIfAborted();
+  const failed = settled.find((s) => s.status === "rejected");
+  if (failed) throw stop.signal.reason ?? failed.reason;
+}
+
+/**
+ * A {@linkcode ShellRunner} of a kind's helper commands (file calls, modes,
+ * markers): each runs in `/` with no variables of its own, never retried.
+ *
+ * @param run Runs a resolved command (e.g. `runRemoteCommand` on the
+ * session's commands).
+ * @param limits The deadline (default 120 s) and the output kept per stream
+ * (default 64 MiB: a listing).
+ * @returns The runner.
+ */
+export function helperShell(
+  run: (command: RemoteCommand) => Promise<ExecuteResult>,
+  limits: { readonly timeoutMs?: number; readonly maxOutputBytes?: number } =
+    {},
+): ShellRunner {
+  return (command, signal) =>
+    run({
+      command,
+      cwd: "/",
+      env: {},
+      timeoutMs: limits.timeoutMs ?? 120_000,
+      maxOutputBytes: limits.maxOutputBytes ?? 64 * 1024 * 1024,
+      ...(signal ? { signal } : {}),
+    });
 }

@@ -85,10 +85,12 @@ export interface RemoteCommand {
 }
 
 /**
- * A connected sandbox, as a backend hands it to the runtime: its commands
- * (the kit's protocol, {@linkcode RemoteCommandKind}: the kit keeps the
- * deadline, abort, grace, line ends and result) or a whole `execute` of its
- * own, and its file calls.
+ * A connected sandbox: the one session hook of every remote kind, as a
+ * {@linkcode SandboxService}'s `open` returns it (and as a deprecated
+ * {@linkcode RemoteBackend}'s `connect`): its commands (the kit's protocol,
+ * {@linkcode RemoteCommandKind}: the kit keeps the deadline, abort, grace,
+ * line ends and result) or a whole `execute` of its own, its file calls,
+ * and optionally its own background commands, readiness and folder making.
  */
 export interface RemoteSession {
   /** How the sandbox starts and kills commands (see `runRemoteCommand`). */
@@ -116,13 +118,37 @@ export interface RemoteSession {
     id: string,
     sinks: Pick<RemoteCommand, "onStdout" | "onStderr">,
   ): Promise<AttachedBackground | undefined>;
-  /** The server's file calls. */
+  /** The server's file calls: stat and list, open (read), upload (write). */
   readonly files: RemoteFileOps;
   /** Called on each use of the runtime (e.g. to renew the sandbox's expiry). */
   touch?(): void;
+  /**
+   * Whether the sandbox answers yet; polled (with a growing delay) until it
+   * does or the ready timeout passes. Throws only when `signal` aborted.
+   * Without it the sandbox is ready once opened.
+   */
+  isReady?(signal?: AbortSignal): Promise<boolean>;
+  /**
+   * Makes folders and their parents. Default: `mkdir -p` through the
+   * session's commands.
+   */
+  makeDirectories?(
+    paths: readonly string[],
+    signal?: AbortSignal,
+  ): Promise<void>;
 }
 
-/** How a server kind reaches its sandbox. */
+/**
+ * How a runtime reaches its sandbox: what {@linkcode RemoteSkillRuntime}
+ * takes. A kind does not write one: it writes a {@linkcode SandboxService}
+ * (with the {@linkcode RemoteSession} its `open` returns), the one pair of
+ * hooks, and `SandboxServiceBackend` (or `SandboxServiceRuntime`) makes the
+ * backend from it.
+ *
+ * @deprecated As a kind's hook: implement a `SandboxService` instead (every
+ * kind of this module does). It stays the type of
+ * {@linkcode RemoteSkillRuntimeOptions.backend}.
+ */
 export interface RemoteBackend {
   /**
    * The server's base URL (no credentials): with the conversation id, the

@@ -1,8 +1,10 @@
 /**
- * The kit for services that create sandboxes on demand (OpenSandbox today;
- * E2B, Vercel Sandbox next): a kind implements a small
+ * The kit every remote kind is built on (OpenSandbox, E2B, Vercel Sandbox,
+ * and AIO, whose one container is attached and whose conversation folders
+ * are its "sandboxes"): a kind implements the one pair of hooks, a small
  * {@linkcode SandboxService} (create, get, delete, open a session that runs
  * a command and moves files, say whether it is ready, renew the expiry) and
+ * the `RemoteSession` its `open` returns, and
  * {@linkcode SandboxServiceBackend} does the rest: create or attach, the
  * conversation store's insert-if-absent race (the loser deletes its sandbox
  * and attaches to the winner's), readiness polling, renewal of the expiry
@@ -44,8 +46,6 @@ import {
   MemoryConversationStore,
   normalizeConversationKey,
 } from "../stores/conversation_store.ts";
-import type { BackgroundProcess, ExecuteResult } from "../types.ts";
-import type { RemoteFileOps } from "./fs.ts";
 import {
   type RemoteBackend,
   type RemoteCommand,
@@ -56,8 +56,6 @@ import {
   runOn,
   runtimeOptionsOf,
 } from "./runtime.ts";
-import type { RemoteCommandKind } from "./command.ts";
-import type { AttachedBackground } from "./background.ts";
 import { shellQuote } from "./shell.ts";
 
 /** The store conversations use when none is given: one per process. */
@@ -151,6 +149,37 @@ export function remoteConversation(
   };
 }
 
+/**
+ * The options every kind built on {@linkcode SandboxServiceRuntime} takes
+ * beside the common ones; each kind's options say its defaults of the
+ * folders.
+ */
+export interface SandboxKindOptions extends RemoteRuntimeCommonOptions {
+  /**
+   * Attach to this existing sandbox instead of creating one; the runtime then
+   * never deletes it. Not with a conversation (the store names its sandbox).
+   */
+  readonly sandboxId?: string;
+  /**
+   * Conversation mode: the folder inside the sandbox that holds the
+   * workspace of each conversation (absolute POSIX); the workspace is
+   * `<root>/<conversationId>`.
+   */
+  readonly conversationsRoot?: string;
+  /** Plain mode: where commands run and relative paths resolve. */
+  readonly cwd?: string;
+  /** Plain mode: where skills are uploaded. */
+  readonly skillsRoot?: string;
+  /**
+   * While the runtime is used, the sandbox's expiry is moved to now + its
+   * timeout once this long has passed since the last renewal, in ms.
+   * Default: half of the sandbox's timeout.
+   */
+  readonly renewIntervalMs?: number;
+  /** How long to wait for a sandbox to be ready, in ms. Default 120 000. */
+  readonly readyTimeoutMs?: number;
+}
+
 /** A sandbox as its service describes it. */
 export interface ServiceSandbox {
   /** Its id. */
@@ -160,48 +189,12 @@ export interface ServiceSandbox {
 }
 
 /**
- * A sandbox's calls, as a {@linkcode SandboxService} opens them: a
- * {@linkcode RemoteSession} (commands through the kit's protocol, files)
- * that also says when it is ready.
+ * A sandbox's calls, as a {@linkcode SandboxService} opens them.
+ *
+ * @deprecated Use {@linkcode RemoteSession}: the one session hook
+ * (`isReady` and `makeDirectories` are optional members of it).
  */
-export interface ServiceSession {
-  /** How the sandbox starts and kills commands (see `runRemoteCommand`). */
-  readonly commands?: RemoteCommandKind;
-  /**
-   * Runs one command (never retried); stops it remotely on deadline or
-   * abort. Only when the session gives no `commands`.
-   */
-  execute?(command: RemoteCommand): Promise<ExecuteResult>;
-  /**
-   * Starts a command with the server's own background facility (see
-   * {@linkcode RemoteSession.startBackground}); without it, background
-   * commands run on {@linkcode ServiceSession.execute}.
-   */
-  startBackground?(command: RemoteCommand): Promise<BackgroundProcess>;
-  /**
-   * Finds a command of that facility by its id, when another runtime on the
-   * same sandbox started it (see {@linkcode RemoteSession.attachBackground}).
-   */
-  attachBackground?(
-    id: string,
-    sinks: Pick<RemoteCommand, "onStdout" | "onStderr">,
-  ): Promise<AttachedBackground | undefined>;
-  /** The file calls: stat and list, open (read), upload (write). */
-  readonly files: RemoteFileOps;
-  /**
-   * Whether the sandbox answers yet; polled (with a growing delay) until it
-   * does or the ready timeout passes. Throws only when `signal` aborted.
-   */
-  isReady(signal?: AbortSignal): Promise<boolean>;
-  /**
-   * Makes folders and their parents. Default: `mkdir -p` through
-   * {@linkcode ServiceSession.execute}.
-   */
-  makeDirectories?(
-    paths: readonly string[],
-    signal?: AbortSignal,
-  ): Promise<void>;
-}
+export type ServiceSession = RemoteSession;
 
 /** Options of {@linkcode SandboxService.create}. */
 export interface ServiceCreateOptions {
@@ -234,7 +227,7 @@ export interface SandboxService<S extends ServiceSandbox = ServiceSandbox> {
   /** Deletes a sandbox; one already gone is not an error. */
   delete(id: string, signal?: AbortSignal): Promise<unknown>;
   /** Opens a sandbox's command and file calls (without waiting for it). */
-  open(sandbox: S, signal?: AbortSignal): Promise<ServiceSession>;
+  open(sandbox: S, signal?: AbortSignal): Promise<RemoteSession>;
   /**
    * Moves a sandbox's expiry and answers the expiry the service set. Without
    * it the expiry is never renewed.
@@ -246,6 +239,12 @@ export interface SandboxService<S extends ServiceSandbox = ServiceSandbox> {
    * it the sandbox is left running until its expiry.
    */
   release?(id: string, signal?: AbortSignal): Promise<void>;
+  /**
+   * Called once by `close()`, last (after a delete or a release), connected
+   * or not: releases what the service holds besides the sandbox (e.g. AIO's
+   * bash sessions). Makes no request when nothing was opened.
+   */
+  close?(): Promise<void>;
 }
 
 /** Options of {@linkcode SandboxServiceBackend}. */
@@ -479,13 +478,17 @@ export class SandboxServiceBackend<S extends ServiceSandbox = ServiceSandbox>
     if (this.#closed) return;
     this.#closed = true;
     await this.#renewing?.catch(() => {});
-    if (this.#owned && !this.#options.conversation && this.#sandboxId) {
-      await this.#delete(this.#sandboxId);
-    } else if (
-      this.#options.conversation && this.#connected && this.#sandboxId &&
-      this.#service.release
-    ) {
-      await this.#service.release(this.#sandboxId);
+    try {
+      if (this.#owned && !this.#options.conversation && this.#sandboxId) {
+        await this.#delete(this.#sandboxId);
+      } else if (
+        this.#options.conversation && this.#connected && this.#sandboxId &&
+        this.#service.release
+      ) {
+        await this.#service.release(this.#sandboxId);
+      }
+    } finally {
+      await this.#service.close?.();
     }
   }
 
@@ -538,8 +541,11 @@ export class SandboxServiceBackend<S extends ServiceSandbox = ServiceSandbox>
       this.#created(created);
       return created;
     }
-    // Another runtime recorded its sandbox first: use that one, drop ours.
-    await this.#service.delete(created.id).catch(() => {});
+    // Another runtime recorded its sandbox first: use that one, drop ours
+    // (unless the service gave both the same one).
+    if (winner.sandboxId !== created.id) {
+      await this.#service.delete(created.id).catch(() => {});
+    }
     return await this.#attach(winner.sandboxId);
   }
 
@@ -597,12 +603,12 @@ export class SandboxServiceBackend<S extends ServiceSandbox = ServiceSandbox>
   }
 
   /** Opens the sandbox and polls until it answers (checking it is not gone). */
-  async #ready(sandbox: S): Promise<ServiceSession> {
+  async #ready(sandbox: S): Promise<RemoteSession> {
     const deadline = Date.now() + this.#readyTimeoutMs;
     const session = await this.#service.open(sandbox);
     let delay = 50;
     let polls = 0;
-    while (!(await session.isReady())) {
+    while (session.isReady && !(await session.isReady())) {
       polls++;
       if (polls % 10 === 0) {
         const now = await this.#service.get(sandbox.id);
@@ -792,7 +798,7 @@ function definedOnly<T extends object>(
 
 /** Makes folders through the session's own call, or `mkdir -p`. */
 async function makeDirectories(
-  session: ServiceSession,
+  session: RemoteSession,
   paths: readonly string[],
 ): Promise<void> {
   if (session.makeDirectories) {

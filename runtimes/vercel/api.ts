@@ -6,8 +6,6 @@
  *
  * @module
  */
-import { createTarPacker } from "modern-tar";
-import { TextLineStream as StdTextLineStream } from "@std/streams/text-line-stream";
 import {
   namedCommand,
   type RemoteCommandKind,
@@ -17,9 +15,15 @@ import {
 } from "../remote/command.ts";
 import { HttpClient } from "../remote/http.ts";
 import { RemoteHttpError } from "../remote/errors.ts";
+import {
+  httpOptionsOf,
+  jsonOrNull,
+  sendCall,
+} from "../remote/service_calls.ts";
 import type { RemoteUploadFile } from "../remote/fs.ts";
 import type { RemoteCommand } from "../remote/runtime.ts";
 import { sessionBashArgs } from "../remote/shell.ts";
+import { readJsonEvents, tarOfFiles } from "../remote/streams.ts";
 import type { ExecuteResult } from "../types.ts";
 
 /** The Vercel API. */
@@ -71,11 +75,6 @@ export interface VercelApiClientOptions {
   readonly timeoutMs?: number;
 }
 
-/** How far the tar being made may run ahead of the request, in bytes. */
-const WRITE_WINDOW = 8 * 1024 * 1024;
-/** Files up to this size go into the tar in one read. */
-const WHOLE_FILE_BYTES = 1024 * 1024;
-
 /**
  * The Vercel Sandbox API over `fetch`.
  *
@@ -108,10 +107,7 @@ export class VercelApiClient {
       headers: options.apiKey !== undefined
         ? { authorization: `Bearer ${options.apiKey}` }
         : {},
-      ...(options.fetch ? { fetch: options.fetch } : {}),
-      ...(options.timeoutMs !== undefined
-        ? { timeoutMs: options.timeoutMs }
-        : {}),
+      ...httpOptionsOf(options),
     });
   }
 
@@ -168,21 +164,16 @@ export class VercelApiClient {
     resume: boolean,
     signal?: AbortSignal,
   ): Promise<VercelSandbox | null> {
-    try {
-      const answer = await this.#http.json<Answer>({
-        method: "GET",
-        path: `/v2/sandboxes/${encodeURIComponent(name)}`,
-        query: this.#query({
-          projectId: this.#projectId,
-          ...(resume ? { resume: "true" } : {}),
-        }),
-        ...(signal ? { signal } : {}),
-      });
-      return sandboxOf(answer);
-    } catch (error) {
-      if (error instanceof RemoteHttpError && error.status === 404) return null;
-      throw error;
-    }
+    const answer = await jsonOrNull<Answer>(this.#http, {
+      method: "GET",
+      path: `/v2/sandboxes/${encodeURIComponent(name)}`,
+      query: this.#query({
+        projectId: this.#projectId,
+        ...(resume ? { resume: "true" } : {}),
+      }),
+      ...(signal ? { signal } : {}),
+    });
+    return answer && sandboxOf(answer);
   }
 
   /**
@@ -192,22 +183,13 @@ export class VercelApiClient {
    * @param signal Stops the call.
    * @returns Whether it was there.
    */
-  async delete(name: string, signal?: AbortSignal): Promise<boolean> {
-    try {
-      const response = await this.#http.request({
-        method: "DELETE",
-        path: `/v2/sandboxes/${encodeURIComponent(name)}`,
-        query: this.#query({ projectId: this.#projectId }),
-        ...(signal ? { signal } : {}),
-      });
-      await response.body?.cancel();
-      return true;
-    } catch (error) {
-      if (error instanceof RemoteHttpError && error.status === 404) {
-        return false;
-      }
-      throw error;
-    }
+  delete(name: string, signal?: AbortSignal): Promise<boolean> {
+    return sendCall(this.#http, {
+      method: "DELETE",
+      path: `/v2/sandboxes/${encodeURIComponent(name)}`,
+      query: this.#query({ projectId: this.#projectId }),
+      ...(signal ? { signal } : {}),
+    }, [404]);
   }
 
   /**
@@ -219,14 +201,13 @@ export class VercelApiClient {
    * @returns When stopped.
    */
   async stop(sessionId: string, signal?: AbortSignal): Promise<void> {
-    const response = await this.#http.request({
+    await sendCall(this.#http, {
       method: "POST",
       path: `/v2/sandboxes/sessions/${encodeURIComponent(sessionId)}/stop`,
       query: this.#query(),
       idempotent: true,
       ...(signal ? { signal } : {}),
     });
-    await response.body?.cancel();
   }
 
   /**
@@ -329,7 +310,12 @@ export class VercelApiClient {
       throw new Error("Cannot run the command: the answer has no body");
     }
     return await namedCommand((async function* () {
-      for await (const line of ndjson(body)) {
+      for await (
+        const line of readJsonEvents(
+          body,
+          (text) => JSON.parse(text) as Record<string, unknown>,
+        )
+      ) {
         const command = line.command as
           | { id?: string; exitCode?: number | null }
           | undefined;
@@ -400,68 +386,10 @@ export class VercelApiClient {
     files: readonly RemoteUploadFile[],
     signal?: AbortSignal,
   ): Promise<void> {
-    const { readable, controller } = createTarPacker();
-    // What the request has taken of the tar: the feeding waits while more
-    // than WRITE_WINDOW bytes are ahead of it, so memory stays bounded.
-    let fed = 0;
-    let taken = 0;
-    let stopped = false;
-    let wake: (() => void) | undefined;
-    const counted = readable.pipeThrough(
-      new TransformStream<Uint8Array, Uint8Array>({
-        transform(chunk, out) {
-          taken += chunk.length;
-          wake?.();
-          out.enqueue(chunk);
-        },
-      }),
-    );
-    const feeding = (async () => {
-      for (const file of files) {
-        signal?.throwIfAborted();
-        while (fed - taken > WRITE_WINDOW && !stopped) {
-          await new Promise<void>((resolve) => wake = resolve);
-        }
-        if (stopped) return;
-        const content = file.content;
-        const size = typeof content === "string"
-          ? ENCODER.encode(content).length
-          : content instanceof Uint8Array
-          ? content.length
-          : content.size;
-        const entry = controller.add({
-          name: file.remotePath.replace(/^\/+/, ""),
-          size,
-          mode: (file.mode ?? 0o644) & 0o7777,
-        });
-        fed += 512 + size;
-        if (typeof content !== "string" && !(content instanceof Uint8Array)) {
-          if (content.size > WHOLE_FILE_BYTES) {
-            using opened = await Deno.open(content.path);
-            await exactly(opened.readable, content.size, content.path).pipeTo(
-              entry,
-            );
-            continue;
-          }
-          // Small files whole: one read instead of a stream each.
-          const bytes = await Deno.readFile(content.path);
-          if (bytes.length < content.size) {
-            throw new Error(`"${content.path}" shrank while it was sent`);
-          }
-          const writer = entry.getWriter();
-          await writer.write(bytes.subarray(0, content.size));
-          await writer.close();
-          continue;
-        }
-        const writer = entry.getWriter();
-        await writer.write(
-          typeof content === "string" ? ENCODER.encode(content) : content,
-        );
-        await writer.close();
-      }
-      controller.finalize();
-    })();
-    feeding.catch((error) => controller.error(error));
+    const tar = tarOfFiles(files, {
+      gzip: true,
+      ...(signal ? { signal } : {}),
+    });
     let response: Response;
     try {
       response = await this.#http.request({
@@ -471,74 +399,18 @@ export class VercelApiClient {
         }/fs/write`,
         query: this.#query(),
         headers: { "content-type": "application/gzip", "x-cwd": "/" },
-        body: counted.pipeThrough(
-          new CompressionStream("gzip") as unknown as TransformStream<
-            Uint8Array,
-            Uint8Array
-          >,
-        ).pipeThrough(rechunk(64 * 1024)),
+        body: tar.body,
         idempotent: false,
         timeoutMs: null,
         ...(signal ? { signal } : {}),
       });
     } catch (error) {
-      stopped = true;
-      wake?.();
-      await feeding.catch(() => {});
+      await tar.stop();
       throw error;
     }
     await response.body?.cancel();
-    await feeding;
+    await tar.fed;
   }
-}
-
-/**
- * Gathers small chunks into chunks of about `size` bytes (the compressor
- * writes many small ones; each would be a chunk on the wire).
- */
-function rechunk(size: number): TransformStream<Uint8Array, Uint8Array> {
-  let buffer = new Uint8Array(size);
-  let used = 0;
-  return new TransformStream({
-    transform(chunk, out) {
-      if (used + chunk.length > size && used > 0) {
-        out.enqueue(buffer.subarray(0, used));
-        buffer = new Uint8Array(size);
-        used = 0;
-      }
-      if (chunk.length >= size) {
-        out.enqueue(chunk);
-        return;
-      }
-      buffer.set(chunk, used);
-      used += chunk.length;
-    },
-    flush(out) {
-      if (used > 0) out.enqueue(buffer.subarray(0, used));
-    },
-  });
-}
-
-/** Exactly `size` bytes of a stream (an error when it is shorter). */
-function exactly(
-  stream: ReadableStream<Uint8Array>,
-  size: number,
-  name: string,
-): ReadableStream<Uint8Array> {
-  let left = size;
-  return stream.pipeThrough(
-    new TransformStream<Uint8Array, Uint8Array>({
-      transform(chunk, out) {
-        if (left <= 0) return;
-        const part = chunk.length > left ? chunk.subarray(0, left) : chunk;
-        left -= part.length;
-        out.enqueue(part);
-      },
-      flush() {
-        if (left > 0) throw new Error(`"${name}" shrank while it was sent`);
-      },
-    }),
-  );
 }
 
 interface Session {
@@ -578,21 +450,3 @@ function sandboxOf(answer: Answer): VercelSandbox {
     persistent: sandbox.persistent === true,
   };
 }
-
-/** `@std/streams`' line splitter, typed (its npm build has no types). */
-const TextLineStream: new () => TransformStream<string, string> =
-  StdTextLineStream;
-
-/** Parses an NDJSON stream, one object per line. */
-async function* ndjson(
-  body: ReadableStream<Uint8Array>,
-): AsyncGenerator<Record<string, unknown>> {
-  const lines = body.pipeThrough(new TextDecoderStream()).pipeThrough(
-    new TextLineStream(),
-  );
-  for await (const line of lines) {
-    if (line.trim() !== "") yield JSON.parse(line);
-  }
-}
-
-const ENCODER = new TextEncoder();

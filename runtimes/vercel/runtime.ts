@@ -7,15 +7,20 @@
 import type { NetworkPolicy, SecretsOption } from "../../network/policy.ts";
 import { checkRemoteEgress } from "../../network/remote.ts";
 import { toVercelNetworkPolicy } from "./network.ts";
-import type { RemoteRuntimeCommonOptions } from "../remote/runtime.ts";
 import {
+  type SandboxKindOptions,
   type SandboxService,
   SandboxServiceRuntime,
   type ServiceCreateOptions,
-  type ServiceSession,
 } from "../remote/sandbox_service.ts";
-import { shellList, shellStat, shellStatMany } from "../remote/_shell_files.ts";
-import { RemoteHttpError } from "../remote/errors.ts";
+import type { RemoteSession } from "../remote/runtime.ts";
+import {
+  helperShell,
+  shellList,
+  shellStat,
+  shellStatMany,
+} from "../remote/_shell_files.ts";
+import { httpOptionsOf, retryOnceAfter } from "../remote/service_calls.ts";
 import type { ExecuteResult } from "../types.ts";
 import {
   VercelApiClient,
@@ -23,9 +28,13 @@ import {
   type VercelSandboxSpec,
 } from "./api.ts";
 
-/** Options of {@linkcode VercelSandboxSkillRuntime}. */
-export interface VercelSandboxSkillRuntimeOptions
-  extends RemoteRuntimeCommonOptions {
+/**
+ * Options of {@linkcode VercelSandboxSkillRuntime}.
+ * Defaults: `cwd` `/vercel/sandbox`, `skillsRoot` `/vercel/sandbox/skills`,
+ * `conversationsRoot` `/vercel/sandbox/conversations`; `sandboxId` names
+ * the sandbox; `readyTimeoutMs` waits for the session to run.
+ */
+export interface VercelSandboxSkillRuntimeOptions extends SandboxKindOptions {
   /** The API key (the access token, `VERCEL_TOKEN`); never shown in errors. */
   readonly apiKey?: string;
   /** The team (`VERCEL_TEAM_ID`). */
@@ -34,8 +43,6 @@ export interface VercelSandboxSkillRuntimeOptions
   readonly projectId?: string;
   /** The API. Default `https://vercel.com/api` (a test server, a proxy). */
   readonly baseUrl?: string;
-  /** Attach to this sandbox (by name) instead of creating one; never deleted by `close()`. */
-  readonly sandboxId?: string;
   /** What a sandbox the runtime creates is made of. */
   readonly sandbox?: VercelSandboxSpec;
   /**
@@ -54,19 +61,6 @@ export interface VercelSandboxSkillRuntimeOptions
    * isolated local runtime's.
    */
   readonly secrets?: SecretsOption;
-  /**
-   * Conversation mode: the folder holding each conversation's workspace.
-   * Default `/vercel/sandbox/conversations`.
-   */
-  readonly conversationsRoot?: string;
-  /** Plain mode: where commands run. Default `/vercel/sandbox`. */
-  readonly cwd?: string;
-  /** Plain mode: where skills are uploaded. Default `/vercel/sandbox/skills`. */
-  readonly skillsRoot?: string;
-  /** Time between timeout extensions while used, in ms. */
-  readonly renewIntervalMs?: number;
-  /** How long to wait for the session to run, in ms. Default 120 000. */
-  readonly readyTimeoutMs?: number;
 }
 
 /**
@@ -143,10 +137,7 @@ class VercelService implements SandboxService<VercelSandbox> {
       ...(options.projectId !== undefined
         ? { projectId: options.projectId }
         : {}),
-      ...(options.fetch ? { fetch: options.fetch } : {}),
-      ...(options.requestTimeoutMs !== undefined
-        ? { timeoutMs: options.requestTimeoutMs }
-        : {}),
+      ...httpOptionsOf(options),
     });
     // Conversations keep their files across stops (snapshots).
     this.#persistent = options.conversationId !== undefined;
@@ -226,36 +217,22 @@ class VercelService implements SandboxService<VercelSandbox> {
   async open(
     sandbox: VercelSandbox,
     signal?: AbortSignal,
-  ): Promise<ServiceSession> {
+  ): Promise<RemoteSession> {
     if (sandbox.status === "running") this.#sessions.set(sandbox.id, sandbox);
     let current = await this.#current(sandbox.id, signal);
     const api = this.#api;
     // A session that stopped behind our back (its timeout passed while the
     // runtime was idle) answers 410: resume the sandbox and call again once
     // (nothing ran in the stopped session).
-    const inSession = async <T>(call: (id: string) => Promise<T>) => {
-      try {
-        return await call(current.sessionId);
-      } catch (error) {
-        if (!(error instanceof RemoteHttpError && error.status === 410)) {
-          throw error;
-        }
-        this.#sessions.delete(sandbox.id);
-        current = await this.#current(sandbox.id);
-        return await call(current.sessionId);
-      }
-    };
-    const shell = (command: string, signal?: AbortSignal) =>
-      inSession((id) =>
-        api.run(id, {
-          command,
-          cwd: "/",
-          env: {},
-          timeoutMs: 120_000,
-          maxOutputBytes: 64 * 1024 * 1024,
-          ...(signal ? { signal } : {}),
-        })
-      );
+    const retry = retryOnceAfter([410], async () => {
+      this.#sessions.delete(sandbox.id);
+      current = await this.#current(sandbox.id);
+    });
+    const inSession = <T>(call: (id: string) => Promise<T>) =>
+      retry(() => call(current.sessionId));
+    const shell = helperShell((command) =>
+      inSession((id) => api.run(id, command))
+    );
     return {
       execute: (command): Promise<ExecuteResult> =>
         inSession((id) => api.run(id, command)),

@@ -127,9 +127,13 @@ Deno.test("a conversation resumes across processes through Deno KV (stopped betw
   await using server = await startVercelTestServer();
   const kvPath = `${server.dir}/conversations.kv`;
   const skill = await makeSkill(`${server.dir}/src`, "shared");
-  const script = new URL("./testdata/conversation_process.ts", import.meta.url)
+  const script = new URL(
+    "../../tests/testdata/remote_conversation_process.ts",
+    import.meta.url,
+  )
     .pathname;
   const args = [
+    "vercel",
     server.url,
     TEST_TOKEN,
     kvPath,

@@ -186,7 +186,12 @@ export async function runCommand(
   const combined = background
     ? `${await state.outputDir()}/${id}.output`
     : undefined;
-  if (combined !== undefined) state.output.files.add(combined);
+  if (combined !== undefined) {
+    state.output.files.add(combined);
+    // The file exists (empty) once `init` is sent: a logs read straight
+    // after it finds no output yet, instead of racing bash's redirect below.
+    await Deno.writeFile(combined, new Uint8Array());
+  }
   try {
     child = new Deno.Command("bash", {
       args: outputs === undefined
