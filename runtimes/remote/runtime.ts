@@ -684,7 +684,28 @@ export class RemoteSkillRuntime implements SkillRuntime {
       ...this.#engine.environment(),
       ...requestEnv,
     };
-    const session = await this.#connect(request.signal);
+    const started = performance.now();
+    let session: RemoteSession;
+    try {
+      session = await this.#connect(request.signal);
+    } catch (error) {
+      // The caller's signal ended the call while the sandbox was still being
+      // reached: an aborted result, as once the command has begun (nothing
+      // ran). Seen under load: a 300 ms abort during a sandbox's creation.
+      if (!request.signal?.aborted) throw error;
+      return {
+        stdout: "",
+        stderr: "",
+        exitCode: -1,
+        timedOut: false,
+        aborted: true,
+        stdoutBytes: 0,
+        stderrBytes: 0,
+        stdoutTruncated: false,
+        stderrTruncated: false,
+        durationMs: performance.now() - started,
+      };
+    }
     const observed = observeExecute({
       command,
       cwd,
