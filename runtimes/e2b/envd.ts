@@ -26,8 +26,7 @@ import {
   inChunks,
   shellSetModes,
 } from "../remote/_shell_files.ts";
-import type { ExecuteResult, FileInfo } from "../types.ts";
-import type { RemoteCommand } from "../remote/runtime.ts";
+import type { FileInfo } from "../types.ts";
 
 /** The port envd listens on inside every sandbox. */
 export const ENVD_PORT = 49983;

@@ -22,7 +22,7 @@ import { RemoteHttpError } from "../remote/errors.ts";
 import type { RemoteFileOps, RemoteUploadFile } from "../remote/fs.ts";
 import type { MultipartPart } from "../remote/upload.ts";
 import { shellQuote } from "../remote/shell.ts";
-import { answers, sendCall, sendMultipart } from "../remote/service_calls.ts";
+import { sendCall, sendMultipart } from "../remote/service_calls.ts";
 import {
   eachConcurrently,
   helperShell,
