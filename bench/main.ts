@@ -32,6 +32,7 @@ const FILES = [
   "./catalog_bench.ts",
   "./skills_extension_bench.ts",
   "./daytona_bench.ts",
+  "./deno_sandbox_bench.ts",
 ] as const;
 
 const filter = Deno.args[0];

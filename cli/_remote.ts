@@ -1,5 +1,5 @@
 /**
- * `--runtime e2b|vercel|daytona|opensandbox|aio` (or `--sandbox <kind>`) of `skillrun run` and `skillrun mcp`: a remote
+ * `--runtime e2b|vercel|daytona|deno-sandbox|opensandbox|aio` (or `--sandbox <kind>`) of `skillrun run` and `skillrun mcp`: a remote
  * runtime whose options come from the environment.
  *
  * @module
@@ -10,6 +10,7 @@ import type { SkillRuntime } from "../runtimes/types.ts";
 import { E2BSkillRuntime } from "../runtimes/e2b/mod.ts";
 import { VercelSandboxSkillRuntime } from "../runtimes/vercel/mod.ts";
 import { DaytonaSkillRuntime } from "../runtimes/daytona/mod.ts";
+import { DenoSandboxSkillRuntime } from "../runtimes/deno_sandbox/mod.ts";
 import { OpenSandboxSkillRuntime } from "../runtimes/opensandbox/mod.ts";
 import { AioSkillRuntime } from "../runtimes/aio/mod.ts";
 import type { ConversationStore } from "../runtimes/stores/conversation_store.ts";
@@ -19,6 +20,7 @@ export const REMOTE_RUNTIMES: readonly string[] = [
   "e2b",
   "vercel",
   "daytona",
+  "deno-sandbox",
   "opensandbox",
   "aio",
 ];
@@ -33,6 +35,12 @@ export const REMOTE_VARIABLES: Readonly<Record<string, readonly string[]>> = {
     "VERCEL_API_URL",
   ],
   daytona: ["DAYTONA_API_KEY", "DAYTONA_API_URL"],
+  "deno-sandbox": [
+    "DENO_DEPLOY_TOKEN",
+    "DENO_DEPLOY_ORG",
+    "DENO_SANDBOX_ENDPOINT",
+    "DENO_DEPLOY_ENDPOINT",
+  ],
   opensandbox: [
     "OPEN_SANDBOX_URL",
     "OPEN_SANDBOX_API_KEY",
@@ -48,6 +56,8 @@ export const RUNTIME_HELP: string =
                        E2B_API_URL, E2B_SANDBOX_URL, E2B_TEMPLATE; VERCEL_TOKEN,
                        VERCEL_TEAM_ID, VERCEL_PROJECT_ID, VERCEL_API_URL;
                        daytona: DAYTONA_API_KEY, DAYTONA_API_URL;
+                       deno-sandbox: DENO_DEPLOY_TOKEN, DENO_DEPLOY_ORG,
+                       DENO_SANDBOX_ENDPOINT, DENO_DEPLOY_ENDPOINT (console);
                        opensandbox: OPEN_SANDBOX_URL, OPEN_SANDBOX_API_KEY,
                        OPEN_SANDBOX_IMAGE (default ubuntu:24.04); aio:
                        AIO_SANDBOX_URL, AIO_SANDBOX_TOKEN. With mcp --http,
@@ -178,6 +188,16 @@ export function remoteRuntime(
     return new DaytonaSkillRuntime({
       apiKey: need("DAYTONA_API_KEY"),
       ...optional("DAYTONA_API_URL", "baseUrl"),
+      ...conversation,
+      ...(onEvent ? { onEvent } : {}),
+    });
+  }
+  if (kind === "deno-sandbox") {
+    return new DenoSandboxSkillRuntime({
+      token: need("DENO_DEPLOY_TOKEN"),
+      ...optional("DENO_DEPLOY_ORG", "org"),
+      ...optional("DENO_SANDBOX_ENDPOINT", "baseUrl"),
+      ...optional("DENO_DEPLOY_ENDPOINT", "consoleUrl"),
       ...conversation,
       ...(onEvent ? { onEvent } : {}),
     });

@@ -60,8 +60,8 @@ ${SKILLS_OPTION_HELP}
   --conversation <id>  Report on the conversation workspace <root>/<id>
                        (created if missing)
   --root <dir>         The conversations root (default: .skillrun/conversations)
-${CATALOG_BUDGET_HELP}${ISOLATE_HELP}  --runtime <kind>     A remote kind (e2b, vercel, daytona, opensandbox or
-                       aio; or --sandbox <kind>): instead of the
+${CATALOG_BUDGET_HELP}${ISOLATE_HELP}  --runtime <kind>     A remote kind (e2b, vercel, daytona, deno-sandbox,
+                       opensandbox or aio; or --sandbox <kind>): instead of the
                        local fence report, which of the kind's variables are
                        set (names only), whether network access is granted,
                        and a probe: "true" run in a sandbox made as run makes

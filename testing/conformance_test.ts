@@ -22,6 +22,11 @@ import {
   type DaytonaServer,
   startDaytonaServer,
 } from "../tests/servers/daytona.ts";
+import { DenoSandboxSkillRuntime } from "../runtimes/deno_sandbox/mod.ts";
+import {
+  type DenoSandboxServer,
+  startDenoSandboxServer,
+} from "../tests/servers/deno_sandbox.ts";
 import { MemoryConversationStore } from "../runtimes/stores/conversation_store.ts";
 import {
   startTestServer,
@@ -188,6 +193,31 @@ testRuntimeConformance<
     setUp: () =>
       Promise.resolve({
         server: startDaytonaServer({ apiKey: "conformance-key" }),
+        store: new MemoryConversationStore(),
+      }),
+    tearDown: ({ server }) => server.close(),
+  },
+);
+
+// Deno Sandbox: each runtime gets a sandbox of its own (its own /home/app).
+testRuntimeConformance<
+  { server: DenoSandboxServer; store: MemoryConversationStore }
+>(
+  "deno-sandbox",
+  ({ conversationId, context }) =>
+    new DenoSandboxSkillRuntime({
+      token: "ddo_conformance",
+      baseUrl: context.server.url,
+      consoleUrl: context.server.url,
+      ...(conversationId === undefined ? {} : {
+        conversationId,
+        store: context.store,
+      }),
+    }),
+  {
+    setUp: () =>
+      Promise.resolve({
+        server: startDenoSandboxServer({ token: "ddo_conformance" }),
         store: new MemoryConversationStore(),
       }),
     tearDown: ({ server }) => server.close(),

@@ -69,7 +69,14 @@ const SHARED = [
   "HttpClient",
 ];
 
-const KINDS = ["./opensandbox", "./aio", "./e2b", "./vercel", "./daytona"];
+const KINDS = [
+  "./opensandbox",
+  "./aio",
+  "./e2b",
+  "./vercel",
+  "./daytona",
+  "./deno-sandbox",
+];
 
 /** The names each entry point exports, as `deno doc --json` lists them. */
 async function exportedNames(): Promise<Map<string, Set<string>>> {

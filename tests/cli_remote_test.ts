@@ -3,6 +3,7 @@ import { PROJECT_CONFIG } from "../_internal/testing.ts";
 import { startE2BServer } from "./servers/e2b.ts";
 import { startVercelServer } from "./servers/vercel.ts";
 import { startDaytonaServer } from "./servers/daytona.ts";
+import { startDenoSandboxServer } from "./servers/deno_sandbox.ts";
 import { startOpenSandboxServer } from "./servers/opensandbox.ts";
 import { startAioServer } from "./servers/aio.ts";
 import { remoteRuntime } from "../cli/_remote.ts";
@@ -129,6 +130,54 @@ Deno.test("cli run --sandbox daytona runs in a Daytona sandbox; --runtime dayton
   );
   assertEquals(missing.code, 2);
   assertStringIncludes(missing.stderr, "DAYTONA_API_KEY");
+});
+
+Deno.test("cli run --sandbox deno-sandbox runs in a Deno Sandbox, doctor probes it; --runtime deno-sandbox without DENO_DEPLOY_TOKEN is a usage error naming it", async () => {
+  await using server = startDenoSandboxServer({ token: "ddo_cli_token" });
+  const result = await cli(
+    [
+      "run",
+      "--sandbox",
+      "deno-sandbox",
+      "--conversation",
+      "cli-4",
+      SKILLS,
+      "json-to-table",
+      "--",
+      "ls; pwd",
+    ],
+    {
+      DENO_DEPLOY_TOKEN: "ddo_cli_token",
+      DENO_SANDBOX_ENDPOINT: server.url,
+      DENO_DEPLOY_ENDPOINT: server.url,
+    },
+  );
+  assertEquals(result.code, 0, result.stderr);
+  assertStringIncludes(result.stdout, "SKILL.md");
+  assertStringIncludes(result.stdout, "/home/app/conversations/cli-4/skills/");
+  const [box] = [...server.sandboxes.values()];
+  assertEquals(box?.labels["skillrun.conversation"], "cli-4");
+  // doctor's probe: `true` in a sandbox made as run makes it, then removed.
+  const doctor = await cli(["doctor", "--sandbox", "deno-sandbox"], {
+    DENO_DEPLOY_TOKEN: "ddo_cli_token",
+    DENO_SANDBOX_ENDPOINT: server.url,
+    DENO_DEPLOY_ENDPOINT: server.url,
+  });
+  assertEquals(doctor.code, 0, doctor.stderr);
+  assertStringIncludes(doctor.stdout, "set     DENO_DEPLOY_TOKEN");
+  assertStringIncludes(doctor.stdout, 'probe: "true" in a sandbox: exit 0');
+  assertEquals(doctor.stdout.includes("ddo_cli_token"), false);
+  assertEquals(
+    [...server.sandboxes.values()].filter((b) => b.status === "running")
+      .length,
+    1,
+  );
+  const missing = await cli(
+    ["run", "--runtime", "deno-sandbox", SKILLS, "json-to-table", "--", "ls"],
+    {},
+  );
+  assertEquals(missing.code, 2);
+  assertStringIncludes(missing.stderr, "DENO_DEPLOY_TOKEN");
 });
 
 Deno.test("cli run --runtime opensandbox|aio runs in that sandbox (a conversation under --root there); a missing URL is a usage error naming the variable", async () => {

@@ -30,6 +30,7 @@ import { startAioTestServer } from "./helpers/aio.ts";
 import { startE2BTestServer } from "./helpers/e2b.ts";
 import { startVercelTestServer } from "./helpers/vercel.ts";
 import { startDaytonaTestServer } from "./helpers/daytona.ts";
+import { startDenoSandboxTestServer } from "./helpers/deno_sandbox.ts";
 import type { RemoteSkillRuntime } from "../runtimes/remote/runtime.ts";
 import { buildSkillTools, dispatchToolCall } from "../mod.ts";
 import { loadSkills } from "../skill/load.ts";
@@ -102,7 +103,14 @@ async function entriesOf(dir: string): Promise<string[]> {
 }
 
 /** The remote kinds, each with its test server. */
-const KINDS = ["opensandbox", "aio", "e2b", "vercel", "daytona"] as const;
+const KINDS = [
+  "opensandbox",
+  "aio",
+  "e2b",
+  "vercel",
+  "daytona",
+  "deno-sandbox",
+] as const;
 type Kind = typeof KINDS[number];
 
 async function withServer(
@@ -117,6 +125,8 @@ async function withServer(
     ? await startE2BTestServer()
     : kind === "daytona"
     ? await startDaytonaTestServer()
+    : kind === "deno-sandbox"
+    ? await startDenoSandboxTestServer()
     : await startVercelTestServer();
   await run(server.runtime(), server.dir);
 }

@@ -1,4 +1,4 @@
-// The kit's background commands (E2B, Vercel) and the servers' own
+// The kit's background commands (E2B, Vercel, Deno Sandbox) and the servers' own
 // (OpenSandbox, AIO) reached from two runtime objects on one sandbox.
 import { assert, assertEquals, assertRejects } from "@std/assert";
 import { backgroundCommands } from "../runtimes/background.ts";
@@ -9,6 +9,7 @@ import { startVercelTestServer } from "./helpers/vercel.ts";
 import { startTestServer as startOpenSandboxTestServer } from "./helpers/opensandbox.ts";
 import { startAioTestServer } from "./helpers/aio.ts";
 import { processAlive, waitFor } from "./helpers/remote.ts";
+import { startDenoSandboxTestServer } from "./helpers/deno_sandbox.ts";
 
 /** Two runtime objects on one conversation's sandbox, as two instances have. */
 const kinds: {
@@ -37,6 +38,12 @@ const kinds: {
     kit: true,
     id: /^bg[0-9]{15}$/,
     start: () => startVercelTestServer(),
+  },
+  {
+    name: "deno-sandbox",
+    kit: true,
+    id: /^bg[0-9]{15}$/,
+    start: () => startDenoSandboxTestServer(),
   },
   {
     name: "opensandbox",

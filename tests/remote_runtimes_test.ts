@@ -42,6 +42,9 @@ import { startVercelTestServer } from "./helpers/vercel.ts";
 import { startDaytonaTestServer } from "./helpers/daytona.ts";
 import { DaytonaSkillRuntime } from "../runtimes/daytona/mod.ts";
 import type { DaytonaServer } from "./servers/daytona.ts";
+import { startDenoSandboxTestServer } from "./helpers/deno_sandbox.ts";
+import { DenoSandboxSkillRuntime } from "../runtimes/deno_sandbox/mod.ts";
+import type { DenoSandboxServer } from "./servers/deno_sandbox.ts";
 import { skillCorpus } from "../_internal/skill_fixture.ts";
 
 // The real skills when ../shared is beside the clone, else generated ones
@@ -134,6 +137,30 @@ const KINDS: readonly Kind[] = [
     stops: (path) => /\/process\/session\/[^/]+$/.test(path),
     offline: (baseUrl, apiKey) =>
       new DaytonaSkillRuntime({ baseUrl, apiKey, requestTimeoutMs: 2_000 }),
+  },
+  {
+    name: "Deno Sandbox",
+    start: startDenoSandboxTestServer,
+    // The sandbox is made over a WebSocket (not `fetch`); the console's
+    // list that finds the new sandbox's id is the creation's fetch.
+    create: "GET /api/v2/sandboxes",
+    creates: (s) =>
+      (s as DenoSandboxServer).calls.filter((c) =>
+        c === "GET /api/v3/sandboxes/create"
+      ).length,
+    sandboxes: (s) =>
+      new Map(
+        [...(s as DenoSandboxServer).sandboxes].filter(([, box]) =>
+          box.status === "running"
+        ),
+      ),
+    offline: (baseUrl, token) =>
+      new DenoSandboxSkillRuntime({
+        baseUrl,
+        consoleUrl: baseUrl,
+        token,
+        requestTimeoutMs: 2_000,
+      }),
   },
 ];
 

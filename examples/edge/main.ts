@@ -1,8 +1,8 @@
 /**
  * An edge function (Supabase Edge Functions / Deno Deploy style) that serves
  * the skill tools over MCP's Streamable HTTP transport and runs every
- * session's commands in a remote sandbox: OpenSandbox, AIO Sandbox, E2B or
- * Vercel Sandbox, chosen by environment variables. Each MCP session gets its own conversation
+ * session's commands in a remote sandbox: OpenSandbox, AIO Sandbox, E2B,
+ * Vercel Sandbox, Daytona or Deno Sandbox, chosen by environment variables. Each MCP session gets its own conversation
  * workspace (an OpenSandbox sandbox of its own, or a folder of its own in the
  * AIO container). With Deno KV available (`--unstable-kv`, or Deno Deploy),
  * conversations are recorded there; otherwise in memory.
@@ -26,8 +26,11 @@
  *   `VERCEL_API_URL`): Vercel Sandbox, a persistent sandbox per session;
  * - or `DAYTONA_API_KEY` (and `DAYTONA_API_URL`): Daytona, a sandbox per
  *   session found again by its labels;
+ * - or `DENO_DEPLOY_TOKEN` (and `DENO_DEPLOY_ORG`, `DENO_SANDBOX_ENDPOINT`,
+ *   `DENO_DEPLOY_ENDPOINT`, the variables of the official SDK): Deno Sandbox,
+ *   a sandbox per session with a lifetime moved on while it is used;
  * - `SANDBOX` (or `SKILLRUN_SANDBOX`): `opensandbox`, `aio`, `e2b`,
- *   `vercel` or `daytona` when several are set;
+ *   `vercel`, `daytona` or `deno-sandbox` when several are set;
  * - `SKILLRUN_CONVERSATIONS_ROOT`: where conversation workspaces go in the
  *   sandbox (default: the runtime's own);
  * - `MCP_TOKEN`: the bearer token clients must send (recommended). Without
@@ -75,6 +78,7 @@ import { AioSkillRuntime } from "@skillrun/skillrun/aio";
 import { E2BSkillRuntime } from "@skillrun/skillrun/e2b";
 import { VercelSandboxSkillRuntime } from "@skillrun/skillrun/vercel";
 import { DaytonaSkillRuntime } from "@skillrun/skillrun/daytona";
+import { DenoSandboxSkillRuntime } from "@skillrun/skillrun/deno-sandbox";
 
 /** The skills this function bundles (beside it). */
 export const SKILLS_FOLDER: string = fromFileUrl(
@@ -108,6 +112,13 @@ export type EdgeSandbox =
     readonly kind: "daytona";
     readonly apiKey: string;
     readonly baseUrl?: string;
+  }
+  | {
+    readonly kind: "deno-sandbox";
+    readonly token: string;
+    readonly org?: string;
+    readonly baseUrl?: string;
+    readonly consoleUrl?: string;
   };
 
 /** The function's configuration, read from its environment. */
@@ -176,6 +187,7 @@ export function configFromEnv(
   const e2b = value("E2B_API_KEY");
   const vercel = value("VERCEL_TOKEN");
   const daytona = value("DAYTONA_API_KEY");
+  const deno = value("DENO_DEPLOY_TOKEN");
   const chosen = value("SKILLRUN_SANDBOX") ?? value("SANDBOX") ??
     (openSandbox
       ? "opensandbox"
@@ -187,6 +199,8 @@ export function configFromEnv(
       ? "vercel"
       : daytona
       ? "daytona"
+      : deno
+      ? "deno-sandbox"
       : undefined);
   const some = (entries: Record<string, string | undefined>) =>
     Object.fromEntries(
@@ -230,13 +244,23 @@ export function configFromEnv(
       apiKey: daytona,
       ...some({ baseUrl: value("DAYTONA_API_URL") }),
     };
+  } else if (chosen === "deno-sandbox" && deno) {
+    sandbox = {
+      kind: "deno-sandbox",
+      token: deno,
+      ...some({
+        org: value("DENO_DEPLOY_ORG"),
+        baseUrl: value("DENO_SANDBOX_ENDPOINT"),
+        consoleUrl: value("DENO_DEPLOY_ENDPOINT"),
+      }),
+    };
   } else if (chosen === undefined) {
     throw new TypeError(
       "Cannot start the edge function: set OPEN_SANDBOX_URL (OpenSandbox) or AIO_SANDBOX_URL (AIO Sandbox)",
     );
   } else {
     throw new TypeError(
-      `Cannot use SKILLRUN_SANDBOX "${chosen}": it must be "opensandbox" (with OPEN_SANDBOX_URL), "aio" (with AIO_SANDBOX_URL), "e2b" (with E2B_API_KEY), "vercel" (with VERCEL_TOKEN) or "daytona" (with DAYTONA_API_KEY)`,
+      `Cannot use SKILLRUN_SANDBOX "${chosen}": it must be "opensandbox" (with OPEN_SANDBOX_URL), "aio" (with AIO_SANDBOX_URL), "e2b" (with E2B_API_KEY), "vercel" (with VERCEL_TOKEN), "daytona" (with DAYTONA_API_KEY) or "deno-sandbox" (with DENO_DEPLOY_TOKEN)`,
     );
   }
   const conversationsRoot = value("SKILLRUN_CONVERSATIONS_ROOT");
@@ -385,6 +409,12 @@ export async function createEdgeHandler(
         const { kind: _, ...rest } = sandbox;
         return Promise.resolve(
           new DaytonaSkillRuntime({ ...rest, ...conversation(sessionId) }),
+        );
+      }
+      case "deno-sandbox": {
+        const { kind: _, ...rest } = sandbox;
+        return Promise.resolve(
+          new DenoSandboxSkillRuntime({ ...rest, ...conversation(sessionId) }),
         );
       }
     }

@@ -16,6 +16,7 @@ import { startAioServer } from "../../tests/servers/aio.ts";
 import { startE2BServer } from "../../tests/servers/e2b.ts";
 import { startVercelServer } from "../../tests/servers/vercel.ts";
 import { startDaytonaServer } from "../../tests/servers/daytona.ts";
+import { startDenoSandboxServer } from "../../tests/servers/deno_sandbox.ts";
 import { loadSkills } from "../../skill/load.ts";
 import {
   manySkillName,
@@ -237,7 +238,7 @@ Deno.test("the edge function drives AIO Sandbox over MCP HTTP under exactly its 
   }
 });
 
-for (const kind of ["e2b", "vercel", "daytona"] as const) {
+for (const kind of ["e2b", "vercel", "daytona", "deno-sandbox"] as const) {
   Deno.test(`the edge function drives ${kind} (SANDBOX=${kind}) over MCP HTTP under exactly its documented flags`, async () => {
     const root = await Deno.realPath(await Deno.makeTempDir());
     try {
@@ -246,6 +247,9 @@ for (const kind of ["e2b", "vercel", "daytona"] as const) {
         : kind === "daytona"
         // Daytona sandboxes have file systems of their own: `root` is a volume.
         ? startDaytonaServer({ apiKey: "daytona-key", volumes: [root] })
+        : kind === "deno-sandbox"
+        // So do Deno Sandbox's.
+        ? startDenoSandboxServer({ token: "ddo_edge_token", volumes: [root] })
         : startVercelServer({ token: "vercel-token" });
       const env: Record<string, string> = kind === "e2b"
         ? {
@@ -255,6 +259,12 @@ for (const kind of ["e2b", "vercel", "daytona"] as const) {
         }
         : kind === "daytona"
         ? { DAYTONA_API_KEY: "daytona-key", DAYTONA_API_URL: server.url }
+        : kind === "deno-sandbox"
+        ? {
+          DENO_DEPLOY_TOKEN: "ddo_edge_token",
+          DENO_SANDBOX_ENDPOINT: server.url,
+          DENO_DEPLOY_ENDPOINT: server.url,
+        }
         : {
           VERCEL_TOKEN: "vercel-token",
           VERCEL_TEAM_ID: "team_edge",
@@ -285,6 +295,8 @@ for (const kind of ["e2b", "vercel", "daytona"] as const) {
         ? "e2b-key"
         : kind === "daytona"
         ? "daytona-key"
+        : kind === "deno-sandbox"
+        ? "ddo_edge_token"
         : "vercel-token";
       assertEquals(edge.stderr().includes(secret), false, edge.stderr());
     } finally {

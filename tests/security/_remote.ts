@@ -14,6 +14,7 @@ import { startAioTestServer } from "../helpers/aio.ts";
 import { startE2BTestServer } from "../helpers/e2b.ts";
 import { startVercelTestServer } from "../helpers/vercel.ts";
 import { startDaytonaTestServer } from "../helpers/daytona.ts";
+import { startDenoSandboxTestServer } from "../helpers/deno_sandbox.ts";
 import { MemoryConversationStore } from "../../runtimes/stores/conversation_store.ts";
 import { buildSkillTools, type SkillTools } from "../../tools/builder.ts";
 import type { SkillRuntime } from "../../runtimes/types.ts";
@@ -178,6 +179,22 @@ export const REMOTE_KINDS: readonly RemoteKind[] = [
     start: (base, conversationsRoot) =>
       victim(
         startDaytonaTestServer({ volumes: [base] }),
+        (server) => server.server.faults,
+        conversationsRoot,
+      ),
+  },
+  {
+    name: "deno-sandbox",
+    // Every JSON-RPC request reaches the injector as `POST /rpc/<method>`.
+    routes: {
+      exec: "/rpc/spawn",
+      download: "/rpc/open",
+      upload: "/rpc/writeFile",
+      destroy: { method: "DELETE", path: "/api/v3/sandbox/{id}" },
+    },
+    start: (base, conversationsRoot) =>
+      victim(
+        startDenoSandboxTestServer({ volumes: [base] }),
         (server) => server.server.faults,
         conversationsRoot,
       ),

@@ -92,10 +92,12 @@ remoteSecurityCases("remote errors", [
           env: { EXTRA_TOKEN: "req-only-secret-5678" },
         })
       );
-      // (E2B's command stream reports the answer as an EnvdError.)
+      // (E2B's command stream reports the answer as an EnvdError, Deno
+      // Sandbox's JSON-RPC as a DenoSandboxError.)
       assert(
         httpErrorOf(error)?.status === 400 ||
-          (error instanceof Error && error.name === "EnvdError"),
+          (error instanceof Error &&
+            ["EnvdError", "DenoSandboxError"].includes(error.name)),
         String(error),
       );
       const texts = textsOf(error);

@@ -237,7 +237,7 @@ const publishSize: RemoteSecurityCase = {
     // The download is held (1.2 s at most) while the file grows.
     const release = Promise.withResolvers<void>();
     const held = world.faults.add({
-      method: world.kind === "vercel" ? "POST" : "GET",
+      method: ["vercel", "deno-sandbox"].includes(world.kind) ? "POST" : "GET",
       path: world.routes.download,
       fault: { kind: "slow", delayMs: 1200, until: release.promise },
       times: 1,

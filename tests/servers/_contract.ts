@@ -543,3 +543,106 @@ export async function checkedBody(
   const type = response.headers.get("content-type") ?? "";
   return type.includes("json") ? JSON.parse(text) : text;
 }
+
+/**
+ * The Deno Sandbox JSON-RPC contract (`rpc.schema.json`, generated from the
+ * SDK's zod schemas): each method's `params` (what a client sends) and
+ * `result` (what the SDK parses: `{ok}` or `{error: SerializedError}`), the
+ * stream notifications and the JSON-RPC envelope.
+ *
+ * @example A spawn's params and an error result
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { RpcContract } from "./_contract.ts";
+ * const contract = new RpcContract({
+ *   methods: {
+ *     spawn: {
+ *       params: { type: "object", required: ["command"] },
+ *       result: { type: "object" },
+ *     },
+ *   },
+ * });
+ * assertEquals(contract.params("spawn", { command: "ls" }), []);
+ * assertEquals(contract.params("spawn", {}).length, 1);
+ * ```
+ */
+export class RpcContract {
+  readonly #ajv: Ajv2020 = newAjv();
+  readonly #doc: Record<string, unknown>;
+
+  /**
+   * @param doc The document (`methods`, `notifications`, `envelope`, `$defs`).
+   * @param overlay Stricter schemas of optional params (the `{}` of the
+   * document), by method and property.
+   */
+  constructor(
+    doc: Record<string, unknown>,
+    overlay: Readonly<Record<string, Record<string, JsonSchema>>> = {},
+  ) {
+    const copy = structuredClone(doc) as Record<string, unknown>;
+    const methods = (copy.methods ?? {}) as Record<
+      string,
+      { params: { properties?: Record<string, JsonSchema> } }
+    >;
+    for (const [method, properties] of Object.entries(overlay)) {
+      const params = methods[method]?.params;
+      if (params) params.properties = { ...params.properties, ...properties };
+    }
+    delete copy.$schema;
+    copy.$id = "rpc";
+    this.#doc = copy;
+    this.#ajv.addSchema(copy);
+  }
+
+  /**
+   * Loads the document.
+   *
+   * @param url Where it is.
+   * @param overlay See the constructor.
+   * @returns The contract.
+   */
+  static async load(
+    url: URL,
+    overlay: Readonly<Record<string, Record<string, JsonSchema>>> = {},
+  ): Promise<RpcContract> {
+    return new RpcContract(JSON.parse(await Deno.readTextFile(url)), overlay);
+  }
+
+  /** Whether the document describes the method. */
+  has(method: string): boolean {
+    return method in ((this.#doc.methods ?? {}) as object);
+  }
+
+  /** The problems of a method's params (none: `[]`). */
+  params(method: string, value: unknown): string[] {
+    return this.#check(`rpc#/methods/${method}/params`, value, method);
+  }
+
+  /** The problems of a method's result. */
+  result(method: string, value: unknown): string[] {
+    return this.#check(`rpc#/methods/${method}/result`, value, method);
+  }
+
+  /** The problems of a notification's params. */
+  notification(method: string, value: unknown): string[] {
+    return this.#check(
+      `rpc#/notifications/${method.replaceAll("/", "~1")}`,
+      value,
+      method,
+    );
+  }
+
+  /** The problems of an envelope (`request`, `notification`, `successResponse`, ...). */
+  envelope(kind: string, value: unknown): string[] {
+    return this.#check(`rpc#/envelope/${kind}`, value, kind);
+  }
+
+  #check(ref: string, value: unknown, what: string): string[] {
+    const validate = this.#ajv.getSchema(ref);
+    if (!validate) return [`${what}: not in the contract`];
+    if (validate(value)) return [];
+    return (validate.errors ?? []).map((e) =>
+      `${what}${e.instancePath} ${e.message ?? "invalid"}`
+    );
+  }
+}
