@@ -10,13 +10,16 @@ import {
   type NetworkPolicy,
   type SecretsOption,
 } from "../../network/policy.ts";
-import { type RemoteRuntimeCommonOptions, runOn } from "../remote/runtime.ts";
+import {
+  type RemoteRuntimeCommonOptions,
+  type RemoteSession,
+  runOn,
+} from "../remote/runtime.ts";
 import {
   type SandboxService,
   SandboxServiceRuntime,
   type ServiceCreateOptions,
   type ServiceSandbox,
-  type ServiceSession,
 } from "../remote/sandbox_service.ts";
 import type {
   RemoteCommandEvent,
@@ -321,7 +324,7 @@ class DenoSandboxService implements SandboxService<DenoSandbox> {
     return new Date(Number((await response.json()).stop_at_ms));
   }
 
-  async open(box: DenoSandbox): Promise<ServiceSession> {
+  async open(box: DenoSandbox): Promise<RemoteSession> {
     let rpc = this.#sockets.get(box.id);
     if (!rpc || rpc.closed) {
       const path = `/api/v3/sandbox/${encodeURIComponent(box.id)}/connect`;
