@@ -6,13 +6,15 @@
  */
 import type { NetworkPolicy, SecretsOption } from "../../network/policy.ts";
 import { allowList, checkRemoteEgress } from "../../network/remote.ts";
-import type { RemoteRuntimeCommonOptions } from "../remote/runtime.ts";
+import type {
+  RemoteRuntimeCommonOptions,
+  RemoteSession,
+} from "../remote/runtime.ts";
 import {
   type SandboxService,
   SandboxServiceRuntime,
   type ServiceCreateOptions,
   type ServiceSandbox,
-  type ServiceSession,
 } from "../remote/sandbox_service.ts";
 import type {
   RemoteCommandEvent,
@@ -221,7 +223,7 @@ class DaytonaService implements SandboxService<DaytonaSandbox> {
   async open(
     box: DaytonaSandbox,
     signal?: AbortSignal,
-  ): Promise<ServiceSession> {
+  ): Promise<RemoteSession> {
     let current = box;
     if (current.state === "stopped" || current.state === "archived") {
       const started = await this.#http.request({
