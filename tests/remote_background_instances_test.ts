@@ -1,8 +1,8 @@
 // Background commands across instances (issue 27 item 2): `bash` with
 // `run_in_background` on one MCP instance, `bash_output` and `kill_bash` on
 // others, each instance with its own runtime object attached to the
-// conversation's sandbox (a shared KV file), on the OpenSandbox, E2B and AIO
-// test servers (the servers' own facilities, and the kit's commands in the
+// conversation's sandbox (a shared KV file), on the test server of every
+// remote kind (the servers' own facilities, and the kit's commands in the
 // sandbox).
 import { Client } from "npm:@modelcontextprotocol/sdk@1.32.2/client";
 // @ts-types="npm:@modelcontextprotocol/sdk@1.32.2/client/streamableHttp"
@@ -19,6 +19,9 @@ import { type McpHttpServer, serveMcpHttp } from "../tools/mcp/http.ts";
 import { startTestServer as startOpenSandboxTestServer } from "./helpers/opensandbox.ts";
 import { startE2BTestServer } from "./helpers/e2b.ts";
 import { startAioTestServer } from "./helpers/aio.ts";
+import { startVercelTestServer } from "./helpers/vercel.ts";
+import { startDaytonaTestServer } from "./helpers/daytona.ts";
+import { startDenoSandboxTestServer } from "./helpers/deno_sandbox.ts";
 import { processAlive, waitFor } from "./helpers/remote.ts";
 
 const TOKEN = "bg-instances-t0ken-4242";
@@ -31,6 +34,9 @@ const kinds = [
   { name: "opensandbox", start: () => startOpenSandboxTestServer() },
   { name: "e2b", start: () => startE2BTestServer() },
   { name: "aio", start: () => startAioTestServer() },
+  { name: "vercel", start: () => startVercelTestServer() },
+  { name: "daytona", start: () => startDaytonaTestServer() },
+  { name: "deno-sandbox", start: () => startDenoSandboxTestServer() },
 ];
 
 for (const kind of kinds) {
