@@ -186,6 +186,16 @@ Deno.test("cold start: importing an entry point loads none of what it needs only
     ),
     [],
   );
+  // Nor the HTTP handler, the skills client, the skill catalog, the
+  // conversation stores, the tool kit's shared helpers or std's YAML: each
+  // loads on first use.
+  assertEquals(
+    matching(
+      mcp,
+      /mcp\/_http_handler|mcp\/_skills_client|mcp\/_skills\.ts|conversation_store|tools\/_shared\.ts|_internal\/std\.ts|yaml/,
+    ),
+    [],
+  );
   // The in-sandbox preparation of a package: the check in a stream, not the
   // extractor of this host (its zlib, pako).
   const prepare = await loadedAtImport("package/remote.ts");

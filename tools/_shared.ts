@@ -11,6 +11,7 @@ import {
   WorkspaceEscapeError,
 } from "../runtimes/errors.ts";
 import { type ToolInput, validateInput } from "./_input.ts";
+import { describeCall } from "./_describe_call.ts";
 import type { ToolContext } from "./context.ts";
 import { EventSink } from "../observe/events.ts";
 import {
@@ -23,7 +24,6 @@ import type { Span } from "@opentelemetry/api";
 import type { JsonSchema, Tool, ToolCallOptions, ToolResult } from "./types.ts";
 import type {
   ToolApprovalAnswer,
-  ToolApprovalCall,
   ToolApprovalCheck,
   ToolApprover,
 } from "./approval.ts";
@@ -253,25 +253,7 @@ async function approvalStep(
   return errorResult(`Not approved: ${what} did not run (${why})`);
 }
 
-/** `the bash call "git status"`, `the write call to "a.txt"`. */
-export function describeCall(call: ToolApprovalCall): string {
-  const input = call.input;
-  const pick = (key: string) =>
-    typeof input[key] === "string" ? input[key] as string : undefined;
-  const command = pick("command");
-  const path = pick("file_path") ?? pick("path") ?? pick("pattern");
-  const skill = call.skill ? ` (skill "${call.skill}")` : "";
-  if (command !== undefined) {
-    return `the ${call.tool} call ${JSON.stringify(command)}${skill}`;
-  }
-  if (path !== undefined) {
-    return `the ${call.tool} call on ${JSON.stringify(path)}${skill}`;
-  }
-  const other = JSON.stringify(input);
-  return `the ${call.tool} call ${
-    other.length > 200 ? `${other.slice(0, 200)}...` : other
-  }${skill}`;
-}
+export { describeCall };
 
 /** The events of one call: the tool set's listener and the call's own. */
 function callEvents(

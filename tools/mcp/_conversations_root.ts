@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { hostPath } from "../../_internal/std.ts";
+import { hostPath } from "../../_internal/std_path.ts";
 
 /**
  * The default conversations root of the MCP server's local runtime: an

@@ -30,10 +30,10 @@ import type { Skill } from "../../skill/types.ts";
 import type { CopyPolicy } from "../../workspace/copy.ts";
 import type { Tool } from "../types.ts";
 import type { ToolApprovalRequester } from "../approval.ts";
-import { describeCall } from "../_shared.ts";
-import { McpRequestError, SkillCatalog } from "./_skills.ts";
+import { describeCall } from "../_describe_call.ts";
+import type { SkillCatalog } from "./_skills.ts";
+import { McpRequestError, SKILLS_EXTENSION } from "./_protocol.ts";
 import { redactDeep, redactError, Redactor } from "../../_internal/redact.ts";
-import { SKILLS_EXTENSION } from "./_skill_digests.ts";
 import { z } from "zod";
 
 /** The server name announced to MCP clients: the package's name. */
@@ -175,6 +175,9 @@ function cursorOf(
   return cursor;
 }
 
+/** The skill catalog's module, loaded only by a server that serves skills. */
+type SkillsModule = typeof import("./_skills.ts");
+
 type McpInputSchema = ListToolsResult["tools"][number]["inputSchema"];
 
 function errorResult(text: string): CallToolResult {
@@ -301,6 +304,7 @@ export function createMcpServer(
   tools: readonly Tool[],
   options: McpServerOptions,
   calls: InFlight,
+  skillsModule?: SkillsModule,
 ): Server {
   const index = (list: readonly Tool[]): Map<string, Tool> => {
     const map = new Map<string, Tool>();
@@ -329,8 +333,11 @@ export function createMcpServer(
     }
     return { list: toolsSeen, byName };
   };
-  const makeCatalog = (skills: readonly Skill[]) =>
-    new SkillCatalog(skills, {
+  const makeCatalog = (skills: readonly Skill[]) => {
+    if (skillsModule === undefined) {
+      throw new Error("Cannot serve skills: the skill catalog is not loaded");
+    }
+    return new skillsModule.SkillCatalog(skills, {
       hasSkillTool: currentTools().byName.has("skill"),
       ...(options.maxResourceBytes !== undefined
         ? { maxResourceBytes: options.maxResourceBytes }
@@ -338,6 +345,7 @@ export function createMcpServer(
       ...(options.copyPolicy ? { copyPolicy: options.copyPolicy } : {}),
       ...(options.onWarning ? { onWarning: options.onWarning } : {}),
     });
+  };
   let skillsSeen = reload ? reload.skills : options.skills;
   let catalogNow = skillsSeen === undefined
     ? undefined
@@ -570,7 +578,13 @@ export async function connect(
   options: McpServerOptions,
 ): Promise<{ connection: McpConnection; calls: InFlight }> {
   const calls = new InFlight();
-  const server = createMcpServer(tools, options, calls);
+  // The skill catalog (and the file copying and fence it reads with) loads
+  // only for a server that may serve skills.
+  const skillsModule =
+    options.skills !== undefined || options.reload !== undefined
+      ? await import("./_skills.ts")
+      : undefined;
+  const server = createMcpServer(tools, options, calls, skillsModule);
   const { promise: closed, resolve } = Promise.withResolvers<void>();
   // Hot reload: the client hears that the lists changed.
   const unsubscribe = options.reload?.subscribe?.(() => {

@@ -11,8 +11,7 @@ import {
 } from "../../package/installed.ts";
 import { sha256Of } from "../../package/_digest.ts";
 
-/** The extension's identifier, declared in the server's capabilities. */
-export const SKILLS_EXTENSION = "io.modelcontextprotocol/skills";
+export { SKILLS_EXTENSION } from "./_protocol.ts";
 
 /** The `_meta` key of a resource's digest. */
 export const DIGEST_META_KEY = "io.modelcontextprotocol.skills/digest";

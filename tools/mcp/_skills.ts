@@ -13,6 +13,7 @@ import {
 } from "../../workspace/copy.ts";
 import { PathFence } from "../../workspace/fence.ts";
 import { DIGEST_META_KEY, SkillDigests } from "./_skill_digests.ts";
+import { McpRequestError } from "./_protocol.ts";
 import {
   CACHE_FIELDS,
   decodeCursor,
@@ -51,20 +52,7 @@ export interface SkillCatalogOptions {
   readonly onWarning?: (message: string) => void;
 }
 
-/**
- * An error the SDK answers as a JSON-RPC error with this code and this
- * message (no prefix added on our side).
- */
-export class McpRequestError extends Error {
-  override readonly name = "McpRequestError";
-  /** The JSON-RPC error code. */
-  readonly code: number;
-
-  constructor(code: number, message: string) {
-    super(message);
-    this.code = code;
-  }
-}
+export { McpRequestError };
 
 /** The URI of a skill's file: `skill://<name>/<path>`, each part percent-encoded. */
 export function skillResourceUri(skill: string, relativePath: string): string {
