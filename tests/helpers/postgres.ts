@@ -117,7 +117,7 @@ export async function startTestPostgres(): Promise<TestPostgres | undefined> {
     await run(false, "chown", ["-R", "postgres:postgres", dir]);
     await Deno.chmod(dir, 0o755);
   }
-  const port = freePort();
+  let port = freePort();
   await run(root, `${bin}/initdb`, [
     "-D",
     data,
@@ -143,7 +143,26 @@ export async function startTestPostgres(): Promise<TestPostgres | undefined> {
   const stopServer = () =>
     run(root, `${bin}/pg_ctl`, ["-D", data, "-m", "immediate", "-w", "stop"])
       .catch(() => {});
-  await start();
+  // A port found free can be taken by another process before the server
+  // binds it (test modules start clusters side by side): a start that fails
+  // is tried again on another port, twice, and the last failure names what
+  // the server's log said.
+  for (let attempt = 1;; attempt++) {
+    try {
+      await start();
+      break;
+    } catch (error) {
+      const log = await Deno.readTextFile(`${dir}/server.log`).catch(() => "");
+      if (attempt === 3) {
+        throw new Error(
+          `${(error as Error).message} (server log: ${
+            log.trim().split("\n").slice(-3).join(" / ")
+          })`,
+        );
+      }
+      port = freePort();
+    }
+  }
   let pooler: Deno.ChildProcess | undefined;
   let poolerUrl: string | undefined;
   const pgbouncer = await which("pgbouncer");
