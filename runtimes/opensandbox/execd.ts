@@ -5,7 +5,6 @@
  *
  * @module
  */
-import { MAX_EXECUTE_TIMEOUT_MS } from "../command_core.ts";
 import {
   namedCommand,
   type RemoteCommandKind,
@@ -22,7 +21,11 @@ import { RemoteHttpError } from "../remote/errors.ts";
 import type { RemoteFileOps, RemoteUploadFile } from "../remote/fs.ts";
 import type { MultipartPart } from "../remote/upload.ts";
 import { shellQuote } from "../remote/shell.ts";
-import { sendCall, sendMultipart } from "../remote/service_calls.ts";
+import {
+  jsonOrNull,
+  sendCall,
+  sendMultipart,
+} from "../remote/service_calls.ts";
 import {
   eachConcurrently,
   helperShell,
@@ -35,14 +38,15 @@ import {
   shellStat,
   shellStatMany,
 } from "../remote/_shell_files.ts";
-import type {
-  BackgroundProcess,
-  ExecuteResult,
-  FileInfo,
-  FileType,
-} from "../types.ts";
-import { attachExecdBackground, startExecdBackground } from "./_background.ts";
-import { ExecdProtocolError, readExecdEvents } from "./_events.ts";
+import type { FileInfo, FileType } from "../types.ts";
+import {
+  ExecdProtocolError,
+  postCommand,
+  readExecdEvents,
+  SandboxCommandError,
+} from "./_events.ts";
+
+export { SandboxCommandError };
 
 /**
  * The most files of one upload request: Go's `mime/multipart` reads at most
@@ -61,52 +65,6 @@ interface ExecdFileInfo {
   size?: number;
   modified_at?: string;
   mode?: number;
-}
-
-/** What {@linkcode ExecdClient.run} takes: the kit's resolved command. */
-export type ExecdCommand = RemoteCommand;
-
-/**
- * A command the sandbox refused or could not start (a missing folder, a
- * start failure), or whose event stream broke before it finished.
- *
- * @example
- * ```ts
- * import { assert } from "@std/assert";
- * import { SandboxCommandError } from "@skillrun/skillrun/opensandbox";
- * const error = new SandboxCommandError(
- *   "Cannot run the command: the sandbox could not start it: permission denied",
- *   { reason: "start" },
- * );
- * assert(error.reason === "start");
- * ```
- */
-export class SandboxCommandError extends Error {
-  /** The error's name. */
-  override readonly name = "SandboxCommandError";
-  /**
-   * `refused`: the server refused the request before running anything;
-   * `start`: it could not start the process; `stream`: the event stream broke
-   * (the command was interrupted so that nothing is left running).
-   */
-  readonly reason: "refused" | "start" | "stream";
-
-  /**
-   * Makes the error.
-   *
-   * @param message What failed.
-   * @param options The reason and the cause.
-   */
-  constructor(
-    message: string,
-    options: { reason: SandboxCommandError["reason"]; cause?: unknown },
-  ) {
-    super(
-      message,
-      options.cause === undefined ? undefined : { cause: options.cause },
-    );
-    this.reason = options.reason;
-  }
 }
 
 /**
@@ -159,105 +117,12 @@ export class ExecdClient implements RemoteFileOps {
       ),
   };
 
-  /**
-   * Runs one command to its end, our deadline or the caller's signal; on the
-   * last two it interrupts the command (`DELETE /command?id=`) and says so in
-   * the result. Never retried.
-   *
-   * @param request The command.
-   * @returns The result.
-   * @throws {SandboxCommandError} The server refused the request or could not
-   * start the process, or the stream broke.
-   * @throws {RemoteHttpError} The server could not be reached.
-   */
-  run(request: ExecdCommand): Promise<ExecuteResult> {
-    return runRemoteCommand(this.commands, request);
-  }
-
   async #start(request: RemoteCommandStart): Promise<StartedRemoteCommand> {
-    let response: Response;
-    try {
-      response = await this.http.request({
-        method: "POST",
-        path: "/command",
-        json: commandBody(request),
-        headers: { accept: "text/event-stream" },
-        idempotent: false,
-        timeoutMs: null,
-        signal: request.signal,
-      });
-    } catch (error) {
-      if (error instanceof RemoteHttpError && error.status === 400) {
-        throw new SandboxCommandError(
-          `Cannot run the command in "${request.cwd}": the sandbox refused it: ${
-            error.serverMessage ?? error.message
-          }`,
-          { reason: "refused", cause: error },
-        );
-      }
-      throw error;
-    }
-    const body = response.body;
-    if (!body) throw new ExecdProtocolError("the answer has no body");
+    const body = await postCommand(this.http, commandBody(request), {
+      signal: request.signal,
+      timeoutMs: null,
+    });
     return await namedCommand(execdEvents(body, request.cwd));
-  }
-
-  /**
-   * Starts a command with execd's own background commands and returns once
-   * execd gave its id (`init`). Its output (standard output and error in one
-   * log, in the order written) goes to `onStdout` as each
-   * {@linkcode BackgroundProcess.poll} reads it from the log's cursor; its
-   * state comes from `GET /command/status/{id}`; `kill` interrupts its
-   * process group. Never retried.
-   *
-   * @param request The command (`timeoutMs` is the server's timeout; none
-   * at the longest one).
-   * @returns The command.
-   * @throws {SandboxCommandError} The server refused it or could not start it.
-   * @throws {RemoteHttpError} The server could not be reached.
-   */
-  startBackground(request: ExecdCommand): Promise<BackgroundProcess> {
-    return startExecdBackground(
-      this.#backgroundParts(),
-      backgroundCommandBody(request),
-      request.timeoutMs,
-      request.onStdout ? { onStdout: request.onStdout } : {},
-      request.signal,
-    );
-  }
-
-  /**
-   * Finds a background command execd has by its id (started by another
-   * runtime on the same sandbox).
-   *
-   * @param id The command's id.
-   * @param sinks Where its fetched output goes.
-   * @returns The command, or `undefined` when execd does not know it.
-   */
-  attachBackground(
-    id: string,
-    sinks: { onStdout?: (chunk: Uint8Array) => void } = {},
-  ): Promise<
-    | { process: BackgroundProcess; command: string; startedAt: Date }
-    | undefined
-  > {
-    return attachExecdBackground(this.#backgroundParts(), id, sinks);
-  }
-
-  #backgroundParts() {
-    return {
-      http: this.http,
-      interrupt: (id: string) => this.interrupt(id),
-      refused: (
-        message: string,
-        reason: "refused" | "start",
-        cause?: unknown,
-      ) =>
-        new SandboxCommandError(message, {
-          reason,
-          ...(cause !== undefined ? { cause } : {}),
-        }),
-    };
   }
 
   /**
@@ -287,19 +152,8 @@ export class ExecdClient implements RemoteFileOps {
    */
   async stat(path: string, signal?: AbortSignal): Promise<FileInfo | null> {
     if (needsShellPath(path)) return await shellStat(this.#shell, path, signal);
-    try {
-      const map = await this.http.json<Record<string, ExecdFileInfo>>({
-        method: "GET",
-        path: "/files/info",
-        query: { path },
-        ...(signal ? { signal } : {}),
-      });
-      const info = map[path] ?? Object.values(map)[0];
-      return info ? toFileInfo(info, path) : null;
-    } catch (error) {
-      if (error instanceof RemoteHttpError && error.status === 404) return null;
-      throw error;
-    }
+    const info = await this.#info(path, signal);
+    return info ? toFileInfo(info, path) : null;
   }
 
   /**
@@ -467,7 +321,8 @@ export class ExecdClient implements RemoteFileOps {
       } else if (mode === undefined) {
         // Without a mode execd creates 0755 (Go's os.ModePerm): a new file
         // gets 0644 and a replaced one keeps its mode, as on every runtime.
-        mode = await this.#modeOf(remotePath, signal) ?? 0o644;
+        const info = await this.#info(remotePath, signal);
+        mode = (info?.type === "file" ? modeOf(info) : undefined) ?? 0o644;
       }
       sent.push({ ...file, remotePath, mode });
     }
@@ -501,34 +356,24 @@ export class ExecdClient implements RemoteFileOps {
     }
   }
 
-  /** The permission bits of an existing file (`/files/info`), or `undefined`. */
-  async #modeOf(
+  /** execd's facts about one path (`GET /files/info`), `null` when missing. */
+  async #info(
     path: string,
     signal?: AbortSignal,
-  ): Promise<number | undefined> {
-    try {
-      const map = await this.http.json<Record<string, ExecdFileInfo>>({
-        method: "GET",
-        path: "/files/info",
-        query: { path },
-        ...(signal ? { signal } : {}),
-      });
-      const info = map[path] ?? Object.values(map)[0];
-      if (info?.type !== "file" || typeof info.mode !== "number") {
-        return undefined;
-      }
-      const mode = parseInt(String(info.mode), 8);
-      return Number.isNaN(mode) ? undefined : mode;
-    } catch (error) {
-      if (error instanceof RemoteHttpError && error.status === 404) {
-        return undefined;
-      }
-      throw error;
-    }
+  ): Promise<ExecdFileInfo | null> {
+    const map = await jsonOrNull<Record<string, ExecdFileInfo>>(this.http, {
+      method: "GET",
+      path: "/files/info",
+      query: { path },
+      ...(signal ? { signal } : {}),
+    });
+    return (map && (map[path] ?? Object.values(map)[0])) ?? null;
   }
 
   /** Runs a helper command (never retried): file calls on `$` paths. */
-  readonly #shell = helperShell((command) => this.run(command));
+  readonly #shell = helperShell((command) =>
+    runRemoteCommand(this.commands, command)
+  );
 
   /** One multipart request of at most {@linkcode EXECD_MAX_UPLOAD_FILES} files. */
   async #uploadBatch(
@@ -584,9 +429,7 @@ export class ExecdClient implements RemoteFileOps {
  * @returns The body.
  */
 export function commandBody(
-  request: Pick<ExecdCommand, "command" | "cwd" | "env" | "timeoutMs"> & {
-    readonly serverTimeoutMs?: number;
-  },
+  request: Pick<RemoteCommand, "command" | "cwd" | "env" | "timeoutMs">,
 ): {
   command: string;
   cwd: string;
@@ -600,54 +443,7 @@ export function commandBody(
     envs: request.env,
     // Never past the longest timer (a server that keeps time in a 32-bit
     // timer would fire at once).
-    timeout: request.serverTimeoutMs ??
-      serverDeadlineMs(request.timeoutMs, 5_000),
-  };
-}
-
-/**
- * The JSON body of `POST /command` for a background command
- * (`background: true`): its output goes raw into execd's log (no lines to
- * rejoin), so the wrapper only enters a folder holding `$`, runs the
- * command with `eval` (a leading `-` stays a command) and, on SIGTERM
- * (execd's interrupt), waits for its children so that none is left to pid 1
- * as a zombie, which the interrupt would wait for. The server's timeout is
- * the command's own; none at the longest timeout.
- *
- * @example
- * ```ts
- * import { assert } from "@std/assert";
- * import { backgroundCommandBody } from "./execd.ts";
- * const body = backgroundCommandBody({ command: "serve", cwd: "/w", env: {}, timeoutMs: 1000 });
- * assert(body.background && body.timeout === 1000 && body.cwd === "/w");
- * ```
- *
- * @param request The command, folder, environment and timeout.
- * @returns The body.
- */
-export function backgroundCommandBody(
-  request: Pick<ExecdCommand, "command" | "cwd" | "env" | "timeoutMs">,
-): {
-  command: string;
-  cwd: string;
-  envs: Readonly<Record<string, string>>;
-  background: true;
-  timeout?: number;
-} {
-  const viaShell = needsShellPath(request.cwd);
-  const enter = viaShell
-    ? `cd -- ${shellQuote(request.cwd)} || exit ${NO_FOLDER_STATUS}\n`
-    : "";
-  return {
-    command: `trap 'wait; exit 143' TERM\n${enter}eval -- ${
-      shellQuote(request.command)
-    }`,
-    cwd: viaShell ? "/" : request.cwd,
-    envs: request.env,
-    background: true,
-    ...(request.timeoutMs < MAX_EXECUTE_TIMEOUT_MS
-      ? { timeout: Math.max(1, Math.ceil(request.timeoutMs)) }
-      : {}),
+    timeout: serverDeadlineMs(request.timeoutMs, 5_000),
   };
 }
 
@@ -843,16 +639,21 @@ function toFileInfo(info: ExecdFileInfo, fallbackPath?: string): FileInfo {
     ? "file"
     : "other";
   const modified = info.modified_at ? new Date(info.modified_at) : null;
-  // Modes are octal digits written as a decimal number: 755 means 0o755.
-  const mode = typeof info.mode === "number"
-    ? parseInt(String(info.mode), 8)
-    : NaN;
+  const mode = modeOf(info);
   return {
     path,
     name: posix.basename(path),
     type,
     size: typeof info.size === "number" ? info.size : 0,
     modifiedAt: modified && !Number.isNaN(modified.getTime()) ? modified : null,
-    ...(Number.isNaN(mode) ? {} : { executable: (mode & 0o100) !== 0 }),
+    ...(mode === undefined ? {} : { executable: (mode & 0o100) !== 0 }),
   };
+}
+
+/** Modes are octal digits written as a decimal number: 755 means 0o755. */
+function modeOf(info: ExecdFileInfo): number | undefined {
+  const mode = typeof info.mode === "number"
+    ? parseInt(String(info.mode), 8)
+    : NaN;
+  return Number.isNaN(mode) ? undefined : mode;
 }

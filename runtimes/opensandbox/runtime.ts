@@ -17,6 +17,7 @@ import {
 } from "../remote/sandbox_service.ts";
 import type { RemoteSession } from "../remote/runtime.ts";
 import { ExecdClient } from "./execd.ts";
+import { attachExecdBackground, startExecdBackground } from "./_background.ts";
 import {
   EXECD_PORT,
   LifecycleClient,
@@ -201,8 +202,8 @@ class OpenSandboxService implements SandboxService<SandboxInfo> {
     return {
       files: execd,
       commands: execd.commands,
-      startBackground: (command) => execd.startBackground(command),
-      attachBackground: (id, sinks) => execd.attachBackground(id, sinks),
+      startBackground: (command) => startExecdBackground(execd, command),
+      attachBackground: (id, sinks) => attachExecdBackground(execd, id, sinks),
       // Ready once execd answers `GET /ping`.
       isReady: (signal) => answers(execd.http, "/ping", signal),
       makeDirectories: (paths, signal) => execd.makeDirectories(paths, signal),
