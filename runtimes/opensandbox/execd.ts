@@ -17,7 +17,6 @@ import {
 import { posix } from "../../_internal/std.ts";
 import type { HttpClient } from "../remote/http.ts";
 import type { RemoteCommand } from "../remote/runtime.ts";
-import { RemoteHttpError } from "../remote/errors.ts";
 import type { RemoteFileOps, RemoteUploadFile } from "../remote/fs.ts";
 import type { MultipartPart } from "../remote/upload.ts";
 import { shellQuote } from "../remote/shell.ts";
@@ -126,15 +125,13 @@ export class ExecdClient implements RemoteFileOps {
   }
 
   /**
-   * Interrupts a running command (SIGTERM to its group, SIGKILL after 3 s);
-   * answers once the group is gone. An id the server no longer knows (the
-   * command already ended) is not an error.
+   * `DELETE /command?id=`: SIGTERM to the group, SIGKILL after 3 s; answered
+   * once the group is gone. An unknown or finished id (500) is no error.
    *
    * @param id The command id from the `init` event.
    * @returns When done.
    */
   async interrupt(id: string): Promise<void> {
-    // 500 RUNTIME_ERROR: unknown or finished id.
     await sendCall(this.http, {
       method: "DELETE",
       path: "/command",
@@ -143,13 +140,7 @@ export class ExecdClient implements RemoteFileOps {
     }, [500]);
   }
 
-  /**
-   * Facts about a path, or `null` when missing (`GET /files/info`).
-   *
-   * @param path An absolute POSIX path.
-   * @param signal Stops the call.
-   * @returns The facts.
-   */
+  /** `GET /files/info`. */
   async stat(path: string, signal?: AbortSignal): Promise<FileInfo | null> {
     if (needsShellPath(path)) return await shellStat(this.#shell, path, signal);
     const info = await this.#info(path, signal);
@@ -157,13 +148,8 @@ export class ExecdClient implements RemoteFileOps {
   }
 
   /**
-   * Facts about several paths in one `GET /files/info` (the path repeated);
-   * since any missing path makes that call 404, a 404 asks again path by
-   * path (in parallel). Paths holding `$` go through one quoted command.
-   *
-   * @param paths Absolute POSIX paths.
-   * @param signal Stops the call.
-   * @returns The facts in order, `null` for each missing path.
+   * One `GET /files/info` (the path repeated); since any missing path makes
+   * it 404, a 404 asks again path by path (in parallel).
    */
   async statMany(
     paths: readonly string[],
@@ -172,32 +158,19 @@ export class ExecdClient implements RemoteFileOps {
     if (paths.some(needsShellPath)) {
       return await shellStatMany(this.#shell, paths, signal);
     }
-    try {
-      const map = await this.http.json<Record<string, ExecdFileInfo>>({
-        method: "GET",
-        path: "/files/info",
-        query: { path: [...paths] },
-        ...(signal ? { signal } : {}),
-      });
-      // Every path answered (a 200 means each exists): else ask one by one.
-      if (paths.every((path) => map[path] !== undefined)) {
-        return paths.map((path) => toFileInfo(map[path]!, path));
-      }
-    } catch (error) {
-      if (!(error instanceof RemoteHttpError && error.status === 404)) {
-        throw error;
-      }
+    const map = await jsonOrNull<Record<string, ExecdFileInfo>>(this.http, {
+      method: "GET",
+      path: "/files/info",
+      query: { path: [...paths] },
+      ...(signal ? { signal } : {}),
+    });
+    if (map && paths.every((path) => map[path] !== undefined)) {
+      return paths.map((path) => toFileInfo(map[path]!, path));
     }
     return await Promise.all(paths.map((path) => this.stat(path, signal)));
   }
 
-  /**
-   * Lists a folder (`GET /directories/list`), symlinks not followed.
-   *
-   * @param path An absolute POSIX path.
-   * @param options The depth and a signal.
-   * @returns The entries, in the server's order.
-   */
+  /** `GET /directories/list`, symlinks not followed. */
   async list(
     path: string,
     options: { depth: number; signal?: AbortSignal },
@@ -214,13 +187,7 @@ export class ExecdClient implements RemoteFileOps {
     return entries.map((entry) => toFileInfo(entry));
   }
 
-  /**
-   * Opens a file's bytes from an offset (`GET /files/download` with `Range`).
-   *
-   * @param path An absolute POSIX path.
-   * @param options The offset and a signal.
-   * @returns The response (200, or 206 from an offset; 416 from the end).
-   */
+  /** `GET /files/download` with `Range` (416 from the file's end). */
   async open(
     path: string,
     options: { offset: number; signal?: AbortSignal },
@@ -262,13 +229,7 @@ export class ExecdClient implements RemoteFileOps {
     });
   }
 
-  /**
-   * Creates folders and their parents (`POST /directories`, mode 0755).
-   *
-   * @param paths Absolute POSIX paths.
-   * @param signal Stops the call.
-   * @returns When done.
-   */
+  /** `POST /directories` (mode 0755), parents too. */
   async makeDirectories(
     paths: readonly string[],
     signal?: AbortSignal,
@@ -290,17 +251,9 @@ export class ExecdClient implements RemoteFileOps {
   }
 
   /**
-   * Uploads files in multipart requests of `metadata`/`file` pairs, at most
-   * {@linkcode EXECD_MAX_UPLOAD_FILES} files each (execd reads at most 1000
-   * parts), three requests at a time, each streamed from disk; parents are
-   * created by the server. A target holding `$` (which execd would expand)
-   * goes to a `$`-free staging path first and is moved into place by one
-   * quoted command; a file without a mode gets 0644, or keeps the mode of
-   * the file it replaces.
-   *
-   * @param files The files, their absolute POSIX targets and modes.
-   * @param signal Stops the upload.
-   * @returns When done.
+   * Multipart requests of `metadata`/`file` pairs, at most
+   * {@linkcode EXECD_MAX_UPLOAD_FILES} files each, three at a time, each
+   * streamed from disk; the server makes the parents.
    */
   async upload(
     files: readonly RemoteUploadFile[],
@@ -380,28 +333,22 @@ export class ExecdClient implements RemoteFileOps {
     files: readonly RemoteUploadFile[],
     signal?: AbortSignal,
   ): Promise<void> {
-    if (files.length === 0) return;
-    const parts: MultipartPart[] = [];
-    for (const file of files) {
-      parts.push({
-        name: "metadata",
-        filename: "metadata",
-        contentType: "application/json",
-        content: JSON.stringify({
-          path: file.remotePath,
-          ...(file.mode !== undefined
-            ? { mode: Number((file.mode & 0o777).toString(8)) }
-            : {}),
-        }),
-      });
-      parts.push({
-        name: "file",
-        filename: posix.basename(file.remotePath),
-        contentType: "application/octet-stream",
-        content: file.content,
-      });
-    }
-    // A failed upload may be sent again: it rewrites the same files.
+    const parts = files.flatMap((file): MultipartPart[] => [{
+      name: "metadata",
+      filename: "metadata",
+      contentType: "application/json",
+      content: JSON.stringify({
+        path: file.remotePath,
+        ...(file.mode !== undefined
+          ? { mode: Number((file.mode & 0o777).toString(8)) }
+          : {}),
+      }),
+    }, {
+      name: "file",
+      filename: posix.basename(file.remotePath),
+      contentType: "application/octet-stream",
+      content: file.content,
+    }]);
     await sendMultipart(this.http, {
       method: "POST",
       path: "/files/upload",
