@@ -9,7 +9,6 @@
  *
  * @module
  */
-import type { HttpClient } from "../remote/http.ts";
 import { RemoteHttpError } from "../remote/errors.ts";
 import type { RemoteCommand } from "../remote/runtime.ts";
 import { needsShellPath } from "../remote/_shell_files.ts";
@@ -23,6 +22,7 @@ import {
   readExecdEvents,
   SandboxCommandError,
 } from "./_events.ts";
+import type { ExecdClient } from "./execd.ts";
 
 /**
  * How long after `init` execd may still not know the command: it sends
@@ -35,12 +35,7 @@ const REGISTER_GRACE_MS = 5_000;
 const POLL_TIMEOUT_MS = 120_000;
 
 /** What the background calls need of the execd client. */
-export interface ExecdBackgroundParts {
-  /** The HTTP client on execd's base URL. */
-  readonly http: HttpClient;
-  /** Interrupts a command (an unknown or finished id is no error). */
-  interrupt(id: string): Promise<void>;
-}
+export type ExecdBackgroundParts = Pick<ExecdClient, "http" | "interrupt">;
 
 /**
  * The JSON body of `POST /command` for a background command

@@ -81,17 +81,12 @@ interface ExecdFileInfo {
  * ```
  */
 export class ExecdClient implements RemoteFileOps {
-  /** The HTTP client of execd. */
-  readonly http: HttpClient;
-
   /**
    * Makes the client.
    *
    * @param http The HTTP client on execd's base URL.
    */
-  constructor(http: HttpClient) {
-    this.http = http;
-  }
+  constructor(readonly http: HttpClient) {}
 
   /**
    * How execd runs commands for the kit's {@linkcode runRemoteCommand}:

@@ -154,13 +154,7 @@ export class LifecycleClient {
     );
   }
 
-  /**
-   * Lists sandboxes whose metadata holds every given entry.
-   *
-   * @param metadata The entries to match.
-   * @param signal Stops the call.
-   * @returns The sandboxes (first page of up to 100).
-   */
+  /** The sandboxes (first page of up to 100) whose metadata holds `metadata`. */
   async list(
     metadata: Readonly<Record<string, string>>,
     signal?: AbortSignal,
@@ -177,13 +171,7 @@ export class LifecycleClient {
     return (answer.items ?? []).map(toInfo);
   }
 
-  /**
-   * Describes a sandbox, or `null` when the server does not know it (404).
-   *
-   * @param id The sandbox id.
-   * @param signal Stops the call.
-   * @returns The sandbox or `null`.
-   */
+  /** Describes a sandbox, or `null` when the server does not know it (404). */
   async get(id: string, signal?: AbortSignal): Promise<SandboxInfo | null> {
     const raw = await jsonOrNull<RawSandbox>(this.#http, {
       method: "GET",
@@ -193,13 +181,7 @@ export class LifecycleClient {
     return raw && toInfo(raw);
   }
 
-  /**
-   * Deletes a sandbox (204). One already gone (404) is not an error.
-   *
-   * @param id The sandbox id.
-   * @param signal Stops the call.
-   * @returns `true` when it was deleted, `false` when it was already gone.
-   */
+  /** Deletes a sandbox (204): `false` when it was already gone (404). */
   delete(id: string, signal?: AbortSignal): Promise<boolean> {
     return sendCall(this.#http, {
       method: "DELETE",
@@ -208,14 +190,7 @@ export class LifecycleClient {
     }, [404]);
   }
 
-  /**
-   * Moves a sandbox's expiry to `expiresAt`.
-   *
-   * @param id The sandbox id.
-   * @param expiresAt The new expiry (must be later than the current one).
-   * @param signal Stops the call.
-   * @returns The expiry the server set.
-   */
+  /** Moves a sandbox's expiry (later only) and answers the one the server set. */
   async renew(
     id: string,
     expiresAt: Date,
