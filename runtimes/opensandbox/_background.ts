@@ -89,14 +89,8 @@ interface ExecdStatus {
 }
 
 /**
- * Starts a background command on execd and returns once `init` gave its
- * id. Never retried. Its output (standard output and error in one log, in
- * the order written) goes to `onStdout` as each poll reads it.
- *
- * @param parts The client's parts.
- * @param request The command (`timeoutMs` is the server's timeout).
- * @returns The command.
- * @throws {SandboxCommandError} The server refused it or could not start it.
+ * Starts a background command (never retried) once `init` gave its id; its
+ * output (both streams in one log) goes to `onStdout` as polls read it.
  */
 export async function startExecdBackground(
   parts: ExecdBackgroundParts,
@@ -143,14 +137,9 @@ export async function startExecdBackground(
 }
 
 /**
- * Finds a background command execd has by its id (another runtime on the
- * same sandbox started it): its state, command and start from
- * `GET /command/status/{id}`, its output read from the log's start.
- *
- * @param parts The client's parts.
- * @param id The command's id.
- * @param sinks Where fetched output goes.
- * @returns The command, or `undefined` when execd does not know it.
+ * Finds a background command another runtime on the sandbox started: its
+ * state, command and start from `GET /command/status/{id}`, its output from
+ * the log's start; `undefined` when execd does not know it.
  */
 export async function attachExecdBackground(
   parts: ExecdBackgroundParts,
@@ -191,11 +180,7 @@ export async function attachExecdBackground(
   };
 }
 
-/**
- * An execd background command, read by the kit's polls: the state from
- * `GET /command/status/{id}`, the output from `GET /command/{id}/logs` and
- * its cursor header, the kill by interrupt.
- */
+/** An execd background command read by the kit's polls. */
 function execdBackground(
   parts: ExecdBackgroundParts,
   id: string,

@@ -94,11 +94,6 @@ export class SandboxCommandError extends Error {
 /**
  * Sends `POST /command` (never retried) and returns its event stream; a 400
  * (e.g. a missing folder) is a refused {@linkcode SandboxCommandError}.
- *
- * @param http The client of execd.
- * @param body The request's JSON body.
- * @param options A signal, and `null` for no deadline (a foreground command).
- * @returns The body of the answer.
  */
 export async function postCommand(
   http: HttpClient,
