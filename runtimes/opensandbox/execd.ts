@@ -187,41 +187,39 @@ export class ExecdClient implements RemoteFileOps {
     path: string,
     options: { offset: number; signal?: AbortSignal },
   ): Promise<Response> {
-    if (!needsShellPath(path)) return await this.#download(path, options);
-    // execd would expand the `$`: download through a `$`-free symlink, removed
-    // once the server has opened the file (the answer's head came).
-    const alias = `/tmp/.skillrun-link-${crypto.randomUUID()}`;
-    await runChecked(
-      this.#shell,
-      `ln -sfn -- ${shellQuote(path)} ${shellQuote(alias)}`,
-      `read "${path}"`,
-      options.signal,
-    );
-    try {
-      return await this.#download(alias, options);
-    } finally {
-      await this.#shell(`rm -f -- ${shellQuote(alias)}`).catch(() => {});
+    // execd would expand a `$`: such a file is downloaded through a `$`-free
+    // symlink, removed once the server has opened it (the answer's head came).
+    const alias = needsShellPath(path)
+      ? `/tmp/.skillrun-link-${crypto.randomUUID()}`
+      : undefined;
+    if (alias) {
+      await runChecked(
+        this.#shell,
+        `ln -sfn -- ${shellQuote(path)} ${shellQuote(alias)}`,
+        `read "${path}"`,
+        options.signal,
+      );
     }
-  }
-
-  #download(
-    path: string,
-    options: { offset: number; signal?: AbortSignal },
-  ): Promise<Response> {
-    return this.http.request({
-      method: "GET",
-      path: "/files/download",
-      query: { path },
-      // From the end of the file: a 416 with its size (see downloadToFile).
-      ...(options.offset > 0
-        ? {
-          headers: { range: `bytes=${options.offset}-` },
-          acceptStatuses: [416],
-        }
-        : {}),
-      timeoutMs: null,
-      ...(options.signal ? { signal: options.signal } : {}),
-    });
+    try {
+      return await this.http.request({
+        method: "GET",
+        path: "/files/download",
+        query: { path: alias ?? path },
+        // From the end of the file: a 416 with its size (see downloadToFile).
+        ...(options.offset > 0
+          ? {
+            headers: { range: `bytes=${options.offset}-` },
+            acceptStatuses: [416],
+          }
+          : {}),
+        timeoutMs: null,
+        ...(options.signal ? { signal: options.signal } : {}),
+      });
+    } finally {
+      if (alias) {
+        await this.#shell(`rm -f -- ${shellQuote(alias)}`).catch(() => {});
+      }
+    }
   }
 
   /** `POST /directories` (mode 0755), parents too. */
