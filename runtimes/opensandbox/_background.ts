@@ -9,11 +9,20 @@
  *
  * @module
  */
-import type { HttpClient } from "../remote/http.ts";
 import { RemoteHttpError } from "../remote/errors.ts";
+import type { RemoteCommand } from "../remote/runtime.ts";
+import { needsShellPath } from "../remote/_shell_files.ts";
+import { shellQuote } from "../remote/shell.ts";
+import { MAX_EXECUTE_TIMEOUT_MS } from "../command_core.ts";
 import type { BackgroundProcess } from "../types.ts";
 import { PolledBackground } from "../remote/polled_background.ts";
-import { ExecdProtocolError, readExecdEvents } from "./_events.ts";
+import {
+  ExecdProtocolError,
+  postCommand,
+  readExecdEvents,
+  SandboxCommandError,
+} from "./_events.ts";
+import type { ExecdClient } from "./execd.ts";
 
 /**
  * How long after `init` execd may still not know the command: it sends
@@ -25,18 +34,51 @@ const REGISTER_GRACE_MS = 5_000;
 /** The deadline of one status or logs call (the logs body streamed), in ms. */
 const POLL_TIMEOUT_MS = 120_000;
 
-/** What {@linkcode startExecdBackground} needs from the execd client. */
-export interface ExecdBackgroundParts {
-  /** The HTTP client on execd's base URL. */
-  readonly http: HttpClient;
-  /** Interrupts a command (an unknown or finished id is no error). */
-  readonly interrupt: (id: string) => Promise<void>;
-  /** Makes the error of a refused or failed start. */
-  readonly refused: (
-    message: string,
-    reason: "refused" | "start",
-    cause?: unknown,
-  ) => Error;
+/** What the background calls need of the execd client. */
+export type ExecdBackgroundParts = Pick<ExecdClient, "http" | "interrupt">;
+
+/**
+ * The JSON body of `POST /command` for a background command
+ * (`background: true`): its output goes raw into execd's log (no lines to
+ * rejoin), so the wrapper only enters a folder holding `$`, runs the
+ * command with `eval` (a leading `-` stays a command) and, on SIGTERM
+ * (execd's interrupt), waits for its children so that none is left to pid 1
+ * as a zombie, which the interrupt would wait for. The server's timeout is
+ * the command's own; none at the longest timeout.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { backgroundCommandBody } from "./_background.ts";
+ * const body = backgroundCommandBody({ command: "serve", cwd: "/w", env: {}, timeoutMs: 1000 });
+ * assert(body.background && body.timeout === 1000 && body.cwd === "/w");
+ * ```
+ *
+ * @param request The command, folder, environment and timeout.
+ * @returns The body.
+ */
+export function backgroundCommandBody(
+  request: Pick<RemoteCommand, "command" | "cwd" | "env" | "timeoutMs">,
+): {
+  command: string;
+  cwd: string;
+  envs: Readonly<Record<string, string>>;
+  background: true;
+  timeout?: number;
+} {
+  const viaShell = needsShellPath(request.cwd);
+  const enter = viaShell ? `cd -- ${shellQuote(request.cwd)} || exit 1\n` : "";
+  return {
+    command: `trap 'wait; exit 143' TERM\n${enter}eval -- ${
+      shellQuote(request.command)
+    }`,
+    cwd: viaShell ? "/" : request.cwd,
+    envs: request.env,
+    background: true,
+    ...(request.timeoutMs < MAX_EXECUTE_TIMEOUT_MS
+      ? { timeout: Math.max(1, Math.ceil(request.timeoutMs)) }
+      : {}),
+  };
 }
 
 /** A status answer of execd. */
@@ -47,50 +89,21 @@ interface ExecdStatus {
 }
 
 /**
- * Starts a background command on execd and returns once `init` gave its
- * id. Never retried.
- *
- * @param parts The client's parts.
- * @param body The `POST /command` body (`background: true`).
- * @param timeoutMs The command's timeout (to tell a timeout from a kill).
- * @param sinks Where fetched output goes (combined, as standard output).
- * @param signal Stops the start.
- * @returns The command.
+ * Starts a background command (never retried) once `init` gave its id; its
+ * output (both streams in one log) goes to `onStdout` as polls read it.
  */
 export async function startExecdBackground(
   parts: ExecdBackgroundParts,
-  body: Record<string, unknown>,
-  timeoutMs: number,
-  sinks: { onStdout?: (chunk: Uint8Array) => void },
-  signal?: AbortSignal,
+  request: RemoteCommand,
 ): Promise<BackgroundProcess> {
-  let response: Response;
-  try {
-    response = await parts.http.request({
-      method: "POST",
-      path: "/command",
-      json: body,
-      headers: { accept: "text/event-stream" },
-      idempotent: false,
-      ...(signal ? { signal } : {}),
-    });
-  } catch (error) {
-    if (error instanceof RemoteHttpError && error.status === 400) {
-      throw parts.refused(
-        `Cannot run the command in "${body.cwd}": the sandbox refused it: ${
-          error.serverMessage ?? error.message
-        }`,
-        "refused",
-        error,
-      );
-    }
-    throw error;
-  }
+  const stream = await postCommand(
+    parts.http,
+    backgroundCommandBody(request),
+    { signal: request.signal },
+  );
   let id: string | undefined;
   let failure: string | undefined;
-  const stream = response.body;
   try {
-    if (!stream) throw new ExecdProtocolError("the answer has no body");
     for await (const event of readExecdEvents(stream)) {
       if (event.type === "init" && typeof event.text === "string") {
         id = event.text;
@@ -106,13 +119,13 @@ export async function startExecdBackground(
     if (!(error instanceof ExecdProtocolError) || id === undefined) throw error;
     failure = error.message;
   } finally {
-    await stream?.cancel().catch(() => {});
+    await stream.cancel().catch(() => {});
   }
   if (failure !== undefined) {
     if (id !== undefined) await parts.interrupt(id).catch(() => {});
-    throw parts.refused(
+    throw new SandboxCommandError(
       `Cannot run the command: the sandbox could not start it: ${failure}`,
-      "start",
+      { reason: "start" },
     );
   }
   if (id === undefined) {
@@ -120,23 +133,18 @@ export async function startExecdBackground(
       "Cannot run the command: the answer to a background command gave no id",
     );
   }
-  return execdBackground(parts, id, timeoutMs, sinks.onStdout);
+  return execdBackground(parts, id, request.timeoutMs, request.onStdout);
 }
 
 /**
- * Finds a background command execd has by its id (another runtime on the
- * same sandbox started it): its state, command and start from
- * `GET /command/status/{id}`, its output read from the log's start.
- *
- * @param parts The client's parts.
- * @param id The command's id.
- * @param sinks Where fetched output goes.
- * @returns The command, or `undefined` when execd does not know it.
+ * Finds a background command another runtime on the sandbox started: its
+ * state, command and start from `GET /command/status/{id}`, its output from
+ * the log's start; `undefined` when execd does not know it.
  */
 export async function attachExecdBackground(
   parts: ExecdBackgroundParts,
   id: string,
-  sinks: { onStdout?: (chunk: Uint8Array) => void },
+  sinks: { onStdout?: ((chunk: Uint8Array) => void) | undefined },
 ): Promise<
   | { process: BackgroundProcess; command: string; startedAt: Date }
   | undefined
@@ -172,11 +180,7 @@ export async function attachExecdBackground(
   };
 }
 
-/**
- * An execd background command, read by the kit's polls: the state from
- * `GET /command/status/{id}`, the output from `GET /command/{id}/logs` and
- * its cursor header, the kill by interrupt.
- */
+/** An execd background command read by the kit's polls. */
 function execdBackground(
   parts: ExecdBackgroundParts,
   id: string,

@@ -6,6 +6,8 @@
  *
  * @module
  */
+import { RemoteHttpError } from "../remote/errors.ts";
+import type { HttpClient } from "../remote/http.ts";
 import { readJsonEvents } from "../remote/streams.ts";
 
 /** The error details of an `error` event. */
@@ -44,6 +46,84 @@ export interface ExecdEvent {
 export class ExecdProtocolError extends Error {
   /** The error's name. */
   override readonly name = "ExecdProtocolError";
+}
+
+/**
+ * A command the sandbox refused or could not start (a missing folder, a
+ * start failure), or whose event stream broke before it finished.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { SandboxCommandError } from "@skillrun/skillrun/opensandbox";
+ * const error = new SandboxCommandError(
+ *   "Cannot run the command: the sandbox could not start it: permission denied",
+ *   { reason: "start" },
+ * );
+ * assert(error.reason === "start");
+ * ```
+ */
+export class SandboxCommandError extends Error {
+  /** The error's name. */
+  override readonly name = "SandboxCommandError";
+  /**
+   * `refused`: the server refused the request before running anything;
+   * `start`: it could not start the process; `stream`: the event stream broke
+   * (the command was interrupted so that nothing is left running).
+   */
+  readonly reason: "refused" | "start" | "stream";
+
+  /**
+   * Makes the error.
+   *
+   * @param message What failed.
+   * @param options The reason and the cause.
+   */
+  constructor(
+    message: string,
+    options: { reason: SandboxCommandError["reason"]; cause?: unknown },
+  ) {
+    super(
+      message,
+      options.cause === undefined ? undefined : { cause: options.cause },
+    );
+    this.reason = options.reason;
+  }
+}
+
+/**
+ * Sends `POST /command` (never retried) and returns its event stream; a 400
+ * (e.g. a missing folder) is a refused {@linkcode SandboxCommandError}.
+ */
+export async function postCommand(
+  http: HttpClient,
+  body: { readonly cwd: string },
+  options: { signal?: AbortSignal | undefined; timeoutMs?: null },
+): Promise<ReadableStream<Uint8Array>> {
+  let response: Response;
+  try {
+    response = await http.request({
+      method: "POST",
+      path: "/command",
+      json: body,
+      headers: { accept: "text/event-stream" },
+      idempotent: false,
+      ...(options.timeoutMs === null ? { timeoutMs: null } : {}),
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+  } catch (error) {
+    if (error instanceof RemoteHttpError && error.status === 400) {
+      throw new SandboxCommandError(
+        `Cannot run the command in "${body.cwd}": the sandbox refused it: ${
+          error.serverMessage ?? error.message
+        }`,
+        { reason: "refused", cause: error },
+      );
+    }
+    throw error;
+  }
+  if (!response.body) throw new ExecdProtocolError("the answer has no body");
+  return response.body;
 }
 
 const MAX_SHOWN = 80;

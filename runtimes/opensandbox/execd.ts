@@ -5,7 +5,6 @@
  *
  * @module
  */
-import { MAX_EXECUTE_TIMEOUT_MS } from "../command_core.ts";
 import {
   namedCommand,
   type RemoteCommandKind,
@@ -18,11 +17,14 @@ import {
 import { posix } from "../../_internal/std.ts";
 import type { HttpClient } from "../remote/http.ts";
 import type { RemoteCommand } from "../remote/runtime.ts";
-import { RemoteHttpError } from "../remote/errors.ts";
 import type { RemoteFileOps, RemoteUploadFile } from "../remote/fs.ts";
 import type { MultipartPart } from "../remote/upload.ts";
 import { shellQuote } from "../remote/shell.ts";
-import { sendCall, sendMultipart } from "../remote/service_calls.ts";
+import {
+  jsonOrNull,
+  sendCall,
+  sendMultipart,
+} from "../remote/service_calls.ts";
 import {
   eachConcurrently,
   helperShell,
@@ -35,14 +37,15 @@ import {
   shellStat,
   shellStatMany,
 } from "../remote/_shell_files.ts";
-import type {
-  BackgroundProcess,
-  ExecuteResult,
-  FileInfo,
-  FileType,
-} from "../types.ts";
-import { attachExecdBackground, startExecdBackground } from "./_background.ts";
-import { ExecdProtocolError, readExecdEvents } from "./_events.ts";
+import type { FileInfo, FileType } from "../types.ts";
+import {
+  ExecdProtocolError,
+  postCommand,
+  readExecdEvents,
+  SandboxCommandError,
+} from "./_events.ts";
+
+export { SandboxCommandError };
 
 /**
  * The most files of one upload request: Go's `mime/multipart` reads at most
@@ -63,52 +66,6 @@ interface ExecdFileInfo {
   mode?: number;
 }
 
-/** What {@linkcode ExecdClient.run} takes: the kit's resolved command. */
-export type ExecdCommand = RemoteCommand;
-
-/**
- * A command the sandbox refused or could not start (a missing folder, a
- * start failure), or whose event stream broke before it finished.
- *
- * @example
- * ```ts
- * import { assert } from "@std/assert";
- * import { SandboxCommandError } from "@skillrun/skillrun/opensandbox";
- * const error = new SandboxCommandError(
- *   "Cannot run the command: the sandbox could not start it: permission denied",
- *   { reason: "start" },
- * );
- * assert(error.reason === "start");
- * ```
- */
-export class SandboxCommandError extends Error {
-  /** The error's name. */
-  override readonly name = "SandboxCommandError";
-  /**
-   * `refused`: the server refused the request before running anything;
-   * `start`: it could not start the process; `stream`: the event stream broke
-   * (the command was interrupted so that nothing is left running).
-   */
-  readonly reason: "refused" | "start" | "stream";
-
-  /**
-   * Makes the error.
-   *
-   * @param message What failed.
-   * @param options The reason and the cause.
-   */
-  constructor(
-    message: string,
-    options: { reason: SandboxCommandError["reason"]; cause?: unknown },
-  ) {
-    super(
-      message,
-      options.cause === undefined ? undefined : { cause: options.cause },
-    );
-    this.reason = options.reason;
-  }
-}
-
 /**
  * Talks to one sandbox's execd. Every call goes through the given client,
  * whose base URL is execd's (it may carry a path) and whose headers include
@@ -124,17 +81,12 @@ export class SandboxCommandError extends Error {
  * ```
  */
 export class ExecdClient implements RemoteFileOps {
-  /** The HTTP client of execd. */
-  readonly http: HttpClient;
-
   /**
    * Makes the client.
    *
    * @param http The HTTP client on execd's base URL.
    */
-  constructor(http: HttpClient) {
-    this.http = http;
-  }
+  constructor(readonly http: HttpClient) {}
 
   /**
    * How execd runs commands for the kit's {@linkcode runRemoteCommand}:
@@ -159,117 +111,22 @@ export class ExecdClient implements RemoteFileOps {
       ),
   };
 
-  /**
-   * Runs one command to its end, our deadline or the caller's signal; on the
-   * last two it interrupts the command (`DELETE /command?id=`) and says so in
-   * the result. Never retried.
-   *
-   * @param request The command.
-   * @returns The result.
-   * @throws {SandboxCommandError} The server refused the request or could not
-   * start the process, or the stream broke.
-   * @throws {RemoteHttpError} The server could not be reached.
-   */
-  run(request: ExecdCommand): Promise<ExecuteResult> {
-    return runRemoteCommand(this.commands, request);
-  }
-
   async #start(request: RemoteCommandStart): Promise<StartedRemoteCommand> {
-    let response: Response;
-    try {
-      response = await this.http.request({
-        method: "POST",
-        path: "/command",
-        json: commandBody(request),
-        headers: { accept: "text/event-stream" },
-        idempotent: false,
-        timeoutMs: null,
-        signal: request.signal,
-      });
-    } catch (error) {
-      if (error instanceof RemoteHttpError && error.status === 400) {
-        throw new SandboxCommandError(
-          `Cannot run the command in "${request.cwd}": the sandbox refused it: ${
-            error.serverMessage ?? error.message
-          }`,
-          { reason: "refused", cause: error },
-        );
-      }
-      throw error;
-    }
-    const body = response.body;
-    if (!body) throw new ExecdProtocolError("the answer has no body");
+    const body = await postCommand(this.http, commandBody(request), {
+      signal: request.signal,
+      timeoutMs: null,
+    });
     return await namedCommand(execdEvents(body, request.cwd));
   }
 
   /**
-   * Starts a command with execd's own background commands and returns once
-   * execd gave its id (`init`). Its output (standard output and error in one
-   * log, in the order written) goes to `onStdout` as each
-   * {@linkcode BackgroundProcess.poll} reads it from the log's cursor; its
-   * state comes from `GET /command/status/{id}`; `kill` interrupts its
-   * process group. Never retried.
-   *
-   * @param request The command (`timeoutMs` is the server's timeout; none
-   * at the longest one).
-   * @returns The command.
-   * @throws {SandboxCommandError} The server refused it or could not start it.
-   * @throws {RemoteHttpError} The server could not be reached.
-   */
-  startBackground(request: ExecdCommand): Promise<BackgroundProcess> {
-    return startExecdBackground(
-      this.#backgroundParts(),
-      backgroundCommandBody(request),
-      request.timeoutMs,
-      request.onStdout ? { onStdout: request.onStdout } : {},
-      request.signal,
-    );
-  }
-
-  /**
-   * Finds a background command execd has by its id (started by another
-   * runtime on the same sandbox).
-   *
-   * @param id The command's id.
-   * @param sinks Where its fetched output goes.
-   * @returns The command, or `undefined` when execd does not know it.
-   */
-  attachBackground(
-    id: string,
-    sinks: { onStdout?: (chunk: Uint8Array) => void } = {},
-  ): Promise<
-    | { process: BackgroundProcess; command: string; startedAt: Date }
-    | undefined
-  > {
-    return attachExecdBackground(this.#backgroundParts(), id, sinks);
-  }
-
-  #backgroundParts() {
-    return {
-      http: this.http,
-      interrupt: (id: string) => this.interrupt(id),
-      refused: (
-        message: string,
-        reason: "refused" | "start",
-        cause?: unknown,
-      ) =>
-        new SandboxCommandError(message, {
-          reason,
-          ...(cause !== undefined ? { cause } : {}),
-        }),
-    };
-  }
-
-  /**
-   * Interrupts a running command (SIGTERM to its group, SIGKILL after 3 s);
-   * answers once the group is gone. An id the server no longer knows (the
-   * command already ended) is not an error.
+   * `DELETE /command?id=`: SIGTERM to the group, SIGKILL after 3 s; answered
+   * once the group is gone. An unknown or finished id (500) is no error.
    *
    * @param id The command id from the `init` event.
    * @returns When done.
    */
   async interrupt(id: string): Promise<void> {
-    // 500 RUNTIME_ERROR: unknown or finished id.
     await sendCall(this.http, {
       method: "DELETE",
       path: "/command",
@@ -278,38 +135,16 @@ export class ExecdClient implements RemoteFileOps {
     }, [500]);
   }
 
-  /**
-   * Facts about a path, or `null` when missing (`GET /files/info`).
-   *
-   * @param path An absolute POSIX path.
-   * @param signal Stops the call.
-   * @returns The facts.
-   */
+  /** `GET /files/info`. */
   async stat(path: string, signal?: AbortSignal): Promise<FileInfo | null> {
     if (needsShellPath(path)) return await shellStat(this.#shell, path, signal);
-    try {
-      const map = await this.http.json<Record<string, ExecdFileInfo>>({
-        method: "GET",
-        path: "/files/info",
-        query: { path },
-        ...(signal ? { signal } : {}),
-      });
-      const info = map[path] ?? Object.values(map)[0];
-      return info ? toFileInfo(info, path) : null;
-    } catch (error) {
-      if (error instanceof RemoteHttpError && error.status === 404) return null;
-      throw error;
-    }
+    const info = await this.#info(path, signal);
+    return info ? toFileInfo(info, path) : null;
   }
 
   /**
-   * Facts about several paths in one `GET /files/info` (the path repeated);
-   * since any missing path makes that call 404, a 404 asks again path by
-   * path (in parallel). Paths holding `$` go through one quoted command.
-   *
-   * @param paths Absolute POSIX paths.
-   * @param signal Stops the call.
-   * @returns The facts in order, `null` for each missing path.
+   * One `GET /files/info` (the path repeated); since any missing path makes
+   * it 404, a 404 asks again path by path (in parallel).
    */
   async statMany(
     paths: readonly string[],
@@ -318,32 +153,19 @@ export class ExecdClient implements RemoteFileOps {
     if (paths.some(needsShellPath)) {
       return await shellStatMany(this.#shell, paths, signal);
     }
-    try {
-      const map = await this.http.json<Record<string, ExecdFileInfo>>({
-        method: "GET",
-        path: "/files/info",
-        query: { path: [...paths] },
-        ...(signal ? { signal } : {}),
-      });
-      // Every path answered (a 200 means each exists): else ask one by one.
-      if (paths.every((path) => map[path] !== undefined)) {
-        return paths.map((path) => toFileInfo(map[path]!, path));
-      }
-    } catch (error) {
-      if (!(error instanceof RemoteHttpError && error.status === 404)) {
-        throw error;
-      }
+    const map = await jsonOrNull<Record<string, ExecdFileInfo>>(this.http, {
+      method: "GET",
+      path: "/files/info",
+      query: { path: [...paths] },
+      ...(signal ? { signal } : {}),
+    });
+    if (map && paths.every((path) => map[path] !== undefined)) {
+      return paths.map((path) => toFileInfo(map[path]!, path));
     }
     return await Promise.all(paths.map((path) => this.stat(path, signal)));
   }
 
-  /**
-   * Lists a folder (`GET /directories/list`), symlinks not followed.
-   *
-   * @param path An absolute POSIX path.
-   * @param options The depth and a signal.
-   * @returns The entries, in the server's order.
-   */
+  /** `GET /directories/list`, symlinks not followed. */
   async list(
     path: string,
     options: { depth: number; signal?: AbortSignal },
@@ -360,61 +182,47 @@ export class ExecdClient implements RemoteFileOps {
     return entries.map((entry) => toFileInfo(entry));
   }
 
-  /**
-   * Opens a file's bytes from an offset (`GET /files/download` with `Range`).
-   *
-   * @param path An absolute POSIX path.
-   * @param options The offset and a signal.
-   * @returns The response (200, or 206 from an offset; 416 from the end).
-   */
+  /** `GET /files/download` with `Range` (416 from the file's end). */
   async open(
     path: string,
     options: { offset: number; signal?: AbortSignal },
   ): Promise<Response> {
-    if (!needsShellPath(path)) return await this.#download(path, options);
-    // execd would expand the `$`: download through a `$`-free symlink, removed
-    // once the server has opened the file (the answer's head came).
-    const alias = `/tmp/.skillrun-link-${crypto.randomUUID()}`;
-    await runChecked(
-      this.#shell,
-      `ln -sfn -- ${shellQuote(path)} ${shellQuote(alias)}`,
-      `read "${path}"`,
-      options.signal,
-    );
+    // execd would expand a `$`: such a file is downloaded through a `$`-free
+    // symlink, removed once the server has opened it (the answer's head came).
+    const alias = needsShellPath(path)
+      ? `/tmp/.skillrun-link-${crypto.randomUUID()}`
+      : undefined;
+    if (alias) {
+      await runChecked(
+        this.#shell,
+        `ln -sfn -- ${shellQuote(path)} ${shellQuote(alias)}`,
+        `read "${path}"`,
+        options.signal,
+      );
+    }
     try {
-      return await this.#download(alias, options);
+      return await this.http.request({
+        method: "GET",
+        path: "/files/download",
+        query: { path: alias ?? path },
+        // From the end of the file: a 416 with its size (see downloadToFile).
+        ...(options.offset > 0
+          ? {
+            headers: { range: `bytes=${options.offset}-` },
+            acceptStatuses: [416],
+          }
+          : {}),
+        timeoutMs: null,
+        ...(options.signal ? { signal: options.signal } : {}),
+      });
     } finally {
-      await this.#shell(`rm -f -- ${shellQuote(alias)}`).catch(() => {});
+      if (alias) {
+        await this.#shell(`rm -f -- ${shellQuote(alias)}`).catch(() => {});
+      }
     }
   }
 
-  #download(
-    path: string,
-    options: { offset: number; signal?: AbortSignal },
-  ): Promise<Response> {
-    return this.http.request({
-      method: "GET",
-      path: "/files/download",
-      query: { path },
-      // From the end of the file: a 416 with its size (see downloadToFile).
-      ...(options.offset > 0
-        ? {
-          headers: { range: `bytes=${options.offset}-` },
-          acceptStatuses: [416],
-        }
-        : {}),
-      timeoutMs: null,
-      ...(options.signal ? { signal: options.signal } : {}),
-    });
-  }
-
-  /**
-   * Creates folders and their parents (`POST /directories`, mode 0755).
-   *
-   * @param paths Absolute POSIX paths.
-   * @param signal Stops the call.
-   * @returns When done.
-   */
+  /** `POST /directories` (mode 0755), parents too. */
   async makeDirectories(
     paths: readonly string[],
     signal?: AbortSignal,
@@ -436,17 +244,9 @@ export class ExecdClient implements RemoteFileOps {
   }
 
   /**
-   * Uploads files in multipart requests of `metadata`/`file` pairs, at most
-   * {@linkcode EXECD_MAX_UPLOAD_FILES} files each (execd reads at most 1000
-   * parts), three requests at a time, each streamed from disk; parents are
-   * created by the server. A target holding `$` (which execd would expand)
-   * goes to a `$`-free staging path first and is moved into place by one
-   * quoted command; a file without a mode gets 0644, or keeps the mode of
-   * the file it replaces.
-   *
-   * @param files The files, their absolute POSIX targets and modes.
-   * @param signal Stops the upload.
-   * @returns When done.
+   * Multipart requests of `metadata`/`file` pairs, at most
+   * {@linkcode EXECD_MAX_UPLOAD_FILES} files each, three at a time, each
+   * streamed from disk; the server makes the parents.
    */
   async upload(
     files: readonly RemoteUploadFile[],
@@ -467,7 +267,8 @@ export class ExecdClient implements RemoteFileOps {
       } else if (mode === undefined) {
         // Without a mode execd creates 0755 (Go's os.ModePerm): a new file
         // gets 0644 and a replaced one keeps its mode, as on every runtime.
-        mode = await this.#modeOf(remotePath, signal) ?? 0o644;
+        const info = await this.#info(remotePath, signal);
+        mode = (info?.type === "file" ? modeOf(info) : undefined) ?? 0o644;
       }
       sent.push({ ...file, remotePath, mode });
     }
@@ -501,62 +302,46 @@ export class ExecdClient implements RemoteFileOps {
     }
   }
 
-  /** The permission bits of an existing file (`/files/info`), or `undefined`. */
-  async #modeOf(
+  /** execd's facts about one path (`GET /files/info`), `null` when missing. */
+  async #info(
     path: string,
     signal?: AbortSignal,
-  ): Promise<number | undefined> {
-    try {
-      const map = await this.http.json<Record<string, ExecdFileInfo>>({
-        method: "GET",
-        path: "/files/info",
-        query: { path },
-        ...(signal ? { signal } : {}),
-      });
-      const info = map[path] ?? Object.values(map)[0];
-      if (info?.type !== "file" || typeof info.mode !== "number") {
-        return undefined;
-      }
-      const mode = parseInt(String(info.mode), 8);
-      return Number.isNaN(mode) ? undefined : mode;
-    } catch (error) {
-      if (error instanceof RemoteHttpError && error.status === 404) {
-        return undefined;
-      }
-      throw error;
-    }
+  ): Promise<ExecdFileInfo | null> {
+    const map = await jsonOrNull<Record<string, ExecdFileInfo>>(this.http, {
+      method: "GET",
+      path: "/files/info",
+      query: { path },
+      ...(signal ? { signal } : {}),
+    });
+    return (map && (map[path] ?? Object.values(map)[0])) ?? null;
   }
 
   /** Runs a helper command (never retried): file calls on `$` paths. */
-  readonly #shell = helperShell((command) => this.run(command));
+  readonly #shell = helperShell((command) =>
+    runRemoteCommand(this.commands, command)
+  );
 
   /** One multipart request of at most {@linkcode EXECD_MAX_UPLOAD_FILES} files. */
   async #uploadBatch(
     files: readonly RemoteUploadFile[],
     signal?: AbortSignal,
   ): Promise<void> {
-    if (files.length === 0) return;
-    const parts: MultipartPart[] = [];
-    for (const file of files) {
-      parts.push({
-        name: "metadata",
-        filename: "metadata",
-        contentType: "application/json",
-        content: JSON.stringify({
-          path: file.remotePath,
-          ...(file.mode !== undefined
-            ? { mode: Number((file.mode & 0o777).toString(8)) }
-            : {}),
-        }),
-      });
-      parts.push({
-        name: "file",
-        filename: posix.basename(file.remotePath),
-        contentType: "application/octet-stream",
-        content: file.content,
-      });
-    }
-    // A failed upload may be sent again: it rewrites the same files.
+    const parts = files.flatMap((file): MultipartPart[] => [{
+      name: "metadata",
+      filename: "metadata",
+      contentType: "application/json",
+      content: JSON.stringify({
+        path: file.remotePath,
+        ...(file.mode !== undefined
+          ? { mode: Number((file.mode & 0o777).toString(8)) }
+          : {}),
+      }),
+    }, {
+      name: "file",
+      filename: posix.basename(file.remotePath),
+      contentType: "application/octet-stream",
+      content: file.content,
+    }]);
     await sendMultipart(this.http, {
       method: "POST",
       path: "/files/upload",
@@ -584,9 +369,7 @@ export class ExecdClient implements RemoteFileOps {
  * @returns The body.
  */
 export function commandBody(
-  request: Pick<ExecdCommand, "command" | "cwd" | "env" | "timeoutMs"> & {
-    readonly serverTimeoutMs?: number;
-  },
+  request: Pick<RemoteCommand, "command" | "cwd" | "env" | "timeoutMs">,
 ): {
   command: string;
   cwd: string;
@@ -600,54 +383,7 @@ export function commandBody(
     envs: request.env,
     // Never past the longest timer (a server that keeps time in a 32-bit
     // timer would fire at once).
-    timeout: request.serverTimeoutMs ??
-      serverDeadlineMs(request.timeoutMs, 5_000),
-  };
-}
-
-/**
- * The JSON body of `POST /command` for a background command
- * (`background: true`): its output goes raw into execd's log (no lines to
- * rejoin), so the wrapper only enters a folder holding `$`, runs the
- * command with `eval` (a leading `-` stays a command) and, on SIGTERM
- * (execd's interrupt), waits for its children so that none is left to pid 1
- * as a zombie, which the interrupt would wait for. The server's timeout is
- * the command's own; none at the longest timeout.
- *
- * @example
- * ```ts
- * import { assert } from "@std/assert";
- * import { backgroundCommandBody } from "./execd.ts";
- * const body = backgroundCommandBody({ command: "serve", cwd: "/w", env: {}, timeoutMs: 1000 });
- * assert(body.background && body.timeout === 1000 && body.cwd === "/w");
- * ```
- *
- * @param request The command, folder, environment and timeout.
- * @returns The body.
- */
-export function backgroundCommandBody(
-  request: Pick<ExecdCommand, "command" | "cwd" | "env" | "timeoutMs">,
-): {
-  command: string;
-  cwd: string;
-  envs: Readonly<Record<string, string>>;
-  background: true;
-  timeout?: number;
-} {
-  const viaShell = needsShellPath(request.cwd);
-  const enter = viaShell
-    ? `cd -- ${shellQuote(request.cwd)} || exit ${NO_FOLDER_STATUS}\n`
-    : "";
-  return {
-    command: `trap 'wait; exit 143' TERM\n${enter}eval -- ${
-      shellQuote(request.command)
-    }`,
-    cwd: viaShell ? "/" : request.cwd,
-    envs: request.env,
-    background: true,
-    ...(request.timeoutMs < MAX_EXECUTE_TIMEOUT_MS
-      ? { timeout: Math.max(1, Math.ceil(request.timeoutMs)) }
-      : {}),
+    timeout: serverDeadlineMs(request.timeoutMs, 5_000),
   };
 }
 
@@ -843,16 +579,21 @@ function toFileInfo(info: ExecdFileInfo, fallbackPath?: string): FileInfo {
     ? "file"
     : "other";
   const modified = info.modified_at ? new Date(info.modified_at) : null;
-  // Modes are octal digits written as a decimal number: 755 means 0o755.
-  const mode = typeof info.mode === "number"
-    ? parseInt(String(info.mode), 8)
-    : NaN;
+  const mode = modeOf(info);
   return {
     path,
     name: posix.basename(path),
     type,
     size: typeof info.size === "number" ? info.size : 0,
     modifiedAt: modified && !Number.isNaN(modified.getTime()) ? modified : null,
-    ...(Number.isNaN(mode) ? {} : { executable: (mode & 0o100) !== 0 }),
+    ...(mode === undefined ? {} : { executable: (mode & 0o100) !== 0 }),
   };
+}
+
+/** Modes are octal digits written as a decimal number: 755 means 0o755. */
+function modeOf(info: ExecdFileInfo): number | undefined {
+  const mode = typeof info.mode === "number"
+    ? parseInt(String(info.mode), 8)
+    : NaN;
+  return Number.isNaN(mode) ? undefined : mode;
 }

@@ -59,29 +59,16 @@ export interface SandboxInfo {
   readonly metadata: Readonly<Record<string, string>>;
 }
 
-/** An endpoint of a sandbox's port. */
-export interface SandboxEndpoint {
-  /** `http://` + the endpoint (which may carry a path). */
-  readonly url: string;
-  /** Headers every call to the endpoint must carry. */
-  readonly headers: Readonly<Record<string, string>>;
-}
-
-/** Options of {@linkcode LifecycleClient}. */
+/** Options of {@linkcode LifecycleClient}: the runtime's own. */
 export interface LifecycleClientOptions {
-  /**
-   * The lifecycle server, e.g. `http://localhost:8080` (`/v1` is added when
-   * the URL does not end with it).
-   */
+  /** The lifecycle server (`/v1` is added when missing). */
   readonly baseUrl: string;
   /** The API key, sent as `OPEN-SANDBOX-API-KEY`. */
   readonly apiKey?: string;
-  /** Further headers on every lifecycle call. */
-  readonly headers?: Readonly<Record<string, string>>;
   /** The fetch to use. */
   readonly fetch?: typeof fetch;
   /** The timeout of one call, in ms. Default 30 000. */
-  readonly timeoutMs?: number;
+  readonly requestTimeoutMs?: number;
   /** Receives an `http_request` event per call. */
   readonly onEvent?: SkillEventListener;
 }
@@ -119,12 +106,9 @@ export class LifecycleClient {
     this.baseUrl = lifecycleBase(options.baseUrl);
     this.#http = new HttpClient({
       baseUrl: this.baseUrl,
-      headers: {
-        ...options.headers,
-        ...(options.apiKey !== undefined
-          ? { [API_KEY_HEADER]: options.apiKey }
-          : {}),
-      },
+      headers: options.apiKey !== undefined
+        ? { [API_KEY_HEADER]: options.apiKey }
+        : {},
       secretHeaders: [API_KEY_HEADER],
       ...(options.onEvent ? { onEvent: options.onEvent } : {}),
       ...httpOptionsOf(options),
@@ -132,12 +116,8 @@ export class LifecycleClient {
   }
 
   /**
-   * Creates a sandbox (`POST /sandboxes`, 202). Not retried: a retry could
-   * make a second sandbox. Each creation is tagged with a metadata entry
-   * `skillrun.create` of its own, so that when the answer is lost (a broken
-   * connection, a timeout, an unreadable or 5xx answer) the sandbox the
-   * server may have made anyway is found and deleted before the error is
-   * thrown: nothing is left running.
+   * Creates a sandbox (`POST /sandboxes`, 202), never retried, tagged so
+   * that one made despite a lost answer is deleted (`createTagged`).
    *
    * @param spec The image, timeout, limits, env, metadata, entrypoint.
    * @param signal Stops the call.
@@ -174,13 +154,7 @@ export class LifecycleClient {
     );
   }
 
-  /**
-   * Lists sandboxes whose metadata holds every given entry.
-   *
-   * @param metadata The entries to match.
-   * @param signal Stops the call.
-   * @returns The sandboxes (first page of up to 100).
-   */
+  /** The sandboxes (first page of up to 100) whose metadata holds `metadata`. */
   async list(
     metadata: Readonly<Record<string, string>>,
     signal?: AbortSignal,
@@ -197,13 +171,7 @@ export class LifecycleClient {
     return (answer.items ?? []).map(toInfo);
   }
 
-  /**
-   * Describes a sandbox, or `null` when the server does not know it (404).
-   *
-   * @param id The sandbox id.
-   * @param signal Stops the call.
-   * @returns The sandbox or `null`.
-   */
+  /** Describes a sandbox, or `null` when the server does not know it (404). */
   async get(id: string, signal?: AbortSignal): Promise<SandboxInfo | null> {
     const raw = await jsonOrNull<RawSandbox>(this.#http, {
       method: "GET",
@@ -213,13 +181,7 @@ export class LifecycleClient {
     return raw && toInfo(raw);
   }
 
-  /**
-   * Deletes a sandbox (204). One already gone (404) is not an error.
-   *
-   * @param id The sandbox id.
-   * @param signal Stops the call.
-   * @returns `true` when it was deleted, `false` when it was already gone.
-   */
+  /** Deletes a sandbox (204): `false` when it was already gone (404). */
   delete(id: string, signal?: AbortSignal): Promise<boolean> {
     return sendCall(this.#http, {
       method: "DELETE",
@@ -228,14 +190,7 @@ export class LifecycleClient {
     }, [404]);
   }
 
-  /**
-   * Moves a sandbox's expiry to `expiresAt`.
-   *
-   * @param id The sandbox id.
-   * @param expiresAt The new expiry (must be later than the current one).
-   * @param signal Stops the call.
-   * @returns The expiry the server set.
-   */
+  /** Moves a sandbox's expiry (later only) and answers the one the server set. */
   async renew(
     id: string,
     expiresAt: Date,
@@ -260,13 +215,13 @@ export class LifecycleClient {
    * @param id The sandbox id.
    * @param port The port inside the sandbox. Default execd's, 44772.
    * @param signal Stops the call.
-   * @returns The endpoint's URL and the headers it needs.
+   * @returns The endpoint's URL and the headers every call must carry.
    */
   async endpoint(
     id: string,
     port: number = EXECD_PORT,
     signal?: AbortSignal,
-  ): Promise<SandboxEndpoint> {
+  ): Promise<{ url: string; headers: Record<string, string> }> {
     const answer = await this.#http.json<
       { endpoint?: string; headers?: Record<string, string> }
     >({

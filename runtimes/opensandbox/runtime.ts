@@ -13,10 +13,9 @@ import {
   type SandboxKindOptions,
   type SandboxService,
   SandboxServiceRuntime,
-  type ServiceCreateOptions,
 } from "../remote/sandbox_service.ts";
-import type { RemoteSession } from "../remote/runtime.ts";
 import { ExecdClient } from "./execd.ts";
+import { attachExecdBackground, startExecdBackground } from "./_background.ts";
 import {
   EXECD_PORT,
   LifecycleClient,
@@ -109,17 +108,12 @@ export class OpenSandboxSkillRuntime
    * `sandboxId` together with a conversation.
    */
   constructor(options: OpenSandboxSkillRuntimeOptions) {
-    const lifecycle = new LifecycleClient({
-      baseUrl: options.baseUrl,
-      ...(options.apiKey !== undefined ? { apiKey: options.apiKey } : {}),
-      ...httpOptionsOf(options),
-      ...(options.onEvent ? { onEvent: options.onEvent } : {}),
-    });
+    const lifecycle = new LifecycleClient(options);
     const spec = withNetwork(options);
     super({
       ...options,
       name: "opensandbox",
-      service: new OpenSandboxService(lifecycle, spec, options),
+      service: openSandboxService(lifecycle, spec, options),
       conversationsRoot: options.conversationsRoot ??
         "/workspace/conversations",
       timeoutSeconds: spec.timeoutSeconds,
@@ -129,85 +123,48 @@ export class OpenSandboxSkillRuntime
 }
 
 /** OpenSandbox as a sandbox service: the lifecycle API and each sandbox's execd. */
-class OpenSandboxService implements SandboxService<SandboxInfo> {
-  readonly serverUrl: string;
-  readonly #lifecycle: LifecycleClient;
-  readonly #spec: SandboxSpec;
-  readonly #http: Pick<
-    OpenSandboxSkillRuntimeOptions,
-    "fetch" | "requestTimeoutMs" | "onEvent"
-  >;
-
-  constructor(
-    lifecycle: LifecycleClient,
-    spec: SandboxSpec,
-    http: Pick<
-      OpenSandboxSkillRuntimeOptions,
-      "fetch" | "requestTimeoutMs" | "onEvent"
-    >,
-  ) {
-    this.serverUrl = lifecycle.baseUrl;
-    this.#lifecycle = lifecycle;
-    this.#spec = spec;
-    this.#http = http;
-  }
-
-  create(options: ServiceCreateOptions): Promise<SandboxInfo> {
-    return this.#lifecycle.create(
-      Object.keys(options.metadata).length === 0 ? this.#spec : {
-        ...this.#spec,
-        metadata: { ...this.#spec.metadata, ...options.metadata },
-      },
-      options.signal,
-    );
-  }
-
-  get(id: string, signal?: AbortSignal): Promise<SandboxInfo | null> {
-    return this.#lifecycle.get(id, signal);
-  }
-
-  gone(sandbox: SandboxInfo): string | undefined {
-    if (!GONE_STATES.has(sandbox.state)) return undefined;
-    return `${sandbox.state}${sandbox.detail ? ` (${sandbox.detail})` : ""}`;
-  }
-
-  delete(id: string, signal?: AbortSignal): Promise<boolean> {
-    return this.#lifecycle.delete(id, signal);
-  }
-
-  renew(id: string, expiresAt: Date, signal?: AbortSignal): Promise<Date> {
-    return this.#lifecycle.renew(id, expiresAt, signal);
-  }
-
-  /** Resolves execd's endpoint; ready once it answers `/ping`. */
-  async open(
-    sandbox: SandboxInfo,
-    signal?: AbortSignal,
-  ): Promise<RemoteSession> {
-    const endpoint = await this.#lifecycle.endpoint(
-      sandbox.id,
-      EXECD_PORT,
-      signal,
-    );
-    const execd = new ExecdClient(
-      new HttpClient({
-        baseUrl: endpoint.url,
-        headers: endpoint.headers,
-        secretHeaders: Object.keys(endpoint.headers),
-        ...httpOptionsOf(this.#http),
-        ...(this.#http.onEvent ? { onEvent: this.#http.onEvent } : {}),
-      }),
-    );
-    return {
-      files: execd,
-      commands: execd.commands,
-      startBackground: (command) => execd.startBackground(command),
-      attachBackground: (id, sinks) => execd.attachBackground(id, sinks),
-      // Ready once execd answers `GET /ping`.
-      isReady: (signal) => answers(execd.http, "/ping", signal),
-      makeDirectories: (paths, signal) => execd.makeDirectories(paths, signal),
-    };
-  }
+function openSandboxService(
+  lifecycle: LifecycleClient,
+  spec: SandboxSpec,
+  options: OpenSandboxSkillRuntimeOptions,
+): SandboxService<SandboxInfo> {
+  return {
+    serverUrl: lifecycle.baseUrl,
+    create: ({ metadata, signal }) =>
+      lifecycle.create(
+        { ...spec, metadata: { ...spec.metadata, ...metadata } },
+        signal,
+      ),
+    get: (id, signal) => lifecycle.get(id, signal),
+    gone: ({ state, detail }) =>
+      GONE_STATES.has(state)
+        ? `${state}${detail ? ` (${detail})` : ""}`
+        : undefined,
+    delete: (id, signal) => lifecycle.delete(id, signal),
+    renew: (id, expiresAt, signal) => lifecycle.renew(id, expiresAt, signal),
+    async open(sandbox, signal) {
+      const endpoint = await lifecycle.endpoint(sandbox.id, EXECD_PORT, signal);
+      const execd = new ExecdClient(
+        new HttpClient({
+          baseUrl: endpoint.url,
+          headers: endpoint.headers,
+          secretHeaders: Object.keys(endpoint.headers),
+          ...httpOptionsOf(options),
+          ...(options.onEvent ? { onEvent: options.onEvent } : {}),
+        }),
+      );
+      return {
+        files: execd,
+        commands: execd.commands,
+        startBackground: (command) => startExecdBackground(execd, command),
+        attachBackground: (id, sinks) =>
+          attachExecdBackground(execd, id, sinks),
+        isReady: (signal) => answers(execd.http, "/ping", signal),
+        makeDirectories: (paths, signal) =>
+          execd.makeDirectories(paths, signal),
+      };
+    },
+  };
 }
 
 /** The sandbox spec with the `network` option as its `networkPolicy`. */
