@@ -31,8 +31,8 @@ import {
   type GrepPlan,
   planGlob,
   planGrep,
+  runSearch,
   SearchSlots,
-  startDeadline,
 } from "./_plan.ts";
 import {
   COMMON_ARGS,
@@ -329,9 +329,10 @@ export class RipgrepSearch implements SearchEngine {
       skipped.skip("", "too-large", plan.root.size);
       return skipped.result("ripgrep");
     }
-    return await this.#limited(
+    return await runSearch(
       plan,
       `Search for "${plan.regex.pattern}"`,
+      this.#slots,
       async (signal) => {
         // A single file was checked above; a folder is searched without
         // --max-filesize where rg's memory can be watched (module doc).
@@ -348,32 +349,6 @@ export class RipgrepSearch implements SearchEngine {
         }
       },
     );
-  }
-
-  /**
-   * Runs a search (whatever number of rg runs it takes) in one of the
-   * engine's slots, within the plan's time limit and signal; `what` names it
-   * in the timeout error.
-   */
-  async #limited<T>(
-    plan: {
-      readonly timeoutMs: number;
-      readonly signal: AbortSignal | undefined;
-    },
-    what: string,
-    search: (signal: AbortSignal) => Promise<T>,
-  ): Promise<T> {
-    const deadline = startDeadline(plan.timeoutMs, plan.signal);
-    let release: (() => void) | undefined;
-    try {
-      release = await this.#slots.acquire(deadline.signal);
-      return await search(deadline.signal);
-    } catch (error) {
-      throw deadline.signal.aborted ? deadline.error(what) : error;
-    } finally {
-      release?.();
-      deadline.clear();
-    }
   }
 
   /**
@@ -649,9 +624,10 @@ export class RipgrepSearch implements SearchEngine {
    */
   async glob(request: GlobRequest): Promise<GlobResult> {
     const plan = await planGlob(this.#fs, request, true);
-    return await this.#limited(
+    return await runSearch(
       plan,
       `Glob "${request.pattern}"`,
+      this.#slots,
       async (signal) => {
         const parser = new RecordParser(false, 0);
         const records: [Uint8Array, Uint8Array][] = [];
