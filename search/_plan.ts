@@ -224,43 +224,6 @@ export async function planGlob(
   return { root, filters, limit, timeoutMs, signal: request.signal };
 }
 
-/** A time limit joined with the caller's signal. */
-export interface Deadline {
-  /** Aborts when the time passes or the caller aborts. */
-  readonly signal: AbortSignal;
-  /** The error to throw once `signal` aborted. */
-  error(what: string): unknown;
-  /** Clears the timer. */
-  clear(): void;
-}
-
-/** Starts a time limit joined with the caller's signal. */
-export function startDeadline(
-  timeoutMs: number,
-  signal: AbortSignal | undefined,
-): Deadline {
-  const controller = new AbortController();
-  let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
-    controller.abort();
-  }, timeoutMs);
-  const onAbort = (): void => controller.abort(signal!.reason);
-  signal?.addEventListener("abort", onAbort, { once: true });
-  if (signal?.aborted) controller.abort(signal.reason);
-  return {
-    signal: controller.signal,
-    error: (what) =>
-      !timedOut && signal?.aborted
-        ? signal.reason
-        : timeoutError(what, timeoutMs),
-    clear(): void {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", onAbort);
-    },
-  };
-}
-
 /**
  * Runs a search under its time limit and the caller's signal, in one of the
  * engine's slots: `stop` throws once the time passed (for synchronous work,
@@ -276,23 +239,36 @@ export async function runSearch<T>(
   slots: SearchSlots | null,
   run: (signal: AbortSignal, stop: () => void) => Promise<T>,
 ): Promise<T> {
-  const deadline = startDeadline(limits.timeoutMs, limits.signal);
-  const endAt = performance.now() + limits.timeoutMs;
+  const { timeoutMs, signal } = limits;
+  const limit = new AbortController();
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    limit.abort();
+  }, timeoutMs);
+  const onAbort = (): void => limit.abort(signal!.reason);
+  signal?.addEventListener("abort", onAbort, { once: true });
+  if (signal?.aborted) limit.abort(signal.reason);
+  const endAt = performance.now() + timeoutMs;
   const stop = (): void => {
-    deadline.signal.throwIfAborted();
-    if (performance.now() > endAt) throw timeoutError(what, limits.timeoutMs);
+    limit.signal.throwIfAborted();
+    if (performance.now() > endAt) throw timeoutError(what, timeoutMs);
   };
   // Work still in flight once the answer is known (a read ahead) is stopped.
   const done = new AbortController();
   let release: (() => void) | undefined;
   try {
-    release = await slots?.acquire(deadline.signal);
-    return await run(AbortSignal.any([deadline.signal, done.signal]), stop);
+    release = await slots?.acquire(limit.signal);
+    return await run(AbortSignal.any([limit.signal, done.signal]), stop);
   } catch (error) {
-    throw deadline.signal.aborted ? deadline.error(what) : error;
+    if (!limit.signal.aborted) throw error;
+    throw !timedOut && signal?.aborted
+      ? signal.reason
+      : timeoutError(what, timeoutMs);
   } finally {
     done.abort();
-    deadline.clear();
+    clearTimeout(timer);
+    signal?.removeEventListener("abort", onAbort);
     release?.();
   }
 }
