@@ -191,7 +191,6 @@ export function parseLine(
   decoder: TextDecoder,
   plan: GrepPlan,
 ): MatchedLine {
-  // `12:text` for a match, `12-text` for context.
   let i = 0;
   let lineNumber = 0;
   while (i < rest.length && rest[i]! >= 0x30 && rest[i]! <= 0x39) {
@@ -368,18 +367,11 @@ export function ripgrepError(plan: GrepPlan, stderr: string): Error {
   );
 }
 
-/** One file's records from ripgrep. */
-export interface FileRecords {
-  path: string;
-  count: number;
-  lines: MatchedLine[];
-}
-
 /** Parses ripgrep's `--null` output into files, in output order. */
 export function parseRipgrepOutput(
   bytes: Uint8Array,
   plan: GrepPlan,
-): FileRecords[] {
+): { path: string; count: number; lines: MatchedLine[] }[] {
   const parser = new RecordParser(
     plan.mode !== "files_with_matches",
     plan.maxLineChars * 3 + 32,
@@ -387,8 +379,8 @@ export function parseRipgrepOutput(
   const records: [Uint8Array, Uint8Array][] = [];
   parser.push(bytes, records);
   const decoder = new TextDecoder();
-  const files: FileRecords[] = [];
-  let current: FileRecords | null = null;
+  const files: ReturnType<typeof parseRipgrepOutput> = [];
+  let current: (typeof files)[number] | null = null;
   for (const [pathBytes, rest] of records) {
     const path = relativeOf(decoder.decode(pathBytes), plan.root.isFile);
     if (plan.mode !== "content") {

@@ -39,6 +39,7 @@ import {
   parseDebugSkip,
   parseFirstNul,
   parseRipgrepOutput,
+  relativeOf,
   ripgrepError,
   ripgrepGrepArgs,
 } from "./_ripgrep_protocol.ts";
@@ -446,12 +447,8 @@ export class ShellSearch implements SearchEngine {
           for (const line of run.stderr.split("\n")) {
             const skipped = parseDebugSkip(line);
             if (skipped) {
-              const path = skipped.path.replace(/^\.\//, "");
-              collector.skip(
-                root.isFile ? "" : path,
-                skipped.reason,
-                skipped.size,
-              );
+              const path = relativeOf(skipped.path, root.isFile);
+              collector.skip(path, skipped.reason, skipped.size);
             } else if (line.trim() !== "") errors.push(line);
           }
           if (!run.truncated && run.status === 2 && errors.length > 0) {
@@ -559,7 +556,7 @@ export class ShellSearch implements SearchEngine {
     if (run.truncated || (run.status !== 0 && run.status !== 1)) return null;
     const files = new Set<string>();
     for (const path of splitNul(run.bytes, new TextDecoder())) {
-      files.add(path.startsWith("./") ? path.slice(2) : path);
+      files.add(relativeOf(path, false));
     }
     return files;
   }
