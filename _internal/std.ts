@@ -12,6 +12,7 @@
  */
 import * as bytes from "@std/bytes";
 import * as yaml from "@std/yaml";
+import { TextLineStream as StdTextLineStream } from "@std/streams/text-line-stream";
 
 /** Options of {@linkcode parseYaml}. */
 export interface ParseYamlOptions {
@@ -26,5 +27,9 @@ export const parseYaml: (text: string, options?: ParseYamlOptions) => unknown =
 /** The bytes of several arrays, joined into a new one (`@std/bytes`). */
 export const concatBytes: (buffers: readonly Uint8Array[]) => Uint8Array =
   bytes.concat;
+
+/** Splits a stream of text into lines, without their `\n` or `\r\n` (`@std/streams`). */
+export const TextLineStream: new () => TransformStream<string, string> =
+  StdTextLineStream;
 
 export { hostPath, type PathFunctions, posix } from "./std_path.ts";

@@ -7,6 +7,7 @@
  *
  * @module
  */
+import { TextLineStream } from "../_internal/std.ts";
 import { parseDebugSkip, type RipgrepSkip } from "./_ripgrep_protocol.ts";
 
 /** Options of {@linkcode runRipgrep}. */
@@ -204,29 +205,18 @@ async function readStderr(
   stderr: ReadableStream<Uint8Array>,
   onSkip: ((skip: RipgrepSkip) => void) | undefined,
 ): Promise<string> {
-  const decoder = new TextDecoder();
   const errors: string[] = [];
   let errorChars = 0;
-  let pending = "";
-  const line = (text: string): void => {
-    if (!text.startsWith("DEBUG|")) {
-      if (errorChars < 65536 && text.trim() !== "") {
-        errors.push(text);
-        errorChars += text.length + 1;
-      }
-      return;
-    }
-    const skipped = onSkip && parseDebugSkip(text);
-    if (skipped) onSkip(skipped);
-  };
-  for await (const chunk of stderr) {
-    pending += decoder.decode(chunk, { stream: true });
-    let newline: number;
-    while ((newline = pending.indexOf("\n")) !== -1) {
-      line(pending.slice(0, newline));
-      pending = pending.slice(newline + 1);
+  const lines = stderr.pipeThrough(new TextDecoderStream())
+    .pipeThrough(new TextLineStream());
+  for await (const text of lines) {
+    if (text.startsWith("DEBUG|")) {
+      const skipped = onSkip && parseDebugSkip(text);
+      if (skipped) onSkip(skipped);
+    } else if (errorChars < 65536 && text.trim() !== "") {
+      errors.push(text);
+      errorChars += text.length + 1;
     }
   }
-  if (pending !== "") line(pending);
   return errors.join("\n");
 }
