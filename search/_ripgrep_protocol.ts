@@ -11,6 +11,7 @@ import { concatBytes } from "../_internal/std.ts";
 import { cutLine, type MatchedLine } from "./_match.ts";
 import type { GrepPlan } from "./_plan.ts";
 import { HEAVY_FOLDERS } from "./rules.ts";
+import type { SkippedFile } from "./types.ts";
 
 /** Arguments shared by every ripgrep run. */
 export const COMMON_ARGS: readonly string[] = [
@@ -209,26 +210,16 @@ export function parseLine(
 const S_IFMT = 0o170000;
 const S_IFLNK = 0o120000;
 
-/** A file rg skipped, read from one of its `--debug` lines. */
-export interface RipgrepSkip {
-  /** The path as rg printed it (relative to its folder, maybe `./`). */
-  readonly path: string;
-  /** Why: over `--max-filesize`, or not a regular file. */
-  readonly reason: "too-large" | "not-regular";
-  /** Its size, for a file too large. */
-  readonly size?: number;
-}
-
 /**
  * Reads one line of rg's `--debug` output: the file it skipped for its size
  * or for not being a regular file (a symlink, not followed, is not one), or
- * `null` for any other line. Shared with the engine that runs rg in a
- * sandbox.
+ * `null` for any other line (its path as rg printed it, maybe `./`). Shared
+ * with the engine that runs rg in a sandbox.
  *
  * @param text One line of rg's stderr.
  * @returns The skipped file, or `null`.
  */
-export function parseDebugSkip(text: string): RipgrepSkip | null {
+export function parseDebugSkip(text: string): SkippedFile | null {
   const large = /^DEBUG\|ignore::walk\|\S* ignoring (.*): (\d+) bytes$/
     .exec(text);
   if (large) {

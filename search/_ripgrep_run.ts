@@ -8,7 +8,8 @@
  * @module
  */
 import { TextLineStream } from "../_internal/std.ts";
-import { parseDebugSkip, type RipgrepSkip } from "./_ripgrep_protocol.ts";
+import { parseDebugSkip } from "./_ripgrep_protocol.ts";
+import type { SkippedFile } from "./types.ts";
 
 /** Options of {@linkcode runRipgrep}. */
 export interface RipgrepRunOptions {
@@ -29,7 +30,7 @@ export interface RipgrepRunOptions {
    * Each file rg names in a `--debug` line as skipped (too large, not a
    * regular file); without it, stderr is read as plain error text.
    */
-  readonly onSkip?: (skip: RipgrepSkip) => void;
+  readonly onSkip?: (skip: SkippedFile) => void;
   /**
    * Kills rg when its resident memory passes this many bytes (checked every
    * {@linkcode MEMORY_CHECK_MS} ms, Linux only: see
@@ -203,7 +204,7 @@ export async function runRipgrep(
  */
 async function readStderr(
   stderr: ReadableStream<Uint8Array>,
-  onSkip: ((skip: RipgrepSkip) => void) | undefined,
+  onSkip: ((skip: SkippedFile) => void) | undefined,
 ): Promise<string> {
   const errors: string[] = [];
   let errorChars = 0;

@@ -34,6 +34,7 @@ import {
   type LsRequest,
   type LsResult,
   type SearchEngine,
+  type SearchEngineName,
   type SearchFileSystem,
   type SkipReason,
 } from "./types.ts";
@@ -241,7 +242,7 @@ export function globFiles(
   plan: GlobPlan,
   slots: SearchSlots,
   source: FileSource,
-  engine: "ripgrep" | "fallback",
+  engine: SearchEngineName,
 ): Promise<GlobResult> {
   const what = `Glob "${plan.filters.glob}"`;
   return runSearch(plan, what, slots, async (signal) => {
@@ -415,7 +416,7 @@ const decoder = new TextDecoder("utf-8", { ignoreBOM: true });
 export function finishGlob(
   plan: { readonly root: SearchRoot; readonly limit: number },
   files: GlobFile[],
-  engine: "ripgrep" | "fallback",
+  engine: SearchEngineName,
 ): GlobResult {
   files.sort((a, b) =>
     (b.modifiedMs ?? -Infinity) - (a.modifiedMs ?? -Infinity) ||

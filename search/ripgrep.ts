@@ -43,7 +43,6 @@ import {
   relativeOf,
   ripgrepError,
   ripgrepGrepArgs,
-  type RipgrepSkip,
 } from "./_ripgrep_protocol.ts";
 import {
   canWatchMemory,
@@ -65,6 +64,7 @@ import type {
   LsRequest,
   LsResult,
   SearchEngine,
+  SkipReason,
 } from "./types.ts";
 
 /** What {@linkcode detectRipgrep} found. */
@@ -365,7 +365,7 @@ export class RipgrepSearch implements SearchEngine {
     onRecord: (path: string, rest: Uint8Array, decoder: TextDecoder) => boolean,
     onSkip: (
       path: string,
-      reason: RipgrepSkip["reason"],
+      reason: SkipReason,
       size?: number,
     ) => void,
   ): Promise<RipgrepRunResult> {
