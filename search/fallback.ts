@@ -126,8 +126,7 @@ export class FallbackSearch implements SearchEngine {
     this.#source = {
       workers,
       batchFiles: workers * 8,
-      listing: (root, _depth, signal) =>
-        Promise.resolve(listThrough(fs, root.path, signal)),
+      listing: listThrough(fs),
       read: (plan, signal) => readThrough(fs, plan, signal),
     };
   }
@@ -259,23 +258,21 @@ export function globFiles(
 }
 
 /** Lists folders through the file-system interface. */
-function listThrough(
-  fs: SearchFileSystem,
-  root: string,
-  signal: AbortSignal | undefined,
-): ListFolder {
-  return async (folder) =>
-    (await fs.list(joinPath(root, folder), {
-      depth: 1,
-      limit: Number.MAX_SAFE_INTEGER,
-      ...(signal ? { signal } : {}),
-    })).entries.map((e) => ({
-      path: folder === "" ? e.name : `${folder}/${e.name}`,
-      name: e.name,
-      type: e.type,
-      size: e.size,
-      modifiedMs: e.modifiedAt?.getTime() ?? null,
-    }));
+function listThrough(fs: SearchFileSystem): FileSource["listing"] {
+  return (root, _depth, signal) =>
+    Promise.resolve(async (folder) =>
+      (await fs.list(joinPath(root.path, folder), {
+        depth: 1,
+        limit: Number.MAX_SAFE_INTEGER,
+        signal,
+      })).entries.map((e) => ({
+        path: folder === "" ? e.name : `${folder}/${e.name}`,
+        name: e.name,
+        type: e.type,
+        size: e.size,
+        modifiedMs: e.modifiedAt?.getTime() ?? null,
+      }))
+    );
 }
 
 /** Reads files through the file-system interface, refusing large ones. */
@@ -439,8 +436,7 @@ export async function listFolder(
   fs: SearchFileSystem,
   request: LsRequest,
   local: boolean,
-  listing: FileSource["listing"] = (root, _depth, signal) =>
-    Promise.resolve(listThrough(fs, root.path, signal)),
+  listing: FileSource["listing"] = listThrough(fs),
 ): Promise<LsResult> {
   const depth = request.depth ?? 1;
   const limit = request.limit ?? DEFAULT_LS_LIMIT;

@@ -22,6 +22,7 @@
  *
  * @module
  */
+import { concatBytes } from "../_internal/std.ts";
 import type { SearchFileSystem } from "./types.ts";
 import { finishGlob, listFolder } from "./fallback.ts";
 import type { MatchedLine } from "./_match.ts";
@@ -105,9 +106,7 @@ export function detectRipgrep(path = "rg"): Promise<RipgrepInfo | null> {
           onStdout: (chunk) => void chunks.push(chunk),
         });
         if (run.code !== 0) return null;
-        const decoder = new TextDecoder();
-        const text = chunks.map((c) => decoder.decode(c, { stream: true }))
-          .join("");
+        const text = new TextDecoder().decode(concatBytes(chunks));
         const version = /ripgrep (\S+)/.exec(text)?.[1];
         return version ? { path, version } : null;
       } catch {

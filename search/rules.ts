@@ -109,10 +109,7 @@ export function extensionsOfType(type: string): readonly string[] {
  * ```
  */
 export function isBinary(bytes: Uint8Array): boolean {
-  const head = bytes.length > BINARY_SNIFF_BYTES
-    ? bytes.subarray(0, BINARY_SNIFF_BYTES)
-    : bytes;
-  return head.indexOf(0) !== -1;
+  return bytes.subarray(0, BINARY_SNIFF_BYTES).indexOf(0) !== -1;
 }
 
 export { comparePaths } from "../_internal/compare.ts";
