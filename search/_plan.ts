@@ -19,10 +19,12 @@ import {
   DEFAULT_GREP_MAX_OUTPUT_CHARS as MAX_OUTPUT,
   DEFAULT_SEARCH_TIMEOUT_MS,
   type GlobRequest,
+  type GrepCount,
   type GrepLine,
   type GrepOutputMode,
   type GrepRequest,
   type GrepResult,
+  type SearchEngineName,
   type SkippedFile,
   type SkipReason,
 } from "./types.ts";
@@ -296,7 +298,7 @@ export class GrepCollector {
   #headLimitReached = false;
   #outputLimitReached = false;
   readonly #files: string[] = [];
-  readonly #counts: { path: string; count: number }[] = [];
+  readonly #counts: GrepCount[] = [];
   readonly #lines: GrepLine[] = [];
   readonly #skipped: SkippedFile[] = [];
 
@@ -345,10 +347,8 @@ export class GrepCollector {
           const keep = this.#take(
             Math.max(MIN_ENTRY_CHARS, path.length + line.text.length + 12),
           );
-          if (keep) {
-            const { lineNumber, text, match, cut } = line;
-            this.#lines.push({ path, lineNumber, text, match, cut });
-          } else if (this.#headLimitReached || this.#outputLimitReached) {
+          if (keep) this.#lines.push({ path, ...line });
+          else if (this.#headLimitReached || this.#outputLimitReached) {
             this.#stopped = true;
             return false;
           }
@@ -367,7 +367,7 @@ export class GrepCollector {
   }
 
   /** The `grep` result. */
-  result(engine: "ripgrep" | "fallback"): GrepResult {
+  result(engine: SearchEngineName): GrepResult {
     const base = {
       path: this.#plan.root.path,
       engine,

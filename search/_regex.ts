@@ -19,10 +19,6 @@ export interface SearchPattern {
    * and RE2 reads as the character (`\/`, `\"`, `\:`) written plain.
    */
   readonly ripgrepPattern: string;
-  /** Case-insensitive. */
-  readonly caseInsensitive: boolean;
-  /** Multiline (a match may span lines, `.` matches `\n`). */
-  readonly multiline: boolean;
   /** A fresh matcher for {@linkcode matchText} (`re2js`). */
   matcher(stop?: () => void): TextMatcher;
   /**
@@ -85,8 +81,6 @@ export function checkPattern(
       /\\([\s\S])/g,
       (escape, c: string) => /[!"%',/:;<=>@_`]/.test(c) ? c : escape,
     ),
-    caseInsensitive: options.caseInsensitive,
-    multiline: options.multiline,
     matcher: (stop = () => {}) => windowMatcher(re, window, stop),
     grepPattern: options.multiline ? null : grepSubset(pattern),
   };
