@@ -388,6 +388,14 @@ export class GrepCollector {
   }
 }
 
+/** The answer when the root is a file over the size limit (rg is not run), else `null`. */
+export function tooLargeRoot(plan: GrepPlan): GrepResult | null {
+  if (!plan.root.isFile || plan.root.size <= plan.maxFileBytes) return null;
+  const collector = new GrepCollector(plan);
+  collector.skip("", "too-large", plan.root.size);
+  return collector.result("ripgrep");
+}
+
 /** How many searches one engine runs at once; the others wait their turn. */
 export const MAX_CONCURRENT_SEARCHES = 4;
 

@@ -34,6 +34,7 @@ import {
   planGrep,
   runSearch,
   SearchSlots,
+  tooLargeRoot,
 } from "./_plan.ts";
 import {
   COMMON_ARGS,
@@ -323,12 +324,7 @@ export class RipgrepSearch implements SearchEngine {
    */
   async grep(request: GrepRequest): Promise<GrepResult> {
     const plan = await planGrep(this.#fs, request, true);
-    if (plan.root.isFile && plan.root.size > plan.maxFileBytes) {
-      const skipped = new GrepCollector(plan);
-      skipped.skip("", "too-large", plan.root.size);
-      return skipped.result("ripgrep");
-    }
-    return await runSearch(
+    return tooLargeRoot(plan) ?? await runSearch(
       plan,
       `Search for "${plan.regex.pattern}"`,
       this.#slots,

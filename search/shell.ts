@@ -32,6 +32,7 @@ import {
   runSearch,
   type SearchRoot,
   SearchSlots,
+  tooLargeRoot,
 } from "./_plan.ts";
 import {
   DEBUG_SKIP_AWK,
@@ -419,11 +420,6 @@ export class ShellSearch implements SearchEngine {
   async #grepRipgrep(request: GrepRequest): Promise<GrepResult> {
     const plan = await planGrep(this.#fs, request, false);
     const root = plan.root;
-    if (root.isFile && root.size > plan.maxFileBytes) {
-      const skipped = new GrepCollector(plan);
-      skipped.skip("", "too-large", root.size);
-      return skipped.result("ripgrep");
-    }
     // rg's debug lines name what it skipped (over the size limit, not a
     // regular file); only those lines and real errors reach stderr.
     const rg = `( rg ${
@@ -435,7 +431,7 @@ export class ShellSearch implements SearchEngine {
     let cap = plan.mode === "content"
       ? Math.min(CONTENT_FIRST_BYTES, this.#maxBytes)
       : this.#maxBytes;
-    return await runSearch(
+    return tooLargeRoot(plan) ?? await runSearch(
       plan,
       `Search for "${plan.regex.pattern}"`,
       this.#slots,
