@@ -413,7 +413,7 @@ export class ShellSearch implements SearchEngine {
         }`,
       );
     }
-    const bytes = decodeBase64(result.stdout);
+    const bytes = Uint8Array.fromBase64(result.stdout);
     return { bytes, truncated: bytes.length >= cap, status, stderr };
   }
 
@@ -652,7 +652,9 @@ export class ShellSearch implements SearchEngine {
       ),
     ).split("\n");
     return paths.map((_, i) =>
-      lines[i]?.startsWith("+") ? decodeBase64(lines[i]!.slice(1)) : null
+      lines[i]?.startsWith("+")
+        ? Uint8Array.fromBase64(lines[i]!.slice(1))
+        : null
     );
   }
 }
@@ -737,15 +739,4 @@ function parseFindTime(text: string): number | null {
   const ms = Number(match[2]) * 1000 +
     Number((match[3] ?? "").slice(0, 3).padEnd(3, "0"));
   return match[1] === "-" ? -ms : ms;
-}
-
-function decodeBase64(text: string): Uint8Array {
-  const fromBase64 = (Uint8Array as unknown as {
-    fromBase64?: (text: string) => Uint8Array;
-  }).fromBase64;
-  if (fromBase64) return fromBase64(text);
-  const binary = atob(text.replace(/\s+/g, ""));
-  const bytes = new Uint8Array(binary.length);
-  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
-  return bytes;
 }
