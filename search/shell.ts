@@ -157,8 +157,6 @@ const EXEC_SLACK_MS = 5_000;
 /** The shell's limit for one batch of file reads (the search's signal stops it first). */
 const READ_TIMEOUT_MS = 600_000;
 
-const encoder = new TextEncoder();
-
 /**
  * The search engine that runs in a sandbox. Same answers as the local
  * engines; `engine` in a result says `ripgrep` when ripgrep answered in the
@@ -363,7 +361,8 @@ export class ShellSearch implements SearchEngine {
     options.signal?.throwIfAborted();
     const result = await this.#shell.exec(command, options);
     this.#commands++;
-    this.#stdoutBytes += encoder.encode(result.stdout).length;
+    // Every command here prints ASCII (base64, the detection's words).
+    this.#stdoutBytes += result.stdout.length;
     // Stopped by the caller: its reason, not the shell's exit code.
     options.signal?.throwIfAborted();
     return result;
