@@ -66,7 +66,6 @@ import type {
   LsRequest,
   LsResult,
   SearchEngine,
-  SkipReason,
 } from "./types.ts";
 
 /** What {@linkcode detectRipgrep} found. */
@@ -358,11 +357,7 @@ export class RipgrepSearch implements SearchEngine {
     watched: boolean,
     options: { readonly unsorted?: boolean; readonly byteOffsets?: boolean },
     onRecord: (path: string, rest: Uint8Array, decoder: TextDecoder) => boolean,
-    onSkip: (
-      path: string,
-      reason: SkipReason,
-      size?: number,
-    ) => void,
+    onSkip: GrepCollector["skip"],
   ): Promise<RipgrepRunResult> {
     const parser = new RecordParser(
       plan.mode !== "files_with_matches",
