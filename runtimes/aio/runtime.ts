@@ -114,16 +114,7 @@ export class AioSkillRuntime extends SandboxServiceRuntime {
         );
       }
     }
-    const client = new AioClient({
-      baseUrl: options.baseUrl,
-      ...(options.apiKey !== undefined ? { apiKey: options.apiKey } : {}),
-      ...(options.headers ? { headers: options.headers } : {}),
-      ...(options.requestTimeoutMs !== undefined
-        ? { timeoutMs: options.requestTimeoutMs }
-        : {}),
-      ...(options.fetch ? { fetch: options.fetch } : {}),
-      ...(options.onEvent ? { onEvent: options.onEvent } : {}),
-    });
+    const client = new AioClient(options);
     const conversationsRoot = options.conversationsRoot ??
       "/home/gem/conversations";
     const service = new AioService(
