@@ -16,7 +16,11 @@ import {
   type AioCommandStatus,
   AioOperationError,
 } from "./client.ts";
-import { type AioSessionPool, DEFAULT_POLL_SECONDS } from "./execute.ts";
+import {
+  type AioSessionPool,
+  commandArgument,
+  DEFAULT_POLL_SECONDS,
+} from "./execute.ts";
 
 /** What {@linkcode startAioBackground} runs; every field already resolved. */
 export interface AioBackgroundRequest {
@@ -62,27 +66,15 @@ export async function startAioBackground(
   sessions: AioSessionPool,
   request: AioBackgroundRequest,
 ): Promise<BackgroundProcess & { stop(): Promise<void> }> {
-  const sessionId = sessions.take();
+  const sessionId = await sessions.open(client, request.signal);
   const options = {
     timeoutMs: 30_000,
     ...(request.signal ? { signal: request.signal } : {}),
   };
-  if (!sessions.isCreated(sessionId)) {
-    try {
-      await client.createSession(sessionId, options);
-    } catch (error) {
-      sessions.drop(sessionId);
-      throw error;
-    }
-    sessions.created(sessionId);
-  }
   let answer;
   try {
     answer = await client.exec({
-      // A leading `-` or `+` would be read as an option of the server's bash.
-      command: /^[-+]/.test(request.command)
-        ? ` ${request.command}`
-        : request.command,
+      command: commandArgument(request.command),
       session_id: sessionId,
       exec_dir: request.cwd,
       env: request.env,

@@ -26,47 +26,53 @@ export const DEFAULT_POLL_SECONDS = 20;
 /**
  * Bash sessions of one container, reused one command at a time so that
  * concurrent commands never share a session (a kill acts on a session's
- * current process) and few sessions are made. Makes no request.
+ * current process) and few sessions are made. Makes no request until
+ * {@linkcode AioSessionPool.open}.
  *
- * @example Taking and giving back a session
+ * @example Opening and giving back a session
  * ```ts
  * import { assert } from "@std/assert";
  * import { AioSessionPool } from "./execute.ts";
  *
+ * const made: string[] = [];
+ * const client = {
+ *   createSession: (id: string) => Promise.resolve(void made.push(id)),
+ * };
  * const pool = new AioSessionPool();
- * const a = pool.take();
- * const b = pool.take();
- * assert(a !== b && !pool.isCreated(a));
- * pool.created(a);
+ * const a = await pool.open(client);
  * pool.give(a);
- * assert(pool.take() === a && pool.size === 1 && pool.ids[0] === a);
+ * assert((await pool.open(client)) === a && made.length === 1);
+ * assert(pool.size === 1 && pool.ids[0] === a);
  * ```
  */
 export class AioSessionPool {
   #idle: string[] = [];
-  readonly #all = new Set<string>();
   readonly #created = new Set<string>();
 
-  /** A free session id (a new one when none is idle). */
-  take(): string {
-    const id = this.#idle.pop() ?? `skillrun-${crypto.randomUUID()}`;
-    this.#all.add(id);
-    return id;
-  }
-
-  /** Whether the server was told about the session (`sessions/create`). */
-  isCreated(id: string): boolean {
-    return this.#created.has(id);
-  }
-
-  /** Notes that the server has the session. */
-  created(id: string): void {
+  /**
+   * An idle session, or a new one of our own id made on the server (the
+   * spec lets /exec make one only without an id, and a kill needs the id
+   * before /exec answers). When it throws, nothing ran and the id is not
+   * reused (the session may or may not exist).
+   */
+  async open(
+    client: Pick<AioClient, "createSession">,
+    signal?: AbortSignal,
+  ): Promise<string> {
+    const idle = this.#idle.pop();
+    if (idle !== undefined) return idle;
+    const id = `skillrun-${crypto.randomUUID()}`;
+    await client.createSession(id, {
+      timeoutMs: 30_000,
+      ...(signal ? { signal } : {}),
+    });
     this.#created.add(id);
+    return id;
   }
 
   /** Gives a session back once its command has ended. */
   give(id: string): void {
-    if (this.#all.has(id) && !this.#idle.includes(id)) this.#idle.push(id);
+    if (this.#created.has(id) && !this.#idle.includes(id)) this.#idle.push(id);
   }
 
   /** Forgets a session whose state is unknown (it is not reused). */
@@ -76,7 +82,7 @@ export class AioSessionPool {
 
   /** Every session the server was told about, for closing. */
   get ids(): readonly string[] {
-    return [...this.#all].filter((id) => this.#created.has(id));
+    return [...this.#created];
   }
 
   /** How many sessions the server was told about. */
@@ -87,7 +93,6 @@ export class AioSessionPool {
   /** Forgets every session. */
   clear(): void {
     this.#idle = [];
-    this.#all.clear();
     this.#created.clear();
   }
 }
@@ -98,7 +103,7 @@ export class AioSessionPool {
  * own (`--help`, `-x`): such a command gets a leading space, which changes
  * nothing else.
  */
-function commandArgument(command: string): string {
+export function commandArgument(command: string): string {
   return /^[-+]/.test(command) ? ` ${command}` : command;
 }
 
@@ -146,22 +151,7 @@ export function aioCommands(
     broken: (cause) =>
       cause instanceof Error ? cause : new Error(String(cause)),
     start: async (request) => {
-      const sessionId = sessions.take();
-      if (!sessions.isCreated(sessionId)) {
-        // A session of our own id, made once: the spec lets /exec make one
-        // only without an id, and a kill needs the id before /exec answers.
-        try {
-          await client.createSession(sessionId, {
-            signal: request.stop,
-            timeoutMs: 30_000,
-          });
-        } catch (error) {
-          // Nothing ran; the session may or may not exist: use a new one.
-          sessions.drop(sessionId);
-          throw error;
-        }
-        sessions.created(sessionId);
-      }
+      const sessionId = await sessions.open(client, request.stop);
       const state = { sent: false } as {
         sent: boolean;
         killing?: Promise<boolean>;
