@@ -23,7 +23,7 @@ import { AioClient } from "./client.ts";
 import { aioCommands, AioSessionPool } from "./execute.ts";
 import { runRemoteCommand } from "../remote/command.ts";
 import { attachAioBackground, startAioBackground } from "./_background.ts";
-import { AioFileOps } from "./files.ts";
+import { aioFileOps } from "./files.ts";
 
 /** The deadline of the runtime's own helper commands (stat, mkdir, chmod): 60 s. */
 const HELPER_TIMEOUT_MS = 60_000;
@@ -171,7 +171,7 @@ class AioService implements SandboxService {
     | { readonly workspace: string; readonly marker: string }
     | undefined;
   readonly #background = new Set<{ stop(): Promise<void> }>();
-  readonly #files: AioFileOps;
+  readonly #files: ReturnType<typeof aioFileOps>;
   /** Folders the marker command made (not made again on connect). */
   readonly #made = new Set<string>();
 
@@ -184,7 +184,7 @@ class AioService implements SandboxService {
     this.serverUrl = client.baseUrl;
     this.#pollSeconds = pollSeconds;
     this.#conversation = conversation;
-    this.#files = new AioFileOps(
+    this.#files = aioFileOps(
       client,
       helperShell((command) => this.#run(command), {
         timeoutMs: HELPER_TIMEOUT_MS,
