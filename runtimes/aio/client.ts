@@ -48,33 +48,35 @@ export interface AioExecRequest {
   readonly max_output_length?: number;
 }
 
-/** What `/v1/bash/exec` answers. */
-export interface AioExecResult {
-  /** The session the command ran in. */
-  readonly session_id: string;
-  /** The command's id. */
+/** A command's state in `/v1/bash/exec` and `/v1/bash/output`. */
+export interface AioCommandInfo {
   readonly command_id: string;
-  /** The command. */
   readonly command: string;
-  /** Its state. */
   readonly status: AioCommandStatus;
-  /** Standard output so far (middle cut at `max_output_length`); may be `null`. */
-  readonly stdout?: string | null;
-  /** Standard error so far; may be `null`. */
-  readonly stderr?: string | null;
-  /** The exit code, once completed. */
+  /** Once completed. */
   readonly exit_code?: number | null;
-  /** Bytes of stdout produced so far (for `/v1/bash/output`). */
+}
+
+/** The output in `/v1/bash/exec` and `/v1/bash/output` answers. */
+export interface AioOutput {
+  /** Standard output from the offset asked for (middle cut at `max_output_length`). */
+  readonly stdout?: string | null;
+  readonly stderr?: string | null;
+  /** Bytes of stdout produced so far: the offset of the next read. */
   readonly offset?: number;
   /** Bytes of stderr produced so far. */
   readonly stderr_offset?: number;
 }
 
+/** What `/v1/bash/exec` answers. */
+export interface AioExecResult extends AioCommandInfo, AioOutput {
+  readonly session_id: string;
+}
+
 /** The body of `/v1/bash/output`. */
 export interface AioOutputRequest {
-  /** The session. */
   readonly session_id: string;
-  /** The command; default the session's current one. */
+  /** Default the session's current command. */
   readonly command_id?: string;
   /** Byte offset in stdout, as the server last returned it. */
   readonly offset?: number;
@@ -87,31 +89,9 @@ export interface AioOutputRequest {
 }
 
 /** What `/v1/bash/output` answers. */
-export interface AioOutputResult {
-  /** The session. */
+export interface AioOutputResult extends AioOutput {
   readonly session_id: string;
-  /** Standard output from the offset asked for. */
-  readonly stdout?: string;
-  /** Standard error from the offset asked for. */
-  readonly stderr?: string;
-  /** The stdout byte offset for the next call. */
-  readonly offset?: number;
-  /** The stderr byte offset for the next call. */
-  readonly stderr_offset?: number;
-  /** The command's state. */
   readonly command?: AioCommandInfo | null;
-}
-
-/** A command's state in `/v1/bash/output`. */
-export interface AioCommandInfo {
-  /** The command's id. */
-  readonly command_id: string;
-  /** The command. */
-  readonly command: string;
-  /** Its state. */
-  readonly status: AioCommandStatus;
-  /** The exit code, once completed. */
-  readonly exit_code?: number | null;
 }
 
 /** One entry of `/v1/file/list`. */
@@ -120,7 +100,6 @@ export interface AioFileInfo {
   readonly name: string;
   /** The absolute path. */
   readonly path: string;
-  /** Whether it is a folder. */
   readonly is_directory: boolean;
   /** Size in bytes, when asked for. */
   readonly size?: number | null;
@@ -128,15 +107,12 @@ export interface AioFileInfo {
   readonly modified_time?: string | null;
   /** Permissions, when asked for (`-rwxr-xr-x` style; `l` first for a symlink on the test server). */
   readonly permissions?: string | null;
-  /** The extension, with its dot. */
-  readonly extension?: string | null;
 }
 
 /** The body of `/v1/file/list`. */
 export interface AioListRequest {
   /** The folder (absolute). */
   readonly path: string;
-  /** Whether to descend. */
   readonly recursive?: boolean;
   /** How deep to descend when recursive. */
   readonly max_depth?: number;
