@@ -17,6 +17,7 @@ import {
   AioOperationError,
 } from "./client.ts";
 import {
+  AioOffsets,
   type AioSessionPool,
   commandArgument,
   DEFAULT_POLL_SECONDS,
@@ -48,8 +49,6 @@ const KILL_WAIT_MS = 10_000;
 const RETRY_MS = 500;
 /** Failed polls in a row after which the poller gives up (about a minute). */
 const MAX_FAILURES = 120;
-
-const encoder = new TextEncoder();
 
 /**
  * Starts a command in the background on an AIO container and returns once
@@ -161,8 +160,7 @@ class AioBackground implements BackgroundProcess {
   readonly #stop = new AbortController();
   #status: AioCommandStatus;
   #exitCode: number | null | undefined;
-  #offset = 0;
-  #stderrOffset = 0;
+  readonly #offsets = new AioOffsets();
   #error: unknown;
   /** Why the poller gave up, when it did. */
   #failed: string | undefined;
@@ -203,14 +201,17 @@ class AioBackground implements BackgroundProcess {
         const answer = await this.#client.output({
           session_id: this.#sessionId,
           command_id: this.id,
-          offset: this.#offset,
-          stderr_offset: this.#stderrOffset,
+          offset: this.#offsets.offset,
+          stderr_offset: this.#offsets.stderrOffset,
           // Once more without waiting after the end: the last output.
           wait: wasRunning,
           wait_timeout: wait,
         }, { signal: this.#stop.signal, timeoutMs: wait * 1000 + 15_000 });
-        this.#take(answer.stdout, answer.offset, "out");
-        this.#take(answer.stderr, answer.stderr_offset, "err");
+        for (const { type, data } of this.#offsets.take(answer)) {
+          if (data.length === 0) continue;
+          if (type === "stdout") this.#request.onStdout?.(data);
+          else this.#request.onStderr?.(data);
+        }
         if (answer.command) {
           this.#status = answer.command.status;
           this.#exitCode = answer.command.exit_code;
@@ -232,21 +233,6 @@ class AioBackground implements BackgroundProcess {
     }
     if (!this.#running) this.#sessions.give(this.#sessionId);
     else this.#sessions.drop(this.#sessionId);
-  }
-
-  #take(
-    text: string | null | undefined,
-    offset: number | undefined,
-    stream: "out" | "err",
-  ): void {
-    const bytes = encoder.encode(text ?? "");
-    const at = stream === "out" ? this.#offset : this.#stderrOffset;
-    const next = Math.max(at, offset ?? at + bytes.length);
-    if (stream === "out") this.#offset = next;
-    else this.#stderrOffset = next;
-    if (bytes.length === 0) return;
-    if (stream === "out") this.#request.onStdout?.(bytes);
-    else this.#request.onStderr?.(bytes);
   }
 
   poll(): Promise<BackgroundState> {

@@ -16,6 +16,7 @@ import { RemoteHttpError } from "../remote/errors.ts";
 import type {
   AioClient,
   AioCommandStatus,
+  AioOutput,
   AioOutputRequest,
   AioOutputResult,
 } from "./client.ts";
@@ -190,30 +191,8 @@ async function* aioEvents(
       ),
     );
   const line = commandArgument(request.command);
-  let offset = 0;
-  let stderrOffset = 0;
+  const offsets = new AioOffsets();
   let commandId: string | undefined;
-  /** Output of an answer, with what the server cut from it counted. */
-  function* output(answer: {
-    stdout?: string | null;
-    stderr?: string | null;
-    offset?: number;
-    stderr_offset?: number;
-  }): Generator<RemoteCommandEvent> {
-    for (
-      const [type, text, end, from] of [
-        ["stdout", answer.stdout, answer.offset, offset],
-        ["stderr", answer.stderr, answer.stderr_offset, stderrOffset],
-      ] as const
-    ) {
-      const bytes = ENCODER.encode(text ?? "");
-      const next = end ?? from + bytes.length;
-      const cut = Math.max(0, next - from - bytes.length);
-      if (type === "stdout") offset = Math.max(next, offset);
-      else stderrOffset = Math.max(next, stderrOffset);
-      if (bytes.length > 0 || cut > 0) yield { type, data: bytes, cut };
-    }
-  }
   try {
     request.stop.throwIfAborted();
     const soft = leftSeconds();
@@ -228,7 +207,7 @@ async function* aioEvents(
       hard_timeout: Math.ceil(request.serverTimeoutMs / 1000),
       max_output_length: Math.max(1, request.maxOutputBytes),
     }, { signal: request.stop, timeoutMs: soft * 1000 + 15_000 });
-    yield* output(answer);
+    yield* offsets.take(answer);
     let status: AioCommandStatus = answer.status;
     let exitCode = answer.exit_code;
     commandId = answer.command_id;
@@ -238,14 +217,14 @@ async function* aioEvents(
         {
           session_id: sessionId,
           command_id: commandId,
-          offset,
-          stderr_offset: stderrOffset,
+          offset: offsets.offset,
+          stderr_offset: offsets.stderrOffset,
           wait: true,
         },
         leftSeconds,
         request.stop,
       );
-      yield* output(answer);
+      yield* offsets.take(answer);
       if (!answer.command) {
         throw new RemoteHttpError(
           `POST ${client.baseUrl}/v1/bash/output: the answer names no command`,
@@ -280,10 +259,10 @@ async function* aioEvents(
     const answer = await client.output({
       session_id: sessionId,
       ...(commandId !== undefined ? { command_id: commandId } : {}),
-      offset,
-      stderr_offset: stderrOffset,
+      offset: offsets.offset,
+      stderr_offset: offsets.stderrOffset,
     }, { timeoutMs: 5_000, signal: request.signal }).catch(() => undefined);
-    if (answer && answer.command?.command === line) yield* output(answer);
+    if (answer && answer.command?.command === line) yield* offsets.take(answer);
   } finally {
     command.done();
   }
@@ -318,6 +297,33 @@ async function readOutput(
 }
 
 const ENCODER = new TextEncoder();
+
+/** The byte offsets of a command's two streams, moved on by each answer. */
+export class AioOffsets {
+  /** In stdout. */
+  offset = 0;
+  /** In stderr. */
+  stderrOffset = 0;
+
+  /** An answer's output, with what the server cut from it counted. */
+  *take(answer: AioOutput): Generator<
+    { type: "stdout" | "stderr"; data: Uint8Array; cut: number }
+  > {
+    for (
+      const [type, text, end, from] of [
+        ["stdout", answer.stdout, answer.offset, this.offset],
+        ["stderr", answer.stderr, answer.stderr_offset, this.stderrOffset],
+      ] as const
+    ) {
+      const data = ENCODER.encode(text ?? "");
+      const next = end ?? from + data.length;
+      const cut = Math.max(0, next - from - data.length);
+      if (type === "stdout") this.offset = Math.max(next, from);
+      else this.stderrOffset = Math.max(next, from);
+      if (data.length > 0 || cut > 0) yield { type, data, cut };
+    }
+  }
+}
 
 /**
  * Kills a session's process, trying again for a moment when the exec may not
