@@ -136,11 +136,7 @@ export function aioCommands(
   sessions: AioSessionPool,
   pollSeconds = DEFAULT_POLL_SECONDS,
 ): RemoteCommandKind {
-  /** Running commands: whether their exec was sent, their kill once asked for. */
-  const running = new Map<
-    string,
-    { sent: boolean; killing?: Promise<boolean> }
-  >();
+  const running = new Map<string, Running>();
   return {
     backstopMs: 5_000,
     graceMs: 20_000,
@@ -153,10 +149,7 @@ export function aioCommands(
       cause instanceof Error ? cause : new Error(String(cause)),
     start: async (request) => {
       const sessionId = await sessions.open(client, request.stop);
-      const state = { sent: false } as {
-        sent: boolean;
-        killing?: Promise<boolean>;
-      };
+      const state: Running = { sent: false };
       running.set(sessionId, state);
       return {
         id: sessionId,
@@ -169,6 +162,12 @@ export function aioCommands(
   };
 }
 
+/** A running command: whether its exec was sent, its kill once asked for. */
+interface Running {
+  sent: boolean;
+  killing?: Promise<boolean>;
+}
+
 /** A command's events: the exec's answer, then each long poll's. */
 async function* aioEvents(
   client: AioClient,
@@ -177,7 +176,7 @@ async function* aioEvents(
   sessionId: string,
   poll: number,
   command: {
-    readonly state: { sent: boolean; killing?: Promise<boolean> };
+    readonly state: Running;
     done(): void;
   },
 ): AsyncGenerator<RemoteCommandEvent> {

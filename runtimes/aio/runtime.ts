@@ -235,13 +235,7 @@ class AioService implements SandboxService {
         this.#files.mkdir(paths.filter((p) => !this.#made.has(p)), signal),
       startBackground: async (command: RemoteCommand) => {
         const started = await startAioBackground(this.#client, this.sessions, {
-          command: command.command,
-          cwd: command.cwd,
-          env: command.env,
-          timeoutMs: command.timeoutMs,
-          ...(command.signal ? { signal: command.signal } : {}),
-          ...(command.onStdout ? { onStdout: command.onStdout } : {}),
-          ...(command.onStderr ? { onStderr: command.onStderr } : {}),
+          ...command,
           ...pollSeconds,
         });
         this.#background.add(started);
