@@ -11,6 +11,7 @@
  */
 import { MAX_EXECUTE_TIMEOUT_MS } from "../command_core.ts";
 import type { BackgroundProcess, BackgroundState } from "../types.ts";
+import type { RemoteCommand } from "../remote/runtime.ts";
 import {
   type AioClient,
   type AioCommandStatus,
@@ -23,25 +24,16 @@ import {
   DEFAULT_POLL_SECONDS,
 } from "./execute.ts";
 
-/** What {@linkcode startAioBackground} runs; every field already resolved. */
-export interface AioBackgroundRequest {
-  /** The shell command (as the server's `bash -c` gets it). */
-  readonly command: string;
-  /** The working directory (absolute POSIX path). */
-  readonly cwd: string;
-  /** Variables for this command. */
-  readonly env: Readonly<Record<string, string>>;
-  /** The command's whole life, in ms (the longest: none). */
-  readonly timeoutMs: number;
-  /** The longest long poll, in s. Default 20. */
-  readonly pollSeconds?: number;
-  /** Stops the start. */
-  readonly signal?: AbortSignal;
-  /** Receives standard output as the polls bring it. */
-  readonly onStdout?: (chunk: Uint8Array) => void;
-  /** Receives standard error as the polls bring it. */
-  readonly onStderr?: (chunk: Uint8Array) => void;
-}
+/**
+ * What {@linkcode startAioBackground} runs (every field already resolved)
+ * and the longest long poll in s (default 20).
+ */
+export type AioBackgroundRequest =
+  & Pick<
+    RemoteCommand,
+    "command" | "cwd" | "env" | "timeoutMs" | "signal" | "onStdout" | "onStderr"
+  >
+  & { readonly pollSeconds?: number };
 
 /** How long a kill waits for the poller to see the end, in ms. */
 const KILL_WAIT_MS = 10_000;
@@ -153,34 +145,26 @@ const FOREIGN: Pick<AioSessionPool, "give" | "drop"> = {
 
 class AioBackground implements BackgroundProcess {
   readonly id: string;
-  readonly #client: AioClient;
-  readonly #sessions: Pick<AioSessionPool, "give" | "drop">;
-  readonly #sessionId: string;
-  readonly #request: AioBackgroundRequest;
   readonly #stop = new AbortController();
+  readonly #offsets = new AioOffsets();
   #status: AioCommandStatus;
   #exitCode: number | null | undefined;
-  readonly #offsets = new AioOffsets();
   #error: unknown;
   /** Why the poller gave up, when it did. */
   #failed: string | undefined;
   readonly #ended: Promise<void>;
 
   constructor(
-    client: AioClient,
-    sessions: Pick<AioSessionPool, "give" | "drop">,
-    sessionId: string,
+    private readonly client: AioClient,
+    private readonly sessions: Pick<AioSessionPool, "give" | "drop">,
+    private readonly sessionId: string,
     answer: {
       command_id: string;
       status: AioCommandStatus;
       exit_code?: number | null;
     },
-    request: AioBackgroundRequest,
+    private readonly request: AioBackgroundRequest,
   ) {
-    this.#client = client;
-    this.#sessions = sessions;
-    this.#sessionId = sessionId;
-    this.#request = request;
     this.id = answer.command_id;
     this.#status = answer.status;
     this.#exitCode = answer.exit_code;
@@ -193,13 +177,13 @@ class AioBackground implements BackgroundProcess {
 
   /** Long polls while it runs; gives the session back once it has ended. */
   async #pollLoop(): Promise<void> {
-    const wait = this.#request.pollSeconds ?? DEFAULT_POLL_SECONDS;
+    const wait = this.request.pollSeconds ?? DEFAULT_POLL_SECONDS;
     let failures = 0;
     while (!this.#stop.signal.aborted) {
       const wasRunning = this.#running;
       try {
-        const answer = await this.#client.output({
-          session_id: this.#sessionId,
+        const answer = await this.client.output({
+          session_id: this.sessionId,
           command_id: this.id,
           offset: this.#offsets.offset,
           stderr_offset: this.#offsets.stderrOffset,
@@ -209,8 +193,8 @@ class AioBackground implements BackgroundProcess {
         }, { signal: this.#stop.signal, timeoutMs: wait * 1000 + 15_000 });
         for (const { type, data } of this.#offsets.take(answer)) {
           if (data.length === 0) continue;
-          if (type === "stdout") this.#request.onStdout?.(data);
-          else this.#request.onStderr?.(data);
+          if (type === "stdout") this.request.onStdout?.(data);
+          else this.request.onStderr?.(data);
         }
         if (answer.command) {
           this.#status = answer.command.status;
@@ -231,8 +215,8 @@ class AioBackground implements BackgroundProcess {
         await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
       }
     }
-    if (!this.#running) this.#sessions.give(this.#sessionId);
-    else this.#sessions.drop(this.#sessionId);
+    if (!this.#running) this.sessions.give(this.sessionId);
+    else this.sessions.drop(this.sessionId);
   }
 
   poll(): Promise<BackgroundState> {
@@ -269,7 +253,7 @@ class AioBackground implements BackgroundProcess {
     }
     // The session runs this command alone: its process group is killed.
     try {
-      await this.#client.kill(this.#sessionId, "SIGKILL", {
+      await this.client.kill(this.sessionId, "SIGKILL", {
         timeoutMs: KILL_WAIT_MS,
       });
     } catch (error) {
