@@ -21,7 +21,7 @@ import {
 import { posix } from "../../_internal/std.ts";
 import { AioClient } from "./client.ts";
 import { aioCommands, AioSessionPool } from "./execute.ts";
-import { runRemoteCommand } from "../remote/command.ts";
+import { type RemoteCommandKind, runRemoteCommand } from "../remote/command.ts";
 import { attachAioBackground, startAioBackground } from "./_background.ts";
 import { aioFileOps } from "./files.ts";
 
@@ -165,25 +165,21 @@ const CONTAINER = "aio-container";
 class AioService implements SandboxService {
   readonly serverUrl: string;
   readonly sessions = new AioSessionPool();
-  readonly #client: AioClient;
-  readonly #pollSeconds: number | undefined;
-  readonly #conversation:
-    | { readonly workspace: string; readonly marker: string }
-    | undefined;
+  readonly #commands: RemoteCommandKind;
   readonly #background = new Set<{ stop(): Promise<void> }>();
   readonly #files: ReturnType<typeof aioFileOps>;
   /** Folders the marker command made (not made again on connect). */
   readonly #made = new Set<string>();
 
   constructor(
-    client: AioClient,
-    pollSeconds: number | undefined,
-    conversation: { workspace: string; marker: string } | undefined,
+    private readonly client: AioClient,
+    private readonly pollSeconds: number | undefined,
+    private readonly conversation:
+      | { readonly workspace: string; readonly marker: string }
+      | undefined,
   ) {
-    this.#client = client;
     this.serverUrl = client.baseUrl;
-    this.#pollSeconds = pollSeconds;
-    this.#conversation = conversation;
+    this.#commands = aioCommands(client, this.sessions, pollSeconds);
     this.#files = aioFileOps(
       client,
       helperShell((command) => this.#run(command), {
@@ -199,7 +195,7 @@ class AioService implements SandboxService {
   }
 
   async get(id: string): Promise<ServiceSandbox | null> {
-    if (!this.#conversation) {
+    if (!this.conversation) {
       return id === CONTAINER ? { id, expiresAt: null } : null;
     }
     return (await this.#marker()) === id ? { id, expiresAt: null } : null;
@@ -211,7 +207,7 @@ class AioService implements SandboxService {
 
   /** Removes a conversation's folder and marker; never the container. */
   async delete(id: string): Promise<void> {
-    const conversation = this.#conversation;
+    const conversation = this.conversation;
     if (!conversation || id === CONTAINER) {
       throw new Error(
         "Cannot destroy: the aio-sandbox runtime never deletes its container",
@@ -225,16 +221,16 @@ class AioService implements SandboxService {
   }
 
   open(): Promise<RemoteSession> {
-    const pollSeconds = this.#pollSeconds !== undefined
-      ? { pollSeconds: this.#pollSeconds }
+    const pollSeconds = this.pollSeconds !== undefined
+      ? { pollSeconds: this.pollSeconds }
       : {};
     return Promise.resolve({
       files: this.#files,
-      commands: aioCommands(this.#client, this.sessions, this.#pollSeconds),
+      commands: this.#commands,
       makeDirectories: (paths, signal) =>
         this.#files.mkdir(paths.filter((p) => !this.#made.has(p)), signal),
       startBackground: async (command: RemoteCommand) => {
-        const started = await startAioBackground(this.#client, this.sessions, {
+        const started = await startAioBackground(this.client, this.sessions, {
           ...command,
           ...pollSeconds,
         });
@@ -242,7 +238,7 @@ class AioService implements SandboxService {
         return started;
       },
       attachBackground: async (id, sinks) => {
-        const found = await attachAioBackground(this.#client, id, {
+        const found = await attachAioBackground(this.client, id, {
           ...sinks,
           ...pollSeconds,
         });
@@ -261,16 +257,13 @@ class AioService implements SandboxService {
     this.sessions.clear();
     await Promise.all(
       ids.map((id) =>
-        this.#client.closeSession(id, { timeoutMs: 5_000 }).catch(() => {})
+        this.client.closeSession(id, { timeoutMs: 5_000 }).catch(() => {})
       ),
     );
   }
 
   #run(command: RemoteCommand): Promise<ExecuteResult> {
-    return runRemoteCommand(
-      aioCommands(this.#client, this.sessions, this.#pollSeconds),
-      command,
-    );
+    return runRemoteCommand(this.#commands, command);
   }
 
   /**
@@ -278,7 +271,7 @@ class AioService implements SandboxService {
    * conversation's folder on the container.
    */
   async #marker(): Promise<string> {
-    const { workspace, marker } = this.#conversation!;
+    const { workspace, marker } = this.conversation!;
     const id = `aio-${crypto.randomUUID()}`;
     const m = shellQuote(marker);
     const skills = posix.join(workspace, "skills");
