@@ -9,16 +9,13 @@
  *
  * A command (`exec`) is never retried.
  *
- * Why one long file: one method per endpoint the runtime uses, each with the
- * envelope handling and its documentation; a third of it is documentation.
- *
  * @module
  */
-import type { SkillEventListener } from "../../observe/events.ts";
 import { HttpClient, type HttpRequest } from "../remote/http.ts";
 import { RemoteHttpError } from "../remote/errors.ts";
 import { httpOptionsOf } from "../remote/service_calls.ts";
 import { multipartBody, type MultipartPart } from "../remote/upload.ts";
+import type { AioSkillRuntimeOptions } from "./runtime.ts";
 
 /** A command's state, as `/v1/bash/*` names it. */
 export type AioCommandStatus =
@@ -133,20 +130,10 @@ export interface AioCallOptions {
 }
 
 /** Options of {@linkcode AioClient}: the runtime's own. */
-export interface AioClientOptions {
-  /** The container's base URL, e.g. `http://127.0.0.1:8080` (may carry a path). */
-  readonly baseUrl: string;
-  /** The API key, sent as `Authorization: Bearer <apiKey>`; never shown in errors. */
-  readonly apiKey?: string | undefined;
-  /** More headers on every call. */
-  readonly headers?: Readonly<Record<string, string>> | undefined;
-  /** The default deadline of a call in ms; default the HTTP client's (30 s). */
-  readonly requestTimeoutMs?: number | undefined;
-  /** The `fetch` to use. */
-  readonly fetch?: typeof fetch | undefined;
-  /** Receives an `http_request` event per call. */
-  readonly onEvent?: SkillEventListener | undefined;
-}
+export type AioClientOptions = Pick<
+  AioSkillRuntimeOptions,
+  "baseUrl" | "apiKey" | "headers" | "requestTimeoutMs" | "fetch" | "onEvent"
+>;
 
 /** Options of {@linkcode AioOperationError}. */
 export interface AioOperationErrorOptions {
