@@ -35,6 +35,9 @@ export type AioBackgroundRequest =
   >
   & { readonly pollSeconds?: number };
 
+/** A background command whose poller the runtime stops when it closes. */
+type AioBackgroundProcess = BackgroundProcess & { stop(): Promise<void> };
+
 /** How long a kill waits for the poller to see the end, in ms. */
 const KILL_WAIT_MS = 10_000;
 /** The pause after a failed poll before the next, in ms. */
@@ -46,17 +49,12 @@ const MAX_FAILURES = 120;
  * Starts a command in the background on an AIO container and returns once
  * the server answered with its id. Never retried; a session is kept for it
  * until it ends.
- *
- * @param client The container's client.
- * @param sessions The container's session pool.
- * @param request The command.
- * @returns The command.
  */
 export async function startAioBackground(
   client: AioClient,
   sessions: AioSessionPool,
   request: AioBackgroundRequest,
-): Promise<BackgroundProcess & { stop(): Promise<void> }> {
+): Promise<AioBackgroundProcess> {
   const sessionId = await sessions.open(client, request.signal);
   const options = {
     timeoutMs: 30_000,
@@ -89,23 +87,15 @@ export async function startAioBackground(
  * Finds a background command by its id when another runtime on the same
  * container started it: the session that has it is looked up among the
  * container's sessions, and its output read from the start. The session is
- * not this runtime's: it is neither reused nor closed here.
- *
- * @param client The container's client.
- * @param id The command's id.
- * @param request Where fetched output goes, and the long poll.
- * @returns The command, or `undefined` when no session has it.
+ * not this runtime's: it is neither reused nor closed here. `undefined` when
+ * no session has it.
  */
 export async function attachAioBackground(
   client: AioClient,
   id: string,
   request: Pick<AioBackgroundRequest, "onStdout" | "onStderr" | "pollSeconds">,
 ): Promise<
-  | {
-    process: BackgroundProcess & { stop(): Promise<void> };
-    command: string;
-    startedAt: Date;
-  }
+  | { process: AioBackgroundProcess; command: string; startedAt: Date }
   | undefined
 > {
   if (!/^[\w.-]{1,128}$/.test(id)) return undefined;

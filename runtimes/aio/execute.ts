@@ -110,12 +110,10 @@ export function commandArgument(command: string): string {
 
 /**
  * How an AIO container runs commands for the kit's
- * {@linkcode runRemoteCommand}: each command in a bash session of its own
- * (the session's id is the command's: `/v1/bash/kill` acts on a session),
- * `/v1/bash/exec` with a soft timeout, then `/v1/bash/output` long polls
- * from the byte offsets the server returns; killed with SIGKILL; the
- * server's `hard_timeout` 5 s after ours. The server's own truncation of
- * the output is counted as left out.
+ * {@linkcode runRemoteCommand} (see the module's description): each command
+ * in a bash session of its own (the session's id is the command's:
+ * `/v1/bash/kill` acts on a session); the server's `hard_timeout` 5 s after
+ * ours; the server's own truncation of the output counted as left out.
  *
  * @example Making the kind (no request is made)
  * ```ts
