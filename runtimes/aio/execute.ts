@@ -223,14 +223,12 @@ async function* aioEvents(
       );
       yield* offsets.take(answer);
       if (!answer.command) {
-        throw new RemoteHttpError(
-          `POST ${client.baseUrl}/v1/bash/output: the answer names no command`,
-          {
-            method: "POST",
-            url: `${client.baseUrl}/v1/bash/output`,
-            status: 200,
-          },
-        );
+        const url = `${client.baseUrl}/v1/bash/output`;
+        throw new RemoteHttpError(`POST ${url}: the answer names no command`, {
+          method: "POST",
+          url,
+          status: 200,
+        });
       }
       status = answer.command.status;
       exitCode = answer.command.exit_code;
