@@ -389,7 +389,7 @@ export class AioClient {
   ): Promise<number> {
     const json = typeof content === "string"
       ? { file, content }
-      : { file, content: toBase64(content), encoding: "base64" };
+      : { file, content: content.toBase64(), encoding: "base64" };
     const data = await this.#post<{ bytes_written?: number | null }>(
       "/v1/file/write",
       json,
@@ -589,12 +589,4 @@ function readableError(error: unknown): unknown {
       // `input`), which can hold a variable's value.
     },
   );
-}
-
-function toBase64(bytes: Uint8Array): string {
-  let binary = "";
-  for (let i = 0; i < bytes.length; i += 0x8000) {
-    binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
-  }
-  return btoa(binary);
 }
