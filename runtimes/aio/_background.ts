@@ -11,32 +11,32 @@
  */
 import { MAX_EXECUTE_TIMEOUT_MS } from "../command_core.ts";
 import type { BackgroundProcess, BackgroundState } from "../types.ts";
+import type { RemoteCommand } from "../remote/runtime.ts";
 import {
   type AioClient,
   type AioCommandStatus,
   AioOperationError,
 } from "./client.ts";
-import { type AioSessionPool, DEFAULT_POLL_SECONDS } from "./execute.ts";
+import {
+  AioOffsets,
+  type AioSessionPool,
+  commandArgument,
+  DEFAULT_POLL_SECONDS,
+} from "./execute.ts";
 
-/** What {@linkcode startAioBackground} runs; every field already resolved. */
-export interface AioBackgroundRequest {
-  /** The shell command (as the server's `bash -c` gets it). */
-  readonly command: string;
-  /** The working directory (absolute POSIX path). */
-  readonly cwd: string;
-  /** Variables for this command. */
-  readonly env: Readonly<Record<string, string>>;
-  /** The command's whole life, in ms (the longest: none). */
-  readonly timeoutMs: number;
-  /** The longest long poll, in s. Default 20. */
-  readonly pollSeconds?: number;
-  /** Stops the start. */
-  readonly signal?: AbortSignal;
-  /** Receives standard output as the polls bring it. */
-  readonly onStdout?: (chunk: Uint8Array) => void;
-  /** Receives standard error as the polls bring it. */
-  readonly onStderr?: (chunk: Uint8Array) => void;
-}
+/**
+ * What {@linkcode startAioBackground} runs (every field already resolved)
+ * and the longest long poll in s (default 20).
+ */
+export type AioBackgroundRequest =
+  & Pick<
+    RemoteCommand,
+    "command" | "cwd" | "env" | "timeoutMs" | "signal" | "onStdout" | "onStderr"
+  >
+  & { readonly pollSeconds?: number };
+
+/** A background command whose poller the runtime stops when it closes. */
+type AioBackgroundProcess = BackgroundProcess & { stop(): Promise<void> };
 
 /** How long a kill waits for the poller to see the end, in ms. */
 const KILL_WAIT_MS = 10_000;
@@ -45,44 +45,25 @@ const RETRY_MS = 500;
 /** Failed polls in a row after which the poller gives up (about a minute). */
 const MAX_FAILURES = 120;
 
-const encoder = new TextEncoder();
-
 /**
  * Starts a command in the background on an AIO container and returns once
  * the server answered with its id. Never retried; a session is kept for it
  * until it ends.
- *
- * @param client The container's client.
- * @param sessions The container's session pool.
- * @param request The command.
- * @returns The command.
  */
 export async function startAioBackground(
   client: AioClient,
   sessions: AioSessionPool,
   request: AioBackgroundRequest,
-): Promise<BackgroundProcess & { stop(): Promise<void> }> {
-  const sessionId = sessions.take();
+): Promise<AioBackgroundProcess> {
+  const sessionId = await sessions.open(client, request.signal);
   const options = {
     timeoutMs: 30_000,
     ...(request.signal ? { signal: request.signal } : {}),
   };
-  if (!sessions.isCreated(sessionId)) {
-    try {
-      await client.createSession(sessionId, options);
-    } catch (error) {
-      sessions.drop(sessionId);
-      throw error;
-    }
-    sessions.created(sessionId);
-  }
   let answer;
   try {
     answer = await client.exec({
-      // A leading `-` or `+` would be read as an option of the server's bash.
-      command: /^[-+]/.test(request.command)
-        ? ` ${request.command}`
-        : request.command,
+      command: commandArgument(request.command),
       session_id: sessionId,
       exec_dir: request.cwd,
       env: request.env,
@@ -106,23 +87,15 @@ export async function startAioBackground(
  * Finds a background command by its id when another runtime on the same
  * container started it: the session that has it is looked up among the
  * container's sessions, and its output read from the start. The session is
- * not this runtime's: it is neither reused nor closed here.
- *
- * @param client The container's client.
- * @param id The command's id.
- * @param request Where fetched output goes, and the long poll.
- * @returns The command, or `undefined` when no session has it.
+ * not this runtime's: it is neither reused nor closed here. `undefined` when
+ * no session has it.
  */
 export async function attachAioBackground(
   client: AioClient,
   id: string,
   request: Pick<AioBackgroundRequest, "onStdout" | "onStderr" | "pollSeconds">,
 ): Promise<
-  | {
-    process: BackgroundProcess & { stop(): Promise<void> };
-    command: string;
-    startedAt: Date;
-  }
+  | { process: AioBackgroundProcess; command: string; startedAt: Date }
   | undefined
 > {
   if (!/^[\w.-]{1,128}$/.test(id)) return undefined;
@@ -162,35 +135,26 @@ const FOREIGN: Pick<AioSessionPool, "give" | "drop"> = {
 
 class AioBackground implements BackgroundProcess {
   readonly id: string;
-  readonly #client: AioClient;
-  readonly #sessions: Pick<AioSessionPool, "give" | "drop">;
-  readonly #sessionId: string;
-  readonly #request: AioBackgroundRequest;
   readonly #stop = new AbortController();
+  readonly #offsets = new AioOffsets();
   #status: AioCommandStatus;
   #exitCode: number | null | undefined;
-  #offset = 0;
-  #stderrOffset = 0;
   #error: unknown;
   /** Why the poller gave up, when it did. */
   #failed: string | undefined;
   readonly #ended: Promise<void>;
 
   constructor(
-    client: AioClient,
-    sessions: Pick<AioSessionPool, "give" | "drop">,
-    sessionId: string,
+    private readonly client: AioClient,
+    private readonly sessions: Pick<AioSessionPool, "give" | "drop">,
+    private readonly sessionId: string,
     answer: {
       command_id: string;
       status: AioCommandStatus;
       exit_code?: number | null;
     },
-    request: AioBackgroundRequest,
+    private readonly request: AioBackgroundRequest,
   ) {
-    this.#client = client;
-    this.#sessions = sessions;
-    this.#sessionId = sessionId;
-    this.#request = request;
     this.id = answer.command_id;
     this.#status = answer.status;
     this.#exitCode = answer.exit_code;
@@ -203,22 +167,25 @@ class AioBackground implements BackgroundProcess {
 
   /** Long polls while it runs; gives the session back once it has ended. */
   async #pollLoop(): Promise<void> {
-    const wait = this.#request.pollSeconds ?? DEFAULT_POLL_SECONDS;
+    const wait = this.request.pollSeconds ?? DEFAULT_POLL_SECONDS;
     let failures = 0;
     while (!this.#stop.signal.aborted) {
       const wasRunning = this.#running;
       try {
-        const answer = await this.#client.output({
-          session_id: this.#sessionId,
+        const answer = await this.client.output({
+          session_id: this.sessionId,
           command_id: this.id,
-          offset: this.#offset,
-          stderr_offset: this.#stderrOffset,
+          offset: this.#offsets.offset,
+          stderr_offset: this.#offsets.stderrOffset,
           // Once more without waiting after the end: the last output.
           wait: wasRunning,
           wait_timeout: wait,
         }, { signal: this.#stop.signal, timeoutMs: wait * 1000 + 15_000 });
-        this.#take(answer.stdout, answer.offset, "out");
-        this.#take(answer.stderr, answer.stderr_offset, "err");
+        for (const { type, data } of this.#offsets.take(answer)) {
+          if (data.length === 0) continue;
+          if (type === "stdout") this.request.onStdout?.(data);
+          else this.request.onStderr?.(data);
+        }
         if (answer.command) {
           this.#status = answer.command.status;
           this.#exitCode = answer.command.exit_code;
@@ -238,23 +205,8 @@ class AioBackground implements BackgroundProcess {
         await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
       }
     }
-    if (!this.#running) this.#sessions.give(this.#sessionId);
-    else this.#sessions.drop(this.#sessionId);
-  }
-
-  #take(
-    text: string | null | undefined,
-    offset: number | undefined,
-    stream: "out" | "err",
-  ): void {
-    const bytes = encoder.encode(text ?? "");
-    const at = stream === "out" ? this.#offset : this.#stderrOffset;
-    const next = Math.max(at, offset ?? at + bytes.length);
-    if (stream === "out") this.#offset = next;
-    else this.#stderrOffset = next;
-    if (bytes.length === 0) return;
-    if (stream === "out") this.#request.onStdout?.(bytes);
-    else this.#request.onStderr?.(bytes);
+    if (!this.#running) this.sessions.give(this.sessionId);
+    else this.sessions.drop(this.sessionId);
   }
 
   poll(): Promise<BackgroundState> {
@@ -291,7 +243,7 @@ class AioBackground implements BackgroundProcess {
     }
     // The session runs this command alone: its process group is killed.
     try {
-      await this.#client.kill(this.#sessionId, "SIGKILL", {
+      await this.client.kill(this.sessionId, "SIGKILL", {
         timeoutMs: KILL_WAIT_MS,
       });
     } catch (error) {

@@ -9,15 +9,13 @@
  *
  * A command (`exec`) is never retried.
  *
- * Why one long file: one method per endpoint the runtime uses, each with the
- * envelope handling and its documentation; a third of it is documentation.
- *
  * @module
  */
-import type { SkillEventListener } from "../../observe/events.ts";
 import { HttpClient, type HttpRequest } from "../remote/http.ts";
 import { RemoteHttpError } from "../remote/errors.ts";
+import { httpOptionsOf } from "../remote/service_calls.ts";
 import { multipartBody, type MultipartPart } from "../remote/upload.ts";
+import type { AioSkillRuntimeOptions } from "./runtime.ts";
 
 /** A command's state, as `/v1/bash/*` names it. */
 export type AioCommandStatus =
@@ -47,33 +45,35 @@ export interface AioExecRequest {
   readonly max_output_length?: number;
 }
 
-/** What `/v1/bash/exec` answers. */
-export interface AioExecResult {
-  /** The session the command ran in. */
-  readonly session_id: string;
-  /** The command's id. */
+/** A command's state in `/v1/bash/exec` and `/v1/bash/output`. */
+export interface AioCommandInfo {
   readonly command_id: string;
-  /** The command. */
   readonly command: string;
-  /** Its state. */
   readonly status: AioCommandStatus;
-  /** Standard output so far (middle cut at `max_output_length`); may be `null`. */
-  readonly stdout?: string | null;
-  /** Standard error so far; may be `null`. */
-  readonly stderr?: string | null;
-  /** The exit code, once completed. */
+  /** Once completed. */
   readonly exit_code?: number | null;
-  /** Bytes of stdout produced so far (for `/v1/bash/output`). */
+}
+
+/** The output in `/v1/bash/exec` and `/v1/bash/output` answers. */
+export interface AioOutput {
+  /** Standard output from the offset asked for (middle cut at `max_output_length`). */
+  readonly stdout?: string | null;
+  readonly stderr?: string | null;
+  /** Bytes of stdout produced so far: the offset of the next read. */
   readonly offset?: number;
   /** Bytes of stderr produced so far. */
   readonly stderr_offset?: number;
 }
 
+/** What `/v1/bash/exec` answers. */
+export interface AioExecResult extends AioCommandInfo, AioOutput {
+  readonly session_id: string;
+}
+
 /** The body of `/v1/bash/output`. */
 export interface AioOutputRequest {
-  /** The session. */
   readonly session_id: string;
-  /** The command; default the session's current one. */
+  /** Default the session's current command. */
   readonly command_id?: string;
   /** Byte offset in stdout, as the server last returned it. */
   readonly offset?: number;
@@ -86,31 +86,9 @@ export interface AioOutputRequest {
 }
 
 /** What `/v1/bash/output` answers. */
-export interface AioOutputResult {
-  /** The session. */
+export interface AioOutputResult extends AioOutput {
   readonly session_id: string;
-  /** Standard output from the offset asked for. */
-  readonly stdout?: string;
-  /** Standard error from the offset asked for. */
-  readonly stderr?: string;
-  /** The stdout byte offset for the next call. */
-  readonly offset?: number;
-  /** The stderr byte offset for the next call. */
-  readonly stderr_offset?: number;
-  /** The command's state. */
   readonly command?: AioCommandInfo | null;
-}
-
-/** A command's state in `/v1/bash/output`. */
-export interface AioCommandInfo {
-  /** The command's id. */
-  readonly command_id: string;
-  /** The command. */
-  readonly command: string;
-  /** Its state. */
-  readonly status: AioCommandStatus;
-  /** The exit code, once completed. */
-  readonly exit_code?: number | null;
 }
 
 /** One entry of `/v1/file/list`. */
@@ -119,7 +97,6 @@ export interface AioFileInfo {
   readonly name: string;
   /** The absolute path. */
   readonly path: string;
-  /** Whether it is a folder. */
   readonly is_directory: boolean;
   /** Size in bytes, when asked for. */
   readonly size?: number | null;
@@ -127,15 +104,12 @@ export interface AioFileInfo {
   readonly modified_time?: string | null;
   /** Permissions, when asked for (`-rwxr-xr-x` style; `l` first for a symlink on the test server). */
   readonly permissions?: string | null;
-  /** The extension, with its dot. */
-  readonly extension?: string | null;
 }
 
 /** The body of `/v1/file/list`. */
 export interface AioListRequest {
   /** The folder (absolute). */
   readonly path: string;
-  /** Whether to descend. */
   readonly recursive?: boolean;
   /** How deep to descend when recursive. */
   readonly max_depth?: number;
@@ -155,23 +129,11 @@ export interface AioCallOptions {
   readonly timeoutMs?: number | null;
 }
 
-/** Options of {@linkcode AioClient}. */
-export interface AioClientOptions {
-  /** The container's base URL, e.g. `http://127.0.0.1:8080` (may carry a path). */
-  readonly baseUrl: string;
-  /** The API key, sent as `Authorization: Bearer <apiKey>`; never shown in errors. */
-  readonly apiKey?: string | undefined;
-  /** More headers on every call. */
-  readonly headers?: Readonly<Record<string, string>>;
-  /** The default deadline of a call in ms; default the HTTP client's (30 s). */
-  readonly timeoutMs?: number;
-  /** Retries of idempotent calls (never a command); default the HTTP client's. */
-  readonly retries?: number;
-  /** The `fetch` to use. */
-  readonly fetch?: typeof fetch;
-  /** Receives an `http_request` event per call. */
-  readonly onEvent?: SkillEventListener;
-}
+/** Options of {@linkcode AioClient}: the runtime's own. */
+export type AioClientOptions = Pick<
+  AioSkillRuntimeOptions,
+  "baseUrl" | "apiKey" | "headers" | "requestTimeoutMs" | "fetch" | "onEvent"
+>;
 
 /** Options of {@linkcode AioOperationError}. */
 export interface AioOperationErrorOptions {
@@ -278,7 +240,7 @@ export class AioClient {
   /**
    * Makes the client; makes no request.
    *
-   * @param options Base URL, token, headers, deadline, retries.
+   * @param options Base URL, token, headers, deadline.
    * @throws {TypeError} The base URL is not an http(s) URL.
    */
   constructor(options: AioClientOptions) {
@@ -290,11 +252,7 @@ export class AioClient {
       baseUrl: options.baseUrl,
       headers,
       secretHeaders: ["authorization"],
-      ...(options.timeoutMs === undefined
-        ? {}
-        : { timeoutMs: options.timeoutMs }),
-      ...(options.retries === undefined ? {} : { retries: options.retries }),
-      ...(options.fetch === undefined ? {} : { fetch: options.fetch }),
+      ...httpOptionsOf(options),
       ...(options.onEvent === undefined ? {} : { onEvent: options.onEvent }),
     });
   }
@@ -304,77 +262,31 @@ export class AioClient {
     return this.http.baseUrl;
   }
 
-  /**
-   * Runs a command (`POST /v1/bash/exec`). Never retried.
-   *
-   * @param body The command and its settings.
-   * @param options Signal and deadline.
-   * @returns The server's result.
-   */
-  async exec(
-    body: AioExecRequest,
-    options: AioCallOptions = {},
-  ): Promise<AioExecResult> {
-    return await this.#call<AioExecResult>(
-      {
-        method: "POST",
-        path: "/v1/bash/exec",
-        json: body,
-        idempotent: false,
-      },
-      options,
-      true,
-    );
+  /** Runs a command (`POST /v1/bash/exec`). Never retried. */
+  exec(body: AioExecRequest, options?: AioCallOptions): Promise<AioExecResult> {
+    return this.#post("/v1/bash/exec", body, options, false);
   }
 
-  /**
-   * Reads a command's output from byte offsets (`POST /v1/bash/output`).
-   * Reading changes nothing, so a failed call may be retried.
-   *
-   * @param body Session, command, offsets, long poll.
-   * @param options Signal and deadline.
-   * @returns The new output and the command's state.
-   */
-  async output(
+  /** Reads a command's output from byte offsets (`POST /v1/bash/output`). */
+  output(
     body: AioOutputRequest,
-    options: AioCallOptions = {},
+    options?: AioCallOptions,
   ): Promise<AioOutputResult> {
-    return await this.#call<AioOutputResult>(
-      {
-        method: "POST",
-        path: "/v1/bash/output",
-        json: body,
-        idempotent: true,
-      },
-      options,
-      true,
-    );
+    return this.#post("/v1/bash/output", body, options);
   }
 
   /**
-   * Signals a session's current process (`POST /v1/bash/kill`).
-   *
-   * @param sessionId The session.
-   * @param signal `SIGTERM` (default), `SIGKILL` or `SIGINT`.
-   * @param options Signal and deadline.
-   * @returns `false` when the server says there was nothing to kill.
+   * Signals a session's current process (`POST /v1/bash/kill`); `false` when
+   * the server says there was nothing to kill.
    */
   async kill(
     sessionId: string,
     signal: "SIGTERM" | "SIGKILL" | "SIGINT" = "SIGTERM",
-    options: AioCallOptions = {},
+    options?: AioCallOptions,
   ): Promise<boolean> {
     try {
-      await this.#call<unknown>(
-        {
-          method: "POST",
-          path: "/v1/bash/kill",
-          json: { session_id: sessionId, signal },
-          idempotent: true,
-        },
-        options,
-        false,
-      );
+      const json = { session_id: sessionId, signal };
+      await this.#post("/v1/bash/kill", json, options, true, false);
       return true;
     } catch (error) {
       if (error instanceof AioOperationError) return false;
@@ -383,13 +295,9 @@ export class AioClient {
   }
 
   /**
-   * Uploads one file (`POST /v1/file/upload`, multipart `file` + `path`),
-   * streamed; parents are created by the server.
-   *
-   * @param path The absolute remote path.
-   * @param content Text, bytes or a local file.
-   * @param options Signal and deadline (default: none, the body may be long).
-   * @returns The size the server wrote.
+   * Uploads one file, streamed (`POST /v1/file/upload`, multipart `file` +
+   * `path`; the server makes the parents); no deadline by default, the body
+   * may be long. Answers the size the server wrote.
    */
   async upload(
     path: string,
@@ -427,11 +335,7 @@ export class AioClient {
    * Opens a file for download (`GET /v1/file/download?path=`). With
    * `offset > 0` it sends `Range: bytes=<offset>-`; the server may answer
    * 206 (the rest) or 200 (the whole file), or 416 at the end of the file:
-   * check the status.
-   *
-   * @param path The absolute remote path.
-   * @param options Offset, signal.
-   * @returns A 2xx response whose body is still to read.
+   * check the status. The body is still to read.
    */
   async download(
     path: string,
@@ -451,129 +355,68 @@ export class AioClient {
     });
   }
 
-  /**
-   * Lists a folder (`POST /v1/file/list`).
-   *
-   * @param body The folder and the listing's settings.
-   * @param options Signal and deadline.
-   * @returns The entries.
-   */
+  /** Lists a folder (`POST /v1/file/list`). */
   async list(
     body: AioListRequest,
-    options: AioCallOptions = {},
+    options?: AioCallOptions,
   ): Promise<AioFileInfo[]> {
-    const data = await this.#call<{ files?: AioFileInfo[] }>(
-      {
-        method: "POST",
-        path: "/v1/file/list",
-        json: body,
-        idempotent: true,
-      },
+    const data = await this.#post<{ files?: AioFileInfo[] }>(
+      "/v1/file/list",
+      body,
       options,
-      true,
     );
     return data.files ?? [];
   }
 
-  /**
-   * Reads a text file (`POST /v1/file/read`, field `file`).
-   *
-   * @param file The absolute remote path.
-   * @param options Signal and deadline.
-   * @returns Its content.
-   */
-  async read(file: string, options: AioCallOptions = {}): Promise<string> {
-    const data = await this.#call<{ content?: string }>(
-      {
-        method: "POST",
-        path: "/v1/file/read",
-        json: { file },
-        idempotent: true,
-      },
+  /** Reads a text file (`POST /v1/file/read`, field `file`). */
+  async read(file: string, options?: AioCallOptions): Promise<string> {
+    const data = await this.#post<{ content?: string }>(
+      "/v1/file/read",
+      { file },
       options,
-      true,
     );
     return data.content ?? "";
   }
 
   /**
-   * Writes a file (`POST /v1/file/write`, field `file`; bytes go as base64).
-   *
-   * @param file The absolute remote path.
-   * @param content Text or bytes.
-   * @param options Signal and deadline.
-   * @returns The bytes written, as the server says.
+   * Writes a file (`POST /v1/file/write`, field `file`; bytes go as base64);
+   * answers the bytes written, as the server says.
    */
   async write(
     file: string,
     content: string | Uint8Array,
-    options: AioCallOptions = {},
+    options?: AioCallOptions,
   ): Promise<number> {
     const json = typeof content === "string"
       ? { file, content }
-      : { file, content: toBase64(content), encoding: "base64" };
-    const data = await this.#call<{ bytes_written?: number | null }>(
-      {
-        method: "POST",
-        path: "/v1/file/write",
-        json,
-        idempotent: true,
-      },
+      : { file, content: content.toBase64(), encoding: "base64" };
+    const data = await this.#post<{ bytes_written?: number | null }>(
+      "/v1/file/write",
+      json,
       options,
-      true,
     );
     return data.bytes_written ?? 0;
   }
 
-  /**
-   * Creates a bash session with our own id (`POST /v1/bash/sessions/create`).
-   *
-   * @param sessionId The id.
-   * @param options Signal and deadline.
-   */
-  async createSession(
-    sessionId: string,
-    options: AioCallOptions = {},
-  ): Promise<void> {
-    await this.#call<unknown>(
-      {
-        method: "POST",
-        path: "/v1/bash/sessions/create",
-        json: { session_id: sessionId },
-        idempotent: false,
-      },
+  /** Creates a bash session with our own id (`POST /v1/bash/sessions/create`). */
+  async createSession(sessionId: string, options?: AioCallOptions) {
+    const json = { session_id: sessionId };
+    await this.#post("/v1/bash/sessions/create", json, options, false, false);
+  }
+
+  /** Closes a bash session (`POST /v1/bash/sessions/{id}/close`). */
+  async closeSession(sessionId: string, options?: AioCallOptions) {
+    const id = encodeURIComponent(sessionId);
+    await this.#post(
+      `/v1/bash/sessions/${id}/close`,
+      undefined,
       options,
+      true,
       false,
     );
   }
 
-  /**
-   * Closes a bash session (`POST /v1/bash/sessions/{id}/close`).
-   *
-   * @param sessionId The session.
-   * @param options Signal and deadline.
-   */
-  async closeSession(
-    sessionId: string,
-    options: AioCallOptions = {},
-  ): Promise<void> {
-    await this.#call<unknown>(
-      {
-        method: "POST",
-        path: `/v1/bash/sessions/${encodeURIComponent(sessionId)}/close`,
-        idempotent: true,
-      },
-      options,
-      false,
-    );
-  }
-
-  /**
-   * The shell sessions (`GET /v1/bash/sessions`).
-   *
-   * @param options Signal and deadline.
-   * @returns Their ids.
-   */
+  /** The shell sessions' ids (`GET /v1/bash/sessions`). */
   async sessions(
     options: AioCallOptions = {},
   ): Promise<{ readonly session_id: string }[]> {
@@ -583,6 +426,26 @@ export class AioClient {
       true,
     );
     return Array.isArray(data) ? data : [];
+  }
+
+  /** A `POST` of `json` (none when `undefined`) through {@linkcode #call}. */
+  #post<T>(
+    path: string,
+    json: unknown,
+    options: AioCallOptions = {},
+    idempotent = true,
+    needsData = true,
+  ): Promise<T> {
+    return this.#call<T>(
+      {
+        method: "POST",
+        path,
+        ...(json === undefined ? {} : { json }),
+        idempotent,
+      },
+      options,
+      needsData,
+    );
   }
 
   async #call<T>(
@@ -726,12 +589,4 @@ function readableError(error: unknown): unknown {
       // `input`), which can hold a variable's value.
     },
   );
-}
-
-function toBase64(bytes: Uint8Array): string {
-  let binary = "";
-  for (let i = 0; i < bytes.length; i += 0x8000) {
-    binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
-  }
-  return btoa(binary);
 }

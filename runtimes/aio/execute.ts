@@ -16,6 +16,7 @@ import { RemoteHttpError } from "../remote/errors.ts";
 import type {
   AioClient,
   AioCommandStatus,
+  AioOutput,
   AioOutputRequest,
   AioOutputResult,
 } from "./client.ts";
@@ -26,47 +27,53 @@ export const DEFAULT_POLL_SECONDS = 20;
 /**
  * Bash sessions of one container, reused one command at a time so that
  * concurrent commands never share a session (a kill acts on a session's
- * current process) and few sessions are made. Makes no request.
+ * current process) and few sessions are made. Makes no request until
+ * {@linkcode AioSessionPool.open}.
  *
- * @example Taking and giving back a session
+ * @example Opening and giving back a session
  * ```ts
  * import { assert } from "@std/assert";
  * import { AioSessionPool } from "./execute.ts";
  *
+ * const made: string[] = [];
+ * const client = {
+ *   createSession: (id: string) => Promise.resolve(void made.push(id)),
+ * };
  * const pool = new AioSessionPool();
- * const a = pool.take();
- * const b = pool.take();
- * assert(a !== b && !pool.isCreated(a));
- * pool.created(a);
+ * const a = await pool.open(client);
  * pool.give(a);
- * assert(pool.take() === a && pool.size === 1 && pool.ids[0] === a);
+ * assert((await pool.open(client)) === a && made.length === 1);
+ * assert(pool.size === 1 && pool.ids[0] === a);
  * ```
  */
 export class AioSessionPool {
   #idle: string[] = [];
-  readonly #all = new Set<string>();
   readonly #created = new Set<string>();
 
-  /** A free session id (a new one when none is idle). */
-  take(): string {
-    const id = this.#idle.pop() ?? `skillrun-${crypto.randomUUID()}`;
-    this.#all.add(id);
-    return id;
-  }
-
-  /** Whether the server was told about the session (`sessions/create`). */
-  isCreated(id: string): boolean {
-    return this.#created.has(id);
-  }
-
-  /** Notes that the server has the session. */
-  created(id: string): void {
+  /**
+   * An idle session, or a new one of our own id made on the server (the
+   * spec lets /exec make one only without an id, and a kill needs the id
+   * before /exec answers). When it throws, nothing ran and the id is not
+   * reused (the session may or may not exist).
+   */
+  async open(
+    client: Pick<AioClient, "createSession">,
+    signal?: AbortSignal,
+  ): Promise<string> {
+    const idle = this.#idle.pop();
+    if (idle !== undefined) return idle;
+    const id = `skillrun-${crypto.randomUUID()}`;
+    await client.createSession(id, {
+      timeoutMs: 30_000,
+      ...(signal ? { signal } : {}),
+    });
     this.#created.add(id);
+    return id;
   }
 
   /** Gives a session back once its command has ended. */
   give(id: string): void {
-    if (this.#all.has(id) && !this.#idle.includes(id)) this.#idle.push(id);
+    if (this.#created.has(id) && !this.#idle.includes(id)) this.#idle.push(id);
   }
 
   /** Forgets a session whose state is unknown (it is not reused). */
@@ -76,7 +83,7 @@ export class AioSessionPool {
 
   /** Every session the server was told about, for closing. */
   get ids(): readonly string[] {
-    return [...this.#all].filter((id) => this.#created.has(id));
+    return [...this.#created];
   }
 
   /** How many sessions the server was told about. */
@@ -87,7 +94,6 @@ export class AioSessionPool {
   /** Forgets every session. */
   clear(): void {
     this.#idle = [];
-    this.#all.clear();
     this.#created.clear();
   }
 }
@@ -98,18 +104,16 @@ export class AioSessionPool {
  * own (`--help`, `-x`): such a command gets a leading space, which changes
  * nothing else.
  */
-function commandArgument(command: string): string {
+export function commandArgument(command: string): string {
   return /^[-+]/.test(command) ? ` ${command}` : command;
 }
 
 /**
  * How an AIO container runs commands for the kit's
- * {@linkcode runRemoteCommand}: each command in a bash session of its own
- * (the session's id is the command's: `/v1/bash/kill` acts on a session),
- * `/v1/bash/exec` with a soft timeout, then `/v1/bash/output` long polls
- * from the byte offsets the server returns; killed with SIGKILL; the
- * server's `hard_timeout` 5 s after ours. The server's own truncation of
- * the output is counted as left out.
+ * {@linkcode runRemoteCommand} (see the module's description): each command
+ * in a bash session of its own (the session's id is the command's:
+ * `/v1/bash/kill` acts on a session); the server's `hard_timeout` 5 s after
+ * ours; the server's own truncation of the output counted as left out.
  *
  * @example Making the kind (no request is made)
  * ```ts
@@ -130,11 +134,7 @@ export function aioCommands(
   sessions: AioSessionPool,
   pollSeconds = DEFAULT_POLL_SECONDS,
 ): RemoteCommandKind {
-  /** Running commands: whether their exec was sent, their kill once asked for. */
-  const running = new Map<
-    string,
-    { sent: boolean; killing?: Promise<boolean> }
-  >();
+  const running = new Map<string, Running>();
   return {
     backstopMs: 5_000,
     graceMs: 20_000,
@@ -146,26 +146,8 @@ export function aioCommands(
     broken: (cause) =>
       cause instanceof Error ? cause : new Error(String(cause)),
     start: async (request) => {
-      const sessionId = sessions.take();
-      if (!sessions.isCreated(sessionId)) {
-        // A session of our own id, made once: the spec lets /exec make one
-        // only without an id, and a kill needs the id before /exec answers.
-        try {
-          await client.createSession(sessionId, {
-            signal: request.stop,
-            timeoutMs: 30_000,
-          });
-        } catch (error) {
-          // Nothing ran; the session may or may not exist: use a new one.
-          sessions.drop(sessionId);
-          throw error;
-        }
-        sessions.created(sessionId);
-      }
-      const state = { sent: false } as {
-        sent: boolean;
-        killing?: Promise<boolean>;
-      };
+      const sessionId = await sessions.open(client, request.stop);
+      const state: Running = { sent: false };
       running.set(sessionId, state);
       return {
         id: sessionId,
@@ -178,6 +160,12 @@ export function aioCommands(
   };
 }
 
+/** A running command: whether its exec was sent, its kill once asked for. */
+interface Running {
+  sent: boolean;
+  killing?: Promise<boolean>;
+}
+
 /** A command's events: the exec's answer, then each long poll's. */
 async function* aioEvents(
   client: AioClient,
@@ -186,7 +174,7 @@ async function* aioEvents(
   sessionId: string,
   poll: number,
   command: {
-    readonly state: { sent: boolean; killing?: Promise<boolean> };
+    readonly state: Running;
     done(): void;
   },
 ): AsyncGenerator<RemoteCommandEvent> {
@@ -200,30 +188,8 @@ async function* aioEvents(
       ),
     );
   const line = commandArgument(request.command);
-  let offset = 0;
-  let stderrOffset = 0;
+  const offsets = new AioOffsets();
   let commandId: string | undefined;
-  /** Output of an answer, with what the server cut from it counted. */
-  function* output(answer: {
-    stdout?: string | null;
-    stderr?: string | null;
-    offset?: number;
-    stderr_offset?: number;
-  }): Generator<RemoteCommandEvent> {
-    for (
-      const [type, text, end, from] of [
-        ["stdout", answer.stdout, answer.offset, offset],
-        ["stderr", answer.stderr, answer.stderr_offset, stderrOffset],
-      ] as const
-    ) {
-      const bytes = ENCODER.encode(text ?? "");
-      const next = end ?? from + bytes.length;
-      const cut = Math.max(0, next - from - bytes.length);
-      if (type === "stdout") offset = Math.max(next, offset);
-      else stderrOffset = Math.max(next, stderrOffset);
-      if (bytes.length > 0 || cut > 0) yield { type, data: bytes, cut };
-    }
-  }
   try {
     request.stop.throwIfAborted();
     const soft = leftSeconds();
@@ -238,7 +204,7 @@ async function* aioEvents(
       hard_timeout: Math.ceil(request.serverTimeoutMs / 1000),
       max_output_length: Math.max(1, request.maxOutputBytes),
     }, { signal: request.stop, timeoutMs: soft * 1000 + 15_000 });
-    yield* output(answer);
+    yield* offsets.take(answer);
     let status: AioCommandStatus = answer.status;
     let exitCode = answer.exit_code;
     commandId = answer.command_id;
@@ -248,23 +214,21 @@ async function* aioEvents(
         {
           session_id: sessionId,
           command_id: commandId,
-          offset,
-          stderr_offset: stderrOffset,
+          offset: offsets.offset,
+          stderr_offset: offsets.stderrOffset,
           wait: true,
         },
         leftSeconds,
         request.stop,
       );
-      yield* output(answer);
+      yield* offsets.take(answer);
       if (!answer.command) {
-        throw new RemoteHttpError(
-          `POST ${client.baseUrl}/v1/bash/output: the answer names no command`,
-          {
-            method: "POST",
-            url: `${client.baseUrl}/v1/bash/output`,
-            status: 200,
-          },
-        );
+        const url = `${client.baseUrl}/v1/bash/output`;
+        throw new RemoteHttpError(`POST ${url}: the answer names no command`, {
+          method: "POST",
+          url,
+          status: 200,
+        });
       }
       status = answer.command.status;
       exitCode = answer.command.exit_code;
@@ -290,10 +254,10 @@ async function* aioEvents(
     const answer = await client.output({
       session_id: sessionId,
       ...(commandId !== undefined ? { command_id: commandId } : {}),
-      offset,
-      stderr_offset: stderrOffset,
+      offset: offsets.offset,
+      stderr_offset: offsets.stderrOffset,
     }, { timeoutMs: 5_000, signal: request.signal }).catch(() => undefined);
-    if (answer && answer.command?.command === line) yield* output(answer);
+    if (answer && answer.command?.command === line) yield* offsets.take(answer);
   } finally {
     command.done();
   }
@@ -328,6 +292,33 @@ async function readOutput(
 }
 
 const ENCODER = new TextEncoder();
+
+/** The byte offsets of a command's two streams, moved on by each answer. */
+export class AioOffsets {
+  /** In stdout. */
+  offset = 0;
+  /** In stderr. */
+  stderrOffset = 0;
+
+  /** An answer's output, with what the server cut from it counted. */
+  *take(answer: AioOutput): Generator<
+    { type: "stdout" | "stderr"; data: Uint8Array; cut: number }
+  > {
+    for (
+      const [type, text, end, from] of [
+        ["stdout", answer.stdout, answer.offset, this.offset],
+        ["stderr", answer.stderr, answer.stderr_offset, this.stderrOffset],
+      ] as const
+    ) {
+      const data = ENCODER.encode(text ?? "");
+      const next = end ?? from + data.length;
+      const cut = Math.max(0, next - from - data.length);
+      if (type === "stdout") this.offset = Math.max(next, from);
+      else this.stderrOffset = Math.max(next, from);
+      if (data.length > 0 || cut > 0) yield { type, data, cut };
+    }
+  }
+}
 
 /**
  * Kills a session's process, trying again for a moment when the exec may not

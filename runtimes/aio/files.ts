@@ -1,5 +1,5 @@
 /**
- * {@linkcode AioFileOps}: the file calls of an AIO container for the shared
+ * {@linkcode aioFileOps}: the file calls of an AIO container for the shared
  * `RemoteFileSystem`: list, upload and download through their endpoints, and
  * what has no endpoint (stat, mkdir, chmod, delete) through one shell command
  * with every value quoted.
@@ -34,6 +34,12 @@ export type AioShell = (
   signal?: AbortSignal,
 ) => Promise<ExecuteResult>;
 
+/** `mkdir -p` or `rm -rf` of absolute paths (a missing path is fine). */
+export type AioPathsCall = (
+  paths: readonly string[],
+  signal?: AbortSignal,
+) => Promise<void>;
+
 /** How many uploads run at once. */
 const UPLOAD_CONCURRENCY = 4;
 
@@ -44,10 +50,10 @@ const UPLOAD_CONCURRENCY = 4;
  * ```ts
  * import { assert } from "@std/assert";
  * import { AioClient } from "./client.ts";
- * import { AioFileOps } from "./files.ts";
+ * import { aioFileOps } from "./files.ts";
  *
  * const seen: string[] = [];
- * const ops = new AioFileOps(
+ * const ops = aioFileOps(
  *   new AioClient({ baseUrl: "http://aio.invalid" }),
  *   (command) => {
  *     seen.push(command);
@@ -62,135 +68,65 @@ const UPLOAD_CONCURRENCY = 4;
  * assert(info?.type === "directory" && info.executable === true);
  * assert(seen[0]!.includes("'/home/it'\\''s'"));
  * ```
+ *
+ * @param client The container's client.
+ * @param shell Runs a helper command in the container.
+ * @returns The file calls.
  */
-export class AioFileOps implements RemoteFileOps {
-  readonly #client: AioClient;
-  readonly #shell: AioShell;
-  /** There is no stat endpoint: `stat` is a command. */
-  readonly statsByCommand = true;
-
-  /**
-   * @param client The container's client.
-   * @param shell Runs a helper command in the container.
-   */
-  constructor(client: AioClient, shell: AioShell) {
-    this.#client = client;
-    this.#shell = shell;
-  }
-
-  /**
-   * Facts about a path (symlinks not followed), or `null` when missing.
-   *
-   * @param path The absolute path.
-   * @param signal Stops the call.
-   * @returns The facts or `null`.
-   */
-  stat(path: string, signal?: AbortSignal): Promise<FileInfo | null> {
-    return shellStat(this.#shell, path, signal);
-  }
-
-  /**
-   * Facts about several paths by one command, in their order.
-   *
-   * @param paths The absolute paths.
-   * @param signal Stops the call.
-   * @returns The facts, `null` for each missing path.
-   */
-  statMany(
-    paths: readonly string[],
-    signal?: AbortSignal,
-  ): Promise<(FileInfo | null)[]> {
-    return shellStatMany(this.#shell, paths, signal);
-  }
-
-  /**
-   * The entries below a folder down to `depth` levels (`POST /v1/file/list`).
-   *
-   * @param path The absolute folder.
-   * @param options Depth and signal.
-   * @returns The entries.
-   * @throws {Deno.errors.NotFound} The folder is missing.
-   * @throws {Deno.errors.NotADirectory} It is not a folder.
-   */
-  async list(path: string, options: RemoteListOptions): Promise<FileInfo[]> {
-    let files: AioFileInfo[];
-    try {
-      files = await this.#client.list({
-        path,
-        recursive: options.depth > 1,
-        max_depth: options.depth,
-        show_hidden: true,
-        include_size: true,
-        include_permissions: true,
-      }, options.signal ? { signal: options.signal } : {});
-    } catch (error) {
-      throw fileError(error, `Cannot list "${path}"`);
-    }
-    return files.map(toFileInfo);
-  }
-
-  /**
-   * Opens a file from `offset` (`GET /v1/file/download`, `Range` past 0).
-   *
-   * @param path The absolute file.
-   * @param options Offset and signal.
-   * @returns A 2xx response (206 when the server honoured the range).
-   */
-  async open(path: string, options: RemoteOpenOptions): Promise<Response> {
-    return await this.#client.download(path, {
-      offset: options.offset,
-      ...(options.signal ? { signal: options.signal } : {}),
-    });
-  }
-
-  /**
-   * Uploads files (one multipart call each, a few at once), then sets the
-   * modes that differ from the server's default 0644 with `chmod`.
-   *
-   * @param files The files.
-   * @param signal Stops the uploads.
-   */
-  async upload(
-    files: readonly RemoteUploadFile[],
-    signal?: AbortSignal,
-  ): Promise<void> {
-    await eachConcurrently(files, UPLOAD_CONCURRENCY, async (file) => {
+export function aioFileOps(
+  client: AioClient,
+  shell: AioShell,
+): RemoteFileOps & Record<"mkdir" | "remove", AioPathsCall> {
+  return {
+    // There is no stat endpoint: `stat` is a command.
+    statsByCommand: true,
+    stat: (path, signal) => shellStat(shell, path, signal),
+    statMany: (paths, signal) => shellStatMany(shell, paths, signal),
+    /** `POST /v1/file/list`. */
+    async list(path: string, options: RemoteListOptions) {
+      let files: AioFileInfo[];
       try {
-        await this.#client.upload(
-          file.remotePath,
-          file.content,
-          signal ? { signal } : {},
-        );
+        files = await client.list({
+          path,
+          recursive: options.depth > 1,
+          max_depth: options.depth,
+          show_hidden: true,
+          include_size: true,
+          include_permissions: true,
+        }, options.signal ? { signal: options.signal } : {});
       } catch (error) {
-        throw fileError(error, `Cannot upload "${file.remotePath}"`);
+        throw fileError(error, `Cannot list "${path}"`);
       }
-    }, signal);
-    // The server writes 0644: other modes by `chmod`.
-    await shellSetModes(this.#shell, files, {
-      skip: 0o644,
-      ...(signal ? { signal } : {}),
-    });
-  }
-
-  /**
-   * Makes folders and their parents (`mkdir -p`).
-   *
-   * @param paths Absolute folders.
-   * @param signal Stops the call.
-   */
-  mkdir(paths: readonly string[], signal?: AbortSignal): Promise<void> {
-    return shellMakeDirectories(this.#shell, paths, signal);
-  }
-
-  /**
-   * Deletes paths and what is below them (`rm -rf`); a missing path is fine.
-   *
-   * @param paths Absolute paths.
-   * @param signal Stops the call.
-   */
-  remove(paths: readonly string[], signal?: AbortSignal): Promise<void> {
-    return shellRemove(this.#shell, paths, signal);
-  }
+      return files.map(toFileInfo);
+    },
+    /** `GET /v1/file/download`, with `Range` past 0. */
+    open: (path: string, options: RemoteOpenOptions) =>
+      client.download(path, {
+        offset: options.offset,
+        ...(options.signal ? { signal: options.signal } : {}),
+      }),
+    /** One multipart call per file, a few at once. */
+    async upload(files: readonly RemoteUploadFile[], signal?: AbortSignal) {
+      await eachConcurrently(files, UPLOAD_CONCURRENCY, async (file) => {
+        try {
+          await client.upload(
+            file.remotePath,
+            file.content,
+            signal ? { signal } : {},
+          );
+        } catch (error) {
+          throw fileError(error, `Cannot upload "${file.remotePath}"`);
+        }
+      }, signal);
+      // The server writes 0644: other modes by `chmod`.
+      await shellSetModes(shell, files, {
+        skip: 0o644,
+        ...(signal ? { signal } : {}),
+      });
+    },
+    mkdir: (paths, signal) => shellMakeDirectories(shell, paths, signal),
+    remove: (paths, signal) => shellRemove(shell, paths, signal),
+  };
 }
 
 function toFileInfo(file: AioFileInfo): FileInfo {

@@ -21,9 +21,9 @@ import {
 import { posix } from "../../_internal/std.ts";
 import { AioClient } from "./client.ts";
 import { aioCommands, AioSessionPool } from "./execute.ts";
-import { runRemoteCommand } from "../remote/command.ts";
+import { type RemoteCommandKind, runRemoteCommand } from "../remote/command.ts";
 import { attachAioBackground, startAioBackground } from "./_background.ts";
-import { AioFileOps } from "./files.ts";
+import { aioFileOps } from "./files.ts";
 
 /** The deadline of the runtime's own helper commands (stat, mkdir, chmod): 60 s. */
 const HELPER_TIMEOUT_MS = 60_000;
@@ -114,16 +114,7 @@ export class AioSkillRuntime extends SandboxServiceRuntime {
         );
       }
     }
-    const client = new AioClient({
-      baseUrl: options.baseUrl,
-      ...(options.apiKey !== undefined ? { apiKey: options.apiKey } : {}),
-      ...(options.headers ? { headers: options.headers } : {}),
-      ...(options.requestTimeoutMs !== undefined
-        ? { timeoutMs: options.requestTimeoutMs }
-        : {}),
-      ...(options.fetch ? { fetch: options.fetch } : {}),
-      ...(options.onEvent ? { onEvent: options.onEvent } : {}),
-    });
+    const client = new AioClient(options);
     const conversationsRoot = options.conversationsRoot ??
       "/home/gem/conversations";
     const service = new AioService(
@@ -174,26 +165,22 @@ const CONTAINER = "aio-container";
 class AioService implements SandboxService {
   readonly serverUrl: string;
   readonly sessions = new AioSessionPool();
-  readonly #client: AioClient;
-  readonly #pollSeconds: number | undefined;
-  readonly #conversation:
-    | { readonly workspace: string; readonly marker: string }
-    | undefined;
+  readonly #commands: RemoteCommandKind;
   readonly #background = new Set<{ stop(): Promise<void> }>();
-  readonly #files: AioFileOps;
+  readonly #files: ReturnType<typeof aioFileOps>;
   /** Folders the marker command made (not made again on connect). */
   readonly #made = new Set<string>();
 
   constructor(
-    client: AioClient,
-    pollSeconds: number | undefined,
-    conversation: { workspace: string; marker: string } | undefined,
+    private readonly client: AioClient,
+    private readonly pollSeconds: number | undefined,
+    private readonly conversation:
+      | { readonly workspace: string; readonly marker: string }
+      | undefined,
   ) {
-    this.#client = client;
     this.serverUrl = client.baseUrl;
-    this.#pollSeconds = pollSeconds;
-    this.#conversation = conversation;
-    this.#files = new AioFileOps(
+    this.#commands = aioCommands(client, this.sessions, pollSeconds);
+    this.#files = aioFileOps(
       client,
       helperShell((command) => this.#run(command), {
         timeoutMs: HELPER_TIMEOUT_MS,
@@ -208,7 +195,7 @@ class AioService implements SandboxService {
   }
 
   async get(id: string): Promise<ServiceSandbox | null> {
-    if (!this.#conversation) {
+    if (!this.conversation) {
       return id === CONTAINER ? { id, expiresAt: null } : null;
     }
     return (await this.#marker()) === id ? { id, expiresAt: null } : null;
@@ -220,7 +207,7 @@ class AioService implements SandboxService {
 
   /** Removes a conversation's folder and marker; never the container. */
   async delete(id: string): Promise<void> {
-    const conversation = this.#conversation;
+    const conversation = this.conversation;
     if (!conversation || id === CONTAINER) {
       throw new Error(
         "Cannot destroy: the aio-sandbox runtime never deletes its container",
@@ -234,30 +221,24 @@ class AioService implements SandboxService {
   }
 
   open(): Promise<RemoteSession> {
-    const pollSeconds = this.#pollSeconds !== undefined
-      ? { pollSeconds: this.#pollSeconds }
+    const pollSeconds = this.pollSeconds !== undefined
+      ? { pollSeconds: this.pollSeconds }
       : {};
     return Promise.resolve({
       files: this.#files,
-      commands: aioCommands(this.#client, this.sessions, this.#pollSeconds),
+      commands: this.#commands,
       makeDirectories: (paths, signal) =>
         this.#files.mkdir(paths.filter((p) => !this.#made.has(p)), signal),
       startBackground: async (command: RemoteCommand) => {
-        const started = await startAioBackground(this.#client, this.sessions, {
-          command: command.command,
-          cwd: command.cwd,
-          env: command.env,
-          timeoutMs: command.timeoutMs,
-          ...(command.signal ? { signal: command.signal } : {}),
-          ...(command.onStdout ? { onStdout: command.onStdout } : {}),
-          ...(command.onStderr ? { onStderr: command.onStderr } : {}),
+        const started = await startAioBackground(this.client, this.sessions, {
+          ...command,
           ...pollSeconds,
         });
         this.#background.add(started);
         return started;
       },
       attachBackground: async (id, sinks) => {
-        const found = await attachAioBackground(this.#client, id, {
+        const found = await attachAioBackground(this.client, id, {
           ...sinks,
           ...pollSeconds,
         });
@@ -276,16 +257,13 @@ class AioService implements SandboxService {
     this.sessions.clear();
     await Promise.all(
       ids.map((id) =>
-        this.#client.closeSession(id, { timeoutMs: 5_000 }).catch(() => {})
+        this.client.closeSession(id, { timeoutMs: 5_000 }).catch(() => {})
       ),
     );
   }
 
   #run(command: RemoteCommand): Promise<ExecuteResult> {
-    return runRemoteCommand(
-      aioCommands(this.#client, this.sessions, this.#pollSeconds),
-      command,
-    );
+    return runRemoteCommand(this.#commands, command);
   }
 
   /**
@@ -293,7 +271,7 @@ class AioService implements SandboxService {
    * conversation's folder on the container.
    */
   async #marker(): Promise<string> {
-    const { workspace, marker } = this.#conversation!;
+    const { workspace, marker } = this.conversation!;
     const id = `aio-${crypto.randomUUID()}`;
     const m = shellQuote(marker);
     const skills = posix.join(workspace, "skills");
