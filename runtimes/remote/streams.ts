@@ -8,12 +8,8 @@
  * @module
  */
 import { createTarPacker } from "modern-tar";
-import { TextLineStream as StdTextLineStream } from "@std/streams/text-line-stream";
 import type { RemoteUploadFile } from "./fs.ts";
-
-/** `@std/streams`' line splitter (`\n` and `\r\n`), typed (its npm build has no types). */
-const TextLineStream: new () => TransformStream<string, string> =
-  StdTextLineStream;
+import { TextLineStream } from "../../_internal/std.ts";
 
 /**
  * Yields the JSON values of a stream in order: one per line (NDJSON, or an
