@@ -154,3 +154,50 @@ export function splitFlag(arg: string): [string, string | undefined] {
     ? [arg.slice(0, arg.indexOf("=")), arg.slice(arg.indexOf("=") + 1)]
     : [arg, undefined];
 }
+
+/** Where a sandbox of a test server keeps its own files. */
+export interface SandboxFiles {
+  /** The host folder holding the sandbox's `home` and `tmp`. */
+  readonly root: string;
+  /** The sandbox's home (the host's `<root>/home` is bound there). */
+  readonly home: string;
+  /** Host folders bound at the same path (the tests' own folders). */
+  readonly volumes?: readonly string[];
+  /** No network at all inside. */
+  readonly noNetwork: boolean;
+  /** The folder the program starts in. */
+  readonly cwd: string;
+}
+
+/**
+ * The `bwrap` arguments (after `bwrap`, before the program) that give a test
+ * server's sandbox one file system of its own: the host read-only, its own
+ * home and `/tmp`, the tests' volumes, no network when asked.
+ *
+ * @param files The sandbox's folders.
+ * @returns The arguments.
+ */
+export function sandboxBwrapArgs(files: SandboxFiles): string[] {
+  return [
+    "--ro-bind",
+    "/",
+    "/",
+    "--dev",
+    "/dev",
+    "--proc",
+    "/proc",
+    "--tmpfs",
+    "/home",
+    "--bind",
+    `${files.root}/home`,
+    files.home,
+    "--bind",
+    `${files.root}/tmp`,
+    "/tmp",
+    ...(files.volumes ?? []).flatMap((v) => ["--bind", v, v]),
+    ...(files.noNetwork ? ["--unshare-net"] : []),
+    "--die-with-parent",
+    "--chdir",
+    files.cwd,
+  ];
+}

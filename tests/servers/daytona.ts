@@ -19,7 +19,13 @@
  *
  * @module
  */
-import { encoder, errorText, isObject, splitFlag } from "./_common.ts";
+import {
+  encoder,
+  errorText,
+  isObject,
+  sandboxBwrapArgs,
+  splitFlag,
+} from "./_common.ts";
 import { FaultInjector } from "./_faults.ts";
 import { serveWithFaults } from "./_fault_server.ts";
 
@@ -195,26 +201,13 @@ export function startDaytonaServer(
     const child = new Deno.Command("setsid", {
       args: [
         "bwrap",
-        "--ro-bind",
-        "/",
-        "/",
-        "--dev",
-        "/dev",
-        "--proc",
-        "/proc",
-        "--tmpfs",
-        "/home",
-        "--bind",
-        `${box.root}/home`,
-        HOME,
-        "--bind",
-        `${box.root}/tmp`,
-        "/tmp",
-        ...(options.volumes ?? []).flatMap((v) => ["--bind", v, v]),
-        ...(box.networkBlockAll ? ["--unshare-net"] : []),
-        "--die-with-parent",
-        "--chdir",
-        HOME,
+        ...sandboxBwrapArgs({
+          root: box.root,
+          home: HOME,
+          volumes: options.volumes ?? [],
+          noNetwork: box.networkBlockAll,
+          cwd: HOME,
+        }),
         "bash",
         "-c",
         script,

@@ -28,7 +28,13 @@
  *
  * @module
  */
-import { encoder, errorText, isObject, splitFlag } from "./_common.ts";
+import {
+  encoder,
+  errorText,
+  isObject,
+  sandboxBwrapArgs,
+  splitFlag,
+} from "./_common.ts";
 import { FaultInjector } from "./_faults.ts";
 import { serveWithFaults } from "./_fault_server.ts";
 import { EgressPolicy } from "../../network/policy.ts";
@@ -258,28 +264,13 @@ export function startDenoSandboxServer(
     const child = new Deno.Command("setsid", {
       args: [
         "bwrap",
-        "--ro-bind",
-        "/",
-        "/",
-        "--dev",
-        "/dev",
-        "--proc",
-        "/proc",
-        "--tmpfs",
-        "/home",
-        "--bind",
-        `${box.root}/home`,
-        HOME,
-        "--bind",
-        `${box.root}/tmp`,
-        "/tmp",
-        ...(options.volumes ?? []).flatMap((v) => ["--bind", v, v]),
-        ...(Array.isArray(allowNet) && allowNet.length === 0
-          ? ["--unshare-net"]
-          : []),
-        "--die-with-parent",
-        "--chdir",
-        cwd,
+        ...sandboxBwrapArgs({
+          root: box.root,
+          home: HOME,
+          volumes: options.volumes ?? [],
+          noNetwork: Array.isArray(allowNet) && allowNet.length === 0,
+          cwd,
+        }),
         // The program's own pid first on stderr (the server keeps it), then
         // the program itself (same pid); stderr "null" goes to /dev/null.
         "bash",
