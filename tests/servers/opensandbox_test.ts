@@ -467,7 +467,9 @@ Deno.test("command: bare-JSON framing, one event per line, \\r ends a line, blan
     traceback: ["exit status 7"],
   });
   assert(!events.some((event) => event.type === "execution_complete"));
-  const ok = await run(started.execd, { command: "true" });
+  // Long enough for a non-zero `execution_time`: execd leaves out a 0 ms one
+  // (`omitempty`), and `true` alone sometimes took under 1 ms.
+  const ok = await run(started.execd, { command: "sleep 0.01" });
   assertEquals(final(ok.events).type, "execution_complete");
   assertEquals(typeof final(ok.events).execution_time, "number");
 });
