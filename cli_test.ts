@@ -3,9 +3,12 @@ import {
   assertEquals,
   assertMatch,
   assertStringIncludes,
-} from "./_internal/assert.ts";
+} from "./tests/helpers/assert.ts";
 import { hostPath } from "./_internal/std.ts";
-import { anthropicsCollection, sharedTest } from "./_internal/shared_data.ts";
+import {
+  anthropicsCollection,
+  sharedTest,
+} from "./tests/helpers/shared_data.ts";
 
 const REPO = hostPath.fromFileUrl(new URL(".", import.meta.url));
 const CLI = hostPath.join(REPO, "cli.ts");

@@ -3,7 +3,7 @@ import {
   assertEquals,
   assertRejects,
   assertStringIncludes,
-} from "./assert.ts";
+} from "../tests/helpers/assert.ts";
 import { writeStreamAtomically } from "./atomic_write.ts";
 
 const POSIX = Deno.build.os !== "windows";

@@ -4,7 +4,7 @@ import {
   assertFalse,
   assertLess,
   assertThrows,
-} from "./assert.ts";
+} from "../tests/helpers/assert.ts";
 import { collectStream, OutputCollector } from "./collector.ts";
 
 const encoder = new TextEncoder();

@@ -3,9 +3,9 @@ import {
   assertInstanceOf,
   assertStrictEquals,
   assertStringIncludes,
-} from "./assert.ts";
+} from "../tests/helpers/assert.ts";
 import { RuntimePermissionError, toPermissionError } from "./permissions.ts";
-import { runDenoScript } from "./testing.ts";
+import { runDenoScript } from "../tests/helpers/testing.ts";
 
 const MODULE = new URL("./permissions.ts", import.meta.url).href;
 

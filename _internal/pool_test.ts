@@ -1,4 +1,4 @@
-import { assertEquals, assertRejects } from "./assert.ts";
+import { assertEquals, assertRejects } from "../tests/helpers/assert.ts";
 import { mapLimited } from "./pool.ts";
 
 Deno.test("mapLimited() keeps the order and the limit", async () => {

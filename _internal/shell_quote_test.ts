@@ -1,4 +1,4 @@
-import { assertEquals, assertThrows } from "./assert.ts";
+import { assertEquals, assertThrows } from "../tests/helpers/assert.ts";
 import { shellJoin, shellQuote } from "./shell_quote.ts";
 
 const HOSTILE = [

@@ -1,4 +1,4 @@
-import { assertEquals, assertThrows } from "../_internal/assert.ts";
+import { assertEquals, assertThrows } from "../tests/helpers/assert.ts";
 import { commandLine, parseArgs, UsageError } from "./_args.ts";
 
 Deno.test("parseArgs() reads flags with spaces or equals, positionals and the rest after --", () => {

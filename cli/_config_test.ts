@@ -3,7 +3,7 @@ import {
   assertFalse,
   assertRejects,
   assertStringIncludes,
-} from "../_internal/assert.ts";
+} from "../tests/helpers/assert.ts";
 import { hostPath } from "../_internal/std.ts";
 import { UsageError } from "./_args.ts";
 import { readConfigFile } from "./_config.ts";

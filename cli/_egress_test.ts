@@ -4,7 +4,7 @@ import {
   assertFalse,
   assertStringIncludes,
   assertThrows,
-} from "../_internal/assert.ts";
+} from "../tests/helpers/assert.ts";
 import { hostPath } from "../_internal/std.ts";
 import { UsageError } from "./_args.ts";
 import { EGRESS_FLAGS, egressOptions } from "./_egress.ts";

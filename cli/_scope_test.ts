@@ -1,6 +1,6 @@
-import { assertEquals, assertStringIncludes } from "../_internal/assert.ts";
+import { assertEquals, assertStringIncludes } from "../tests/helpers/assert.ts";
 import { hostPath } from "../_internal/std.ts";
-import { hostDenoDir } from "../_internal/testing.ts";
+import { hostDenoDir } from "../tests/helpers/testing.ts";
 
 const CLI = hostPath.fromFileUrl(new URL("../cli.ts", import.meta.url));
 

@@ -3,7 +3,7 @@ import {
   assertEquals,
   assertMatch,
   assertStringIncludes,
-} from "../_internal/assert.ts";
+} from "../tests/helpers/assert.ts";
 import { hostPath } from "../_internal/std.ts";
 import {
   BubblewrapLauncher,
@@ -11,7 +11,7 @@ import {
   MASKED_PATHS,
   SYSTEM_PATHS,
 } from "../runtimes/local/isolated.ts";
-import { PROJECT_CONFIG } from "../_internal/testing.ts";
+import { PROJECT_CONFIG } from "../tests/helpers/testing.ts";
 
 const cli = hostPath.fromFileUrl(new URL("../cli.ts", import.meta.url));
 

@@ -13,7 +13,7 @@ import {
   assertMatch,
   assertRejects,
   assertStringIncludes,
-} from "../_internal/assert.ts";
+} from "../tests/helpers/assert.ts";
 import { hostPath } from "../_internal/std.ts";
 
 const CLI = hostPath.fromFileUrl(new URL("../cli.ts", import.meta.url));

@@ -9,7 +9,7 @@ import {
   assertEquals,
   assertMatch,
   assertStringIncludes,
-} from "../_internal/assert.ts";
+} from "../tests/helpers/assert.ts";
 import { hostPath } from "../_internal/std.ts";
 // @ts-types="npm:@modelcontextprotocol/sdk@1.32.2/types"
 import { ElicitRequestSchema } from "npm:@modelcontextprotocol/sdk@1.32.2/types.js";

@@ -8,7 +8,7 @@ import {
   PromptListChangedNotificationSchema,
   ToolListChangedNotificationSchema,
 } from "npm:@modelcontextprotocol/sdk@1.32.2/types.js";
-import { assert, assertEquals, assertMatch } from "../_internal/assert.ts";
+import { assert, assertEquals, assertMatch } from "../tests/helpers/assert.ts";
 import { hostPath } from "../_internal/std.ts";
 
 const CLI = hostPath.fromFileUrl(new URL("../cli.ts", import.meta.url));

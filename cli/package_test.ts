@@ -6,7 +6,7 @@ import {
 } from "@std/assert";
 import { hostPath } from "../_internal/std.ts";
 import { packSkill } from "../package/mod.ts";
-import { anthropicsSkills, sharedTest } from "../_internal/shared_data.ts";
+import { anthropicsSkills, sharedTest } from "../tests/helpers/shared_data.ts";
 
 const CLI = hostPath.fromFileUrl(new URL("../cli.ts", import.meta.url));
 const CONFIG = hostPath.fromFileUrl(new URL("../deno.json", import.meta.url));

@@ -4,7 +4,7 @@ import {
   assertLess,
   assertMatch,
   assertStringIncludes,
-} from "../_internal/assert.ts";
+} from "../tests/helpers/assert.ts";
 import { hostPath } from "../_internal/std.ts";
 import { runCommand } from "./run.ts";
 import {

@@ -4,7 +4,7 @@ import {
   assert,
   assertEquals,
   assertStringIncludes,
-} from "../_internal/assert.ts";
+} from "../tests/helpers/assert.ts";
 import { hostPath } from "../_internal/std.ts";
 
 const repo = hostPath.fromFileUrl(new URL("../", import.meta.url));

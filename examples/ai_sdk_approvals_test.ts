@@ -3,7 +3,7 @@ import {
   assertEquals,
   assertFalse,
   assertStringIncludes,
-} from "../_internal/assert.ts";
+} from "../tests/helpers/assert.ts";
 import { hostPath } from "../_internal/std.ts";
 import { MockLanguageModelV4 } from "npm:ai@7.0.173/test";
 import { pathExists } from "../tests/helpers/tools.ts";

@@ -4,7 +4,7 @@ import {
   assertLess,
   assertMatch,
   assertStringIncludes,
-} from "../_internal/assert.ts";
+} from "../tests/helpers/assert.ts";
 import { hostPath } from "../_internal/std.ts";
 import denoJson from "../deno.json" with { type: "json" };
 import { DEMO_STEPS } from "./demo.ts";

@@ -3,7 +3,7 @@ import {
   assertEquals,
   assertMatch,
   assertStringIncludes,
-} from "../_internal/assert.ts";
+} from "../tests/helpers/assert.ts";
 import { hostPath } from "../_internal/std.ts";
 import {
   BubblewrapLauncher,

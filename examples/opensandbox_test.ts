@@ -3,7 +3,7 @@ import {
   assertEquals,
   assertNotEquals,
   assertStringIncludes,
-} from "../_internal/assert.ts";
+} from "../tests/helpers/assert.ts";
 import { hostPath } from "../_internal/std.ts";
 import { startOpenSandboxServer } from "../tests/servers/opensandbox.ts";
 import { runOpenSandboxExample } from "./opensandbox.ts";

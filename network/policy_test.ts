@@ -3,7 +3,7 @@ import {
   assertEquals,
   assertFalse,
   assertThrows,
-} from "../_internal/assert.ts";
+} from "../tests/helpers/assert.ts";
 import { forbiddenAddress } from "./addresses.ts";
 import { EgressPolicy, parseHostPattern } from "./policy.ts";
 

@@ -1,5 +1,5 @@
-import { assertEquals } from "../_internal/assert.ts";
-import { runDenoScript } from "../_internal/testing.ts";
+import { assertEquals } from "../tests/helpers/assert.ts";
+import { runDenoScript } from "../tests/helpers/testing.ts";
 
 Deno.test("proxy: a program that forgets its proxy after an intercepted request still ends", async () => {
   const script = new URL("./testdata/forgotten_proxy.ts", import.meta.url)

@@ -3,7 +3,7 @@
  * installing and indexing it finish at once (each in a child process with a
  * deadline, so code that hangs fails instead of hanging the suite).
  */
-import { assert, assertEquals } from "../_internal/assert.ts";
+import { assert, assertEquals } from "../tests/helpers/assert.ts";
 import { hostPath } from "../_internal/std.ts";
 
 const MOD = hostPath.toFileUrl(

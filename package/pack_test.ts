@@ -9,7 +9,7 @@ import {
   verifyInstalled,
 } from "./mod.ts";
 import { randomBytes, skillMd } from "../tests/helpers/package.ts";
-import { skillCorpus } from "../_internal/skill_fixture.ts";
+import { skillCorpus } from "../tests/helpers/skill_fixture.ts";
 
 // The real skills when ../shared is beside the clone, else generated ones
 // (fonts, images, a gzip archive, nested folders, executable scripts).

@@ -11,7 +11,7 @@ import {
 } from "./mod.ts";
 import { S3_CREDENTIALS, startS3Server } from "../tests/helpers/s3_server.ts";
 import { skillMd } from "../tests/helpers/package.ts";
-import { skillCorpus } from "../_internal/skill_fixture.ts";
+import { skillCorpus } from "../tests/helpers/skill_fixture.ts";
 
 // Some skills: the real ones of ../shared, or generated ones on a bare clone.
 const corpus = await skillCorpus();

@@ -4,7 +4,7 @@ import {
   assertFalse,
   assertStringIncludes,
   assertThrows,
-} from "../_internal/assert.ts";
+} from "../tests/helpers/assert.ts";
 import { DEFAULT_BOOTSTRAP_TIMEOUT_MS, SkillRuntimeConfig } from "./config.ts";
 
 Deno.test("SkillRuntimeConfig refuses bad variable names", () => {

@@ -5,7 +5,7 @@ import {
   assertInstanceOf,
   assertRejects,
   assertStringIncludes,
-} from "../_internal/assert.ts";
+} from "../tests/helpers/assert.ts";
 import { SkillRuntimeConfig } from "./config.ts";
 import { SkillPreparationError } from "./errors.ts";
 import { PreparationEngine } from "./prepare.ts";

@@ -2,7 +2,7 @@
  * `deno task test`: runs `deno test` with the flags it is given (and any file
  * arguments), then closes with one line saying how many tests were skipped
  * because third-party data is not beside the clone (`../shared/`) and what
- * they need. The tests record such skips through `_internal/shared_data.ts`
+ * they need. The tests record such skips through `tests/helpers/shared_data.ts`
  * in a file named by `SKILLRUN_SKIP_LOG`, which works across the workers of
  * `--parallel`. With `CI=true` nothing is skipped: a missing `../shared` fails.
  *
@@ -12,7 +12,7 @@
  *
  * @module
  */
-import { SKIP_LOG_ENV } from "../_internal/shared_data.ts";
+import { SKIP_LOG_ENV } from "../tests/helpers/shared_data.ts";
 
 interface Skip {
   readonly name: string;

@@ -1,4 +1,4 @@
-import { assertEquals } from "../_internal/assert.ts";
+import { assertEquals } from "../tests/helpers/assert.ts";
 import { closingLine, testJobs } from "./test.ts";
 
 Deno.test("deno task test runs DENO_JOBS modules at once when it is a count, else twice the CPUs and at least 4", () => {

@@ -1,4 +1,4 @@
-import { assert, assertEquals, assertFalse } from "../_internal/assert.ts";
+import { assert, assertEquals, assertFalse } from "../tests/helpers/assert.ts";
 import { findNames, makeFilters } from "./_filter.ts";
 
 Deno.test("makeFilters() skips heavy folders and applies glob and type", () => {

@@ -1,5 +1,5 @@
 import { concatBytes } from "../_internal/std.ts";
-import { assertEquals } from "../_internal/assert.ts";
+import { assertEquals } from "../tests/helpers/assert.ts";
 import {
   FIRST_NUL_ARGS,
   lineNumbersIn,

@@ -2,7 +2,7 @@ import {
   assertEquals,
   assertInstanceOf,
   assertStringIncludes,
-} from "../_internal/assert.ts";
+} from "../tests/helpers/assert.ts";
 import { SearchTimeoutError, timeoutError } from "./errors.ts";
 
 Deno.test("timeoutError() names the limit and suggests a simpler pattern", () => {

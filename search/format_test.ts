@@ -2,7 +2,7 @@ import {
   assert,
   assertEquals,
   assertStringIncludes,
-} from "../_internal/assert.ts";
+} from "../tests/helpers/assert.ts";
 import {
   formatGlobResult,
   formatGrepResult,

@@ -4,7 +4,7 @@ import {
   assertFalse,
   assertStringIncludes,
   assertThrows,
-} from "../_internal/assert.ts";
+} from "../tests/helpers/assert.ts";
 import {
   comparePaths,
   extensionsOfType,

@@ -1,7 +1,10 @@
-import { assertEquals } from "../_internal/assert.ts";
+import { assertEquals } from "../tests/helpers/assert.ts";
 import { hostPath, parseYaml } from "../_internal/std.ts";
 import { parseSimpleYaml } from "./_simple_yaml.ts";
-import { anthropicsCollection, sharedTest } from "../_internal/shared_data.ts";
+import {
+  anthropicsCollection,
+  sharedTest,
+} from "../tests/helpers/shared_data.ts";
 
 const CORPUS_DATA = anthropicsCollection();
 const CORPUS = CORPUS_DATA.path;

@@ -4,7 +4,7 @@ import {
   assertLessOrEqual,
   assertStringIncludes,
   assertThrows,
-} from "../_internal/assert.ts";
+} from "../tests/helpers/assert.ts";
 import { formatCatalog } from "./catalog.ts";
 import type { Skill } from "./types.ts";
 

@@ -9,7 +9,7 @@ import {
   assertRejects,
   assertStringIncludes,
   assertThrows,
-} from "../_internal/assert.ts";
+} from "../tests/helpers/assert.ts";
 import { hostPath } from "../_internal/std.ts";
 import { parseSkillMd } from "./parse.ts";
 import { validateSkill } from "./validate.ts";

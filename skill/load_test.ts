@@ -5,11 +5,14 @@ import {
   assertRejects,
   assertStringIncludes,
   assertThrows,
-} from "../_internal/assert.ts";
+} from "../tests/helpers/assert.ts";
 import { hostPath } from "../_internal/std.ts";
 import { findSkillFolders, loadSkills, selectSkills } from "./load.ts";
 import type { Skill } from "./types.ts";
-import { anthropicsCollection, sharedTest } from "../_internal/shared_data.ts";
+import {
+  anthropicsCollection,
+  sharedTest,
+} from "../tests/helpers/shared_data.ts";
 
 const CORPUS_DATA = anthropicsCollection();
 const CORPUS = CORPUS_DATA.path;

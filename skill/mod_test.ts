@@ -1,4 +1,4 @@
-import { assertEquals } from "../_internal/assert.ts";
+import { assertEquals } from "../tests/helpers/assert.ts";
 import * as skill from "./mod.ts";
 
 Deno.test("skill/mod.ts exports the public skills API", () => {

@@ -3,7 +3,7 @@ import {
   assertEquals,
   assertStringIncludes,
   assertThrows,
-} from "../_internal/assert.ts";
+} from "../tests/helpers/assert.ts";
 import { parseSkillMd } from "./parse.ts";
 
 Deno.test("parseSkillMd() strips a UTF-8 BOM", () => {

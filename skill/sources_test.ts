@@ -4,9 +4,9 @@ import {
   assertMatch,
   assertRejects,
   assertStringIncludes,
-} from "../_internal/assert.ts";
+} from "../tests/helpers/assert.ts";
 import { hostPath } from "../_internal/std.ts";
-import { hostDenoDir } from "../_internal/testing.ts";
+import { hostDenoDir } from "../tests/helpers/testing.ts";
 import { loadSkills } from "./load.ts";
 import { skillFolderHash } from "./sources.ts";
 

@@ -2,11 +2,14 @@ import {
   assertEquals,
   assertMatch,
   assertRejects,
-} from "../_internal/assert.ts";
+} from "../tests/helpers/assert.ts";
 import { hostPath } from "../_internal/std.ts";
 import { validateSkill } from "./validate.ts";
 import { loadSkills } from "./load.ts";
-import { anthropicsCollection, sharedTest } from "../_internal/shared_data.ts";
+import {
+  anthropicsCollection,
+  sharedTest,
+} from "../tests/helpers/shared_data.ts";
 
 const CORPUS_DATA = anthropicsCollection();
 const CORPUS = CORPUS_DATA.path;

@@ -9,7 +9,7 @@ import {
   assertRejects,
   assertStringIncludes,
   assertThrows,
-} from "../_internal/assert.ts";
+} from "../tests/helpers/assert.ts";
 import { LocalFileSystem, LocalSkillRuntime } from "../runtimes/local/mod.ts";
 import type { LocalSkillRuntimeOptions } from "../runtimes/local/mod.ts";
 import { SkillRuntimeConfig } from "../runtimes/config.ts";

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { assert, assertEquals } from "../_internal/assert.ts";
+import { assert, assertEquals } from "./helpers/assert.ts";
 import { hostPath } from "../_internal/std.ts";
 import denoJson from "../deno.json" with { type: "json" };
 

@@ -1,5 +1,5 @@
-import { assertEquals, assertStringIncludes } from "../_internal/assert.ts";
-import { PROJECT_CONFIG } from "../_internal/testing.ts";
+import { assertEquals, assertStringIncludes } from "./helpers/assert.ts";
+import { PROJECT_CONFIG } from "./helpers/testing.ts";
 import { startE2BServer } from "./servers/e2b.ts";
 import { startVercelServer } from "./servers/vercel.ts";
 import { startDaytonaServer } from "./servers/daytona.ts";
@@ -8,7 +8,7 @@ import { startOpenSandboxServer } from "./servers/opensandbox.ts";
 import { startAioServer } from "./servers/aio.ts";
 import { remoteRuntime } from "../cli/_remote.ts";
 import { UsageError } from "../cli/_args.ts";
-import { assertThrows } from "../_internal/assert.ts";
+import { assertThrows } from "./helpers/assert.ts";
 
 const CLI = new URL("../cli.ts", import.meta.url).pathname;
 const SKILLS = new URL("../examples/skills", import.meta.url).pathname;

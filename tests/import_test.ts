@@ -1,5 +1,5 @@
-import { assert, assertEquals, assertGreater } from "../_internal/assert.ts";
-import { runDenoScript } from "../_internal/testing.ts";
+import { assert, assertEquals, assertGreater } from "./helpers/assert.ts";
+import { runDenoScript } from "./helpers/testing.ts";
 
 const ROOT = new URL("../", import.meta.url);
 

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { assert, assertEquals } from "../_internal/assert.ts";
+import { assert, assertEquals } from "./helpers/assert.ts";
 import { hostPath } from "../_internal/std.ts";
 
 const ROOT = hostPath.fromFileUrl(new URL("../", import.meta.url));

@@ -5,11 +5,7 @@
  *
  * @module
  */
-import {
-  assertEquals,
-  assertLess,
-  assertRejects,
-} from "../_internal/assert.ts";
+import { assertEquals, assertLess, assertRejects } from "./helpers/assert.ts";
 import { startTestServer } from "./helpers/opensandbox.ts";
 import { makeSkill } from "./helpers/remote.ts";
 import { SandboxCommandError } from "../runtimes/opensandbox/execd.ts";

@@ -35,7 +35,7 @@ import type { RemoteSkillRuntime } from "../runtimes/remote/runtime.ts";
 import { buildSkillTools, dispatchToolCall } from "../mod.ts";
 import { loadSkills } from "../skill/load.ts";
 import { MemoryConversationStore } from "../runtimes/stores/conversation_store.ts";
-import { anthropicsSkills, sharedTest } from "../_internal/shared_data.ts";
+import { anthropicsSkills, sharedTest } from "./helpers/shared_data.ts";
 
 const CORPUS_DATA = anthropicsSkills();
 const CORPUS = CORPUS_DATA.path;

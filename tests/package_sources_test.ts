@@ -19,7 +19,7 @@ import {
   writeSkillIndex,
 } from "../package/mod.ts";
 import { sha256Of } from "../package/_digest.ts";
-import { anthropicsSkills, sharedTest } from "../_internal/shared_data.ts";
+import { anthropicsSkills, sharedTest } from "./helpers/shared_data.ts";
 
 const CORPUS_DATA = anthropicsSkills();
 const CORPUS = CORPUS_DATA.path;

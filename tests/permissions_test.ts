@@ -3,8 +3,8 @@ import {
   assertEquals,
   assertLess,
   assertStringIncludes,
-} from "../_internal/assert.ts";
-import { liveGroupMembers, runDenoScript } from "../_internal/testing.ts";
+} from "./helpers/assert.ts";
+import { liveGroupMembers, runDenoScript } from "./helpers/testing.ts";
 
 const SCRIPT = new URL("./testdata/narrowed_runtime.ts", import.meta.url)
   .pathname;

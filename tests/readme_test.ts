@@ -21,7 +21,7 @@ import {
   assertEquals,
   assertMatch,
   assertStringIncludes,
-} from "../_internal/assert.ts";
+} from "./helpers/assert.ts";
 import { hostPath } from "../_internal/std.ts";
 import {
   BubblewrapLauncher,

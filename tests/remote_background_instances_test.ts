@@ -12,7 +12,7 @@ import {
   assertEquals,
   assertFalse,
   assertStringIncludes,
-} from "../_internal/assert.ts";
+} from "./helpers/assert.ts";
 import { KvConversationStore } from "../runtimes/stores/conversation_store.ts";
 import type { SkillRuntime } from "../runtimes/types.ts";
 import { type McpHttpServer, serveMcpHttp } from "../tools/mcp/http.ts";

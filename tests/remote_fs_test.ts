@@ -5,7 +5,7 @@ import {
   assertLess,
   assertRejects,
   assertStringIncludes,
-} from "../_internal/assert.ts";
+} from "./helpers/assert.ts";
 import { hostPath } from "../_internal/std.ts";
 import { WorkspaceEscapeError } from "../runtimes/errors.ts";
 import type { FileInfo } from "../runtimes/types.ts";
@@ -14,7 +14,7 @@ import { HttpClient } from "../runtimes/remote/http.ts";
 import { multipartBody } from "../runtimes/remote/upload.ts";
 import { type RemoteFileOps, RemoteFileSystem } from "../runtimes/remote/fs.ts";
 import { serve } from "./helpers/remote_servers.ts";
-import { skillCorpus } from "../_internal/skill_fixture.ts";
+import { skillCorpus } from "./helpers/skill_fixture.ts";
 import { delay } from "../_internal/async.ts";
 
 // A real font when ../shared is beside the clone, else a generated one.

@@ -1,4 +1,4 @@
-import { assertEquals, assertThrows } from "../_internal/assert.ts";
+import { assertEquals, assertThrows } from "./helpers/assert.ts";
 import { toE2BNetworkConfig } from "../runtimes/e2b/network.ts";
 import { toVercelNetworkPolicy } from "../runtimes/vercel/network.ts";
 

@@ -14,7 +14,7 @@ import {
   assertLess,
   assertRejects,
   assertStringIncludes,
-} from "../_internal/assert.ts";
+} from "./helpers/assert.ts";
 import { RemoteHttpError } from "../runtimes/remote/errors.ts";
 import { OpenSandboxSkillRuntime } from "../runtimes/opensandbox/mod.ts";
 import { E2BSkillRuntime } from "../runtimes/e2b/mod.ts";
@@ -45,7 +45,7 @@ import type { DaytonaServer } from "./servers/daytona.ts";
 import { startDenoSandboxTestServer } from "./helpers/deno_sandbox.ts";
 import { DenoSandboxSkillRuntime } from "../runtimes/deno_sandbox/mod.ts";
 import type { DenoSandboxServer } from "./servers/deno_sandbox.ts";
-import { skillCorpus } from "../_internal/skill_fixture.ts";
+import { skillCorpus } from "./helpers/skill_fixture.ts";
 
 // The real skills when ../shared is beside the clone, else generated ones
 // (fonts, a gzip archive, nested folders).

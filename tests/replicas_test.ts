@@ -29,7 +29,7 @@ import {
   assertFalse,
   assertNotEquals,
   assertStringIncludes,
-} from "../_internal/assert.ts";
+} from "./helpers/assert.ts";
 import { hostPath } from "../_internal/std.ts";
 import { startOpenSandboxServer } from "./servers/opensandbox.ts";
 import { startAioServer } from "./servers/aio.ts";

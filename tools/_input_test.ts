@@ -1,4 +1,4 @@
-import { assertEquals } from "../_internal/assert.ts";
+import { assertEquals } from "../tests/helpers/assert.ts";
 import { validateInput } from "./_input.ts";
 import type { JsonSchema } from "./types.ts";
 

@@ -1,4 +1,4 @@
-import { assertEquals } from "../_internal/assert.ts";
+import { assertEquals } from "../tests/helpers/assert.ts";
 import { cutMiddle, errorText, formatBytes, numberLine } from "./_shared.ts";
 import {
   RuntimePermissionError,

@@ -3,7 +3,7 @@ import {
   assertEquals,
   assertFalse,
   assertStringIncludes,
-} from "../_internal/assert.ts";
+} from "../tests/helpers/assert.ts";
 import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
 import { MANIFEST_FILE } from "../package/installed.ts";
 import {

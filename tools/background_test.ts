@@ -1,4 +1,4 @@
-import { assert, assertEquals, assertMatch } from "../_internal/assert.ts";
+import { assert, assertEquals, assertMatch } from "../tests/helpers/assert.ts";
 import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
 import { buildSkillTools } from "./builder.ts";
 import { tempDir } from "../tests/helpers/tools.ts";

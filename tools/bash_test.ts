@@ -3,7 +3,7 @@ import {
   assertEquals,
   assertFalse,
   assertStringIncludes,
-} from "../_internal/assert.ts";
+} from "../tests/helpers/assert.ts";
 import { SkillRuntimeConfig } from "../runtimes/config.ts";
 import { loadSkills } from "../skill/load.ts";
 import { createBashTool } from "./bash.ts";

@@ -5,14 +5,14 @@ import {
   assertInstanceOf,
   assertRejects,
   assertStringIncludes,
-} from "../_internal/assert.ts";
+} from "../tests/helpers/assert.ts";
 import { SkillRuntimeConfig } from "../runtimes/config.ts";
 import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
 import { loadSkills } from "../skill/load.ts";
 import { buildSkillTools, SkillToolsBuilder, TOOL_NAMES } from "./builder.ts";
 import type { FilePublisher } from "./context.ts";
 import { tempDir, writeSkill } from "../tests/helpers/tools.ts";
-import { anthropicsSkills, sharedTest } from "../_internal/shared_data.ts";
+import { anthropicsSkills, sharedTest } from "../tests/helpers/shared_data.ts";
 
 const CORPUS_DATA = anthropicsSkills();
 const CORPUS = CORPUS_DATA.path;

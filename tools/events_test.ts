@@ -1,4 +1,4 @@
-import { assert, assertEquals } from "../_internal/assert.ts";
+import { assert, assertEquals } from "../tests/helpers/assert.ts";
 import { SkillRuntimeConfig } from "../runtimes/config.ts";
 import { loadSkills } from "../skill/load.ts";
 import type { SkillEvent } from "../observe/events.ts";

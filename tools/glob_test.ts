@@ -1,4 +1,4 @@
-import { assertEquals, assertStringIncludes } from "../_internal/assert.ts";
+import { assertEquals, assertStringIncludes } from "../tests/helpers/assert.ts";
 import { createToolContext } from "./context.ts";
 import { createGlobTool } from "./glob.ts";
 import { LocalSkillRuntime } from "../runtimes/local/mod.ts";

@@ -2,7 +2,7 @@ import {
   assert,
   assertEquals,
   assertStringIncludes,
-} from "../_internal/assert.ts";
+} from "../tests/helpers/assert.ts";
 import { createToolContext } from "./context.ts";
 import { createGrepTool } from "./grep.ts";
 import { SkillRuntimeConfig } from "../runtimes/config.ts";

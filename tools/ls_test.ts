@@ -1,4 +1,4 @@
-import { assertEquals, assertStringIncludes } from "../_internal/assert.ts";
+import { assertEquals, assertStringIncludes } from "../tests/helpers/assert.ts";
 import { createLsTool } from "./ls.ts";
 import { makeTree } from "./_tree.ts";
 import {

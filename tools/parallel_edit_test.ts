@@ -6,7 +6,7 @@ import {
   assert,
   assertEquals,
   assertStringIncludes,
-} from "../_internal/assert.ts";
+} from "../tests/helpers/assert.ts";
 import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
 import type { SkillRuntime } from "../runtimes/types.ts";
 import { createToolContext } from "./context.ts";

@@ -2,7 +2,7 @@ import {
   assert,
   assertEquals,
   assertStringIncludes,
-} from "../_internal/assert.ts";
+} from "../tests/helpers/assert.ts";
 import { SkillRuntimeConfig } from "../runtimes/config.ts";
 import { LocalSkillRuntime } from "../runtimes/local/runtime.ts";
 import { PathFence } from "../workspace/fence.ts";

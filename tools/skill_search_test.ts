@@ -3,7 +3,7 @@ import {
   assertEquals,
   assertGreaterOrEqual,
   assertStringIncludes,
-} from "../_internal/assert.ts";
+} from "../tests/helpers/assert.ts";
 import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
 import { buildSkillTools } from "./builder.ts";
 import {

@@ -4,7 +4,7 @@ import {
   assertFalse,
   assertStringIncludes,
   assertThrows,
-} from "../_internal/assert.ts";
+} from "../tests/helpers/assert.ts";
 import { SkillRuntimeConfig } from "../runtimes/config.ts";
 import { loadSkills } from "../skill/load.ts";
 import { LocalSkillRuntime } from "../runtimes/local/mod.ts";

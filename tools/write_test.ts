@@ -1,4 +1,4 @@
-import { assertEquals, assertStringIncludes } from "../_internal/assert.ts";
+import { assertEquals, assertStringIncludes } from "../tests/helpers/assert.ts";
 import { createWriteTool } from "./write.ts";
 import {
   conversationContext,

@@ -1,4 +1,4 @@
-import { assert, assertEquals, assertFalse } from "../_internal/assert.ts";
+import { assert, assertEquals, assertFalse } from "../tests/helpers/assert.ts";
 import { hostPath } from "../_internal/std.ts";
 import { isInside, realLocation, trimSeparator } from "./_paths.ts";
 

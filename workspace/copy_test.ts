@@ -5,7 +5,7 @@ import {
   assertNotEquals,
   assertRejects,
   assertThrows,
-} from "../_internal/assert.ts";
+} from "../tests/helpers/assert.ts";
 import { hostPath } from "../_internal/std.ts";
 import {
   copySkillFolder,
@@ -16,7 +16,7 @@ import {
   stableSkillFolderName,
   walkSkillFiles,
 } from "./copy.ts";
-import { skillCorpus } from "../_internal/skill_fixture.ts";
+import { skillCorpus } from "../tests/helpers/skill_fixture.ts";
 
 const POSIX = Deno.build.os !== "windows";
 // The real skills when ../shared is beside the clone, else generated ones.

@@ -1,10 +1,10 @@
-import { runDenoScript } from "../_internal/testing.ts";
+import { runDenoScript } from "../tests/helpers/testing.ts";
 import {
   assertEquals,
   assertInstanceOf,
   assertRejects,
   assertStringIncludes,
-} from "../_internal/assert.ts";
+} from "../tests/helpers/assert.ts";
 import { hostPath } from "../_internal/std.ts";
 import { WorkspaceEscapeError } from "./errors.ts";
 import { PathFence } from "./fence.ts";

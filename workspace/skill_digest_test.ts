@@ -4,7 +4,7 @@ import {
   assertInstanceOf,
   assertNotEquals,
   assertRejects,
-} from "../_internal/assert.ts";
+} from "../tests/helpers/assert.ts";
 import { skillDigest } from "./skill_digest.ts";
 
 async function makeSkill(): Promise<string> {

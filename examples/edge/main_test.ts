@@ -9,7 +9,7 @@ import {
   assert,
   assertEquals,
   assertStringIncludes,
-} from "../../_internal/assert.ts";
+} from "../../tests/helpers/assert.ts";
 import { hostPath } from "../../_internal/std.ts";
 import { startOpenSandboxServer } from "../../tests/servers/opensandbox.ts";
 import { startAioServer } from "../../tests/servers/aio.ts";

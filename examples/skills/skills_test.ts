@@ -1,4 +1,7 @@
-import { assertEquals, assertStringIncludes } from "../../_internal/assert.ts";
+import {
+  assertEquals,
+  assertStringIncludes,
+} from "../../tests/helpers/assert.ts";
 import { hostPath } from "../../_internal/std.ts";
 import { loadSkills } from "../../skill/load.ts";
 import { validateSkill } from "../../skill/validate.ts";

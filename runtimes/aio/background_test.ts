@@ -1,4 +1,4 @@
-import { assert, assertEquals } from "../../_internal/assert.ts";
+import { assert, assertEquals } from "../../tests/helpers/assert.ts";
 import { BackgroundCommands, backgroundCommands } from "../background.ts";
 import { startAioTestServer } from "../../tests/helpers/aio.ts";
 

@@ -5,7 +5,7 @@ import {
   assertInstanceOf,
   assertRejects,
   assertStringIncludes,
-} from "../../_internal/assert.ts";
+} from "../../tests/helpers/assert.ts";
 import { RemoteHttpError } from "../remote/errors.ts";
 import { AioClient, AioOperationError } from "./client.ts";
 import { startAioTestServer, TEST_TOKEN } from "../../tests/helpers/aio.ts";

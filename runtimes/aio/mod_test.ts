@@ -1,5 +1,5 @@
-import { assertEquals } from "../../_internal/assert.ts";
-import { runDenoScript } from "../../_internal/testing.ts";
+import { assertEquals } from "../../tests/helpers/assert.ts";
+import { runDenoScript } from "../../tests/helpers/testing.ts";
 
 Deno.test("./aio imports, builds runtimes and the tools and closes them without any permission", async () => {
   const script = new URL(

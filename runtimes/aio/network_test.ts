@@ -2,7 +2,7 @@ import {
   assertEquals,
   assertStringIncludes,
   assertThrows,
-} from "../../_internal/assert.ts";
+} from "../../tests/helpers/assert.ts";
 import { AioSkillRuntime } from "./runtime.ts";
 
 Deno.test("aio refuses a network policy or secrets with a clear error, before any request", () => {

@@ -9,8 +9,8 @@ import {
   assertRejects,
   assertStringIncludes,
   assertThrows,
-} from "../../_internal/assert.ts";
-import { liveGroupMembers } from "../../_internal/testing.ts";
+} from "../../tests/helpers/assert.ts";
+import { liveGroupMembers } from "../../tests/helpers/testing.ts";
 import { posix } from "../../_internal/std.ts";
 import { SkillRuntimeConfig } from "../config.ts";
 import { SkillPreparationError, WorkspaceEscapeError } from "../errors.ts";
@@ -23,7 +23,7 @@ import {
   makeSkill,
   waitFor,
 } from "../../tests/helpers/remote.ts";
-import { skillCorpus } from "../../_internal/skill_fixture.ts";
+import { skillCorpus } from "../../tests/helpers/skill_fixture.ts";
 
 // Real fonts when ../shared is beside the clone, else generated ones.
 const corpus = await skillCorpus();

@@ -3,7 +3,7 @@ import {
   assertEquals,
   assertRejects,
   assertThrows,
-} from "../../_internal/assert.ts";
+} from "../../tests/helpers/assert.ts";
 import { MemoryConversationStore } from "../stores/conversation_store.ts";
 import { countingFetch, makeSkill } from "../../tests/helpers/remote.ts";
 import {

@@ -4,7 +4,7 @@ import {
   assertRejects,
   assertStringIncludes,
   assertThrows,
-} from "../../_internal/assert.ts";
+} from "../../tests/helpers/assert.ts";
 import { MemoryConversationStore } from "../stores/conversation_store.ts";
 import { RemoteHttpError } from "../remote/errors.ts";
 import {

@@ -2,7 +2,7 @@ import {
   assertEquals,
   assertStringIncludes,
   assertThrows,
-} from "../../_internal/assert.ts";
+} from "../../tests/helpers/assert.ts";
 import { recordingWeb } from "../../tests/helpers/remote.ts";
 import { startE2BTestServer, TEST_API_KEY } from "../../tests/helpers/e2b.ts";
 import { E2BSkillRuntime } from "./runtime.ts";

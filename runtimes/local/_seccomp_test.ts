@@ -1,4 +1,4 @@
-import { assertEquals } from "../../_internal/assert.ts";
+import { assertEquals } from "../../tests/helpers/assert.ts";
 import { seccompFilter } from "./_seccomp.ts";
 
 const ALLOW = 0x7fff0000;

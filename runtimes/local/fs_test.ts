@@ -1,4 +1,4 @@
-import { runDenoScript } from "../../_internal/testing.ts";
+import { runDenoScript } from "../../tests/helpers/testing.ts";
 import {
   assert,
   assertEquals,
@@ -6,7 +6,7 @@ import {
   assertLess,
   assertRejects,
   assertStringIncludes,
-} from "../../_internal/assert.ts";
+} from "../../tests/helpers/assert.ts";
 import { hostPath } from "../../_internal/std.ts";
 import { PathFence } from "../../workspace/fence.ts";
 import { WorkspaceEscapeError } from "../errors.ts";

@@ -6,7 +6,7 @@ import {
   assertNotEquals,
   assertRejects,
   assertStringIncludes,
-} from "../../_internal/assert.ts";
+} from "../../tests/helpers/assert.ts";
 import { hostPath } from "../../_internal/std.ts";
 import type { Skill } from "../../skill/types.ts";
 import type { ExecuteResult } from "../types.ts";
@@ -16,7 +16,7 @@ import {
   IsolationUnavailableError,
 } from "./isolated.ts";
 import { LocalSkillRuntime } from "./runtime.ts";
-import { runDenoScript } from "../../_internal/testing.ts";
+import { runDenoScript } from "../../tests/helpers/testing.ts";
 
 /** Why the sandbox cannot run here, or `null` when it can. */
 const UNAVAILABLE: string | null = await BubblewrapLauncher.create().then(

@@ -8,7 +8,7 @@ import {
   assertRejects,
   assertStringIncludes,
   assertThrows,
-} from "../../_internal/assert.ts";
+} from "../../tests/helpers/assert.ts";
 import {
   DenoCommandLauncher,
   type LaunchRequest,
@@ -17,7 +17,7 @@ import {
 } from "./launcher.ts";
 import type { ExecuteResult } from "../types.ts";
 import { checkTimeoutMs } from "../command_core.ts";
-import { liveGroupMembers } from "../../_internal/testing.ts";
+import { liveGroupMembers } from "../../tests/helpers/testing.ts";
 
 const linux = Deno.build.os === "linux";
 

@@ -7,7 +7,7 @@ import {
   assertRejects,
   assertStringIncludes,
   assertThrows,
-} from "../../_internal/assert.ts";
+} from "../../tests/helpers/assert.ts";
 import { hostPath } from "../../_internal/std.ts";
 import type { Skill } from "../../skill/types.ts";
 import { SkillRuntimeConfig } from "../config.ts";

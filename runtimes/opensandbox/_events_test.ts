@@ -1,4 +1,4 @@
-import { assertEquals, assertRejects } from "../../_internal/assert.ts";
+import { assertEquals, assertRejects } from "../../tests/helpers/assert.ts";
 import {
   type ExecdEvent,
   ExecdProtocolError,

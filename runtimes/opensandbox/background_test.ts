@@ -3,7 +3,7 @@ import {
   assertEquals,
   assertRejects,
   assertStringIncludes,
-} from "../../_internal/assert.ts";
+} from "../../tests/helpers/assert.ts";
 import { BackgroundCommands, backgroundCommands } from "../background.ts";
 import { startTestServer } from "../../tests/helpers/opensandbox.ts";
 

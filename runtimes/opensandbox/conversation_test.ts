@@ -3,8 +3,8 @@ import {
   assertEquals,
   assertNotEquals,
   assertRejects,
-} from "../../_internal/assert.ts";
-import { runDenoScript } from "../../_internal/testing.ts";
+} from "../../tests/helpers/assert.ts";
+import { runDenoScript } from "../../tests/helpers/testing.ts";
 import { SkillRuntimeConfig } from "../config.ts";
 import { WorkspaceEscapeError } from "../errors.ts";
 import {

@@ -10,7 +10,7 @@ import {
   assertLess,
   assertRejects,
   assertStringIncludes,
-} from "../../_internal/assert.ts";
+} from "../../tests/helpers/assert.ts";
 import type { Fault } from "../../tests/servers/_faults.ts";
 import { SkillPreparationError } from "../errors.ts";
 import { RemoteHttpError } from "../remote/errors.ts";

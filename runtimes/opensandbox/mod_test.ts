@@ -1,5 +1,5 @@
-import { assertEquals } from "../../_internal/assert.ts";
-import { runDenoScript } from "../../_internal/testing.ts";
+import { assertEquals } from "../../tests/helpers/assert.ts";
+import { runDenoScript } from "../../tests/helpers/testing.ts";
 
 Deno.test("./opensandbox imports, builds a runtime and the tools and closes it without any permission", async () => {
   const script = new URL(

@@ -1,4 +1,4 @@
-import { assertEquals, assertThrows } from "../../_internal/assert.ts";
+import { assertEquals, assertThrows } from "../../tests/helpers/assert.ts";
 import { toOpenSandboxNetworkPolicy } from "./network.ts";
 
 Deno.test("opensandbox: the shared policy becomes OpenSandbox's rules; what it cannot express is refused", () => {

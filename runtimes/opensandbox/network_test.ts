@@ -2,7 +2,7 @@ import {
   assertEquals,
   assertStringIncludes,
   assertThrows,
-} from "../../_internal/assert.ts";
+} from "../../tests/helpers/assert.ts";
 import { recordingWeb } from "../../tests/helpers/remote.ts";
 import {
   startTestServer,

@@ -5,7 +5,11 @@
  *
  * @module
  */
-import { assert, assertEquals, assertRejects } from "../../_internal/assert.ts";
+import {
+  assert,
+  assertEquals,
+  assertRejects,
+} from "../../tests/helpers/assert.ts";
 import { SkillRuntimeConfig } from "../config.ts";
 import { SkillPreparationError } from "../errors.ts";
 import { MemoryConversationStore } from "../stores/conversation_store.ts";

@@ -7,7 +7,7 @@ import {
   assertLess,
   assertRejects,
   assertThrows,
-} from "../../_internal/assert.ts";
+} from "../../tests/helpers/assert.ts";
 import { posix } from "../../_internal/std.ts";
 import { SkillRuntimeConfig } from "../config.ts";
 import { SkillPreparationError } from "../errors.ts";

@@ -1,4 +1,4 @@
-import { assertEquals, assertRejects } from "../../_internal/assert.ts";
+import { assertEquals, assertRejects } from "../../tests/helpers/assert.ts";
 import { WorkspaceEscapeError } from "../errors.ts";
 import type { ExecuteResult } from "../types.ts";
 import type { ShellRunner } from "./_shell_files.ts";

@@ -2,7 +2,7 @@ import {
   assertEquals,
   assertLess,
   assertRejects,
-} from "../../_internal/assert.ts";
+} from "../../tests/helpers/assert.ts";
 import {
   namedCommand,
   type RemoteCommandEvent,

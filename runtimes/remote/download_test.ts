@@ -4,7 +4,7 @@ import {
   assertInstanceOf,
   assertRejects,
   assertStringIncludes,
-} from "../../_internal/assert.ts";
+} from "../../tests/helpers/assert.ts";
 import { hostPath } from "../../_internal/std.ts";
 import { downloadToFile, type OpenAtOffset } from "./download.ts";
 import { HttpClient } from "./http.ts";

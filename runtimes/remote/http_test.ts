@@ -7,7 +7,7 @@ import {
   assertRejects,
   assertStringIncludes,
   assertThrows,
-} from "../../_internal/assert.ts";
+} from "../../tests/helpers/assert.ts";
 import denoJson from "../../deno.json" with { type: "json" };
 import { HttpClient } from "./http.ts";
 import { RemoteHttpError } from "./errors.ts";

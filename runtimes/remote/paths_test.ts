@@ -1,4 +1,4 @@
-import { assertEquals, assertThrows } from "../../_internal/assert.ts";
+import { assertEquals, assertThrows } from "../../tests/helpers/assert.ts";
 import { WorkspaceEscapeError } from "../errors.ts";
 import {
   remoteJoin,

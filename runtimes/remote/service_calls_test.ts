@@ -1,4 +1,8 @@
-import { assert, assertEquals, assertRejects } from "../../_internal/assert.ts";
+import {
+  assert,
+  assertEquals,
+  assertRejects,
+} from "../../tests/helpers/assert.ts";
 import { HttpClient } from "./http.ts";
 import { RemoteHttpError } from "./errors.ts";
 import {

@@ -4,7 +4,7 @@ import {
   assertRejects,
   assertStringIncludes,
   assertThrows,
-} from "../../_internal/assert.ts";
+} from "../../tests/helpers/assert.ts";
 import { hostPath } from "../../_internal/std.ts";
 import { HttpClient } from "./http.ts";
 import {
@@ -14,7 +14,7 @@ import {
   type UploadEntry,
 } from "./upload.ts";
 import { serve } from "../../tests/helpers/remote_servers.ts";
-import { skillCorpus } from "../../_internal/skill_fixture.ts";
+import { skillCorpus } from "../../tests/helpers/skill_fixture.ts";
 
 // The real skills when ../shared is beside the clone, else generated ones.
 const corpus = await skillCorpus();

@@ -4,14 +4,14 @@ import {
   assertRejects,
   assertStringIncludes,
   assertThrows,
-} from "../../_internal/assert.ts";
-import { PROJECT_CONFIG, runDenoScript } from "../../_internal/testing.ts";
+} from "../../tests/helpers/assert.ts";
+import { PROJECT_CONFIG, runDenoScript } from "../../tests/helpers/testing.ts";
 import {
   KvConversationStore,
   MemoryConversationStore,
   normalizeConversationKey,
 } from "./conversation_store.ts";
-import { KEY, storeSuite } from "./_store_suite.ts";
+import { KEY, storeSuite } from "../../tests/helpers/store_suite.ts";
 
 const STORE_URL = new URL("./conversation_store.ts", import.meta.url).href;
 

@@ -4,11 +4,15 @@ import {
   assertFalse,
   assertRejects,
   assertThrows,
-} from "../../_internal/assert.ts";
+} from "../../tests/helpers/assert.ts";
 import { ConversationStoreUnavailableError } from "./conversation_store.ts";
 import { PostgresConversationStore } from "./postgres.ts";
 import { postgresOrSkip } from "../../tests/helpers/postgres.ts";
-import { KEY, newSession, storeSuite } from "./_store_suite.ts";
+import {
+  KEY,
+  newSession,
+  storeSuite,
+} from "../../tests/helpers/store_suite.ts";
 
 // One private cluster for this file (initdb/pg_ctl in a temporary folder).
 const cluster = await postgresOrSkip("the PostgreSQL store tests");

@@ -4,8 +4,8 @@ import {
   assertFalse,
   assertNotEquals,
   assertRejects,
-} from "../../_internal/assert.ts";
-import { runDenoScript } from "../../_internal/testing.ts";
+} from "../../tests/helpers/assert.ts";
+import { runDenoScript } from "../../tests/helpers/testing.ts";
 import { SkillRuntimeConfig } from "../config.ts";
 import { RemoteHttpError } from "../remote/errors.ts";
 import { MemoryConversationStore } from "../stores/conversation_store.ts";

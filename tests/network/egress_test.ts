@@ -9,7 +9,7 @@ import {
   assertFalse,
   assertRejects,
   assertStringIncludes,
-} from "../../_internal/assert.ts";
+} from "../helpers/assert.ts";
 import {
   BubblewrapLauncher,
   IsolationUnavailableError,

@@ -3,7 +3,7 @@ import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-ho
 import { W3CTraceContextPropagator } from "@opentelemetry/core";
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
 import { SimpleSpanProcessor, TracerProvider } from "@opentelemetry/sdk-trace";
-import { assert, assertEquals } from "../../_internal/assert.ts";
+import { assert, assertEquals } from "../helpers/assert.ts";
 import { OpenSandboxSkillRuntime } from "../../runtimes/opensandbox/mod.ts";
 import { startOpenSandboxServer } from "../../tests/servers/opensandbox.ts";
 import { buildSkillTools } from "../../tools/builder.ts";

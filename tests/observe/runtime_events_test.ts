@@ -1,4 +1,4 @@
-import { assert, assertEquals } from "../../_internal/assert.ts";
+import { assert, assertEquals } from "../helpers/assert.ts";
 import { SkillRuntimeConfig } from "../../runtimes/config.ts";
 import {
   BubblewrapLauncher,

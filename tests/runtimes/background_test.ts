@@ -3,7 +3,7 @@ import {
   assertEquals,
   assertRejects,
   assertThrows,
-} from "../../_internal/assert.ts";
+} from "../helpers/assert.ts";
 import { plainContext, tempDir, testEachRuntime } from "../helpers/tools.ts";
 import {
   BackgroundCommands,

@@ -8,7 +8,7 @@
  *
  * @module
  */
-import { assert, assertEquals } from "../../_internal/assert.ts";
+import { assert, assertEquals } from "../helpers/assert.ts";
 import { FallbackSearch } from "../../search/fallback.ts";
 import { detectRipgrep, RipgrepSearch } from "../../search/ripgrep.ts";
 import { ShellSearch } from "../../search/shell.ts";
@@ -23,7 +23,7 @@ import type {
 import {
   anthropicsCollection,
   type SharedData,
-} from "../../_internal/shared_data.ts";
+} from "../helpers/shared_data.ts";
 
 /** The real skills the parity runs on (they skip without ../shared). */
 export const CORPUS_DATA: SharedData = anthropicsCollection();

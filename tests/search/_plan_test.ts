@@ -3,7 +3,7 @@ import {
   assertInstanceOf,
   assertRejects,
   assertStringIncludes,
-} from "../../_internal/assert.ts";
+} from "../helpers/assert.ts";
 import {
   GrepCollector,
   MAX_CONCURRENT_SEARCHES,

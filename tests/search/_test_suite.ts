@@ -11,7 +11,7 @@ import {
   assertLess,
   assertRejects,
   assertStringIncludes,
-} from "../../_internal/assert.ts";
+} from "../helpers/assert.ts";
 import type { SearchEngine } from "../../search/types.ts";
 
 const encoder = new TextEncoder();

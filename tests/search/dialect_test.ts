@@ -3,7 +3,7 @@
  * (`README.md`): ripgrep reads Rust's syntax, the shell engine and the engine
  * over the file-system interface RE2's (`re2js`; `grep -E` only prefilters).
  */
-import { assertEquals, assertRejects } from "../../_internal/assert.ts";
+import { assertEquals, assertRejects } from "../helpers/assert.ts";
 import { FallbackSearch } from "../../search/fallback.ts";
 import { RipgrepSearch } from "../../search/ripgrep.ts";
 import { ShellSearch } from "../../search/shell.ts";

@@ -1,9 +1,9 @@
-import { PROJECT_CONFIG, runDenoScript } from "../../_internal/testing.ts";
+import { PROJECT_CONFIG, runDenoScript } from "../helpers/testing.ts";
 import {
   assertEquals,
   assertLess,
   assertStringIncludes,
-} from "../../_internal/assert.ts";
+} from "../helpers/assert.ts";
 import { FallbackSearch } from "../../search/fallback.ts";
 import type { SearchFileSystem } from "../../search/types.ts";
 import { LocalFileSystem } from "../../runtimes/local/fs.ts";

@@ -1,4 +1,4 @@
-import { sharedTest } from "../../_internal/shared_data.ts";
+import { sharedTest } from "../helpers/shared_data.ts";
 import { CORPUS_DATA, parity } from "./_parity_suite.ts";
 
 Deno.test({

@@ -4,7 +4,7 @@ import {
   assertEquals,
   assertFalse,
   assertLess,
-} from "../../_internal/assert.ts";
+} from "../helpers/assert.ts";
 import { canWatchMemory, runRipgrep } from "../../search/_ripgrep_run.ts";
 import {
   parseDebugSkip,

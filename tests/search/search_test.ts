@@ -3,7 +3,7 @@ import {
   assertRejects,
   assertStringIncludes,
   assertThrows,
-} from "../../_internal/assert.ts";
+} from "../helpers/assert.ts";
 import { detectRipgrep } from "../../search/ripgrep.ts";
 import { createSearch } from "../../search/search.ts";
 import { LocalFileSystem } from "../../runtimes/local/fs.ts";

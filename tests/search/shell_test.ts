@@ -3,7 +3,7 @@ import {
   assertEquals,
   assertRejects,
   assertStringIncludes,
-} from "../../_internal/assert.ts";
+} from "../helpers/assert.ts";
 import { detectRipgrep, RipgrepSearch } from "../../search/ripgrep.ts";
 import {
   type SearchShellExecOptions,

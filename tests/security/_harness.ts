@@ -10,7 +10,7 @@
  *
  * @module
  */
-import { assert, assertEquals } from "../../_internal/assert.ts";
+import { assert, assertEquals } from "../helpers/assert.ts";
 import {
   type BubblewrapLauncherOptions,
   LocalSkillRuntime,

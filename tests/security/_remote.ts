@@ -8,7 +8,7 @@
  *
  * @module
  */
-import { assert, assertEquals } from "../../_internal/assert.ts";
+import { assert, assertEquals } from "../helpers/assert.ts";
 import { startTestServer } from "../helpers/opensandbox.ts";
 import { startAioTestServer } from "../helpers/aio.ts";
 import { startE2BTestServer } from "../helpers/e2b.ts";

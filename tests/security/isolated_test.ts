@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { assert, assertEquals } from "../../_internal/assert.ts";
+import { assert, assertEquals } from "../helpers/assert.ts";
 import {
   assertOk,
   type SecurityCase,

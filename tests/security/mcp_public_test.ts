@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { assert, assertEquals, assertRejects } from "../../_internal/assert.ts";
+import { assert, assertEquals, assertRejects } from "../helpers/assert.ts";
 import {
   createMcpHttpHandler,
   type McpClientInfo,

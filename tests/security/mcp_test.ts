@@ -8,7 +8,7 @@
 import { Client } from "npm:@modelcontextprotocol/sdk@1.32.2/client";
 // @ts-types="npm:@modelcontextprotocol/sdk@1.32.2/client/streamableHttp"
 import { StreamableHTTPClientTransport } from "npm:@modelcontextprotocol/sdk@1.32.2/client/streamableHttp.js";
-import { assert, assertEquals } from "../../_internal/assert.ts";
+import { assert, assertEquals } from "../helpers/assert.ts";
 import { serveMcpHttp } from "../../tools/mcp/http.ts";
 import {
   apiConfigs,

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { assert } from "../../_internal/assert.ts";
+import { assert } from "../helpers/assert.ts";
 import { RemoteHttpError } from "../../runtimes/remote/errors.ts";
 import {
   assertNoSecret,

@@ -9,7 +9,7 @@
  *
  * @module
  */
-import { assert, assertEquals } from "../../_internal/assert.ts";
+import { assert, assertEquals } from "../helpers/assert.ts";
 import { assertOk, assertRefused } from "./_harness.ts";
 import type { ActiveFault } from "../servers/_faults.ts";
 import {

@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { assert, assertLess } from "../../_internal/assert.ts";
+import { assert, assertLess } from "../helpers/assert.ts";
 import { assertOk, assertRefused } from "./_harness.ts";
 import { type RemoteSecurityCase, remoteSecurityCases } from "./_remote.ts";
 

@@ -10,7 +10,7 @@ import {
   assertEquals,
   assertLess,
   assertRejects,
-} from "../../_internal/assert.ts";
+} from "../helpers/assert.ts";
 import { LocalSkillRuntime } from "../../runtimes/local/mod.ts";
 import { LocalFileSystem } from "../../runtimes/local/fs.ts";
 import { FallbackSearch } from "../../search/fallback.ts";

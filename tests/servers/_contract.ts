@@ -13,7 +13,7 @@
 import { Ajv2020 } from "npm:ajv@8.20.0/dist/2020.js";
 import addFormatsModule from "npm:ajv-formats@3.0.1";
 import { parseYaml } from "../../_internal/std.ts";
-import { sharedData } from "../../_internal/shared_data.ts";
+import { sharedData } from "../helpers/shared_data.ts";
 import { isObject } from "./_common.ts";
 
 /** A JSON Schema, after adaptation. */

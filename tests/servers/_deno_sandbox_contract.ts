@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { sharedData } from "../../_internal/shared_data.ts";
+import { sharedData } from "../helpers/shared_data.ts";
 import { RpcContract } from "./_contract.ts";
 
 const SPECS = sharedData(

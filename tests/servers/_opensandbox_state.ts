@@ -15,7 +15,7 @@ import type {
 import type { FaultInjector } from "./_faults.ts";
 import { encoder, isObject, signalGroup } from "./_common.ts";
 import { goJsonText } from "./_opensandbox_answers.ts";
-import { liveGroupMembers } from "../../_internal/testing.ts";
+import { liveGroupMembers } from "../helpers/testing.ts";
 import { hostPath } from "../../_internal/std.ts";
 
 function octalDigits(mode: number): number | undefined {

@@ -12,7 +12,7 @@ import {
   assertEquals,
   assertGreater,
   assertStringIncludes,
-} from "../../_internal/assert.ts";
+} from "../helpers/assert.ts";
 import { type AioServer, loadAioContract, startAioServer } from "./aio.ts";
 
 // deno-lint-ignore no-explicit-any

@@ -4,10 +4,10 @@ import {
   assertGreater,
   assertMatch,
   assertStringIncludes,
-} from "../../_internal/assert.ts";
-import { liveGroupMembers } from "../../_internal/testing.ts";
+} from "../helpers/assert.ts";
+import { liveGroupMembers } from "../helpers/testing.ts";
 import { waitFor } from "../helpers/remote.ts";
-import { sharedData, sharedTest } from "../../_internal/shared_data.ts";
+import { sharedData, sharedTest } from "../helpers/shared_data.ts";
 import { type AioServer, loadAioContract, startAioServer } from "./aio.ts";
 
 const AIO_SPEC = sharedData(

@@ -1,8 +1,8 @@
 // The Daytona test server: its answers against the official descriptions
 // (api.json, OpenAPI 3; toolbox.json, Swagger 2.0) and its behaviour as the
 // real service's (../shared/specs/README.md, Daytona).
-import { assert, assertEquals, assertMatch } from "../../_internal/assert.ts";
-import { sharedData, sharedTest } from "../../_internal/shared_data.ts";
+import { assert, assertEquals, assertMatch } from "../helpers/assert.ts";
+import { sharedData, sharedTest } from "../helpers/shared_data.ts";
 import { OpenApiContract } from "./_contract.ts";
 import { type DaytonaServer, startDaytonaServer } from "./daytona.ts";
 

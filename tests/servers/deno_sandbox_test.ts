@@ -6,7 +6,7 @@ import {
   assertEquals,
   assertMatch,
   assertStringIncludes,
-} from "../../_internal/assert.ts";
+} from "../helpers/assert.ts";
 import {
   type DenoSandboxServer,
   type DenoSandboxServerOptions,

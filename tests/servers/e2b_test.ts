@@ -2,8 +2,8 @@
 // openapi.yml, envd's /files and /health against envd.yaml, and the Connect
 // messages against the .proto messages in their JSON form (field names in
 // lowerCamelCase, enums by name, int64 as strings).
-import { assert, assertEquals } from "../../_internal/assert.ts";
-import { sharedData, sharedTest } from "../../_internal/shared_data.ts";
+import { assert, assertEquals } from "../helpers/assert.ts";
+import { sharedData, sharedTest } from "../helpers/shared_data.ts";
 import { OpenApiContract } from "./_contract.ts";
 import { type E2BServer, startE2BServer } from "./e2b.ts";
 

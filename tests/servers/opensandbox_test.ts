@@ -16,14 +16,14 @@ import {
   assertRejects,
 } from "@std/assert";
 import { checkedBody, loadSharedContract } from "./_contract.ts";
-import { sharedData, sharedTest } from "../../_internal/shared_data.ts";
+import { sharedData, sharedTest } from "../helpers/shared_data.ts";
 import { unusedUrl } from "./_fault_server.ts";
 import {
   type OpenSandboxServer,
   type OpenSandboxServerOptions,
   startOpenSandboxServer,
 } from "./opensandbox.ts";
-import { PROJECT_CONFIG } from "../../_internal/testing.ts";
+import { PROJECT_CONFIG } from "../helpers/testing.ts";
 
 // The official descriptions cross-check every answer when they are beside the
 // clone; without them the tests check the server's behaviour alone.

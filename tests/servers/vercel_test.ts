@@ -1,7 +1,7 @@
 // Contract tests of the Vercel test server against the shapes recorded in
 // vercel.md (the SDK's validators): sandbox and session, commands and their
 // NDJSON, files, errors.
-import { assert, assertEquals } from "../../_internal/assert.ts";
+import { assert, assertEquals } from "../helpers/assert.ts";
 import { startVercelServer, type VercelServer } from "./vercel.ts";
 
 const TOKEN = "contract-token";

@@ -13,7 +13,7 @@ import {
   assertEquals,
   assertFalse,
   assertStringIncludes,
-} from "../../_internal/assert.ts";
+} from "../../tests/helpers/assert.ts";
 import * as ai6 from "npm:ai@6.0.326";
 import { MockLanguageModelV3 } from "npm:ai@6.0.326/test";
 import * as ai7 from "npm:ai@7.0.173";

@@ -1,4 +1,8 @@
-import { assert, assertEquals, assertRejects } from "../../_internal/assert.ts";
+import {
+  assert,
+  assertEquals,
+  assertRejects,
+} from "../../tests/helpers/assert.ts";
 import { LocalSkillRuntime } from "../../runtimes/local/mod.ts";
 import { buildSkillTools } from "../builder.ts";
 import { AISDKToolError, toAISDKStreamingTools } from "./ai_sdk.ts";

@@ -1,6 +1,10 @@
-import { assert, assertEquals, assertRejects } from "../../_internal/assert.ts";
+import {
+  assert,
+  assertEquals,
+  assertRejects,
+} from "../../tests/helpers/assert.ts";
 import { AISDKToolError, toAISDKSchema, toAISDKTools } from "./ai_sdk.ts";
-import { echoTool } from "./_fixture.ts";
+import { echoTool } from "../../tests/helpers/adapter_fixture.ts";
 
 // What the AI SDK (5, 6 and 7) checks first in `asSchema`/`isSchema`.
 function isAISDKSchema(value: unknown): boolean {

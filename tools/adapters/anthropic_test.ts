@@ -1,6 +1,6 @@
-import { assertEquals } from "../../_internal/assert.ts";
+import { assertEquals } from "../../tests/helpers/assert.ts";
 import { toAnthropicToolResult, toAnthropicTools } from "./anthropic.ts";
-import { echoTool } from "./_fixture.ts";
+import { echoTool } from "../../tests/helpers/adapter_fixture.ts";
 
 Deno.test("toAnthropicTools() gives Messages API tools with input_schema", () => {
   assertEquals(JSON.parse(JSON.stringify(toAnthropicTools([echoTool]))), [{

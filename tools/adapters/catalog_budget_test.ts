@@ -3,7 +3,7 @@ import {
   assertEquals,
   assertLessOrEqual,
   assertStringIncludes,
-} from "../../_internal/assert.ts";
+} from "../../tests/helpers/assert.ts";
 import { LocalSkillRuntime } from "../../runtimes/local/mod.ts";
 import { buildSkillTools } from "../builder.ts";
 import { manySkillQuery, manySkills } from "../testdata/many_skills.ts";

@@ -6,7 +6,7 @@ import {
   SimpleSpanProcessor,
   TracerProvider,
 } from "@opentelemetry/sdk-trace";
-import { assert, assertEquals } from "../../_internal/assert.ts";
+import { assert, assertEquals } from "../../tests/helpers/assert.ts";
 import { LocalSkillRuntime } from "../../runtimes/local/mod.ts";
 import { buildSkillTools } from "../builder.ts";
 import { tempDir, writeSkill } from "../../tests/helpers/tools.ts";

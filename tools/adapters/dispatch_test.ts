@@ -1,6 +1,9 @@
-import { assertEquals, assertStringIncludes } from "../../_internal/assert.ts";
+import {
+  assertEquals,
+  assertStringIncludes,
+} from "../../tests/helpers/assert.ts";
 import { dispatchToolCall } from "./dispatch.ts";
-import { echoTool } from "./_fixture.ts";
+import { echoTool } from "../../tests/helpers/adapter_fixture.ts";
 import type { Tool } from "../types.ts";
 import { pathExists } from "../../tests/helpers/tools.ts";
 import { buildSkillTools } from "../builder.ts";

@@ -1,4 +1,4 @@
-import { assertEquals } from "../../_internal/assert.ts";
+import { assertEquals } from "../../tests/helpers/assert.ts";
 import {
   toOpenAIChatToolMessage,
   toOpenAIChatTools,
@@ -6,7 +6,7 @@ import {
   toOpenAIResponsesTools,
   toStrictSchema,
 } from "./openai.ts";
-import { echoTool } from "./_fixture.ts";
+import { echoTool } from "../../tests/helpers/adapter_fixture.ts";
 
 const parameters = {
   type: "object",

@@ -9,7 +9,7 @@ import {
   assert,
   assertEquals,
   assertStringIncludes,
-} from "../../_internal/assert.ts";
+} from "../../tests/helpers/assert.ts";
 import * as ai5 from "npm:ai@5.0.277";
 import { MockLanguageModelV2 } from "npm:ai@5.0.277/test";
 import * as ai6 from "npm:ai@6.0.326";

@@ -6,7 +6,7 @@ import {
   assertEquals,
   assertRejects,
   assertStringIncludes,
-} from "../../_internal/assert.ts";
+} from "../../tests/helpers/assert.ts";
 import { buildSkillTools } from "../builder.ts";
 import { connectMcpServer } from "./mod.ts";
 import { skillResourceUri } from "./_skills.ts";

@@ -23,7 +23,7 @@ import {
   assertEquals,
   assertFalse,
   assertStringIncludes,
-} from "../../_internal/assert.ts";
+} from "../../tests/helpers/assert.ts";
 import { LocalSkillRuntime } from "../../runtimes/local/mod.ts";
 import { buildSkillTools } from "../builder.ts";
 import type { ToolApprovalCall } from "../approval.ts";

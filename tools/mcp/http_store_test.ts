@@ -8,7 +8,7 @@ import {
   assertEquals,
   assertFalse,
   assertStringIncludes,
-} from "../../_internal/assert.ts";
+} from "../../tests/helpers/assert.ts";
 import {
   type ConversationStore,
   KvConversationStore,

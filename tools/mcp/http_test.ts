@@ -7,7 +7,7 @@ import {
   assertNotEquals,
   assertRejects,
   assertStringIncludes,
-} from "../../_internal/assert.ts";
+} from "../../tests/helpers/assert.ts";
 import { LocalSkillRuntime } from "../../runtimes/local/mod.ts";
 import type { SkillRuntime } from "../../runtimes/types.ts";
 import type { FilePublisher } from "../context.ts";

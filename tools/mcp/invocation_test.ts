@@ -8,7 +8,7 @@ import {
   assertEquals,
   assertRejects,
   assertStringIncludes,
-} from "../../_internal/assert.ts";
+} from "../../tests/helpers/assert.ts";
 import { buildSkillTools } from "../builder.ts";
 import { invokeSkill } from "../skill_tool.ts";
 import { tempDir, writeSkill } from "../../tests/helpers/tools.ts";

@@ -9,7 +9,7 @@ import {
   assertEquals,
   assertRejects,
   assertStringIncludes,
-} from "../../_internal/assert.ts";
+} from "../../tests/helpers/assert.ts";
 import type { Tool } from "../types.ts";
 import {
   connectMcpServer,

@@ -5,7 +5,7 @@ import {
   LoggingMessageNotificationSchema,
   type Progress,
 } from "npm:@modelcontextprotocol/sdk@1.32.2/types.js";
-import { assert, assertEquals } from "../../_internal/assert.ts";
+import { assert, assertEquals } from "../../tests/helpers/assert.ts";
 import { tempDir, writeSkill } from "../../tests/helpers/tools.ts";
 import { serveMcpHttp } from "./http.ts";
 

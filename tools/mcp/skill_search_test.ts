@@ -8,7 +8,7 @@ import {
   assertEquals,
   assertLessOrEqual,
   assertStringIncludes,
-} from "../../_internal/assert.ts";
+} from "../../tests/helpers/assert.ts";
 import { LocalSkillRuntime } from "../../runtimes/local/mod.ts";
 import { loadSkills } from "../../skill/load.ts";
 import { buildSkillTools } from "../builder.ts";

@@ -9,7 +9,7 @@ import {
   assertEquals,
   assertRejects,
   assertStringIncludes,
-} from "../../_internal/assert.ts";
+} from "../../tests/helpers/assert.ts";
 import { loadSkills } from "../../skill/load.ts";
 import { buildSkillTools } from "../builder.ts";
 import { connectMcpServer } from "./mod.ts";

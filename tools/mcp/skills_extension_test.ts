@@ -8,12 +8,15 @@ import {
   assertEquals,
   assertRejects,
   assertStringIncludes,
-} from "../../_internal/assert.ts";
+} from "../../tests/helpers/assert.ts";
 import { loadSkills } from "../../skill/load.ts";
 import { installFromPath } from "../../package/mod.ts";
 import { sha256Of } from "../../package/_digest.ts";
 import { connectMcpServer } from "./mod.ts";
-import { anthropicsSkills, sharedTest } from "../../_internal/shared_data.ts";
+import {
+  anthropicsSkills,
+  sharedTest,
+} from "../../tests/helpers/shared_data.ts";
 
 const CORPUS_DATA = anthropicsSkills();
 const CORPUS = CORPUS_DATA.path;

@@ -10,7 +10,7 @@ import {
   assertEquals,
   assertRejects,
   assertStringIncludes,
-} from "../../_internal/assert.ts";
+} from "../../tests/helpers/assert.ts";
 import { loadSkills } from "../../skill/load.ts";
 import { sha256Of } from "../../package/_digest.ts";
 import { connectMcpServer } from "./mod.ts";

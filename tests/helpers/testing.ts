@@ -4,11 +4,11 @@
  *
  * @module
  */
-import { hostPath } from "./std.ts";
+import { hostPath } from "../../_internal/std.ts";
 
 /** The project's `deno.json`, so that a subprocess resolves `@std/...`. */
 export const PROJECT_CONFIG: string = hostPath.fromFileUrl(
-  new URL("../deno.json", import.meta.url),
+  new URL("../../deno.json", import.meta.url),
 );
 
 /** What a finished `deno run` printed and returned. */

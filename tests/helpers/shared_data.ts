@@ -17,10 +17,10 @@
  *
  * @module
  */
-import { hostPath } from "./std.ts";
+import { hostPath } from "../../_internal/std.ts";
 
 /** `../shared/` beside the project's folder. */
-export const SHARED_ROOT: URL = new URL("../../shared/", import.meta.url);
+export const SHARED_ROOT: URL = new URL("../../../shared/", import.meta.url);
 
 /** The environment variable `scripts/test.ts` sets: where skips are recorded. */
 export const SKIP_LOG_ENV = "SKILLRUN_SKIP_LOG";

@@ -3,8 +3,8 @@
  *
  * @module
  */
-import type { Tool, ToolResult } from "../types.ts";
-import { validateInput } from "../_input.ts";
+import type { Tool, ToolResult } from "../../tools/types.ts";
+import { validateInput } from "../../tools/_input.ts";
 
 /** A tool that returns its validated input as JSON; `fail: true` makes an error result. */
 export const echoTool: Tool = {

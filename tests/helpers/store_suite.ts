@@ -12,12 +12,12 @@ import {
   assertFalse,
   assertRejects,
   assertThrows,
-} from "../../_internal/assert.ts";
+} from "./assert.ts";
 import type {
   ConversationKey,
   ConversationStore,
   NewSession,
-} from "./conversation_store.ts";
+} from "../../runtimes/stores/conversation_store.ts";
 
 /** The conversation the suite uses. */
 export const KEY: ConversationKey = {
