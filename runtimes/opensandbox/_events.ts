@@ -9,6 +9,8 @@
 import { RemoteHttpError } from "../remote/errors.ts";
 import type { HttpClient } from "../remote/http.ts";
 import { readJsonEvents } from "../remote/streams.ts";
+import { rejoinLines, type SplitLineEvent } from "../remote/split_lines.ts";
+import type { RemoteStreamEvent } from "../remote/command.ts";
 
 /** The error details of an `error` event. */
 export interface ExecdEventError {
@@ -173,4 +175,49 @@ function parseEvent(text: string): ExecdEvent {
     );
   }
   return value as ExecdEvent;
+}
+
+/**
+ * The events of a command's stream for the kit: `init` names the command,
+ * the lines are rejoined (the kit's `rejoinLines`), and the end says the
+ * exit code, or why the command could not run.
+ *
+ * @param body The response body.
+ * @param folder The folder the wrapper entered itself (one holding `$`).
+ * @returns The kit's events.
+ */
+export function execdEvents(
+  body: ReadableStream<Uint8Array>,
+  folder?: string,
+): AsyncGenerator<RemoteStreamEvent> {
+  return rejoinLines(splitEvents(body), {
+    folder,
+    error: (message) => new SandboxCommandError(message, { reason: "refused" }),
+  });
+}
+
+async function* splitEvents(
+  body: ReadableStream<Uint8Array>,
+): AsyncGenerator<SplitLineEvent> {
+  for await (const event of readExecdEvents(body)) {
+    if (event.type === "init" && typeof event.text === "string") {
+      yield { type: "id", id: event.text };
+    } else if (event.type === "stdout" || event.type === "stderr") {
+      yield { type: event.type, line: event.text };
+    } else if (event.type === "execution_complete" || event.type === "error") {
+      const value = (event.error?.evalue ?? "0").trim();
+      if (/^-?\d+$/.test(value)) {
+        yield { type: "exit", exitCode: Number(value) };
+        return;
+      }
+      const failure = new SandboxCommandError(
+        `Cannot run the command: the sandbox could not start it: ${
+          event.error?.evalue || event.error?.ename || "unknown error"
+        }`,
+        { reason: "start" },
+      );
+      yield { type: "exit", exitCode: -1, failure };
+      return;
+    }
+  }
 }

@@ -9,6 +9,9 @@ import { checkRemoteEgress } from "../../network/remote.ts";
 import { toOpenSandboxNetworkPolicy } from "./network.ts";
 import { HttpClient } from "../remote/http.ts";
 import { answers, httpOptionsOf } from "../remote/service_calls.ts";
+import { runRemoteCommand } from "../remote/command.ts";
+import { helperShell } from "../remote/_shell_files.ts";
+import { withShellPaths } from "../remote/shell_paths.ts";
 import {
   type SandboxKindOptions,
   type SandboxService,
@@ -153,15 +156,19 @@ function openSandboxService(
           ...(options.onEvent ? { onEvent: options.onEvent } : {}),
         }),
       );
+      // execd expands `$` in every path: such paths go through commands.
+      const files = withShellPaths(
+        execd,
+        helperShell((command) => runRemoteCommand(execd.commands, command)),
+      );
       return {
-        files: execd,
+        files,
         commands: execd.commands,
         startBackground: (command) => startExecdBackground(execd, command),
         attachBackground: (id, sinks) =>
           attachExecdBackground(execd, id, sinks),
         isReady: (signal) => answers(execd.http, "/ping", signal),
-        makeDirectories: (paths, signal) =>
-          execd.makeDirectories(paths, signal),
+        makeDirectories: files.makeDirectories,
       };
     },
   };
