@@ -8,9 +8,9 @@
  */
 import { RemoteHttpError } from "../remote/errors.ts";
 import type { HttpClient } from "../remote/http.ts";
-import { readJsonEvents } from "../remote/streams.ts";
+import { readTypedEvents } from "../remote/streams.ts";
 import { rejoinLines, type SplitLineEvent } from "../remote/split_lines.ts";
-import type { RemoteStreamEvent } from "../remote/command.ts";
+import { namedCommand, type StartedRemoteCommand } from "../remote/command.ts";
 
 /** The error details of an `error` event. */
 export interface ExecdEventError {
@@ -94,14 +94,51 @@ export class SandboxCommandError extends Error {
 }
 
 /**
- * Sends `POST /command` (never retried) and returns its event stream; a 400
- * (e.g. a missing folder) is a refused {@linkcode SandboxCommandError}.
+ * Yields the events of a command's stream in order (the kit's
+ * `readTypedEvents`). The body is read to its end; a broken connection
+ * rejects with the stream's error.
+ *
+ * @param body The response body.
+ * @returns The events.
+ * @throws {ExecdProtocolError} A line that is not a JSON object.
+ *
+ * @example Bare JSON events and SSE framing alike
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { readExecdEvents } from "./_events.ts";
+ * const text = '{"type":"init","text":"c1"}\n\ndata: {"type":"stdout","text":"hi"}\n\n';
+ * const types = [];
+ * for await (const event of readExecdEvents(new Blob([text]).stream())) types.push(event.type);
+ * assert(types.join() === "init,stdout");
+ * ```
  */
-export async function postCommand(
+export function readExecdEvents(
+  body: ReadableStream<Uint8Array>,
+): AsyncGenerator<ExecdEvent> {
+  return readTypedEvents(body, "the command's events", ExecdProtocolError);
+}
+
+/**
+ * Sends `POST /command` (never retried) and reads its events for the kit
+ * until `init` names the command: the lines rejoined (the kit's
+ * `rejoinLines`), the end's exit code, or why the command could not run. A
+ * 400 (e.g. a missing folder) is a refused {@linkcode SandboxCommandError}.
+ *
+ * @param http execd's client.
+ * @param body The request.
+ * @param options The folder the wrapper enters itself (one holding `$`),
+ * the signal, and `timeoutMs: null` for no deadline on the answer's head.
+ * @returns The command, named.
+ */
+export async function startCommand(
   http: HttpClient,
   body: { readonly cwd: string },
-  options: { signal?: AbortSignal | undefined; timeoutMs?: null },
-): Promise<ReadableStream<Uint8Array>> {
+  options: {
+    folder?: string | undefined;
+    signal?: AbortSignal | undefined;
+    timeoutMs?: null;
+  },
+): Promise<StartedRemoteCommand> {
   let response: Response;
   try {
     response = await http.request({
@@ -125,77 +162,16 @@ export async function postCommand(
     throw error;
   }
   if (!response.body) throw new ExecdProtocolError("the answer has no body");
-  return response.body;
+  return await namedCommand(
+    rejoinLines(splitEvents(response.body), {
+      folder: options.folder,
+      error: (message) =>
+        new SandboxCommandError(message, { reason: "refused" }),
+    }),
+  );
 }
 
-const MAX_SHOWN = 80;
-
-/**
- * Yields the events of a command's stream in order. The body is read to its
- * end; a broken connection rejects with the stream's error.
- *
- * @param body The response body.
- * @returns The events.
- * @throws {ExecdProtocolError} A line that is not a JSON object.
- *
- * @example Bare JSON events and SSE framing alike
- * ```ts
- * import { assert } from "@std/assert";
- * import { readExecdEvents } from "./_events.ts";
- * const text = '{"type":"init","text":"c1"}\n\ndata: {"type":"stdout","text":"hi"}\n\n';
- * const types = [];
- * for await (const event of readExecdEvents(new Blob([text]).stream())) types.push(event.type);
- * assert(types.join() === "init,stdout");
- * ```
- */
-export function readExecdEvents(
-  body: ReadableStream<Uint8Array>,
-): AsyncGenerator<ExecdEvent> {
-  return readJsonEvents(body, parseEvent);
-}
-
-function parseEvent(text: string): ExecdEvent {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    value = undefined;
-  }
-  if (
-    typeof value !== "object" || value === null || Array.isArray(value) ||
-    typeof (value as { type?: unknown }).type !== "string"
-  ) {
-    const shown = text.length > MAX_SHOWN
-      ? `${text.slice(0, MAX_SHOWN)}...`
-      : text;
-    throw new ExecdProtocolError(
-      `Cannot read the command's events: ${
-        JSON.stringify(shown)
-      } is not an event object`,
-    );
-  }
-  return value as ExecdEvent;
-}
-
-/**
- * The events of a command's stream for the kit: `init` names the command,
- * the lines are rejoined (the kit's `rejoinLines`), and the end says the
- * exit code, or why the command could not run.
- *
- * @param body The response body.
- * @param folder The folder the wrapper entered itself (one holding `$`).
- * @returns The kit's events.
- */
-export function execdEvents(
-  body: ReadableStream<Uint8Array>,
-  folder?: string,
-): AsyncGenerator<RemoteStreamEvent> {
-  return rejoinLines(splitEvents(body), {
-    folder,
-    error: (message) => new SandboxCommandError(message, { reason: "refused" }),
-  });
-}
-
+/** execd's events as a splitting server's (see `rejoinLines`). */
 async function* splitEvents(
   body: ReadableStream<Uint8Array>,
 ): AsyncGenerator<SplitLineEvent> {

@@ -1,37 +1,50 @@
 /**
  * The client of execd, the daemon inside an OpenSandbox sandbox: commands
  * through `POST /command` (an event stream), files through `/files/*` and
- * `/directories/*`.
+ * `/directories/*`, background commands through execd's own (`background:
+ * true`, then `GET /command/status/{id}` and the log from a byte cursor,
+ * `GET /command/{id}/logs`), and the session the kit gets from all three.
  *
  * @module
  */
 import {
-  namedCommand,
   type RemoteCommandKind,
+  runRemoteCommand,
   serverDeadlineMs,
 } from "../remote/command.ts";
 import { posix } from "../../_internal/std.ts";
 import type { HttpClient } from "../remote/http.ts";
-import type { RemoteCommand } from "../remote/runtime.ts";
+import type { RemoteCommand, RemoteSession } from "../remote/runtime.ts";
 import type { RemoteFileOps, RemoteUploadFile } from "../remote/fs.ts";
 import type { MultipartPart } from "../remote/upload.ts";
 import {
+  answers,
   jsonOrNull,
   sendCall,
   sendMultipart,
 } from "../remote/service_calls.ts";
 import {
   eachConcurrently,
+  helperShell,
   inChunks,
   needsShellPath,
 } from "../remote/_shell_files.ts";
 import { splitLinesCommand } from "../remote/split_lines.ts";
+import { withShellPaths } from "../remote/shell_paths.ts";
+import {
+  backgroundCommandLine,
+  commandOfLine,
+  launchedBackground,
+  serviceBackgroundHooks,
+  type ServiceBackgroundKind,
+} from "../remote/service_background.ts";
+import { RemoteHttpError } from "../remote/errors.ts";
+import { MAX_EXECUTE_TIMEOUT_MS } from "../command_core.ts";
 import type { FileInfo, FileType } from "../types.ts";
 import {
-  execdEvents,
   ExecdProtocolError,
-  postCommand,
   SandboxCommandError,
+  startCommand,
 } from "./_events.ts";
 
 export { SandboxCommandError };
@@ -45,6 +58,9 @@ export const EXECD_MAX_UPLOAD_FILES = 500;
 
 /** How many upload requests run at once. */
 const UPLOAD_CONCURRENCY = 3;
+
+/** The deadline of one status or logs call (the logs body streamed), in ms. */
+const POLL_TIMEOUT_MS = 120_000;
 
 /** A FileInfo as execd sends it. */
 interface ExecdFileInfo {
@@ -87,11 +103,11 @@ export class ExecdClient implements RemoteFileOps {
     backstopMs: 5_000,
     start: async (request) => {
       const folder = needsShellPath(request.cwd) ? request.cwd : undefined;
-      const body = await postCommand(this.http, commandBody(request), {
+      return await startCommand(this.http, commandBody(request), {
+        folder,
         signal: request.signal,
         timeoutMs: null,
       });
-      return await namedCommand(execdEvents(body, folder));
     },
     kill: (id) => this.interrupt(id),
     broken: (cause) =>
@@ -137,12 +153,7 @@ export class ExecdClient implements RemoteFileOps {
     paths: readonly string[],
     signal?: AbortSignal,
   ): Promise<(FileInfo | null)[]> {
-    const map = await jsonOrNull<Record<string, ExecdFileInfo>>(this.http, {
-      method: "GET",
-      path: "/files/info",
-      query: { path: [...paths] },
-      ...(signal ? { signal } : {}),
-    });
+    const map = await this.#infos(paths, signal);
     if (map && paths.every((path) => map[path] !== undefined)) {
       return paths.map((path) => toFileInfo(map[path]!, path));
     }
@@ -228,18 +239,20 @@ export class ExecdClient implements RemoteFileOps {
     );
   }
 
-  /** execd's facts about one path (`GET /files/info`), `null` when missing. */
-  async #info(
-    path: string,
-    signal?: AbortSignal,
-  ): Promise<ExecdFileInfo | null> {
-    const map = await jsonOrNull<Record<string, ExecdFileInfo>>(this.http, {
+  /** execd's facts about one path, `null` when missing. */
+  async #info(path: string, signal?: AbortSignal) {
+    const map = await this.#infos([path], signal);
+    return (map && (map[path] ?? Object.values(map)[0])) ?? null;
+  }
+
+  /** `GET /files/info` of paths, `null` when one is missing (404). */
+  #infos(paths: readonly string[], signal?: AbortSignal) {
+    return jsonOrNull<Record<string, ExecdFileInfo>>(this.http, {
       method: "GET",
       path: "/files/info",
-      query: { path },
+      query: { path: [...paths] },
       ...(signal ? { signal } : {}),
     });
-    return (map && (map[path] ?? Object.values(map)[0])) ?? null;
   }
 
   /** One multipart request of at most {@linkcode EXECD_MAX_UPLOAD_FILES} files. */
@@ -274,9 +287,12 @@ export class ExecdClient implements RemoteFileOps {
 /**
  * The JSON body of `POST /command` for a command: the command under the
  * kit's wrapper for a server that splits output into lines
- * (`splitLinesCommand`), its folder, its environment, and the server's own timeout as a
- * backstop a little later than ours. A folder holding `$` (which execd would
- * expand) is entered by the wrapper instead, quoted.
+ * (`splitLinesCommand`), its folder, its environment, and the server's own
+ * timeout as a backstop a little later than ours. A background command
+ * (`background: true`) writes raw into execd's log, so it runs as the kit's
+ * `backgroundCommandLine`, its timeout its own (none at the longest). A
+ * folder holding `$` (which execd would expand) is entered by the command
+ * line instead, quoted.
  *
  * @example The body of a command
  * ```ts
@@ -285,30 +301,149 @@ export class ExecdClient implements RemoteFileOps {
  * const body = commandBody({ command: "true", cwd: "/w", env: {}, timeoutMs: 1000 });
  * assert(body.cwd === "/w" && body.timeout === 6000);
  * assert(commandBody({ command: "true", cwd: "/w/a$1", env: {}, timeoutMs: 1 }).cwd === "/");
+ * const background = commandBody({ command: "serve", cwd: "/w", env: {}, timeoutMs: 1000 }, true);
+ * assert(background.background && background.timeout === 1000);
  * ```
  *
  * @param request The command, folder, environment and timeout.
+ * @param background Whether it runs in execd's background.
  * @returns The body.
  */
 export function commandBody(
   request: Pick<RemoteCommand, "command" | "cwd" | "env" | "timeoutMs">,
+  background = false,
 ): {
   command: string;
   cwd: string;
   envs: Readonly<Record<string, string>>;
-  timeout: number;
+  timeout?: number;
+  background?: true;
 } {
-  const viaShell = needsShellPath(request.cwd);
-  return {
-    command: splitLinesCommand(
-      request.command,
-      viaShell ? request.cwd : undefined,
-    ),
-    cwd: viaShell ? "/" : request.cwd,
+  const folder = needsShellPath(request.cwd) ? request.cwd : undefined;
+  const base = {
+    cwd: folder === undefined ? request.cwd : "/",
     envs: request.env,
-    // Never past the longest timer (a server that keeps time in a 32-bit
-    // timer would fire at once).
-    timeout: serverDeadlineMs(request.timeoutMs, 5_000),
+  };
+  if (!background) {
+    return {
+      command: splitLinesCommand(request.command, folder),
+      ...base,
+      // Never past the longest timer (a server that keeps time in a 32-bit
+      // timer would fire at once).
+      timeout: serverDeadlineMs(request.timeoutMs, 5_000),
+    };
+  }
+  return {
+    command: backgroundCommandLine(request.command, folder),
+    ...base,
+    background: true,
+    ...(request.timeoutMs < MAX_EXECUTE_TIMEOUT_MS
+      ? { timeout: Math.max(1, Math.ceil(request.timeoutMs)) }
+      : {}),
+  };
+}
+
+/** A status answer of execd. */
+interface ExecdStatus {
+  running?: boolean;
+  exit_code?: number | null;
+  error?: string;
+  content?: string;
+  started_at?: string;
+}
+
+/**
+ * execd's own background commands for the kit's `serviceBackgroundHooks`:
+ * started once `init` gave the id (a start failure after it comes as a
+ * bare `{code, message}`), both streams in one log (to `onStdout`), the
+ * interrupt as for any command. execd sends `init` before it registers the
+ * command: status and logs answer 404 / 400 `command not found` a moment.
+ */
+function execdBackground(execd: ExecdClient): ServiceBackgroundKind {
+  const status = (id: string) =>
+    execd.http.json<ExecdStatus>({
+      method: "GET",
+      path: `/command/status/${encodeURIComponent(id)}`,
+      timeoutMs: POLL_TIMEOUT_MS,
+    });
+  const notFound = (error: unknown, message: string) =>
+    error instanceof RemoteHttpError &&
+    (error.status === 404 || error.status === 400) &&
+    (error.serverMessage ?? "").includes(message);
+  return {
+    start: async (request) =>
+      launchedBackground(
+        await startCommand(execd.http, commandBody(request, true), {
+          signal: request.signal,
+        }),
+        (id) => execd.interrupt(id),
+        (cause) =>
+          cause instanceof ExecdProtocolError
+            ? new SandboxCommandError(
+              `Cannot run the command: the sandbox could not start it: ${cause.message}`,
+              { reason: "start" },
+            )
+            : undefined,
+      ),
+    status: async (id) => {
+      const answer = await status(id);
+      return {
+        running: answer.running !== false,
+        exitCode: answer.exit_code,
+        killed: /killed/.test(answer.error ?? ""),
+      };
+    },
+    logs: async (id, cursor) => {
+      const logs = await execd.http.request({
+        method: "GET",
+        path: `/command/${encodeURIComponent(id)}/logs`,
+        query: { cursor: String(cursor) },
+        timeoutMs: POLL_TIMEOUT_MS,
+      });
+      const next = logs.headers.get("execd-commands-tail-cursor");
+      return { body: logs.body, ...(next ? { next: Number(next) } : {}) };
+    },
+    kill: (id) => execd.interrupt(id),
+    unknown: (error) => notFound(error, "command not found"),
+    describe: async (id) => {
+      if (!/^[\w.-]{1,128}$/.test(id)) return undefined;
+      let answer: ExecdStatus;
+      try {
+        answer = await status(id);
+      } catch (error) {
+        if (notFound(error, "")) return undefined;
+        throw error;
+      }
+      const started = Date.parse(answer.started_at ?? "");
+      return {
+        command: commandOfLine(answer.content ?? ""),
+        startedAt: new Date(Number.isFinite(started) ? started : Date.now()),
+      };
+    },
+  };
+}
+
+/**
+ * The session the kit gets from one sandbox's execd: its commands, its
+ * file calls (a path holding `$`, which execd would expand, through helper
+ * commands: the kit's `withShellPaths`), its background commands, and
+ * readiness by `GET /ping`.
+ *
+ * @param http The HTTP client on execd's base URL.
+ * @returns The session.
+ */
+export function execdSession(http: HttpClient): RemoteSession {
+  const execd = new ExecdClient(http);
+  const files = withShellPaths(
+    execd,
+    helperShell((command) => runRemoteCommand(execd.commands, command)),
+  );
+  return {
+    files,
+    commands: execd.commands,
+    ...serviceBackgroundHooks(execdBackground(execd)),
+    isReady: (signal) => answers(http, "/ping", signal),
+    makeDirectories: files.makeDirectories,
   };
 }
 

@@ -1,24 +1,36 @@
 /**
- * The client of the OpenSandbox lifecycle server: create, get, renew and
- * delete a sandbox, and resolve the endpoint of its execd.
+ * OpenSandbox as the kit's sandbox service: the lifecycle server's calls
+ * (create, get, renew and delete a sandbox, resolve the endpoint of its
+ * execd) and each sandbox's session, opened on its execd.
  *
  * @module
  */
 import type { OpenSandboxNetworkPolicy } from "./network.ts";
-import type { SkillEventListener } from "../../observe/events.ts";
+import { toOpenSandboxNetworkPolicy } from "./network.ts";
+import { checkRemoteEgress } from "../../network/remote.ts";
 import { HttpClient } from "../remote/http.ts";
+import type { RemoteSession } from "../remote/runtime.ts";
+import type {
+  SandboxService,
+  ServiceCreateOptions,
+} from "../remote/sandbox_service.ts";
 import {
   createTagged,
   httpOptionsOf,
   jsonOrNull,
   sendCall,
 } from "../remote/service_calls.ts";
+import { execdSession } from "./execd.ts";
+import type { OpenSandboxSkillRuntimeOptions } from "./runtime.ts";
 
 /** The port of execd inside every sandbox. */
 export const EXECD_PORT = 44772;
 
 /** The header carrying the lifecycle API key. */
-export const API_KEY_HEADER = "OPEN-SANDBOX-API-KEY";
+const API_KEY_HEADER = "OPEN-SANDBOX-API-KEY";
+
+/** States after which a sandbox never runs again. */
+const GONE_STATES = new Set(["Stopping", "Terminated", "Failed"]);
 
 /** What a new sandbox is made of. */
 export interface SandboxSpec {
@@ -59,20 +71,6 @@ export interface SandboxInfo {
   readonly metadata: Readonly<Record<string, string>>;
 }
 
-/** Options of {@linkcode LifecycleClient}: the runtime's own. */
-export interface LifecycleClientOptions {
-  /** The lifecycle server (`/v1` is added when missing). */
-  readonly baseUrl: string;
-  /** The API key, sent as `OPEN-SANDBOX-API-KEY`. */
-  readonly apiKey?: string;
-  /** The fetch to use. */
-  readonly fetch?: typeof fetch;
-  /** The timeout of one call, in ms. Default 30 000. */
-  readonly requestTimeoutMs?: number;
-  /** Receives an `http_request` event per call. */
-  readonly onEvent?: SkillEventListener;
-}
-
 interface RawSandbox {
   id: string;
   status?: { state?: string; reason?: string; message?: string };
@@ -81,7 +79,8 @@ interface RawSandbox {
 }
 
 /**
- * The lifecycle API. The API key never appears in an error.
+ * The lifecycle API and each sandbox's execd, as the kit's
+ * `SandboxService`. The API key never appears in an error.
  *
  * @example Making a client (no request is made)
  * ```ts
@@ -91,19 +90,27 @@ interface RawSandbox {
  * assert(client.baseUrl === "http://127.0.0.1:1/v1");
  * ```
  */
-export class LifecycleClient {
+export class LifecycleClient implements SandboxService<SandboxInfo> {
   /** The API's base URL, ending with `/v1`. */
   readonly baseUrl: string;
+  /** What a sandbox the runtime creates is made of, `network` included. */
+  readonly spec: SandboxSpec;
   readonly #http: HttpClient;
+  readonly #options: OpenSandboxSkillRuntimeOptions;
 
   /**
    * Makes the client.
    *
-   * @param options The server, the key, the fetch.
-   * @throws {TypeError} The base URL is not an http(s) URL.
+   * @param options The runtime's options: the server, the key, the fetch,
+   * the sandbox.
+   * @throws {TypeError} The base URL is not an http(s) URL; `network`
+   * beside `sandbox.networkPolicy` or `sandboxId`, or `secrets`.
+   * @throws {RangeError} A `network` pattern OpenSandbox cannot express.
    */
-  constructor(options: LifecycleClientOptions) {
+  constructor(options: OpenSandboxSkillRuntimeOptions) {
     this.baseUrl = lifecycleBase(options.baseUrl);
+    this.spec = withNetwork(options);
+    this.#options = options;
     this.#http = new HttpClient({
       baseUrl: this.baseUrl,
       headers: options.apiKey !== undefined
@@ -115,15 +122,23 @@ export class LifecycleClient {
     });
   }
 
+  /** The server's base URL (keys conversations). */
+  get serverUrl(): string {
+    return this.baseUrl;
+  }
+
   /**
-   * Creates a sandbox (`POST /sandboxes`, 202), never retried, tagged so
-   * that one made despite a lost answer is deleted (`createTagged`).
+   * Creates a sandbox of the spec (`POST /sandboxes`, 202), never retried,
+   * tagged so that one made despite a lost answer is deleted
+   * (`createTagged`).
    *
-   * @param spec The image, timeout, limits, env, metadata, entrypoint.
-   * @param signal Stops the call.
+   * @param options The metadata to add and a signal.
    * @returns The new sandbox (often still `Pending`).
    */
-  async create(spec: SandboxSpec, signal?: AbortSignal): Promise<SandboxInfo> {
+  async create(
+    { metadata, signal }: ServiceCreateOptions,
+  ): Promise<SandboxInfo> {
+    const spec = this.spec;
     const timeout = spec.timeoutSeconds === undefined
       ? 600
       : spec.timeoutSeconds;
@@ -143,7 +158,7 @@ export class LifecycleClient {
               ...(spec.networkPolicy
                 ? { networkPolicy: spec.networkPolicy }
                 : {}),
-              metadata: { ...spec.metadata, ...tag },
+              metadata: { ...spec.metadata, ...metadata, ...tag },
             },
             idempotent: false,
             ...(signal ? { signal } : {}),
@@ -207,42 +222,67 @@ export class LifecycleClient {
     return Number.isNaN(date.getTime()) ? expiresAt : date;
   }
 
+  /** Why a sandbox never runs again (`Failed (reason)`), if it does not. */
+  gone({ state, detail }: SandboxInfo): string | undefined {
+    return GONE_STATES.has(state)
+      ? `${state}${detail ? ` (${detail})` : ""}`
+      : undefined;
+  }
+
   /**
-   * Resolves the endpoint of a port of a sandbox (it resolves while the
-   * sandbox is still `Pending`). The answer has no scheme and may carry a
-   * path; `http://` is added.
+   * Opens a sandbox's session on its execd, whose endpoint resolves while
+   * the sandbox is still `Pending`: the answer has no scheme (`http://` is
+   * added), may carry a path, and names headers every call must carry.
    *
-   * @param id The sandbox id.
-   * @param port The port inside the sandbox. Default execd's, 44772.
+   * @param sandbox The sandbox.
    * @param signal Stops the call.
-   * @returns The endpoint's URL and the headers every call must carry.
+   * @returns The session.
    */
-  async endpoint(
-    id: string,
-    port: number = EXECD_PORT,
+  async open(
+    sandbox: SandboxInfo,
     signal?: AbortSignal,
-  ): Promise<{ url: string; headers: Record<string, string> }> {
+  ): Promise<RemoteSession> {
+    const { id } = sandbox;
     const answer = await this.#http.json<
       { endpoint?: string; headers?: Record<string, string> }
     >({
       method: "GET",
-      path: `/sandboxes/${encodeURIComponent(id)}/endpoints/${port}`,
+      path: `/sandboxes/${encodeURIComponent(id)}/endpoints/${EXECD_PORT}`,
       ...(signal ? { signal } : {}),
     });
     const endpoint = answer.endpoint;
     if (typeof endpoint !== "string" || endpoint === "") {
       throw new Error(
-        `Cannot reach sandbox "${id}": the server gave no endpoint for port ${port}`,
+        `Cannot reach sandbox "${id}": the server gave no endpoint for port ${EXECD_PORT}`,
       );
     }
     const url = /^[a-z][a-z0-9+.-]*:\/\//i.test(endpoint)
       ? endpoint
       : `http://${endpoint}`;
-    return {
-      url: url.replace(/\/+$/, ""),
-      headers: { ...(answer.headers ?? {}) },
-    };
+    const headers = { ...(answer.headers ?? {}) };
+    return execdSession(
+      new HttpClient({
+        baseUrl: url.replace(/\/+$/, ""),
+        headers,
+        secretHeaders: Object.keys(headers),
+        ...httpOptionsOf(this.#options),
+        ...(this.#options.onEvent ? { onEvent: this.#options.onEvent } : {}),
+      }),
+    );
   }
+}
+
+/** The sandbox spec with the `network` option as its `networkPolicy`. */
+function withNetwork(options: OpenSandboxSkillRuntimeOptions): SandboxSpec {
+  const spec = options.sandbox ?? {};
+  const network = checkRemoteEgress(
+    "OpenSandbox",
+    options,
+    spec.networkPolicy !== undefined ? "networkPolicy" : undefined,
+    "; configure OpenSandbox's credential vault on its server",
+  );
+  if (network === undefined) return spec;
+  return { ...spec, networkPolicy: toOpenSandboxNetworkPolicy(network) };
 }
 
 function lifecycleBase(baseUrl: string): string {

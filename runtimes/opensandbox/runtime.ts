@@ -5,29 +5,15 @@
  * @module
  */
 import type { NetworkPolicy, SecretsOption } from "../../network/policy.ts";
-import { checkRemoteEgress } from "../../network/remote.ts";
-import { toOpenSandboxNetworkPolicy } from "./network.ts";
-import { HttpClient } from "../remote/http.ts";
-import { answers, httpOptionsOf } from "../remote/service_calls.ts";
-import { runRemoteCommand } from "../remote/command.ts";
-import { helperShell } from "../remote/_shell_files.ts";
-import { withShellPaths } from "../remote/shell_paths.ts";
 import {
   type SandboxKindOptions,
-  type SandboxService,
   SandboxServiceRuntime,
 } from "../remote/sandbox_service.ts";
-import { ExecdClient } from "./execd.ts";
-import { attachExecdBackground, startExecdBackground } from "./_background.ts";
 import {
-  EXECD_PORT,
   LifecycleClient,
   type SandboxInfo,
   type SandboxSpec,
 } from "./lifecycle.ts";
-
-/** States after which a sandbox never runs again. */
-const GONE_STATES = new Set(["Stopping", "Terminated", "Failed"]);
 
 /**
  * Options of {@linkcode OpenSandboxSkillRuntime}.
@@ -111,78 +97,15 @@ export class OpenSandboxSkillRuntime
    * `sandboxId` together with a conversation.
    */
   constructor(options: OpenSandboxSkillRuntimeOptions) {
-    const lifecycle = new LifecycleClient(options);
-    const spec = withNetwork(options);
+    const service = new LifecycleClient(options);
     super({
       ...options,
       name: "opensandbox",
-      service: openSandboxService(lifecycle, spec, options),
+      service,
       conversationsRoot: options.conversationsRoot ??
         "/workspace/conversations",
-      timeoutSeconds: spec.timeoutSeconds,
+      timeoutSeconds: service.spec.timeoutSeconds,
       readinessName: "execd",
     });
   }
-}
-
-/** OpenSandbox as a sandbox service: the lifecycle API and each sandbox's execd. */
-function openSandboxService(
-  lifecycle: LifecycleClient,
-  spec: SandboxSpec,
-  options: OpenSandboxSkillRuntimeOptions,
-): SandboxService<SandboxInfo> {
-  return {
-    serverUrl: lifecycle.baseUrl,
-    create: ({ metadata, signal }) =>
-      lifecycle.create(
-        { ...spec, metadata: { ...spec.metadata, ...metadata } },
-        signal,
-      ),
-    get: (id, signal) => lifecycle.get(id, signal),
-    gone: ({ state, detail }) =>
-      GONE_STATES.has(state)
-        ? `${state}${detail ? ` (${detail})` : ""}`
-        : undefined,
-    delete: (id, signal) => lifecycle.delete(id, signal),
-    renew: (id, expiresAt, signal) => lifecycle.renew(id, expiresAt, signal),
-    async open(sandbox, signal) {
-      const endpoint = await lifecycle.endpoint(sandbox.id, EXECD_PORT, signal);
-      const execd = new ExecdClient(
-        new HttpClient({
-          baseUrl: endpoint.url,
-          headers: endpoint.headers,
-          secretHeaders: Object.keys(endpoint.headers),
-          ...httpOptionsOf(options),
-          ...(options.onEvent ? { onEvent: options.onEvent } : {}),
-        }),
-      );
-      // execd expands `$` in every path: such paths go through commands.
-      const files = withShellPaths(
-        execd,
-        helperShell((command) => runRemoteCommand(execd.commands, command)),
-      );
-      return {
-        files,
-        commands: execd.commands,
-        startBackground: (command) => startExecdBackground(execd, command),
-        attachBackground: (id, sinks) =>
-          attachExecdBackground(execd, id, sinks),
-        isReady: (signal) => answers(execd.http, "/ping", signal),
-        makeDirectories: files.makeDirectories,
-      };
-    },
-  };
-}
-
-/** The sandbox spec with the `network` option as its `networkPolicy`. */
-function withNetwork(options: OpenSandboxSkillRuntimeOptions): SandboxSpec {
-  const spec = options.sandbox ?? {};
-  const network = checkRemoteEgress(
-    "OpenSandbox",
-    options,
-    spec.networkPolicy !== undefined ? "networkPolicy" : undefined,
-    "; configure OpenSandbox's credential vault on its server",
-  );
-  if (network === undefined) return spec;
-  return { ...spec, networkPolicy: toOpenSandboxNetworkPolicy(network) };
 }

@@ -4,14 +4,16 @@
  * (OpenSandbox's execd; Daytona's session commands are alike): the shell
  * line such a command runs as ({@linkcode backgroundCommandLine}, read back
  * by {@linkcode commandOfLine}), its start read to the service's word that
- * it runs ({@linkcode launchedBackground}), and its polls
- * ({@linkcode serviceBackground}, on the kit's `PolledBackground`), which
- * bear with a service that registers the command a moment after naming it.
+ * it runs ({@linkcode launchedBackground}), and a session's background hooks
+ * ({@linkcode serviceBackgroundHooks}: polls on the kit's `PolledBackground`,
+ * which bear with a service that registers the command a moment after
+ * naming it).
  *
  * @module
  */
 import type { BackgroundProcess } from "../types.ts";
 import type { StartedRemoteCommand } from "./command.ts";
+import type { RemoteCommand, RemoteSession } from "./runtime.ts";
 import { PolledBackground } from "./polled_background.ts";
 import { shellQuote } from "./shell.ts";
 
@@ -96,72 +98,122 @@ export async function launchedBackground(
   return started.id;
 }
 
-/** What a service answers for {@linkcode serviceBackground}. */
-export interface ServiceBackgroundCalls {
-  /** The command's state; `killed`: a signal ended it. */
-  status(): Promise<
-    {
-      running: boolean;
-      exitCode?: number | null | undefined;
-      killed?: boolean;
-    }
-  >;
+/** A command's state as a service answers it; `killed`: a signal ended it. */
+export interface ServiceBackgroundStatus {
+  /** Whether it still runs. */
+  readonly running: boolean;
+  /** Its exit code once ended (none: `-1`). */
+  readonly exitCode?: number | null | undefined;
+  /** Whether a signal ended it. */
+  readonly killed?: boolean;
+}
+
+/**
+ * A service's background facility, by command id, for
+ * {@linkcode serviceBackgroundHooks}.
+ */
+export interface ServiceBackgroundKind {
+  /** Starts a command (never retried); resolves with its id once it runs. */
+  start(request: RemoteCommand): Promise<string>;
+  /** The command's state. */
+  status(id: string): Promise<ServiceBackgroundStatus>;
   /**
    * The log written since `cursor` (streamed) and the next cursor when the
    * service says it.
    */
   logs(
+    id: string,
     cursor: number,
   ): Promise<{ body: ReadableStream<Uint8Array> | null; next?: number }>;
   /** Stops the command. */
-  kill(): Promise<void>;
-  /** Whether an error says the service does not know the command. */
+  kill(id: string): Promise<void>;
+  /**
+   * Whether a status or log call's error says the service does not know
+   * the command (yet: some register it a moment after naming it).
+   */
   unknown(error: unknown): boolean;
+  /**
+   * A command another runtime started: its command line and start, or
+   * `undefined` when the service does not know it.
+   */
+  describe(
+    id: string,
+  ): Promise<{ command: string; startedAt: Date } | undefined>;
+  /** How long after its start a command may be unknown, in ms. Default 5 000. */
+  readonly registerGraceMs?: number;
 }
 
 /**
- * A service's background command read by polls (state, then the log from a
- * cursor): for `registerGraceMs` after `startedAt`, a call the service
- * answers with "unknown" reads as running without output. A command killed
- * by a signal once its timeout had passed reads as timed out.
+ * A session's `startBackground` and `attachBackground` over a service's own
+ * background facility: each command read by polls (its state, then its log
+ * from a cursor, on the kit's `PolledBackground`; the output goes to the
+ * command's `onStdout`). A call the service answers with "unknown" soon
+ * after the start reads as running without output; a command killed by a
+ * signal once its timeout had passed reads as timed out (a command found by
+ * its id never does: its timeout is not known).
  *
  * @example A command that ends at its first poll
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { serviceBackground } from "./service_background.ts";
- * const command = serviceBackground("c1", {
+ * import { serviceBackgroundHooks } from "./service_background.ts";
+ * const hooks = serviceBackgroundHooks({
+ *   start: () => Promise.resolve("c1"),
  *   status: () => Promise.resolve({ running: false, exitCode: 3 }),
  *   logs: () => Promise.resolve({ body: null }),
  *   kill: () => Promise.resolve(),
  *   unknown: () => false,
- * }, { timeoutMs: 1000 });
- * assertEquals(await command.poll(), { running: false, exitCode: 3 });
+ *   describe: () => Promise.resolve(undefined),
+ * });
+ * const command = await hooks.startBackground({
+ *   command: "exit 3", cwd: "/", env: {}, timeoutMs: 1000, maxOutputBytes: 1024,
+ * });
+ * assertEquals([command.id, await command.poll()], ["c1", { running: false, exitCode: 3 }]);
  * ```
  *
- * @param id The service's id of the command.
- * @param calls The service's calls.
- * @param options The command's timeout (`Infinity`: unknown), its start
- * (default now; `0` for one found later: no grace), the grace (default
- * 5 s), and where the output goes.
- * @returns The command.
+ * @param kind The service's calls.
+ * @returns The two hooks.
  */
-export function serviceBackground(
+export function serviceBackgroundHooks(
+  kind: ServiceBackgroundKind,
+): Required<Pick<RemoteSession, "startBackground" | "attachBackground">> {
+  return {
+    startBackground: async (request) =>
+      polled(kind, await kind.start(request), {
+        timeoutMs: request.timeoutMs,
+        startedAt: Date.now(),
+        onOutput: request.onStdout,
+      }),
+    attachBackground: async (id, sinks) => {
+      const found = await kind.describe(id);
+      if (found === undefined) return undefined;
+      return {
+        ...found,
+        process: polled(kind, id, {
+          timeoutMs: Infinity,
+          startedAt: 0,
+          onOutput: sinks.onStdout,
+        }),
+      };
+    },
+  };
+}
+
+function polled(
+  kind: ServiceBackgroundKind,
   id: string,
-  calls: ServiceBackgroundCalls,
   options: {
     readonly timeoutMs: number;
-    readonly startedAt?: number;
-    readonly registerGraceMs?: number;
-    readonly onOutput?: ((chunk: Uint8Array) => void) | undefined;
+    readonly startedAt: number;
+    readonly onOutput: ((chunk: Uint8Array) => void) | undefined;
   },
 ): BackgroundProcess {
-  const startedAt = options.startedAt ?? Date.now();
-  const graceMs = options.registerGraceMs ?? 5_000;
+  const { startedAt } = options;
+  const graceMs = kind.registerGraceMs ?? 5_000;
   const known = async <T>(call: () => Promise<T>): Promise<T | undefined> => {
     try {
       return await call();
     } catch (error) {
-      if (calls.unknown(error) && Date.now() - startedAt < graceMs) {
+      if (kind.unknown(error) && Date.now() - startedAt < graceMs) {
         return undefined;
       }
       throw error;
@@ -169,7 +221,7 @@ export function serviceBackground(
   };
   return new PolledBackground(id, {
     state: async () => {
-      const status = await known(() => calls.status());
+      const status = await known(() => kind.status(id));
       if (!status) return undefined;
       if (status.running) return { running: true };
       const exitCode = typeof status.exitCode === "number"
@@ -184,7 +236,7 @@ export function serviceBackground(
           : {}),
       };
     },
-    output: (cursor) => known(() => calls.logs(cursor)),
-    kill: () => calls.kill(),
+    output: (cursor) => known(() => kind.logs(id, cursor)),
+    kill: () => kind.kill(id),
   }, options.onOutput);
 }
