@@ -1,8 +1,8 @@
 /**
- * Reads the event stream of execd's `POST /command`: the real server writes
- * each event as a bare JSON object followed by a blank line; a proxy or a
- * newer server may use SSE framing (`data:` lines). Both are accepted; SSE
- * comments (`:`) and `event:`, `id:`, `retry:` lines are skipped.
+ * execd's `POST /command`: its body, and its event stream. The real server
+ * writes each event as a bare JSON object followed by a blank line; a proxy
+ * or a newer server may use SSE framing (`data:` lines). Both are accepted;
+ * SSE comments (`:`) and `event:`, `id:`, `retry:` lines are skipped.
  *
  * @module
  */
@@ -10,7 +10,22 @@ import { RemoteHttpError } from "../remote/errors.ts";
 import type { HttpClient } from "../remote/http.ts";
 import { readTypedEvents } from "../remote/streams.ts";
 import { rejoinLines, type SplitLineEvent } from "../remote/split_lines.ts";
-import { namedCommand, type StartedRemoteCommand } from "../remote/command.ts";
+import {
+  namedCommand,
+  serverDeadlineMs,
+  type StartedRemoteCommand,
+} from "../remote/command.ts";
+import type { RemoteCommand } from "../remote/runtime.ts";
+import { needsShellPath } from "../remote/_shell_files.ts";
+import { backgroundCommandLine } from "../remote/service_background.ts";
+import { splitLinesCommand } from "../remote/split_lines.ts";
+import { MAX_EXECUTE_TIMEOUT_MS } from "../command_core.ts";
+
+/** What a command's body is made of. */
+type CommandRequest = Pick<
+  RemoteCommand,
+  "command" | "cwd" | "env" | "timeoutMs"
+>;
 
 /** The error details of an `error` event. */
 export interface ExecdEventError {
@@ -119,26 +134,24 @@ export function readExecdEvents(
 }
 
 /**
- * Sends `POST /command` (never retried) and reads its events for the kit
- * until `init` names the command: the lines rejoined (the kit's
- * `rejoinLines`), the end's exit code, or why the command could not run. A
- * 400 (e.g. a missing folder) is a refused {@linkcode SandboxCommandError}.
+ * Sends `POST /command` for a command (never retried; see
+ * {@linkcode commandBody}) and reads its events for the kit until `init`
+ * names the command: the lines rejoined (the kit's `rejoinLines`), the
+ * end's exit code, or why the command could not run. A 400 (e.g. a missing
+ * folder) is a refused {@linkcode SandboxCommandError}.
  *
  * @param http execd's client.
- * @param body The request.
- * @param options The folder the wrapper enters itself (one holding `$`),
- * the signal, and `timeoutMs: null` for no deadline on the answer's head.
+ * @param request The command.
+ * @param background Whether it runs in execd's background (its answer's
+ * head then has the client's deadline).
  * @returns The command, named.
  */
 export async function startCommand(
   http: HttpClient,
-  body: { readonly cwd: string },
-  options: {
-    folder?: string | undefined;
-    signal?: AbortSignal | undefined;
-    timeoutMs?: null;
-  },
+  request: CommandRequest & { readonly signal?: AbortSignal | undefined },
+  background = false,
 ): Promise<StartedRemoteCommand> {
+  const body = commandBody(request, background);
   let response: Response;
   try {
     response = await http.request({
@@ -147,8 +160,8 @@ export async function startCommand(
       json: body,
       headers: { accept: "text/event-stream" },
       idempotent: false,
-      ...(options.timeoutMs === null ? { timeoutMs: null } : {}),
-      ...(options.signal ? { signal: options.signal } : {}),
+      ...(background ? {} : { timeoutMs: null }),
+      ...(request.signal ? { signal: request.signal } : {}),
     });
   } catch (error) {
     if (error instanceof RemoteHttpError && error.status === 400) {
@@ -164,11 +177,70 @@ export async function startCommand(
   if (!response.body) throw new ExecdProtocolError("the answer has no body");
   return await namedCommand(
     rejoinLines(splitEvents(response.body), {
-      folder: options.folder,
+      folder: needsShellPath(request.cwd) ? request.cwd : undefined,
       error: (message) =>
         new SandboxCommandError(message, { reason: "refused" }),
     }),
   );
+}
+
+/**
+ * The JSON body of `POST /command` for a command: the command under the
+ * kit's wrapper for a server that splits output into lines
+ * (`splitLinesCommand`), its folder, its environment, and the server's own
+ * timeout as a backstop a little later than ours. A background command
+ * (`background: true`) writes raw into execd's log, so it runs as the kit's
+ * `backgroundCommandLine`, its timeout its own (none at the longest). A
+ * folder holding `$` (which execd would expand) is entered by the command
+ * line instead, quoted.
+ *
+ * @example The body of a command
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { commandBody } from "./_events.ts";
+ * const body = commandBody({ command: "true", cwd: "/w", env: {}, timeoutMs: 1000 });
+ * assert(body.cwd === "/w" && body.timeout === 6000);
+ * assert(commandBody({ command: "true", cwd: "/w/a$1", env: {}, timeoutMs: 1 }).cwd === "/");
+ * const background = commandBody({ command: "serve", cwd: "/w", env: {}, timeoutMs: 1000 }, true);
+ * assert(background.background && background.timeout === 1000);
+ * ```
+ *
+ * @param request The command, folder, environment and timeout.
+ * @param background Whether it runs in execd's background.
+ * @returns The body.
+ */
+export function commandBody(
+  request: CommandRequest,
+  background = false,
+): {
+  command: string;
+  cwd: string;
+  envs: Readonly<Record<string, string>>;
+  timeout?: number;
+  background?: true;
+} {
+  const folder = needsShellPath(request.cwd) ? request.cwd : undefined;
+  const base = {
+    cwd: folder === undefined ? request.cwd : "/",
+    envs: request.env,
+  };
+  if (!background) {
+    return {
+      command: splitLinesCommand(request.command, folder),
+      ...base,
+      // Never past the longest timer (a server that keeps time in a 32-bit
+      // timer would fire at once).
+      timeout: serverDeadlineMs(request.timeoutMs, 5_000),
+    };
+  }
+  return {
+    command: backgroundCommandLine(request.command, folder),
+    ...base,
+    background: true,
+    ...(request.timeoutMs < MAX_EXECUTE_TIMEOUT_MS
+      ? { timeout: Math.max(1, Math.ceil(request.timeoutMs)) }
+      : {}),
+  };
 }
 
 /** execd's events as a splitting server's (see `rejoinLines`). */

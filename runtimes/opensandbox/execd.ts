@@ -7,14 +7,10 @@
  *
  * @module
  */
-import {
-  type RemoteCommandKind,
-  runRemoteCommand,
-  serverDeadlineMs,
-} from "../remote/command.ts";
+import { type RemoteCommandKind, runRemoteCommand } from "../remote/command.ts";
 import { posix } from "../../_internal/std.ts";
 import type { HttpClient } from "../remote/http.ts";
-import type { RemoteCommand, RemoteSession } from "../remote/runtime.ts";
+import type { RemoteSession } from "../remote/runtime.ts";
 import type { RemoteFileOps, RemoteUploadFile } from "../remote/fs.ts";
 import type { MultipartPart } from "../remote/upload.ts";
 import {
@@ -27,27 +23,25 @@ import {
   eachConcurrently,
   helperShell,
   inChunks,
-  needsShellPath,
 } from "../remote/_shell_files.ts";
-import { splitLinesCommand } from "../remote/split_lines.ts";
 import { withShellPaths } from "../remote/shell_paths.ts";
 import {
-  backgroundCommandLine,
   commandOfLine,
   launchedBackground,
   serviceBackgroundHooks,
   type ServiceBackgroundKind,
 } from "../remote/service_background.ts";
 import { RemoteHttpError } from "../remote/errors.ts";
-import { MAX_EXECUTE_TIMEOUT_MS } from "../command_core.ts";
+import { dateOrNull, fileInfo } from "../remote/service_answers.ts";
 import type { FileInfo, FileType } from "../types.ts";
 import {
+  commandBody,
   ExecdProtocolError,
   SandboxCommandError,
   startCommand,
 } from "./_events.ts";
 
-export { SandboxCommandError };
+export { commandBody, SandboxCommandError };
 
 /**
  * The most files of one upload request: Go's `mime/multipart` reads at most
@@ -101,14 +95,7 @@ export class ExecdClient implements RemoteFileOps {
    */
   readonly commands: RemoteCommandKind = {
     backstopMs: 5_000,
-    start: async (request) => {
-      const folder = needsShellPath(request.cwd) ? request.cwd : undefined;
-      return await startCommand(this.http, commandBody(request), {
-        folder,
-        signal: request.signal,
-        timeoutMs: null,
-      });
-    },
+    start: (request) => startCommand(this.http, request),
     kill: (id) => this.interrupt(id),
     broken: (cause) =>
       new SandboxCommandError(
@@ -284,65 +271,6 @@ export class ExecdClient implements RemoteFileOps {
   }
 }
 
-/**
- * The JSON body of `POST /command` for a command: the command under the
- * kit's wrapper for a server that splits output into lines
- * (`splitLinesCommand`), its folder, its environment, and the server's own
- * timeout as a backstop a little later than ours. A background command
- * (`background: true`) writes raw into execd's log, so it runs as the kit's
- * `backgroundCommandLine`, its timeout its own (none at the longest). A
- * folder holding `$` (which execd would expand) is entered by the command
- * line instead, quoted.
- *
- * @example The body of a command
- * ```ts
- * import { assert } from "@std/assert";
- * import { commandBody } from "./execd.ts";
- * const body = commandBody({ command: "true", cwd: "/w", env: {}, timeoutMs: 1000 });
- * assert(body.cwd === "/w" && body.timeout === 6000);
- * assert(commandBody({ command: "true", cwd: "/w/a$1", env: {}, timeoutMs: 1 }).cwd === "/");
- * const background = commandBody({ command: "serve", cwd: "/w", env: {}, timeoutMs: 1000 }, true);
- * assert(background.background && background.timeout === 1000);
- * ```
- *
- * @param request The command, folder, environment and timeout.
- * @param background Whether it runs in execd's background.
- * @returns The body.
- */
-export function commandBody(
-  request: Pick<RemoteCommand, "command" | "cwd" | "env" | "timeoutMs">,
-  background = false,
-): {
-  command: string;
-  cwd: string;
-  envs: Readonly<Record<string, string>>;
-  timeout?: number;
-  background?: true;
-} {
-  const folder = needsShellPath(request.cwd) ? request.cwd : undefined;
-  const base = {
-    cwd: folder === undefined ? request.cwd : "/",
-    envs: request.env,
-  };
-  if (!background) {
-    return {
-      command: splitLinesCommand(request.command, folder),
-      ...base,
-      // Never past the longest timer (a server that keeps time in a 32-bit
-      // timer would fire at once).
-      timeout: serverDeadlineMs(request.timeoutMs, 5_000),
-    };
-  }
-  return {
-    command: backgroundCommandLine(request.command, folder),
-    ...base,
-    background: true,
-    ...(request.timeoutMs < MAX_EXECUTE_TIMEOUT_MS
-      ? { timeout: Math.max(1, Math.ceil(request.timeoutMs)) }
-      : {}),
-  };
-}
-
 /** A status answer of execd. */
 interface ExecdStatus {
   running?: boolean;
@@ -373,9 +301,7 @@ function execdBackground(execd: ExecdClient): ServiceBackgroundKind {
   return {
     start: async (request) =>
       launchedBackground(
-        await startCommand(execd.http, commandBody(request, true), {
-          signal: request.signal,
-        }),
+        await startCommand(execd.http, request, true),
         (id) => execd.interrupt(id),
         (cause) =>
           cause instanceof ExecdProtocolError
@@ -414,10 +340,9 @@ function execdBackground(execd: ExecdClient): ServiceBackgroundKind {
         if (notFound(error, "")) return undefined;
         throw error;
       }
-      const started = Date.parse(answer.started_at ?? "");
       return {
         command: commandOfLine(answer.content ?? ""),
-        startedAt: new Date(Number.isFinite(started) ? started : Date.now()),
+        startedAt: dateOrNull(answer.started_at) ?? new Date(),
       };
     },
   };
@@ -448,23 +373,17 @@ export function execdSession(http: HttpClient): RemoteSession {
 }
 
 function toFileInfo(info: ExecdFileInfo, fallbackPath?: string): FileInfo {
-  const path = info.path || fallbackPath || "";
   const type: FileType = info.type === "file" || info.type === "directory" ||
       info.type === "symlink"
     ? info.type
     : info.type === undefined
     ? "file"
     : "other";
-  const modified = info.modified_at ? new Date(info.modified_at) : null;
-  const mode = modeOf(info);
-  return {
-    path,
-    name: posix.basename(path),
-    type,
-    size: typeof info.size === "number" ? info.size : 0,
-    modifiedAt: modified && !Number.isNaN(modified.getTime()) ? modified : null,
-    ...(mode === undefined ? {} : { executable: (mode & 0o100) !== 0 }),
-  };
+  return fileInfo(info.path || fallbackPath || "", type, {
+    size: info.size,
+    modified: info.modified_at,
+    mode: modeOf(info),
+  });
 }
 
 /** Modes are octal digits written as a decimal number: 755 means 0o755. */

@@ -14,12 +14,12 @@ import type {
   SandboxService,
   ServiceCreateOptions,
 } from "../remote/sandbox_service.ts";
+import { createTagged, httpOptionsOf } from "../remote/service_calls.ts";
 import {
-  createTagged,
-  httpOptionsOf,
-  jsonOrNull,
-  sendCall,
-} from "../remote/service_calls.ts";
+  dateOrNull,
+  sandboxCalls,
+  serviceBaseUrl,
+} from "../remote/service_answers.ts";
 import { execdSession } from "./execd.ts";
 import type { OpenSandboxSkillRuntimeOptions } from "./runtime.ts";
 
@@ -108,7 +108,7 @@ export class LifecycleClient implements SandboxService<SandboxInfo> {
    * @throws {RangeError} A `network` pattern OpenSandbox cannot express.
    */
   constructor(options: OpenSandboxSkillRuntimeOptions) {
-    this.baseUrl = lifecycleBase(options.baseUrl);
+    this.baseUrl = serviceBaseUrl(options.baseUrl, "OpenSandbox", "/v1");
     this.spec = withNetwork(options);
     this.#options = options;
     this.#http = new HttpClient({
@@ -120,7 +120,17 @@ export class LifecycleClient implements SandboxService<SandboxInfo> {
       ...(options.onEvent ? { onEvent: options.onEvent } : {}),
       ...httpOptionsOf(options),
     });
+    ({ get: this.get, delete: this.delete } = sandboxCalls(
+      this.#http,
+      "/sandboxes",
+      toInfo,
+    ));
   }
+
+  /** Describes a sandbox, or `null` when the server does not know it (404). */
+  readonly get: SandboxService<SandboxInfo>["get"];
+  /** Deletes a sandbox (204): `false` when it was already gone (404). */
+  readonly delete: (id: string, signal?: AbortSignal) => Promise<boolean>;
 
   /** The server's base URL (keys conversations). */
   get serverUrl(): string {
@@ -186,25 +196,6 @@ export class LifecycleClient implements SandboxService<SandboxInfo> {
     return (answer.items ?? []).map(toInfo);
   }
 
-  /** Describes a sandbox, or `null` when the server does not know it (404). */
-  async get(id: string, signal?: AbortSignal): Promise<SandboxInfo | null> {
-    const raw = await jsonOrNull<RawSandbox>(this.#http, {
-      method: "GET",
-      path: `/sandboxes/${encodeURIComponent(id)}`,
-      ...(signal ? { signal } : {}),
-    });
-    return raw && toInfo(raw);
-  }
-
-  /** Deletes a sandbox (204): `false` when it was already gone (404). */
-  delete(id: string, signal?: AbortSignal): Promise<boolean> {
-    return sendCall(this.#http, {
-      method: "DELETE",
-      path: `/sandboxes/${encodeURIComponent(id)}`,
-      ...(signal ? { signal } : {}),
-    }, [404]);
-  }
-
   /** Moves a sandbox's expiry (later only) and answers the one the server set. */
   async renew(
     id: string,
@@ -218,8 +209,7 @@ export class LifecycleClient implements SandboxService<SandboxInfo> {
       idempotent: true,
       ...(signal ? { signal } : {}),
     });
-    const date = answer.expiresAt ? new Date(answer.expiresAt) : expiresAt;
-    return Number.isNaN(date.getTime()) ? expiresAt : date;
+    return dateOrNull(answer.expiresAt) ?? expiresAt;
   }
 
   /** Why a sandbox never runs again (`Failed (reason)`), if it does not. */
@@ -285,36 +275,17 @@ function withNetwork(options: OpenSandboxSkillRuntimeOptions): SandboxSpec {
   return { ...spec, networkPolicy: toOpenSandboxNetworkPolicy(network) };
 }
 
-function lifecycleBase(baseUrl: string): string {
-  let url: URL;
-  try {
-    url = new URL(baseUrl);
-  } catch {
-    throw new TypeError(
-      `Cannot use the OpenSandbox URL "${baseUrl}": it is not a URL`,
-    );
-  }
-  if (url.protocol !== "http:" && url.protocol !== "https:") {
-    throw new TypeError(
-      `Cannot use the OpenSandbox URL "${baseUrl}": it must be http or https`,
-    );
-  }
-  const trimmed = `${url.origin}${url.pathname}`.replace(/\/+$/, "");
-  return trimmed.endsWith("/v1") ? trimmed : `${trimmed}/v1`;
-}
-
 function toInfo(raw: RawSandbox): SandboxInfo {
   if (!raw || typeof raw.id !== "string") {
     throw new Error("Cannot read the sandbox: the server's answer has no id");
   }
   const detail = [raw.status?.reason, raw.status?.message].filter(Boolean)
     .join(": ");
-  const expires = raw.expiresAt ? new Date(raw.expiresAt) : null;
   return {
     id: raw.id,
     state: raw.status?.state ?? "Unknown",
     detail: detail || undefined,
-    expiresAt: expires && !Number.isNaN(expires.getTime()) ? expires : null,
+    expiresAt: dateOrNull(raw.expiresAt),
     metadata: raw.metadata ?? {},
   };
 }
