@@ -9,7 +9,11 @@
 import { RemoteHttpError } from "../remote/errors.ts";
 import type { HttpClient } from "../remote/http.ts";
 import { readTypedEvents } from "../remote/streams.ts";
-import { rejoinLines, type SplitLineEvent } from "../remote/split_lines.ts";
+import {
+  rejoinLines,
+  type SplitLineEvent,
+  splitLinesCommand,
+} from "../remote/split_lines.ts";
 import {
   namedCommand,
   serverDeadlineMs,
@@ -18,24 +22,7 @@ import {
 import type { RemoteCommand } from "../remote/runtime.ts";
 import { needsShellPath } from "../remote/_shell_files.ts";
 import { backgroundCommandLine } from "../remote/service_background.ts";
-import { splitLinesCommand } from "../remote/split_lines.ts";
 import { MAX_EXECUTE_TIMEOUT_MS } from "../command_core.ts";
-
-/** What a command's body is made of. */
-type CommandRequest = Pick<
-  RemoteCommand,
-  "command" | "cwd" | "env" | "timeoutMs"
->;
-
-/** The error details of an `error` event. */
-export interface ExecdEventError {
-  /** `CommandExecError` for an exit status or a start failure. */
-  readonly ename?: string;
-  /** The exit code as text (`-1` for a signal), or the start failure's text. */
-  readonly evalue?: string;
-  /** E.g. `["exit status 3"]` or `["signal: killed"]`. */
-  readonly traceback?: readonly string[];
-}
 
 /** One event of a command's stream. */
 export interface ExecdEvent {
@@ -46,7 +33,14 @@ export interface ExecdEvent {
   /** Unix ms. */
   readonly timestamp?: number;
   /** For `error`. */
-  readonly error?: ExecdEventError;
+  readonly error?: {
+    /** `CommandExecError` for an exit status or a start failure. */
+    readonly ename?: string;
+    /** The exit code as text (`-1` for a signal), or the start failure's text. */
+    readonly evalue?: string;
+    /** E.g. `["exit status 3"]` or `["signal: killed"]`. */
+    readonly traceback?: readonly string[];
+  };
 }
 
 /**
@@ -134,16 +128,15 @@ export function readExecdEvents(
 }
 
 /**
- * Sends `POST /command` for a command (never retried; see
- * {@linkcode commandBody}) and reads its events for the kit until `init`
- * names the command: the lines rejoined (the kit's `rejoinLines`), the
- * end's exit code, or why the command could not run. A 400 (e.g. a missing
- * folder) is a refused {@linkcode SandboxCommandError}.
+ * Sends `POST /command` (never retried) and reads its events for the kit
+ * until `init` names the command: the lines rejoined (the kit's
+ * `rejoinLines`), then the exit code, or why the command could not run. A
+ * 400 (e.g. a missing folder) is a refused {@linkcode SandboxCommandError}.
  *
  * @param http execd's client.
  * @param request The command.
- * @param background Whether it runs in execd's background (its answer's
- * head then has the client's deadline).
+ * @param background Whether it runs in execd's background (see
+ * {@linkcode commandBody}; the answer's head then has the client's deadline).
  * @returns The command, named.
  */
 export async function startCommand(
@@ -184,17 +177,22 @@ export async function startCommand(
   );
 }
 
+/** What a command's body is made of. */
+type CommandRequest = Pick<
+  RemoteCommand,
+  "command" | "cwd" | "env" | "timeoutMs"
+>;
+
 /**
- * The JSON body of `POST /command` for a command: the command under the
- * kit's wrapper for a server that splits output into lines
- * (`splitLinesCommand`), its folder, its environment, and the server's own
- * timeout as a backstop a little later than ours. A background command
- * (`background: true`) writes raw into execd's log, so it runs as the kit's
+ * The JSON body of `POST /command`: the command under the kit's wrapper for
+ * a server that splits output into lines (`splitLinesCommand`), its folder,
+ * its environment, and execd's own timeout 5 s after ours (the backstop). A
+ * background command writes raw into execd's log: it runs as the kit's
  * `backgroundCommandLine`, its timeout its own (none at the longest). A
  * folder holding `$` (which execd would expand) is entered by the command
  * line instead, quoted.
  *
- * @example The body of a command
+ * @example
  * ```ts
  * import { assert } from "@std/assert";
  * import { commandBody } from "./_events.ts";
@@ -220,22 +218,19 @@ export function commandBody(
   background?: true;
 } {
   const folder = needsShellPath(request.cwd) ? request.cwd : undefined;
-  const base = {
-    cwd: folder === undefined ? request.cwd : "/",
-    envs: request.env,
-  };
+  const cwd = folder === undefined ? request.cwd : "/";
   if (!background) {
     return {
       command: splitLinesCommand(request.command, folder),
-      ...base,
-      // Never past the longest timer (a server that keeps time in a 32-bit
-      // timer would fire at once).
+      cwd,
+      envs: request.env,
       timeout: serverDeadlineMs(request.timeoutMs, 5_000),
     };
   }
   return {
     command: backgroundCommandLine(request.command, folder),
-    ...base,
+    cwd,
+    envs: request.env,
     background: true,
     ...(request.timeoutMs < MAX_EXECUTE_TIMEOUT_MS
       ? { timeout: Math.max(1, Math.ceil(request.timeoutMs)) }
@@ -254,17 +249,18 @@ async function* splitEvents(
       yield { type: event.type, line: event.text };
     } else if (event.type === "execution_complete" || event.type === "error") {
       const value = (event.error?.evalue ?? "0").trim();
-      if (/^-?\d+$/.test(value)) {
-        yield { type: "exit", exitCode: Number(value) };
-        return;
-      }
-      const failure = new SandboxCommandError(
-        `Cannot run the command: the sandbox could not start it: ${
-          event.error?.evalue || event.error?.ename || "unknown error"
-        }`,
-        { reason: "start" },
-      );
-      yield { type: "exit", exitCode: -1, failure };
+      yield /^-?\d+$/.test(value)
+        ? { type: "exit", exitCode: Number(value) }
+        : {
+          type: "exit",
+          exitCode: -1,
+          failure: new SandboxCommandError(
+            `Cannot run the command: the sandbox could not start it: ${
+              event.error?.evalue || event.error?.ename || "unknown error"
+            }`,
+            { reason: "start" },
+          ),
+        };
       return;
     }
   }

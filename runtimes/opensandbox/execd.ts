@@ -11,7 +11,7 @@ import { type RemoteCommandKind, runRemoteCommand } from "../remote/command.ts";
 import { posix } from "../../_internal/std.ts";
 import type { HttpClient } from "../remote/http.ts";
 import type { RemoteSession } from "../remote/runtime.ts";
-import type { RemoteFileOps, RemoteUploadFile } from "../remote/fs.ts";
+import type { RemoteUploadFile } from "../remote/fs.ts";
 import type { MultipartPart } from "../remote/upload.ts";
 import {
   answers,
@@ -24,7 +24,7 @@ import {
   helperShell,
   inChunks,
 } from "../remote/_shell_files.ts";
-import { withShellPaths } from "../remote/shell_paths.ts";
+import { type ServerFileOps, withShellPaths } from "../remote/shell_paths.ts";
 import {
   commandOfLine,
   launchedBackground,
@@ -66,37 +66,146 @@ interface ExecdFileInfo {
 }
 
 /**
- * Talks to one sandbox's execd. Every call goes through the given client,
- * whose base URL is execd's (it may carry a path) and whose headers include
- * the endpoint's own.
+ * execd's file calls (they take no path holding `$`: see `execdSession`)
+ * and `POST /directories`. Every call goes through the given client, whose
+ * base URL is execd's (it may carry a path) and whose headers include the
+ * endpoint's own.
  *
- * @example Making a client (no request is made)
+ * @example Making the calls (no request is made)
  * ```ts
  * import { assert } from "@std/assert";
  * import { HttpClient } from "@skillrun/skillrun/runtime";
- * import { ExecdClient } from "./execd.ts";
- * const execd = new ExecdClient(new HttpClient({ baseUrl: "http://127.0.0.1:1/proxy/44772" }));
- * assert(execd.http.baseUrl.endsWith("/proxy/44772"));
+ * import { execdFiles } from "./execd.ts";
+ * const files = execdFiles(new HttpClient({ baseUrl: "http://127.0.0.1:1/proxy/44772" }));
+ * assert(typeof files.upload === "function");
  * ```
+ *
+ * @param http The HTTP client on execd's base URL.
+ * @returns The calls.
  */
-export class ExecdClient implements RemoteFileOps {
-  /**
-   * Makes the client.
-   *
-   * @param http The HTTP client on execd's base URL.
-   */
-  constructor(readonly http: HttpClient) {}
+export function execdFiles(http: HttpClient): ServerFileOps {
+  /** `GET /files/info` of paths, `null` when one is missing (404). */
+  const infos = (paths: readonly string[], signal?: AbortSignal) =>
+    jsonOrNull<Record<string, ExecdFileInfo>>(http, {
+      method: "GET",
+      path: "/files/info",
+      query: { path: [...paths] },
+      ...(signal ? { signal } : {}),
+    });
+  const info = async (path: string, signal?: AbortSignal) => {
+    const map = await infos([path], signal);
+    return (map && (map[path] ?? Object.values(map)[0])) ?? null;
+  };
+  const stat = async (path: string, signal?: AbortSignal) => {
+    const found = await info(path, signal);
+    return found ? toFileInfo(found, path) : null;
+  };
+  return {
+    stat,
+    // One call for all; since any missing path makes it 404, a 404 asks
+    // again path by path (in parallel).
+    statMany: async (paths, signal) => {
+      const map = await infos(paths, signal);
+      if (map && paths.every((path) => map[path] !== undefined)) {
+        return paths.map((path) => toFileInfo(map[path]!, path));
+      }
+      return await Promise.all(paths.map((path) => stat(path, signal)));
+    },
+    // Symlinks not followed.
+    list: async (path, { depth, signal }) =>
+      (await http.json<ExecdFileInfo[]>({
+        method: "GET",
+        path: "/directories/list",
+        query: { path, depth: String(depth) },
+        ...(signal ? { signal } : {}),
+      })).map((entry) => toFileInfo(entry)),
+    open: (path, { offset, signal }) =>
+      http.request({
+        method: "GET",
+        path: "/files/download",
+        query: { path },
+        // From the end of the file: a 416 with its size (see downloadToFile).
+        ...(offset > 0
+          ? { headers: { range: `bytes=${offset}-` }, acceptStatuses: [416] }
+          : {}),
+        timeoutMs: null,
+        ...(signal ? { signal } : {}),
+      }),
+    makeDirectories: async (paths, signal) => {
+      await sendCall(http, {
+        method: "POST",
+        path: "/directories",
+        json: Object.fromEntries(paths.map((path) => [path, { mode: 755 }])),
+        idempotent: true,
+        ...(signal ? { signal } : {}),
+      });
+    },
+    // Multipart requests of `metadata`/`file` pairs, each streamed from
+    // disk, three at a time (the server writes one batch while the next is
+    // streamed; the first failure stops the others); parents are made.
+    upload: async (files, signal) => {
+      const sent: RemoteUploadFile[] = [];
+      for (const file of files) {
+        // Without a mode execd creates 0755 (Go's os.ModePerm): a new file
+        // gets 0644 and a replaced one keeps its mode, as on every runtime.
+        let mode = file.mode;
+        if (mode === undefined) {
+          const found = await info(file.remotePath, signal);
+          mode = (found?.type === "file" ? modeOf(found) : undefined) ?? 0o644;
+        }
+        sent.push({ ...file, mode });
+      }
+      await eachConcurrently(
+        inChunks(sent, EXECD_MAX_UPLOAD_FILES),
+        UPLOAD_CONCURRENCY,
+        (batch, signal) =>
+          sendMultipart(
+            http,
+            {
+              method: "POST",
+              path: "/files/upload",
+              signal,
+            },
+            batch.flatMap((file): MultipartPart[] => [{
+              name: "metadata",
+              filename: "metadata",
+              contentType: "application/json",
+              content: JSON.stringify({
+                path: file.remotePath,
+                mode: Number((file.mode! & 0o777).toString(8)),
+              }),
+            }, {
+              name: "file",
+              filename: posix.basename(file.remotePath),
+              contentType: "application/octet-stream",
+              content: file.content,
+            }]),
+          ),
+        signal,
+      );
+    },
+  };
+}
 
-  /**
-   * How execd runs commands for the kit's {@linkcode runRemoteCommand}:
-   * `POST /command` (an event stream) named by its `init` event, interrupted
-   * with `DELETE /command?id=` (its whole process group), execd's own
-   * timeout 5 s after ours.
-   */
-  readonly commands: RemoteCommandKind = {
+/**
+ * How execd runs commands for the kit's `runRemoteCommand`: `POST /command`
+ * (an event stream) named by its `init` event, interrupted with
+ * `DELETE /command?id=` (SIGTERM to the group, SIGKILL after 3 s; answered
+ * once the group is gone; an unknown or finished id, 500, is no error),
+ * execd's own timeout 5 s after ours.
+ */
+function execdCommands(http: HttpClient): RemoteCommandKind {
+  return {
     backstopMs: 5_000,
-    start: (request) => startCommand(this.http, request),
-    kill: (id) => this.interrupt(id),
+    start: (request) => startCommand(http, request),
+    kill: async (id) => {
+      await sendCall(http, {
+        method: "DELETE",
+        path: "/command",
+        query: { id },
+        timeoutMs: 15_000,
+      }, [500]);
+    },
     broken: (cause) =>
       new SandboxCommandError(
         cause === undefined
@@ -109,166 +218,6 @@ export class ExecdClient implements RemoteFileOps {
         { reason: "stream", ...(cause === undefined ? {} : { cause }) },
       ),
   };
-
-  /**
-   * `DELETE /command?id=`: SIGTERM to the group, SIGKILL after 3 s; answered
-   * once the group is gone. An unknown or finished id (500) is no error.
-   *
-   * @param id The command id from the `init` event.
-   * @returns When done.
-   */
-  async interrupt(id: string): Promise<void> {
-    await sendCall(this.http, {
-      method: "DELETE",
-      path: "/command",
-      query: { id },
-      timeoutMs: 15_000,
-    }, [500]);
-  }
-
-  /** `GET /files/info`. */
-  async stat(path: string, signal?: AbortSignal): Promise<FileInfo | null> {
-    const info = await this.#info(path, signal);
-    return info ? toFileInfo(info, path) : null;
-  }
-
-  /**
-   * One `GET /files/info` (the path repeated); since any missing path makes
-   * it 404, a 404 asks again path by path (in parallel).
-   */
-  async statMany(
-    paths: readonly string[],
-    signal?: AbortSignal,
-  ): Promise<(FileInfo | null)[]> {
-    const map = await this.#infos(paths, signal);
-    if (map && paths.every((path) => map[path] !== undefined)) {
-      return paths.map((path) => toFileInfo(map[path]!, path));
-    }
-    return await Promise.all(paths.map((path) => this.stat(path, signal)));
-  }
-
-  /** `GET /directories/list`, symlinks not followed. */
-  async list(
-    path: string,
-    options: { depth: number; signal?: AbortSignal },
-  ): Promise<FileInfo[]> {
-    const entries = await this.http.json<ExecdFileInfo[]>({
-      method: "GET",
-      path: "/directories/list",
-      query: { path, depth: String(options.depth) },
-      ...(options.signal ? { signal: options.signal } : {}),
-    });
-    return entries.map((entry) => toFileInfo(entry));
-  }
-
-  /** `GET /files/download` with `Range` (416 from the file's end). */
-  open(
-    path: string,
-    options: { offset: number; signal?: AbortSignal },
-  ): Promise<Response> {
-    return this.http.request({
-      method: "GET",
-      path: "/files/download",
-      query: { path },
-      // From the end of the file: a 416 with its size (see downloadToFile).
-      ...(options.offset > 0
-        ? {
-          headers: { range: `bytes=${options.offset}-` },
-          acceptStatuses: [416],
-        }
-        : {}),
-      timeoutMs: null,
-      ...(options.signal ? { signal: options.signal } : {}),
-    });
-  }
-
-  /** `POST /directories` (mode 0755), parents too. */
-  async makeDirectories(
-    paths: readonly string[],
-    signal?: AbortSignal,
-  ): Promise<void> {
-    await sendCall(this.http, {
-      method: "POST",
-      path: "/directories",
-      json: Object.fromEntries(paths.map((path) => [path, { mode: 755 }])),
-      idempotent: true,
-      ...(signal ? { signal } : {}),
-    });
-  }
-
-  /**
-   * Multipart requests of `metadata`/`file` pairs, at most
-   * {@linkcode EXECD_MAX_UPLOAD_FILES} files each, three at a time, each
-   * streamed from disk; the server makes the parents.
-   */
-  async upload(
-    files: readonly RemoteUploadFile[],
-    signal?: AbortSignal,
-  ): Promise<void> {
-    const sent: RemoteUploadFile[] = [];
-    for (const file of files) {
-      // Without a mode execd creates 0755 (Go's os.ModePerm): a new file
-      // gets 0644 and a replaced one keeps its mode, as on every runtime.
-      let mode = file.mode;
-      if (mode === undefined) {
-        const info = await this.#info(file.remotePath, signal);
-        mode = (info?.type === "file" ? modeOf(info) : undefined) ?? 0o644;
-      }
-      sent.push({ ...file, mode });
-    }
-    // A few requests at once: the server writes one batch while the next
-    // is streamed. The first failure stops the others.
-    await eachConcurrently(
-      inChunks(sent, EXECD_MAX_UPLOAD_FILES),
-      UPLOAD_CONCURRENCY,
-      (batch, each) => this.#uploadBatch(batch, each),
-      signal,
-    );
-  }
-
-  /** execd's facts about one path, `null` when missing. */
-  async #info(path: string, signal?: AbortSignal) {
-    const map = await this.#infos([path], signal);
-    return (map && (map[path] ?? Object.values(map)[0])) ?? null;
-  }
-
-  /** `GET /files/info` of paths, `null` when one is missing (404). */
-  #infos(paths: readonly string[], signal?: AbortSignal) {
-    return jsonOrNull<Record<string, ExecdFileInfo>>(this.http, {
-      method: "GET",
-      path: "/files/info",
-      query: { path: [...paths] },
-      ...(signal ? { signal } : {}),
-    });
-  }
-
-  /** One multipart request of at most {@linkcode EXECD_MAX_UPLOAD_FILES} files. */
-  async #uploadBatch(
-    files: readonly RemoteUploadFile[],
-    signal?: AbortSignal,
-  ): Promise<void> {
-    const parts = files.flatMap((file): MultipartPart[] => [{
-      name: "metadata",
-      filename: "metadata",
-      contentType: "application/json",
-      content: JSON.stringify({
-        path: file.remotePath,
-        ...(file.mode !== undefined
-          ? { mode: Number((file.mode & 0o777).toString(8)) }
-          : {}),
-      }),
-    }, {
-      name: "file",
-      filename: posix.basename(file.remotePath),
-      contentType: "application/octet-stream",
-      content: file.content,
-    }]);
-    await sendMultipart(this.http, {
-      method: "POST",
-      path: "/files/upload",
-      ...(signal ? { signal } : {}),
-    }, parts);
-  }
 }
 
 /** A status answer of execd. */
@@ -287,9 +236,12 @@ interface ExecdStatus {
  * interrupt as for any command. execd sends `init` before it registers the
  * command: status and logs answer 404 / 400 `command not found` a moment.
  */
-function execdBackground(execd: ExecdClient): ServiceBackgroundKind {
+function execdBackground(
+  http: HttpClient,
+  commands: RemoteCommandKind,
+): ServiceBackgroundKind {
   const status = (id: string) =>
-    execd.http.json<ExecdStatus>({
+    http.json<ExecdStatus>({
       method: "GET",
       path: `/command/status/${encodeURIComponent(id)}`,
       timeoutMs: POLL_TIMEOUT_MS,
@@ -301,8 +253,8 @@ function execdBackground(execd: ExecdClient): ServiceBackgroundKind {
   return {
     start: async (request) =>
       launchedBackground(
-        await startCommand(execd.http, request, true),
-        (id) => execd.interrupt(id),
+        await startCommand(http, request, true),
+        (id) => commands.kill(id),
         (cause) =>
           cause instanceof ExecdProtocolError
             ? new SandboxCommandError(
@@ -320,7 +272,7 @@ function execdBackground(execd: ExecdClient): ServiceBackgroundKind {
       };
     },
     logs: async (id, cursor) => {
-      const logs = await execd.http.request({
+      const logs = await http.request({
         method: "GET",
         path: `/command/${encodeURIComponent(id)}/logs`,
         query: { cursor: String(cursor) },
@@ -329,7 +281,7 @@ function execdBackground(execd: ExecdClient): ServiceBackgroundKind {
       const next = logs.headers.get("execd-commands-tail-cursor");
       return { body: logs.body, ...(next ? { next: Number(next) } : {}) };
     },
-    kill: (id) => execd.interrupt(id),
+    kill: (id) => commands.kill(id),
     unknown: (error) => notFound(error, "command not found"),
     describe: async (id) => {
       if (!/^[\w.-]{1,128}$/.test(id)) return undefined;
@@ -358,15 +310,15 @@ function execdBackground(execd: ExecdClient): ServiceBackgroundKind {
  * @returns The session.
  */
 export function execdSession(http: HttpClient): RemoteSession {
-  const execd = new ExecdClient(http);
+  const commands = execdCommands(http);
   const files = withShellPaths(
-    execd,
-    helperShell((command) => runRemoteCommand(execd.commands, command)),
+    execdFiles(http),
+    helperShell((command) => runRemoteCommand(commands, command)),
   );
   return {
     files,
-    commands: execd.commands,
-    ...serviceBackgroundHooks(execdBackground(execd)),
+    commands,
+    ...serviceBackgroundHooks(execdBackground(http, commands)),
     isReady: (signal) => answers(http, "/ping", signal),
     makeDirectories: files.makeDirectories,
   };

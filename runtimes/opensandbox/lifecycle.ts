@@ -91,8 +91,10 @@ interface RawSandbox {
  * ```
  */
 export class LifecycleClient implements SandboxService<SandboxInfo> {
-  /** The API's base URL, ending with `/v1`. */
+  /** The API's base URL, ending with `/v1` (it keys conversations). */
   readonly baseUrl: string;
+  /** The same: the base URL without credentials. */
+  readonly serverUrl: string;
   /** What a sandbox the runtime creates is made of, `network` included. */
   readonly spec: SandboxSpec;
   readonly #http: HttpClient;
@@ -109,7 +111,17 @@ export class LifecycleClient implements SandboxService<SandboxInfo> {
    */
   constructor(options: OpenSandboxSkillRuntimeOptions) {
     this.baseUrl = serviceBaseUrl(options.baseUrl, "OpenSandbox", "/v1");
-    this.spec = withNetwork(options);
+    this.serverUrl = this.baseUrl;
+    const spec = options.sandbox ?? {};
+    const network = checkRemoteEgress(
+      "OpenSandbox",
+      options,
+      spec.networkPolicy !== undefined ? "networkPolicy" : undefined,
+      "; configure OpenSandbox's credential vault on its server",
+    );
+    this.spec = network === undefined
+      ? spec
+      : { ...spec, networkPolicy: toOpenSandboxNetworkPolicy(network) };
     this.#options = options;
     this.#http = new HttpClient({
       baseUrl: this.baseUrl,
@@ -132,11 +144,6 @@ export class LifecycleClient implements SandboxService<SandboxInfo> {
   /** Deletes a sandbox (204): `false` when it was already gone (404). */
   readonly delete: (id: string, signal?: AbortSignal) => Promise<boolean>;
 
-  /** The server's base URL (keys conversations). */
-  get serverUrl(): string {
-    return this.baseUrl;
-  }
-
   /**
    * Creates a sandbox of the spec (`POST /sandboxes`, 202), never retried,
    * tagged so that one made despite a lost answer is deleted
@@ -149,9 +156,6 @@ export class LifecycleClient implements SandboxService<SandboxInfo> {
     { metadata, signal }: ServiceCreateOptions,
   ): Promise<SandboxInfo> {
     const spec = this.spec;
-    const timeout = spec.timeoutSeconds === undefined
-      ? 600
-      : spec.timeoutSeconds;
     return await createTagged(
       async (tag) =>
         toInfo(
@@ -161,7 +165,9 @@ export class LifecycleClient implements SandboxService<SandboxInfo> {
             json: {
               image: { uri: spec.image ?? "ubuntu:24.04" },
               entrypoint: spec.entrypoint ?? ["tail", "-f", "/dev/null"],
-              timeout,
+              timeout: spec.timeoutSeconds === undefined
+                ? 600
+                : spec.timeoutSeconds,
               resourceLimits: spec.resourceLimits ??
                 { cpu: "500m", memory: "512Mi" },
               ...(spec.env ? { env: spec.env } : {}),
@@ -174,26 +180,20 @@ export class LifecycleClient implements SandboxService<SandboxInfo> {
             ...(signal ? { signal } : {}),
           }),
         ),
-      (tag) => this.list(tag),
+      // The first page (up to 100) of the sandboxes carrying the tag.
+      async (tag) => {
+        const answer = await this.#http.json<{ items?: RawSandbox[] }>({
+          method: "GET",
+          path: "/sandboxes",
+          query: {
+            metadata: new URLSearchParams(tag).toString(),
+            pageSize: "100",
+          },
+        });
+        return (answer.items ?? []).map(toInfo);
+      },
       (id) => this.delete(id),
     );
-  }
-
-  /** The sandboxes (first page of up to 100) whose metadata holds `metadata`. */
-  async list(
-    metadata: Readonly<Record<string, string>>,
-    signal?: AbortSignal,
-  ): Promise<SandboxInfo[]> {
-    const answer = await this.#http.json<{ items?: RawSandbox[] }>({
-      method: "GET",
-      path: "/sandboxes",
-      query: {
-        metadata: new URLSearchParams(metadata).toString(),
-        pageSize: "100",
-      },
-      ...(signal ? { signal } : {}),
-    });
-    return (answer.items ?? []).map(toInfo);
   }
 
   /** Moves a sandbox's expiry (later only) and answers the one the server set. */
@@ -232,7 +232,7 @@ export class LifecycleClient implements SandboxService<SandboxInfo> {
     sandbox: SandboxInfo,
     signal?: AbortSignal,
   ): Promise<RemoteSession> {
-    const { id } = sandbox;
+    const id = sandbox.id;
     const answer = await this.#http.json<
       { endpoint?: string; headers?: Record<string, string> }
     >({
@@ -260,19 +260,6 @@ export class LifecycleClient implements SandboxService<SandboxInfo> {
       }),
     );
   }
-}
-
-/** The sandbox spec with the `network` option as its `networkPolicy`. */
-function withNetwork(options: OpenSandboxSkillRuntimeOptions): SandboxSpec {
-  const spec = options.sandbox ?? {};
-  const network = checkRemoteEgress(
-    "OpenSandbox",
-    options,
-    spec.networkPolicy !== undefined ? "networkPolicy" : undefined,
-    "; configure OpenSandbox's credential vault on its server",
-  );
-  if (network === undefined) return spec;
-  return { ...spec, networkPolicy: toOpenSandboxNetworkPolicy(network) };
 }
 
 function toInfo(raw: RawSandbox): SandboxInfo {

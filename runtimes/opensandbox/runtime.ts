@@ -51,29 +51,23 @@ export interface OpenSandboxSkillRuntimeOptions extends SandboxKindOptions {
  * The OpenSandbox runtime (`name: "opensandbox"`).
  *
  * **Plain**: on first real use it creates a sandbox through the lifecycle API
- * (image, timeout, resource limits, environment, metadata, entrypoint), or
+ * (image, timeout, resource limits, environment, metadata, entrypoint) or
  * attaches to `sandboxId`, waits until execd answers, then runs commands and
- * moves files through execd. Skills are uploaded into `skillsRoot`. `close()`
- * deletes the sandbox only when this runtime created it.
+ * moves files through execd. `close()` deletes only a sandbox it created.
  *
  * **Conversation** (`conversationId`): the store maps the conversation (and
- * the server's base URL, not the API key) to its sandbox. The first runtime
- * creates the sandbox and records it (insert-if-absent: of two processes
- * racing, the loser deletes its own sandbox and attaches to the winner's);
- * later runtime objects attach to it and renew its expiry. A skill recorded
- * as prepared with the same digest is neither uploaded nor bootstrapped
- * again. The workspace is `<conversationsRoot>/<conversationId>`; file paths
- * and working directories are fenced inside it (lexically: the sandbox is
- * the boundary beyond). `close()` never deletes a conversation's sandbox;
- * {@linkcode destroy} removes its record and then the sandbox.
+ * the server's base URL, not the API key) to its sandbox (insert-if-absent:
+ * the loser of a creation race deletes its own sandbox and attaches to the
+ * winner's); later runtimes attach to it and renew its expiry, and a skill
+ * prepared with the same digest is not uploaded again. File paths and
+ * working directories are fenced (lexically) inside
+ * `<conversationsRoot>/<conversationId>`. `close()` never deletes a
+ * conversation's sandbox; {@linkcode destroy} removes its record, then it.
  *
- * No request is made before real use: constructing the runtime, `close()`
- * of a runtime never used, and a path refused by the fence make none. While
- * in use, the sandbox's expiry is renewed (when it has one) once half of its
- * timeout has passed since the last renewal.
- *
- * Needs `--allow-net` for the server and the sandbox's endpoints, and
- * `--allow-read` of the skills it uploads.
+ * No request is made before real use. While in use, a sandbox with an
+ * expiry is renewed once half of its timeout has passed. Needs `--allow-net`
+ * for the server and the sandbox's endpoints, `--allow-read` of the skills
+ * it uploads.
  *
  * @example A runtime is made without any request
  * ```ts
