@@ -21,8 +21,10 @@ import {
 } from "../remote/command.ts";
 import type { RemoteCommand } from "../remote/runtime.ts";
 import { needsShellPath } from "../remote/_shell_files.ts";
-import { backgroundCommandLine } from "../remote/service_background.ts";
-import { MAX_EXECUTE_TIMEOUT_MS } from "../command_core.ts";
+import {
+  backgroundCommandLine,
+  backgroundTimeoutMs,
+} from "../remote/service_background.ts";
 
 /** One event of a command's stream. */
 export interface ExecdEvent {
@@ -218,23 +220,17 @@ export function commandBody(
   background?: true;
 } {
   const folder = needsShellPath(request.cwd) ? request.cwd : undefined;
-  const cwd = folder === undefined ? request.cwd : "/";
-  if (!background) {
-    return {
-      command: splitLinesCommand(request.command, folder),
-      cwd,
-      envs: request.env,
-      timeout: serverDeadlineMs(request.timeoutMs, 5_000),
-    };
-  }
+  const timeout = background
+    ? backgroundTimeoutMs(request.timeoutMs)
+    : serverDeadlineMs(request.timeoutMs, 5_000);
   return {
-    command: backgroundCommandLine(request.command, folder),
-    cwd,
+    command: background
+      ? backgroundCommandLine(request.command, folder)
+      : splitLinesCommand(request.command, folder),
+    cwd: folder === undefined ? request.cwd : "/",
     envs: request.env,
-    background: true,
-    ...(request.timeoutMs < MAX_EXECUTE_TIMEOUT_MS
-      ? { timeout: Math.max(1, Math.ceil(request.timeoutMs)) }
-      : {}),
+    ...(background ? { background: true as const } : {}),
+    ...(timeout === undefined ? {} : { timeout }),
   };
 }
 

@@ -17,6 +17,7 @@ import type {
 import { createTagged, httpOptionsOf } from "../remote/service_calls.ts";
 import {
   dateOrNull,
+  endpointClient,
   sandboxCalls,
   serviceBaseUrl,
 } from "../remote/service_answers.ts";
@@ -240,24 +241,13 @@ export class LifecycleClient implements SandboxService<SandboxInfo> {
       path: `/sandboxes/${encodeURIComponent(id)}/endpoints/${EXECD_PORT}`,
       ...(signal ? { signal } : {}),
     });
-    const endpoint = answer.endpoint;
-    if (typeof endpoint !== "string" || endpoint === "") {
+    if (typeof answer.endpoint !== "string" || answer.endpoint === "") {
       throw new Error(
         `Cannot reach sandbox "${id}": the server gave no endpoint for port ${EXECD_PORT}`,
       );
     }
-    const url = /^[a-z][a-z0-9+.-]*:\/\//i.test(endpoint)
-      ? endpoint
-      : `http://${endpoint}`;
-    const headers = { ...(answer.headers ?? {}) };
     return execdSession(
-      new HttpClient({
-        baseUrl: url.replace(/\/+$/, ""),
-        headers,
-        secretHeaders: Object.keys(headers),
-        ...httpOptionsOf(this.#options),
-        ...(this.#options.onEvent ? { onEvent: this.#options.onEvent } : {}),
-      }),
+      endpointClient(answer.endpoint, answer.headers ?? {}, this.#options),
     );
   }
 }

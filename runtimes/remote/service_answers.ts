@@ -1,15 +1,16 @@
 /**
  * What the kinds do alike with a service's REST API and its answers: the
- * API's base URL from an option, the describe and delete calls of a
- * sandbox by its id (404: not there), a date that may be missing or bad,
- * and a file's facts from a daemon's fields.
+ * API's base URL from an option, a client on a daemon's endpoint, the
+ * describe and delete calls of a sandbox by its id (404: not there), a date
+ * that may be missing or bad, and a file's facts from a daemon's fields.
  *
  * @module
  */
 import { posix } from "../../_internal/std.ts";
 import type { FileInfo, FileType } from "../types.ts";
-import type { HttpClient } from "./http.ts";
-import { jsonOrNull, sendCall } from "./service_calls.ts";
+import type { SkillEventListener } from "../../observe/events.ts";
+import { HttpClient } from "./http.ts";
+import { httpOptionsOf, jsonOrNull, sendCall } from "./service_calls.ts";
 
 /**
  * A service's API base URL from a kind's option: http or https, without
@@ -49,6 +50,46 @@ export function serviceBaseUrl(
   }
   const trimmed = `${url.origin}${url.pathname}`.replace(/\/+$/, "");
   return trimmed.endsWith(suffix) ? trimmed : `${trimmed}${suffix}`;
+}
+
+/**
+ * An HTTP client on a sandbox daemon's endpoint as a service gave it: the
+ * address (`http://` added when it has no scheme; it may carry a path), the
+ * headers every call must carry (never shown in errors), and the kind's
+ * `fetch`, call deadline and event listener.
+ *
+ * @example
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { endpointClient } from "./service_answers.ts";
+ * const http = endpointClient("127.0.0.1:9/proxy/44772/", { "x-k": "v" }, {});
+ * assertEquals(http.baseUrl, "http://127.0.0.1:9/proxy/44772");
+ * ```
+ *
+ * @param endpoint The address.
+ * @param headers Headers for every call.
+ * @param options The kind's options.
+ * @returns The client.
+ */
+export function endpointClient(
+  endpoint: string,
+  headers: Readonly<Record<string, string>>,
+  options: {
+    readonly fetch?: typeof fetch | undefined;
+    readonly requestTimeoutMs?: number | undefined;
+    readonly onEvent?: SkillEventListener | undefined;
+  },
+): HttpClient {
+  const url = /^[a-z][a-z0-9+.-]*:\/\//i.test(endpoint)
+    ? endpoint
+    : `http://${endpoint}`;
+  return new HttpClient({
+    baseUrl: url.replace(/\/+$/, ""),
+    headers: { ...headers },
+    secretHeaders: Object.keys(headers),
+    ...httpOptionsOf(options),
+    ...(options.onEvent ? { onEvent: options.onEvent } : {}),
+  });
 }
 
 /**

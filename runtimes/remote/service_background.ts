@@ -12,6 +12,7 @@
  * @module
  */
 import type { BackgroundProcess } from "../types.ts";
+import { MAX_EXECUTE_TIMEOUT_MS } from "../command_core.ts";
 import type { StartedRemoteCommand } from "./command.ts";
 import type { RemoteCommand, RemoteSession } from "./runtime.ts";
 import { PolledBackground } from "./polled_background.ts";
@@ -45,6 +46,27 @@ export function backgroundCommandLine(
     ? ""
     : `cd -- ${shellQuote(folder)} || exit 1\n`;
   return `trap 'wait; exit 143' TERM\n${enter}eval -- ${shellQuote(command)}`;
+}
+
+/**
+ * A service's own timeout for a background command: its whole life, at
+ * least 1 ms; none at the longest timeout (no deadline).
+ *
+ * @example
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { backgroundTimeoutMs } from "./service_background.ts";
+ * assertEquals(backgroundTimeoutMs(0.2), 1);
+ * assertEquals(backgroundTimeoutMs(2 ** 31 - 1), undefined);
+ * ```
+ *
+ * @param timeoutMs The command's timeout, in ms.
+ * @returns The service's, in ms.
+ */
+export function backgroundTimeoutMs(timeoutMs: number): number | undefined {
+  return timeoutMs < MAX_EXECUTE_TIMEOUT_MS
+    ? Math.max(1, Math.ceil(timeoutMs))
+    : undefined;
 }
 
 /**
