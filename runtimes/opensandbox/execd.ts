@@ -27,7 +27,6 @@ import {
 import { type ServerFileOps, withShellPaths } from "../remote/shell_paths.ts";
 import {
   commandOfLine,
-  launchedBackground,
   serviceBackgroundHooks,
   type ServiceBackgroundKind,
 } from "../remote/service_background.ts";
@@ -159,32 +158,33 @@ export function execdFiles(http: HttpClient): ServerFileOps {
         inChunks(sent, EXECD_MAX_UPLOAD_FILES),
         UPLOAD_CONCURRENCY,
         (batch, signal) =>
-          sendMultipart(
-            http,
-            {
-              method: "POST",
-              path: "/files/upload",
-              signal,
-            },
-            batch.flatMap((file): MultipartPart[] => [{
-              name: "metadata",
-              filename: "metadata",
-              contentType: "application/json",
-              content: JSON.stringify({
-                path: file.remotePath,
-                mode: Number((file.mode! & 0o777).toString(8)),
-              }),
-            }, {
-              name: "file",
-              filename: posix.basename(file.remotePath),
-              contentType: "application/octet-stream",
-              content: file.content,
-            }]),
-          ),
+          sendMultipart(http, {
+            method: "POST",
+            path: "/files/upload",
+            signal,
+          }, batch.flatMap(uploadParts)),
         signal,
       );
     },
   };
+}
+
+/** A file's `metadata` and `file` parts (its mode as octal digits). */
+function uploadParts(file: RemoteUploadFile): MultipartPart[] {
+  return [{
+    name: "metadata",
+    filename: "metadata",
+    contentType: "application/json",
+    content: JSON.stringify({
+      path: file.remotePath,
+      mode: Number((file.mode! & 0o777).toString(8)),
+    }),
+  }, {
+    name: "file",
+    filename: posix.basename(file.remotePath),
+    contentType: "application/octet-stream",
+    content: file.content,
+  }];
 }
 
 /**
@@ -251,18 +251,15 @@ function execdBackground(
     (error.status === 404 || error.status === 400) &&
     (error.serverMessage ?? "").includes(message);
   return {
-    start: async (request) =>
-      launchedBackground(
-        await startCommand(http, request, true),
-        (id) => commands.kill(id),
-        (cause) =>
-          cause instanceof ExecdProtocolError
-            ? new SandboxCommandError(
-              `Cannot run the command: the sandbox could not start it: ${cause.message}`,
-              { reason: "start" },
-            )
-            : undefined,
-      ),
+    start: (request) => startCommand(http, request, true),
+    // After `init`, a start failure comes as a bare `{code, message}`.
+    broken: (cause) =>
+      cause instanceof ExecdProtocolError
+        ? new SandboxCommandError(
+          `Cannot run the command: the sandbox could not start it: ${cause.message}`,
+          { reason: "start" },
+        )
+        : undefined,
     status: async (id) => {
       const answer = await status(id);
       return {

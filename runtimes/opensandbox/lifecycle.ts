@@ -8,18 +8,18 @@
 import type { OpenSandboxNetworkPolicy } from "./network.ts";
 import { toOpenSandboxNetworkPolicy } from "./network.ts";
 import { checkRemoteEgress } from "../../network/remote.ts";
-import { HttpClient } from "../remote/http.ts";
+import type { HttpClient } from "../remote/http.ts";
 import type { RemoteSession } from "../remote/runtime.ts";
 import type {
   SandboxService,
   ServiceCreateOptions,
 } from "../remote/sandbox_service.ts";
-import { createTagged, httpOptionsOf } from "../remote/service_calls.ts";
+import { createTagged } from "../remote/service_calls.ts";
 import {
   dateOrNull,
-  endpointClient,
   sandboxCalls,
   serviceBaseUrl,
+  serviceClient,
 } from "../remote/service_answers.ts";
 import { execdSession } from "./execd.ts";
 import type { OpenSandboxSkillRuntimeOptions } from "./runtime.ts";
@@ -124,15 +124,11 @@ export class LifecycleClient implements SandboxService<SandboxInfo> {
       ? spec
       : { ...spec, networkPolicy: toOpenSandboxNetworkPolicy(network) };
     this.#options = options;
-    this.#http = new HttpClient({
-      baseUrl: this.baseUrl,
-      headers: options.apiKey !== undefined
-        ? { [API_KEY_HEADER]: options.apiKey }
-        : {},
-      secretHeaders: [API_KEY_HEADER],
-      ...(options.onEvent ? { onEvent: options.onEvent } : {}),
-      ...httpOptionsOf(options),
-    });
+    this.#http = serviceClient(
+      this.baseUrl,
+      options.apiKey !== undefined ? { [API_KEY_HEADER]: options.apiKey } : {},
+      options,
+    );
     ({ get: this.get, delete: this.delete } = sandboxCalls(
       this.#http,
       "/sandboxes",
@@ -247,7 +243,7 @@ export class LifecycleClient implements SandboxService<SandboxInfo> {
       );
     }
     return execdSession(
-      endpointClient(answer.endpoint, answer.headers ?? {}, this.#options),
+      serviceClient(answer.endpoint, answer.headers ?? {}, this.#options),
     );
   }
 }

@@ -1,6 +1,6 @@
 /**
  * What the kinds do alike with a service's REST API and its answers: the
- * API's base URL from an option, a client on a daemon's endpoint, the
+ * API's base URL from an option, a client of the API or of a daemon, the
  * describe and delete calls of a sandbox by its id (404: not there), a date
  * that may be missing or bad, and a file's facts from a daemon's fields.
  *
@@ -53,16 +53,17 @@ export function serviceBaseUrl(
 }
 
 /**
- * An HTTP client on a sandbox daemon's endpoint as a service gave it: the
- * address (`http://` added when it has no scheme; it may carry a path), the
- * headers every call must carry (never shown in errors), and the kind's
- * `fetch`, call deadline and event listener.
+ * An HTTP client on a service's API or on a sandbox daemon's endpoint as
+ * the service gave it: the address (`http://` added when it has no scheme;
+ * it may carry a path), the headers every call must carry (an API key, an
+ * endpoint's own: never shown in errors), and the kind's `fetch`, call
+ * deadline and event listener.
  *
  * @example
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { endpointClient } from "./service_answers.ts";
- * const http = endpointClient("127.0.0.1:9/proxy/44772/", { "x-k": "v" }, {});
+ * import { serviceClient } from "./service_answers.ts";
+ * const http = serviceClient("127.0.0.1:9/proxy/44772/", { "x-k": "v" }, {});
  * assertEquals(http.baseUrl, "http://127.0.0.1:9/proxy/44772");
  * ```
  *
@@ -71,7 +72,7 @@ export function serviceBaseUrl(
  * @param options The kind's options.
  * @returns The client.
  */
-export function endpointClient(
+export function serviceClient(
   endpoint: string,
   headers: Readonly<Record<string, string>>,
   options: {

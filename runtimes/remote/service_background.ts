@@ -135,8 +135,17 @@ export interface ServiceBackgroundStatus {
  * {@linkcode serviceBackgroundHooks}.
  */
 export interface ServiceBackgroundKind {
-  /** Starts a command (never retried); resolves with its id once it runs. */
-  start(request: RemoteCommand): Promise<string>;
+  /**
+   * Starts a command (never retried) as the command protocol does: the
+   * service names it, then its exit event says it was launched (a
+   * `failure` on it: not started); see {@linkcode launchedBackground}.
+   */
+  start(request: RemoteCommand): Promise<StartedRemoteCommand>;
+  /**
+   * The kind's error for a start stream that broke after the id;
+   * `undefined` (the default) throws the stream's own, nothing killed.
+   */
+  broken?(cause: unknown): Error | undefined;
   /** The command's state. */
   status(id: string): Promise<ServiceBackgroundStatus>;
   /**
@@ -179,7 +188,12 @@ export interface ServiceBackgroundKind {
  * import { assertEquals } from "@std/assert";
  * import { serviceBackgroundHooks } from "./service_background.ts";
  * const hooks = serviceBackgroundHooks({
- *   start: () => Promise.resolve("c1"),
+ *   start: () => Promise.resolve({
+ *     id: "c1",
+ *     events: (async function* () {
+ *       yield { type: "exit" as const, exitCode: 0 };
+ *     })(),
+ *   }),
  *   status: () => Promise.resolve({ running: false, exitCode: 3 }),
  *   logs: () => Promise.resolve({ body: null }),
  *   kill: () => Promise.resolve(),
@@ -200,11 +214,19 @@ export function serviceBackgroundHooks(
 ): Required<Pick<RemoteSession, "startBackground" | "attachBackground">> {
   return {
     startBackground: async (request) =>
-      polled(kind, await kind.start(request), {
-        timeoutMs: request.timeoutMs,
-        startedAt: Date.now(),
-        onOutput: request.onStdout,
-      }),
+      polled(
+        kind,
+        await launchedBackground(
+          await kind.start(request),
+          (id) => kind.kill(id),
+          kind.broken?.bind(kind),
+        ),
+        {
+          timeoutMs: request.timeoutMs,
+          startedAt: Date.now(),
+          onOutput: request.onStdout,
+        },
+      ),
     attachBackground: async (id, sinks) => {
       const found = await kind.describe(id);
       if (found === undefined) return undefined;
