@@ -240,12 +240,6 @@ function execdBackground(
   http: HttpClient,
   commands: RemoteCommandKind,
 ): ServiceBackgroundKind {
-  const status = (id: string) =>
-    http.json<ExecdStatus>({
-      method: "GET",
-      path: `/command/status/${encodeURIComponent(id)}`,
-      timeoutMs: POLL_TIMEOUT_MS,
-    });
   const notFound = (error: unknown, message: string) =>
     error instanceof RemoteHttpError &&
     (error.status === 404 || error.status === 400) &&
@@ -261,11 +255,17 @@ function execdBackground(
         )
         : undefined,
     status: async (id) => {
-      const answer = await status(id);
+      const answer = await http.json<ExecdStatus>({
+        method: "GET",
+        path: `/command/status/${encodeURIComponent(id)}`,
+        timeoutMs: POLL_TIMEOUT_MS,
+      });
       return {
         running: answer.running !== false,
         exitCode: answer.exit_code,
         killed: /killed/.test(answer.error ?? ""),
+        command: commandOfLine(answer.content ?? ""),
+        startedAt: dateOrNull(answer.started_at),
       };
     },
     logs: async (id, cursor) => {
@@ -280,20 +280,8 @@ function execdBackground(
     },
     kill: (id) => commands.kill(id),
     unknown: (error) => notFound(error, "command not found"),
-    describe: async (id) => {
-      if (!/^[\w.-]{1,128}$/.test(id)) return undefined;
-      let answer: ExecdStatus;
-      try {
-        answer = await status(id);
-      } catch (error) {
-        if (notFound(error, "")) return undefined;
-        throw error;
-      }
-      return {
-        command: commandOfLine(answer.content ?? ""),
-        startedAt: dateOrNull(answer.started_at) ?? new Date(),
-      };
-    },
+    absent: (error) => notFound(error, ""),
+    idPattern: /^[\w.-]{1,128}$/,
   };
 }
 

@@ -128,6 +128,10 @@ export interface ServiceBackgroundStatus {
   readonly exitCode?: number | null | undefined;
   /** Whether a signal ended it. */
   readonly killed?: boolean;
+  /** Its command line as started (what a runtime that attaches reports). */
+  readonly command?: string;
+  /** When it started, when the service says. */
+  readonly startedAt?: Date | null;
 }
 
 /**
@@ -164,12 +168,12 @@ export interface ServiceBackgroundKind {
    */
   unknown(error: unknown): boolean;
   /**
-   * A command another runtime started: its command line and start, or
-   * `undefined` when the service does not know it.
+   * Whether an error of the status call made to attach to a command by its
+   * id says the service does not know it. Default {@linkcode unknown}.
    */
-  describe(
-    id: string,
-  ): Promise<{ command: string; startedAt: Date } | undefined>;
+  absent?(error: unknown): boolean;
+  /** The shape of the service's ids: any other id is not looked up. */
+  readonly idPattern?: RegExp;
   /** How long after its start a command may be unknown, in ms. Default 5 000. */
   readonly registerGraceMs?: number;
 }
@@ -180,8 +184,9 @@ export interface ServiceBackgroundKind {
  * from a cursor, on the kit's `PolledBackground`; the output goes to the
  * command's `onStdout`). A call the service answers with "unknown" soon
  * after the start reads as running without output; a command killed by a
- * signal once its timeout had passed reads as timed out (a command found by
- * its id never does: its timeout is not known).
+ * signal once its timeout had passed reads as timed out. A command another
+ * runtime started is found by its id through its status (its command line
+ * and start); it never reads as timed out (its timeout is not known).
  *
  * @example A command that ends at its first poll
  * ```ts
@@ -198,7 +203,6 @@ export interface ServiceBackgroundKind {
  *   logs: () => Promise.resolve({ body: null }),
  *   kill: () => Promise.resolve(),
  *   unknown: () => false,
- *   describe: () => Promise.resolve(undefined),
  * });
  * const command = await hooks.startBackground({
  *   command: "exit 3", cwd: "/", env: {}, timeoutMs: 1000, maxOutputBytes: 1024,
@@ -228,10 +232,17 @@ export function serviceBackgroundHooks(
         },
       ),
     attachBackground: async (id, sinks) => {
-      const found = await kind.describe(id);
-      if (found === undefined) return undefined;
+      if (kind.idPattern && !kind.idPattern.test(id)) return undefined;
+      let status: ServiceBackgroundStatus;
+      try {
+        status = await kind.status(id);
+      } catch (error) {
+        if ((kind.absent ?? kind.unknown).call(kind, error)) return undefined;
+        throw error;
+      }
       return {
-        ...found,
+        command: status.command ?? "",
+        startedAt: status.startedAt ?? new Date(),
         process: polled(kind, id, {
           timeoutMs: Infinity,
           startedAt: 0,
