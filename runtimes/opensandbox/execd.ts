@@ -1,9 +1,9 @@
 /**
- * The client of execd, the daemon inside an OpenSandbox sandbox: commands
- * through `POST /command` (an event stream), files through `/files/*` and
- * `/directories/*`, background commands through execd's own (`background:
- * true`, then `GET /command/status/{id}` and the log from a byte cursor,
- * `GET /command/{id}/logs`), and the session the kit gets from all three.
+ * execd, the daemon inside an OpenSandbox sandbox, as the kit's session:
+ * commands through `POST /command` (an event stream), files through
+ * `/files/*` and `/directories/*`, background commands through execd's own
+ * (`background: true`, then `GET /command/status/{id}` and the log from a
+ * byte cursor, `GET /command/{id}/logs`).
  *
  * @module
  */
@@ -32,7 +32,7 @@ import {
 } from "../remote/service_background.ts";
 import { RemoteHttpError } from "../remote/errors.ts";
 import { dateOrNull, fileInfo } from "../remote/service_answers.ts";
-import type { FileInfo, FileType } from "../types.ts";
+import type { FileInfo } from "../types.ts";
 import {
   commandBody,
   ExecdProtocolError,
@@ -55,7 +55,7 @@ const UPLOAD_CONCURRENCY = 3;
 /** The deadline of one status or logs call (the logs body streamed), in ms. */
 const POLL_TIMEOUT_MS = 120_000;
 
-/** A FileInfo as execd sends it. */
+/** A file's facts as execd sends them. */
 interface ExecdFileInfo {
   path: string;
   type?: string;
@@ -65,25 +65,38 @@ interface ExecdFileInfo {
 }
 
 /**
- * execd's file calls (they take no path holding `$`: see `execdSession`)
- * and `POST /directories`. Every call goes through the given client, whose
- * base URL is execd's (it may carry a path) and whose headers include the
- * endpoint's own.
+ * The session the kit gets from one sandbox's execd: its commands, its file
+ * calls (a path holding `$`, which execd would expand, through helper
+ * commands: the kit's `withShellPaths`), its background commands, and
+ * readiness by `GET /ping`.
  *
- * @example Making the calls (no request is made)
- * ```ts
- * import { assert } from "@std/assert";
- * import { HttpClient } from "@skillrun/skillrun/runtime";
- * import { execdFiles } from "./execd.ts";
- * const files = execdFiles(new HttpClient({ baseUrl: "http://127.0.0.1:1/proxy/44772" }));
- * assert(typeof files.upload === "function");
- * ```
+ * @param http The HTTP client on execd's base URL (it may carry a path; its
+ * headers include the endpoint's own).
+ * @returns The session.
+ */
+export function execdSession(http: HttpClient): RemoteSession {
+  const commands = execdCommands(http);
+  const files = withShellPaths(
+    execdFiles(http),
+    helperShell((command) => runRemoteCommand(commands, command)),
+  );
+  return {
+    files,
+    commands,
+    ...serviceBackgroundHooks(execdBackground(http, commands)),
+    isReady: (signal) => answers(http, "/ping", signal),
+    makeDirectories: files.makeDirectories,
+  };
+}
+
+/**
+ * execd's own file calls, for paths without `$`, and `POST /directories`.
  *
  * @param http The HTTP client on execd's base URL.
  * @returns The calls.
  */
 export function execdFiles(http: HttpClient): ServerFileOps {
-  /** `GET /files/info` of paths, `null` when one is missing (404). */
+  // `GET /files/info` of paths, `null` when one is missing (404).
   const infos = (paths: readonly string[], signal?: AbortSignal) =>
     jsonOrNull<Record<string, ExecdFileInfo>>(http, {
       method: "GET",
@@ -188,11 +201,10 @@ function uploadParts(file: RemoteUploadFile): MultipartPart[] {
 }
 
 /**
- * How execd runs commands for the kit's `runRemoteCommand`: `POST /command`
- * (an event stream) named by its `init` event, interrupted with
- * `DELETE /command?id=` (SIGTERM to the group, SIGKILL after 3 s; answered
- * once the group is gone; an unknown or finished id, 500, is no error),
- * execd's own timeout 5 s after ours.
+ * Commands for the kit's `runRemoteCommand`: `POST /command`, named by its
+ * `init` event; interrupted by `DELETE /command?id=` (SIGTERM to the group,
+ * SIGKILL after 3 s, answered once the group is gone; an unknown or finished
+ * id, 500, is no error); execd's own timeout 5 s after ours.
  */
 function execdCommands(http: HttpClient): RemoteCommandKind {
   return {
@@ -220,21 +232,11 @@ function execdCommands(http: HttpClient): RemoteCommandKind {
   };
 }
 
-/** A status answer of execd. */
-interface ExecdStatus {
-  running?: boolean;
-  exit_code?: number | null;
-  error?: string;
-  content?: string;
-  started_at?: string;
-}
-
 /**
- * execd's own background commands for the kit's `serviceBackgroundHooks`:
- * started once `init` gave the id (a start failure after it comes as a
- * bare `{code, message}`), both streams in one log (to `onStdout`), the
- * interrupt as for any command. execd sends `init` before it registers the
- * command: status and logs answer 404 / 400 `command not found` a moment.
+ * execd's background commands for the kit's `serviceBackgroundHooks`: both
+ * streams in one log (to `onStdout`). execd sends `init` before it
+ * registers the command: status and logs answer 404 / 400 `command not
+ * found` for a moment.
  */
 function execdBackground(
   http: HttpClient,
@@ -255,7 +257,13 @@ function execdBackground(
         )
         : undefined,
     status: async (id) => {
-      const answer = await http.json<ExecdStatus>({
+      const answer = await http.json<{
+        running?: boolean;
+        exit_code?: number | null;
+        error?: string;
+        content?: string;
+        started_at?: string;
+      }>({
         method: "GET",
         path: `/command/status/${encodeURIComponent(id)}`,
         timeoutMs: POLL_TIMEOUT_MS,
@@ -278,45 +286,17 @@ function execdBackground(
       const next = logs.headers.get("execd-commands-tail-cursor");
       return { body: logs.body, ...(next ? { next: Number(next) } : {}) };
     },
-    kill: (id) => commands.kill(id),
+    kill: commands.kill,
     unknown: (error) => notFound(error, "command not found"),
     absent: (error) => notFound(error, ""),
     idPattern: /^[\w.-]{1,128}$/,
   };
 }
 
-/**
- * The session the kit gets from one sandbox's execd: its commands, its
- * file calls (a path holding `$`, which execd would expand, through helper
- * commands: the kit's `withShellPaths`), its background commands, and
- * readiness by `GET /ping`.
- *
- * @param http The HTTP client on execd's base URL.
- * @returns The session.
- */
-export function execdSession(http: HttpClient): RemoteSession {
-  const commands = execdCommands(http);
-  const files = withShellPaths(
-    execdFiles(http),
-    helperShell((command) => runRemoteCommand(commands, command)),
-  );
-  return {
-    files,
-    commands,
-    ...serviceBackgroundHooks(execdBackground(http, commands)),
-    isReady: (signal) => answers(http, "/ping", signal),
-    makeDirectories: files.makeDirectories,
-  };
-}
-
 function toFileInfo(info: ExecdFileInfo, fallbackPath?: string): FileInfo {
-  const type: FileType = info.type === "file" || info.type === "directory" ||
-      info.type === "symlink"
-    ? info.type
-    : info.type === undefined
-    ? "file"
-    : "other";
-  return fileInfo(info.path || fallbackPath || "", type, {
+  const known = ["file", "directory", "symlink"] as const;
+  const type = known.find((name) => name === (info.type ?? "file"));
+  return fileInfo(info.path || fallbackPath || "", type ?? "other", {
     size: info.size,
     modified: info.modified_at,
     mode: modeOf(info),

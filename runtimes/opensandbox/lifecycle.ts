@@ -17,6 +17,7 @@ import type {
 import { createTagged } from "../remote/service_calls.ts";
 import {
   dateOrNull,
+  goneStates,
   sandboxCalls,
   serviceBaseUrl,
   serviceClient,
@@ -29,9 +30,6 @@ export const EXECD_PORT = 44772;
 
 /** The header carrying the lifecycle API key. */
 const API_KEY_HEADER = "OPEN-SANDBOX-API-KEY";
-
-/** States after which a sandbox never runs again. */
-const GONE_STATES = new Set(["Stopping", "Terminated", "Failed"]);
 
 /** What a new sandbox is made of. */
 export interface SandboxSpec {
@@ -136,6 +134,8 @@ export class LifecycleClient implements SandboxService<SandboxInfo> {
     ));
   }
 
+  /** Why a sandbox never runs again (`Failed (reason)`), if it does not. */
+  readonly gone = goneStates(["Stopping", "Terminated", "Failed"]);
   /** Describes a sandbox, or `null` when the server does not know it (404). */
   readonly get: SandboxService<SandboxInfo>["get"];
   /** Deletes a sandbox (204): `false` when it was already gone (404). */
@@ -207,13 +207,6 @@ export class LifecycleClient implements SandboxService<SandboxInfo> {
       ...(signal ? { signal } : {}),
     });
     return dateOrNull(answer.expiresAt) ?? expiresAt;
-  }
-
-  /** Why a sandbox never runs again (`Failed (reason)`), if it does not. */
-  gone({ state, detail }: SandboxInfo): string | undefined {
-    return GONE_STATES.has(state)
-      ? `${state}${detail ? ` (${detail})` : ""}`
-      : undefined;
   }
 
   /**

@@ -1,8 +1,9 @@
 /**
  * What the kinds do alike with a service's REST API and its answers: the
  * API's base URL from an option, a client of the API or of a daemon, the
- * describe and delete calls of a sandbox by its id (404: not there), a date
- * that may be missing or bad, and a file's facts from a daemon's fields.
+ * describe and delete calls of a sandbox by its id (404: not there), the
+ * states of a sandbox that never runs again, a date that may be missing or
+ * bad, and a file's facts from a daemon's fields.
  *
  * @module
  */
@@ -128,6 +129,34 @@ export function sandboxCalls<S>(
         ...(signal ? { signal } : {}),
       }, [404]),
   };
+}
+
+/**
+ * A service's `gone` for sandboxes with a state: one in `states` never runs
+ * again, and the reason is its state (with the service's detail, when it
+ * gave one).
+ *
+ * @example
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { goneStates } from "./service_answers.ts";
+ * const gone = goneStates(["Failed", "Terminated"]);
+ * assertEquals(gone({ state: "Failed", detail: "out of memory" }), "Failed (out of memory)");
+ * assertEquals(gone({ state: "Running" }), undefined);
+ * ```
+ *
+ * @param states The states after which a sandbox never runs again.
+ * @returns The hook.
+ */
+export function goneStates(
+  states: readonly string[],
+): (
+  sandbox: { readonly state?: string; readonly detail?: string | undefined },
+) => string | undefined {
+  return ({ state, detail }) =>
+    state !== undefined && states.includes(state)
+      ? `${state}${detail ? ` (${detail})` : ""}`
+      : undefined;
 }
 
 /**
