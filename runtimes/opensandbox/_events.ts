@@ -130,20 +130,22 @@ export function readExecdEvents(
 }
 
 /**
- * Sends `POST /command` (never retried) and reads its events for the kit
- * until `init` names the command: the lines rejoined (the kit's
- * `rejoinLines`), then the exit code, or why the command could not run. A
- * 400 (e.g. a missing folder) is a refused {@linkcode SandboxCommandError}.
+ * Sends `POST /command` (never retried; a 400, e.g. a missing folder, is a
+ * refused {@linkcode SandboxCommandError}) and reads its events until
+ * `init` names the command: then its lines rejoined (the kit's
+ * `rejoinLines`) and its exit code, or why it could not run.
  *
  * @param http execd's client.
  * @param request The command.
- * @param background Whether it runs in execd's background (see
- * {@linkcode commandBody}; the answer's head then has the client's deadline).
+ * @param background Whether it runs in execd's background.
  * @returns The command, named.
  */
 export async function startCommand(
   http: HttpClient,
-  request: CommandRequest & { readonly signal?: AbortSignal | undefined },
+  request: Pick<
+    RemoteCommand,
+    "command" | "cwd" | "env" | "timeoutMs" | "signal"
+  >,
   background = false,
 ): Promise<StartedRemoteCommand> {
   const body = commandBody(request, background);
@@ -179,20 +181,13 @@ export async function startCommand(
   );
 }
 
-/** What a command's body is made of. */
-type CommandRequest = Pick<
-  RemoteCommand,
-  "command" | "cwd" | "env" | "timeoutMs"
->;
-
 /**
  * The JSON body of `POST /command`: the command under the kit's wrapper for
  * a server that splits output into lines (`splitLinesCommand`), its folder,
- * its environment, and execd's own timeout 5 s after ours (the backstop). A
- * background command writes raw into execd's log: it runs as the kit's
- * `backgroundCommandLine`, its timeout its own (none at the longest). A
- * folder holding `$` (which execd would expand) is entered by the command
- * line instead, quoted.
+ * its environment, and execd's own timeout 5 s after ours. A background
+ * command writes raw into execd's log: it runs as the kit's
+ * `backgroundCommandLine`, its timeout its own. A folder holding `$` (which
+ * execd would expand) is entered by the command line instead.
  *
  * @example
  * ```ts
@@ -210,7 +205,7 @@ type CommandRequest = Pick<
  * @returns The body.
  */
 export function commandBody(
-  request: CommandRequest,
+  request: Pick<RemoteCommand, "command" | "cwd" | "env" | "timeoutMs">,
   background = false,
 ): {
   command: string;

@@ -100,12 +100,11 @@ export class LifecycleClient implements SandboxService<SandboxInfo> {
   readonly #options: OpenSandboxSkillRuntimeOptions;
 
   /**
-   * Makes the client.
+   * Makes the client; makes no request.
    *
-   * @param options The runtime's options: the server, the key, the fetch,
-   * the sandbox.
-   * @throws {TypeError} The base URL is not an http(s) URL; `network`
-   * beside `sandbox.networkPolicy` or `sandboxId`, or `secrets`.
+   * @param options The runtime's options.
+   * @throws {TypeError} The base URL is not an http(s) URL; `network` beside
+   * `sandbox.networkPolicy` or `sandboxId`, or `secrets`.
    * @throws {RangeError} A `network` pattern OpenSandbox cannot express.
    */
   constructor(options: OpenSandboxSkillRuntimeOptions) {
@@ -211,18 +210,16 @@ export class LifecycleClient implements SandboxService<SandboxInfo> {
 
   /**
    * Opens a sandbox's session on its execd, whose endpoint resolves while
-   * the sandbox is still `Pending`: the answer has no scheme (`http://` is
-   * added), may carry a path, and names headers every call must carry.
+   * the sandbox is still `Pending` (no scheme, maybe a path, and headers).
    *
    * @param sandbox The sandbox.
    * @param signal Stops the call.
    * @returns The session.
    */
   async open(
-    sandbox: SandboxInfo,
+    { id }: SandboxInfo,
     signal?: AbortSignal,
   ): Promise<RemoteSession> {
-    const id = sandbox.id;
     const answer = await this.#http.json<
       { endpoint?: string; headers?: Record<string, string> }
     >({

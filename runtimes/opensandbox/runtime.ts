@@ -31,18 +31,15 @@ export interface OpenSandboxSkillRuntimeOptions extends SandboxKindOptions {
   /** What a sandbox the runtime creates is made of. */
   readonly sandbox?: SandboxSpec;
   /**
-   * The egress policy of a sandbox the runtime creates, in the shape every
-   * runtime shares: sent as OpenSandbox's `networkPolicy` (deny rules, then
-   * allow rules, default deny), which the server's egress sidecar enforces by
-   * host name. Ports and IP addresses cannot be expressed there and are
-   * refused. Not with `sandbox.networkPolicy`, nor with `sandboxId` (an
-   * existing sandbox keeps its own).
+   * The egress policy of a sandbox the runtime creates, sent as OpenSandbox's
+   * `networkPolicy` (deny rules, then allow rules, default deny), which its
+   * egress sidecar enforces by host name: ports and IP addresses are refused.
+   * Not with `sandbox.networkPolicy`, nor with `sandboxId`.
    */
   readonly network?: NetworkPolicy;
   /**
-   * Refused: secrets at the egress (placeholders replaced by a proxy) are the
-   * isolated local mode's; OpenSandbox's credential vault is configured on
-   * the server.
+   * Refused: secrets at the egress are the isolated local mode's;
+   * OpenSandbox's credential vault is configured on the server.
    */
   readonly secrets?: SecretsOption;
 }
