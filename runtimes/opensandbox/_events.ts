@@ -1,8 +1,8 @@
 /**
- * execd's `POST /command`: its body, and its event stream. The real server
- * writes each event as a bare JSON object followed by a blank line; a proxy
- * or a newer server may use SSE framing (`data:` lines). Both are accepted;
- * SSE comments (`:`) and `event:`, `id:`, `retry:` lines are skipped.
+ * execd's `POST /command`: its body and its event stream, each event a bare
+ * JSON object and a blank line (the real server) or SSE framing (`data:`
+ * lines: a proxy, a newer server); SSE comments (`:`) and `event:`, `id:`,
+ * `retry:` lines are skipped.
  *
  * @module
  */
@@ -80,9 +80,8 @@ export class SandboxCommandError extends Error {
   /** The error's name. */
   override readonly name = "SandboxCommandError";
   /**
-   * `refused`: the server refused the request before running anything;
-   * `start`: it could not start the process; `stream`: the event stream broke
-   * (the command was interrupted so that nothing is left running).
+   * `refused`: refused before anything ran; `start`: the process could not
+   * start; `stream`: the event stream broke (the command was interrupted).
    */
   readonly reason: "refused" | "start" | "stream";
 
@@ -96,18 +95,14 @@ export class SandboxCommandError extends Error {
     message: string,
     options: { reason: SandboxCommandError["reason"]; cause?: unknown },
   ) {
-    super(
-      message,
-      options.cause === undefined ? undefined : { cause: options.cause },
-    );
+    super(message, options);
     this.reason = options.reason;
   }
 }
 
 /**
  * Yields the events of a command's stream in order (the kit's
- * `readTypedEvents`). The body is read to its end; a broken connection
- * rejects with the stream's error.
+ * `readTypedEvents`); a broken connection rejects with its error.
  *
  * @param body The response body.
  * @returns The events.
@@ -118,9 +113,8 @@ export class SandboxCommandError extends Error {
  * import { assert } from "@std/assert";
  * import { readExecdEvents } from "./_events.ts";
  * const text = '{"type":"init","text":"c1"}\n\ndata: {"type":"stdout","text":"hi"}\n\n';
- * const types = [];
- * for await (const event of readExecdEvents(new Blob([text]).stream())) types.push(event.type);
- * assert(types.join() === "init,stdout");
+ * const events = await Array.fromAsync(readExecdEvents(new Blob([text]).stream()));
+ * assert(events.map((event) => event.type).join() === "init,stdout");
  * ```
  */
 export function readExecdEvents(
@@ -132,20 +126,11 @@ export function readExecdEvents(
 /**
  * Sends `POST /command` (never retried; a 400, e.g. a missing folder, is a
  * refused {@linkcode SandboxCommandError}) and reads its events until
- * `init` names the command: then its lines rejoined (the kit's
- * `rejoinLines`) and its exit code, or why it could not run.
- *
- * @param http execd's client.
- * @param request The command.
- * @param background Whether it runs in execd's background.
- * @returns The command, named.
+ * `init` names the command; its lines are rejoined (the kit's `rejoinLines`).
  */
 export async function startCommand(
   http: HttpClient,
-  request: Pick<
-    RemoteCommand,
-    "command" | "cwd" | "env" | "timeoutMs" | "signal"
-  >,
+  request: RemoteCommand,
   background = false,
 ): Promise<StartedRemoteCommand> {
   const body = commandBody(request, background);

@@ -1,9 +1,7 @@
 /**
  * execd, the daemon inside an OpenSandbox sandbox, as the kit's session:
- * commands through `POST /command` (an event stream), files through
- * `/files/*` and `/directories/*`, background commands through execd's own
- * (`background: true`, then `GET /command/status/{id}` and the log from a
- * byte cursor, `GET /command/{id}/logs`).
+ * commands through `POST /command`, files through `/files/*` and
+ * `/directories/*`, and execd's own background commands.
  *
  * @module
  */
@@ -44,8 +42,7 @@ export { commandBody, SandboxCommandError };
 
 /**
  * The most files of one upload request: Go's `mime/multipart` reads at most
- * 1000 parts of a form, and each file takes two (`metadata` and `file`);
- * past that the real execd answers 400 `multipart form is empty`.
+ * 1000 parts, two per file (past that: 400 `multipart form is empty`).
  */
 export const EXECD_MAX_UPLOAD_FILES = 500;
 
@@ -65,13 +62,11 @@ interface ExecdFileInfo {
 }
 
 /**
- * The session the kit gets from one sandbox's execd: its commands, its file
- * calls (a path holding `$`, which execd would expand, through helper
- * commands: the kit's `withShellPaths`), its background commands, and
- * readiness by `GET /ping`.
+ * The session of one sandbox's execd: a path holding `$` (which execd would
+ * expand) goes through helper commands (the kit's `withShellPaths`); ready
+ * once `GET /ping` answers.
  *
- * @param http The HTTP client on execd's base URL (it may carry a path; its
- * headers include the endpoint's own).
+ * @param http The HTTP client on execd's base URL (with the endpoint's headers).
  * @returns The session.
  */
 export function execdSession(http: HttpClient): RemoteSession {
@@ -171,33 +166,32 @@ export function execdFiles(http: HttpClient): ServerFileOps {
         inChunks(sent, EXECD_MAX_UPLOAD_FILES),
         UPLOAD_CONCURRENCY,
         (batch, signal) =>
-          sendMultipart(http, {
-            method: "POST",
-            path: "/files/upload",
-            signal,
-          }, batch.flatMap(uploadParts)),
+          sendMultipart(
+            http,
+            {
+              method: "POST",
+              path: "/files/upload",
+              signal,
+            },
+            batch.flatMap((file): MultipartPart[] => [{
+              name: "metadata",
+              filename: "metadata",
+              contentType: "application/json",
+              content: JSON.stringify({
+                path: file.remotePath,
+                mode: Number((file.mode! & 0o777).toString(8)),
+              }),
+            }, {
+              name: "file",
+              filename: posix.basename(file.remotePath),
+              contentType: "application/octet-stream",
+              content: file.content,
+            }]),
+          ),
         signal,
       );
     },
   };
-}
-
-/** A file's `metadata` and `file` parts (its mode as octal digits). */
-function uploadParts(file: RemoteUploadFile): MultipartPart[] {
-  return [{
-    name: "metadata",
-    filename: "metadata",
-    contentType: "application/json",
-    content: JSON.stringify({
-      path: file.remotePath,
-      mode: Number((file.mode! & 0o777).toString(8)),
-    }),
-  }, {
-    name: "file",
-    filename: posix.basename(file.remotePath),
-    contentType: "application/octet-stream",
-    content: file.content,
-  }];
 }
 
 /**
@@ -218,25 +212,24 @@ function execdCommands(http: HttpClient): RemoteCommandKind {
         timeoutMs: 15_000,
       }, [500]);
     },
-    broken: (cause) =>
-      new SandboxCommandError(
-        cause === undefined
-          ? "Cannot run the command: the event stream ended before the command finished; it was interrupted"
-          : `Cannot run the command: ${
-            cause instanceof ExecdProtocolError
-              ? cause.message
-              : "the connection broke before the command finished"
-          }; it was interrupted`,
+    broken: (cause) => {
+      const why = cause === undefined
+        ? "the event stream ended before the command finished"
+        : cause instanceof ExecdProtocolError
+        ? cause.message
+        : "the connection broke before the command finished";
+      return new SandboxCommandError(
+        `Cannot run the command: ${why}; it was interrupted`,
         { reason: "stream", ...(cause === undefined ? {} : { cause }) },
-      ),
+      );
+    },
   };
 }
 
 /**
- * execd's background commands for the kit's `serviceBackgroundHooks`: both
- * streams in one log (to `onStdout`). execd sends `init` before it
- * registers the command: status and logs answer 404 / 400 `command not
- * found` for a moment.
+ * execd's background commands (`background: true`; state and log by id):
+ * both streams in one log. execd sends `init` before it registers the
+ * command: status and logs answer 404 / 400 `command not found` a moment.
  */
 function execdBackground(
   http: HttpClient,
@@ -305,8 +298,8 @@ function toFileInfo(info: ExecdFileInfo, fallbackPath?: string): FileInfo {
 
 /** Modes are octal digits written as a decimal number: 755 means 0o755. */
 function modeOf(info: ExecdFileInfo): number | undefined {
-  const mode = typeof info.mode === "number"
-    ? parseInt(String(info.mode), 8)
-    : NaN;
-  return Number.isNaN(mode) ? undefined : mode;
+  const mode = parseInt(String(info.mode), 8);
+  return typeof info.mode === "number" && !Number.isNaN(mode)
+    ? mode
+    : undefined;
 }

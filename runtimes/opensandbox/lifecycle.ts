@@ -1,7 +1,6 @@
 /**
  * OpenSandbox as the kit's sandbox service: the lifecycle server's calls
- * (create, get, renew and delete a sandbox, resolve the endpoint of its
- * execd) and each sandbox's session, opened on its execd.
+ * (create, get, renew, delete) and each sandbox's session on its execd.
  *
  * @module
  */
@@ -27,9 +26,6 @@ import type { OpenSandboxSkillRuntimeOptions } from "./runtime.ts";
 
 /** The port of execd inside every sandbox. */
 export const EXECD_PORT = 44772;
-
-/** The header carrying the lifecycle API key. */
-const API_KEY_HEADER = "OPEN-SANDBOX-API-KEY";
 
 /** What a new sandbox is made of. */
 export interface SandboxSpec {
@@ -123,7 +119,9 @@ export class LifecycleClient implements SandboxService<SandboxInfo> {
     this.#options = options;
     this.#http = serviceClient(
       this.baseUrl,
-      options.apiKey !== undefined ? { [API_KEY_HEADER]: options.apiKey } : {},
+      options.apiKey === undefined
+        ? {}
+        : { "OPEN-SANDBOX-API-KEY": options.apiKey },
       options,
     );
     ({ get: this.get, delete: this.delete } = sandboxCalls(
@@ -141,12 +139,9 @@ export class LifecycleClient implements SandboxService<SandboxInfo> {
   readonly delete: (id: string, signal?: AbortSignal) => Promise<boolean>;
 
   /**
-   * Creates a sandbox of the spec (`POST /sandboxes`, 202), never retried,
-   * tagged so that one made despite a lost answer is deleted
-   * (`createTagged`).
-   *
-   * @param options The metadata to add and a signal.
-   * @returns The new sandbox (often still `Pending`).
+   * Creates a sandbox of the spec (`POST /sandboxes`, 202; often still
+   * `Pending`), never retried, tagged so that one made despite a lost answer
+   * is deleted (`createTagged`).
    */
   async create(
     { metadata, signal }: ServiceCreateOptions,

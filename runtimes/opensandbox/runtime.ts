@@ -55,16 +55,12 @@ export interface OpenSandboxSkillRuntimeOptions extends SandboxKindOptions {
  * **Conversation** (`conversationId`): the store maps the conversation (and
  * the server's base URL, not the API key) to its sandbox (insert-if-absent:
  * the loser of a creation race deletes its own sandbox and attaches to the
- * winner's); later runtimes attach to it and renew its expiry, and a skill
- * prepared with the same digest is not uploaded again. File paths and
- * working directories are fenced (lexically) inside
- * `<conversationsRoot>/<conversationId>`. `close()` never deletes a
- * conversation's sandbox; {@linkcode destroy} removes its record, then it.
+ * winner's); later runtimes attach to it and renew its expiry. Paths are
+ * fenced (lexically) inside `<conversationsRoot>/<conversationId>`.
+ * `close()` never deletes it; {@linkcode destroy} removes the record, then it.
  *
- * No request is made before real use. While in use, a sandbox with an
- * expiry is renewed once half of its timeout has passed. Needs `--allow-net`
- * for the server and the sandbox's endpoints, `--allow-read` of the skills
- * it uploads.
+ * No request is made before real use. Needs `--allow-net` for the server and
+ * the sandbox's endpoints, `--allow-read` of the skills it uploads.
  *
  * @example A runtime is made without any request
  * ```ts
