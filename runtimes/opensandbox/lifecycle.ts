@@ -147,6 +147,14 @@ export class LifecycleClient implements SandboxService<SandboxInfo> {
     { metadata, signal }: ServiceCreateOptions,
   ): Promise<SandboxInfo> {
     const spec = this.spec;
+    const body = {
+      image: { uri: spec.image ?? "ubuntu:24.04" },
+      entrypoint: spec.entrypoint ?? ["tail", "-f", "/dev/null"],
+      timeout: spec.timeoutSeconds === undefined ? 600 : spec.timeoutSeconds,
+      resourceLimits: spec.resourceLimits ?? { cpu: "500m", memory: "512Mi" },
+      ...(spec.env ? { env: spec.env } : {}),
+      ...(spec.networkPolicy ? { networkPolicy: spec.networkPolicy } : {}),
+    };
     return await createTagged(
       async (tag) =>
         toInfo(
@@ -154,17 +162,7 @@ export class LifecycleClient implements SandboxService<SandboxInfo> {
             method: "POST",
             path: "/sandboxes",
             json: {
-              image: { uri: spec.image ?? "ubuntu:24.04" },
-              entrypoint: spec.entrypoint ?? ["tail", "-f", "/dev/null"],
-              timeout: spec.timeoutSeconds === undefined
-                ? 600
-                : spec.timeoutSeconds,
-              resourceLimits: spec.resourceLimits ??
-                { cpu: "500m", memory: "512Mi" },
-              ...(spec.env ? { env: spec.env } : {}),
-              ...(spec.networkPolicy
-                ? { networkPolicy: spec.networkPolicy }
-                : {}),
+              ...body,
               metadata: { ...spec.metadata, ...metadata, ...tag },
             },
             idempotent: false,

@@ -50,14 +50,16 @@ export interface OpenSandboxSkillRuntimeOptions extends SandboxKindOptions {
  * **Plain**: on first real use it creates a sandbox through the lifecycle API
  * (image, timeout, resource limits, environment, metadata, entrypoint) or
  * attaches to `sandboxId`, waits until execd answers, then runs commands and
- * moves files through execd. `close()` deletes only a sandbox it created.
+ * moves files through execd; skills go into `skillsRoot`. `close()` deletes
+ * only a sandbox it created.
  *
  * **Conversation** (`conversationId`): the store maps the conversation (and
  * the server's base URL, not the API key) to its sandbox (insert-if-absent:
  * the loser of a creation race deletes its own sandbox and attaches to the
- * winner's); later runtimes attach to it and renew its expiry. Paths are
- * fenced (lexically) inside `<conversationsRoot>/<conversationId>`.
- * `close()` never deletes it; {@linkcode destroy} removes the record, then it.
+ * winner's); later runtimes attach to it and renew its expiry, and a skill
+ * prepared with the same digest is not uploaded again. Paths are fenced
+ * (lexically) inside `<conversationsRoot>/<conversationId>`. `close()` never
+ * deletes it; {@linkcode destroy} removes the record, then it.
  *
  * No request is made before real use. Needs `--allow-net` for the server and
  * the sandbox's endpoints, `--allow-read` of the skills it uploads.
