@@ -13,6 +13,11 @@
  */
 import { HttpClient, type HttpRequest } from "../remote/http.ts";
 import { RemoteHttpError } from "../remote/errors.ts";
+import {
+  type EnvelopeCall,
+  envelopeCall,
+  type JsonEnvelope,
+} from "../remote/envelope.ts";
 import { httpOptionsOf } from "../remote/service_calls.ts";
 import { multipartBody, type MultipartPart } from "../remote/upload.ts";
 import type { AioSkillRuntimeOptions } from "./runtime.ts";
@@ -211,16 +216,6 @@ export class AioOperationError extends RemoteHttpError {
     this.retryable = options.retryable ?? false;
   }
 }
-
-interface Envelope {
-  success?: boolean;
-  message?: string | null;
-  data?: unknown;
-  hint?: string | null;
-}
-
-/** The most characters of a server's answer quoted in an error. */
-const EXCERPT = 300;
 
 /**
  * The calls of one AIO container. Makes no request until a call.
@@ -448,145 +443,33 @@ export class AioClient {
     );
   }
 
-  async #call<T>(
+  #call<T>(
     request: HttpRequest,
     options: AioCallOptions,
     needsData: boolean,
   ): Promise<T> {
-    const full: HttpRequest = {
+    return envelopeCall<T>(this.http, {
       ...request,
       ...(options.signal ? { signal: options.signal } : {}),
       ...(options.timeoutMs === undefined
         ? {}
         : { timeoutMs: options.timeoutMs }),
-    };
-    const url = this.http.url(request.path, request.query);
-    let response: Response;
-    try {
-      response = await this.http.request(full);
-    } catch (error) {
-      throw readableError(error);
-    }
-    let text: string;
-    try {
-      text = await response.text();
-    } catch (error) {
-      if (options.signal?.aborted) throw options.signal.reason;
-      throw new RemoteHttpError(
-        `${request.method} ${url}: the answer broke off: ${
-          (error as Error).message
-        }`,
-        { method: request.method, url, status: 0, cause: error },
-      );
-    }
-    let envelope: Envelope;
-    try {
-      envelope = JSON.parse(text) as Envelope;
-      if (typeof envelope !== "object" || envelope === null) {
-        throw new SyntaxError("not an object");
-      }
-    } catch {
-      throw new RemoteHttpError(
-        `${request.method} ${url}: ${response.status} the answer is not JSON: ${
-          JSON.stringify(text.slice(0, EXCERPT))
-        }`,
-        {
-          method: request.method,
-          url,
-          status: response.status,
-          serverMessage: text.slice(0, EXCERPT),
-        },
-      );
-    }
-    if (envelope.success === false) {
-      const data = (envelope.data ?? {}) as Record<string, unknown>;
-      const str = (v: unknown): string | undefined =>
-        typeof v === "string" ? v : undefined;
-      throw new AioOperationError({
-        method: request.method,
-        url,
-        status: response.status,
-        serverMessage: str(envelope.message) ?? str(data.message) ??
-          "the server refused the operation",
-        errorType: str(data.error_type),
-        operation: str(data.operation),
-        path: str(data.path),
-        retryable: data.retryable === true,
-      });
-    }
-    if (
-      needsData &&
-      (typeof envelope.data !== "object" || envelope.data === null)
-    ) {
-      throw new RemoteHttpError(
-        `${request.method} ${url}: ${response.status} the answer has no data: ${
-          JSON.stringify(text.slice(0, EXCERPT))
-        }`,
-        { method: request.method, url, status: response.status },
-      );
-    }
-    return envelope.data as T;
+    }, { needsData, refused: operationError });
   }
 }
 
-/**
- * A 422's `detail` list as "body.command: Field required; ...", from the
- * answer's text or from its `detail` alone.
- *
- * @example
- * ```ts
- * import { assertEquals } from "@std/assert";
- * import { validationSummary } from "./client.ts";
- *
- * assertEquals(
- *   validationSummary('{"detail":[{"loc":["body","command"],"msg":"Field required","type":"missing"}]}'),
- *   "body.command: Field required",
- * );
- * ```
- *
- * @param text The answer's body, or its `detail` as JSON.
- * @returns The summary, or `undefined` when the text has no such list.
- */
-export function validationSummary(text: string): string | undefined {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-  const detail = Array.isArray(parsed)
-    ? parsed
-    : (parsed as { detail?: unknown } | null)?.detail;
-  if (!Array.isArray(detail) || detail.length === 0) return undefined;
-  return detail.map((item: { loc?: unknown; msg?: unknown }) =>
-    `${Array.isArray(item?.loc) ? item.loc.join(".") : "?"}: ${
-      String(item?.msg ?? "invalid")
-    }`
-  ).join("; ");
-}
-
-/**
- * Makes a 422's list of refused fields readable (locations and messages only,
- * never the refused values); passes other errors on.
- */
-function readableError(error: unknown): unknown {
-  if (!(error instanceof RemoteHttpError) || error.status !== 422) {
-    return error;
-  }
-  const summary = validationSummary(error.serverMessage ?? "");
-  if (summary === undefined) return error;
-  return new RemoteHttpError(
-    `${error.method} ${error.url}: 422 invalid request: ${summary}`,
-    {
-      method: error.method,
-      url: error.url,
-      status: 422,
-      code: error.code ?? "validation_error",
-      serverMessage: summary,
-      requestId: error.requestId,
-      timedOut: error.timedOut,
-      // No cause: the raw answer may echo the refused input (pydantic's
-      // `input`), which can hold a variable's value.
-    },
-  );
+/** The error of an envelope with `success: false`. */
+function operationError(envelope: JsonEnvelope, call: EnvelopeCall): Error {
+  const data = (envelope.data ?? {}) as Record<string, unknown>;
+  const str = (v: unknown): string | undefined =>
+    typeof v === "string" ? v : undefined;
+  return new AioOperationError({
+    ...call,
+    serverMessage: str(envelope.message) ?? str(data.message) ??
+      "the server refused the operation",
+    errorType: str(data.error_type),
+    operation: str(data.operation),
+    path: str(data.path),
+    retryable: data.retryable === true,
+  });
 }

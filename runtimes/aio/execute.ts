@@ -1,126 +1,90 @@
 /**
- * How an AIO container runs commands for the kit: `POST /v1/bash/exec` with
- * a soft timeout, then `POST /v1/bash/output` long polls from the byte
- * offsets the server returns until the command ends; at our own deadline or
- * on abort the session's process is killed (`POST /v1/bash/kill`, SIGKILL).
- * The command itself is never sent twice.
+ * How an AIO container runs commands for the kit. A command: `POST
+ * /v1/bash/exec` with a soft timeout, then `POST /v1/bash/output` long polls
+ * from the byte offsets the server returns until it ends; at our own
+ * deadline or on abort the session's process is killed (`POST
+ * /v1/bash/kill`, SIGKILL). A background command: the exec with
+ * `async_mode: true` (it answers at once with the command's id), its output
+ * long-polled by the kit's {@linkcode LongPolledBackground} from the same
+ * offsets while it runs, so each answer holds only what came since the one
+ * before. Each runs in a bash session of its own (a kill acts on a
+ * session's current process). A command is never sent twice.
  *
  * @module
  */
+import { MAX_EXECUTE_TIMEOUT_MS } from "../command_core.ts";
+import type { BackgroundState } from "../types.ts";
 import type {
   RemoteCommandEvent,
   RemoteCommandKind,
   RemoteCommandStart,
 } from "../remote/command.ts";
 import { RemoteHttpError } from "../remote/errors.ts";
-import type {
-  AioClient,
-  AioCommandStatus,
-  AioOutput,
-  AioOutputRequest,
-  AioOutputResult,
+import {
+  longPollSeconds,
+  readAgainIfBrokenOff,
+  StreamOffsets,
+} from "../remote/long_poll.ts";
+import { LongPolledBackground } from "../remote/polled_background.ts";
+import type { RemoteCommand, RemoteSession } from "../remote/runtime.ts";
+import type { SessionPool } from "../remote/session_pool.ts";
+import {
+  type AioClient,
+  type AioCommandInfo,
+  AioOperationError,
+  type AioOutput,
 } from "./client.ts";
 
 /** The longest soft timeout or long poll of one request, in seconds: 20. */
 export const DEFAULT_POLL_SECONDS = 20;
 
 /**
- * Bash sessions of one container, reused one command at a time so that
- * concurrent commands never share a session (a kill acts on a session's
- * current process) and few sessions are made. Makes no request until
- * {@linkcode AioSessionPool.open}.
- *
- * @example Opening and giving back a session
- * ```ts
- * import { assert } from "@std/assert";
- * import { AioSessionPool } from "./execute.ts";
- *
- * const made: string[] = [];
- * const client = {
- *   createSession: (id: string) => Promise.resolve(void made.push(id)),
- * };
- * const pool = new AioSessionPool();
- * const a = await pool.open(client);
- * pool.give(a);
- * assert((await pool.open(client)) === a && made.length === 1);
- * assert(pool.size === 1 && pool.ids[0] === a);
- * ```
- */
-export class AioSessionPool {
-  #idle: string[] = [];
-  readonly #created = new Set<string>();
-
-  /**
-   * An idle session, or a new one of our own id made on the server (the
-   * spec lets /exec make one only without an id, and a kill needs the id
-   * before /exec answers). When it throws, nothing ran and the id is not
-   * reused (the session may or may not exist).
-   */
-  async open(
-    client: Pick<AioClient, "createSession">,
-    signal?: AbortSignal,
-  ): Promise<string> {
-    const idle = this.#idle.pop();
-    if (idle !== undefined) return idle;
-    const id = `skillrun-${crypto.randomUUID()}`;
-    await client.createSession(id, {
-      timeoutMs: 30_000,
-      ...(signal ? { signal } : {}),
-    });
-    this.#created.add(id);
-    return id;
-  }
-
-  /** Gives a session back once its command has ended. */
-  give(id: string): void {
-    if (this.#created.has(id) && !this.#idle.includes(id)) this.#idle.push(id);
-  }
-
-  /** Forgets a session whose state is unknown (it is not reused). */
-  drop(id: string): void {
-    this.#idle = this.#idle.filter((idle) => idle !== id);
-  }
-
-  /** Every session the server was told about, for closing. */
-  get ids(): readonly string[] {
-    return [...this.#created];
-  }
-
-  /** How many sessions the server was told about. */
-  get size(): number {
-    return this.#created.size;
-  }
-
-  /** Forgets every session. */
-  clear(): void {
-    this.#idle = [];
-    this.#created.clear();
-  }
-}
-
-/**
  * The command as the server's `bash -c` gets it. The server puts it right
  * after `-c`, where bash would read a leading `-` or `+` as an option of its
  * own (`--help`, `-x`): such a command gets a leading space, which changes
  * nothing else.
+ *
+ * @param command The command.
+ * @returns The argument sent.
  */
 export function commandArgument(command: string): string {
   return /^[-+]/.test(command) ? ` ${command}` : command;
 }
 
+/** A command's state as the kit says it (`-1` unless it completed). */
+function stateOf(command: Omit<AioCommandInfo, "command">): BackgroundState {
+  const { status, exit_code } = command;
+  if (status === "running" || status === "pending") return { running: true };
+  return {
+    running: false,
+    exitCode: status === "completed" ? exit_code ?? -1 : -1,
+    ...(status === "timed_out" ? { timedOut: true } : {}),
+  };
+}
+
+/** An answer's output, the offsets moved on. */
+function outputOf(offsets: StreamOffsets, answer: AioOutput) {
+  return offsets.take(answer, {
+    stdout: answer.offset,
+    stderr: answer.stderr_offset,
+  });
+}
+
 /**
- * How an AIO container runs commands for the kit's
- * {@linkcode runRemoteCommand} (see the module's description): each command
- * in a bash session of its own (the session's id is the command's:
- * `/v1/bash/kill` acts on a session); the server's `hard_timeout` 5 s after
- * ours; the server's own truncation of the output counted as left out.
+ * How an AIO container runs commands for the kit's `runRemoteCommand` (see
+ * the module's description): each command in a bash session of its own (the
+ * session's id is the command's: `/v1/bash/kill` acts on a session); the
+ * server's `hard_timeout` 5 s after ours; the server's own truncation of the
+ * output counted as left out.
  *
  * @example Making the kind (no request is made)
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { aioCommands, AioSessionPool } from "./execute.ts";
+ * import { aioCommands } from "./execute.ts";
  * import { AioClient } from "./client.ts";
- * const kind = aioCommands(new AioClient({ baseUrl: "http://127.0.0.1:9" }), new AioSessionPool());
+ * import { SessionPool } from "../remote/session_pool.ts";
+ * const client = new AioClient({ baseUrl: "http://127.0.0.1:9" });
+ * const kind = aioCommands(client, new SessionPool(() => Promise.resolve()));
  * assertEquals(kind.backstopMs, 5_000);
  * ```
  *
@@ -131,7 +95,7 @@ export function commandArgument(command: string): string {
  */
 export function aioCommands(
   client: AioClient,
-  sessions: AioSessionPool,
+  sessions: SessionPool,
   pollSeconds = DEFAULT_POLL_SECONDS,
 ): RemoteCommandKind {
   const running = new Map<string, Running>();
@@ -146,7 +110,7 @@ export function aioCommands(
     broken: (cause) =>
       cause instanceof Error ? cause : new Error(String(cause)),
     start: async (request) => {
-      const sessionId = await sessions.open(client, request.stop);
+      const sessionId = await sessions.open(request.stop);
       const state: Running = { sent: false };
       running.set(sessionId, state);
       return {
@@ -169,30 +133,19 @@ interface Running {
 /** A command's events: the exec's answer, then each long poll's. */
 async function* aioEvents(
   client: AioClient,
-  sessions: AioSessionPool,
+  sessions: SessionPool,
   request: RemoteCommandStart,
   sessionId: string,
   poll: number,
-  command: {
-    readonly state: Running;
-    done(): void;
-  },
+  command: { readonly state: Running; done(): void },
 ): AsyncGenerator<RemoteCommandEvent> {
-  const started = performance.now();
-  const leftSeconds = (): number =>
-    Math.max(
-      0.001,
-      Math.min(
-        poll,
-        (request.timeoutMs - (performance.now() - started)) / 1000,
-      ),
-    );
+  const deadline = performance.now() + request.timeoutMs;
   const line = commandArgument(request.command);
-  const offsets = new AioOffsets();
+  const offsets = new StreamOffsets();
   let commandId: string | undefined;
   try {
     request.stop.throwIfAborted();
-    const soft = leftSeconds();
+    const soft = longPollSeconds(poll, deadline);
     command.state.sent = true;
     const answer = await client.exec({
       command: line,
@@ -204,24 +157,22 @@ async function* aioEvents(
       hard_timeout: Math.ceil(request.serverTimeoutMs / 1000),
       max_output_length: Math.max(1, request.maxOutputBytes),
     }, { signal: request.stop, timeoutMs: soft * 1000 + 15_000 });
-    yield* offsets.take(answer);
-    let status: AioCommandStatus = answer.status;
-    let exitCode = answer.exit_code;
-    commandId = answer.command_id;
-    while (status === "running" || status === "pending") {
-      const answer = await readOutput(
-        client,
-        {
+    yield* outputOf(offsets, answer);
+    let info: Omit<AioCommandInfo, "command"> = answer;
+    const id = commandId = answer.command_id;
+    while (stateOf(info).running) {
+      const answer = await readAgainIfBrokenOff(() => {
+        const wait = longPollSeconds(poll, deadline);
+        return client.output({
           session_id: sessionId,
-          command_id: commandId,
-          offset: offsets.offset,
-          stderr_offset: offsets.stderrOffset,
+          command_id: id,
+          offset: offsets.stdout,
+          stderr_offset: offsets.stderr,
           wait: true,
-        },
-        leftSeconds,
-        request.stop,
-      );
-      yield* offsets.take(answer);
+          wait_timeout: wait,
+        }, { signal: request.stop, timeoutMs: wait * 1000 + 15_000 });
+      }, request.stop);
+      yield* outputOf(offsets, answer);
       if (!answer.command) {
         const url = `${client.baseUrl}/v1/bash/output`;
         throw new RemoteHttpError(`POST ${url}: the answer names no command`, {
@@ -230,14 +181,14 @@ async function* aioEvents(
           status: 200,
         });
       }
-      status = answer.command.status;
-      exitCode = answer.command.exit_code;
+      info = answer.command;
     }
     sessions.give(sessionId);
+    const end = stateOf(info);
     yield {
       type: "exit",
-      exitCode: status === "completed" ? exitCode ?? -1 : -1,
-      ...(status === "timed_out" ? { timedOut: true } : {}),
+      exitCode: end.exitCode ?? -1,
+      ...(end.timedOut ? { timedOut: true } : {}),
     };
   } catch (error) {
     if (!request.stop.aborted) throw error;
@@ -254,69 +205,14 @@ async function* aioEvents(
     const answer = await client.output({
       session_id: sessionId,
       ...(commandId !== undefined ? { command_id: commandId } : {}),
-      offset: offsets.offset,
-      stderr_offset: offsets.stderrOffset,
+      offset: offsets.stdout,
+      stderr_offset: offsets.stderr,
     }, { timeoutMs: 5_000, signal: request.signal }).catch(() => undefined);
-    if (answer && answer.command?.command === line) yield* offsets.take(answer);
+    if (answer && answer.command?.command === line) {
+      yield* outputOf(offsets, answer);
+    }
   } finally {
     command.done();
-  }
-}
-
-/** Attempts of one output read whose answer broke off (a read is safe to repeat). */
-const OUTPUT_ATTEMPTS = 3;
-
-/** Reads output, again from the same offsets when the answer broke off. */
-async function readOutput(
-  client: AioClient,
-  body: AioOutputRequest,
-  waitSeconds: () => number,
-  signal: AbortSignal,
-): Promise<AioOutputResult> {
-  for (let attempt = 1;; attempt++) {
-    const wait = waitSeconds();
-    try {
-      return await client.output({ ...body, wait_timeout: wait }, {
-        signal,
-        timeoutMs: wait * 1000 + 15_000,
-      });
-    } catch (error) {
-      const brokeOff = error instanceof RemoteHttpError &&
-        error.status === 0 && !error.timedOut;
-      if (!brokeOff || signal.aborted || attempt >= OUTPUT_ATTEMPTS) {
-        throw error;
-      }
-      await new Promise((resolve) => setTimeout(resolve, 100 * attempt));
-    }
-  }
-}
-
-const ENCODER = new TextEncoder();
-
-/** The byte offsets of a command's two streams, moved on by each answer. */
-export class AioOffsets {
-  /** In stdout. */
-  offset = 0;
-  /** In stderr. */
-  stderrOffset = 0;
-
-  /** An answer's output, with what the server cut from it counted. */
-  *take(answer: AioOutput): Generator<
-    { type: "stdout" | "stderr"; data: Uint8Array; cut: number }
-  > {
-    for (
-      const [type, text, end, from] of [
-        ["stdout", answer.stdout, answer.offset, this.offset],
-        ["stderr", answer.stderr, answer.stderr_offset, this.stderrOffset],
-      ] as const
-    ) {
-      const data = ENCODER.encode(text ?? "");
-      const next = end ?? from + data.length;
-      const cut = Math.max(0, next - from - data.length);
-      if (type === "stdout") this.offset = Math.max(next, from);
-      else this.stderrOffset = Math.max(next, from);
-      if (data.length > 0 || cut > 0) yield { type, data, cut };
-    }
   }
 }
 
@@ -327,7 +223,7 @@ export class AioOffsets {
  */
 async function killSession(
   client: AioClient,
-  sessions: AioSessionPool,
+  sessions: SessionPool,
   sessionId: string,
 ): Promise<boolean> {
   for (let attempt = 0; attempt < 4; attempt++) {
@@ -343,4 +239,147 @@ async function killSession(
   }
   sessions.drop(sessionId);
   return false;
+}
+
+/** How long a background kill waits for the reads to see the end, in ms. */
+const KILL_WAIT_MS = 10_000;
+
+/**
+ * AIO's own background commands for a session (its `startBackground` and
+ * `attachBackground`), and `stop()` for the reads nobody stopped (the
+ * runtime closes).
+ *
+ * @param client The container's client.
+ * @param sessions The container's session pool.
+ * @param pollSeconds The longest long poll per request, in s.
+ * @returns The calls.
+ */
+export function aioBackground(
+  client: AioClient,
+  sessions: SessionPool,
+  pollSeconds = DEFAULT_POLL_SECONDS,
+): {
+  calls: Required<Pick<RemoteSession, "startBackground" | "attachBackground">>;
+  stop(): Promise<void>;
+} {
+  const reading = new Set<LongPolledBackground>();
+  /** A command read by long polls; `pool` gets its session back (ours only). */
+  const read = (
+    sessionId: string,
+    command: Omit<AioCommandInfo, "command">,
+    sinks: Pick<RemoteCommand, "onStdout" | "onStderr">,
+    pool?: SessionPool,
+  ): LongPolledBackground => {
+    const id = command.command_id;
+    const offsets = new StreamOffsets();
+    const process = new LongPolledBackground(
+      id,
+      {
+        read: async (wait, signal) => {
+          const answer = await client.output({
+            session_id: sessionId,
+            command_id: id,
+            offset: offsets.stdout,
+            stderr_offset: offsets.stderr,
+            wait,
+            wait_timeout: pollSeconds,
+          }, { signal, timeoutMs: pollSeconds * 1000 + 15_000 });
+          for (const { type, data } of outputOf(offsets, answer)) {
+            if (data.length === 0) continue;
+            if (type === "stdout") sinks.onStdout?.(data);
+            else sinks.onStderr?.(data);
+          }
+          return answer.command ? stateOf(answer.command) : undefined;
+        },
+        // The session runs this command alone: its process group is killed.
+        kill: async () => {
+          await client.kill(sessionId, "SIGKILL", { timeoutMs: KILL_WAIT_MS });
+        },
+        done: (ended) => {
+          reading.delete(process);
+          if (ended) pool?.give(sessionId);
+          else pool?.drop(sessionId);
+        },
+      },
+      stateOf(command),
+      {
+        killWaitMs: KILL_WAIT_MS,
+        serverName: "the container",
+      },
+    );
+    reading.add(process);
+    return process;
+  };
+  const calls: Required<
+    Pick<RemoteSession, "startBackground" | "attachBackground">
+  > = {
+    /** Never retried; a session is kept for it until it ends. */
+    startBackground: async (request) => {
+      const sessionId = await sessions.open(request.signal);
+      let answer;
+      try {
+        answer = await client.exec({
+          command: commandArgument(request.command),
+          session_id: sessionId,
+          exec_dir: request.cwd,
+          env: request.env,
+          async_mode: true,
+          ...(request.timeoutMs < MAX_EXECUTE_TIMEOUT_MS
+            ? { hard_timeout: Math.max(0.001, request.timeoutMs / 1000) }
+            : {}),
+        }, {
+          timeoutMs: 30_000,
+          ...(request.signal ? { signal: request.signal } : {}),
+        });
+      } catch (error) {
+        // It may have started: stop it, and never reuse the session.
+        await client.kill(sessionId, "SIGKILL", { timeoutMs: 10_000 }).catch(
+          () => {},
+        );
+        sessions.drop(sessionId);
+        throw error;
+      }
+      return read(sessionId, answer, request, sessions);
+    },
+    /**
+     * A command another runtime on the container started: its session is
+     * looked up among the container's, its output read from the start. The
+     * session is not ours: neither reused nor closed here.
+     */
+    attachBackground: async (id, sinks) => {
+      if (!/^[\w.-]{1,128}$/.test(id)) return undefined;
+      const options = { timeoutMs: 15_000 };
+      for (const { session_id } of await client.sessions(options)) {
+        let answer;
+        try {
+          answer = await client.output(
+            { session_id, command_id: id, wait: false },
+            options,
+          );
+        } catch (error) {
+          if (error instanceof AioOperationError) continue; // not this session's
+          throw error;
+        }
+        if (!answer.command) continue;
+        return {
+          process: read(
+            session_id,
+            { ...answer.command, command_id: id },
+            sinks,
+          ),
+          command: answer.command.command,
+          startedAt: new Date(),
+        };
+      }
+      return undefined;
+    },
+  };
+  return {
+    calls,
+    stop: async () => {
+      const all = [...reading];
+      reading.clear();
+      await Promise.all(all.map((process) => process.stop()));
+    },
+  };
 }
