@@ -126,13 +126,8 @@ export interface AioListRequest {
   readonly include_permissions?: boolean;
 }
 
-/** Options of every call. */
-export interface AioCallOptions {
-  /** Stops the call. */
-  readonly signal?: AbortSignal;
-  /** The call's deadline in ms (`null`: none); default the client's. */
-  readonly timeoutMs?: number | null;
-}
+/** Options of every call: its signal and deadline (`null`: none; default the client's). */
+export type AioCallOptions = Pick<HttpRequest, "signal" | "timeoutMs">;
 
 /** Options of {@linkcode AioClient}: the runtime's own. */
 export type AioClientOptions = Pick<
@@ -140,14 +135,11 @@ export type AioClientOptions = Pick<
   "baseUrl" | "apiKey" | "headers" | "requestTimeoutMs" | "fetch" | "onEvent"
 >;
 
-/** Options of {@linkcode AioOperationError}. */
-export interface AioOperationErrorOptions {
-  /** The HTTP method. */
-  readonly method: string;
-  /** The URL called. */
-  readonly url: string;
-  /** The HTTP status (200 for an envelope with `success: false`). */
-  readonly status: number;
+/**
+ * Options of {@linkcode AioOperationError}: the call (its status is 200 for
+ * an envelope with `success: false`) and what the server said.
+ */
+export interface AioOperationErrorOptions extends EnvelopeCall {
   /** The server's message. */
   readonly serverMessage: string;
   /** The file error category (`not_found`, `invalid_target`, ...), if given. */
@@ -448,13 +440,11 @@ export class AioClient {
     options: AioCallOptions,
     needsData: boolean,
   ): Promise<T> {
-    return envelopeCall<T>(this.http, {
-      ...request,
-      ...(options.signal ? { signal: options.signal } : {}),
-      ...(options.timeoutMs === undefined
-        ? {}
-        : { timeoutMs: options.timeoutMs }),
-    }, { needsData, refused: operationError });
+    const refused = operationError;
+    return envelopeCall<T>(this.http, { ...request, ...options }, {
+      needsData,
+      refused,
+    });
   }
 }
 

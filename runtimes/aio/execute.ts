@@ -14,25 +14,20 @@
  */
 import { MAX_EXECUTE_TIMEOUT_MS } from "../command_core.ts";
 import type { BackgroundState } from "../types.ts";
-import type {
-  RemoteCommandEvent,
-  RemoteCommandKind,
-  RemoteCommandStart,
-} from "../remote/command.ts";
+import type { RemoteCommandKind } from "../remote/command.ts";
 import { RemoteHttpError } from "../remote/errors.ts";
-import {
-  longPollSeconds,
-  readAgainIfBrokenOff,
-  StreamOffsets,
-} from "../remote/long_poll.ts";
+import { longPollCommands, StreamOffsets } from "../remote/long_poll.ts";
 import { LongPolledBackground } from "../remote/polled_background.ts";
 import type { RemoteCommand, RemoteSession } from "../remote/runtime.ts";
 import type { SessionPool } from "../remote/session_pool.ts";
 import {
+  type AioCallOptions,
   type AioClient,
   type AioCommandInfo,
   AioOperationError,
   type AioOutput,
+  type AioOutputRequest,
+  type AioOutputResult,
 } from "./client.ts";
 
 /** The longest soft timeout or long poll of one request, in seconds: 20. */
@@ -71,11 +66,12 @@ function outputOf(offsets: StreamOffsets, answer: AioOutput) {
 }
 
 /**
- * How an AIO container runs commands for the kit's `runRemoteCommand` (see
- * the module's description): each command in a bash session of its own (the
- * session's id is the command's: `/v1/bash/kill` acts on a session); the
- * server's `hard_timeout` 5 s after ours; the server's own truncation of the
- * output counted as left out.
+ * How an AIO container runs commands for the kit's `runRemoteCommand`, by
+ * the kit's {@linkcode longPollCommands} (see the module's description):
+ * each command in a bash session of its own (the session's id is the
+ * command's: `/v1/bash/kill` acts on a session); the server's
+ * `hard_timeout` 5 s after ours; the server's own truncation of the output
+ * counted as left out.
  *
  * @example Making the kind (no request is made)
  * ```ts
@@ -98,147 +94,82 @@ export function aioCommands(
   sessions: SessionPool,
   pollSeconds = DEFAULT_POLL_SECONDS,
 ): RemoteCommandKind {
-  const running = new Map<string, Running>();
-  return {
+  return longPollCommands({
     backstopMs: 5_000,
     graceMs: 20_000,
-    kill: async (id) => {
-      const command = running.get(id);
-      if (!command?.sent) return;
-      await (command.killing ??= killSession(client, sessions, id));
-    },
-    broken: (cause) =>
-      cause instanceof Error ? cause : new Error(String(cause)),
-    start: async (request) => {
-      const sessionId = await sessions.open(request.stop);
-      const state: Running = { sent: false };
-      running.set(sessionId, state);
+    pollSeconds,
+    sessions,
+    kill: (session) => client.kill(session, "SIGKILL", { timeoutMs: 10_000 }),
+    command: (session, request) => {
+      const line = commandArgument(request.command);
+      const offsets = new StreamOffsets();
+      let id: string | undefined;
       return {
-        id: sessionId,
-        events: aioEvents(client, sessions, request, sessionId, pollSeconds, {
-          state,
-          done: () => running.delete(sessionId),
-        }),
+        send: async (soft) => {
+          const answer = await client.exec({
+            command: line,
+            session_id: session,
+            exec_dir: request.cwd,
+            env: request.env,
+            timeout: soft,
+            // A backstop on the server in case we vanish; ours acts first.
+            hard_timeout: Math.ceil(request.serverTimeoutMs / 1000),
+            max_output_length: Math.max(1, request.maxOutputBytes),
+          }, { signal: request.stop, timeoutMs: soft * 1000 + 15_000 });
+          id = answer.command_id;
+          return { output: outputOf(offsets, answer), state: stateOf(answer) };
+        },
+        read: async (wait) => {
+          const answer = await readOutput(client, session, id, offsets, {
+            wait: true,
+            wait_timeout: wait,
+          }, { signal: request.stop, timeoutMs: wait * 1000 + 15_000 });
+          if (!answer.command) {
+            const url = `${client.baseUrl}/v1/bash/output`;
+            throw new RemoteHttpError(
+              `POST ${url}: the answer names no command`,
+              { method: "POST", url, status: 200 },
+            );
+          }
+          return {
+            output: outputOf(offsets, answer),
+            state: stateOf(answer.command),
+          };
+        },
+        last: async (killed, signal) => {
+          if (id === undefined && !killed) return [];
+          const answer = await readOutput(client, session, id, offsets, {}, {
+            timeoutMs: 5_000,
+            signal,
+          }).catch(() => undefined);
+          return answer && answer.command?.command === line
+            ? outputOf(offsets, answer)
+            : [];
+        },
       };
     },
-  };
-}
-
-/** A running command: whether its exec was sent, its kill once asked for. */
-interface Running {
-  sent: boolean;
-  killing?: Promise<boolean>;
-}
-
-/** A command's events: the exec's answer, then each long poll's. */
-async function* aioEvents(
-  client: AioClient,
-  sessions: SessionPool,
-  request: RemoteCommandStart,
-  sessionId: string,
-  poll: number,
-  command: { readonly state: Running; done(): void },
-): AsyncGenerator<RemoteCommandEvent> {
-  const deadline = performance.now() + request.timeoutMs;
-  const line = commandArgument(request.command);
-  const offsets = new StreamOffsets();
-  let commandId: string | undefined;
-  try {
-    request.stop.throwIfAborted();
-    const soft = longPollSeconds(poll, deadline);
-    command.state.sent = true;
-    const answer = await client.exec({
-      command: line,
-      session_id: sessionId,
-      exec_dir: request.cwd,
-      env: request.env,
-      timeout: soft,
-      // A backstop on the server in case we vanish; our deadline acts first.
-      hard_timeout: Math.ceil(request.serverTimeoutMs / 1000),
-      max_output_length: Math.max(1, request.maxOutputBytes),
-    }, { signal: request.stop, timeoutMs: soft * 1000 + 15_000 });
-    yield* outputOf(offsets, answer);
-    let info: Omit<AioCommandInfo, "command"> = answer;
-    const id = commandId = answer.command_id;
-    while (stateOf(info).running) {
-      const answer = await readAgainIfBrokenOff(() => {
-        const wait = longPollSeconds(poll, deadline);
-        return client.output({
-          session_id: sessionId,
-          command_id: id,
-          offset: offsets.stdout,
-          stderr_offset: offsets.stderr,
-          wait: true,
-          wait_timeout: wait,
-        }, { signal: request.stop, timeoutMs: wait * 1000 + 15_000 });
-      }, request.stop);
-      yield* outputOf(offsets, answer);
-      if (!answer.command) {
-        const url = `${client.baseUrl}/v1/bash/output`;
-        throw new RemoteHttpError(`POST ${url}: the answer names no command`, {
-          method: "POST",
-          url,
-          status: 200,
-        });
-      }
-      info = answer.command;
-    }
-    sessions.give(sessionId);
-    const end = stateOf(info);
-    yield {
-      type: "exit",
-      exitCode: end.exitCode ?? -1,
-      ...(end.timedOut ? { timedOut: true } : {}),
-    };
-  } catch (error) {
-    if (!request.stop.aborted) throw error;
-    // Stopped: once the kit's kill is done, what the command wrote before
-    // it was stopped is part of the result.
-    const killing = command.state.killing;
-    if (killing === undefined) {
-      // Nothing ran; the session may or may not exist: use a new one.
-      sessions.drop(sessionId);
-      return;
-    }
-    const killed = await killing;
-    if (commandId === undefined && !killed) return;
-    const answer = await client.output({
-      session_id: sessionId,
-      ...(commandId !== undefined ? { command_id: commandId } : {}),
-      offset: offsets.stdout,
-      stderr_offset: offsets.stderr,
-    }, { timeoutMs: 5_000, signal: request.signal }).catch(() => undefined);
-    if (answer && answer.command?.command === line) {
-      yield* outputOf(offsets, answer);
-    }
-  } finally {
-    command.done();
-  }
+  });
 }
 
 /**
- * Kills a session's process, trying again for a moment when the exec may not
- * have reached the server yet; a session whose end is unsure is not reused.
- * Answers whether something was killed.
+ * Reads a command's output from its offsets (`id` undefined: the session's
+ * current command), long-polled as `wait` says.
  */
-async function killSession(
+function readOutput(
   client: AioClient,
-  sessions: SessionPool,
-  sessionId: string,
-): Promise<boolean> {
-  for (let attempt = 0; attempt < 4; attempt++) {
-    try {
-      if (await client.kill(sessionId, "SIGKILL", { timeoutMs: 10_000 })) {
-        sessions.give(sessionId);
-        return true;
-      }
-    } catch {
-      break;
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100 * (attempt + 1)));
-  }
-  sessions.drop(sessionId);
-  return false;
+  session: string,
+  id: string | undefined,
+  offsets: StreamOffsets,
+  wait: Pick<AioOutputRequest, "wait" | "wait_timeout">,
+  options: AioCallOptions,
+): Promise<AioOutputResult> {
+  return client.output({
+    session_id: session,
+    ...(id !== undefined ? { command_id: id } : {}),
+    offset: offsets.stdout,
+    stderr_offset: offsets.stderr,
+    ...wait,
+  }, options);
 }
 
 /** How long a background kill waits for the reads to see the end, in ms. */
@@ -276,11 +207,7 @@ export function aioBackground(
       id,
       {
         read: async (wait, signal) => {
-          const answer = await client.output({
-            session_id: sessionId,
-            command_id: id,
-            offset: offsets.stdout,
-            stderr_offset: offsets.stderr,
+          const answer = await readOutput(client, sessionId, id, offsets, {
             wait,
             wait_timeout: pollSeconds,
           }, { signal, timeoutMs: pollSeconds * 1000 + 15_000 });

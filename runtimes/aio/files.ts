@@ -17,28 +17,18 @@ import {
   eachConcurrently,
   shellMakeDirectories,
   shellRemove,
+  type ShellRunner,
   shellSetModes,
   shellStat,
   shellStatMany,
 } from "../remote/_shell_files.ts";
-import type { ExecuteResult, FileInfo, FileType } from "../types.ts";
+import type { PathsCall } from "../remote/folder_sandboxes.ts";
+import type { FileInfo, FileType } from "../types.ts";
 import {
   type AioClient,
   type AioFileInfo,
   AioOperationError,
 } from "./client.ts";
-
-/** Runs a helper shell command in the container (never retried). */
-export type AioShell = (
-  command: string,
-  signal?: AbortSignal,
-) => Promise<ExecuteResult>;
-
-/** `mkdir -p` or `rm -rf` of absolute paths (a missing path is fine). */
-export type AioPathsCall = (
-  paths: readonly string[],
-  signal?: AbortSignal,
-) => Promise<void>;
 
 /** How many uploads run at once. */
 const UPLOAD_CONCURRENCY = 4;
@@ -75,8 +65,8 @@ const UPLOAD_CONCURRENCY = 4;
  */
 export function aioFileOps(
   client: AioClient,
-  shell: AioShell,
-): RemoteFileOps & Record<"mkdir" | "remove", AioPathsCall> {
+  shell: ShellRunner,
+): RemoteFileOps & Record<"mkdir" | "remove", PathsCall> {
   return {
     // There is no stat endpoint: `stat` is a command.
     statsByCommand: true,

@@ -1,14 +1,24 @@
 /**
- * Pieces of a command protocol read by long polls from byte offsets (AIO's
- * `/v1/bash/output`): the two offsets, moved on by each answer with what the
- * server cut out counted, the wait of one long poll within a deadline, and a
- * read sent again from the same offsets when its answer broke off (a read is
- * safe to repeat; the command is never sent twice).
+ * Commands of a service that runs each in a session of its own and reads
+ * their output by long polls from byte offsets (AIO's `/v1/bash/exec` and
+ * `/v1/bash/output`): {@linkcode longPollCommands} makes the kit's command
+ * kind from the service's three calls (send, read, kill), with the pieces
+ * it is made of: the two offsets, moved on by each answer with what the
+ * server cut out counted, the wait of one long poll within the deadline,
+ * and a read sent again from the same offsets when its answer broke off (a
+ * read is safe to repeat; the command is never sent twice).
  *
  * @module
  */
 import { delay } from "../../_internal/async.ts";
+import type { BackgroundState } from "../types.ts";
+import type {
+  RemoteCommandEvent,
+  RemoteCommandKind,
+  RemoteCommandStart,
+} from "./command.ts";
 import { RemoteHttpError } from "./errors.ts";
+import type { SessionPool } from "./session_pool.ts";
 
 /** Output of one stream since its offset, as {@linkcode StreamOffsets.take} gives it. */
 export interface OffsetOutput {
@@ -31,7 +41,7 @@ const ENCODER = new TextEncoder();
  * import { assertEquals } from "@std/assert";
  * import { StreamOffsets } from "./long_poll.ts";
  * const offsets = new StreamOffsets();
- * const read = [...offsets.take({ stdout: "ab" }, { stdout: 5 })];
+ * const read = offsets.take({ stdout: "ab" }, { stdout: 5 });
  * assertEquals([read[0]?.cut, offsets.stdout, offsets.stderr], [3, 5, 0]);
  * ```
  */
@@ -48,21 +58,23 @@ export class StreamOffsets {
    * @param ends Each stream's offset after the answer, when the server says it.
    * @returns The output of each stream that has some.
    */
-  *take(
+  take(
     text: { readonly stdout?: string | null; readonly stderr?: string | null },
     ends: {
       readonly stdout?: number | undefined;
       readonly stderr?: number | undefined;
     },
-  ): Generator<OffsetOutput> {
+  ): OffsetOutput[] {
+    const output: OffsetOutput[] = [];
     for (const type of ["stdout", "stderr"] as const) {
       const data = ENCODER.encode(text[type] ?? "");
       const from = this[type];
       const next = ends[type] ?? from + data.length;
       this[type] = Math.max(next, from);
       const cut = Math.max(0, next - from - data.length);
-      if (data.length > 0 || cut > 0) yield { type, data, cut };
+      if (data.length > 0 || cut > 0) output.push({ type, data, cut });
     }
+    return output;
   }
 }
 
@@ -114,4 +126,164 @@ export async function readAgainIfBrokenOff<T>(
       await delay(100 * attempt);
     }
   }
+}
+
+/** One answer of a long-polled command. */
+export interface LongPollAnswer {
+  /** Its output since the offsets (which it moved on). */
+  readonly output: Iterable<OffsetOutput>;
+  /** Its state. */
+  readonly state: BackgroundState;
+}
+
+/** One command of {@linkcode LongPollProtocol.command}, in its session. */
+export interface LongPolledCommand {
+  /**
+   * Sends the command (never retried); the server answers within
+   * `waitSeconds` (a soft timeout: the command goes on) with what it wrote.
+   */
+  send(waitSeconds: number): Promise<LongPollAnswer>;
+  /** Waits up to `waitSeconds` for new output or the end (a long poll). */
+  read(waitSeconds: number): Promise<LongPollAnswer>;
+  /**
+   * After a stop, once the kill is done: what the command wrote until then
+   * (one read without waiting), or nothing when the session's command is
+   * not this one (`killed`: whether the kill found a command).
+   */
+  last(killed: boolean, signal: AbortSignal): Promise<Iterable<OffsetOutput>>;
+}
+
+/** What a kind gives {@linkcode longPollCommands}. */
+export interface LongPollProtocol {
+  /** The kind's backstop (see `RemoteCommandKind`), in ms. */
+  readonly backstopMs: number;
+  /** Time between the kill and giving up on the reads, in ms. */
+  readonly graceMs?: number;
+  /** The longest soft timeout or long poll of one request, in s. */
+  readonly pollSeconds: number;
+  /** The sessions commands run in, one at a time each. */
+  readonly sessions: SessionPool;
+  /** A command in `session`: how to send and read it. */
+  command(session: string, request: RemoteCommandStart): LongPolledCommand;
+  /**
+   * Kills a session's command; answers whether there was one (`false` also
+   * when its send has not reached the server yet).
+   */
+  kill(session: string): Promise<boolean>;
+}
+
+/**
+ * The kit's command kind of a long-poll service (see the module's
+ * description): each command takes a session of the pool (its id is the
+ * command's), is sent with a soft timeout, then read by long polls within
+ * the deadline until its state says it ended; the session goes back to the
+ * pool then. A kill is tried again for a moment (the send may not have
+ * reached the server yet); a session whose end is unsure is not reused. On
+ * a stop the command's last output is read once the kill is done.
+ *
+ * @example A service that answers at once
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { longPollCommands } from "./long_poll.ts";
+ * import { runRemoteCommand } from "./command.ts";
+ * import { SessionPool } from "./session_pool.ts";
+ * const kind = longPollCommands({
+ *   backstopMs: 5_000,
+ *   pollSeconds: 20,
+ *   sessions: new SessionPool(() => Promise.resolve()),
+ *   kill: () => Promise.resolve(false),
+ *   command: () => ({
+ *     send: () => Promise.resolve({
+ *       output: [{ type: "stdout" as const, data: new TextEncoder().encode("hi\n"), cut: 0 }],
+ *       state: { running: false, exitCode: 0 },
+ *     }),
+ *     read: () => Promise.reject(new Error("not reached")),
+ *     last: () => Promise.resolve([]),
+ *   }),
+ * });
+ * const result = await runRemoteCommand(kind, { command: "echo hi", cwd: "/", env: {}, timeoutMs: 1000, maxOutputBytes: 1024 });
+ * assertEquals([result.stdout, result.exitCode], ["hi\n", 0]);
+ * ```
+ *
+ * @param protocol The service's calls.
+ * @returns The kind's commands.
+ */
+export function longPollCommands(
+  protocol: LongPollProtocol,
+): RemoteCommandKind {
+  const { sessions } = protocol;
+  /** Each running command: whether it was sent, its kill once asked for. */
+  const running = new Map<
+    string,
+    { sent: boolean; killing?: Promise<boolean> }
+  >();
+  const kill = async (session: string): Promise<boolean> => {
+    for (let attempt = 0; attempt < 4; attempt++) {
+      try {
+        if (await protocol.kill(session)) {
+          sessions.give(session);
+          return true;
+        }
+      } catch {
+        break;
+      }
+      await delay(100 * (attempt + 1));
+    }
+    sessions.drop(session);
+    return false;
+  };
+  async function* events(
+    session: string,
+    request: RemoteCommandStart,
+  ): AsyncGenerator<RemoteCommandEvent> {
+    const deadline = performance.now() + request.timeoutMs;
+    const wait = () => longPollSeconds(protocol.pollSeconds, deadline);
+    const state = running.get(session)!;
+    const command = protocol.command(session, request);
+    try {
+      request.stop.throwIfAborted();
+      state.sent = true;
+      let answer = await command.send(wait());
+      yield* answer.output;
+      while (answer.state.running) {
+        answer = await readAgainIfBrokenOff(
+          () => command.read(wait()),
+          request.stop,
+        );
+        yield* answer.output;
+      }
+      sessions.give(session);
+      yield {
+        type: "exit",
+        exitCode: answer.state.exitCode ?? -1,
+        ...(answer.state.timedOut ? { timedOut: true } : {}),
+      };
+    } catch (error) {
+      if (!request.stop.aborted) throw error;
+      if (state.killing === undefined) {
+        // Nothing ran; the session may or may not exist: use a new one.
+        sessions.drop(session);
+        return;
+      }
+      yield* await command.last(await state.killing, request.signal);
+    } finally {
+      running.delete(session);
+    }
+  }
+  return {
+    backstopMs: protocol.backstopMs,
+    ...(protocol.graceMs !== undefined ? { graceMs: protocol.graceMs } : {}),
+    kill: async (id) => {
+      const command = running.get(id);
+      if (!command?.sent) return;
+      await (command.killing ??= kill(id));
+    },
+    broken: (cause) =>
+      cause instanceof Error ? cause : new Error(String(cause)),
+    start: async (request) => {
+      const session = await sessions.open(request.stop);
+      running.set(session, { sent: false });
+      return { id: session, events: events(session, request) };
+    },
+  };
 }
