@@ -5,21 +5,19 @@
  * deadline or on abort the session's process is killed (`POST
  * /v1/bash/kill`, SIGKILL). A background command: the exec with
  * `async_mode: true` (it answers at once with the command's id), its output
- * long-polled by the kit's {@linkcode LongPolledBackground} from the same
- * offsets while it runs, so each answer holds only what came since the one
- * before. Each runs in a bash session of its own (a kill acts on a
- * session's current process). A command is never sent twice.
+ * long-polled from the same offsets while it runs, so each answer holds
+ * only what came since the one before. A command is never sent twice.
  *
  * @module
  */
 import { MAX_EXECUTE_TIMEOUT_MS } from "../command_core.ts";
 import type { BackgroundState } from "../types.ts";
-import type { RemoteCommandKind } from "../remote/command.ts";
 import { RemoteHttpError } from "../remote/errors.ts";
-import { longPollCommands, StreamOffsets } from "../remote/long_poll.ts";
-import { LongPolledBackground } from "../remote/polled_background.ts";
-import type { RemoteCommand, RemoteSession } from "../remote/runtime.ts";
-import type { SessionPool } from "../remote/session_pool.ts";
+import {
+  type LongPollKind,
+  longPollKind,
+  StreamOffsets,
+} from "../remote/long_poll.ts";
 import {
   type AioCallOptions,
   type AioClient,
@@ -47,7 +45,9 @@ export function commandArgument(command: string): string {
 }
 
 /** A command's state as the kit says it (`-1` unless it completed). */
-function stateOf(command: Omit<AioCommandInfo, "command">): BackgroundState {
+function stateOf(
+  command: Pick<AioCommandInfo, "status" | "exit_code">,
+): BackgroundState {
   const { status, exit_code } = command;
   if (status === "running" || status === "pending") return { running: true };
   return {
@@ -66,40 +66,43 @@ function outputOf(offsets: StreamOffsets, answer: AioOutput) {
 }
 
 /**
- * How an AIO container runs commands for the kit's `runRemoteCommand`, by
- * the kit's {@linkcode longPollCommands} (see the module's description):
- * each command in a bash session of its own (the session's id is the
- * command's: `/v1/bash/kill` acts on a session); the server's
- * `hard_timeout` 5 s after ours; the server's own truncation of the output
- * counted as left out.
+ * How an AIO container runs commands and background commands for the kit,
+ * as the kit's {@linkcode longPollKind} (see the module's description):
+ * each in a bash session of its own (`/v1/bash/kill` acts on a session's
+ * process group); the server's `hard_timeout` 5 s after ours; the server's
+ * own truncation of the output counted as left out.
  *
  * @example Making the kind (no request is made)
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { aioCommands } from "./execute.ts";
+ * import { aioKind } from "./execute.ts";
  * import { AioClient } from "./client.ts";
- * import { SessionPool } from "../remote/session_pool.ts";
- * const client = new AioClient({ baseUrl: "http://127.0.0.1:9" });
- * const kind = aioCommands(client, new SessionPool(() => Promise.resolve()));
- * assertEquals(kind.backstopMs, 5_000);
+ * const kind = aioKind(new AioClient({ baseUrl: "http://127.0.0.1:9" }));
+ * assertEquals([kind.session.commands.backstopMs, kind.sessions.size], [5_000, 0]);
  * ```
  *
  * @param client The container's client.
- * @param sessions The container's session pool.
  * @param pollSeconds The longest soft timeout or long poll per request, in s.
- * @returns The kind's commands.
+ * @returns The kind's hooks.
  */
-export function aioCommands(
+export function aioKind(
   client: AioClient,
-  sessions: SessionPool,
   pollSeconds = DEFAULT_POLL_SECONDS,
-): RemoteCommandKind {
-  return longPollCommands({
+): LongPollKind {
+  const kill = (session: string) =>
+    client.kill(session, "SIGKILL", { timeoutMs: 10_000 });
+  return longPollKind({
     backstopMs: 5_000,
     graceMs: 20_000,
     pollSeconds,
-    sessions,
-    kill: (session) => client.kill(session, "SIGKILL", { timeoutMs: 10_000 }),
+    serverName: "the container",
+    createSession: (id, signal) =>
+      client.createSession(id, {
+        timeoutMs: 30_000,
+        ...(signal ? { signal } : {}),
+      }),
+    closeSession: (id) => client.closeSession(id, { timeoutMs: 5_000 }),
+    kill,
     command: (session, request) => {
       const line = commandArgument(request.command);
       const offsets = new StreamOffsets();
@@ -148,6 +151,54 @@ export function aioCommands(
         },
       };
     },
+    background: {
+      start: async (session, request) => {
+        const answer = await client.exec({
+          command: commandArgument(request.command),
+          session_id: session,
+          exec_dir: request.cwd,
+          env: request.env,
+          async_mode: true,
+          ...(request.timeoutMs < MAX_EXECUTE_TIMEOUT_MS
+            ? { hard_timeout: Math.max(0.001, request.timeoutMs / 1000) }
+            : {}),
+        }, {
+          timeoutMs: 30_000,
+          ...(request.signal ? { signal: request.signal } : {}),
+        });
+        return { id: answer.command_id, state: stateOf(answer) };
+      },
+      read: async (session, id, offsets, wait, signal) => {
+        const answer = await readOutput(client, session, id, offsets, {
+          wait,
+          wait_timeout: pollSeconds,
+        }, { signal, timeoutMs: pollSeconds * 1000 + 15_000 });
+        const state = answer.command ? stateOf(answer.command) : undefined;
+        return { output: outputOf(offsets, answer), state };
+      },
+      // The session that has it, among the container's.
+      find: async (id) => {
+        if (!/^[\w.-]{1,128}$/.test(id)) return undefined;
+        const options = { timeoutMs: 15_000 };
+        for (const { session_id } of await client.sessions(options)) {
+          let answer;
+          try {
+            answer = await client.output(
+              { session_id, command_id: id, wait: false },
+              options,
+            );
+          } catch (error) {
+            if (error instanceof AioOperationError) continue; // not its session
+            throw error;
+          }
+          if (!answer.command) continue;
+          const { command } = answer.command;
+          const state = stateOf(answer.command);
+          return { id, session: session_id, command, state };
+        }
+        return undefined;
+      },
+    },
   });
 }
 
@@ -170,143 +221,4 @@ function readOutput(
     stderr_offset: offsets.stderr,
     ...wait,
   }, options);
-}
-
-/** How long a background kill waits for the reads to see the end, in ms. */
-const KILL_WAIT_MS = 10_000;
-
-/**
- * AIO's own background commands for a session (its `startBackground` and
- * `attachBackground`), and `stop()` for the reads nobody stopped (the
- * runtime closes).
- *
- * @param client The container's client.
- * @param sessions The container's session pool.
- * @param pollSeconds The longest long poll per request, in s.
- * @returns The calls.
- */
-export function aioBackground(
-  client: AioClient,
-  sessions: SessionPool,
-  pollSeconds = DEFAULT_POLL_SECONDS,
-): {
-  calls: Required<Pick<RemoteSession, "startBackground" | "attachBackground">>;
-  stop(): Promise<void>;
-} {
-  const reading = new Set<LongPolledBackground>();
-  /** A command read by long polls; `pool` gets its session back (ours only). */
-  const read = (
-    sessionId: string,
-    command: Omit<AioCommandInfo, "command">,
-    sinks: Pick<RemoteCommand, "onStdout" | "onStderr">,
-    pool?: SessionPool,
-  ): LongPolledBackground => {
-    const id = command.command_id;
-    const offsets = new StreamOffsets();
-    const process = new LongPolledBackground(
-      id,
-      {
-        read: async (wait, signal) => {
-          const answer = await readOutput(client, sessionId, id, offsets, {
-            wait,
-            wait_timeout: pollSeconds,
-          }, { signal, timeoutMs: pollSeconds * 1000 + 15_000 });
-          for (const { type, data } of outputOf(offsets, answer)) {
-            if (data.length === 0) continue;
-            if (type === "stdout") sinks.onStdout?.(data);
-            else sinks.onStderr?.(data);
-          }
-          return answer.command ? stateOf(answer.command) : undefined;
-        },
-        // The session runs this command alone: its process group is killed.
-        kill: async () => {
-          await client.kill(sessionId, "SIGKILL", { timeoutMs: KILL_WAIT_MS });
-        },
-        done: (ended) => {
-          reading.delete(process);
-          if (ended) pool?.give(sessionId);
-          else pool?.drop(sessionId);
-        },
-      },
-      stateOf(command),
-      {
-        killWaitMs: KILL_WAIT_MS,
-        serverName: "the container",
-      },
-    );
-    reading.add(process);
-    return process;
-  };
-  const calls: Required<
-    Pick<RemoteSession, "startBackground" | "attachBackground">
-  > = {
-    /** Never retried; a session is kept for it until it ends. */
-    startBackground: async (request) => {
-      const sessionId = await sessions.open(request.signal);
-      let answer;
-      try {
-        answer = await client.exec({
-          command: commandArgument(request.command),
-          session_id: sessionId,
-          exec_dir: request.cwd,
-          env: request.env,
-          async_mode: true,
-          ...(request.timeoutMs < MAX_EXECUTE_TIMEOUT_MS
-            ? { hard_timeout: Math.max(0.001, request.timeoutMs / 1000) }
-            : {}),
-        }, {
-          timeoutMs: 30_000,
-          ...(request.signal ? { signal: request.signal } : {}),
-        });
-      } catch (error) {
-        // It may have started: stop it, and never reuse the session.
-        await client.kill(sessionId, "SIGKILL", { timeoutMs: 10_000 }).catch(
-          () => {},
-        );
-        sessions.drop(sessionId);
-        throw error;
-      }
-      return read(sessionId, answer, request, sessions);
-    },
-    /**
-     * A command another runtime on the container started: its session is
-     * looked up among the container's, its output read from the start. The
-     * session is not ours: neither reused nor closed here.
-     */
-    attachBackground: async (id, sinks) => {
-      if (!/^[\w.-]{1,128}$/.test(id)) return undefined;
-      const options = { timeoutMs: 15_000 };
-      for (const { session_id } of await client.sessions(options)) {
-        let answer;
-        try {
-          answer = await client.output(
-            { session_id, command_id: id, wait: false },
-            options,
-          );
-        } catch (error) {
-          if (error instanceof AioOperationError) continue; // not this session's
-          throw error;
-        }
-        if (!answer.command) continue;
-        return {
-          process: read(
-            session_id,
-            { ...answer.command, command_id: id },
-            sinks,
-          ),
-          command: answer.command.command,
-          startedAt: new Date(),
-        };
-      }
-      return undefined;
-    },
-  };
-  return {
-    calls,
-    stop: async () => {
-      const all = [...reading];
-      reading.clear();
-      await Promise.all(all.map((process) => process.stop()));
-    },
-  };
 }

@@ -10,10 +10,10 @@ import { helperShell } from "../remote/_shell_files.ts";
 import { SandboxServiceRuntime } from "../remote/sandbox_service.ts";
 import { FolderSandboxes } from "../remote/folder_sandboxes.ts";
 import { runRemoteCommand } from "../remote/command.ts";
-import { SessionPool } from "../remote/session_pool.ts";
+import type { SessionPool } from "../remote/session_pool.ts";
 import { posix } from "../../_internal/std.ts";
 import { AioClient } from "./client.ts";
-import { aioBackground, aioCommands } from "./execute.ts";
+import { aioKind } from "./execute.ts";
 import { aioFileOps } from "./files.ts";
 
 /** The deadline of the runtime's own helper commands (stat, mkdir, chmod): 60 s. */
@@ -107,20 +107,16 @@ export class AioSkillRuntime extends SandboxServiceRuntime {
       }
     }
     const client = new AioClient(options);
-    const sessions = new SessionPool((id, signal) =>
-      client.createSession(id, {
-        timeoutMs: 30_000,
-        ...(signal ? { signal } : {}),
-      })
-    );
-    const commands = aioCommands(client, sessions, options.pollSeconds);
-    const background = aioBackground(client, sessions, options.pollSeconds);
+    const kind = aioKind(client, options.pollSeconds);
     const files = aioFileOps(
       client,
-      helperShell((command) => runRemoteCommand(commands, command), {
-        timeoutMs: HELPER_TIMEOUT_MS,
-        maxOutputBytes: 64 * 1024,
-      }),
+      helperShell(
+        (command) => runRemoteCommand(kind.session.commands, command),
+        {
+          timeoutMs: HELPER_TIMEOUT_MS,
+          maxOutputBytes: 64 * 1024,
+        },
+      ),
     );
     const conversationsRoot = options.conversationsRoot ??
       "/home/gem/conversations";
@@ -136,18 +132,10 @@ export class AioSkillRuntime extends SandboxServiceRuntime {
         workspace: posix.join(conversationsRoot, id),
         marker: posix.join(conversationsRoot, `.skillrun-${id}.id`),
       },
-      session: { files, commands, ...background.calls },
+      session: { files, ...kind.session },
       mkdir: files.mkdir,
       remove: files.remove,
-      // Stops the reads nobody stopped and closes the bash sessions opened.
-      close: async () => {
-        await background.stop();
-        await Promise.all(
-          sessions.drain().map((id) =>
-            client.closeSession(id, { timeoutMs: 5_000 }).catch(() => {})
-          ),
-        );
-      },
+      close: kind.close,
     });
     const cwd = options.cwd ?? "/home/gem";
     super({
@@ -161,7 +149,7 @@ export class AioSkillRuntime extends SandboxServiceRuntime {
       ...(id === undefined ? { sandboxId: CONTAINER } : {}),
     });
     this.#baseUrl = client.baseUrl;
-    this.#sessions = sessions;
+    this.#sessions = kind.sessions;
   }
 
   /** The container's base URL. */

@@ -1,12 +1,13 @@
 /**
  * Commands of a service that runs each in a session of its own and reads
  * their output by long polls from byte offsets (AIO's `/v1/bash/exec` and
- * `/v1/bash/output`): {@linkcode longPollCommands} makes the kit's command
- * kind from the service's three calls (send, read, kill), with the pieces
- * it is made of: the two offsets, moved on by each answer with what the
- * server cut out counted, the wait of one long poll within the deadline,
- * and a read sent again from the same offsets when its answer broke off (a
- * read is safe to repeat; the command is never sent twice).
+ * `/v1/bash/output`): {@linkcode longPollKind} makes the kit's hooks (its
+ * commands, its background commands) from the service's calls (send, read,
+ * kill; start, read, find), with the pieces they are made of: the two
+ * offsets, moved on by each answer with what the server cut out counted,
+ * the wait of one long poll within the deadline, and a read sent again from
+ * the same offsets when its answer broke off (a read is safe to repeat; the
+ * command is never sent twice).
  *
  * @module
  */
@@ -18,7 +19,9 @@ import type {
   RemoteCommandStart,
 } from "./command.ts";
 import { RemoteHttpError } from "./errors.ts";
-import type { SessionPool } from "./session_pool.ts";
+import { SessionPool } from "./session_pool.ts";
+import { LongPolledBackground } from "./polled_background.ts";
+import type { RemoteCommand, RemoteSession } from "./runtime.ts";
 
 /** Output of one stream since its offset, as {@linkcode StreamOffsets.take} gives it. */
 export interface OffsetOutput {
@@ -153,7 +156,45 @@ export interface LongPolledCommand {
   last(killed: boolean, signal: AbortSignal): Promise<Iterable<OffsetOutput>>;
 }
 
-/** What a kind gives {@linkcode longPollCommands}. */
+/** A background command as a long-poll service started or found it. */
+export interface LongPollStarted {
+  /** The server's id of the command. */
+  readonly id: string;
+  /** Its state, as the answer says it. */
+  readonly state: BackgroundState;
+}
+
+/** The background calls of a long-poll service. */
+export interface LongPollBackgroundCalls {
+  /**
+   * Sends the command in `session` to run detached (never retried); the
+   * server answers at once with its id.
+   */
+  start(session: string, request: RemoteCommand): Promise<LongPollStarted>;
+  /**
+   * Reads a background command's output from `offsets`, waiting for new
+   * output or the end when `wait` (a long poll); the state is `undefined`
+   * when the answer does not say it.
+   */
+  read(
+    session: string,
+    id: string,
+    offsets: StreamOffsets,
+    wait: boolean,
+    signal: AbortSignal,
+  ): Promise<{ output: OffsetOutput[]; state: BackgroundState | undefined }>;
+  /**
+   * Finds a command another runtime on the server started: its session,
+   * command line and state; `undefined` when no session has it.
+   */
+  find(
+    id: string,
+  ): Promise<
+    (LongPollStarted & { session: string; command: string }) | undefined
+  >;
+}
+
+/** What a kind gives {@linkcode longPollKind}. */
 export interface LongPollProtocol {
   /** The kind's backstop (see `RemoteCommandKind`), in ms. */
   readonly backstopMs: number;
@@ -161,57 +202,174 @@ export interface LongPollProtocol {
   readonly graceMs?: number;
   /** The longest soft timeout or long poll of one request, in s. */
   readonly pollSeconds: number;
-  /** The sessions commands run in, one at a time each. */
-  readonly sessions: SessionPool;
+  /** The server as errors name it (`the container`). */
+  readonly serverName?: string;
+  /** Makes a session of the given id on the server (nothing ran when it throws). */
+  createSession(id: string, signal?: AbortSignal): Promise<void>;
+  /** Closes a session (when the runtime closes). */
+  closeSession(id: string): Promise<void>;
   /** A command in `session`: how to send and read it. */
   command(session: string, request: RemoteCommandStart): LongPolledCommand;
   /**
-   * Kills a session's command; answers whether there was one (`false` also
-   * when its send has not reached the server yet).
+   * Kills a session's command (its process group); answers whether there
+   * was one (`false` also when its send has not reached the server yet).
    */
   kill(session: string): Promise<boolean>;
+  /** Its own background commands. */
+  readonly background: LongPollBackgroundCalls;
+}
+
+/** A long-poll service as the kit's hooks, from {@linkcode longPollKind}. */
+export interface LongPollKind {
+  /** The session hooks: its commands and background commands. */
+  readonly session:
+    & Required<
+      Pick<RemoteSession, "commands" | "startBackground" | "attachBackground">
+    >
+    & { readonly commands: RemoteCommandKind };
+  /** The sessions made on the server. */
+  readonly sessions: SessionPool;
+  /** Stops the background reads nobody stopped and closes every session. */
+  close(): Promise<void>;
 }
 
 /**
- * The kit's command kind of a long-poll service (see the module's
- * description): each command takes a session of the pool (its id is the
- * command's), is sent with a soft timeout, then read by long polls within
- * the deadline until its state says it ended; the session goes back to the
- * pool then. A kill is tried again for a moment (the send may not have
- * reached the server yet); a session whose end is unsure is not reused. On
- * a stop the command's last output is read once the kill is done.
+ * The kit's hooks of a long-poll service (see the module's description).
+ *
+ * **Commands**: each takes a session of the pool (its id is the command's),
+ * is sent with a soft timeout, then read by long polls within the deadline
+ * until its state says it ended; the session goes back to the pool then. A
+ * kill is tried again for a moment (the send may not have reached the
+ * server yet); a session whose end is unsure is not reused. On a stop the
+ * command's last output is read once the kill is done.
+ *
+ * **Background commands** take a session each too, kept until they end;
+ * they are read by {@linkcode LongPolledBackground} (one long poll after
+ * another, the output to the command's sinks). One that another runtime
+ * started is found by its id (its session is not ours: neither reused nor
+ * closed).
  *
  * @example A service that answers at once
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { longPollCommands } from "./long_poll.ts";
+ * import { longPollKind } from "./long_poll.ts";
  * import { runRemoteCommand } from "./command.ts";
- * import { SessionPool } from "./session_pool.ts";
- * const kind = longPollCommands({
+ * const none = () => Promise.reject(new Error("not reached"));
+ * const kind = longPollKind({
  *   backstopMs: 5_000,
  *   pollSeconds: 20,
- *   sessions: new SessionPool(() => Promise.resolve()),
+ *   createSession: () => Promise.resolve(),
+ *   closeSession: () => Promise.resolve(),
  *   kill: () => Promise.resolve(false),
  *   command: () => ({
  *     send: () => Promise.resolve({
  *       output: [{ type: "stdout" as const, data: new TextEncoder().encode("hi\n"), cut: 0 }],
  *       state: { running: false, exitCode: 0 },
  *     }),
- *     read: () => Promise.reject(new Error("not reached")),
- *     last: () => Promise.resolve([]),
+ *     read: none,
+ *     last: none,
  *   }),
+ *   background: { start: none, read: none, find: none },
  * });
- * const result = await runRemoteCommand(kind, { command: "echo hi", cwd: "/", env: {}, timeoutMs: 1000, maxOutputBytes: 1024 });
- * assertEquals([result.stdout, result.exitCode], ["hi\n", 0]);
+ * const result = await runRemoteCommand(kind.session.commands, {
+ *   command: "echo hi", cwd: "/", env: {}, timeoutMs: 1000, maxOutputBytes: 1024,
+ * });
+ * assertEquals([result.stdout, result.exitCode, kind.sessions.size], ["hi\n", 0, 1]);
+ * await kind.close();
  * ```
  *
  * @param protocol The service's calls.
- * @returns The kind's commands.
+ * @returns The hooks.
  */
-export function longPollCommands(
+export function longPollKind(protocol: LongPollProtocol): LongPollKind {
+  const sessions = new SessionPool((id, signal) =>
+    protocol.createSession(id, signal)
+  );
+  const reading = new Set<LongPolledBackground>();
+  /** A background command read by long polls; `pool` gets its session back. */
+  const background = (
+    session: string,
+    started: LongPollStarted,
+    sinks: Pick<RemoteCommand, "onStdout" | "onStderr">,
+    pool?: SessionPool,
+  ): LongPolledBackground => {
+    const offsets = new StreamOffsets();
+    const process = new LongPolledBackground(
+      started.id,
+      {
+        read: async (wait, signal) => {
+          const answer = await protocol.background.read(
+            session,
+            started.id,
+            offsets,
+            wait,
+            signal,
+          );
+          for (const { type, data } of answer.output) {
+            if (data.length === 0) continue;
+            if (type === "stdout") sinks.onStdout?.(data);
+            else sinks.onStderr?.(data);
+          }
+          return answer.state;
+        },
+        kill: async () => void await protocol.kill(session),
+        done: (ended) => {
+          reading.delete(process);
+          if (ended) pool?.give(session);
+          else pool?.drop(session);
+        },
+      },
+      started.state,
+      {
+        ...(protocol.serverName ? { serverName: protocol.serverName } : {}),
+      },
+    );
+    reading.add(process);
+    return process;
+  };
+  return {
+    sessions,
+    session: {
+      commands: longPollCommands(protocol, sessions),
+      startBackground: async (request) => {
+        const session = await sessions.open(request.signal);
+        let started;
+        try {
+          started = await protocol.background.start(session, request);
+        } catch (error) {
+          // It may have started: stop it, and never reuse the session.
+          await protocol.kill(session).catch(() => {});
+          sessions.drop(session);
+          throw error;
+        }
+        return background(session, started, request, sessions);
+      },
+      attachBackground: async (id, sinks) => {
+        const found = await protocol.background.find(id);
+        if (!found) return undefined;
+        return {
+          process: background(found.session, found, sinks),
+          command: found.command,
+          startedAt: new Date(),
+        };
+      },
+    },
+    close: async () => {
+      const all = [...reading];
+      reading.clear();
+      await Promise.all(all.map((process) => process.stop()));
+      await Promise.all(
+        sessions.drain().map((id) => protocol.closeSession(id).catch(() => {})),
+      );
+    },
+  };
+}
+
+/** The commands of {@linkcode longPollKind}. */
+function longPollCommands(
   protocol: LongPollProtocol,
+  sessions: SessionPool,
 ): RemoteCommandKind {
-  const { sessions } = protocol;
   /** Each running command: whether it was sent, its kill once asked for. */
   const running = new Map<
     string,
