@@ -1,13 +1,9 @@
 /**
  * {@linkcode AioClient}: the calls of one AIO Sandbox container
- * (`/v1/bash/*`, `/v1/file/*`) over the shared {@linkcode HttpClient}, with
- * the envelope `{success, message, data, hint}` handled on every answer: an
- * answer with `success: false` (HTTP 200 for a failed file operation) throws
- * an {@linkcode AioOperationError} carrying the server's message and
- * `error_type`; a 422 throws a `RemoteHttpError` whose message lists the
- * fields the server refused; an answer that is not JSON throws too.
- *
- * A command (`exec`) is never retried.
+ * (`/v1/bash/*`, `/v1/file/*`) over the shared {@linkcode HttpClient}, each
+ * answer's envelope read by the kit's `envelopeCall` (an answer with
+ * `success: false` throws an {@linkcode AioOperationError}). A command
+ * (`exec`) is never retried.
  *
  * @module
  */

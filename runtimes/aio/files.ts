@@ -1,8 +1,8 @@
 /**
  * {@linkcode aioFileOps}: the file calls of an AIO container for the shared
  * `RemoteFileSystem`: list, upload and download through their endpoints, and
- * what has no endpoint (stat, mkdir, chmod, delete) through one shell command
- * with every value quoted.
+ * what has no endpoint (stat, chmod) through one shell command with every
+ * value quoted (mkdir and delete: the kit's `FolderSandboxes`).
  *
  * @module
  */
@@ -15,14 +15,11 @@ import type {
 } from "../remote/fs.ts";
 import {
   eachConcurrently,
-  shellMakeDirectories,
-  shellRemove,
   type ShellRunner,
   shellSetModes,
   shellStat,
   shellStatMany,
 } from "../remote/_shell_files.ts";
-import type { PathsCall } from "../remote/folder_sandboxes.ts";
 import type { FileInfo, FileType } from "../types.ts";
 import {
   type AioClient,
@@ -66,7 +63,7 @@ const UPLOAD_CONCURRENCY = 4;
 export function aioFileOps(
   client: AioClient,
   shell: ShellRunner,
-): RemoteFileOps & Record<"mkdir" | "remove", PathsCall> {
+): RemoteFileOps {
   return {
     // There is no stat endpoint: `stat` is a command.
     statsByCommand: true,
@@ -114,8 +111,6 @@ export function aioFileOps(
         ...(signal ? { signal } : {}),
       });
     },
-    mkdir: (paths, signal) => shellMakeDirectories(shell, paths, signal),
-    remove: (paths, signal) => shellRemove(shell, paths, signal),
   };
 }
 

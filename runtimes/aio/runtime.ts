@@ -108,16 +108,11 @@ export class AioSkillRuntime extends SandboxServiceRuntime {
     }
     const client = new AioClient(options);
     const kind = aioKind(client, options.pollSeconds);
-    const files = aioFileOps(
-      client,
-      helperShell(
-        (command) => runRemoteCommand(kind.session.commands, command),
-        {
-          timeoutMs: HELPER_TIMEOUT_MS,
-          maxOutputBytes: 64 * 1024,
-        },
-      ),
+    const shell = helperShell(
+      (command) => runRemoteCommand(kind.session.commands, command),
+      { timeoutMs: HELPER_TIMEOUT_MS, maxOutputBytes: 64 * 1024 },
     );
+    const files = aioFileOps(client, shell);
     const conversationsRoot = options.conversationsRoot ??
       "/home/gem/conversations";
     const id = options.conversationId;
@@ -133,8 +128,7 @@ export class AioSkillRuntime extends SandboxServiceRuntime {
         marker: posix.join(conversationsRoot, `.skillrun-${id}.id`),
       },
       session: { files, ...kind.session },
-      mkdir: files.mkdir,
-      remove: files.remove,
+      shell,
       close: kind.close,
     });
     const cwd = options.cwd ?? "/home/gem";

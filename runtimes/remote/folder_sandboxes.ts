@@ -10,15 +10,13 @@
  */
 import { shellQuote } from "./shell.ts";
 import { posix } from "../../_internal/std.ts";
-import { type RemoteCommandKind, runRemoteCommand } from "./command.ts";
+import {
+  shellMakeDirectories,
+  shellRemove,
+  type ShellRunner,
+} from "./_shell_files.ts";
 import type { RemoteSession } from "./runtime.ts";
 import type { SandboxService, ServiceSandbox } from "./sandbox_service.ts";
-
-/** Makes or removes absolute paths (a missing path is fine). */
-export type PathsCall = (
-  paths: readonly string[],
-  signal?: AbortSignal,
-) => Promise<void>;
 
 /** Options of {@linkcode FolderSandboxes}. */
 export interface FolderSandboxesOptions {
@@ -36,18 +34,16 @@ export interface FolderSandboxesOptions {
   readonly conversation?:
     | { readonly workspace: string; readonly marker: string }
     | undefined;
-  /** The machine's calls; its `commands` run the marker command. */
-  readonly session: RemoteSession & { readonly commands: RemoteCommandKind };
-  /** `mkdir -p` of folders (the session's folder making). */
-  readonly mkdir: PathsCall;
-  /** `rm -rf` of paths (a conversation's folder and marker). */
-  readonly remove: PathsCall;
+  /** The machine's calls. */
+  readonly session: RemoteSession;
+  /**
+   * Runs the helper commands on the machine: the marker, `mkdir -p` of the
+   * session's folders, `rm -rf` of a conversation's folder and marker.
+   */
+  readonly shell: ShellRunner;
   /** Releases what the kind holds (e.g. its sessions), once, last. */
   readonly close?: () => Promise<void>;
 }
-
-/** The deadline of the marker command: 60 s. */
-const MARKER_TIMEOUT_MS = 60_000;
 
 /**
  * One machine as a {@linkcode SandboxService} (see the module's
@@ -64,9 +60,8 @@ const MARKER_TIMEOUT_MS = 60_000;
  *   machine: "host",
  *   machineId: "mine-host",
  *   idPrefix: "mine-",
- *   session: { files: {} as never, commands: { backstopMs: 0, start: none, kill: none } },
- *   mkdir: none,
- *   remove: none,
+ *   session: { files: {} as never },
+ *   shell: none,
  * });
  * assertEquals(await sandboxes.get("mine-host"), { id: "mine-host", expiresAt: null });
  * assertEquals(await sandboxes.get("other"), null);
@@ -135,7 +130,8 @@ export class FolderSandboxes implements SandboxService {
       );
     }
     try {
-      await this.#options.remove([conversation.workspace, conversation.marker]);
+      const paths = [conversation.workspace, conversation.marker];
+      await shellRemove(this.#options.shell, paths);
     } finally {
       await this.close();
     }
@@ -150,7 +146,11 @@ export class FolderSandboxes implements SandboxService {
     return Promise.resolve({
       ...this.#options.session,
       makeDirectories: (paths, signal) =>
-        this.#options.mkdir(paths.filter((p) => !this.#made.has(p)), signal),
+        shellMakeDirectories(
+          this.#options.shell,
+          paths.filter((p) => !this.#made.has(p)),
+          signal,
+        ),
     });
   }
 
@@ -173,16 +173,12 @@ export class FolderSandboxes implements SandboxService {
     const id = `${prefix}${crypto.randomUUID()}`;
     const m = shellQuote(marker);
     const skills = posix.join(workspace, "skills");
-    const result = await runRemoteCommand(this.#options.session.commands, {
-      command: `mkdir -p -- ${shellQuote(skills)}` +
+    const result = await this.#options.shell(
+      `mkdir -p -- ${shellQuote(skills)}` +
         ` && { (set -C; printf %s ${shellQuote(id)} > ${m}) 2>/dev/null;` +
         ` for i in 1 2 3 4 5 6 7 8 9 10; do s=$(cat -- ${m}); [ -n "$s" ] && break; sleep 0.05; done;` +
         ` printf %s "$s"; }`,
-      cwd: "/",
-      env: {},
-      timeoutMs: MARKER_TIMEOUT_MS,
-      maxOutputBytes: 4096,
-    });
+    );
     const markerId = result.stdout.trim();
     if (
       result.exitCode !== 0 || !markerId.startsWith(prefix) ||
