@@ -389,14 +389,8 @@ export class AioClient {
 
   /** Closes a bash session (`POST /v1/bash/sessions/{id}/close`). */
   async closeSession(sessionId: string, options?: AioCallOptions) {
-    const id = encodeURIComponent(sessionId);
-    await this.#post(
-      `/v1/bash/sessions/${id}/close`,
-      undefined,
-      options,
-      true,
-      false,
-    );
+    const path = `/v1/bash/sessions/${encodeURIComponent(sessionId)}/close`;
+    await this.#post(path, undefined, options, true, false);
   }
 
   /** The shell sessions' ids (`GET /v1/bash/sessions`). */

@@ -46,9 +46,8 @@ export function commandArgument(command: string): string {
 
 /** A command's state as the kit says it (`-1` unless it completed). */
 function stateOf(
-  command: Pick<AioCommandInfo, "status" | "exit_code">,
+  { status, exit_code }: Pick<AioCommandInfo, "status" | "exit_code">,
 ): BackgroundState {
-  const { status, exit_code } = command;
   if (status === "running" || status === "pending") return { running: true };
   return {
     running: false,
@@ -89,8 +88,6 @@ export function aioKind(
   client: AioClient,
   pollSeconds = DEFAULT_POLL_SECONDS,
 ): LongPollKind {
-  const kill = (session: string) =>
-    client.kill(session, "SIGKILL", { timeoutMs: 10_000 });
   return longPollKind({
     backstopMs: 5_000,
     graceMs: 20_000,
@@ -102,7 +99,7 @@ export function aioKind(
         ...(signal ? { signal } : {}),
       }),
     closeSession: (id) => client.closeSession(id, { timeoutMs: 5_000 }),
-    kill,
+    kill: (session) => client.kill(session, "SIGKILL", { timeoutMs: 10_000 }),
     command: (session, request) => {
       const line = commandArgument(request.command);
       const offsets = new StreamOffsets();
@@ -176,36 +173,26 @@ export function aioKind(
         const state = answer.command ? stateOf(answer.command) : undefined;
         return { output: outputOf(offsets, answer), state };
       },
-      // The session that has it, among the container's.
-      find: async (id) => {
-        if (!/^[\w.-]{1,128}$/.test(id)) return undefined;
-        const options = { timeoutMs: 15_000 };
-        for (const { session_id } of await client.sessions(options)) {
-          let answer;
-          try {
-            answer = await client.output(
-              { session_id, command_id: id, wait: false },
-              options,
-            );
-          } catch (error) {
-            if (error instanceof AioOperationError) continue; // not its session
-            throw error;
-          }
-          if (!answer.command) continue;
-          const { command } = answer.command;
-          const state = stateOf(answer.command);
-          return { id, session: session_id, command, state };
+      sessions: async () =>
+        (await client.sessions({ timeoutMs: 15_000 })).map((s) => s.session_id),
+      lookup: async (session, id) => {
+        try {
+          const { command } = await client.output(
+            { session_id: session, command_id: id, wait: false },
+            { timeoutMs: 15_000 },
+          );
+          if (!command) return undefined;
+          return { command: command.command, state: stateOf(command) };
+        } catch (error) {
+          if (error instanceof AioOperationError) return undefined; // not its session
+          throw error;
         }
-        return undefined;
       },
     },
   });
 }
 
-/**
- * Reads a command's output from its offsets (`id` undefined: the session's
- * current command), long-polled as `wait` says.
- */
+/** Reads a command's output from its offsets (no `id`: the session's current one). */
 function readOutput(
   client: AioClient,
   session: string,

@@ -17,8 +17,7 @@ import {
   eachConcurrently,
   type ShellRunner,
   shellSetModes,
-  shellStat,
-  shellStatMany,
+  shellStats,
 } from "../remote/_shell_files.ts";
 import type { FileInfo, FileType } from "../types.ts";
 import {
@@ -66,9 +65,7 @@ export function aioFileOps(
 ): RemoteFileOps {
   return {
     // There is no stat endpoint: `stat` is a command.
-    statsByCommand: true,
-    stat: (path, signal) => shellStat(shell, path, signal),
-    statMany: (paths, signal) => shellStatMany(shell, paths, signal),
+    ...shellStats(shell),
     /** `POST /v1/file/list`. */
     async list(path: string, options: RemoteListOptions) {
       let files: AioFileInfo[];
@@ -88,10 +85,7 @@ export function aioFileOps(
     },
     /** `GET /v1/file/download`, with `Range` past 0. */
     open: (path: string, options: RemoteOpenOptions) =>
-      client.download(path, {
-        offset: options.offset,
-        ...(options.signal ? { signal: options.signal } : {}),
-      }),
+      client.download(path, options),
     /** One multipart call per file, a few at once. */
     async upload(files: readonly RemoteUploadFile[], signal?: AbortSignal) {
       await eachConcurrently(files, UPLOAD_CONCURRENCY, async (file) => {

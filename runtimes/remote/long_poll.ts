@@ -3,7 +3,7 @@
  * their output by long polls from byte offsets (AIO's `/v1/bash/exec` and
  * `/v1/bash/output`): {@linkcode longPollKind} makes the kit's hooks (its
  * commands, its background commands) from the service's calls (send, read,
- * kill; start, read, find), with the pieces they are made of: the two
+ * kill; start, read, lookup), with the pieces they are made of: the two
  * offsets, moved on by each answer with what the server cut out counted,
  * the wait of one long poll within the deadline, and a read sent again from
  * the same offsets when its answer broke off (a read is safe to repeat; the
@@ -183,15 +183,16 @@ export interface LongPollBackgroundCalls {
     wait: boolean,
     signal: AbortSignal,
   ): Promise<{ output: OffsetOutput[]; state: BackgroundState | undefined }>;
+  /** The ids of the server's sessions (where another runtime's commands run). */
+  sessions(): Promise<string[]>;
   /**
-   * Finds a command another runtime on the server started: its session,
-   * command line and state; `undefined` when no session has it.
+   * The command of id `id` in `session`: its command line and state, or
+   * `undefined` when the session does not have it.
    */
-  find(
+  lookup(
+    session: string,
     id: string,
-  ): Promise<
-    (LongPollStarted & { session: string; command: string }) | undefined
-  >;
+  ): Promise<{ command: string; state: BackgroundState } | undefined>;
 }
 
 /** What a kind gives {@linkcode longPollKind}. */
@@ -222,11 +223,9 @@ export interface LongPollProtocol {
 /** A long-poll service as the kit's hooks, from {@linkcode longPollKind}. */
 export interface LongPollKind {
   /** The session hooks: its commands and background commands. */
-  readonly session:
-    & Required<
-      Pick<RemoteSession, "commands" | "startBackground" | "attachBackground">
-    >
-    & { readonly commands: RemoteCommandKind };
+  readonly session: Required<
+    Pick<RemoteSession, "commands" | "startBackground" | "attachBackground">
+  >;
   /** The sessions made on the server. */
   readonly sessions: SessionPool;
   /** Stops the background reads nobody stopped and closes every session. */
@@ -246,7 +245,8 @@ export interface LongPollKind {
  * **Background commands** take a session each too, kept until they end;
  * they are read by {@linkcode LongPolledBackground} (one long poll after
  * another, the output to the command's sinks). One that another runtime
- * started is found by its id (its session is not ours: neither reused nor
+ * started is found by its id (letters, digits, `_`, `.`, `-`; at most 128)
+ * among the server's sessions (its session is not ours: neither reused nor
  * closed).
  *
  * @example A service that answers at once
@@ -269,7 +269,7 @@ export interface LongPollKind {
  *     read: none,
  *     last: none,
  *   }),
- *   background: { start: none, read: none, find: none },
+ *   background: { start: none, read: none, sessions: none, lookup: none },
  * });
  * const result = await runRemoteCommand(kind.session.commands, {
  *   command: "echo hi", cwd: "/", env: {}, timeoutMs: 1000, maxOutputBytes: 1024,
@@ -312,7 +312,9 @@ export function longPollKind(protocol: LongPollProtocol): LongPollKind {
           }
           return answer.state;
         },
-        kill: async () => void await protocol.kill(session),
+        kill: async () => {
+          await protocol.kill(session);
+        },
         done: (ended) => {
           reading.delete(process);
           if (ended) pool?.give(session);
@@ -345,13 +347,17 @@ export function longPollKind(protocol: LongPollProtocol): LongPollKind {
         return background(session, started, request, sessions);
       },
       attachBackground: async (id, sinks) => {
-        const found = await protocol.background.find(id);
-        if (!found) return undefined;
-        return {
-          process: background(found.session, found, sinks),
-          command: found.command,
-          startedAt: new Date(),
-        };
+        if (!/^[\w.-]{1,128}$/.test(id)) return undefined;
+        for (const session of await protocol.background.sessions()) {
+          const found = await protocol.background.lookup(session, id);
+          if (!found) continue;
+          return {
+            process: background(session, { id, state: found.state }, sinks),
+            command: found.command,
+            startedAt: new Date(),
+          };
+        }
+        return undefined;
       },
     },
     close: async () => {

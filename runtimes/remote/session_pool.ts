@@ -25,7 +25,7 @@ export type CreateSession = (id: string, signal?: AbortSignal) => Promise<void>;
  * const a = await pool.open();
  * pool.give(a);
  * assert((await pool.open()) === a && made.length === 1);
- * assert(pool.size === 1 && pool.ids[0] === a);
+ * assert(pool.size === 1 && pool.drain()[0] === a && pool.size === 0);
  * ```
  */
 export class SessionPool {
@@ -74,11 +74,6 @@ export class SessionPool {
    */
   drop(id: string): void {
     this.#idle = this.#idle.filter((idle) => idle !== id);
-  }
-
-  /** Every session the server was told about, for closing. */
-  get ids(): readonly string[] {
-    return [...this.#created];
   }
 
   /** How many sessions the server was told about. */
