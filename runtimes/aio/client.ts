@@ -131,11 +131,14 @@ export type AioClientOptions = Pick<
   "baseUrl" | "apiKey" | "headers" | "requestTimeoutMs" | "fetch" | "onEvent"
 >;
 
-/**
- * Options of {@linkcode AioOperationError}: the call (its status is 200 for
- * an envelope with `success: false`) and what the server said.
- */
-export interface AioOperationErrorOptions extends EnvelopeCall {
+/** Options of {@linkcode AioOperationError}. */
+export interface AioOperationErrorOptions {
+  /** The HTTP method. */
+  readonly method: string;
+  /** The URL called. */
+  readonly url: string;
+  /** The HTTP status (200 for an envelope with `success: false`). */
+  readonly status: number;
   /** The server's message. */
   readonly serverMessage: string;
   /** The file error category (`not_found`, `invalid_target`, ...), if given. */
@@ -297,20 +300,16 @@ export class AioClient {
         content,
       },
     ], options.signal ? { signal: options.signal } : {});
-    const data = await this.#call<{ file_size?: number }>(
-      {
-        method: "POST",
-        path: "/v1/file/upload",
-        body: multipart.body,
-        headers: {
-          "content-type": multipart.contentType,
-          "content-length": String(multipart.length),
-        },
-        idempotent: false,
+    const data = await this.#call<{ file_size?: number }>({
+      method: "POST",
+      path: "/v1/file/upload",
+      body: multipart.body,
+      headers: {
+        "content-type": multipart.contentType,
+        "content-length": String(multipart.length),
       },
-      { timeoutMs: null, ...options },
-      true,
-    );
+      idempotent: false,
+    }, { timeoutMs: null, ...options });
     return data.file_size ?? 0;
   }
 
@@ -400,7 +399,6 @@ export class AioClient {
     const data = await this.#call<{ session_id: string }[] | null>(
       { method: "GET", path: "/v1/bash/sessions", idempotent: true },
       options,
-      true,
     );
     return Array.isArray(data) ? data : [];
   }
@@ -428,7 +426,7 @@ export class AioClient {
   #call<T>(
     request: HttpRequest,
     options: AioCallOptions,
-    needsData: boolean,
+    needsData = true,
   ): Promise<T> {
     const refused = operationError;
     return envelopeCall<T>(this.http, { ...request, ...options }, {

@@ -17,7 +17,7 @@ export type CreateSession = (id: string, signal?: AbortSignal) => Promise<void>;
  *
  * @example Opening and giving back a session
  * ```ts
- * import { assert } from "@std/assert";
+ * import { assert, assertEquals } from "@std/assert";
  * import { SessionPool } from "./session_pool.ts";
  *
  * const made: string[] = [];
@@ -25,7 +25,8 @@ export type CreateSession = (id: string, signal?: AbortSignal) => Promise<void>;
  * const a = await pool.open();
  * pool.give(a);
  * assert((await pool.open()) === a && made.length === 1);
- * assert(pool.size === 1 && pool.drain()[0] === a && pool.size === 0);
+ * assert(pool.size === 1);
+ * assertEquals([pool.drain(), pool.size], [[a], 0]);
  * ```
  */
 export class SessionPool {
