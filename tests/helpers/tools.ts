@@ -321,6 +321,9 @@ export const VERCEL_KIND: RuntimeKind = {
   },
 };
 
+/** The conversation {@linkcode conversationContext} opens. */
+const CONVERSATION_ID = "thread-1";
+
 /** Where one runtime of an own-disk kind works. */
 type OwnDiskWhere =
   | {
@@ -361,14 +364,15 @@ function cleanPath(path: string): string {
   return "/" + parts.join("/");
 }
 
+/** Whether `path` is `folder` or below it. */
 function within(path: string, folder: string): boolean {
   return path === folder || path.startsWith(folder + "/");
 }
 
 /**
  * An own-disk kind's factory: its test server and one sandbox per test, as
- * every other kind has one file system per test: the sandbox of conversation
- * `thread-1` (the one {@linkcode conversationContext} opens, which attaches
+ * every other kind has one file system per test: the sandbox of the
+ * conversation {@linkcode CONVERSATION_ID} (the one {@linkcode conversationContext} opens, which attaches
  * to it through the shared store as a conversation's next runtime does), to
  * which plain runtimes attach with `sandboxId`. Every runtime is closed and
  * the server stopped on dispose.
@@ -401,7 +405,7 @@ async function ownDiskFactory<S, R extends SkillRuntime>(
   try {
     await kind.connect(make({
       conversationsRoot: `${kind.home}/conversations`,
-      conversationId: "thread-1",
+      conversationId: CONVERSATION_ID,
       store,
     }));
     const [sandboxId] = made();
@@ -410,9 +414,10 @@ async function ownDiskFactory<S, R extends SkillRuntime>(
     /** Conversation workspaces and their sandboxes, the deepest first. */
     const mounts: { folder: string; sandboxId: string }[] = [];
     const hostOf = (id: string, path: string) => {
-      for (const [inside, outside] of [[kind.home, "home"], ["/tmp", "tmp"]]) {
-        if (within(path, inside!)) {
-          return `${root(id)}/${outside}${path.slice(inside!.length)}`;
+      const folders = [[kind.home, "home"], ["/tmp", "tmp"]] as const;
+      for (const [inside, outside] of folders) {
+        if (within(path, inside)) {
+          return `${root(id)}/${outside}${path.slice(inside.length)}`;
         }
       }
       return path;
@@ -675,7 +680,7 @@ export async function conversationContext(
 ): Promise<{ context: ToolContext; runtime: SkillRuntime; workspace: string }> {
   const runtime = await factory().conversation(
     `${root}/conversations`,
-    "thread-1",
+    CONVERSATION_ID,
   );
   return {
     context: createToolContext(runtime, options),
