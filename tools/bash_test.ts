@@ -15,6 +15,7 @@ import {
   testEachRuntime,
   writeSkill,
 } from "../tests/helpers/tools.ts";
+import { countTimeoutChecks } from "../tests/helpers/timeout_checks.ts";
 
 testEachRuntime(
   "bash returns stdout alone when the command succeeds quietly",
@@ -257,5 +258,22 @@ testEachRuntime(
       command: "-x 2>/dev/null; echo after",
     });
     assertEquals(dashed, { text: "after\n", isError: false });
+  },
+);
+
+testEachRuntime(
+  "bash checks a call's timeout once on its way to the command",
+  async () => {
+    await using dir = await tempDir();
+    const bash = createBashTool(plainContext(dir.path).context);
+    // The tool validates the model's input against its schema; the runtime's
+    // timeout check (`checkTimeoutMs`) runs once: in `checkExecuteRequest`,
+    // whose checked value the launcher or the remote command core carries.
+    const { result, checks } = await countTimeoutChecks(
+      54_321,
+      () => bash.execute({ command: "echo once", timeout: 54_321 }),
+    );
+    assertEquals(result, { text: "once\n", isError: false });
+    assertEquals(checks, 1);
   },
 );
