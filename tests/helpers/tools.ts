@@ -1,6 +1,7 @@
 /**
  * Helpers for the tools' tests: temporary folders, skill folders, tool sets
- * on a real local runtime. Test-only.
+ * on a real local runtime, and every kind of runtime the tools suite runs
+ * on (local, isolated, and the remote kinds on their test servers). Test-only.
  *
  * @module
  */
@@ -507,17 +508,17 @@ export const DENO_SANDBOX_KIND: RuntimeKind = {
 };
 
 /** Why the Daytona and Deno Sandbox test servers cannot run sandboxes here. */
-async function sandboxServerUnavailable(): Promise<string | null> {
-  const bwrap = await commandSucceeds("bwrap", [
-    "--ro-bind",
-    "/",
-    "/",
-    "true",
-  ]);
-  return bwrap
-    ? null
-    : "bwrap cannot run here (the test server runs each sandbox under it)";
+function sandboxServerUnavailable(): Promise<string | null> {
+  bwrapOnce ??= commandSucceeds("bwrap", ["--ro-bind", "/", "/", "true"]).then(
+    (runs) =>
+      runs
+        ? null
+        : "bwrap cannot run here (the test server runs each sandbox under it)",
+  );
+  return bwrapOnce;
 }
+
+let bwrapOnce: Promise<string | null> | undefined;
 
 /**
  * The host path backing a path of the running test's runtime: the path
