@@ -9,6 +9,7 @@ import { loadSkills } from "../skill/load.ts";
 import { createBashTool } from "./bash.ts";
 import {
   conversationContext,
+  onHost,
   plainContext,
   tempDir,
   testEachRuntime,
@@ -99,7 +100,7 @@ testEachRuntime(
   "bash runs in the default working directory or a relative working_directory",
   async () => {
     await using dir = await tempDir();
-    await Deno.mkdir(`${dir.path}/sub dir`);
+    await Deno.mkdir(onHost(`${dir.path}/sub dir`));
     const bash = createBashTool(plainContext(dir.path).context);
     assertEquals(
       (await bash.execute({ command: "pwd" })).text,
@@ -117,7 +118,7 @@ testEachRuntime(
   "bash refuses a working_directory that is missing or a file",
   async () => {
     await using dir = await tempDir();
-    await Deno.writeTextFile(`${dir.path}/f.txt`, "x");
+    await Deno.writeTextFile(onHost(`${dir.path}/f.txt`), "x");
     const bash = createBashTool(plainContext(dir.path).context);
     assertEquals(
       await bash.execute({ command: "pwd", working_directory: "nope" }),
@@ -158,7 +159,7 @@ testEachRuntime("bash validates its input", async () => {
 testEachRuntime("bash keeps configured secrets out of its output", async () => {
   await using dir = await tempDir();
   await writeSkill(`${dir.path}/skills`, "api");
-  const { skills } = await loadSkills(`${dir.path}/skills`);
+  const { skills } = await loadSkills(onHost(`${dir.path}/skills`));
   const config = new SkillRuntimeConfig({
     env: { API_KEY: "sk-live-0123456789" },
   });
