@@ -41,10 +41,6 @@ const OFFICIAL: Readonly<Record<string, { jsr: string; folder: string }>> = {
     folder: "path",
   },
   "@std/path/windows": { jsr: "jsr:@std/path@^1.1.6/windows", folder: "path" },
-  "@std/path/windows/join": {
-    jsr: "jsr:@std/path@^1.1.6/windows/join",
-    folder: "path",
-  },
   "@std/streams": { jsr: "jsr:@std/streams@^1.1.2", folder: "streams" },
   "@std/streams/text-line-stream": {
     jsr: "jsr:@std/streams@^1.1.2/text-line-stream",

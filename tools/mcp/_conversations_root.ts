@@ -8,10 +8,10 @@ import { isAbsolute } from "@std/path/posix/is-absolute";
 import { join as posixJoin } from "@std/path/posix/join";
 
 // Only the two path functions this needs, not all of `@std/path/posix` (some
-// forty modules that importing `./mcp` would load for them); Windows' join,
-// loaded only there.
+// forty modules that importing `./mcp` would load for them); on Windows, its
+// Windows functions, loaded only there.
 const join: (...paths: string[]) => string = Deno.build.os === "windows"
-  ? (await import("@std/path/windows/join")).join
+  ? (await import("@std/path/windows")).join
   : posixJoin;
 
 /**
