@@ -323,11 +323,7 @@ export class RipgrepSearch implements SearchEngine {
     const isFile = plan.root.isFile;
     const run = await runRipgrep({
       command: this.#rg,
-      args: ripgrepGrepArgs(plan, {
-        debug: true,
-        sizeLimit: !watched,
-        ...options,
-      }),
+      args: ripgrepGrepArgs(plan, { sizeLimit: !watched, ...options }),
       ...(isFile ? {} : { cwd: plan.root.path }),
       signal,
       ...(watched && !isFile ? { maxMemoryBytes: memoryBound(plan) } : {}),

@@ -422,7 +422,7 @@ export class ShellSearch implements SearchEngine {
     // rg's debug lines name what it skipped (over the size limit, not a
     // regular file); only those lines and real errors reach stderr.
     const rg = `( rg ${
-      ripgrepGrepArgs(plan, { debug: true }).map(shellQuote).join(" ")
+      ripgrepGrepArgs(plan).map(shellQuote).join(" ")
     } 2>&1 1>&3 | awk ${
       shellQuote(DEBUG_SKIP_AWK)
     } >&2; exit "\${PIPESTATUS[0]}" ) 3>&1`;
