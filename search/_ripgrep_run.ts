@@ -1,5 +1,5 @@
 /**
- * Every rg run of the local engine (searches, globs, the version check). rg
+ * Every search and glob rg run of the local engine. rg
  * starts no children: it is spawned plainly (not detached, the cheaper spawn)
  * and killed by its own id.
  *

@@ -7,7 +7,6 @@
  *
  * @module
  */
-import { concatBytes } from "../_internal/std.ts";
 import type { SearchFileSystem } from "./types.ts";
 import { finishGlob, listFolder } from "./fallback.ts";
 import type { MatchedLine } from "./_match.ts";
@@ -84,15 +83,13 @@ export function detectRipgrep(path = "rg"): Promise<RipgrepInfo | null> {
   if (!found) {
     found = (async (): Promise<RipgrepInfo | null> => {
       try {
-        const chunks: Uint8Array[] = [];
-        const run = await runRipgrep({
-          command: path,
+        const run = await new Deno.Command(path, {
           args: ["--version"],
-          onStdout: (chunk) => void chunks.push(chunk),
-        });
-        if (run.code !== 0) return null;
-        const text = new TextDecoder().decode(concatBytes(chunks));
-        const version = /ripgrep (\S+)/.exec(text)?.[1];
+          stdin: "null",
+          stderr: "null",
+        }).output();
+        const text = new TextDecoder().decode(run.stdout);
+        const version = run.success && /ripgrep (\S+)/.exec(text)?.[1];
         return version ? { path, version } : null;
       } catch {
         return null;
