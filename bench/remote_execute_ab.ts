@@ -7,9 +7,9 @@
  * turn (see bench/README.md, issue 28). Prints one JSON line: the median and
  * p90 in ms per kind and operation.
  *
- * Run: `deno run -A bench/remote_execute_ab.ts [iterations] [operations] [kinds]`
- * (operations: a comma list of `execute`, `background`, `write`; kinds: of
- * `opensandbox`, `aio`, `e2b`, `vercel`; default all).
+ * Run: `deno run -A bench/remote_execute_ab.ts [iterations] [operations]
+ * [kinds]` (operations: a comma list of `execute`, `background`, `write`;
+ * kinds: a comma list of `opensandbox`, `aio`, `e2b`, `vercel`; default all).
  *
  * @module
  */

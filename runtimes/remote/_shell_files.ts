@@ -12,6 +12,7 @@ import { shellQuote } from "../../_internal/shell_quote.ts";
 import { posix } from "../../_internal/std.ts";
 import type { ExecuteResult, FileInfo, FileType } from "../types.ts";
 import type { RemoteCommand } from "./runtime.ts";
+import type { RemoteFileOps } from "./fs.ts";
 
 /** Runs one helper command in the sandbox (never retried). */
 export type ShellRunner = (
@@ -109,6 +110,24 @@ export async function shellStatMany(
   );
   const lines = result.stdout.split("\n");
   return paths.map((path, i) => statLine(path, (lines[i] ?? "").trim()));
+}
+
+/**
+ * The stat calls of a server without a stat endpoint: `stat` and
+ * `statMany` by one quoted shell command each ({@linkcode shellStat},
+ * {@linkcode shellStatMany}), and `statsByCommand` saying so.
+ *
+ * @param run The runner.
+ * @returns The calls, for a kind's `RemoteFileOps`.
+ */
+export function shellStats(
+  run: ShellRunner,
+): Pick<RemoteFileOps, "stat" | "statMany" | "statsByCommand"> {
+  return {
+    stat: (path, signal) => shellStat(run, path, signal),
+    statMany: (paths, signal) => shellStatMany(run, paths, signal),
+    statsByCommand: true,
+  };
 }
 
 /** One `stat -c` line (or `missing`) as facts. */
