@@ -39,15 +39,19 @@ testEachRuntime(
 );
 
 testEachRuntime("read matches the golden output of the fixture", async () => {
-  const read = createReadTool(plainContext(TESTDATA).context);
+  // The fixture is copied into the runtime's own folder, so that the test
+  // does not depend on where the clone lives (a sandbox with a file system
+  // of its own sees the host's /tmp as its own).
+  await using dir = await tempDir();
+  await Deno.copyFile(`${TESTDATA}poem.txt`, onHost(`${dir.path}/poem.txt`));
+  const read = createReadTool(plainContext(dir.path).context);
   const result = await read.execute({
     file_path: "poem.txt",
     offset: 2,
     limit: 3,
   });
-  const golden =
-    (await Deno.readTextFile(onHost(`${TESTDATA}poem.read.golden`)))
-      .replace("{path}", `${TESTDATA}poem.txt`);
+  const golden = (await Deno.readTextFile(`${TESTDATA}poem.read.golden`))
+    .replace("{path}", `${dir.path}/poem.txt`);
   assertEquals(result.text, golden.trimEnd());
 });
 
