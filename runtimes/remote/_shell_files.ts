@@ -13,11 +13,21 @@ import { posix } from "../../_internal/std.ts";
 import type { ExecuteResult, FileInfo, FileType } from "../types.ts";
 import type { RemoteCommand } from "./runtime.ts";
 
+/**
+ * What a helper command gives back: its output, exit code and how it ended
+ * (a whole `ExecuteResult` is one; a runner over a one-shot exec endpoint
+ * needs no byte counts).
+ */
+export type ShellResult = Pick<
+  ExecuteResult,
+  "stdout" | "stderr" | "exitCode" | "timedOut" | "aborted"
+>;
+
 /** Runs one helper command in the sandbox (never retried). */
 export type ShellRunner = (
   command: string,
   signal?: AbortSignal,
-) => Promise<ExecuteResult>;
+) => Promise<ShellResult>;
 
 /**
  * Whether a path must go through a shell command on a server that expands
@@ -48,7 +58,7 @@ export async function runChecked(
   command: string,
   what: string,
   signal?: AbortSignal,
-): Promise<ExecuteResult> {
+): Promise<ShellResult> {
   const result = await run(command, signal);
   if (result.aborted) signal?.throwIfAborted();
   if (result.exitCode !== 0 || result.timedOut || result.aborted) {
