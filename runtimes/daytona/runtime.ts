@@ -20,12 +20,10 @@ import type {
   RemoteCommandStart,
 } from "../remote/command.ts";
 import {
-  shellList,
+  shellFileCalls,
   shellMakeDirectories,
   type ShellRunner,
   shellSetModes,
-  shellStat,
-  shellStatMany,
 } from "../remote/_shell_files.ts";
 import {
   httpOptionsOf,
@@ -233,11 +231,7 @@ class DaytonaService implements SandboxService<DaytonaSandbox> {
     return {
       commands: new ToolboxCommands(toolbox),
       files: {
-        stat: (path, signal) => shellStat(shell, path, signal),
-        statMany: (paths, signal) => shellStatMany(shell, paths, signal),
-        statsByCommand: true,
-        list: (path, options) =>
-          shellList(shell, path, options.depth, options.signal),
+        ...shellFileCalls(shell),
         open: (path, options) =>
           toolboxDownload(toolbox, path, options.offset, options.signal),
         upload: (files, signal) => toolboxUpload(toolbox, files, signal),

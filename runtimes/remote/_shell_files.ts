@@ -12,6 +12,7 @@ import { shellQuote } from "../../_internal/shell_quote.ts";
 import { posix } from "../../_internal/std.ts";
 import type { ExecuteResult, FileInfo, FileType } from "../types.ts";
 import type { RemoteCommand } from "./runtime.ts";
+import type { RemoteFileOps } from "./fs.ts";
 
 /**
  * What a helper command gives back: its output, exit code and how it ended
@@ -208,6 +209,36 @@ export async function shellList(
     });
   }
   return entries;
+}
+
+/**
+ * The stat and list calls of a session's file calls by shell commands
+ * (`stat`, `find`; symlinks not followed), for a server with no file API of
+ * its own for them: a kind adds its `open` and `upload`.
+ *
+ * @example A sandbox where nothing is there
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { shellFileCalls } from "./_shell_files.ts";
+ * const calls = shellFileCalls(() =>
+ *   Promise.resolve({ stdout: "missing\n", stderr: "", exitCode: 0, timedOut: false, aborted: false })
+ * );
+ * assertEquals(await calls.stat("/none"), null);
+ * ```
+ *
+ * @param run The runner of helper commands.
+ * @returns `stat`, `statMany`, `statsByCommand` and `list`.
+ */
+export function shellFileCalls(
+  run: ShellRunner,
+): Pick<RemoteFileOps, "stat" | "statMany" | "statsByCommand" | "list"> {
+  return {
+    stat: (path, signal) => shellStat(run, path, signal),
+    statMany: (paths, signal) => shellStatMany(run, paths, signal),
+    statsByCommand: true,
+    list: (path, options) =>
+      shellList(run, path, options.depth, options.signal),
+  };
 }
 
 /** How many paths one helper command names at most. */
