@@ -29,7 +29,6 @@ import {
   helperShell,
   shellList,
 } from "../remote/_shell_files.ts";
-import { exactly } from "../remote/streams.ts";
 import { HttpClient } from "../remote/http.ts";
 import { httpOptionsOf, sendCall } from "../remote/service_calls.ts";
 import type { RemoteUploadFile } from "../remote/fs.ts";
@@ -602,9 +601,8 @@ export async function upload(
     const options = mode === undefined ? {} : { options: { mode } };
     if (typeof content !== "string" && !(content instanceof Uint8Array)) {
       if (content.size > INLINE) {
-        const opened = await Deno.open(content.path);
         const { streamId, sent } = rpc.send(
-          exactly(opened.readable, content.size, content.path),
+          pieces(content.path, content.size),
         );
         await Promise.all([
           sent,
@@ -628,4 +626,16 @@ export async function upload(
       ...options,
     }, signal);
   }, signal);
+}
+
+/** A local file's first `size` bytes in pieces (closed at the end). */
+async function* pieces(path: string, size: number): AsyncGenerator<Uint8Array> {
+  using file = await Deno.open(path);
+  for (let left = size; left > 0;) {
+    const buffer = new Uint8Array(Math.min(left, CHUNK));
+    const read = await file.read(buffer);
+    if (read === null) break;
+    left -= read;
+    yield buffer.subarray(0, read);
+  }
 }
