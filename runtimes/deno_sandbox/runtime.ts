@@ -103,8 +103,6 @@ export interface DenoSandbox extends ServiceSandbox {
  */
 export class DenoSandboxSkillRuntime
   extends SandboxServiceRuntime<DenoSandbox> {
-  readonly #service: DenoSandboxService;
-
   /**
    * Makes the runtime; makes no request.
    *
@@ -114,28 +112,16 @@ export class DenoSandboxSkillRuntime
    * @throws {RangeError} A `network` pattern or secret the service cannot take.
    */
   constructor(options: DenoSandboxSkillRuntimeOptions) {
-    const service = new DenoSandboxService(options, egressConfig(options));
     super({
       ...options,
       cwd: options.cwd ?? "/home/app",
       skillsRoot: options.skillsRoot ?? "/home/app/skills",
       name: "deno-sandbox",
-      service,
+      service: new DenoSandboxService(options, egressConfig(options)),
       conversationsRoot: options.conversationsRoot ??
         "/home/app/conversations",
       timeoutSeconds: options.timeoutSeconds ?? 600,
     });
-    this.#service = service;
-  }
-
-  /** Closes the runtime, then its connections. */
-  override async close(): Promise<void> {
-    await super.close().finally(() => this.#service.disconnect());
-  }
-
-  /** Removes the sandbox (see the kit), then closes the connections. */
-  override async destroy(): Promise<void> {
-    await super.destroy().finally(() => this.#service.disconnect());
   }
 }
 
@@ -245,10 +231,11 @@ class DenoSandboxService implements SandboxService<DenoSandbox> {
     this.#egress = egress;
   }
 
-  /** Closes every connection. */
-  disconnect(): void {
+  /** Closes every connection (the runtime's `close()`, last). */
+  close(): Promise<void> {
     for (const socket of this.#sockets.values()) socket.close();
     this.#sockets.clear();
+    return Promise.resolve();
   }
 
   async create(options: ServiceCreateOptions): Promise<DenoSandbox> {
