@@ -185,11 +185,8 @@ class DaytonaService implements SandboxService<DaytonaSandbox> {
   }
 
   gone(box: DaytonaSandbox): string | undefined {
-    return ["error", "build_failed", "destroyed", "destroying"].includes(
-        box.state ?? "",
-      )
-      ? box.state
-      : undefined;
+    const ended = ["error", "build_failed", "destroyed", "destroying"];
+    return ended.includes(box.state ?? "") ? box.state : undefined;
   }
 
   delete(id: string, signal?: AbortSignal): Promise<boolean> {
@@ -214,18 +211,16 @@ class DaytonaService implements SandboxService<DaytonaSandbox> {
         }),
       );
     }
-    const proxy = current.toolboxProxyUrl ?? (await this.#http.json<
-      { url: unknown }
-    >({
-      method: "GET",
-      path: `/sandbox/${encodeURIComponent(box.id)}/toolbox-proxy-url`,
-      ...(signal ? { signal } : {}),
-    })).url;
+    const proxy = current.toolboxProxyUrl ??
+      (await this.#http.json<{ url: unknown }>({
+        method: "GET",
+        path: `/sandbox/${encodeURIComponent(box.id)}/toolbox-proxy-url`,
+        ...(signal ? { signal } : {}),
+      })).url;
+    const base = String(proxy).replace(/\/+$/, "");
     const toolbox = new HttpClient({
       ...this.#httpOptions,
-      baseUrl: `${String(proxy).replace(/\/+$/, "")}/${
-        encodeURIComponent(box.id)
-      }`,
+      baseUrl: `${base}/${encodeURIComponent(box.id)}`,
     });
     const shell = executeShell(toolbox);
     return {
