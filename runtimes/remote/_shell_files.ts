@@ -441,7 +441,8 @@ export async function eachConcurrently<T>(
  * session's commands).
  * @param limits The deadline (default 120 s) and the output kept per stream
  * (default 64 MiB: a listing).
- * @returns The runner.
+ * @returns The runner (a {@linkcode ShellRunner} whose results are whole
+ * `ExecuteResult`s).
  *
  * @example What a helper command is run with
  * ```ts
@@ -461,7 +462,7 @@ export function helperShell(
   run: (command: RemoteCommand) => Promise<ExecuteResult>,
   limits: { readonly timeoutMs?: number; readonly maxOutputBytes?: number } =
     {},
-): ShellRunner {
+): (command: string, signal?: AbortSignal) => Promise<ExecuteResult> {
   return (command, signal) =>
     run({
       command,
