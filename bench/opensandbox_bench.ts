@@ -20,7 +20,7 @@ import { commandBody } from "../runtimes/opensandbox/execd.ts";
 import { startOpenSandboxServer } from "../tests/servers/opensandbox.ts";
 import {
   EXECD_MAX_UPLOAD_FILES,
-  ExecdClient,
+  execdFiles,
 } from "../runtimes/opensandbox/execd.ts";
 import { HttpClient } from "../runtimes/remote/http.ts";
 import {
@@ -158,7 +158,7 @@ async function uploadData(): Promise<void> {
 
 async function oursUpload(): Promise<void> {
   const { execdUrl, files } = await uploadReady();
-  await new ExecdClient(new HttpClient({ baseUrl: execdUrl })).upload(files);
+  await execdFiles(new HttpClient({ baseUrl: execdUrl })).upload(files);
 }
 
 const curlBatches: string[][] = [];
@@ -287,7 +287,7 @@ export const cases: BenchCase[] = [{
   rounds: 3,
   maxRatio: 1.5,
   ours: {
-    label: "ExecdClient.upload (11 streamed requests, 3 at a time)",
+    label: "execdFiles().upload (11 streamed requests, 3 at a time)",
     fn: oursUpload,
   },
   baseline: {

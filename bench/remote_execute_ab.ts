@@ -7,8 +7,9 @@
  * turn (see bench/README.md, issue 28). Prints one JSON line: the median and
  * p90 in ms per kind and operation.
  *
- * Run: `deno run -A bench/remote_execute_ab.ts [iterations] [operations]`
- * (operations: a comma list of `execute`, `background`, `write`; default all).
+ * Run: `deno run -A bench/remote_execute_ab.ts [iterations] [operations]
+ * [kinds]` (operations: a comma list of `execute`, `background`, `write`;
+ * kinds: a comma list of `opensandbox`, `aio`, `e2b`, `vercel`; default all).
  *
  * @module
  */
@@ -21,6 +22,9 @@ import type { SkillRuntime } from "../runtimes/types.ts";
 const iterations = Number(Deno.args[0] ?? 200);
 const operations = new Set(
   (Deno.args[1] ?? "execute,background,write").split(","),
+);
+const kinds = new Set(
+  (Deno.args[2] ?? "opensandbox,aio,e2b,vercel").split(","),
 );
 
 async function timed(
@@ -96,6 +100,7 @@ for (
     ["vercel", startVercelTestServer],
   ] as const
 ) {
+  if (!kinds.has(name)) continue;
   await using server = await (start as () => Promise<
     { runtime(): SkillRuntime } & AsyncDisposable
   >)();

@@ -32,6 +32,14 @@ const OFFICIAL: Readonly<Record<string, { jsr: string; folder: string }>> = {
   },
   "@std/path": { jsr: "jsr:@std/path@^1.1.6", folder: "path" },
   "@std/path/posix": { jsr: "jsr:@std/path@^1.1.6/posix", folder: "path" },
+  "@std/path/posix/is-absolute": {
+    jsr: "jsr:@std/path@^1.1.6/posix/is-absolute",
+    folder: "path",
+  },
+  "@std/path/posix/join": {
+    jsr: "jsr:@std/path@^1.1.6/posix/join",
+    folder: "path",
+  },
   "@std/path/windows": { jsr: "jsr:@std/path@^1.1.6/windows", folder: "path" },
   "@std/streams": { jsr: "jsr:@std/streams@^1.1.2", folder: "streams" },
   "@std/streams/text-line-stream": {

@@ -1,9 +1,7 @@
 /**
- * ripgrep's protocol, shared by both engines that run it (the local
- * {@linkcode RipgrepSearch} and the sandbox's `ShellSearch`): the arguments of
- * a search, and the parsing of what rg prints (`--null` records of `-l`,
- * `-c` and `-n` output, its `--debug` lines naming skipped files, its
- * errors). Spawning rg is `_ripgrep_run.ts`'s job.
+ * ripgrep's protocol, shared by the local engine and the sandbox's: the
+ * arguments of a search, and the parsing of what rg prints (`--null` records,
+ * `--debug` lines naming skipped files, errors).
  *
  * @module
  */
@@ -30,9 +28,8 @@ export function heavyGlobs(): string[] {
 }
 
 /**
- * Splits ripgrep's `--null` output into records: a path, then (optionally) the rest
- * of the line (cut at `maxRestBytes`; the rest of a longer line is dropped as
- * it streams by, never held).
+ * Splits ripgrep's `--null` output into records: a path, then (optionally)
+ * the rest of the line, cut at `maxRestBytes` as it streams by.
  */
 export class RecordParser {
   readonly #withRest: boolean;
@@ -87,43 +84,20 @@ export class RecordParser {
   }
 }
 
-/** Options of {@linkcode ripgrepGrepArgs}. */
+/** Options of {@linkcode ripgrepGrepArgs} (see `search/README.md`). */
 export interface RipgrepGrepArgsOptions {
-  /**
-   * Add `--debug`, whose lines name the files rg skipped (too large, not a
-   * regular file); read them with the engine's debug reader.
-   */
-  readonly debug?: boolean;
-  /**
-   * Content mode over the root: search in parallel, without `--sort path`
-   * (each file's lines still come together; the caller sorts the files).
-   */
+  /** Content mode without `--sort path` (the caller sorts the files). */
   readonly unsorted?: boolean;
-  /**
-   * Pass `--max-filesize` (default `true`): rg skips the files over the
-   * plan's limit (and names them under `debug`), which bounds its memory (its
-   * line buffer holds a whole line) but makes it stat every file it walks.
-   * `false` leaves the limit to the caller (a check of the matching files, a
-   * watch over rg's memory).
-   */
+  /** Pass `--max-filesize` (default `true`); `false` leaves the limit to the caller. */
   readonly sizeLimit?: boolean;
-  /**
-   * Content mode: each line starts with the byte offset of its start
-   * (`--byte-offset`, no line number), which spares rg counting the lines of
-   * every file it reads; {@linkcode lineNumbersIn} turns the offsets of the
-   * files shown into line numbers. Not for multiline searches.
-   */
+  /** Content mode: `--byte-offset` instead of line numbers (not multiline). */
   readonly byteOffsets?: boolean;
 }
 
 /**
- * The ripgrep arguments of a `grep` (shared with the engine that runs rg in a
- * sandbox): the search root is `.` (run in the root folder) or the root file;
- * content mode sorts by path unless `unsorted`.
- *
- * @param plan The checked request.
- * @param options `--debug`, the unsorted pass, the size limit, byte offsets.
- * @returns The arguments, ending with the root.
+ * The ripgrep arguments of a `grep`, with `--debug` (whose lines name the
+ * files rg skipped): the search root is `.` (run in the root folder) or the
+ * root file; content mode sorts by path unless `unsorted`.
  */
 export function ripgrepGrepArgs(
   plan: GrepPlan,
@@ -139,7 +113,7 @@ export function ripgrepGrepArgs(
     ...(options.sizeLimit === false
       ? []
       : ["--max-filesize", String(plan.maxFileBytes)]),
-    ...(options.debug ? ["--debug"] : []),
+    "--debug",
   ];
   args.push(plan.caseInsensitive ? "--ignore-case" : "--case-sensitive");
   if (plan.multiline) args.push("--multiline", "--multiline-dotall");
@@ -282,17 +256,10 @@ export function parseFirstNul(bytes: Uint8Array): Map<string, number> {
 const LINE_COUNT_CHUNK_BYTES = 256 * 1024;
 
 /**
- * The line numbers (from 1) of byte offsets where lines start, ascending, in
- * a file of which `head` holds the first bytes (read already, e.g. by the
- * binary sniff) and `read` reads the rest, from where `head` ends: newlines
- * are counted up to the last offset only, with no read at all when `head`
- * covers it.
- *
- * @param head The file's first bytes.
- * @param offsets Offsets of line starts, in ascending order.
- * @param read Reads the next bytes into a buffer (`readSync`); may throw.
- * @returns Their line numbers, or `null` when the file is shorter than an
- *   offset (it changed).
+ * The line numbers (from 1) of ascending byte offsets of line starts in a
+ * file whose first bytes are `head` and whose next bytes `read` reads:
+ * newlines counted up to the last offset only. `null` when the file is
+ * shorter than an offset (it changed).
  */
 export function lineNumbersIn(
   head: Uint8Array,

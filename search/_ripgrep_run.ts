@@ -1,9 +1,7 @@
 /**
- * The one way this module runs ripgrep on the host: every rg run of the local
- * engine (searches, globs, the version check) goes through
- * {@linkcode runRipgrep}. rg starts no children, so it needs no process group
- * of its own: it is spawned plainly (not detached, the cheaper spawn) and
- * killed by its own id.
+ * Every search and glob rg run of the local engine. rg
+ * starts no children: it is spawned plainly (not detached, the cheaper spawn)
+ * and killed by its own id.
  *
  * @module
  */
@@ -26,25 +24,17 @@ export interface RipgrepRunOptions {
    * killed, the rest of its output dropped).
    */
   readonly onStdout: (chunk: Uint8Array) => boolean | void;
-  /**
-   * Each file rg names in a `--debug` line as skipped (too large, not a
-   * regular file); without it, stderr is read as plain error text.
-   */
+  /** Each file a `--debug` line names as skipped. */
   readonly onSkip?: (skip: SkippedFile) => void;
   /**
-   * Kills rg when its resident memory passes this many bytes (checked every
-   * {@linkcode MEMORY_CHECK_MS} ms, Linux only: see
-   * {@linkcode canWatchMemory}) and answers `overMemory`: rg holds a whole
-   * line in memory, so a huge file without line breaks would grow it without
-   * bound when nothing else limits it.
+   * Kills rg when its resident memory passes this many bytes (where
+   * {@linkcode canWatchMemory}) and answers `overMemory`.
    */
   readonly maxMemoryBytes?: number;
   /**
-   * After a small chunk of stdout (under {@linkcode GATHER_BELOW_BYTES}),
-   * wait this many ms (or until rg ends) before reading on, so that what rg
-   * writes meanwhile comes in one read: a parallel rg writes each file's
-   * output on its own, and each read wakes this process (about 50 µs of CPU
-   * taken from rg's threads). Default 0 (read as it comes).
+   * After a chunk of stdout under {@linkcode GATHER_BELOW_BYTES}, wait this
+   * many ms (or until rg ends) before reading on, so that what rg writes
+   * meanwhile comes in one read. Default 0.
    */
   readonly gatherMs?: number;
 }
@@ -63,18 +53,10 @@ export interface RipgrepRunResult {
   readonly overMemory: boolean;
 }
 
-/**
- * How often rg's memory is looked at, in ms, when it is watched: one read of
- * `/proc/<pid>/status` (about 50 µs) each time, a fraction of a percent of a
- * core; rg's line buffer doubles as it grows, so it may pass the bound by as
- * much again before it is killed.
- */
+/** How often rg's memory is looked at, in ms (one read of `/proc/<pid>/status`, about 50 µs). */
 export const MEMORY_CHECK_MS = 25;
 
-/**
- * Under `gatherMs`, a chunk of stdout smaller than this is followed by a
- * pause before the next read; a larger one (output that comes fast) is not.
- */
+/** Under `gatherMs`, a chunk smaller than this is followed by a pause. */
 export const GATHER_BELOW_BYTES = 4096;
 
 /** Whether rg's memory can be watched here (Linux: `/proc/<pid>/status`). */
@@ -93,25 +75,10 @@ function residentBytes(pid: number | "self"): number | null {
 }
 
 /**
- * Runs rg once: streams its stdout to `onStdout`, reads its stderr (its
- * `--debug` skips to `onSkip`), and kills it on the signal, on `false` from
- * `onStdout`, or past `maxMemoryBytes`.
- *
- * @param options The command, arguments, folder, signal and callbacks.
- * @returns How it ended.
- * @throws The signal's reason when aborted; the spawn's error when rg
- *   cannot start.
- *
- * @example Listing files
- * ```ts ignore
- * import { runRipgrep } from "./_ripgrep_run.ts";
- * let bytes = 0;
- * await runRipgrep({
- *   command: "rg",
- *   args: ["--files", "."],
- *   onStdout: (chunk) => void (bytes += chunk.length),
- * });
- * ```
+ * Runs rg once: streams its stdout to `onStdout`, its `--debug` skips to
+ * `onSkip`, and kills it on the signal, on `false` from `onStdout`, or past
+ * `maxMemoryBytes`. Throws the signal's reason when aborted, the spawn's
+ * error when rg cannot start.
  */
 export async function runRipgrep(
   options: RipgrepRunOptions,
@@ -161,8 +128,6 @@ export async function runRipgrep(
           break;
         }
         if (gather > 0 && value.length < GATHER_BELOW_BYTES) {
-          // A small chunk: rg's output gathers in the pipe for a moment
-          // (or until rg ends), read at once after it.
           await new Promise<void>((resolve) => {
             const timer = setTimeout(resolve, gather);
             exited.then(() => {

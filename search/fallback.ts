@@ -120,15 +120,9 @@ export class FallbackSearch implements SearchEngine {
 
   /** Makes the engine. */
   constructor(options: FallbackSearchOptions) {
-    const fs = this.#fs = options.fs;
+    this.#fs = options.fs;
     this.#local = options.local ?? false;
-    const workers = Math.max(1, options.workers ?? 8);
-    this.#source = {
-      workers,
-      batchFiles: workers * 8,
-      listing: listThrough(fs),
-      read: (plan, signal) => readThrough(fs, plan, signal),
-    };
+    this.#source = fsSource(options.fs, Math.max(1, options.workers ?? 8));
   }
 
   /**
@@ -255,6 +249,16 @@ export function globFiles(
       engine,
     );
   });
+}
+
+/** The file source over the file-system interface: 8 files read per folder listed at once. */
+export function fsSource(fs: SearchFileSystem, workers: number): FileSource {
+  return {
+    workers,
+    batchFiles: workers * 8,
+    listing: listThrough(fs),
+    read: (plan, signal) => readThrough(fs, plan, signal),
+  };
 }
 
 /** Lists folders through the file-system interface. */

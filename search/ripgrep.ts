@@ -1,28 +1,12 @@
 /**
- * The ripgrep search engine for local runtimes: spawns `rg` (arguments as an
- * array, never a shell; through the one runner of `_ripgrep_run.ts`) with
- * options that make it agree with the fallback: hidden files searched, ignore
- * files not honoured, heavy folders excluded below the root, globs relative
- * to the searched folder, no transcoding, and binary files (a NUL byte in the
- * first 8 KiB) dropped afterwards. Its arguments and the parsing of its output
- * are `_ripgrep_protocol.ts`, shared with the sandbox engine.
- *
- * The size limit: rg's `--max-filesize` makes it stat every file it walks (a
- * fifth of its time over many small files), so a folder is searched without
- * it; each matching file is checked after (one `open`, `fstat` and read of its
- * first 8 KiB, the binary sniff), and one over the limit is dropped and listed
- * as skipped. rg holds a whole line in memory, so its memory is watched: past
- * a bound (a huge file without line breaks), it is killed and the search runs
- * again with `--max-filesize`. Without `/proc` (no watch) and for multiline
- * searches (rg reads whole files), `--max-filesize` is always passed.
- *
- * Why one long file: the passes of a search (parallel, then files in path
- * order, or sorted when matches are dense) share the bounds and skip
- * reporting of one search.
+ * The ripgrep engine of local runtimes: `rg` spawned with arguments as an
+ * array (through `_ripgrep_run.ts`), its arguments and output shared with the
+ * sandbox engine (`_ripgrep_protocol.ts`). How it bounds file sizes and memory
+ * and keeps content in path order without `--sort path` is in
+ * `search/README.md` ("The local ripgrep engine").
  *
  * @module
  */
-import { concatBytes } from "../_internal/std.ts";
 import type { SearchFileSystem } from "./types.ts";
 import { finishGlob, listFolder } from "./fallback.ts";
 import type { MatchedLine } from "./_match.ts";
@@ -99,15 +83,13 @@ export function detectRipgrep(path = "rg"): Promise<RipgrepInfo | null> {
   if (!found) {
     found = (async (): Promise<RipgrepInfo | null> => {
       try {
-        const chunks: Uint8Array[] = [];
-        const run = await runRipgrep({
-          command: path,
+        const run = await new Deno.Command(path, {
           args: ["--version"],
-          onStdout: (chunk) => void chunks.push(chunk),
-        });
-        if (run.code !== 0) return null;
-        const text = new TextDecoder().decode(concatBytes(chunks));
-        const version = /ripgrep (\S+)/.exec(text)?.[1];
+          stdin: "null",
+          stderr: "null",
+        }).output();
+        const text = new TextDecoder().decode(run.stdout);
+        const version = run.success && /ripgrep (\S+)/.exec(text)?.[1];
         return version ? { path, version } : null;
       } catch {
         return null;
@@ -134,48 +116,21 @@ export interface RipgrepSearchOptions {
   readonly sortedAttemptMs?: number;
 }
 
-/**
- * For how long the parallel first pass of a content search is watched for
- * dense matches, in ms: a common pattern shows itself in that time. Nothing
- * runs beside the first pass (on 2 cores, a sorted search run beside it for
- * 60 ms cost about 50 ms of a 600 ms search: measured).
- */
+/** The sorted attempt's default watch, in ms (see `sortedAttemptMs`). */
 const SORTED_ATTEMPT_MS = 60;
-/**
- * Matching files the parallel pass must find within `sortedAttemptMs` for
- * the sorted search to take over: matches that dense soon fill the output in
- * path order.
- */
+/** Matching files within the watch that make the sorted search take over. */
 const DENSE_MATCHES = 256;
-/**
- * The bytes of matched lines a content search holds before it gives up its
- * parallel pass for the sorted one: this many times the output cap...
- */
+/** The bytes of lines a parallel content pass may hold: this many times the output cap, at least 1 MiB. */
 const CONTENT_BUDGET_FACTOR = 8;
-/** ...and at least this much. */
 const CONTENT_MIN_BUDGET_BYTES = 1024 * 1024;
-/**
- * The parallel content pass reads rg's output at most this often while it
- * comes in small pieces (one per matching file): each read wakes this
- * process, whose CPU then competes with rg's threads; 15 ms took 4 % off a
- * search of 20,000 small files (wall time, interleaved runs) and delays the
- * dense-match watch by as much at most.
- */
+/** How long a parallel content pass lets rg's small outputs gather, in ms. */
 const GATHER_MS = 15;
-/**
- * The most matching files a content pass checks while rg still searches
- * (the rest after it): the output cap shows fewer in most searches, and
- * these checks are lost when the sorted search takes over.
- */
+/** The most matching files a content pass checks while rg still searches. */
 const EARLY_CHECKS = 1024;
-/**
- * The memory rg may hold when a search runs without `--max-filesize`, in
- * bytes: this much, or twice the file size limit and this much more (a line
- * of a file under the limit, as rg's buffer doubles).
- */
+/** The least memory rg may hold without `--max-filesize`, in bytes. */
 const MIN_MEMORY_BOUND_BYTES = 256 * 1024 * 1024;
 
-/** The memory bound of an rg run without `--max-filesize`. */
+/** rg's memory bound without `--max-filesize`: room for a line under the size limit, as its buffer doubles. */
 function memoryBound(plan: GrepPlan): number {
   return Math.max(
     MIN_MEMORY_BOUND_BYTES,
@@ -192,12 +147,9 @@ interface Verdict {
 }
 
 /**
- * The check of each matching file (one per search), in one open: its size
- * (`fstat`; nothing is read of a file over the limit), whether it is binary
- * (a NUL in its first bytes, read without a last read to its end) and, when
- * asked, the line numbers of the byte offsets rg gave (counted in the bytes
- * the sniff read, then in the rest up to the last offset). Binary, unreadable
- * and too large files are not shown. Synchronous: fast.
+ * The check of each matching file, in one synchronous open: its size
+ * (`fstat`), the binary sniff and, when asked, the line numbers of the byte
+ * offsets rg gave (counted from the sniffed bytes on, up to the last offset).
  */
 class MatchCheck {
   readonly #root: string;
@@ -329,7 +281,7 @@ export class RipgrepSearch implements SearchEngine {
       this.#slots,
       async (signal) => {
         // A single file was checked above; a folder is searched without
-        // --max-filesize where rg's memory can be watched (module doc).
+        // --max-filesize where rg's memory can be watched (README).
         let watched = plan.root.isFile ||
           (canWatchMemory && !plan.multiline);
         for (;;) {
@@ -346,10 +298,10 @@ export class RipgrepSearch implements SearchEngine {
   }
 
   /**
-   * One rg run with the search's arguments, its records handed to
-   * `onRecord` (a path relative to the root, `""` for the root file, and the
-   * rest of its line) until it returns `false`; `watched`: without
-   * `--max-filesize`, rg's memory watched. Throws rg's error.
+   * One rg run, its records (a path relative to the root, `""` for the root
+   * file, and the rest of its line) handed to `onRecord` until it returns
+   * `false`, its skips to `collector`; `watched`: without `--max-filesize`,
+   * rg's memory watched. Throws rg's error.
    */
   async #run(
     plan: GrepPlan,
@@ -357,7 +309,7 @@ export class RipgrepSearch implements SearchEngine {
     watched: boolean,
     options: { readonly unsorted?: boolean; readonly byteOffsets?: boolean },
     onRecord: (path: string, rest: Uint8Array, decoder: TextDecoder) => boolean,
-    onSkip: GrepCollector["skip"],
+    collector: GrepCollector,
   ): Promise<RipgrepRunResult> {
     const parser = new RecordParser(
       plan.mode !== "files_with_matches",
@@ -368,17 +320,13 @@ export class RipgrepSearch implements SearchEngine {
     const isFile = plan.root.isFile;
     const run = await runRipgrep({
       command: this.#rg,
-      args: ripgrepGrepArgs(plan, {
-        debug: true,
-        sizeLimit: !watched,
-        ...options,
-      }),
+      args: ripgrepGrepArgs(plan, { sizeLimit: !watched, ...options }),
       ...(isFile ? {} : { cwd: plan.root.path }),
       signal,
       ...(watched && !isFile ? { maxMemoryBytes: memoryBound(plan) } : {}),
       ...(options.unsorted ? { gatherMs: GATHER_MS } : {}),
       onSkip: (skip) =>
-        onSkip(relativeOf(skip.path, isFile), skip.reason, skip.size),
+        collector.skip(relativeOf(skip.path, isFile), skip.reason, skip.size),
       onStdout: (chunk) => {
         parser.push(chunk, records);
         try {
@@ -428,7 +376,7 @@ export class RipgrepSearch implements SearchEngine {
         }
         return true;
       },
-      (path, reason, size) => collector.skip(path, reason, size),
+      collector,
     );
     if (run.overMemory) return OVER_MEMORY;
     perFile.sort((a, b) => comparePaths(a.path, b.path));
@@ -437,25 +385,18 @@ export class RipgrepSearch implements SearchEngine {
   }
 
   /**
-   * Content mode over a folder, in path order without `--sort path` (which
-   * makes ripgrep single-threaded): one parallel, unsorted pass collects each
-   * matching file's lines (one rg run, as a bare `rg -n` would), then the
-   * files are put in path order and kept until the output cap. When that
-   * pass finds matching files densely (a common pattern) within a moment, or
-   * its lines outgrow a budget (a multiple of the output cap), a sorted
-   * search takes its place: the first files in path order then soon fill
-   * the output, and memory stays bounded.
+   * Content mode over a folder: one parallel, unsorted pass, its files put in
+   * path order after; the sorted search instead when matches come densely or
+   * outgrow the budget (README).
    */
   async #grepContent(
     plan: GrepPlan,
     signal: AbortSignal,
     watched: boolean,
   ): Promise<GrepResult | typeof OVER_MEMORY> {
-    // What the pass skipped (each file once).
-    const skipped: Parameters<GrepCollector["skip"]>[] = [];
+    // Left behind when the sorted search takes over.
+    const collector = new GrepCollector(plan);
     const firstPass = new AbortController();
-    // One parallel, unsorted pass; each file's lines are kept (up to a
-    // budget), then the files are put in path order.
     const found = new Map<string, MatchedLine[]>();
     const budget = Math.max(
       CONTENT_MIN_BUDGET_BYTES,
@@ -464,12 +405,9 @@ export class RipgrepSearch implements SearchEngine {
     let bytes = 0;
     let overBudget = false;
     let onDense: (() => void) | undefined;
-    // Byte offsets instead of line numbers: rg need not count the lines of
-    // every file; those of the files shown are counted after.
     const byteOffsets = !plan.multiline;
-    // rg writes each file's records together: once the next file's come, a
-    // file is checked (and its lines numbered) while rg still searches, up
-    // to EARLY_CHECKS files; a file whose lines grew after is checked again.
+    // A file is checked once the next file's records come (rg writes each
+    // file's together), again if its lines grew after.
     const check = new MatchCheck(plan);
     const early = new Map<string, { count: number; verdict: Verdict }>();
     let last: string | null = null;
@@ -505,23 +443,17 @@ export class RipgrepSearch implements SearchEngine {
         }
         return true;
       },
-      (...skip) => skipped.push(skip),
+      collector,
     );
-    listing.catch(() => {});
+    let dense = false;
     try {
-      let dense = false;
       if (this.#sortedAttemptMs > 0) {
         // Dense matches, the end of the watch or the end of the pass: first wins.
         const decided = Promise.withResolvers<boolean>();
+        const end = () => decided.resolve(false);
         onDense = () => decided.resolve(true);
-        const timer = setTimeout(
-          () => decided.resolve(false),
-          this.#sortedAttemptMs,
-        );
-        listing.then(
-          () => decided.resolve(false),
-          () => decided.resolve(false),
-        );
+        const timer = setTimeout(end, this.#sortedAttemptMs);
+        listing.then(end, end);
         dense = await decided.promise;
         clearTimeout(timer);
         onDense = undefined;
@@ -530,33 +462,28 @@ export class RipgrepSearch implements SearchEngine {
         if ((await listing).overMemory) return OVER_MEMORY;
         dense = overBudget;
       }
-      if (dense) {
-        firstPass.abort();
-        await listing.catch(() => {});
-        return await this.#sortedContent(plan, signal, watched);
-      }
-      const collector = new GrepCollector(plan);
-      for (const skip of skipped) collector.skip(...skip);
-      const paths = [...found.keys()].sort(comparePaths);
-      for (const path of paths) {
-        const lines = found.get(path)!;
-        const checked = early.get(path);
-        const verdict = checked?.count === lines.length
-          ? checked.verdict
-          : check.judge(path, lines, byteOffsets);
-        if (verdict.tooLarge !== undefined) {
-          collector.skip(path, "too-large", verdict.tooLarge);
-        }
-        if (verdict.lines === null) continue;
-        const shown = verdict.lines;
-        if (!collector.add({ path, count: shown.length, lines: shown })) break;
-      }
-      return collector.result("ripgrep");
-    } catch (error) {
+    } finally {
       firstPass.abort();
       await listing.catch(() => {});
-      throw error;
     }
+    if (dense) return await this.#sortedContent(plan, signal, watched);
+    for (const path of [...found.keys()].sort(comparePaths)) {
+      const lines = found.get(path)!;
+      const checked = early.get(path);
+      const verdict = checked?.count === lines.length
+        ? checked.verdict
+        : check.judge(path, lines, byteOffsets);
+      if (verdict.tooLarge !== undefined) {
+        collector.skip(path, "too-large", verdict.tooLarge);
+      }
+      const shown = verdict.lines;
+      if (
+        shown && !collector.add({ path, count: shown.length, lines: shown })
+      ) {
+        break;
+      }
+    }
+    return collector.result("ripgrep");
   }
 
   /**
@@ -594,7 +521,7 @@ export class RipgrepSearch implements SearchEngine {
         }
         return true;
       },
-      (skipPath, reason, size) => collector.skip(skipPath, reason, size),
+      collector,
     );
     if (run.overMemory) return OVER_MEMORY;
     if (!collector.stopped) flush();

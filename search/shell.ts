@@ -14,8 +14,8 @@
 import { formatBytes } from "../_internal/format.ts";
 import { shellQuote } from "../_internal/shell_quote.ts";
 import {
-  FallbackSearch,
   type FileSource,
+  fsSource,
   globFiles,
   grepFiles,
   type Listed,
@@ -119,7 +119,7 @@ export interface ShellSearchOptions {
    * error asking for a narrower search. Default 32 MiB.
    */
   readonly maxOutputBytes?: number;
-  /** Folders and files the last resort (`FallbackSearch`) reads at once. */
+  /** Folders listed at once (files read at once: 8 times as many without framing). */
   readonly workers?: number;
   /**
    * The shell runs on this host (no `rg`): `find` and `grep` run through it,
@@ -192,7 +192,6 @@ export class ShellSearch implements SearchEngine {
   readonly #useRipgrep: "auto" | boolean;
   readonly #maxBytes: number;
   readonly #workers: number;
-  readonly #fallback: FallbackSearch;
   readonly #direct: boolean;
   readonly #slots = new SearchSlots();
   #caps: Promise<Capabilities> | null = null;
@@ -215,13 +214,8 @@ export class ShellSearch implements SearchEngine {
       );
     }
     this.#maxBytes = max;
-    this.#workers = options.workers ?? 2;
+    this.#workers = Math.max(1, options.workers ?? 2);
     this.#direct = options.readFilesDirectly ?? false;
-    this.#fallback = new FallbackSearch({
-      fs: this.#fs,
-      local: false,
-      workers: this.#workers,
-    });
   }
 
   /** Commands run and bytes received so far. */
@@ -241,7 +235,6 @@ export class ShellSearch implements SearchEngine {
   async grep(request: GrepRequest): Promise<GrepResult> {
     const caps = await this.#capabilities(request.signal);
     if (caps.rg) return await this.#grepRipgrep(request);
-    if (!caps.framing) return await this.#fallback.grep(request);
     return await grepFiles(
       this.#fs,
       request,
@@ -261,7 +254,6 @@ export class ShellSearch implements SearchEngine {
    */
   async glob(request: GlobRequest): Promise<GlobResult> {
     const caps = await this.#capabilities(request.signal);
-    if (!caps.framing) return await this.#fallback.glob(request);
     const plan = await planGlob(this.#fs, request, false);
     const engine = caps.rg ? "ripgrep" : "fallback";
     return await globFiles(plan, this.#slots, this.#source(caps), engine);
@@ -277,7 +269,6 @@ export class ShellSearch implements SearchEngine {
    */
   async ls(request: LsRequest): Promise<LsResult> {
     const caps = await this.#capabilities(request.signal);
-    if (!caps.framing) return await this.#fallback.ls(request);
     return await listFolder(
       this.#fs,
       request,
@@ -286,8 +277,9 @@ export class ShellSearch implements SearchEngine {
     );
   }
 
-  /** The find engine's file source. */
+  /** The find engine's file source, or the file-system interface's without framing. */
   #source(caps: Capabilities): FileSource {
+    if (!caps.framing) return fsSource(this.#fs, this.#workers);
     return {
       workers: this.#workers,
       batchFiles: this.#direct ? 64 : Infinity,
@@ -368,11 +360,7 @@ export class ShellSearch implements SearchEngine {
     return result;
   }
 
-  /**
-   * Runs a command whose stdout is piped through `head -c cap | base64`; the
-   * status of `body` comes back on stderr. Returns the decoded bytes, whether
-   * the cap cut them, the status and the rest of stderr.
-   */
+  /** Runs `body` with its stdout through `head -c cap | base64`, its status on stderr. */
   async #framed(
     body: string,
     cap: number,
@@ -422,7 +410,7 @@ export class ShellSearch implements SearchEngine {
     // rg's debug lines name what it skipped (over the size limit, not a
     // regular file); only those lines and real errors reach stderr.
     const rg = `( rg ${
-      ripgrepGrepArgs(plan, { debug: true }).map(shellQuote).join(" ")
+      ripgrepGrepArgs(plan).map(shellQuote).join(" ")
     } 2>&1 1>&3 | awk ${
       shellQuote(DEBUG_SKIP_AWK)
     } >&2; exit "\${PIPESTATUS[0]}" ) 3>&1`;
@@ -494,10 +482,7 @@ export class ShellSearch implements SearchEngine {
     );
   }
 
-  /**
-   * Which of these files (relative to the root) are binary: a NUL byte in
-   * their first 8 KiB, found by ripgrep in the sandbox.
-   */
+  /** Which of these files (relative to the root) are binary, by rg in the sandbox. */
   async #binaryFiles(
     root: SearchRoot,
     paths: readonly string[],
@@ -520,10 +505,7 @@ export class ShellSearch implements SearchEngine {
     return binary;
   }
 
-  /**
-   * The files (relative to the root) with a line `grep -E` matches (at least
-   * every file the pattern matches), by `find -exec grep -l`.
-   */
+  /** The files (relative) with a line `grep -E` matches, by `find -exec grep -l`. */
   async #filesMatching(
     root: SearchRoot,
     grep: { pattern: string; flags: string; locale: string },
@@ -556,10 +538,7 @@ export class ShellSearch implements SearchEngine {
     return files;
   }
 
-  /**
-   * One `find` listing of a folder (heavy folders listed, not descended
-   * into), served to the walk from memory.
-   */
+  /** One `find` listing of a folder, served to the walk from memory. */
   async #listing(
     root: SearchRoot,
     depth: number,
@@ -568,7 +547,6 @@ export class ShellSearch implements SearchEngine {
     names: readonly string[] | null,
   ): Promise<ListFolder> {
     const format = "%y %s %T@ %P\\0";
-    // Files only by the names the filters can keep (folders all listed).
     const kept = names === null
       ? ""
       : `\\( -type d -o ${

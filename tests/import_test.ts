@@ -196,6 +196,12 @@ Deno.test("cold start: importing an entry point loads none of what it needs only
     ),
     [],
   );
+  // Nor zod of its own (the SDK's is its own business) nor all of std's
+  // POSIX paths for the two functions the default conversations root needs.
+  assertEquals(
+    matching(mcp, /npm:zod|path\/posix\/mod\.js|_internal\/std_path\.ts/),
+    [],
+  );
   // The in-sandbox preparation of a package: the check in a stream, not the
   // extractor of this host (its zlib, pako).
   const prepare = await loadedAtImport("package/remote.ts");

@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
+import { LocalSkillRuntime } from "../runtimes/local/runtime.ts";
 import type { SkillRuntime } from "../runtimes/types.ts";
 import type { ToolContext } from "./context.ts";
 import { createSearch } from "../search/search.ts";

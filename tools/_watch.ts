@@ -10,7 +10,7 @@ import { hostPath } from "../_internal/std.ts";
 import type { Skill } from "../skill/types.ts";
 import { scopeRoots } from "../skill/sources.ts";
 import { walkSkillFiles } from "../workspace/copy.ts";
-import { LocalSkillRuntime } from "../runtimes/local/mod.ts";
+import { LocalSkillRuntime } from "../runtimes/local/runtime.ts";
 import type {
   BuildSkillToolsOptions,
   SkillsChange,

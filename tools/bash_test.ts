@@ -9,11 +9,13 @@ import { loadSkills } from "../skill/load.ts";
 import { createBashTool } from "./bash.ts";
 import {
   conversationContext,
+  onHost,
   plainContext,
   tempDir,
   testEachRuntime,
   writeSkill,
 } from "../tests/helpers/tools.ts";
+import { countTimeoutChecks } from "../tests/helpers/timeout_checks.ts";
 
 testEachRuntime(
   "bash returns stdout alone when the command succeeds quietly",
@@ -98,7 +100,7 @@ testEachRuntime(
   "bash runs in the default working directory or a relative working_directory",
   async () => {
     await using dir = await tempDir();
-    await Deno.mkdir(`${dir.path}/sub dir`);
+    await Deno.mkdir(onHost(`${dir.path}/sub dir`));
     const bash = createBashTool(plainContext(dir.path).context);
     assertEquals(
       (await bash.execute({ command: "pwd" })).text,
@@ -116,7 +118,7 @@ testEachRuntime(
   "bash refuses a working_directory that is missing or a file",
   async () => {
     await using dir = await tempDir();
-    await Deno.writeTextFile(`${dir.path}/f.txt`, "x");
+    await Deno.writeTextFile(onHost(`${dir.path}/f.txt`), "x");
     const bash = createBashTool(plainContext(dir.path).context);
     assertEquals(
       await bash.execute({ command: "pwd", working_directory: "nope" }),
@@ -157,7 +159,7 @@ testEachRuntime("bash validates its input", async () => {
 testEachRuntime("bash keeps configured secrets out of its output", async () => {
   await using dir = await tempDir();
   await writeSkill(`${dir.path}/skills`, "api");
-  const { skills } = await loadSkills(`${dir.path}/skills`);
+  const { skills } = await loadSkills(onHost(`${dir.path}/skills`));
   const config = new SkillRuntimeConfig({
     env: { API_KEY: "sk-live-0123456789" },
   });
@@ -256,5 +258,22 @@ testEachRuntime(
       command: "-x 2>/dev/null; echo after",
     });
     assertEquals(dashed, { text: "after\n", isError: false });
+  },
+);
+
+testEachRuntime(
+  "bash checks a call's timeout once on its way to the command",
+  async () => {
+    await using dir = await tempDir();
+    const bash = createBashTool(plainContext(dir.path).context);
+    // The tool validates the model's input against its schema; the runtime's
+    // timeout check (`checkTimeoutMs`) runs once: in `checkExecuteRequest`,
+    // whose checked value the launcher or the remote command core carries.
+    const { result, checks } = await countTimeoutChecks(
+      54_321,
+      () => bash.execute({ command: "echo once", timeout: 54_321 }),
+    );
+    assertEquals(result, { text: "once\n", isError: false });
+    assertEquals(checks, 1);
   },
 );

@@ -335,9 +335,10 @@ export async function buildSkillTools(
     wanted.delete("kill_bash");
   }
   const owned = options.runtime === undefined;
-  // The local runtime is loaded only when it is the default (not at import).
+  // The local runtime is loaded only when it is the default (not at import;
+  // its own module, not the kind's index with the doctor).
   const runtime = options.runtime ??
-    new (await import("../runtimes/local/mod.ts")).LocalSkillRuntime();
+    new (await import("../runtimes/local/runtime.ts")).LocalSkillRuntime();
   const context = createToolContext(runtime, {
     skills,
     configs,

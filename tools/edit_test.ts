@@ -1,6 +1,7 @@
 import { assertEquals } from "../tests/helpers/assert.ts";
 import { createEditTool } from "./edit.ts";
 import {
+  onHost,
   plainContext,
   tempDir,
   testEachRuntime,
@@ -9,8 +10,9 @@ import {
 async function setup(content: string | Uint8Array) {
   const dir = await tempDir();
   const path = `${dir.path}/f.txt`;
-  if (typeof content === "string") await Deno.writeTextFile(path, content);
-  else await Deno.writeFile(path, content);
+  if (typeof content === "string") {
+    await Deno.writeTextFile(onHost(path), content);
+  } else await Deno.writeFile(onHost(path), content);
   const edit = createEditTool(plainContext(dir.path).context);
   return { dir, path, edit };
 }
@@ -33,7 +35,7 @@ testEachRuntime(
       },
     );
     assertEquals(
-      await Deno.readTextFile(path),
+      await Deno.readTextFile(onHost(path)),
       "a\nb\nc\nd\nE1\nE2\nf\ng\nh\ni\n",
     );
   },
@@ -86,7 +88,7 @@ testEachRuntime("edit reports no match and leaves the file alone", async () => {
       isError: true,
     },
   );
-  assertEquals(await Deno.readTextFile(path), "hello\n");
+  assertEquals(await Deno.readTextFile(onHost(path)), "hello\n");
 });
 
 testEachRuntime(
@@ -106,7 +108,10 @@ testEachRuntime(
         isError: true,
       },
     );
-    assertEquals(await Deno.readTextFile(path), "x = 1\nx = 1\nx = 1\n");
+    assertEquals(
+      await Deno.readTextFile(onHost(path)),
+      "x = 1\nx = 1\nx = 1\n",
+    );
   },
 );
 
@@ -124,7 +129,7 @@ testEachRuntime("edit with replace_all replaces every occurrence", async () => {
       `Edited ${path}: replaced 2 occurrences (the first is shown)\nSnippet (lines 1-3):\n     1\tx = 2\n     2\ty\n     3\tx = 2`,
     isError: false,
   });
-  assertEquals(await Deno.readTextFile(path), "x = 2\ny\nx = 2\n");
+  assertEquals(await Deno.readTextFile(onHost(path)), "x = 2\ny\nx = 2\n");
 });
 
 testEachRuntime(
@@ -139,7 +144,7 @@ testEachRuntime(
     });
     assertEquals(result.isError, false);
     assertEquals(
-      await Deno.readTextFile(path),
+      await Deno.readTextFile(onHost(path)),
       "uno\r\ndos\r\nextra\r\nthree\r\n",
     );
   },
@@ -155,7 +160,7 @@ testEachRuntime(
       old_string: "one\r\ntwo",
       new_string: "1\r\n2",
     });
-    assertEquals(await Deno.readTextFile(path), "1\n2\n");
+    assertEquals(await Deno.readTextFile(onHost(path)), "1\n2\n");
   },
 );
 
@@ -170,7 +175,7 @@ testEachRuntime(
       new_string: "$& $$ $1",
     });
     assertEquals(result.isError, false);
-    assertEquals(await Deno.readTextFile(path), "price: $& $$ $1\n");
+    assertEquals(await Deno.readTextFile(onHost(path)), "price: $& $$ $1\n");
   },
 );
 
@@ -187,7 +192,7 @@ testEachRuntime(
       })).isError,
       false,
     );
-    assertEquals(await Deno.readTextFile(path), "keep\nkeep\n");
+    assertEquals(await Deno.readTextFile(onHost(path)), "keep\nkeep\n");
   },
 );
 
@@ -205,7 +210,7 @@ testEachRuntime("edit keeps a byte order mark", async () => {
       `Edited ${path}: replaced 1 occurrence\nSnippet (lines 1-1):\n     1\tname = b`,
     isError: false,
   });
-  const bytes = await Deno.readFile(path);
+  const bytes = await Deno.readFile(onHost(path));
   assertEquals([...bytes.subarray(0, 3)], [0xef, 0xbb, 0xbf]);
   assertEquals(new TextDecoder().decode(bytes), "name = b\n");
 });
@@ -215,7 +220,7 @@ testEachRuntime(
   async () => {
     const { dir, edit } = await setup(new Uint8Array([0x61, 0, 0x62]));
     await using _ = dir;
-    await Deno.mkdir(`${dir.path}/d`);
+    await Deno.mkdir(onHost(`${dir.path}/d`));
     assertEquals(
       await edit.execute({
         file_path: "f.txt",
@@ -245,7 +250,7 @@ testEachRuntime(
         isError: true,
       },
     );
-    const big = await Deno.open(`${dir.path}/big.txt`, {
+    const big = await Deno.open(onHost(`${dir.path}/big.txt`), {
       write: true,
       create: true,
     });
@@ -283,6 +288,11 @@ testEachRuntime(
         isError: true,
       },
     );
-    assertEquals([...await Deno.readFile(path)], [0x61, 0xff, 0x62, 0x0a]);
+    assertEquals([...await Deno.readFile(onHost(path))], [
+      0x61,
+      0xff,
+      0x62,
+      0x0a,
+    ]);
   },
 );

@@ -5,6 +5,7 @@ import type { SkillEvent } from "../observe/events.ts";
 import { createBashTool } from "./bash.ts";
 import { createSkillTool } from "./skill_tool.ts";
 import {
+  onHost,
   plainContext,
   tempDir,
   testEachRuntime,
@@ -15,7 +16,7 @@ const SECRET = "evt-s3cr3t-value-42";
 
 async function skillSetup(root: string) {
   await writeSkill(root, "alpha", { files: { "data.txt": "x".repeat(1000) } });
-  const { skills } = await loadSkills(root);
+  const { skills } = await loadSkills(onHost(root));
   const config = new SkillRuntimeConfig({
     env: { ALPHA_TOKEN: SECRET },
     bootstrap: ["echo boot-one", "echo boot-two"],
@@ -27,8 +28,8 @@ testEachRuntime(
   "tools emit call, preparation and output events in order, without the secret",
   async () => {
     await using dir = await tempDir();
-    await Deno.mkdir(`${dir.path}/skills`);
-    await Deno.mkdir(`${dir.path}/work`);
+    await Deno.mkdir(onHost(`${dir.path}/skills`));
+    await Deno.mkdir(onHost(`${dir.path}/work`));
     const { skills, configs } = await skillSetup(`${dir.path}/skills`);
     const events: SkillEvent[] = [];
     const { context, runtime } = plainContext(`${dir.path}/work`, {
@@ -126,8 +127,8 @@ testEachRuntime(
 
 testEachRuntime("a throwing listener breaks no tool call", async () => {
   await using dir = await tempDir();
-  await Deno.mkdir(`${dir.path}/skills`);
-  await Deno.mkdir(`${dir.path}/work`);
+  await Deno.mkdir(onHost(`${dir.path}/skills`));
+  await Deno.mkdir(onHost(`${dir.path}/work`));
   const { skills, configs } = await skillSetup(`${dir.path}/skills`);
   let calls = 0;
   const { context, runtime } = plainContext(`${dir.path}/work`, {
@@ -163,8 +164,8 @@ testEachRuntime(
   "a secret written across two chunks never reaches an event",
   async () => {
     await using dir = await tempDir();
-    await Deno.mkdir(`${dir.path}/skills`);
-    await Deno.mkdir(`${dir.path}/work`);
+    await Deno.mkdir(onHost(`${dir.path}/skills`));
+    await Deno.mkdir(onHost(`${dir.path}/work`));
     const { skills, configs } = await skillSetup(`${dir.path}/skills`);
     const texts: string[] = [];
     const { context, runtime } = plainContext(`${dir.path}/work`, {

@@ -6,6 +6,7 @@ import { makeTree } from "./_tree.ts";
 import {
   contextWithEngine,
   conversationContext,
+  onHost,
   tempDir,
   testEachEngine,
   testEachRuntime,
@@ -15,7 +16,7 @@ testEachEngine(
   "glob finds files at any depth with **, newest first",
   async (engine) => {
     await using dir = await tempDir();
-    await makeTree(dir.path);
+    await makeTree(onHost(dir.path));
     const glob = createGlobTool(contextWithEngine(dir.path, engine));
     assertEquals(await glob.execute({ pattern: "**/*.ts" }), {
       text: [
@@ -32,7 +33,7 @@ testEachEngine(
   "glob handles ?, [] and names with spaces, hidden files and unicode",
   async (engine) => {
     await using dir = await tempDir();
-    await makeTree(dir.path);
+    await makeTree(onHost(dir.path));
     const glob = createGlobTool(contextWithEngine(dir.path, engine));
     assertEquals(
       (await glob.execute({ pattern: "src/deep/b?.ts" })).text,
@@ -58,7 +59,7 @@ testEachEngine(
   "glob skips heavy folders below the root but searches one given as the root",
   async (engine) => {
     await using dir = await tempDir();
-    await makeTree(dir.path);
+    await makeTree(onHost(dir.path));
     const glob = createGlobTool(contextWithEngine(dir.path, engine));
     assertEquals(
       (await glob.execute({ pattern: "*.js" })).text,
@@ -75,7 +76,7 @@ testEachEngine(
   "glob reports a missing folder and a file given as the folder",
   async (engine) => {
     await using dir = await tempDir();
-    await makeTree(dir.path);
+    await makeTree(onHost(dir.path));
     const glob = createGlobTool(contextWithEngine(dir.path, engine));
     assertEquals(await glob.execute({ pattern: "*", path: "nope" }), {
       text: 'Cannot search "nope": no such folder',
@@ -94,7 +95,7 @@ testEachEngine(
 
 Deno.test("glob caps its results with a notice", async () => {
   await using dir = await tempDir();
-  await makeTree(dir.path);
+  await makeTree(onHost(dir.path));
   const runtime = new LocalSkillRuntime({ cwd: dir.path });
   const glob = createGlobTool(
     createToolContext(runtime, { limits: { globResults: 2 } }),

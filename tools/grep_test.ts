@@ -11,6 +11,7 @@ import { makeTree } from "./_tree.ts";
 import {
   contextWithEngine,
   conversationContext,
+  onHost,
   tempDir,
   testEachEngine,
   testEachRuntime,
@@ -20,7 +21,7 @@ testEachEngine(
   "grep lists matching files by default, hidden and unicode included, binary and heavy skipped",
   async (engine) => {
     await using dir = await tempDir();
-    await makeTree(dir.path);
+    await makeTree(onHost(dir.path));
     const grep = createGrepTool(contextWithEngine(dir.path, engine));
     assertEquals(await grep.execute({ pattern: "TODO" }), {
       text: [
@@ -41,7 +42,7 @@ testEachEngine(
   "grep shows content with line numbers and context, -- between groups",
   async (engine) => {
     await using dir = await tempDir();
-    await makeTree(dir.path);
+    await makeTree(onHost(dir.path));
     const grep = createGrepTool(contextWithEngine(dir.path, engine));
     const file = `${dir.path}/my file.md`;
     assertEquals(
@@ -94,7 +95,7 @@ testEachEngine(
   "grep puts -- between separate groups of lines",
   async (engine) => {
     await using dir = await tempDir();
-    await makeTree(dir.path);
+    await makeTree(onHost(dir.path));
     const grep = createGrepTool(contextWithEngine(dir.path, engine));
     const file = `${dir.path}/my file.md`;
     assertEquals(
@@ -117,7 +118,7 @@ testEachEngine(
 
 testEachEngine("grep counts matching lines per file", async (engine) => {
   await using dir = await tempDir();
-  await makeTree(dir.path);
+  await makeTree(onHost(dir.path));
   const grep = createGrepTool(contextWithEngine(dir.path, engine));
   assertEquals(
     (await grep.execute({
@@ -136,7 +137,7 @@ testEachEngine("grep counts matching lines per file", async (engine) => {
 
 testEachEngine("grep pages with head_limit and offset", async (engine) => {
   await using dir = await tempDir();
-  await makeTree(dir.path);
+  await makeTree(onHost(dir.path));
   const grep = createGrepTool(contextWithEngine(dir.path, engine));
   assertEquals(
     (await grep.execute({ pattern: "TODO", head_limit: 2 })).text,
@@ -163,7 +164,7 @@ testEachEngine(
   "grep filters by type, ignores case, and spans lines in multiline mode",
   async (engine) => {
     await using dir = await tempDir();
-    await makeTree(dir.path);
+    await makeTree(onHost(dir.path));
     const grep = createGrepTool(contextWithEngine(dir.path, engine));
     assertEquals(
       (await grep.execute({
@@ -190,7 +191,7 @@ testEachEngine(
   "grep searches a heavy folder given as the root, and says when nothing matches",
   async (engine) => {
     await using dir = await tempDir();
-    await makeTree(dir.path);
+    await makeTree(onHost(dir.path));
     const grep = createGrepTool(contextWithEngine(dir.path, engine));
     assertEquals(
       (await grep.execute({ pattern: "TODO", path: "node_modules" })).text,
@@ -207,7 +208,7 @@ testEachEngine(
   "grep reports a bad regex, a missing path and misplaced context clearly",
   async (engine) => {
     await using dir = await tempDir();
-    await makeTree(dir.path);
+    await makeTree(onHost(dir.path));
     const grep = createGrepTool(contextWithEngine(dir.path, engine));
     assertEquals(await grep.execute({ pattern: "(unclosed" }), {
       text: 'Invalid regex "(unclosed": missing closing ): `(unclosed`',
@@ -232,7 +233,10 @@ testEachEngine(
 Deno.test("grep caps its output at the limit with a notice", async () => {
   await using dir = await tempDir();
   const line = "match " + "z".repeat(94);
-  await Deno.writeTextFile(`${dir.path}/big.txt`, `${line}\n`.repeat(3000));
+  await Deno.writeTextFile(
+    onHost(`${dir.path}/big.txt`),
+    `${line}\n`.repeat(3000),
+  );
   const runtime = new LocalSkillRuntime({ cwd: dir.path });
   const grep = createGrepTool(
     createToolContext(runtime, { limits: { grepOutputChars: 10_000 } }),
@@ -252,7 +256,10 @@ Deno.test("grep caps its output at the limit with a notice", async () => {
 
 Deno.test("grep keeps configured secrets out of matched lines", async () => {
   await using dir = await tempDir();
-  await Deno.writeTextFile(`${dir.path}/env.txt`, "TOKEN=tok-abcdef-123\n");
+  await Deno.writeTextFile(
+    onHost(`${dir.path}/env.txt`),
+    "TOKEN=tok-abcdef-123\n",
+  );
   const runtime = new LocalSkillRuntime({ cwd: dir.path });
   const grep = createGrepTool(createToolContext(runtime, {
     configs: new Map([[
@@ -273,7 +280,7 @@ testEachEngine(
     const secret = "tok-abcdef-123456";
     // The secret straddles the 2000-character cut.
     await Deno.writeTextFile(
-      `${dir.path}/env.txt`,
+      onHost(`${dir.path}/env.txt`),
       `${"a".repeat(1995)}${secret}\n`,
     );
     const grep = createGrepTool(contextWithEngine(dir.path, engine, {
@@ -303,7 +310,7 @@ testEachEngine(
     // by 30 characters each when redacted, which pulls the piece left of that
     // cut well inside the 2000 kept.
     const line = `${secret.repeat(10)}${"a".repeat(2020 - 400)}${secret}`;
-    await Deno.writeTextFile(`${dir.path}/env.txt`, `${line}\n`);
+    await Deno.writeTextFile(onHost(`${dir.path}/env.txt`), `${line}\n`);
     const grep = createGrepTool(contextWithEngine(dir.path, engine, {
       configs: new Map([[
         "x",

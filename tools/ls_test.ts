@@ -4,6 +4,7 @@ import { makeTree } from "./_tree.ts";
 import {
   contextWithEngine,
   conversationContext,
+  onHost,
   tempDir,
   testEachEngine,
   testEachRuntime,
@@ -13,7 +14,7 @@ testEachEngine(
   "ls lists folders first, hidden and unicode names included",
   async (engine) => {
     await using dir = await tempDir();
-    await makeTree(dir.path);
+    await makeTree(onHost(dir.path));
     const ls = createLsTool(contextWithEngine(dir.path, engine));
     assertEquals(await ls.execute({}), {
       text: [
@@ -35,7 +36,7 @@ testEachEngine(
   "ls descends with depth but not into heavy folders below the root",
   async (engine) => {
     await using dir = await tempDir();
-    await makeTree(dir.path);
+    await makeTree(onHost(dir.path));
     const ls = createLsTool(contextWithEngine(dir.path, engine));
     assertEquals(
       (await ls.execute({ depth: 3 })).text,
@@ -70,7 +71,7 @@ testEachEngine(
 
 testEachEngine("ls stops at the limit with a notice", async (engine) => {
   await using dir = await tempDir();
-  await makeTree(dir.path);
+  await makeTree(onHost(dir.path));
   const ls = createLsTool(contextWithEngine(dir.path, engine));
   assertEquals(
     (await ls.execute({ limit: 2 })).text,
@@ -88,7 +89,7 @@ testEachEngine(
   "ls reports a missing path, a file and bad input",
   async (engine) => {
     await using dir = await tempDir();
-    await makeTree(dir.path);
+    await makeTree(onHost(dir.path));
     const ls = createLsTool(contextWithEngine(dir.path, engine));
     assertEquals(await ls.execute({ path: "nope" }), {
       text: 'Cannot list "nope": no such folder',
@@ -110,7 +111,7 @@ testEachRuntime(
   async () => {
     await using dir = await tempDir();
     const { context, workspace } = await conversationContext(dir.path);
-    await Deno.writeTextFile(`${workspace}/notes.md`, "n");
+    await Deno.writeTextFile(onHost(`${workspace}/notes.md`), "n");
     const ls = createLsTool(context);
     assertEquals(
       (await ls.execute({})).text,

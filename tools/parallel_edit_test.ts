@@ -13,6 +13,7 @@ import { createToolContext } from "./context.ts";
 import { createEditTool } from "./edit.ts";
 import { createWriteTool } from "./write.ts";
 import {
+  onHost,
   plainContext,
   tempDir,
   testEachRuntime,
@@ -23,7 +24,10 @@ testEachRuntime(
   async () => {
     await using dir = await tempDir();
     const lines = Array.from({ length: 20 }, (_, i) => `line ${i}: old`);
-    await Deno.writeTextFile(`${dir.path}/f.txt`, lines.join("\n") + "\n");
+    await Deno.writeTextFile(
+      onHost(`${dir.path}/f.txt`),
+      lines.join("\n") + "\n",
+    );
     const edit = createEditTool(plainContext(dir.path).context);
     const results = await Promise.all(
       lines.map((line, i) =>
@@ -36,7 +40,7 @@ testEachRuntime(
     );
     for (const result of results) assert(!result.isError, result.text);
     assertEquals(
-      await Deno.readTextFile(`${dir.path}/f.txt`),
+      await Deno.readTextFile(onHost(`${dir.path}/f.txt`)),
       lines.map((_, i) => `line ${i}: new`).join("\n") + "\n",
     );
   },
@@ -46,7 +50,7 @@ testEachRuntime(
   "two edits of the same anchor at once: one applies, the other says it cannot",
   async () => {
     await using dir = await tempDir();
-    await Deno.writeTextFile(`${dir.path}/f.txt`, "anchor\n");
+    await Deno.writeTextFile(onHost(`${dir.path}/f.txt`), "anchor\n");
     const edit = createEditTool(plainContext(dir.path).context);
     const results = await Promise.all(
       ["first", "second"].map((text) =>
@@ -63,7 +67,7 @@ testEachRuntime(
     assert(won >= 0 && results[lost]!.isError, JSON.stringify(results));
     assertStringIncludes(results[lost]!.text, "old_string was not found");
     assertEquals(
-      await Deno.readTextFile(`${dir.path}/f.txt`),
+      await Deno.readTextFile(onHost(`${dir.path}/f.txt`)),
       `${["first", "second"][won]}\n`,
     );
   },
@@ -73,7 +77,7 @@ testEachRuntime(
   "a write and an edit of one file at once run one after the other",
   async () => {
     await using dir = await tempDir();
-    await Deno.writeTextFile(`${dir.path}/f.txt`, "one\ntwo\n");
+    await Deno.writeTextFile(onHost(`${dir.path}/f.txt`), "one\ntwo\n");
     const { context } = plainContext(dir.path);
     const write = createWriteTool(context);
     const edit = createEditTool(context);
@@ -85,7 +89,7 @@ testEachRuntime(
     assert(!edited.isError, edited.text);
     // Never a mix (the edit writing over the write with what it read before):
     // the edit applied to the written text, or the write after the edit.
-    const content = await Deno.readTextFile(`${dir.path}/f.txt`);
+    const content = await Deno.readTextFile(onHost(`${dir.path}/f.txt`));
     assert(
       content === "one\n2\nthree\n" || content === "one\ntwo\nthree\n",
       JSON.stringify(content),
@@ -106,7 +110,9 @@ function racedRuntime(cwd: string, path: string, times: number): SkillRuntime {
     const bytes = await fs.readBytes(file, options);
     if (raced < times) {
       raced++;
-      await Deno.writeTextFile(path, `other ${raced}\n`, { append: true });
+      await Deno.writeTextFile(onHost(path), `other ${raced}\n`, {
+        append: true,
+      });
     }
     return bytes;
   };
@@ -135,7 +141,7 @@ function racedRuntime(cwd: string, path: string, times: number): SkillRuntime {
 Deno.test("edit writes only over the content it read: a change made meanwhile by another writer is kept, and the edit is applied again", async () => {
   await using dir = await tempDir();
   const path = `${dir.path}/f.txt`;
-  await Deno.writeTextFile(path, "keep anchor\n");
+  await Deno.writeTextFile(onHost(path), "keep anchor\n");
   const runtime = racedRuntime(dir.path, path, 1);
   const edit = createEditTool(createToolContext(runtime));
   const result = await edit.execute({
@@ -144,13 +150,13 @@ Deno.test("edit writes only over the content it read: a change made meanwhile by
     new_string: "edited",
   });
   assert(!result.isError, result.text);
-  assertEquals(await Deno.readTextFile(path), "keep edited\nother 1\n");
+  assertEquals(await Deno.readTextFile(onHost(path)), "keep edited\nother 1\n");
 });
 
 Deno.test("edit that keeps losing the race says so and changes nothing", async () => {
   await using dir = await tempDir();
   const path = `${dir.path}/f.txt`;
-  await Deno.writeTextFile(path, "keep anchor\n");
+  await Deno.writeTextFile(onHost(path), "keep anchor\n");
   const runtime = racedRuntime(dir.path, path, 100);
   const edit = createEditTool(createToolContext(runtime));
   const result = await edit.execute({
@@ -163,14 +169,14 @@ Deno.test("edit that keeps losing the race says so and changes nothing", async (
     result.text,
     "the file changed while it was being edited",
   );
-  assert(!(await Deno.readTextFile(path)).includes("edited"));
+  assert(!(await Deno.readTextFile(onHost(path))).includes("edited"));
 });
 
 Deno.test("two runtimes (two instances) editing one file at once lose nothing: every edit that says so is in the file", async () => {
   await using dir = await tempDir();
   const path = `${dir.path}/f.txt`;
   const lines = Array.from({ length: 40 }, (_, i) => `line ${i}: old`);
-  await Deno.writeTextFile(path, lines.join("\n") + "\n");
+  await Deno.writeTextFile(onHost(path), lines.join("\n") + "\n");
   // Each runtime orders its own calls; only the file is shared.
   const edits = [0, 1].map(() =>
     createEditTool(createToolContext(new LocalSkillRuntime({ cwd: dir.path })))
@@ -184,7 +190,7 @@ Deno.test("two runtimes (two instances) editing one file at once lose nothing: e
       })
     ),
   );
-  const text = await Deno.readTextFile(path);
+  const text = await Deno.readTextFile(onHost(path));
   results.forEach((result, i) => {
     if (result.isError) {
       assertStringIncludes(result.text, "the file changed while it was");
@@ -200,7 +206,7 @@ Deno.test("a write in one runtime racing edits in another is never overwritten u
   const path = `${dir.path}/f.txt`;
   for (let round = 0; round < 5; round++) {
     const lines = Array.from({ length: 20 }, (_, i) => `line ${i}: old`);
-    await Deno.writeTextFile(path, lines.join("\n") + "\n");
+    await Deno.writeTextFile(onHost(path), lines.join("\n") + "\n");
     const edit = createEditTool(
       createToolContext(new LocalSkillRuntime({ cwd: dir.path })),
     );
@@ -223,6 +229,10 @@ Deno.test("a write in one runtime racing edits in another is never overwritten u
     assert(!written.isError, written.text);
     // Every edit after the write finds nothing to replace and says so; none
     // puts back the content it read before the write.
-    assertEquals(await Deno.readTextFile(path), "written\n", `round ${round}`);
+    assertEquals(
+      await Deno.readTextFile(onHost(path)),
+      "written\n",
+      `round ${round}`,
+    );
   }
 });

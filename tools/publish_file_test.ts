@@ -7,6 +7,7 @@ import type { FilePublisher } from "./context.ts";
 import { createPublishFileTool, guessContentType } from "./publish_file.ts";
 import {
   conversationContext,
+  onHost,
   plainContext,
   tempDir,
   testEachRuntime,
@@ -68,7 +69,7 @@ testEachRuntime(
     await using dir = await tempDir();
     await using http = await httpPublisher();
     const bytes = new Uint8Array(300_000).map((_, i) => (i * 7) % 256);
-    await Deno.writeFile(`${dir.path}/chart.png`, bytes);
+    await Deno.writeFile(onHost(`${dir.path}/chart.png`), bytes);
     const tool = createPublishFileTool(
       plainContext(dir.path, { publisher: http.publisher }).context,
     )!;
@@ -86,7 +87,7 @@ testEachRuntime(
   "publish_file reports a publish whose expiry is an invalid date as a success without expiry",
   async () => {
     await using dir = await tempDir();
-    await Deno.writeTextFile(`${dir.path}/a.txt`, "hello");
+    await Deno.writeTextFile(onHost(`${dir.path}/a.txt`), "hello");
     let received = "";
     const publisher: FilePublisher = {
       async publish({ stream }) {
@@ -111,7 +112,7 @@ testEachRuntime(
   async () => {
     await using dir = await tempDir();
     await using http = await httpPublisher();
-    await Deno.writeTextFile(`${dir.path}/out.bin`, "a,b\n1,2\n");
+    await Deno.writeTextFile(onHost(`${dir.path}/out.bin`), "a,b\n1,2\n");
     const tool = createPublishFileTool(
       plainContext(dir.path, { publisher: http.publisher }).context,
     )!;
@@ -133,8 +134,8 @@ testEachRuntime(
   async () => {
     await using dir = await tempDir();
     await using http = await httpPublisher();
-    await Deno.mkdir(`${dir.path}/folder`);
-    await Deno.writeTextFile(`${dir.path}/a.txt`, "a");
+    await Deno.mkdir(onHost(`${dir.path}/folder`));
+    await Deno.writeTextFile(onHost(`${dir.path}/a.txt`), "a");
     const tool = createPublishFileTool(
       plainContext(dir.path, { publisher: http.publisher }).context,
     )!;
@@ -183,7 +184,7 @@ testEachRuntime(
   async () => {
     await using dir = await tempDir();
     await using http = await httpPublisher();
-    await Deno.writeTextFile(`${dir.path}/outside.txt`, "x");
+    await Deno.writeTextFile(onHost(`${dir.path}/outside.txt`), "x");
     const { context } = await conversationContext(dir.path, {
       publisher: http.publisher,
     });

@@ -13,6 +13,7 @@ import { createToolContext } from "./context.ts";
 import { createReadTool } from "./read.ts";
 import {
   conversationContext,
+  onHost,
   plainContext,
   tempDir,
   testEachRuntime,
@@ -24,7 +25,10 @@ testEachRuntime(
   "read numbers lines like cat -n under a header with the range",
   async () => {
     await using dir = await tempDir();
-    await Deno.writeTextFile(`${dir.path}/a.txt`, "alpha\nbeta\n\tgamma\n");
+    await Deno.writeTextFile(
+      onHost(`${dir.path}/a.txt`),
+      "alpha\nbeta\n\tgamma\n",
+    );
     const read = createReadTool(plainContext(dir.path).context);
     assertEquals(await read.execute({ file_path: "a.txt" }), {
       text:
@@ -41,8 +45,9 @@ testEachRuntime("read matches the golden output of the fixture", async () => {
     offset: 2,
     limit: 3,
   });
-  const golden = (await Deno.readTextFile(`${TESTDATA}poem.read.golden`))
-    .replace("{path}", `${TESTDATA}poem.txt`);
+  const golden =
+    (await Deno.readTextFile(onHost(`${TESTDATA}poem.read.golden`)))
+      .replace("{path}", `${TESTDATA}poem.txt`);
   assertEquals(result.text, golden.trimEnd());
 });
 
@@ -50,7 +55,10 @@ testEachRuntime(
   "read counts a last line without a line end and strips CR of CRLF",
   async () => {
     await using dir = await tempDir();
-    await Deno.writeTextFile(`${dir.path}/crlf.txt`, "one\r\ntwo\r\nthree");
+    await Deno.writeTextFile(
+      onHost(`${dir.path}/crlf.txt`),
+      "one\r\ntwo\r\nthree",
+    );
     const read = createReadTool(plainContext(dir.path).context);
     assertEquals(
       (await read.execute({ file_path: `${dir.path}/crlf.txt` })).text,
@@ -64,7 +72,10 @@ testEachRuntime(
   async () => {
     await using dir = await tempDir();
     const lines = Array.from({ length: 10 }, (_, i) => `line ${i + 1}`);
-    await Deno.writeTextFile(`${dir.path}/ten.txt`, lines.join("\n") + "\n");
+    await Deno.writeTextFile(
+      onHost(`${dir.path}/ten.txt`),
+      lines.join("\n") + "\n",
+    );
     const read = createReadTool(plainContext(dir.path).context);
     assertEquals(
       (await read.execute({ file_path: "ten.txt", offset: 3, limit: 2 })).text,
@@ -83,8 +94,8 @@ testEachRuntime(
 
 testEachRuntime("read says when the offset is past the end", async () => {
   await using dir = await tempDir();
-  await Deno.writeTextFile(`${dir.path}/three.txt`, "a\nb\nc\n");
-  await Deno.writeTextFile(`${dir.path}/one.txt`, "a");
+  await Deno.writeTextFile(onHost(`${dir.path}/three.txt`), "a\nb\nc\n");
+  await Deno.writeTextFile(onHost(`${dir.path}/one.txt`), "a");
   const read = createReadTool(plainContext(dir.path).context);
   assertEquals(await read.execute({ file_path: "three.txt", offset: 4 }), {
     text: 'Cannot read "three.txt" from line 4: the file has only 3 lines',
@@ -100,8 +111,8 @@ testEachRuntime(
   "read reports an empty file, a folder and a missing file clearly",
   async () => {
     await using dir = await tempDir();
-    await Deno.writeTextFile(`${dir.path}/empty.txt`, "");
-    await Deno.mkdir(`${dir.path}/folder`);
+    await Deno.writeTextFile(onHost(`${dir.path}/empty.txt`), "");
+    await Deno.mkdir(onHost(`${dir.path}/folder`));
     const read = createReadTool(plainContext(dir.path).context);
     assertEquals(await read.execute({ file_path: "empty.txt" }), {
       text: `File: ${dir.path}/empty.txt is empty (0 bytes)`,
@@ -123,7 +134,7 @@ testEachRuntime(
   async () => {
     await using dir = await tempDir();
     await Deno.writeTextFile(
-      `${dir.path}/long.txt`,
+      onHost(`${dir.path}/long.txt`),
       `short\n${"x".repeat(5000)}\nend\n`,
     );
     const read = createReadTool(plainContext(dir.path).context);
@@ -147,7 +158,7 @@ testEachRuntime(
   async () => {
     await using dir = await tempDir();
     await Deno.writeTextFile(
-      `${dir.path}/u.txt`,
+      onHost(`${dir.path}/u.txt`),
       "\uFEFFhéllo wörld\n技能 мой-навык 🎉\n",
     );
     const read = createReadTool(plainContext(dir.path).context);
@@ -161,10 +172,10 @@ testEachRuntime(
 testEachRuntime("read does not dump binary files", async () => {
   await using dir = await tempDir();
   await Deno.writeFile(
-    `${dir.path}/blob.dat2`,
+    onHost(`${dir.path}/blob.dat2`),
     new Uint8Array([0x41, 0x00, 0x42, 0x0a]),
   );
-  await Deno.writeTextFile(`${dir.path}/image.png`, "not really a png");
+  await Deno.writeTextFile(onHost(`${dir.path}/image.png`), "not really a png");
   const read = createReadTool(plainContext(dir.path).context);
   assertEquals(await read.execute({ file_path: "blob.dat2" }), {
     text:
@@ -178,7 +189,10 @@ testEachRuntime(
   "read offers publish_file for a binary file only when there is a publisher",
   async () => {
     await using dir = await tempDir();
-    await Deno.writeFile(`${dir.path}/blob.bin2`, new Uint8Array([0, 1, 2]));
+    await Deno.writeFile(
+      onHost(`${dir.path}/blob.bin2`),
+      new Uint8Array([0, 1, 2]),
+    );
     const publisher = {
       publish: () => Promise.resolve({ url: "http://127.0.0.1/x" }),
     };
@@ -194,7 +208,10 @@ testEachRuntime(
 testEachRuntime("read finds the right lines across stream chunks", async () => {
   await using dir = await tempDir();
   const lines = Array.from({ length: 200_000 }, (_, i) => `row ${i + 1}`);
-  await Deno.writeTextFile(`${dir.path}/big.txt`, lines.join("\n") + "\n");
+  await Deno.writeTextFile(
+    onHost(`${dir.path}/big.txt`),
+    lines.join("\n") + "\n",
+  );
   const read = createReadTool(plainContext(dir.path).context);
   assertEquals(
     (await read.execute({ file_path: "big.txt", offset: 150_001, limit: 3 }))
@@ -212,7 +229,7 @@ testEachRuntime(
   async () => {
     await using dir = await tempDir();
     const line = "y".repeat(1999);
-    const file = await Deno.open(`${dir.path}/wide.txt`, {
+    const file = await Deno.open(onHost(`${dir.path}/wide.txt`), {
       write: true,
       create: true,
     });
@@ -254,9 +271,9 @@ testEachRuntime(
   "read in a conversation refuses a path outside the workspace",
   async () => {
     await using dir = await tempDir();
-    await Deno.writeTextFile(`${dir.path}/secret.txt`, "outside");
+    await Deno.writeTextFile(onHost(`${dir.path}/secret.txt`), "outside");
     const { context, workspace } = await conversationContext(dir.path);
-    await Deno.writeTextFile(`${workspace}/in.txt`, "inside\n");
+    await Deno.writeTextFile(onHost(`${workspace}/in.txt`), "inside\n");
     const read = createReadTool(context);
     assertEquals(
       (await read.execute({ file_path: "in.txt" })).text,
@@ -277,7 +294,7 @@ testEachRuntime(
     const secret = "tok-abcdef-123456";
     // The secret straddles the 2000-character cut.
     await Deno.writeTextFile(
-      `${dir.path}/env.txt`,
+      onHost(`${dir.path}/env.txt`),
       `${"a".repeat(1995)}${secret}\nTOKEN=${secret}\n`,
     );
     const read = createReadTool(
@@ -307,7 +324,7 @@ testEachRuntime(
   async () => {
     await using dir = await tempDir();
     const path = `${dir.path}/sparse.txt`;
-    const file = await Deno.open(path, { write: true, create: true });
+    const file = await Deno.open(onHost(path), { write: true, create: true });
     // Text for the binary sniff's 8 KiB, then a hole: one 64 GiB line of NULs.
     await file.write(
       new TextEncoder().encode("first\n" + "some text\n".repeat(1000)),
@@ -342,7 +359,7 @@ testEachRuntime(
     const pem =
       "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\nq1w2e3r4t5y6u7i8\n-----END PRIVATE KEY-----";
     await Deno.writeTextFile(
-      `${dir.path}/key.pem.txt`,
+      onHost(`${dir.path}/key.pem.txt`),
       `before\n${pem}\n${"x".repeat(1995)}q1w2e3r4t5y6u7i8 tail\nafter\n`,
     );
     const { context } = plainContext(dir.path, {
@@ -369,8 +386,8 @@ testEachRuntime(
     await using dir = await tempDir();
     const path = `${dir.path}/huge.txt`;
     // Text first (past the binary sniff), then 1 TiB of holes: no newline.
-    await Deno.writeTextFile(path, "a".repeat(10_000));
-    await Deno.truncate(path, 2 ** 40);
+    await Deno.writeTextFile(onHost(path), "a".repeat(10_000));
+    await Deno.truncate(onHost(path), 2 ** 40);
     const read = createReadTool(plainContext(dir.path).context);
     let started = performance.now();
     const after = await read.execute({ file_path: "huge.txt", offset: 2 });
@@ -404,7 +421,7 @@ Deno.test("read opens a local workspace file with one walk of the fence", async 
     conversationsRoot: dir.path,
     conversationId: "walks",
   });
-  await Deno.writeTextFile(`${runtime.cwd}/notes.txt`, "one\ntwo\n");
+  await Deno.writeTextFile(onHost(`${runtime.cwd}/notes.txt`), "one\ntwo\n");
   const read = createReadTool(createToolContext(runtime));
   // The real fence, counted where every walk begins.
   const walk = PathFence.prototype.resolve;

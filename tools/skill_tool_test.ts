@@ -14,6 +14,7 @@ import { createToolContext } from "./context.ts";
 import { createSkillTool, DEFAULT_SKILL_DESCRIPTION } from "./skill_tool.ts";
 import {
   conversationContext,
+  onHost,
   plainContext,
   tempDir,
   testEachRuntime,
@@ -31,7 +32,7 @@ testEachRuntime(
     await writeSkill(`${dir.path}/skills`, "gen", {
       files: { "scripts/run.sh": "echo hi\n" },
     });
-    const { skills } = await loadSkills(`${dir.path}/skills`);
+    const { skills } = await loadSkills(onHost(`${dir.path}/skills`));
     const { context, workspace } = await conversationContext(dir.path, {
       skills,
       configs: new Map([[
@@ -62,7 +63,7 @@ testEachRuntime(
   async () => {
     await using dir = await tempDir();
     await writeSkill(dir.path, "slow");
-    const { skills } = await loadSkills(dir.path);
+    const { skills } = await loadSkills(onHost(dir.path));
     const { context } = plainContext(dir.path, {
       skills,
       configs: new Map([[
@@ -91,7 +92,7 @@ testEachRuntime(
   async () => {
     await using dir = await tempDir();
     await writeSkill(dir.path, "one");
-    const { skills } = await loadSkills(dir.path);
+    const { skills } = await loadSkills(onHost(dir.path));
     const { context, runtime } = plainContext(dir.path, { skills });
     const tool = createSkillTool(context, { toolNames: ["bash", "read"] })!;
     assertStringIncludes(DEFAULT_SKILL_DESCRIPTION, "{catalog}");
@@ -107,7 +108,7 @@ testEachRuntime(
 testEachRuntime("a description function must return a string", async () => {
   await using dir = await tempDir();
   await writeSkill(dir.path, "one");
-  const { skills } = await loadSkills(dir.path);
+  const { skills } = await loadSkills(onHost(dir.path));
   assertThrows(
     () =>
       createSkillTool(plainContext(dir.path, { skills }).context, {
@@ -121,7 +122,7 @@ testEachRuntime("a description function must return a string", async () => {
 testEachRuntime("the skill tool refuses unknown parameters", async () => {
   await using dir = await tempDir();
   await writeSkill(dir.path, "one");
-  const { skills } = await loadSkills(dir.path);
+  const { skills } = await loadSkills(onHost(dir.path));
   const tool = createSkillTool(plainContext(dir.path, { skills }).context)!;
   assertEquals(await tool.execute({ name: "one", args: "x" }), {
     text: 'Invalid input: Unknown parameter "args": expected one of name',
@@ -137,7 +138,7 @@ testEachRuntime(
     await writeSkill(`${dir.path}/skills`, "leaky", {
       description: `Uses ${secret} to call the service.`,
     });
-    const { skills } = await loadSkills(`${dir.path}/skills`);
+    const { skills } = await loadSkills(onHost(`${dir.path}/skills`));
     const { context } = plainContext(dir.path, {
       skills,
       configs: new Map([[
@@ -264,7 +265,7 @@ Deno.test("a failed preparation is not cached by the tools: the next skill call 
 Deno.test("a caller that retries as soon as a preparation failed gets a new preparation", async () => {
   await using dir = await tempDir();
   await writeSkill(dir.path, "alpha");
-  const { skills } = await loadSkills(dir.path);
+  const { skills } = await loadSkills(onHost(dir.path));
   const { runtime, calls, failing } = countingRuntime(dir.path);
   const context = createToolContext(runtime, { skills });
   failing.add("alpha");
@@ -282,8 +283,8 @@ testEachRuntime(
   "the catalog shows each skill where the runtime prepares it, never its host source",
   async () => {
     await using dir = await tempDir();
-    const source = await writeSkill(`${dir.path}/skills`, "where");
-    const { skills } = await loadSkills(`${dir.path}/skills`);
+    const source = onHost(await writeSkill(`${dir.path}/skills`, "where"));
+    const { skills } = await loadSkills(onHost(`${dir.path}/skills`));
     const { context, workspace } = await conversationContext(dir.path, {
       skills,
     });
@@ -309,7 +310,7 @@ testEachRuntime(
   async () => {
     await using dir = await tempDir();
     await writeSkill(`${dir.path}/skills`, "here");
-    const { skills } = await loadSkills(`${dir.path}/skills`);
+    const { skills } = await loadSkills(onHost(`${dir.path}/skills`));
     const { context } = plainContext(dir.path, { skills });
     const tool = createSkillTool(context)!;
     const location = /<location>(.*)<\/location>/.exec(tool.description)?.[1];

@@ -2,6 +2,7 @@ import { assertEquals, assertStringIncludes } from "../tests/helpers/assert.ts";
 import { createWriteTool } from "./write.ts";
 import {
   conversationContext,
+  onHost,
   plainContext,
   tempDir,
   testEachRuntime,
@@ -20,7 +21,7 @@ testEachRuntime(
       },
     );
     assertEquals(
-      await Deno.readTextFile(`${dir.path}/a/b c/new.txt`),
+      await Deno.readTextFile(onHost(`${dir.path}/a/b c/new.txt`)),
       "hello\n",
     );
   },
@@ -37,20 +38,20 @@ testEachRuntime("write counts UTF-8 bytes of unicode content", async () => {
       isError: false,
     },
   );
-  assertEquals(await Deno.readTextFile(`${dir.path}/u.txt`), content);
+  assertEquals(await Deno.readTextFile(onHost(`${dir.path}/u.txt`)), content);
 });
 
 testEachRuntime(
   "write says it overwrote a file and how big it was",
   async () => {
     await using dir = await tempDir();
-    await Deno.writeTextFile(`${dir.path}/f.txt`, "x".repeat(2048));
+    await Deno.writeTextFile(onHost(`${dir.path}/f.txt`), "x".repeat(2048));
     const write = createWriteTool(plainContext(dir.path).context);
     assertEquals(await write.execute({ file_path: "f.txt", content: "" }), {
       text: `Overwrote ${dir.path}/f.txt (0 bytes; it had 2 KiB)`,
       isError: false,
     });
-    assertEquals(await Deno.readTextFile(`${dir.path}/f.txt`), "");
+    assertEquals(await Deno.readTextFile(onHost(`${dir.path}/f.txt`)), "");
     assertEquals(await write.execute({ file_path: "f.txt", content: "a" }), {
       text: `Overwrote ${dir.path}/f.txt (1 byte; it had 0 bytes)`,
       isError: false,
@@ -60,7 +61,7 @@ testEachRuntime(
 
 testEachRuntime("write refuses a folder and a missing content", async () => {
   await using dir = await tempDir();
-  await Deno.mkdir(`${dir.path}/d`);
+  await Deno.mkdir(onHost(`${dir.path}/d`));
   const write = createWriteTool(plainContext(dir.path).context);
   assertEquals(await write.execute({ file_path: "d", content: "x" }), {
     text: 'Cannot write "d": it is a folder',
@@ -87,7 +88,7 @@ testEachRuntime("write in a conversation stays in the workspace", async () => {
   assertEquals(result.isError, true);
   assertStringIncludes(result.text, "outside the workspace");
   assertEquals(
-    await Deno.stat(`${dir.path}/escaped.txt`).catch(() => null),
+    await Deno.stat(onHost(`${dir.path}/escaped.txt`)).catch(() => null),
     null,
   );
 });

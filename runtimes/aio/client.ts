@@ -1,18 +1,19 @@
 /**
  * {@linkcode AioClient}: the calls of one AIO Sandbox container
- * (`/v1/bash/*`, `/v1/file/*`) over the shared {@linkcode HttpClient}, with
- * the envelope `{success, message, data, hint}` handled on every answer: an
- * answer with `success: false` (HTTP 200 for a failed file operation) throws
- * an {@linkcode AioOperationError} carrying the server's message and
- * `error_type`; a 422 throws a `RemoteHttpError` whose message lists the
- * fields the server refused; an answer that is not JSON throws too.
- *
- * A command (`exec`) is never retried.
+ * (`/v1/bash/*`, `/v1/file/*`) over the shared {@linkcode HttpClient}, each
+ * answer's envelope read by the kit's `envelopeCall` (an answer with
+ * `success: false` throws an {@linkcode AioOperationError}). A command
+ * (`exec`) is never retried.
  *
  * @module
  */
 import { HttpClient, type HttpRequest } from "../remote/http.ts";
 import { RemoteHttpError } from "../remote/errors.ts";
+import {
+  type EnvelopeCall,
+  envelopeCall,
+  type JsonEnvelope,
+} from "../remote/envelope.ts";
 import { httpOptionsOf } from "../remote/service_calls.ts";
 import { multipartBody, type MultipartPart } from "../remote/upload.ts";
 import type { AioSkillRuntimeOptions } from "./runtime.ts";
@@ -121,13 +122,8 @@ export interface AioListRequest {
   readonly include_permissions?: boolean;
 }
 
-/** Options of every call. */
-export interface AioCallOptions {
-  /** Stops the call. */
-  readonly signal?: AbortSignal;
-  /** The call's deadline in ms (`null`: none); default the client's. */
-  readonly timeoutMs?: number | null;
-}
+/** Options of every call: its signal and deadline (`null`: none; default the client's). */
+export type AioCallOptions = Pick<HttpRequest, "signal" | "timeoutMs">;
 
 /** Options of {@linkcode AioClient}: the runtime's own. */
 export type AioClientOptions = Pick<
@@ -211,16 +207,6 @@ export class AioOperationError extends RemoteHttpError {
     this.retryable = options.retryable ?? false;
   }
 }
-
-interface Envelope {
-  success?: boolean;
-  message?: string | null;
-  data?: unknown;
-  hint?: string | null;
-}
-
-/** The most characters of a server's answer quoted in an error. */
-const EXCERPT = 300;
 
 /**
  * The calls of one AIO container. Makes no request until a call.
@@ -314,20 +300,16 @@ export class AioClient {
         content,
       },
     ], options.signal ? { signal: options.signal } : {});
-    const data = await this.#call<{ file_size?: number }>(
-      {
-        method: "POST",
-        path: "/v1/file/upload",
-        body: multipart.body,
-        headers: {
-          "content-type": multipart.contentType,
-          "content-length": String(multipart.length),
-        },
-        idempotent: false,
+    const data = await this.#call<{ file_size?: number }>({
+      method: "POST",
+      path: "/v1/file/upload",
+      body: multipart.body,
+      headers: {
+        "content-type": multipart.contentType,
+        "content-length": String(multipart.length),
       },
-      { timeoutMs: null, ...options },
-      true,
-    );
+      idempotent: false,
+    }, { timeoutMs: null, ...options });
     return data.file_size ?? 0;
   }
 
@@ -406,14 +388,8 @@ export class AioClient {
 
   /** Closes a bash session (`POST /v1/bash/sessions/{id}/close`). */
   async closeSession(sessionId: string, options?: AioCallOptions) {
-    const id = encodeURIComponent(sessionId);
-    await this.#post(
-      `/v1/bash/sessions/${id}/close`,
-      undefined,
-      options,
-      true,
-      false,
-    );
+    const path = `/v1/bash/sessions/${encodeURIComponent(sessionId)}/close`;
+    await this.#post(path, undefined, options, true, false);
   }
 
   /** The shell sessions' ids (`GET /v1/bash/sessions`). */
@@ -423,7 +399,6 @@ export class AioClient {
     const data = await this.#call<{ session_id: string }[] | null>(
       { method: "GET", path: "/v1/bash/sessions", idempotent: true },
       options,
-      true,
     );
     return Array.isArray(data) ? data : [];
   }
@@ -448,145 +423,31 @@ export class AioClient {
     );
   }
 
-  async #call<T>(
+  #call<T>(
     request: HttpRequest,
     options: AioCallOptions,
-    needsData: boolean,
+    needsData = true,
   ): Promise<T> {
-    const full: HttpRequest = {
-      ...request,
-      ...(options.signal ? { signal: options.signal } : {}),
-      ...(options.timeoutMs === undefined
-        ? {}
-        : { timeoutMs: options.timeoutMs }),
-    };
-    const url = this.http.url(request.path, request.query);
-    let response: Response;
-    try {
-      response = await this.http.request(full);
-    } catch (error) {
-      throw readableError(error);
-    }
-    let text: string;
-    try {
-      text = await response.text();
-    } catch (error) {
-      if (options.signal?.aborted) throw options.signal.reason;
-      throw new RemoteHttpError(
-        `${request.method} ${url}: the answer broke off: ${
-          (error as Error).message
-        }`,
-        { method: request.method, url, status: 0, cause: error },
-      );
-    }
-    let envelope: Envelope;
-    try {
-      envelope = JSON.parse(text) as Envelope;
-      if (typeof envelope !== "object" || envelope === null) {
-        throw new SyntaxError("not an object");
-      }
-    } catch {
-      throw new RemoteHttpError(
-        `${request.method} ${url}: ${response.status} the answer is not JSON: ${
-          JSON.stringify(text.slice(0, EXCERPT))
-        }`,
-        {
-          method: request.method,
-          url,
-          status: response.status,
-          serverMessage: text.slice(0, EXCERPT),
-        },
-      );
-    }
-    if (envelope.success === false) {
-      const data = (envelope.data ?? {}) as Record<string, unknown>;
-      const str = (v: unknown): string | undefined =>
-        typeof v === "string" ? v : undefined;
-      throw new AioOperationError({
-        method: request.method,
-        url,
-        status: response.status,
-        serverMessage: str(envelope.message) ?? str(data.message) ??
-          "the server refused the operation",
-        errorType: str(data.error_type),
-        operation: str(data.operation),
-        path: str(data.path),
-        retryable: data.retryable === true,
-      });
-    }
-    if (
-      needsData &&
-      (typeof envelope.data !== "object" || envelope.data === null)
-    ) {
-      throw new RemoteHttpError(
-        `${request.method} ${url}: ${response.status} the answer has no data: ${
-          JSON.stringify(text.slice(0, EXCERPT))
-        }`,
-        { method: request.method, url, status: response.status },
-      );
-    }
-    return envelope.data as T;
+    const refused = operationError;
+    return envelopeCall<T>(this.http, { ...request, ...options }, {
+      needsData,
+      refused,
+    });
   }
 }
 
-/**
- * A 422's `detail` list as "body.command: Field required; ...", from the
- * answer's text or from its `detail` alone.
- *
- * @example
- * ```ts
- * import { assertEquals } from "@std/assert";
- * import { validationSummary } from "./client.ts";
- *
- * assertEquals(
- *   validationSummary('{"detail":[{"loc":["body","command"],"msg":"Field required","type":"missing"}]}'),
- *   "body.command: Field required",
- * );
- * ```
- *
- * @param text The answer's body, or its `detail` as JSON.
- * @returns The summary, or `undefined` when the text has no such list.
- */
-export function validationSummary(text: string): string | undefined {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-  const detail = Array.isArray(parsed)
-    ? parsed
-    : (parsed as { detail?: unknown } | null)?.detail;
-  if (!Array.isArray(detail) || detail.length === 0) return undefined;
-  return detail.map((item: { loc?: unknown; msg?: unknown }) =>
-    `${Array.isArray(item?.loc) ? item.loc.join(".") : "?"}: ${
-      String(item?.msg ?? "invalid")
-    }`
-  ).join("; ");
-}
-
-/**
- * Makes a 422's list of refused fields readable (locations and messages only,
- * never the refused values); passes other errors on.
- */
-function readableError(error: unknown): unknown {
-  if (!(error instanceof RemoteHttpError) || error.status !== 422) {
-    return error;
-  }
-  const summary = validationSummary(error.serverMessage ?? "");
-  if (summary === undefined) return error;
-  return new RemoteHttpError(
-    `${error.method} ${error.url}: 422 invalid request: ${summary}`,
-    {
-      method: error.method,
-      url: error.url,
-      status: 422,
-      code: error.code ?? "validation_error",
-      serverMessage: summary,
-      requestId: error.requestId,
-      timedOut: error.timedOut,
-      // No cause: the raw answer may echo the refused input (pydantic's
-      // `input`), which can hold a variable's value.
-    },
-  );
+/** The error of an envelope with `success: false`. */
+function operationError(envelope: JsonEnvelope, call: EnvelopeCall): Error {
+  const data = (envelope.data ?? {}) as Record<string, unknown>;
+  const str = (v: unknown): string | undefined =>
+    typeof v === "string" ? v : undefined;
+  return new AioOperationError({
+    ...call,
+    serverMessage: str(envelope.message) ?? str(data.message) ??
+      "the server refused the operation",
+    errorType: str(data.error_type),
+    operation: str(data.operation),
+    path: str(data.path),
+    retryable: data.retryable === true,
+  });
 }

@@ -1,8 +1,8 @@
 /**
  * {@linkcode aioFileOps}: the file calls of an AIO container for the shared
  * `RemoteFileSystem`: list, upload and download through their endpoints, and
- * what has no endpoint (stat, mkdir, chmod, delete) through one shell command
- * with every value quoted.
+ * what has no endpoint (stat, chmod) through one shell command with every
+ * value quoted (mkdir and delete: the kit's `FolderSandboxes`).
  *
  * @module
  */
@@ -15,30 +15,16 @@ import type {
 } from "../remote/fs.ts";
 import {
   eachConcurrently,
-  shellMakeDirectories,
-  shellRemove,
+  type ShellRunner,
   shellSetModes,
-  shellStat,
-  shellStatMany,
+  shellStats,
 } from "../remote/_shell_files.ts";
-import type { ExecuteResult, FileInfo, FileType } from "../types.ts";
+import type { FileInfo, FileType } from "../types.ts";
 import {
   type AioClient,
   type AioFileInfo,
   AioOperationError,
 } from "./client.ts";
-
-/** Runs a helper shell command in the container (never retried). */
-export type AioShell = (
-  command: string,
-  signal?: AbortSignal,
-) => Promise<ExecuteResult>;
-
-/** `mkdir -p` or `rm -rf` of absolute paths (a missing path is fine). */
-export type AioPathsCall = (
-  paths: readonly string[],
-  signal?: AbortSignal,
-) => Promise<void>;
 
 /** How many uploads run at once. */
 const UPLOAD_CONCURRENCY = 4;
@@ -75,13 +61,11 @@ const UPLOAD_CONCURRENCY = 4;
  */
 export function aioFileOps(
   client: AioClient,
-  shell: AioShell,
-): RemoteFileOps & Record<"mkdir" | "remove", AioPathsCall> {
+  shell: ShellRunner,
+): RemoteFileOps {
   return {
     // There is no stat endpoint: `stat` is a command.
-    statsByCommand: true,
-    stat: (path, signal) => shellStat(shell, path, signal),
-    statMany: (paths, signal) => shellStatMany(shell, paths, signal),
+    ...shellStats(shell),
     /** `POST /v1/file/list`. */
     async list(path: string, options: RemoteListOptions) {
       let files: AioFileInfo[];
@@ -101,10 +85,7 @@ export function aioFileOps(
     },
     /** `GET /v1/file/download`, with `Range` past 0. */
     open: (path: string, options: RemoteOpenOptions) =>
-      client.download(path, {
-        offset: options.offset,
-        ...(options.signal ? { signal: options.signal } : {}),
-      }),
+      client.download(path, options),
     /** One multipart call per file, a few at once. */
     async upload(files: readonly RemoteUploadFile[], signal?: AbortSignal) {
       await eachConcurrently(files, UPLOAD_CONCURRENCY, async (file) => {
@@ -124,8 +105,6 @@ export function aioFileOps(
         ...(signal ? { signal } : {}),
       });
     },
-    mkdir: (paths, signal) => shellMakeDirectories(shell, paths, signal),
-    remove: (paths, signal) => shellRemove(shell, paths, signal),
   };
 }
 

@@ -5,24 +5,15 @@
  * @module
  */
 import type { NetworkPolicy, SecretsOption } from "../../network/policy.ts";
-import type {
-  RemoteCommand,
-  RemoteRuntimeCommonOptions,
-  RemoteSession,
-} from "../remote/runtime.ts";
-import { shellQuote } from "../remote/shell.ts";
+import type { RemoteRuntimeCommonOptions } from "../remote/runtime.ts";
 import { helperShell } from "../remote/_shell_files.ts";
-import type { ExecuteResult } from "../types.ts";
-import {
-  type SandboxService,
-  SandboxServiceRuntime,
-  type ServiceSandbox,
-} from "../remote/sandbox_service.ts";
+import { SandboxServiceRuntime } from "../remote/sandbox_service.ts";
+import { FolderSandboxes } from "../remote/folder_sandboxes.ts";
+import { runRemoteCommand } from "../remote/command.ts";
+import type { SessionPool } from "../remote/session_pool.ts";
 import { posix } from "../../_internal/std.ts";
 import { AioClient } from "./client.ts";
-import { aioCommands, AioSessionPool } from "./execute.ts";
-import { type RemoteCommandKind, runRemoteCommand } from "../remote/command.ts";
-import { attachAioBackground, startAioBackground } from "./_background.ts";
+import { aioKind } from "./execute.ts";
 import { aioFileOps } from "./files.ts";
 
 /** The deadline of the runtime's own helper commands (stat, mkdir, chmod): 60 s. */
@@ -98,7 +89,8 @@ export interface AioSkillRuntimeOptions extends RemoteRuntimeCommonOptions {
  * ```
  */
 export class AioSkillRuntime extends SandboxServiceRuntime {
-  readonly #service: AioService;
+  readonly #baseUrl: string;
+  readonly #sessions: SessionPool;
 
   /**
    * Makes the runtime; makes no request.
@@ -115,19 +107,30 @@ export class AioSkillRuntime extends SandboxServiceRuntime {
       }
     }
     const client = new AioClient(options);
+    const kind = aioKind(client, options.pollSeconds);
+    const shell = helperShell(
+      (command) => runRemoteCommand(kind.session.commands, command),
+      { timeoutMs: HELPER_TIMEOUT_MS, maxOutputBytes: 64 * 1024 },
+    );
+    const files = aioFileOps(client, shell);
     const conversationsRoot = options.conversationsRoot ??
       "/home/gem/conversations";
-    const service = new AioService(
-      client,
-      options.pollSeconds,
-      options.conversationId === undefined ? undefined : {
-        workspace: posix.join(conversationsRoot, options.conversationId),
-        marker: posix.join(
-          conversationsRoot,
-          `.skillrun-${options.conversationId}.id`,
-        ),
+    const id = options.conversationId;
+    // The container is a sandbox service; a conversation's folder its sandbox.
+    const service = new FolderSandboxes({
+      serverUrl: client.baseUrl,
+      runtimeName: "aio-sandbox",
+      machine: "container",
+      machineId: CONTAINER,
+      idPrefix: "aio-",
+      conversation: id === undefined ? undefined : {
+        workspace: posix.join(conversationsRoot, id),
+        marker: posix.join(conversationsRoot, `.skillrun-${id}.id`),
       },
-    );
+      session: { files, ...kind.session },
+      shell,
+      close: kind.close,
+    });
     const cwd = options.cwd ?? "/home/gem";
     super({
       ...options,
@@ -137,164 +140,22 @@ export class AioSkillRuntime extends SandboxServiceRuntime {
       cwd,
       skillsRoot: options.skillsRoot ?? posix.join(cwd, ".skills"),
       timeoutSeconds: null,
-      ...(options.conversationId === undefined ? { sandboxId: CONTAINER } : {}),
+      ...(id === undefined ? { sandboxId: CONTAINER } : {}),
     });
-    this.#service = service;
+    this.#baseUrl = client.baseUrl;
+    this.#sessions = kind.sessions;
   }
 
   /** The container's base URL. */
   get baseUrl(): string {
-    return this.#service.serverUrl;
+    return this.#baseUrl;
   }
 
   /** How many bash sessions the runtime opened on the container. */
   get sessionCount(): number {
-    return this.#service.sessions.size;
+    return this.#sessions.size;
   }
 }
 
 /** The plain mode's "sandbox": the container itself, never deleted. */
 const CONTAINER = "aio-container";
-
-/**
- * One AIO container as a sandbox service: plain mode attaches to the
- * container; in conversation mode a conversation's folder is the sandbox,
- * named by the id in its marker file (written once, beside the workspace),
- * so a folder wiped since its record was made is noticed.
- */
-class AioService implements SandboxService {
-  readonly serverUrl: string;
-  readonly sessions = new AioSessionPool();
-  readonly #commands: RemoteCommandKind;
-  readonly #background = new Set<{ stop(): Promise<void> }>();
-  readonly #files: ReturnType<typeof aioFileOps>;
-  /** Folders the marker command made (not made again on connect). */
-  readonly #made = new Set<string>();
-
-  constructor(
-    private readonly client: AioClient,
-    private readonly pollSeconds: number | undefined,
-    private readonly conversation:
-      | { readonly workspace: string; readonly marker: string }
-      | undefined,
-  ) {
-    this.serverUrl = client.baseUrl;
-    this.#commands = aioCommands(client, this.sessions, pollSeconds);
-    this.#files = aioFileOps(
-      client,
-      helperShell((command) => this.#run(command), {
-        timeoutMs: HELPER_TIMEOUT_MS,
-        maxOutputBytes: 64 * 1024,
-      }),
-    );
-  }
-
-  /** A conversation's folder, named by its marker (written when missing). */
-  async create(): Promise<ServiceSandbox> {
-    return { id: await this.#marker(), expiresAt: null };
-  }
-
-  async get(id: string): Promise<ServiceSandbox | null> {
-    if (!this.conversation) {
-      return id === CONTAINER ? { id, expiresAt: null } : null;
-    }
-    return (await this.#marker()) === id ? { id, expiresAt: null } : null;
-  }
-
-  gone(): undefined {
-    return undefined;
-  }
-
-  /** Removes a conversation's folder and marker; never the container. */
-  async delete(id: string): Promise<void> {
-    const conversation = this.conversation;
-    if (!conversation || id === CONTAINER) {
-      throw new Error(
-        "Cannot destroy: the aio-sandbox runtime never deletes its container",
-      );
-    }
-    try {
-      await this.#files.remove([conversation.workspace, conversation.marker]);
-    } finally {
-      await this.close();
-    }
-  }
-
-  open(): Promise<RemoteSession> {
-    const pollSeconds = this.pollSeconds !== undefined
-      ? { pollSeconds: this.pollSeconds }
-      : {};
-    return Promise.resolve({
-      files: this.#files,
-      commands: this.#commands,
-      makeDirectories: (paths, signal) =>
-        this.#files.mkdir(paths.filter((p) => !this.#made.has(p)), signal),
-      startBackground: async (command: RemoteCommand) => {
-        const started = await startAioBackground(this.client, this.sessions, {
-          ...command,
-          ...pollSeconds,
-        });
-        this.#background.add(started);
-        return started;
-      },
-      attachBackground: async (id, sinks) => {
-        const found = await attachAioBackground(this.client, id, {
-          ...sinks,
-          ...pollSeconds,
-        });
-        if (found) this.#background.add(found.process);
-        return found;
-      },
-    });
-  }
-
-  /** Stops the pollers nobody stopped and closes the bash sessions opened. */
-  async close(): Promise<void> {
-    const pollers = [...this.#background];
-    this.#background.clear();
-    await Promise.all(pollers.map((poller) => poller.stop()));
-    const ids = this.sessions.ids;
-    this.sessions.clear();
-    await Promise.all(
-      ids.map((id) =>
-        this.client.closeSession(id, { timeoutMs: 5_000 }).catch(() => {})
-      ),
-    );
-  }
-
-  #run(command: RemoteCommand): Promise<ExecuteResult> {
-    return runRemoteCommand(this.#commands, command);
-  }
-
-  /**
-   * Makes the workspace and reads (or writes, once) the id of this
-   * conversation's folder on the container.
-   */
-  async #marker(): Promise<string> {
-    const { workspace, marker } = this.conversation!;
-    const id = `aio-${crypto.randomUUID()}`;
-    const m = shellQuote(marker);
-    const skills = posix.join(workspace, "skills");
-    const result = await this.#run({
-      command: `mkdir -p -- ${shellQuote(skills)}` +
-        ` && { (set -C; printf %s ${shellQuote(id)} > ${m}) 2>/dev/null;` +
-        ` for i in 1 2 3 4 5 6 7 8 9 10; do s=$(cat -- ${m}); [ -n "$s" ] && break; sleep 0.05; done;` +
-        ` printf %s "$s"; }`,
-      cwd: "/",
-      env: {},
-      timeoutMs: HELPER_TIMEOUT_MS,
-      maxOutputBytes: 4096,
-    });
-    const markerId = result.stdout.trim();
-    if (result.exitCode !== 0 || !/^aio-[0-9a-f-]{36}$/.test(markerId)) {
-      throw new Error(
-        `Cannot open the conversation workspace "${workspace}": ${
-          result.stderr.trim().slice(0, 300) ||
-          `the container answered ${JSON.stringify(markerId.slice(0, 100))}`
-        }`,
-      );
-    }
-    this.#made.add(skills);
-    return markerId;
-  }
-}

@@ -286,7 +286,7 @@ class ToolboxCommands implements RemoteCommandKind {
     // that vanished. The daemon ends a last line without a newline with
     // one: an end mark on each stream tells the two apart.
     const command = `(cd ${shellQuote(request.cwd)} && exec env ${env} ` +
-      `timeout --foreground -s KILL ${seconds} bash -c ${
+      `timeout --foreground -s KILL ${seconds} bash -c -- ${
         shellQuote(request.command)
       }) </dev/null; __c=$?; printf '${END_MARK}\\n'; ` +
       `printf '${END_MARK}\\n' >&2; (exit $__c)`;

@@ -415,7 +415,8 @@ class SpawnCommands implements RemoteCommandKind {
     const seconds = String(Math.ceil(request.serverTimeoutMs / 1000));
     const spawned = await this.#rpc.call("spawn", {
       command: "timeout",
-      args: ["-s", "KILL", seconds, "bash", "-c", request.command],
+      // `--`: a command starting with `-` is a command, not an option.
+      args: ["-s", "KILL", seconds, "bash", "-c", "--", request.command],
       env: request.env,
       cwd: request.cwd,
       stdout: "piped",

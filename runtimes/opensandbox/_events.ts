@@ -1,24 +1,30 @@
 /**
- * Reads the event stream of execd's `POST /command`: the real server writes
- * each event as a bare JSON object followed by a blank line; a proxy or a
- * newer server may use SSE framing (`data:` lines). Both are accepted; SSE
- * comments (`:`) and `event:`, `id:`, `retry:` lines are skipped.
+ * execd's `POST /command`: its body and its event stream, each event a bare
+ * JSON object and a blank line (the real server) or SSE framing (`data:`
+ * lines: a proxy, a newer server); SSE comments (`:`) and `event:`, `id:`,
+ * `retry:` lines are skipped.
  *
  * @module
  */
 import { RemoteHttpError } from "../remote/errors.ts";
 import type { HttpClient } from "../remote/http.ts";
-import { readJsonEvents } from "../remote/streams.ts";
-
-/** The error details of an `error` event. */
-export interface ExecdEventError {
-  /** `CommandExecError` for an exit status or a start failure. */
-  readonly ename?: string;
-  /** The exit code as text (`-1` for a signal), or the start failure's text. */
-  readonly evalue?: string;
-  /** E.g. `["exit status 3"]` or `["signal: killed"]`. */
-  readonly traceback?: readonly string[];
-}
+import { readTypedEvents } from "../remote/streams.ts";
+import {
+  rejoinLines,
+  type SplitLineEvent,
+  splitLinesCommand,
+} from "../remote/split_lines.ts";
+import {
+  namedCommand,
+  serverDeadlineMs,
+  type StartedRemoteCommand,
+} from "../remote/command.ts";
+import type { RemoteCommand } from "../remote/runtime.ts";
+import { needsShellPath } from "../remote/_shell_files.ts";
+import {
+  backgroundCommandLine,
+  backgroundTimeoutMs,
+} from "../remote/service_background.ts";
 
 /** One event of a command's stream. */
 export interface ExecdEvent {
@@ -29,7 +35,14 @@ export interface ExecdEvent {
   /** Unix ms. */
   readonly timestamp?: number;
   /** For `error`. */
-  readonly error?: ExecdEventError;
+  readonly error?: {
+    /** `CommandExecError` for an exit status or a start failure. */
+    readonly ename?: string;
+    /** The exit code as text (`-1` for a signal), or the start failure's text. */
+    readonly evalue?: string;
+    /** E.g. `["exit status 3"]` or `["signal: killed"]`. */
+    readonly traceback?: readonly string[];
+  };
 }
 
 /**
@@ -67,9 +80,8 @@ export class SandboxCommandError extends Error {
   /** The error's name. */
   override readonly name = "SandboxCommandError";
   /**
-   * `refused`: the server refused the request before running anything;
-   * `start`: it could not start the process; `stream`: the event stream broke
-   * (the command was interrupted so that nothing is left running).
+   * `refused`: refused before anything ran; `start`: the process could not
+   * start; `stream`: the event stream broke (the command was interrupted).
    */
   readonly reason: "refused" | "start" | "stream";
 
@@ -83,23 +95,45 @@ export class SandboxCommandError extends Error {
     message: string,
     options: { reason: SandboxCommandError["reason"]; cause?: unknown },
   ) {
-    super(
-      message,
-      options.cause === undefined ? undefined : { cause: options.cause },
-    );
+    super(message, options);
     this.reason = options.reason;
   }
 }
 
 /**
- * Sends `POST /command` (never retried) and returns its event stream; a 400
- * (e.g. a missing folder) is a refused {@linkcode SandboxCommandError}.
+ * Yields the events of a command's stream in order (the kit's
+ * `readTypedEvents`); a broken connection rejects with its error.
+ *
+ * @param body The response body.
+ * @returns The events.
+ * @throws {ExecdProtocolError} A line that is not a JSON object.
+ *
+ * @example Bare JSON events and SSE framing alike
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { readExecdEvents } from "./_events.ts";
+ * const text = '{"type":"init","text":"c1"}\n\ndata: {"type":"stdout","text":"hi"}\n\n';
+ * const events = await Array.fromAsync(readExecdEvents(new Blob([text]).stream()));
+ * assert(events.map((event) => event.type).join() === "init,stdout");
+ * ```
  */
-export async function postCommand(
+export function readExecdEvents(
+  body: ReadableStream<Uint8Array>,
+): AsyncGenerator<ExecdEvent> {
+  return readTypedEvents(body, "the command's events", ExecdProtocolError);
+}
+
+/**
+ * Sends `POST /command` (never retried; a 400, e.g. a missing folder, is a
+ * refused {@linkcode SandboxCommandError}) and reads its events until
+ * `init` names the command; its lines are rejoined (the kit's `rejoinLines`).
+ */
+export async function startCommand(
   http: HttpClient,
-  body: { readonly cwd: string },
-  options: { signal?: AbortSignal | undefined; timeoutMs?: null },
-): Promise<ReadableStream<Uint8Array>> {
+  request: RemoteCommand,
+  background = false,
+): Promise<StartedRemoteCommand> {
+  const body = commandBody(request, background);
   let response: Response;
   try {
     response = await http.request({
@@ -108,8 +142,8 @@ export async function postCommand(
       json: body,
       headers: { accept: "text/event-stream" },
       idempotent: false,
-      ...(options.timeoutMs === null ? { timeoutMs: null } : {}),
-      ...(options.signal ? { signal: options.signal } : {}),
+      ...(background ? {} : { timeoutMs: null }),
+      ...(request.signal ? { signal: request.signal } : {}),
     });
   } catch (error) {
     if (error instanceof RemoteHttpError && error.status === 400) {
@@ -123,54 +157,87 @@ export async function postCommand(
     throw error;
   }
   if (!response.body) throw new ExecdProtocolError("the answer has no body");
-  return response.body;
+  return await namedCommand(
+    rejoinLines(splitEvents(response.body), {
+      folder: needsShellPath(request.cwd) ? request.cwd : undefined,
+      error: (message) =>
+        new SandboxCommandError(message, { reason: "refused" }),
+    }),
+  );
 }
-
-const MAX_SHOWN = 80;
 
 /**
- * Yields the events of a command's stream in order. The body is read to its
- * end; a broken connection rejects with the stream's error.
+ * The JSON body of `POST /command`: the command under the kit's wrapper for
+ * a server that splits output into lines (`splitLinesCommand`), its folder,
+ * its environment, and execd's own timeout 5 s after ours. A background
+ * command writes raw into execd's log: it runs as the kit's
+ * `backgroundCommandLine`, its timeout its own. A folder holding `$` (which
+ * execd would expand) is entered by the command line instead.
  *
- * @param body The response body.
- * @returns The events.
- * @throws {ExecdProtocolError} A line that is not a JSON object.
- *
- * @example Bare JSON events and SSE framing alike
+ * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { readExecdEvents } from "./_events.ts";
- * const text = '{"type":"init","text":"c1"}\n\ndata: {"type":"stdout","text":"hi"}\n\n';
- * const types = [];
- * for await (const event of readExecdEvents(new Blob([text]).stream())) types.push(event.type);
- * assert(types.join() === "init,stdout");
+ * import { commandBody } from "./_events.ts";
+ * const body = commandBody({ command: "true", cwd: "/w", env: {}, timeoutMs: 1000 });
+ * assert(body.cwd === "/w" && body.timeout === 6000);
+ * assert(commandBody({ command: "true", cwd: "/w/a$1", env: {}, timeoutMs: 1 }).cwd === "/");
+ * const background = commandBody({ command: "serve", cwd: "/w", env: {}, timeoutMs: 1000 }, true);
+ * assert(background.background && background.timeout === 1000);
  * ```
+ *
+ * @param request The command, folder, environment and timeout.
+ * @param background Whether it runs in execd's background.
+ * @returns The body.
  */
-export function readExecdEvents(
-  body: ReadableStream<Uint8Array>,
-): AsyncGenerator<ExecdEvent> {
-  return readJsonEvents(body, parseEvent);
+export function commandBody(
+  request: Pick<RemoteCommand, "command" | "cwd" | "env" | "timeoutMs">,
+  background = false,
+): {
+  command: string;
+  cwd: string;
+  envs: Readonly<Record<string, string>>;
+  timeout?: number;
+  background?: true;
+} {
+  const folder = needsShellPath(request.cwd) ? request.cwd : undefined;
+  const timeout = background
+    ? backgroundTimeoutMs(request.timeoutMs)
+    : serverDeadlineMs(request.timeoutMs, 5_000);
+  return {
+    command: background
+      ? backgroundCommandLine(request.command, folder)
+      : splitLinesCommand(request.command, folder),
+    cwd: folder === undefined ? request.cwd : "/",
+    envs: request.env,
+    ...(background ? { background: true as const } : {}),
+    ...(timeout === undefined ? {} : { timeout }),
+  };
 }
 
-function parseEvent(text: string): ExecdEvent {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    value = undefined;
+/** execd's events as a splitting server's (see `rejoinLines`). */
+async function* splitEvents(
+  body: ReadableStream<Uint8Array>,
+): AsyncGenerator<SplitLineEvent> {
+  for await (const event of readExecdEvents(body)) {
+    if (event.type === "init" && typeof event.text === "string") {
+      yield { type: "id", id: event.text };
+    } else if (event.type === "stdout" || event.type === "stderr") {
+      yield { type: event.type, line: event.text };
+    } else if (event.type === "execution_complete" || event.type === "error") {
+      const value = (event.error?.evalue ?? "0").trim();
+      yield /^-?\d+$/.test(value)
+        ? { type: "exit", exitCode: Number(value) }
+        : {
+          type: "exit",
+          exitCode: -1,
+          failure: new SandboxCommandError(
+            `Cannot run the command: the sandbox could not start it: ${
+              event.error?.evalue || event.error?.ename || "unknown error"
+            }`,
+            { reason: "start" },
+          ),
+        };
+      return;
+    }
   }
-  if (
-    typeof value !== "object" || value === null || Array.isArray(value) ||
-    typeof (value as { type?: unknown }).type !== "string"
-  ) {
-    const shown = text.length > MAX_SHOWN
-      ? `${text.slice(0, MAX_SHOWN)}...`
-      : text;
-    throw new ExecdProtocolError(
-      `Cannot read the command's events: ${
-        JSON.stringify(shown)
-      } is not an event object`,
-    );
-  }
-  return value as ExecdEvent;
 }

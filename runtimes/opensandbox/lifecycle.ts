@@ -1,24 +1,31 @@
 /**
- * The client of the OpenSandbox lifecycle server: create, get, renew and
- * delete a sandbox, and resolve the endpoint of its execd.
+ * OpenSandbox as the kit's sandbox service: the lifecycle server's calls
+ * (create, get, renew, delete) and each sandbox's session on its execd.
  *
  * @module
  */
 import type { OpenSandboxNetworkPolicy } from "./network.ts";
-import type { SkillEventListener } from "../../observe/events.ts";
-import { HttpClient } from "../remote/http.ts";
+import { toOpenSandboxNetworkPolicy } from "./network.ts";
+import { checkRemoteEgress } from "../../network/remote.ts";
+import type { HttpClient } from "../remote/http.ts";
+import type { RemoteSession } from "../remote/runtime.ts";
+import type {
+  SandboxService,
+  ServiceCreateOptions,
+} from "../remote/sandbox_service.ts";
+import { createTagged } from "../remote/service_calls.ts";
 import {
-  createTagged,
-  httpOptionsOf,
-  jsonOrNull,
-  sendCall,
-} from "../remote/service_calls.ts";
+  dateOrNull,
+  goneStates,
+  sandboxCalls,
+  serviceBaseUrl,
+  serviceClient,
+} from "../remote/service_answers.ts";
+import { execdSession } from "./execd.ts";
+import type { OpenSandboxSkillRuntimeOptions } from "./runtime.ts";
 
 /** The port of execd inside every sandbox. */
 export const EXECD_PORT = 44772;
-
-/** The header carrying the lifecycle API key. */
-export const API_KEY_HEADER = "OPEN-SANDBOX-API-KEY";
 
 /** What a new sandbox is made of. */
 export interface SandboxSpec {
@@ -59,20 +66,6 @@ export interface SandboxInfo {
   readonly metadata: Readonly<Record<string, string>>;
 }
 
-/** Options of {@linkcode LifecycleClient}: the runtime's own. */
-export interface LifecycleClientOptions {
-  /** The lifecycle server (`/v1` is added when missing). */
-  readonly baseUrl: string;
-  /** The API key, sent as `OPEN-SANDBOX-API-KEY`. */
-  readonly apiKey?: string;
-  /** The fetch to use. */
-  readonly fetch?: typeof fetch;
-  /** The timeout of one call, in ms. Default 30 000. */
-  readonly requestTimeoutMs?: number;
-  /** Receives an `http_request` event per call. */
-  readonly onEvent?: SkillEventListener;
-}
-
 interface RawSandbox {
   id: string;
   status?: { state?: string; reason?: string; message?: string };
@@ -81,7 +74,8 @@ interface RawSandbox {
 }
 
 /**
- * The lifecycle API. The API key never appears in an error.
+ * The lifecycle API and each sandbox's execd, as the kit's
+ * `SandboxService`. The API key never appears in an error.
  *
  * @example Making a client (no request is made)
  * ```ts
@@ -91,42 +85,76 @@ interface RawSandbox {
  * assert(client.baseUrl === "http://127.0.0.1:1/v1");
  * ```
  */
-export class LifecycleClient {
-  /** The API's base URL, ending with `/v1`. */
+export class LifecycleClient implements SandboxService<SandboxInfo> {
+  /** The API's base URL, ending with `/v1` (it keys conversations). */
   readonly baseUrl: string;
+  /** The same: the base URL without credentials. */
+  readonly serverUrl: string;
+  /** What a sandbox the runtime creates is made of, `network` included. */
+  readonly spec: SandboxSpec;
   readonly #http: HttpClient;
+  readonly #options: OpenSandboxSkillRuntimeOptions;
 
   /**
-   * Makes the client.
+   * Makes the client; makes no request.
    *
-   * @param options The server, the key, the fetch.
-   * @throws {TypeError} The base URL is not an http(s) URL.
+   * @param options The runtime's options.
+   * @throws {TypeError} The base URL is not an http(s) URL; `network` beside
+   * `sandbox.networkPolicy` or `sandboxId`, or `secrets`.
+   * @throws {RangeError} A `network` pattern OpenSandbox cannot express.
    */
-  constructor(options: LifecycleClientOptions) {
-    this.baseUrl = lifecycleBase(options.baseUrl);
-    this.#http = new HttpClient({
-      baseUrl: this.baseUrl,
-      headers: options.apiKey !== undefined
-        ? { [API_KEY_HEADER]: options.apiKey }
-        : {},
-      secretHeaders: [API_KEY_HEADER],
-      ...(options.onEvent ? { onEvent: options.onEvent } : {}),
-      ...httpOptionsOf(options),
-    });
+  constructor(options: OpenSandboxSkillRuntimeOptions) {
+    this.baseUrl = serviceBaseUrl(options.baseUrl, "OpenSandbox", "/v1");
+    this.serverUrl = this.baseUrl;
+    const spec = options.sandbox ?? {};
+    const network = checkRemoteEgress(
+      "OpenSandbox",
+      options,
+      spec.networkPolicy !== undefined ? "networkPolicy" : undefined,
+      "; configure OpenSandbox's credential vault on its server",
+    );
+    this.spec = network === undefined
+      ? spec
+      : { ...spec, networkPolicy: toOpenSandboxNetworkPolicy(network) };
+    this.#options = options;
+    this.#http = serviceClient(
+      this.baseUrl,
+      options.apiKey === undefined
+        ? {}
+        : { "OPEN-SANDBOX-API-KEY": options.apiKey },
+      options,
+    );
+    ({ get: this.get, delete: this.delete } = sandboxCalls(
+      this.#http,
+      "/sandboxes",
+      toInfo,
+    ));
   }
 
+  /** Why a sandbox never runs again (`Failed (reason)`), if it does not. */
+  readonly gone = goneStates(["Stopping", "Terminated", "Failed"]);
+  /** Describes a sandbox, or `null` when the server does not know it (404). */
+  readonly get: SandboxService<SandboxInfo>["get"];
+  /** Deletes a sandbox (204): `false` when it was already gone (404). */
+  readonly delete: (id: string, signal?: AbortSignal) => Promise<boolean>;
+
   /**
-   * Creates a sandbox (`POST /sandboxes`, 202), never retried, tagged so
-   * that one made despite a lost answer is deleted (`createTagged`).
-   *
-   * @param spec The image, timeout, limits, env, metadata, entrypoint.
-   * @param signal Stops the call.
-   * @returns The new sandbox (often still `Pending`).
+   * Creates a sandbox of the spec (`POST /sandboxes`, 202; often still
+   * `Pending`), never retried, tagged so that one made despite a lost answer
+   * is deleted (`createTagged`).
    */
-  async create(spec: SandboxSpec, signal?: AbortSignal): Promise<SandboxInfo> {
-    const timeout = spec.timeoutSeconds === undefined
-      ? 600
-      : spec.timeoutSeconds;
+  async create(
+    { metadata, signal }: ServiceCreateOptions,
+  ): Promise<SandboxInfo> {
+    const spec = this.spec;
+    const body = {
+      image: { uri: spec.image ?? "ubuntu:24.04" },
+      entrypoint: spec.entrypoint ?? ["tail", "-f", "/dev/null"],
+      timeout: spec.timeoutSeconds === undefined ? 600 : spec.timeoutSeconds,
+      resourceLimits: spec.resourceLimits ?? { cpu: "500m", memory: "512Mi" },
+      ...(spec.env ? { env: spec.env } : {}),
+      ...(spec.networkPolicy ? { networkPolicy: spec.networkPolicy } : {}),
+    };
     return await createTagged(
       async (tag) =>
         toInfo(
@@ -134,60 +162,27 @@ export class LifecycleClient {
             method: "POST",
             path: "/sandboxes",
             json: {
-              image: { uri: spec.image ?? "ubuntu:24.04" },
-              entrypoint: spec.entrypoint ?? ["tail", "-f", "/dev/null"],
-              timeout,
-              resourceLimits: spec.resourceLimits ??
-                { cpu: "500m", memory: "512Mi" },
-              ...(spec.env ? { env: spec.env } : {}),
-              ...(spec.networkPolicy
-                ? { networkPolicy: spec.networkPolicy }
-                : {}),
-              metadata: { ...spec.metadata, ...tag },
+              ...body,
+              metadata: { ...spec.metadata, ...metadata, ...tag },
             },
             idempotent: false,
             ...(signal ? { signal } : {}),
           }),
         ),
-      (tag) => this.list(tag),
+      // The first page (up to 100) of the sandboxes carrying the tag.
+      async (tag) => {
+        const answer = await this.#http.json<{ items?: RawSandbox[] }>({
+          method: "GET",
+          path: "/sandboxes",
+          query: {
+            metadata: new URLSearchParams(tag).toString(),
+            pageSize: "100",
+          },
+        });
+        return (answer.items ?? []).map(toInfo);
+      },
       (id) => this.delete(id),
     );
-  }
-
-  /** The sandboxes (first page of up to 100) whose metadata holds `metadata`. */
-  async list(
-    metadata: Readonly<Record<string, string>>,
-    signal?: AbortSignal,
-  ): Promise<SandboxInfo[]> {
-    const answer = await this.#http.json<{ items?: RawSandbox[] }>({
-      method: "GET",
-      path: "/sandboxes",
-      query: {
-        metadata: new URLSearchParams(metadata).toString(),
-        pageSize: "100",
-      },
-      ...(signal ? { signal } : {}),
-    });
-    return (answer.items ?? []).map(toInfo);
-  }
-
-  /** Describes a sandbox, or `null` when the server does not know it (404). */
-  async get(id: string, signal?: AbortSignal): Promise<SandboxInfo | null> {
-    const raw = await jsonOrNull<RawSandbox>(this.#http, {
-      method: "GET",
-      path: `/sandboxes/${encodeURIComponent(id)}`,
-      ...(signal ? { signal } : {}),
-    });
-    return raw && toInfo(raw);
-  }
-
-  /** Deletes a sandbox (204): `false` when it was already gone (404). */
-  delete(id: string, signal?: AbortSignal): Promise<boolean> {
-    return sendCall(this.#http, {
-      method: "DELETE",
-      path: `/sandboxes/${encodeURIComponent(id)}`,
-      ...(signal ? { signal } : {}),
-    }, [404]);
   }
 
   /** Moves a sandbox's expiry (later only) and answers the one the server set. */
@@ -203,64 +198,37 @@ export class LifecycleClient {
       idempotent: true,
       ...(signal ? { signal } : {}),
     });
-    const date = answer.expiresAt ? new Date(answer.expiresAt) : expiresAt;
-    return Number.isNaN(date.getTime()) ? expiresAt : date;
+    return dateOrNull(answer.expiresAt) ?? expiresAt;
   }
 
   /**
-   * Resolves the endpoint of a port of a sandbox (it resolves while the
-   * sandbox is still `Pending`). The answer has no scheme and may carry a
-   * path; `http://` is added.
+   * Opens a sandbox's session on its execd, whose endpoint resolves while
+   * the sandbox is still `Pending` (no scheme, maybe a path, and headers).
    *
-   * @param id The sandbox id.
-   * @param port The port inside the sandbox. Default execd's, 44772.
+   * @param sandbox The sandbox.
    * @param signal Stops the call.
-   * @returns The endpoint's URL and the headers every call must carry.
+   * @returns The session.
    */
-  async endpoint(
-    id: string,
-    port: number = EXECD_PORT,
+  async open(
+    { id }: SandboxInfo,
     signal?: AbortSignal,
-  ): Promise<{ url: string; headers: Record<string, string> }> {
+  ): Promise<RemoteSession> {
     const answer = await this.#http.json<
       { endpoint?: string; headers?: Record<string, string> }
     >({
       method: "GET",
-      path: `/sandboxes/${encodeURIComponent(id)}/endpoints/${port}`,
+      path: `/sandboxes/${encodeURIComponent(id)}/endpoints/${EXECD_PORT}`,
       ...(signal ? { signal } : {}),
     });
-    const endpoint = answer.endpoint;
-    if (typeof endpoint !== "string" || endpoint === "") {
+    if (typeof answer.endpoint !== "string" || answer.endpoint === "") {
       throw new Error(
-        `Cannot reach sandbox "${id}": the server gave no endpoint for port ${port}`,
+        `Cannot reach sandbox "${id}": the server gave no endpoint for port ${EXECD_PORT}`,
       );
     }
-    const url = /^[a-z][a-z0-9+.-]*:\/\//i.test(endpoint)
-      ? endpoint
-      : `http://${endpoint}`;
-    return {
-      url: url.replace(/\/+$/, ""),
-      headers: { ...(answer.headers ?? {}) },
-    };
-  }
-}
-
-function lifecycleBase(baseUrl: string): string {
-  let url: URL;
-  try {
-    url = new URL(baseUrl);
-  } catch {
-    throw new TypeError(
-      `Cannot use the OpenSandbox URL "${baseUrl}": it is not a URL`,
+    return execdSession(
+      serviceClient(answer.endpoint, answer.headers ?? {}, this.#options),
     );
   }
-  if (url.protocol !== "http:" && url.protocol !== "https:") {
-    throw new TypeError(
-      `Cannot use the OpenSandbox URL "${baseUrl}": it must be http or https`,
-    );
-  }
-  const trimmed = `${url.origin}${url.pathname}`.replace(/\/+$/, "");
-  return trimmed.endsWith("/v1") ? trimmed : `${trimmed}/v1`;
 }
 
 function toInfo(raw: RawSandbox): SandboxInfo {
@@ -269,12 +237,11 @@ function toInfo(raw: RawSandbox): SandboxInfo {
   }
   const detail = [raw.status?.reason, raw.status?.message].filter(Boolean)
     .join(": ");
-  const expires = raw.expiresAt ? new Date(raw.expiresAt) : null;
   return {
     id: raw.id,
     state: raw.status?.state ?? "Unknown",
     detail: detail || undefined,
-    expiresAt: expires && !Number.isNaN(expires.getTime()) ? expires : null,
+    expiresAt: dateOrNull(raw.expiresAt),
     metadata: raw.metadata ?? {},
   };
 }

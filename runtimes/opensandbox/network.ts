@@ -31,8 +31,7 @@ export interface OpenSandboxNetworkPolicy {
  * @param network The shared policy.
  * @returns The creation request's `networkPolicy`.
  * @throws {RangeError} An invalid pattern, or one OpenSandbox cannot
- * express (a port, an IP address: its egress rules take host names and
- * `*.suffix` only).
+ * express (its egress rules take host names and `*.suffix` only).
  *
  * @example
  * ```ts
@@ -54,21 +53,18 @@ export function toOpenSandboxNetworkPolicy(
   network: NetworkPolicy,
 ): OpenSandboxNetworkPolicy {
   checkNetworkShape(network);
+  // `*` is the default action, never a rule.
   const rules = (action: "allow" | "deny", patterns: readonly string[]) =>
-    patterns.map((source) => ({
-      action,
-      target: hostTarget(source, "OpenSandbox"),
-    }));
-  const deny = rules("deny", (network.deny ?? []).filter((p) => p !== "*"));
+    patterns.filter((p) => p !== "*")
+      .map((p) => ({ action, target: hostTarget(p, "OpenSandbox") }));
+  const deny = rules("deny", network.deny ?? []);
   if ((network.deny ?? []).includes("*")) {
     return { defaultAction: "deny", egress: deny };
   }
   const everything = network.allow.includes("*");
+  const allow = everything ? [] : rules("allow", network.allow);
   return {
     defaultAction: everything ? "allow" : "deny",
-    egress: [
-      ...deny,
-      ...(everything ? [] : rules("allow", network.allow)),
-    ],
+    egress: [...deny, ...allow],
   };
 }

@@ -5,26 +5,15 @@
  * @module
  */
 import type { NetworkPolicy, SecretsOption } from "../../network/policy.ts";
-import { checkRemoteEgress } from "../../network/remote.ts";
-import { toOpenSandboxNetworkPolicy } from "./network.ts";
-import { HttpClient } from "../remote/http.ts";
-import { answers, httpOptionsOf } from "../remote/service_calls.ts";
 import {
   type SandboxKindOptions,
-  type SandboxService,
   SandboxServiceRuntime,
 } from "../remote/sandbox_service.ts";
-import { ExecdClient } from "./execd.ts";
-import { attachExecdBackground, startExecdBackground } from "./_background.ts";
 import {
-  EXECD_PORT,
   LifecycleClient,
   type SandboxInfo,
   type SandboxSpec,
 } from "./lifecycle.ts";
-
-/** States after which a sandbox never runs again. */
-const GONE_STATES = new Set(["Stopping", "Terminated", "Failed"]);
 
 /**
  * Options of {@linkcode OpenSandboxSkillRuntime}.
@@ -42,18 +31,15 @@ export interface OpenSandboxSkillRuntimeOptions extends SandboxKindOptions {
   /** What a sandbox the runtime creates is made of. */
   readonly sandbox?: SandboxSpec;
   /**
-   * The egress policy of a sandbox the runtime creates, in the shape every
-   * runtime shares: sent as OpenSandbox's `networkPolicy` (deny rules, then
-   * allow rules, default deny), which the server's egress sidecar enforces by
-   * host name. Ports and IP addresses cannot be expressed there and are
-   * refused. Not with `sandbox.networkPolicy`, nor with `sandboxId` (an
-   * existing sandbox keeps its own).
+   * The egress policy of a sandbox the runtime creates, sent as OpenSandbox's
+   * `networkPolicy` (deny rules, then allow rules, default deny), which its
+   * egress sidecar enforces by host name: ports and IP addresses are refused.
+   * Not with `sandbox.networkPolicy`, nor with `sandboxId`.
    */
   readonly network?: NetworkPolicy;
   /**
-   * Refused: secrets at the egress (placeholders replaced by a proxy) are the
-   * isolated local mode's; OpenSandbox's credential vault is configured on
-   * the server.
+   * Refused: secrets at the egress are the isolated local mode's;
+   * OpenSandbox's credential vault is configured on the server.
    */
   readonly secrets?: SecretsOption;
 }
@@ -62,29 +48,21 @@ export interface OpenSandboxSkillRuntimeOptions extends SandboxKindOptions {
  * The OpenSandbox runtime (`name: "opensandbox"`).
  *
  * **Plain**: on first real use it creates a sandbox through the lifecycle API
- * (image, timeout, resource limits, environment, metadata, entrypoint), or
+ * (image, timeout, resource limits, environment, metadata, entrypoint) or
  * attaches to `sandboxId`, waits until execd answers, then runs commands and
- * moves files through execd. Skills are uploaded into `skillsRoot`. `close()`
- * deletes the sandbox only when this runtime created it.
+ * moves files through execd; skills go into `skillsRoot`. `close()` deletes
+ * only a sandbox it created.
  *
  * **Conversation** (`conversationId`): the store maps the conversation (and
- * the server's base URL, not the API key) to its sandbox. The first runtime
- * creates the sandbox and records it (insert-if-absent: of two processes
- * racing, the loser deletes its own sandbox and attaches to the winner's);
- * later runtime objects attach to it and renew its expiry. A skill recorded
- * as prepared with the same digest is neither uploaded nor bootstrapped
- * again. The workspace is `<conversationsRoot>/<conversationId>`; file paths
- * and working directories are fenced inside it (lexically: the sandbox is
- * the boundary beyond). `close()` never deletes a conversation's sandbox;
- * {@linkcode destroy} removes its record and then the sandbox.
+ * the server's base URL, not the API key) to its sandbox (insert-if-absent:
+ * the loser of a creation race deletes its own sandbox and attaches to the
+ * winner's); later runtimes attach to it and renew its expiry, and a skill
+ * prepared with the same digest is not uploaded again. Paths are fenced
+ * (lexically) inside `<conversationsRoot>/<conversationId>`. `close()` never
+ * deletes it; {@linkcode destroy} removes the record, then it.
  *
- * No request is made before real use: constructing the runtime, `close()`
- * of a runtime never used, and a path refused by the fence make none. While
- * in use, the sandbox's expiry is renewed (when it has one) once half of its
- * timeout has passed since the last renewal.
- *
- * Needs `--allow-net` for the server and the sandbox's endpoints, and
- * `--allow-read` of the skills it uploads.
+ * No request is made before real use. Needs `--allow-net` for the server and
+ * the sandbox's endpoints, `--allow-read` of the skills it uploads.
  *
  * @example A runtime is made without any request
  * ```ts
@@ -108,74 +86,15 @@ export class OpenSandboxSkillRuntime
    * `sandboxId` together with a conversation.
    */
   constructor(options: OpenSandboxSkillRuntimeOptions) {
-    const lifecycle = new LifecycleClient(options);
-    const spec = withNetwork(options);
+    const service = new LifecycleClient(options);
     super({
       ...options,
       name: "opensandbox",
-      service: openSandboxService(lifecycle, spec, options),
+      service,
       conversationsRoot: options.conversationsRoot ??
         "/workspace/conversations",
-      timeoutSeconds: spec.timeoutSeconds,
+      timeoutSeconds: service.spec.timeoutSeconds,
       readinessName: "execd",
     });
   }
-}
-
-/** OpenSandbox as a sandbox service: the lifecycle API and each sandbox's execd. */
-function openSandboxService(
-  lifecycle: LifecycleClient,
-  spec: SandboxSpec,
-  options: OpenSandboxSkillRuntimeOptions,
-): SandboxService<SandboxInfo> {
-  return {
-    serverUrl: lifecycle.baseUrl,
-    create: ({ metadata, signal }) =>
-      lifecycle.create(
-        { ...spec, metadata: { ...spec.metadata, ...metadata } },
-        signal,
-      ),
-    get: (id, signal) => lifecycle.get(id, signal),
-    gone: ({ state, detail }) =>
-      GONE_STATES.has(state)
-        ? `${state}${detail ? ` (${detail})` : ""}`
-        : undefined,
-    delete: (id, signal) => lifecycle.delete(id, signal),
-    renew: (id, expiresAt, signal) => lifecycle.renew(id, expiresAt, signal),
-    async open(sandbox, signal) {
-      const endpoint = await lifecycle.endpoint(sandbox.id, EXECD_PORT, signal);
-      const execd = new ExecdClient(
-        new HttpClient({
-          baseUrl: endpoint.url,
-          headers: endpoint.headers,
-          secretHeaders: Object.keys(endpoint.headers),
-          ...httpOptionsOf(options),
-          ...(options.onEvent ? { onEvent: options.onEvent } : {}),
-        }),
-      );
-      return {
-        files: execd,
-        commands: execd.commands,
-        startBackground: (command) => startExecdBackground(execd, command),
-        attachBackground: (id, sinks) =>
-          attachExecdBackground(execd, id, sinks),
-        isReady: (signal) => answers(execd.http, "/ping", signal),
-        makeDirectories: (paths, signal) =>
-          execd.makeDirectories(paths, signal),
-      };
-    },
-  };
-}
-
-/** The sandbox spec with the `network` option as its `networkPolicy`. */
-function withNetwork(options: OpenSandboxSkillRuntimeOptions): SandboxSpec {
-  const spec = options.sandbox ?? {};
-  const network = checkRemoteEgress(
-    "OpenSandbox",
-    options,
-    spec.networkPolicy !== undefined ? "networkPolicy" : undefined,
-    "; configure OpenSandbox's credential vault on its server",
-  );
-  if (network === undefined) return spec;
-  return { ...spec, networkPolicy: toOpenSandboxNetworkPolicy(network) };
 }

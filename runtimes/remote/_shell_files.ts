@@ -122,6 +122,24 @@ export async function shellStatMany(
   return paths.map((path, i) => statLine(path, (lines[i] ?? "").trim()));
 }
 
+/**
+ * The stat calls of a server without a stat endpoint: `stat` and
+ * `statMany` by one quoted shell command each ({@linkcode shellStat},
+ * {@linkcode shellStatMany}), and `statsByCommand` saying so.
+ *
+ * @param run The runner.
+ * @returns The calls, for a kind's `RemoteFileOps`.
+ */
+export function shellStats(
+  run: ShellRunner,
+): Pick<RemoteFileOps, "stat" | "statMany" | "statsByCommand"> {
+  return {
+    stat: (path, signal) => shellStat(run, path, signal),
+    statMany: (paths, signal) => shellStatMany(run, paths, signal),
+    statsByCommand: true,
+  };
+}
+
 /** One `stat -c` line (or `missing`) as facts. */
 export function statLine(path: string, line: string): FileInfo | null {
   if (line === "missing") return null;
@@ -233,9 +251,7 @@ export function shellFileCalls(
   run: ShellRunner,
 ): Pick<RemoteFileOps, "stat" | "statMany" | "statsByCommand" | "list"> {
   return {
-    stat: (path, signal) => shellStat(run, path, signal),
-    statMany: (paths, signal) => shellStatMany(run, paths, signal),
-    statsByCommand: true,
+    ...shellStats(run),
     list: (path, options) =>
       shellList(run, path, options.depth, options.signal),
   };

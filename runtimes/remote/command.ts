@@ -15,7 +15,11 @@
  * @module
  */
 import { OutputCollector } from "../../_internal/collector.ts";
-import { CommandRun, MAX_EXECUTE_TIMEOUT_MS } from "../command_core.ts";
+import {
+  type CheckedTimeoutMs,
+  CommandRun,
+  MAX_EXECUTE_TIMEOUT_MS,
+} from "../command_core.ts";
 import type { ExecuteResult } from "../types.ts";
 import type { RemoteCommand } from "./runtime.ts";
 
@@ -292,11 +296,51 @@ export function serverDeadlineMs(
 }
 
 /**
+ * The checked timeouts of the commands the kit made from a request that
+ * `checkExecuteRequest` checked, by the command object's identity: a brand
+ * is not there at run time, so {@linkcode runRemoteCommand} recognises these
+ * objects and takes their timeout as it was checked.
+ */
+const CHECKED = new WeakMap<RemoteCommand, CheckedTimeoutMs>();
+
+/**
+ * Marks a command the kit made whose timeout is already checked (the
+ * request's, as `checkExecuteRequest` gave it):
+ * {@linkcode runRemoteCommand} runs this very object (a session's own
+ * `execute` may pass it on) with that timeout, without checking it again. A
+ * copy (`{ ...command }`) is a plain command again, checked once there.
+ *
+ * @example
+ * ```ts
+ * import { assertStrictEquals } from "@std/assert";
+ * import { checkTimeoutMs } from "../command_core.ts";
+ * import { checkedRemoteCommand } from "./command.ts";
+ * const command = { command: "true", cwd: "/", env: {}, maxOutputBytes: 1024 };
+ * const checked = { ...command, timeoutMs: checkTimeoutMs(1000) };
+ * assertStrictEquals(checkedRemoteCommand(checked), checked);
+ * ```
+ *
+ * @param command The command, its timeout checked.
+ * @returns The same command.
+ */
+export function checkedRemoteCommand<
+  C extends RemoteCommand & { readonly timeoutMs: CheckedTimeoutMs },
+>(command: C): C {
+  CHECKED.set(command, command.timeoutMs);
+  return command;
+}
+
+/**
  * Runs one command through a kind to its end, the deadline or the caller's
  * signal; on the last two the command is killed and the result says
  * `timedOut` or `aborted` with exit code `-1` (with the output read until
  * the stream ended or the grace period was over). Never retried; never
  * throws for a failing command.
+ *
+ * The timeout is checked once: here, for a command of your own (a plain
+ * number, checked and clamped as `checkTimeoutMs` does); a command the
+ * remote runtime made from a request carries `checkExecuteRequest`'s check
+ * ({@linkcode checkedRemoteCommand}) and is not checked again.
  *
  * Needs what the kind needs (network access to its server).
  *
@@ -321,6 +365,8 @@ export function serverDeadlineMs(
  * @param kind How the kind starts and kills commands.
  * @param request The command.
  * @returns The result.
+ * @throws {RangeError} The timeout of a command of your own is not a
+ * positive number of ms (nothing is started).
  * @throws {Error} The kind's error: the server refused or could not start
  * the command, or its stream broke (the command was killed).
  */
@@ -330,11 +376,15 @@ export async function runRemoteCommand(
 ): Promise<ExecuteResult> {
   const stdout = new RemoteOutput(request.maxOutputBytes, request.onStdout);
   const stderr = new RemoteOutput(request.maxOutputBytes, request.onStderr);
-  using run = new CommandRun({
-    timeoutMs: request.timeoutMs,
+  // The kit's own commands carry their check; a plain one is checked here.
+  const checked = CHECKED.get(request);
+  const options = {
     signal: request.signal,
     graceMs: kind.graceMs ?? DEFAULT_GRACE_MS,
-  });
+  };
+  using run = checked === undefined
+    ? new CommandRun({ ...options, timeoutMs: request.timeoutMs })
+    : CommandRun.checked({ ...options, timeoutMs: checked });
   const result = (exitCode: number): ExecuteResult => {
     stdout.end();
     stderr.end();

@@ -3,7 +3,10 @@ import {
   assertLess,
   assertRejects,
 } from "../../tests/helpers/assert.ts";
+import { countTimeoutChecks } from "../../tests/helpers/timeout_checks.ts";
+import { checkTimeoutMs } from "../command_core.ts";
 import {
+  checkedRemoteCommand,
   namedCommand,
   type RemoteCommandEvent,
   type RemoteCommandKind,
@@ -83,6 +86,34 @@ Deno.test("runRemoteCommand: the exit code and output; the server's deadline is 
     ["out\n", "err", 3, false],
   );
   assertEquals([kind.kills, kind.serverTimeouts], [[], [12_000]]);
+});
+
+Deno.test("runRemoteCommand: a command of your own has its timeout checked once, with the runtimes' error; the kit's checked command is not checked again", async () => {
+  const kind = kindOf([{ type: "exit", exitCode: 0 }]);
+  const plain = await countTimeoutChecks(
+    4_321.5,
+    () => runRemoteCommand(kind, { ...COMMAND, timeoutMs: 4_321.5 }),
+  );
+  assertEquals([plain.result.exitCode, plain.checks], [0, 1]);
+  for (const bad of [0, -1, NaN, Infinity, "5" as unknown as number]) {
+    await assertRejects(
+      () => runRemoteCommand(kind, { ...COMMAND, timeoutMs: bad }),
+      RangeError,
+      `Cannot run a command with timeout "${bad}": it must be a positive number of ms`,
+    );
+  }
+  // Refused before anything started: only the first command reached the kind.
+  assertEquals(kind.serverTimeouts, [4_322 + 7_000]);
+  // The remote runtime's command: checked once, before (as
+  // checkExecuteRequest does), and carried.
+  const carried = await countTimeoutChecks(4_321.5, () => {
+    const command = checkedRemoteCommand({
+      ...COMMAND,
+      timeoutMs: checkTimeoutMs(4_321.5),
+    });
+    return runRemoteCommand(kind, command);
+  });
+  assertEquals([carried.result.exitCode, carried.checks], [0, 1]);
 });
 
 Deno.test("runRemoteCommand: at the deadline the command is killed once and its output after the kill is kept", async () => {

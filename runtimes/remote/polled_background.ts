@@ -6,8 +6,16 @@
  * cursor, kill); OpenSandbox's execd (`/command/status`, `/command/{id}/logs`)
  * is one, Daytona's session commands (status, logs) another.
  *
+ * A service whose reads can wait for new output (long polls: AIO's
+ * `/v1/bash/output` with `wait: true`) is read by
+ * {@linkcode LongPolledBackground} instead: one long poll after another
+ * while the command runs, so each answer holds only what came since the one
+ * before and nothing piles up between two of the caller's polls, which only
+ * say the latest state.
+ *
  * @module
  */
+import { delay } from "../../_internal/async.ts";
 import type { BackgroundProcess, BackgroundState } from "../types.ts";
 
 /** What a kind gives {@linkcode PolledBackground}. */
@@ -117,5 +125,180 @@ export class PolledBackground implements BackgroundProcess {
   async kill(): Promise<void> {
     if (!this.#last.running) return;
     await this.#calls.kill();
+  }
+}
+
+/** What a kind gives {@linkcode LongPolledBackground}. */
+export interface LongPollCalls {
+  /**
+   * One read: when `wait`, the server waits (up to the kind's long poll) for
+   * new output or the end. Hands the output read to the kind's sinks and
+   * answers the state, or `undefined` when the answer did not say it.
+   */
+  read(
+    wait: boolean,
+    signal: AbortSignal,
+  ): Promise<BackgroundState | undefined>;
+  /** Stops the command; the reads then see its end. */
+  kill(): Promise<void>;
+  /**
+   * Called once, when the reads stop: `ended` says whether the command was
+   * seen to end (e.g. to reuse its session, or not).
+   */
+  done?(ended: boolean): void;
+}
+
+/** Options of {@linkcode LongPolledBackground}. */
+export interface LongPolledBackgroundOptions {
+  /** The pause after a failed read before the next, in ms. Default 500. */
+  readonly retryMs?: number;
+  /** Failed reads in a row after which the reader gives up. Default 120. */
+  readonly maxFailures?: number;
+  /** How long a kill waits for the reads to see the end, in ms. Default 10 000. */
+  readonly killWaitMs?: number;
+  /** The server as the give-up error names it. Default `the service`. */
+  readonly serverName?: string;
+}
+
+/**
+ * A background command read by long polls (see the module's description):
+ * the reads start at once and run until the command ended (then once more
+ * without waiting: its last output), {@linkcode LongPolledBackground.stop}
+ * or too many failures in a row (the state is then unknown: it reads as
+ * ended with `-1` and an error). A failed read is tried again after a
+ * pause; its error is thrown once by the next {@linkcode poll}.
+ *
+ * @example A command that ends at its second read
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { LongPolledBackground } from "./polled_background.ts";
+ * let reads = 0;
+ * const command = new LongPolledBackground("c1", {
+ *   read: () => Promise.resolve(++reads < 2 ? { running: true } : { running: false, exitCode: 0 }),
+ *   kill: () => Promise.resolve(),
+ * });
+ * await command.stopped;
+ * assertEquals([await command.poll(), reads], [{ running: false, exitCode: 0 }, 3]);
+ * ```
+ */
+export class LongPolledBackground implements BackgroundProcess {
+  /** The service's id of the command. */
+  readonly id: string;
+  /** Settles once the reads stopped. */
+  readonly stopped: Promise<void>;
+  readonly #calls: LongPollCalls;
+  readonly #options: LongPolledBackgroundOptions;
+  readonly #stop = new AbortController();
+  #state: BackgroundState;
+  #error: unknown;
+
+  /**
+   * Makes the command's reader and starts its reads.
+   *
+   * @param id The service's id of the command.
+   * @param calls The kind's calls.
+   * @param state The state the start answered. Default running.
+   * @param options Pauses and limits.
+   */
+  constructor(
+    id: string,
+    calls: LongPollCalls,
+    state: BackgroundState = { running: true },
+    options: LongPolledBackgroundOptions = {},
+  ) {
+    this.id = id;
+    this.#calls = calls;
+    this.#state = state;
+    this.#options = options;
+    this.stopped = this.#reads();
+  }
+
+  async #reads(): Promise<void> {
+    const signal = this.#stop.signal;
+    let failures = 0;
+    let ended = false;
+    while (!signal.aborted) {
+      const wasRunning = this.#state.running;
+      try {
+        // Once more without waiting after the end: the last output.
+        const state = await this.#calls.read(wasRunning, signal);
+        if (state) this.#state = state;
+        this.#error = undefined;
+        failures = 0;
+        if (!wasRunning) {
+          ended = true;
+          break;
+        }
+      } catch (error) {
+        if (signal.aborted) break;
+        this.#error = error;
+        if (++failures >= (this.#options.maxFailures ?? 120)) {
+          const reason = error instanceof Error ? error.message : String(error);
+          this.#state = {
+            running: false,
+            exitCode: -1,
+            error: `${
+              this.#options.serverName ?? "the service"
+            } stopped answering: ${reason}`,
+          };
+          break;
+        }
+        await delay(this.#options.retryMs ?? 500);
+      }
+    }
+    this.#calls.done?.(ended);
+  }
+
+  /**
+   * The latest state; rejects once with the last read's error while the
+   * command runs and the reads fail.
+   *
+   * @returns The state.
+   */
+  poll(): Promise<BackgroundState> {
+    if (this.#state.running && this.#error !== undefined) {
+      const error = this.#error;
+      this.#error = undefined;
+      return Promise.reject(error);
+    }
+    return Promise.resolve(this.#state);
+  }
+
+  /**
+   * Stops the reads (e.g. the runtime closes); the command is not touched.
+   *
+   * @returns Once they stopped.
+   */
+  async stop(): Promise<void> {
+    this.#stop.abort();
+    await this.stopped;
+  }
+
+  /**
+   * Stops the command and waits for the reads to see its end; when they do
+   * not in time, they stop and the command reads as ended with `-1`.
+   *
+   * @returns Once it ended.
+   * @throws {Error} The kill failed (the reads stop too).
+   */
+  async kill(): Promise<void> {
+    if (!this.#state.running) return await this.stopped;
+    try {
+      await this.#calls.kill();
+    } catch (error) {
+      await this.stop();
+      throw error;
+    }
+    const wait = new AbortController();
+    await Promise.race([
+      this.stopped,
+      delay(this.#options.killWaitMs ?? 10_000, { signal: wait.signal })
+        .catch(() => {}),
+    ]);
+    wait.abort();
+    if (this.#state.running) {
+      await this.stop();
+      this.#state = { running: false, exitCode: -1 };
+    }
   }
 }

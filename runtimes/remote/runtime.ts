@@ -52,7 +52,11 @@ import { type RemoteFileOps, RemoteFileSystem } from "./fs.ts";
 import { RemoteHttpError } from "./errors.ts";
 import { resolveRemotePath } from "./paths.ts";
 import { collectUploadEntries } from "./upload.ts";
-import { type RemoteCommandKind, runRemoteCommand } from "./command.ts";
+import {
+  checkedRemoteCommand,
+  type RemoteCommandKind,
+  runRemoteCommand,
+} from "./command.ts";
 import {
   type AttachedBackground,
   attachSandboxBackground,
@@ -717,7 +721,8 @@ export class RemoteSkillRuntime implements SkillRuntime {
       ...(request.onStderr ? { onStderr: request.onStderr } : {}),
     }, this.#events);
     try {
-      return await runOn(session, observed.request);
+      // Checked above: the command core takes the timeout as it is.
+      return await runOn(session, checkedRemoteCommand(observed.request));
     } finally {
       observed.flush();
     }

@@ -68,6 +68,51 @@ export async function* readJsonEvents<T>(
 }
 
 /**
+ * The events of a stream read by {@linkcode readJsonEvents}: each a JSON
+ * object with a string `type`; anything else is refused with the kind's
+ * error, quoting the text (its first 80 characters).
+ *
+ * @example
+ * ```ts
+ * import { assertEquals, assertRejects } from "@std/assert";
+ * import { readTypedEvents } from "./streams.ts";
+ * const read = (text: string) =>
+ *   Array.fromAsync(readTypedEvents(new Blob([text]).stream(), "the events", Error));
+ * assertEquals(await read('{"type":"a"}\n'), [{ type: "a" }]);
+ * await assertRejects(() => read("[1]\n"), Error, 'Cannot read the events: "[1]" is not an event object');
+ * ```
+ *
+ * @param body The response body.
+ * @param what What is read, for the error (`the command's events`).
+ * @param ErrorClass The kind's error for a bad event.
+ * @returns The events.
+ */
+export function readTypedEvents<T extends { readonly type: string }>(
+  body: ReadableStream<Uint8Array>,
+  what: string,
+  ErrorClass: new (message: string) => Error,
+): AsyncGenerator<T> {
+  return readJsonEvents(body, (text) => {
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch {
+      value = undefined;
+    }
+    if (
+      typeof value !== "object" || value === null || Array.isArray(value) ||
+      typeof (value as { type?: unknown }).type !== "string"
+    ) {
+      const shown = text.length > 80 ? `${text.slice(0, 80)}...` : text;
+      throw new ErrorClass(
+        `Cannot read ${what}: ${JSON.stringify(shown)} is not an event object`,
+      );
+    }
+    return value as T;
+  });
+}
+
+/**
  * Gathers small chunks into chunks of about `size` bytes (a compressor
  * writes many small ones; each would be a chunk on the wire).
  *

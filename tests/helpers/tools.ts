@@ -1,6 +1,7 @@
 /**
  * Helpers for the tools' tests: temporary folders, skill folders, tool sets
- * on a real local runtime. Test-only.
+ * on a real local runtime, and every kind of runtime the tools suite runs
+ * on (local, isolated, and the remote kinds on their test servers). Test-only.
  *
  * @module
  */
@@ -18,6 +19,10 @@ import { E2BSkillRuntime } from "../../runtimes/e2b/mod.ts";
 import { startE2BServer } from "../servers/e2b.ts";
 import { VercelSandboxSkillRuntime } from "../../runtimes/vercel/mod.ts";
 import { startVercelServer } from "../servers/vercel.ts";
+import { DaytonaSkillRuntime } from "../../runtimes/daytona/mod.ts";
+import { startDaytonaServer } from "../servers/daytona.ts";
+import { DenoSandboxSkillRuntime } from "../../runtimes/deno_sandbox/mod.ts";
+import { startDenoSandboxServer } from "../servers/deno_sandbox.ts";
 import type { SkillRuntime } from "../../runtimes/types.ts";
 import {
   createToolContext,
@@ -41,6 +46,15 @@ export interface TempDir extends AsyncDisposable {
  * @returns The folder.
  */
 export async function tempDir(): Promise<TempDir> {
+  const disk = current?.disk;
+  if (disk) {
+    const path = await disk.tempDir();
+    return {
+      path,
+      [Symbol.asyncDispose]: () =>
+        Deno.remove(disk.onHost(path), { recursive: true }).catch(() => {}),
+    };
+  }
   const path = await Deno.realPath(
     await Deno.makeTempDir({ prefix: "skillrun-tools-" }),
   );
@@ -75,15 +89,15 @@ export async function writeSkill(
   options: WriteSkillOptions = {},
 ): Promise<string> {
   const folder = `${root}/${name}`;
-  await Deno.mkdir(folder, { recursive: true });
+  await Deno.mkdir(onHost(folder), { recursive: true });
   await Deno.writeTextFile(
-    `${folder}/SKILL.md`,
+    onHost(`${folder}/SKILL.md`),
     `---\nname: ${name}\ndescription: ${
       options.description ?? `Test skill ${name}.`
     }\n---\n${options.body ?? `Instructions of ${name}.\n`}`,
   );
   for (const [path, content] of Object.entries(options.files ?? {})) {
-    const target = `${folder}/${path}`;
+    const target = onHost(`${folder}/${path}`);
     await Deno.mkdir(target.slice(0, target.lastIndexOf("/")), {
       recursive: true,
     });
@@ -93,16 +107,37 @@ export async function writeSkill(
 }
 
 /**
- * Makes the runtimes of one test for one kind of runtime. Paths mean the same
- * inside the runtime and on the host (a remote test server runs real commands
- * on the host's real paths), so a test can prepare files with `Deno` calls
- * and check the tools' answers against host paths.
+ * Makes the runtimes of one test for one kind of runtime. For most kinds
+ * paths mean the same inside the runtime and on the host (a remote test
+ * server runs real commands on the host's real paths); a kind whose sandbox
+ * has a file system of its own gives its `disk`: tests then make folders
+ * with {@linkcode tempDir} (inside the sandbox) and reach a sandbox path on
+ * the host through {@linkcode onHost} (the server's folder that backs it).
  */
 export interface RuntimeFactory extends AsyncDisposable {
   /** A runtime without a workspace whose default working directory is `cwd`. */
   plain(cwd: string): SkillRuntime;
   /** A conversation runtime working in `<conversationsRoot>/<id>`. */
   conversation(conversationsRoot: string, id: string): Promise<SkillRuntime>;
+  /** The sandboxes' own file systems as seen on the server's disk. */
+  readonly disk?: SandboxDisk;
+}
+
+/**
+ * The file systems of a kind whose sandboxes have their own (the test
+ * server keeps each sandbox's home and `/tmp` in host folders and binds them
+ * in): where a sandbox path is on the host, as a test looks at any server's
+ * disk.
+ */
+export interface SandboxDisk {
+  /** A new empty folder in the test sandbox's `/tmp`; its sandbox path. */
+  tempDir(): Promise<string>;
+  /**
+   * The host path backing a sandbox path: in the sandbox of the conversation
+   * whose root holds it, else in the test sandbox; a path outside the
+   * sandbox's own folders is the host's own (read-only inside).
+   */
+  onHost(path: string): string;
 }
 
 /** A kind of runtime the tool suite runs against. */
@@ -287,6 +322,217 @@ export const VERCEL_KIND: RuntimeKind = {
   },
 };
 
+/** The conversation {@linkcode conversationContext} opens. */
+const CONVERSATION_ID = "thread-1";
+
+/** Where one runtime of an own-disk kind works. */
+type OwnDiskWhere =
+  | {
+    readonly cwd: string;
+    readonly skillsRoot: string;
+    readonly sandboxId: string;
+  }
+  | {
+    readonly conversationsRoot: string;
+    readonly conversationId: string;
+    readonly store: MemoryConversationStore;
+  };
+
+/** A kind whose test server gives each sandbox a file system of its own. */
+interface OwnDiskKind<S, R extends SkillRuntime> {
+  /** Starts the test server. */
+  start(): S;
+  /** Stops it (and removes every sandbox's files). */
+  close(server: S): Promise<void>;
+  /** Its sandboxes by id, each with the host folder of its `home` and `tmp`. */
+  sandboxes(server: S): ReadonlyMap<string, { readonly root: string }>;
+  /** The sandbox's home (bound from `<root>/home`). */
+  readonly home: string;
+  /** A runtime on the server. */
+  runtime(server: S, where: OwnDiskWhere): R;
+  /** Creates or attaches the runtime's sandbox. */
+  connect(runtime: R): Promise<unknown>;
+}
+
+/** `path` without `.`, `..` and repeated slashes. */
+function cleanPath(path: string): string {
+  const parts: string[] = [];
+  for (const part of path.split("/")) {
+    if (part === "" || part === ".") continue;
+    if (part === "..") parts.pop();
+    else parts.push(part);
+  }
+  return "/" + parts.join("/");
+}
+
+/** Whether `path` is `folder` or below it. */
+function within(path: string, folder: string): boolean {
+  return path === folder || path.startsWith(folder + "/");
+}
+
+/**
+ * An own-disk kind's factory: its test server and one sandbox per test, as
+ * every other kind has one file system per test: the sandbox of the
+ * conversation {@linkcode CONVERSATION_ID} (the one {@linkcode conversationContext} opens, which attaches
+ * to it through the shared store as a conversation's next runtime does), to
+ * which plain runtimes attach with `sandboxId`. Every runtime is closed and
+ * the server stopped on dispose.
+ */
+async function ownDiskFactory<S, R extends SkillRuntime>(
+  kind: OwnDiskKind<S, R>,
+): Promise<RuntimeFactory> {
+  const server = kind.start();
+  const runtimes: R[] = [];
+  const store = new MemoryConversationStore();
+  const known = new Set<string>();
+  const made = (): string[] => {
+    const ids = [...kind.sandboxes(server).keys()].filter((id) =>
+      !known.has(id)
+    );
+    for (const id of ids) known.add(id);
+    return ids;
+  };
+  const make = (where: OwnDiskWhere) => {
+    const runtime = kind.runtime(server, where);
+    runtimes.push(runtime);
+    return runtime;
+  };
+  const dispose = async () => {
+    for (const runtime of runtimes.reverse()) {
+      await runtime.close().catch(() => {});
+    }
+    await kind.close(server);
+  };
+  try {
+    await kind.connect(make({
+      conversationsRoot: `${kind.home}/conversations`,
+      conversationId: CONVERSATION_ID,
+      store,
+    }));
+    const [sandboxId] = made();
+    if (sandboxId === undefined) throw new Error("no sandbox was created");
+    const root = (id: string) => kind.sandboxes(server).get(id)!.root;
+    /** Conversation workspaces and their sandboxes, the deepest first. */
+    const mounts: { folder: string; sandboxId: string }[] = [];
+    const hostOf = (id: string, path: string) => {
+      const folders = [[kind.home, "home"], ["/tmp", "tmp"]] as const;
+      for (const [inside, outside] of folders) {
+        if (within(path, inside)) {
+          return `${root(id)}/${outside}${path.slice(inside.length)}`;
+        }
+      }
+      return path;
+    };
+    const disk: SandboxDisk = {
+      async tempDir() {
+        const path = `/tmp/skillrun-tools-${crypto.randomUUID().slice(0, 8)}`;
+        await Deno.mkdir(hostOf(sandboxId, path));
+        return path;
+      },
+      onHost(path) {
+        const clean = cleanPath(path);
+        const mount = mounts.find((m) => within(clean, m.folder));
+        return hostOf(mount?.sandboxId ?? sandboxId, clean);
+      },
+    };
+    return {
+      disk,
+      plain: (cwd: string) =>
+        make({ cwd, skillsRoot: `${kind.home}/skills`, sandboxId }),
+      conversation: async (conversationsRoot, conversationId) => {
+        const runtime = make({ conversationsRoot, conversationId, store });
+        await kind.connect(runtime);
+        // Another conversation has a sandbox of its own: its workspace is there.
+        for (const id of made()) {
+          mounts.push({ folder: runtime.cwd, sandboxId: id });
+        }
+        mounts.sort((a, b) => b.folder.length - a.folder.length);
+        return runtime;
+      },
+      [Symbol.asyncDispose]: dispose,
+    };
+  } catch (error) {
+    await dispose();
+    throw error;
+  }
+}
+
+/**
+ * The Daytona runtime against the Daytona test server (started per test):
+ * each sandbox has a file system of its own (its home and `/tmp` are host
+ * folders of the server bound in under bubblewrap), so tests make their
+ * folders in the sandbox with {@linkcode tempDir} and prepare and inspect
+ * files through {@linkcode onHost}. Plain runtimes share the test's sandbox.
+ */
+export const DAYTONA_KIND: RuntimeKind = {
+  name: "daytona",
+  unavailable: sandboxServerUnavailable,
+  start: () => {
+    const apiKey = "tools-suite-daytona-key";
+    return ownDiskFactory({
+      start: () => startDaytonaServer({ apiKey }),
+      close: (server) => server.close(),
+      sandboxes: (server) => server.sandboxes,
+      home: "/home/daytona",
+      runtime: (server, where) =>
+        new DaytonaSkillRuntime({ apiKey, baseUrl: server.url, ...where }),
+      connect: (runtime) => runtime.connect(),
+    });
+  },
+};
+
+/**
+ * The Deno Sandbox runtime against the Deno Sandbox test server (started per
+ * test): as for Daytona, each sandbox has a file system of its own.
+ */
+export const DENO_SANDBOX_KIND: RuntimeKind = {
+  name: "deno-sandbox",
+  unavailable: sandboxServerUnavailable,
+  start: () => {
+    const token = "ddo_tools_suite_token";
+    return ownDiskFactory({
+      start: () => startDenoSandboxServer({ token }),
+      close: (server) => server.close(),
+      sandboxes: (server) => server.sandboxes,
+      home: "/home/app",
+      runtime: (server, where) =>
+        new DenoSandboxSkillRuntime({
+          token,
+          baseUrl: server.url,
+          consoleUrl: server.url,
+          ...where,
+        }),
+      connect: (runtime) => runtime.connect(),
+    });
+  },
+};
+
+/** Why the Daytona and Deno Sandbox test servers cannot run sandboxes here. */
+function sandboxServerUnavailable(): Promise<string | null> {
+  bwrapOnce ??= commandSucceeds("bwrap", ["--ro-bind", "/", "/", "true"]).then(
+    (runs) =>
+      runs
+        ? null
+        : "bwrap cannot run here (the test server runs each sandbox under it)",
+  );
+  return bwrapOnce;
+}
+
+let bwrapOnce: Promise<string | null> | undefined;
+
+/**
+ * The host path backing a path of the running test's runtime: the path
+ * itself, except for a kind whose sandboxes have their own file system (the
+ * server's folder that backs it). Tests prepare and inspect files with
+ * `Deno` calls on `onHost(path)`.
+ *
+ * @param path A path as the runtime sees it.
+ * @returns Where it is on this host.
+ */
+export function onHost(path: string): string {
+  return current?.disk?.onHost(path) ?? path;
+}
+
 let launcherOnce: Promise<BubblewrapLauncher> | undefined;
 
 /**
@@ -342,6 +588,8 @@ export const RUNTIME_KINDS: readonly RuntimeKind[] = [
   E2B_KIND,
   VERCEL_KIND,
   ISOLATED_KIND,
+  DAYTONA_KIND,
+  DENO_SANDBOX_KIND,
 ];
 
 let current: RuntimeFactory | null = null;
@@ -433,7 +681,7 @@ export async function conversationContext(
 ): Promise<{ context: ToolContext; runtime: SkillRuntime; workspace: string }> {
   const runtime = await factory().conversation(
     `${root}/conversations`,
-    "thread-1",
+    CONVERSATION_ID,
   );
   return {
     context: createToolContext(runtime, options),
@@ -520,11 +768,11 @@ export function testEachEngine(
  * Whether a path exists (what marker-file tests check).
  *
  * @param path The path.
- * @returns Whether `Deno.stat` finds it.
+ * @returns Whether `Deno.stat` finds it (on the host, see {@linkcode onHost}).
  */
 export async function pathExists(path: string): Promise<boolean> {
   try {
-    await Deno.stat(path);
+    await Deno.stat(onHost(path));
     return true;
   } catch {
     return false;

@@ -4,7 +4,12 @@ import {
   assertRejects,
   assertThrows,
 } from "../helpers/assert.ts";
-import { plainContext, tempDir, testEachRuntime } from "../helpers/tools.ts";
+import {
+  onHost,
+  plainContext,
+  tempDir,
+  testEachRuntime,
+} from "../helpers/tools.ts";
 import {
   BackgroundCommands,
   backgroundCommands,
@@ -99,11 +104,11 @@ function heartbeat(file: string): string {
  * a beat ends the wait; no beat means the whole 600 ms passed without one).
  */
 async function beating(file: string): Promise<boolean> {
-  const before = await Deno.readTextFile(file).catch(() => "");
+  const before = await Deno.readTextFile(onHost(file)).catch(() => "");
   const end = Date.now() + 600;
   do {
     await sleep(50);
-    const after = await Deno.readTextFile(file).catch(() => "");
+    const after = await Deno.readTextFile(onHost(file)).catch(() => "");
     if (after !== "" && after !== before) return true;
   } while (Date.now() < end);
   return false;

@@ -4,7 +4,15 @@
  *
  * @module
  */
-import { hostPath } from "../../_internal/std_path.ts";
+import { isAbsolute } from "@std/path/posix/is-absolute";
+import { join as posixJoin } from "@std/path/posix/join";
+
+// Only the two path functions this needs, not all of `@std/path/posix` (some
+// forty modules that importing `./mcp` would load for them); on Windows, its
+// Windows functions, loaded only there.
+const join: (...paths: string[]) => string = Deno.build.os === "windows"
+  ? (await import("@std/path/windows")).join
+  : posixJoin;
 
 /**
  * The default conversations root of the MCP server's local runtime: an
@@ -37,15 +45,15 @@ export function defaultMcpConversationsRoot(): string {
   };
   if (Deno.build.os === "windows") {
     const local = env("LOCALAPPDATA");
-    if (local) return hostPath.join(local, "skillrun", "conversations");
+    if (local) return join(local, "skillrun", "conversations");
   } else {
     const state = env("XDG_STATE_HOME");
-    if (state && hostPath.isAbsolute(state)) {
-      return hostPath.join(state, "skillrun", "conversations");
+    if (state && isAbsolute(state)) {
+      return join(state, "skillrun", "conversations");
     }
     const home = env("HOME");
-    if (home && hostPath.isAbsolute(home)) {
-      return hostPath.join(
+    if (home && isAbsolute(home)) {
+      return join(
         home,
         ".local",
         "state",

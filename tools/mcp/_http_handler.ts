@@ -217,9 +217,10 @@ export async function createMcpHttpHandler(
   const factory: McpRuntimeFactory = factoryOption ?? (() => {
     return async (sessionId: string) => {
       const root = rootOf();
-      // The local runtime, loaded by the first session that needs it.
+      // The local runtime, loaded by the first session that needs it (its
+      // own module: not the doctor that the kind's index also exports).
       const { LocalSkillRuntime } = await import(
-        "../../runtimes/local/mod.ts"
+        "../../runtimes/local/runtime.ts"
       );
       return await LocalSkillRuntime.create({
         conversationsRoot: root,

@@ -23,6 +23,7 @@ import {
   type ReadResourceResult,
   type ServerNotification,
   type ServerRequest,
+  type ServerResult,
 } from "npm:@modelcontextprotocol/sdk@1.32.2/types.js";
 import type { SkillEvent } from "../../observe/events.ts";
 import denoJson from "../../deno.json" with { type: "json" };
@@ -34,7 +35,6 @@ import { describeCall } from "../_describe_call.ts";
 import type { SkillCatalog } from "./_skills.ts";
 import { McpRequestError, SKILLS_EXTENSION } from "./_protocol.ts";
 import { redactDeep, redactError, Redactor } from "../../_internal/redact.ts";
-import { z } from "zod";
 
 /** The server name announced to MCP clients: the package's name. */
 export const MCP_SERVER_NAME: string = denoJson.name;
@@ -141,29 +141,6 @@ export class InFlight {
 
 /** Keys of base64 data, sent as they are. */
 const BLOB_KEYS: ReadonlySet<string> = new Set(["blob"]);
-// The skills extension's methods. Params are checked by the catalog, which
-// answers -32602 for a missing or wrong one (a schema here would answer
-// -32603).
-const looseParams = z.record(z.string(), z.unknown()).optional();
-
-/** `skills/list` of the skills extension. */
-const SkillsListRequestSchema = z.object({
-  method: z.literal("skills/list"),
-  params: looseParams,
-});
-
-/** `skills/get` of the skills extension. */
-const SkillsGetRequestSchema = z.object({
-  method: z.literal("skills/get"),
-  params: looseParams,
-});
-
-/** `resources/directory/read` of the skills extension. */
-const DirectoryReadRequestSchema = z.object({
-  method: z.literal("resources/directory/read"),
-  params: looseParams,
-});
-
 function cursorOf(
   params: Record<string, unknown> | undefined,
 ): string | undefined {
@@ -524,22 +501,33 @@ export function createMcpServer(
         catalogOf().readResource(request.params.uri)
       ),
     );
-    server.setRequestHandler(
-      SkillsListRequestSchema,
-      clean((request, extra) =>
-        catalogOf().listSkills(cursorOf(request.params), extra.signal)
-      ),
-    );
-    server.setRequestHandler(
-      SkillsGetRequestSchema,
-      clean((request) => catalogOf().getSkill(request.params?.uri)),
-    );
-    server.setRequestHandler(
-      DirectoryReadRequestSchema,
-      clean((request) =>
-        catalogOf().readDirectory(request.params?.uri, cursorOf(request.params))
-      ),
-    );
+    // The skills extension's methods, which the SDK has no schema for, are
+    // answered by the fallback handler (every method no handler takes; the
+    // others answer JSON-RPC's "Method not found", as without it). No zod
+    // schema of our own: the SDK has checked that params are an object, and
+    // the catalog checks each param (-32602 for a missing or wrong one).
+    const extension: Record<
+      string,
+      (
+        params: Record<string, unknown> | undefined,
+        signal: AbortSignal,
+      ) => unknown
+    > = {
+      "skills/list": (params, signal) =>
+        catalogOf().listSkills(cursorOf(params), signal),
+      "skills/get": (params) => catalogOf().getSkill(params?.uri),
+      "resources/directory/read": (params) =>
+        catalogOf().readDirectory(params?.uri, cursorOf(params)),
+    };
+    server.fallbackRequestHandler = clean(async (request, extra) => {
+      const answer = Object.hasOwn(extension, request.method)
+        ? extension[request.method]
+        : undefined;
+      if (answer === undefined) {
+        throw new McpRequestError(-32601, "Method not found");
+      }
+      return await answer(request.params, extra.signal) as ServerResult;
+    });
   }
   return server;
 }

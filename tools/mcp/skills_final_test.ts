@@ -181,6 +181,18 @@ Deno.test("skills extension: typed front matter, complete manifest with sizes, c
       await code(server.request("skills/list", { cursor: "forged" })),
       -32602,
     );
+    // A method the extension does not name: JSON-RPC's -32601, as on a
+    // server without skills (names every object has included).
+    for (const method of ["skills/unknown", "toString", "__proto__"]) {
+      const error = await server.request(method).then(
+        () => undefined,
+        (e: Error & { code?: number }) => e,
+      );
+      assertEquals([error?.code, error?.message], [
+        -32601,
+        "MCP error -32601: Method not found",
+      ]);
+    }
 
     // Directory reads: direct children, folders as inode/directory.
     const top = await server.request<

@@ -1,0 +1,208 @@
+/**
+ * What the kinds do alike with a service's REST API and its answers: the
+ * API's base URL from an option, a client of the API or of a daemon, the
+ * describe and delete calls of a sandbox by its id (404: not there), the
+ * states of a sandbox that never runs again, a date that may be missing or
+ * bad, and a file's facts from a daemon's fields.
+ *
+ * @module
+ */
+import { posix } from "../../_internal/std.ts";
+import type { FileInfo, FileType } from "../types.ts";
+import type { SkillEventListener } from "../../observe/events.ts";
+import { HttpClient } from "./http.ts";
+import { httpOptionsOf, jsonOrNull, sendCall } from "./service_calls.ts";
+
+/**
+ * A service's API base URL from a kind's option: http or https, without
+ * query or trailing `/`, with `suffix` (e.g. `/v1`) added when missing.
+ *
+ * @example
+ * ```ts
+ * import { assertEquals, assertThrows } from "@std/assert";
+ * import { serviceBaseUrl } from "./service_answers.ts";
+ * assertEquals(serviceBaseUrl("http://h:8080/", "X", "/v1"), "http://h:8080/v1");
+ * assertThrows(() => serviceBaseUrl("ftp://h", "X"), TypeError, "must be http or https");
+ * ```
+ *
+ * @param baseUrl The option's value.
+ * @param service The service's name, for the error.
+ * @param suffix What the path ends with.
+ * @returns The base URL.
+ * @throws {TypeError} It is not an http(s) URL.
+ */
+export function serviceBaseUrl(
+  baseUrl: string,
+  service: string,
+  suffix = "",
+): string {
+  let url: URL;
+  try {
+    url = new URL(baseUrl);
+  } catch {
+    throw new TypeError(
+      `Cannot use the ${service} URL "${baseUrl}": it is not a URL`,
+    );
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw new TypeError(
+      `Cannot use the ${service} URL "${baseUrl}": it must be http or https`,
+    );
+  }
+  const trimmed = `${url.origin}${url.pathname}`.replace(/\/+$/, "");
+  return trimmed.endsWith(suffix) ? trimmed : `${trimmed}${suffix}`;
+}
+
+/**
+ * An HTTP client on a service's API or on a sandbox daemon's endpoint as
+ * the service gave it: the address (`http://` added when it has no scheme;
+ * it may carry a path), the headers every call must carry (an API key, an
+ * endpoint's own: never shown in errors), and the kind's `fetch`, call
+ * deadline and event listener.
+ *
+ * @example
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { serviceClient } from "./service_answers.ts";
+ * const http = serviceClient("127.0.0.1:9/proxy/44772/", { "x-k": "v" }, {});
+ * assertEquals(http.baseUrl, "http://127.0.0.1:9/proxy/44772");
+ * ```
+ *
+ * @param endpoint The address.
+ * @param headers Headers for every call.
+ * @param options The kind's options.
+ * @returns The client.
+ */
+export function serviceClient(
+  endpoint: string,
+  headers: Readonly<Record<string, string>>,
+  options: {
+    readonly fetch?: typeof fetch | undefined;
+    readonly requestTimeoutMs?: number | undefined;
+    readonly onEvent?: SkillEventListener | undefined;
+  },
+): HttpClient {
+  const url = /^[a-z][a-z0-9+.-]*:\/\//i.test(endpoint)
+    ? endpoint
+    : `http://${endpoint}`;
+  return new HttpClient({
+    baseUrl: url.replace(/\/+$/, ""),
+    headers: { ...headers },
+    secretHeaders: Object.keys(headers),
+    ...httpOptionsOf(options),
+    ...(options.onEvent ? { onEvent: options.onEvent } : {}),
+  });
+}
+
+/**
+ * A service's `get` and `delete` of a sandbox at `<path>/<id>`:
+ * `GET` answers the sandbox (`null` on 404), `DELETE` whether it was there
+ * (`false` on 404).
+ *
+ * @param http The API's client.
+ * @param path The sandboxes' path (`/sandboxes`).
+ * @param sandbox Reads the service's answer.
+ * @returns The two calls.
+ */
+export function sandboxCalls<S>(
+  http: HttpClient,
+  path: string,
+  sandbox: (answer: never) => S,
+): {
+  get(id: string, signal?: AbortSignal): Promise<S | null>;
+  delete(id: string, signal?: AbortSignal): Promise<boolean>;
+} {
+  const at = (id: string) => `${path}/${encodeURIComponent(id)}`;
+  return {
+    get: async (id, signal) => {
+      const answer = await jsonOrNull<never>(http, {
+        method: "GET",
+        path: at(id),
+        ...(signal ? { signal } : {}),
+      });
+      return answer === null ? null : sandbox(answer);
+    },
+    delete: (id, signal) =>
+      sendCall(http, {
+        method: "DELETE",
+        path: at(id),
+        ...(signal ? { signal } : {}),
+      }, [404]),
+  };
+}
+
+/**
+ * A service's `gone` for sandboxes with a state: one in `states` never runs
+ * again, and the reason is its state (with the service's detail, when it
+ * gave one).
+ *
+ * @example
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { goneStates } from "./service_answers.ts";
+ * const gone = goneStates(["Failed", "Terminated"]);
+ * assertEquals(gone({ state: "Failed", detail: "out of memory" }), "Failed (out of memory)");
+ * assertEquals(gone({ state: "Running" }), undefined);
+ * ```
+ *
+ * @param states The states after which a sandbox never runs again.
+ * @returns The hook.
+ */
+export function goneStates(
+  states: readonly string[],
+): (
+  sandbox: { readonly state?: string; readonly detail?: string | undefined },
+) => string | undefined {
+  return ({ state, detail }) =>
+    state !== undefined && states.includes(state)
+      ? `${state}${detail ? ` (${detail})` : ""}`
+      : undefined;
+}
+
+/**
+ * A date from an answer, `null` when missing or not a date.
+ *
+ * @example
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { dateOrNull } from "./service_answers.ts";
+ * assertEquals(dateOrNull("nonsense"), null);
+ * assertEquals(dateOrNull("2026-01-02T00:00:00Z")?.getTime(), Date.UTC(2026, 0, 2));
+ * ```
+ *
+ * @param value An ISO date, ms since the epoch, or nothing.
+ * @returns The date.
+ */
+export function dateOrNull(value: unknown): Date | null {
+  if (typeof value !== "string" && typeof value !== "number") return null;
+  if (value === "") return null;
+  const date = new Date(value);
+  return Number.isNaN(date.getTime()) ? null : date;
+}
+
+/**
+ * A file's facts from a daemon's fields: the size when it is a number
+ * (else 0), the name from the path, `executable` from the mode when given.
+ *
+ * @param path The absolute path.
+ * @param type What it is.
+ * @param fields Its size, its modification (see {@linkcode dateOrNull}) and
+ * its mode bits.
+ * @returns The facts.
+ */
+export function fileInfo(
+  path: string,
+  type: FileType,
+  fields: { size?: unknown; modified?: unknown; mode?: number | undefined },
+): FileInfo {
+  return {
+    path,
+    name: posix.basename(path),
+    type,
+    size: typeof fields.size === "number" ? fields.size : 0,
+    modifiedAt: dateOrNull(fields.modified),
+    ...(fields.mode === undefined
+      ? {}
+      : { executable: (fields.mode & 0o100) !== 0 }),
+  };
+}
