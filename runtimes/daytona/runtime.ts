@@ -25,13 +25,13 @@ import {
   type ShellRunner,
   shellSetModes,
 } from "../remote/_shell_files.ts";
+import { sendCall, sendMultipart } from "../remote/service_calls.ts";
 import {
-  httpOptionsOf,
-  jsonOrNull,
-  sendCall,
-  sendMultipart,
-} from "../remote/service_calls.ts";
-import { HttpClient, type HttpClientOptions } from "../remote/http.ts";
+  goneStates,
+  sandboxCalls,
+  serviceClient,
+} from "../remote/service_answers.ts";
+import type { HttpClient } from "../remote/http.ts";
 import { shellQuote } from "../remote/shell.ts";
 import type { RemoteUploadFile } from "../remote/fs.ts";
 
@@ -136,7 +136,15 @@ function networkFields(
 class DaytonaService implements SandboxService<DaytonaSandbox> {
   readonly serverUrl: string;
   readonly #http: HttpClient;
-  readonly #httpOptions: HttpClientOptions;
+  readonly #headers: Readonly<Record<string, string>>;
+  readonly gone = goneStates([
+    "error",
+    "build_failed",
+    "destroyed",
+    "destroying",
+  ]);
+  readonly get: SandboxService<DaytonaSandbox>["get"];
+  readonly delete: (id: string, signal?: AbortSignal) => Promise<boolean>;
 
   constructor(
     private readonly options: DaytonaSkillRuntimeOptions,
@@ -144,18 +152,18 @@ class DaytonaService implements SandboxService<DaytonaSandbox> {
   ) {
     this.serverUrl = (options.baseUrl ?? "https://app.daytona.io/api")
       .replace(/\/+$/, "");
-    this.#httpOptions = {
-      baseUrl: this.serverUrl,
-      headers: {
-        ...(options.apiKey !== undefined
-          ? { authorization: `Bearer ${options.apiKey}` }
-          : {}),
-        "x-daytona-source": "skillrun",
-      },
-      secretHeaders: ["authorization"],
-      ...httpOptionsOf(options),
+    this.#headers = {
+      ...(options.apiKey !== undefined
+        ? { authorization: `Bearer ${options.apiKey}` }
+        : {}),
+      "x-daytona-source": "skillrun",
     };
-    this.#http = new HttpClient(this.#httpOptions);
+    this.#http = serviceClient(this.serverUrl, this.#headers, options);
+    ({ get: this.get, delete: this.delete } = sandboxCalls(
+      this.#http,
+      "/sandbox",
+      sandbox,
+    ));
   }
 
   async create(options: ServiceCreateOptions): Promise<DaytonaSandbox> {
@@ -173,28 +181,6 @@ class DaytonaService implements SandboxService<DaytonaSandbox> {
         ...(options.signal ? { signal: options.signal } : {}),
       }),
     );
-  }
-
-  async get(id: string, signal?: AbortSignal): Promise<DaytonaSandbox | null> {
-    const found = await jsonOrNull<Record<string, unknown>>(this.#http, {
-      method: "GET",
-      path: `/sandbox/${encodeURIComponent(id)}`,
-      ...(signal ? { signal } : {}),
-    });
-    return found && sandbox(found);
-  }
-
-  gone(box: DaytonaSandbox): string | undefined {
-    const ended = ["error", "build_failed", "destroyed", "destroying"];
-    return ended.includes(box.state ?? "") ? box.state : undefined;
-  }
-
-  delete(id: string, signal?: AbortSignal): Promise<boolean> {
-    return sendCall(this.#http, {
-      method: "DELETE",
-      path: `/sandbox/${encodeURIComponent(id)}`,
-      ...(signal ? { signal } : {}),
-    }, [404]);
   }
 
   async open(
@@ -217,11 +203,11 @@ class DaytonaService implements SandboxService<DaytonaSandbox> {
         path: `/sandbox/${encodeURIComponent(box.id)}/toolbox-proxy-url`,
         ...(signal ? { signal } : {}),
       })).url;
-    const base = String(proxy).replace(/\/+$/, "");
-    const toolbox = new HttpClient({
-      ...this.#httpOptions,
-      baseUrl: `${base}/${encodeURIComponent(box.id)}`,
-    });
+    const toolbox = serviceClient(
+      `${String(proxy).replace(/\/+$/, "")}/${encodeURIComponent(box.id)}`,
+      this.#headers,
+      this.options,
+    );
     const shell = executeShell(toolbox);
     return {
       commands: new ToolboxCommands(toolbox),

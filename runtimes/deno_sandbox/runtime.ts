@@ -29,8 +29,9 @@ import {
   helperShell,
   shellList,
 } from "../remote/_shell_files.ts";
-import { HttpClient } from "../remote/http.ts";
-import { httpOptionsOf, sendCall } from "../remote/service_calls.ts";
+import type { HttpClient } from "../remote/http.ts";
+import { sendCall } from "../remote/service_calls.ts";
+import { serviceClient } from "../remote/service_answers.ts";
 import type { RemoteUploadFile } from "../remote/fs.ts";
 import type { FileInfo } from "../types.ts";
 import { SandboxSocket } from "./rpc.ts";
@@ -217,16 +218,12 @@ class DenoSandboxService implements SandboxService<DenoSandbox> {
         : {}),
       ...(options.org !== undefined ? { "x-deno-org": options.org } : {}),
     };
-    const common = {
-      headers: this.#headers,
-      secretHeaders: ["authorization"],
-      ...httpOptionsOf(options),
-    };
-    this.#endpoint = new HttpClient({ ...common, baseUrl: this.serverUrl });
-    this.#console = new HttpClient({
-      ...common,
-      baseUrl: origin(options.consoleUrl ?? "https://console.deno.com"),
-    });
+    this.#endpoint = serviceClient(this.serverUrl, this.#headers, options);
+    this.#console = serviceClient(
+      origin(options.consoleUrl ?? "https://console.deno.com"),
+      this.#headers,
+      options,
+    );
     this.#options = options;
     this.#egress = egress;
   }
