@@ -265,6 +265,14 @@ export {
   sendMultipart,
 } from "./remote/service_calls.ts";
 export {
+  dateOrNull,
+  fileInfo,
+  goneStates,
+  sandboxCalls,
+  serviceBaseUrl,
+  serviceClient,
+} from "./remote/service_answers.ts";
+export {
   eachConcurrently,
   helperShell,
   shellFileCalls,

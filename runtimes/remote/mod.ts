@@ -43,6 +43,14 @@ export {
   sendMultipart,
 } from "./service_calls.ts";
 export {
+  dateOrNull,
+  fileInfo,
+  goneStates,
+  sandboxCalls,
+  serviceBaseUrl,
+  serviceClient,
+} from "./service_answers.ts";
+export {
   eachConcurrently,
   helperShell,
   shellFileCalls,
