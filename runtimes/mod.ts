@@ -12,8 +12,10 @@
  * runtime shares ({@linkcode RemoteSkillRuntime}, {@linkcode HttpClient},
  * {@linkcode RemoteFileSystem}, resumable download, POSIX remote paths, and
  * the services that create sandboxes on demand: {@linkcode SandboxService},
- * {@linkcode SandboxServiceRuntime}). The conformance checklist is
- * `@skillrun/skillrun/testing`.
+ * {@linkcode SandboxServiceRuntime}, with the helpers a kind's own code calls:
+ * {@linkcode sendCall}, {@linkcode helperShell}, {@linkcode shellFileCalls},
+ * {@linkcode tarOfFiles}, {@linkcode PolledBackground}, ...). The conformance
+ * checklist is `@skillrun/skillrun/testing`.
  *
  * Importing this module needs no permission.
  *
@@ -251,3 +253,41 @@ export {
   type ServiceSandbox,
   type ServiceSession,
 } from "./remote/sandbox_service.ts";
+export {
+  answers,
+  CREATE_TAG,
+  createTagged,
+  httpOptionsOf,
+  jsonOrNull,
+  type RetryOnce,
+  retryOnceAfter,
+  sendCall,
+  sendMultipart,
+} from "./remote/service_calls.ts";
+export {
+  dateOrNull,
+  fileInfo,
+  goneStates,
+  sandboxCalls,
+  serviceBaseUrl,
+  serviceClient,
+} from "./remote/service_answers.ts";
+export {
+  eachConcurrently,
+  helperShell,
+  shellFileCalls,
+  shellMakeDirectories,
+  type ShellResult,
+  type ShellRunner,
+  shellSetModes,
+} from "./remote/_shell_files.ts";
+export {
+  exactly,
+  readJsonEvents,
+  type StreamedTar,
+  tarOfFiles,
+} from "./remote/streams.ts";
+export {
+  PolledBackground,
+  type PolledBackgroundCalls,
+} from "./remote/polled_background.ts";

@@ -6,11 +6,9 @@
  */
 import type { NetworkPolicy, SecretsOption } from "../../network/policy.ts";
 import { allowList, checkRemoteEgress } from "../../network/remote.ts";
-import type {
-  RemoteRuntimeCommonOptions,
-  RemoteSession,
-} from "../remote/runtime.ts";
+import type { RemoteSession } from "../remote/runtime.ts";
 import {
+  type SandboxKindOptions,
   type SandboxService,
   SandboxServiceRuntime,
   type ServiceCreateOptions,
@@ -21,22 +19,34 @@ import type {
   RemoteCommandKind,
   RemoteCommandStart,
 } from "../remote/command.ts";
-import { shellList, shellStat, shellStatMany } from "../remote/_shell_files.ts";
-import { HttpClient, type HttpClientOptions } from "../remote/http.ts";
-import { RemoteHttpError } from "../remote/errors.ts";
+import {
+  shellFileCalls,
+  shellMakeDirectories,
+  type ShellRunner,
+  shellSetModes,
+} from "../remote/_shell_files.ts";
+import { sendCall, sendMultipart } from "../remote/service_calls.ts";
+import {
+  goneStates,
+  sandboxCalls,
+  serviceClient,
+} from "../remote/service_answers.ts";
+import type { HttpClient } from "../remote/http.ts";
 import { shellQuote } from "../remote/shell.ts";
-import { multipartBody, type MultipartPart } from "../remote/upload.ts";
-import type { ExecuteResult } from "../types.ts";
 import type { RemoteUploadFile } from "../remote/fs.ts";
 
-/** Options of {@linkcode DaytonaSkillRuntime}. */
-export interface DaytonaSkillRuntimeOptions extends RemoteRuntimeCommonOptions {
+/**
+ * Options of {@linkcode DaytonaSkillRuntime}. Defaults: `cwd`
+ * `/home/daytona`, `skillsRoot` `/home/daytona/skills`, `conversationsRoot`
+ * `/home/daytona/conversations`; `sandboxId` names the sandbox by id or
+ * name; `readyTimeoutMs` waits for it to start.
+ */
+export interface DaytonaSkillRuntimeOptions
+  extends Omit<SandboxKindOptions, "renewIntervalMs"> {
   /** The API key (`DAYTONA_API_KEY`); never shown in errors. */
   readonly apiKey?: string;
   /** The API base. Default `https://app.daytona.io/api` (a test server, a proxy). */
   readonly baseUrl?: string;
-  /** Attach to this sandbox (id or name) instead of creating one; never deleted by `close()`. */
-  readonly sandboxId?: string;
   /** The snapshot a sandbox the runtime creates starts from; default: the service's. */
   readonly snapshot?: string;
   /** Idle minutes before the service stops the sandbox (0: never). Default 15. */
@@ -51,14 +61,6 @@ export interface DaytonaSkillRuntimeOptions extends RemoteRuntimeCommonOptions {
   readonly network?: NetworkPolicy;
   /** Refused: secrets at the egress are the isolated local runtime's. */
   readonly secrets?: SecretsOption;
-  /** Conversation mode: where workspaces live. Default `/home/daytona/conversations`. */
-  readonly conversationsRoot?: string;
-  /** Plain mode: where commands run. Default `/home/daytona`. */
-  readonly cwd?: string;
-  /** Plain mode: where skills are uploaded. Default `/home/daytona/skills`. */
-  readonly skillsRoot?: string;
-  /** How long to wait for the sandbox to start, in ms. Default 120 000. */
-  readonly readyTimeoutMs?: number;
 }
 
 /** A Daytona sandbox as the API describes it (the fields the runtime reads). */
@@ -134,90 +136,51 @@ function networkFields(
 class DaytonaService implements SandboxService<DaytonaSandbox> {
   readonly serverUrl: string;
   readonly #http: HttpClient;
-  readonly #httpOptions: HttpClientOptions;
-  readonly #options: DaytonaSkillRuntimeOptions;
-  readonly #network: Record<string, unknown>;
+  readonly #headers: Readonly<Record<string, string>>;
+  readonly gone = goneStates([
+    "error",
+    "build_failed",
+    "destroyed",
+    "destroying",
+  ]);
+  readonly get: SandboxService<DaytonaSandbox>["get"];
+  readonly delete: (id: string, signal?: AbortSignal) => Promise<boolean>;
 
   constructor(
-    options: DaytonaSkillRuntimeOptions,
-    network: Record<string, unknown>,
+    private readonly options: DaytonaSkillRuntimeOptions,
+    private readonly network: Record<string, unknown>,
   ) {
     this.serverUrl = (options.baseUrl ?? "https://app.daytona.io/api")
       .replace(/\/+$/, "");
-    this.#httpOptions = {
-      baseUrl: this.serverUrl,
-      headers: {
-        ...(options.apiKey !== undefined
-          ? { authorization: `Bearer ${options.apiKey}` }
-          : {}),
-        "x-daytona-source": "skillrun",
-      },
-      secretHeaders: ["authorization"],
-      ...(options.fetch ? { fetch: options.fetch } : {}),
-      ...(options.requestTimeoutMs !== undefined
-        ? { timeoutMs: options.requestTimeoutMs }
+    this.#headers = {
+      ...(options.apiKey !== undefined
+        ? { authorization: `Bearer ${options.apiKey}` }
         : {}),
+      "x-daytona-source": "skillrun",
     };
-    this.#http = new HttpClient(this.#httpOptions);
-    this.#options = options;
-    this.#network = network;
+    this.#http = serviceClient(this.serverUrl, this.#headers, options);
+    ({ get: this.get, delete: this.delete } = sandboxCalls(
+      this.#http,
+      "/sandbox",
+      sandbox,
+    ));
   }
 
   async create(options: ServiceCreateOptions): Promise<DaytonaSandbox> {
-    const response = await this.#http.request({
-      method: "POST",
-      path: "/sandbox",
-      json: {
-        labels: options.metadata,
-        env: {},
-        autoStopInterval: this.#options.autoStopMinutes ?? 15,
-        ...(this.#options.snapshot ? { snapshot: this.#options.snapshot } : {}),
-        ...this.#network,
-      },
-      ...(options.signal ? { signal: options.signal } : {}),
-    });
-    return sandbox(await response.json());
-  }
-
-  async get(id: string, signal?: AbortSignal): Promise<DaytonaSandbox | null> {
-    try {
-      const response = await this.#http.request({
-        method: "GET",
-        path: `/sandbox/${encodeURIComponent(id)}`,
-        idempotent: true,
-        ...(signal ? { signal } : {}),
-      });
-      return sandbox(await response.json());
-    } catch (error) {
-      if (error instanceof RemoteHttpError && error.status === 404) return null;
-      throw error;
-    }
-  }
-
-  gone(box: DaytonaSandbox): string | undefined {
-    return ["error", "build_failed", "destroyed", "destroying"].includes(
-        box.state ?? "",
-      )
-      ? box.state
-      : undefined;
-  }
-
-  async delete(id: string, signal?: AbortSignal): Promise<boolean> {
-    try {
-      const response = await this.#http.request({
-        method: "DELETE",
-        path: `/sandbox/${encodeURIComponent(id)}`,
-        idempotent: true,
-        ...(signal ? { signal } : {}),
-      });
-      await response.body?.cancel();
-      return true;
-    } catch (error) {
-      if (error instanceof RemoteHttpError && error.status === 404) {
-        return false;
-      }
-      throw error;
-    }
+    return sandbox(
+      await this.#http.json({
+        method: "POST",
+        path: "/sandbox",
+        json: {
+          labels: options.metadata,
+          env: {},
+          autoStopInterval: this.options.autoStopMinutes ?? 15,
+          ...(this.options.snapshot ? { snapshot: this.options.snapshot } : {}),
+          ...this.network,
+        },
+        ...(options.signal ? { signal: options.signal } : {}),
+      }),
+    );
   }
 
   async open(
@@ -226,62 +189,42 @@ class DaytonaService implements SandboxService<DaytonaSandbox> {
   ): Promise<RemoteSession> {
     let current = box;
     if (current.state === "stopped" || current.state === "archived") {
-      const started = await this.#http.request({
-        method: "POST",
-        path: `/sandbox/${encodeURIComponent(box.id)}/start`,
-        ...(signal ? { signal } : {}),
-      });
-      current = sandbox(await started.json());
+      current = sandbox(
+        await this.#http.json({
+          method: "POST",
+          path: `/sandbox/${encodeURIComponent(box.id)}/start`,
+          ...(signal ? { signal } : {}),
+        }),
+      );
     }
     const proxy = current.toolboxProxyUrl ??
-      await this.#proxyUrl(box.id, signal);
-    const toolbox = new HttpClient({
-      ...this.#httpOptions,
-      baseUrl: `${proxy.replace(/\/+$/, "")}/${encodeURIComponent(box.id)}`,
-    });
-    const commands = new ToolboxCommands(toolbox);
-    const shell = (command: string, signal?: AbortSignal) =>
-      executeOnce(toolbox, command, signal);
+      (await this.#http.json<{ url: unknown }>({
+        method: "GET",
+        path: `/sandbox/${encodeURIComponent(box.id)}/toolbox-proxy-url`,
+        ...(signal ? { signal } : {}),
+      })).url;
+    const toolbox = serviceClient(
+      `${String(proxy).replace(/\/+$/, "")}/${encodeURIComponent(box.id)}`,
+      this.#headers,
+      this.options,
+    );
+    const shell = executeShell(toolbox);
     return {
-      commands,
+      commands: new ToolboxCommands(toolbox),
       files: {
-        stat: (path, signal) => shellStat(shell, path, signal),
-        statMany: (paths, signal) => shellStatMany(shell, paths, signal),
-        statsByCommand: true,
-        list: (path, options) =>
-          shellList(shell, path, options.depth, options.signal),
+        ...shellFileCalls(shell),
         open: (path, options) =>
           toolboxDownload(toolbox, path, options.offset, options.signal),
         upload: (files, signal) => toolboxUpload(toolbox, files, signal),
       },
-      makeDirectories: async (paths, signal) => {
-        for (const path of paths) {
-          const response = await toolbox.request({
-            method: "POST",
-            path: "/files/folder",
-            query: { path, mode: "755" },
-            idempotent: true,
-            ...(signal ? { signal } : {}),
-          });
-          await response.body?.cancel();
-        }
-      },
+      makeDirectories: (paths, signal) =>
+        shellMakeDirectories(shell, paths, signal),
       isReady: async (signal) => {
         if (current.state === "started") return true;
         current = (await this.get(box.id, signal)) ?? current;
         return current.state === "started";
       },
     };
-  }
-
-  async #proxyUrl(id: string, signal?: AbortSignal): Promise<string> {
-    const response = await this.#http.request({
-      method: "GET",
-      path: `/sandbox/${encodeURIComponent(id)}/toolbox-proxy-url`,
-      idempotent: true,
-      ...(signal ? { signal } : {}),
-    });
-    return String((await response.json()).url);
   }
 }
 
@@ -308,21 +251,17 @@ function sandbox(value: Record<string, unknown>): DaytonaSandbox {
  */
 class ToolboxCommands implements RemoteCommandKind {
   readonly backstopMs = 5_000;
-  readonly #toolbox: HttpClient;
 
-  constructor(toolbox: HttpClient) {
-    this.#toolbox = toolbox;
-  }
+  constructor(private readonly toolbox: HttpClient) {}
 
   async start(request: RemoteCommandStart) {
     const id = `skillrun-${crypto.randomUUID()}`;
-    const created = await this.#toolbox.request({
+    await sendCall(this.toolbox, {
       method: "POST",
       path: "/process/session",
       json: { sessionId: id },
       signal: request.signal,
     });
-    await created.body?.cancel();
     const seconds = Math.ceil(request.serverTimeoutMs / 1000);
     const env = Object.entries(request.env).map(([k, v]) =>
       `${k}=${shellQuote(v)}`
@@ -337,18 +276,17 @@ class ToolboxCommands implements RemoteCommandKind {
         shellQuote(request.command)
       }) </dev/null; __c=$?; printf '${END_MARK}\\n'; ` +
       `printf '${END_MARK}\\n' >&2; (exit $__c)`;
-    const toolbox = this.#toolbox;
+    const { toolbox } = this;
     const kill = () => this.kill(id);
     async function* events(): AsyncGenerator<RemoteCommandEvent> {
       try {
-        const answer = await toolbox.request({
+        const result = await toolbox.json<Record<string, unknown>>({
           method: "POST",
           path: `/process/session/${id}/exec`,
           json: { command },
           timeoutMs: null,
           signal: request.signal,
         });
-        const result = await answer.json();
         const stdout = unmarked(result.stdout);
         const stderr = unmarked(result.stderr);
         if (stdout) yield { type: "stdout", data: stdout };
@@ -365,18 +303,10 @@ class ToolboxCommands implements RemoteCommandKind {
   }
 
   async kill(id: string): Promise<void> {
-    try {
-      const response = await this.#toolbox.request({
-        method: "DELETE",
-        path: `/process/session/${encodeURIComponent(id)}`,
-        idempotent: true,
-      });
-      await response.body?.cancel();
-    } catch (error) {
-      if (!(error instanceof RemoteHttpError && error.status === 404)) {
-        throw error;
-      }
-    }
+    await sendCall(this.toolbox, {
+      method: "DELETE",
+      path: `/process/session/${encodeURIComponent(id)}`,
+    }, [404]);
   }
 }
 
@@ -390,41 +320,36 @@ function unmarked(value: unknown): string {
   return end < 0 ? text : text.slice(0, end); // no mark: cut short, as it came
 }
 
-/** A helper command through `POST /process/execute` (one request). */
-async function executeOnce(
-  toolbox: HttpClient,
-  command: string,
-  signal?: AbortSignal,
-): Promise<ExecuteResult> {
-  const started = Date.now();
-  const response = await toolbox.request({
-    method: "POST",
-    path: "/process/execute",
-    json: {
-      command: `bash -c ${shellQuote(command)} 2>/dev/null`,
-      timeout: 120,
-    },
-    timeoutMs: null,
-    ...(signal ? { signal } : {}),
-  });
-  const answer = await response.json();
-  const stdout = String(answer.result ?? "");
-  return {
-    stdout,
-    stderr: "",
-    exitCode: Number(answer.exitCode ?? -1),
-    timedOut: false,
-    aborted: false,
-    stdoutBytes: new TextEncoder().encode(stdout).length,
-    stderrBytes: 0,
-    stdoutTruncated: false,
-    stderrTruncated: false,
-    durationMs: Date.now() - started,
+/**
+ * Helper commands (stat, list, modes) in one `POST /process/execute` each:
+ * standard output as it came (no line joining: paths may hold `\r`),
+ * standard error dropped.
+ */
+function executeShell(toolbox: HttpClient): ShellRunner {
+  return async (command, signal) => {
+    const answer = await toolbox.json<Record<string, unknown>>({
+      method: "POST",
+      path: "/process/execute",
+      json: {
+        command: `bash -c ${shellQuote(command)} 2>/dev/null`,
+        timeout: 120,
+      },
+      timeoutMs: null,
+      ...(signal ? { signal } : {}),
+    });
+    return {
+      stdout: String(answer.result ?? ""),
+      stderr: "",
+      exitCode: Number(answer.exitCode ?? -1),
+      timedOut: false,
+      aborted: false,
+    };
   };
 }
 
 /**
- * A file from `offset`: `GET /files/download` (Go's `ServeFile`, ranged).
+ * A file from `offset`: `GET /files/download` (Go's `ServeFile`, ranged); a
+ * missing file is a `RemoteHttpError` with status 404, as the kit takes it.
  *
  * @param toolbox The sandbox's toolbox (`<toolboxProxyUrl>/<id>`).
  * @param path The absolute path.
@@ -432,33 +357,25 @@ async function executeOnce(
  * @param signal Stops it.
  * @returns The answer, its body the file.
  */
-export async function toolboxDownload(
+export function toolboxDownload(
   toolbox: HttpClient,
   path: string,
   offset: number,
   signal?: AbortSignal,
 ): Promise<Response> {
-  try {
-    return await toolbox.request({
-      method: "GET",
-      path: "/files/download",
-      query: { path },
-      ...(offset > 0 ? { headers: { range: `bytes=${offset}-` } } : {}),
-      idempotent: true,
-      timeoutMs: null,
-      ...(signal ? { signal } : {}),
-    });
-  } catch (error) {
-    if (error instanceof RemoteHttpError && error.status === 404) {
-      throw new Deno.errors.NotFound(`Cannot read "${path}": no such file`);
-    }
-    throw error;
-  }
+  return toolbox.request({
+    method: "GET",
+    path: "/files/download",
+    query: { path },
+    ...(offset > 0 ? { headers: { range: `bytes=${offset}-` } } : {}),
+    timeoutMs: null,
+    ...(signal ? { signal } : {}),
+  });
 }
 
 /**
  * Files in one streamed `POST /files/bulk-upload` (`files[i].path` before
- * `files[i].file`), then `POST /files/permissions` for each with a mode.
+ * `files[i].file`), then the modes given by one `chmod` per mode.
  *
  * @param toolbox The sandbox's toolbox (`<toolboxProxyUrl>/<id>`).
  * @param files The files.
@@ -470,34 +387,22 @@ export async function toolboxUpload(
   signal?: AbortSignal,
 ): Promise<void> {
   if (files.length === 0) return;
-  const parts: MultipartPart[] = files.flatMap((file, i) => [
-    { name: `files[${i}].path`, content: file.remotePath },
+  await sendMultipart(
+    toolbox,
     {
-      name: `files[${i}].file`,
-      filename: file.remotePath.split("/").at(-1) || "file",
-      contentType: "application/octet-stream",
-      content: file.content,
-    },
-  ]);
-  const { body, contentType, length } = multipartBody(parts);
-  const response = await toolbox.request({
-    method: "POST",
-    path: "/files/bulk-upload",
-    body,
-    headers: { "content-type": contentType, "content-length": String(length) },
-    timeoutMs: null,
-    ...(signal ? { signal } : {}),
-  });
-  await response.body?.cancel();
-  for (const file of files) {
-    if (file.mode === undefined) continue;
-    const answer = await toolbox.request({
       method: "POST",
-      path: "/files/permissions",
-      query: { path: file.remotePath, mode: (file.mode & 0o777).toString(8) },
-      idempotent: true,
+      path: "/files/bulk-upload",
       ...(signal ? { signal } : {}),
-    });
-    await answer.body?.cancel();
-  }
+    },
+    files.flatMap((file, i) => [
+      { name: `files[${i}].path`, content: file.remotePath },
+      {
+        name: `files[${i}].file`,
+        filename: file.remotePath.split("/").at(-1) || "file",
+        contentType: "application/octet-stream",
+        content: file.content,
+      },
+    ]),
+  );
+  await shellSetModes(executeShell(toolbox), files, signal ? { signal } : {});
 }

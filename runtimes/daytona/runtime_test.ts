@@ -11,6 +11,7 @@ import {
   TEST_API_KEY,
 } from "../../tests/helpers/daytona.ts";
 import { DaytonaSkillRuntime } from "./runtime.ts";
+import type { SkillEvent } from "../../observe/events.ts";
 
 Deno.test("daytona: execute() gives stdout and stderr apart, the exit code, cwd and env; the key never shows", async () => {
   await using server = await startDaytonaTestServer();
@@ -144,4 +145,17 @@ Deno.test("daytona: a wrong key is a clear error that does not show it", async (
   const error = await assertRejects(() => runtime.execute({ command: "true" }));
   assert(String(error).includes("401"), String(error));
   assert(!String(error).includes("wrong-secret-key"));
+});
+
+Deno.test("daytona: its HTTP calls reach onEvent (API and toolbox), without the key", async () => {
+  await using server = await startDaytonaTestServer();
+  const events: SkillEvent[] = [];
+  const runtime = server.runtime({ onEvent: (event) => events.push(event) });
+  await runtime.execute({ command: "true" });
+  const calls = events.flatMap((e) =>
+    e.type === "http_request" ? [`${e.method} ${e.status}`] : []
+  );
+  assert(calls.includes("POST 200"), calls.join(", ")); // the creation
+  assert(calls.filter((c) => c.startsWith("POST")).length >= 3, calls.join());
+  assert(!JSON.stringify(events).includes(TEST_API_KEY));
 });

@@ -10,32 +10,39 @@ import {
   type NetworkPolicy,
   type SecretsOption,
 } from "../../network/policy.ts";
+import type { RemoteSession } from "../remote/runtime.ts";
 import {
-  type RemoteRuntimeCommonOptions,
-  type RemoteSession,
-  runOn,
-} from "../remote/runtime.ts";
-import {
+  type SandboxKindOptions,
   type SandboxService,
   SandboxServiceRuntime,
   type ServiceCreateOptions,
   type ServiceSandbox,
 } from "../remote/sandbox_service.ts";
-import type {
-  RemoteCommandEvent,
-  RemoteCommandKind,
-  RemoteCommandStart,
+import {
+  type RemoteCommandEvent,
+  type RemoteCommandKind,
+  type RemoteCommandStart,
+  runRemoteCommand,
 } from "../remote/command.ts";
-import { shellList } from "../remote/_shell_files.ts";
-import { HttpClient } from "../remote/http.ts";
-import { RemoteHttpError } from "../remote/errors.ts";
+import {
+  eachConcurrently,
+  helperShell,
+  shellList,
+} from "../remote/_shell_files.ts";
+import type { HttpClient } from "../remote/http.ts";
+import { sendCall } from "../remote/service_calls.ts";
+import { serviceClient } from "../remote/service_answers.ts";
 import type { RemoteUploadFile } from "../remote/fs.ts";
 import type { FileInfo } from "../types.ts";
 import { SandboxSocket } from "./rpc.ts";
 
-/** Options of {@linkcode DenoSandboxSkillRuntime}. */
-export interface DenoSandboxSkillRuntimeOptions
-  extends RemoteRuntimeCommonOptions {
+/**
+ * Options of {@linkcode DenoSandboxSkillRuntime}. Defaults: `cwd`
+ * `/home/app`, `skillsRoot` `/home/app/skills`, `conversationsRoot`
+ * `/home/app/conversations`; `sandboxId` (`sbx_...`) names the sandbox;
+ * `renewIntervalMs` (half the lifetime) paces the moves of its lifetime.
+ */
+export interface DenoSandboxSkillRuntimeOptions extends SandboxKindOptions {
   /** The access token (`DENO_DEPLOY_TOKEN`, `ddo_...`); never shown in errors. */
   readonly token?: string;
   /** The organization, for a token that is not an organization's (`X-Deno-Org`). */
@@ -44,8 +51,6 @@ export interface DenoSandboxSkillRuntimeOptions
   readonly baseUrl?: string;
   /** The console API (where sandboxes are listed). Default `https://console.deno.com`. */
   readonly consoleUrl?: string;
-  /** Attach to this sandbox (`sbx_...`) instead of creating one; never deleted by `close()`. */
-  readonly sandboxId?: string;
   /** Memory of a sandbox the runtime creates, in MiB (768..4096). Default 1280. */
   readonly memoryMb?: number;
   /** The sandbox's lifetime in seconds, moved on while the runtime is used. Default 600. */
@@ -62,14 +67,6 @@ export interface DenoSandboxSkillRuntimeOptions
    * Not with `sandboxId`.
    */
   readonly secrets?: SecretsOption;
-  /** Conversation mode: where workspaces live. Default `/home/app/conversations`. */
-  readonly conversationsRoot?: string;
-  /** Plain mode: where commands run. Default `/home/app`. */
-  readonly cwd?: string;
-  /** Plain mode: where skills are uploaded. Default `/home/app/skills`. */
-  readonly skillsRoot?: string;
-  /** How long to wait for the sandbox, in ms. Default 120 000. */
-  readonly readyTimeoutMs?: number;
 }
 
 /** A Deno Sandbox as the console lists it. */
@@ -107,8 +104,6 @@ export interface DenoSandbox extends ServiceSandbox {
  */
 export class DenoSandboxSkillRuntime
   extends SandboxServiceRuntime<DenoSandbox> {
-  readonly #service: DenoSandboxService;
-
   /**
    * Makes the runtime; makes no request.
    *
@@ -118,28 +113,16 @@ export class DenoSandboxSkillRuntime
    * @throws {RangeError} A `network` pattern or secret the service cannot take.
    */
   constructor(options: DenoSandboxSkillRuntimeOptions) {
-    const service = new DenoSandboxService(options, egressConfig(options));
     super({
       ...options,
       cwd: options.cwd ?? "/home/app",
       skillsRoot: options.skillsRoot ?? "/home/app/skills",
       name: "deno-sandbox",
-      service,
+      service: new DenoSandboxService(options, egressConfig(options)),
       conversationsRoot: options.conversationsRoot ??
         "/home/app/conversations",
       timeoutSeconds: options.timeoutSeconds ?? 600,
     });
-    this.#service = service;
-  }
-
-  /** Closes the runtime, then its connections. */
-  override async close(): Promise<void> {
-    await super.close().finally(() => this.#service.disconnect());
-  }
-
-  /** Removes the sandbox (see the kit), then closes the connections. */
-  override async destroy(): Promise<void> {
-    await super.destroy().finally(() => this.#service.disconnect());
   }
 }
 
@@ -235,27 +218,21 @@ class DenoSandboxService implements SandboxService<DenoSandbox> {
         : {}),
       ...(options.org !== undefined ? { "x-deno-org": options.org } : {}),
     };
-    const common = {
-      headers: this.#headers,
-      secretHeaders: ["authorization"],
-      ...(options.fetch ? { fetch: options.fetch } : {}),
-      ...(options.requestTimeoutMs !== undefined
-        ? { timeoutMs: options.requestTimeoutMs }
-        : {}),
-    };
-    this.#endpoint = new HttpClient({ ...common, baseUrl: this.serverUrl });
-    this.#console = new HttpClient({
-      ...common,
-      baseUrl: origin(options.consoleUrl ?? "https://console.deno.com"),
-    });
+    this.#endpoint = serviceClient(this.serverUrl, this.#headers, options);
+    this.#console = serviceClient(
+      origin(options.consoleUrl ?? "https://console.deno.com"),
+      this.#headers,
+      options,
+    );
     this.#options = options;
     this.#egress = egress;
   }
 
-  /** Closes every connection. */
-  disconnect(): void {
+  /** Closes every connection (the runtime's `close()`, last). */
+  close(): Promise<void> {
     for (const socket of this.#sockets.values()) socket.close();
     this.#sockets.clear();
+    return Promise.resolve();
   }
 
   async create(options: ServiceCreateOptions): Promise<DenoSandbox> {
@@ -294,34 +271,24 @@ class DenoSandboxService implements SandboxService<DenoSandbox> {
     return box.status === "stopped" ? "stopped" : undefined;
   }
 
-  async delete(id: string, signal?: AbortSignal): Promise<boolean> {
+  delete(id: string, signal?: AbortSignal): Promise<boolean> {
     this.#sockets.get(id)?.close();
     this.#sockets.delete(id);
-    try {
-      const response = await this.#endpoint.request({
-        method: "DELETE",
-        path: `/api/v3/sandbox/${encodeURIComponent(id)}`,
-        idempotent: true,
-        ...(signal ? { signal } : {}),
-      });
-      await response.body?.cancel();
-      return true;
-    } catch (error) {
-      if (error instanceof RemoteHttpError && error.status === 404) {
-        return false;
-      }
-      throw error;
-    }
+    return sendCall(this.#endpoint, {
+      method: "DELETE",
+      path: `/api/v3/sandbox/${encodeURIComponent(id)}`,
+      ...(signal ? { signal } : {}),
+    }, [404]);
   }
 
   async renew(id: string, at: Date, signal?: AbortSignal): Promise<Date> {
-    const response = await this.#endpoint.request({
+    const answer = await this.#endpoint.json<{ stop_at_ms: unknown }>({
       method: "PATCH",
       path: `/api/v3/sandbox/${encodeURIComponent(id)}`,
       json: { stop_at_ms: at.getTime() },
       ...(signal ? { signal } : {}),
     });
-    return new Date(Number((await response.json()).stop_at_ms));
+    return new Date(Number(answer.stop_at_ms));
   }
 
   async open(box: DenoSandbox): Promise<RemoteSession> {
@@ -333,15 +300,11 @@ class DenoSandboxService implements SandboxService<DenoSandbox> {
     const socket = rpc;
     const commands = new SpawnCommands(socket);
     // Helper commands (the list) through the kit's protocol, stderr unread.
-    const shell = (command: string, signal?: AbortSignal) =>
-      runOn({ commands }, {
-        command: `(${command}) 2>/dev/null`,
-        cwd: "/",
-        env: {},
-        timeoutMs: 120_000,
-        maxOutputBytes: 256 << 20,
-        ...(signal ? { signal } : {}),
-      });
+    const shell = helperShell((helper) =>
+      runRemoteCommand(commands, {
+        ...helper,
+        command: `(${helper.command}) 2>/dev/null`,
+      }), { maxOutputBytes: 256 << 20 });
     const mkdir = (path: string, signal?: AbortSignal) =>
       socket.call("mkdir", { path, options: { recursive: true } }, signal);
     return {
@@ -393,16 +356,14 @@ class DenoSandboxService implements SandboxService<DenoSandbox> {
     labels: Record<string, string>,
     signal?: AbortSignal,
   ): Promise<DenoSandbox[]> {
-    const response = await this.#console.request({
+    const items = await this.#console.json<unknown>({
       method: "GET",
       path: "/api/v2/sandboxes",
       query: Object.fromEntries(
         Object.entries(labels).map(([k, v]) => [`labels[${k}]`, v]),
       ),
-      idempotent: true,
       ...(signal ? { signal } : {}),
     });
-    const items = await response.json();
     if (!Array.isArray(items)) {
       throw new Error("Cannot use the console's answer: it is not a list");
     }
@@ -620,42 +581,36 @@ export async function upload(
       rpc.call("mkdir", { path, options: { recursive: true } }, signal)
     ),
   );
-  let next = 0;
-  const worker = async () => {
-    while (next < files.length) {
-      const { remotePath: path, content, mode } = files[next++]!;
-      const options = mode === undefined ? {} : { options: { mode } };
-      if (typeof content !== "string" && !(content instanceof Uint8Array)) {
-        if (content.size > INLINE) {
-          const { streamId, sent } = rpc.send(
-            pieces(content.path, content.size),
-          );
-          await Promise.all([
-            sent,
-            rpc.call("writeFile", {
-              path,
-              contentStreamId: streamId,
-              ...options,
-            }, signal),
-          ]);
-          continue;
-        }
+  await eachConcurrently(files, WINDOW, async (file, signal) => {
+    const { remotePath: path, content, mode } = file;
+    const options = mode === undefined ? {} : { options: { mode } };
+    if (typeof content !== "string" && !(content instanceof Uint8Array)) {
+      if (content.size > INLINE) {
+        const { streamId, sent } = rpc.send(
+          pieces(content.path, content.size),
+        );
+        await Promise.all([
+          sent,
+          rpc.call("writeFile", {
+            path,
+            contentStreamId: streamId,
+            ...options,
+          }, signal),
+        ]);
+        return;
       }
-      const bytes = typeof content === "string"
-        ? new TextEncoder().encode(content)
-        : content instanceof Uint8Array
-        ? content
-        : (await Deno.readFile(content.path)).subarray(0, content.size);
-      await rpc.call("writeFile", {
-        path,
-        content: bytes.toBase64(),
-        ...options,
-      }, signal);
     }
-  };
-  await Promise.all(
-    Array.from({ length: Math.min(WINDOW, files.length) }, worker),
-  );
+    const bytes = typeof content === "string"
+      ? new TextEncoder().encode(content)
+      : content instanceof Uint8Array
+      ? content
+      : (await Deno.readFile(content.path)).subarray(0, content.size);
+    await rpc.call("writeFile", {
+      path,
+      content: bytes.toBase64(),
+      ...options,
+    }, signal);
+  }, signal);
 }
 
 /** A local file's first `size` bytes in pieces (closed at the end). */

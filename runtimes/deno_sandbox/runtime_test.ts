@@ -12,6 +12,7 @@ import {
   TEST_TOKEN,
 } from "../../tests/helpers/deno_sandbox.ts";
 import { DenoSandboxSkillRuntime } from "./mod.ts";
+import type { SkillEvent } from "../../observe/events.ts";
 import { startDenoSandboxServer } from "../../tests/servers/deno_sandbox.ts";
 import { contract } from "../../tests/servers/_deno_sandbox_contract.ts";
 
@@ -219,4 +220,18 @@ Deno.test("deno-sandbox: background commands are the kit's: started, polled for 
     await new Promise((r) => setTimeout(r, 20));
   }
   assertEquals(alive(), false);
+});
+
+Deno.test("deno-sandbox: its HTTP calls (the console's list, the deletion) reach onEvent, without the token", async () => {
+  await using server = await startDenoSandboxTestServer();
+  const events: SkillEvent[] = [];
+  const runtime = server.runtime({ onEvent: (event) => events.push(event) });
+  await runtime.execute({ command: "true" });
+  await runtime.close();
+  const calls = events.flatMap((e) =>
+    e.type === "http_request" ? [`${e.method} ${new URL(e.url).pathname}`] : []
+  );
+  assert(calls.includes("GET /api/v2/sandboxes"), calls.join(", "));
+  assert(calls.some((c) => c.startsWith("DELETE /api/v3/sandbox/")));
+  assert(!JSON.stringify(events).includes(TEST_TOKEN));
 });

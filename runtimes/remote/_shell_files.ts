@@ -14,11 +14,21 @@ import type { ExecuteResult, FileInfo, FileType } from "../types.ts";
 import type { RemoteCommand } from "./runtime.ts";
 import type { RemoteFileOps } from "./fs.ts";
 
+/**
+ * What a helper command gives back: its output, exit code and how it ended
+ * (a whole `ExecuteResult` is one; a runner over a one-shot exec endpoint
+ * needs no byte counts).
+ */
+export type ShellResult = Pick<
+  ExecuteResult,
+  "stdout" | "stderr" | "exitCode" | "timedOut" | "aborted"
+>;
+
 /** Runs one helper command in the sandbox (never retried). */
 export type ShellRunner = (
   command: string,
   signal?: AbortSignal,
-) => Promise<ExecuteResult>;
+) => Promise<ShellResult>;
 
 /**
  * Whether a path must go through a shell command on a server that expands
@@ -49,7 +59,7 @@ export async function runChecked(
   command: string,
   what: string,
   signal?: AbortSignal,
-): Promise<ExecuteResult> {
+): Promise<ShellResult> {
   const result = await run(command, signal);
   if (result.aborted) signal?.throwIfAborted();
   if (result.exitCode !== 0 || result.timedOut || result.aborted) {
@@ -219,12 +229,52 @@ export async function shellList(
   return entries;
 }
 
+/**
+ * The stat and list calls of a session's file calls by shell commands
+ * (`stat`, `find`; symlinks not followed), for a server with no file API of
+ * its own for them: a kind adds its `open` and `upload`.
+ *
+ * @example A sandbox where nothing is there
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { shellFileCalls } from "./_shell_files.ts";
+ * const calls = shellFileCalls(() =>
+ *   Promise.resolve({ stdout: "missing\n", stderr: "", exitCode: 0, timedOut: false, aborted: false })
+ * );
+ * assertEquals(await calls.stat("/none"), null);
+ * ```
+ *
+ * @param run The runner of helper commands.
+ * @returns `stat`, `statMany`, `statsByCommand` and `list`.
+ */
+export function shellFileCalls(
+  run: ShellRunner,
+): Pick<RemoteFileOps, "stat" | "statMany" | "statsByCommand" | "list"> {
+  return {
+    ...shellStats(run),
+    list: (path, options) =>
+      shellList(run, path, options.depth, options.signal),
+  };
+}
+
 /** How many paths one helper command names at most. */
 export const PATHS_PER_COMMAND = 200;
 
 /**
  * Makes folders and their parents by `mkdir -p`, {@linkcode PATHS_PER_COMMAND}
  * to a command.
+ *
+ * @example The command it runs
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { shellMakeDirectories } from "./_shell_files.ts";
+ * const ran: string[] = [];
+ * await shellMakeDirectories((command) => {
+ *   ran.push(command);
+ *   return Promise.resolve({ stdout: "", stderr: "", exitCode: 0, timedOut: false, aborted: false });
+ * }, ["/w/a", "/w/it's"]);
+ * assertEquals(ran, ["mkdir -p -- /w/a '/w/it'\\''s'"]);
+ * ```
  *
  * @param run The runner.
  * @param paths Absolute folders.
@@ -282,6 +332,22 @@ export async function shellRemove(
  * {@linkcode PATHS_PER_COMMAND} paths); files without a mode, or with the
  * mode `skip` (the server's own default), are left as they are.
  *
+ * @example One `chmod` per mode
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { shellSetModes } from "./_shell_files.ts";
+ * const ran: string[] = [];
+ * await shellSetModes((command) => {
+ *   ran.push(command);
+ *   return Promise.resolve({ stdout: "", stderr: "", exitCode: 0, timedOut: false, aborted: false });
+ * }, [
+ *   { remotePath: "/w/run.sh", mode: 0o755 },
+ *   { remotePath: "/w/data.txt", mode: 0o644 },
+ *   { remotePath: "/w/go.sh", mode: 0o755 },
+ * ], { skip: 0o644 });
+ * assertEquals(ran, ["chmod 0755 -- /w/run.sh /w/go.sh"]);
+ * ```
+ *
  * @param run The runner.
  * @param files The files' remote paths and modes.
  * @param options The mode to skip, and a signal that stops it.
@@ -335,6 +401,20 @@ export function inChunks<T>(items: readonly T[], size: number): T[][] {
  * The first failure stops the others (their signal aborts with it) and is
  * thrown once all settled; an abort of `signal` is thrown as itself.
  *
+ * @example Two at a time
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { eachConcurrently } from "./_shell_files.ts";
+ * let running = 0;
+ * let most = 0;
+ * await eachConcurrently([1, 2, 3, 4, 5], 2, async () => {
+ *   most = Math.max(most, ++running);
+ *   await new Promise((resolve) => setTimeout(resolve, 1));
+ *   running--;
+ * });
+ * assertEquals(most, 2);
+ * ```
+ *
  * @param items The items (e.g. upload requests).
  * @param concurrency How many at once.
  * @param each The call, given the item and the signal to pass on.
@@ -377,13 +457,28 @@ export async function eachConcurrently<T>(
  * session's commands).
  * @param limits The deadline (default 120 s) and the output kept per stream
  * (default 64 MiB: a listing).
- * @returns The runner.
+ * @returns The runner (a {@linkcode ShellRunner} whose results are whole
+ * `ExecuteResult`s).
+ *
+ * @example What a helper command is run with
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { helperShell } from "./_shell_files.ts";
+ * const shell = helperShell((command) =>
+ *   Promise.resolve({
+ *     stdout: `${command.command} in ${command.cwd}\n`, stderr: "", exitCode: 0,
+ *     timedOut: false, aborted: false, stdoutBytes: 0, stderrBytes: 0,
+ *     stdoutTruncated: false, stderrTruncated: false, durationMs: 0,
+ *   })
+ * );
+ * assertEquals((await shell("pwd")).stdout, "pwd in /\n");
+ * ```
  */
 export function helperShell(
   run: (command: RemoteCommand) => Promise<ExecuteResult>,
   limits: { readonly timeoutMs?: number; readonly maxOutputBytes?: number } =
     {},
-): ShellRunner {
+): (command: string, signal?: AbortSignal) => Promise<ExecuteResult> {
   return (command, signal) =>
     run({
       command,

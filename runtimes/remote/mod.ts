@@ -4,7 +4,9 @@
  * resumable streamed downloads, shell quoting, POSIX remote paths with a
  * lexical workspace fence, a file system over a few per-server calls, and the
  * kit of services that create sandboxes on demand (create or attach, the
- * conversation race, readiness, renewal).
+ * conversation race, readiness, renewal), and the helpers a kind's own code
+ * calls (service calls, helper commands in the sandbox, streams, polled
+ * background commands).
  *
  * @example Quoting a remote path for a command line
  * ```ts
@@ -27,3 +29,43 @@ export * from "./runtime.ts";
 export * from "./command.ts";
 export * from "./sandbox_service.ts";
 export * from "./origin.ts";
+// The helpers a kind's own code calls (see "Adding a sandbox kind" in
+// docs/remote.md); the rest of these files is the kit's own.
+export {
+  answers,
+  CREATE_TAG,
+  createTagged,
+  httpOptionsOf,
+  jsonOrNull,
+  type RetryOnce,
+  retryOnceAfter,
+  sendCall,
+  sendMultipart,
+} from "./service_calls.ts";
+export {
+  dateOrNull,
+  fileInfo,
+  goneStates,
+  sandboxCalls,
+  serviceBaseUrl,
+  serviceClient,
+} from "./service_answers.ts";
+export {
+  eachConcurrently,
+  helperShell,
+  shellFileCalls,
+  shellMakeDirectories,
+  type ShellResult,
+  type ShellRunner,
+  shellSetModes,
+} from "./_shell_files.ts";
+export {
+  exactly,
+  readJsonEvents,
+  type StreamedTar,
+  tarOfFiles,
+} from "./streams.ts";
+export {
+  PolledBackground,
+  type PolledBackgroundCalls,
+} from "./polled_background.ts";

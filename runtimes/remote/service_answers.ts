@@ -99,6 +99,25 @@ export function serviceClient(
  * `GET` answers the sandbox (`null` on 404), `DELETE` whether it was there
  * (`false` on 404).
  *
+ * @example A sandbox the server knows, and one it does not
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { HttpClient } from "./http.ts";
+ * import { sandboxCalls } from "./service_answers.ts";
+ * const http = new HttpClient({
+ *   baseUrl: "http://sandboxes.invalid",
+ *   fetch: (input) =>
+ *     Promise.resolve(
+ *       String(input).endsWith("/sandbox/s1")
+ *         ? Response.json({ id: "s1" })
+ *         : new Response("not found", { status: 404 }),
+ *     ),
+ * });
+ * const calls = sandboxCalls(http, "/sandbox", (answer: { id: string }) => answer.id);
+ * assertEquals([await calls.get("s1"), await calls.get("s2")], ["s1", null]);
+ * assertEquals(await calls.delete("s2"), false);
+ * ```
+ *
  * @param http The API's client.
  * @param path The sandboxes' path (`/sandboxes`).
  * @param sandbox Reads the service's answer.
@@ -183,6 +202,14 @@ export function dateOrNull(value: unknown): Date | null {
 /**
  * A file's facts from a daemon's fields: the size when it is a number
  * (else 0), the name from the path, `executable` from the mode when given.
+ *
+ * @example
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { fileInfo } from "./service_answers.ts";
+ * const info = fileInfo("/w/run.sh", "file", { size: 9, modified: 0, mode: 0o755 });
+ * assertEquals([info.name, info.size, info.executable], ["run.sh", 9, true]);
+ * ```
  *
  * @param path The absolute path.
  * @param type What it is.

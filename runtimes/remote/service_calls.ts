@@ -43,6 +43,19 @@ export function httpOptionsOf(options: {
  * `false` when the server answered one of `absent` (e.g. 404 for a delete of
  * what is gone).
  *
+ * @example A delete of what is already gone
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { HttpClient } from "./http.ts";
+ * import { sendCall } from "./service_calls.ts";
+ * const http = new HttpClient({
+ *   baseUrl: "http://sandboxes.invalid",
+ *   fetch: () => Promise.resolve(new Response("gone", { status: 404 })),
+ * });
+ * const request = { method: "DELETE", path: "/sandbox/s1" };
+ * assertEquals(await sendCall(http, request, [404]), false);
+ * ```
+ *
  * @param http The client.
  * @param request The call.
  * @param absent The statuses meaning "not there".
@@ -68,6 +81,24 @@ export async function sendCall(
 /**
  * A JSON answer, or `null` when the server answered 404.
  *
+ * @example A sandbox the server does not know
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { HttpClient } from "./http.ts";
+ * import { jsonOrNull } from "./service_calls.ts";
+ * const http = new HttpClient({
+ *   baseUrl: "http://sandboxes.invalid",
+ *   fetch: (input) =>
+ *     Promise.resolve(
+ *       String(input).endsWith("/s1")
+ *         ? Response.json({ id: "s1" })
+ *         : new Response("no such sandbox", { status: 404 }),
+ *     ),
+ * });
+ * const get = (id: string) => jsonOrNull(http, { method: "GET", path: `/sandbox/${id}` });
+ * assertEquals([await get("s1"), await get("s2")], [{ id: "s1" }, null]);
+ * ```
+ *
  * @param http The client.
  * @param request The call.
  * @returns The answer.
@@ -91,6 +122,20 @@ export type RetryOnce = <T>(call: () => Promise<T>) => Promise<T>;
  * Wraps calls so that a call failing with an HTTP status of `statuses` (the
  * service stopped the sandbox behind our back: nothing ran) runs `recover`
  * (resume the sandbox) and is called again, once.
+ *
+ * @example A call answered 410 once, then served after the resume
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { RemoteHttpError } from "./errors.ts";
+ * import { retryOnceAfter } from "./service_calls.ts";
+ * let stopped = true;
+ * const retry = retryOnceAfter([410], () => Promise.resolve(stopped = false));
+ * const call = () =>
+ *   stopped
+ *     ? Promise.reject(new RemoteHttpError("stopped", { method: "POST", url: "http://h/run", status: 410 }))
+ *     : Promise.resolve("ran");
+ * assertEquals(await retry(call), "ran");
+ * ```
  *
  * @param statuses The statuses meaning "stopped".
  * @param recover Resumes the sandbox.
@@ -150,6 +195,18 @@ export function wrapSessionCalls(
  * Whether a daemon answers a readiness call (`GET <path>`, 5 s, not retried:
  * the caller polls); any failure is "not yet", except an abort of `signal`.
  *
+ * @example A daemon still starting
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { HttpClient } from "./http.ts";
+ * import { answers } from "./service_calls.ts";
+ * const http = new HttpClient({
+ *   baseUrl: "http://daemon.invalid",
+ *   fetch: () => Promise.reject(new TypeError("connection refused")),
+ * });
+ * assertEquals(await answers(http, "/health"), false);
+ * ```
+ *
  * @param http The daemon's client.
  * @param path E.g. `/ping` or `/health`.
  * @param signal Stops the call.
@@ -178,6 +235,26 @@ export async function answers(
  * Sends files as one `multipart/form-data` request, streamed with its
  * length (never retried, no deadline: an upload takes as long as it takes),
  * and drops the answer's body.
+ *
+ * @example Two parts in one request
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { HttpClient } from "./http.ts";
+ * import { sendMultipart } from "./service_calls.ts";
+ * let sent = "";
+ * const http = new HttpClient({
+ *   baseUrl: "http://sandbox.invalid",
+ *   fetch: async (_input, init) => {
+ *     sent = await new Response(init?.body).text();
+ *     return new Response(null, { status: 204 });
+ *   },
+ * });
+ * await sendMultipart(http, { method: "POST", path: "/files" }, [
+ *   { name: "path", content: "/w/a.txt" },
+ *   { name: "file", filename: "a.txt", content: "hello" },
+ * ]);
+ * assert(sent.includes("/w/a.txt") && sent.includes("hello"));
+ * ```
  *
  * @param http The client.
  * @param request The call's method, path, query and signal.
@@ -212,6 +289,28 @@ export const CREATE_TAG = "skillrun.create";
  * broken connection, a timeout, an unreadable or 5xx answer) the sandbox the
  * service may have made anyway is found by that tag and deleted before the
  * error is thrown: nothing is left running. A 4xx answer made nothing.
+ *
+ * @example A creation whose answer was lost
+ * ```ts
+ * import { assertEquals, assertRejects } from "@std/assert";
+ * import { createTagged } from "./service_calls.ts";
+ * const made = new Map<string, Readonly<Record<string, string>>>();
+ * await assertRejects(() =>
+ *   createTagged(
+ *     (tag) => {
+ *       made.set("s1", tag); // the service made it...
+ *       return Promise.reject(new TypeError("connection reset")); // ...the answer was lost
+ *     },
+ *     (tag) =>
+ *       Promise.resolve(
+ *         [...made].filter(([, t]) => Object.entries(tag).every(([k, v]) => t[k] === v))
+ *           .map(([id]) => ({ id })),
+ *       ),
+ *     (id) => Promise.resolve(made.delete(id)),
+ *   )
+ * );
+ * assertEquals(made.size, 0); // found by its tag and deleted
+ * ```
  *
  * @param create Sends the creation with the tag's metadata entry.
  * @param tagged Lists the sandboxes carrying the tag.

@@ -155,6 +155,14 @@ export function rechunk(size: number): TransformStream<Uint8Array, Uint8Array> {
  * Exactly `size` bytes of a stream: the rest is dropped, and a shorter stream
  * is an error naming `name` (a file that shrank while it was sent).
  *
+ * @example The first bytes of a stream
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { exactly } from "./streams.ts";
+ * const stream = new Blob(["hello world"]).stream();
+ * assertEquals(await new Response(exactly(stream, 5, "greeting")).text(), "hello");
+ * ```
+ *
  * @param stream The bytes.
  * @param size How many.
  * @param name What they are, for the error.
