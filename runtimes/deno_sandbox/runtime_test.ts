@@ -235,3 +235,47 @@ Deno.test("deno-sandbox: its HTTP calls (the console's list, the deletion) reach
   assert(calls.some((c) => c.startsWith("DELETE /api/v3/sandbox/")));
   assert(!JSON.stringify(events).includes(TEST_TOKEN));
 });
+
+Deno.test("deno-sandbox: a file larger than a segment downloads whole on two handles by turns, both closed after", async () => {
+  await using server = startDenoSandboxServer({ token: TEST_TOKEN });
+  const dir = await Deno.makeTempDir();
+  try {
+    await using runtime = new DenoSandboxSkillRuntime({
+      token: TEST_TOKEN,
+      baseUrl: server.url,
+      consoleUrl: server.url,
+    });
+    // 2.5 MiB and 7 bytes: two full segments, then a part of one.
+    const made = await runtime.execute({
+      command:
+        "head -c 2621447 /dev/urandom > big.bin && sha256sum big.bin | cut -c1-64",
+    });
+    assertEquals(made.exitCode, 0);
+    const result = await runtime.fs.download("big.bin", `${dir}/big.bin`);
+    assertEquals(result.bytes, 2621447);
+    const digest = await crypto.subtle.digest(
+      "SHA-256",
+      await Deno.readFile(`${dir}/big.bin`),
+    );
+    assertEquals(
+      new Uint8Array(digest).toHex(),
+      made.stdout.trim(),
+    );
+    const calls = server.rpc.map((r) => r.method);
+    const opened = calls.filter((m) => m === "open").length;
+    assertEquals(opened, 2);
+    assertEquals(calls.filter((m) => m === "fileClose").length, opened);
+    assertEquals(calls.filter((m) => m === "fileSeek").length, 2);
+    const checked = contract;
+    if (!checked) return;
+    assertEquals(
+      server.rpc.flatMap((r) => [
+        ...checked.params(r.method, r.params),
+        ...checked.result(r.method, r.result),
+      ]),
+      [],
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
