@@ -483,27 +483,11 @@ class SpawnCommands implements RemoteCommandKind {
  * pieces peaked at 158 MiB for a 1 GiB download, these at 88).
  */
 const CHUNK = 64 << 10;
-/**
- * A file larger than this is read on two handles by turns, a segment each:
- * one's reads overlap the other's answers (with one read in flight, client
- * and server waited on each other); at most two segments wait in memory.
- */
-const SEGMENT = 16 * CHUNK;
-
-/** One segment's pieces as read; `last` when the file ended in it. */
-interface Segment {
-  chunks: Uint8Array[];
-  last?: boolean;
-  done?: boolean;
-  error?: unknown;
-  wake?: () => void;
-}
 
 /**
  * A file from `offset` as a response: 200 (whole, with its length), 206
- * (`Content-Range`) or 416 past the end; the body reads the file a piece at
- * a time (by segments on two handles when it is larger than one), the last
- * segment to the end of the file.
+ * (`Content-Range`) or 416 past the end; the body reads the file's handle
+ * a piece at a time.
  *
  * @param rpc The sandbox's connection.
  * @param path The absolute path.
@@ -517,26 +501,17 @@ export async function download(
   offset: number,
   signal?: AbortSignal,
 ): Promise<Response> {
-  const handles: number[] = [];
-  const openOne = async () => {
-    const { fileHandleId } = await rpc.call("open", {
-      path,
-      options: { read: true },
-    }, signal) as { fileHandleId: number };
-    handles.push(fileHandleId);
-  };
-  const close = () =>
-    Promise.all(
-      handles.splice(0).map((fileHandleId) =>
-        rpc.call("fileClose", { fileHandleId }).catch(() => {})
-      ),
-    );
-  await openOne();
+  const { fileHandleId } = await rpc.call("open", {
+    path,
+    options: { read: true },
+  }, signal) as { fileHandleId: number };
+  const close = () => rpc.call("fileClose", { fileHandleId }).catch(() => {});
   let size: number;
   try {
-    const stat = await rpc.call("fileStat", {
-      fileHandleId: handles[0],
-    }, signal) as { size: number; isFile: boolean };
+    const stat = await rpc.call("fileStat", { fileHandleId }, signal) as {
+      size: number;
+      isFile: boolean;
+    };
     if (!stat.isFile) {
       throw new Deno.errors.IsADirectory(`Cannot read "${path}": not a file`);
     }
@@ -546,57 +521,22 @@ export async function download(
       const headers = { "content-range": `bytes */${size}` };
       return new Response(null, { status: 416, headers });
     }
-    if (size - offset > SEGMENT) await openOne();
+    if (offset > 0) {
+      await rpc.call("fileSeek", { fileHandleId, offset, whence: 0 }, signal);
+    }
   } catch (error) {
     await close();
     throw error;
   }
-  const ids = [...handles];
-  // Segment i: from offset + i * SEGMENT on handle i % 2; the one holding
-  // the last byte reads on to the end of the file (as one handle alone).
-  const read = (i: number, segment: Segment = { chunks: [] }) => {
-    const start = offset + i * SEGMENT;
-    const fileHandleId = ids[i % ids.length]!;
-    (async () => {
-      if (start > 0) {
-        const seek = { fileHandleId, offset: start, whence: 0 };
-        await rpc.call("fileSeek", seek, signal);
-      }
-      for (let left = start + SEGMENT >= size ? Infinity : SEGMENT; left > 0;) {
-        const { data } = await rpc.call("fileRead", {
-          fileHandleId,
-          length: Math.min(CHUNK, left),
-        }, signal) as { data: string | null };
-        if (data === null) return segment.last = true;
-        segment.chunks.push(Uint8Array.fromBase64(data));
-        left -= segment.chunks.at(-1)!.length;
-        segment.wake?.();
-      }
-    })().catch((error) => segment.error = error).finally(() => {
-      segment.done = true;
-      segment.wake?.();
-    });
-    return segment;
-  };
-  const queue: Segment[] = [];
-  let index = 0;
   const body = new ReadableStream<Uint8Array>({
     async pull(controller) {
       try {
-        for (;;) {
-          while (
-            queue.length < ids.length &&
-            (index === 0 || offset + index * SEGMENT < size)
-          ) queue.push(read(index++));
-          const segment = queue[0];
-          if (!segment) break;
-          if (segment.chunks.length > 0) {
-            return controller.enqueue(segment.chunks.shift()!);
-          }
-          if (segment.error !== undefined) throw segment.error;
-          if (segment.done && segment.last) break;
-          if (segment.done) queue.shift();
-          else await new Promise<void>((resolve) => segment.wake = resolve);
+        const { data } = await rpc.call("fileRead", {
+          fileHandleId,
+          length: CHUNK,
+        }, signal) as { data: string | null };
+        if (data !== null) {
+          return controller.enqueue(Uint8Array.fromBase64(data));
         }
         await close();
         controller.close();
