@@ -4,7 +4,7 @@
  * 5,000-file skill against a bare WebSocket sending the same `writeFile`
  * calls (every one in flight at once), and a 1 GiB download against a bare
  * WebSocket reading the same handle a MiB at a time into a file (and, as an
- * extra, 94 KiB at a time: our piece size).
+ * extra, 64 KiB at a time: our piece size).
  *
  * @module
  */
@@ -236,7 +236,7 @@ async function oursDownload(): Promise<void> {
 
 /**
  * The same calls, bare: open, fileRead `length` bytes at a time (a MiB, its
- * fastest; or ours, 94 KiB), each piece written out as it comes.
+ * fastest; or ours, 64 KiB), each piece written out as it comes.
  */
 async function bareDownload(length = 1 << 20): Promise<void> {
   const { url } = await sandbox();
@@ -320,7 +320,7 @@ export const cases: BenchCase[] = [
     maxRatio: 1.25,
     maxRssMiB: 100,
     ours: {
-      label: "downloadToFile over open + fileRead (94 KiB)",
+      label: "downloadToFile over open + fileRead (64 KiB)",
       fn: oursDownload,
     },
     baseline: {
@@ -328,8 +328,8 @@ export const cases: BenchCase[] = [
       fn: () => bareDownload(),
     },
     extra: [{
-      label: "bare WebSocket: open + fileRead (94 KiB, our piece) into a file",
-      fn: () => bareDownload(94 << 10),
+      label: "bare WebSocket: open + fileRead (64 KiB, our piece) into a file",
+      fn: () => bareDownload(64 << 10),
     }],
   },
 ];

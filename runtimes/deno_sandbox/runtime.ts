@@ -478,13 +478,11 @@ class SpawnCommands implements RemoteCommandKind {
 }
 
 /**
- * The piece read (and streamed up) at a time, the largest whose message
- * (128,344 base64 characters and the envelope) stays below V8's 128 KiB
- * large-object size, so its garbage goes with the young generation (1 MiB
- * pieces peaked at 158 MiB for a 1 GiB download, these at 88; 64 KiB ones
- * at 83, with 1.5 times the calls).
+ * The piece read (and streamed up) at a time: its message stays below V8's
+ * large-object size, so the garbage goes with the young generation (1 MiB
+ * pieces peaked at 158 MiB for a 1 GiB download, these at 88).
  */
-const CHUNK = 94 << 10;
+const CHUNK = 64 << 10;
 
 /**
  * A file from `offset` as a response: 200 (whole, with its length), 206
