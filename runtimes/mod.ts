@@ -280,7 +280,7 @@ export {
   type ShellResult,
   type ShellRunner,
   shellSetModes,
-} from "./remote/_shell_files.ts";
+} from "./remote/shell_files.ts";
 export {
   exactly,
   readJsonEvents,

@@ -18,7 +18,7 @@ import {
   type ShellRunner,
   shellSetModes,
   shellStats,
-} from "../remote/_shell_files.ts";
+} from "../remote/shell_files.ts";
 import type { FileInfo, FileType } from "../types.ts";
 import {
   type AioClient,

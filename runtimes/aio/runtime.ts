@@ -6,7 +6,7 @@
  */
 import type { NetworkPolicy, SecretsOption } from "../../network/policy.ts";
 import type { RemoteRuntimeCommonOptions } from "../remote/runtime.ts";
-import { helperShell } from "../remote/_shell_files.ts";
+import { helperShell } from "../remote/shell_files.ts";
 import { SandboxServiceRuntime } from "../remote/sandbox_service.ts";
 import { FolderSandboxes } from "../remote/folder_sandboxes.ts";
 import { runRemoteCommand } from "../remote/command.ts";

@@ -24,7 +24,7 @@ import {
   shellMakeDirectories,
   type ShellRunner,
   shellSetModes,
-} from "../remote/_shell_files.ts";
+} from "../remote/shell_files.ts";
 import { sendCall, sendMultipart } from "../remote/service_calls.ts";
 import {
   goneStates,

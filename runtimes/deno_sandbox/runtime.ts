@@ -28,7 +28,7 @@ import {
   eachConcurrently,
   helperShell,
   shellList,
-} from "../remote/_shell_files.ts";
+} from "../remote/shell_files.ts";
 import type { HttpClient } from "../remote/http.ts";
 import { sendCall } from "../remote/service_calls.ts";
 import { serviceClient } from "../remote/service_answers.ts";

@@ -25,7 +25,7 @@ import {
   helperShell,
   inChunks,
   shellSetModes,
-} from "../remote/_shell_files.ts";
+} from "../remote/shell_files.ts";
 import type { FileInfo } from "../types.ts";
 
 /** The port envd listens on inside every sandbox. */

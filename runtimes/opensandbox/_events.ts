@@ -20,7 +20,7 @@ import {
   type StartedRemoteCommand,
 } from "../remote/command.ts";
 import type { RemoteCommand } from "../remote/runtime.ts";
-import { needsShellPath } from "../remote/_shell_files.ts";
+import { needsShellPath } from "../remote/shell_files.ts";
 import {
   backgroundCommandLine,
   backgroundTimeoutMs,

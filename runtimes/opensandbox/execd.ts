@@ -21,7 +21,7 @@ import {
   eachConcurrently,
   helperShell,
   inChunks,
-} from "../remote/_shell_files.ts";
+} from "../remote/shell_files.ts";
 import { type ServerFileOps, withShellPaths } from "../remote/shell_paths.ts";
 import {
   commandOfLine,

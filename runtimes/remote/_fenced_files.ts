@@ -16,7 +16,7 @@ import { shellQuote } from "../../_internal/shell_quote.ts";
 import { posix } from "../../_internal/std.ts";
 import { WorkspaceEscapeError } from "../errors.ts";
 import type { FileInfo } from "../types.ts";
-import { runChecked, type ShellRunner, statLine } from "./_shell_files.ts";
+import { runChecked, type ShellRunner, statLine } from "./shell_files.ts";
 
 /**
  * The largest content written by the one command itself (base64 in its

@@ -1,7 +1,7 @@
 import { assertEquals, assertRejects } from "../../tests/helpers/assert.ts";
 import { WorkspaceEscapeError } from "../errors.ts";
 import type { ExecuteResult } from "../types.ts";
-import type { ShellRunner } from "./_shell_files.ts";
+import type { ShellRunner } from "./shell_files.ts";
 import {
   fencedRead,
   fencedRealPath,

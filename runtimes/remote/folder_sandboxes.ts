@@ -14,7 +14,7 @@ import {
   shellMakeDirectories,
   shellRemove,
   type ShellRunner,
-} from "./_shell_files.ts";
+} from "./shell_files.ts";
 import type { RemoteSession } from "./runtime.ts";
 import type { SandboxService, ServiceSandbox } from "./sandbox_service.ts";
 

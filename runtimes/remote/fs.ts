@@ -23,7 +23,7 @@ import { downloadToFile } from "./download.ts";
 import { RemoteHttpError } from "./errors.ts";
 import { BodyTooLargeError, readCapped } from "../../_internal/body.ts";
 import { WorkspaceEscapeError } from "../errors.ts";
-import type { ShellRunner } from "./_shell_files.ts";
+import type { ShellRunner } from "./shell_files.ts";
 import {
   fencedOpen,
   fencedRead,

@@ -58,7 +58,7 @@ export {
   type ShellResult,
   type ShellRunner,
   shellSetModes,
-} from "./_shell_files.ts";
+} from "./shell_files.ts";
 export {
   exactly,
   readJsonEvents,

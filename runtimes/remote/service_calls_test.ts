@@ -15,7 +15,7 @@ import {
   sendCall,
   wrapSessionCalls,
 } from "./service_calls.ts";
-import { eachConcurrently, inChunks, shellSetModes } from "./_shell_files.ts";
+import { eachConcurrently, inChunks, shellSetModes } from "./shell_files.ts";
 import type { RemoteFileOps } from "./fs.ts";
 import type { ExecuteResult } from "../types.ts";
 

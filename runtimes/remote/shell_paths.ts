@@ -20,7 +20,7 @@ import {
   type ShellRunner,
   shellStat,
   shellStatMany,
-} from "./_shell_files.ts";
+} from "./shell_files.ts";
 
 /** A server's file calls with the folder call a session may give. */
 export interface ServerFileOps extends RemoteFileOps {

@@ -1,6 +1,6 @@
 import { assert, assertEquals } from "../../tests/helpers/assert.ts";
 import { type ServerFileOps, withShellPaths } from "./shell_paths.ts";
-import type { ShellRunner } from "./_shell_files.ts";
+import type { ShellRunner } from "./shell_files.ts";
 
 /** Runs helper commands with the local bash. */
 const bash: ShellRunner = async (command) => {

@@ -19,7 +19,7 @@ import {
   shellList,
   shellStat,
   shellStatMany,
-} from "../remote/_shell_files.ts";
+} from "../remote/shell_files.ts";
 import { httpOptionsOf, retryOnceAfter } from "../remote/service_calls.ts";
 import type { ExecuteResult } from "../types.ts";
 import {

@@ -237,7 +237,7 @@ export async function shellList(
  * @example A sandbox where nothing is there
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { shellFileCalls } from "./_shell_files.ts";
+ * import { shellFileCalls } from "./shell_files.ts";
  * const calls = shellFileCalls(() =>
  *   Promise.resolve({ stdout: "missing\n", stderr: "", exitCode: 0, timedOut: false, aborted: false })
  * );
@@ -267,7 +267,7 @@ export const PATHS_PER_COMMAND = 200;
  * @example The command it runs
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { shellMakeDirectories } from "./_shell_files.ts";
+ * import { shellMakeDirectories } from "./shell_files.ts";
  * const ran: string[] = [];
  * await shellMakeDirectories((command) => {
  *   ran.push(command);
@@ -335,7 +335,7 @@ export async function shellRemove(
  * @example One `chmod` per mode
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { shellSetModes } from "./_shell_files.ts";
+ * import { shellSetModes } from "./shell_files.ts";
  * const ran: string[] = [];
  * await shellSetModes((command) => {
  *   ran.push(command);
@@ -404,7 +404,7 @@ export function inChunks<T>(items: readonly T[], size: number): T[][] {
  * @example Two at a time
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { eachConcurrently } from "./_shell_files.ts";
+ * import { eachConcurrently } from "./shell_files.ts";
  * let running = 0;
  * let most = 0;
  * await eachConcurrently([1, 2, 3, 4, 5], 2, async () => {
@@ -463,7 +463,7 @@ export async function eachConcurrently<T>(
  * @example What a helper command is run with
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { helperShell } from "./_shell_files.ts";
+ * import { helperShell } from "./shell_files.ts";
  * const shell = helperShell((command) =>
  *   Promise.resolve({
  *     stdout: `${command.command} in ${command.cwd}\n`, stderr: "", exitCode: 0,
