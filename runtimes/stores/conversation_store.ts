@@ -1086,6 +1086,27 @@ export interface KvConversationStoreOptions {
 const MAX_ATTEMPTS = 64;
 
 /**
+ * Opens a KV file that other processes may be opening at the same moment:
+ * SQLite answers "database is locked" to an open that meets another's set-up
+ * (seen in CI when processes of several replicas start together), so such an
+ * open is tried again for up to 5 s, 20-200 ms apart; any other error, or the
+ * last one, is thrown as it came.
+ */
+async function openUnlocked(open: () => Promise<Deno.Kv>): Promise<Deno.Kv> {
+  const until = Date.now() + 5_000;
+  for (let wait = 20;; wait = Math.min(wait * 2, 200)) {
+    try {
+      return await open();
+    } catch (error) {
+      const locked = error instanceof Error &&
+        /database is locked/i.test(error.message);
+      if (!locked || Date.now() + wait > until) throw error;
+      await new Promise((resolve) => setTimeout(resolve, wait));
+    }
+  }
+}
+
+/**
  * A conversation store in Deno KV: a local KV file shared by the processes
  * of one machine, or a hosted KV database (Deno Deploy). Every update is an
  * atomic operation checked against the version it read, retried when another
@@ -1147,7 +1168,7 @@ export class KvConversationStore implements ConversationStore {
         }: Deno.openKv is unstable; run with --unstable-kv or add "unstable": ["kv"] to deno.json`,
       );
     }
-    const kv = await open(path);
+    const kv = await openUnlocked(() => open(path));
     return new KvConversationStore(kv, { ...options, closeKv: true });
   }
 
