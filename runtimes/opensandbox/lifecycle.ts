@@ -104,7 +104,7 @@ export class LifecycleClient implements SandboxService<SandboxInfo> {
    * @throws {RangeError} A `network` pattern OpenSandbox cannot express.
    */
   constructor(options: OpenSandboxSkillRuntimeOptions) {
-    this.baseUrl = serviceBaseUrl(options.baseUrl, "OpenSandbox", "/v1");
+    this.baseUrl = serviceBaseUrl(options.baseUrl, "/v1");
     this.serverUrl = this.baseUrl;
     const spec = options.sandbox ?? {};
     const network = checkRemoteEgress(

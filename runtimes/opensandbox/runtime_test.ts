@@ -427,3 +427,16 @@ Deno.test("opensandbox refuses skillsRoot / (any spelling) as it refuses convers
     skillsRoot: "/s",
   });
 });
+
+Deno.test("opensandbox refuses a base URL that is not http(s) or carries credentials, never showing them", () => {
+  for (
+    const baseUrl of ["ftp://user:s3cret@h/", "http://user:s3cret@h/", "nope"]
+  ) {
+    const error = assertThrows(
+      () => new OpenSandboxSkillRuntime({ baseUrl, apiKey: TEST_API_KEY }),
+      TypeError,
+      "Cannot use base URL",
+    );
+    assert(!error.message.includes("s3cret"), error.message);
+  }
+});
