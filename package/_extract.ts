@@ -208,6 +208,24 @@ const LOCAL_HEADER_SIGNATURE = 0x04034b50;
 const LOCAL_HEADER_BYTES = 30;
 
 /**
+ * The entry's compression method when a skill package may use it (stored or
+ * deflated, not encrypted); otherwise a `corrupt` error naming it.
+ */
+function packageMethod(entry: Entry, name: string): 0 | 8 {
+  const method = entry.compressionMethod;
+  if (entry.encrypted || (method !== 0 && method !== 8)) {
+    throw new PackageError(
+      "corrupt",
+      `it uses a compression a skill package does not (method ${method}${
+        entry.encrypted ? ", encrypted" : ""
+      })`,
+      { entry: name },
+    );
+  }
+  return method;
+}
+
+/**
  * Extracts one large entry in flat memory. zip.js hands every chunk of an
  * entry's data over in a fresh buffer (even stored or passed through), and
  * the runtime's `DecompressionStream` makes one per chunk too: for a 1 GiB
@@ -232,16 +250,7 @@ async function extractLargeEntry(
   const name = entry.filename;
   const corrupt = (what: string) =>
     new PackageError("corrupt", what, { entry: name });
-  const method = entry.compressionMethod;
-  if (entry.encrypted || (method !== 0 && method !== 8)) {
-    throw new PackageError(
-      "corrupt",
-      `it uses a compression a skill package does not (method ${method}${
-        entry.encrypted ? ", encrypted" : ""
-      })`,
-      { entry: name },
-    );
-  }
+  const method = packageMethod(entry, name);
   const rawName = entry.rawFilename;
   const header = new Uint8Array(LOCAL_HEADER_BYTES + rawName.length);
   if (
@@ -392,16 +401,7 @@ function inMemoryData(
 ): Uint8Array {
   const corrupt = (what: string) =>
     new PackageError("corrupt", what, { entry: name });
-  const method = entry.compressionMethod;
-  if (entry.encrypted || (method !== 0 && method !== 8)) {
-    throw new PackageError(
-      "corrupt",
-      `it uses a compression a skill package does not (method ${method}${
-        entry.encrypted ? ", encrypted" : ""
-      })`,
-      { entry: name },
-    );
-  }
+  const method = packageMethod(entry, name);
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   if (view.getUint16(entry.offset + 8, true) !== method) {
     throw corrupt("its local header does not match the central directory");
