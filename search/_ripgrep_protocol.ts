@@ -1,11 +1,10 @@
 /**
- * ripgrep's protocol, shared by the local engine and the sandbox's: the
+ * ripgrep's protocol (the shell engine's, on the host and in a sandbox): the
  * arguments of a search, and the parsing of what rg prints (`--null` records,
  * `--debug` lines naming skipped files, errors).
  *
  * @module
  */
-import { concatBytes } from "../_internal/std.ts";
 import { cutLine, type MatchedLine } from "./_match.ts";
 import type { GrepPlan } from "./_plan.ts";
 import { HEAVY_FOLDERS } from "./rules.ts";
@@ -28,83 +27,40 @@ export function heavyGlobs(): string[] {
 }
 
 /**
- * Splits ripgrep's `--null` output into records: a path, then (optionally)
- * the rest of the line, cut at `maxRestBytes` as it streams by.
+ * Splits ripgrep's `--null` output into records: a path, then (when
+ * `withRest`) the rest of its line, cut at `maxRestBytes`. A last record
+ * without its end (a cut output) is left out.
  */
-export class RecordParser {
-  readonly #withRest: boolean;
-  readonly #maxRestBytes: number;
-  #parts: Uint8Array[] = [];
-  #size = 0;
-  #path: Uint8Array | null = null;
-
-  constructor(withRest: boolean, maxRestBytes: number) {
-    this.#withRest = withRest;
-    this.#maxRestBytes = maxRestBytes;
+export function splitRecords(
+  bytes: Uint8Array,
+  withRest: boolean,
+  maxRestBytes: number,
+): [Uint8Array, Uint8Array][] {
+  const out: [Uint8Array, Uint8Array][] = [];
+  for (let start = 0, zero; (zero = bytes.indexOf(0, start)) !== -1;) {
+    const path = bytes.subarray(start, zero);
+    const end = withRest ? bytes.indexOf(10, zero + 1) : zero;
+    if (end === -1) break;
+    const restEnd = Math.min(end, zero + 1 + maxRestBytes);
+    out.push([path, bytes.subarray(zero + 1, Math.max(zero + 1, restEnd))]);
+    start = end + 1;
   }
-
-  #take(): Uint8Array {
-    const parts = this.#parts;
-    this.#parts = [];
-    this.#size = 0;
-    return parts.length === 1 ? parts[0]! : concatBytes(parts);
-  }
-
-  push(chunk: Uint8Array, out: [Uint8Array, Uint8Array][]): void {
-    let start = 0;
-    while (start < chunk.length) {
-      if (this.#path === null) {
-        const zero = chunk.indexOf(0, start);
-        if (zero === -1) {
-          this.#parts.push(chunk.subarray(start));
-          return;
-        }
-        this.#parts.push(chunk.subarray(start, zero));
-        const path = this.#take();
-        start = zero + 1;
-        if (this.#withRest) this.#path = path;
-        else out.push([path, new Uint8Array(0)]);
-      } else {
-        const newline = chunk.indexOf(10, start);
-        const end = newline === -1 ? chunk.length : newline;
-        if (this.#size < this.#maxRestBytes) {
-          const piece = chunk.subarray(
-            start,
-            Math.min(end, start + this.#maxRestBytes - this.#size),
-          );
-          this.#parts.push(piece);
-          this.#size += piece.length;
-        }
-        if (newline === -1) return;
-        out.push([this.#path, this.#take()]);
-        this.#path = null;
-        start = newline + 1;
-      }
-    }
-  }
-}
-
-/** Options of {@linkcode ripgrepGrepArgs} (see `search/README.md`). */
-export interface RipgrepGrepArgsOptions {
-  /** Content mode without `--sort path` (the caller sorts the files). */
-  readonly unsorted?: boolean;
-  /** Pass `--max-filesize` (default `true`); `false` leaves the limit to the caller. */
-  readonly sizeLimit?: boolean;
-  /** Content mode: `--byte-offset` instead of line numbers (not multiline). */
-  readonly byteOffsets?: boolean;
+  return out;
 }
 
 /**
  * The ripgrep arguments of a `grep`, with `--debug` (whose lines name the
  * files rg skipped): the search root is `.` (run in the root folder) or the
- * root file; content mode sorts by path unless `unsorted`.
+ * root file; content mode sorts by path unless `unsorted` (the caller sorts
+ * the files).
  */
 export function ripgrepGrepArgs(
   plan: GrepPlan,
-  options: RipgrepGrepArgsOptions = {},
+  options: { readonly unsorted?: boolean; readonly sizeLimit?: boolean } = {},
 ): string[] {
   // Bounds: files over the limit are skipped (rg's line buffer would hold a
-  // whole line of them), unless the caller bounds them otherwise.
+  // whole line of them), unless `sizeLimit` is `false` (the caller bounds
+  // rg's memory and checks sizes itself).
   const args = [
     ...COMMON_ARGS,
     "--text",
@@ -136,9 +92,7 @@ export function ripgrepGrepArgs(
       break;
     case "content":
       args.push(
-        ...(options.byteOffsets
-          ? ["--no-line-number", "--byte-offset"]
-          : ["--line-number"]),
+        "--line-number",
         "--with-filename",
         "--no-heading",
         "--no-context-separator",
@@ -238,9 +192,7 @@ export const FIRST_NUL_ARGS: readonly string[] = [
 
 /** Reads the output of {@linkcode FIRST_NUL_ARGS}: each path and its first NUL's offset. */
 export function parseFirstNul(bytes: Uint8Array): Map<string, number> {
-  const parser = new RecordParser(true, 64);
-  const records: [Uint8Array, Uint8Array][] = [];
-  parser.push(bytes, records);
+  const records = splitRecords(bytes, true, 64);
   const decoder = new TextDecoder();
   const found = new Map<string, number>();
   for (const [pathBytes, rest] of records) {
@@ -250,64 +202,6 @@ export function parseFirstNul(bytes: Uint8Array): Map<string, number> {
     }
   }
   return found;
-}
-
-/** The most bytes {@linkcode lineNumbersIn} reads at a time. */
-const LINE_COUNT_CHUNK_BYTES = 256 * 1024;
-
-/**
- * The line numbers (from 1) of ascending byte offsets of line starts in a
- * file whose first bytes are `head` and whose next bytes `read` reads:
- * newlines counted up to the last offset only. `null` when the file is
- * shorter than an offset (it changed).
- */
-export function lineNumbersIn(
-  head: Uint8Array,
-  offsets: readonly number[],
-  read: (buffer: Uint8Array) => number | null,
-): number[] | null {
-  const out: number[] = [];
-  let position = 0; // Bytes counted so far.
-  let newlines = 0;
-  let next = 0; // The next offset to answer.
-  const scan = (view: Uint8Array): void => {
-    const chunkEnd = position + view.length;
-    let from = 0;
-    while (next < offsets.length && offsets[next]! <= chunkEnd) {
-      const upTo = offsets[next]! - position;
-      let at = view.indexOf(10, from);
-      while (at !== -1 && at < upTo) {
-        newlines++;
-        at = view.indexOf(10, at + 1);
-      }
-      from = upTo;
-      out.push(newlines + 1);
-      next++;
-    }
-    if (next < offsets.length) {
-      // The rest of this chunk's newlines.
-      let at = view.indexOf(10, from);
-      while (at !== -1) {
-        newlines++;
-        at = view.indexOf(10, at + 1);
-      }
-    }
-    position = chunkEnd;
-  };
-  if (head.length > 0) scan(head);
-  if (next === offsets.length) return out;
-  const buffer = new Uint8Array(
-    Math.min(
-      offsets[offsets.length - 1]! - position + 1,
-      LINE_COUNT_CHUNK_BYTES,
-    ),
-  );
-  while (next < offsets.length) {
-    const n = read(buffer);
-    if (n === null || n === 0) return null;
-    scan(buffer.subarray(0, n));
-  }
-  return out;
 }
 
 /** The error of a failed rg run, from its stderr. */
@@ -330,12 +224,11 @@ export function parseRipgrepOutput(
   bytes: Uint8Array,
   plan: GrepPlan,
 ): { path: string; count: number; lines: MatchedLine[] }[] {
-  const parser = new RecordParser(
+  const records = splitRecords(
+    bytes,
     plan.mode !== "files_with_matches",
     plan.maxLineChars * 3 + 32,
   );
-  const records: [Uint8Array, Uint8Array][] = [];
-  parser.push(bytes, records);
   const decoder = new TextDecoder();
   const files: ReturnType<typeof parseRipgrepOutput> = [];
   let current: (typeof files)[number] | null = null;

@@ -1,65 +1,77 @@
 /**
- * Every search and glob rg run of the local engine. rg
- * starts no children: it is spawned plainly (not detached, the cheaper spawn)
- * and killed by its own id.
+ * ripgrep on this host: found once per command, and run with its arguments
+ * as an array (no shell: a search of a small folder is one process, 5 ms, not
+ * a pipeline of five, 12 ms), its stdout read up to a cap.
  *
  * @module
  */
-import { TextLineStream } from "../_internal/std.ts";
+import { concatBytes, TextLineStream } from "../_internal/std.ts";
 import { parseDebugSkip } from "./_ripgrep_protocol.ts";
-import type { SkippedFile } from "./types.ts";
 
-/** Options of {@linkcode runRipgrep}. */
-export interface RipgrepRunOptions {
-  /** The rg command. */
-  readonly command: string;
-  /** Its arguments. */
-  readonly args: readonly string[];
-  /** The folder it runs in (default: this process's). */
-  readonly cwd?: string;
-  /** Kills rg when aborted (the caller throws the reason). */
-  readonly signal?: AbortSignal;
-  /**
-   * Each chunk of stdout, in order; returning `false` stops the run (rg is
-   * killed, the rest of its output dropped).
-   */
-  readonly onStdout: (chunk: Uint8Array) => boolean | void;
-  /** Each file a `--debug` line names as skipped. */
-  readonly onSkip?: (skip: SkippedFile) => void;
-  /**
-   * Kills rg when its resident memory passes this many bytes (where
-   * {@linkcode canWatchMemory}) and answers `overMemory`.
-   */
-  readonly maxMemoryBytes?: number;
-  /**
-   * After a chunk of stdout under {@linkcode GATHER_BELOW_BYTES}, wait this
-   * many ms (or until rg ends) before reading on, so that what rg writes
-   * meanwhile comes in one read. Default 0.
-   */
-  readonly gatherMs?: number;
+/** What {@linkcode detectRipgrep} found. */
+export interface RipgrepInfo {
+  /** The command that ran. */
+  readonly path: string;
+  /** The version, e.g. `13.0.0`. */
+  readonly version: string;
 }
 
-/** What one rg run ended with. */
-export interface RipgrepRunResult {
-  /** The exit code (meaningless when `stopped` or `overMemory`). */
-  readonly code: number;
-  /** The signal that ended it, if any. */
-  readonly signal: Deno.Signal | null;
-  /** Its stderr, `--debug` lines left out, at most 64 KiB. */
-  readonly errors: string;
-  /** Whether `onStdout` stopped it. */
-  readonly stopped: boolean;
-  /** Whether it was killed for passing `maxMemoryBytes`. */
-  readonly overMemory: boolean;
+const detected = new Map<string, Promise<RipgrepInfo | null>>();
+
+/**
+ * Finds out whether ripgrep can run (once per command; the answer is cached).
+ *
+ * @param path The command. Default `rg`.
+ * @returns Its version, or `null` when it cannot run.
+ *
+ * Needs `--allow-run` for the command.
+ *
+ * @example Detecting ripgrep
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { detectRipgrep } from "@skillrun/skillrun/search";
+ * const rg = await detectRipgrep();
+ * assert(rg === null || /^\d+\./.test(rg.version));
+ * ```
+ */
+export function detectRipgrep(path = "rg"): Promise<RipgrepInfo | null> {
+  let found = detected.get(path);
+  if (!found) {
+    found = (async (): Promise<RipgrepInfo | null> => {
+      try {
+        const run = await new Deno.Command(path, {
+          args: ["--version"],
+          stdin: "null",
+          stderr: "null",
+        }).output();
+        const text = new TextDecoder().decode(run.stdout);
+        const version = run.success && /ripgrep (\S+)/.exec(text)?.[1];
+        return version ? { path, version } : null;
+      } catch {
+        return null;
+      }
+    })();
+    detected.set(path, found);
+  }
+  return found;
+}
+
+/** What one rg run printed (as the shell engine's framed commands answer). */
+export interface RipgrepOutput {
+  /** Its stdout, at most `cap` bytes. */
+  readonly bytes: Uint8Array;
+  /** Whether stdout reached the cap (rg was killed there). */
+  readonly truncated: boolean;
+  /** The exit code (128 and the signal's number when it was killed). */
+  readonly status: number;
+  /** Its stderr: errors (at most 64 KiB) and the `--debug` lines naming a skipped file. */
+  readonly stderr: string;
 }
 
 /** How often rg's memory is looked at, in ms (one read of `/proc/<pid>/status`, about 50 µs). */
-export const MEMORY_CHECK_MS = 25;
+const MEMORY_CHECK_MS = 25;
 
-/** Under `gatherMs`, a chunk smaller than this is followed by a pause. */
-export const GATHER_BELOW_BYTES = 4096;
-
-/** Whether rg's memory can be watched here (Linux: `/proc/<pid>/status`). */
+/** Whether rg's resident memory can be watched here (Linux: `/proc/<pid>/status`). */
 export const canWatchMemory: boolean = residentBytes("self") !== null;
 
 /** The resident memory of a process in bytes, or `null` once it is gone. */
@@ -75,18 +87,25 @@ function residentBytes(pid: number | "self"): number | null {
 }
 
 /**
- * Runs rg once: streams its stdout to `onStdout`, its `--debug` skips to
- * `onSkip`, and kills it on the signal, on `false` from `onStdout`, or past
- * `maxMemoryBytes`. Throws the signal's reason when aborted, the spawn's
- * error when rg cannot start.
+ * Runs rg on this host, killed at `cap` bytes of stdout, on the signal (whose
+ * reason is thrown) or once its resident memory passes `maxMemoryBytes`
+ * (where {@linkcode canWatchMemory}). Throws the spawn's error when rg cannot
+ * start.
  */
-export async function runRipgrep(
-  options: RipgrepRunOptions,
-): Promise<RipgrepRunResult> {
-  const signal = options.signal;
-  signal?.throwIfAborted();
-  const child = new Deno.Command(options.command, {
-    args: [...options.args],
+export async function runHostRipgrep(
+  command: string,
+  args: readonly string[],
+  options: {
+    readonly cwd?: string | undefined;
+    readonly cap: number;
+    readonly signal: AbortSignal;
+    readonly maxMemoryBytes?: number | undefined;
+  },
+): Promise<RipgrepOutput> {
+  const { cap, signal, maxMemoryBytes: limit } = options;
+  signal.throwIfAborted();
+  const child = new Deno.Command(command, {
+    args: [...args],
     ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
     stdin: "null",
     stdout: "piped",
@@ -99,90 +118,54 @@ export async function runRipgrep(
       // Already gone.
     }
   };
-  signal?.addEventListener("abort", kill, { once: true });
-  let overMemory = false;
-  let watch: ReturnType<typeof setInterval> | undefined;
-  const limit = options.maxMemoryBytes;
-  if (limit !== undefined && canWatchMemory) {
-    watch = setInterval(() => {
-      const bytes = residentBytes(child.pid);
-      if (bytes !== null && bytes > limit) {
-        overMemory = true;
-        kill();
-      }
+  signal.addEventListener("abort", kill, { once: true });
+  const watch = limit === undefined || !canWatchMemory
+    ? undefined
+    : setInterval(() => {
+      if ((residentBytes(child.pid) ?? 0) > limit) kill();
     }, MEMORY_CHECK_MS);
-  }
-  const errors = readStderr(child.stderr, options.onSkip);
-  let stopped = false;
-  try {
-    const reader = child.stdout.getReader();
-    const exited = child.status.then(() => {}, () => {});
-    const gather = options.gatherMs ?? 0;
-    try {
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        if (options.onStdout(value) === false) {
-          stopped = true;
-          kill();
-          break;
-        }
-        if (gather > 0 && value.length < GATHER_BELOW_BYTES) {
-          await new Promise<void>((resolve) => {
-            const timer = setTimeout(resolve, gather);
-            exited.then(() => {
-              clearTimeout(timer);
-              resolve();
-            });
-          });
-        }
+  const errors = (async (): Promise<string> => {
+    const kept: string[] = [];
+    let errorChars = 0;
+    const lines = child.stderr.pipeThrough(new TextDecoderStream())
+      .pipeThrough(new TextLineStream());
+    for await (const line of lines) {
+      if (line.startsWith("DEBUG|")) {
+        if (parseDebugSkip(line)) kept.push(line);
+      } else if (errorChars < 65_536) {
+        kept.push(line);
+        errorChars += line.length + 1;
       }
-    } finally {
-      await reader.cancel().catch(() => {});
     }
+    return kept.join("\n");
+  })();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of child.stdout) {
+      chunks.push(chunk);
+      size += chunk.length;
+      if (size >= cap) break;
+    }
+    if (size >= cap) kill();
     const status = await child.status;
-    const text = await errors;
-    signal?.throwIfAborted();
+    const stderr = await errors;
+    signal.throwIfAborted();
+    const bytes = concatBytes(chunks);
     return {
-      code: status.code,
-      signal: status.signal,
-      errors: text,
-      stopped,
-      overMemory,
+      bytes: size > cap ? bytes.subarray(0, cap) : bytes,
+      truncated: size >= cap,
+      status: status.code,
+      stderr,
     };
   } catch (error) {
     kill();
     await child.status.catch(() => {});
     await errors.catch(() => "");
-    signal?.throwIfAborted();
+    signal.throwIfAborted();
     throw error;
   } finally {
-    if (watch !== undefined) clearInterval(watch);
-    signal?.removeEventListener("abort", kill);
+    clearInterval(watch);
+    signal.removeEventListener("abort", kill);
   }
-}
-
-/**
- * Reads rg's stderr: `--debug` lines naming a skipped file go to `onSkip`,
- * other `--debug` lines are dropped, the rest (errors) are returned, at most
- * 64 KiB of them.
- */
-async function readStderr(
-  stderr: ReadableStream<Uint8Array>,
-  onSkip: ((skip: SkippedFile) => void) | undefined,
-): Promise<string> {
-  const errors: string[] = [];
-  let errorChars = 0;
-  const lines = stderr.pipeThrough(new TextDecoderStream())
-    .pipeThrough(new TextLineStream());
-  for await (const text of lines) {
-    if (text.startsWith("DEBUG|")) {
-      const skipped = onSkip && parseDebugSkip(text);
-      if (skipped) onSkip(skipped);
-    } else if (errorChars < 65536 && text.trim() !== "") {
-      errors.push(text);
-      errorChars += text.length + 1;
-    }
-  }
-  return errors.join("\n");
 }

@@ -15,6 +15,7 @@ import { formatBytes } from "../_internal/format.ts";
 import { shellQuote } from "../_internal/shell_quote.ts";
 import {
   type FileSource,
+  finishGlob,
   fsSource,
   globFiles,
   grepFiles,
@@ -25,6 +26,7 @@ import {
   takeBatch,
 } from "./fallback.ts";
 import {
+  type GlobPlan,
   GrepCollector,
   type GrepPlan,
   planGlob,
@@ -35,8 +37,10 @@ import {
   tooLargeRoot,
 } from "./_plan.ts";
 import {
+  COMMON_ARGS,
   DEBUG_SKIP_AWK,
   FIRST_NUL_ARGS,
+  heavyGlobs,
   parseDebugSkip,
   parseFirstNul,
   parseRipgrepOutput,
@@ -45,13 +49,21 @@ import {
   ripgrepGrepArgs,
 } from "./_ripgrep_protocol.ts";
 import {
+  canWatchMemory,
+  detectRipgrep,
+  type RipgrepOutput,
+  runHostRipgrep,
+} from "./_ripgrep_run.ts";
+import {
   BINARY_SNIFF_BYTES,
   comparePaths,
   HEAVY_FOLDERS,
+  isBinary,
   joinPath,
 } from "./rules.ts";
 import type {
   FileType,
+  GlobFile,
   GlobRequest,
   GlobResult,
   GrepRequest,
@@ -102,8 +114,11 @@ export interface SearchShell {
 
 /** Options of {@linkcode ShellSearch}. */
 export interface ShellSearchOptions {
-  /** Runs commands in the sandbox. */
-  readonly shell: SearchShell;
+  /**
+   * Runs commands in the sandbox. Not needed when rg runs on this host
+   * (`readFilesDirectly` with `useRipgrep: true`: it is spawned itself).
+   */
+  readonly shell?: SearchShell;
   /**
    * The sandbox's file system (paths resolved and checked there; the last
    * resort engine reads through it).
@@ -114,6 +129,8 @@ export interface ShellSearchOptions {
    * failing when it is missing; `false`: never ripgrep.
    */
   readonly useRipgrep?: "auto" | boolean;
+  /** The ripgrep command. Default `rg`. */
+  readonly ripgrepPath?: string;
   /**
    * The most bytes one command may send back (before `base64`); more is an
    * error asking for a narrower search. Default 32 MiB.
@@ -122,8 +139,9 @@ export interface ShellSearchOptions {
   /** Folders listed at once (files read at once: 8 times as many without framing). */
   readonly workers?: number;
   /**
-   * The shell runs on this host (no `rg`): `find` and `grep` run through it,
-   * the files they keep are read through `fs` rather than through the shell.
+   * The shell runs on this host: the files the commands keep are read (and
+   * sniffed for binary content) through `fs` and the host rather than
+   * through the shell; with `rg`, `glob` lists with `rg --files`.
    * Default `false`.
    */
   readonly readFilesDirectly?: boolean;
@@ -187,9 +205,11 @@ const READ_TIMEOUT_MS = 600_000;
  * ```
  */
 export class ShellSearch implements SearchEngine {
-  readonly #shell: SearchShell;
+  readonly #shell: SearchShell | undefined;
   readonly #fs: SearchFileSystem;
   readonly #useRipgrep: "auto" | boolean;
+  readonly #rg: string;
+  readonly #rgPath: string;
   readonly #maxBytes: number;
   readonly #workers: number;
   readonly #direct: boolean;
@@ -202,11 +222,14 @@ export class ShellSearch implements SearchEngine {
    * Makes the engine (nothing runs until the first search).
    *
    * @throws {RangeError} `maxOutputBytes` is not a positive integer.
+   * @throws {TypeError} No shell is given and rg is not to run on this host.
    */
   constructor(options: ShellSearchOptions) {
     this.#shell = options.shell;
     this.#fs = options.fs;
     this.#useRipgrep = options.useRipgrep ?? "auto";
+    this.#rgPath = options.ripgrepPath ?? "rg";
+    this.#rg = shellQuote(this.#rgPath);
     const max = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
     if (!Number.isInteger(max) || max < 1024) {
       throw new RangeError(
@@ -216,6 +239,11 @@ export class ShellSearch implements SearchEngine {
     this.#maxBytes = max;
     this.#workers = Math.max(1, options.workers ?? 2);
     this.#direct = options.readFilesDirectly ?? false;
+    if (!this.#shell && !(this.#direct && this.#useRipgrep === true)) {
+      throw new TypeError(
+        "Invalid shell search options: a shell is needed unless rg runs on this host (readFilesDirectly and useRipgrep: true)",
+      );
+    }
   }
 
   /** Commands run and bytes received so far. */
@@ -238,7 +266,7 @@ export class ShellSearch implements SearchEngine {
     return await grepFiles(
       this.#fs,
       request,
-      false,
+      this.#direct,
       this.#slots,
       this.#source(caps),
     );
@@ -254,7 +282,8 @@ export class ShellSearch implements SearchEngine {
    */
   async glob(request: GlobRequest): Promise<GlobResult> {
     const caps = await this.#capabilities(request.signal);
-    const plan = await planGlob(this.#fs, request, false);
+    const plan = await planGlob(this.#fs, request, this.#direct);
+    if (caps.rg && this.#direct) return await this.#globRipgrep(plan, request);
     const engine = caps.rg ? "ripgrep" : "fallback";
     return await globFiles(plan, this.#slots, this.#source(caps), engine);
   }
@@ -272,7 +301,7 @@ export class ShellSearch implements SearchEngine {
     return await listFolder(
       this.#fs,
       request,
-      false,
+      this.#direct,
       this.#source(caps).listing,
     );
   }
@@ -306,10 +335,19 @@ export class ShellSearch implements SearchEngine {
   #capabilities(signal: AbortSignal | undefined): Promise<Capabilities> {
     signal?.throwIfAborted();
     this.#caps ??= (async (): Promise<Capabilities> => {
+      if (!this.#shell) {
+        // rg on this host, spawned itself: nothing else is used.
+        if (await detectRipgrep(this.#rgPath)) {
+          return { rg: true, framing: false, grep: false, utf8: false };
+        }
+        throw new Error(
+          `Cannot use ripgrep "${this.#rgPath}": it is not installed or does not run; install ripgrep or use useRipgrep: "auto"`,
+        );
+      }
       const result = await this.#exec(
         [
-          `for c in rg base64 head grep; do command -v "$c" >/dev/null 2>&1 && printf '%s\\n' "$c"; done`,
-          `rg --version >/dev/null 2>&1 && printf 'rg-runs\\n'`,
+          `for c in base64 head grep; do command -v "$c" >/dev/null 2>&1 && printf '%s\\n' "$c"; done`,
+          `${this.#rg} --version >/dev/null 2>&1 && printf 'rg\\n'`,
           `find . -maxdepth 0 -printf 'find-printf\\n' 2>/dev/null`,
           `printf '\\303\\251\\n' | LC_ALL=C.UTF-8 grep -q -E '^.$' 2>/dev/null && printf 'grep-utf8\\n'`,
           `true`,
@@ -322,18 +360,19 @@ export class ShellSearch implements SearchEngine {
         );
       }
       const found = new Set(result.stdout.split("\n"));
-      const rg = found.has("rg") && found.has("rg-runs");
-      const framing = found.has("base64") && found.has("head") &&
-        found.has("find-printf");
-      if (this.#useRipgrep === true && !(rg && framing)) {
+      // rg needs only `base64` and `head` (no GNU `find`: macOS has rg).
+      const framed = found.has("base64") && found.has("head");
+      const rg = found.has("rg");
+      const framing = framed && found.has("find-printf");
+      if (this.#useRipgrep === true && !(rg && framed)) {
         throw new Error(
           `Cannot use ripgrep in the sandbox: ${
-            rg ? "base64, head or GNU find is missing" : "rg is not installed"
+            rg ? "base64 or head is missing" : "rg is not installed"
           }; install it or use useRipgrep: "auto"`,
         );
       }
       return {
-        rg: rg && framing && this.#useRipgrep !== false,
+        rg: rg && framed && this.#useRipgrep !== false,
         framing,
         grep: found.has("grep"),
         utf8: found.has("grep-utf8"),
@@ -351,7 +390,7 @@ export class ShellSearch implements SearchEngine {
     options: SearchShellExecOptions,
   ): Promise<SearchShellResult> {
     options.signal?.throwIfAborted();
-    const result = await this.#shell.exec(command, options);
+    const result = await this.#shell!.exec(command, options);
     this.#commands++;
     // Every command here prints ASCII (base64, the detection's words).
     this.#stdoutBytes += result.stdout.length;
@@ -366,9 +405,7 @@ export class ShellSearch implements SearchEngine {
     cap: number,
     signal: AbortSignal,
     timeoutMs: number,
-  ): Promise<
-    { bytes: Uint8Array; truncated: boolean; status: number; stderr: string }
-  > {
+  ): Promise<RipgrepOutput> {
     const command =
       `{ ${body}; printf '\\n${STATUS_MARK} %s\\n' "$?" >&2; } | head -c ${cap} | base64`;
     const result = await this.#exec(command, {
@@ -405,26 +442,48 @@ export class ShellSearch implements SearchEngine {
   }
 
   async #grepRipgrep(request: GrepRequest): Promise<GrepResult> {
-    const plan = await planGrep(this.#fs, request, false);
+    const plan = await planGrep(this.#fs, request, this.#direct);
     const root = plan.root;
-    // rg's debug lines name what it skipped (over the size limit, not a
-    // regular file); only those lines and real errors reach stderr.
-    const rg = `( rg ${
-      ripgrepGrepArgs(plan).map(shellQuote).join(" ")
-    } 2>&1 1>&3 | awk ${
-      shellQuote(DEBUG_SKIP_AWK)
-    } >&2; exit "\${PIPESTATUS[0]}" ) 3>&1`;
-    const body = root.isFile ? rg : `cd -- ${shellQuote(root.path)} && ${rg}`;
-    let cap = plan.mode === "content"
-      ? Math.min(CONTENT_FIRST_BYTES, this.#maxBytes)
-      : this.#maxBytes;
+    // On a Linux host, rg runs without `--max-filesize` (which makes it stat
+    // every file), its memory watched instead; past the bound, again with
+    // `--max-filesize` (README). Multiline, rg reads whole files.
+    let watched = this.#direct && canWatchMemory && !root.isFile &&
+      !plan.multiline;
+    // Content over a folder: one parallel, unsorted pass first (as a bare
+    // `rg -n`; `--sort path` makes rg single-threaded), its files put in path
+    // order after; when its output passes a budget (8 times the output cap, at
+    // least 1 MiB), the sorted search, cut at 1 MiB: its first files in path
+    // order.
+    let unsorted = plan.mode === "content" && !root.isFile;
+    const sortedCap = Math.min(CONTENT_FIRST_BYTES, this.#maxBytes);
+    let cap = plan.mode !== "content"
+      ? this.#maxBytes
+      : unsorted
+      ? Math.min(this.#maxBytes, Math.max(sortedCap, plan.maxOutputChars * 8))
+      : sortedCap;
     return tooLargeRoot(plan) ?? await runSearch(
       plan,
       `Search for "${plan.regex.pattern}"`,
       this.#slots,
       async (signal) => {
         for (;;) {
-          const run = await this.#framed(body, cap, signal, plan.timeoutMs);
+          const run = await this.#ripgrep(
+            ripgrepGrepArgs(plan, { unsorted, sizeLimit: !watched }),
+            root,
+            cap,
+            signal,
+            plan.timeoutMs,
+            watched ? memoryBound(plan) : undefined,
+          );
+          if (watched && !run.truncated && ![0, 1, 2].includes(run.status)) {
+            watched = false;
+            continue;
+          }
+          if (unsorted && run.truncated) {
+            unsorted = false;
+            cap = sortedCap;
+            continue;
+          }
           const collector = new GrepCollector(plan);
           const errors: string[] = [];
           for (const line of run.stderr.split("\n")) {
@@ -439,7 +498,7 @@ export class ShellSearch implements SearchEngine {
           }
           if (!run.truncated && ![0, 1, 2].includes(run.status)) {
             throw new Error(
-              `Cannot search "${root.path}": ripgrep failed in the sandbox (status ${run.status})${
+              `Cannot search "${root.path}": ripgrep failed (status ${run.status})${
                 errors.length ? `: ${errors.at(-1)}` : ""
               }`,
             );
@@ -447,18 +506,20 @@ export class ShellSearch implements SearchEngine {
           const files = parseRipgrepOutput(run.bytes, plan);
           // A cut output's last file may lack lines: it is not used.
           if (run.truncated) files.pop();
-          if (plan.mode !== "content") {
-            if (run.truncated) throw this.#tooMuch(root.path);
+          if (plan.mode !== "content" && run.truncated) {
+            throw this.#tooMuch(root.path);
+          }
+          if (plan.mode !== "content" || unsorted) {
             files.sort((a, b) => comparePaths(a.path, b.path));
           }
           for (let next = 0; next < files.length && !collector.stopped;) {
             const batch = takeBatch(files, next, (f) => f.path.length + 8);
             next += batch.length;
             const binary = await this.#binaryFiles(
-              root,
+              plan,
               batch.map((f) => f.path),
               signal,
-              plan.timeoutMs,
+              collector,
             );
             for (const file of batch) {
               if (!binary.has(file.path) && !collector.add(file)) break;
@@ -474,29 +535,122 @@ export class ShellSearch implements SearchEngine {
     );
   }
 
+  /**
+   * One rg run in the root folder: spawned on this host (`readFilesDirectly`),
+   * else framed in the sandbox, where only its debug lines that name a
+   * skipped file (over the size limit, not a regular file) and its errors
+   * reach stderr.
+   */
+  #ripgrep(
+    args: readonly string[],
+    root: SearchRoot,
+    cap: number,
+    signal: AbortSignal,
+    timeoutMs: number,
+    maxMemoryBytes?: number,
+  ): Promise<RipgrepOutput> {
+    const cwd = root.isFile ? undefined : root.path;
+    if (this.#direct) {
+      return runHostRipgrep(this.#rgPath, args, {
+        cwd,
+        cap,
+        signal,
+        maxMemoryBytes,
+      });
+    }
+    const rg = `( ${this.#rg} ${
+      args.map(shellQuote).join(" ")
+    } 2>&1 1>&3 | awk ${
+      shellQuote(DEBUG_SKIP_AWK)
+    } >&2; exit "\${PIPESTATUS[0]}" ) 3>&1`;
+    const body = cwd === undefined ? rg : `cd -- ${shellQuote(cwd)} && ${rg}`;
+    return this.#framed(body, cap, signal, timeoutMs);
+  }
+
   #tooMuch(path: string): Error {
     return new Error(
-      `Cannot search "${path}": the answer in the sandbox passed the ${
+      `Cannot search "${path}": the answer ${
+        this.#direct ? "of rg" : "in the sandbox"
+      } passed the ${
         formatBytes(this.#maxBytes)
       } output cap; narrow the search with a path, a glob or a type`,
     );
   }
 
-  /** Which of these files (relative to the root) are binary, by rg in the sandbox. */
+  /** `glob` on the host with rg: `rg --files` spawned, each file's time from the host. */
+  async #globRipgrep(
+    plan: GlobPlan,
+    request: GlobRequest,
+  ): Promise<GlobResult> {
+    return await runSearch(
+      plan,
+      `Glob "${request.pattern}"`,
+      this.#slots,
+      async (signal) => {
+        const args = [
+          "--files",
+          ...COMMON_ARGS,
+          "--glob",
+          request.pattern,
+          ...heavyGlobs(),
+          "--",
+          ".",
+        ];
+        const run = await runHostRipgrep(this.#rgPath, args, {
+          cwd: plan.root.path,
+          cap: Infinity,
+          signal,
+        });
+        const files: GlobFile[] = [];
+        for (const found of splitNul(run.bytes, new TextDecoder())) {
+          const path = joinPath(plan.root.path, relativeOf(found, false));
+          let modifiedMs: number | null = null;
+          try {
+            modifiedMs = Deno.lstatSync(path).mtime?.getTime() ?? null;
+          } catch {
+            // Gone since: listed without a time.
+          }
+          files.push({ path, modifiedMs });
+        }
+        return finishGlob(plan, files, "ripgrep");
+      },
+    );
+  }
+
+  /**
+   * Which of these files (relative to the root) are not shown: binary (read
+   * on the host, or by rg in the sandbox), or over the size limit (on the
+   * host, listed as skipped).
+   */
   async #binaryFiles(
-    root: SearchRoot,
+    plan: GrepPlan,
     paths: readonly string[],
     signal: AbortSignal,
-    timeoutMs: number,
+    collector: GrepCollector,
   ): Promise<Set<string>> {
+    const root = plan.root;
     const binary = new Set<string>();
-    if (paths.length === 0) return binary;
+    if (this.#direct) {
+      for (const path of paths) {
+        const fate = checkHostFile(
+          joinPath(root.path, path),
+          plan.maxFileBytes,
+        );
+        if (fate === true) continue;
+        binary.add(path);
+        if (fate !== false) collector.skip(path, "too-large", fate);
+      }
+    }
+    if (paths.length === 0 || this.#direct) return binary;
     const shown = (path: string): string =>
       root.isFile ? root.path : `./${path}`;
-    const body = `${
-      root.isFile ? "" : `cd -- ${shellQuote(root.path)} && `
-    }rg ${[...FIRST_NUL_ARGS, ...paths.map(shown)].map(shellQuote).join(" ")}`;
-    const run = await this.#framed(body, this.#maxBytes, signal, timeoutMs);
+    const run = await this.#ripgrep(
+      [...FIRST_NUL_ARGS, ...paths.map(shown)],
+      root,
+      this.#maxBytes,
+      signal,
+      plan.timeoutMs,
+    );
     const byShown = new Map(paths.map((p) => [shown(p), p]));
     for (const [shownPath, offset] of parseFirstNul(run.bytes)) {
       const path = byShown.get(shownPath);
@@ -684,6 +838,43 @@ function grepPrefilter(
     flags: plan.caseInsensitive ? "-E -i" : "-E",
     locale: utf8 ? "C.UTF-8" : "C",
   };
+}
+
+/**
+ * A host file rg matched: `true` when shown, `false` when binary (a NUL in its
+ * first bytes) or unreadable, its size when over the limit.
+ */
+function checkHostFile(path: string, maxFileBytes: number): boolean | number {
+  let file: Deno.FsFile;
+  try {
+    file = Deno.openSync(path);
+  } catch {
+    return false;
+  }
+  try {
+    const size = file.statSync().size;
+    if (size > maxFileBytes) return size;
+    const buffer = new Uint8Array(BINARY_SNIFF_BYTES);
+    let length = 0;
+    while (length < buffer.length) {
+      const n = file.readSync(buffer.subarray(length));
+      if (!n) break;
+      length += n;
+    }
+    return !isBinary(buffer.subarray(0, length));
+  } catch {
+    return false;
+  } finally {
+    file.close();
+  }
+}
+
+/**
+ * rg's memory bound without `--max-filesize`: room for a line of a file under
+ * the size limit as its buffer doubles, at least 256 MiB.
+ */
+function memoryBound(plan: GrepPlan): number {
+  return Math.max(256 << 20, 2 * plan.maxFileBytes + (64 << 20));
 }
 
 /** The types of `find -printf %y`. */

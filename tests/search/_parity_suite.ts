@@ -181,8 +181,15 @@ export async function parity(
       ["fallback (local)", new FallbackSearch({ fs, local: true })],
       ["fallback (fs)", new FallbackSearch({ fs, local: false })],
       [
-        "ripgrep (parallel content only)",
-        new RipgrepSearch({ fs, sortedAttemptMs: 0 }),
+        "shell on the host (find, no rg)",
+        patient(
+          new ShellSearch({
+            shell: withoutRg,
+            fs,
+            useRipgrep: false,
+            readFilesDirectly: true,
+          }),
+        ),
       ],
     ]
     : [

@@ -5,7 +5,6 @@ import {
   assertFalse,
   assertLess,
 } from "../helpers/assert.ts";
-import { canWatchMemory, runRipgrep } from "../../search/_ripgrep_run.ts";
 import {
   parseDebugSkip,
   parseLine,
@@ -15,6 +14,8 @@ import {
 import { type GrepPlan, planGrep } from "../../search/_plan.ts";
 import { detectRipgrep, RipgrepSearch } from "../../search/ripgrep.ts";
 import { FallbackSearch } from "../../search/fallback.ts";
+import { ShellSearch } from "../../search/shell.ts";
+import { bashShell } from "./_shell_testing.ts";
 import { comparePaths } from "../../search/rules.ts";
 import { LocalFileSystem } from "../../runtimes/local/fs.ts";
 import { engineSuite } from "./_test_suite.ts";
@@ -32,21 +33,9 @@ engineSuite(
   { backtracks: false, ignore: !rg },
 );
 
-// Content mode without the sorted attempt: always the parallel, unsorted pass
-// (unless its lines outgrow the budget).
-engineSuite(
-  "RipgrepSearch (parallel content only)",
-  (root) =>
-    new RipgrepSearch({
-      fs: new LocalFileSystem({ cwd: root }),
-      sortedAttemptMs: 0,
-    }),
-  { backtracks: false, ignore: !rg },
-);
-
 Deno.test({
   name:
-    "RipgrepSearch: content in path order over many files, parallel or sorted",
+    "RipgrepSearch: content in path order over many files, the same as rg's sandbox path",
   ignore: !rg,
   async fn() {
     const dir = await Deno.makeTempDir();
@@ -67,8 +56,9 @@ Deno.test({
         );
       }
       const fs = new LocalFileSystem({ cwd: dir });
-      const sorted = new RipgrepSearch({ fs, sortedAttemptMs: 60_000 });
-      const parallel = new RipgrepSearch({ fs, sortedAttemptMs: 0 });
+      // In a sandbox: binary files sniffed by rg, nothing read on the host.
+      const sorted = new ShellSearch({ shell: bashShell(), fs });
+      const parallel = new RipgrepSearch({ fs });
       for (
         const request of [
           { pattern: "needle", outputMode: "content" },
@@ -124,15 +114,15 @@ Deno.test({
         );
       }
       const fs = new LocalFileSystem({ cwd: dir });
-      const sorted = new RipgrepSearch({ fs, sortedAttemptMs: 60_000 });
-      const parallel = new RipgrepSearch({ fs, sortedAttemptMs: 0 });
+      const other = new FallbackSearch({ fs, local: true });
+      const parallel = new RipgrepSearch({ fs });
       for (
         const request of [
           { pattern: "needle", outputMode: "content" },
           { pattern: "needle", outputMode: "content", offset: 14_000 },
         ] as const
       ) {
-        const a = await sorted.grep(request);
+        const a = { ...await other.grep(request), engine: "ripgrep" };
         const b = await parallel.grep(request);
         assertEquals(b, a, JSON.stringify(request));
         assert(
@@ -300,8 +290,8 @@ Deno.test({
 
 Deno.test({
   name:
-    "runRipgrep kills rg past its memory bound and says so (a line of 1 GiB in a sparse file)",
-  ignore: !rg || !canWatchMemory,
+    "RipgrepSearch: a line of 1 GiB in a sparse file over the size limit is skipped and reported, not read (rg's memory stays bounded)",
+  ignore: !rg,
   async fn() {
     const dir = await Deno.makeTempDir();
     try {
@@ -311,18 +301,17 @@ Deno.test({
       });
       await file.truncate(1024 ** 3);
       file.close();
+      await Deno.writeTextFile(`${dir}/small.log`, "needle\n");
       const start = performance.now();
-      const run = await runRipgrep({
-        command: "rg",
-        args: ["--no-config", "--text", "-c", "needle", "huge.log"],
-        cwd: dir,
-        maxMemoryBytes: 64 * 1024 * 1024,
-        onStdout: () => {},
-      });
-      assert(run.overMemory);
-      assertEquals(run.signal, "SIGKILL");
+      const result = await new RipgrepSearch({
+        fs: new LocalFileSystem({ cwd: dir }),
+      }).grep({ pattern: "needle", path: dir, outputMode: "count" });
       assertLess(performance.now() - start, 20_000);
-      // Unwatched, the same run would hold the whole line (1 GiB).
+      assert(result.mode === "count");
+      assertEquals(result.counts, [{ path: `${dir}/small.log`, count: 1 }]);
+      assertEquals(result.skipped, [
+        { path: `${dir}/huge.log`, reason: "too-large", size: 1024 ** 3 },
+      ]);
     } finally {
       await Deno.remove(dir, { recursive: true });
     }
@@ -331,7 +320,7 @@ Deno.test({
 
 Deno.test({
   name:
-    "RipgrepSearch: content line numbers deep in a large file (byte offsets counted after) agree with the sorted search",
+    "RipgrepSearch: content line numbers deep in a large file agree with the sorted search of that file",
   ignore: !rg,
   async fn() {
     const dir = await Deno.makeTempDir();
@@ -348,8 +337,8 @@ Deno.test({
         outputMode: "content",
         context: 1,
       } as const;
-      const parallel = await new RipgrepSearch({ fs, sortedAttemptMs: 0 })
-        .grep(request);
+      const search = new RipgrepSearch({ fs });
+      const parallel = await search.grep(request);
       assert(parallel.mode === "content");
       assertEquals(
         parallel.lines.filter((l) => l.match).map((l) => [
@@ -366,10 +355,13 @@ Deno.test({
           ["small.txt", 2, "needle"],
         ],
       );
-      // The sorted search (rg's own line numbers) gives the same answer.
-      const sorted = await new RipgrepSearch({ fs, sortedAttemptMs: 60_000 })
-        .grep({ ...request, multiline: false });
-      assertEquals(parallel, sorted);
+      // The sorted search of the file alone gives the same lines.
+      const sorted = await search.grep({ ...request, path: `${dir}/big.txt` });
+      assert(sorted.mode === "content");
+      assertEquals(
+        parallel.lines.filter((l) => l.path === `${dir}/big.txt`),
+        sorted.lines,
+      );
     } finally {
       await Deno.remove(dir, { recursive: true });
     }
@@ -484,14 +476,16 @@ Deno.test("parseDebugSkip reads a file over the size limit and one that is not r
   assertEquals(parseDebugSkip("rg: regex parse error"), null);
 });
 
-Deno.test("ripgrepGrepArgs passes --max-filesize unless the caller bounds the size itself", async () => {
+Deno.test("ripgrepGrepArgs passes --max-filesize, content sorted by path unless unsorted", async () => {
   const dir = await Deno.makeTempDir();
   try {
     const p = await plan({ maxFileBytes: 1234 }, dir);
     const bounded = ripgrepGrepArgs(p);
     assertEquals(bounded[bounded.indexOf("--max-filesize") + 1], "1234");
+    const content = await plan({ outputMode: "content" }, dir);
+    assert(ripgrepGrepArgs(content).includes("--sort"));
     assertFalse(
-      ripgrepGrepArgs(p, { sizeLimit: false }).includes("--max-filesize"),
+      ripgrepGrepArgs(content, { unsorted: true }).includes("--sort"),
     );
     // Files mode is rg -l; the pattern comes after --regexp, the root last.
     assert(bounded.includes("--files-with-matches"));
@@ -539,7 +533,6 @@ Deno.test({
       await Deno.writeTextFile(`${dir}/empty-line.txt`, "\n\n\nneedle");
       const search = new RipgrepSearch({
         fs: new LocalFileSystem({ cwd: dir }),
-        sortedAttemptMs: 0,
       });
       const result = await search.grep({
         pattern: "needle",
@@ -565,7 +558,7 @@ Deno.test({
 
 Deno.test({
   name:
-    "RipgrepSearch content mode, its files checked while rg runs: the fallback's answers over 300 files (binary, too large, matches past 8 KiB, a head limit)",
+    "RipgrepSearch content mode: the fallback's answers over 300 files (binary, too large, matches past 8 KiB, a head limit)",
   ignore: !rg,
   async fn() {
     const dir = await Deno.makeTempDir();
@@ -589,7 +582,7 @@ Deno.test({
       }
       const fs = new LocalFileSystem({ cwd: dir });
       const engines = [
-        new RipgrepSearch({ fs, sortedAttemptMs: 0 }),
+        new RipgrepSearch({ fs }),
         new FallbackSearch({ fs, local: true }),
       ];
       for (
@@ -620,57 +613,6 @@ Deno.test({
           JSON.stringify(request),
         );
       }
-    } finally {
-      await Deno.remove(dir, { recursive: true });
-    }
-  },
-});
-
-Deno.test({
-  name:
-    "runRipgrep with gatherMs reads every record in fewer reads, and does not wait once rg has ended",
-  ignore: !rg,
-  async fn() {
-    const dir = await Deno.makeTempDir();
-    try {
-      for (let i = 0; i < 200; i++) {
-        await Deno.writeTextFile(`${dir}/f${i}.txt`, `x\nneedle ${i}\n`);
-      }
-      const args = [
-        "--no-config",
-        "--null",
-        "--with-filename",
-        "--no-heading",
-        "needle",
-        ".",
-      ];
-      const run = async (gatherMs?: number) => {
-        const chunks: Uint8Array[] = [];
-        const start = performance.now();
-        await runRipgrep({
-          command: "rg",
-          args,
-          cwd: dir,
-          ...(gatherMs === undefined ? {} : { gatherMs }),
-          onStdout: (chunk) => void chunks.push(chunk),
-        });
-        const text = new TextDecoder().decode(
-          new Uint8Array(chunks.flatMap((c) => [...c])),
-        );
-        return {
-          chunks: chunks.length,
-          lines: text.split("\n").filter((l) => l).sort(),
-          ms: performance.now() - start,
-        };
-      };
-      const plain = await run();
-      // A long pause: the read after it takes all that came meanwhile, and
-      // rg's end stops the pause.
-      const gathered = await run(60_000);
-      assertEquals(gathered.lines, plain.lines);
-      assertEquals(plain.lines.length, 200);
-      assertLess(gathered.ms, 20_000);
-      assert(gathered.chunks <= 3, `${gathered.chunks} reads`);
     } finally {
       await Deno.remove(dir, { recursive: true });
     }

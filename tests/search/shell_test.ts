@@ -57,6 +57,38 @@ engineSuite(
   { backtracks: false },
 );
 
+Deno.test({
+  name:
+    "ShellSearch: a sandbox with rg but no GNU find greps with rg, its glob and ls walk the file-system interface",
+  ignore: !rg,
+  async fn() {
+    const noFindPath = await pathWithout(["find"]);
+    const dir = await Deno.makeTempDir();
+    try {
+      await Deno.writeTextFile(`${dir}/a.md`, "x\nneedle\n");
+      await Deno.writeTextFile(`${dir}/b.txt`, "needle\n");
+      const shell = bashShell({ path: noFindPath });
+      const search = new ShellSearch({
+        shell,
+        fs: new LocalFileSystem({ cwd: dir }),
+      });
+      const grep = await search.grep({ pattern: "needle", path: dir });
+      assertEquals(grep.engine, "ripgrep");
+      assert(grep.mode === "files_with_matches");
+      assertEquals(grep.files, [`${dir}/a.md`, `${dir}/b.txt`]);
+      const glob = await search.glob({ pattern: "*.md", path: dir });
+      assertEquals(glob.files.map((f) => f.path), [`${dir}/a.md`]);
+      const ls = await search.ls({ path: dir });
+      assertEquals(ls.entries.map((e) => e.path), ["a.md", "b.txt"]);
+      assert(shell.commands.some((c) => c.includes(" rg ")));
+      assert(!shell.commands.some((c) => /\bfind \. -mindepth/.test(c)));
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+      await Deno.remove(noFindPath, { recursive: true });
+    }
+  },
+});
+
 Deno.test("ShellSearch: tools are detected once; a missing rg is reported when required", async () => {
   const root = await makeFixture();
   try {
