@@ -73,6 +73,7 @@ import type {
   LsResult,
   SearchEngine,
   SearchFileSystem,
+  SkipReason,
 } from "./types.ts";
 
 /** Options of {@linkcode SearchShell.exec}. */
@@ -323,12 +324,7 @@ export class ShellSearch implements SearchEngine {
       read: (plan, signal) =>
         this.#direct
           ? readThrough(this.#fs, plan, signal)
-          : (paths) =>
-            this.#readFiles(
-              plan.root,
-              paths.map((path) => joinPath(plan.root.path, path)),
-              signal,
-            ),
+          : (paths) => this.#readFiles(plan, paths, signal),
     };
   }
 
@@ -751,52 +747,42 @@ export class ShellSearch implements SearchEngine {
   }
 
   /**
-   * Reads files (absolute paths) in one command: one `cat` of them all
+   * Reads files (relative to the root) in one command: one `cat` of them all
    * between two `find` listings of their sizes (a few processes, not one per
    * file: a process start costs milliseconds in a sandbox); when the two
    * listings differ or the bytes do not add up (a file changed meanwhile),
-   * one `base64` per file.
+   * through the file-system interface.
    */
   async #readFiles(
-    root: SearchRoot,
+    plan: GrepPlan,
     paths: readonly string[],
     signal: AbortSignal,
-  ): Promise<(Uint8Array | null)[]> {
-    const quoted = paths.map(shellQuote).join(" ");
+  ): Promise<(Uint8Array | SkipReason | null)[]> {
     const cap = this.#maxBytes * 2;
-    const read = async (body: string): Promise<Uint8Array> => {
-      const run = await this.#framed(body, cap, signal, READ_TIMEOUT_MS);
-      if (!run.truncated) return run.bytes;
+    // Per path, in order: `+<size>` for a regular file (not a link) that can
+    // be read, else `-`. The same `find` picks the files for `cat`. Paths are
+    // absolute: `find` would read a leading `-`, `(` or `!` as an expression.
+    const sizes =
+      `find "$@" -maxdepth 0 \\( -type f -readable -printf '+%s\\n' \\) -o -printf '-\\n'`;
+    const run = await this.#framed(
+      `set -- ${
+        paths.map((path) => shellQuote(joinPath(plan.root.path, path))).join(
+          " ",
+        )
+      }; ${sizes} && find "$@" -maxdepth 0 -type f -readable -exec cat -- {} + && ${sizes}`,
+      cap,
+      signal,
+      READ_TIMEOUT_MS,
+    );
+    if (run.truncated) {
       throw new Error(
-        `Cannot read files under "${root.path}" in the sandbox: more than ${
+        `Cannot read files under "${plan.root.path}" in the sandbox: more than ${
           formatBytes(cap)
         }`,
       );
-    };
-    // `find` reads a leading `-`, `(` or `!` as an expression: absolute paths only.
-    if (paths.every((path) => path.startsWith("/"))) {
-      // Per path, in order: `+<size>` for a regular file (not a link) that
-      // can be read, else `-`. The same `find` picks the files for `cat`.
-      const sizes =
-        `find "$@" -maxdepth 0 \\( -type f -readable -printf '+%s\\n' \\) -o -printf '-\\n'`;
-      const files = splitConcatenated(
-        await read(
-          `set -- ${quoted}; ${sizes} && find "$@" -maxdepth 0 -type f -readable -exec cat -- {} + && ${sizes}`,
-        ),
-        paths.length,
-      );
-      if (files) return files;
     }
-    const lines = new TextDecoder().decode(
-      await read(
-        `for f in ${quoted}; do if [ -f "$f" ] && [ ! -L "$f" ] && [ -r "$f" ]; then printf +; base64 < "$f" | tr -d '\\n'; else printf -- -; fi; printf '\\n'; done`,
-      ),
-    ).split("\n");
-    return paths.map((_, i) =>
-      lines[i]?.startsWith("+")
-        ? Uint8Array.fromBase64(lines[i]!.slice(1))
-        : null
-    );
+    return splitConcatenated(run.bytes, paths.length) ??
+      await readThrough(this.#fs, plan, signal)(paths);
   }
 }
 
