@@ -135,9 +135,8 @@ export async function resolveRoot(
       }`,
     );
   }
-  return type === "file"
-    ? { path: resolved, isFile: true, size }
-    : { path: resolved, isFile: false, size: 0 };
+  const isFile = type === "file";
+  return { path: resolved, isFile, size: isFile ? size : 0 };
 }
 
 /** The smallest size an entry counts for against the output cap. */
