@@ -70,8 +70,8 @@ export function matchText(
     const last = end > start ? end - 1 : start;
     let lineEnd = text.indexOf("\n", last);
     if (lineEnd === -1) lineEnd = length;
-    const previousEnd = groups.length > 0 ? groups[groups.length - 1]! : -1;
-    if (groups.length > 0 && start <= previousEnd) {
+    const previousEnd = groups.at(-1) ?? -1;
+    if (start <= previousEnd) {
       if (lineEnd > previousEnd) groups[groups.length - 1] = lineEnd;
     } else {
       const lineStart = start === 0 ? 0 : text.lastIndexOf("\n", start - 1) + 1;
