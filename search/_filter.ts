@@ -82,17 +82,8 @@ function globNames(glob: string): string[] | null {
   }
   const names = new Set<string>();
   for (const alternative of alternatives) {
-    const first = alternative.search(/[*?[\]{}]/);
-    if (first === -1) {
-      names.add(alternative);
-      continue;
-    }
-    const last = Math.max(
-      ...["*", "?", "[", "]", "{", "}"].map((c) => alternative.lastIndexOf(c)),
-    );
-    const name = `${alternative.slice(0, first)}*${
-      alternative.slice(last + 1)
-    }`;
+    // Everything from the first wildcard to the last becomes one `*`.
+    const name = alternative.replace(/[*?[\]{}](?:.*[*?[\]{}])?/s, "*");
     if (name === "*") return null;
     names.add(name);
   }

@@ -70,8 +70,8 @@ export function matchText(
     const last = end > start ? end - 1 : start;
     let lineEnd = text.indexOf("\n", last);
     if (lineEnd === -1) lineEnd = length;
-    const previousEnd = groups.length > 0 ? groups[groups.length - 1]! : -1;
-    if (groups.length > 0 && start <= previousEnd) {
+    const previousEnd = groups.at(-1) ?? -1;
+    if (start <= previousEnd) {
       if (lineEnd > previousEnd) groups[groups.length - 1] = lineEnd;
     } else {
       const lineStart = start === 0 ? 0 : text.lastIndexOf("\n", start - 1) + 1;
@@ -127,21 +127,13 @@ export function matchText(
     lines.push({ lineNumber: index + 1, text: t, match, cut });
     emittedUpTo = index;
   };
-  for (let g = 0; g < groups.length; g += 2) {
+  for (let g = 0; g < groups.length && lines.length < maxLines; g += 2) {
     const first = lineIndexOf(groups[g]!);
     const lastLine = lineIndexOf(Math.min(groups[g + 1]!, length - 1));
-    // After-context of the previous group, up to this group.
-    for (
-      let i = emittedUpTo + 1;
-      i <= Math.min(pendingAfterUpTo, first - 1);
-      i++
-    ) emit(i, false);
-    for (
-      let i = Math.max(first - options.before, emittedUpTo + 1);
-      i < first;
-      i++
-    ) {
-      emit(i, false);
+    // Context between groups: up to `after` lines after the previous group
+    // and `before` lines before this one.
+    for (let i = emittedUpTo + 1; i < first; i++) {
+      if (i <= pendingAfterUpTo || i >= first - options.before) emit(i, false);
     }
     for (let i = Math.max(first, emittedUpTo + 1); i <= lastLine; i++) {
       emit(i, true);

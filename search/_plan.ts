@@ -71,7 +71,7 @@ export interface GlobPlan {
 }
 
 /** A request's number, checked: an integer of at least `min`. */
-function num(
+export function num(
   name: string,
   value: number | undefined,
   fallback: number,
@@ -135,9 +135,8 @@ export async function resolveRoot(
       }`,
     );
   }
-  return type === "file"
-    ? { path: resolved, isFile: true, size }
-    : { path: resolved, isFile: false, size: 0 };
+  const isFile = type === "file";
+  return { path: resolved, isFile, size: isFile ? size : 0 };
 }
 
 /** The smallest size an entry counts for against the output cap. */
@@ -216,14 +215,23 @@ export async function planGlob(
     DEFAULT_SEARCH_TIMEOUT_MS,
   );
   request.signal?.throwIfAborted();
-  const root = await resolveRoot(fs, request.path, local);
-  if (root.isFile) {
-    throw new TypeError(
-      `Cannot glob in "${request.path ?? "."}": not a folder`,
-    );
-  }
+  const root = await resolveFolder(fs, request.path, local, "glob in");
   const filters = { glob: request.pattern, extensions: null };
   return { root, filters, limit, timeoutMs, signal: request.signal };
+}
+
+/** Resolves a root that must be a folder (`verb` names the refused action). */
+export async function resolveFolder(
+  fs: SearchFileSystem,
+  path: string | undefined,
+  local: boolean,
+  verb: string,
+): Promise<SearchRoot> {
+  const root = await resolveRoot(fs, path, local);
+  if (root.isFile) {
+    throw new TypeError(`Cannot ${verb} "${path ?? "."}": not a folder`);
+  }
+  return root;
 }
 
 /**
@@ -242,35 +250,26 @@ export async function runSearch<T>(
   run: (signal: AbortSignal, stop: () => void) => Promise<T>,
 ): Promise<T> {
   const { timeoutMs, signal } = limits;
-  const limit = new AbortController();
-  let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
-    limit.abort();
-  }, timeoutMs);
-  const onAbort = (): void => limit.abort(signal!.reason);
-  signal?.addEventListener("abort", onAbort, { once: true });
-  if (signal?.aborted) limit.abort(signal.reason);
+  const timeout = AbortSignal.timeout(timeoutMs);
+  const limit = signal ? AbortSignal.any([signal, timeout]) : timeout;
   const endAt = performance.now() + timeoutMs;
   const stop = (): void => {
-    limit.signal.throwIfAborted();
+    limit.throwIfAborted();
     if (performance.now() > endAt) throw timeoutError(what, timeoutMs);
   };
   // Work still in flight once the answer is known (a read ahead) is stopped.
   const done = new AbortController();
   let release: (() => void) | undefined;
   try {
-    release = await slots?.acquire(limit.signal);
-    return await run(AbortSignal.any([limit.signal, done.signal]), stop);
+    release = await slots?.acquire(limit);
+    return await run(AbortSignal.any([limit, done.signal]), stop);
   } catch (error) {
-    if (!limit.signal.aborted) throw error;
-    throw !timedOut && signal?.aborted
+    if (!limit.aborted) throw error;
+    throw !timeout.aborted && signal?.aborted
       ? signal.reason
       : timeoutError(what, timeoutMs);
   } finally {
     done.abort();
-    clearTimeout(timer);
-    signal?.removeEventListener("abort", onAbort);
     release?.();
   }
 }

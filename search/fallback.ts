@@ -14,9 +14,10 @@ import {
   type GlobPlan,
   GrepCollector,
   type GrepPlan,
+  num,
   planGlob,
   planGrep,
-  resolveRoot,
+  resolveFolder,
   runSearch,
   type SearchRoot,
   SearchSlots,
@@ -442,20 +443,10 @@ export async function listFolder(
   local: boolean,
   listing: FileSource["listing"] = listThrough(fs),
 ): Promise<LsResult> {
-  const depth = request.depth ?? 1;
-  const limit = request.limit ?? DEFAULT_LS_LIMIT;
-  for (const [name, value] of [["depth", depth], ["limit", limit]] as const) {
-    if (!Number.isInteger(value) || value < 1) {
-      throw new RangeError(
-        `Invalid ${name} "${value}": expected an integer of at least 1`,
-      );
-    }
-  }
+  const depth = num("depth", request.depth, 1);
+  const limit = num("limit", request.limit, DEFAULT_LS_LIMIT);
   request.signal?.throwIfAborted();
-  const root = await resolveRoot(fs, request.path, local);
-  if (root.isFile) {
-    throw new TypeError(`Cannot list "${request.path ?? "."}": not a folder`);
-  }
+  const root = await resolveFolder(fs, request.path, local, "list");
   return await runSearch(
     { timeoutMs: DEFAULT_SEARCH_TIMEOUT_MS, signal: request.signal },
     `List "${request.path ?? "."}"`,

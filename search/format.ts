@@ -114,35 +114,37 @@ function formatEntries(
   result: GrepResult,
   options: FormatGrepOptions,
 ): string {
-  const lineNumbers = options.lineNumbers ?? true;
+  if (result.totalEntries === 0) {
+    return result.mode === "files_with_matches"
+      ? "No files found"
+      : "No matches found";
+  }
   const rel = options.relativeTo;
-  const parts: string[] = [];
-  let shown = 0;
+  let parts: string[];
+  let shown: number;
   switch (result.mode) {
-    case "files_with_matches": {
+    case "files_with_matches":
       shown = result.files.length;
-      if (result.totalEntries === 0) return "No files found";
-      parts.push(
+      parts = [
         `Found ${plural(result.totalEntries ?? shown, "file")}`,
         ...result.files.map((f) => displayPath(f, rel)),
-      );
+      ];
       break;
-    }
     case "count": {
       shown = result.counts.length;
-      if (result.totalEntries === 0) return "No matches found";
       const total = result.counts.reduce((n, c) => n + c.count, 0);
-      parts.push(
+      parts = [
         ...result.counts.map((c) => `${displayPath(c.path, rel)}:${c.count}`),
         `\nFound ${plural(total, "matching line")} in ${plural(shown, "file")}${
           result.totalEntries !== shown ? " shown" : ""
         }`,
-      );
+      ];
       break;
     }
     case "content": {
       shown = result.lines.length;
-      if (result.totalEntries === 0) return "No matches found";
+      parts = [];
+      const lineNumbers = options.lineNumbers ?? true;
       const anyContext = result.lines.some((l) => !l.match);
       let previous: { path: string; lineNumber: number } | null = null;
       for (const line of result.lines) {
@@ -163,34 +165,33 @@ function formatEntries(
       break;
     }
   }
-  const notices: string[] = [];
-  if (result.headLimitReached || result.offset > 0) {
-    const total = result.totalEntries === null
-      ? "more"
-      : String(result.totalEntries);
-    notices.push(
-      shown === 0
-        ? `[No entries after offset ${result.offset} (of ${total})]`
-        : `[Showing entries ${result.offset + 1}-${
-          result.offset + shown
-        } of ${total}${
+  const { offset, totalEntries } = result;
+  const total = totalEntries === null ? "more" : String(totalEntries);
+  const text = withNotices(
+    parts,
+    (result.headLimitReached || offset > 0) &&
+      (shown === 0
+        ? `[No entries after offset ${offset} (of ${total})]`
+        : `[Showing entries ${offset + 1}-${offset + shown} of ${total}${
           result.headLimitReached
-            ? `; use offset ${result.offset + shown} to see more`
+            ? `; use offset ${offset + shown} to see more`
             : ""
-        }]`,
-    );
-  }
-  if (result.outputLimitReached) {
-    notices.push(
+        }]`),
+    result.outputLimitReached &&
       `[Output capped: more entries were found; narrow the search (path, glob, type) or page with head_limit and offset ${
-        result.offset + shown
+        offset + shown
       }]`,
-    );
-  }
-  const text = [...parts, ...(notices.length ? ["", ...notices] : [])].join(
-    "\n",
   );
   return capText(text, options.maxChars ?? DEFAULT_GREP_MAX_OUTPUT_CHARS);
+}
+
+/** The lines, then the notices that apply (not `false`) after an empty line. */
+function withNotices(
+  lines: readonly string[],
+  ...notices: (string | false)[]
+): string {
+  const shown = notices.filter((n) => n !== false);
+  return [...lines, ...(shown.length > 0 ? ["", ...shown] : [])].join("\n");
 }
 
 /**
@@ -219,16 +220,11 @@ export function formatGlobResult(
   options: FormatGlobOptions = {},
 ): string {
   if (result.files.length === 0) return "No files found";
-  const lines = result.files.map((f) =>
-    displayPath(f.path, options.relativeTo)
-  );
-  if (result.truncated) {
-    lines.push(
-      "",
+  return withNotices(
+    result.files.map((f) => displayPath(f.path, options.relativeTo)),
+    result.truncated &&
       `[Showing the ${result.files.length} most recently modified of ${result.totalFiles} files: use a more specific pattern or path]`,
-    );
-  }
-  return lines.join("\n");
+  );
 }
 
 /**
@@ -271,11 +267,9 @@ export function formatLsResult(
         : path,
     );
   }
-  if (result.truncated) {
-    lines.push(
-      "",
+  return withNotices(
+    lines,
+    result.truncated &&
       `[Listing stopped at ${result.entries.length} entries: list a sub-folder, lower the depth or raise the limit]`,
-    );
-  }
-  return lines.join("\n");
+  );
 }

@@ -53,30 +53,20 @@ export function compileGlob(glob: string): CompiledGlob {
   if (typeof glob !== "string" || glob.length === 0) {
     throw new TypeError(`Invalid glob "${glob}": the glob is empty`);
   }
-  let line = glob;
-  let negated = false;
-  if (line.startsWith("!")) {
-    negated = true;
-    line = line.slice(1);
-  } else if (line.startsWith("\\!") || line.startsWith("\\#")) {
-    line = line.slice(1);
-  } else if (line.startsWith("#")) {
+  if (glob.startsWith("#")) {
     throw new TypeError(
       `Invalid glob "${glob}": a glob starting with "#" is a comment (escape it as "\\#")`,
     );
   }
+  const negated = glob.startsWith("!");
+  // A leading `\!` or `\#` is the character itself.
+  let line = negated || /^\\[!#]/.test(glob) ? glob.slice(1) : glob;
   // Trailing spaces are dropped, unless escaped.
   while (line.endsWith(" ") && !line.endsWith("\\ ")) line = line.slice(0, -1);
-  let anchored = false;
-  if (line.startsWith("/")) {
-    anchored = true;
-    line = line.slice(1);
-  }
-  let dirOnly = false;
-  if (line.length > 1 && line.endsWith("/")) {
-    dirOnly = true;
-    line = line.slice(0, -1);
-  }
+  const anchored = line.startsWith("/");
+  if (anchored) line = line.slice(1);
+  const dirOnly = line.length > 1 && line.endsWith("/");
+  if (dirOnly) line = line.slice(0, -1);
   if (line.length === 0) {
     throw new TypeError(`Invalid glob "${glob}": the glob is empty`);
   }
@@ -84,17 +74,14 @@ export function compileGlob(glob: string): CompiledGlob {
     line = `**/${line}`;
   }
   if (line.endsWith("/**")) line = `${line}/*`;
-  const source = `^${globToRegExpSource(line, glob)}$`;
-  const regex = new RegExp(source, "su");
+  const regex = new RegExp(`^${globToRegExpSource(line, glob)}$`, "su");
   return {
     glob,
     negated,
     dirOnly,
     regex,
-    matches(relativePath: string, isDir: boolean): boolean {
-      if (dirOnly && !isDir) return false;
-      return regex.test(relativePath);
-    },
+    matches: (relativePath, isDir) =>
+      (isDir || !dirOnly) && regex.test(relativePath),
   };
 }
 
