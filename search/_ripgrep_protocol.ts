@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { concatBytes } from "../_internal/std.ts";
 import { cutLine, type MatchedLine } from "./_match.ts";
 import type { GrepPlan } from "./_plan.ts";
 import { HEAVY_FOLDERS } from "./rules.ts";
@@ -46,6 +47,30 @@ export function splitRecords(
     start = end + 1;
   }
   return out;
+}
+
+/**
+ * A consumer of rg's `--null` output as it streams by, calling `onPath` with
+ * the path of each whole record (a path, then when `withRest` the rest of its
+ * line).
+ */
+export function streamPaths(
+  withRest: boolean,
+  onPath: (path: string) => void,
+): (chunk: Uint8Array) => void {
+  const decoder = new TextDecoder();
+  let rest = new Uint8Array(0);
+  return (chunk) => {
+    const bytes = rest.length ? concatBytes([rest, chunk]) : chunk;
+    let start = 0;
+    for (let zero; (zero = bytes.indexOf(0, start)) !== -1;) {
+      const end = withRest ? bytes.indexOf(10, zero + 1) : zero;
+      if (end === -1) break;
+      onPath(decoder.decode(bytes.subarray(start, zero)));
+      start = end + 1;
+    }
+    rest = bytes.slice(start);
+  };
 }
 
 /**

@@ -100,7 +100,7 @@ export async function runHostRipgrep(
     readonly cap: number;
     readonly signal: AbortSignal;
     readonly maxMemoryBytes?: number | undefined;
-    /** Takes each chunk of stdout as it comes (then `bytes` is empty). */
+    /** Sees each chunk of stdout as it comes. */
     readonly onStdout?: (chunk: Uint8Array) => void;
   },
 ): Promise<RipgrepOutput> {
@@ -145,8 +145,8 @@ export async function runHostRipgrep(
   let size = 0;
   try {
     for await (const chunk of child.stdout) {
-      if (options.onStdout) options.onStdout(chunk);
-      else chunks.push(chunk);
+      options.onStdout?.(chunk);
+      chunks.push(chunk);
       size += chunk.length;
       if (size >= cap) break;
     }
