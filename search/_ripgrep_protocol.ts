@@ -28,49 +28,43 @@ export function heavyGlobs(): string[] {
 }
 
 /**
- * Splits ripgrep's `--null` output into records: a path, then (when
- * `withRest`) the rest of its line, cut at `maxRestBytes`. A last record
- * without its end (a cut output) is left out.
+ * A reader of rg's `--null` output (or any NUL-ended records) as it streams
+ * by: each whole record, a path and (when `withRest`) the rest of its line
+ * cut at `maxRestBytes`, goes to `onRecord`; a record cut short waits for the
+ * next chunk (after the last, it is left out: a cut output's).
  */
+export function recordReader(
+  withRest: boolean,
+  maxRestBytes: number,
+  onRecord: (path: Uint8Array, rest: Uint8Array) => void,
+): (chunk: Uint8Array) => void {
+  let pending = new Uint8Array(0);
+  return (chunk) => {
+    const bytes = pending.length ? concatBytes([pending, chunk]) : chunk;
+    let start = 0;
+    for (let zero; (zero = bytes.indexOf(0, start)) !== -1;) {
+      const end = withRest ? bytes.indexOf(10, zero + 1) : zero;
+      if (end === -1) break;
+      const restEnd = Math.min(end, zero + 1 + maxRestBytes);
+      onRecord(
+        bytes.subarray(start, zero),
+        bytes.subarray(zero + 1, Math.max(zero + 1, restEnd)),
+      );
+      start = end + 1;
+    }
+    pending = bytes.slice(start);
+  };
+}
+
+/** The records of a whole output (see {@linkcode recordReader}). */
 export function splitRecords(
   bytes: Uint8Array,
   withRest: boolean,
   maxRestBytes: number,
 ): [Uint8Array, Uint8Array][] {
   const out: [Uint8Array, Uint8Array][] = [];
-  for (let start = 0, zero; (zero = bytes.indexOf(0, start)) !== -1;) {
-    const path = bytes.subarray(start, zero);
-    const end = withRest ? bytes.indexOf(10, zero + 1) : zero;
-    if (end === -1) break;
-    const restEnd = Math.min(end, zero + 1 + maxRestBytes);
-    out.push([path, bytes.subarray(zero + 1, Math.max(zero + 1, restEnd))]);
-    start = end + 1;
-  }
+  recordReader(withRest, maxRestBytes, (...record) => out.push(record))(bytes);
   return out;
-}
-
-/**
- * A consumer of rg's `--null` output as it streams by, calling `onPath` with
- * the path of each whole record (a path, then when `withRest` the rest of its
- * line).
- */
-export function streamPaths(
-  withRest: boolean,
-  onPath: (path: string) => void,
-): (chunk: Uint8Array) => void {
-  const decoder = new TextDecoder();
-  let rest = new Uint8Array(0);
-  return (chunk) => {
-    const bytes = rest.length ? concatBytes([rest, chunk]) : chunk;
-    let start = 0;
-    for (let zero; (zero = bytes.indexOf(0, start)) !== -1;) {
-      const end = withRest ? bytes.indexOf(10, zero + 1) : zero;
-      if (end === -1) break;
-      onPath(decoder.decode(bytes.subarray(start, zero)));
-      start = end + 1;
-    }
-    rest = bytes.slice(start);
-  };
 }
 
 /**

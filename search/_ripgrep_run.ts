@@ -71,8 +71,19 @@ export interface RipgrepOutput {
 /** How often rg's memory is looked at, in ms (one read of `/proc/<pid>/status`, about 50 µs). */
 const MEMORY_CHECK_MS = 25;
 
-/** Whether rg's resident memory can be watched here (Linux: `/proc/<pid>/status`). */
-export const canWatchMemory: boolean = residentBytes("self") !== null;
+let watchable: boolean | undefined;
+
+/**
+ * Whether rg's resident memory can be watched here: Linux's
+ * `/proc/<pid>/status`, readable without a permission prompt (asked once, on
+ * the first search: importing the module reads nothing).
+ */
+export function canWatchMemory(): boolean {
+  return watchable ??= Deno.permissions.querySync({
+        name: "read",
+        path: "/proc/self/status",
+      }).state === "granted" && residentBytes("self") !== null;
+}
 
 /** The resident memory of a process in bytes, or `null` once it is gone. */
 function residentBytes(pid: number | "self"): number | null {
@@ -121,7 +132,7 @@ export async function runHostRipgrep(
     }
   };
   signal.addEventListener("abort", kill, { once: true });
-  const watch = limit === undefined || !canWatchMemory
+  const watch = limit === undefined || !canWatchMemory()
     ? undefined
     : setInterval(() => {
       if ((residentBytes(child.pid) ?? 0) > limit) kill();

@@ -8,14 +8,14 @@
  * @example Searching a temporary folder
  * ```ts
  * import { assert } from "@std/assert";
- * import { createSearch, formatGrepResult } from "@skillrun/skillrun/search";
+ * import { createSearch } from "@skillrun/skillrun/search";
  * import { LocalFileSystem } from "@skillrun/skillrun/runtime";
  * const dir = await Deno.makeTempDir();
  * try {
  *   await Deno.writeTextFile(`${dir}/a.py`, "def main():\n    pass\n");
  *   const search = createSearch({ fs: new LocalFileSystem({ cwd: dir }), local: true });
  *   const result = await search.grep({ pattern: "def \\w+", type: "py" });
- *   assert(formatGrepResult(result).includes("a.py"));
+ *   assert(result.mode === "files_with_matches" && result.files[0]?.endsWith("/a.py"));
  * } finally {
  *   await Deno.remove(dir, { recursive: true });
  * }
@@ -53,11 +53,3 @@ export {
   SearchTimeoutError,
   type SearchTimeoutErrorOptions,
 } from "./errors.ts";
-export {
-  type FormatGlobOptions,
-  formatGlobResult,
-  type FormatGrepOptions,
-  formatGrepResult,
-  type FormatLsOptions,
-  formatLsResult,
-} from "./format.ts";

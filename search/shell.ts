@@ -24,7 +24,7 @@ import {
   listFolder,
   readThrough,
   takeBatch,
-} from "./fallback.ts";
+} from "./_walk.ts";
 import {
   type GlobPlan,
   GrepCollector,
@@ -44,10 +44,11 @@ import {
   parseDebugSkip,
   parseFirstNul,
   parseRipgrepOutput,
+  recordReader,
   relativeOf,
   ripgrepError,
   ripgrepGrepArgs,
-  streamPaths,
+  splitRecords,
 } from "./_ripgrep_protocol.ts";
 import {
   canWatchMemory,
@@ -117,8 +118,9 @@ export interface SearchShell {
 /** Options of {@linkcode ShellSearch}. */
 export interface ShellSearchOptions {
   /**
-   * Runs commands in the sandbox. Not needed when rg runs on this host
-   * (`readFilesDirectly` with `useRipgrep: true`: it is spawned itself).
+   * Runs commands in the sandbox. Without it: `rg` spawned on this host
+   * (`readFilesDirectly`, unless `useRipgrep` is `false`), else the
+   * file-system interface alone (`FallbackSearch`).
    */
   readonly shell?: SearchShell;
   /**
@@ -224,7 +226,6 @@ export class ShellSearch implements SearchEngine {
    * Makes the engine (nothing runs until the first search).
    *
    * @throws {RangeError} `maxOutputBytes` is not a positive integer.
-   * @throws {TypeError} No shell is given and rg is not to run on this host.
    */
   constructor(options: ShellSearchOptions) {
     this.#shell = options.shell;
@@ -241,11 +242,6 @@ export class ShellSearch implements SearchEngine {
     this.#maxBytes = max;
     this.#workers = Math.max(1, options.workers ?? 2);
     this.#direct = options.readFilesDirectly ?? false;
-    if (!this.#shell && !(this.#direct && this.#useRipgrep === true)) {
-      throw new TypeError(
-        "Invalid shell search options: a shell is needed unless rg runs on this host (readFilesDirectly and useRipgrep: true)",
-      );
-    }
   }
 
   /** Commands run and bytes received so far. */
@@ -333,13 +329,17 @@ export class ShellSearch implements SearchEngine {
     signal?.throwIfAborted();
     this.#caps ??= (async (): Promise<Capabilities> => {
       if (!this.#shell) {
-        // rg on this host, spawned itself: nothing else is used.
-        if (await detectRipgrep(this.#rgPath)) {
-          return { rg: true, framing: false, grep: false, utf8: false };
+        // rg spawned on this host, else the file-system interface alone.
+        const rg = this.#direct && this.#useRipgrep !== false &&
+          await detectRipgrep(this.#rgPath) !== null;
+        if (!rg && this.#useRipgrep === true) {
+          throw new Error(
+            `Cannot use ripgrep "${this.#rgPath}": ${
+              this.#direct ? "it is not installed or does not run" : "no shell"
+            }; install it or use useRipgrep: "auto"`,
+          );
         }
-        throw new Error(
-          `Cannot use ripgrep "${this.#rgPath}": it is not installed or does not run; install ripgrep or use useRipgrep: "auto"`,
-        );
+        return { rg, framing: false, grep: false, utf8: false };
       }
       const result = await this.#exec(
         [
@@ -444,7 +444,7 @@ export class ShellSearch implements SearchEngine {
     // On a Linux host, rg runs without `--max-filesize` (which makes it stat
     // every file), its memory watched instead; past the bound, again with
     // `--max-filesize` (README). Multiline, rg reads whole files.
-    let watched = this.#direct && canWatchMemory && !root.isFile &&
+    let watched = this.#direct && canWatchMemory() && !root.isFile &&
       !plan.multiline;
     // Content over a folder: one parallel, unsorted pass first (as a bare
     // `rg -n`; `--sort path` makes rg single-threaded), its files put in path
@@ -469,8 +469,8 @@ export class ShellSearch implements SearchEngine {
         const checked = new Map<string, boolean | number>();
         for (;;) {
           const check = this.#direct && plan.mode !== "content"
-            ? streamPaths(plan.mode === "count", (found) => {
-              const path = relativeOf(found, root.isFile);
+            ? recordReader(plan.mode === "count", 0, (found) => {
+              const path = relativeOf(utf8.decode(found), root.isFile);
               checked.set(path, checkHostFile(root, path, plan.maxFileBytes));
             })
             : undefined;
@@ -614,8 +614,11 @@ export class ShellSearch implements SearchEngine {
           signal,
           // Each file timed as its path comes, while rg still walks (a
           // glob over 100k files took 1.15 times as long after rg ended).
-          onStdout: streamPaths(false, (found) => {
-            const path = joinPath(plan.root.path, relativeOf(found, false));
+          onStdout: recordReader(false, 0, (found) => {
+            const path = joinPath(
+              plan.root.path,
+              relativeOf(utf8.decode(found), false),
+            );
             let modifiedMs: number | null = null;
             try {
               modifiedMs = Deno.lstatSync(path).mtime?.getTime() ?? null;
@@ -698,8 +701,8 @@ export class ShellSearch implements SearchEngine {
     // Status 2 (an error) may mean files were missed: no narrowing then.
     if (run.truncated || (run.status !== 0 && run.status !== 1)) return null;
     const files = new Set<string>();
-    for (const path of splitNul(run.bytes, new TextDecoder())) {
-      files.add(relativeOf(path, false));
+    for (const [path] of splitRecords(run.bytes, false, 0)) {
+      files.add(relativeOf(utf8.decode(path), false));
     }
     return files;
   }
@@ -732,8 +735,8 @@ export class ShellSearch implements SearchEngine {
       );
     }
     const dirs = new Map<string, Listed[]>([["", []]]);
-    const decoder = new TextDecoder();
-    for (const record of splitNul(run.bytes, decoder)) {
+    for (const [bytes] of splitRecords(run.bytes, false, 0)) {
+      const record = utf8.decode(bytes);
       const [type, size, time] = record.split(" ", 3);
       if (time === undefined) continue;
       const path = record.slice(type!.length + size!.length + time.length + 3);
@@ -888,6 +891,8 @@ function memoryBound(plan: GrepPlan): number {
   return Math.max(256 << 20, 2 * plan.maxFileBytes + (64 << 20));
 }
 
+const utf8 = new TextDecoder();
+
 /** The types of `find -printf %y`. */
 const FIND_TYPES: Readonly<Record<string, FileType>> = {
   f: "file",
@@ -900,16 +905,6 @@ const HEAVY_NAMES = [...HEAVY_FOLDERS].map((name) =>
   `-name ${shellQuote(name)}`
 )
   .join(" -o ");
-
-/** The NUL-terminated records of bytes, as text. */
-function splitNul(bytes: Uint8Array, decoder: TextDecoder): string[] {
-  const records: string[] = [];
-  for (let start = 0, end; (end = bytes.indexOf(0, start)) !== -1;) {
-    records.push(decoder.decode(bytes.subarray(start, end)));
-    start = end + 1;
-  }
-  return records;
-}
 
 /** `find -printf %T@` (`1700000000.1234567890`) in ms, truncated. */
 function parseFindTime(text: string): number | null {

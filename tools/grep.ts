@@ -13,7 +13,7 @@ import {
 } from "../search/types.ts";
 import { cutLine } from "../search/_match.ts";
 import { Redactor } from "../_internal/redact.ts";
-import { formatGrepResult } from "../search/format.ts";
+import { formatGrepResult } from "./search_format.ts";
 import { defineTool, errorResult, okResult, pathError } from "./_shared.ts";
 import { engineOf } from "./_search.ts";
 

@@ -5,7 +5,7 @@
  */
 import type { ToolContext } from "./context.ts";
 import type { Tool } from "./types.ts";
-import { formatLsResult } from "../search/format.ts";
+import { formatLsResult } from "./search_format.ts";
 import { defineTool, okResult, pathError } from "./_shared.ts";
 import { engineOf } from "./_search.ts";
 

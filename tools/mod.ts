@@ -47,5 +47,6 @@ export { createEditTool } from "./edit.ts";
 export { createLsTool } from "./ls.ts";
 export { createGlobTool } from "./glob.ts";
 export { createGrepTool } from "./grep.ts";
+export * from "./search_format.ts";
 export { createPublishFileTool, PUBLISH_GUIDANCE } from "./publish_file.ts";
 export * from "./adapters/mod.ts";

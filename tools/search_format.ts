@@ -1,11 +1,17 @@
 /**
  * Text for the model from search results: one helper per tool (`grep`, `glob`,
- * `ls`), with notices when a limit left something out.
+ * `ls`), with notices when a limit left something out (they name the tools'
+ * parameters: the tools own this text, the search engine only the results).
  *
  * @module
  */
-import { DEFAULT_GREP_MAX_OUTPUT_CHARS } from "./types.ts";
-import type { GlobResult, GrepResult, LsResult, SkippedFile } from "./types.ts";
+import { DEFAULT_GREP_MAX_OUTPUT_CHARS } from "../search/types.ts";
+import type {
+  GlobResult,
+  GrepResult,
+  LsResult,
+  SkippedFile,
+} from "../search/types.ts";
 
 /** Options of {@linkcode formatGrepResult}. */
 export interface FormatGrepOptions {
@@ -64,7 +70,7 @@ function capText(text: string, max: number): string {
  * @example Formatting matching files
  * ```ts
  * import { assert } from "@std/assert";
- * import { formatGrepResult } from "@skillrun/skillrun/search";
+ * import { formatGrepResult } from "@skillrun/skillrun/tools";
  * const text = formatGrepResult({
  *   mode: "files_with_matches", path: "/w", engine: "fallback",
  *   files: ["/w/a.ts"], totalEntries: 1, offset: 0,
@@ -207,7 +213,7 @@ function withNotices(
  * @example Formatting found files
  * ```ts
  * import { assert } from "@std/assert";
- * import { formatGlobResult } from "@skillrun/skillrun/search";
+ * import { formatGlobResult } from "@skillrun/skillrun/tools";
  * const text = formatGlobResult({
  *   path: "/w", engine: "ripgrep", totalFiles: 3, truncated: true,
  *   files: [{ path: "/w/b.ts", modifiedMs: 2 }, { path: "/w/a.ts", modifiedMs: 1 }],
@@ -240,7 +246,7 @@ export function formatGlobResult(
  * @example Formatting a listing
  * ```ts
  * import { assert } from "@std/assert";
- * import { formatLsResult } from "@skillrun/skillrun/search";
+ * import { formatLsResult } from "@skillrun/skillrun/tools";
  * const text = formatLsResult({
  *   path: "/w", truncated: false,
  *   entries: [

@@ -7,8 +7,8 @@ import {
   formatGlobResult,
   formatGrepResult,
   formatLsResult,
-} from "./format.ts";
-import type { GrepContentResult, GrepResultBase } from "./types.ts";
+} from "./search_format.ts";
+import type { GrepContentResult, GrepResultBase } from "../search/types.ts";
 
 const base: GrepResultBase = {
   skipped: [],
