@@ -38,7 +38,6 @@ export {
   type SearchShellResult,
   ShellSearch,
   type ShellSearchOptions,
-  type ShellSearchStats,
 } from "./shell.ts";
 export { type CompiledGlob, compileGlob } from "./glob.ts";
 export {

@@ -73,23 +73,21 @@ export function createSearch(options: CreateSearchOptions): SearchEngine {
       "Invalid search options: ripgrep needs a local file system (local: true)",
     );
   }
-  const rgPath = options.ripgrepPath ?? "rg";
+  const { fs, ripgrepPath = "rg" } = options;
   const fallback = new FallbackSearch({
-    fs: options.fs,
+    fs,
     local,
     ...(options.workers !== undefined ? { workers: options.workers } : {}),
   });
+  if (!local) return fallback;
   let chosen: Promise<SearchEngine> | null = null;
   const pick = (): Promise<SearchEngine> => {
     chosen ??= (async (): Promise<SearchEngine> => {
-      if (!local) return fallback;
-      const rg = useRipgrep !== false && await detectRipgrep(rgPath);
-      if (rg) return new RipgrepSearch({ fs: options.fs, ripgrepPath: rgPath });
-      if (useRipgrep === true) {
-        throw new Error(
-          `Cannot use ripgrep "${rgPath}": it is not installed or does not run; install ripgrep or use useRipgrep: "auto"`,
-        );
-      }
+      // `true`: its searches say why rg cannot run.
+      if (
+        useRipgrep === true ||
+        (useRipgrep === "auto" && await detectRipgrep(ripgrepPath))
+      ) return new RipgrepSearch({ fs, ripgrepPath });
       const shell = options.shell;
       if (
         shell && await shell.exec("true", { timeoutMs: 10_000 }).then(
@@ -99,7 +97,7 @@ export function createSearch(options: CreateSearchOptions): SearchEngine {
       ) {
         return new ShellSearch({
           shell,
-          fs: options.fs,
+          fs,
           useRipgrep: false,
           readFilesDirectly: true,
         });

@@ -151,14 +151,6 @@ export interface ShellSearchOptions {
   readonly readFilesDirectly?: boolean;
 }
 
-/** What a {@linkcode ShellSearch} has moved so far. */
-export interface ShellSearchStats {
-  /** Commands run in the sandbox. */
-  readonly commands: number;
-  /** Bytes of stdout received (the `base64` text). */
-  readonly stdoutBytes: number;
-}
-
 /** What the sandbox has, found once. */
 interface Capabilities {
   readonly rg: boolean;
@@ -180,9 +172,10 @@ const EXEC_SLACK_MS = 5_000;
 const READ_TIMEOUT_MS = 600_000;
 
 /**
- * The search engine that runs in a sandbox. Same answers as the local
- * engines; `engine` in a result says `ripgrep` when ripgrep answered in the
- * sandbox, `fallback` otherwise.
+ * The search engine: through a shell (a sandbox's, or the local runtime's
+ * launcher), else with rg on this host ({@linkcode RipgrepSearch}) or the
+ * file-system interface alone ({@linkcode FallbackSearch}). `engine` in a
+ * result says `ripgrep` when ripgrep answered, `fallback` otherwise.
  *
  * @example Searching through a local bash
  * ```ts
@@ -219,8 +212,6 @@ export class ShellSearch implements SearchEngine {
   readonly #direct: boolean;
   readonly #slots = new SearchSlots();
   #caps: Promise<Capabilities> | null = null;
-  #commands = 0;
-  #stdoutBytes = 0;
 
   /**
    * Makes the engine (nothing runs until the first search).
@@ -242,11 +233,6 @@ export class ShellSearch implements SearchEngine {
     this.#maxBytes = max;
     this.#workers = Math.max(1, options.workers ?? 2);
     this.#direct = options.readFilesDirectly ?? false;
-  }
-
-  /** Commands run and bytes received so far. */
-  get stats(): ShellSearchStats {
-    return { commands: this.#commands, stdoutBytes: this.#stdoutBytes };
   }
 
   /**
@@ -388,9 +374,6 @@ export class ShellSearch implements SearchEngine {
   ): Promise<SearchShellResult> {
     options.signal?.throwIfAborted();
     const result = await this.#shell!.exec(command, options);
-    this.#commands++;
-    // Every command here prints ASCII (base64, the detection's words).
-    this.#stdoutBytes += result.stdout.length;
     // Stopped by the caller: its reason, not the shell's exit code.
     options.signal?.throwIfAborted();
     return result;
