@@ -8,7 +8,7 @@
 import { ShellSearch } from "./shell.ts";
 import type { SearchFileSystem } from "./types.ts";
 
-export { detectRipgrep, type RipgrepInfo } from "./_ripgrep_run.ts";
+export { detectRipgrep, type RipgrepInfo } from "./_ripgrep_protocol.ts";
 
 /** Options of {@linkcode RipgrepSearch}. */
 export interface RipgrepSearchOptions {

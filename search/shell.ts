@@ -37,8 +37,10 @@ import {
   tooLargeRoot,
 } from "./_plan.ts";
 import {
+  canWatchMemory,
   COMMON_ARGS,
   DEBUG_SKIP_AWK,
+  detectRipgrep,
   FIRST_NUL_ARGS,
   heavyGlobs,
   parseDebugSkip,
@@ -48,14 +50,10 @@ import {
   relativeOf,
   ripgrepError,
   ripgrepGrepArgs,
-  splitRecords,
-} from "./_ripgrep_protocol.ts";
-import {
-  canWatchMemory,
-  detectRipgrep,
   type RipgrepOutput,
   runHostRipgrep,
-} from "./_ripgrep_run.ts";
+  splitRecords,
+} from "./_ripgrep_protocol.ts";
 import {
   BINARY_SNIFF_BYTES,
   comparePaths,
