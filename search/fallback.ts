@@ -1,7 +1,6 @@
 /**
- * The engine over the file-system interface alone (a runtime that cannot run
- * commands): the shell engine without a shell, walking and reading through
- * the file system and matching with `re2js`.
+ * The engine over the file-system interface alone, for a runtime that cannot
+ * run commands.
  *
  * @module
  */

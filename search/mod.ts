@@ -4,22 +4,7 @@
  * (`find` and `grep`, `ShellSearch`), and for a runtime with only a file
  * system the TypeScript engine (`FallbackSearch`, matching with `re2js`).
  * Same result format; where answers can differ is in `search/README.md`.
- *
- * @example Searching a temporary folder
- * ```ts
- * import { assert } from "@std/assert";
- * import { createSearch } from "@skillrun/skillrun/search";
- * import { LocalFileSystem } from "@skillrun/skillrun/runtime";
- * const dir = await Deno.makeTempDir();
- * try {
- *   await Deno.writeTextFile(`${dir}/a.py`, "def main():\n    pass\n");
- *   const search = createSearch({ fs: new LocalFileSystem({ cwd: dir }), local: true });
- *   const result = await search.grep({ pattern: "def \\w+", type: "py" });
- *   assert(result.mode === "files_with_matches" && result.files[0]?.endsWith("/a.py"));
- * } finally {
- *   await Deno.remove(dir, { recursive: true });
- * }
- * ```
+ * Start with {@linkcode createSearch}, which picks the engine.
  *
  * @module
  */

@@ -1,7 +1,6 @@
 /**
- * The ripgrep engine of local runtimes: the shell engine (`shell.ts`) with
- * `rg` spawned on this host (no shell), the files it keeps checked directly.
- * How it bounds file sizes, memory and output is in `search/README.md`.
+ * The ripgrep engine of local runtimes; how it bounds file sizes, memory and
+ * output is in `search/README.md`.
  *
  * @module
  */
@@ -16,14 +15,6 @@ export interface RipgrepSearchOptions {
   readonly fs: SearchFileSystem;
   /** The ripgrep command. Default `rg`. */
   readonly ripgrepPath?: string;
-  /**
-   * Ignored since rg runs as the shell engine runs it: a content search is
-   * one parallel pass, the sorted search only past its output budget (see
-   * `search/README.md`). Still checked: a number of ms, at least 0.
-   *
-   * @deprecated No effect.
-   */
-  readonly sortedAttemptMs?: number;
 }
 
 /**
@@ -45,19 +36,12 @@ export class RipgrepSearch extends ShellSearch {
   readonly engine = "ripgrep" as const;
 
   /**
-   * Makes the engine (it does not check that ripgrep runs: see
-   * {@linkcode detectRipgrep}).
+   * Makes the engine; ripgrep is detected on the first search (see
+   * {@linkcode detectRipgrep}), which fails clearly when it cannot run.
    *
    * @param options The local file system, the ripgrep command.
-   * @throws {RangeError} `sortedAttemptMs` is negative or not a number.
    */
   constructor(options: RipgrepSearchOptions) {
-    const attempt = options.sortedAttemptMs ?? 0;
-    if (!Number.isFinite(attempt) || attempt < 0) {
-      throw new RangeError(
-        `Invalid sorted attempt "${attempt}": expected a number of ms, at least 0`,
-      );
-    }
     super({
       fs: options.fs,
       useRipgrep: true,

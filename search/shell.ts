@@ -1,13 +1,12 @@
 /**
- * The search engine that runs through a shell (in the sandbox, or on the host
- * through the local runtime's launcher), so that `grep`, `glob` and `ls` on a
- * remote runtime never download the tree: ripgrep when the sandbox has it
- * (detected once), else one `find` listing and a `grep -E` prefilter, walked
- * and matched by the code of `fallback.ts`. Every command's output is framed
- * with `base64`, so any channel that carries text carries it exactly (paths
- * with newlines, invalid UTF-8, NUL bytes), and every value put into a
- * command line is quoted by `shellQuote`. A sandbox without `base64` or GNU
- * `find` is searched through the file-system interface (`FallbackSearch`).
+ * The search engine, through a shell (a sandbox's, or the host's launcher) so
+ * that `grep`, `glob` and `ls` on a remote runtime never download the tree:
+ * ripgrep where it runs (detected once), else one `find` listing and a
+ * `grep -E` prefilter, walked and matched by `_walk.ts`; without a shell, rg
+ * spawned on this host or the file-system interface alone. Every command's
+ * output is framed with `base64` (any channel that carries text carries it
+ * exactly: paths with newlines, invalid UTF-8, NUL bytes), and every value put
+ * into a command line is quoted by `shellQuote`.
  *
  * @module
  */
@@ -325,7 +324,7 @@ export class ShellSearch implements SearchEngine {
         }
         return { rg, framing: false, grep: false, utf8: false };
       }
-      const result = await this.#exec(
+      const result = await this.#shell.exec(
         [
           `for c in base64 head grep; do command -v "$c" >/dev/null 2>&1 && printf '%s\\n' "$c"; done`,
           `${this.#rg} --version >/dev/null 2>&1 && printf 'rg\\n'`,
@@ -335,6 +334,7 @@ export class ShellSearch implements SearchEngine {
         ].join("; "),
         { timeoutMs: DETECT_TIMEOUT_MS, ...(signal ? { signal } : {}) },
       );
+      signal?.throwIfAborted();
       if (result.exitCode !== 0 || result.timedOut) {
         throw new Error(
           `Cannot search in the sandbox: the detection of its tools failed (exit code ${result.exitCode})`,
@@ -366,17 +366,6 @@ export class ShellSearch implements SearchEngine {
     return caps;
   }
 
-  async #exec(
-    command: string,
-    options: SearchShellExecOptions,
-  ): Promise<SearchShellResult> {
-    options.signal?.throwIfAborted();
-    const result = await this.#shell!.exec(command, options);
-    // Stopped by the caller: its reason, not the shell's exit code.
-    options.signal?.throwIfAborted();
-    return result;
-  }
-
   /** Runs `body` with its stdout through `head -c cap | base64`, its status on stderr. */
   async #framed(
     body: string,
@@ -386,7 +375,9 @@ export class ShellSearch implements SearchEngine {
   ): Promise<RipgrepOutput> {
     const command =
       `{ ${body}; printf '\\n${STATUS_MARK} %s\\n' "$?" >&2; } | head -c ${cap} | base64`;
-    const result = await this.#exec(command, {
+    // Stopped by the caller: its reason, not the shell's exit code.
+    signal.throwIfAborted();
+    const result = await this.#shell!.exec(command, {
       // The deadline's signal stops it first; this is a backstop.
       timeoutMs: timeoutMs + EXEC_SLACK_MS,
       signal,
@@ -461,7 +452,11 @@ export class ShellSearch implements SearchEngine {
             cap,
             signal,
             plan.timeoutMs,
-            watched ? memoryBound(plan) : undefined,
+            // Room for a line of a file under the size limit as rg's
+            // buffer doubles, at least 256 MiB.
+            watched
+              ? Math.max(256 << 20, 2 * plan.maxFileBytes + (64 << 20))
+              : undefined,
             check,
           );
           if (watched && !run.truncated && ![0, 1, 2].includes(run.status)) {
@@ -482,14 +477,15 @@ export class ShellSearch implements SearchEngine {
               collector.skip(path, skipped.reason, skipped.size);
             } else if (line.trim() !== "") errors.push(line);
           }
-          if (!run.truncated && run.status === 2 && errors.length > 0) {
-            throw ripgrepError(plan, errors.join("\n"));
-          }
-          if (!run.truncated && ![0, 1, 2].includes(run.status)) {
-            throw new Error(
-              `Cannot search "${root.path}": ripgrep failed (status ${run.status})${
-                errors.length ? `: ${errors.at(-1)}` : ""
-              }`,
+          // Status 2 also reports unreadable files (not printed under
+          // --no-messages): only an error message means the search failed.
+          const failed = run.status === 2
+            ? errors.length > 0
+            : ![0, 1].includes(run.status);
+          if (!run.truncated && failed) {
+            throw ripgrepError(
+              plan,
+              errors.join("\n") || `status ${run.status}`,
             );
           }
           const files = parseRipgrepOutput(run.bytes, plan);
@@ -862,14 +858,6 @@ function checkHostFile(
   } finally {
     file.close();
   }
-}
-
-/**
- * rg's memory bound without `--max-filesize`: room for a line of a file under
- * the size limit as its buffer doubles, at least 256 MiB.
- */
-function memoryBound(plan: GrepPlan): number {
-  return Math.max(256 << 20, 2 * plan.maxFileBytes + (64 << 20));
 }
 
 const utf8 = new TextDecoder();
