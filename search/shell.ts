@@ -436,8 +436,8 @@ export class ShellSearch implements SearchEngine {
       this.#slots,
       async (signal) => {
         // On the host, files and counts (every matching file shown) are
-        // checked as rg names them, while it still searches (a count over
-        // 100k matching files took 1.6 times as long checked after).
+        // checked as rg names them, while it still searches (a count of
+        // 25k matching files took 1.6 times as long checked after).
         const checked = new Map<string, boolean | number>();
         for (;;) {
           const check = this.#direct && plan.mode !== "content"
@@ -590,7 +590,7 @@ export class ShellSearch implements SearchEngine {
           cap: Infinity,
           signal,
           // Each file timed as its path comes, while rg still walks (a
-          // glob over 100k files took 1.15 times as long after rg ended).
+          // glob of 100k files took 1.15 times as long timed after).
           onStdout: recordReader(false, 0, (found) => {
             const path = joinPath(
               plan.root.path,
