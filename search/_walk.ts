@@ -169,27 +169,22 @@ export function fsSource(fs: SearchFileSystem, workers: number): FileSource {
   return {
     workers,
     batchFiles: workers * 8,
-    listing: listThrough(fs),
+    listing: (root, _depth, signal) =>
+      Promise.resolve(async (folder) =>
+        (await fs.list(joinPath(root.path, folder), {
+          depth: 1,
+          limit: Number.MAX_SAFE_INTEGER,
+          signal,
+        })).entries.map((e) => ({
+          path: folder === "" ? e.name : `${folder}/${e.name}`,
+          name: e.name,
+          type: e.type,
+          size: e.size,
+          modifiedMs: e.modifiedAt?.getTime() ?? null,
+        }))
+      ),
     read: (plan, signal) => readThrough(fs, plan, signal),
   };
-}
-
-/** Lists folders through the file-system interface. */
-function listThrough(fs: SearchFileSystem): FileSource["listing"] {
-  return (root, _depth, signal) =>
-    Promise.resolve(async (folder) =>
-      (await fs.list(joinPath(root.path, folder), {
-        depth: 1,
-        limit: Number.MAX_SAFE_INTEGER,
-        signal,
-      })).entries.map((e) => ({
-        path: folder === "" ? e.name : `${folder}/${e.name}`,
-        name: e.name,
-        type: e.type,
-        size: e.size,
-        modifiedMs: e.modifiedAt?.getTime() ?? null,
-      }))
-    );
 }
 
 /** Reads files through the file-system interface, refusing large ones. */
@@ -353,7 +348,7 @@ export async function listFolder(
   fs: SearchFileSystem,
   request: LsRequest,
   local: boolean,
-  listing: FileSource["listing"] = listThrough(fs),
+  listing: FileSource["listing"],
 ): Promise<LsResult> {
   const depth = num("depth", request.depth, 1);
   const limit = num("limit", request.limit, DEFAULT_LS_LIMIT);

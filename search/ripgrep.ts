@@ -35,12 +35,7 @@ export class RipgrepSearch extends ShellSearch {
   /** Which engine this is. */
   readonly engine = "ripgrep" as const;
 
-  /**
-   * Makes the engine; ripgrep is detected on the first search (see
-   * {@linkcode detectRipgrep}), which fails clearly when it cannot run.
-   *
-   * @param options The local file system, the ripgrep command.
-   */
+  /** Makes the engine; `rg` is detected by its first search ({@linkcode detectRipgrep}). */
   constructor(options: RipgrepSearchOptions) {
     super({
       fs: options.fs,
