@@ -29,6 +29,8 @@ export function heavyGlobs(): string[] {
   return [...HEAVY_FOLDERS].flatMap((name) => ["--glob", `!${name}/`]);
 }
 
+const NO_BYTES = new Uint8Array(0);
+
 /**
  * A reader of rg's `--null` output (or any NUL-ended records) as it streams
  * by: each whole record, a path and (when `withRest`) the rest of its line
@@ -47,11 +49,10 @@ export function recordReader(
     for (let zero; (zero = bytes.indexOf(0, start)) !== -1;) {
       const end = withRest ? bytes.indexOf(10, zero + 1) : zero;
       if (end === -1) break;
-      const restEnd = Math.min(end, zero + 1 + maxRestBytes);
-      onRecord(
-        bytes.subarray(start, zero),
-        bytes.subarray(zero + 1, Math.max(zero + 1, restEnd)),
-      );
+      const rest = withRest
+        ? bytes.subarray(zero + 1, Math.min(end, zero + 1 + maxRestBytes))
+        : NO_BYTES;
+      onRecord(bytes.subarray(start, zero), rest);
       start = end + 1;
     }
     pending = bytes.slice(start);
@@ -213,10 +214,9 @@ export const FIRST_NUL_ARGS: readonly string[] = [
 
 /** Reads the output of {@linkcode FIRST_NUL_ARGS}: each path and its first NUL's offset. */
 export function parseFirstNul(bytes: Uint8Array): Map<string, number> {
-  const records = splitRecords(bytes, true, 64);
   const decoder = new TextDecoder();
   const found = new Map<string, number>();
-  for (const [pathBytes, rest] of records) {
+  for (const [pathBytes, rest] of splitRecords(bytes, true, 64)) {
     const path = decoder.decode(pathBytes);
     if (!found.has(path)) {
       found.set(path, Number.parseInt(decoder.decode(rest)));

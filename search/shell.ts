@@ -51,7 +51,6 @@ import {
   ripgrepGrepArgs,
   type RipgrepOutput,
   runHostRipgrep,
-  splitRecords,
 } from "./_ripgrep_protocol.ts";
 import {
   BINARY_SNIFF_BYTES,
@@ -678,9 +677,9 @@ export class ShellSearch implements SearchEngine {
     // Status 2 (an error) may mean files were missed: no narrowing then.
     if (run.truncated || (run.status !== 0 && run.status !== 1)) return null;
     const files = new Set<string>();
-    for (const [path] of splitRecords(run.bytes, false, 0)) {
+    recordReader(false, 0, (path) => {
       files.add(relativeOf(utf8.decode(path), false));
-    }
+    })(run.bytes);
     return files;
   }
 
@@ -712,12 +711,13 @@ export class ShellSearch implements SearchEngine {
       );
     }
     const dirs = new Map<string, Listed[]>([["", []]]);
-    for (const [bytes] of splitRecords(run.bytes, false, 0)) {
+    // One record at a time (an array of 100k records' views took 45 MiB).
+    recordReader(false, 0, (bytes) => {
       const record = utf8.decode(bytes);
       const [type, size, time] = record.split(" ", 3);
-      if (time === undefined) continue;
+      if (time === undefined) return;
       const path = record.slice(type!.length + size!.length + time.length + 3);
-      if (path === "") continue;
+      if (path === "") return;
       const slash = path.lastIndexOf("/");
       const parent = slash === -1 ? "" : path.slice(0, slash);
       if (!dirs.has(parent)) dirs.set(parent, []);
@@ -728,7 +728,7 @@ export class ShellSearch implements SearchEngine {
         size: Number(size),
         modifiedMs: parseFindTime(time),
       });
-    }
+    })(run.bytes);
     return (folder) => Promise.resolve(dirs.get(folder) ?? []);
   }
 
