@@ -3,6 +3,7 @@ import { assertEquals } from "../tests/helpers/assert.ts";
 import {
   FIRST_NUL_ARGS,
   parseFirstNul,
+  recordReader,
   splitRecords,
 } from "./_ripgrep_protocol.ts";
 
@@ -97,5 +98,35 @@ Deno.test("parseFirstNul reads rg's first NUL of each file (the sandbox's binary
     );
   } finally {
     await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("recordReader gives the same records whatever the chunk boundaries (a path with a newline, a line cut at the bound, a cut last record left out)", () => {
+  const input = bytes(
+    "./a\nb.txt",
+    [0],
+    "3:one two three\n",
+    "./c.md",
+    [0],
+    "14:x\n",
+    "./cut",
+    [0],
+    "9:no end",
+  );
+  const read = (chunks: Uint8Array[]): string[] => {
+    const out: string[] = [];
+    const reader = recordReader(true, 5, (path, rest) => {
+      out.push(`${decoder.decode(path)}|${decoder.decode(rest)}`);
+    });
+    for (const chunk of chunks) reader(chunk);
+    return out;
+  };
+  const whole = read([input]);
+  assertEquals(whole, ["./a\nb.txt|3:one", "./c.md|14:x"]);
+  for (let a = 0; a <= input.length; a++) {
+    for (let b = a; b <= input.length; b += 3) {
+      const chunks = [input.slice(0, a), input.slice(a, b), input.slice(b)];
+      assertEquals(read(chunks), whole, `split at ${a} and ${b}`);
+    }
   }
 });
