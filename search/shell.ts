@@ -201,7 +201,6 @@ export class ShellSearch implements SearchEngine {
   readonly #shell: SearchShell | undefined;
   readonly #fs: SearchFileSystem;
   readonly #useRipgrep: "auto" | boolean;
-  readonly #rg: string;
   readonly #rgPath: string;
   readonly #maxBytes: number;
   readonly #workers: number;
@@ -219,7 +218,6 @@ export class ShellSearch implements SearchEngine {
     this.#fs = options.fs;
     this.#useRipgrep = options.useRipgrep ?? "auto";
     this.#rgPath = options.ripgrepPath ?? "rg";
-    this.#rg = shellQuote(this.#rgPath);
     const max = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
     if (!Number.isInteger(max) || max < 1024) {
       throw new RangeError(
@@ -326,7 +324,9 @@ export class ShellSearch implements SearchEngine {
       const result = await this.#shell.exec(
         [
           `for c in base64 head grep; do command -v "$c" >/dev/null 2>&1 && printf '%s\\n' "$c"; done`,
-          `${this.#rg} --version >/dev/null 2>&1 && printf 'rg\\n'`,
+          `${
+            shellQuote(this.#rgPath)
+          } --version >/dev/null 2>&1 && printf 'rg\\n'`,
           `find . -maxdepth 0 -printf 'find-printf\\n' 2>/dev/null`,
           `printf '\\303\\251\\n' | LC_ALL=C.UTF-8 grep -q -E '^.$' 2>/dev/null && printf 'grep-utf8\\n'`,
           `true`,
@@ -545,7 +545,7 @@ export class ShellSearch implements SearchEngine {
         ...(onStdout ? { onStdout } : {}),
       });
     }
-    const rg = `( ${this.#rg} ${
+    const rg = `( ${shellQuote(this.#rgPath)} ${
       args.map(shellQuote).join(" ")
     } 2>&1 1>&3 | awk ${
       shellQuote(DEBUG_SKIP_AWK)
